@@ -1,0 +1,93 @@
+//! Errors that end a run, as values (the loop never panics or throws).
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::HistoryError;
+use crate::stream::AssemblyError;
+
+/// What went wrong talking to a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderErrorKind {
+    /// The provider answered with an HTTP error status.
+    Http,
+    /// The stream carried an error event (overloaded, quota, ...).
+    Api,
+    /// The connection failed or broke.
+    Connection,
+    /// The stream ended before the turn was complete.
+    Truncated,
+    /// The provider sent something that could not be decoded.
+    Decode,
+    /// The request asks for something this provider cannot do.
+    Unsupported,
+    /// The request could not be built (a missing attachment, bad options).
+    InvalidRequest,
+}
+
+/// A provider failure, with everything the provider said about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[error("{kind:?} error{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+pub struct ProviderError {
+    /// Category.
+    pub kind: ProviderErrorKind,
+    /// Human-readable message.
+    pub message: String,
+    /// HTTP status, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The provider's error type (`overloaded_error`, `insufficient_quota`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    /// The provider's request id, for support tickets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+impl ProviderError {
+    /// An error of `kind` with a message and nothing else.
+    pub fn new(kind: ProviderErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            status: None,
+            error_type: None,
+            request_id: None,
+        }
+    }
+}
+
+/// Why a run ended with status `error`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LoopError {
+    /// The provider failed.
+    #[error("provider error: {error}")]
+    Provider {
+        /// What it said.
+        error: ProviderError,
+    },
+    /// The provider adapter broke the streaming protocol.
+    #[error("malformed model stream: {error}")]
+    Assembly {
+        /// The violation.
+        error: AssemblyError,
+    },
+    /// The provider stream ended without a finish item.
+    #[error("model stream ended without a stop reason")]
+    IncompleteStream,
+    /// The history about to be sent breaks the tool-call pairing rules.
+    #[error("invalid history: {error}")]
+    InvalidHistory {
+        /// The violation.
+        error: HistoryError,
+    },
+    /// A resumed run state has a schema this version cannot read.
+    #[error("run state schema {found} is not supported (expected {expected})")]
+    UnsupportedState {
+        /// Version found.
+        found: u32,
+        /// Version supported.
+        expected: u32,
+    },
+}

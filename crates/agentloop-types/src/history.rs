@@ -1,0 +1,158 @@
+//! Tool-call pairing rules of a history, checked before every provider
+//! request: every `tool_use` gets exactly one `tool_result`, in call order,
+//! in the message right after it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{ContentBlock, Message, Role, ToolResultBlock};
+
+/// A broken pairing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum HistoryError {
+    /// A tool call has no result in the next message.
+    #[error("tool call {tool_use_id} in message {message_id} has no result in the next message")]
+    MissingResult {
+        /// The message holding the call.
+        message_id: String,
+        /// The call.
+        tool_use_id: String,
+    },
+    /// A result answers no call of the message before it.
+    #[error(
+        "tool result for {tool_use_id} in message {message_id} answers no call of the message before it"
+    )]
+    OrphanResult {
+        /// The message holding the result.
+        message_id: String,
+        /// The id it names.
+        tool_use_id: String,
+    },
+    /// Results are not in call order.
+    #[error("tool results in message {message_id} are not in call order")]
+    OutOfOrder {
+        /// The message holding the results.
+        message_id: String,
+    },
+    /// Two calls share an id.
+    #[error("tool call id {tool_use_id} is used twice")]
+    DuplicateCall {
+        /// The id.
+        tool_use_id: String,
+    },
+}
+
+/// Checks the pairing rules. A trailing assistant message with calls is
+/// valid only when `allow_trailing_calls` (the moment before tools run).
+pub fn validate_history(
+    messages: &[Message],
+    allow_trailing_calls: bool,
+) -> Result<(), HistoryError> {
+    let mut seen = std::collections::HashSet::new();
+    for (i, message) in messages.iter().enumerate() {
+        let calls: Vec<&str> = message.tool_uses().map(|c| c.id.as_str()).collect();
+        for id in &calls {
+            if !seen.insert(*id) {
+                return Err(HistoryError::DuplicateCall {
+                    tool_use_id: (*id).to_owned(),
+                });
+            }
+        }
+        let previous_calls: Vec<&str> = match i.checked_sub(1).map(|p| &messages[p]) {
+            Some(prev) if prev.role == Role::Assistant => {
+                prev.tool_uses().map(|c| c.id.as_str()).collect()
+            }
+            _ => Vec::new(),
+        };
+        let results: Vec<&str> = message
+            .tool_results()
+            .map(|r| r.tool_use_id.as_str())
+            .collect();
+        if let Some(orphan) = results.iter().find(|r| !previous_calls.contains(r)) {
+            return Err(HistoryError::OrphanResult {
+                message_id: message.id.clone(),
+                tool_use_id: (*orphan).to_owned(),
+            });
+        }
+        if !previous_calls.is_empty() {
+            if let Some(missing) = previous_calls.iter().find(|c| !results.contains(c)) {
+                return Err(HistoryError::MissingResult {
+                    message_id: messages[i - 1].id.clone(),
+                    tool_use_id: (*missing).to_owned(),
+                });
+            }
+            if results != previous_calls {
+                return Err(HistoryError::OutOfOrder {
+                    message_id: message.id.clone(),
+                });
+            }
+        }
+        let is_last = i + 1 == messages.len();
+        if is_last && !calls.is_empty() && message.role == Role::Assistant && !allow_trailing_calls
+        {
+            return Err(HistoryError::MissingResult {
+                message_id: message.id.clone(),
+                tool_use_id: calls[0].to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Closes every tool call that has no result with an error result saying
+/// `reason`, inserting or completing the result message after each call
+/// message. Used to recover an interrupted run; valid histories are returned
+/// unchanged. New messages get ids from `new_id`.
+pub fn close_dangling_calls(
+    messages: Vec<Message>,
+    reason: &str,
+    mut new_id: impl FnMut() -> String,
+) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len() + 1);
+    let mut iter = messages.into_iter().peekable();
+    while let Some(message) = iter.next() {
+        let calls: Vec<String> = if message.role == Role::Assistant {
+            message.tool_uses().map(|c| c.id.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        out.push(message);
+        if calls.is_empty() {
+            continue;
+        }
+        let mut existing: Vec<ToolResultBlock> = Vec::new();
+        let mut other_blocks: Vec<ContentBlock> = Vec::new();
+        let mut id = None;
+        if iter
+            .peek()
+            .is_some_and(|m| m.role == Role::User && m.tool_results().next().is_some())
+        {
+            if let Some(next) = iter.next() {
+                id = Some(next.id);
+                for block in next.content {
+                    match block {
+                        ContentBlock::ToolResult(r) => existing.push(r),
+                        other => other_blocks.push(other),
+                    }
+                }
+            }
+        }
+        let mut content: Vec<ContentBlock> = calls
+            .iter()
+            .map(|call| {
+                let found = existing.iter().position(|r| &r.tool_use_id == call);
+                ContentBlock::ToolResult(match found {
+                    Some(pos) => existing.remove(pos),
+                    None => ToolResultBlock::error(call.clone(), reason),
+                })
+            })
+            .collect();
+        content.extend(other_blocks);
+        out.push(Message::new(
+            id.unwrap_or_else(&mut new_id),
+            Role::User,
+            content,
+        ));
+    }
+    out
+}

@@ -1,0 +1,60 @@
+//! Protocol types of agentloop: the messages a run works on, the events it
+//! emits, the result it ends with, and the ports other layers implement.
+//!
+//! This crate does no I/O and depends only on serde, serde_json, thiserror,
+//! futures and async-trait, so any layer (or application) can depend on it
+//! cheaply.
+//!
+//! ```
+//! use agentloop_types::{EventKind, LoopEvent, Message, StreamAssembler, StreamDelta, BlockStart};
+//!
+//! // A consumer rebuilds the streamed message from deltas.
+//! let mut assembler = StreamAssembler::new();
+//! assembler.apply(&StreamDelta::BlockStart { index: 0, block: BlockStart::Text }).unwrap();
+//! assembler.apply(&StreamDelta::Text { index: 0, text: "Hello".into() }).unwrap();
+//! let message = Message::new("m1", agentloop_types::Role::Assistant, assembler.finish());
+//! assert_eq!(message.text(), "Hello");
+//!
+//! // Events are serde-tagged by `type`.
+//! let event = LoopEvent { seq: 0, path: Default::default(), kind: EventKind::FirstChunk };
+//! assert_eq!(serde_json::to_string(&event).unwrap(), r#"{"seq":0,"type":"first_chunk"}"#);
+//! ```
+
+pub mod cancel;
+pub mod error;
+pub mod event;
+pub mod history;
+pub mod message;
+pub mod options;
+pub mod ports;
+pub mod render;
+pub mod result;
+pub mod state;
+pub mod stream;
+pub mod tokens;
+pub mod tool;
+pub mod transcript;
+
+pub use cancel::CancellationToken;
+pub use error::{LoopError, ProviderError, ProviderErrorKind};
+pub use event::{EventKind, LoopEvent, RunPath};
+pub use history::{HistoryError, close_dangling_calls, validate_history};
+pub use message::{
+    ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,
+};
+pub use options::{LoopOptions, ReasoningEffort, ReasoningSummary, UsageLimits};
+pub use ports::{
+    AttachmentError, AttachmentLoader, LoadedAttachment, ModelProvider, ModelRequest, ModelStream,
+};
+pub use render::{
+    BlockCategory, RenderingBlockGroup, RenderingContentBlock, ToolInfoRenderBlock,
+    ToolResultRenderBlock, ToolResultStatus, categorize_block, render_groups,
+};
+pub use result::{LimitKind, LoopResult, LoopStatus};
+pub use state::{RUN_STATE_SCHEMA_VERSION, RunPhase, RunState};
+pub use stream::{AssemblyError, BlockStart, ModelChunk, StopReason, StreamAssembler, StreamDelta};
+pub use tokens::TokenTotals;
+pub use tool::{
+    BreakLoop, Tool, ToolContext, ToolDefinition, ToolOptionKind, ToolOptionSpec, ToolOutput,
+    ToolResult, ToolStream, ToolStreamEvent, parse_input, single_result,
+};

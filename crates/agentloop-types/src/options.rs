@@ -1,0 +1,127 @@
+//! Flat loop options (seed 000's `AgenticLoopOptions`) and usage limits.
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::ApiKind;
+
+/// How hard an OpenAI reasoning model thinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    /// No reasoning where the model allows it.
+    None,
+    /// Minimal reasoning.
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+}
+
+/// Whether an OpenAI reasoning model returns a summary of its reasoning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningSummary {
+    /// The provider decides.
+    Auto,
+    /// Short summary.
+    Concise,
+    /// Long summary.
+    Detailed,
+}
+
+/// Limits that end a run with [`LoopStatus::LimitExceeded`](crate::result::LoopStatus::LimitExceeded).
+/// `None` means unlimited.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UsageLimits {
+    /// Model requests in the run.
+    pub max_requests: Option<u32>,
+    /// Tool calls in the run.
+    pub max_tool_calls: Option<u32>,
+    /// Input plus output tokens in the run.
+    pub max_total_tokens: Option<u64>,
+    /// Cost in US dollars.
+    pub max_cost: Option<f64>,
+}
+
+/// Everything one run needs, flat: no chat or project objects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoopOptions {
+    /// Model id as the provider knows it.
+    pub model: String,
+    /// Wire protocol of the provider.
+    pub api: ApiKind,
+    /// Project the run belongs to (tools use it to reach project data).
+    pub project_id: String,
+    /// Chat the run belongs to; `None` for standalone runs and sub-agents.
+    pub chat_id: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Output token cap per model turn.
+    pub max_tokens: u32,
+    /// System prompt, sent before any system messages in the history.
+    pub system_prompt: Option<String>,
+    /// Text the assistant turn starts with (Anthropic only).
+    pub prefill_response: Option<String>,
+    /// Stop sequences.
+    pub stop_sequences: Vec<String>,
+    /// Offer the provider's server-side web search.
+    pub web_search_enabled: bool,
+    /// Names of the tools offered to the model; empty offers every tool the
+    /// run was given.
+    pub enabled_tools: Vec<String>,
+    /// Ask for one whole response instead of a stream.
+    pub disable_stream: bool,
+    /// Anthropic extended thinking.
+    pub enable_reasoning: bool,
+    /// Anthropic thinking budget.
+    pub reasoning_budget_tokens: u32,
+    /// Keep thinking blocks only in the last N assistant messages sent to the
+    /// provider; older thinking is left out of requests, never out of the
+    /// messages returned. `None` keeps all.
+    pub thinking_keep_turns: Option<u32>,
+    /// OpenAI reasoning effort.
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// OpenAI reasoning summary.
+    pub reasoning_summary: Option<ReasoningSummary>,
+    /// Model turns before the run ends with `max_iterations`.
+    pub max_iterations: u32,
+    /// How many tool calls of one turn run at once.
+    pub tool_concurrency: usize,
+    /// Wall-clock limit for one tool call, in milliseconds.
+    pub tool_timeout_ms: Option<u64>,
+    /// Usage limits for the whole run.
+    pub limits: UsageLimits,
+}
+
+impl Default for LoopOptions {
+    fn default() -> Self {
+        Self {
+            model: String::new(),
+            api: ApiKind::AnthropicMessages,
+            project_id: String::new(),
+            chat_id: None,
+            temperature: None,
+            max_tokens: 4096,
+            system_prompt: None,
+            prefill_response: None,
+            stop_sequences: Vec::new(),
+            web_search_enabled: false,
+            enabled_tools: Vec::new(),
+            disable_stream: false,
+            enable_reasoning: false,
+            reasoning_budget_tokens: 0,
+            thinking_keep_turns: None,
+            reasoning_effort: None,
+            reasoning_summary: None,
+            max_iterations: 50,
+            tool_concurrency: 8,
+            tool_timeout_ms: None,
+            limits: UsageLimits::default(),
+        }
+    }
+}

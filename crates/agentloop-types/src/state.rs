@@ -1,0 +1,65 @@
+//! The serialisable state of a run, so a suspended or interrupted run can be
+//! stored and resumed in another process.
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{Message, ToolUseBlock};
+use crate::tokens::TokenTotals;
+
+/// Version of the [`RunState`] JSON shape. Bumped on any incompatible change.
+pub const RUN_STATE_SCHEMA_VERSION: u32 = 1;
+
+/// Where a run is between two steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum RunPhase {
+    /// Next: a model request.
+    CallModel,
+    /// Next: these calls of the last assistant message run; their results
+    /// go into the message with this id.
+    RunTools {
+        /// Id of the tool-result message.
+        result_message_id: String,
+        /// The calls, in call order.
+        calls: Vec<ToolUseBlock>,
+    },
+    /// The run ended.
+    Finished,
+}
+
+/// Everything the loop machine knows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    /// Always [`RUN_STATE_SCHEMA_VERSION`] when written by this version.
+    pub schema_version: u32,
+    /// Run id; message ids are derived from it.
+    pub run_id: String,
+    /// The whole history.
+    pub messages: Vec<Message>,
+    /// Sum of all model turns.
+    pub totals: TokenTotals,
+    /// Model turns started.
+    pub iteration: u32,
+    /// Tool calls made.
+    pub tool_calls: u32,
+    /// Messages this run created (for ids).
+    pub created_messages: u32,
+    /// What comes next.
+    pub phase: RunPhase,
+}
+
+impl RunState {
+    /// The state of a run that has not started.
+    pub fn new(run_id: impl Into<String>, messages: Vec<Message>) -> Self {
+        Self {
+            schema_version: RUN_STATE_SCHEMA_VERSION,
+            run_id: run_id.into(),
+            messages,
+            totals: TokenTotals::default(),
+            iteration: 0,
+            tool_calls: 0,
+            created_messages: 0,
+            phase: RunPhase::CallModel,
+        }
+    }
+}

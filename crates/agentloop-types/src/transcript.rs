@@ -1,0 +1,245 @@
+//! A compact, one-line-per-event rendering of runs, for snapshot tests and
+//! terminal logs. Stable and readable; not meant to be parsed.
+
+use std::fmt::Write;
+
+use crate::event::{EventKind, LoopEvent};
+use crate::message::{ContentBlock, Message, Role};
+use crate::render::{ToolResultRenderBlock, ToolResultStatus};
+use crate::result::{LoopResult, LoopStatus};
+use crate::stream::{BlockStart, StreamDelta};
+use crate::tokens::TokenTotals;
+
+/// Renders events, one line each.
+pub fn render_events<'a>(events: impl IntoIterator<Item = &'a LoopEvent>) -> String {
+    events
+        .into_iter()
+        .map(render_event)
+        .fold(String::new(), |mut out, line| {
+            out.push_str(&line);
+            out.push('\n');
+            out
+        })
+}
+
+/// Renders one event: `seq path name details`.
+pub fn render_event(event: &LoopEvent) -> String {
+    let path = if event.path.is_root() {
+        "/".to_owned()
+    } else {
+        format!("/{}", event.path.0.join("/"))
+    };
+    let details = render_kind(&event.kind);
+    let name = event.kind.name();
+    if details.is_empty() {
+        format!("{:03} {path} {name}", event.seq)
+    } else {
+        format!("{:03} {path} {name} {details}", event.seq)
+    }
+}
+
+fn render_kind(kind: &EventKind) -> String {
+    match kind {
+        EventKind::StreamingStart { iteration } => format!("iteration={iteration}"),
+        EventKind::FirstChunk => String::new(),
+        EventKind::StreamingChunk { delta } => render_delta(delta),
+        EventKind::StreamingEnd { stop_reason } => match stop_reason {
+            Some(reason) => format!("stop={}", json(reason)),
+            None => "stop=none".to_owned(),
+        },
+        EventKind::MessageCreated { message } => render_message(message),
+        EventKind::TokensConsumed { tokens } => render_tokens(tokens),
+        EventKind::PendingToolResult { message_id, blocks } => {
+            let blocks: Vec<String> = blocks.iter().map(render_tool_block).collect();
+            format!("{message_id} [{}]", blocks.join(", "))
+        }
+        EventKind::ToolStart {
+            tool_use_id,
+            name,
+            input,
+            is_skill,
+            depth,
+        } => format!(
+            "{tool_use_id} {name} {}{} depth={depth}",
+            json(input),
+            if *is_skill { " skill" } else { "" }
+        ),
+        EventKind::ToolBlockUpdate { tool_use_id, block } => {
+            format!("{tool_use_id} {}", render_tool_block(block))
+        }
+        EventKind::ToolEnd {
+            tool_use_id,
+            name,
+            is_error,
+            is_skill,
+            depth,
+        } => format!(
+            "{tool_use_id} {name}{}{} depth={depth}",
+            if *is_error { " error" } else { " ok" },
+            if *is_skill { " skill" } else { "" }
+        ),
+        EventKind::AgentStart { max_steps } => format!("max_steps={max_steps}"),
+        EventKind::AgentTurnStart { step } => format!("step={step}"),
+        EventKind::AgentReason { message, step }
+        | EventKind::AgentObserve { message, step }
+        | EventKind::AgentError { message, step } => format!("step={step} {}", json(message)),
+        EventKind::AgentRequestInput { question, step } => {
+            format!("step={step} {}", json(question))
+        }
+        EventKind::AgentToolStart { tool, step } => format!("step={step} {tool}"),
+        EventKind::AgentToolComplete { tool, result, step } => {
+            format!("step={step} {tool} {}", json(result))
+        }
+        EventKind::AgentCompletion {
+            steps,
+            final_answer,
+        } => {
+            format!("steps={steps} {}", json(final_answer))
+        }
+        EventKind::Finished { result } => render_result(result),
+    }
+}
+
+fn render_delta(delta: &StreamDelta) -> String {
+    match delta {
+        StreamDelta::BlockStart { index, block } => match block {
+            BlockStart::Text => format!("start[{index}] text"),
+            BlockStart::Thinking => format!("start[{index}] thinking"),
+            BlockStart::RedactedThinking { .. } => format!("start[{index}] redacted_thinking"),
+            BlockStart::ToolUse { id, name } => format!("start[{index}] tool_use {id} {name}"),
+            BlockStart::Provider { api, block } => {
+                format!("start[{index}] provider {} {}", api.as_str(), json(block))
+            }
+        },
+        StreamDelta::Text { index, text } => format!("text[{index}] {}", json(text)),
+        StreamDelta::Thinking { index, thinking } => {
+            format!("thinking[{index}] {}", json(thinking))
+        }
+        StreamDelta::Signature { index, signature } => {
+            format!("signature[{index}] {}", json(signature))
+        }
+        StreamDelta::ToolInput {
+            index,
+            partial_json,
+        } => {
+            format!("tool_input[{index}] {}", json(partial_json))
+        }
+        StreamDelta::Citation { index, citation } => {
+            format!("citation[{index}] {}", json(citation))
+        }
+        StreamDelta::BlockStop { index } => format!("stop[{index}]"),
+    }
+}
+
+/// Renders a message as `role id: block | block`.
+pub fn render_message(message: &Message) -> String {
+    let role = match message.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    let blocks: Vec<String> = message.content.iter().map(render_block).collect();
+    format!("{role} {}: {}", message.id, blocks.join(" | "))
+}
+
+fn render_block(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text { text, citations } => {
+            let mut out = format!("text {}", json(text));
+            if !citations.is_empty() {
+                let _ = write!(out, " citations={}", citations.len());
+            }
+            out
+        }
+        ContentBlock::Thinking {
+            thinking,
+            signature,
+        } => format!(
+            "thinking {}{}",
+            json(thinking),
+            if signature.is_some() { " signed" } else { "" }
+        ),
+        ContentBlock::RedactedThinking { .. } => "redacted_thinking".to_owned(),
+        ContentBlock::ToolUse(call) => {
+            format!("tool_use {} {} {}", call.id, call.name, json(&call.input))
+        }
+        ContentBlock::ToolResult(result) => format!(
+            "tool_result {}{} {}",
+            result.tool_use_id,
+            if result.is_error { " error" } else { "" },
+            json(&result.content)
+        ),
+        ContentBlock::Image { source } => format!("image {}", json(source)),
+        ContentBlock::Document { source, .. } => format!("document {}", json(source)),
+        ContentBlock::Provider { api, block } => {
+            format!("provider {} {}", api.as_str(), json(block))
+        }
+    }
+}
+
+fn render_tool_block(block: &ToolResultRenderBlock) -> String {
+    let status = match block.status {
+        ToolResultStatus::Running => "running",
+        ToolResultStatus::Complete => "complete",
+        ToolResultStatus::Error => "error",
+    };
+    let mut out = format!("{}({}) {status}", block.name, block.tool_use_id);
+    if !block.rendering_groups.is_empty() {
+        let _ = write!(out, " groups={}", block.rendering_groups.len());
+    }
+    out
+}
+
+fn render_tokens(tokens: &TokenTotals) -> String {
+    let mut out = format!("in={} out={}", tokens.input_tokens, tokens.output_tokens);
+    for (name, value) in [
+        ("reasoning", tokens.reasoning_tokens),
+        ("cache_write", tokens.cache_creation_tokens),
+        ("cache_read", tokens.cache_read_tokens),
+        ("web_search", tokens.web_search_count),
+    ] {
+        if value > 0 {
+            let _ = write!(out, " {name}={value}");
+        }
+    }
+    if tokens.cost > 0.0 {
+        let _ = write!(out, " cost={:.6}", tokens.cost);
+    }
+    if tokens.cost_unreliable {
+        out.push_str(" cost_unreliable");
+    }
+    out
+}
+
+fn render_result(result: &LoopResult) -> String {
+    let detail = match &result.status {
+        LoopStatus::Complete {
+            return_value: Some(value),
+        } => format!(" return={}", json(value)),
+        LoopStatus::Complete { return_value: None }
+        | LoopStatus::MaxIterations
+        | LoopStatus::Cancelled => String::new(),
+        LoopStatus::Suspended {
+            pending_tool_call,
+            reason,
+            other_tool_results,
+        } => format!(
+            " pending={} reason={} others={}",
+            pending_tool_call.id,
+            json(reason),
+            other_tool_results.len()
+        ),
+        LoopStatus::Error { error } => format!(" error={}", json(&error.to_string())),
+        LoopStatus::LimitExceeded { limit } => format!(" limit={}", json(limit)),
+    };
+    format!(
+        "{}{detail} messages={} {}",
+        result.status.name(),
+        result.messages.len(),
+        render_tokens(&result.tokens)
+    )
+}
+
+fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| format!("<unserialisable: {e}>"))
+}
