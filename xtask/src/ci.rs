@@ -1,0 +1,85 @@
+//! `cargo xtask ci`: every check CI runs, in order, stopping at the first
+//! failure.
+
+use crate::{Error, cargo, layers, run_step};
+
+/// Splits the arguments after `ci` into the extra arguments for
+/// `cargo nextest run`: everything after a leading `--`.
+pub fn nextest_args(args: &[String]) -> Result<&[String], Error> {
+    match args.split_first() {
+        None => Ok(&[]),
+        Some((first, rest)) if first == "--" => Ok(rest),
+        Some((first, _)) => Err(Error::Usage(format!(
+            "`ci` passes arguments to nextest only after `--`, got `{first}`"
+        ))),
+    }
+}
+
+/// Runs formatting, clippy, the layering check, nextest and doctests in that
+/// order; `args` are the arguments after `ci`.
+pub fn run(args: &[String]) -> Result<(), Error> {
+    let extra = nextest_args(args)?;
+
+    step("fmt");
+    run_step("fmt", &mut cargo(&["fmt", "--all", "--check"]))?;
+
+    step("clippy");
+    run_step(
+        "clippy",
+        &mut cargo(&[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+
+    step("layers");
+    layers::run()?;
+
+    step("nextest");
+    let mut nextest = cargo(&["nextest", "run", "--workspace"]);
+    nextest.args(extra);
+    run_step("nextest", &mut nextest)?;
+
+    step("doctests");
+    run_step("doctests", &mut cargo(&["test", "--workspace", "--doc"]))?;
+
+    println!("==> ci: all steps passed");
+    Ok(())
+}
+
+fn step(name: &str) {
+    println!("==> ci: {name}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn no_arguments_means_no_extra_nextest_arguments() {
+        assert!(nextest_args(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn arguments_after_double_dash_go_to_nextest() {
+        let given = args(&["--", "-E", "test(foo)", "--no-fail-fast"]);
+        assert_eq!(
+            nextest_args(&given).unwrap(),
+            &args(&["-E", "test(foo)", "--no-fail-fast"])[..]
+        );
+    }
+
+    #[test]
+    fn arguments_without_double_dash_are_rejected() {
+        let given = args(&["--no-fail-fast"]);
+        assert!(matches!(nextest_args(&given), Err(Error::Usage(_))));
+    }
+}
