@@ -34,6 +34,7 @@ pub mod stream;
 pub mod tokens;
 pub mod tool;
 pub mod transcript;
+pub mod vfs;
 
 pub use cancel::CancellationToken;
 pub use error::{LoopError, ProviderError, ProviderErrorKind};
@@ -58,3 +59,4 @@ pub use tool::{
     BreakLoop, Tool, ToolContext, ToolDefinition, ToolOptionKind, ToolOptionSpec, ToolOutput,
     ToolResult, ToolStream, ToolStreamEvent, parse_input, single_result,
 };
+pub use vfs::{DirEntry, EntryKind, Metadata, Vfs, VfsError, normalize_path};

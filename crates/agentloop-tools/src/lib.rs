@@ -1,0 +1,3 @@
+//! Tools for agentloop.
+
+pub mod vfs;
