@@ -1,1 +1,49 @@
-//! placeholder
+//! The agentloop loop.
+//!
+//! A run is a sans-IO [`Machine`] (what happens next) driven by a thin async
+//! driver (calls the provider, runs tools concurrently, emits events). The
+//! public shape is seed 000's generator: [`run`] returns a [`RunStream`] of
+//! events that ends with the result; dropping it cancels the run, and
+//! [`collect`] drains it to the [`LoopResult`](agentloop_types::LoopResult).
+//!
+//! ```
+//! use agentloop_engine::{RunDeps, collect, run, scripted::{ScriptedProvider, ScriptedTurn}};
+//! use agentloop_types::{LoopOptions, LoopStatus, Message};
+//!
+//! # futures::executor::block_on(async {
+//! let provider = ScriptedProvider::new([ScriptedTurn::new().text("Hello!").usage(12, 3)]);
+//! let result = collect(run(
+//!     LoopOptions::default(),
+//!     vec![Message::user_text("u1", "Say hello")],
+//!     RunDeps::new(provider),
+//! ))
+//! .await;
+//! assert!(matches!(result.status, LoopStatus::Complete { .. }));
+//! assert_eq!(result.final_text().as_deref(), Some("Hello!"));
+//! assert_eq!(result.tokens.input_tokens, 12);
+//! # });
+//! ```
+
+mod cancel;
+mod driver;
+pub mod machine;
+mod model_turn;
+mod run_stream;
+pub mod scripted;
+mod tool_call;
+mod tool_exec;
+
+pub use driver::{RunDeps, resume, run};
+pub use machine::{Input, Machine, Output, Step};
+pub use run_stream::{RunStream, collect};
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-text payload".to_owned()
+    }
+}

@@ -123,17 +123,14 @@ pub fn close_dangling_calls(
         let mut existing: Vec<ToolResultBlock> = Vec::new();
         let mut other_blocks: Vec<ContentBlock> = Vec::new();
         let mut id = None;
-        if iter
-            .peek()
-            .is_some_and(|m| m.role == Role::User && m.tool_results().next().is_some())
+        if let Some(next) =
+            iter.next_if(|m| m.role == Role::User && m.tool_results().next().is_some())
         {
-            if let Some(next) = iter.next() {
-                id = Some(next.id);
-                for block in next.content {
-                    match block {
-                        ContentBlock::ToolResult(r) => existing.push(r),
-                        other => other_blocks.push(other),
-                    }
+            id = Some(next.id);
+            for block in next.content {
+                match block {
+                    ContentBlock::ToolResult(r) => existing.push(r),
+                    other => other_blocks.push(other),
                 }
             }
         }

@@ -1,6 +1,9 @@
 //! Flat loop options (seed 000's `AgenticLoopOptions`) and usage limits.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::message::ApiKind;
 
@@ -96,6 +99,9 @@ pub struct LoopOptions {
     pub tool_timeout_ms: Option<u64>,
     /// Usage limits for the whole run.
     pub limits: UsageLimits,
+    /// Option values per tool name (seed 003's tool options); each tool's
+    /// declared defaults fill in what is missing.
+    pub tool_options: BTreeMap<String, Map<String, Value>>,
 }
 
 impl Default for LoopOptions {
@@ -122,6 +128,7 @@ impl Default for LoopOptions {
             tool_concurrency: 8,
             tool_timeout_ms: None,
             limits: UsageLimits::default(),
+            tool_options: BTreeMap::new(),
         }
     }
 }

@@ -175,6 +175,10 @@ pub trait Tool: Send + Sync {
     fn runs_alone(&self) -> bool {
         false
     }
+    /// True for skills (seed 002): their start and end events say so.
+    fn is_skill(&self) -> bool {
+        false
+    }
     /// Starts a call. The stream yields progress and ends with
     /// [`ToolOutput::Done`]; dropping it abandons the call.
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream;

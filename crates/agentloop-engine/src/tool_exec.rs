@@ -1,0 +1,253 @@
+//! Running the calls of one turn: concurrently up to the cap, alone where a
+//! tool asks for it, with progress interleaved and results reported per
+//! call. The machine commits them in call order.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_types::{
+    CancellationToken, EventKind, LoopEvent, LoopOptions, RunPath, TokenTotals, Tool, ToolContext,
+    ToolResult, ToolResultRenderBlock, ToolResultStatus, ToolStreamEvent, ToolUseBlock,
+};
+use futures::StreamExt;
+use futures::stream;
+
+use crate::cancel::or_cancelled;
+use crate::machine::Input;
+use crate::run_stream::Emitter;
+use crate::tool_call::{CallItem, CallStream};
+
+/// What every call of a run shares.
+pub(crate) struct ToolRun<'a> {
+    pub(crate) tools: &'a [Arc<dyn Tool>],
+    pub(crate) options: &'a LoopOptions,
+    pub(crate) run_id: &'a str,
+    pub(crate) cancel: &'a CancellationToken,
+}
+
+impl ToolRun<'_> {
+    fn find(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
+    fn runs_alone(&self, call: &ToolUseBlock) -> bool {
+        self.find(&call.name).is_some_and(|t| t.runs_alone())
+    }
+
+    fn is_skill(&self, call: &ToolUseBlock) -> bool {
+        self.find(&call.name).is_some_and(|t| t.is_skill())
+    }
+
+    /// Runs `calls` and reports their results, or the cancel.
+    pub(crate) async fn run(&self, calls: Vec<ToolUseBlock>, emitter: &mut Emitter) -> Input {
+        let mut finished: Vec<(String, ToolResult)> = Vec::with_capacity(calls.len());
+        let mut child_tokens = TokenTotals::default();
+        for batch in batches(&calls, |c| self.runs_alone(c)) {
+            let completed = self
+                .run_batch(batch, emitter, &mut finished, &mut child_tokens)
+                .await;
+            if !completed {
+                return Input::Cancelled {
+                    partial_turn: None,
+                    finished_tools: finished,
+                    child_tokens,
+                };
+            }
+        }
+        Input::ToolsDone {
+            results: finished,
+            child_tokens,
+        }
+    }
+
+    /// Runs one batch; false when cancelled part-way.
+    async fn run_batch(
+        &self,
+        batch: &[ToolUseBlock],
+        emitter: &mut Emitter,
+        finished: &mut Vec<(String, ToolResult)>,
+        child_tokens: &mut TokenTotals,
+    ) -> bool {
+        let available: Vec<String> = self.tools.iter().map(|t| t.name().to_owned()).collect();
+        let timeout = self.options.tool_timeout_ms.map(Duration::from_millis);
+        let streams: Vec<_> = batch
+            .iter()
+            .enumerate()
+            .map(|(index, call)| {
+                let context = ToolContext {
+                    run_id: self.run_id.to_owned(),
+                    project_id: self.options.project_id.clone(),
+                    chat_id: self.options.chat_id.clone(),
+                    tool_use_id: call.id.clone(),
+                    path: RunPath::root(),
+                    options: Default::default(),
+                    cancel: self.cancel.child_token(),
+                };
+                CallStream::start(
+                    call,
+                    self.find(&call.name),
+                    &available,
+                    self.options.tool_options.get(&call.name),
+                    context,
+                    timeout,
+                )
+                .map(move |item| (index, item))
+            })
+            .collect();
+        let mut merged =
+            stream::iter(streams).flatten_unordered(self.options.tool_concurrency.max(1));
+        loop {
+            let Some(next) = or_cancelled(self.cancel, merged.next()).await else {
+                return false;
+            };
+            let Some((index, item)) = next else {
+                return true;
+            };
+            let call = &batch[index];
+            let is_skill = self.is_skill(call);
+            match item {
+                CallItem::Started => {
+                    emitter
+                        .emit(EventKind::ToolStart {
+                            tool_use_id: call.id.clone(),
+                            name: call.name.clone(),
+                            input: call.input.clone(),
+                            is_skill,
+                            depth: 1,
+                        })
+                        .await
+                }
+                CallItem::Event(ToolStreamEvent::GroupsUpdate { groups }) => {
+                    let block = ToolResultRenderBlock {
+                        name: call.name.clone(),
+                        tool_use_id: call.id.clone(),
+                        content: String::new(),
+                        is_error: false,
+                        status: ToolResultStatus::Running,
+                        rendered_content: None,
+                        icon: None,
+                        rendering_groups: groups,
+                    };
+                    emitter
+                        .emit(EventKind::ToolBlockUpdate {
+                            tool_use_id: call.id.clone(),
+                            block,
+                        })
+                        .await
+                }
+                CallItem::Event(ToolStreamEvent::ChildEvent(event)) => {
+                    let LoopEvent { path, kind, .. } = *event;
+                    if let EventKind::TokensConsumed { tokens } = &kind {
+                        *child_tokens += *tokens;
+                    }
+                    let path = path.under(&RunPath::root().child(&call.id));
+                    emitter.emit_at(path, deepen(kind)).await
+                }
+                CallItem::Done(result) => {
+                    emitter
+                        .emit(EventKind::ToolEnd {
+                            tool_use_id: call.id.clone(),
+                            name: call.name.clone(),
+                            is_error: result.is_error,
+                            is_skill,
+                            depth: 1,
+                        })
+                        .await;
+                    finished.push((call.id.clone(), result));
+                }
+            }
+        }
+    }
+}
+
+/// Tool events of a child run count their depth from the child; one level
+/// is added per forwarding.
+fn deepen(kind: EventKind) -> EventKind {
+    match kind {
+        EventKind::ToolStart {
+            tool_use_id,
+            name,
+            input,
+            is_skill,
+            depth,
+        } => EventKind::ToolStart {
+            tool_use_id,
+            name,
+            input,
+            is_skill,
+            depth: depth + 1,
+        },
+        EventKind::ToolEnd {
+            tool_use_id,
+            name,
+            is_error,
+            is_skill,
+            depth,
+        } => EventKind::ToolEnd {
+            tool_use_id,
+            name,
+            is_error,
+            is_skill,
+            depth: depth + 1,
+        },
+        other => other,
+    }
+}
+
+/// Splits calls, in order, into batches that may run together: a run of
+/// calls that may share the turn, or one call that must run alone.
+fn batches(
+    calls: &[ToolUseBlock],
+    runs_alone: impl Fn(&ToolUseBlock) -> bool,
+) -> Vec<&[ToolUseBlock]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, call) in calls.iter().enumerate() {
+        if runs_alone(call) {
+            if start < i {
+                out.push(&calls[start..i]);
+            }
+            out.push(&calls[i..=i]);
+            start = i + 1;
+        }
+    }
+    if start < calls.len() {
+        out.push(&calls[start..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ToolUseBlock {
+        ToolUseBlock {
+            id: id.into(),
+            name: id.trim_end_matches(char::is_numeric).into(),
+            input: serde_json::json!({}),
+        }
+    }
+
+    #[test]
+    fn alone_calls_split_batches_in_order() {
+        let calls: Vec<_> = ["a1", "a2", "solo3", "a4", "solo5", "solo6"]
+            .iter()
+            .map(|id| call(id))
+            .collect();
+        let ids: Vec<Vec<&str>> = batches(&calls, |c| c.name == "solo")
+            .iter()
+            .map(|b| b.iter().map(|c| c.id.as_str()).collect())
+            .collect();
+        assert_eq!(
+            ids,
+            vec![
+                vec!["a1", "a2"],
+                vec!["solo3"],
+                vec!["a4"],
+                vec!["solo5"],
+                vec!["solo6"]
+            ]
+        );
+    }
+}
