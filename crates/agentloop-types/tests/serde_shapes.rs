@@ -1,0 +1,183 @@
+//! The JSON shapes consumers and stores depend on, pinned.
+
+use agentloop_types::*;
+use serde_json::json;
+
+fn sample_messages() -> Vec<Message> {
+    vec![
+        Message::system_text("s1", "You are terse."),
+        Message::new(
+            "u1",
+            Role::User,
+            vec![
+                ContentBlock::text("What is in this picture?"),
+                ContentBlock::Image {
+                    source: AttachmentSource::Stored { id: "att_1".into() },
+                },
+            ],
+        ),
+        Message::new(
+            "a1",
+            Role::Assistant,
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "Look closely.".into(),
+                    signature: Some("c2lnbmF0dXJl".into()),
+                },
+                ContentBlock::RedactedThinking {
+                    data: "opaque".into(),
+                },
+                ContentBlock::Text {
+                    text: "A cat.".into(),
+                    citations: vec![
+                        json!({"type": "web_search_result_location", "url": "https://example.com"}),
+                    ],
+                },
+                ContentBlock::Provider {
+                    api: ApiKind::AnthropicMessages,
+                    block: json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "cat"}}),
+                },
+                ContentBlock::ToolUse(ToolUseBlock {
+                    id: "toolu_1".into(),
+                    name: "memory".into(),
+                    input: json!({"command": "view", "path": "/memories"}),
+                }),
+            ],
+        ),
+        Message::new(
+            "u2",
+            Role::User,
+            vec![ContentBlock::ToolResult(ToolResultBlock::error(
+                "toolu_1",
+                "No such directory",
+            ))],
+        ),
+    ]
+}
+
+#[test]
+fn messages() {
+    insta::assert_json_snapshot!(sample_messages());
+}
+
+#[test]
+fn messages_round_trip() {
+    let messages = sample_messages();
+    let json = serde_json::to_string(&messages).unwrap();
+    let back: Vec<Message> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, messages);
+}
+
+#[test]
+fn events_and_results() {
+    let result = LoopResult {
+        status: LoopStatus::Suspended {
+            pending_tool_call: ToolUseBlock {
+                id: "toolu_2".into(),
+                name: "ask_user".into(),
+                input: json!({"question": "Which file?"}),
+            },
+            reason: "Which file?".into(),
+            other_tool_results: vec![ToolResultBlock::ok("toolu_1", "done")],
+        },
+        messages: vec![Message::user_text("u1", "go")],
+        tokens: TokenTotals {
+            input_tokens: 10,
+            output_tokens: 5,
+            cost: 0.25,
+            ..Default::default()
+        },
+    };
+    let events = vec![
+        LoopEvent {
+            seq: 0,
+            path: RunPath::root(),
+            kind: EventKind::StreamingChunk {
+                delta: StreamDelta::ToolInput {
+                    index: 1,
+                    partial_json: "{\"q".into(),
+                },
+            },
+        },
+        LoopEvent {
+            seq: 1,
+            path: RunPath::root().child("toolu_9"),
+            kind: EventKind::ToolStart {
+                tool_use_id: "toolu_10".into(),
+                name: "fs".into(),
+                input: json!({"command": "view"}),
+                is_skill: false,
+                depth: 2,
+            },
+        },
+        LoopEvent {
+            seq: 2,
+            path: RunPath::root(),
+            kind: EventKind::AgentReason {
+                message: "Need the file list.".into(),
+                step: 1,
+            },
+        },
+        LoopEvent {
+            seq: 3,
+            path: RunPath::root(),
+            kind: EventKind::Finished { result },
+        },
+    ];
+    insta::assert_json_snapshot!(events);
+    let json = serde_json::to_string(&events).unwrap();
+    let back: Vec<LoopEvent> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, events);
+}
+
+#[test]
+fn run_state_has_schema_version() {
+    let mut state = RunState::new("run-1", vec![Message::user_text("u1", "hi")]);
+    state.phase = RunPhase::RunTools {
+        result_message_id: "run-1-2".into(),
+        calls: vec![ToolUseBlock {
+            id: "t1".into(),
+            name: "echo".into(),
+            input: json!({}),
+        }],
+    };
+    let value = serde_json::to_value(&state).unwrap();
+    assert_eq!(value["schema_version"], RUN_STATE_SCHEMA_VERSION);
+    insta::assert_json_snapshot!(value);
+}
+
+#[test]
+fn options_fill_defaults() {
+    let options: LoopOptions =
+        serde_json::from_value(json!({"model": "claude-sonnet-4-5"})).unwrap();
+    assert_eq!(options.max_iterations, 50);
+    assert_eq!(options.model, "claude-sonnet-4-5");
+    insta::assert_json_snapshot!(LoopOptions::default());
+}
+
+#[test]
+fn totals_add() {
+    let a = TokenTotals {
+        input_tokens: 1,
+        output_tokens: 2,
+        reasoning_tokens: 3,
+        cache_creation_tokens: 4,
+        cache_read_tokens: 5,
+        web_search_count: 6,
+        cost: 0.5,
+        cost_unreliable: false,
+    };
+    let b = TokenTotals {
+        cost_unreliable: true,
+        ..a
+    };
+    let sum = a + b;
+    assert_eq!(sum.input_tokens, 2);
+    assert_eq!(sum.web_search_count, 12);
+    assert_eq!(sum.cost, 1.0);
+    assert!(
+        sum.cost_unreliable,
+        "one unreliable part makes the sum unreliable"
+    );
+    assert_eq!([a, b].into_iter().sum::<TokenTotals>(), sum);
+}
