@@ -5,7 +5,9 @@ use agentloop_types::vfs::{is_within, normalize_path};
 use agentloop_types::{EntryKind, ToolResult, Vfs, VfsError};
 
 use super::{MEMORY_ROOT, MemoryCommand, MemoryInput};
-use crate::text::{human_size, insert_after_line, lines, number_lines, occurrence_lines, snippet};
+use crate::text::{
+    human_size, insert_after_line, lines, number_lines, occurrence_lines, snippet, view_range,
+};
 
 /// Largest file the memory tool shows, in lines.
 const MAX_LINES: usize = 999_999;
@@ -263,36 +265,4 @@ fn visible(
     entries
         .into_iter()
         .filter(|e| !e.name.starts_with('.') && e.name != "node_modules")
-}
-
-/// Turns a `view_range` into 1-based inclusive line bounds.
-pub(crate) fn view_range(range: Option<&[i64]>, count: usize) -> Result<(usize, usize), String> {
-    let Some(range) = range else {
-        return Ok((1, count));
-    };
-    let [start, end] = range else {
-        return Err("Error: Invalid `view_range`: it should be a list of two integers".to_owned());
-    };
-    let bad = |why: &str| format!("Error: Invalid `view_range` parameter: {range:?}. {why}");
-    let first = usize::try_from(*start)
-        .ok()
-        .filter(|s| *s >= 1 && *s <= count.max(1))
-        .ok_or_else(|| {
-            bad(&format!(
-                "Its first element should be within the range of lines of the file: [1, {count}]"
-            ))
-        })?;
-    let last = if *end == -1 {
-        count
-    } else {
-        usize::try_from(*end)
-            .ok()
-            .filter(|e| *e >= first && *e <= count)
-            .ok_or_else(|| {
-                bad(&format!(
-                    "Its second element should be -1 or within [{first}, {count}]"
-                ))
-            })?
-    };
-    Ok((first, last.max(first - 1)))
 }

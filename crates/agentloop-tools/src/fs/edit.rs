@@ -1,0 +1,212 @@
+//! The fs commands that view and change files.
+
+use agentloop_types::vfs::normalize_path;
+use agentloop_types::{EntryKind, Vfs, VfsError};
+
+use super::{FsCommand, FsInput, FsLimits};
+use crate::text::{human_size, insert_after_line, lines, occurrence_lines, snippet, view_range};
+
+pub(super) type Outcome = Result<String, String>;
+
+pub(super) struct Fs<'a> {
+    pub(super) vfs: &'a dyn Vfs,
+    pub(super) limits: FsLimits,
+}
+
+pub(super) fn require<T>(value: Option<T>, name: &str, command: FsCommand) -> Result<T, String> {
+    value.ok_or_else(|| {
+        format!(
+            "Error: Missing required parameter `{name}` for command `{}`",
+            command.as_str()
+        )
+    })
+}
+
+pub(super) fn vfs_error(e: VfsError) -> String {
+    format!("Error: {e}")
+}
+
+pub(super) fn checked(path: &str) -> Result<String, String> {
+    normalize_path(path).map_err(vfs_error)
+}
+
+fn not_found(path: &str) -> String {
+    format!("Error: The path {path} does not exist.")
+}
+
+impl Fs<'_> {
+    pub(super) async fn kind(&self, path: &str) -> Result<Option<EntryKind>, String> {
+        Ok(self
+            .vfs
+            .stat(path)
+            .await
+            .map_err(vfs_error)?
+            .map(|m| m.kind))
+    }
+
+    async fn read_file(&self, path: &str) -> Result<String, String> {
+        match self.kind(path).await? {
+            Some(EntryKind::File) => self.vfs.read_to_string(path).await.map_err(vfs_error),
+            Some(EntryKind::Directory) => Err(format!("Error: {path} is a directory, not a file.")),
+            None => Err(not_found(path)),
+        }
+    }
+
+    pub(super) async fn view(&self, input: FsInput) -> Outcome {
+        let path = checked(&require(input.path, "path", FsCommand::View)?)?;
+        match self.kind(&path).await? {
+            None => Err(not_found(&path)),
+            Some(EntryKind::Directory) => self.view_dir(&path).await,
+            Some(EntryKind::File) => {
+                let text = self.vfs.read_to_string(&path).await.map_err(vfs_error)?;
+                let all = lines(&text);
+                let (first, last) = view_range(input.view_range.as_deref(), all.len())?;
+                let mut out = format!("{path} (lines {first}-{last} of {}):\n", all.len());
+                let header = out.len();
+                for (n, line) in all[first - 1..last].iter().enumerate() {
+                    let row = format!("{:>6}\t{line}\n", first + n);
+                    if out.len() + row.len() > self.limits.max_view_bytes + header {
+                        let shown_last = first + n - 1;
+                        out.push_str(&format!(
+                            "[Output cut at {} bytes: showed lines {first}-{shown_last} of {}. Use view_range to see more.]\n",
+                            self.limits.max_view_bytes,
+                            all.len()
+                        ));
+                        break;
+                    }
+                    out.push_str(&row);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    async fn view_dir(&self, path: &str) -> Outcome {
+        let entries = self.vfs.list(path).await.map_err(vfs_error)?;
+        let mut out = format!("Directory {path} ({} entries):\n", entries.len());
+        for entry in entries.iter().take(self.limits.max_results) {
+            match entry.kind {
+                EntryKind::Directory => out.push_str(&format!("{}/\n", entry.name)),
+                EntryKind::File => {
+                    out.push_str(&format!("{}\t{}\n", entry.name, human_size(entry.size)))
+                }
+            }
+        }
+        if entries.len() > self.limits.max_results {
+            out.push_str(&format!(
+                "[Listing cut: showed {} of {} entries.]\n",
+                self.limits.max_results,
+                entries.len()
+            ));
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn create(&self, input: FsInput) -> Outcome {
+        let path = checked(&require(input.path, "path", FsCommand::Create)?)?;
+        let text = require(input.file_text, "file_text", FsCommand::Create)?;
+        let existed = match self.kind(&path).await? {
+            Some(EntryKind::Directory) => {
+                return Err(format!("Error: {path} is a directory, not a file."));
+            }
+            Some(EntryKind::File) => true,
+            None => false,
+        };
+        self.vfs
+            .write(&path, text.as_bytes())
+            .await
+            .map_err(vfs_error)?;
+        let verb = if existed { "overwritten" } else { "created" };
+        Ok(format!(
+            "File {verb} at {path} ({} lines).",
+            lines(&text).len()
+        ))
+    }
+
+    pub(super) async fn str_replace(&self, input: FsInput) -> Outcome {
+        let command = FsCommand::StrReplace;
+        let path = checked(&require(input.path, "path", command)?)?;
+        let old = require(input.old_str, "old_str", command)?;
+        let new = input.new_str.unwrap_or_default();
+        if old.is_empty() {
+            return Err("Error: `old_str` must not be empty.".to_owned());
+        }
+        let text = self.read_file(&path).await?;
+        let found = occurrence_lines(&text, &old);
+        match found.len() {
+            0 => Err(format!(
+                "Error: No replacement was performed: old_str was found 0 times in {path}; it must occur exactly once, verbatim."
+            )),
+            1 => {
+                let updated = text.replacen(&old, &new, 1);
+                self.vfs
+                    .write(&path, updated.as_bytes())
+                    .await
+                    .map_err(vfs_error)?;
+                Ok(format!(
+                    "Edited {path}. Lines around the change:\n{}",
+                    snippet(&updated, found[0], 3)
+                ))
+            }
+            n => {
+                let list: Vec<String> = found.iter().map(ToString::to_string).collect();
+                Err(format!(
+                    "Error: No replacement was performed: old_str was found {n} times in {path} (lines {}); it must occur exactly once. Include more surrounding text to make it unique.",
+                    list.join(", ")
+                ))
+            }
+        }
+    }
+
+    pub(super) async fn insert(&self, input: FsInput) -> Outcome {
+        let command = FsCommand::Insert;
+        let path = checked(&require(input.path, "path", command)?)?;
+        let line = require(input.insert_line, "insert_line", command)?;
+        let text = require(input.insert_text.or(input.new_str), "insert_text", command)?;
+        let current = self.read_file(&path).await?;
+        let count = lines(&current).len();
+        let invalid = || {
+            format!(
+                "Error: Invalid `insert_line` {line}: it must be within [0, {count}] for {path}."
+            )
+        };
+        let at = usize::try_from(line).map_err(|_| invalid())?;
+        let updated = insert_after_line(&current, at, &text).ok_or_else(invalid)?;
+        self.vfs
+            .write(&path, updated.as_bytes())
+            .await
+            .map_err(vfs_error)?;
+        Ok(format!(
+            "Inserted {} line(s) after line {at} of {path}.",
+            lines(&text).len().max(1)
+        ))
+    }
+
+    pub(super) async fn delete(&self, input: FsInput) -> Outcome {
+        let path = checked(&require(input.path, "path", FsCommand::Delete)?)?;
+        if path == "/" {
+            return Err("Error: The root directory cannot be deleted.".to_owned());
+        }
+        let what = match self.kind(&path).await? {
+            None => return Err(not_found(&path)),
+            Some(EntryKind::Directory) => "directory",
+            Some(EntryKind::File) => "file",
+        };
+        self.vfs.delete(&path).await.map_err(vfs_error)?;
+        Ok(format!("Deleted {what} {path}."))
+    }
+
+    pub(super) async fn rename(&self, input: FsInput) -> Outcome {
+        let command = FsCommand::Rename;
+        let from = checked(&require(input.old_path.or(input.path), "path", command)?)?;
+        let to = checked(&require(input.new_path, "new_path", command)?)?;
+        if self.kind(&from).await?.is_none() {
+            return Err(not_found(&from));
+        }
+        if self.kind(&to).await?.is_some() {
+            return Err(format!("Error: The destination {to} already exists."));
+        }
+        self.vfs.rename(&from, &to).await.map_err(vfs_error)?;
+        Ok(format!("Renamed {from} to {to}."))
+    }
+}

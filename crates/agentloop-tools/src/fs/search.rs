@@ -1,0 +1,207 @@
+//! The fs commands that search: glob and grep.
+
+use std::collections::VecDeque;
+
+use agentloop_types::{DirEntry, EntryKind};
+use regex::Regex;
+
+use super::edit::{Fs, Outcome, checked, require, vfs_error};
+use super::glob::glob_to_regex;
+use super::{FsCommand, FsInput};
+
+/// Longest line grep shows, in characters.
+const MAX_LINE_CHARS: usize = 300;
+
+/// Files found under a directory, and whether the walk stopped early.
+struct Walk {
+    files: Vec<DirEntry>,
+    truncated: bool,
+}
+
+/// The part of `path` below `base` (both normalised).
+fn relative<'p>(path: &'p str, base: &str) -> &'p str {
+    if base == "/" {
+        path.trim_start_matches('/')
+    } else {
+        path.strip_prefix(base)
+            .unwrap_or(path)
+            .trim_start_matches('/')
+    }
+}
+
+impl Fs<'_> {
+    async fn walk(&self, base: &str) -> Result<Walk, String> {
+        let mut files = Vec::new();
+        let mut queue = VecDeque::from([base.to_owned()]);
+        let mut seen = 0usize;
+        while let Some(dir) = queue.pop_front() {
+            for entry in self.vfs.list(&dir).await.map_err(vfs_error)? {
+                seen += 1;
+                if seen > self.limits.max_walk {
+                    return Ok(Walk {
+                        files,
+                        truncated: true,
+                    });
+                }
+                match entry.kind {
+                    EntryKind::Directory => queue.push_back(entry.path),
+                    EntryKind::File => files.push(entry),
+                }
+            }
+        }
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Walk {
+            files,
+            truncated: false,
+        })
+    }
+
+    async fn search_root(&self, path: Option<String>) -> Result<String, String> {
+        let base = checked(path.as_deref().unwrap_or("/"))?;
+        match self.kind(&base).await? {
+            Some(_) => Ok(base),
+            None => Err(format!("Error: The path {base} does not exist.")),
+        }
+    }
+
+    pub(super) async fn glob(&self, input: FsInput) -> Outcome {
+        let pattern = require(input.pattern, "pattern", FsCommand::Glob)?;
+        let base = self.search_root(input.path).await?;
+        let (matcher, anchored) = match pattern.strip_prefix('/') {
+            Some(abs) => (glob_to_regex(abs), true),
+            None => (glob_to_regex(&pattern), false),
+        };
+        let matcher = matcher.map_err(|e| format!("Error: Invalid glob `{pattern}`: {e}"))?;
+        let walk = self.walk(&base).await?;
+        let hits: Vec<&str> = walk
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .filter(|p| {
+                let subject = if anchored {
+                    relative(p, "/")
+                } else {
+                    relative(p, &base)
+                };
+                matcher.is_match(subject)
+            })
+            .collect();
+        if hits.is_empty() {
+            return Ok(format!("No files under {base} match `{pattern}`."));
+        }
+        let mut out = format!("{} file(s) under {base} match `{pattern}`:\n", hits.len());
+        for hit in hits.iter().take(self.limits.max_results) {
+            out.push_str(hit);
+            out.push('\n');
+        }
+        if hits.len() > self.limits.max_results {
+            out.push_str(&format!(
+                "[Output cut: showed {} of {} files. Use a narrower pattern.]\n",
+                self.limits.max_results,
+                hits.len()
+            ));
+        }
+        if walk.truncated {
+            out.push_str("[Search stopped early: too many files; search a smaller directory.]\n");
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn grep(&self, input: FsInput) -> Outcome {
+        let pattern = require(input.pattern, "pattern", FsCommand::Grep)?;
+        let regex = regex::RegexBuilder::new(&pattern)
+            .case_insensitive(input.case_insensitive.unwrap_or(false))
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| format!("Error: Invalid regular expression `{pattern}`: {e}"))?;
+        let include = match input.include.as_deref() {
+            Some(g) => Some(
+                glob_to_regex(g).map_err(|e| format!("Error: Invalid include glob `{g}`: {e}"))?,
+            ),
+            None => None,
+        };
+        let base = self.search_root(input.path).await?;
+        let (files, truncated) = match self.kind(&base).await? {
+            Some(EntryKind::File) => {
+                let meta = self.vfs.stat(&base).await.map_err(vfs_error)?;
+                let size = meta.map(|m| m.size).unwrap_or(0);
+                let name = base.rsplit('/').next().unwrap_or_default().to_owned();
+                (
+                    vec![DirEntry {
+                        name,
+                        path: base.clone(),
+                        kind: EntryKind::File,
+                        size,
+                    }],
+                    false,
+                )
+            }
+            _ => {
+                let walk = self.walk(&base).await?;
+                (walk.files, walk.truncated)
+            }
+        };
+        let mut matches = Vec::new();
+        let mut skipped = 0usize;
+        let mut total = 0usize;
+        for file in &files {
+            if include
+                .as_ref()
+                .is_some_and(|g| !matches_include(g, &file.path, &base))
+            {
+                continue;
+            }
+            if file.size > self.limits.max_grep_file_bytes {
+                skipped += 1;
+                continue;
+            }
+            let Ok(text) = self.vfs.read_to_string(&file.path).await else {
+                continue;
+            };
+            for (n, line) in text.lines().enumerate() {
+                if regex.is_match(line) {
+                    total += 1;
+                    if matches.len() < self.limits.max_results {
+                        matches.push(format!("{}:{}: {}", file.path, n + 1, shorten(line)));
+                    }
+                }
+            }
+        }
+        if total == 0 {
+            return Ok(format!("No matches for `{pattern}` under {base}."));
+        }
+        let mut out = format!("{total} match(es) for `{pattern}` under {base}:\n");
+        for m in &matches {
+            out.push_str(m);
+            out.push('\n');
+        }
+        if total > matches.len() {
+            out.push_str(&format!(
+                "[Output cut: showed {} of {total} matches. Narrow the pattern, path or include.]\n",
+                matches.len()
+            ));
+        }
+        if skipped > 0 {
+            out.push_str(&format!(
+                "[{skipped} file(s) too large to search were skipped.]\n"
+            ));
+        }
+        if truncated {
+            out.push_str("[Search stopped early: too many files; search a smaller directory.]\n");
+        }
+        Ok(out)
+    }
+}
+
+fn matches_include(glob: &Regex, path: &str, base: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or_default();
+    glob.is_match(name) || glob.is_match(relative(path, base))
+}
+
+fn shorten(line: &str) -> String {
+    if line.chars().count() <= MAX_LINE_CHARS {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(MAX_LINE_CHARS).collect();
+    format!("{cut}…")
+}
