@@ -1,11 +1,15 @@
 //! Tools for agentloop.
 
+pub mod ask_user;
 pub mod fs;
 pub mod memory;
 pub mod options;
+pub mod return_tool;
 pub mod schema;
 mod text;
 pub mod vfs;
 
+pub use ask_user::AskUserTool;
 pub use fs::FsTool;
 pub use memory::MemoryTool;
+pub use return_tool::ReturnTool;
