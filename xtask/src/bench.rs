@@ -1,11 +1,110 @@
 //! `cargo xtask bench`: runs the benchmarks, prints their figures and writes
 //! them to `docs/benchmarks.md`.
+//!
+//! Each benchmark is an example program built in release mode that prints
+//! markdown table rows (`| benchmark | figure | value |`). Figures are
+//! measured, never asserted: performance targets are read from this report,
+//! not enforced by timed tests.
 
-use crate::Error;
+use std::fmt::Write as _;
+use std::process::Stdio;
 
-/// Runs every registered benchmark; `args` are the arguments after `bench`.
+use crate::{Error, cargo, describe, workspace_root};
+
+/// A registered benchmark: the package and example that run it.
+struct Benchmark {
+    package: &'static str,
+    example: &'static str,
+}
+
+const BENCHMARKS: &[Benchmark] = &[Benchmark {
+    package: "agentloop-engine",
+    example: "loop_bench",
+}];
+
+/// Runs every registered benchmark (or those whose example name contains
+/// one of `args`) and writes the report.
 pub fn run(args: &[String]) -> Result<(), Error> {
-    let _ = args;
-    println!("no benchmarks registered yet");
+    let selected: Vec<&Benchmark> = BENCHMARKS
+        .iter()
+        .filter(|b| args.is_empty() || args.iter().any(|a| b.example.contains(a.as_str())))
+        .collect();
+    if selected.is_empty() {
+        return Err(Error::Usage(format!("no benchmark matches {args:?}")));
+    }
+    let mut rows = String::new();
+    for benchmark in selected {
+        let mut command = cargo(&[
+            "run",
+            "--quiet",
+            "--release",
+            "--package",
+            benchmark.package,
+            "--example",
+            benchmark.example,
+        ]);
+        command.stderr(Stdio::inherit());
+        let line = describe(&command);
+        println!("==> bench: {line}");
+        let output = command.output().map_err(|source| Error::Spawn {
+            command: line.clone(),
+            source,
+        })?;
+        if !output.status.success() {
+            return Err(Error::StepFailed {
+                step: format!("bench {}", benchmark.example),
+                status: output.status,
+            });
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        print!("{text}");
+        rows.push_str(&text);
+    }
+    let report = report(&rows, &machine());
+    let path = workspace_root().join("docs").join("benchmarks.md");
+    std::fs::write(&path, report)
+        .map_err(|e| Error::Failed(format!("cannot write {}: {e}", path.display())))?;
+    println!("wrote {}", path.display());
     Ok(())
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    format!("{cores} cores, {cpu}")
+}
+
+fn report(rows: &str, machine: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Benchmarks\n");
+    let _ = writeln!(
+        out,
+        "Produced by `cargo xtask bench` (release build) on {machine}. \
+         Figures are from one run; rerun the command to refresh them.\n"
+    );
+    let _ = writeln!(out, "| benchmark | figure | value |");
+    let _ = writeln!(out, "| --- | --- | --- |");
+    out.push_str(rows);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_is_a_table_with_the_command() {
+        let report = report("| a | b | 1 |\n", "2 cores, test CPU");
+        assert!(report.contains("`cargo xtask bench`"));
+        assert!(report.contains("| --- | --- | --- |\n| a | b | 1 |\n"));
+        assert!(report.contains("2 cores, test CPU"));
+    }
 }

@@ -30,6 +30,7 @@ pub mod machine;
 mod model_turn;
 mod run_stream;
 pub mod scripted;
+pub mod skills;
 mod tool_call;
 mod tool_exec;
 

@@ -262,6 +262,7 @@ enum Item {
 pub struct ScriptedProvider {
     turns: Mutex<VecDeque<ScriptedTurn>>,
     requests: Mutex<Vec<ModelRequest>>,
+    record: bool,
 }
 
 impl ScriptedProvider {
@@ -270,6 +271,18 @@ impl ScriptedProvider {
         Arc::new(Self {
             turns: Mutex::new(turns.into_iter().collect()),
             requests: Mutex::new(Vec::new()),
+            record: true,
+        })
+    }
+
+    /// A provider that plays `turns` without recording requests (each
+    /// request holds the whole history, so recording long runs costs memory
+    /// quadratic in their length).
+    pub fn unrecorded(turns: impl IntoIterator<Item = ScriptedTurn>) -> Arc<Self> {
+        Arc::new(Self {
+            turns: Mutex::new(turns.into_iter().collect()),
+            requests: Mutex::new(Vec::new()),
+            record: false,
         })
     }
 
@@ -279,7 +292,7 @@ impl ScriptedProvider {
         Ok(Self::new(turns))
     }
 
-    /// Every request received so far.
+    /// Every request received so far (none when [`unrecorded`](Self::unrecorded)).
     pub fn requests(&self) -> Vec<ModelRequest> {
         lock(&self.requests).clone()
     }
@@ -297,7 +310,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl ModelProvider for ScriptedProvider {
     fn stream(&self, request: ModelRequest) -> ModelStream {
-        lock(&self.requests).push(request);
+        if self.record {
+            lock(&self.requests).push(request);
+        }
         let Some(turn) = lock(&self.turns).pop_front() else {
             let error = ProviderError::new(
                 ProviderErrorKind::InvalidRequest,

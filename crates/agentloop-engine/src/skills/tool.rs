@@ -1,0 +1,176 @@
+//! A skill offered to the model as a tool: each call validates, builds the
+//! child history and drives a child run, forwarding its events.
+
+use std::sync::Arc;
+
+use agentloop_types::{
+    AttachmentLoader, LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, Tool,
+    ToolContext, ToolOutput, ToolResult, ToolStream, ToolStreamEvent,
+};
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::{Skill, SkillCallArgs, SkillError, sanitize_prompt, skill_list};
+use crate::{RunDeps, RunStream, run};
+
+/// What every skill call of one root run shares.
+pub(crate) struct SkillEnv {
+    pub(crate) provider: Arc<dyn ModelProvider>,
+    pub(crate) attachments: Option<Arc<dyn AttachmentLoader>>,
+    /// Options of child runs (no system prompt, no tool filter).
+    pub(crate) options: LoopOptions,
+    /// The root's agent prompt, the first system message of every child.
+    pub(crate) agent_prompt: Option<String>,
+}
+
+/// A [`Skill`] as a tool; [`Tool::is_skill`] is true.
+pub struct SkillTool {
+    skill: Arc<Skill>,
+    env: Arc<SkillEnv>,
+}
+
+impl SkillTool {
+    pub(crate) fn new(skill: Arc<Skill>, env: Arc<SkillEnv>) -> Self {
+        Self { skill, env }
+    }
+
+    /// The skill this tool runs.
+    pub fn skill(&self) -> &Arc<Skill> {
+        &self.skill
+    }
+
+    /// The child history of a call, or why there is none.
+    pub fn child_history(
+        &self,
+        input: &Value,
+        id_prefix: &str,
+    ) -> Result<Vec<Message>, SkillError> {
+        let prompt = sanitize_prompt(&self.skill.prompt);
+        if prompt.is_empty() {
+            return Err(SkillError::EmptyPrompt {
+                skill: self.skill.name.clone(),
+            });
+        }
+        let args = SkillCallArgs::parse(&self.skill.name, input)?;
+        let mut skill_message = prompt;
+        if let Some(list) = skill_list(&self.skill.allowed_skills) {
+            skill_message.push_str("\n\nSkills you can call:\n");
+            skill_message.push_str(&list);
+        }
+        let mut history = Vec::new();
+        if let Some(agent) = &self.env.agent_prompt {
+            history.push(Message::system_text(
+                format!("{id_prefix}-agent-prompt"),
+                agent.clone(),
+            ));
+        }
+        history.push(Message::system_text(
+            format!("{id_prefix}-skill-prompt"),
+            skill_message,
+        ));
+        history.extend(args.messages(id_prefix));
+        Ok(history)
+    }
+
+    fn child_deps(&self, context: &ToolContext, run_id: String) -> RunDeps {
+        let sub_skills = self
+            .skill
+            .allowed_skills
+            .iter()
+            .map(|s| Arc::new(SkillTool::new(s.clone(), self.env.clone())) as Arc<dyn Tool>);
+        RunDeps {
+            provider: self.env.provider.clone(),
+            tools: self.skill.tools.iter().cloned().chain(sub_skills).collect(),
+            attachments: self.env.attachments.clone(),
+            cancel: context.cancel.clone(),
+            run_id: Some(run_id),
+        }
+    }
+}
+
+impl Tool for SkillTool {
+    fn name(&self) -> &str {
+        &self.skill.name
+    }
+
+    fn description(&self) -> &str {
+        &self.skill.description
+    }
+
+    fn input_schema(&self) -> Value {
+        SkillCallArgs::schema()
+    }
+
+    fn is_skill(&self) -> bool {
+        true
+    }
+
+    fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {
+        let run_id = format!("{}.{}", context.run_id, context.tool_use_id);
+        let history = match self.child_history(&input, &run_id) {
+            Ok(history) => history,
+            Err(error) => return immediate(ToolResult::error(error.to_string())),
+        };
+        let deps = self.child_deps(&context, run_id);
+        let child = run(self.env.options.clone(), history, deps);
+        forward(child, self.skill.name.clone())
+    }
+}
+
+fn immediate(result: ToolResult) -> ToolStream {
+    Box::pin(futures::stream::once(
+        async move { ToolOutput::Done(result) },
+    ))
+}
+
+/// Forwards the child's events and ends with a result made of its outcome.
+fn forward(child: RunStream, skill: String) -> ToolStream {
+    Box::pin(futures::stream::unfold(
+        Some((child, None::<LoopResult>)),
+        move |state| {
+            let skill = skill.clone();
+            async move {
+                let (mut child, mut last) = state?;
+                match child.next().await {
+                    Some(event) => {
+                        if let Some(result) = event.root_result() {
+                            last = Some(result.clone());
+                        }
+                        let item = ToolOutput::Event(ToolStreamEvent::ChildEvent(Box::new(event)));
+                        Some((item, Some((child, last))))
+                    }
+                    None => Some((ToolOutput::Done(outcome(&skill, last)), None)),
+                }
+            }
+        },
+    ))
+}
+
+/// The parent's view of a child run's result.
+fn outcome(skill: &str, result: Option<LoopResult>) -> ToolResult {
+    let Some(result) = result else {
+        return ToolResult::error(format!("Skill {skill} ended without a result."));
+    };
+    match &result.status {
+        LoopStatus::Complete {
+            return_value: Some(value),
+        } => ToolResult::ok(match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        }),
+        LoopStatus::Complete { return_value: None } => {
+            ToolResult::ok(result.final_text().unwrap_or_default())
+        }
+        LoopStatus::Suspended { reason, .. } => ToolResult::error(format!(
+            "Skill {skill} stopped to ask for input, which a skill cannot do: {reason}"
+        )),
+        LoopStatus::Error { error } => ToolResult::error(format!("Skill {skill} failed: {error}")),
+        LoopStatus::MaxIterations => {
+            ToolResult::error(format!("Skill {skill} reached its turn limit."))
+        }
+        LoopStatus::Cancelled => ToolResult::error(format!("Skill {skill} was cancelled.")),
+        LoopStatus::LimitExceeded { limit } => {
+            ToolResult::error(format!("Skill {skill} reached its {limit:?} limit."))
+        }
+    }
+}

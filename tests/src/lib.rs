@@ -1,1 +1,0 @@
-//! Workspace-level integration tests live in `tests/`.
