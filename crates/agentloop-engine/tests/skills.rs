@@ -31,9 +31,7 @@ async fn run_skills(
     skills: &[Arc<Skill>],
     context: Vec<Message>,
 ) -> Vec<LoopEvent> {
-    let deps = RunDeps::new(provider)
-        .with_tools(tools)
-        .with_run_id("run");
+    let deps = RunDeps::new(provider).with_tools(tools).with_run_id("run");
     run_with_skills(options(), context, deps, skills)
         .collect()
         .await
@@ -85,7 +83,10 @@ async fn root_order_is_agent_then_skill_list_then_user() {
     assert_eq!(shape[2], "user:u1:Hello");
     assert_eq!(requests[0].options.system_prompt, None);
     assert_eq!(tool_names(&requests[0]), ["research"]);
-    assert_eq!(requests[0].tools[0].input_schema["required"], json!(["task"]));
+    assert_eq!(
+        requests[0].tools[0].input_schema["required"],
+        json!(["task"])
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -96,7 +97,10 @@ async fn no_skills_no_list() {
     let shape = shape(&provider.requests()[0]);
     assert_eq!(
         shape,
-        [format!("system:agent-prompt:{AGENT}"), "user:u1:Hello".into()]
+        [
+            format!("system:agent-prompt:{AGENT}"),
+            "user:u1:Hello".into()
+        ]
     );
 }
 
@@ -122,8 +126,11 @@ async fn list_follows_an_agent_prompt_given_as_first_message() {
 async fn child_history_is_built_from_scratch() {
     let sub = Arc::new(Skill::new("summarise", "Summarise.").with_description("Shortens text"));
     let skill = Arc::new(
-        Skill::new("research", "<div>Find <b>facts</b>.</div><script>evil()</script>")
-            .with_skills([sub]),
+        Skill::new(
+            "research",
+            "<div>Find <b>facts</b>.</div><script>evil()</script>",
+        )
+        .with_skills([sub]),
     );
     let provider = ScriptedProvider::new([
         ScriptedTurn::new().tool_call(
@@ -197,7 +204,11 @@ async fn invalid_args_error_without_child_cycle() {
         .collect();
     assert_eq!(results.len(), 3);
     assert!(results.iter().all(|r| r.is_error));
-    assert!(results[0].content.contains("invalid arguments for skill research"));
+    assert!(
+        results[0]
+            .content
+            .contains("invalid arguments for skill research")
+    );
     assert!(results[1].content.contains("missing field `task`"));
     let ends: Vec<_> = events
         .iter()
@@ -273,7 +284,10 @@ async fn child_tools_and_skills_are_scoped() {
     assert_eq!(
         child_results,
         [
-            (true, "Unknown tool: boom. Available tools: echo, inner.".to_owned()),
+            (
+                true,
+                "Unknown tool: boom. Available tools: echo, inner.".to_owned()
+            ),
             (
                 true,
                 "Unknown tool: unrelated. Available tools: echo, inner.".to_owned()
@@ -325,8 +339,12 @@ async fn nested_skill_events_carry_depth_and_input() {
     );
     // Status events of the child cycles are still emitted.
     for depth in [1, 2] {
-        assert!(events.iter().any(|e| e.path.depth() == depth
-            && matches!(e.kind, EventKind::StreamingStart { .. })));
+        assert!(
+            events
+                .iter()
+                .any(|e| e.path.depth() == depth
+                    && matches!(e.kind, EventKind::StreamingStart { .. }))
+        );
     }
     insta::assert_snapshot!("nested_skills", render_events(&events));
 }
