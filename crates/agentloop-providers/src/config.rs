@@ -1,0 +1,166 @@
+//! Where and how a provider is reached.
+
+use std::sync::Arc;
+
+use agentloop_types::ApiKind;
+
+use crate::pricing::PricingTable;
+use crate::retry::RetryPolicy;
+
+/// How the API key is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer <key>` (OpenAI and most compatible servers).
+    Bearer,
+    /// `x-api-key: <key>` (Anthropic).
+    XApiKey,
+    /// `api-key: <key>` (Azure OpenAI).
+    ApiKeyHeader,
+}
+
+/// Everything an [`HttpProvider`](crate::HttpProvider) needs besides the
+/// request.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// Wire protocol.
+    pub api: ApiKind,
+    /// Base URL without the endpoint path, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// API key; `None` sends no credentials (local servers).
+    pub api_key: Option<String>,
+    /// How the key is sent.
+    pub auth: Auth,
+    /// Extra headers sent with every request (beta flags, organisation).
+    pub headers: Vec<(String, String)>,
+    /// Query parameters added to the endpoint (Azure's `api-version`).
+    pub query: Vec<(String, String)>,
+    /// Retry policy.
+    pub retry: RetryPolicy,
+    /// An OpenAI-compatible server rather than OpenAI itself: Chat requests
+    /// use the widely supported `max_tokens` instead of
+    /// `max_completion_tokens`.
+    pub compatible: bool,
+    /// Prices used for each turn's cost.
+    pub pricing: Arc<PricingTable>,
+}
+
+impl ProviderConfig {
+    fn new(api: ApiKind, base_url: &str, api_key: Option<String>, auth: Auth) -> Self {
+        Self {
+            api,
+            base_url: base_url.to_owned(),
+            api_key,
+            auth,
+            headers: Vec::new(),
+            query: Vec::new(),
+            retry: RetryPolicy::default(),
+            compatible: false,
+            pricing: PricingTable::builtin(),
+        }
+    }
+
+    /// Anthropic Messages at `https://api.anthropic.com/v1`.
+    pub fn anthropic(api_key: impl Into<String>) -> Self {
+        let mut config = Self::new(
+            ApiKind::AnthropicMessages,
+            "https://api.anthropic.com/v1",
+            Some(api_key.into()),
+            Auth::XApiKey,
+        );
+        config
+            .headers
+            .push(("anthropic-version".into(), "2023-06-01".into()));
+        config
+    }
+
+    /// OpenAI Chat Completions at `https://api.openai.com/v1`.
+    pub fn openai_chat(api_key: impl Into<String>) -> Self {
+        Self::new(
+            ApiKind::OpenaiChat,
+            "https://api.openai.com/v1",
+            Some(api_key.into()),
+            Auth::Bearer,
+        )
+    }
+
+    /// OpenAI Responses at `https://api.openai.com/v1`.
+    pub fn openai_responses(api_key: impl Into<String>) -> Self {
+        Self::new(
+            ApiKind::OpenaiResponses,
+            "https://api.openai.com/v1",
+            Some(api_key.into()),
+            Auth::Bearer,
+        )
+    }
+
+    /// Any server speaking OpenAI Chat Completions (Ollama, vLLM, llama.cpp
+    /// server, LM Studio ...): `base_url` is the part before
+    /// `/chat/completions`, e.g. `http://localhost:11434/v1`.
+    pub fn openai_compatible(base_url: impl Into<String>, api_key: Option<String>) -> Self {
+        let mut config = Self::new(ApiKind::OpenaiChat, "", api_key, Auth::Bearer);
+        config.base_url = base_url.into();
+        config.compatible = true;
+        config
+    }
+
+    /// Azure OpenAI Chat Completions for one deployment:
+    /// `deployment_url` is `https://<resource>.openai.azure.com/openai/deployments/<name>`.
+    pub fn azure_openai(
+        deployment_url: impl Into<String>,
+        api_key: impl Into<String>,
+        api_version: impl Into<String>,
+    ) -> Self {
+        let mut config = Self::new(
+            ApiKind::OpenaiChat,
+            "",
+            Some(api_key.into()),
+            Auth::ApiKeyHeader,
+        );
+        config.base_url = deployment_url.into();
+        config
+            .query
+            .push(("api-version".into(), api_version.into()));
+        config
+    }
+
+    /// The same configuration with another base URL (a proxy, a test server).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// The same configuration with one more header.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The same configuration with another retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The same configuration with another pricing table.
+    pub fn with_pricing(mut self, pricing: Arc<PricingTable>) -> Self {
+        self.pricing = pricing;
+        self
+    }
+
+    /// The endpoint URL requests are posted to.
+    pub fn endpoint(&self) -> String {
+        let path = match self.api {
+            ApiKind::AnthropicMessages => "messages",
+            ApiKind::OpenaiChat => "chat/completions",
+            ApiKind::OpenaiResponses => "responses",
+        };
+        let mut url = format!("{}/{path}", self.base_url.trim_end_matches('/'));
+        for (i, (key, value)) in self.query.iter().enumerate() {
+            url.push(if i == 0 { '?' } else { '&' });
+            url.push_str(key);
+            url.push('=');
+            url.push_str(value);
+        }
+        url
+    }
+}

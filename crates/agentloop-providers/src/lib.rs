@@ -1,0 +1,50 @@
+//! Model provider adapters for agentloop.
+//!
+//! [`HttpProvider`] implements the [`ModelProvider`](agentloop_types::ModelProvider)
+//! port for Anthropic Messages, OpenAI Chat Completions, OpenAI Responses
+//! and any OpenAI-compatible Chat Completions server (Ollama, vLLM,
+//! llama.cpp server, Azure OpenAI), streaming over server-sent events or,
+//! with `disable_stream`, as one JSON response decoded into the same
+//! deltas. Around it: an SSE parser ([`sse`]), retries with backoff
+//! ([`RetryPolicy`]), a pricing table ([`PricingTable`]) and
+//! [`replay_sse`] to run a recorded body through an adapter.
+//!
+//! ```
+//! use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy};
+//!
+//! let config = ProviderConfig::openai_compatible("http://localhost:11434/v1", None)
+//!     .with_retry(RetryPolicy { max_retries: 3, ..RetryPolicy::default() });
+//! let provider = HttpProvider::new(config).unwrap();
+//! assert_eq!(provider.config().endpoint(), "http://localhost:11434/v1/chat/completions");
+//! ```
+//!
+//! Provider quirks handled here rather than in the engine: blocks the loop
+//! does not interpret are passed through verbatim as
+//! [`ContentBlock::Provider`](agentloop_types::ContentBlock::Provider) and
+//! only sent back to the API that produced them; Chat Completions with
+//! `n > 1` uses the first choice only; prefill (and stop sequences on
+//! Responses, web search on Chat) are refused with a typed
+//! [`Unsupported`](agentloop_types::ProviderErrorKind::Unsupported) error
+//! where the API has no such feature.
+
+mod anthropic;
+mod attachments;
+mod config;
+mod decode;
+mod error;
+mod openai_chat;
+mod openai_responses;
+mod pricing;
+mod provider;
+mod replay;
+mod request_common;
+mod retry;
+pub mod sse;
+mod transport;
+
+pub use config::{Auth, ProviderConfig};
+pub use error::is_retryable;
+pub use pricing::{ModelPrice, PricingTable};
+pub use provider::HttpProvider;
+pub use replay::{ReplayOutcome, replay_sse};
+pub use retry::RetryPolicy;

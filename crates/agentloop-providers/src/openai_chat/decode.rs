@@ -1,0 +1,287 @@
+//! OpenAI Chat Completions stream decoder (also for compatible servers).
+//!
+//! Chat chunks carry no block structure, so blocks are made here: a run of
+//! `content` deltas is one text block, a run of `reasoning_content` /
+//! `reasoning` deltas (vLLM, DeepSeek, Ollama) one thinking block, a
+//! `refusal` run one text block, and each `tool_calls[index]` one tool-use
+//! block. Block indices are assigned in order of appearance. Only choice 0
+//! is read: with `n > 1` the other choices are ignored.
+
+use agentloop_types::{BlockStart, ModelChunk, StopReason, StreamDelta, TokenTotals};
+use serde_json::{Value, json};
+
+use crate::decode::{DecodeContext, Decoder, Item, num, parse_payload, synthetic, text};
+use crate::error;
+use crate::sse::SseEvent;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Run {
+    Text,
+    Thinking,
+    Refusal,
+}
+
+/// Decodes one Chat Completions turn.
+pub(crate) struct ChatDecoder {
+    context: DecodeContext,
+    model: Option<String>,
+    next_index: u32,
+    /// The open text, thinking or refusal block.
+    run: Option<(Run, u32)>,
+    /// Open tool calls: (tool_calls index, block index, call id).
+    tools: Vec<(u64, u32, String)>,
+    finish_reason: Option<String>,
+    saw_refusal: bool,
+    saw_tool_call: bool,
+    usage: Option<TokenTotals>,
+}
+
+impl ChatDecoder {
+    pub(crate) fn new(context: DecodeContext) -> Self {
+        Self {
+            context,
+            model: None,
+            next_index: 0,
+            run: None,
+            tools: Vec::new(),
+            finish_reason: None,
+            saw_refusal: false,
+            saw_tool_call: false,
+            usage: None,
+        }
+    }
+
+    fn push(out: &mut Vec<Item>, delta: StreamDelta) {
+        out.push(Ok(ModelChunk::Delta(delta)));
+    }
+
+    fn close_run(&mut self, out: &mut Vec<Item>) {
+        if let Some((_, index)) = self.run.take() {
+            Self::push(out, StreamDelta::BlockStop { index });
+        }
+    }
+
+    fn append(&mut self, kind: Run, fragment: &str, out: &mut Vec<Item>) {
+        if fragment.is_empty() {
+            return;
+        }
+        let index = match self.run {
+            Some((open, index)) if open == kind => index,
+            _ => {
+                self.close_run(out);
+                let index = self.next_index;
+                self.next_index += 1;
+                let block = match kind {
+                    Run::Thinking => BlockStart::Thinking,
+                    Run::Text | Run::Refusal => BlockStart::Text,
+                };
+                Self::push(out, StreamDelta::BlockStart { index, block });
+                self.run = Some((kind, index));
+                index
+            }
+        };
+        let text = fragment.to_owned();
+        let delta = match kind {
+            Run::Thinking => StreamDelta::Thinking {
+                index,
+                thinking: text,
+            },
+            Run::Text | Run::Refusal => StreamDelta::Text { index, text },
+        };
+        Self::push(out, delta);
+    }
+
+    fn tool_call(&mut self, call: &Value, out: &mut Vec<Item>) {
+        let position = num(call, &["index"]).unwrap_or(0);
+        let function = call.get("function").unwrap_or(&Value::Null);
+        let id = text(call, "id").filter(|id| !id.is_empty());
+        let existing = self.tools.iter().find(|t| t.0 == position);
+        // A different id at a known position starts a new call (servers
+        // that send every call complete at index 0).
+        let index = match existing {
+            Some((_, index, known)) if id.is_none_or(|id| id == known) => *index,
+            _ => {
+                self.close_run(out);
+                let index = self.next_index;
+                self.next_index += 1;
+                let id = id.unwrap_or_default().to_owned();
+                let start = BlockStart::ToolUse {
+                    id: id.clone(),
+                    name: text(function, "name").unwrap_or_default().to_owned(),
+                };
+                Self::push(
+                    out,
+                    StreamDelta::BlockStart {
+                        index,
+                        block: start,
+                    },
+                );
+                if let Some(pos) = self.tools.iter().position(|t| t.0 == position) {
+                    let (_, old, _) = self.tools.remove(pos);
+                    Self::push(out, StreamDelta::BlockStop { index: old });
+                }
+                self.tools.push((position, index, id));
+                self.saw_tool_call = true;
+                index
+            }
+        };
+        if let Some(arguments) = function.get("arguments") {
+            let partial_json = match arguments {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            if !partial_json.is_empty() {
+                Self::push(
+                    out,
+                    StreamDelta::ToolInput {
+                        index,
+                        partial_json,
+                    },
+                );
+            }
+        }
+    }
+
+    fn read_usage(&mut self, usage: &Value) {
+        let prompt = num(usage, &["prompt_tokens"]).unwrap_or(0);
+        let cached = num(usage, &["prompt_tokens_details", "cached_tokens"]).unwrap_or(0);
+        self.usage = Some(TokenTotals {
+            input_tokens: prompt.saturating_sub(cached),
+            cache_read_tokens: cached,
+            output_tokens: num(usage, &["completion_tokens"]).unwrap_or(0),
+            reasoning_tokens: num(usage, &["completion_tokens_details", "reasoning_tokens"])
+                .unwrap_or(0),
+            ..TokenTotals::default()
+        });
+    }
+
+    fn finish(&mut self, out: &mut Vec<Item>) {
+        self.close_run(out);
+        for (_, index, _) in std::mem::take(&mut self.tools) {
+            Self::push(out, StreamDelta::BlockStop { index });
+        }
+        let stop_reason = match self.finish_reason.as_deref() {
+            Some("length") => StopReason::MaxTokens,
+            Some("content_filter") => StopReason::ContentFilter,
+            Some("tool_calls" | "function_call") => StopReason::ToolUse,
+            // Some compatible servers report `stop` with tool calls.
+            _ if self.saw_tool_call => StopReason::ToolUse,
+            _ if self.saw_refusal => StopReason::Refusal,
+            Some("stop") | None => StopReason::EndTurn,
+            Some(other) => StopReason::Other(other.to_owned()),
+        };
+        let mut usage = self.usage.unwrap_or_default();
+        let model = self.model.as_deref().unwrap_or(&self.context.model);
+        self.context.pricing.apply(model, &mut usage);
+        out.push(Ok(ModelChunk::Finish { stop_reason, usage }));
+    }
+}
+
+impl Decoder for ChatDecoder {
+    fn event(&mut self, event: &SseEvent, out: &mut Vec<Item>) -> bool {
+        if event.data.trim() == "[DONE]" {
+            self.finish(out);
+            return true;
+        }
+        let value = match parse_payload(event, &self.context.request_id) {
+            Ok(value) => value,
+            Err(e) => {
+                out.push(Err(e));
+                return true;
+            }
+        };
+        if value.get("error").is_some_and(|e| !e.is_null()) {
+            let (error_type, message) = error::error_fields(&value);
+            let message = message.unwrap_or_else(|| value.to_string());
+            out.push(Err(error::api(
+                error_type,
+                message,
+                self.context.request_id.clone(),
+            )));
+            return true;
+        }
+        if let Some(model) = text(&value, "model").filter(|m| !m.is_empty()) {
+            self.model = Some(model.to_owned());
+        }
+        if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
+            self.read_usage(usage);
+        }
+        let choices = value.get("choices").and_then(Value::as_array);
+        let Some(choice) =
+            choices.and_then(|c| c.iter().find(|c| num(c, &["index"]).unwrap_or(0) == 0))
+        else {
+            return false;
+        };
+        if let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) {
+            for key in ["reasoning_content", "reasoning"] {
+                if let Some(fragment) = text(delta, key) {
+                    self.append(Run::Thinking, fragment, out);
+                }
+            }
+            if let Some(fragment) = text(delta, "content") {
+                self.append(Run::Text, fragment, out);
+            }
+            if let Some(fragment) = text(delta, "refusal") {
+                self.saw_refusal |= !fragment.is_empty();
+                self.append(Run::Refusal, fragment, out);
+            }
+            for call in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                self.tool_call(call, out);
+            }
+        }
+        if let Some(reason) = text(choice, "finish_reason") {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        false
+    }
+
+    fn end(&mut self, out: &mut Vec<Item>) {
+        // Everything but `[DONE]` (and maybe usage) arrived: the content is
+        // complete, so finish rather than fail.
+        if self.finish_reason.is_some() {
+            self.finish(out);
+        } else {
+            let message = "stream ended before finish_reason and [DONE]";
+            out.push(Err(error::truncated(
+                message,
+                self.context.request_id.clone(),
+            )));
+        }
+    }
+
+    fn events_from_response(&self, body: &Value) -> Vec<SseEvent> {
+        if body.get("error").is_some_and(|e| !e.is_null()) {
+            return vec![synthetic("message", body)];
+        }
+        let choice = body
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+            .cloned()
+            .unwrap_or(Value::Null);
+        let mut message = choice.get("message").cloned().unwrap_or(json!({}));
+        if let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) {
+            for (i, call) in calls.iter_mut().enumerate() {
+                call["index"] = json!(i);
+            }
+        }
+        let chunk = json!({
+            "model": body.get("model"),
+            "choices": [{"index": 0, "delta": message, "finish_reason": choice.get("finish_reason")}],
+            "usage": body.get("usage"),
+        });
+        let done = SseEvent {
+            event: "message".into(),
+            data: "[DONE]".into(),
+            id: None,
+            retry: None,
+        };
+        vec![synthetic("message", &chunk), done]
+    }
+}

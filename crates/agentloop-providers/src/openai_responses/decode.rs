@@ -1,0 +1,457 @@
+//! OpenAI Responses stream decoder.
+//!
+//! Output items map to blocks as follows: each text or refusal content part
+//! of a `message` item is a text block (annotations become citations); each
+//! reasoning summary part (and raw reasoning text) is a thinking block,
+//! followed by the reasoning item itself, verbatim, as a provider block so
+//! it can be sent back (with its `encrypted_content`) alongside the tool
+//! calls it led to; `function_call` items are tool-use blocks; every other
+//! item type (`web_search_call`, future ones) is a verbatim provider block
+//! emitted when the item is done. Block indices are assigned here.
+
+use std::collections::HashMap;
+
+use agentloop_types::{ApiKind, BlockStart, ModelChunk, StopReason, StreamDelta, TokenTotals};
+use serde_json::{Value, json};
+
+use crate::decode::{DecodeContext, Decoder, Item, num, parse_payload, synthetic, text};
+use crate::error;
+use crate::sse::SseEvent;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Part {
+    Content(u64),
+    Summary(u64),
+    Reasoning(u64),
+}
+
+/// Decodes one Responses turn.
+pub(crate) struct ResponsesDecoder {
+    context: DecodeContext,
+    model: Option<String>,
+    next_index: u32,
+    /// Open parts: (item id, part) → block index.
+    parts: HashMap<(String, Part), u32>,
+    /// Items whose parts were streamed (so `output_item.done` adds nothing).
+    streamed: HashMap<String, bool>,
+    /// Open function calls: item id → (block index, got arguments).
+    calls: HashMap<String, (u32, bool)>,
+    saw_call: bool,
+    saw_refusal: bool,
+    web_searches: u64,
+    started: bool,
+}
+
+impl ResponsesDecoder {
+    pub(crate) fn new(context: DecodeContext) -> Self {
+        Self {
+            context,
+            model: None,
+            next_index: 0,
+            parts: HashMap::new(),
+            streamed: HashMap::new(),
+            calls: HashMap::new(),
+            saw_call: false,
+            saw_refusal: false,
+            web_searches: 0,
+            started: false,
+        }
+    }
+
+    fn push(out: &mut Vec<Item>, delta: StreamDelta) {
+        out.push(Ok(ModelChunk::Delta(delta)));
+    }
+
+    fn open_block(&mut self, block: BlockStart, out: &mut Vec<Item>) -> u32 {
+        let index = self.next_index;
+        self.next_index += 1;
+        Self::push(out, StreamDelta::BlockStart { index, block });
+        index
+    }
+
+    /// The block of a part, opened on first use.
+    fn part(&mut self, item: &str, part: Part, out: &mut Vec<Item>) -> u32 {
+        if let Some(index) = self.parts.get(&(item.to_owned(), part)) {
+            return *index;
+        }
+        self.streamed.insert(item.to_owned(), true);
+        let block = match part {
+            Part::Content(_) => BlockStart::Text,
+            Part::Summary(_) | Part::Reasoning(_) => BlockStart::Thinking,
+        };
+        let index = self.open_block(block, out);
+        self.parts.insert((item.to_owned(), part), index);
+        index
+    }
+
+    fn close_part(&mut self, item: &str, part: Part, out: &mut Vec<Item>) {
+        if let Some(index) = self.parts.remove(&(item.to_owned(), part)) {
+            Self::push(out, StreamDelta::BlockStop { index });
+        }
+    }
+
+    fn close_item_parts(&mut self, item: &str, out: &mut Vec<Item>) {
+        let mut open: Vec<(Part, u32)> = self
+            .parts
+            .iter()
+            .filter(|((id, _), _)| id == item)
+            .map(|((_, p), i)| (*p, *i))
+            .collect();
+        open.sort_by_key(|(_, index)| *index);
+        for (part, _) in open {
+            self.close_part(item, part, out);
+        }
+    }
+
+    fn item_added(&mut self, item: &Value, out: &mut Vec<Item>) {
+        let id = text(item, "id").unwrap_or_default().to_owned();
+        if text(item, "type") == Some("function_call") {
+            let start = BlockStart::ToolUse {
+                id: text(item, "call_id").unwrap_or_default().to_owned(),
+                name: text(item, "name").unwrap_or_default().to_owned(),
+            };
+            let index = self.open_block(start, out);
+            self.calls.insert(id, (index, false));
+            self.saw_call = true;
+        }
+    }
+
+    fn item_done(&mut self, item: &Value, out: &mut Vec<Item>) {
+        let id = text(item, "id").unwrap_or_default().to_owned();
+        let streamed = self.streamed.remove(&id).unwrap_or(false);
+        match text(item, "type").unwrap_or_default() {
+            "function_call" => {
+                if !self.calls.contains_key(&id) {
+                    self.item_added(item, out);
+                }
+                if let Some((index, got_arguments)) = self.calls.remove(&id) {
+                    let arguments = text(item, "arguments").unwrap_or_default();
+                    if !got_arguments && !arguments.is_empty() {
+                        let partial_json = arguments.to_owned();
+                        Self::push(
+                            out,
+                            StreamDelta::ToolInput {
+                                index,
+                                partial_json,
+                            },
+                        );
+                    }
+                    Self::push(out, StreamDelta::BlockStop { index });
+                }
+            }
+            "message" => {
+                self.close_item_parts(&id, out);
+                if !streamed {
+                    self.message_from_item(item, out);
+                }
+            }
+            "reasoning" => {
+                self.close_item_parts(&id, out);
+                if !streamed {
+                    for summary in item
+                        .get("summary")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Some(t) = text(summary, "text").filter(|t| !t.is_empty()) {
+                            let index = self.open_block(BlockStart::Thinking, out);
+                            Self::push(
+                                out,
+                                StreamDelta::Thinking {
+                                    index,
+                                    thinking: t.to_owned(),
+                                },
+                            );
+                            Self::push(out, StreamDelta::BlockStop { index });
+                        }
+                    }
+                }
+                self.provider_block(item, out);
+            }
+            kind => {
+                if kind == "web_search_call" {
+                    self.web_searches += 1;
+                }
+                self.provider_block(item, out);
+            }
+        }
+    }
+
+    fn provider_block(&mut self, item: &Value, out: &mut Vec<Item>) {
+        let block = BlockStart::Provider {
+            api: ApiKind::OpenaiResponses,
+            block: item.clone(),
+        };
+        let index = self.open_block(block, out);
+        Self::push(out, StreamDelta::BlockStop { index });
+    }
+
+    fn message_from_item(&mut self, item: &Value, out: &mut Vec<Item>) {
+        for part in item
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let (body, refusal) = match text(part, "type") {
+                Some("output_text") => (text(part, "text").unwrap_or_default(), false),
+                Some("refusal") => (text(part, "refusal").unwrap_or_default(), true),
+                _ => continue,
+            };
+            self.saw_refusal |= refusal;
+            let index = self.open_block(BlockStart::Text, out);
+            if !body.is_empty() {
+                Self::push(
+                    out,
+                    StreamDelta::Text {
+                        index,
+                        text: body.to_owned(),
+                    },
+                );
+            }
+            for citation in part
+                .get("annotations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                Self::push(
+                    out,
+                    StreamDelta::Citation {
+                        index,
+                        citation: citation.clone(),
+                    },
+                );
+            }
+            Self::push(out, StreamDelta::BlockStop { index });
+        }
+    }
+
+    fn finish(&mut self, response: &Value, out: &mut Vec<Item>) {
+        let mut open: Vec<u32> = self
+            .parts
+            .drain()
+            .map(|(_, i)| i)
+            .chain(self.calls.drain().map(|(_, (i, _))| i))
+            .collect();
+        open.sort_unstable();
+        for index in open {
+            Self::push(out, StreamDelta::BlockStop { index });
+        }
+        let usage = response.get("usage").unwrap_or(&Value::Null);
+        let input = num(usage, &["input_tokens"]).unwrap_or(0);
+        let cached = num(usage, &["input_tokens_details", "cached_tokens"]).unwrap_or(0);
+        let mut totals = TokenTotals {
+            input_tokens: input.saturating_sub(cached),
+            cache_read_tokens: cached,
+            output_tokens: num(usage, &["output_tokens"]).unwrap_or(0),
+            reasoning_tokens: num(usage, &["output_tokens_details", "reasoning_tokens"])
+                .unwrap_or(0),
+            web_search_count: self.web_searches,
+            ..TokenTotals::default()
+        };
+        let model = text(response, "model")
+            .or(self.model.as_deref())
+            .unwrap_or(&self.context.model);
+        self.context.pricing.apply(model, &mut totals);
+        let incomplete = response
+            .get("incomplete_details")
+            .and_then(|d| text(d, "reason"));
+        let stop_reason = match (text(response, "status"), incomplete) {
+            (_, Some("max_output_tokens")) => StopReason::MaxTokens,
+            (_, Some("content_filter")) => StopReason::ContentFilter,
+            (_, Some(other)) => StopReason::Other(other.to_owned()),
+            _ if self.saw_call => StopReason::ToolUse,
+            _ if self.saw_refusal => StopReason::Refusal,
+            _ => StopReason::EndTurn,
+        };
+        out.push(Ok(ModelChunk::Finish {
+            stop_reason,
+            usage: totals,
+        }));
+    }
+
+    fn fail(&self, error: &Value, out: &mut Vec<Item>) {
+        let (error_type, message) = error::error_fields(error);
+        let message = message.unwrap_or_else(|| "the response failed".into());
+        out.push(Err(error::api(
+            error_type,
+            message,
+            self.context.request_id.clone(),
+        )));
+    }
+}
+
+impl Decoder for ResponsesDecoder {
+    fn event(&mut self, event: &SseEvent, out: &mut Vec<Item>) -> bool {
+        let value = match parse_payload(event, &self.context.request_id) {
+            Ok(value) => value,
+            Err(e) => {
+                out.push(Err(e));
+                return true;
+            }
+        };
+        let item_id = text(&value, "item_id").unwrap_or_default().to_owned();
+        let delta = text(&value, "delta").unwrap_or_default();
+        let content_index = num(&value, &["content_index"]).unwrap_or(0);
+        let summary_index = num(&value, &["summary_index"]).unwrap_or(0);
+        match text(&value, "type").unwrap_or(event.event.as_str()) {
+            "response.created" | "response.in_progress" => {
+                self.started = true;
+                if let Some(model) = value.get("response").and_then(|r| text(r, "model")) {
+                    self.model = Some(model.to_owned());
+                }
+            }
+            "response.output_item.added" => {
+                if let Some(item) = value.get("item") {
+                    self.item_added(item, out);
+                }
+            }
+            "response.output_item.done" => {
+                if let Some(item) = value.get("item") {
+                    self.item_done(item, out);
+                }
+            }
+            "response.content_part.added" => {
+                let part = value.get("part").unwrap_or(&Value::Null);
+                if text(part, "type") == Some("refusal") {
+                    self.saw_refusal = true;
+                }
+                self.part(&item_id, Part::Content(content_index), out);
+            }
+            "response.content_part.done" => {
+                self.close_part(&item_id, Part::Content(content_index), out)
+            }
+            "response.output_text.delta" | "response.refusal.delta" => {
+                if text(&value, "type") == Some("response.refusal.delta") {
+                    self.saw_refusal = true;
+                }
+                let index = self.part(&item_id, Part::Content(content_index), out);
+                Self::push(
+                    out,
+                    StreamDelta::Text {
+                        index,
+                        text: delta.to_owned(),
+                    },
+                );
+            }
+            "response.output_text.annotation.added" => {
+                if let Some(citation) = value.get("annotation") {
+                    let index = self.part(&item_id, Part::Content(content_index), out);
+                    Self::push(
+                        out,
+                        StreamDelta::Citation {
+                            index,
+                            citation: citation.clone(),
+                        },
+                    );
+                }
+            }
+            "response.reasoning_summary_part.added" => {
+                self.part(&item_id, Part::Summary(summary_index), out);
+            }
+            "response.reasoning_summary_part.done" => {
+                self.close_part(&item_id, Part::Summary(summary_index), out)
+            }
+            "response.reasoning_summary_text.delta" => {
+                let index = self.part(&item_id, Part::Summary(summary_index), out);
+                Self::push(
+                    out,
+                    StreamDelta::Thinking {
+                        index,
+                        thinking: delta.to_owned(),
+                    },
+                );
+            }
+            "response.reasoning_text.delta" => {
+                let index = self.part(&item_id, Part::Reasoning(content_index), out);
+                Self::push(
+                    out,
+                    StreamDelta::Thinking {
+                        index,
+                        thinking: delta.to_owned(),
+                    },
+                );
+            }
+            "response.function_call_arguments.delta" => {
+                if let Some((index, got)) = self.calls.get_mut(&item_id) {
+                    *got = true;
+                    if !delta.is_empty() {
+                        let index = *index;
+                        Self::push(
+                            out,
+                            StreamDelta::ToolInput {
+                                index,
+                                partial_json: delta.to_owned(),
+                            },
+                        );
+                    }
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = value.get("response").cloned().unwrap_or(Value::Null);
+                self.finish(&response, out);
+                return true;
+            }
+            "response.failed" => {
+                let response = value.get("response").unwrap_or(&Value::Null);
+                let error = response.get("error").cloned().unwrap_or(json!({}));
+                self.fail(&error, out);
+                return true;
+            }
+            "error" => {
+                let error = value
+                    .get("error")
+                    .filter(|e| e.is_object())
+                    .unwrap_or(&value)
+                    .clone();
+                self.fail(&error, out);
+                return true;
+            }
+            // Progress events (web search status, `.done` events repeating
+            // accumulated text) and event types added later.
+            _ => {}
+        }
+        false
+    }
+
+    fn end(&mut self, out: &mut Vec<Item>) {
+        let message = if self.started {
+            "stream ended before response.completed"
+        } else {
+            "stream ended before response.created"
+        };
+        out.push(Err(error::truncated(
+            message,
+            self.context.request_id.clone(),
+        )));
+    }
+
+    fn events_from_response(&self, body: &Value) -> Vec<SseEvent> {
+        if body.get("error").is_some_and(|e| !e.is_null()) && text(body, "status") != Some("failed")
+        {
+            return vec![synthetic(
+                "error",
+                &json!({"type": "error", "error": body["error"]}),
+            )];
+        }
+        let mut events = Vec::new();
+        for item in body
+            .get("output")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let done = json!({"type": "response.output_item.done", "item": item});
+            events.push(synthetic("response.output_item.done", &done));
+        }
+        let kind = match text(body, "status") {
+            Some("failed") => "response.failed",
+            Some("incomplete") => "response.incomplete",
+            _ => "response.completed",
+        };
+        events.push(synthetic(kind, &json!({"type": kind, "response": body})));
+        events
+    }
+}

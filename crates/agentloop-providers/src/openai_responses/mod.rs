@@ -1,0 +1,4 @@
+//! OpenAI Responses API: request bodies and stream decoding.
+
+pub(crate) mod decode;
+pub(crate) mod request;

@@ -1,0 +1,237 @@
+//! The [`ModelProvider`] implementation over HTTP.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use agentloop_types::{ApiKind, ModelProvider, ModelRequest, ModelStream, ProviderError};
+use serde_json::Value;
+
+use crate::attachments::Attachments;
+use crate::config::ProviderConfig;
+use crate::decode::{DecodeContext, Decoder, Item, decoder_for};
+use crate::error;
+use crate::sse::{SseEvent, SseParser};
+use crate::transport::{self, describe};
+
+/// A model provider reached over HTTP: Anthropic Messages, OpenAI Chat
+/// Completions, OpenAI Responses or an OpenAI-compatible server, as its
+/// [`ProviderConfig`] says.
+///
+/// Each [`stream`](ModelProvider::stream) call sends one request (streaming
+/// unless `options.disable_stream`), retrying failures that happen before
+/// any content arrives, and yields deltas then one finish, or an error that
+/// ends the turn. Dropping the stream aborts the request and any backoff.
+#[derive(Debug, Clone)]
+pub struct HttpProvider {
+    config: Arc<ProviderConfig>,
+    client: reqwest::Client,
+}
+
+impl HttpProvider {
+    /// A provider with a fresh HTTP client (rustls, ring crypto).
+    pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            // Fails only when another thread installed one first; either
+            // way a provider is installed afterwards.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let client = reqwest::Client::builder().build().map_err(|e| {
+            error::invalid_request(format!("cannot build HTTP client: {}", describe(&e)))
+        })?;
+        Ok(Self::with_client(config, client))
+    }
+
+    /// A provider using the given HTTP client.
+    pub fn with_client(config: ProviderConfig, client: reqwest::Client) -> Self {
+        Self {
+            config: Arc::new(config),
+            client,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// The JSON body this provider would send for `request` (attachments
+    /// loaded), without sending it.
+    pub async fn request_body(&self, request: &ModelRequest) -> Result<Value, ProviderError> {
+        let attachments = Attachments::load(request).await?;
+        build_body(&self.config, request, &attachments)
+    }
+}
+
+/// Builds the body for `config.api`.
+pub(crate) fn build_body(
+    config: &ProviderConfig,
+    request: &ModelRequest,
+    attachments: &Attachments,
+) -> Result<Value, ProviderError> {
+    let stream = !request.options.disable_stream;
+    match config.api {
+        ApiKind::AnthropicMessages => {
+            crate::anthropic::request::build(request, attachments, stream)
+        }
+        ApiKind::OpenaiChat => {
+            crate::openai_chat::request::build(request, attachments, stream, config.compatible)
+        }
+        ApiKind::OpenaiResponses => {
+            crate::openai_responses::request::build(request, attachments, stream)
+        }
+    }
+}
+
+impl ModelProvider for HttpProvider {
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let turn = Turn {
+            phase: Phase::Start {
+                config: self.config.clone(),
+                client: self.client.clone(),
+                request: Box::new(request),
+            },
+            queue: VecDeque::new(),
+            ended: false,
+        };
+        let stream = futures::stream::unfold(turn, |mut turn| async move {
+            loop {
+                if let Some(item) = turn.queue.pop_front() {
+                    return Some((item, turn));
+                }
+                if turn.ended {
+                    return None;
+                }
+                turn.advance().await;
+            }
+        });
+        Box::pin(futures::StreamExt::fuse(stream))
+    }
+}
+
+enum Phase {
+    Start {
+        config: Arc<ProviderConfig>,
+        client: reqwest::Client,
+        request: Box<ModelRequest>,
+    },
+    Body(Box<Body>),
+    Over,
+}
+
+struct Body {
+    response: reqwest::Response,
+    parser: SseParser,
+    decoder: Box<dyn Decoder>,
+    request_id: Option<String>,
+}
+
+struct Turn {
+    phase: Phase,
+    queue: VecDeque<Item>,
+    ended: bool,
+}
+
+/// Feeds events to the decoder; `true` once the turn is over.
+pub(crate) fn feed(decoder: &mut dyn Decoder, events: &[SseEvent], out: &mut Vec<Item>) -> bool {
+    events.iter().any(|event| decoder.event(event, out))
+}
+
+impl Turn {
+    async fn advance(&mut self) {
+        let mut out = Vec::new();
+        match std::mem::replace(&mut self.phase, Phase::Over) {
+            Phase::Start {
+                config,
+                client,
+                request,
+            } => match start(&config, &client, &request, &mut out).await {
+                Ok(Some(body)) => self.phase = body,
+                Ok(None) => self.ended = true,
+                Err(e) => {
+                    out.push(Err(e));
+                    self.ended = true;
+                }
+            },
+            Phase::Body(mut body) => {
+                let Body {
+                    response,
+                    parser,
+                    decoder,
+                    request_id,
+                } = body.as_mut();
+                let mut events = Vec::new();
+                match response.chunk().await {
+                    Ok(Some(bytes)) => {
+                        parser.push(&bytes, &mut events);
+                        if feed(decoder.as_mut(), &events, &mut out) {
+                            self.ended = true;
+                        } else {
+                            self.phase = Phase::Body(body);
+                        }
+                    }
+                    Ok(None) => {
+                        parser.finish(&mut events);
+                        if !feed(decoder.as_mut(), &events, &mut out) {
+                            decoder.end(&mut out);
+                        }
+                        self.ended = true;
+                    }
+                    Err(e) => {
+                        let message = format!("connection lost mid-stream: {}", describe(&e));
+                        out.push(Err(error::connection(message, request_id.clone())));
+                        self.ended = true;
+                    }
+                }
+            }
+            Phase::Over => self.ended = true,
+        }
+        self.queue.extend(out);
+    }
+}
+
+/// Sends the request. Returns the body phase for a stream, or `None` when
+/// the whole turn was decoded into `out` already.
+async fn start(
+    config: &ProviderConfig,
+    client: &reqwest::Client,
+    request: &ModelRequest,
+    out: &mut Vec<Item>,
+) -> Result<Option<Phase>, ProviderError> {
+    let attachments = Attachments::load(request).await?;
+    let body = build_body(config, request, &attachments)?;
+    let bytes = serde_json::to_vec(&body).map_err(|e| error::invalid_request(e.to_string()))?;
+    let response = transport::send(client, config, bytes).await?;
+    let request_id = transport::request_id(response.headers());
+    let context = DecodeContext {
+        model: request.options.model.clone(),
+        request_id: request_id.clone(),
+        pricing: config.pricing.clone(),
+    };
+    let mut decoder = decoder_for(config.api, context);
+    let is_json = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("json"));
+    if !request.options.disable_stream && !is_json {
+        return Ok(Some(Phase::Body(Box::new(Body {
+            response,
+            parser: SseParser::new(),
+            decoder,
+            request_id,
+        }))));
+    }
+    // A whole JSON response: asked for, or sent by a server that ignores
+    // `stream: true`.
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| error::connection(describe(&e), request_id.clone()))?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| error::decode(format!("response is not JSON: {e}"), request_id.clone()))?;
+    let events = decoder.events_from_response(&value);
+    if !feed(decoder.as_mut(), &events, out) {
+        decoder.end(out);
+    }
+    Ok(None)
+}

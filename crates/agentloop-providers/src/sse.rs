@@ -1,0 +1,255 @@
+//! Server-sent events framing.
+//!
+//! A small incremental parser of our own instead of `eventsource-stream`:
+//! the same parser must run both over an HTTP body (chunks of any size) and
+//! over a whole recorded body held in memory (`replay_sse`), with no async
+//! runtime and no extra dependencies, and it is about a hundred lines.
+//!
+//! It follows the WHATWG event-stream rules: lines end with CRLF, LF or a
+//! lone CR (also when the CR and LF arrive in different chunks); a leading
+//! UTF-8 BOM is dropped; lines starting with `:` are comments; one space
+//! after the colon is removed; `data` lines join with `\n`; `id` and
+//! `retry` are recorded; a blank line dispatches the event. One deliberate
+//! leniency: at the end of the body an event whose lines were all
+//! terminated but that lacks the final blank line is still dispatched
+//! (some servers end with `data: [DONE]\n`). A line cut off by the end of
+//! the body is dropped, so a truncated JSON payload is never parsed.
+
+/// One dispatched server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event` field, or `message` when none was given.
+    pub event: String,
+    /// The `data` lines joined with `\n`.
+    pub data: String,
+    /// The last event id seen so far, if any.
+    pub id: Option<String>,
+    /// The last `retry` value seen so far, in milliseconds.
+    pub retry: Option<u64>,
+}
+
+/// Incremental event-stream parser: feed bytes, collect events.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    line: Vec<u8>,
+    skip_lf: bool,
+    seen_first_line: bool,
+    event: String,
+    data: String,
+    has_data: bool,
+    id: Option<String>,
+    retry: Option<u64>,
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+impl SseParser {
+    /// A parser at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds the next bytes, appending any completed events to `out`.
+    pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+        if self.skip_lf && !bytes.is_empty() {
+            self.skip_lf = false;
+            if bytes[0] == b'\n' {
+                bytes = &bytes[1..];
+            }
+        }
+        while let Some(pos) = bytes.iter().position(|b| *b == b'\n' || *b == b'\r') {
+            self.line.extend_from_slice(&bytes[..pos]);
+            let was_cr = bytes[pos] == b'\r';
+            bytes = &bytes[pos + 1..];
+            if was_cr {
+                match bytes.first() {
+                    Some(b'\n') => bytes = &bytes[1..],
+                    Some(_) => {}
+                    None => self.skip_lf = true,
+                }
+            }
+            self.end_line(out);
+        }
+        self.line.extend_from_slice(bytes);
+    }
+
+    /// Ends the stream: dispatches a pending event whose lines were all
+    /// terminated, and drops an unterminated last line.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        self.line.clear();
+        self.dispatch(out);
+    }
+
+    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
+        let raw = std::mem::take(&mut self.line);
+        let mut line: &[u8] = &raw;
+        if !self.seen_first_line {
+            self.seen_first_line = true;
+            line = line.strip_prefix(BOM).unwrap_or(line);
+        }
+        if line.is_empty() {
+            self.dispatch(out);
+            return;
+        }
+        if line.starts_with(b":") {
+            return;
+        }
+        let text = String::from_utf8_lossy(line);
+        let (field, value) = match text.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (text.as_ref(), ""),
+        };
+        match field {
+            "event" => self.event = value.to_owned(),
+            "data" => {
+                self.data.push_str(value);
+                self.data.push('\n');
+                self.has_data = true;
+            }
+            "id" if !value.contains('\0') => self.id = Some(value.to_owned()),
+            "retry" => {
+                if let Ok(ms) = value.parse::<u64>() {
+                    self.retry = Some(ms);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+        let event = std::mem::take(&mut self.event);
+        if !self.has_data {
+            return;
+        }
+        self.has_data = false;
+        let mut data = std::mem::take(&mut self.data);
+        data.pop();
+        out.push(SseEvent {
+            event: if event.is_empty() {
+                "message".to_owned()
+            } else {
+                event
+            },
+            data,
+            id: self.id.clone(),
+            retry: self.retry,
+        });
+    }
+}
+
+/// Parses a whole body at once.
+pub fn parse_all(body: &[u8]) -> Vec<SseEvent> {
+    let mut parser = SseParser::new();
+    let mut out = Vec::new();
+    parser.push(body, &mut out);
+    parser.finish(&mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(event: &str, data: &str) -> SseEvent {
+        SseEvent {
+            event: event.into(),
+            data: data.into(),
+            id: None,
+            retry: None,
+        }
+    }
+
+    const SAMPLE: &str = "\u{FEFF}: comment line\nevent: ping\ndata: {}\n\nid: 7\nretry: 1500\ndata: line one\ndata:line two\ndata\n\n:another comment\ndata: {\"a\": 1}\n\n";
+
+    fn expected() -> Vec<SseEvent> {
+        vec![
+            ev("ping", "{}"),
+            SseEvent {
+                event: "message".into(),
+                data: "line one\nline two\n".into(),
+                id: Some("7".into()),
+                retry: Some(1500),
+            },
+            SseEvent {
+                event: "message".into(),
+                data: "{\"a\": 1}".into(),
+                id: Some("7".into()),
+                retry: Some(1500),
+            },
+        ]
+    }
+
+    fn with_line_ends(ending: &str) -> String {
+        SAMPLE.replace('\n', ending)
+    }
+
+    #[test]
+    fn parses_lf_crlf_and_cr_with_bom_comments_id_retry_multiline() {
+        for ending in ["\n", "\r\n", "\r"] {
+            let body = with_line_ends(ending);
+            assert_eq!(parse_all(body.as_bytes()), expected(), "ending {ending:?}");
+        }
+    }
+
+    #[test]
+    fn split_at_every_byte_boundary() {
+        for ending in ["\n", "\r\n", "\r"] {
+            let body = with_line_ends(ending);
+            let bytes = body.as_bytes();
+            for cut in 0..=bytes.len() {
+                let mut parser = SseParser::new();
+                let mut out = Vec::new();
+                parser.push(&bytes[..cut], &mut out);
+                parser.push(&bytes[cut..], &mut out);
+                parser.finish(&mut out);
+                assert_eq!(out, expected(), "ending {ending:?} cut {cut}");
+            }
+            // And one byte at a time.
+            let mut parser = SseParser::new();
+            let mut out = Vec::new();
+            for b in bytes {
+                parser.push(std::slice::from_ref(b), &mut out);
+            }
+            parser.finish(&mut out);
+            assert_eq!(out, expected(), "ending {ending:?} bytewise");
+        }
+    }
+
+    #[test]
+    fn multibyte_text_split_inside_a_character() {
+        let body = "data: ÷ 5 → 185\n\n".as_bytes();
+        for cut in 0..=body.len() {
+            let mut parser = SseParser::new();
+            let mut out = Vec::new();
+            parser.push(&body[..cut], &mut out);
+            parser.push(&body[cut..], &mut out);
+            parser.finish(&mut out);
+            assert_eq!(out, vec![ev("message", "÷ 5 → 185")]);
+        }
+    }
+
+    #[test]
+    fn end_of_body_rules() {
+        // Terminated lines without the final blank line still dispatch.
+        assert_eq!(parse_all(b"data: [DONE]\n"), vec![ev("message", "[DONE]")]);
+        // A line cut by the end of the body is dropped.
+        assert_eq!(
+            parse_all(b"data: {\"a\":1}\n\ndata: {\"b\""),
+            vec![ev("message", "{\"a\":1}")]
+        );
+        // An event with no data is not dispatched.
+        assert_eq!(parse_all(b"event: ping\n\n"), vec![]);
+        // Empty data dispatches an empty payload; unknown fields are ignored.
+        assert_eq!(parse_all(b"foo: bar\ndata:\n\n"), vec![ev("message", "")]);
+    }
+
+    #[test]
+    fn bom_only_stripped_at_stream_start() {
+        let body = "data: a\n\n\u{FEFF}data: b\n\n";
+        let events = parse_all(body.as_bytes());
+        assert_eq!(events[0], ev("message", "a"));
+        // A BOM later in the stream is part of the field name, so the line
+        // is an unknown field and ignored.
+        assert_eq!(events.len(), 1);
+    }
+}

@@ -1,0 +1,81 @@
+//! Sending a request, with retries before any content exists.
+
+use std::error::Error as _;
+
+use agentloop_types::ProviderError;
+use reqwest::header::HeaderMap;
+
+use crate::config::{Auth, ProviderConfig};
+use crate::error::{self, is_retryable};
+use crate::retry;
+
+/// The provider's request id from the response headers, if it sent one.
+pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
+    ["request-id", "x-request-id", "apim-request-id"]
+        .iter()
+        .find_map(|name| headers.get(*name))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// A reqwest error with its causes, for messages.
+pub(crate) fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Posts `body` and returns the successful response. Failed attempts that
+/// [`is_retryable`] allows are repeated per the config's [`RetryPolicy`]
+/// (`retry-after` honoured); the wait ends at once when the caller drops
+/// the future.
+///
+/// [`RetryPolicy`]: crate::RetryPolicy
+pub(crate) async fn send(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    body: Vec<u8>,
+) -> Result<reqwest::Response, ProviderError> {
+    let url = config.endpoint();
+    let mut retries = 0;
+    loop {
+        let mut builder = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.clone());
+        if let Some(key) = &config.api_key {
+            builder = match config.auth {
+                Auth::Bearer => builder.bearer_auth(key),
+                Auth::XApiKey => builder.header("x-api-key", key),
+                Auth::ApiKeyHeader => builder.header("api-key", key),
+            };
+        }
+        for (name, value) in &config.headers {
+            builder = builder.header(name, value);
+        }
+        let (failure, wait) = match builder.send().await {
+            Ok(response) if response.status().is_success() => return Ok(response),
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let headers = response.headers().clone();
+                let body = response.bytes().await.unwrap_or_default();
+                let failure = error::http(status, &body, request_id(&headers));
+                (failure, retry::retry_after(&headers))
+            }
+            Err(e) => (error::connection(describe(&e), None), None),
+        };
+        if retries >= config.retry.max_retries || !is_retryable(&failure) {
+            return Err(failure);
+        }
+        let Some(delay) = config.retry.delay(retries, wait) else {
+            return Err(failure);
+        };
+        tokio::time::sleep(delay).await;
+        retries += 1;
+    }
+}
