@@ -29,6 +29,7 @@ pub mod options;
 pub mod ports;
 pub mod render;
 pub mod result;
+pub mod retrieval;
 pub mod state;
 pub mod stream;
 pub mod tokens;
@@ -52,6 +53,7 @@ pub use render::{
     ToolResultRenderBlock, ToolResultStatus, categorize_block, render_groups,
 };
 pub use result::{LimitKind, LoopResult, LoopStatus};
+pub use retrieval::{Passage, RetrievalError, Retriever};
 pub use state::{RUN_STATE_SCHEMA_VERSION, RunPhase, RunState};
 pub use stream::{AssemblyError, BlockStart, ModelChunk, StopReason, StreamAssembler, StreamDelta};
 pub use tokens::TokenTotals;
