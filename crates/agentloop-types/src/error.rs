@@ -27,7 +27,7 @@ pub enum ProviderErrorKind {
 
 /// A provider failure, with everything the provider said about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
-#[error("{kind:?} error{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+#[error("{}", self.describe())]
 pub struct ProviderError {
     /// Category.
     pub kind: ProviderErrorKind,
@@ -45,6 +45,23 @@ pub struct ProviderError {
 }
 
 impl ProviderError {
+    /// One line with everything known: kind, status, type, message, request id.
+    fn describe(&self) -> String {
+        let mut out = format!("{:?} error", self.kind).to_lowercase();
+        if let Some(status) = self.status {
+            out.push_str(&format!(" (HTTP {status})"));
+        }
+        if let Some(error_type) = &self.error_type {
+            out.push_str(&format!(" [{error_type}]"));
+        }
+        out.push_str(": ");
+        out.push_str(&self.message);
+        if let Some(request_id) = &self.request_id {
+            out.push_str(&format!(" (request id {request_id})"));
+        }
+        out
+    }
+
     /// An error of `kind` with a message and nothing else.
     pub fn new(kind: ProviderErrorKind, message: impl Into<String>) -> Self {
         Self {
