@@ -2,6 +2,7 @@
 
 pub mod ask_user;
 pub mod fs;
+pub mod js;
 pub mod memory;
 pub mod options;
 pub mod return_tool;
@@ -11,5 +12,6 @@ pub mod vfs;
 
 pub use ask_user::AskUserTool;
 pub use fs::FsTool;
+pub use js::JsTool;
 pub use memory::MemoryTool;
 pub use return_tool::ReturnTool;
