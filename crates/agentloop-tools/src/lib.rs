@@ -1,4 +1,39 @@
-//! Tools for agentloop.
+//! Tools for agentloop and the virtual filesystems they work on.
+//!
+//! Tools run code and touch files for a model that may be wrong or hostile,
+//! so each one is sandboxed:
+//!
+//! - [`vfs`]: [`MemoryVfs`](vfs::MemoryVfs) and [`DirJail`](vfs::DirJail),
+//!   implementations of the `Vfs` port of `agentloop_types`. Every path
+//!   goes through [`normalize_path`](agentloop_types::normalize_path); the
+//!   jail also refuses symlinks that lead out of its root.
+//! - [`memory`]: Anthropic's memory command set over `/memories`.
+//! - [`fs`]: a text-editor-style tool over the project VFS, with glob and grep.
+//! - [`js`]: JavaScript on QuickJS with time, memory and stack limits.
+//! - [`return_tool`] and [`ask_user`]: end or suspend the run.
+//! - [`options`] and [`schema`]: typed tool options and input schemas
+//!   generated from the Rust input types.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agentloop_tools::{FsTool, MemoryTool, vfs::MemoryVfs};
+//! use agentloop_types::Tool;
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let vfs = Arc::new(MemoryVfs::new());
+//! let memory = MemoryTool::new(vfs.clone());
+//! let created = memory
+//!     .run(json!({"command": "create", "path": "/memories/todo.md", "file_text": "ship it\n"}))
+//!     .await;
+//! assert_eq!(created.content, "File created successfully at: /memories/todo.md");
+//!
+//! let fs = FsTool::new(vfs);
+//! assert_eq!(fs.input_schema()["type"], "object");
+//! let found = fs.run(json!({"command": "grep", "pattern": "ship"}), &Default::default()).await;
+//! assert!(found.content.contains("/memories/todo.md:1: ship it"));
+//! # });
+//! ```
 
 pub mod ask_user;
 pub mod fs;
@@ -10,8 +45,24 @@ pub mod schema;
 mod text;
 pub mod vfs;
 
+use std::sync::Arc;
+
+use agentloop_types::{Tool, Vfs};
+
 pub use ask_user::AskUserTool;
 pub use fs::FsTool;
 pub use js::JsTool;
 pub use memory::MemoryTool;
 pub use return_tool::ReturnTool;
+
+/// The standard tools over one project VFS: memory, fs, javascript (with
+/// the VFS's `/lib/*.js` as its library), return and ask_user.
+pub fn standard_tools(vfs: Arc<dyn Vfs>) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(MemoryTool::new(vfs.clone())),
+        Arc::new(FsTool::new(vfs.clone())),
+        Arc::new(JsTool::new(vfs)),
+        Arc::new(ReturnTool),
+        Arc::new(AskUserTool),
+    ]
+}

@@ -316,3 +316,96 @@ async fn ordinary_operations_and_inner_links_work() {
     ));
     assert!(DirJail::new(s.jail_dir.join("sub/inside.txt")).is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_over_the_jail_never_escape() {
+    use agentloop_tools::{FsTool, MemoryTool};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    let s = setup();
+    std::fs::create_dir_all(s.jail_dir.join("memories")).unwrap();
+    symlink("../../outside", s.jail_dir.join("memories/out")).unwrap();
+    let jail: Arc<dyn Vfs> = Arc::new(DirJail::new(&s.jail_dir).unwrap());
+    let fs = FsTool::new(jail.clone());
+    let memory = MemoryTool::new(jail);
+    let before = snapshot(&s.base, &s.jail_dir);
+    let mut paths = hostile_paths(&s);
+    paths.extend(
+        [
+            "/memories/out/secret.txt",
+            "/memories/out",
+            "/memories/../outside/secret.txt",
+        ]
+        .map(String::from),
+    );
+    for path in &paths {
+        let mp = if path.starts_with("/memories") {
+            path.clone()
+        } else {
+            format!("/memories/{path}")
+        };
+        let inputs = [
+            (true, json!({"command": "view", "path": path})),
+            (
+                true,
+                json!({"command": "create", "path": path, "file_text": "PWNED"}),
+            ),
+            (
+                true,
+                json!({"command": "str_replace", "path": path, "old_str": "SECRET", "new_str": "PWNED"}),
+            ),
+            (
+                true,
+                json!({"command": "insert", "path": path, "insert_line": 0, "insert_text": "PWNED"}),
+            ),
+            (true, json!({"command": "delete", "path": path})),
+            (
+                true,
+                json!({"command": "rename", "path": path, "new_path": "/moved"}),
+            ),
+            (
+                true,
+                json!({"command": "grep", "pattern": "SECRET", "path": path}),
+            ),
+            (
+                true,
+                json!({"command": "glob", "pattern": "**", "path": path}),
+            ),
+            (false, json!({"command": "view", "path": mp})),
+            (
+                false,
+                json!({"command": "create", "path": mp, "file_text": "PWNED"}),
+            ),
+            (
+                false,
+                json!({"command": "str_replace", "path": mp, "old_str": "SECRET", "new_str": "PWNED"}),
+            ),
+            (false, json!({"command": "delete", "path": mp})),
+            (
+                false,
+                json!({"command": "rename", "old_path": mp, "new_path": "/memories/moved"}),
+            ),
+        ];
+        for (is_fs, input) in inputs {
+            let r = if is_fs {
+                fs.run(input.clone(), &Default::default()).await
+            } else {
+                memory.run(input.clone()).await
+            };
+            assert!(!r.content.contains(SECRET), "{input} leaked: {}", r.content);
+        }
+    }
+    let grep = fs
+        .run(
+            json!({"command": "grep", "pattern": "SECRET"}),
+            &Default::default(),
+        )
+        .await;
+    assert!(!grep.content.contains(SECRET), "{}", grep.content);
+    assert_eq!(
+        before,
+        snapshot(&s.base, &s.jail_dir),
+        "something outside the jail changed"
+    );
+}

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use outcome::{ConsoleLine, ConsoleStream, JsError, JsOutcome};
-pub use sandbox::{JsLimits, Library, Sandbox};
+pub use sandbox::{JsLimits, Library, MAX_STACK, Sandbox};
 pub use session::MAX_SESSIONS;
 
 use crate::options::{bool_option, boolean_option, resolve_options};

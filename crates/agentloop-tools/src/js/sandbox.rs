@@ -16,6 +16,11 @@ const PRELUDE: &str = include_str!("prelude.js");
 /// Name QuickJS gives evaluated scripts in stack traces.
 const SCRIPT_NAME: &str = "eval_script:";
 
+/// Largest interpreter stack limit accepted; it must stay well below the
+/// stack of the thread running the sandbox (2 MiB for tokio's blocking
+/// threads).
+pub const MAX_STACK: usize = 1024 * 1024;
+
 /// Limits of one JavaScript run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JsLimits {
@@ -23,7 +28,7 @@ pub struct JsLimits {
     pub time: Duration,
     /// Heap limit of the runtime, in bytes.
     pub memory: usize,
-    /// Stack limit of the interpreter, in bytes.
+    /// Stack limit of the interpreter, in bytes (at most [`MAX_STACK`]).
     pub stack: usize,
     /// Most bytes of console output and of the result kept.
     pub max_output: usize,
@@ -113,7 +118,7 @@ impl Sandbox {
         let internal = |e: rquickjs::Error| JsError::Internal(e.to_string());
         let runtime = Runtime::new().map_err(internal)?;
         runtime.set_memory_limit(limits.memory);
-        runtime.set_max_stack_size(limits.stack);
+        runtime.set_max_stack_size(limits.stack.min(MAX_STACK));
         let shared = Rc::new(Shared::default());
         let handler_state = shared.clone();
         runtime.set_interrupt_handler(Some(Box::new(move || handler_state.should_stop())));
