@@ -28,15 +28,20 @@ mod cancel;
 mod driver;
 pub mod machine;
 mod model_turn;
+pub mod retrieval;
 mod run_stream;
 pub mod scripted;
+mod session;
 pub mod skills;
+pub mod strategy;
 mod tool_call;
 mod tool_exec;
 
 pub use driver::{RunDeps, resume, run};
 pub use machine::{Input, Machine, Output, Step};
 pub use run_stream::{RunStream, collect};
+pub use session::SessionRuns;
+pub use strategy::{LoopStrategy, StrategyError, StrategyRegistry};
 
 /// The message of a caught panic.
 pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

@@ -2,6 +2,7 @@
 //! (a vector store, a search index, an in-memory list). Strategies put what
 //! it returns in front of the model as cited context.
 
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 /// One retrieved passage.
@@ -35,9 +36,13 @@ pub enum RetrievalError {
     },
 }
 
-/// Finds passages for a query.
-#[async_trait::async_trait]
+/// Finds passages for a query. Implementations return a boxed future
+/// (`Box::pin(async move { ... })`), so no macro is needed to implement it.
 pub trait Retriever: Send + Sync {
     /// At most `limit` passages for `query`, best first.
-    async fn retrieve(&self, query: &str, limit: usize) -> Result<Vec<Passage>, RetrievalError>;
+    fn retrieve<'a>(
+        &'a self,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Passage>, RetrievalError>>;
 }
