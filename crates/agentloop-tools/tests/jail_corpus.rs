@@ -73,6 +73,8 @@ fn setup() -> Setup {
     symlink("loop1", jail_dir.join("loop2")).unwrap();
     symlink("sub/../../outside", jail_dir.join("tricky")).unwrap();
     symlink("sub", jail_dir.join("inner_link")).unwrap();
+    symlink("/dev/zero", jail_dir.join("dev_zero")).unwrap();
+    symlink("/proc/self/root", jail_dir.join("proc_root")).unwrap();
     Setup {
         _temp: temp,
         base,
@@ -134,6 +136,9 @@ fn hostile_paths(s: &Setup) -> Vec<String> {
         "loop1/x",
         "tricky",
         "tricky/secret.txt",
+        "dev_zero",
+        "proc_root/etc/passwd",
+        "proc_root",
         "C:\\Windows\\system32",
         "C:/Windows",
         "\\\\server\\share",
@@ -408,4 +413,31 @@ async fn tools_over_the_jail_never_escape() {
         snapshot(&s.base, &s.jail_dir),
         "something outside the jail changed"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn special_files_are_not_read() {
+    let s = setup();
+    let fifo = s.jail_dir.join("sub/fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|st| st.success()) {
+        return;
+    }
+    let jail = DirJail::new(&s.jail_dir).unwrap();
+    assert!(matches!(
+        jail.read("/sub/fifo").await,
+        Err(VfsError::PermissionDenied(_))
+    ));
+    assert!(matches!(
+        jail.write("/sub/fifo", b"x").await,
+        Err(VfsError::PermissionDenied(_))
+    ));
+    let names: Vec<String> = jail
+        .list("/sub")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["inside.txt"]);
 }

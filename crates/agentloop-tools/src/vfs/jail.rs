@@ -18,6 +18,10 @@ pub const DEFAULT_MAX_READ: u64 = 64 * 1024 * 1024;
 /// followed only when its target (resolved in full) stays inside the root,
 /// dangling symlinks are refused, and only regular files and directories are
 /// read. Errors name virtual paths, never host paths.
+///
+/// The jail is path-based: a hard link placed in the directory by the host
+/// is an ordinary file to it (the [`Vfs`] API cannot create links, so a
+/// model cannot make one).
 #[derive(Debug, Clone)]
 pub struct DirJail {
     inner: Arc<Jail>,
