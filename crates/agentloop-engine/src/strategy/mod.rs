@@ -57,6 +57,12 @@ pub trait LoopStrategy: Send + Sync {
     fn run(&self, options: LoopOptions, context: Vec<Message>, deps: RunDeps) -> RunStream;
 }
 
+impl Default for StrategyRegistry {
+    fn default() -> Self {
+        Self::builtin(None)
+    }
+}
+
 /// Why a strategy could not be chosen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StrategyError {
@@ -70,8 +76,8 @@ pub enum StrategyError {
     },
 }
 
-/// Strategies by name.
-#[derive(Clone, Default)]
+/// Strategies by name. [`Default`] holds the five built-in ones.
+#[derive(Clone)]
 pub struct StrategyRegistry {
     strategies: BTreeMap<String, Arc<dyn LoopStrategy>>,
 }
@@ -79,7 +85,9 @@ pub struct StrategyRegistry {
 impl StrategyRegistry {
     /// A registry with no strategies.
     pub fn empty() -> Self {
-        Self::default()
+        Self {
+            strategies: BTreeMap::new(),
+        }
     }
 
     /// The five built-in strategies; `retriever`, when given, feeds the
@@ -115,6 +123,15 @@ impl StrategyRegistry {
     /// Registered names, sorted.
     pub fn names(&self) -> Vec<String> {
         self.strategies.keys().cloned().collect()
+    }
+
+    /// The strategy chosen by [`resolve_strategy_name_from_env`].
+    pub fn select(
+        &self,
+        request_override: Option<&str>,
+        settings: &std::collections::HashMap<String, String>,
+    ) -> Result<Arc<dyn LoopStrategy>, StrategyError> {
+        self.get(&resolve_strategy_name_from_env(request_override, settings))
     }
 
     /// The strategy named `name`.
