@@ -1,0 +1,101 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Run LLM agent loops.
+#[derive(Parser)]
+#[command(name = "agentloop", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run one prompt through the agent loop, streaming to the terminal.
+    Run(RunArgs),
+    /// Parse a raw SSE body (as an HTTP response carries it) through an
+    /// adapter and print the assembled content, stop reason, usage and error
+    /// as one JSON object.
+    ReplayStream(ReplayArgs),
+    /// List tools or call one directly.
+    #[command(subcommand)]
+    Tool(ToolCommand),
+}
+
+/// The wire protocols `replay-stream` understands.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ApiArg {
+    AnthropicMessages,
+    OpenaiChat,
+    OpenaiResponses,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The user's message.
+    pub prompt: String,
+    /// anthropic, openai-chat, openai-responses, openai-compatible, or
+    /// scripted:FILE (a JSON array of scripted turns). Default: from the
+    /// keys in the environment.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id (default: $AGENTLOOP_MODEL, else a provider default).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Base URL of an OpenAI-compatible server (default: $OPENAI_BASE_URL).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// System prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Output token cap per model turn.
+    #[arg(long, default_value_t = 4096)]
+    pub max_tokens: u32,
+    /// Model turns before the run stops.
+    #[arg(long, default_value_t = 50)]
+    pub max_iterations: u32,
+    /// Tools to offer, comma-separated (see `agentloop tool list`).
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// Folder the fs and js tools work in (default: the current folder).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Print every event as a JSON line instead of the terminal view.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The API the recording comes from.
+    #[arg(long, value_enum)]
+    pub api: ApiArg,
+    /// File with the raw SSE body.
+    pub file: PathBuf,
+}
+
+#[derive(Subcommand)]
+pub enum ToolCommand {
+    /// List the tools with their descriptions.
+    List,
+    /// Run one tool call and print its progress and result as JSON lines.
+    Call(ToolCallArgs),
+}
+
+#[derive(Args)]
+pub struct ToolCallArgs {
+    /// Tool name.
+    pub name: String,
+    /// The tool input as JSON.
+    #[arg(long)]
+    pub input: String,
+    /// Folder the fs and js tools work in (default: the current folder).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// A tool option, `key=value` (value parsed as JSON, else a string).
+    #[arg(long = "option")]
+    pub options: Vec<String>,
+}

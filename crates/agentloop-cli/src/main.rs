@@ -1,0 +1,43 @@
+//! `agentloop`: run an agent loop in a terminal (`run`), check a recorded
+//! provider stream against the adapters (`replay-stream`), and list or call
+//! tools directly (`tool`).
+
+mod args;
+mod providers;
+mod render;
+mod replay;
+mod run;
+mod tools;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command, ToolCommand};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("agentloop: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let outcome = match cli.command {
+        Command::Run(args) => runtime.block_on(run::run(args)),
+        Command::ReplayStream(args) => replay::replay(args),
+        Command::Tool(ToolCommand::List) => tools::list(),
+        Command::Tool(ToolCommand::Call(args)) => runtime.block_on(tools::call(args)),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("agentloop: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

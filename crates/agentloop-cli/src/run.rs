@@ -1,0 +1,123 @@
+//! `agentloop run`.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use agentloop_engine::{RunDeps, run as run_loop};
+use agentloop_types::{CancellationToken, EventKind, LoopOptions, LoopStatus, Message};
+use futures::StreamExt;
+
+use crate::args::RunArgs;
+use crate::{providers, render, tools};
+
+/// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
+/// for input), 5 usage limit, 130 cancelled (Ctrl-C).
+pub fn exit_code(status: &LoopStatus) -> ExitCode {
+    ExitCode::from(match status {
+        LoopStatus::Complete { .. } => 0,
+        LoopStatus::Error { .. } => 1,
+        LoopStatus::MaxIterations => 3,
+        LoopStatus::Suspended { .. } => 4,
+        LoopStatus::LimitExceeded { .. } => 5,
+        LoopStatus::Cancelled => 130,
+    })
+}
+
+pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
+    let chosen = providers::choose(
+        args.provider.as_deref(),
+        args.model.as_deref(),
+        args.base_url.as_deref(),
+    )?;
+    let tools = tools::build(&args.tools, args.root.as_deref())?;
+    let options = LoopOptions {
+        model: chosen.model,
+        api: chosen.api,
+        project_id: "cli".to_owned(),
+        system_prompt: args.system,
+        max_tokens: args.max_tokens,
+        max_iterations: args.max_iterations,
+        ..LoopOptions::default()
+    };
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    let deps = RunDeps::new(chosen.provider)
+        .with_tools(tools)
+        .with_cancel(cancel);
+    let mut events = run_loop(
+        options,
+        vec![Message::user_text("user-1", args.prompt)],
+        deps,
+    );
+
+    let mut stdout = std::io::stdout().lock();
+    let mut spinner = Spinner::default();
+    let mut status = None;
+    loop {
+        let next = if spinner.active && !args.json {
+            match tokio::time::timeout(Duration::from_millis(100), events.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    spinner.tick();
+                    continue;
+                }
+            }
+        } else {
+            events.next().await
+        };
+        let Some(event) = next else { break };
+        if let Some(result) = event.root_result() {
+            status = Some(result.status.clone());
+        }
+        if args.json {
+            let line = serde_json::to_string(&event).map_err(|e| e.to_string())?;
+            writeln!(stdout, "{line}").map_err(|e| e.to_string())?;
+            continue;
+        }
+        match &event.kind {
+            EventKind::StreamingStart { .. } => spinner.start(),
+            EventKind::FirstChunk | EventKind::StreamingEnd { .. } => spinner.stop(),
+            _ => {}
+        }
+        render::event(&mut stdout, &event).map_err(|e| e.to_string())?;
+    }
+    spinner.stop();
+    Ok(status.as_ref().map_or(ExitCode::from(1), exit_code))
+}
+
+/// A spinner on stderr while waiting for the first token.
+#[derive(Default)]
+struct Spinner {
+    active: bool,
+    frame: usize,
+}
+
+impl Spinner {
+    const FRAMES: [&'static str; 4] = ["⠋", "⠙", "⠸", "⠴"];
+
+    fn start(&mut self) {
+        self.active = true;
+        self.frame = 0;
+    }
+
+    fn tick(&mut self) {
+        let frame = Self::FRAMES[self.frame % Self::FRAMES.len()];
+        self.frame += 1;
+        eprint!("\r{frame} ");
+    }
+
+    fn stop(&mut self) {
+        if self.active {
+            self.active = false;
+            if self.frame > 0 {
+                eprint!("\r  \r");
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The tools the command line offers, and `agentloop tool list|call`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agentloop_tools::vfs::{DirJail, MemoryVfs};
+use agentloop_tools::{AskUserTool, FsTool, JsTool, MemoryTool, ReturnTool};
+use agentloop_types::{
+    CancellationToken, RunPath, Tool, ToolContext, ToolOutput, ToolStreamEvent, Vfs,
+};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+use crate::args::ToolCallArgs;
+
+/// Names `--tools` accepts.
+pub const NAMES: &[&str] = &["fs", "memory", "js", "return", "ask_user"];
+
+/// Builds the named tools; fs and js work in `root`, memory in a store of
+/// its own that lives as long as the process.
+pub fn build(names: &[String], root: Option<&Path>) -> Result<Vec<Arc<dyn Tool>>, String> {
+    let root: PathBuf = match root {
+        Some(root) => root.to_owned(),
+        None => std::env::current_dir().map_err(|e| format!("no current folder: {e}"))?,
+    };
+    let jail = || -> Result<Arc<dyn Vfs>, String> {
+        DirJail::new(&root)
+            .map(|j| Arc::new(j) as Arc<dyn Vfs>)
+            .map_err(|e| format!("cannot use {} as the tool root: {e}", root.display()))
+    };
+    names
+        .iter()
+        .map(|name| -> Result<Arc<dyn Tool>, String> {
+            Ok(match name.as_str() {
+                "fs" => Arc::new(FsTool::new(jail()?)),
+                "memory" => Arc::new(MemoryTool::new(Arc::new(MemoryVfs::new()))),
+                "js" => Arc::new(JsTool::new(jail()?)),
+                "return" => Arc::new(ReturnTool),
+                "ask_user" => Arc::new(AskUserTool),
+                other => {
+                    return Err(format!(
+                        "unknown tool {other}; available: {}",
+                        NAMES.join(", ")
+                    ));
+                }
+            })
+        })
+        .collect()
+}
+
+/// `agentloop tool list`.
+pub fn list() -> Result<ExitCode, String> {
+    let names: Vec<String> = NAMES.iter().map(|n| (*n).to_owned()).collect();
+    let dir = std::env::temp_dir();
+    for tool in build(&names, Some(&dir))? {
+        let first_line = tool.description().lines().next().unwrap_or_default();
+        println!("{:<10} {first_line}", tool.name());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `agentloop tool call NAME --input JSON`: prints each progress event and
+/// the result as JSON lines. Exits 1 when the result is an error.
+pub async fn call(args: ToolCallArgs) -> Result<ExitCode, String> {
+    let input: Value =
+        serde_json::from_str(&args.input).map_err(|e| format!("--input is not JSON: {e}"))?;
+    let tools = build(std::slice::from_ref(&args.name), args.root.as_deref())?;
+    let Some(tool) = tools.into_iter().next() else {
+        return Err(format!("unknown tool {}", args.name));
+    };
+    let mut options = Map::new();
+    for option in &args.options {
+        let (key, value) = option
+            .split_once('=')
+            .ok_or_else(|| format!("--option {option} is not key=value"))?;
+        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
+        options.insert(key.to_owned(), value);
+    }
+    let context = ToolContext {
+        run_id: "cli".to_owned(),
+        project_id: "cli".to_owned(),
+        chat_id: None,
+        tool_use_id: "call_1".to_owned(),
+        path: RunPath::root(),
+        options,
+        cancel: CancellationToken::new(),
+    };
+    let mut stream = tool.execute(input, context);
+    while let Some(output) = stream.next().await {
+        match output {
+            ToolOutput::Event(ToolStreamEvent::GroupsUpdate { groups }) => {
+                println!("{}", json!({"type": "groups_update", "groups": groups}))
+            }
+            ToolOutput::Event(ToolStreamEvent::ChildEvent(event)) => {
+                println!("{}", json!({"type": "child_event", "event": event}))
+            }
+            ToolOutput::Done(result) => {
+                println!("{}", json!({"type": "result", "result": result}));
+                return Ok(if result.is_error {
+                    ExitCode::from(1)
+                } else {
+                    ExitCode::SUCCESS
+                });
+            }
+        }
+    }
+    Err("the tool ended without a result".to_owned())
+}
