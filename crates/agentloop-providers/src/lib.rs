@@ -45,6 +45,6 @@ mod transport;
 pub use config::{Auth, ProviderConfig};
 pub use error::is_retryable;
 pub use pricing::{ModelPrice, PricingTable};
-pub use provider::HttpProvider;
+pub use provider::{HttpProvider, ensure_crypto_provider};
 pub use replay::{ReplayOutcome, replay_sse};
 pub use retry::RetryPolicy;

@@ -30,18 +30,16 @@ pub struct HttpProvider {
 impl HttpProvider {
     /// A provider with a fresh HTTP client (rustls, ring crypto).
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            // Fails only when another thread installed one first; either
-            // way a provider is installed afterwards.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
+        ensure_crypto_provider();
         let client = reqwest::Client::builder().build().map_err(|e| {
             error::invalid_request(format!("cannot build HTTP client: {}", describe(&e)))
         })?;
         Ok(Self::with_client(config, client))
     }
 
-    /// A provider using the given HTTP client.
+    /// A provider using the given HTTP client (timeouts, proxies, pools of
+    /// your choosing). Building a `reqwest::Client` needs a rustls crypto
+    /// provider: call [`ensure_crypto_provider`] before building it.
     pub fn with_client(config: ProviderConfig, client: reqwest::Client) -> Self {
         Self {
             config: Arc::new(config),
@@ -59,6 +57,18 @@ impl HttpProvider {
     pub async fn request_body(&self, request: &ModelRequest) -> Result<Value, ProviderError> {
         let attachments = Attachments::load(request).await?;
         build_body(&self.config, request, &attachments)
+    }
+}
+
+/// Installs the ring crypto provider as the process default for rustls,
+/// unless a default is installed already. [`HttpProvider::new`] calls it;
+/// call it yourself before building a client for
+/// [`HttpProvider::with_client`].
+pub fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Fails only when another thread installed one first; either way a
+        // provider is installed afterwards.
+        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 

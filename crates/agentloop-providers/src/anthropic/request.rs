@@ -4,7 +4,9 @@ use agentloop_types::{ApiKind, ContentBlock, ModelRequest, ProviderError, Role};
 use serde_json::{Map, Value, json};
 
 use crate::attachments::{Attachments, Resolved};
-use crate::request_common::{input_object, offered_tools, parameters_schema, system_text};
+use crate::request_common::{
+    input_object, offered_tools, parameters_schema, system_text, temperature,
+};
 
 /// Smallest thinking budget the API accepts.
 const MIN_THINKING_BUDGET: u32 = 1024;
@@ -75,7 +77,7 @@ pub(crate) fn build(
             json!({"type": "enabled", "budget_tokens": budget}),
         );
     } else if let Some(t) = options.temperature {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature".into(), temperature(t));
     }
     body.insert("max_tokens".into(), json!(max_tokens));
     if let Some(system) = system_text(request) {

@@ -5,7 +5,9 @@ use serde_json::{Map, Value, json};
 
 use crate::attachments::{Attachments, Resolved};
 use crate::error;
-use crate::request_common::{input_object, offered_tools, parameters_schema, system_text};
+use crate::request_common::{
+    input_object, offered_tools, parameters_schema, system_text, temperature,
+};
 
 /// Builds the body of a `POST /chat/completions` request.
 ///
@@ -60,7 +62,7 @@ pub(crate) fn build(
     };
     body.insert(max_key.into(), json!(options.max_tokens));
     if let Some(t) = options.temperature {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature".into(), temperature(t));
     }
     if !options.stop_sequences.is_empty() {
         body.insert("stop".into(), json!(options.stop_sequences));

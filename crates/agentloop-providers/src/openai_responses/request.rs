@@ -6,7 +6,9 @@ use serde_json::{Map, Value, json};
 use crate::attachments::{Attachments, Resolved};
 use crate::error;
 use crate::openai_chat::request::effort_name;
-use crate::request_common::{input_object, offered_tools, parameters_schema, system_text};
+use crate::request_common::{
+    input_object, offered_tools, parameters_schema, system_text, temperature,
+};
 
 /// Builds the body of a `POST /responses` request.
 ///
@@ -56,7 +58,7 @@ pub(crate) fn build(
     body.insert("input".into(), Value::Array(input));
     body.insert("max_output_tokens".into(), json!(options.max_tokens));
     if let Some(t) = options.temperature {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature".into(), temperature(t));
     }
     if options.reasoning_effort.is_some() || options.reasoning_summary.is_some() {
         let mut reasoning = Map::new();

@@ -84,6 +84,17 @@ pub fn config(api: ApiKind, base: &str) -> ProviderConfig {
     config.with_base_url(base).with_retry(RetryPolicy::none())
 }
 
+/// A provider whose client keeps no idle-connection timer, so that a
+/// paused tokio clock only moves for the provider's own backoff.
+pub fn paused_clock_provider(config: ProviderConfig) -> HttpProvider {
+    agentloop_providers::ensure_crypto_provider();
+    let client = reqwest::Client::builder()
+        .pool_idle_timeout(None)
+        .build()
+        .unwrap();
+    HttpProvider::with_client(config, client)
+}
+
 /// The endpoint path of `api`.
 pub fn endpoint_path(api: ApiKind) -> &'static str {
     match api {

@@ -1,0 +1,333 @@
+//! Snapshots of the request bodies each adapter sends, and the headers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use agentloop_providers::{HttpProvider, ProviderConfig};
+use agentloop_types::{
+    ApiKind, AttachmentError, AttachmentLoader, AttachmentSource, ContentBlock, LoadedAttachment,
+    LoopOptions, Message, ModelRequest, ProviderErrorKind, ReasoningEffort, ReasoningSummary, Role,
+    ToolDefinition, ToolResultBlock, ToolUseBlock,
+};
+use common::*;
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+struct Loader;
+
+#[async_trait::async_trait]
+impl AttachmentLoader for Loader {
+    async fn load(&self, id: &str) -> Result<LoadedAttachment, AttachmentError> {
+        match id {
+            "img-1" => Ok(LoadedAttachment {
+                media_type: "image/png".into(),
+                data: vec![0x89, b'P', b'N', b'G'],
+            }),
+            "notes" => Ok(LoadedAttachment {
+                media_type: "text/plain".into(),
+                data: b"meeting notes".to_vec(),
+            }),
+            other => Err(AttachmentError::NotFound(other.into())),
+        }
+    }
+}
+
+fn tools() -> Vec<ToolDefinition> {
+    vec![
+        ToolDefinition {
+            name: "calculator".into(),
+            description: "Adds two numbers.".into(),
+            input_schema: json!({"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}),
+        },
+        ToolDefinition {
+            name: "now".into(),
+            description: "Current time.".into(),
+            input_schema: json!({}),
+        },
+    ]
+}
+
+/// A history touching every block kind, produced by all three APIs.
+fn history() -> Vec<Message> {
+    vec![
+        Message::system_text("s1", "Answer briefly."),
+        Message::new(
+            "u1",
+            Role::User,
+            vec![
+                ContentBlock::text("What is in these?"),
+                ContentBlock::Image {
+                    source: AttachmentSource::Stored { id: "img-1".into() },
+                },
+                ContentBlock::Image {
+                    source: AttachmentSource::Url {
+                        url: "https://example.com/cat.jpg".into(),
+                    },
+                },
+                ContentBlock::Document {
+                    source: AttachmentSource::Base64 {
+                        media_type: "application/pdf".into(),
+                        data: "JVBERi0=".into(),
+                    },
+                    name: Some("report.pdf".into()),
+                },
+                ContentBlock::Document {
+                    source: AttachmentSource::Stored { id: "notes".into() },
+                    name: Some("notes.txt".into()),
+                },
+            ],
+        ),
+        Message::new(
+            "a1",
+            Role::Assistant,
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "Let me add.".into(),
+                    signature: Some("sig-abc".into()),
+                },
+                ContentBlock::RedactedThinking {
+                    data: "opaque-redacted".into(),
+                },
+                ContentBlock::Thinking {
+                    thinking: "Summary from OpenAI.".into(),
+                    signature: None,
+                },
+                ContentBlock::Provider {
+                    api: ApiKind::OpenaiResponses,
+                    block: json!({"id":"rs_1","type":"reasoning","encrypted_content":"gAAA","summary":[]}),
+                },
+                ContentBlock::Provider {
+                    api: ApiKind::AnthropicMessages,
+                    block: json!({"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"x"}}),
+                },
+                ContentBlock::text(""),
+                ContentBlock::Text {
+                    text: "I will calculate.".into(),
+                    citations: vec![
+                        json!({"type":"web_search_result_location","url":"https://example.com","cited_text":"x","encrypted_index":"e","title":"t"}),
+                    ],
+                },
+                ContentBlock::ToolUse(ToolUseBlock {
+                    id: "call_1".into(),
+                    name: "calculator".into(),
+                    input: json!({"a": 1, "b": 2}),
+                }),
+                ContentBlock::ToolUse(ToolUseBlock {
+                    id: "call_2".into(),
+                    name: "now".into(),
+                    input: json!("{\"cut"),
+                }),
+            ],
+        ),
+        Message::new(
+            "u2",
+            Role::User,
+            vec![
+                ContentBlock::ToolResult(ToolResultBlock::ok("call_1", "3")),
+                ContentBlock::ToolResult(ToolResultBlock::error("call_2", "Invalid input: EOF")),
+                ContentBlock::text("Thanks, continue."),
+            ],
+        ),
+        Message::system_text("s2", "Be precise."),
+    ]
+}
+
+fn full_request(api: ApiKind, model: &str) -> ModelRequest {
+    ModelRequest {
+        options: LoopOptions {
+            model: model.into(),
+            api,
+            system_prompt: Some("You are a test assistant.".into()),
+            temperature: Some(0.5),
+            max_tokens: 2048,
+            stop_sequences: if api == ApiKind::OpenaiResponses {
+                vec![]
+            } else {
+                vec!["STOP".into()]
+            },
+            ..LoopOptions::default()
+        },
+        messages: history(),
+        tools: tools(),
+        attachments: Some(Arc::new(Loader)),
+    }
+}
+
+async fn body(config: ProviderConfig, request: &ModelRequest) -> Value {
+    HttpProvider::new(config)
+        .unwrap()
+        .request_body(request)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn anthropic_full_history() {
+    let request = full_request(ApiKind::AnthropicMessages, "claude-sonnet-4-5");
+    insta::assert_json_snapshot!(body(ProviderConfig::anthropic("k"), &request).await);
+}
+
+#[tokio::test]
+async fn anthropic_thinking_prefill_and_web_search() {
+    let mut request = request(ApiKind::AnthropicMessages, "claude-sonnet-4-5");
+    request.options.enable_reasoning = true;
+    request.options.reasoning_budget_tokens = 4000;
+    request.options.max_tokens = 1000;
+    request.options.temperature = Some(0.2);
+    request.options.prefill_response = Some("{\"answer\": ".into());
+    request.options.web_search_enabled = true;
+    request.options.enabled_tools = vec!["now".into()];
+    request.tools = tools();
+    request.options.disable_stream = true;
+    insta::assert_json_snapshot!(body(ProviderConfig::anthropic("k"), &request).await);
+}
+
+#[tokio::test]
+async fn openai_chat_full_history() {
+    let request = full_request(ApiKind::OpenaiChat, "gpt-4.1");
+    insta::assert_json_snapshot!(body(ProviderConfig::openai_chat("k"), &request).await);
+}
+
+#[tokio::test]
+async fn openai_compatible_reasoning_effort() {
+    let mut request = request(ApiKind::OpenaiChat, "qwen3:8b");
+    request.options.reasoning_effort = Some(ReasoningEffort::Low);
+    request.options.reasoning_summary = Some(ReasoningSummary::Auto);
+    request.options.temperature = Some(0.2);
+    let config = ProviderConfig::openai_compatible("http://localhost:11434/v1", None);
+    insta::assert_json_snapshot!(body(config, &request).await);
+}
+
+#[tokio::test]
+async fn openai_responses_full_history() {
+    let request = full_request(ApiKind::OpenaiResponses, "gpt-5");
+    insta::assert_json_snapshot!(body(ProviderConfig::openai_responses("k"), &request).await);
+}
+
+#[tokio::test]
+async fn openai_responses_reasoning_and_web_search() {
+    let mut request = request(ApiKind::OpenaiResponses, "gpt-5");
+    request.options.reasoning_effort = Some(ReasoningEffort::High);
+    request.options.reasoning_summary = Some(ReasoningSummary::Detailed);
+    request.options.web_search_enabled = true;
+    insta::assert_json_snapshot!(body(ProviderConfig::openai_responses("k"), &request).await);
+}
+
+#[tokio::test]
+async fn unsupported_options_are_typed_errors() {
+    let cases = [
+        (ProviderConfig::openai_chat("k"), "prefill"),
+        (ProviderConfig::openai_responses("k"), "prefill"),
+        (ProviderConfig::openai_responses("k"), "stop"),
+        (ProviderConfig::openai_chat("k"), "web_search"),
+    ];
+    for (config, what) in cases {
+        let mut request = request(config.api, "m");
+        match what {
+            "prefill" => request.options.prefill_response = Some("{".into()),
+            "stop" => request.options.stop_sequences = vec!["END".into()],
+            _ => request.options.web_search_enabled = true,
+        }
+        let provider = HttpProvider::new(config).unwrap();
+        let error = provider.request_body(&request).await.unwrap_err();
+        assert_eq!(
+            error.kind,
+            ProviderErrorKind::Unsupported,
+            "{what}: {error:?}"
+        );
+        // The stream reports the same error without any network call.
+        let turn = run(&provider, request).await;
+        assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::Unsupported);
+    }
+}
+
+#[tokio::test]
+async fn missing_attachment_is_an_invalid_request() {
+    let mut request = request(ApiKind::AnthropicMessages, "m");
+    request.messages.push(Message::new(
+        "u9",
+        Role::User,
+        vec![ContentBlock::Image {
+            source: AttachmentSource::Stored { id: "gone".into() },
+        }],
+    ));
+    request.attachments = Some(Arc::new(Loader));
+    let provider = HttpProvider::new(ProviderConfig::anthropic("k")).unwrap();
+    let error = provider.request_body(&request).await.unwrap_err();
+    assert_eq!(error.kind, ProviderErrorKind::InvalidRequest);
+    request.attachments = None;
+    assert_eq!(
+        provider.request_body(&request).await.unwrap_err().kind,
+        ProviderErrorKind::InvalidRequest
+    );
+}
+
+#[tokio::test]
+async fn wire_body_and_headers() {
+    let cases = [
+        (ApiKind::AnthropicMessages, "x-api-key", "test-key"),
+        (ApiKind::OpenaiChat, "authorization", "Bearer test-key"),
+        (ApiKind::OpenaiResponses, "authorization", "Bearer test-key"),
+    ];
+    for (api, name, value) in cases {
+        let server = MockServer::start().await;
+        let body = match api {
+            ApiKind::AnthropicMessages => fixture_bodies("anthropic-text.chunks.txt").remove(0),
+            ApiKind::OpenaiChat => fixture_bodies("openai-text.chunks.txt").remove(0),
+            ApiKind::OpenaiResponses => {
+                fixture_bodies("openai-reasoning-encrypted-content.1.chunks.txt").remove(3)
+            }
+        };
+        let mut mock = Mock::given(method("POST"))
+            .and(path(endpoint_path(api)))
+            .and(header(name, value));
+        if api == ApiKind::AnthropicMessages {
+            mock = mock.and(header("anthropic-version", "2023-06-01"));
+        }
+        mock.respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(body),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+        let provider = HttpProvider::new(config(api, &server.uri())).unwrap();
+        let request = request(api, "gpt-5");
+        let expected = provider.request_body(&request).await.unwrap();
+        let turn = run(&provider, request).await;
+        assert!(turn.error.is_none(), "{api:?}: {:?}", turn.error);
+        let received = &server.received_requests().await.unwrap()[0];
+        let sent: Value = serde_json::from_slice(&received.body).unwrap();
+        assert_eq!(sent, expected);
+        assert_eq!(sent["stream"], json!(true));
+    }
+}
+
+#[tokio::test]
+async fn azure_uses_api_key_header_and_api_version() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/openai/deployments/router/chat/completions"))
+        .and(query_param("api-version", "2025-04-01-preview"))
+        .and(header("api-key", "azure-key"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(fixture_bodies("azure-model-router.1.chunks.txt").remove(0)),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let config = ProviderConfig::azure_openai(
+        format!("{}/openai/deployments/router", server.uri()),
+        "azure-key",
+        "2025-04-01-preview",
+    );
+    let provider = HttpProvider::new(config).unwrap();
+    let turn = run(&provider, request(ApiKind::OpenaiChat, "model-router")).await;
+    assert!(turn.error.is_none(), "{:?}", turn.error);
+}
