@@ -30,18 +30,18 @@ enum Call {
 
 fn calls(levels: u32) -> impl Strategy<Value = Vec<Call>> {
     let leaf = prop_oneof![
-        Just(Call::Echo),
-        Just(Call::BadSkill),
-        Just(Call::Skill(vec![]))
+        1 => Just(Call::Echo),
+        1 => Just(Call::BadSkill),
+        2 => Just(Call::Skill(vec![])),
     ];
-    let call = leaf.prop_recursive(levels, 12, 3, |inner| {
+    let call = leaf.prop_recursive(levels, 24, 3, |inner| {
         prop_oneof![
-            Just(Call::Echo),
-            Just(Call::BadSkill),
-            prop::collection::vec(inner, 0..3).prop_map(Call::Skill),
+            1 => Just(Call::Echo),
+            1 => Just(Call::BadSkill),
+            4 => prop::collection::vec(inner, 1..3).prop_map(Call::Skill),
         ]
     });
-    prop::collection::vec(call, 0..3)
+    prop::collection::vec(call, 1..4)
 }
 
 /// Skills `s1` .. `sN`; each may call the next and echo.

@@ -312,8 +312,27 @@ impl Ctx {
     pub(crate) async fn final_answer(&mut self, step: u32, prompt: &str) -> Flow<String> {
         let prompt = Message::user_text(format!("{}-final-prompt", self.run_id), prompt);
         let content = self.model(step, vec![prompt], Vec::new()).await?;
+        Ok(self.commit_answer_turn(content).await)
+    }
+
+    /// Commits a turn made with no tools offered and returns its text. Tool
+    /// calls the model made anyway are answered with an error result, so
+    /// every call keeps its result.
+    pub(crate) async fn commit_answer_turn(&mut self, content: Vec<ContentBlock>) -> String {
         let message = self.commit(Role::Assistant, content).await;
-        Ok(message.text())
+        let results: Vec<ContentBlock> = message
+            .tool_uses()
+            .map(|call| {
+                ContentBlock::ToolResult(ToolResultBlock::error(
+                    &call.id,
+                    "Not run: no tools are offered in this step.",
+                ))
+            })
+            .collect();
+        if !results.is_empty() {
+            self.commit(Role::User, results).await;
+        }
+        message.text()
     }
 
     /// Commits an answer the model gave through a control tool.

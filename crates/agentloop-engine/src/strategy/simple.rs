@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agentloop_types::{EventKind, LoopOptions, Message, Retriever, Role};
+use agentloop_types::{EventKind, LoopOptions, Message, Retriever};
 
 use super::LoopStrategy;
 use super::ctx::{Ctx, Ended, Flow};
@@ -94,8 +94,8 @@ async fn llm_only(ctx: &mut Ctx, config: &LlmOnlyStrategy) -> Flow<Ended> {
     let extra = cited(ctx, config.retriever.as_deref(), config.passages).await;
     ctx.emit(EventKind::AgentTurnStart { step: 1 }).await;
     let content = ctx.model(1, extra, Vec::new()).await?;
-    let message = ctx.commit(Role::Assistant, content).await;
-    Ok(ctx.complete(1, message.text()).await)
+    let answer = ctx.commit_answer_turn(content).await;
+    Ok(ctx.complete(1, answer).await)
 }
 
 /// One act step whose first tool call runs, then a plain answer call
