@@ -265,3 +265,92 @@ async fn a_new_run_supersedes_the_old_one() {
     ));
     assert!(!runs.cancel("session-2"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn react_calls_skills_in_its_act_step() {
+    use agentloop_engine::skills::{Skill, prepare};
+    use agentloop_engine::strategy::ReactStrategy;
+    use agentloop_types::EventKind;
+
+    let skill = Arc::new(
+        Skill::new("lookup", "Look the answer up.")
+            .with_description("Finds facts")
+            .with_tools([echo()]),
+    );
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call(
+            "r1",
+            "agent_decide_next",
+            json!({"message": "Use the lookup skill."}),
+        ),
+        ScriptedTurn::new().tool_call("s1", "lookup", json!({"task": "find it"})),
+        // The skill's child cycle.
+        ScriptedTurn::new().tool_call("e1", "echo", json!({"text": "found"})),
+        ScriptedTurn::new().text("It is found."),
+        // Observe.
+        ScriptedTurn::new().tool_call(
+            "o1",
+            "agent_observe_decide",
+            json!({"message": "Done.", "should_continue": false, "final_answer": "Found."}),
+        ),
+    ]);
+    let deps = RunDeps::new(provider.clone()).with_run_id("run");
+    let prepared = prepare(
+        LoopOptions {
+            system_prompt: Some("Agent.".into()),
+            ..LoopOptions::default()
+        },
+        user("Find it"),
+        deps,
+        &[skill],
+    );
+    let events: Vec<_> = ReactStrategy::default()
+        .run(prepared.options, prepared.context, prepared.deps)
+        .collect()
+        .await;
+    let result = check_invariants(&events);
+    assert_eq!(result.final_text().as_deref(), Some("Found."));
+    let starts: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolStart {
+                name,
+                is_skill,
+                depth,
+                ..
+            } => Some((name.as_str(), *is_skill, *depth)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, [("lookup", true, 1), ("echo", false, 2)]);
+    let requests = provider.requests();
+    assert_eq!(
+        requests[0].messages[1].id, "skills",
+        "the list follows the agent prompt"
+    );
+    assert_eq!(requests[2].messages[0].text(), "Agent.");
+    assert_eq!(requests[2].messages.last().unwrap().text(), "find it");
+}
+
+#[tokio::test(start_paused = true)]
+async fn strategies_respect_the_iteration_cap() {
+    use agentloop_engine::strategy::ReactStrategy;
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call("r1", "agent_decide_next", json!({"message": "echo"})),
+        ScriptedTurn::new().tool_call("t1", "echo", json!({"text": "x"})),
+    ]);
+    let deps = RunDeps::new(provider.clone())
+        .with_tools([echo()])
+        .with_run_id("run");
+    let options = LoopOptions {
+        max_iterations: 2,
+        ..LoopOptions::default()
+    };
+    let events: Vec<_> = ReactStrategy::default()
+        .run(options, user("go"), deps)
+        .collect()
+        .await;
+    let result = check_invariants(&events);
+    assert!(matches!(result.status, LoopStatus::MaxIterations));
+    assert_eq!(provider.requests().len(), 2);
+}

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
-    BreakLoop, ContentBlock, EventKind, LoopError, LoopOptions, LoopResult, LoopStatus, Message,
-    ModelRequest, Role, TokenTotals, Tool, ToolDefinition, ToolResult, ToolResultBlock,
+    BreakLoop, ContentBlock, EventKind, LimitKind, LoopError, LoopOptions, LoopResult, LoopStatus,
+    Message, ModelRequest, Role, TokenTotals, Tool, ToolDefinition, ToolResult, ToolResultBlock,
     ToolResultRenderBlock, ToolResultStatus, ToolUseBlock, validate_history,
 };
 use futures::StreamExt;
@@ -143,6 +143,9 @@ impl Ctx {
             if self.deps.cancel.is_cancelled() {
                 return Err(self.finish(LoopStatus::Cancelled).await);
             }
+            if let Some(status) = self.over_limit() {
+                return Err(self.finish(status).await);
+            }
             self.iteration += 1;
             let request = ModelRequest {
                 options: self.options.clone(),
@@ -184,6 +187,29 @@ impl Ctx {
             .await;
             return Err(self.finish(LoopStatus::Error { error }).await);
         }
+    }
+
+    /// The status that ends the run before another model call, if a limit
+    /// of the options is reached: `max_iterations` counts every model call
+    /// of the strategy; `limits` apply as in the native loop.
+    fn over_limit(&self) -> Option<LoopStatus> {
+        let limits = &self.options.limits;
+        if self.iteration >= self.options.max_iterations {
+            return Some(LoopStatus::MaxIterations);
+        }
+        let limit = if limits.max_requests.is_some_and(|max| self.iteration >= max) {
+            LimitKind::Requests
+        } else if limits
+            .max_total_tokens
+            .is_some_and(|max| self.totals.total_tokens() >= max)
+        {
+            LimitKind::TotalTokens
+        } else if limits.max_cost.is_some_and(|max| self.totals.cost >= max) {
+            LimitKind::Cost
+        } else {
+            return None;
+        };
+        Some(LoopStatus::LimitExceeded { limit })
     }
 
     /// Commits an act turn and runs its first tool call only; later calls
