@@ -6,6 +6,17 @@
 //! events that ends with the result; dropping it cancels the run, and
 //! [`collect`] drains it to the [`LoopResult`](agentloop_types::LoopResult).
 //!
+//! Around that loop:
+//! - [`strategy`]: interchangeable ways to run an agent ([`LoopStrategy`]:
+//!   `native`, `react`, `llm-only`, `tool-first`, `plan-and-execute`),
+//!   chosen by name through a [`StrategyRegistry`];
+//! - [`skills`]: prompts the model calls like tools, each a child cycle of
+//!   the loop with scoped tools and sub-skills;
+//! - [`retrieval`]: an in-memory [`Retriever`](agentloop_types::Retriever)
+//!   and the cited form passages take in front of the model;
+//! - [`SessionRuns`]: one live run per session key; a new run cancels the
+//!   one it supersedes.
+//!
 //! ```
 //! use agentloop_engine::{RunDeps, collect, run, scripted::{ScriptedProvider, ScriptedTurn}};
 //! use agentloop_types::{LoopOptions, LoopStatus, Message};
