@@ -174,6 +174,9 @@ impl ChatDecoder {
         let mut usage = self.usage.unwrap_or_default();
         let model = self.model.as_deref().unwrap_or(&self.context.model);
         self.context.pricing.apply(model, &mut usage);
+        // No usage reported (a server ignoring `include_usage`): the zero
+        // cost is not a real price.
+        usage.cost_unreliable |= self.usage.is_none();
         out.push(Ok(ModelChunk::Finish { stop_reason, usage }));
     }
 }

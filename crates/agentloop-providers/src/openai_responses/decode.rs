@@ -255,6 +255,7 @@ impl ResponsesDecoder {
             .or(self.model.as_deref())
             .unwrap_or(&self.context.model);
         self.context.pricing.apply(model, &mut totals);
+        totals.cost_unreliable |= !usage.is_object();
         let incomplete = response
             .get("incomplete_details")
             .and_then(|d| text(d, "reason"));
