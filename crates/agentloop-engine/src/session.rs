@@ -17,6 +17,19 @@ struct Entry {
     cancel: CancellationToken,
 }
 
+/// Removes a run's entry when it ends, unless a newer run replaced it.
+struct Release {
+    runs: SessionRuns,
+    key: String,
+    generation: u64,
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.runs.release(&self.key, self.generation);
+    }
+}
+
 /// The live run of each session key.
 #[derive(Clone, Default)]
 pub struct SessionRuns {
@@ -60,12 +73,17 @@ impl SessionRuns {
         }
         deps.cancel = cancel;
         let mut inner = strategy.run(options, context, deps);
-        let runs = self.clone();
+        let release = Release {
+            runs: self.clone(),
+            key,
+            generation,
+        };
         RunStream::new(move |mut emitter| async move {
+            // Released when the run ends or its stream is dropped.
+            let _release = release;
             while let Some(event) = inner.next().await {
                 emitter.emit_at(event.path, event.kind).await;
             }
-            runs.release(&key, generation);
         })
     }
 

@@ -210,14 +210,14 @@ async fn user_input_suspends_and_resumes() {
         .unwrap();
     let mut history = suspended.messages.clone();
     history.push(answer);
-    let events = run_react(
-        ReactStrategy::default(),
-        provider.clone(),
-        vec![echo()],
-        history,
-        CancellationToken::new(),
-    )
-    .await;
+    // The resumed run is a new run over the answered history.
+    let deps = RunDeps::new(provider.clone())
+        .with_tools([echo()])
+        .with_run_id("resumed");
+    let events: Vec<_> = ReactStrategy::default()
+        .run(LoopOptions::default(), history, deps)
+        .collect()
+        .await;
     let resumed = snapshot("react_resumed", &events);
     assert_eq!(resumed.final_text().as_deref(), Some("Oslo: mild."));
     let sent = &provider.requests()[1].messages;

@@ -264,6 +264,18 @@ async fn a_new_run_supersedes_the_old_one() {
         LoopStatus::Cancelled
     ));
     assert!(!runs.cancel("session-2"));
+
+    // Dropping a run's stream releases its key.
+    let stream = runs.start(
+        "session-3",
+        &native,
+        LoopOptions::default(),
+        user("x"),
+        RunDeps::new(ScriptedProvider::new([ScriptedTurn::new().hang()])),
+    );
+    assert!(runs.is_active("session-3"));
+    drop(stream);
+    assert!(!runs.is_active("session-3"));
 }
 
 #[tokio::test(start_paused = true)]
