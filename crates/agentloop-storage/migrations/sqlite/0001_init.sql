@@ -1,0 +1,114 @@
+CREATE TABLE projects (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+
+CREATE TABLE chats (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    title TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    totals TEXT NOT NULL,
+    parent_chat_id TEXT REFERENCES chats(id) ON DELETE CASCADE,
+    parent_tool_use_id TEXT,
+    next_seq INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX chats_by_project ON chats(project_id, created_at);
+CREATE INDEX chats_by_parent ON chats(parent_chat_id);
+
+CREATE TABLE messages (
+    chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (chat_id, seq),
+    UNIQUE (chat_id, id)
+);
+
+CREATE TABLE checkpoints (
+    chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    message_seq INTEGER,
+    totals TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (chat_id, name)
+);
+
+CREATE TABLE attachments (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    chat_id TEXT REFERENCES chats(id) ON DELETE CASCADE,
+    media_type TEXT NOT NULL,
+    name TEXT,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX attachments_by_project ON attachments(project_id, created_at);
+CREATE INDEX attachments_by_chat ON attachments(chat_id);
+
+CREATE TABLE files (
+    project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    data BLOB NOT NULL,
+    modified_at INTEGER NOT NULL,
+    PRIMARY KEY (project_id, path)
+);
+
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    chat_id TEXT REFERENCES chats(id) ON DELETE CASCADE,
+    status TEXT NOT NULL,
+    state TEXT,
+    result TEXT,
+    pending_tool_call TEXT,
+    lease_owner TEXT,
+    lease_expires_at INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX runs_by_chat ON runs(chat_id, created_at);
+
+CREATE TABLE run_events (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE tasks (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    title TEXT NOT NULL,
+    workflow_complete INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX tasks_by_project ON tasks(project_id, created_at);
+
+CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+    chat_id TEXT REFERENCES chats(id) ON DELETE SET NULL,
+    session_id TEXT,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX conversations_by_task ON conversations(task_id, created_at);
+
+CREATE TABLE agent_runs (
+    id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+    agent_type TEXT NOT NULL,
+    status TEXT NOT NULL,
+    conversation_id TEXT REFERENCES conversations(id) ON DELETE SET NULL,
+    created_at INTEGER NOT NULL,
+    completed_at INTEGER
+);
+CREATE INDEX agent_runs_by_task ON agent_runs(task_id, created_at);
+CREATE UNIQUE INDEX agent_runs_one_running ON agent_runs(task_id) WHERE status = 'running';

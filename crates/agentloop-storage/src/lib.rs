@@ -1,0 +1,95 @@
+//! Storage of agentloop: projects, chats (minion chats included), messages,
+//! attachments, per-project files, checkpoints, loop runs with their event
+//! logs, and seed 004's tasks, agent runs and conversations.
+//!
+//! The traits in [`store`] are implemented by three backends:
+//! [`MemoryStore`], [`SqliteStore`] (the embedded default: a file or
+//! `:memory:`) and [`PostgresStore`] (many server instances on one
+//! database). The SQL backends apply their embedded migrations on connect.
+//! [`export_project`] and [`import_project`] move a whole project between
+//! stores as one JSON document.
+//!
+//! ```
+//! use agentloop_storage::{ChatStore, MemoryStore, ProjectStore, model::{Chat, Project}};
+//! use agentloop_types::Message;
+//!
+//! # futures::executor::block_on(async {
+//! let store = MemoryStore::new();
+//! store.create_project(&Project {
+//!     id: "p1".into(), name: "demo".into(), settings: serde_json::json!({}),
+//!     created_at: 0, updated_at: 0,
+//! }).await?;
+//! store.create_chat(&Chat {
+//!     id: "c1".into(), project_id: "p1".into(), title: "hello".into(),
+//!     settings: serde_json::json!({}), totals: Default::default(), minion: None,
+//!     created_at: 0, updated_at: 0,
+//! }).await?;
+//! let seq = store.save_message("c1", &Message::user_text("m1", "hi")).await?;
+//! assert_eq!(seq, 0);
+//! assert_eq!(store.list_messages("c1").await?[0].message.text(), "hi");
+//! # Ok::<(), agentloop_storage::StorageError>(())
+//! # }).unwrap();
+//! ```
+
+pub mod codec;
+pub mod error;
+pub mod export;
+pub mod files;
+pub mod memory;
+pub mod model;
+pub mod postgres;
+mod sql;
+pub mod sqlite;
+pub mod store;
+
+pub use error::{StorageError, StorageResult};
+pub use export::{
+    ChatExport, EXPORT_FORMAT_VERSION, ProjectExport, export_project, import_project,
+};
+pub use files::ProjectFiles;
+pub use memory::MemoryStore;
+pub use postgres::PostgresStore;
+pub use sqlite::SqliteStore;
+pub use store::{AttachmentStore, ChatStore, FileStore, ProjectStore, RunStore, Store, TaskStore};
+
+use agentloop_types::{AttachmentError, AttachmentLoader, LoadedAttachment};
+
+/// Loads an attachment through [`AttachmentStore`], mapping errors to the
+/// port's.
+async fn load_attachment<S: AttachmentStore + ?Sized>(
+    store: &S,
+    id: &str,
+) -> Result<LoadedAttachment, AttachmentError> {
+    match store.get_attachment(id).await {
+        Ok(attachment) => Ok(LoadedAttachment {
+            media_type: attachment.meta.media_type,
+            data: attachment.data,
+        }),
+        Err(StorageError::NotFound { .. }) => Err(AttachmentError::NotFound(id.to_owned())),
+        Err(other) => Err(AttachmentError::Store(other.to_string())),
+    }
+}
+
+macro_rules! attachment_loader {
+    ($($store:ty),*) => {$(
+        #[async_trait::async_trait]
+        impl AttachmentLoader for $store {
+            async fn load(&self, id: &str) -> Result<LoadedAttachment, AttachmentError> {
+                load_attachment(self, id).await
+            }
+        }
+    )*};
+}
+
+attachment_loader!(MemoryStore, SqliteStore, PostgresStore);
+
+/// The [`AttachmentLoader`] port over any shared [`AttachmentStore`]
+/// (including `dyn Store`).
+pub struct StoreAttachmentLoader<S: ?Sized>(pub std::sync::Arc<S>);
+
+#[async_trait::async_trait]
+impl<S: AttachmentStore + ?Sized> AttachmentLoader for StoreAttachmentLoader<S> {
+    async fn load(&self, id: &str) -> Result<LoadedAttachment, AttachmentError> {
+        load_attachment(&*self.0, id).await
+    }
+}

@@ -1,0 +1,128 @@
+//! The in-memory backend: everything in maps behind one lock. For tests and
+//! single-process use; nothing survives the process.
+
+mod chats;
+mod other;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard};
+
+use agentloop_types::{LoopEvent, Message};
+
+use crate::model::{
+    AgentRun, Attachment, Chat, Checkpoint, Conversation, FileRecord, Project, RunRecord, Task,
+};
+
+/// The in-memory store.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct ChatRow {
+    chat: Chat,
+    next_seq: u64,
+    messages: BTreeMap<u64, Message>,
+    index: HashMap<String, u64>,
+    checkpoints: Vec<Checkpoint>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    projects: BTreeMap<String, Project>,
+    chats: BTreeMap<String, ChatRow>,
+    attachments: BTreeMap<String, Attachment>,
+    files: BTreeMap<(String, String), FileRecord>,
+    runs: BTreeMap<String, RunRecord>,
+    events: HashMap<String, BTreeMap<u64, LoopEvent>>,
+    tasks: BTreeMap<String, Task>,
+    agent_runs: BTreeMap<String, AgentRun>,
+    conversations: BTreeMap<String, Conversation>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl State {
+    /// Deletes a chat and everything hanging off it.
+    fn remove_chat(&mut self, id: &str) {
+        if self.chats.remove(id).is_none() {
+            return;
+        }
+        let children: Vec<String> = self
+            .chats
+            .values()
+            .filter(|row| {
+                row.chat
+                    .minion
+                    .as_ref()
+                    .is_some_and(|m| m.parent_chat_id == id)
+            })
+            .map(|row| row.chat.id.clone())
+            .collect();
+        for child in children {
+            self.remove_chat(&child);
+        }
+        self.attachments
+            .retain(|_, a| a.meta.chat_id.as_deref() != Some(id));
+        let runs: Vec<String> = self
+            .runs
+            .values()
+            .filter(|r| r.chat_id.as_deref() == Some(id))
+            .map(|r| r.id.clone())
+            .collect();
+        for run in runs {
+            self.runs.remove(&run);
+            self.events.remove(&run);
+        }
+        for conversation in self.conversations.values_mut() {
+            if conversation.chat_id.as_deref() == Some(id) {
+                conversation.chat_id = None;
+            }
+        }
+    }
+
+    fn remove_task(&mut self, id: &str) {
+        self.tasks.remove(id);
+        self.agent_runs.retain(|_, r| r.task_id != id);
+        self.conversations.retain(|_, c| c.task_id != id);
+    }
+
+    fn remove_project(&mut self, id: &str) {
+        self.projects.remove(id);
+        let chats: Vec<String> = self
+            .chats
+            .values()
+            .filter(|row| row.chat.project_id == id)
+            .map(|row| row.chat.id.clone())
+            .collect();
+        for chat in chats {
+            self.remove_chat(&chat);
+        }
+        self.attachments.retain(|_, a| a.meta.project_id != id);
+        self.files.retain(|(project, _), _| project != id);
+        let tasks: Vec<String> = self
+            .tasks
+            .values()
+            .filter(|t| t.project_id == id)
+            .map(|t| t.id.clone())
+            .collect();
+        for task in tasks {
+            self.remove_task(&task);
+        }
+    }
+}
+
+/// Sorts records oldest first, ties by id.
+fn sort_by_created<T>(items: &mut [T], key: impl Fn(&T) -> (i64, &str)) {
+    items.sort_by(|a, b| key(a).cmp(&key(b)));
+}

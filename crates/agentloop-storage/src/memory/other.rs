@@ -1,0 +1,480 @@
+//! Attachments, files, runs and tasks of the in-memory backend.
+
+use agentloop_types::LoopEvent;
+use agentloop_types::vfs::is_within;
+use async_trait::async_trait;
+
+use super::{MemoryStore, sort_by_created};
+use crate::error::{StorageError, StorageResult};
+use crate::model::{
+    AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Conversation, FileRecord, RunRecord, Task,
+};
+use crate::store::{AttachmentStore, FileStore, RunStore, TaskStore};
+
+#[async_trait]
+impl AttachmentStore for MemoryStore {
+    async fn put_attachment(&self, attachment: &Attachment) -> StorageResult<()> {
+        let mut state = self.lock();
+        let meta = &attachment.meta;
+        if !state.projects.contains_key(&meta.project_id) {
+            return Err(StorageError::Invalid(format!(
+                "project {} does not exist",
+                meta.project_id
+            )));
+        }
+        if let Some(chat) = meta
+            .chat_id
+            .as_ref()
+            .filter(|c| !state.chats.contains_key(*c))
+        {
+            return Err(StorageError::Invalid(format!("chat {chat} does not exist")));
+        }
+        if state.attachments.contains_key(&meta.id) {
+            return Err(StorageError::exists("attachment", &meta.id));
+        }
+        let mut stored = attachment.clone();
+        stored.meta.size = attachment.data.len() as u64;
+        state.attachments.insert(meta.id.clone(), stored);
+        Ok(())
+    }
+
+    async fn get_attachment(&self, id: &str) -> StorageResult<Attachment> {
+        self.lock()
+            .attachments
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StorageError::not_found("attachment", id))
+    }
+
+    async fn list_attachments(&self, project_id: &str) -> StorageResult<Vec<AttachmentMeta>> {
+        let mut all: Vec<AttachmentMeta> = self
+            .lock()
+            .attachments
+            .values()
+            .filter(|a| a.meta.project_id == project_id)
+            .map(|a| a.meta.clone())
+            .collect();
+        sort_by_created(&mut all, |a| (a.created_at, &a.id));
+        Ok(all)
+    }
+
+    async fn delete_attachment(&self, id: &str) -> StorageResult<()> {
+        self.lock()
+            .attachments
+            .remove(id)
+            .map(|_| ())
+            .ok_or_else(|| StorageError::not_found("attachment", id))
+    }
+}
+
+#[async_trait]
+impl FileStore for MemoryStore {
+    async fn get_file(&self, project_id: &str, path: &str) -> StorageResult<Option<FileRecord>> {
+        Ok(self
+            .lock()
+            .files
+            .get(&(project_id.to_owned(), path.to_owned()))
+            .cloned())
+    }
+
+    async fn put_file(&self, project_id: &str, record: &FileRecord) -> StorageResult<()> {
+        let mut state = self.lock();
+        if !state.projects.contains_key(project_id) {
+            return Err(StorageError::Invalid(format!(
+                "project {project_id} does not exist"
+            )));
+        }
+        state
+            .files
+            .insert((project_id.to_owned(), record.path.clone()), record.clone());
+        Ok(())
+    }
+
+    async fn list_files(&self, project_id: &str, under: &str) -> StorageResult<Vec<FileRecord>> {
+        let state = self.lock();
+        let mut all: Vec<FileRecord> = state
+            .files
+            .iter()
+            .filter(|((project, path), _)| {
+                project == project_id && path != under && is_within(path, under)
+            })
+            .map(|(_, record)| record.clone())
+            .collect();
+        all.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(all)
+    }
+
+    async fn delete_file_tree(&self, project_id: &str, path: &str) -> StorageResult<u64> {
+        let mut state = self.lock();
+        let before = state.files.len();
+        state
+            .files
+            .retain(|(project, p), _| !(project == project_id && is_within(p, path)));
+        Ok((before - state.files.len()) as u64)
+    }
+
+    async fn rename_file_tree(&self, project_id: &str, from: &str, to: &str) -> StorageResult<()> {
+        let mut state = self.lock();
+        let moving: Vec<(String, String)> = state
+            .files
+            .keys()
+            .filter(|(project, p)| project == project_id && is_within(p, from))
+            .cloned()
+            .collect();
+        for key in moving {
+            if let Some(mut record) = state.files.remove(&key) {
+                record.path = format!("{to}{}", &key.1[from.len()..]);
+                state
+                    .files
+                    .insert((project_id.to_owned(), record.path.clone()), record);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl RunStore for MemoryStore {
+    async fn create_run(&self, run: &RunRecord) -> StorageResult<()> {
+        let mut state = self.lock();
+        if let Some(chat) = run
+            .chat_id
+            .as_ref()
+            .filter(|c| !state.chats.contains_key(*c))
+        {
+            return Err(StorageError::Invalid(format!("chat {chat} does not exist")));
+        }
+        if state.runs.contains_key(&run.id) {
+            return Err(StorageError::exists("run", &run.id));
+        }
+        state.runs.insert(run.id.clone(), run.clone());
+        Ok(())
+    }
+
+    async fn get_run(&self, id: &str) -> StorageResult<RunRecord> {
+        self.lock()
+            .runs
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StorageError::not_found("run", id))
+    }
+
+    async fn list_runs(&self, chat_id: &str) -> StorageResult<Vec<RunRecord>> {
+        let mut all: Vec<RunRecord> = self
+            .lock()
+            .runs
+            .values()
+            .filter(|r| r.chat_id.as_deref() == Some(chat_id))
+            .cloned()
+            .collect();
+        sort_by_created(&mut all, |r| (r.created_at, &r.id));
+        Ok(all)
+    }
+
+    async fn update_run(&self, run: &RunRecord) -> StorageResult<()> {
+        let mut state = self.lock();
+        let stored = state
+            .runs
+            .get_mut(&run.id)
+            .ok_or_else(|| StorageError::not_found("run", &run.id))?;
+        stored.status = run.status;
+        stored.state.clone_from(&run.state);
+        stored.result.clone_from(&run.result);
+        stored.pending_tool_call.clone_from(&run.pending_tool_call);
+        stored.updated_at = run.updated_at;
+        Ok(())
+    }
+
+    async fn acquire_lease(
+        &self,
+        run_id: &str,
+        owner: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> StorageResult<bool> {
+        let mut state = self.lock();
+        let run = state
+            .runs
+            .get_mut(run_id)
+            .ok_or_else(|| StorageError::not_found("run", run_id))?;
+        let free = run.lease_owner.as_deref().is_none_or(|o| o == owner)
+            || run.lease_expires_at.is_none_or(|e| e <= now);
+        if free {
+            run.lease_owner = Some(owner.to_owned());
+            run.lease_expires_at = Some(expires_at);
+        }
+        Ok(free)
+    }
+
+    async fn release_lease(&self, run_id: &str, owner: &str) -> StorageResult<bool> {
+        let mut state = self.lock();
+        let run = state
+            .runs
+            .get_mut(run_id)
+            .ok_or_else(|| StorageError::not_found("run", run_id))?;
+        if run.lease_owner.as_deref() != Some(owner) {
+            return Ok(false);
+        }
+        run.lease_owner = None;
+        run.lease_expires_at = None;
+        Ok(true)
+    }
+
+    async fn append_events(&self, run_id: &str, events: &[LoopEvent]) -> StorageResult<()> {
+        let mut state = self.lock();
+        if !state.runs.contains_key(run_id) {
+            return Err(StorageError::not_found("run", run_id));
+        }
+        let log = state.events.entry(run_id.to_owned()).or_default();
+        let mut seen = std::collections::HashSet::new();
+        for event in events {
+            if log.contains_key(&event.seq) || !seen.insert(event.seq) {
+                return Err(StorageError::exists("event", event.seq.to_string()));
+            }
+        }
+        for event in events {
+            log.insert(event.seq, event.clone());
+        }
+        Ok(())
+    }
+
+    async fn list_events(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+        limit: u32,
+    ) -> StorageResult<Vec<LoopEvent>> {
+        let state = self.lock();
+        if !state.runs.contains_key(run_id) {
+            return Err(StorageError::not_found("run", run_id));
+        }
+        Ok(state
+            .events
+            .get(run_id)
+            .map(|log| {
+                log.values()
+                    .filter(|e| after.is_none_or(|a| e.seq > a))
+                    .take(limit as usize)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl TaskStore for MemoryStore {
+    async fn create_task(&self, task: &Task) -> StorageResult<()> {
+        let mut state = self.lock();
+        if !state.projects.contains_key(&task.project_id) {
+            return Err(StorageError::Invalid(format!(
+                "project {} does not exist",
+                task.project_id
+            )));
+        }
+        if state.tasks.contains_key(&task.id) {
+            return Err(StorageError::exists("task", &task.id));
+        }
+        state.tasks.insert(task.id.clone(), task.clone());
+        Ok(())
+    }
+
+    async fn get_task(&self, id: &str) -> StorageResult<Task> {
+        self.lock()
+            .tasks
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StorageError::not_found("task", id))
+    }
+
+    async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>> {
+        let mut all: Vec<Task> = self
+            .lock()
+            .tasks
+            .values()
+            .filter(|t| t.project_id == project_id)
+            .cloned()
+            .collect();
+        sort_by_created(&mut all, |t| (t.created_at, &t.id));
+        Ok(all)
+    }
+
+    async fn set_workflow_complete(
+        &self,
+        task_id: &str,
+        complete: bool,
+        now: i64,
+    ) -> StorageResult<Vec<AgentRun>> {
+        let mut state = self.lock();
+        let task = state
+            .tasks
+            .get_mut(task_id)
+            .ok_or_else(|| StorageError::not_found("task", task_id))?;
+        task.workflow_complete = complete;
+        task.updated_at = now;
+        let mut finished = Vec::new();
+        if complete {
+            for run in state.agent_runs.values_mut() {
+                if run.task_id == task_id && run.status == AgentRunStatus::Running {
+                    run.status = AgentRunStatus::Completed;
+                    run.completed_at = Some(now);
+                    finished.push(run.clone());
+                }
+            }
+        }
+        sort_by_created(&mut finished, |r| (r.created_at, &r.id));
+        Ok(finished)
+    }
+
+    async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {
+        let mut state = self.lock();
+        if !state.tasks.contains_key(&run.task_id) {
+            return Err(StorageError::Invalid(format!(
+                "task {} does not exist",
+                run.task_id
+            )));
+        }
+        if state.agent_runs.contains_key(&run.id) {
+            return Err(StorageError::exists("agent run", &run.id));
+        }
+        if run.status == AgentRunStatus::Running && running(&state.agent_runs, &run.task_id) {
+            return Err(StorageError::ActiveAgentRunExists {
+                task_id: run.task_id.clone(),
+            });
+        }
+        state.agent_runs.insert(run.id.clone(), run.clone());
+        Ok(())
+    }
+
+    async fn get_agent_run(&self, id: &str) -> StorageResult<AgentRun> {
+        self.lock()
+            .agent_runs
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StorageError::not_found("agent run", id))
+    }
+
+    async fn list_agent_runs(&self, task_id: &str) -> StorageResult<Vec<AgentRun>> {
+        let mut all: Vec<AgentRun> = self
+            .lock()
+            .agent_runs
+            .values()
+            .filter(|r| r.task_id == task_id)
+            .cloned()
+            .collect();
+        sort_by_created(&mut all, |r| (r.created_at, &r.id));
+        Ok(all)
+    }
+
+    async fn active_agent_run(&self, task_id: &str) -> StorageResult<Option<AgentRun>> {
+        Ok(self
+            .lock()
+            .agent_runs
+            .values()
+            .find(|r| r.task_id == task_id && r.status == AgentRunStatus::Running)
+            .cloned())
+    }
+
+    async fn set_agent_run_status(
+        &self,
+        id: &str,
+        status: AgentRunStatus,
+        completed_at: Option<i64>,
+    ) -> StorageResult<()> {
+        let mut state = self.lock();
+        let task_id = state
+            .agent_runs
+            .get(id)
+            .map(|r| (r.task_id.clone(), r.status))
+            .ok_or_else(|| StorageError::not_found("agent run", id))?;
+        if status == AgentRunStatus::Running
+            && task_id.1 != AgentRunStatus::Running
+            && running(&state.agent_runs, &task_id.0)
+        {
+            return Err(StorageError::ActiveAgentRunExists { task_id: task_id.0 });
+        }
+        if let Some(run) = state.agent_runs.get_mut(id) {
+            run.status = status;
+            run.completed_at = completed_at;
+        }
+        Ok(())
+    }
+
+    async fn link_conversation(
+        &self,
+        agent_run_id: &str,
+        conversation_id: &str,
+    ) -> StorageResult<()> {
+        let mut state = self.lock();
+        if !state.conversations.contains_key(conversation_id) {
+            return Err(StorageError::Invalid(format!(
+                "conversation {conversation_id} does not exist"
+            )));
+        }
+        let run = state
+            .agent_runs
+            .get_mut(agent_run_id)
+            .ok_or_else(|| StorageError::not_found("agent run", agent_run_id))?;
+        run.conversation_id = Some(conversation_id.to_owned());
+        Ok(())
+    }
+
+    async fn create_conversation(&self, conversation: &Conversation) -> StorageResult<()> {
+        let mut state = self.lock();
+        if !state.tasks.contains_key(&conversation.task_id) {
+            return Err(StorageError::Invalid(format!(
+                "task {} does not exist",
+                conversation.task_id
+            )));
+        }
+        if let Some(chat) = conversation
+            .chat_id
+            .as_ref()
+            .filter(|c| !state.chats.contains_key(*c))
+        {
+            return Err(StorageError::Invalid(format!("chat {chat} does not exist")));
+        }
+        if state.conversations.contains_key(&conversation.id) {
+            return Err(StorageError::exists("conversation", &conversation.id));
+        }
+        state
+            .conversations
+            .insert(conversation.id.clone(), conversation.clone());
+        Ok(())
+    }
+
+    async fn get_conversation(&self, id: &str) -> StorageResult<Conversation> {
+        self.lock()
+            .conversations
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StorageError::not_found("conversation", id))
+    }
+
+    async fn list_conversations(&self, task_id: &str) -> StorageResult<Vec<Conversation>> {
+        let mut all: Vec<Conversation> = self
+            .lock()
+            .conversations
+            .values()
+            .filter(|c| c.task_id == task_id)
+            .cloned()
+            .collect();
+        sort_by_created(&mut all, |c| (c.created_at, &c.id));
+        Ok(all)
+    }
+
+    async fn set_conversation_session(&self, id: &str, session_id: &str) -> StorageResult<()> {
+        let mut state = self.lock();
+        let conversation = state
+            .conversations
+            .get_mut(id)
+            .ok_or_else(|| StorageError::not_found("conversation", id))?;
+        conversation.session_id = Some(session_id.to_owned());
+        Ok(())
+    }
+}
+
+fn running(runs: &std::collections::BTreeMap<String, AgentRun>, task_id: &str) -> bool {
+    runs.values()
+        .any(|r| r.task_id == task_id && r.status == AgentRunStatus::Running)
+}

@@ -1,0 +1,327 @@
+//! The records a store keeps.
+//!
+//! Ids are strings chosen by the caller; timestamps are Unix milliseconds
+//! chosen by the caller (see [`now_millis`]), so a record reads back exactly
+//! as it was written and export/import is lossless.
+
+use agentloop_types::{EntryKind, LoopEvent, Message, RunState, TokenTotals, ToolUseBlock};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::codec::base64_bytes;
+
+/// The current time in Unix milliseconds.
+pub fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// A project: the owner of chats, files, attachments and tasks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Project {
+    /// Id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Free-form settings (model defaults, tool options ...).
+    pub settings: Value,
+    /// Creation time (Unix ms).
+    pub created_at: i64,
+    /// Last update time (Unix ms).
+    pub updated_at: i64,
+}
+
+/// The tool call that started a minion chat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MinionLink {
+    /// The chat whose run made the call.
+    pub parent_chat_id: String,
+    /// The `tool_use` id of the call.
+    pub tool_use_id: String,
+}
+
+/// A chat: an ordered list of messages with settings and token totals.
+/// A minion chat is a chat with a [`MinionLink`]; it is deleted with its
+/// parent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chat {
+    /// Id.
+    pub id: String,
+    /// Owning project.
+    pub project_id: String,
+    /// Display title.
+    pub title: String,
+    /// Free-form settings (model, system prompt, tools ...).
+    pub settings: Value,
+    /// Tokens and cost spent in this chat.
+    pub totals: TokenTotals,
+    /// Set for minion chats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minion: Option<MinionLink>,
+    /// Creation time (Unix ms).
+    pub created_at: i64,
+    /// Last update time (Unix ms).
+    pub updated_at: i64,
+}
+
+/// A message with its position in its chat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    /// Position: strictly increasing in append order within the chat.
+    pub seq: u64,
+    /// The message.
+    pub message: Message,
+}
+
+/// Metadata of a stored attachment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentMeta {
+    /// Id, referenced by `AttachmentSource::Stored`.
+    pub id: String,
+    /// Owning project.
+    pub project_id: String,
+    /// The chat it belongs to; the attachment is deleted with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+    /// IANA media type.
+    pub media_type: String,
+    /// Original file name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Size in bytes; set by the store from the data.
+    pub size: u64,
+    /// Creation time (Unix ms).
+    pub created_at: i64,
+}
+
+/// An attachment: metadata and bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// Metadata.
+    #[serde(flatten)]
+    pub meta: AttachmentMeta,
+    /// The bytes (base64 in JSON).
+    #[serde(with = "base64_bytes")]
+    pub data: Vec<u8>,
+}
+
+/// One entry of a project's file tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRecord {
+    /// Normalised absolute path (`/a/b.txt`).
+    pub path: String,
+    /// File or directory.
+    pub kind: EntryKind,
+    /// Content (empty for directories; base64 in JSON).
+    #[serde(with = "base64_bytes")]
+    pub data: Vec<u8>,
+    /// Last write time (Unix ms).
+    pub modified_at: i64,
+}
+
+/// A named point a chat can roll back to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The chat.
+    pub chat_id: String,
+    /// Name, unique within the chat.
+    pub name: String,
+    /// Seq of the last message kept on rollback; `None` keeps none.
+    pub message_seq: Option<u64>,
+    /// The chat's totals at this point, restored on rollback.
+    pub totals: TokenTotals,
+    /// Creation time (Unix ms).
+    pub created_at: i64,
+}
+
+/// Lifecycle of a stored loop run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Created, not started.
+    Pending,
+    /// A worker is running it.
+    Running,
+    /// Waiting for a pending tool call's result.
+    Suspended,
+    /// Ended normally.
+    Completed,
+    /// Ended with an error.
+    Failed,
+    /// Cancelled.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Suspended => "suspended",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "running" => Self::Running,
+            "suspended" => Self::Suspended,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            "cancelled" => Self::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+/// A stored loop run: its state, outcome and lease.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Id.
+    pub id: String,
+    /// The chat it runs in, if any; the run is deleted with it.
+    pub chat_id: Option<String>,
+    /// Lifecycle status.
+    pub status: RunStatus,
+    /// The machine state, for resuming.
+    pub state: Option<RunState>,
+    /// The result, once ended (a serialised `LoopResult` or any JSON).
+    pub result: Option<Value>,
+    /// The tool call a suspended run waits on.
+    pub pending_tool_call: Option<ToolUseBlock>,
+    /// The worker holding the lease.
+    pub lease_owner: Option<String>,
+    /// When the lease ends (Unix ms).
+    pub lease_expires_at: Option<i64>,
+    /// Creation time (Unix ms).
+    pub created_at: i64,
+    /// Last update time (Unix ms).
+    pub updated_at: i64,
+}
+
+/// A task (seed 004): work on a project done by chained agent runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    /// Id.
+    pub id: String,
+    /// Owning project.
+    pub project_id: String,
+    /// Title.
+    pub title: String,
+    /// When true, the implementation/review loop stops chaining.
+    pub workflow_complete: bool,
+    /// Creation time (Unix ms).
+    pub created_at: i64,
+    /// Last update time (Unix ms).
+    pub updated_at: i64,
+}
+
+/// Kind of agent run (seed 004).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentType {
+    /// Interactive planning; never chained.
+    Planification,
+    /// Implementation; chains to review.
+    Implementation,
+    /// Review; chains to implementation.
+    Review,
+}
+
+impl AgentType {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Planification => "planification",
+            Self::Implementation => "implementation",
+            Self::Review => "review",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "planification" => Self::Planification,
+            "implementation" => Self::Implementation,
+            "review" => Self::Review,
+            _ => return None,
+        })
+    }
+}
+
+/// Status of an agent run (seed 004).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentRunStatus {
+    /// Running; at most one per task.
+    Running,
+    /// Finished normally (or force-completed).
+    Completed,
+    /// Failed; the chain stops.
+    Failed,
+}
+
+impl AgentRunStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "running" => Self::Running,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// One agent run of a task (seed 004).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRun {
+    /// Id.
+    pub id: String,
+    /// The task.
+    pub task_id: String,
+    /// Which agent.
+    pub agent_type: AgentType,
+    /// Status.
+    pub status: AgentRunStatus,
+    /// The conversation it runs in, once linked.
+    pub conversation_id: Option<String>,
+    /// Creation time (Unix ms).
+    pub created_at: i64,
+    /// Completion time (Unix ms).
+    pub completed_at: Option<i64>,
+}
+
+/// A conversation of a task (seed 004), backed by a chat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// Id.
+    pub id: String,
+    /// The task.
+    pub task_id: String,
+    /// The chat holding its messages, if any.
+    pub chat_id: Option<String>,
+    /// The provider or engine session id, once known.
+    pub session_id: Option<String>,
+    /// Creation time (Unix ms).
+    pub created_at: i64,
+}
+
+/// A stored event of a run's event log.
+pub type StoredEvent = LoopEvent;

@@ -1,0 +1,52 @@
+//! The PostgreSQL backend: many server instances share one database.
+
+use sqlx::Postgres as Db;
+use sqlx::postgres::PgPoolOptions;
+
+use crate::error::{StorageError, StorageResult};
+use crate::sql::{db_err, migrator};
+
+type DbRow = sqlx::postgres::PgRow;
+type SqlStore = PostgresStore;
+
+/// A store in one PostgreSQL database.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: sqlx::Pool<Db>,
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user@host:port/db`) and applies the
+    /// embedded migrations.
+    pub async fn connect(url: &str) -> StorageResult<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .connect(url)
+            .await
+            .map_err(db_err)?;
+        Self::from_pool(pool).await
+    }
+
+    /// Uses an existing pool and applies the embedded migrations.
+    pub async fn from_pool(pool: sqlx::PgPool) -> StorageResult<Self> {
+        migrator(include_str!("../migrations/postgres/0001_init.sql"))
+            .run(&pool)
+            .await
+            .map_err(|e| StorageError::Migration(e.to_string()))?;
+        Ok(Self { pool })
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &sqlx::PgPool {
+        &self.pool
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+include!("sql/records.rs");
+include!("sql/chats.rs");
+include!("sql/other.rs");

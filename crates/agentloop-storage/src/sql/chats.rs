@@ -1,0 +1,402 @@
+/// Projects, chats, messages and checkpoints for this driver.
+mod sql_chats {
+    use agentloop_types::Message;
+    use async_trait::async_trait;
+
+    use super::{SqlStore, rows};
+    use crate::codec::to_i64;
+    use crate::error::{StorageError, StorageResult};
+    use crate::model::{Chat, Checkpoint, Project, StoredMessage};
+    use crate::sql::{db_err, insert_err};
+    use crate::store::{ChatStore, ProjectStore, json_text};
+
+    fn found(affected: u64, kind: &'static str, id: &str) -> StorageResult<()> {
+        if affected == 0 {
+            Err(StorageError::not_found(kind, id))
+        } else {
+            Ok(())
+        }
+    }
+
+    #[async_trait]
+    impl ProjectStore for SqlStore {
+        async fn create_project(&self, project: &Project) -> StorageResult<()> {
+            sqlx::query(
+                "INSERT INTO projects (id, name, settings, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&project.id)
+            .bind(&project.name)
+            .bind(json_text(&project.settings)?)
+            .bind(project.created_at)
+            .bind(project.updated_at)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| insert_err(e, "project", &project.id))?;
+            Ok(())
+        }
+
+        async fn get_project(&self, id: &str) -> StorageResult<Project> {
+            let row = sqlx::query("SELECT * FROM projects WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("project", id))?;
+            rows::project(&row)
+        }
+
+        async fn list_projects(&self) -> StorageResult<Vec<Project>> {
+            sqlx::query("SELECT * FROM projects ORDER BY created_at, id")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::project)
+                .collect()
+        }
+
+        async fn update_project(&self, project: &Project) -> StorageResult<()> {
+            let done = sqlx::query(
+                "UPDATE projects SET name = $2, settings = $3, updated_at = $4 WHERE id = $1",
+            )
+            .bind(&project.id)
+            .bind(&project.name)
+            .bind(json_text(&project.settings)?)
+            .bind(project.updated_at)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            found(done.rows_affected(), "project", &project.id)
+        }
+
+        async fn delete_project(&self, id: &str) -> StorageResult<()> {
+            let done = sqlx::query("DELETE FROM projects WHERE id = $1")
+                .bind(id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            found(done.rows_affected(), "project", id)
+        }
+    }
+
+    #[async_trait]
+    impl ChatStore for SqlStore {
+        async fn create_chat(&self, chat: &Chat) -> StorageResult<()> {
+            let (parent, tool_use) = match &chat.minion {
+                Some(link) => (
+                    Some(link.parent_chat_id.as_str()),
+                    Some(link.tool_use_id.as_str()),
+                ),
+                None => (None, None),
+            };
+            sqlx::query(
+                "INSERT INTO chats (id, project_id, title, settings, totals, parent_chat_id, \
+                 parent_tool_use_id, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(&chat.id)
+            .bind(&chat.project_id)
+            .bind(&chat.title)
+            .bind(json_text(&chat.settings)?)
+            .bind(json_text(&chat.totals)?)
+            .bind(parent)
+            .bind(tool_use)
+            .bind(chat.created_at)
+            .bind(chat.updated_at)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| insert_err(e, "chat", &chat.id))?;
+            Ok(())
+        }
+
+        async fn get_chat(&self, id: &str) -> StorageResult<Chat> {
+            let row = sqlx::query("SELECT * FROM chats WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("chat", id))?;
+            rows::chat(&row)
+        }
+
+        async fn list_chats(&self, project_id: &str) -> StorageResult<Vec<Chat>> {
+            sqlx::query("SELECT * FROM chats WHERE project_id = $1 ORDER BY created_at, id")
+                .bind(project_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::chat)
+                .collect()
+        }
+
+        async fn list_minion_chats(&self, parent_chat_id: &str) -> StorageResult<Vec<Chat>> {
+            sqlx::query("SELECT * FROM chats WHERE parent_chat_id = $1 ORDER BY created_at, id")
+                .bind(parent_chat_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::chat)
+                .collect()
+        }
+
+        async fn update_chat(&self, chat: &Chat) -> StorageResult<()> {
+            let done = sqlx::query(
+                "UPDATE chats SET title = $2, settings = $3, totals = $4, updated_at = $5 \
+                 WHERE id = $1",
+            )
+            .bind(&chat.id)
+            .bind(&chat.title)
+            .bind(json_text(&chat.settings)?)
+            .bind(json_text(&chat.totals)?)
+            .bind(chat.updated_at)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            found(done.rows_affected(), "chat", &chat.id)
+        }
+
+        async fn delete_chat(&self, id: &str) -> StorageResult<()> {
+            let done = sqlx::query("DELETE FROM chats WHERE id = $1")
+                .bind(id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            found(done.rows_affected(), "chat", id)
+        }
+
+        async fn save_message(&self, chat_id: &str, message: &Message) -> StorageResult<u64> {
+            let body = json_text(message)?;
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            // Writing the chat row first takes its lock, so appends to one
+            // chat are serialised on every backend.
+            let locked = sqlx::query("UPDATE chats SET next_seq = next_seq WHERE id = $1")
+                .bind(chat_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            found(locked.rows_affected(), "chat", chat_id)?;
+            let replaced = sqlx::query(
+                "UPDATE messages SET body = $3 WHERE chat_id = $1 AND id = $2 RETURNING seq",
+            )
+            .bind(chat_id)
+            .bind(&message.id)
+            .bind(&body)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let seq: i64 = match replaced {
+                Some(row) => sqlx::Row::try_get(&row, "seq").map_err(db_err)?,
+                None => {
+                    let row = sqlx::query(
+                        "UPDATE chats SET next_seq = next_seq + 1 WHERE id = $1 \
+                         RETURNING next_seq - 1 AS seq",
+                    )
+                    .bind(chat_id)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    let seq: i64 = sqlx::Row::try_get(&row, "seq").map_err(db_err)?;
+                    sqlx::query(
+                        "INSERT INTO messages (chat_id, seq, id, body) VALUES ($1, $2, $3, $4)",
+                    )
+                    .bind(chat_id)
+                    .bind(seq)
+                    .bind(&message.id)
+                    .bind(&body)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| insert_err(e, "message", &message.id))?;
+                    seq
+                }
+            };
+            tx.commit().await.map_err(db_err)?;
+            crate::codec::to_u64(seq)
+        }
+
+        async fn list_messages(&self, chat_id: &str) -> StorageResult<Vec<StoredMessage>> {
+            self.get_chat(chat_id).await?;
+            sqlx::query("SELECT seq, body FROM messages WHERE chat_id = $1 ORDER BY seq")
+                .bind(chat_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::message)
+                .collect()
+        }
+
+        async fn get_message(
+            &self,
+            chat_id: &str,
+            message_id: &str,
+        ) -> StorageResult<StoredMessage> {
+            let row = sqlx::query("SELECT seq, body FROM messages WHERE chat_id = $1 AND id = $2")
+                .bind(chat_id)
+                .bind(message_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("message", message_id))?;
+            rows::message(&row)
+        }
+
+        async fn truncate_messages(
+            &self,
+            chat_id: &str,
+            after_seq: Option<u64>,
+        ) -> StorageResult<u64> {
+            self.get_chat(chat_id).await?;
+            let after = after_seq.map(to_i64).transpose()?.unwrap_or(-1);
+            let done = sqlx::query("DELETE FROM messages WHERE chat_id = $1 AND seq > $2")
+                .bind(chat_id)
+                .bind(after)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            Ok(done.rows_affected())
+        }
+
+        async fn restore_messages(
+            &self,
+            chat_id: &str,
+            messages: &[StoredMessage],
+        ) -> StorageResult<()> {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let locked = sqlx::query("UPDATE chats SET next_seq = next_seq WHERE id = $1")
+                .bind(chat_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            found(locked.rows_affected(), "chat", chat_id)?;
+            let existing = sqlx::query("SELECT seq FROM messages WHERE chat_id = $1 LIMIT 1")
+                .bind(chat_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            if existing.is_some() {
+                return Err(StorageError::Invalid(format!(
+                    "chat {chat_id} has messages"
+                )));
+            }
+            let mut next = 0i64;
+            for stored in messages {
+                let seq = to_i64(stored.seq)?;
+                next = next.max(seq + 1);
+                sqlx::query(
+                    "INSERT INTO messages (chat_id, seq, id, body) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(chat_id)
+                .bind(seq)
+                .bind(&stored.message.id)
+                .bind(json_text(&stored.message)?)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| insert_err(e, "message", &stored.message.id))?;
+            }
+            sqlx::query(
+                "UPDATE chats SET next_seq = CASE WHEN next_seq > $2 THEN next_seq ELSE $2 END \
+                 WHERE id = $1",
+            )
+            .bind(chat_id)
+            .bind(next)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)
+        }
+
+        async fn create_checkpoint(&self, checkpoint: &Checkpoint) -> StorageResult<()> {
+            sqlx::query(
+                "INSERT INTO checkpoints (chat_id, name, message_seq, totals, created_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&checkpoint.chat_id)
+            .bind(&checkpoint.name)
+            .bind(checkpoint.message_seq.map(to_i64).transpose()?)
+            .bind(json_text(&checkpoint.totals)?)
+            .bind(checkpoint.created_at)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| match insert_err(e, "checkpoint", &checkpoint.name) {
+                StorageError::Invalid(_) => StorageError::not_found("chat", &checkpoint.chat_id),
+                other => other,
+            })?;
+            Ok(())
+        }
+
+        async fn list_checkpoints(&self, chat_id: &str) -> StorageResult<Vec<Checkpoint>> {
+            self.get_chat(chat_id).await?;
+            sqlx::query("SELECT * FROM checkpoints WHERE chat_id = $1 ORDER BY created_at, name")
+                .bind(chat_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::checkpoint)
+                .collect()
+        }
+
+        async fn delete_checkpoint(&self, chat_id: &str, name: &str) -> StorageResult<()> {
+            let done = sqlx::query("DELETE FROM checkpoints WHERE chat_id = $1 AND name = $2")
+                .bind(chat_id)
+                .bind(name)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            found(done.rows_affected(), "checkpoint", name)
+        }
+
+        async fn rollback_to_checkpoint(
+            &self,
+            chat_id: &str,
+            name: &str,
+        ) -> StorageResult<Checkpoint> {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let locked = sqlx::query("UPDATE chats SET next_seq = next_seq WHERE id = $1")
+                .bind(chat_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            found(locked.rows_affected(), "chat", chat_id)?;
+            let row = sqlx::query("SELECT * FROM checkpoints WHERE chat_id = $1 AND name = $2")
+                .bind(chat_id)
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("checkpoint", name))?;
+            let checkpoint = rows::checkpoint(&row)?;
+            let keep = checkpoint
+                .message_seq
+                .map(to_i64)
+                .transpose()?
+                .unwrap_or(-1);
+            sqlx::query("DELETE FROM messages WHERE chat_id = $1 AND seq > $2")
+                .bind(chat_id)
+                .bind(keep)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            sqlx::query(
+                "DELETE FROM checkpoints WHERE chat_id = $1 AND message_seq IS NOT NULL \
+                 AND message_seq > $2",
+            )
+            .bind(chat_id)
+            .bind(keep)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            sqlx::query("UPDATE chats SET totals = $2 WHERE id = $1")
+                .bind(chat_id)
+                .bind(json_text(&checkpoint.totals)?)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+            Ok(checkpoint)
+        }
+    }
+}

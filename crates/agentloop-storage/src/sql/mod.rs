@@ -1,0 +1,53 @@
+//! Code shared by the SQL backends. The trait implementations themselves
+//! are written once in `sql/*.rs` fragments and compiled for each driver by
+//! `include!`, because the two drivers accept the same SQL text (`$n`
+//! placeholders, `RETURNING`, `ON CONFLICT`, partial unique indexes).
+
+use std::borrow::Cow;
+
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+
+use crate::error::StorageError;
+
+/// A driver error as a [`StorageError::Database`].
+pub(crate) fn db_err(err: sqlx::Error) -> StorageError {
+    match err {
+        sqlx::Error::Database(e) if e.is_foreign_key_violation() => {
+            StorageError::Invalid(format!("refers to a record that does not exist: {e}"))
+        }
+        other => StorageError::Database(other.to_string()),
+    }
+}
+
+/// Whether the error is a unique-constraint violation.
+pub(crate) fn is_unique(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(e) if e.is_unique_violation())
+}
+
+/// Maps an insert's error: a unique violation means the id is taken.
+pub(crate) fn insert_err(err: sqlx::Error, kind: &'static str, id: &str) -> StorageError {
+    if is_unique(&err) {
+        StorageError::exists(kind, id)
+    } else {
+        db_err(err)
+    }
+}
+
+/// The embedded migrator for one schema script.
+pub(crate) fn migrator(init_sql: &'static str) -> Migrator {
+    Migrator {
+        migrations: Cow::Owned(vec![Migration::new(
+            1,
+            Cow::Borrowed("agentloop storage schema"),
+            MigrationType::Simple,
+            Cow::Borrowed(init_sql),
+            false,
+        )]),
+        ..Migrator::DEFAULT
+    }
+}
+
+/// A decode error for an unexpected stored value.
+pub(crate) fn bad_value(column: &str, value: &str) -> StorageError {
+    StorageError::Serialization(format!("unexpected {column} value {value:?}"))
+}

@@ -1,0 +1,558 @@
+/// Attachments, files, runs and tasks for this driver.
+mod sql_other {
+    use agentloop_types::LoopEvent;
+    use async_trait::async_trait;
+
+    use super::{SqlStore, rows};
+    use crate::codec::to_i64;
+    use crate::error::{StorageError, StorageResult};
+    use crate::model::{
+        AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Conversation, FileRecord, RunRecord,
+        Task,
+    };
+    use crate::sql::{db_err, insert_err, is_unique};
+    use crate::store::{
+        AttachmentStore, FileStore, RunStore, TaskStore, from_json_text, json_text,
+    };
+
+    fn found(affected: u64, kind: &'static str, id: &str) -> StorageResult<()> {
+        if affected == 0 {
+            Err(StorageError::not_found(kind, id))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn opt_json<T: serde::Serialize>(value: Option<&T>) -> StorageResult<Option<String>> {
+        value.map(json_text).transpose()
+    }
+
+    /// The bounds of the paths strictly below `dir` (`/` + 1 is `0`).
+    fn below(dir: &str) -> (String, String) {
+        if dir == "/" {
+            ("/".to_owned(), "0".to_owned())
+        } else {
+            (format!("{dir}/"), format!("{dir}0"))
+        }
+    }
+
+    #[async_trait]
+    impl AttachmentStore for SqlStore {
+        async fn put_attachment(&self, attachment: &Attachment) -> StorageResult<()> {
+            let meta = &attachment.meta;
+            sqlx::query(
+                "INSERT INTO attachments (id, project_id, chat_id, media_type, name, size, data, \
+                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(&meta.id)
+            .bind(&meta.project_id)
+            .bind(meta.chat_id.as_deref())
+            .bind(&meta.media_type)
+            .bind(meta.name.as_deref())
+            .bind(to_i64(attachment.data.len() as u64)?)
+            .bind(attachment.data.as_slice())
+            .bind(meta.created_at)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| insert_err(e, "attachment", &meta.id))?;
+            Ok(())
+        }
+
+        async fn get_attachment(&self, id: &str) -> StorageResult<Attachment> {
+            let row = sqlx::query("SELECT * FROM attachments WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("attachment", id))?;
+            rows::attachment(&row)
+        }
+
+        async fn list_attachments(&self, project_id: &str) -> StorageResult<Vec<AttachmentMeta>> {
+            sqlx::query(
+                "SELECT id, project_id, chat_id, media_type, name, size, created_at \
+                 FROM attachments WHERE project_id = $1 ORDER BY created_at, id",
+            )
+            .bind(project_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(rows::attachment_meta)
+            .collect()
+        }
+
+        async fn delete_attachment(&self, id: &str) -> StorageResult<()> {
+            let done = sqlx::query("DELETE FROM attachments WHERE id = $1")
+                .bind(id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            found(done.rows_affected(), "attachment", id)
+        }
+    }
+
+    #[async_trait]
+    impl FileStore for SqlStore {
+        async fn get_file(
+            &self,
+            project_id: &str,
+            path: &str,
+        ) -> StorageResult<Option<FileRecord>> {
+            sqlx::query("SELECT * FROM files WHERE project_id = $1 AND path = $2")
+                .bind(project_id)
+                .bind(path)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .as_ref()
+                .map(rows::file)
+                .transpose()
+        }
+
+        async fn put_file(&self, project_id: &str, record: &FileRecord) -> StorageResult<()> {
+            sqlx::query(
+                "INSERT INTO files (project_id, path, kind, data, modified_at) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project_id, path) DO UPDATE \
+                 SET kind = excluded.kind, data = excluded.data, \
+                 modified_at = excluded.modified_at",
+            )
+            .bind(project_id)
+            .bind(&record.path)
+            .bind(rows::kind_name(record.kind))
+            .bind(record.data.as_slice())
+            .bind(record.modified_at)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            Ok(())
+        }
+
+        async fn list_files(
+            &self,
+            project_id: &str,
+            under: &str,
+        ) -> StorageResult<Vec<FileRecord>> {
+            let (low, high) = below(under);
+            sqlx::query(
+                "SELECT * FROM files WHERE project_id = $1 AND path > $2 AND path < $3 \
+                 ORDER BY path",
+            )
+            .bind(project_id)
+            .bind(low)
+            .bind(high)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(rows::file)
+            .collect()
+        }
+
+        async fn delete_file_tree(&self, project_id: &str, path: &str) -> StorageResult<u64> {
+            let (low, high) = below(path);
+            let done = sqlx::query(
+                "DELETE FROM files WHERE project_id = $1 \
+                 AND (path = $2 OR (path > $3 AND path < $4))",
+            )
+            .bind(project_id)
+            .bind(path)
+            .bind(low)
+            .bind(high)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            Ok(done.rows_affected())
+        }
+
+        async fn rename_file_tree(
+            &self,
+            project_id: &str,
+            from: &str,
+            to: &str,
+        ) -> StorageResult<()> {
+            let (low, high) = below(from);
+            sqlx::query(
+                "UPDATE files SET path = $5 || substr(path, length($2) + 1) WHERE project_id = $1 \
+                 AND (path = $2 OR (path > $3 AND path < $4))",
+            )
+            .bind(project_id)
+            .bind(from)
+            .bind(low)
+            .bind(high)
+            .bind(to)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| insert_err(e, "file", to))?;
+            Ok(())
+        }
+    }
+
+    #[async_trait]
+    impl RunStore for SqlStore {
+        async fn create_run(&self, run: &RunRecord) -> StorageResult<()> {
+            sqlx::query(
+                "INSERT INTO runs (id, chat_id, status, state, result, pending_tool_call, \
+                 lease_owner, lease_expires_at, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(&run.id)
+            .bind(run.chat_id.as_deref())
+            .bind(run.status.as_str())
+            .bind(opt_json(run.state.as_ref())?)
+            .bind(opt_json(run.result.as_ref())?)
+            .bind(opt_json(run.pending_tool_call.as_ref())?)
+            .bind(run.lease_owner.as_deref())
+            .bind(run.lease_expires_at)
+            .bind(run.created_at)
+            .bind(run.updated_at)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| insert_err(e, "run", &run.id))?;
+            Ok(())
+        }
+
+        async fn get_run(&self, id: &str) -> StorageResult<RunRecord> {
+            let row = sqlx::query("SELECT * FROM runs WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("run", id))?;
+            rows::run(&row)
+        }
+
+        async fn list_runs(&self, chat_id: &str) -> StorageResult<Vec<RunRecord>> {
+            sqlx::query("SELECT * FROM runs WHERE chat_id = $1 ORDER BY created_at, id")
+                .bind(chat_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::run)
+                .collect()
+        }
+
+        async fn update_run(&self, run: &RunRecord) -> StorageResult<()> {
+            let done = sqlx::query(
+                "UPDATE runs SET status = $2, state = $3, result = $4, pending_tool_call = $5, \
+                 updated_at = $6 WHERE id = $1",
+            )
+            .bind(&run.id)
+            .bind(run.status.as_str())
+            .bind(opt_json(run.state.as_ref())?)
+            .bind(opt_json(run.result.as_ref())?)
+            .bind(opt_json(run.pending_tool_call.as_ref())?)
+            .bind(run.updated_at)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            found(done.rows_affected(), "run", &run.id)
+        }
+
+        async fn acquire_lease(
+            &self,
+            run_id: &str,
+            owner: &str,
+            now: i64,
+            expires_at: i64,
+        ) -> StorageResult<bool> {
+            let done = sqlx::query(
+                "UPDATE runs SET lease_owner = $2, lease_expires_at = $4 WHERE id = $1 AND \
+                 (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at IS NULL \
+                 OR lease_expires_at <= $3)",
+            )
+            .bind(run_id)
+            .bind(owner)
+            .bind(now)
+            .bind(expires_at)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            if done.rows_affected() == 0 {
+                self.get_run(run_id).await?;
+                return Ok(false);
+            }
+            Ok(true)
+        }
+
+        async fn release_lease(&self, run_id: &str, owner: &str) -> StorageResult<bool> {
+            let done = sqlx::query(
+                "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL \
+                 WHERE id = $1 AND lease_owner = $2",
+            )
+            .bind(run_id)
+            .bind(owner)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            if done.rows_affected() == 0 {
+                self.get_run(run_id).await?;
+                return Ok(false);
+            }
+            Ok(true)
+        }
+
+        async fn append_events(&self, run_id: &str, events: &[LoopEvent]) -> StorageResult<()> {
+            self.get_run(run_id).await?;
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            for event in events {
+                sqlx::query("INSERT INTO run_events (run_id, seq, body) VALUES ($1, $2, $3)")
+                    .bind(run_id)
+                    .bind(to_i64(event.seq)?)
+                    .bind(json_text(event)?)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| insert_err(e, "event", &event.seq.to_string()))?;
+            }
+            tx.commit().await.map_err(db_err)
+        }
+
+        async fn list_events(
+            &self,
+            run_id: &str,
+            after: Option<u64>,
+            limit: u32,
+        ) -> StorageResult<Vec<LoopEvent>> {
+            self.get_run(run_id).await?;
+            let after = after.map(to_i64).transpose()?.unwrap_or(-1);
+            let rows = sqlx::query(
+                "SELECT body FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            )
+            .bind(run_id)
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+            rows.iter()
+                .map(|row| {
+                    let body: String = sqlx::Row::try_get(row, "body").map_err(db_err)?;
+                    from_json_text(&body)
+                })
+                .collect()
+        }
+    }
+
+    #[async_trait]
+    impl TaskStore for SqlStore {
+        async fn create_task(&self, task: &Task) -> StorageResult<()> {
+            sqlx::query(
+                "INSERT INTO tasks (id, project_id, title, workflow_complete, created_at, \
+                 updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&task.id)
+            .bind(&task.project_id)
+            .bind(&task.title)
+            .bind(task.workflow_complete)
+            .bind(task.created_at)
+            .bind(task.updated_at)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| insert_err(e, "task", &task.id))?;
+            Ok(())
+        }
+
+        async fn get_task(&self, id: &str) -> StorageResult<Task> {
+            let row = sqlx::query("SELECT * FROM tasks WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("task", id))?;
+            rows::task(&row)
+        }
+
+        async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>> {
+            sqlx::query("SELECT * FROM tasks WHERE project_id = $1 ORDER BY created_at, id")
+                .bind(project_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::task)
+                .collect()
+        }
+
+        async fn set_workflow_complete(
+            &self,
+            task_id: &str,
+            complete: bool,
+            now: i64,
+        ) -> StorageResult<Vec<AgentRun>> {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let done = sqlx::query(
+                "UPDATE tasks SET workflow_complete = $2, updated_at = $3 WHERE id = $1",
+            )
+            .bind(task_id)
+            .bind(complete)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            found(done.rows_affected(), "task", task_id)?;
+            let mut finished = Vec::new();
+            if complete {
+                finished = sqlx::query(
+                    "UPDATE agent_runs SET status = 'completed', completed_at = $2 \
+                     WHERE task_id = $1 AND status = 'running' RETURNING *",
+                )
+                .bind(task_id)
+                .bind(now)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::agent_run)
+                .collect::<StorageResult<Vec<_>>>()?;
+            }
+            tx.commit().await.map_err(db_err)?;
+            finished.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+            Ok(finished)
+        }
+
+        async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {
+            let inserted = sqlx::query(
+                "INSERT INTO agent_runs (id, task_id, agent_type, status, conversation_id, \
+                 created_at, completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(&run.id)
+            .bind(&run.task_id)
+            .bind(run.agent_type.as_str())
+            .bind(run.status.as_str())
+            .bind(run.conversation_id.as_deref())
+            .bind(run.created_at)
+            .bind(run.completed_at)
+            .execute(&self.pool)
+            .await;
+            match inserted {
+                Ok(_) => Ok(()),
+                Err(e) if is_unique(&e) => match self.get_agent_run(&run.id).await {
+                    Ok(_) => Err(StorageError::exists("agent run", &run.id)),
+                    Err(_) => Err(StorageError::ActiveAgentRunExists {
+                        task_id: run.task_id.clone(),
+                    }),
+                },
+                Err(e) => Err(db_err(e)),
+            }
+        }
+
+        async fn get_agent_run(&self, id: &str) -> StorageResult<AgentRun> {
+            let row = sqlx::query("SELECT * FROM agent_runs WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("agent run", id))?;
+            rows::agent_run(&row)
+        }
+
+        async fn list_agent_runs(&self, task_id: &str) -> StorageResult<Vec<AgentRun>> {
+            sqlx::query("SELECT * FROM agent_runs WHERE task_id = $1 ORDER BY created_at, id")
+                .bind(task_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::agent_run)
+                .collect()
+        }
+
+        async fn active_agent_run(&self, task_id: &str) -> StorageResult<Option<AgentRun>> {
+            sqlx::query("SELECT * FROM agent_runs WHERE task_id = $1 AND status = 'running'")
+                .bind(task_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .as_ref()
+                .map(rows::agent_run)
+                .transpose()
+        }
+
+        async fn set_agent_run_status(
+            &self,
+            id: &str,
+            status: AgentRunStatus,
+            completed_at: Option<i64>,
+        ) -> StorageResult<()> {
+            let done =
+                sqlx::query("UPDATE agent_runs SET status = $2, completed_at = $3 WHERE id = $1")
+                    .bind(id)
+                    .bind(status.as_str())
+                    .bind(completed_at)
+                    .execute(&self.pool)
+                    .await;
+            match done {
+                Ok(done) => found(done.rows_affected(), "agent run", id),
+                Err(e) if is_unique(&e) => {
+                    let run = self.get_agent_run(id).await?;
+                    Err(StorageError::ActiveAgentRunExists {
+                        task_id: run.task_id,
+                    })
+                }
+                Err(e) => Err(db_err(e)),
+            }
+        }
+
+        async fn link_conversation(
+            &self,
+            agent_run_id: &str,
+            conversation_id: &str,
+        ) -> StorageResult<()> {
+            let done = sqlx::query("UPDATE agent_runs SET conversation_id = $2 WHERE id = $1")
+                .bind(agent_run_id)
+                .bind(conversation_id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            found(done.rows_affected(), "agent run", agent_run_id)
+        }
+
+        async fn create_conversation(&self, conversation: &Conversation) -> StorageResult<()> {
+            sqlx::query(
+                "INSERT INTO conversations (id, task_id, chat_id, session_id, created_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&conversation.id)
+            .bind(&conversation.task_id)
+            .bind(conversation.chat_id.as_deref())
+            .bind(conversation.session_id.as_deref())
+            .bind(conversation.created_at)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| insert_err(e, "conversation", &conversation.id))?;
+            Ok(())
+        }
+
+        async fn get_conversation(&self, id: &str) -> StorageResult<Conversation> {
+            let row = sqlx::query("SELECT * FROM conversations WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("conversation", id))?;
+            rows::conversation(&row)
+        }
+
+        async fn list_conversations(&self, task_id: &str) -> StorageResult<Vec<Conversation>> {
+            sqlx::query("SELECT * FROM conversations WHERE task_id = $1 ORDER BY created_at, id")
+                .bind(task_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::conversation)
+                .collect()
+        }
+
+        async fn set_conversation_session(&self, id: &str, session_id: &str) -> StorageResult<()> {
+            let done = sqlx::query("UPDATE conversations SET session_id = $2 WHERE id = $1")
+                .bind(id)
+                .bind(session_id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            found(done.rows_affected(), "conversation", id)
+        }
+    }
+}

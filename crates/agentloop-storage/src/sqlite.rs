@@ -1,0 +1,97 @@
+//! The SQLite backend: the embedded default, in a file (WAL mode) or in
+//! memory.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::Sqlite as Db;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::error::{StorageError, StorageResult};
+use crate::sql::{db_err, migrator};
+
+type DbRow = sqlx::sqlite::SqliteRow;
+type SqlStore = SqliteStore;
+
+/// A store in one SQLite database.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: sqlx::Pool<Db>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database file at `path`, in WAL mode,
+    /// and applies the embedded migrations.
+    pub async fn open(path: impl AsRef<Path>) -> StorageResult<Self> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .map_err(db_err)?;
+        Self::from_pool(pool).await
+    }
+
+    /// A private in-memory database, gone when the store is dropped.
+    pub async fn memory() -> StorageResult<Self> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")
+            .map_err(db_err)?
+            .foreign_keys(true);
+        // One connection that never closes: each connection to `:memory:`
+        // would otherwise see its own empty database.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(db_err)?;
+        Self::from_pool(pool).await
+    }
+
+    /// Opens `:memory:` or a file path (an optional `sqlite://` prefix is
+    /// accepted).
+    pub async fn connect(target: &str) -> StorageResult<Self> {
+        let path = target
+            .strip_prefix("sqlite://")
+            .or_else(|| target.strip_prefix("sqlite:"))
+            .unwrap_or(target);
+        if path == ":memory:" {
+            Self::memory().await
+        } else {
+            Self::open(path).await
+        }
+    }
+
+    /// Uses an existing pool (foreign keys must be on) and applies the
+    /// embedded migrations.
+    pub async fn from_pool(pool: sqlx::SqlitePool) -> StorageResult<Self> {
+        migrator(include_str!("../migrations/sqlite/0001_init.sql"))
+            .run(&pool)
+            .await
+            .map_err(|e| StorageError::Migration(e.to_string()))?;
+        Ok(Self { pool })
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &sqlx::SqlitePool {
+        &self.pool
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+include!("sql/records.rs");
+include!("sql/chats.rs");
+include!("sql/other.rs");

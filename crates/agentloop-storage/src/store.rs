@@ -1,0 +1,220 @@
+//! The storage traits. Each backend implements all of them; [`Store`] is
+//! the sum, implemented automatically.
+
+use agentloop_types::{LoopEvent, Message};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::error::StorageResult;
+use crate::model::{
+    AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Chat, Checkpoint, Conversation,
+    FileRecord, Project, RunRecord, StoredMessage, Task,
+};
+
+/// Projects. Deleting a project deletes everything it owns.
+#[async_trait]
+pub trait ProjectStore: Send + Sync {
+    /// Creates a project; fails with `AlreadyExists` if the id is taken.
+    async fn create_project(&self, project: &Project) -> StorageResult<()>;
+    /// Reads a project.
+    async fn get_project(&self, id: &str) -> StorageResult<Project>;
+    /// All projects, oldest first.
+    async fn list_projects(&self) -> StorageResult<Vec<Project>>;
+    /// Replaces a project's name, settings and `updated_at`.
+    async fn update_project(&self, project: &Project) -> StorageResult<()>;
+    /// Deletes a project with its chats, attachments, files, runs and tasks.
+    async fn delete_project(&self, id: &str) -> StorageResult<()>;
+}
+
+/// Chats (minion chats included), their messages and checkpoints.
+#[async_trait]
+pub trait ChatStore: Send + Sync {
+    /// Creates a chat. A minion chat's parent must exist in the same project.
+    async fn create_chat(&self, chat: &Chat) -> StorageResult<()>;
+    /// Reads a chat.
+    async fn get_chat(&self, id: &str) -> StorageResult<Chat>;
+    /// Every chat of a project, minion chats included, oldest first.
+    async fn list_chats(&self, project_id: &str) -> StorageResult<Vec<Chat>>;
+    /// The minion chats started from a chat, oldest first.
+    async fn list_minion_chats(&self, parent_chat_id: &str) -> StorageResult<Vec<Chat>>;
+    /// Replaces a chat's title, settings, totals and `updated_at`.
+    async fn update_chat(&self, chat: &Chat) -> StorageResult<()>;
+    /// Deletes a chat with its messages, checkpoints, attachments, runs and
+    /// (recursively) minion chats.
+    async fn delete_chat(&self, id: &str) -> StorageResult<()>;
+
+    /// Saves a message: a new id is appended with the next seq; a known id
+    /// (a pending tool-result message becoming final) is replaced in place.
+    /// Returns the message's seq.
+    async fn save_message(&self, chat_id: &str, message: &Message) -> StorageResult<u64>;
+    /// A chat's messages in seq order.
+    async fn list_messages(&self, chat_id: &str) -> StorageResult<Vec<StoredMessage>>;
+    /// One message by id.
+    async fn get_message(&self, chat_id: &str, message_id: &str) -> StorageResult<StoredMessage>;
+    /// Deletes the messages after `seq` (all of them for `None`); returns how
+    /// many were deleted.
+    async fn truncate_messages(&self, chat_id: &str, after_seq: Option<u64>) -> StorageResult<u64>;
+    /// Inserts messages with the given seqs into a chat that has none
+    /// (import); later appends continue after the highest seq.
+    async fn restore_messages(
+        &self,
+        chat_id: &str,
+        messages: &[StoredMessage],
+    ) -> StorageResult<()>;
+
+    /// Creates a checkpoint; fails with `AlreadyExists` if the chat has one
+    /// with that name.
+    async fn create_checkpoint(&self, checkpoint: &Checkpoint) -> StorageResult<()>;
+    /// A chat's checkpoints, oldest first.
+    async fn list_checkpoints(&self, chat_id: &str) -> StorageResult<Vec<Checkpoint>>;
+    /// Deletes a checkpoint.
+    async fn delete_checkpoint(&self, chat_id: &str, name: &str) -> StorageResult<()>;
+    /// Rolls a chat back to a checkpoint, atomically: deletes the messages
+    /// after it and the checkpoints that point past it, and restores the
+    /// chat's totals. Returns the checkpoint.
+    async fn rollback_to_checkpoint(&self, chat_id: &str, name: &str) -> StorageResult<Checkpoint>;
+}
+
+/// Attachment bytes and metadata.
+#[async_trait]
+pub trait AttachmentStore: Send + Sync {
+    /// Stores an attachment (`meta.size` is taken from the data); fails with
+    /// `AlreadyExists` if the id is taken.
+    async fn put_attachment(&self, attachment: &Attachment) -> StorageResult<()>;
+    /// Reads an attachment with its bytes.
+    async fn get_attachment(&self, id: &str) -> StorageResult<Attachment>;
+    /// A project's attachments (metadata only), oldest first.
+    async fn list_attachments(&self, project_id: &str) -> StorageResult<Vec<AttachmentMeta>>;
+    /// Deletes an attachment.
+    async fn delete_attachment(&self, id: &str) -> StorageResult<()>;
+}
+
+/// Per-project file trees, as flat records keyed by normalised path. The
+/// [`ProjectFiles`](crate::files::ProjectFiles) adapter turns them into a
+/// [`Vfs`](agentloop_types::Vfs).
+#[async_trait]
+pub trait FileStore: Send + Sync {
+    /// The entry at a normalised path.
+    async fn get_file(&self, project_id: &str, path: &str) -> StorageResult<Option<FileRecord>>;
+    /// Creates or replaces the entry at `record.path`.
+    async fn put_file(&self, project_id: &str, record: &FileRecord) -> StorageResult<()>;
+    /// Entries strictly below a directory (`/` for all), sorted by path.
+    async fn list_files(&self, project_id: &str, under: &str) -> StorageResult<Vec<FileRecord>>;
+    /// Deletes an entry and everything below it; returns how many went.
+    async fn delete_file_tree(&self, project_id: &str, path: &str) -> StorageResult<u64>;
+    /// Moves an entry and everything below it from `from` to `to`,
+    /// atomically.
+    async fn rename_file_tree(&self, project_id: &str, from: &str, to: &str) -> StorageResult<()>;
+}
+
+/// Loop runs with their lease, and each run's append-only event log.
+#[async_trait]
+pub trait RunStore: Send + Sync {
+    /// Creates a run record.
+    async fn create_run(&self, run: &RunRecord) -> StorageResult<()>;
+    /// Reads a run record.
+    async fn get_run(&self, id: &str) -> StorageResult<RunRecord>;
+    /// The runs of a chat, oldest first.
+    async fn list_runs(&self, chat_id: &str) -> StorageResult<Vec<RunRecord>>;
+    /// Replaces status, state, result, pending tool call and `updated_at`
+    /// (the lease is left alone).
+    async fn update_run(&self, run: &RunRecord) -> StorageResult<()>;
+    /// Takes or renews the lease for `owner` until `expires_at` if it is
+    /// free, held by `owner`, or expired at `now`. Returns whether it did.
+    async fn acquire_lease(
+        &self,
+        run_id: &str,
+        owner: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> StorageResult<bool>;
+    /// Releases the lease if `owner` holds it. Returns whether it did.
+    async fn release_lease(&self, run_id: &str, owner: &str) -> StorageResult<bool>;
+    /// Appends events to a run's log; each `seq` must be new for the run
+    /// (`AlreadyExists` otherwise, and nothing is appended).
+    async fn append_events(&self, run_id: &str, events: &[LoopEvent]) -> StorageResult<()>;
+    /// Events with `seq > after` (all for `None`), in seq order, at most
+    /// `limit`.
+    async fn list_events(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+        limit: u32,
+    ) -> StorageResult<Vec<LoopEvent>>;
+}
+
+/// Tasks, agent runs and conversations (seed 004).
+#[async_trait]
+pub trait TaskStore: Send + Sync {
+    /// Creates a task.
+    async fn create_task(&self, task: &Task) -> StorageResult<()>;
+    /// Reads a task.
+    async fn get_task(&self, id: &str) -> StorageResult<Task>;
+    /// A project's tasks, oldest first.
+    async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>>;
+    /// Sets `workflow_complete`. Setting it to true also completes every
+    /// running agent run of the task (the recovery path); those are returned.
+    async fn set_workflow_complete(
+        &self,
+        task_id: &str,
+        complete: bool,
+        now: i64,
+    ) -> StorageResult<Vec<AgentRun>>;
+    /// Creates an agent run. A running one fails with
+    /// `ActiveAgentRunExists` when the task already has one running; the
+    /// database enforces this.
+    async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()>;
+    /// Reads an agent run.
+    async fn get_agent_run(&self, id: &str) -> StorageResult<AgentRun>;
+    /// A task's agent runs, oldest first.
+    async fn list_agent_runs(&self, task_id: &str) -> StorageResult<Vec<AgentRun>>;
+    /// The task's running agent run, if any.
+    async fn active_agent_run(&self, task_id: &str) -> StorageResult<Option<AgentRun>>;
+    /// Sets an agent run's status and completion time.
+    async fn set_agent_run_status(
+        &self,
+        id: &str,
+        status: AgentRunStatus,
+        completed_at: Option<i64>,
+    ) -> StorageResult<()>;
+    /// Links an agent run to its conversation.
+    async fn link_conversation(
+        &self,
+        agent_run_id: &str,
+        conversation_id: &str,
+    ) -> StorageResult<()>;
+    /// Creates a conversation.
+    async fn create_conversation(&self, conversation: &Conversation) -> StorageResult<()>;
+    /// Reads a conversation.
+    async fn get_conversation(&self, id: &str) -> StorageResult<Conversation>;
+    /// A task's conversations, oldest first.
+    async fn list_conversations(&self, task_id: &str) -> StorageResult<Vec<Conversation>>;
+    /// Records the session id of a conversation.
+    async fn set_conversation_session(&self, id: &str, session_id: &str) -> StorageResult<()>;
+}
+
+/// Everything a backend stores.
+pub trait Store:
+    ProjectStore + ChatStore + AttachmentStore + FileStore + RunStore + TaskStore
+{
+}
+
+impl<T> Store for T where
+    T: ProjectStore + ChatStore + AttachmentStore + FileStore + RunStore + TaskStore + ?Sized
+{
+}
+
+/// Serialises a JSON value for a text column.
+pub(crate) fn json_text<T: serde::Serialize>(value: &T) -> StorageResult<String> {
+    Ok(serde_json::to_string(value)?)
+}
+
+/// Parses a text column holding JSON.
+pub(crate) fn from_json_text<T: serde::de::DeserializeOwned>(text: &str) -> StorageResult<T> {
+    Ok(serde_json::from_str(text)?)
+}
+
+/// An empty settings object.
+pub fn empty_settings() -> Value {
+    Value::Object(serde_json::Map::new())
+}

@@ -1,0 +1,94 @@
+//! Concurrent writers.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use agentloop_storage::model::AgentRunStatus;
+use agentloop_storage::{StorageError, Store};
+use agentloop_types::Message;
+
+use super::*;
+
+const WRITERS: usize = 16;
+const PER_WRITER: usize = 20;
+
+pub async fn concurrent_appends_lose_nothing(store: Arc<dyn Store>) {
+    project_with_chat(&*store).await;
+    let mut handles = Vec::new();
+    for writer in 0..WRITERS {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            let mut seqs = Vec::new();
+            for i in 0..PER_WRITER {
+                let message = Message::user_text(
+                    format!("w{writer}-{i}"),
+                    format!("writer {writer} message {i}"),
+                );
+                seqs.push(store.save_message("c", &message).await.unwrap());
+            }
+            seqs
+        }));
+    }
+    let mut all_seqs = Vec::new();
+    for handle in handles {
+        let seqs = handle.await.unwrap();
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "one writer's appends keep their order"
+        );
+        all_seqs.extend(seqs);
+    }
+    let total = WRITERS * PER_WRITER;
+    let listed = store.list_messages("c").await.unwrap();
+    assert_eq!(listed.len(), total);
+    let unique_seqs: HashSet<u64> = listed.iter().map(|m| m.seq).collect();
+    assert_eq!(unique_seqs.len(), total);
+    let unique_ids: HashSet<&str> = listed.iter().map(|m| m.message.id.as_str()).collect();
+    assert_eq!(unique_ids.len(), total);
+    all_seqs.sort_unstable();
+    assert_eq!(all_seqs, listed.iter().map(|m| m.seq).collect::<Vec<_>>());
+    assert_eq!(all_seqs, (0..total as u64).collect::<Vec<_>>());
+    for writer in 0..WRITERS {
+        let mine: Vec<String> = listed
+            .iter()
+            .filter(|m| m.message.id.starts_with(&format!("w{writer}-")))
+            .map(|m| m.message.id.clone())
+            .collect();
+        let expected: Vec<String> = (0..PER_WRITER).map(|i| format!("w{writer}-{i}")).collect();
+        assert_eq!(mine, expected);
+    }
+}
+
+pub async fn concurrent_active_agent_runs(store: Arc<dyn Store>) {
+    store.create_project(&project("p", 1)).await.unwrap();
+    store.create_task(&task("t", "p")).await.unwrap();
+    let mut handles = Vec::new();
+    for i in 0..WRITERS {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            store
+                .create_agent_run(&agent_run(
+                    &format!("run-{i}"),
+                    "t",
+                    AgentRunStatus::Running,
+                    i as i64,
+                ))
+                .await
+        }));
+    }
+    let mut ok = 0;
+    for handle in handles {
+        match handle.await.unwrap() {
+            Ok(()) => ok += 1,
+            Err(StorageError::ActiveAgentRunExists { task_id }) => assert_eq!(task_id, "t"),
+            Err(other) => panic!("unexpected error {other:?}"),
+        }
+    }
+    assert_eq!(ok, 1);
+    let runs = store.list_agent_runs("t").await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(
+        store.active_agent_run("t").await.unwrap(),
+        Some(runs[0].clone())
+    );
+}

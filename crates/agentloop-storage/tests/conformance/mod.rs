@@ -1,0 +1,149 @@
+//! The conformance suite: every backend must pass every case. Each case
+//! takes a fresh, empty store.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+mod cases;
+mod concurrency;
+mod export;
+
+use std::sync::Arc;
+
+use agentloop_storage::Store;
+use agentloop_storage::model::{
+    AgentRun, AgentRunStatus, AgentType, Chat, MinionLink, Project, Task,
+};
+use agentloop_types::{ContentBlock, Message, Role, TokenTotals, ToolResultBlock, ToolUseBlock};
+
+pub use cases::*;
+pub use concurrency::*;
+pub use export::*;
+
+/// A store under test and whatever must be cleaned up after it.
+pub struct Fixture {
+    pub store: Arc<dyn Store>,
+    pub guard: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl Fixture {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { store, guard: None }
+    }
+}
+
+/// Generates one `#[tokio::test]` per case for a backend. `$open` is an
+/// expression giving a future of `Option<Fixture>` (`None` skips).
+#[macro_export]
+macro_rules! conformance_suite {
+    ($open:expr) => {
+        $crate::conformance_suite!(@cases $open;
+            projects_crud, chats_and_minion_chats, message_order_and_replace,
+            checkpoints_roll_back, cascade_delete_chat, cascade_delete_project,
+            attachments_and_loader, files_as_vfs, runs_leases_and_events,
+            tasks_agent_runs_conversations, concurrent_appends_lose_nothing,
+            concurrent_active_agent_runs, large_messages, non_ascii_text,
+            export_import_round_trip,
+        );
+    };
+    (@cases $open:expr; $($case:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $case() {
+            let Some(fixture) = $open.await else {
+                eprintln!("skipped {}: backend not configured", stringify!($case));
+                return;
+            };
+            conformance::$case(fixture.store.clone()).await;
+            drop(fixture);
+        }
+    )*};
+}
+
+pub fn project(id: &str, created_at: i64) -> Project {
+    Project {
+        id: id.into(),
+        name: format!("project {id}"),
+        settings: serde_json::json!({ "model": "m", "n": created_at }),
+        created_at,
+        updated_at: created_at,
+    }
+}
+
+pub fn chat(id: &str, project_id: &str, created_at: i64) -> Chat {
+    Chat {
+        id: id.into(),
+        project_id: project_id.into(),
+        title: format!("chat {id}"),
+        settings: serde_json::json!({ "system": "be brief" }),
+        totals: TokenTotals::default(),
+        minion: None,
+        created_at,
+        updated_at: created_at,
+    }
+}
+
+pub fn minion_chat(id: &str, parent: &Chat, tool_use_id: &str, created_at: i64) -> Chat {
+    Chat {
+        minion: Some(MinionLink {
+            parent_chat_id: parent.id.clone(),
+            tool_use_id: tool_use_id.into(),
+        }),
+        ..chat(id, &parent.project_id, created_at)
+    }
+}
+
+pub fn task(id: &str, project_id: &str) -> Task {
+    Task {
+        id: id.into(),
+        project_id: project_id.into(),
+        title: format!("task {id}"),
+        workflow_complete: false,
+        created_at: 1,
+        updated_at: 1,
+    }
+}
+
+pub fn agent_run(id: &str, task_id: &str, status: AgentRunStatus, created_at: i64) -> AgentRun {
+    AgentRun {
+        id: id.into(),
+        task_id: task_id.into(),
+        agent_type: AgentType::Implementation,
+        status,
+        conversation_id: None,
+        created_at,
+        completed_at: None,
+    }
+}
+
+/// An assistant message calling a tool, and the user message answering it.
+pub fn tool_exchange(prefix: &str, call_id: &str) -> (Message, Message) {
+    let call = Message::new(
+        format!("{prefix}-call"),
+        Role::Assistant,
+        vec![
+            ContentBlock::text("let me check"),
+            ContentBlock::ToolUse(ToolUseBlock {
+                id: call_id.into(),
+                name: "minion".into(),
+                input: serde_json::json!({ "task": "look", "depth": 1 }),
+            }),
+        ],
+    );
+    let result = Message::new(
+        format!("{prefix}-result"),
+        Role::User,
+        vec![ContentBlock::ToolResult(ToolResultBlock {
+            tool_use_id: call_id.into(),
+            content: "done".into(),
+            is_error: false,
+            rendering_groups: Vec::new(),
+        })],
+    );
+    (call, result)
+}
+
+/// Creates project `p` and chat `c` and returns the chat.
+pub async fn project_with_chat(store: &dyn Store) -> Chat {
+    store.create_project(&project("p", 1)).await.unwrap();
+    let c = chat("c", "p", 1);
+    store.create_chat(&c).await.unwrap();
+    c
+}

@@ -1,0 +1,114 @@
+//! The conformance suite against PostgreSQL, when
+//! `AGENTLOOP_TEST_POSTGRES_URL` names a server (e.g.
+//! `postgres://postgres@127.0.0.1:5432/postgres`). Each test creates its own
+//! uniquely named database and drops it at the end; without the variable
+//! every test prints that it skipped and passes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod conformance;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use agentloop_storage::PostgresStore;
+use conformance::Fixture;
+use sqlx::Connection;
+
+const URL_VAR: &str = "AGENTLOOP_TEST_POSTGRES_URL";
+
+/// Drops the test database when the test ends, even by a panic.
+struct TestDatabase {
+    admin_url: String,
+    name: String,
+    store: PostgresStore,
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let admin_url = self.admin_url.clone();
+        let name = self.name.clone();
+        let store = self.store.clone();
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                store.close().await;
+                let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+                sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    .execute(&mut admin)
+                    .await
+                    .unwrap();
+            });
+        })
+        .join();
+        if dropped.is_err() {
+            eprintln!("could not drop test database {}", self.name);
+        }
+    }
+}
+
+/// The URL of database `name` on the server of `admin_url`.
+fn database_url(admin_url: &str, name: &str) -> String {
+    let (base, query) = match admin_url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (admin_url, String::new()),
+    };
+    let authority_end = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[authority_end..].find('/') {
+        Some(slash) => &base[..authority_end + slash],
+        None => base,
+    };
+    format!("{base}/{name}{query}")
+}
+
+async fn open() -> Option<Fixture> {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let admin_url = std::env::var(URL_VAR).ok().filter(|u| !u.is_empty())?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let name = format!(
+        "agentloop_test_{}_{}_{}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+    sqlx::raw_sql(&format!("CREATE DATABASE \"{name}\""))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    admin.close().await.unwrap();
+    let store = PostgresStore::connect(&database_url(&admin_url, &name))
+        .await
+        .unwrap();
+    Some(Fixture {
+        store: Arc::new(store.clone()),
+        guard: Some(Box::new(TestDatabase {
+            admin_url,
+            name,
+            store,
+        })),
+    })
+}
+
+conformance_suite!(open());
+
+#[test]
+fn database_urls() {
+    assert_eq!(
+        database_url("postgres://postgres@127.0.0.1:5432/postgres", "x"),
+        "postgres://postgres@127.0.0.1:5432/x"
+    );
+    assert_eq!(
+        database_url("postgres://u:p@h/db?sslmode=disable", "x"),
+        "postgres://u:p@h/x?sslmode=disable"
+    );
+    assert_eq!(
+        database_url("postgres://h:5432", "x"),
+        "postgres://h:5432/x"
+    );
+}

@@ -1,0 +1,56 @@
+//! The conformance suite against SQLite: a WAL file per test, plus a check
+//! of `:memory:`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod conformance;
+
+use std::sync::Arc;
+
+use agentloop_storage::{ChatStore, ProjectStore, SqliteStore};
+use conformance::Fixture;
+
+async fn open() -> Option<Fixture> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("agentloop.db"))
+        .await
+        .unwrap();
+    Some(Fixture {
+        store: Arc::new(store),
+        guard: Some(Box::new(dir)),
+    })
+}
+
+conformance_suite!(open());
+
+#[tokio::test]
+async fn in_memory_database_works() {
+    let store = SqliteStore::connect(":memory:").await.unwrap();
+    conformance::project_with_chat(&store).await;
+    assert_eq!(store.list_chats("p").await.unwrap().len(), 1);
+    assert_eq!(store.list_projects().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn reopening_a_file_keeps_data_and_migrations_are_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        conformance::project_with_chat(&store).await;
+        store
+            .save_message("c", &agentloop_types::Message::user_text("m", "persisted"))
+            .await
+            .unwrap();
+        store.close().await;
+    }
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(
+        store.list_messages("c").await.unwrap()[0].message.text(),
+        "persisted"
+    );
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
