@@ -226,6 +226,52 @@ async fn memory_bombs_stop_at_the_limit() {
 }
 
 #[tokio::test]
+async fn huge_array_lengths_cannot_stall_built_ins() {
+    let t = tool();
+    for code in [
+        "Array.prototype.indexOf.call({length: 2**53 - 1}, 1)",
+        "Array.prototype.includes.call({length: 2**53 - 1}, 1)",
+        "Array.prototype.sort.call({length: 2**32 - 1})",
+        "Array.prototype.join.call({length: 2**32 - 1})",
+        "Array.prototype.fill.call({length: 2**53 - 1}, 1)",
+        "Array.prototype.forEach.call({length: 2**53 - 1}, x => x)",
+        "Array.prototype.unshift.call({length: 2**32}, 1)",
+        "const a = []; a.length = 2**32 - 1; a.lastIndexOf(1)",
+        "const a = []; a.length = 2**32 - 1; a.reverse()",
+        "const a = []; a.length = 2**32 - 1; String(a)",
+        "const a = []; a.length = 2**32 - 1; a.flat()",
+        "[].concat({length: 2**53 - 1, [Symbol.isConcatSpreadable]: true})",
+    ] {
+        let err = error(&t, code).await;
+        assert!(
+            matches!(&err, JsError::Thrown { name, message, line: Some(1), .. } if name == "RangeError" && message.contains("sandbox limit")),
+            "{code}: {err:?}"
+        );
+    }
+    assert_eq!(
+        value(
+            &t,
+            "[3, 1, 2].sort().concat([4], 5).map(x => x * 2).filter(x => x > 2).join('-')"
+        )
+        .await
+        .as_deref(),
+        Some(r#""4-6-8-10""#)
+    );
+    assert_eq!(
+        value(&t, "[Array.prototype.map.name, Array.prototype.map.length]")
+            .await
+            .as_deref(),
+        Some(r#"["map",1]"#)
+    );
+    let err = error(
+        &t,
+        "Atomics.wait(new Int32Array(new SharedArrayBuffer(16)), 0, 0)",
+    )
+    .await;
+    assert!(matches!(err, JsError::Thrown { .. }), "{err:?}");
+}
+
+#[tokio::test]
 async fn deep_recursion_is_caught() {
     let t = tool();
     let err = error(&t, "function f(n) { return f(n + 1) + 1 } f(0)").await;

@@ -10,6 +10,7 @@
 mod outcome;
 mod sandbox;
 mod session;
+mod watchdog;
 
 use std::sync::Arc;
 
@@ -156,21 +157,23 @@ impl JsTool {
                 .run(session_key, limits, libraries, code, cancel)
                 .await;
         }
+        let token = cancel.clone();
         let job = tokio::task::spawn_blocking(move || {
             let sandbox = match Sandbox::new(limits) {
                 Ok(s) => s,
                 Err(e) => return JsOutcome::failed(e),
             };
-            if let Err(e) = sandbox.load_libraries(&libraries, &cancel) {
+            if let Err(e) = sandbox.load_libraries(&libraries, &token) {
                 return JsOutcome::failed(e);
             }
-            sandbox.run(&code, &cancel)
+            sandbox.run(&code, &token)
         });
-        match job.await {
-            Ok(outcome) => outcome,
-            Err(e) => {
+        match watchdog::guard(job, limits.time, &cancel).await {
+            watchdog::Guarded::Done(Ok(outcome)) => outcome,
+            watchdog::Guarded::Done(Err(e)) => {
                 JsOutcome::failed(JsError::Internal(format!("the sandbox thread failed: {e}")))
             }
+            watchdog::Guarded::Abandoned(e) => JsOutcome::failed(e),
         }
     }
 

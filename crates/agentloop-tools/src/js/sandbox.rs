@@ -12,6 +12,10 @@ use rquickjs::{Context, Ctx, Function, Runtime, Value};
 use super::outcome::{ConsoleLine, ConsoleStream, JsError, JsOutcome};
 
 const PRELUDE: &str = include_str!("prelude.js");
+const HARDEN: &str = include_str!("harden.js");
+
+/// What [`describe_thrown`] says of an exception that carries no value.
+const UNINITIALIZED: &str = "a thrown uninitialized value";
 
 /// Name QuickJS gives evaluated scripts in stack traces.
 const SCRIPT_NAME: &str = "eval_script:";
@@ -168,7 +172,8 @@ impl Sandbox {
                     .push(ConsoleLine { stream, text });
             })?;
             let setup: Function = ctx.eval(PRELUDE)?;
-            setup.call::<_, ()>((emit,))
+            setup.call::<_, ()>((emit,))?;
+            ctx.eval::<(), _>(HARDEN)
         })
     }
 
@@ -239,14 +244,22 @@ impl Sandbox {
         self.end(result)
     }
 
-    /// QuickJS may throw `null` when it cannot even allocate the error
-    /// object; a failure with the heap near its limit is reported as the
-    /// memory limit.
+    /// QuickJS may throw `null`, or no value at all, when it cannot
+    /// allocate; such failures (a `null` only with the heap near its limit)
+    /// are reported as the memory limit.
     fn memory_exhausted(&self, error: JsError) -> JsError {
         let JsError::Thrown { name, message, .. } = &error else {
             return error;
         };
-        if name != "Uncaught" || message != "null" {
+        if name != "Uncaught" {
+            return error;
+        }
+        // An exception with no value at all is what a failed allocation
+        // leaves behind.
+        if message == UNINITIALIZED {
+            return JsError::MemoryLimit(self.limits.memory);
+        }
+        if message != "null" {
             return error;
         }
         let used = usize::try_from(self.runtime.memory_usage().malloc_size).unwrap_or(0);

@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 
 use super::outcome::{JsError, JsOutcome};
 use super::sandbox::{JsLimits, Library, Sandbox};
+use super::watchdog::{Guarded, guard};
 
 /// Most sessions kept at once; the least recently used goes first.
 pub const MAX_SESSIONS: usize = 16;
@@ -55,7 +56,7 @@ impl Sessions {
         let (reply, answer) = oneshot::channel();
         let job = Job {
             code,
-            cancel,
+            cancel: cancel.clone(),
             reply,
         };
         let sent = {
@@ -90,11 +91,16 @@ impl Sessions {
                     .into(),
             ));
         }
-        match answer.await {
-            Ok(outcome) => outcome,
-            Err(_) => {
+        match guard(answer, limits.time, &cancel).await {
+            Guarded::Done(Ok(outcome)) => outcome,
+            Guarded::Done(Err(_)) => {
                 self.lock().remove(key);
                 JsOutcome::failed(JsError::Internal("the JavaScript session stopped".into()))
+            }
+            Guarded::Abandoned(e) => {
+                // The session is stuck in a built-in; later calls get a new one.
+                self.lock().remove(key);
+                JsOutcome::failed(e)
             }
         }
     }
