@@ -1,8 +1,9 @@
 //! Where and how a provider is reached.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use agentloop_types::ApiKind;
+use agentloop_types::{ApiKind, ProviderError};
 
 use crate::pricing::PricingTable;
 use crate::retry::RetryPolicy;
@@ -42,6 +43,11 @@ pub struct ProviderConfig {
     pub compatible: bool,
     /// Prices used for each turn's cost.
     pub pricing: Arc<PricingTable>,
+    /// Longest wait for a TCP/TLS connection (default 30 s); a timeout is
+    /// a connection error, retried like one. No timeout applies to the
+    /// response itself: reasoning models may think for minutes before the
+    /// first byte, and dropping the stream cancels a turn at any time.
+    pub connect_timeout: Option<Duration>,
 }
 
 impl ProviderConfig {
@@ -56,7 +62,47 @@ impl ProviderConfig {
             retry: RetryPolicy::default(),
             compatible: false,
             pricing: PricingTable::builtin(),
+            connect_timeout: Some(Duration::from_secs(30)),
         }
+    }
+
+    /// The default configuration of `api` with this key: Anthropic or
+    /// OpenAI itself.
+    pub fn for_api(api: ApiKind, api_key: impl Into<String>) -> Self {
+        match api {
+            ApiKind::AnthropicMessages => Self::anthropic(api_key),
+            ApiKind::OpenaiChat => Self::openai_chat(api_key),
+            ApiKind::OpenaiResponses => Self::openai_responses(api_key),
+        }
+    }
+
+    /// The configuration of `api` from the usual environment variables:
+    /// `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`, or `OPENAI_API_KEY`
+    /// and `OPENAI_BASE_URL`. With a base URL but no key (a local server)
+    /// no credentials are sent. `lookup` reads a variable, e.g.
+    /// `|name| std::env::var(name).ok()`.
+    pub fn from_env(
+        api: ApiKind,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ProviderError> {
+        let prefix = match api {
+            ApiKind::AnthropicMessages => "ANTHROPIC",
+            ApiKind::OpenaiChat | ApiKind::OpenaiResponses => "OPENAI",
+        };
+        let non_empty = |name: String| lookup(&name).filter(|v| !v.trim().is_empty());
+        let key = non_empty(format!("{prefix}_API_KEY"));
+        let base = non_empty(format!("{prefix}_BASE_URL"));
+        if key.is_none() && base.is_none() {
+            return Err(crate::error::invalid_request(format!(
+                "set {prefix}_API_KEY (or {prefix}_BASE_URL for a server without keys)"
+            )));
+        }
+        let mut config = Self::for_api(api, key.clone().unwrap_or_default());
+        config.api_key = key;
+        if let Some(base) = base {
+            config.base_url = base;
+        }
+        Ok(config)
     }
 
     /// Anthropic Messages at `https://api.anthropic.com/v1`.
@@ -162,5 +208,42 @@ impl ProviderConfig {
             url.push_str(value);
         }
         url
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_and_environment() {
+        let vars = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://localhost:8000/v1/".to_owned()),
+            "ANTHROPIC_API_KEY" => Some("sk-ant".to_owned()),
+            _ => None,
+        };
+        let local = ProviderConfig::from_env(ApiKind::OpenaiChat, vars).unwrap();
+        assert_eq!(local.api_key, None);
+        assert_eq!(
+            local.endpoint(),
+            "http://localhost:8000/v1/chat/completions"
+        );
+        let anthropic = ProviderConfig::from_env(ApiKind::AnthropicMessages, vars).unwrap();
+        assert_eq!(anthropic.api_key.as_deref(), Some("sk-ant"));
+        assert_eq!(
+            anthropic.endpoint(),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert!(ProviderConfig::from_env(ApiKind::OpenaiResponses, |_| None).is_err());
+
+        let azure = ProviderConfig::azure_openai(
+            "https://r.openai.azure.com/openai/deployments/d",
+            "k",
+            "2025-04-01-preview",
+        );
+        assert_eq!(
+            azure.endpoint(),
+            "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2025-04-01-preview"
+        );
     }
 }

@@ -31,7 +31,11 @@ impl HttpProvider {
     /// A provider with a fresh HTTP client (rustls, ring crypto).
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
         ensure_crypto_provider();
-        let client = reqwest::Client::builder().build().map_err(|e| {
+        let mut builder = reqwest::Client::builder();
+        if let Some(timeout) = config.connect_timeout {
+            builder = builder.connect_timeout(timeout);
+        }
+        let client = builder.build().map_err(|e| {
             error::invalid_request(format!("cannot build HTTP client: {}", describe(&e)))
         })?;
         Ok(Self::with_client(config, client))

@@ -31,10 +31,10 @@ pub struct ReplayOutcome {
 /// carry it) through the same SSE parser and decoder that
 /// [`HttpProvider`](crate::HttpProvider) uses, and assembles the result.
 ///
-/// The body is split into arbitrary chunks by nothing: it is fed whole, so
-/// the outcome equals what a live stream of the same bytes yields. Use it
-/// to inspect recordings (`agentloop replay-stream`) or to test an adapter
-/// against a captured stream.
+/// The parser is incremental, so feeding the body whole gives the same
+/// outcome as receiving the same bytes in any chunking over HTTP. Use it to
+/// inspect recordings (`agentloop replay-stream`) or to test an adapter
+/// against a captured stream. Cost uses the model named in the stream.
 ///
 /// ```
 /// use agentloop_providers::replay_sse;

@@ -210,6 +210,27 @@ async fn connection_refused_is_a_connection_error() {
     assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::Connection);
 }
 
+#[tokio::test(start_paused = true)]
+async fn connection_failures_before_the_response_are_retried() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let provider = retrying(ApiKind::AnthropicMessages, &format!("http://{addr}"), 2);
+    let started = tokio::time::Instant::now();
+    let turn = run(
+        &provider,
+        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
+    )
+    .await;
+    assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::Connection);
+    // Two backoffs: about 0.5 s and 1 s, each with up to 25% jitter off.
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1125) && waited <= Duration::from_millis(1500),
+        "waited {waited:?}"
+    );
+}
+
 #[tokio::test]
 async fn connection_reset_mid_stream() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
