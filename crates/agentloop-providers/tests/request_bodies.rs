@@ -331,3 +331,81 @@ async fn azure_uses_api_key_header_and_api_version() {
     let turn = run(&provider, request(ApiKind::OpenaiChat, "model-router")).await;
     assert!(turn.error.is_none(), "{:?}", turn.error);
 }
+
+#[tokio::test]
+async fn anthropic_thinking_round_trip_is_byte_exact() {
+    let body = fixture_bodies("anthropic-clear-thinking.1.chunks.txt").remove(0);
+    let outcome = agentloop_providers::replay_sse(ApiKind::AnthropicMessages, body.as_bytes());
+    let ContentBlock::Thinking {
+        signature: Some(signature),
+        thinking,
+    } = &outcome.content[0]
+    else {
+        panic!("thinking expected");
+    };
+    let mut request = request(ApiKind::AnthropicMessages, "claude-sonnet-4-5");
+    request
+        .messages
+        .push(Message::new("a1", Role::Assistant, outcome.content.clone()));
+    request.messages.push(Message::user_text("u2", "And now?"));
+    let sent = body_of(ApiKind::AnthropicMessages, &request).await;
+    let block = &sent["messages"][1]["content"][0];
+    assert_eq!(block["type"], "thinking");
+    assert_eq!(block["signature"].as_str(), Some(signature.as_str()));
+    assert_eq!(block["thinking"].as_str(), Some(thinking.as_str()));
+}
+
+#[tokio::test]
+async fn responses_reasoning_item_goes_back_before_its_call() {
+    let body = fixture_bodies("openai-reasoning-encrypted-content.1.chunks.txt").remove(0);
+    let outcome = agentloop_providers::replay_sse(ApiKind::OpenaiResponses, body.as_bytes());
+    let ContentBlock::Provider {
+        block: reasoning, ..
+    } = &outcome.content[1]
+    else {
+        panic!("reasoning item expected");
+    };
+    let mut request = request(ApiKind::OpenaiResponses, "gpt-5.1-codex-max");
+    request
+        .messages
+        .push(Message::new("a1", Role::Assistant, outcome.content.clone()));
+    request.messages.push(Message::new(
+        "u2",
+        Role::User,
+        vec![ContentBlock::ToolResult(ToolResultBlock::ok(
+            "call_AB6AaRZ1FYZB2RwS6A5vbdqn",
+            "19",
+        ))],
+    ));
+    let sent = body_of(ApiKind::OpenaiResponses, &request).await;
+    let input = sent["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input
+        .iter()
+        .map(|i| i["type"].as_str().unwrap_or("message"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "reasoning",
+            "function_call",
+            "function_call_output"
+        ]
+    );
+    assert_eq!(&input[1], reasoning, "reasoning item sent back verbatim");
+    assert!(
+        input[1]["encrypted_content"]
+            .as_str()
+            .unwrap()
+            .starts_with("gAAAA")
+    );
+    assert_eq!(input[2]["arguments"], r#"{"a":12,"b":7,"op":"add"}"#);
+}
+
+async fn body_of(api: ApiKind, request: &ModelRequest) -> Value {
+    HttpProvider::new(config(api, "http://unused.invalid"))
+        .unwrap()
+        .request_body(request)
+        .await
+        .unwrap()
+}
