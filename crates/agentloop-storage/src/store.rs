@@ -1,7 +1,7 @@
 //! The storage traits. Each backend implements all of them; [`Store`] is
 //! the sum, implemented automatically.
 
-use agentloop_types::{LoopEvent, Message};
+use agentloop_types::{LoopEvent, Message, TokenTotals};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -39,6 +39,14 @@ pub trait ChatStore: Send + Sync {
     async fn list_minion_chats(&self, parent_chat_id: &str) -> StorageResult<Vec<Chat>>;
     /// Replaces a chat's title, settings, totals and `updated_at`.
     async fn update_chat(&self, chat: &Chat) -> StorageResult<()>;
+    /// Adds `delta` to a chat's totals atomically (concurrent callers lose
+    /// nothing), sets `updated_at`, and returns the new totals.
+    async fn add_chat_totals(
+        &self,
+        chat_id: &str,
+        delta: TokenTotals,
+        updated_at: i64,
+    ) -> StorageResult<TokenTotals>;
     /// Deletes a chat with its messages, checkpoints, attachments, runs and
     /// (recursively) minion chats.
     async fn delete_chat(&self, id: &str) -> StorageResult<()>;
@@ -116,6 +124,9 @@ pub trait RunStore: Send + Sync {
     async fn get_run(&self, id: &str) -> StorageResult<RunRecord>;
     /// The runs of a chat, oldest first.
     async fn list_runs(&self, chat_id: &str) -> StorageResult<Vec<RunRecord>>;
+    /// Runs a worker may take over: pending or running, with no lease or a
+    /// lease expired at `now`; oldest first, at most `limit`.
+    async fn list_claimable_runs(&self, now: i64, limit: u32) -> StorageResult<Vec<RunRecord>>;
     /// Replaces status, state, result, pending tool call and `updated_at`
     /// (the lease is left alone).
     async fn update_run(&self, run: &RunRecord) -> StorageResult<()>;
@@ -170,6 +181,9 @@ pub trait TaskStore: Send + Sync {
     async fn list_agent_runs(&self, task_id: &str) -> StorageResult<Vec<AgentRun>>;
     /// The task's running agent run, if any.
     async fn active_agent_run(&self, task_id: &str) -> StorageResult<Option<AgentRun>>;
+    /// Every running agent run, of all tasks, oldest first (for recovery
+    /// when a server starts).
+    async fn list_active_agent_runs(&self) -> StorageResult<Vec<AgentRun>>;
     /// Sets an agent run's status and completion time.
     async fn set_agent_run_status(
         &self,

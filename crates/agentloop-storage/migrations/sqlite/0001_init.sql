@@ -74,6 +74,7 @@ CREATE TABLE runs (
     updated_at INTEGER NOT NULL
 );
 CREATE INDEX runs_by_chat ON runs(chat_id, created_at);
+CREATE INDEX runs_by_status ON runs(status, created_at);
 
 CREATE TABLE run_events (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -111,4 +112,5 @@ CREATE TABLE agent_runs (
     completed_at INTEGER
 );
 CREATE INDEX agent_runs_by_task ON agent_runs(task_id, created_at);
+CREATE INDEX agent_runs_by_status ON agent_runs(status, created_at);
 CREATE UNIQUE INDEX agent_runs_one_running ON agent_runs(task_id) WHERE status = 'running';

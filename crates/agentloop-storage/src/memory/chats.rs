@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use agentloop_types::Message;
+use agentloop_types::{Message, TokenTotals};
 use async_trait::async_trait;
 
 use super::{ChatRow, MemoryStore, sort_by_created};
@@ -141,6 +141,22 @@ impl ChatStore for MemoryStore {
         row.chat.totals = chat.totals;
         row.chat.updated_at = chat.updated_at;
         Ok(())
+    }
+
+    async fn add_chat_totals(
+        &self,
+        chat_id: &str,
+        delta: TokenTotals,
+        updated_at: i64,
+    ) -> StorageResult<TokenTotals> {
+        let mut state = self.lock();
+        let row = state
+            .chats
+            .get_mut(chat_id)
+            .ok_or_else(|| StorageError::not_found("chat", chat_id))?;
+        row.chat.totals += delta;
+        row.chat.updated_at = updated_at;
+        Ok(row.chat.totals)
     }
 
     async fn delete_chat(&self, id: &str) -> StorageResult<()> {

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use super::{MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{
-    AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Conversation, FileRecord, RunRecord, Task,
+    AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Conversation, FileRecord, RunRecord,
+    RunStatus, Task,
 };
 use crate::store::{AttachmentStore, FileStore, RunStore, TaskStore};
 
@@ -168,6 +169,20 @@ impl RunStore for MemoryStore {
             .cloned()
             .collect();
         sort_by_created(&mut all, |r| (r.created_at, &r.id));
+        Ok(all)
+    }
+
+    async fn list_claimable_runs(&self, now: i64, limit: u32) -> StorageResult<Vec<RunRecord>> {
+        let mut all: Vec<RunRecord> = self
+            .lock()
+            .runs
+            .values()
+            .filter(|r| matches!(r.status, RunStatus::Pending | RunStatus::Running))
+            .filter(|r| r.lease_owner.is_none() || r.lease_expires_at.is_none_or(|e| e <= now))
+            .cloned()
+            .collect();
+        sort_by_created(&mut all, |r| (r.created_at, &r.id));
+        all.truncate(limit as usize);
         Ok(all)
     }
 
@@ -373,6 +388,18 @@ impl TaskStore for MemoryStore {
             .values()
             .find(|r| r.task_id == task_id && r.status == AgentRunStatus::Running)
             .cloned())
+    }
+
+    async fn list_active_agent_runs(&self) -> StorageResult<Vec<AgentRun>> {
+        let mut all: Vec<AgentRun> = self
+            .lock()
+            .agent_runs
+            .values()
+            .filter(|r| r.status == AgentRunStatus::Running)
+            .cloned()
+            .collect();
+        sort_by_created(&mut all, |r| (r.created_at, &r.id));
+        Ok(all)
     }
 
     async fn set_agent_run_status(

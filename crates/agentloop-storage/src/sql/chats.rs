@@ -1,6 +1,6 @@
 /// Projects, chats, messages and checkpoints for this driver.
 mod sql_chats {
-    use agentloop_types::Message;
+    use agentloop_types::{Message, TokenTotals};
     use async_trait::async_trait;
 
     use super::{SqlStore, rows};
@@ -8,7 +8,7 @@ mod sql_chats {
     use crate::error::{StorageError, StorageResult};
     use crate::model::{Chat, Checkpoint, Project, StoredMessage};
     use crate::sql::{db_err, insert_err};
-    use crate::store::{ChatStore, ProjectStore, json_text};
+    use crate::store::{ChatStore, ProjectStore, from_json_text, json_text};
 
     fn found(affected: u64, kind: &'static str, id: &str) -> StorageResult<()> {
         if affected == 0 {
@@ -156,6 +156,37 @@ mod sql_chats {
             .await
             .map_err(db_err)?;
             found(done.rows_affected(), "chat", &chat.id)
+        }
+
+        async fn add_chat_totals(
+            &self,
+            chat_id: &str,
+            delta: TokenTotals,
+            updated_at: i64,
+        ) -> StorageResult<TokenTotals> {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let locked = sqlx::query("UPDATE chats SET next_seq = next_seq WHERE id = $1")
+                .bind(chat_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            found(locked.rows_affected(), "chat", chat_id)?;
+            let row = sqlx::query("SELECT totals FROM chats WHERE id = $1")
+                .bind(chat_id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let stored: String = sqlx::Row::try_get(&row, "totals").map_err(db_err)?;
+            let totals = from_json_text::<TokenTotals>(&stored)? + delta;
+            sqlx::query("UPDATE chats SET totals = $2, updated_at = $3 WHERE id = $1")
+                .bind(chat_id)
+                .bind(json_text(&totals)?)
+                .bind(updated_at)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+            Ok(totals)
         }
 
         async fn delete_chat(&self, id: &str) -> StorageResult<()> {

@@ -233,6 +233,26 @@ mod sql_other {
                 .collect()
         }
 
+        async fn list_claimable_runs(
+            &self,
+            now: i64,
+            limit: u32,
+        ) -> StorageResult<Vec<RunRecord>> {
+            sqlx::query(
+                "SELECT * FROM runs WHERE status IN ('pending', 'running') AND \
+                 (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= $1) \
+                 ORDER BY created_at, id LIMIT $2",
+            )
+            .bind(now)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(rows::run)
+            .collect()
+        }
+
         async fn update_run(&self, run: &RunRecord) -> StorageResult<()> {
             let done = sqlx::query(
                 "UPDATE runs SET status = $2, state = $3, result = $4, pending_tool_call = $5, \
@@ -467,6 +487,16 @@ mod sql_other {
                 .as_ref()
                 .map(rows::agent_run)
                 .transpose()
+        }
+
+        async fn list_active_agent_runs(&self) -> StorageResult<Vec<AgentRun>> {
+            sqlx::query("SELECT * FROM agent_runs WHERE status = 'running' ORDER BY created_at, id")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::agent_run)
+                .collect()
         }
 
         async fn set_agent_run_status(

@@ -272,7 +272,7 @@ fn attachment(id: &str, chat_id: Option<&str>, data: Vec<u8>, created_at: i64) -
     }
 }
 
-fn run(id: &str, chat_id: Option<&str>) -> RunRecord {
+pub fn run_record(id: &str, chat_id: Option<&str>) -> RunRecord {
     RunRecord {
         id: id.into(),
         chat_id: chat_id.map(Into::into),
@@ -332,7 +332,7 @@ pub async fn cascade_delete_chat(store: Arc<dyn Store>) {
         })
         .await
         .unwrap();
-    store.create_run(&run("r", Some("m"))).await.unwrap();
+    store.create_run(&run_record("r", Some("m"))).await.unwrap();
     store
         .append_events("r", &[event(0), event(1)])
         .await
@@ -557,9 +557,9 @@ pub async fn files_as_vfs(store: Arc<dyn Store>) {
 
 pub async fn runs_leases_and_events(store: Arc<dyn Store>) {
     project_with_chat(&*store).await;
-    let mut r = run("r1", Some("c"));
+    let mut r = run_record("r1", Some("c"));
     store.create_run(&r).await.unwrap();
-    store.create_run(&run("r0", None)).await.unwrap();
+    store.create_run(&run_record("r0", None)).await.unwrap();
     assert!(matches!(
         store.create_run(&r).await,
         Err(StorageError::AlreadyExists { .. })
@@ -575,6 +575,28 @@ pub async fn runs_leases_and_events(store: Arc<dyn Store>) {
     store.update_run(&r).await.unwrap();
     assert_eq!(store.get_run("r1").await.unwrap(), r);
     assert_eq!(store.list_runs("c").await.unwrap(), vec![r.clone()]);
+
+    // r1 is suspended, r0 pending without a lease.
+    let claimable: Vec<String> = store
+        .list_claimable_runs(100, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(claimable, ["r0"]);
+    let mut r0 = store.get_run("r0").await.unwrap();
+    r0.status = RunStatus::Running;
+    store.update_run(&r0).await.unwrap();
+    assert!(
+        store
+            .acquire_lease("r0", "worker-a", 100, 200)
+            .await
+            .unwrap()
+    );
+    assert!(store.list_claimable_runs(150, 10).await.unwrap().is_empty());
+    assert_eq!(store.list_claimable_runs(200, 10).await.unwrap().len(), 1);
+    assert!(store.list_claimable_runs(200, 0).await.unwrap().is_empty());
 
     assert!(
         store
@@ -728,6 +750,14 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
         .map(|r| r.id)
         .collect();
     assert_eq!(ids, ["a0", "a1", "a2"]);
+    let active: Vec<String> = store
+        .list_active_agent_runs()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(active, ["b1", "a2"]);
 
     // The recovery path: marking the workflow complete completes running runs.
     let finished = store.set_workflow_complete("t", true, 50).await.unwrap();

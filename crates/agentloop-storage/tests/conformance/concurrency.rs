@@ -92,3 +92,56 @@ pub async fn concurrent_active_agent_runs(store: Arc<dyn Store>) {
         Some(runs[0].clone())
     );
 }
+
+pub async fn concurrent_totals_and_leases(store: Arc<dyn Store>) {
+    project_with_chat(&*store).await;
+    let mut handles = Vec::new();
+    for writer in 0..WRITERS {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            for _ in 0..5 {
+                let delta = agentloop_types::TokenTotals {
+                    input_tokens: 1,
+                    output_tokens: writer as u64,
+                    cost: 0.5,
+                    ..Default::default()
+                };
+                store.add_chat_totals("c", delta, 7).await.unwrap();
+            }
+        }));
+    }
+    for handle in handles {
+        handle.await.unwrap();
+    }
+    let chat = store.get_chat("c").await.unwrap();
+    assert_eq!(chat.totals.input_tokens, (WRITERS * 5) as u64);
+    assert_eq!(
+        chat.totals.output_tokens,
+        5 * (0..WRITERS as u64).sum::<u64>()
+    );
+    assert_eq!(chat.totals.cost, WRITERS as f64 * 5.0 * 0.5);
+    assert_eq!(chat.updated_at, 7);
+
+    // Many workers race for one expired lease: exactly one wins.
+    let mut run = cases::run_record("r", Some("c"));
+    run.lease_owner = Some("dead-worker".into());
+    run.lease_expires_at = Some(10);
+    store.create_run(&run).await.unwrap();
+    let mut handles = Vec::new();
+    for worker in 0..WRITERS {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            store
+                .acquire_lease("r", &format!("worker-{worker}"), 100, 1000)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut winners = 0;
+    for handle in handles {
+        if handle.await.unwrap() {
+            winners += 1;
+        }
+    }
+    assert_eq!(winners, 1);
+}

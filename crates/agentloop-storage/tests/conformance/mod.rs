@@ -40,7 +40,8 @@ macro_rules! conformance_suite {
             checkpoints_roll_back, cascade_delete_chat, cascade_delete_project,
             attachments_and_loader, files_as_vfs, runs_leases_and_events,
             tasks_agent_runs_conversations, concurrent_appends_lose_nothing,
-            concurrent_active_agent_runs, large_messages, non_ascii_text,
+            concurrent_active_agent_runs,
+            concurrent_totals_and_leases, large_messages, non_ascii_text,
             export_import_round_trip,
         );
     };
