@@ -72,6 +72,14 @@ async fn returns_the_last_expression_as_json() {
     );
     assert_eq!(value(&t, "undefined").await, None);
     assert_eq!(value(&t, "(() => 1)").await, None);
+    assert_eq!(
+        value(&t, "({big: 10n ** 20n})").await.as_deref(),
+        Some(r#"{"big":"100000000000000000000"}"#)
+    );
+    assert_eq!(value(&t, "'\\uD800'").await.as_deref(), Some(r#""\ud800""#));
+    assert!(
+        matches!(error(&t, "let o = {}; o.self = o; o").await, JsError::Thrown { name, .. } if name == "TypeError")
+    );
 }
 
 #[tokio::test]
@@ -117,6 +125,16 @@ async fn captures_console() {
     assert_eq!(
         text,
         "Result: \"done\"\nConsole:\na 1 {\"b\":2}\n[error] bad\n[error] w\n"
+    );
+    let out = outcome(
+        &t,
+        "console.log('\\uD800', 10n, [1, , 3], () => 1); console = null; 1",
+    )
+    .await;
+    assert_eq!(out.result, Ok(Some("1".into())));
+    assert_eq!(
+        out.console[0].text,
+        "\u{FFFD} 10n [1,null,3] [Function anonymous]"
     );
     let small = JsTool::without_library().with_limits(JsLimits {
         max_output: 20,

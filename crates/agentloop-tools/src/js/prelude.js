@@ -1,4 +1,8 @@
 (function (emit) {
+  const toWellFormed = String.prototype.toWellFormed;
+  const apply = Reflect.apply;
+  // Lone surrogates cannot leave the sandbox as UTF-8; they become U+FFFD.
+  const clean = (s) => (typeof toWellFormed === 'function' ? apply(toWellFormed, s, []) : s);
   const fmt = (v) => {
     if (typeof v === 'string') return v;
     if (v instanceof Error) return `${v.name}: ${v.message}`;
@@ -12,7 +16,7 @@
       return String(v);
     }
   };
-  const writer = (stream) => (...args) => { emit(stream, args.map(fmt).join(' ')); };
+  const writer = (stream) => (...args) => { emit(stream, clean(args.map(fmt).join(' '))); };
   const console = {
     log: writer(0), info: writer(0), debug: writer(0), trace: writer(0),
     warn: writer(1), error: writer(1),

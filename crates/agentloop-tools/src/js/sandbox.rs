@@ -271,7 +271,11 @@ impl Sandbox {
     }
 
     fn to_json<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>) -> Result<Option<String>, JsError> {
-        let json = match ctx.json_stringify(value) {
+        // BigInts, which JSON cannot hold, become decimal strings.
+        let replacer: Function = ctx
+            .eval("(key, value) => typeof value === 'bigint' ? String(value) : value")
+            .map_err(|e| JsError::Internal(e.to_string()))?;
+        let json = match ctx.json_stringify_replacer(value, replacer) {
             Ok(json) => json,
             Err(rquickjs::Error::Exception) => {
                 let thrown = ctx.catch();
