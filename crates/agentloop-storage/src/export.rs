@@ -90,6 +90,8 @@ pub async fn export_project<S: Store + ?Sized>(
 
 /// Writes an exported project into a store that does not hold it. Ids,
 /// seqs and timestamps are kept, so exporting again gives the same document.
+/// If any record cannot be written, the partly imported project is deleted
+/// again and the error returned.
 pub async fn import_project<S: Store + ?Sized>(
     store: &S,
     export: &ProjectExport,
@@ -101,6 +103,15 @@ pub async fn import_project<S: Store + ?Sized>(
         )));
     }
     store.create_project(&export.project).await?;
+    let written = import_content(store, export).await;
+    if written.is_err() {
+        // Leave nothing half-imported; the project's deletion cascades.
+        let _ = store.delete_project(&export.project.id).await;
+    }
+    written
+}
+
+async fn import_content<S: Store + ?Sized>(store: &S, export: &ProjectExport) -> StorageResult<()> {
     for chat in &export.chats {
         store.create_chat(&chat.chat).await?;
         store

@@ -12,11 +12,13 @@ CREATE TABLE chats (
     title TEXT NOT NULL,
     settings TEXT NOT NULL,
     totals TEXT NOT NULL,
-    parent_chat_id TEXT COLLATE "C" REFERENCES chats(id) ON DELETE CASCADE,
+    parent_chat_id TEXT COLLATE "C",
     parent_tool_use_id TEXT,
     next_seq BIGINT NOT NULL DEFAULT 0,
     created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL
+    updated_at BIGINT NOT NULL,
+    UNIQUE (id, project_id),
+    FOREIGN KEY (parent_chat_id, project_id) REFERENCES chats(id, project_id) ON DELETE CASCADE
 );
 CREATE INDEX chats_by_project ON chats(project_id, created_at);
 CREATE INDEX chats_by_parent ON chats(parent_chat_id);
@@ -42,12 +44,13 @@ CREATE TABLE checkpoints (
 CREATE TABLE attachments (
     id TEXT COLLATE "C" PRIMARY KEY,
     project_id TEXT COLLATE "C" NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
-    chat_id TEXT COLLATE "C" REFERENCES chats(id) ON DELETE CASCADE,
+    chat_id TEXT COLLATE "C",
     media_type TEXT NOT NULL,
     name TEXT COLLATE "C",
     size BIGINT NOT NULL,
     data BYTEA NOT NULL,
-    created_at BIGINT NOT NULL
+    created_at BIGINT NOT NULL,
+    FOREIGN KEY (chat_id, project_id) REFERENCES chats(id, project_id) ON DELETE CASCADE
 );
 CREATE INDEX attachments_by_project ON attachments(project_id, created_at);
 CREATE INDEX attachments_by_chat ON attachments(chat_id);

@@ -12,11 +12,13 @@ CREATE TABLE chats (
     title TEXT NOT NULL,
     settings TEXT NOT NULL,
     totals TEXT NOT NULL,
-    parent_chat_id TEXT REFERENCES chats(id) ON DELETE CASCADE,
+    parent_chat_id TEXT,
     parent_tool_use_id TEXT,
     next_seq INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    UNIQUE (id, project_id),
+    FOREIGN KEY (parent_chat_id, project_id) REFERENCES chats(id, project_id) ON DELETE CASCADE
 );
 CREATE INDEX chats_by_project ON chats(project_id, created_at);
 CREATE INDEX chats_by_parent ON chats(parent_chat_id);
@@ -42,12 +44,13 @@ CREATE TABLE checkpoints (
 CREATE TABLE attachments (
     id TEXT PRIMARY KEY,
     project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
-    chat_id TEXT REFERENCES chats(id) ON DELETE CASCADE,
+    chat_id TEXT,
     media_type TEXT NOT NULL,
     name TEXT,
     size INTEGER NOT NULL,
     data BLOB NOT NULL,
-    created_at INTEGER NOT NULL
+    created_at INTEGER NOT NULL,
+    FOREIGN KEY (chat_id, project_id) REFERENCES chats(id, project_id) ON DELETE CASCADE
 );
 CREATE INDEX attachments_by_project ON attachments(project_id, created_at);
 CREATE INDEX attachments_by_chat ON attachments(chat_id);

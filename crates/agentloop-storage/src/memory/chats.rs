@@ -67,14 +67,15 @@ impl ChatStore for MemoryStore {
                 chat.project_id
             )));
         }
-        if let Some(link) = chat
-            .minion
-            .as_ref()
-            .filter(|l| !state.chats.contains_key(&l.parent_chat_id))
-        {
+        if let Some(link) = chat.minion.as_ref().filter(|l| {
+            state
+                .chats
+                .get(&l.parent_chat_id)
+                .is_none_or(|parent| parent.chat.project_id != chat.project_id)
+        }) {
             return Err(StorageError::Invalid(format!(
-                "parent chat {} does not exist",
-                link.parent_chat_id
+                "parent chat {} does not exist in project {}",
+                link.parent_chat_id, chat.project_id
             )));
         }
         if state.chats.contains_key(&chat.id) {

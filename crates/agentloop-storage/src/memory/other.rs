@@ -23,12 +23,16 @@ impl AttachmentStore for MemoryStore {
                 meta.project_id
             )));
         }
-        if let Some(chat) = meta
-            .chat_id
-            .as_ref()
-            .filter(|c| !state.chats.contains_key(*c))
-        {
-            return Err(StorageError::Invalid(format!("chat {chat} does not exist")));
+        if let Some(chat) = meta.chat_id.as_ref().filter(|c| {
+            state
+                .chats
+                .get(*c)
+                .is_none_or(|row| row.chat.project_id != meta.project_id)
+        }) {
+            return Err(StorageError::Invalid(format!(
+                "chat {chat} does not exist in project {}",
+                meta.project_id
+            )));
         }
         if state.attachments.contains_key(&meta.id) {
             return Err(StorageError::exists("attachment", &meta.id));

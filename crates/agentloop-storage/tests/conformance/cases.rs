@@ -66,6 +66,13 @@ pub async fn chats_and_minion_chats(store: Arc<dyn Store>) {
     let m2 = minion_chat("m2", &c, "call-2", 4);
     store.create_chat(&m1).await.unwrap();
     store.create_chat(&m2).await.unwrap();
+    store.create_project(&project("q", 2)).await.unwrap();
+    let mut elsewhere = minion_chat("m4", &c, "call-4", 7);
+    elsewhere.project_id = "q".into();
+    assert!(matches!(
+        store.create_chat(&elsewhere).await,
+        Err(StorageError::Invalid(_))
+    ));
     let mut ghost = minion_chat("m3", &c, "call-3", 6);
     ghost.minion.as_mut().unwrap().parent_chat_id = "ghost".into();
     assert!(store.create_chat(&ghost).await.is_err());
@@ -444,6 +451,13 @@ pub async fn attachments_and_loader(store: Arc<dyn Store>) {
     assert!(matches!(
         store.delete_attachment("a1").await,
         Err(StorageError::NotFound { .. })
+    ));
+    store.create_project(&project("q", 2)).await.unwrap();
+    let mut elsewhere = attachment("elsewhere", Some("c"), vec![1], 1);
+    elsewhere.meta.project_id = "q".into();
+    assert!(matches!(
+        store.put_attachment(&elsewhere).await,
+        Err(StorageError::Invalid(_))
     ));
     assert!(
         store

@@ -132,6 +132,30 @@ pub async fn export_import_round_trip(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert!(seq > 3);
-    // Importing over an existing project is refused.
+    // Importing over an existing project is refused and changes nothing.
     assert!(import_project(&*store, &parsed).await.is_err());
+    assert_eq!(store.list_messages("c").await.unwrap().len(), 4);
+
+    // A document that fails half-way leaves nothing behind.
+    let mut broken = parsed.clone();
+    broken.project.id = "p-broken".into();
+    for chat in &mut broken.chats {
+        chat.chat.project_id = "p-broken".into();
+        chat.chat.id = format!("{}-b", chat.chat.id);
+        if let Some(link) = chat.chat.minion.as_mut() {
+            link.parent_chat_id = format!("{}-b", link.parent_chat_id);
+        }
+        for checkpoint in &mut chat.checkpoints {
+            checkpoint.chat_id = format!("{}-b", checkpoint.chat_id);
+        }
+    }
+    // Attachment ids are global and already taken: the import fails late.
+    for attachment in &mut broken.attachments {
+        attachment.meta.project_id = "p-broken".into();
+        attachment.meta.chat_id = attachment.meta.chat_id.as_ref().map(|c| format!("{c}-b"));
+    }
+    assert!(import_project(&*store, &broken).await.is_err());
+    assert!(store.get_project("p-broken").await.is_err());
+    assert!(store.get_chat("c-b").await.is_err());
+    assert_eq!(export_project(&*store, "p").await.unwrap().chats.len(), 4);
 }
