@@ -49,4 +49,5 @@ impl PostgresStore {
 
 include!("sql/records.rs");
 include!("sql/chats.rs");
-include!("sql/other.rs");
+include!("sql/files.rs");
+include!("sql/runs.rs");

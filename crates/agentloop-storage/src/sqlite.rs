@@ -94,4 +94,5 @@ impl SqliteStore {
 
 include!("sql/records.rs");
 include!("sql/chats.rs");
-include!("sql/other.rs");
+include!("sql/files.rs");
+include!("sql/runs.rs");

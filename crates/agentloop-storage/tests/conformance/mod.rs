@@ -4,7 +4,9 @@
 
 mod cases;
 mod concurrency;
+mod content;
 mod export;
+mod runs;
 
 use std::sync::Arc;
 
@@ -16,7 +18,9 @@ use agentloop_types::{ContentBlock, Message, Role, TokenTotals, ToolResultBlock,
 
 pub use cases::*;
 pub use concurrency::*;
+pub use content::*;
 pub use export::*;
+pub use runs::*;
 
 /// A store under test and whatever must be cleaned up after it.
 pub struct Fixture {

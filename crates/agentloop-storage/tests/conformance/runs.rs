@@ -1,0 +1,242 @@
+//! Runs with leases and events; tasks, agent runs and conversations.
+
+use std::sync::Arc;
+
+use agentloop_storage::model::{AgentRunStatus, Conversation, RunStatus};
+use agentloop_storage::{StorageError, Store};
+use agentloop_types::{LoopEvent, RunState};
+
+use super::cases::{event, run_record};
+use super::*;
+
+pub async fn runs_leases_and_events(store: Arc<dyn Store>) {
+    project_with_chat(&*store).await;
+    let mut r = run_record("r1", Some("c"));
+    store.create_run(&r).await.unwrap();
+    store.create_run(&run_record("r0", None)).await.unwrap();
+    assert!(matches!(
+        store.create_run(&r).await,
+        Err(StorageError::AlreadyExists { .. })
+    ));
+    assert_eq!(store.get_run("r1").await.unwrap(), r);
+
+    let (call, _) = tool_exchange("x", "call-9");
+    r.status = RunStatus::Suspended;
+    r.state = Some(RunState::new("r1", vec![call.clone()]));
+    r.pending_tool_call = call.tool_uses().next().cloned();
+    r.result = Some(serde_json::json!({ "status": "suspended", "n": 1.5 }));
+    r.updated_at = 7;
+    store.update_run(&r).await.unwrap();
+    assert_eq!(store.get_run("r1").await.unwrap(), r);
+    assert_eq!(store.list_runs("c").await.unwrap(), vec![r.clone()]);
+
+    // r1 is suspended, r0 pending without a lease.
+    let claimable: Vec<String> = store
+        .list_claimable_runs(100, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(claimable, ["r0"]);
+    let mut r0 = store.get_run("r0").await.unwrap();
+    r0.status = RunStatus::Running;
+    store.update_run(&r0).await.unwrap();
+    assert!(
+        store
+            .acquire_lease("r0", "worker-a", 100, 200)
+            .await
+            .unwrap()
+    );
+    assert!(store.list_claimable_runs(150, 10).await.unwrap().is_empty());
+    assert_eq!(store.list_claimable_runs(200, 10).await.unwrap().len(), 1);
+    assert!(store.list_claimable_runs(200, 0).await.unwrap().is_empty());
+
+    assert!(
+        store
+            .acquire_lease("r1", "worker-a", 100, 200)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .acquire_lease("r1", "worker-b", 150, 250)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .acquire_lease("r1", "worker-a", 150, 300)
+            .await
+            .unwrap()
+    );
+    assert!(!store.release_lease("r1", "worker-b").await.unwrap());
+    assert!(
+        store
+            .acquire_lease("r1", "worker-b", 300, 400)
+            .await
+            .unwrap()
+    );
+    let leased = store.get_run("r1").await.unwrap();
+    assert_eq!(
+        (leased.lease_owner.as_deref(), leased.lease_expires_at),
+        (Some("worker-b"), Some(400))
+    );
+    // Updating the run leaves the lease alone.
+    store.update_run(&r).await.unwrap();
+    assert_eq!(
+        store.get_run("r1").await.unwrap().lease_owner.as_deref(),
+        Some("worker-b")
+    );
+    assert!(store.release_lease("r1", "worker-b").await.unwrap());
+    assert_eq!(store.get_run("r1").await.unwrap().lease_owner, None);
+    assert!(matches!(
+        store.acquire_lease("nope", "a", 0, 1).await,
+        Err(StorageError::NotFound { .. })
+    ));
+
+    let events: Vec<LoopEvent> = (0..10).map(event).collect();
+    store.append_events("r1", &events[..5]).await.unwrap();
+    store.append_events("r1", &events[5..]).await.unwrap();
+    // A batch with a seq already stored is refused whole.
+    assert!(matches!(
+        store.append_events("r1", &[event(10), event(4)]).await,
+        Err(StorageError::AlreadyExists { .. })
+    ));
+    assert_eq!(store.list_events("r1", None, 100).await.unwrap(), events);
+    assert_eq!(
+        store.list_events("r1", Some(6), 2).await.unwrap(),
+        events[7..9].to_vec()
+    );
+    assert!(store.list_events("r0", None, 10).await.unwrap().is_empty());
+    assert!(store.append_events("nope", &[event(0)]).await.is_err());
+}
+
+pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
+    let c = project_with_chat(&*store).await;
+    store.create_task(&task("t", "p")).await.unwrap();
+    store.create_task(&task("u", "p")).await.unwrap();
+    assert!(matches!(
+        store.create_task(&task("t", "p")).await,
+        Err(StorageError::AlreadyExists { .. })
+    ));
+    assert_eq!(store.list_tasks("p").await.unwrap().len(), 2);
+
+    let conv = Conversation {
+        id: "conv1".into(),
+        task_id: "t".into(),
+        chat_id: Some(c.id.clone()),
+        session_id: None,
+        created_at: 2,
+    };
+    store.create_conversation(&conv).await.unwrap();
+    store
+        .set_conversation_session("conv1", "sess-1")
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_conversation("conv1")
+            .await
+            .unwrap()
+            .session_id
+            .as_deref(),
+        Some("sess-1")
+    );
+    assert_eq!(store.list_conversations("t").await.unwrap().len(), 1);
+
+    store
+        .create_agent_run(&agent_run("a1", "t", AgentRunStatus::Running, 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .create_agent_run(&agent_run("a2", "t", AgentRunStatus::Running, 2))
+            .await,
+        Err(StorageError::ActiveAgentRunExists {
+            task_id: "t".into()
+        })
+    );
+    assert!(matches!(
+        store
+            .create_agent_run(&agent_run("a1", "t", AgentRunStatus::Completed, 2))
+            .await,
+        Err(StorageError::AlreadyExists { .. })
+    ));
+    // Another task and non-running runs are not affected.
+    store
+        .create_agent_run(&agent_run("b1", "u", AgentRunStatus::Running, 1))
+        .await
+        .unwrap();
+    store
+        .create_agent_run(&agent_run("a0", "t", AgentRunStatus::Failed, 0))
+        .await
+        .unwrap();
+    store.link_conversation("a1", "conv1").await.unwrap();
+    let active = store.active_agent_run("t").await.unwrap().unwrap();
+    assert_eq!(
+        (active.id.as_str(), active.conversation_id.as_deref()),
+        ("a1", Some("conv1"))
+    );
+
+    store
+        .set_agent_run_status("a1", AgentRunStatus::Completed, Some(5))
+        .await
+        .unwrap();
+    assert_eq!(store.active_agent_run("t").await.unwrap(), None);
+    store
+        .create_agent_run(&agent_run("a2", "t", AgentRunStatus::Running, 6))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .set_agent_run_status("a1", AgentRunStatus::Running, None)
+            .await,
+        Err(StorageError::ActiveAgentRunExists {
+            task_id: "t".into()
+        })
+    );
+    let ids: Vec<String> = store
+        .list_agent_runs("t")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, ["a0", "a1", "a2"]);
+    let active: Vec<String> = store
+        .list_active_agent_runs()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(active, ["b1", "a2"]);
+
+    // The recovery path: marking the workflow complete completes running runs.
+    let finished = store.set_workflow_complete("t", true, 50).await.unwrap();
+    assert_eq!(finished.len(), 1);
+    assert_eq!(
+        (
+            finished[0].id.as_str(),
+            finished[0].status,
+            finished[0].completed_at
+        ),
+        ("a2", AgentRunStatus::Completed, Some(50))
+    );
+    assert!(store.get_task("t").await.unwrap().workflow_complete);
+    assert_eq!(store.get_agent_run("a2").await.unwrap(), finished[0]);
+    assert!(
+        store
+            .set_workflow_complete("t", false, 51)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(!store.get_task("t").await.unwrap().workflow_complete);
+    assert!(store.active_agent_run("u").await.unwrap().is_some());
+
+    // Deleting the chat unlinks the conversation.
+    store.delete_chat("c").await.unwrap();
+    assert_eq!(store.get_conversation("conv1").await.unwrap().chat_id, None);
+}
