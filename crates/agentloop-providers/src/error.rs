@@ -111,14 +111,29 @@ pub(crate) fn http(status: u16, body: &[u8], request_id: Option<String>) -> Prov
     }
 }
 
+/// Error types of stream error events that mean "try again later".
+const RETRYABLE_EVENT_TYPES: &[&str] = &[
+    "overloaded_error",
+    "api_error",
+    "rate_limit_error",
+    "server_error",
+    "rate_limit_exceeded",
+];
+
 /// Whether a request that failed this way before any content was yielded
 /// may be sent again: timeouts (408), conflicts (409), rate limits (429),
-/// server errors (5xx, including Anthropic's 529 "overloaded") and
-/// connection failures.
+/// server errors (5xx, including Anthropic's 529 "overloaded"), connection
+/// failures, and error events of those kinds (an `overloaded_error` event
+/// right after `message_start`). Quota, authentication and request errors
+/// are not retried.
 pub fn is_retryable(error: &ProviderError) -> bool {
     match error.kind {
         ProviderErrorKind::Connection => true,
         ProviderErrorKind::Http => matches!(error.status, Some(408 | 409 | 429 | 500..=599)),
+        ProviderErrorKind::Api => error
+            .error_type
+            .as_deref()
+            .is_some_and(|t| RETRYABLE_EVENT_TYPES.contains(&t)),
         _ => false,
     }
 }

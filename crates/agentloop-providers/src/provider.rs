@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::attachments::Attachments;
 use crate::config::ProviderConfig;
 use crate::decode::{DecodeContext, Decoder, Item, decoder_for};
-use crate::error;
+use crate::error::{self, is_retryable};
 use crate::sse::{SseEvent, SseParser};
 use crate::transport::{self, describe};
 
@@ -99,13 +99,16 @@ pub(crate) fn build_body(
 impl ModelProvider for HttpProvider {
     fn stream(&self, request: ModelRequest) -> ModelStream {
         let turn = Turn {
-            phase: Phase::Start {
+            inputs: Arc::new(Inputs {
                 config: self.config.clone(),
                 client: self.client.clone(),
-                request: Box::new(request),
-            },
+                request,
+            }),
+            phase: Phase::Start,
             queue: VecDeque::new(),
             ended: false,
+            retries: 0,
+            yielded: false,
         };
         let stream = futures::stream::unfold(turn, |mut turn| async move {
             loop {
@@ -122,12 +125,14 @@ impl ModelProvider for HttpProvider {
     }
 }
 
+struct Inputs {
+    config: Arc<ProviderConfig>,
+    client: reqwest::Client,
+    request: ModelRequest,
+}
+
 enum Phase {
-    Start {
-        config: Arc<ProviderConfig>,
-        client: reqwest::Client,
-        request: Box<ModelRequest>,
-    },
+    Start,
     Body(Box<Body>),
     Over,
 }
@@ -139,10 +144,16 @@ struct Body {
     request_id: Option<String>,
 }
 
+/// One model turn in progress.
 struct Turn {
+    inputs: Arc<Inputs>,
     phase: Phase,
     queue: VecDeque<Item>,
     ended: bool,
+    /// Retries used so far, by the transport and after a failed body.
+    retries: u32,
+    /// Whether any chunk was produced; from then on nothing is retried.
+    yielded: bool,
 }
 
 /// Feeds events to the decoder; `true` once the turn is over.
@@ -154,18 +165,19 @@ impl Turn {
     async fn advance(&mut self) {
         let mut out = Vec::new();
         match std::mem::replace(&mut self.phase, Phase::Over) {
-            Phase::Start {
-                config,
-                client,
-                request,
-            } => match start(&config, &client, &request, &mut out).await {
-                Ok(Some(body)) => self.phase = body,
-                Ok(None) => self.ended = true,
-                Err(e) => {
-                    out.push(Err(e));
-                    self.ended = true;
+            Phase::Start => {
+                let inputs = self.inputs.clone();
+                match start(&inputs, &mut self.retries, &mut out).await {
+                    Ok(Some(body)) => self.phase = body,
+                    Ok(None) => self.ended = true,
+                    Err(e) => {
+                        // Failures before a response were retried already.
+                        self.queue.push_back(Err(e));
+                        self.ended = true;
+                        return;
+                    }
                 }
-            },
+            }
             Phase::Body(mut body) => {
                 let Body {
                     response,
@@ -199,6 +211,29 @@ impl Turn {
             }
             Phase::Over => self.ended = true,
         }
+        self.settle(out).await;
+    }
+
+    /// Queues what a step produced, unless it is a retryable failure (an
+    /// overloaded error event, a dropped connection) that came before any
+    /// content: then the request is sent again after a backoff.
+    async fn settle(&mut self, out: Vec<Item>) {
+        if !self.yielded && !out.iter().any(|item| item.is_ok()) {
+            let policy = &self.inputs.config.retry;
+            let failure = out.iter().find_map(|item| item.as_ref().err());
+            if let Some(failure) = failure
+                && is_retryable(failure)
+                && self.retries < policy.max_retries
+                && let Some(delay) = policy.delay(self.retries, None)
+            {
+                tokio::time::sleep(delay).await;
+                self.retries += 1;
+                self.phase = Phase::Start;
+                self.ended = false;
+                return;
+            }
+        }
+        self.yielded |= out.iter().any(|item| item.is_ok());
         self.queue.extend(out);
     }
 }
@@ -206,15 +241,19 @@ impl Turn {
 /// Sends the request. Returns the body phase for a stream, or `None` when
 /// the whole turn was decoded into `out` already.
 async fn start(
-    config: &ProviderConfig,
-    client: &reqwest::Client,
-    request: &ModelRequest,
+    inputs: &Inputs,
+    retries: &mut u32,
     out: &mut Vec<Item>,
 ) -> Result<Option<Phase>, ProviderError> {
+    let Inputs {
+        config,
+        client,
+        request,
+    } = inputs;
     let attachments = Attachments::load(request).await?;
     let body = build_body(config, request, &attachments)?;
     let bytes = serde_json::to_vec(&body).map_err(|e| error::invalid_request(e.to_string()))?;
-    let response = transport::send(client, config, bytes).await?;
+    let response = transport::send(client, config, bytes, retries).await?;
     let request_id = transport::request_id(response.headers());
     let context = DecodeContext {
         model: request.options.model.clone(),

@@ -32,17 +32,17 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
 
 /// Posts `body` and returns the successful response. Failed attempts that
 /// [`is_retryable`] allows are repeated per the config's [`RetryPolicy`]
-/// (`retry-after` honoured); the wait ends at once when the caller drops
-/// the future.
+/// (`retry-after` honoured), counting in `retries` the retries the turn has
+/// used; the wait ends at once when the caller drops the future.
 ///
 /// [`RetryPolicy`]: crate::RetryPolicy
 pub(crate) async fn send(
     client: &reqwest::Client,
     config: &ProviderConfig,
     body: Vec<u8>,
+    retries: &mut u32,
 ) -> Result<reqwest::Response, ProviderError> {
     let url = config.endpoint();
-    let mut retries = 0;
     loop {
         let mut builder = client
             .post(&url)
@@ -69,13 +69,13 @@ pub(crate) async fn send(
             }
             Err(e) => (error::connection(describe(&e), None), None),
         };
-        if retries >= config.retry.max_retries || !is_retryable(&failure) {
+        if *retries >= config.retry.max_retries || !is_retryable(&failure) {
             return Err(failure);
         }
-        let Some(delay) = config.retry.delay(retries, wait) else {
+        let Some(delay) = config.retry.delay(*retries, wait) else {
             return Err(failure);
         };
         tokio::time::sleep(delay).await;
-        retries += 1;
+        *retries += 1;
     }
 }

@@ -412,6 +412,53 @@ async fn anthropic_error_event_mid_stream() {
     assert_eq!(turn.after_end, 0);
 }
 
+#[tokio::test(start_paused = true)]
+async fn overloaded_event_before_any_content_is_retried() {
+    let overloaded = anthropic_events(&[
+        json!({"type":"message_start","message":{"model":"claude-sonnet-4-5","usage":{"input_tokens":5}}}),
+        json!({"type":"ping"}),
+        json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
+    ]);
+    let quota = anthropic_events(&[
+        json!({"type":"error","error":{"type":"invalid_request_error","message":"no"}}),
+    ]);
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&overloaded))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    let good = fixture_bodies("anthropic-text.chunks.txt").remove(0);
+    Mock::given(method("POST"))
+        .respond_with(sse(&good))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&quota))
+        .mount(&server)
+        .await;
+    let provider = retrying(ApiKind::AnthropicMessages, &server.uri(), 2);
+    let turn = run(
+        &provider,
+        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
+    )
+    .await;
+    assert!(turn.error.is_none(), "{:?}", turn.error);
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+    // A request error event is not retried.
+    let turn = run(
+        &provider,
+        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
+    )
+    .await;
+    assert_eq!(
+        turn.error.unwrap().error_type.as_deref(),
+        Some("invalid_request_error")
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+}
+
 #[tokio::test]
 async fn max_tokens_mid_tool_call_keeps_the_raw_arguments() {
     let body = anthropic_events(&[
