@@ -6,8 +6,11 @@
 //! [`MemoryStore`], [`SqliteStore`] (the embedded default: a file or
 //! `:memory:`) and [`PostgresStore`] (many server instances on one
 //! database). The SQL backends apply their embedded migrations on connect.
+//! [`open_store`] picks a backend from one configuration string.
 //! [`export_project`] and [`import_project`] move a whole project between
-//! stores as one JSON document.
+//! stores as one JSON document. [`ProjectFiles`] serves a project's files
+//! as a [`Vfs`](agentloop_types::Vfs); [`StoreAttachmentLoader`] (and each
+//! backend itself) implements the [`AttachmentLoader`] port.
 //!
 //! ```
 //! use agentloop_storage::{ChatStore, MemoryStore, ProjectStore, model::{Chat, Project}};
@@ -37,6 +40,7 @@ pub mod export;
 pub mod files;
 pub mod memory;
 pub mod model;
+mod open;
 pub mod postgres;
 mod sql;
 pub mod sqlite;
@@ -48,6 +52,7 @@ pub use export::{
 };
 pub use files::ProjectFiles;
 pub use memory::MemoryStore;
+pub use open::open_store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use store::{AttachmentStore, ChatStore, FileStore, ProjectStore, RunStore, Store, TaskStore};

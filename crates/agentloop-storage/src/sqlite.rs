@@ -64,7 +64,7 @@ impl SqliteStore {
             .strip_prefix("sqlite://")
             .or_else(|| target.strip_prefix("sqlite:"))
             .unwrap_or(target);
-        if path == ":memory:" {
+        if path == ":memory:" || path.is_empty() {
             Self::memory().await
         } else {
             Self::open(path).await

@@ -54,3 +54,27 @@ async fn reopening_a_file_keeps_data_and_migrations_are_idempotent() {
         .unwrap();
     assert_eq!(mode, "wal");
 }
+
+#[tokio::test]
+async fn open_store_picks_the_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("picked.db");
+    for target in [
+        "memory".to_owned(),
+        ":memory:".to_owned(),
+        "sqlite::memory:".to_owned(),
+        format!("sqlite://{}", file.display()),
+        file.display().to_string(),
+    ] {
+        let store = agentloop_storage::open_store(&target).await.unwrap();
+        let id = format!("p{}", store.list_projects().await.unwrap().len());
+        store
+            .create_project(&conformance::project(&id, 1))
+            .await
+            .unwrap();
+        assert!(store.get_project(&id).await.is_ok(), "{target}");
+    }
+    // Both file targets opened the same database.
+    let store = SqliteStore::open(&file).await.unwrap();
+    assert_eq!(store.list_projects().await.unwrap().len(), 2);
+}

@@ -67,11 +67,7 @@ mod sql_runs {
                 .collect()
         }
 
-        async fn list_claimable_runs(
-            &self,
-            now: i64,
-            limit: u32,
-        ) -> StorageResult<Vec<RunRecord>> {
+        async fn list_claimable_runs(&self, now: i64, limit: u32) -> StorageResult<Vec<RunRecord>> {
             sqlx::query(
                 "SELECT * FROM runs WHERE status IN ('pending', 'running') AND \
                  (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= $1) \
