@@ -33,11 +33,15 @@ pub(crate) fn insert_err(err: sqlx::Error, kind: &'static str, id: &str) -> Stor
     }
 }
 
+/// Version of the first schema script, dated so it does not collide with
+/// an application's own sqlx migrations in the same database.
+const SCHEMA_VERSION: i64 = 20_261_122_000_001;
+
 /// The embedded migrator for one schema script.
 pub(crate) fn migrator(init_sql: &'static str) -> Migrator {
     Migrator {
         migrations: Cow::Owned(vec![Migration::new(
-            1,
+            SCHEMA_VERSION,
             Cow::Borrowed("agentloop storage schema"),
             MigrationType::Simple,
             Cow::Borrowed(init_sql),
