@@ -20,8 +20,8 @@ pub enum Auth {
 }
 
 /// Everything an [`HttpProvider`](crate::HttpProvider) needs besides the
-/// request.
-#[derive(Debug, Clone)]
+/// request. Its `Debug` output never shows the API key.
+#[derive(Clone)]
 pub struct ProviderConfig {
     /// Wire protocol.
     pub api: ApiKind,
@@ -48,6 +48,34 @@ pub struct ProviderConfig {
     /// response itself: reasoning models may think for minutes before the
     /// first byte, and dropping the stream cancels a turn at any time.
     pub connect_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let secret = ["authorization", "api-key", "x-api-key"]
+                    .contains(&name.to_ascii_lowercase().as_str());
+                (
+                    name.as_str(),
+                    if secret { "<redacted>" } else { value.as_str() },
+                )
+            })
+            .collect();
+        f.debug_struct("ProviderConfig")
+            .field("api", &self.api)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("auth", &self.auth)
+            .field("headers", &redacted)
+            .field("query", &self.query)
+            .field("retry", &self.retry)
+            .field("compatible", &self.compatible)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ProviderConfig {
@@ -235,6 +263,11 @@ mod tests {
             "https://api.anthropic.com/v1/messages"
         );
         assert!(ProviderConfig::from_env(ApiKind::OpenaiResponses, |_| None).is_err());
+        let shown = format!("{:?}", anthropic.with_header("x-api-key", "sk-other"));
+        assert!(
+            !shown.contains("sk-ant") && !shown.contains("sk-other"),
+            "{shown}"
+        );
 
         let azure = ProviderConfig::azure_openai(
             "https://r.openai.azure.com/openai/deployments/d",

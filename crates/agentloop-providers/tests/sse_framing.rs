@@ -132,3 +132,32 @@ async fn tiny_http_chunks_with_crlf_and_bom() {
         assert_eq!(turn.chunks, expected.chunks, "{name}");
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Any number of cuts anywhere, with any line ending, gives the events
+    /// of the whole body.
+    #[test]
+    fn recordings_under_random_chunking(
+        cuts in proptest::collection::vec(0usize..5000, 0..40),
+        ending in proptest::sample::select(vec!["\n", "\r\n", "\r"]),
+    ) {
+        let body = fixture_bodies("anthropic-mcp.1.chunks.txt").remove(0);
+        let text = decorated(&body, ending);
+        let bytes = text.as_bytes();
+        let whole = parse_all(bytes);
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+        cuts.sort_unstable();
+        let mut parser = SseParser::new();
+        let mut events = Vec::new();
+        let mut from = 0;
+        for cut in cuts {
+            parser.push(&bytes[from..cut], &mut events);
+            from = cut;
+        }
+        parser.push(&bytes[from..], &mut events);
+        parser.finish(&mut events);
+        proptest::prop_assert_eq!(events, whole);
+    }
+}
