@@ -46,5 +46,5 @@ pub use config::{Auth, ProviderConfig};
 pub use error::is_retryable;
 pub use pricing::{ModelPrice, PricingTable};
 pub use provider::{HttpProvider, ensure_crypto_provider};
-pub use replay::{ReplayOutcome, replay_sse};
+pub use replay::{ReplayOutcome, replay_sse, sse_from_json_lines};
 pub use retry::RetryPolicy;

@@ -96,3 +96,45 @@ pub fn replay_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
     outcome.content = assembler.finish();
     outcome
 }
+
+/// Frames a recording that holds one JSON event per line (the SSE framing
+/// stripped, as in the shared fixtures) back into an SSE body of `api`:
+/// `event: <type>` plus `data:` for Anthropic and Responses, `data:` lines
+/// ending with `data: [DONE]` for Chat Completions. Blank lines are skipped.
+/// A recording of several Responses turns in a row stays one body; split it
+/// at each `response.created` first to replay the turns one by one.
+pub fn sse_from_json_lines(api: ApiKind, recording: &str) -> String {
+    let mut body = String::new();
+    for line in recording.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if api != ApiKind::OpenaiChat {
+            let kind = serde_json::from_str::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned));
+            if let Some(kind) = kind {
+                body.push_str("event: ");
+                body.push_str(&kind);
+                body.push('\n');
+            }
+        }
+        body.push_str("data: ");
+        body.push_str(line);
+        body.push_str("\n\n");
+    }
+    if api == ApiKind::OpenaiChat {
+        body.push_str("data: [DONE]\n\n");
+    }
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_json_lines_per_api() {
+        let anthropic = sse_from_json_lines(ApiKind::AnthropicMessages, "{\"type\":\"ping\"}\n\n");
+        assert_eq!(anthropic, "event: ping\ndata: {\"type\":\"ping\"}\n\n");
+        let chat = sse_from_json_lines(ApiKind::OpenaiChat, "{\"choices\":[]}\n");
+        assert_eq!(chat, "data: {\"choices\":[]}\n\ndata: [DONE]\n\n");
+    }
+}

@@ -81,8 +81,15 @@ impl SseParser {
     }
 
     fn end_line(&mut self, out: &mut Vec<SseEvent>) {
-        let raw = std::mem::take(&mut self.line);
-        let mut line: &[u8] = &raw;
+        // Taken out and put back so the buffer's capacity is reused.
+        let mut raw = std::mem::take(&mut self.line);
+        self.handle_line(&raw, out);
+        raw.clear();
+        self.line = raw;
+    }
+
+    fn handle_line(&mut self, raw: &[u8], out: &mut Vec<SseEvent>) {
+        let mut line = raw;
         if !self.seen_first_line {
             self.seen_first_line = true;
             line = line.strip_prefix(BOM).unwrap_or(line);

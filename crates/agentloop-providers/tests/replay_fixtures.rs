@@ -13,7 +13,15 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 async fn replay_fixture(name: &str) -> Vec<serde_json::Value> {
     let api = fixture_api(name);
     let mut rendered = Vec::new();
-    for body in fixture_bodies(name) {
+    let bodies = fixture_bodies(name);
+    if bodies.len() == 1 {
+        let recording = std::fs::read_to_string(fixture_path(name)).unwrap();
+        assert_eq!(
+            agentloop_providers::sse_from_json_lines(api, &recording),
+            bodies[0]
+        );
+    }
+    for body in bodies {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path(endpoint_path(api)))
