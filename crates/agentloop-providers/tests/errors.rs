@@ -364,6 +364,8 @@ async fn unknown_events_and_blocks_are_kept_or_skipped_never_fatal() {
         json!({"type":"content_block_stop","index":0}),
         json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
         json!({"type":"content_block_delta","index":1,"delta":{"type":"sparkle_delta","sparkle":true}}),
+        json!({"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"wrong block"}}),
+        json!({"type":"content_block_delta","index":9,"delta":{"type":"text_delta","text":"no such block"}}),
         json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}}),
         json!({"type":"content_block_stop","index":1}),
         json!({"type":"message_delta","delta":{"stop_reason":"a_new_reason"},"usage":{"output_tokens":4}}),

@@ -56,7 +56,10 @@ fn chat_refusal_reasoning_content_and_stop_reasons() {
     ];
     let reasoning = [
         chat_chunk(json!({"reasoning_content": "Think "}), Value::Null),
-        chat_chunk(json!({"reasoning_content": "hard."}), Value::Null),
+        chat_chunk(
+            json!({"reasoning_content": "hard.", "reasoning": "hard."}),
+            Value::Null,
+        ),
         chat_chunk(json!({"content": "Answer"}), Value::Null),
         chat_chunk(json!({}), json!("length")),
     ];

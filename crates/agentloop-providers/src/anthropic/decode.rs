@@ -18,8 +18,15 @@ use crate::error;
 use crate::pricing::ExtraUsage;
 use crate::sse::SseEvent;
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Typed {
+    Text,
+    Thinking,
+    Redacted,
+}
+
 enum Open {
-    Typed,
+    Typed(Typed),
     ToolUse { initial: Value, got_input: bool },
     Provider { block: Value, json: String },
 }
@@ -131,7 +138,7 @@ impl AnthropicDecoder {
                         },
                     );
                 }
-                self.open.insert(index, Open::Typed);
+                self.open.insert(index, Open::Typed(Typed::Text));
             }
             "thinking" => {
                 Self::delta(
@@ -159,7 +166,7 @@ impl AnthropicDecoder {
                         },
                     );
                 }
-                self.open.insert(index, Open::Typed);
+                self.open.insert(index, Open::Typed(Typed::Thinking));
             }
             "redacted_thinking" => {
                 let data = text(block, "data").unwrap_or_default().to_owned();
@@ -171,7 +178,7 @@ impl AnthropicDecoder {
                         block: start,
                     },
                 );
-                self.open.insert(index, Open::Typed);
+                self.open.insert(index, Open::Typed(Typed::Redacted));
             }
             "tool_use" => {
                 let id = text(block, "id").unwrap_or_default().to_owned();
@@ -225,16 +232,18 @@ impl AnthropicDecoder {
                     );
                 }
             }
-            Open::Typed => match kind {
-                "text_delta" => {
+            // A delta of another block kind is ignored rather than passed
+            // on, so a provider bug cannot break the assembled message.
+            Open::Typed(typed) => match (typed, kind) {
+                (Typed::Text, "text_delta") => {
                     let t = text(delta, "text").unwrap_or_default().to_owned();
                     Self::delta(out, StreamDelta::Text { index, text: t });
                 }
-                "thinking_delta" => {
+                (Typed::Thinking, "thinking_delta") => {
                     let t = text(delta, "thinking").unwrap_or_default().to_owned();
                     Self::delta(out, StreamDelta::Thinking { index, thinking: t });
                 }
-                "signature_delta" => {
+                (Typed::Thinking, "signature_delta") => {
                     let s = text(delta, "signature").unwrap_or_default().to_owned();
                     Self::delta(
                         out,
@@ -244,7 +253,7 @@ impl AnthropicDecoder {
                         },
                     );
                 }
-                "citations_delta" => {
+                (Typed::Text, "citations_delta") => {
                     if let Some(citation) = delta.get("citation") {
                         let citation = citation.clone();
                         Self::delta(out, StreamDelta::Citation { index, citation });
@@ -258,7 +267,7 @@ impl AnthropicDecoder {
     fn block_stop(&mut self, index: u32, out: &mut Vec<Item>) {
         match self.open.remove(&index) {
             None => {}
-            Some(Open::Typed) => Self::delta(out, StreamDelta::BlockStop { index }),
+            Some(Open::Typed(_)) => Self::delta(out, StreamDelta::BlockStop { index }),
             Some(Open::ToolUse { initial, got_input }) => {
                 // A complete input given at block start (non-streaming
                 // responses) and no fragments: send it as one fragment.

@@ -217,10 +217,10 @@ impl Decoder for ChatDecoder {
             return false;
         };
         if let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) {
-            for key in ["reasoning_content", "reasoning"] {
-                if let Some(fragment) = text(delta, key) {
-                    self.append(Run::Thinking, fragment, out);
-                }
+            // Servers name it differently; some send both with the same text.
+            let reasoning = text(delta, "reasoning_content").or_else(|| text(delta, "reasoning"));
+            if let Some(fragment) = reasoning {
+                self.append(Run::Thinking, fragment, out);
             }
             if let Some(fragment) = text(delta, "content") {
                 self.append(Run::Text, fragment, out);
