@@ -6,8 +6,10 @@
 //! llama.cpp server, Azure OpenAI), streaming over server-sent events or,
 //! with `disable_stream`, as one JSON response decoded into the same
 //! deltas. Around it: an SSE parser ([`sse`]), retries with backoff
-//! ([`RetryPolicy`]), a pricing table ([`PricingTable`]) and
-//! [`replay_sse`] to run a recorded body through an adapter.
+//! ([`RetryPolicy`]; failures are retried only until the first content
+//! arrives), a pricing table ([`PricingTable`]) and [`replay_sse`] to run a
+//! recorded body through an adapter ([`sse_from_json_lines`] frames
+//! recordings kept as JSON lines).
 //!
 //! ```
 //! use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy};
