@@ -66,6 +66,14 @@ pub struct RunArgs {
     /// Print every event as a JSON line instead of the terminal view.
     #[arg(long)]
     pub json: bool,
+    /// Loop strategy: native, react, llm-only, tool-first or
+    /// plan-and-execute (default: $AGENTLOOP_AGENT_LOOP_STRATEGY, else native).
+    #[arg(long)]
+    pub strategy: Option<String>,
+    /// Skills to offer: a JSON file holding an array of
+    /// `{name, description, prompt, allowed_skills, tools}`.
+    #[arg(long)]
+    pub skills: Option<PathBuf>,
 }
 
 #[derive(Args)]

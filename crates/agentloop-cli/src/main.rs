@@ -7,6 +7,7 @@ mod providers;
 mod render;
 mod replay;
 mod run;
+mod skills;
 mod tools;
 
 use std::process::ExitCode;

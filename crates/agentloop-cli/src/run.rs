@@ -4,12 +4,13 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use agentloop_engine::{RunDeps, run as run_loop};
+use agentloop_engine::skills::prepare;
+use agentloop_engine::{RunDeps, StrategyRegistry};
 use agentloop_types::{CancellationToken, EventKind, LoopOptions, LoopStatus, Message};
 use futures::StreamExt;
 
 use crate::args::RunArgs;
-use crate::{providers, render, tools};
+use crate::{providers, render, skills, tools};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
 /// for input), 5 usage limit, 130 cancelled (Ctrl-C).
@@ -47,14 +48,19 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             on_interrupt.cancel();
         }
     });
+    let strategy = StrategyRegistry::default()
+        .select(args.strategy.as_deref(), &Default::default())
+        .map_err(|e| e.to_string())?;
+    let skills = match &args.skills {
+        Some(path) => skills::load(path, &tools)?,
+        None => Vec::new(),
+    };
     let deps = RunDeps::new(chosen.provider)
         .with_tools(tools)
         .with_cancel(cancel);
-    let mut events = run_loop(
-        options,
-        vec![Message::user_text("user-1", args.prompt)],
-        deps,
-    );
+    let context = vec![Message::user_text("user-1", args.prompt)];
+    let run = prepare(options, context, deps, &skills);
+    let mut events = strategy.run(run.options, run.context, run.deps);
 
     let mut stdout = std::io::stdout().lock();
     let mut spinner = Spinner::default();
