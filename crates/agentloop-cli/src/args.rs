@@ -70,6 +70,11 @@ pub struct RunArgs {
     /// plan-and-execute (default: $AGENTLOOP_AGENT_LOOP_STRATEGY, else native).
     #[arg(long)]
     pub strategy: Option<String>,
+    /// Settings file: a JSON object of string settings, e.g.
+    /// `{"agent.loop.strategy": "react"}`. `--strategy` and the environment
+    /// take precedence.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Skills to offer: a JSON file holding an array of
     /// `{name, description, prompt, allowed_skills, tools}`.
     #[arg(long)]

@@ -1,5 +1,6 @@
 //! `agentloop run`.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -48,8 +49,12 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             on_interrupt.cancel();
         }
     });
+    let settings = match &args.config {
+        Some(path) => read_settings(path)?,
+        None => Default::default(),
+    };
     let strategy = StrategyRegistry::default()
-        .select(args.strategy.as_deref(), &Default::default())
+        .select(args.strategy.as_deref(), &settings)
         .map_err(|e| e.to_string())?;
     let skills = match &args.skills {
         Some(path) => skills::load(path, &tools)?,
@@ -95,6 +100,18 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
     }
     spinner.stop();
     Ok(status.as_ref().map_or(ExitCode::from(1), exit_code))
+}
+
+/// Reads a settings file: a JSON object of string values.
+fn read_settings(path: &std::path::Path) -> Result<HashMap<String, String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the settings file {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "the settings file {} is not a JSON object of strings: {e}",
+            path.display()
+        )
+    })
 }
 
 /// A spinner on stderr while waiting for the first token.
