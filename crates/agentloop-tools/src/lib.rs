@@ -10,6 +10,7 @@
 //! - [`memory`]: Anthropic's memory command set over `/memories`.
 //! - [`fs`]: a text-editor-style tool over the project VFS, with glob and grep.
 //! - [`js`]: JavaScript on QuickJS with time, memory and stack limits.
+//! - [`minion`]: a sub-agent that runs a task in a child loop of its own.
 //! - [`return_tool`] and [`ask_user`]: end or suspend the run.
 //! - [`options`] and [`schema`]: typed tool options and input schemas
 //!   generated from the Rust input types.
@@ -39,6 +40,7 @@ pub mod ask_user;
 pub mod fs;
 pub mod js;
 pub mod memory;
+pub mod minion;
 pub mod options;
 pub mod return_tool;
 pub mod schema;
@@ -53,6 +55,7 @@ pub use ask_user::AskUserTool;
 pub use fs::FsTool;
 pub use js::JsTool;
 pub use memory::MemoryTool;
+pub use minion::MinionTool;
 pub use return_tool::ReturnTool;
 
 /// The standard tools over one project VFS: memory, fs, javascript (with

@@ -1,0 +1,548 @@
+//! The minion tool driving child loops through the engine, with scripted
+//! providers for parent and child.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+use agentloop_engine::{RunDeps, run};
+use agentloop_tools::minion::{MemoryMinionChats, MinionTool};
+use agentloop_tools::{AskUserTool, ReturnTool};
+use agentloop_types::transcript::render_events;
+use agentloop_types::{
+    BlockCategory, CancellationToken, ContentBlock, EventKind, LoopEvent, LoopOptions, LoopResult,
+    LoopStatus, Message, ModelProvider, ModelRequest, ModelStream, RenderingContentBlock, RunPath,
+    TokenTotals, Tool, ToolContext, ToolOutput, ToolResult, ToolResultBlock, ToolStream,
+    ToolStreamEvent, single_result,
+};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+async fn run_parent(
+    parent: Arc<ScriptedProvider>,
+    minion: MinionTool,
+    options: LoopOptions,
+    cancel: CancellationToken,
+) -> Vec<LoopEvent> {
+    let deps = RunDeps::new(parent)
+        .with_tools([Arc::new(minion) as Arc<dyn Tool>])
+        .with_cancel(cancel)
+        .with_run_id("run");
+    run(options, vec![Message::user_text("u1", "Go")], deps)
+        .collect()
+        .await
+}
+
+fn result_of(events: &[LoopEvent]) -> LoopResult {
+    events
+        .last()
+        .and_then(LoopEvent::root_result)
+        .expect("the run ends with its result")
+        .clone()
+}
+
+/// The minion call's result block in the parent's history.
+fn minion_result(result: &LoopResult) -> ToolResultBlock {
+    result
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .next()
+        .expect("the minion call has a result")
+        .clone()
+}
+
+fn parent_calling(input: Value) -> Arc<ScriptedProvider> {
+    ScriptedProvider::new([
+        ScriptedTurn::new()
+            .tool_call("toolu_1", "minion", input)
+            .usage(10, 5),
+        ScriptedTurn::new().text("Done.").usage(20, 4),
+    ])
+}
+
+#[tokio::test]
+async fn nested_events_snapshot() {
+    let child = ScriptedProvider::new([ScriptedTurn::new()
+        .text_chunks(&["Counting", " now."])
+        .tool_call("c1", "return", json!({"result": "1, 2"}))
+        .usage(3, 2)]);
+    let minion = MinionTool::new(child, vec![Arc::new(ReturnTool)]);
+    let events = run_parent(
+        parent_calling(json!({"task": "Count to two"})),
+        minion,
+        LoopOptions::default(),
+        CancellationToken::new(),
+    )
+    .await;
+    insta::assert_snapshot!("minion_nested_events", render_events(&events));
+
+    let result = result_of(&events);
+    assert!(matches!(result.status, LoopStatus::Complete { .. }));
+    let block = minion_result(&result);
+    assert!(!block.is_error);
+    assert_eq!(
+        block.content, "1, 2",
+        "the return tool's value is the content"
+    );
+
+    let groups = &block.rendering_groups;
+    let RenderingContentBlock::ToolInfo(info) = &groups[0].blocks[0] else {
+        panic!("the first group is the tool info: {groups:?}");
+    };
+    assert_eq!(info.input.as_deref(), Some("Count to two"));
+    assert_eq!(info.chat_id.as_deref(), Some("minion_toolu_1"));
+    assert!(!groups[0].is_tool_generated);
+    assert!(groups[1..].iter().all(|g| g.is_tool_generated));
+    let categories: Vec<BlockCategory> = groups[1..].iter().map(|g| g.category).collect();
+    assert_eq!(categories, [BlockCategory::Text, BlockCategory::Backstage]);
+
+    // Consumers can store the minion chat from the events under the call.
+    let chat: Vec<&Message> = events
+        .iter()
+        .filter(|e| e.path == RunPath::root().child("toolu_1"))
+        .filter_map(|e| match &e.kind {
+            EventKind::MessageCreated { message } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(chat.len(), 3, "task, assistant, tool results: {chat:#?}");
+    assert_eq!(chat[0].text(), "Count to two");
+
+    // The last groups update equals the final groups.
+    let last_update = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolBlockUpdate { block, .. } if e.path.is_root() => {
+                Some(block.rendering_groups.clone())
+            }
+            _ => None,
+        })
+        .expect("the minion streams its groups");
+    assert_eq!(&last_update, groups);
+}
+
+#[tokio::test]
+async fn child_tokens_roll_up_into_the_parent() {
+    let child = ScriptedProvider::new([ScriptedTurn::new()
+        .tool_call("c1", "return", json!({"result": "x"}))
+        .usage(100, 50)]);
+    let minion = MinionTool::new(child, vec![Arc::new(ReturnTool)]);
+    let events = run_parent(
+        parent_calling(json!({"task": "t"})),
+        minion,
+        LoopOptions::default(),
+        CancellationToken::new(),
+    )
+    .await;
+    let result = result_of(&events);
+    assert_eq!(result.tokens.input_tokens, 10 + 100 + 20);
+    assert_eq!(result.tokens.output_tokens, 5 + 50 + 4);
+    let consumed: TokenTotals = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TokensConsumed { tokens } => Some(*tokens),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(consumed, result.tokens);
+}
+
+#[tokio::test]
+async fn a_child_question_suspends_the_parent() {
+    let child = ScriptedProvider::new([ScriptedTurn::new().tool_call(
+        "c1",
+        "ask_user",
+        json!({"question": "Which file?"}),
+    )]);
+    let minion = MinionTool::new(child, vec![Arc::new(AskUserTool)]);
+    let events = run_parent(
+        parent_calling(json!({"task": "Edit the file"})),
+        minion,
+        LoopOptions::default(),
+        CancellationToken::new(),
+    )
+    .await;
+    let result = result_of(&events);
+    let LoopStatus::Suspended {
+        pending_tool_call,
+        reason,
+        ..
+    } = &result.status
+    else {
+        panic!("expected suspended, got {:?}", result.status);
+    };
+    assert_eq!(pending_tool_call.name, "minion");
+    assert_eq!(reason, "Which file?");
+    let child_finished = events.iter().any(|e| {
+        e.path == RunPath::root().child("toolu_1")
+            && matches!(&e.kind, EventKind::Finished { result } if result.status.name() == "suspended")
+    });
+    assert!(child_finished, "the child run ended suspended");
+}
+
+/// A provider whose turns never yield; records when a turn is abandoned.
+struct Hanging {
+    dropped: Arc<AtomicBool>,
+}
+
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl ModelProvider for Hanging {
+    fn stream(&self, _request: ModelRequest) -> ModelStream {
+        let flag = DropFlag(self.dropped.clone());
+        Box::pin(futures::stream::once(async move {
+            let _flag = flag;
+            futures::future::pending().await
+        }))
+    }
+}
+
+fn cancel_after(token: &CancellationToken, ms: u64) {
+    let token = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        token.cancel();
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_the_parent_aborts_the_child_model_turn() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let minion = MinionTool::new(
+        Arc::new(Hanging {
+            dropped: dropped.clone(),
+        }),
+        vec![],
+    );
+    let cancel = CancellationToken::new();
+    cancel_after(&cancel, 50);
+    let events = run_parent(
+        parent_calling(json!({"task": "t"})),
+        minion,
+        LoopOptions::default(),
+        cancel,
+    )
+    .await;
+    let result = result_of(&events);
+    assert_eq!(result.status, LoopStatus::Cancelled);
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the child's turn was dropped"
+    );
+    let block = minion_result(&result);
+    assert!(block.is_error, "the minion call got a synthesised result");
+}
+
+struct HangTool(Arc<Mutex<Option<CancellationToken>>>);
+
+impl Tool for HangTool {
+    fn name(&self) -> &str {
+        "hang"
+    }
+    fn description(&self) -> &str {
+        "never finishes"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn execute(self: Arc<Self>, _input: Value, context: ToolContext) -> ToolStream {
+        *self.0.lock().unwrap() = Some(context.cancel.clone());
+        single_result(futures::future::pending())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_the_parent_cancels_the_child_token() {
+    let slot = Arc::new(Mutex::new(None));
+    let child = ScriptedProvider::new([ScriptedTurn::new().tool_call("c1", "hang", json!({}))]);
+    let minion = MinionTool::new(child, vec![Arc::new(HangTool(slot.clone()))]);
+    let cancel = CancellationToken::new();
+    cancel_after(&cancel, 50);
+    let events = run_parent(
+        parent_calling(json!({"task": "t"})),
+        minion,
+        LoopOptions::default(),
+        cancel,
+    )
+    .await;
+    assert_eq!(result_of(&events).status, LoopStatus::Cancelled);
+    let token = slot.lock().unwrap().clone().expect("the child's tool ran");
+    assert!(token.is_cancelled(), "the cancel reached the child");
+}
+
+#[tokio::test]
+async fn a_minion_chat_continues_by_id() {
+    let chats = Arc::new(MemoryMinionChats::new());
+    let child = ScriptedProvider::new([
+        ScriptedTurn::new().text("First answer."),
+        ScriptedTurn::new().text("Second answer."),
+    ]);
+    let minion = MinionTool::new(child.clone(), vec![]).with_chats(chats.clone());
+
+    let events = run_parent(
+        parent_calling(json!({"task": "First task"})),
+        minion.clone(),
+        LoopOptions::default(),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(minion_result(&result_of(&events)).content, "First answer.");
+    for event in &events {
+        if let (EventKind::MessageCreated { message }, [call]) = (&event.kind, &event.path.0[..]) {
+            chats.append(&format!("minion_{call}"), message.clone());
+        }
+    }
+    assert_eq!(chats.chat_ids(), ["minion_toolu_1"]);
+
+    let parent = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call(
+            "toolu_9",
+            "minion",
+            json!({"task": "Second task", "chat_id": "minion_toolu_1"}),
+        ),
+        ScriptedTurn::new().text("Done."),
+    ]);
+    let events = run_parent(
+        parent,
+        minion,
+        LoopOptions::default(),
+        CancellationToken::new(),
+    )
+    .await;
+    let block = minion_result(&result_of(&events));
+    assert_eq!(block.content, "Second answer.");
+    let RenderingContentBlock::ToolInfo(info) = &block.rendering_groups[0].blocks[0] else {
+        panic!("tool info first");
+    };
+    assert_eq!(info.chat_id.as_deref(), Some("minion_toolu_1"));
+
+    let requests = child.requests();
+    let sent: Vec<String> = requests[1].messages.iter().map(Message::text).collect();
+    assert_eq!(
+        sent,
+        ["First task", "First answer.", "Second task"],
+        "the child saw the earlier chat"
+    );
+    let ids: Vec<&str> = requests[1].messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids.len(), 3);
+    assert!(ids[2].starts_with("minion_toolu_1-toolu_9"), "{ids:?}");
+}
+
+#[tokio::test]
+async fn a_suspended_minion_chat_takes_the_task_as_its_answer() {
+    let chats = Arc::new(MemoryMinionChats::new());
+    let child = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call("c1", "ask_user", json!({"question": "Which file?"})),
+        ScriptedTurn::new().text("Edited notes.md."),
+    ]);
+    let minion =
+        MinionTool::new(child.clone(), vec![Arc::new(AskUserTool)]).with_chats(chats.clone());
+    let events = run_parent(
+        parent_calling(json!({"task": "Edit the file"})),
+        minion.clone(),
+        LoopOptions::default(),
+        CancellationToken::new(),
+    )
+    .await;
+    for event in &events {
+        if let (EventKind::MessageCreated { message }, [call]) = (&event.kind, &event.path.0[..]) {
+            chats.append(&format!("minion_{call}"), message.clone());
+        }
+    }
+    let parent = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call(
+            "toolu_2",
+            "minion",
+            json!({"task": "notes.md", "chat_id": "minion_toolu_1"}),
+        ),
+        ScriptedTurn::new().text("Done."),
+    ]);
+    let events = run_parent(
+        parent,
+        minion,
+        LoopOptions::default(),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        minion_result(&result_of(&events)).content,
+        "Edited notes.md."
+    );
+    let last = child.requests()[1].messages.last().cloned().unwrap();
+    assert_eq!(
+        last.content,
+        [ContentBlock::ToolResult(ToolResultBlock::ok(
+            "c1", "notes.md"
+        ))]
+    );
+}
+
+#[tokio::test]
+async fn nesting_stops_at_the_depth_limit() {
+    let child = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call("c1", "minion", json!({"task": "deeper"})),
+        ScriptedTurn::new().text("Did it myself."),
+    ]);
+    let minion = MinionTool::new(child, vec![]).with_max_depth(1);
+    let mut options = LoopOptions::default();
+    let mut minion_options = Map::new();
+    minion_options.insert("tools".into(), json!("minion"));
+    options.tool_options.insert("minion".into(), minion_options);
+    let events = run_parent(
+        parent_calling(json!({"task": "t"})),
+        minion,
+        options,
+        CancellationToken::new(),
+    )
+    .await;
+    let result = result_of(&events);
+    assert!(matches!(result.status, LoopStatus::Complete { .. }));
+    assert_eq!(minion_result(&result).content, "Did it myself.");
+    let nested_end = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolEnd {
+                tool_use_id,
+                is_error,
+                depth,
+                ..
+            } if tool_use_id == "c1" => Some((*is_error, *depth, e.path.clone())),
+            _ => None,
+        })
+        .expect("the nested call ended");
+    assert_eq!(nested_end, (true, 2, RunPath::root().child("toolu_1")));
+    let refused = events
+        .iter()
+        .filter(|e| e.path == RunPath::root().child("toolu_1"))
+        .find_map(|e| match &e.kind {
+            EventKind::MessageCreated { message } => message.tool_results().next().cloned(),
+            _ => None,
+        })
+        .expect("the nested call has a result");
+    assert!(refused.is_error);
+    assert!(
+        refused.content.contains("at most 1 deep"),
+        "{}",
+        refused.content
+    );
+}
+
+fn context(options: Map<String, Value>) -> ToolContext {
+    ToolContext {
+        run_id: "run".into(),
+        project_id: String::new(),
+        chat_id: None,
+        tool_use_id: "toolu_1".into(),
+        path: RunPath::root(),
+        options,
+        cancel: CancellationToken::new(),
+    }
+}
+
+async fn call(tool: MinionTool, input: Value, options: Map<String, Value>) -> ToolResult {
+    let outputs: Vec<ToolOutput> = Arc::new(tool)
+        .execute(input, context(options))
+        .collect()
+        .await;
+    match outputs.last() {
+        Some(ToolOutput::Done(result)) => result.clone(),
+        other => panic!("the call ends with a result, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn invalid_input_is_an_error_result() {
+    let minion = || MinionTool::new(ScriptedProvider::new([]), vec![Arc::new(ReturnTool)]);
+    let r = call(minion(), json!({}), Map::new()).await;
+    assert!(r.is_error);
+    assert!(r.content.contains("missing field `task`"), "{}", r.content);
+
+    let r = call(minion(), json!({"task": "  "}), Map::new()).await;
+    assert!(r.is_error);
+    assert!(r.content.contains("must not be empty"), "{}", r.content);
+
+    let r = call(minion(), json!("do it"), Map::new()).await;
+    assert!(r.is_error);
+
+    let mut options = Map::new();
+    options.insert("tools".into(), json!("return, rm_rf"));
+    let r = call(minion(), json!({"task": "t"}), options).await;
+    assert!(r.is_error);
+    assert!(r.content.contains("Unknown tool `rm_rf`"), "{}", r.content);
+
+    let r = call(
+        minion(),
+        json!({"task": "t", "chat_id": "minion_x"}),
+        Map::new(),
+    )
+    .await;
+    assert!(r.is_error);
+    assert!(r.content.contains("no minion chat store"), "{}", r.content);
+
+    let with_store = minion().with_chats(Arc::new(MemoryMinionChats::new()));
+    let r = call(
+        with_store,
+        json!({"task": "t", "chat_id": "minion_x"}),
+        Map::new(),
+    )
+    .await;
+    assert!(r.is_error);
+    assert!(
+        r.content.contains("minion chat `minion_x` not found"),
+        "{}",
+        r.content
+    );
+}
+
+#[tokio::test]
+async fn options_reach_the_child_and_child_errors_are_error_results() {
+    let child =
+        ScriptedProvider::new([
+            ScriptedTurn::new().error(agentloop_types::ProviderError::new(
+                agentloop_types::ProviderErrorKind::Api,
+                "overloaded",
+            )),
+        ]);
+    let minion = MinionTool::new(
+        child.clone(),
+        vec![Arc::new(ReturnTool), Arc::new(AskUserTool)],
+    );
+    let mut options = Map::new();
+    options.insert("model".into(), json!("small-model"));
+    options.insert("system_prompt".into(), json!("Be terse."));
+    options.insert("tools".into(), json!("ask_user"));
+    let outputs: Vec<ToolOutput> = Arc::new(minion)
+        .execute(json!({"task": "t"}), context(options))
+        .collect()
+        .await;
+    let Some(ToolOutput::Done(result)) = outputs.last() else {
+        panic!("ends with a result");
+    };
+    assert!(result.is_error);
+    assert!(
+        result.content.starts_with("Minion failed:"),
+        "{}",
+        result.content
+    );
+    assert!(
+        outputs
+            .iter()
+            .any(|o| matches!(o, ToolOutput::Event(ToolStreamEvent::GroupsUpdate { .. })))
+    );
+    let request = &child.requests()[0];
+    assert_eq!(request.options.model, "small-model");
+    assert_eq!(request.options.system_prompt.as_deref(), Some("Be terse."));
+    assert_eq!(request.options.chat_id.as_deref(), Some("minion_toolu_1"));
+    let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["ask_user"]);
+}
