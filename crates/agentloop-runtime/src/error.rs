@@ -1,0 +1,60 @@
+//! The runtime's error type.
+
+use agentloop_storage::StorageError;
+
+/// Why a runtime operation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuntimeError {
+    /// The store failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// A project's or chat's stored settings do not parse.
+    #[error("invalid settings of {owner}: {message}")]
+    InvalidSettings {
+        /// `project <id>` or `chat <id>`.
+        owner: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Another run of the chat holds a live lease.
+    #[error("chat {chat_id} already has a running run {run_id}")]
+    RunInProgress {
+        /// The chat.
+        chat_id: String,
+        /// The running run.
+        run_id: String,
+    },
+    /// The chat waits for a tool result; call `resume` first.
+    #[error("chat {chat_id} is suspended on run {run_id}; resume it with the tool result")]
+    Suspended {
+        /// The chat.
+        chat_id: String,
+        /// The suspended run.
+        run_id: String,
+    },
+    /// `resume` was called on a chat with no suspended run.
+    #[error("chat {chat_id} has no suspended run")]
+    NotSuspended {
+        /// The chat.
+        chat_id: String,
+    },
+    /// `resend_from` was given a message that cannot start a run.
+    #[error("cannot resend from message {message_id}: {reason}")]
+    NotResendable {
+        /// The message.
+        message_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// A stored run record could not be read back.
+    #[error("run {run_id} is corrupt: {message}")]
+    CorruptRun {
+        /// The run.
+        run_id: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Result of a runtime operation.
+pub type RuntimeResult<T> = Result<T, RuntimeError>;

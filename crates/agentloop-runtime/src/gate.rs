@@ -1,0 +1,115 @@
+//! Holding tool calls until the consumer has recorded them.
+//!
+//! The engine may run ahead of its consumer by a buffer of events, so a tool
+//! could start before the consumer has stored the assistant message that
+//! asked for it. Every tool the runtime hands the loop is wrapped in a
+//! [`GatedTool`]: its call waits until the consumer has processed the call's
+//! `tool_start` event (and so has committed the message and the run's
+//! tool-call intent). `tool_start` is emitted before a call is first polled,
+//! so the wait always ends while the consumer keeps reading.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agentloop_types::{Tool, ToolContext, ToolOptionSpec, ToolResult, ToolStream};
+use futures::StreamExt;
+use futures::channel::oneshot;
+use serde_json::Value;
+
+#[derive(Default)]
+struct GateState {
+    open: HashSet<String>,
+    waiting: HashMap<String, Vec<oneshot::Sender<()>>>,
+}
+
+/// Tool-call ids the consumer has released.
+#[derive(Clone, Default)]
+pub(crate) struct Gate(Arc<Mutex<GateState>>);
+
+impl Gate {
+    /// Releases the call `tool_use_id`.
+    pub(crate) fn open(&self, tool_use_id: &str) {
+        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        state.open.insert(tool_use_id.to_owned());
+        for waiter in state.waiting.remove(tool_use_id).unwrap_or_default() {
+            let _ = waiter.send(());
+        }
+    }
+
+    /// Waits until the call is released; `false` if the gate went away.
+    async fn wait(&self, tool_use_id: &str) -> bool {
+        let rx = {
+            let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.open.contains(tool_use_id) {
+                return true;
+            }
+            let (tx, rx) = oneshot::channel();
+            state
+                .waiting
+                .entry(tool_use_id.to_owned())
+                .or_default()
+                .push(tx);
+            rx
+        };
+        rx.await.is_ok()
+    }
+}
+
+/// A tool whose calls wait for the [`Gate`].
+pub(crate) struct GatedTool {
+    inner: Arc<dyn Tool>,
+    gate: Gate,
+}
+
+impl GatedTool {
+    /// Wraps every tool.
+    pub(crate) fn wrap_all(tools: &[Arc<dyn Tool>], gate: &Gate) -> Vec<Arc<dyn Tool>> {
+        tools
+            .iter()
+            .map(|inner| {
+                Arc::new(GatedTool {
+                    inner: Arc::clone(inner),
+                    gate: gate.clone(),
+                }) as Arc<dyn Tool>
+            })
+            .collect()
+    }
+}
+
+impl Tool for GatedTool {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn input_schema(&self) -> Value {
+        self.inner.input_schema()
+    }
+    fn options(&self) -> Vec<ToolOptionSpec> {
+        self.inner.options()
+    }
+    fn runs_alone(&self) -> bool {
+        self.inner.runs_alone()
+    }
+    fn is_skill(&self) -> bool {
+        self.inner.is_skill()
+    }
+    fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {
+        let gate = self.gate.clone();
+        let inner = Arc::clone(&self.inner);
+        let id = context.tool_use_id.clone();
+        Box::pin(
+            futures::stream::once(async move {
+                if gate.wait(&id).await {
+                    inner.execute(input, context)
+                } else {
+                    agentloop_types::single_result(async {
+                        ToolResult::error("The run stopped before this call could start.")
+                    })
+                }
+            })
+            .flatten(),
+        )
+    }
+}

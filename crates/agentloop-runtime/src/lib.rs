@@ -1,0 +1,48 @@
+//! The consumer side of the agentloop loop (seed 000's `useChat`, seed
+//! 001's `ChatService`).
+//!
+//! [`ChatRuntime`] sends a user message to a stored chat: it builds flat
+//! [`LoopOptions`](agentloop_types::LoopOptions) from the project's and
+//! chat's [settings], loads the history, runs the loop through an injected
+//! [`LoopStrategy`](agentloop_engine::LoopStrategy) (native by default) with
+//! the injected provider and tools, and persists what the run yields before
+//! reading the next event: messages, token totals, the run's event log, its
+//! tool-call intent, its end. Child runs (minions, skills) get minion chats
+//! keyed by their event path. Suspended runs are resumed with
+//! [`ChatRuntime::resume`]; runs a crash interrupted are found and repaired
+//! by [`ChatRuntime::recover`] and continued with
+//! [`ChatRuntime::continue_chat`].
+//!
+//! ```
+//! use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+//! use agentloop_runtime::{ChatRuntime, ChatSettings, ProjectSettings};
+//! use agentloop_storage::{ChatStore, MemoryStore};
+//! use agentloop_types::Message;
+//! use std::sync::Arc;
+//!
+//! # futures::executor::block_on(async {
+//! let provider = ScriptedProvider::new([ScriptedTurn::new().text("Hi!").usage(5, 2)]);
+//! let runtime = ChatRuntime::new(Arc::new(MemoryStore::new()), provider);
+//! let project = runtime.create_project("demo", &ProjectSettings::default()).await?;
+//! let chat = runtime.create_chat(&project.id, "hello", &ChatSettings::default()).await?;
+//! let outcome = runtime.send(&chat.id, Message::user_text("u1", "Hello")).await?;
+//! assert_eq!(outcome.result.final_text().as_deref(), Some("Hi!"));
+//! assert_eq!(runtime.store().list_messages(&chat.id).await?.len(), 2);
+//! assert_eq!(runtime.store().get_chat(&chat.id).await?.totals.input_tokens, 5);
+//! # Ok::<(), agentloop_runtime::RuntimeError>(())
+//! # }).unwrap();
+//! ```
+
+pub mod error;
+mod gate;
+pub mod ids;
+mod persist;
+pub mod recovery;
+mod runtime;
+pub mod settings;
+
+pub use error::{RuntimeError, RuntimeResult};
+pub use persist::minion_chat_id;
+pub use recovery::{ClosedCall, RecoveredRun, RecoveryMode};
+pub use runtime::{ChatRuntime, DEFAULT_LEASE_MS, EventObserver, RunOutcome};
+pub use settings::{ChatSettings, LoopSettings, ProjectSettings, build_loop_options};

@@ -1,0 +1,270 @@
+//! The consumer of one run: persists what the loop yields, event by event.
+//!
+//! Order of writes per event (each awaited before the stream is polled
+//! again):
+//! - every event goes to the run's event log (batched; the batch is written
+//!   before any commit point below);
+//! - `message_created` → the message is saved (root: the chat; a child
+//!   path: that path's minion chat, created on first use);
+//! - `tokens_consumed` → added to the chat's totals (and the minion chat's);
+//! - `pending_tool_result` (root) → the run's tool-call intent: its state
+//!   with phase `run_tools` and the calls;
+//! - `tool_start` → the log holding it is written, then the call is
+//!   released ([`Gate`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use agentloop_storage::Store;
+use agentloop_storage::model::{Chat, MinionLink, RunRecord, RunStatus, now_millis};
+use agentloop_types::{
+    EventKind, LoopEvent, LoopResult, LoopStatus, Message, Role, RunPath, RunPhase, RunState,
+    TokenTotals,
+};
+
+use crate::error::RuntimeResult;
+use crate::gate::Gate;
+
+/// Events buffered before the log is written regardless of commit points.
+const LOG_BATCH: usize = 64;
+
+/// Persists one run's events.
+pub(crate) struct Persister {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) chat: Chat,
+    pub(crate) run: RunRecord,
+    pub(crate) gate: Gate,
+    pub(crate) owner: String,
+    pub(crate) lease_ms: i64,
+    /// Messages of the context the run started from.
+    pub(crate) context_len: usize,
+    log: Vec<LoopEvent>,
+    minion_chats: HashMap<RunPath, String>,
+    last_assistant: Option<Message>,
+    totals: TokenTotals,
+    result: Option<LoopResult>,
+}
+
+impl Persister {
+    /// A persister for `run` in `chat`.
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        chat: Chat,
+        run: RunRecord,
+        gate: Gate,
+        owner: String,
+        lease_ms: i64,
+        context_len: usize,
+    ) -> Self {
+        Self {
+            store,
+            chat,
+            run,
+            gate,
+            owner,
+            lease_ms,
+            context_len,
+            log: Vec::new(),
+            minion_chats: HashMap::new(),
+            last_assistant: None,
+            totals: TokenTotals::default(),
+            result: None,
+        }
+    }
+
+    /// The root result, once the run finished.
+    pub(crate) fn take_result(&mut self) -> Option<LoopResult> {
+        self.result.take()
+    }
+
+    /// Handles one event.
+    pub(crate) async fn handle(&mut self, event: &LoopEvent) -> RuntimeResult<()> {
+        self.log.push(event.clone());
+        match &event.kind {
+            EventKind::MessageCreated { message } => {
+                self.flush().await?;
+                if event.path.is_root() {
+                    self.store.save_message(&self.chat.id, message).await?;
+                    if message.role == Role::Assistant {
+                        self.last_assistant = Some(message.clone());
+                    }
+                } else {
+                    let chat_id = self.minion_chat(&event.path).await?;
+                    self.store.save_message(&chat_id, message).await?;
+                }
+            }
+            EventKind::TokensConsumed { tokens } => {
+                let now = now_millis();
+                self.store
+                    .add_chat_totals(&self.chat.id, *tokens, now)
+                    .await?;
+                if event.path.is_root() {
+                    self.totals += *tokens;
+                } else {
+                    let chat_id = self.minion_chat(&event.path).await?;
+                    self.store.add_chat_totals(&chat_id, *tokens, now).await?;
+                }
+            }
+            EventKind::PendingToolResult { message_id, blocks } if event.path.is_root() => {
+                let calls = self
+                    .last_assistant
+                    .iter()
+                    .flat_map(|m| m.tool_uses())
+                    .filter(|c| blocks.iter().any(|b| b.tool_use_id == c.id))
+                    .cloned()
+                    .collect();
+                let mut state = RunState::new(self.run.id.clone(), Vec::new());
+                state.totals = self.totals;
+                state.phase = RunPhase::RunTools {
+                    result_message_id: message_id.clone(),
+                    calls,
+                };
+                self.run.state = Some(state);
+                self.run.updated_at = now_millis();
+                self.flush().await?;
+                self.store.update_run(&self.run).await?;
+            }
+            EventKind::ToolStart { tool_use_id, .. } => {
+                self.flush().await?;
+                self.gate.open(tool_use_id);
+            }
+            EventKind::Finished { result } if event.path.is_root() => {
+                self.flush().await?;
+                self.finish(result).await?;
+                self.result = Some(result.clone());
+            }
+            _ => {
+                if self.log.len() >= LOG_BATCH {
+                    self.flush().await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered events and renews the lease when half spent.
+    pub(crate) async fn flush(&mut self) -> RuntimeResult<()> {
+        if !self.log.is_empty() {
+            self.store.append_events(&self.run.id, &self.log).await?;
+            self.log.clear();
+        }
+        let now = now_millis();
+        if self
+            .run
+            .lease_expires_at
+            .is_none_or(|expires| expires - now < self.lease_ms / 2)
+        {
+            let expires = now + self.lease_ms;
+            if self
+                .store
+                .acquire_lease(&self.run.id, &self.owner, now, expires)
+                .await?
+            {
+                self.run.lease_owner = Some(self.owner.clone());
+                self.run.lease_expires_at = Some(expires);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records the run's end: status, result (its own messages only: the
+    /// chat holds the rest) and pending call; releases the lease.
+    async fn finish(&mut self, result: &LoopResult) -> RuntimeResult<()> {
+        let own = LoopResult {
+            status: result.status.clone(),
+            messages: result
+                .messages
+                .iter()
+                .skip(self.context_len)
+                .cloned()
+                .collect(),
+            tokens: result.tokens,
+        };
+        self.run.status = run_status(&result.status);
+        self.run.pending_tool_call = match &result.status {
+            LoopStatus::Suspended {
+                pending_tool_call, ..
+            } => Some(pending_tool_call.clone()),
+            _ => None,
+        };
+        if let Some(state) = self.run.state.as_mut() {
+            state.phase = RunPhase::Finished;
+            state.totals = result.tokens;
+        }
+        self.run.result = Some(serde_json::to_value(&own).map_err(|e| {
+            crate::error::RuntimeError::CorruptRun {
+                run_id: self.run.id.clone(),
+                message: e.to_string(),
+            }
+        })?);
+        self.run.updated_at = now_millis();
+        self.store.update_run(&self.run).await?;
+        self.store.release_lease(&self.run.id, &self.owner).await?;
+        Ok(())
+    }
+
+    /// Ends a run whose stream stopped without a result, or whose
+    /// persistence failed.
+    pub(crate) async fn abandon(&mut self, why: &str) {
+        let _ = self.flush().await;
+        self.run.status = RunStatus::Failed;
+        self.run.result = Some(serde_json::json!({ "status": "error", "error": why }));
+        self.run.updated_at = now_millis();
+        let _ = self.store.update_run(&self.run).await;
+        let _ = self.store.release_lease(&self.run.id, &self.owner).await;
+    }
+
+    /// The minion chat of a child path, created on first use: linked to the
+    /// chat of the parent path and the call that started it.
+    async fn minion_chat(&mut self, path: &RunPath) -> RuntimeResult<String> {
+        if let Some(id) = self.minion_chats.get(path) {
+            return Ok(id.clone());
+        }
+        let (parent_chat_id, tool_use_id) = match path.0.split_last() {
+            Some((last, rest)) if !rest.is_empty() => {
+                let parent = Box::pin(self.minion_chat(&RunPath(rest.to_vec()))).await?;
+                (parent, last.clone())
+            }
+            Some((last, _)) => (self.chat.id.clone(), last.clone()),
+            None => return Ok(self.chat.id.clone()),
+        };
+        let id = minion_chat_id(&parent_chat_id, &tool_use_id);
+        if self.store.get_chat(&id).await.is_err() {
+            let now = now_millis();
+            self.store
+                .create_chat(&Chat {
+                    id: id.clone(),
+                    project_id: self.chat.project_id.clone(),
+                    title: format!("minion {tool_use_id}"),
+                    settings: agentloop_storage::store::empty_settings(),
+                    totals: TokenTotals::default(),
+                    minion: Some(MinionLink {
+                        parent_chat_id,
+                        tool_use_id,
+                    }),
+                    created_at: now,
+                    updated_at: now,
+                })
+                .await?;
+        }
+        self.minion_chats.insert(path.clone(), id.clone());
+        Ok(id)
+    }
+}
+
+/// The id of the minion chat started by call `tool_use_id` in `parent`.
+pub fn minion_chat_id(parent_chat_id: &str, tool_use_id: &str) -> String {
+    format!("{parent_chat_id}/{tool_use_id}")
+}
+
+/// The stored status of a run that ended with `status`.
+pub(crate) fn run_status(status: &LoopStatus) -> RunStatus {
+    match status {
+        LoopStatus::Complete { .. }
+        | LoopStatus::MaxIterations
+        | LoopStatus::LimitExceeded { .. } => RunStatus::Completed,
+        LoopStatus::Suspended { .. } => RunStatus::Suspended,
+        LoopStatus::Error { .. } => RunStatus::Failed,
+        LoopStatus::Cancelled => RunStatus::Cancelled,
+    }
+}

@@ -1,0 +1,401 @@
+//! [`ChatRuntime`]: sends messages to stored chats through the loop.
+
+use std::sync::Arc;
+
+use agentloop_engine::strategy::NativeStrategy;
+use agentloop_engine::{LoopStrategy, RunDeps};
+use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
+use agentloop_storage::{StorageError, Store, StoreAttachmentLoader};
+use agentloop_types::{
+    CancellationToken, LoopEvent, LoopResult, Message, ModelProvider, Role, Tool, ToolResultBlock,
+};
+use futures::StreamExt;
+
+use crate::error::{RuntimeError, RuntimeResult};
+use crate::gate::{Gate, GatedTool};
+use crate::ids::new_id;
+use crate::persist::Persister;
+use crate::settings::{ChatSettings, ProjectSettings, build_loop_options};
+
+/// Default lease of a running run: renewed while events flow.
+pub const DEFAULT_LEASE_MS: i64 = 30_000;
+
+/// What a caller sees of each event while a run goes on.
+pub type EventObserver<'a> = &'a mut (dyn FnMut(&LoopEvent) + Send);
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// The stored run's id.
+    pub run_id: String,
+    /// The loop's result (its `messages` are the whole history).
+    pub result: LoopResult,
+}
+
+/// Runs the loop for stored chats (seed 000's `useChat`, seed 001's
+/// `ChatService`): provider, tools and strategy are injected.
+#[derive(Clone)]
+pub struct ChatRuntime {
+    pub(crate) store: Arc<dyn Store>,
+    provider: Arc<dyn ModelProvider>,
+    tools: Vec<Arc<dyn Tool>>,
+    strategy: Arc<dyn LoopStrategy>,
+    pub(crate) owner: String,
+    pub(crate) lease_ms: i64,
+    cancel: CancellationToken,
+}
+
+impl ChatRuntime {
+    /// A runtime over `store` calling `provider`, with no tools and the
+    /// native strategy.
+    pub fn new(store: Arc<dyn Store>, provider: Arc<dyn ModelProvider>) -> Self {
+        Self {
+            store,
+            provider,
+            tools: Vec::new(),
+            strategy: Arc::new(NativeStrategy::default()),
+            owner: new_id("worker"),
+            lease_ms: DEFAULT_LEASE_MS,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Adds tools offered to runs.
+    pub fn with_tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Replaces the loop strategy.
+    pub fn with_strategy(mut self, strategy: Arc<dyn LoopStrategy>) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Sets the lease owner name of this worker and the lease length.
+    pub fn with_lease(mut self, owner: impl Into<String>, lease_ms: i64) -> Self {
+        self.owner = owner.into();
+        self.lease_ms = lease_ms.max(1);
+        self
+    }
+
+    /// Sets the token that cancels this runtime's runs.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Creates a project with `settings`.
+    pub async fn create_project(
+        &self,
+        name: &str,
+        settings: &ProjectSettings,
+    ) -> RuntimeResult<Project> {
+        let now = now_millis();
+        let project = Project {
+            id: new_id("project"),
+            name: name.to_owned(),
+            settings: to_value(settings)?,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.create_project(&project).await?;
+        Ok(project)
+    }
+
+    /// Creates a chat in a project with `settings`.
+    pub async fn create_chat(
+        &self,
+        project_id: &str,
+        title: &str,
+        settings: &ChatSettings,
+    ) -> RuntimeResult<Chat> {
+        let now = now_millis();
+        let chat = Chat {
+            id: new_id("chat"),
+            project_id: project_id.to_owned(),
+            title: title.to_owned(),
+            settings: to_value(settings)?,
+            totals: Default::default(),
+            minion: None,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.create_chat(&chat).await?;
+        Ok(chat)
+    }
+
+    /// Sends a user message: stores it, runs the loop over the chat's
+    /// history and stores what the run yields.
+    pub async fn send(&self, chat_id: &str, user_message: Message) -> RuntimeResult<RunOutcome> {
+        self.send_with(chat_id, user_message, &mut |_| {}).await
+    }
+
+    /// [`send`](Self::send), showing each event to `observer` after it is
+    /// persisted.
+    pub async fn send_with(
+        &self,
+        chat_id: &str,
+        user_message: Message,
+        observer: EventObserver<'_>,
+    ) -> RuntimeResult<RunOutcome> {
+        self.ensure_idle(chat_id).await?;
+        self.store.save_message(chat_id, &user_message).await?;
+        self.run_history(chat_id, observer).await
+    }
+
+    /// Resumes the chat's suspended run with the pending call's result; the
+    /// results of the turn's other calls come from the stored run.
+    pub async fn resume(
+        &self,
+        chat_id: &str,
+        answer: ToolResultBlock,
+    ) -> RuntimeResult<RunOutcome> {
+        self.resume_with(chat_id, answer, &mut |_| {}).await
+    }
+
+    /// [`resume`](Self::resume) with an event observer.
+    pub async fn resume_with(
+        &self,
+        chat_id: &str,
+        mut answer: ToolResultBlock,
+        observer: EventObserver<'_>,
+    ) -> RuntimeResult<RunOutcome> {
+        let runs = self.store.list_runs(chat_id).await?;
+        let Some(mut run) = runs
+            .into_iter()
+            .rev()
+            .find(|r| r.status == RunStatus::Suspended)
+        else {
+            return Err(RuntimeError::NotSuspended {
+                chat_id: chat_id.to_owned(),
+            });
+        };
+        let stored: LoopResult = run
+            .result
+            .clone()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .ok_or_else(|| RuntimeError::CorruptRun {
+                run_id: run.id.clone(),
+                message: "a suspended run without its result".to_owned(),
+            })?;
+        if let Some(pending) = &run.pending_tool_call {
+            answer.tool_use_id = pending.id.clone();
+        }
+        let message = stored
+            .resume_message(new_id("msg"), answer)
+            .ok_or_else(|| RuntimeError::CorruptRun {
+                run_id: run.id.clone(),
+                message: "the stored result is not suspended".to_owned(),
+            })?;
+        self.store.save_message(chat_id, &message).await?;
+        run.status = RunStatus::Completed;
+        run.updated_at = now_millis();
+        self.store.update_run(&run).await?;
+        self.run_history(chat_id, observer).await
+    }
+
+    /// Seed 003's resend: drops every message after `message_id` (a user
+    /// message) and runs again from there.
+    pub async fn resend_from(&self, chat_id: &str, message_id: &str) -> RuntimeResult<RunOutcome> {
+        self.resend_from_with(chat_id, message_id, &mut |_| {})
+            .await
+    }
+
+    /// [`resend_from`](Self::resend_from) with an event observer.
+    pub async fn resend_from_with(
+        &self,
+        chat_id: &str,
+        message_id: &str,
+        observer: EventObserver<'_>,
+    ) -> RuntimeResult<RunOutcome> {
+        let stored = self.store.get_message(chat_id, message_id).await?;
+        if stored.message.role != Role::User || stored.message.tool_results().next().is_some() {
+            return Err(RuntimeError::NotResendable {
+                message_id: message_id.to_owned(),
+                reason: "only a user's own message can be resent".to_owned(),
+            });
+        }
+        self.ensure_idle_or_suspended(chat_id, true).await?;
+        self.store
+            .truncate_messages(chat_id, Some(stored.seq))
+            .await?;
+        self.run_history(chat_id, observer).await
+    }
+
+    /// Continues a chat from its last committed message (after
+    /// [`recover`](Self::recover)): `None` when the last message is a
+    /// finished answer and there is nothing to continue.
+    pub async fn continue_chat(
+        &self,
+        chat_id: &str,
+        observer: EventObserver<'_>,
+    ) -> RuntimeResult<Option<RunOutcome>> {
+        self.ensure_idle(chat_id).await?;
+        let messages = self.store.list_messages(chat_id).await?;
+        match messages.last() {
+            None => return Ok(None),
+            Some(last)
+                if last.message.role == Role::Assistant
+                    && last.message.tool_uses().next().is_none() =>
+            {
+                return Ok(None);
+            }
+            Some(_) => {}
+        }
+        self.run_history(chat_id, observer).await.map(Some)
+    }
+
+    /// Creates a checkpoint at the chat's last message with its totals.
+    pub async fn create_checkpoint(&self, chat_id: &str, name: &str) -> RuntimeResult<Checkpoint> {
+        let chat = self.store.get_chat(chat_id).await?;
+        let messages = self.store.list_messages(chat_id).await?;
+        let checkpoint = Checkpoint {
+            chat_id: chat_id.to_owned(),
+            name: name.to_owned(),
+            message_seq: messages.last().map(|m| m.seq),
+            totals: chat.totals,
+            created_at: now_millis(),
+        };
+        self.store.create_checkpoint(&checkpoint).await?;
+        Ok(checkpoint)
+    }
+
+    /// The chat's checkpoints, oldest first.
+    pub async fn list_checkpoints(&self, chat_id: &str) -> RuntimeResult<Vec<Checkpoint>> {
+        Ok(self.store.list_checkpoints(chat_id).await?)
+    }
+
+    /// Rolls the chat back to a checkpoint (messages after it, later
+    /// checkpoints and the totals since are undone). Not while a run is
+    /// going on.
+    pub async fn rollback(&self, chat_id: &str, name: &str) -> RuntimeResult<Checkpoint> {
+        self.ensure_idle_or_suspended(chat_id, true).await?;
+        Ok(self.store.rollback_to_checkpoint(chat_id, name).await?)
+    }
+
+    /// Fails when the chat has a live or suspended run; recovers an
+    /// interrupted one first.
+    async fn ensure_idle(&self, chat_id: &str) -> RuntimeResult<()> {
+        self.ensure_idle_or_suspended(chat_id, false).await
+    }
+
+    async fn ensure_idle_or_suspended(
+        &self,
+        chat_id: &str,
+        drop_suspended: bool,
+    ) -> RuntimeResult<()> {
+        let now = now_millis();
+        for mut run in self.store.list_runs(chat_id).await? {
+            match run.status {
+                RunStatus::Running | RunStatus::Pending => {
+                    if run.lease_expires_at.is_some_and(|at| at > now) {
+                        return Err(RuntimeError::RunInProgress {
+                            chat_id: chat_id.to_owned(),
+                            run_id: run.id,
+                        });
+                    }
+                    self.recover_run(&run, now).await?;
+                }
+                RunStatus::Suspended if drop_suspended => {
+                    run.status = RunStatus::Cancelled;
+                    run.updated_at = now;
+                    self.store.update_run(&run).await?;
+                }
+                RunStatus::Suspended => {
+                    return Err(RuntimeError::Suspended {
+                        chat_id: chat_id.to_owned(),
+                        run_id: run.id,
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the loop over the chat's stored history and persists it.
+    async fn run_history(
+        &self,
+        chat_id: &str,
+        observer: EventObserver<'_>,
+    ) -> RuntimeResult<RunOutcome> {
+        let chat = self.store.get_chat(chat_id).await?;
+        let project = self.store.get_project(&chat.project_id).await?;
+        let options = build_loop_options(
+            &project.id,
+            Some(&chat.id),
+            &ProjectSettings::from_value(&project.id, &project.settings)?,
+            &ChatSettings::from_value(&chat.id, &chat.settings)?,
+        );
+        let context: Vec<Message> = self
+            .store
+            .list_messages(chat_id)
+            .await?
+            .into_iter()
+            .map(|m| m.message)
+            .collect();
+        let now = now_millis();
+        let run = RunRecord {
+            id: new_id("run"),
+            chat_id: Some(chat_id.to_owned()),
+            status: RunStatus::Running,
+            state: None,
+            result: None,
+            pending_tool_call: None,
+            lease_owner: None,
+            lease_expires_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.create_run(&run).await?;
+        let gate = Gate::default();
+        let deps = RunDeps::new(Arc::clone(&self.provider))
+            .with_tools(GatedTool::wrap_all(&self.tools, &gate))
+            .with_cancel(self.cancel.child_token())
+            .with_run_id(run.id.clone());
+        let deps = RunDeps {
+            attachments: Some(Arc::new(StoreAttachmentLoader(Arc::clone(&self.store)))),
+            ..deps
+        };
+        let run_id = run.id.clone();
+        let mut persister = Persister::new(
+            Arc::clone(&self.store),
+            chat,
+            run,
+            gate,
+            self.owner.clone(),
+            self.lease_ms,
+            context.len(),
+        );
+        persister.flush().await?;
+        let mut stream = self.strategy.run(options, context, deps);
+        while let Some(event) = stream.next().await {
+            if let Err(err) = persister.handle(&event).await {
+                drop(stream);
+                persister.abandon(&err.to_string()).await;
+                return Err(err);
+            }
+            observer(&event);
+        }
+        match persister.take_result() {
+            Some(result) => Ok(RunOutcome { run_id, result }),
+            None => {
+                persister.abandon("the run ended without a result").await;
+                Err(RuntimeError::CorruptRun {
+                    run_id,
+                    message: "the run ended without a result".to_owned(),
+                })
+            }
+        }
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> RuntimeResult<serde_json::Value> {
+    serde_json::to_value(value).map_err(|e| StorageError::Serialization(e.to_string()).into())
+}
