@@ -17,10 +17,16 @@ struct Benchmark {
     example: &'static str,
 }
 
-const BENCHMARKS: &[Benchmark] = &[Benchmark {
-    package: "agentloop-engine",
-    example: "loop_bench",
-}];
+const BENCHMARKS: &[Benchmark] = &[
+    Benchmark {
+        package: "agentloop-engine",
+        example: "loop_bench",
+    },
+    Benchmark {
+        package: "agentloop-tools",
+        example: "tools_bench",
+    },
+];
 
 /// Runs every registered benchmark (or those whose example name contains
 /// one of `args`) and writes the report.
