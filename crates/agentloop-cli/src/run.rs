@@ -32,7 +32,6 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         args.model.as_deref(),
         args.base_url.as_deref(),
     )?;
-    let tools = tools::build(&args.tools, args.root.as_deref())?;
     let options = LoopOptions {
         model: chosen.model,
         api: chosen.api,
@@ -42,6 +41,14 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         max_iterations: args.max_iterations,
         ..LoopOptions::default()
     };
+    let minion = tools::MinionModel {
+        provider: chosen.provider.clone(),
+        options: LoopOptions {
+            system_prompt: None,
+            ..options.clone()
+        },
+    };
+    let tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion))?;
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {

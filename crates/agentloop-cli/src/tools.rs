@@ -4,10 +4,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use agentloop_engine::scripted::ScriptedProvider;
 use agentloop_tools::vfs::{DirJail, MemoryVfs};
-use agentloop_tools::{AskUserTool, FsTool, JsTool, MemoryTool, ReturnTool};
+use agentloop_tools::{AskUserTool, FsTool, JsTool, MemoryTool, MinionTool, ReturnTool};
 use agentloop_types::{
-    CancellationToken, RunPath, Tool, ToolContext, ToolOutput, ToolStreamEvent, Vfs,
+    CancellationToken, LoopOptions, ModelProvider, RunPath, Tool, ToolContext, ToolOutput,
+    ToolStreamEvent, Vfs,
 };
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -15,11 +17,24 @@ use serde_json::{Map, Value, json};
 use crate::args::ToolCallArgs;
 
 /// Names `--tools` accepts.
-pub const NAMES: &[&str] = &["fs", "memory", "js", "return", "ask_user"];
+pub const NAMES: &[&str] = &["fs", "memory", "js", "return", "ask_user", "minion"];
+
+/// The model a minion's child loops run on: the run's provider and options.
+pub struct MinionModel {
+    /// The provider.
+    pub provider: Arc<dyn ModelProvider>,
+    /// The child's base options (model, api, limits).
+    pub options: LoopOptions,
+}
 
 /// Builds the named tools; fs and js work in `root`, memory in a store of
-/// its own that lives as long as the process.
-pub fn build(names: &[String], root: Option<&Path>) -> Result<Vec<Arc<dyn Tool>>, String> {
+/// its own that lives as long as the process. `minion` needs `model`; its
+/// children may use the other tools named.
+pub fn build(
+    names: &[String],
+    root: Option<&Path>,
+    model: Option<&MinionModel>,
+) -> Result<Vec<Arc<dyn Tool>>, String> {
     let root: PathBuf = match root {
         Some(root) => root.to_owned(),
         None => std::env::current_dir().map_err(|e| format!("no current folder: {e}"))?,
@@ -29,8 +44,9 @@ pub fn build(names: &[String], root: Option<&Path>) -> Result<Vec<Arc<dyn Tool>>
             .map(|j| Arc::new(j) as Arc<dyn Vfs>)
             .map_err(|e| format!("cannot use {} as the tool root: {e}", root.display()))
     };
-    names
+    let tools = names
         .iter()
+        .filter(|name| name.as_str() != "minion")
         .map(|name| -> Result<Arc<dyn Tool>, String> {
             Ok(match name.as_str() {
                 "fs" => Arc::new(FsTool::new(jail()?)),
@@ -46,14 +62,27 @@ pub fn build(names: &[String], root: Option<&Path>) -> Result<Vec<Arc<dyn Tool>>
                 }
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()?;
+    let Some(position) = names.iter().position(|n| n == "minion") else {
+        return Ok(tools);
+    };
+    let model = model.ok_or("the minion tool needs a model provider")?;
+    let minion =
+        MinionTool::new(model.provider.clone(), tools.clone()).with_options(model.options.clone());
+    let mut all = tools;
+    all.insert(position.min(all.len()), Arc::new(minion));
+    Ok(all)
 }
 
 /// `agentloop tool list`.
 pub fn list() -> Result<ExitCode, String> {
     let names: Vec<String> = NAMES.iter().map(|n| (*n).to_owned()).collect();
     let dir = std::env::temp_dir();
-    for tool in build(&names, Some(&dir))? {
+    let listing = MinionModel {
+        provider: ScriptedProvider::new([]),
+        options: LoopOptions::default(),
+    };
+    for tool in build(&names, Some(&dir), Some(&listing))? {
         let first_line = tool.description().lines().next().unwrap_or_default();
         println!("{:<10} {first_line}", tool.name());
     }
@@ -65,7 +94,26 @@ pub fn list() -> Result<ExitCode, String> {
 pub async fn call(args: ToolCallArgs) -> Result<ExitCode, String> {
     let input: Value =
         serde_json::from_str(&args.input).map_err(|e| format!("--input is not JSON: {e}"))?;
-    let tools = build(std::slice::from_ref(&args.name), args.root.as_deref())?;
+    let model = if args.name == "minion" {
+        let chosen = crate::providers::choose(None, None, None)?;
+        let options = LoopOptions {
+            model: chosen.model,
+            api: chosen.api,
+            project_id: "cli".to_owned(),
+            ..LoopOptions::default()
+        };
+        Some(MinionModel {
+            provider: chosen.provider,
+            options,
+        })
+    } else {
+        None
+    };
+    let tools = build(
+        std::slice::from_ref(&args.name),
+        args.root.as_deref(),
+        model.as_ref(),
+    )?;
     let Some(tool) = tools.into_iter().next() else {
         return Err(format!("unknown tool {}", args.name));
     };
