@@ -546,3 +546,91 @@ async fn options_reach_the_child_and_child_errors_are_error_results() {
     let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(offered, ["ask_user"]);
 }
+
+#[tokio::test]
+async fn nested_minions_roll_tokens_up_through_every_level() {
+    let child = ScriptedProvider::new([
+        ScriptedTurn::new()
+            .tool_call("c1", "minion", json!({"task": "deeper"}))
+            .usage(100, 10),
+        ScriptedTurn::new()
+            .text("grandchild answer")
+            .usage(1000, 100),
+        ScriptedTurn::new().text("child answer").usage(10_000, 1000),
+    ]);
+    let minion = MinionTool::new(child, vec![]).with_max_depth(2);
+    let mut options = LoopOptions::default();
+    let mut minion_options = Map::new();
+    minion_options.insert("tools".into(), json!("minion"));
+    options.tool_options.insert("minion".into(), minion_options);
+    let events = run_parent(
+        parent_calling(json!({"task": "t"})),
+        minion,
+        options,
+        CancellationToken::new(),
+    )
+    .await;
+    let result = result_of(&events);
+    assert_eq!(minion_result(&result).content, "child answer");
+    assert_eq!(result.tokens.input_tokens, 10 + 100 + 1000 + 10_000 + 20);
+    let grandchild = RunPath::root().child("toolu_1").child("c1");
+    let finished = events.iter().find_map(|e| match &e.kind {
+        EventKind::Finished { result } if e.path == grandchild => result.final_text(),
+        _ => None,
+    });
+    assert_eq!(finished.as_deref(), Some("grandchild answer"));
+    let nested_block = events
+        .iter()
+        .filter(|e| e.path == RunPath::root().child("toolu_1"))
+        .find_map(|e| match &e.kind {
+            EventKind::MessageCreated { message } => message.tool_results().next().cloned(),
+            _ => None,
+        })
+        .expect("the nested minion's result is in the child's history");
+    let RenderingContentBlock::ToolInfo(info) = &nested_block.rendering_groups[0].blocks[0] else {
+        panic!("the nested result opens with its tool info");
+    };
+    assert_eq!(info.chat_id.as_deref(), Some("minion_c1"));
+}
+
+#[tokio::test]
+async fn long_streams_update_the_block_a_few_times_not_per_chunk() {
+    let chunk = "0123456789".repeat(5);
+    let chunks: Vec<&str> = std::iter::repeat_n(chunk.as_str(), 200).collect();
+    let child = ScriptedProvider::new([ScriptedTurn::new().text_chunks(&chunks)]);
+    let minion = MinionTool::new(child, vec![]);
+    let events = run_parent(
+        parent_calling(json!({"task": "write a lot"})),
+        minion,
+        LoopOptions::default(),
+        CancellationToken::new(),
+    )
+    .await;
+    let updates: Vec<&Vec<agentloop_types::RenderingBlockGroup>> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolBlockUpdate { block, .. } => Some(&block.rendering_groups),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        (4..40).contains(&updates.len()),
+        "{} updates for 200 chunks",
+        updates.len()
+    );
+    let shown = |groups: &Vec<agentloop_types::RenderingBlockGroup>| -> usize {
+        groups
+            .iter()
+            .flat_map(|g| &g.blocks)
+            .map(|b| match b {
+                RenderingContentBlock::Text { text } => text.len(),
+                _ => 0,
+            })
+            .sum()
+    };
+    let sizes: Vec<usize> = updates.iter().map(|g| shown(g)).collect();
+    assert!(sizes.windows(2).all(|w| w[0] <= w[1]), "{sizes:?}");
+    assert_eq!(sizes.last().copied(), Some(200 * 50));
+    let block = minion_result(&result_of(&events));
+    assert_eq!(&block.rendering_groups, *updates.last().unwrap());
+}
