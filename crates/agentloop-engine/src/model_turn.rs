@@ -4,8 +4,8 @@
 use std::panic::AssertUnwindSafe;
 
 use agentloop_types::{
-    CancellationToken, EventKind, LoopError, ModelChunk, ModelProvider, ModelRequest,
-    ProviderError, ProviderErrorKind, StreamAssembler,
+    BlockStart, CancellationToken, EventKind, LoopError, ModelChunk, ModelProvider, ModelRequest,
+    ProviderError, ProviderErrorKind, StreamAssembler, StreamDelta,
 };
 use futures::StreamExt;
 
@@ -22,6 +22,7 @@ pub(crate) async fn model_turn(
     emitter: &mut Emitter,
 ) -> Input {
     emitter.emit(EventKind::StreamingStart { iteration }).await;
+    let prefill = prefill_deltas(request.options.prefill_response.as_deref());
     let mut stream = AssertUnwindSafe(provider.stream(request)).catch_unwind();
     let mut assembler = StreamAssembler::new();
     let mut first_chunk = true;
@@ -41,6 +42,15 @@ pub(crate) async fn model_turn(
                 if first_chunk {
                     first_chunk = false;
                     emitter.emit(EventKind::FirstChunk).await;
+                    for delta in &prefill {
+                        // Prefill deltas are built here and always fit.
+                        let _ = assembler.apply(delta);
+                        emitter
+                            .emit(EventKind::StreamingChunk {
+                                delta: delta.clone(),
+                            })
+                            .await;
+                    }
                 }
                 match assembler.apply(&delta) {
                     Ok(()) => {
@@ -75,5 +85,30 @@ pub(crate) async fn model_turn(
             .emit(EventKind::StreamingEnd { stop_reason: None })
             .await;
         return Input::ModelFailed { error: failure };
+    }
+}
+
+/// Block index of the prefill text; providers number their own blocks from 0.
+const PREFILL_INDEX: u32 = u32::MAX;
+
+/// The prefilled start of the answer as a text block of its own, so the
+/// committed message holds the whole answer (the provider streams only the
+/// continuation).
+fn prefill_deltas(prefill: Option<&str>) -> Vec<StreamDelta> {
+    match prefill.filter(|p| !p.is_empty()) {
+        None => Vec::new(),
+        Some(text) => vec![
+            StreamDelta::BlockStart {
+                index: PREFILL_INDEX,
+                block: BlockStart::Text,
+            },
+            StreamDelta::Text {
+                index: PREFILL_INDEX,
+                text: text.to_owned(),
+            },
+            StreamDelta::BlockStop {
+                index: PREFILL_INDEX,
+            },
+        ],
     }
 }

@@ -371,3 +371,23 @@ async fn tool_timeout_and_limits() {
     .await;
     snapshot("timeout_and_token_limit", &events);
 }
+
+#[tokio::test(start_paused = true)]
+async fn prefill_starts_the_committed_answer() {
+    let provider = ScriptedProvider::new([ScriptedTurn::new().text("\"a\": 1}")]);
+    let options = LoopOptions {
+        prefill_response: Some("{".into()),
+        ..LoopOptions::default()
+    };
+    let events = run_events(
+        provider,
+        vec![],
+        options,
+        user("JSON please"),
+        CancellationToken::new(),
+    )
+    .await;
+    snapshot("prefill", &events);
+    let result = check_invariants(&events);
+    assert_eq!(result.final_text().as_deref(), Some("{\"a\": 1}"));
+}
