@@ -23,6 +23,14 @@ const BENCHMARKS: &[Benchmark] = &[
         example: "loop_bench",
     },
     Benchmark {
+        package: "agentloop-providers",
+        example: "sse_bench",
+    },
+    Benchmark {
+        package: "agentloop-tests",
+        example: "http_loop_bench",
+    },
+    Benchmark {
         package: "agentloop-tools",
         example: "tools_bench",
     },
