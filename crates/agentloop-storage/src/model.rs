@@ -266,6 +266,8 @@ pub enum AgentRunStatus {
     Completed,
     /// Failed; the chain stops.
     Failed,
+    /// Cancelled by a person; the chain stops.
+    Cancelled,
 }
 
 impl AgentRunStatus {
@@ -275,6 +277,7 @@ impl AgentRunStatus {
             Self::Running => "running",
             Self::Completed => "completed",
             Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
         }
     }
 
@@ -284,6 +287,7 @@ impl AgentRunStatus {
             "running" => Self::Running,
             "completed" => Self::Completed,
             "failed" => Self::Failed,
+            "cancelled" => Self::Cancelled,
             _ => return None,
         })
     }

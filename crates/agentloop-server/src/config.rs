@@ -1,0 +1,112 @@
+//! Server configuration: the model provider, agent prompts, leases and
+//! request limits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_storage::model::AgentType;
+use agentloop_types::{ApiKind, ModelProvider, Tool};
+
+/// The three agent prompts (seed 004's `generate*Message`). `{task_doc_path}`
+/// and `{task_id}` are replaced in each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentPrompts {
+    /// Planification: interactive Q&A about the task document.
+    pub planification: String,
+    /// Implementation: do the next step of the plan.
+    pub implementation: String,
+    /// Review: check the implementation and update the plan.
+    pub review: String,
+}
+
+impl Default for AgentPrompts {
+    fn default() -> Self {
+        Self {
+            planification: "Read the task document at {task_doc_path}. Ask me the questions \
+you need answered to plan this task, one topic at a time. When the plan is clear, write it \
+into {task_doc_path} as a checklist of small implementation steps."
+                .to_owned(),
+            implementation: "You are the implementation agent for task {task_id}. Read the \
+task document at {task_doc_path}, pick the first unchecked step of its plan, implement it in \
+the project folder with the fs tool, then tick the step in the document and add a short note \
+on what you did. If every step is done and reviewed, call the complete_workflow tool."
+                .to_owned(),
+            review: "You are the review agent for task {task_id}. Read the task document at \
+{task_doc_path} and review the work of the last implementation step in the project folder. \
+Write your findings into the document as new unchecked steps when something must be fixed. If \
+the whole task is done and nothing is left to fix, call the complete_workflow tool."
+                .to_owned(),
+        }
+    }
+}
+
+impl AgentPrompts {
+    /// The first message of an agent run.
+    pub fn message(&self, agent: AgentType, task_doc_path: &str, task_id: &str) -> String {
+        let template = match agent {
+            AgentType::Planification => &self.planification,
+            AgentType::Implementation => &self.implementation,
+            AgentType::Review => &self.review,
+        };
+        template
+            .replace("{task_doc_path}", task_doc_path)
+            .replace("{task_id}", task_id)
+    }
+}
+
+/// The path of a task's document, relative to its project folder.
+pub fn task_doc_path(task_id: &str) -> String {
+    format!(".agentloop/tasks/task-{task_id}.md")
+}
+
+/// Everything the server needs besides its store.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// The model provider agent runs call.
+    pub provider: Arc<dyn ModelProvider>,
+    /// Its wire protocol.
+    pub api: ApiKind,
+    /// Default model id; a project's `settings.model` overrides it.
+    pub model: String,
+    /// Output token cap per model turn.
+    pub max_tokens: u32,
+    /// Model turns per agent run.
+    pub max_iterations: u32,
+    /// The agent prompts.
+    pub prompts: AgentPrompts,
+    /// Tools offered besides the jailed fs tool and `complete_workflow`.
+    pub extra_tools: Vec<Arc<dyn Tool>>,
+    /// This instance's lease owner name; unique per process.
+    pub instance_id: String,
+    /// How long a lease lasts without a heartbeat.
+    pub lease_ttl: Duration,
+    /// How often leases are renewed and run statuses checked.
+    pub heartbeat: Duration,
+    /// How often the instance looks for runs to take over.
+    pub claim_interval: Duration,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// Time limit of a non-streaming request.
+    pub request_timeout: Duration,
+}
+
+impl ServerConfig {
+    /// A configuration with defaults around a provider.
+    pub fn new(provider: Arc<dyn ModelProvider>, api: ApiKind, model: impl Into<String>) -> Self {
+        Self {
+            provider,
+            api,
+            model: model.into(),
+            max_tokens: 4096,
+            max_iterations: 50,
+            prompts: AgentPrompts::default(),
+            extra_tools: Vec::new(),
+            instance_id: format!("{}-{}", std::process::id(), crate::ids::new_id()),
+            lease_ttl: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(5),
+            claim_interval: Duration::from_secs(5),
+            max_body_bytes: 1 << 20,
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}

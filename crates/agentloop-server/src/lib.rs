@@ -1,0 +1,54 @@
+//! The HTTP server of agentloop (seed 004): projects and tasks owned by
+//! users, agent runs started with `POST /api/tasks/{id}/agent-runs` and
+//! chained on the server (implementation → review → implementation … until
+//! the task's `workflow_complete`), event logs streamed as SSE, owner
+//! notifications over a WebSocket, and runs that survive a crash: each is
+//! executed under a lease and taken over by a live instance when the lease
+//! expires.
+//!
+//! - [`routes`]: the API; [`openapi`] describes it.
+//! - [`runner`] starts agent runs; [`drive`] executes one under its lease
+//!   and chains the next; [`recovery`] takes over runs whose lease expired.
+//! - [`executor`]: the [`AgentExecutor`] port and the engine-backed
+//!   [`EngineExecutor`]; [`sink`] stores messages and events as they come.
+//! - [`users`]: users and token hashes; [`config`]: provider, prompts,
+//!   leases and limits.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+//! use agentloop_server::{Server, ServerConfig, shutdown_signal};
+//! use agentloop_storage::MemoryStore;
+//! use agentloop_types::ApiKind;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let provider = ScriptedProvider::new([ScriptedTurn::new().text("Done.")]);
+//! let config = ServerConfig::new(provider, ApiKind::AnthropicMessages, "scripted");
+//! let store = Arc::new(MemoryStore::new());
+//! let (_user, token) = agentloop_server::users::create_user(&*store, "ada").await?;
+//! println!("token: {token}");
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! Server::new(store, config).serve(listener, shutdown_signal()).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod config;
+pub mod drive;
+pub mod error;
+pub mod executor;
+pub mod ids;
+pub mod openapi;
+pub mod recovery;
+pub mod routes;
+pub mod runner;
+pub mod server;
+pub mod sink;
+pub mod state;
+pub mod tool;
+pub mod users;
+
+pub use config::{AgentPrompts, ServerConfig};
+pub use error::{ApiError, ServerError};
+pub use executor::{AgentExecutor, AgentJob, EngineExecutor, Outcome};
+pub use server::{Server, shutdown_signal};
+pub use state::AppState;

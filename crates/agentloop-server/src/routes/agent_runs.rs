@@ -1,0 +1,133 @@
+//! Agent runs: start one (seed 004's POST), list, read, cancel.
+
+use agentloop_storage::StorageError;
+use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, now_millis};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::tasks::owned_task;
+use super::{ApiJson, AuthUser, agent_run_json, check_id};
+use crate::error::ApiError;
+use crate::runner::{StartError, TaskContext, start_agent_run};
+use crate::state::AppState;
+use crate::users::User;
+
+const INVALID_TYPE: &str =
+    "Invalid agent type. Must be one of: planification, implementation, review";
+
+/// The user's agent run with its task, or 404.
+pub async fn owned_run(
+    state: &AppState,
+    user: &User,
+    run_id: &str,
+) -> Result<(AgentRun, TaskContext), ApiError> {
+    check_id(run_id, "agent run")?;
+    let run = match state.store.get_agent_run(run_id).await {
+        Ok(run) => run,
+        Err(StorageError::NotFound { .. }) => {
+            return Err(ApiError::not_found("Agent run not found"));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    match owned_task(state, user, &run.task_id).await {
+        Ok(ctx) => Ok((run, ctx)),
+        Err(e) if e.status == StatusCode::NOT_FOUND => {
+            Err(ApiError::not_found("Agent run not found"))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+pub(super) async fn create(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(task_id): Path<String>,
+    ApiJson(body): ApiJson,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    check_id(&task_id, "task")?;
+    let agent = body
+        .get("agentType")
+        .and_then(Value::as_str)
+        .and_then(AgentType::parse)
+        .ok_or_else(|| ApiError::bad_request(INVALID_TYPE))?;
+    let ctx = owned_task(&state, &user, &task_id).await?;
+    match start_agent_run(&state, &ctx, agent).await {
+        Ok(run) => Ok((StatusCode::CREATED, Json(agent_run_json(&run)))),
+        Err(StartError::Conflict(active)) => Err(ApiError {
+            status: StatusCode::CONFLICT,
+            body: json!({
+                "error": "An agent is already running for this task",
+                "runningAgent": active.as_deref().map(agent_run_json),
+            }),
+        }),
+        Err(StartError::Storage(e)) => Err(e.into()),
+    }
+}
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(task_id): Path<String>,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let ctx = owned_task(&state, &user, &task_id).await?;
+    let runs = state.store.list_agent_runs(&ctx.task.id).await?;
+    Ok(Json(runs.iter().map(agent_run_json).collect()))
+}
+
+pub(super) async fn get_one(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(run_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (run, _) = owned_run(&state, &user, &run_id).await?;
+    Ok(Json(agent_run_json(&run)))
+}
+
+pub(super) async fn messages(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(run_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (run, _) = owned_run(&state, &user, &run_id).await?;
+    let Some(conversation_id) = run.conversation_id else {
+        return Ok(Json(json!([])));
+    };
+    let conversation = state.store.get_conversation(&conversation_id).await?;
+    let Some(chat_id) = conversation.chat_id else {
+        return Ok(Json(json!([])));
+    };
+    let messages = state.store.list_messages(&chat_id).await?;
+    Ok(Json(serde_json::to_value(messages).map_err(|e| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    })?))
+}
+
+pub(super) async fn cancel(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(run_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (run, ctx) = owned_run(&state, &user, &run_id).await?;
+    if run.status != AgentRunStatus::Running {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("the agent run is already {}", run.status.as_str()),
+        ));
+    }
+    state
+        .store
+        .set_agent_run_status(&run.id, AgentRunStatus::Cancelled, Some(now_millis()))
+        .await?;
+    if let Some(local) = state.local_run(&run.id) {
+        local.cancel.cancel();
+    }
+    state.notify(
+        &ctx.owner,
+        json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,
+                "agentType": run.agent_type, "status": "cancelled" }),
+    );
+    let run = state.store.get_agent_run(&run.id).await?;
+    Ok(Json(agent_run_json(&run)))
+}

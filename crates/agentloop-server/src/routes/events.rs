@@ -1,0 +1,156 @@
+//! `GET /api/agent-runs/{id}/events`: the run's event log as SSE. Replays
+//! the stored events after `Last-Event-ID`, then follows live events with
+//! no gap and no duplicate: the live channel is subscribed before the store
+//! is read (events are stored before they are broadcast), seqs already sent
+//! are skipped, and a lagging channel or a seq gap is filled from the
+//! store. Runs executing on another instance are followed by polling the
+//! store. The stream ends after the terminal event, or once the run is no
+//! longer running and its log is drained.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use agentloop_storage::model::AgentRunStatus;
+use agentloop_types::{EventKind, LoopEvent};
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use tokio::sync::broadcast::{self, error::RecvError};
+
+use super::AuthUser;
+use super::agent_runs::owned_run;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// How often a follower without a live channel reads the store.
+const POLL: Duration = Duration::from_millis(250);
+/// Events read from the store at once.
+const PAGE: u32 = 500;
+
+struct Follow {
+    state: AppState,
+    run_id: String,
+    after: Option<u64>,
+    live: Option<broadcast::Receiver<LoopEvent>>,
+    buffer: VecDeque<LoopEvent>,
+    done: bool,
+}
+
+impl Follow {
+    fn next_seq(&self) -> u64 {
+        self.after.map_or(0, |s| s + 1)
+    }
+
+    async fn read_store(&mut self) -> Result<usize, ApiError> {
+        let events = self
+            .state
+            .store
+            .list_events(&self.run_id, self.after, PAGE)
+            .await?;
+        let n = events.len();
+        self.buffer.extend(events);
+        Ok(n)
+    }
+
+    async fn finished(&self) -> bool {
+        match self.state.store.get_agent_run(&self.run_id).await {
+            Ok(run) => {
+                run.status != AgentRunStatus::Running
+                    && self.state.local_run(&self.run_id).is_none()
+            }
+            Err(_) => true,
+        }
+    }
+
+    /// The next event to send, or `None` at the end.
+    async fn next(&mut self) -> Option<LoopEvent> {
+        loop {
+            while let Some(event) = self.buffer.pop_front() {
+                if self.after.is_some_and(|after| event.seq <= after) {
+                    continue;
+                }
+                self.after = Some(event.seq);
+                if matches!(event.kind, EventKind::Finished { .. }) && event.path.is_root() {
+                    self.done = true;
+                }
+                return Some(event);
+            }
+            if self.done || self.state.shutdown.is_cancelled() {
+                return None;
+            }
+            if self.live.is_none() {
+                self.live = self
+                    .state
+                    .local_run(&self.run_id)
+                    .map(|run| run.events.subscribe());
+            }
+            match self.read_store().await {
+                Ok(0) => {}
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+            if self.finished().await {
+                if matches!(self.read_store().await, Ok(0) | Err(_)) {
+                    return None;
+                }
+                continue;
+            }
+            let Some(live) = self.live.as_mut() else {
+                tokio::time::sleep(POLL).await;
+                continue;
+            };
+            match tokio::time::timeout(POLL * 4, live.recv()).await {
+                Ok(Ok(event)) => {
+                    if event.seq <= self.next_seq() {
+                        self.buffer.push_back(event);
+                    }
+                }
+                Ok(Err(RecvError::Lagged(_))) => {}
+                Ok(Err(RecvError::Closed)) => self.live = None,
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+fn to_sse(event: &LoopEvent) -> Event {
+    let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned());
+    Event::default()
+        .id(event.seq.to_string())
+        .event(event.kind.name())
+        .data(data)
+}
+
+pub(super) async fn stream(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let (run, _) = owned_run(&state, &user, &run_id).await?;
+    let after = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be an event seq"))?,
+        ),
+    };
+    let follow = Follow {
+        state,
+        run_id: run.id,
+        after,
+        live: None,
+        buffer: VecDeque::new(),
+        done: false,
+    };
+    let stream = futures::stream::unfold(follow, |mut follow| async move {
+        let event = follow.next().await?;
+        Some((Ok(to_sse(&event)), follow))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}

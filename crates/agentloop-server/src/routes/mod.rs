@@ -1,0 +1,188 @@
+//! The HTTP routes, their extractors and the request limits.
+
+mod agent_runs;
+mod events;
+mod projects;
+mod tasks;
+mod ws;
+
+use std::time::Duration;
+
+use agentloop_storage::model::AgentRun;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::ids::rfc3339;
+use crate::state::AppState;
+use crate::users::{User, user_for_token};
+
+/// Every route as `(method, path)`, in OpenAPI path syntax; the OpenAPI
+/// document is checked against this list.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/api/health"),
+    ("get", "/api/openapi.json"),
+    ("get", "/api/me"),
+    ("get", "/api/projects"),
+    ("post", "/api/projects"),
+    ("get", "/api/projects/{projectId}"),
+    ("delete", "/api/projects/{projectId}"),
+    ("get", "/api/projects/{projectId}/tasks"),
+    ("post", "/api/projects/{projectId}/tasks"),
+    ("get", "/api/tasks/{taskId}"),
+    ("get", "/api/tasks/{taskId}/document"),
+    ("put", "/api/tasks/{taskId}/document"),
+    ("put", "/api/tasks/{taskId}/workflow-complete"),
+    ("get", "/api/tasks/{taskId}/agent-runs"),
+    ("post", "/api/tasks/{taskId}/agent-runs"),
+    ("get", "/api/agent-runs/{runId}"),
+    ("get", "/api/agent-runs/{runId}/messages"),
+    ("get", "/api/agent-runs/{runId}/events"),
+    ("post", "/api/agent-runs/{runId}/cancel"),
+    ("get", "/api/ws"),
+];
+
+/// The server's router.
+pub fn router(state: AppState) -> Router {
+    let timeout = state.config.request_timeout;
+    let plain = Router::new()
+        .route("/api/health", get(|| async { Json(json!({ "ok": true })) }))
+        .route(
+            "/api/openapi.json",
+            get(|| async { Json(crate::openapi::document()) }),
+        )
+        .route("/api/me", get(me))
+        .route("/api/projects", get(projects::list).post(projects::create))
+        .route(
+            "/api/projects/{project_id}",
+            get(projects::get_one).delete(projects::delete),
+        )
+        .route(
+            "/api/projects/{project_id}/tasks",
+            get(tasks::list).post(tasks::create),
+        )
+        .route("/api/tasks/{task_id}", get(tasks::get_one))
+        .route(
+            "/api/tasks/{task_id}/document",
+            get(tasks::get_document).put(tasks::put_document),
+        )
+        .route(
+            "/api/tasks/{task_id}/workflow-complete",
+            put(tasks::workflow_complete),
+        )
+        .route(
+            "/api/tasks/{task_id}/agent-runs",
+            get(agent_runs::list).post(agent_runs::create),
+        )
+        .route("/api/agent-runs/{run_id}", get(agent_runs::get_one))
+        .route(
+            "/api/agent-runs/{run_id}/messages",
+            get(agent_runs::messages),
+        )
+        .route("/api/agent-runs/{run_id}/cancel", post(agent_runs::cancel))
+        .layer(middleware::from_fn_with_state(timeout, time_limit));
+    let streaming = Router::new()
+        .route("/api/agent-runs/{run_id}/events", get(events::stream))
+        .route("/api/ws", get(ws::upgrade));
+    plain
+        .merge(streaming)
+        .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .with_state(state)
+}
+
+async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            ApiError::new(StatusCode::REQUEST_TIMEOUT, "the request took too long").into_response()
+        }
+    }
+}
+
+async fn me(AuthUser(user): AuthUser) -> Json<User> {
+    Json(user)
+}
+
+/// The authenticated user (`Authorization: Bearer <token>`, or `?token=`
+/// for WebSocket clients that cannot set headers).
+pub struct AuthUser(pub User);
+
+impl FromRequestParts<AppState> for AuthUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::to_owned);
+        let query = parts.uri.query().and_then(|q| {
+            q.split('&')
+                .find_map(|pair| pair.strip_prefix("token=").map(str::to_owned))
+        });
+        let Some(token) = header.or(query) else {
+            return Err(ApiError::unauthorized());
+        };
+        match user_for_token(&*state.store, token.trim()).await? {
+            Some(user) => Ok(Self(user)),
+            None => Err(ApiError::unauthorized()),
+        }
+    }
+}
+
+/// A JSON request body; malformed JSON, a body over the limit or a
+/// non-object body is a 4xx with a JSON error.
+pub struct ApiJson(pub serde_json::Map<String, Value>);
+
+impl<S: Send + Sync> FromRequest<S> for ApiJson {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                let status = rejection.status();
+                if status == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(status, "the request body is too large")
+                } else {
+                    ApiError::new(status, rejection.body_text())
+                }
+            })?;
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => Ok(Self(map)),
+            Ok(_) => Err(ApiError::bad_request("the body must be a JSON object")),
+            Err(e) => Err(ApiError::bad_request(format!("malformed JSON: {e}"))),
+        }
+    }
+}
+
+/// An agent run as the API shows it (seed 004's shape).
+pub fn agent_run_json(run: &AgentRun) -> Value {
+    json!({
+        "id": run.id,
+        "task_id": run.task_id,
+        "agent_type": run.agent_type,
+        "status": run.status,
+        "conversation_id": run.conversation_id,
+        "created_at": rfc3339(run.created_at),
+        "completed_at": run.completed_at.map(rfc3339),
+    })
+}
+
+/// 400 unless `id` is a valid id.
+pub fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
+    if crate::ids::valid_id(id) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!("Invalid {what} ID")))
+    }
+}

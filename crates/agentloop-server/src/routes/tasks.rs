@@ -1,0 +1,163 @@
+//! Tasks: each belongs to a project and has its document at
+//! `.agentloop/tasks/task-<id>.md` in the project folder.
+
+use agentloop_storage::model::{Task, now_millis};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::projects::owned_project;
+use super::{ApiJson, AuthUser, check_id};
+use crate::config::task_doc_path;
+use crate::error::ApiError;
+use crate::ids::{new_id, rfc3339};
+use crate::runner::{TaskContext, load_task_context};
+use crate::state::AppState;
+use crate::users::User;
+
+fn task_json(task: &Task) -> Value {
+    json!({
+        "id": task.id,
+        "project_id": task.project_id,
+        "title": task.title,
+        "workflow_complete": task.workflow_complete,
+        "document_path": task_doc_path(&task.id),
+        "created_at": rfc3339(task.created_at),
+        "updated_at": rfc3339(task.updated_at),
+    })
+}
+
+/// The user's task with that id (400 for a malformed id, 404 for an
+/// unknown task or another user's).
+pub async fn owned_task(state: &AppState, user: &User, id: &str) -> Result<TaskContext, ApiError> {
+    check_id(id, "task")?;
+    match load_task_context(&*state.store, id).await {
+        Ok(ctx) if ctx.owner == user.id => Ok(ctx),
+        Ok(_) | Err(agentloop_storage::StorageError::NotFound { .. }) => {
+            Err(ApiError::not_found("Task not found"))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn write_document(ctx: &TaskContext, content: &str) -> Result<(), ApiError> {
+    let path = ctx.repo.join(task_doc_path(&ctx.task.id));
+    let io = |e: std::io::Error| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot write the task document: {e}"),
+        )
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    std::fs::write(&path, content).map_err(io)
+}
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(project_id): Path<String>,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let project = owned_project(&state, &user, &project_id).await?;
+    let tasks = state.store.list_tasks(&project.id).await?;
+    Ok(Json(tasks.iter().map(task_json).collect()))
+}
+
+pub(super) async fn create(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(project_id): Path<String>,
+    ApiJson(body): ApiJson,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let project = owned_project(&state, &user, &project_id).await?;
+    let Some(title) = body.get("title").and_then(Value::as_str) else {
+        return Err(ApiError::bad_request("title must be a string"));
+    };
+    let description = match body.get("description") {
+        None | Some(Value::Null) => "",
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => return Err(ApiError::bad_request("description must be a string")),
+    };
+    let now = now_millis();
+    let task = Task {
+        id: new_id(),
+        project_id: project.id.clone(),
+        title: title.to_owned(),
+        workflow_complete: false,
+        created_at: now,
+        updated_at: now,
+    };
+    state.store.create_task(&task).await?;
+    let ctx = load_task_context(&*state.store, &task.id).await?;
+    write_document(&ctx, &format!("# {title}\n\n{description}\n"))?;
+    Ok((StatusCode::CREATED, Json(task_json(&task))))
+}
+
+pub(super) async fn get_one(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(task_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let ctx = owned_task(&state, &user, &task_id).await?;
+    Ok(Json(task_json(&ctx.task)))
+}
+
+pub(super) async fn get_document(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(task_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let ctx = owned_task(&state, &user, &task_id).await?;
+    let path = task_doc_path(&ctx.task.id);
+    let content = std::fs::read_to_string(ctx.repo.join(&path))
+        .map_err(|_| ApiError::not_found("Task document not found"))?;
+    Ok(Json(json!({ "path": path, "content": content })))
+}
+
+pub(super) async fn put_document(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(task_id): Path<String>,
+    ApiJson(body): ApiJson,
+) -> Result<Json<Value>, ApiError> {
+    let ctx = owned_task(&state, &user, &task_id).await?;
+    let Some(content) = body.get("content").and_then(Value::as_str) else {
+        return Err(ApiError::bad_request("content must be a string"));
+    };
+    write_document(&ctx, content)?;
+    Ok(Json(
+        json!({ "path": task_doc_path(&ctx.task.id), "content": content }),
+    ))
+}
+
+pub(super) async fn workflow_complete(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(task_id): Path<String>,
+    ApiJson(body): ApiJson,
+) -> Result<Json<Value>, ApiError> {
+    check_id(&task_id, "task")?;
+    let Some(complete) = body.get("complete").and_then(Value::as_bool) else {
+        return Err(ApiError::bad_request("complete must be a boolean"));
+    };
+    let ctx = owned_task(&state, &user, &task_id).await?;
+    let completed = state
+        .store
+        .set_workflow_complete(&ctx.task.id, complete, now_millis())
+        .await?;
+    for run in &completed {
+        if let Some(local) = state.local_run(&run.id) {
+            local.cancel.cancel();
+        }
+        state.notify(
+            &ctx.owner,
+            json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,
+                    "agentType": run.agent_type, "status": "completed" }),
+        );
+    }
+    Ok(Json(
+        json!({ "success": true, "workflow_complete": complete }),
+    ))
+}

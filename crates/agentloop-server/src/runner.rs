@@ -1,0 +1,214 @@
+//! Starting agent runs and preparing what they run in: the conversation,
+//! its chat, the first message and the run record that carries the lease.
+
+use std::path::PathBuf;
+
+use agentloop_storage::model::{
+    AgentRun, AgentRunStatus, AgentType, Chat, Conversation, Project, RunRecord, RunStatus, Task,
+    now_millis,
+};
+use agentloop_storage::{StorageError, StorageResult, Store};
+use agentloop_types::Message;
+use serde_json::json;
+
+use crate::config::AgentPrompts;
+
+use crate::state::AppState;
+
+/// A task with the project it belongs to.
+#[derive(Debug, Clone)]
+pub struct TaskContext {
+    /// The task.
+    pub task: Task,
+    /// Its project.
+    pub project: Project,
+    /// The user owning the project.
+    pub owner: String,
+    /// The project's repository folder.
+    pub repo: PathBuf,
+}
+
+/// The owner of a project (`settings.owner`).
+pub fn project_owner(project: &Project) -> Option<&str> {
+    project.settings.get("owner").and_then(|v| v.as_str())
+}
+
+/// The repository folder of a project (`settings.repo_folder`).
+pub fn project_repo(project: &Project) -> Option<PathBuf> {
+    project
+        .settings
+        .get("repo_folder")
+        .and_then(|v| v.as_str())
+        .map(PathBuf::from)
+}
+
+/// Loads a task with its project.
+pub async fn load_task_context(store: &dyn Store, task_id: &str) -> StorageResult<TaskContext> {
+    let task = store.get_task(task_id).await?;
+    let project = store.get_project(&task.project_id).await?;
+    let owner = project_owner(&project)
+        .ok_or_else(|| StorageError::not_found("task", task_id))?
+        .to_owned();
+    let repo = project_repo(&project)
+        .ok_or_else(|| StorageError::Invalid(format!("project {} has no folder", project.id)))?;
+    Ok(TaskContext {
+        task,
+        project,
+        owner,
+        repo,
+    })
+}
+
+/// Why an agent run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The task already has a running agent run (the one given, if it is
+    /// still running when read back).
+    #[error("an agent is already running for this task")]
+    Conflict(Option<Box<AgentRun>>),
+    /// The store failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// The record status matching an agent run status.
+pub fn record_status(status: AgentRunStatus) -> RunStatus {
+    match status {
+        AgentRunStatus::Running => RunStatus::Running,
+        AgentRunStatus::Completed => RunStatus::Completed,
+        AgentRunStatus::Failed => RunStatus::Failed,
+        AgentRunStatus::Cancelled => RunStatus::Cancelled,
+    }
+}
+
+/// Creates an agent run (the database refuses a second running one per
+/// task), prepares it, and starts executing it in the background.
+pub async fn start_agent_run(
+    state: &AppState,
+    ctx: &TaskContext,
+    agent: AgentType,
+) -> Result<AgentRun, StartError> {
+    let store = &*state.store;
+    let run = AgentRun {
+        id: crate::ids::new_id(),
+        task_id: ctx.task.id.clone(),
+        agent_type: agent,
+        status: AgentRunStatus::Running,
+        conversation_id: None,
+        created_at: now_millis(),
+        completed_at: None,
+    };
+    match store.create_agent_run(&run).await {
+        Ok(()) => {}
+        Err(StorageError::ActiveAgentRunExists { .. }) => {
+            let active = store.active_agent_run(&ctx.task.id).await?;
+            return Err(StartError::Conflict(active.map(Box::new)));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let run = prepare(store, &state.config.prompts, ctx, run).await?;
+    let lease = crate::sink::Lease {
+        store: state.store.clone(),
+        run_id: run.id.clone(),
+        owner: state.config.instance_id.clone(),
+        ttl_ms: ttl_ms(state),
+    };
+    if lease.renew().await.is_ok() {
+        tokio::spawn(crate::drive::drive_boxed(state.clone(), run.id.clone()));
+    }
+    state.notify(
+        &ctx.owner,
+        json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,
+                "agentType": run.agent_type, "status": run.status }),
+    );
+    Ok(run)
+}
+
+/// The lease length in ms.
+pub fn ttl_ms(state: &AppState) -> i64 {
+    i64::try_from(state.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Makes sure an agent run has its conversation (with a chat) and its run
+/// record; safe to repeat after a crash at any point.
+pub async fn prepare(
+    store: &dyn Store,
+    prompts: &AgentPrompts,
+    ctx: &TaskContext,
+    mut run: AgentRun,
+) -> StorageResult<AgentRun> {
+    let now = now_millis();
+    let chat_id = match &run.conversation_id {
+        Some(id) => store
+            .get_conversation(id)
+            .await?
+            .chat_id
+            .ok_or_else(|| StorageError::Invalid(format!("conversation {id} has no chat")))?,
+        None => {
+            let chat = Chat {
+                id: crate::ids::new_id(),
+                project_id: ctx.project.id.clone(),
+                title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
+                settings: json!({ "agent_run_id": run.id }),
+                totals: Default::default(),
+                minion: None,
+                created_at: now,
+                updated_at: now,
+            };
+            store.create_chat(&chat).await?;
+            let conversation = Conversation {
+                id: crate::ids::new_id(),
+                task_id: ctx.task.id.clone(),
+                chat_id: Some(chat.id.clone()),
+                session_id: None,
+                created_at: now,
+            };
+            store.create_conversation(&conversation).await?;
+            store.link_conversation(&run.id, &conversation.id).await?;
+            store
+                .save_message(&chat.id, &first_message(prompts, ctx, &run))
+                .await?;
+            run.conversation_id = Some(conversation.id);
+            chat.id
+        }
+    };
+    match store.get_run(&run.id).await {
+        Ok(_) => {}
+        Err(StorageError::NotFound { .. }) => {
+            let record = RunRecord {
+                id: run.id.clone(),
+                chat_id: Some(chat_id),
+                status: RunStatus::Running,
+                state: None,
+                result: None,
+                pending_tool_call: None,
+                lease_owner: None,
+                lease_expires_at: None,
+                created_at: now,
+                updated_at: now,
+            };
+            match store.create_run(&record).await {
+                Ok(()) | Err(StorageError::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(run)
+}
+
+/// The first message of an agent run: its agent's prompt.
+pub fn first_message(prompts: &AgentPrompts, ctx: &TaskContext, run: &AgentRun) -> Message {
+    let doc = crate::config::task_doc_path(&ctx.task.id);
+    let text = prompts.message(run.agent_type, &doc, &ctx.task.id);
+    Message::user_text(format!("{}-prompt", run.id), text)
+}
+
+/// The agent that follows `agent` in the chain, if any.
+pub fn next_agent(agent: AgentType) -> Option<AgentType> {
+    match agent {
+        AgentType::Planification => None,
+        AgentType::Implementation => Some(AgentType::Review),
+        AgentType::Review => Some(AgentType::Implementation),
+    }
+}

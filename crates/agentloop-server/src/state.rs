@@ -1,0 +1,116 @@
+//! Shared state of one server instance.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agentloop_storage::Store;
+use agentloop_types::{CancellationToken, LoopEvent};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::config::ServerConfig;
+use crate::executor::AgentExecutor;
+
+/// Capacity of each run's live event channel.
+const RUN_CHANNEL: usize = 256;
+/// Capacity of the owner notification channel.
+const NOTICE_CHANNEL: usize = 1024;
+
+/// A notification for the WebSocket clients of one user.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    /// The user it is for.
+    pub user_id: String,
+    /// The JSON message (`{type: "streaming-started", ...}`).
+    pub message: Value,
+}
+
+/// A run executing in this instance.
+pub struct LocalRun {
+    /// Cancels the run (a person asked, or it was force-completed).
+    pub cancel: CancellationToken,
+    /// Live events, for SSE followers.
+    pub events: broadcast::Sender<LoopEvent>,
+}
+
+/// State shared by handlers and background tasks.
+#[derive(Clone)]
+pub struct AppState {
+    /// The store.
+    pub store: Arc<dyn Store>,
+    /// The configuration.
+    pub config: Arc<ServerConfig>,
+    /// Runs agent runs.
+    pub executor: Arc<dyn AgentExecutor>,
+    /// Runs executing here, by agent run id.
+    pub local: Arc<Mutex<HashMap<String, Arc<LocalRun>>>>,
+    /// Notifications for WebSocket clients.
+    pub notices: broadcast::Sender<Notice>,
+    /// Cancelled when the instance shuts down: stop claiming, hand runs back.
+    pub shutdown: CancellationToken,
+}
+
+impl AppState {
+    /// State around a store, a configuration and an executor.
+    pub fn new(
+        store: Arc<dyn Store>,
+        config: ServerConfig,
+        executor: Arc<dyn AgentExecutor>,
+    ) -> Self {
+        Self {
+            store,
+            config: Arc::new(config),
+            executor,
+            local: Arc::new(Mutex::new(HashMap::new())),
+            notices: broadcast::channel(NOTICE_CHANNEL).0,
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// Registers a run executing here; `None` if it already is.
+    pub fn register_local(&self, run_id: &str) -> Option<Arc<LocalRun>> {
+        let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
+        if local.contains_key(run_id) {
+            return None;
+        }
+        let run = Arc::new(LocalRun {
+            cancel: CancellationToken::new(),
+            events: broadcast::channel(RUN_CHANNEL).0,
+        });
+        local.insert(run_id.to_owned(), run.clone());
+        Some(run)
+    }
+
+    /// Forgets a run that stopped executing here.
+    pub fn unregister_local(&self, run_id: &str) {
+        self.local
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id);
+    }
+
+    /// The run executing here with that id.
+    pub fn local_run(&self, run_id: &str) -> Option<Arc<LocalRun>> {
+        self.local
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(run_id)
+            .cloned()
+    }
+
+    /// How many runs execute here.
+    pub fn local_count(&self) -> usize {
+        self.local
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Sends a notification to a user's WebSocket clients.
+    pub fn notify(&self, user_id: &str, message: Value) {
+        let _ = self.notices.send(Notice {
+            user_id: user_id.to_owned(),
+            message,
+        });
+    }
+}

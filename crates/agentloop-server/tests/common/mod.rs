@@ -1,0 +1,237 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code, missing_docs)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_server::{Server, ServerConfig};
+use agentloop_storage::Store;
+use agentloop_types::{ApiKind, ModelProvider};
+use serde_json::{Value, json};
+
+pub struct TestServer {
+    pub base: String,
+    pub token: String,
+    pub client: reqwest::Client,
+    pub store: Arc<dyn Store>,
+    pub repo: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    handle: Option<tokio::task::JoinHandle<()>>,
+}
+
+pub fn config(provider: Arc<dyn ModelProvider>) -> ServerConfig {
+    let mut config = ServerConfig::new(provider, ApiKind::AnthropicMessages, "scripted");
+    config.heartbeat = Duration::from_millis(50);
+    config.lease_ttl = Duration::from_millis(1500);
+    config.claim_interval = Duration::from_millis(100);
+    config.max_body_bytes = 64 * 1024;
+    config
+}
+
+pub async fn start(store: Arc<dyn Store>, provider: Arc<dyn ModelProvider>) -> TestServer {
+    start_with(store, config(provider)).await
+}
+
+pub async fn start_with(store: Arc<dyn Store>, config: ServerConfig) -> TestServer {
+    let (_, token) = agentloop_server::users::create_user(&*store, "ada")
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = Server::new(store.clone(), config);
+    let handle = tokio::spawn(async move {
+        server
+            .serve(listener, async move {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    TestServer {
+        base,
+        token,
+        client: reqwest::Client::new(),
+        store,
+        repo: tempfile::tempdir().unwrap(),
+        stop: Some(stop),
+        handle: Some(handle),
+    }
+}
+
+impl TestServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let response = self
+            .client
+            .get(self.url(path))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        decode(response).await
+    }
+
+    pub async fn send(&self, method: &str, path: &str, body: Value) -> (u16, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let response = self
+            .client
+            .request(method, self.url(path))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        decode(response).await
+    }
+
+    pub async fn raw(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let response = self
+            .client
+            .request(method, self.url(path))
+            .bearer_auth(&self.token)
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .await
+            .unwrap();
+        decode(response).await
+    }
+
+    /// A project over this server's temp folder and a task in it.
+    pub async fn project_and_task(&self) -> (String, String) {
+        let (status, project) = self
+            .send(
+                "POST",
+                "/api/projects",
+                json!({ "name": "demo", "repoFolder": self.repo.path() }),
+            )
+            .await;
+        assert_eq!(status, 201, "{project}");
+        let project_id = project["id"].as_str().unwrap().to_owned();
+        let (status, task) = self
+            .send(
+                "POST",
+                &format!("/api/projects/{project_id}/tasks"),
+                json!({ "title": "Add a README", "description": "Write it." }),
+            )
+            .await;
+        assert_eq!(status, 201, "{task}");
+        (project_id, task["id"].as_str().unwrap().to_owned())
+    }
+
+    /// Polls the task's agent runs until none is running and at least
+    /// `count` exist (bounded).
+    pub async fn settle(&self, task_id: &str, count: usize) -> Vec<Value> {
+        for _ in 0..600 {
+            let (_, runs) = self.get(&format!("/api/tasks/{task_id}/agent-runs")).await;
+            let runs = runs.as_array().cloned().unwrap_or_default();
+            if runs.len() >= count && runs.iter().all(|r| r["status"] != "running") {
+                return runs;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the agent runs of task {task_id} did not settle");
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(handle) = self.handle.take() {
+            handle.await.unwrap();
+        }
+    }
+}
+
+pub async fn decode(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    };
+    (status, body)
+}
+
+/// A PostgreSQL database for one test, dropped when this is dropped.
+pub struct PgDatabase {
+    admin_url: String,
+    name: String,
+    pub url: String,
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let admin_url = self.admin_url.clone();
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                use sqlx::Connection;
+                let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+                sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    .execute(&mut admin)
+                    .await
+                    .unwrap();
+            });
+        })
+        .join();
+    }
+}
+
+/// A fresh database on `AGENTLOOP_TEST_POSTGRES_URL`'s server; `None` (after
+/// printing why) when the variable is unset.
+pub async fn postgres(test: &str) -> Option<PgDatabase> {
+    use sqlx::Connection;
+    let Ok(admin_url) = std::env::var("AGENTLOOP_TEST_POSTGRES_URL") else {
+        println!("skipping {test}: AGENTLOOP_TEST_POSTGRES_URL is not set");
+        return None;
+    };
+    let name = format!("agentloop_server_{}", agentloop_server::ids::new_id());
+    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+    sqlx::raw_sql(&format!("CREATE DATABASE \"{name}\""))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let (base, query) = match admin_url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (admin_url.as_str(), String::new()),
+    };
+    let authority_end = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[authority_end..].find('/') {
+        Some(slash) => &base[..authority_end + slash],
+        None => base,
+    };
+    let url = format!("{base}/{name}{query}");
+    Some(PgDatabase {
+        admin_url,
+        name,
+        url,
+    })
+}
+
+/// Sends `n` agent-run POSTs for a task at once; returns their statuses.
+pub async fn concurrent_posts(server: &TestServer, task_id: &str, n: usize) -> Vec<u16> {
+    let url = server.url(&format!("/api/tasks/{task_id}/agent-runs"));
+    let requests = (0..n).map(|_| {
+        server
+            .client
+            .post(&url)
+            .bearer_auth(&server.token)
+            .json(&json!({ "agentType": "implementation" }))
+            .send()
+    });
+    futures::future::join_all(requests)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap().status().as_u16())
+        .collect()
+}
