@@ -64,12 +64,6 @@ impl RunStream {
             driver: Some(Box::pin(drive(emitter))),
         }
     }
-
-    /// Drains the run and returns its result (seed 000's
-    /// `consumeAgenticLoop`).
-    pub async fn collect_result(self) -> LoopResult {
-        collect(self).await
-    }
 }
 
 impl Stream for RunStream {
