@@ -161,17 +161,43 @@ fn skills_file_errors_are_clear() {
 fn strategy_comes_from_the_settings_file() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("s.json");
-    std::fs::write(&script, r#"[{"steps": [{"type": "text", "chunks": ["ok"]}]}]"#).unwrap();
+    std::fs::write(
+        &script,
+        r#"[{"steps": [{"type": "text", "chunks": ["ok"]}]}]"#,
+    )
+    .unwrap();
     let settings = dir.path().join("settings.json");
     std::fs::write(&settings, r#"{"agent.loop.strategy": "llm-only"}"#).unwrap();
     let provider = format!("scripted:{}", script.display());
     let settings_arg = settings.to_string_lossy().into_owned();
-    let output = agentloop(&["run", "hi", "--provider", &provider, "--config", &settings_arg, "--json"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    assert!(events(&output).iter().any(|e| e["type"] == "agent_start"), "llm-only emits agent events");
+    let output = agentloop(&[
+        "run",
+        "hi",
+        "--provider",
+        &provider,
+        "--config",
+        &settings_arg,
+        "--json",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        events(&output).iter().any(|e| e["type"] == "agent_start"),
+        "llm-only emits agent events"
+    );
 
     std::fs::write(&settings, r#"{"agent.loop.strategy": "nope"}"#).unwrap();
-    let output = agentloop(&["run", "hi", "--provider", &provider, "--config", &settings_arg]);
+    let output = agentloop(&[
+        "run",
+        "hi",
+        "--provider",
+        &provider,
+        "--config",
+        &settings_arg,
+    ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown loop strategy `nope`"));
 }
