@@ -3,22 +3,21 @@
 //! the chain.
 //!
 //! Takeover policy: a run taken over (after a crash or an expired lease)
-//! continues from its last stored message. Tool calls left without results
-//! get error results saying the run was interrupted; a history that already
-//! ends with a final assistant message, or an event log that already holds
-//! the terminal event, finishes the run without calling the model again.
+//! continues its chat from the last stored message through the runtime,
+//! which first closes tool calls left without results with error results
+//! saying the run was interrupted. A chat that already ends with a final
+//! assistant message, or an event log that already holds the terminal
+//! event, finishes the run without calling the model again. Events of every
+//! attempt go to one log, with seqs continuing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, now_millis};
+use agentloop_storage::model::{AgentRunStatus, AgentType, now_millis};
 use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_tools::FsTool;
 use agentloop_tools::vfs::DirJail;
-use agentloop_types::{
-    CancellationToken, EventKind, LoopOptions, LoopResult, LoopStatus, Message, Role, Tool,
-    history::close_dangling_calls,
-};
+use agentloop_types::{CancellationToken, EventKind, LoopResult, LoopStatus, Tool};
 use serde_json::json;
 
 use crate::executor::{AgentJob, Outcome};
@@ -49,14 +48,6 @@ pub async fn drive_run(state: AppState, run_id: String) {
     state.unregister_local(&run_id);
 }
 
-/// What a stored history says about a run.
-enum Resume {
-    /// Run the loop over these messages.
-    Continue(Vec<Message>),
-    /// The run already ended with this result.
-    Ended(Box<LoopResult>),
-}
-
 async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> StorageResult<()> {
     let store = &*state.store;
     let lease = Lease {
@@ -70,7 +61,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     }
     let run = store.get_agent_run(run_id).await?;
     let ctx = load_task_context(store, &run.task_id).await?;
-    let run = prepare(store, &state.config.prompts, &ctx, run).await?;
+    let run = prepare(store, &state.config, &ctx, run).await?;
     if run.status != AgentRunStatus::Running {
         close_record(store, run_id, run.status, None).await?;
         store.release_lease(run_id, &lease.owner).await?;
@@ -82,15 +73,11 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         .await?
         .chat_id
         .unwrap_or_default();
-    let (last_seq, logged_result) = scan_log(store, run_id).await?;
-    let resume = match logged_result {
-        Some(result) => Resume::Ended(result),
-        None => load_history(state, &ctx, &run, &chat_id).await?,
-    };
+    let logged = scan_log(store, run_id).await?;
     let workflow_called = Arc::new(AtomicBool::new(false));
-    let outcome = match resume {
-        Resume::Ended(result) => Outcome::Finished(result),
-        Resume::Continue(history) => {
+    let outcome = match logged.1 {
+        Some(result) => Outcome::Finished(result),
+        None => {
             state.notify(
                 &ctx.owner,
                 json!({ "type": "streaming-started", "taskId": ctx.task.id,
@@ -107,17 +94,17 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             ));
             let job = AgentJob {
                 run_id: run_id.to_owned(),
-                attempt_id: format!("{run_id}-{}", crate::ids::new_id()),
-                history,
-                options: loop_options(state, &ctx, &chat_id),
+                chat_id: chat_id.clone(),
+                store: state.store.clone(),
                 provider: state.config.provider.clone(),
                 tools: tools(state, &ctx, run.agent_type, workflow_called.clone())?,
-                first_seq: last_seq.map_or(0, |s| s + 1),
+                owner: lease.owner.clone(),
+                lease_ms: lease.ttl_ms,
+                first_seq: logged.0.map_or(0, |s| s + 1),
                 cancel: local.cancel.clone(),
                 stop,
                 sink: Arc::new(StoreSink {
                     lease: lease.clone(),
-                    chat_id: chat_id.clone(),
                     events: local.events.clone(),
                 }),
             };
@@ -126,25 +113,30 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             outcome
         }
     };
-    let result = match outcome {
-        Outcome::Stopped => {
-            if state.shutdown.is_cancelled() {
+    let (wanted, result) = match outcome {
+        Outcome::Stopped | Outcome::Busy => {
+            if state.shutdown.is_cancelled() || outcome == Outcome::Busy {
                 store.release_lease(run_id, &lease.owner).await?;
             }
             return Ok(());
         }
-        Outcome::Finished(result) => result,
+        Outcome::Finished(result) => {
+            let wanted = match &result.status {
+                LoopStatus::Complete { .. } => AgentRunStatus::Completed,
+                LoopStatus::Cancelled => AgentRunStatus::Cancelled,
+                _ => AgentRunStatus::Failed,
+            };
+            (wanted, serde_json::to_value(&*result).ok())
+        }
+        Outcome::AlreadyAnswered => (AgentRunStatus::Completed, None),
+        Outcome::Failed(error) => (AgentRunStatus::Failed, Some(json!({ "error": error }))),
     };
     if lease.renew().await.is_err() {
         return Ok(());
     }
-    let wanted = match &result.status {
-        LoopStatus::Complete { .. } => AgentRunStatus::Completed,
-        LoopStatus::Cancelled => AgentRunStatus::Cancelled,
-        _ => AgentRunStatus::Failed,
-    };
     let current = store.get_agent_run(run_id).await?;
-    let status = if current.status == AgentRunStatus::Running {
+    let ended_here = current.status == AgentRunStatus::Running;
+    let status = if ended_here {
         store
             .set_agent_run_status(run_id, wanted, Some(now_millis()))
             .await?;
@@ -152,7 +144,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     } else {
         current.status
     };
-    close_record(store, run_id, status, serde_json::to_value(&*result).ok()).await?;
+    close_record(store, run_id, status, result).await?;
     store.release_lease(run_id, &lease.owner).await?;
     if status == AgentRunStatus::Completed && workflow_called.load(Ordering::SeqCst) {
         store
@@ -169,7 +161,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         json!({ "type": "agent-run-status", "taskId": ctx.task.id, "agentRunId": run_id,
                 "agentType": run.agent_type, "status": status }),
     );
-    if status == AgentRunStatus::Completed {
+    if ended_here && status == AgentRunStatus::Completed {
         chain(state, &ctx, run.agent_type).await?;
     }
     Ok(())
@@ -238,75 +230,6 @@ async fn scan_log(
         if len < PAGE as usize {
             return Ok((after, result));
         }
-    }
-}
-
-/// The stored history of a run, repaired for continuing.
-async fn load_history(
-    state: &AppState,
-    ctx: &TaskContext,
-    run: &AgentRun,
-    chat_id: &str,
-) -> StorageResult<Resume> {
-    let run_id = run.id.as_str();
-    let store = &*state.store;
-    let stored: Vec<Message> = store
-        .list_messages(chat_id)
-        .await?
-        .into_iter()
-        .map(|m| m.message)
-        .collect();
-    if stored.is_empty() {
-        let first = crate::runner::first_message(&state.config.prompts, ctx, run);
-        store.save_message(chat_id, &first).await?;
-        return Ok(Resume::Continue(vec![first]));
-    }
-    if let Some(last) = stored.last() {
-        if last.role == Role::Assistant && last.tool_uses().next().is_none() {
-            return Ok(Resume::Ended(Box::new(LoopResult {
-                status: LoopStatus::Complete { return_value: None },
-                messages: stored,
-                tokens: Default::default(),
-            })));
-        }
-    }
-    let known: std::collections::HashSet<String> = stored.iter().map(|m| m.id.clone()).collect();
-    let mut n = 0;
-    let repaired = close_dangling_calls(stored, "the run was interrupted", || {
-        n += 1;
-        format!("{run_id}-recovered-{}-{n}", crate::ids::new_id())
-    });
-    for message in &repaired {
-        if !known.contains(&message.id) {
-            store.save_message(chat_id, message).await?;
-        }
-    }
-    Ok(Resume::Continue(repaired))
-}
-
-fn loop_options(state: &AppState, ctx: &TaskContext, chat_id: &str) -> LoopOptions {
-    let model = ctx
-        .project
-        .settings
-        .get("model")
-        .and_then(|v| v.as_str())
-        .unwrap_or(&state.config.model)
-        .to_owned();
-    LoopOptions {
-        model,
-        api: state.config.api,
-        project_id: ctx.project.id.clone(),
-        chat_id: Some(chat_id.to_owned()),
-        max_tokens: state.config.max_tokens,
-        max_iterations: state.config.max_iterations,
-        system_prompt: Some(format!(
-            "You are an agent working on task {} of project {}. The fs tool works in the \
-project folder; the task document is {}.",
-            ctx.task.id,
-            ctx.project.name,
-            crate::config::task_doc_path(&ctx.task.id)
-        )),
-        ..LoopOptions::default()
     }
 }
 

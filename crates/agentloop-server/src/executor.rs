@@ -1,15 +1,15 @@
 //! How an agent run is executed: the [`AgentExecutor`] port and
-//! [`EngineExecutor`], which drives the engine and hands every event to the
-//! job's [`RunSink`] (which stores messages and events as they come).
+//! [`RuntimeExecutor`], which continues the run's chat through
+//! `agentloop-runtime` (the runtime stores messages, totals and its own run
+//! records as the loop goes) and hands every event to the job's
+//! [`RunSink`], numbered for the agent run's event log.
 
 use std::sync::Arc;
 
-use agentloop_engine::RunDeps;
-use agentloop_types::{
-    CancellationToken, EventKind, LoopEvent, LoopOptions, LoopResult, Message, ModelProvider, Tool,
-};
+use agentloop_runtime::{ChatRuntime, RuntimeError};
+use agentloop_storage::Store;
+use agentloop_types::{CancellationToken, LoopEvent, LoopResult, ModelProvider, Tool};
 use async_trait::async_trait;
-use futures::StreamExt;
 
 /// Why a sink refused an event: the run must stop without finishing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,30 +22,32 @@ pub enum SinkError {
     Storage(String),
 }
 
-/// Where a run's events go, in order. Implementations persist messages
-/// (`message_created` of the root run) and the event log, and fan events out
-/// to live followers.
+/// Where a run's events go, in order: the agent run's event log and its
+/// live followers.
 #[async_trait]
 pub trait RunSink: Send + Sync {
-    /// Takes one event, already numbered for the run's log.
+    /// Takes one event, already numbered for the agent run's log.
     async fn event(&self, event: LoopEvent) -> Result<(), SinkError>;
 }
 
-/// One execution of an agent run (a first start or a takeover).
+/// One execution of an agent run (a first start or a takeover): continue
+/// the run's chat from its last stored message.
 pub struct AgentJob {
-    /// The agent run (and its run record).
+    /// The agent run.
     pub run_id: String,
-    /// Engine run id of this attempt; message ids derive from it, so each
-    /// attempt has its own.
-    pub attempt_id: String,
-    /// The history to continue: the stored messages of the run's chat.
-    pub history: Vec<Message>,
-    /// Loop options (model, limits, project and chat ids).
-    pub options: LoopOptions,
+    /// The chat holding the run's messages; its settings carry the loop
+    /// options (model, system prompt, limits).
+    pub chat_id: String,
+    /// The store.
+    pub store: Arc<dyn Store>,
     /// The model.
     pub provider: Arc<dyn ModelProvider>,
     /// The tools offered.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// Lease owner name of this instance.
+    pub owner: String,
+    /// Lease length (ms).
+    pub lease_ms: i64,
     /// Seq of the first event this attempt emits (the log continues).
     pub first_seq: u64,
     /// Cancelled when a person cancels the run: it ends `cancelled`.
@@ -62,8 +64,14 @@ pub struct AgentJob {
 pub enum Outcome {
     /// The loop ended with this result.
     Finished(Box<LoopResult>),
+    /// The chat already ends with a final answer: nothing to run.
+    AlreadyAnswered,
+    /// Another worker still holds a live lease on the chat's run; try later.
+    Busy,
     /// The execution was stopped (shutdown or lost lease) before it ended.
     Stopped,
+    /// The run could not be executed.
+    Failed(String),
 }
 
 /// Runs agent jobs.
@@ -73,39 +81,50 @@ pub trait AgentExecutor: Send + Sync {
     async fn execute(&self, job: AgentJob) -> Outcome;
 }
 
-/// An [`AgentExecutor`] over `agentloop-engine`: runs the loop over the
-/// job's history and numbers events after `first_seq`.
+/// An [`AgentExecutor`] over [`ChatRuntime::continue_chat`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct EngineExecutor;
+pub struct RuntimeExecutor;
 
 #[async_trait]
-impl AgentExecutor for EngineExecutor {
+impl AgentExecutor for RuntimeExecutor {
     async fn execute(&self, job: AgentJob) -> Outcome {
-        let deps = RunDeps::new(job.provider)
+        let runtime = ChatRuntime::new(job.store, job.provider)
             .with_tools(job.tools)
-            .with_cancel(job.cancel)
-            .with_run_id(job.attempt_id);
-        let mut stream = agentloop_engine::run(job.options, job.history, deps);
+            .with_lease(job.owner, job.lease_ms)
+            .with_cancel(job.cancel);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LoopEvent>();
+        let chat_id = job.chat_id;
+        let mut run = Box::pin(async move {
+            let mut observer = move |event: &LoopEvent| {
+                let _ = tx.send(event.clone());
+            };
+            runtime.continue_chat(&chat_id, &mut observer).await
+        });
+        let mut seq = job.first_seq;
+        let mut ended = None;
         loop {
-            let next = tokio::select! {
+            tokio::select! {
                 biased;
                 () = job.stop.cancelled() => return Outcome::Stopped,
-                next = stream.next() => next,
-            };
-            let Some(mut event) = next else {
-                return Outcome::Stopped;
-            };
-            event.seq += job.first_seq;
-            let result = match &event.kind {
-                EventKind::Finished { result } if event.path.is_root() => Some(result.clone()),
-                _ => None,
-            };
-            if job.sink.event(event).await.is_err() {
-                return Outcome::Stopped;
+                event = rx.recv() => match event {
+                    Some(mut event) => {
+                        event.seq = seq;
+                        seq += 1;
+                        if job.sink.event(event).await.is_err() {
+                            return Outcome::Stopped;
+                        }
+                    }
+                    None => break,
+                },
+                result = &mut run, if ended.is_none() => ended = Some(result),
             }
-            if let Some(result) = result {
-                return Outcome::Finished(Box::new(result));
-            }
+        }
+        match ended {
+            Some(Ok(Some(outcome))) => Outcome::Finished(Box::new(outcome.result)),
+            Some(Ok(None)) => Outcome::AlreadyAnswered,
+            Some(Err(RuntimeError::RunInProgress { .. })) => Outcome::Busy,
+            Some(Err(e)) => Outcome::Failed(e.to_string()),
+            None => Outcome::Stopped,
         }
     }
 }

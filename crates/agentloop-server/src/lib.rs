@@ -9,8 +9,9 @@
 //! - [`routes`]: the API; [`openapi`] describes it.
 //! - [`runner`] starts agent runs; [`drive`] executes one under its lease
 //!   and chains the next; [`recovery`] takes over runs whose lease expired.
-//! - [`executor`]: the [`AgentExecutor`] port and the engine-backed
-//!   [`EngineExecutor`]; [`sink`] stores messages and events as they come.
+//! - [`executor`]: the [`AgentExecutor`] port and [`RuntimeExecutor`],
+//!   which runs the loop through `agentloop-runtime` (messages are stored
+//!   as they come); [`sink`] appends each run's events to its log.
 //! - [`users`]: users and token hashes; [`config`]: provider, prompts,
 //!   leases and limits.
 //!
@@ -49,6 +50,6 @@ pub mod users;
 
 pub use config::{AgentPrompts, ServerConfig};
 pub use error::{ApiError, ServerError};
-pub use executor::{AgentExecutor, AgentJob, EngineExecutor, Outcome};
+pub use executor::{AgentExecutor, AgentJob, Outcome, RuntimeExecutor};
 pub use server::{Server, shutdown_signal};
 pub use state::AppState;

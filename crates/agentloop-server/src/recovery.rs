@@ -20,7 +20,7 @@ pub async fn adopt_orphans(state: &AppState) -> Result<(), StorageError> {
             Err(StorageError::NotFound { .. })
         ) {
             let ctx = load_task_context(&*state.store, &run.task_id).await?;
-            prepare(&*state.store, &state.config.prompts, &ctx, run).await?;
+            prepare(&*state.store, &state.config, &ctx, run).await?;
         }
     }
     Ok(())

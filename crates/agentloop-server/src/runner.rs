@@ -11,7 +11,7 @@ use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_types::Message;
 use serde_json::json;
 
-use crate::config::AgentPrompts;
+use crate::config::{AgentPrompts, ServerConfig};
 
 use crate::state::AppState;
 
@@ -106,7 +106,7 @@ pub async fn start_agent_run(
         }
         Err(e) => return Err(e.into()),
     }
-    let run = prepare(store, &state.config.prompts, ctx, run).await?;
+    let run = prepare(store, &state.config, ctx, run).await?;
     let lease = crate::sink::Lease {
         store: state.store.clone(),
         run_id: run.id.clone(),
@@ -129,27 +129,24 @@ pub fn ttl_ms(state: &AppState) -> i64 {
     i64::try_from(state.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Makes sure an agent run has its conversation (with a chat) and its run
-/// record; safe to repeat after a crash at any point.
+/// Makes sure an agent run has its conversation (with a chat holding the
+/// first message) and its run record; safe to repeat after a crash at any
+/// point. The agent run's record carries the lease and the event log; it is
+/// not tied to the chat, whose own run records belong to the runtime.
 pub async fn prepare(
     store: &dyn Store,
-    prompts: &AgentPrompts,
+    config: &ServerConfig,
     ctx: &TaskContext,
     mut run: AgentRun,
 ) -> StorageResult<AgentRun> {
     let now = now_millis();
-    let chat_id = match &run.conversation_id {
-        Some(id) => store
-            .get_conversation(id)
-            .await?
-            .chat_id
-            .ok_or_else(|| StorageError::Invalid(format!("conversation {id} has no chat")))?,
-        None => {
+    if run.conversation_id.is_none() {
+        {
             let chat = Chat {
                 id: crate::ids::new_id(),
                 project_id: ctx.project.id.clone(),
                 title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
-                settings: json!({ "agent_run_id": run.id }),
+                settings: chat_settings(config, ctx, &run),
                 totals: Default::default(),
                 minion: None,
                 created_at: now,
@@ -166,18 +163,17 @@ pub async fn prepare(
             store.create_conversation(&conversation).await?;
             store.link_conversation(&run.id, &conversation.id).await?;
             store
-                .save_message(&chat.id, &first_message(prompts, ctx, &run))
+                .save_message(&chat.id, &first_message(&config.prompts, ctx, &run))
                 .await?;
             run.conversation_id = Some(conversation.id);
-            chat.id
         }
-    };
+    }
     match store.get_run(&run.id).await {
         Ok(_) => {}
         Err(StorageError::NotFound { .. }) => {
             let record = RunRecord {
                 id: run.id.clone(),
-                chat_id: Some(chat_id),
+                chat_id: None,
                 status: RunStatus::Running,
                 state: None,
                 result: None,
@@ -195,6 +191,36 @@ pub async fn prepare(
         Err(e) => return Err(e),
     }
     Ok(run)
+}
+
+/// The settings of an agent run's chat: the loop options the runtime
+/// builds (the project's `model` setting wins over the server's).
+pub fn chat_settings(
+    config: &ServerConfig,
+    ctx: &TaskContext,
+    run: &AgentRun,
+) -> serde_json::Value {
+    let model = ctx
+        .project
+        .settings
+        .get("model")
+        .and_then(|v| v.as_str())
+        .unwrap_or(&config.model);
+    json!({
+        "agent_run_id": run.id,
+        "model": model,
+        "api": config.api,
+        "max_tokens": config.max_tokens,
+        "max_iterations": config.max_iterations,
+        "system_prompt": format!(
+            "You are the {} agent of task {} in project {}. The fs tool works in the project \
+    folder; the task document is {}.",
+            run.agent_type.as_str(),
+            ctx.task.id,
+            ctx.project.name,
+            crate::config::task_doc_path(&ctx.task.id)
+        ),
+    })
 }
 
 /// The first message of an agent run: its agent's prompt.

@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 
 use crate::config::ServerConfig;
 use crate::error::ServerError;
-use crate::executor::{AgentExecutor, EngineExecutor};
+use crate::executor::{AgentExecutor, RuntimeExecutor};
 use crate::state::AppState;
 
 /// A server instance: its state and router.
@@ -20,9 +20,9 @@ pub struct Server {
 }
 
 impl Server {
-    /// A server over a store with the engine executor.
+    /// A server over a store with the runtime executor.
     pub fn new(store: Arc<dyn Store>, config: ServerConfig) -> Self {
-        Self::with_executor(store, config, Arc::new(EngineExecutor))
+        Self::with_executor(store, config, Arc::new(RuntimeExecutor))
     }
 
     /// A server with a chosen executor.

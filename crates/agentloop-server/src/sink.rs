@@ -1,5 +1,5 @@
-//! [`StoreSink`]: stores a run's messages and events as they come, under
-//! the run's lease, and fans events out to live followers.
+//! [`StoreSink`]: appends an agent run's events to its log, under the
+//! run's lease, and fans them out to live followers.
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use tokio::sync::broadcast;
 
 use crate::executor::{RunSink, SinkError};
 
-/// The lease a run is executed under.
+/// The lease an agent run is executed under.
 #[derive(Clone)]
 pub struct Lease {
     /// The store holding the run record.
@@ -40,12 +40,12 @@ impl Lease {
     }
 }
 
-/// Persists a run's events and root messages, and broadcasts events.
+/// Appends events to the agent run's log and broadcasts them. The lease is
+/// checked whenever a message is committed, so an instance that lost the
+/// run stops writing its log.
 pub struct StoreSink {
-    /// The lease every message write is checked against.
+    /// The agent run's lease.
     pub lease: Lease,
-    /// The chat messages go to.
-    pub chat_id: String,
     /// Live followers.
     pub events: broadcast::Sender<LoopEvent>,
 }
@@ -53,30 +53,14 @@ pub struct StoreSink {
 #[async_trait]
 impl RunSink for StoreSink {
     async fn event(&self, event: LoopEvent) -> Result<(), SinkError> {
-        let store = &self.lease.store;
-        let storage = |e: agentloop_storage::StorageError| SinkError::Storage(e.to_string());
-        if event.path.is_root() {
-            match &event.kind {
-                EventKind::MessageCreated { message } => {
-                    self.lease.renew().await?;
-                    store
-                        .save_message(&self.chat_id, message)
-                        .await
-                        .map_err(storage)?;
-                }
-                EventKind::TokensConsumed { tokens } => {
-                    store
-                        .add_chat_totals(&self.chat_id, *tokens, now_millis())
-                        .await
-                        .map_err(storage)?;
-                }
-                _ => {}
-            }
+        if event.path.is_root() && matches!(event.kind, EventKind::MessageCreated { .. }) {
+            self.lease.renew().await?;
         }
-        store
+        self.lease
+            .store
             .append_events(&self.lease.run_id, std::slice::from_ref(&event))
             .await
-            .map_err(storage)?;
+            .map_err(|e| SinkError::Storage(e.to_string()))?;
         let _ = self.events.send(event);
         Ok(())
     }

@@ -126,15 +126,17 @@ impl TestServer {
     /// Polls the task's agent runs until none is running and at least
     /// `count` exist (bounded).
     pub async fn settle(&self, task_id: &str, count: usize) -> Vec<Value> {
+        let mut last = Value::Null;
         for _ in 0..600 {
             let (_, runs) = self.get(&format!("/api/tasks/{task_id}/agent-runs")).await;
+            last = runs.clone();
             let runs = runs.as_array().cloned().unwrap_or_default();
             if runs.len() >= count && runs.iter().all(|r| r["status"] != "running") {
                 return runs;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        panic!("the agent runs of task {task_id} did not settle");
+        panic!("the agent runs of task {task_id} did not settle: {last}");
     }
 
     pub async fn stop(mut self) {
