@@ -23,6 +23,13 @@ pub enum Command {
     /// List tools or call one directly.
     #[command(subcommand)]
     Tool(ToolCommand),
+    /// Serve the HTTP API: tasks, chained agent runs, event streams.
+    Serve(crate::serve::ServeArgs),
+    /// Manage the server's users.
+    #[command(subcommand)]
+    Users(crate::serve::UsersCommand),
+    /// Mark a task's workflow complete, which stops its agent chain.
+    CompleteWorkflow(crate::serve::CompleteWorkflowArgs),
 }
 
 /// The wire protocols `replay-stream` understands.

@@ -7,6 +7,7 @@ mod providers;
 mod render;
 mod replay;
 mod run;
+mod serve;
 mod skills;
 mod tools;
 
@@ -33,6 +34,9 @@ fn main() -> ExitCode {
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
         Command::Tool(ToolCommand::Call(args)) => runtime.block_on(tools::call(args)),
+        Command::Serve(args) => serve::serve(args),
+        Command::Users(command) => runtime.block_on(serve::users(command)),
+        Command::CompleteWorkflow(args) => runtime.block_on(serve::complete_workflow(args)),
     };
     match outcome {
         Ok(code) => code,

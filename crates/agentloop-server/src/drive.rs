@@ -17,7 +17,7 @@ use agentloop_storage::model::{AgentRunStatus, AgentType, now_millis};
 use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_tools::FsTool;
 use agentloop_tools::vfs::DirJail;
-use agentloop_types::{CancellationToken, EventKind, LoopResult, LoopStatus, Tool};
+use agentloop_types::{CancellationToken, EventKind, LoopEvent, LoopResult, LoopStatus, Tool};
 use serde_json::json;
 
 use crate::executor::{AgentJob, Outcome};
@@ -128,7 +128,13 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             };
             (wanted, serde_json::to_value(&*result).ok())
         }
-        Outcome::AlreadyAnswered => (AgentRunStatus::Completed, None),
+        Outcome::AlreadyAnswered => {
+            let result = log_answered(state, run_id, &chat_id).await?;
+            (
+                AgentRunStatus::Completed,
+                serde_json::to_value(&result).ok(),
+            )
+        }
         Outcome::Failed(error) => (AgentRunStatus::Failed, Some(json!({ "error": error }))),
     };
     if lease.renew().await.is_err() {
@@ -203,6 +209,41 @@ async fn close_record(
     }
     record.updated_at = now_millis();
     store.update_run(&record).await
+}
+
+/// Ends the log of a run whose chat already holds its final answer (the
+/// previous attempt stored it but stopped before logging the end): appends
+/// the terminal event with the chat's messages.
+async fn log_answered(state: &AppState, run_id: &str, chat_id: &str) -> StorageResult<LoopResult> {
+    let store = &*state.store;
+    let messages = store
+        .list_messages(chat_id)
+        .await?
+        .into_iter()
+        .map(|m| m.message)
+        .collect();
+    let result = LoopResult {
+        status: LoopStatus::Complete { return_value: None },
+        messages,
+        tokens: store.get_chat(chat_id).await?.totals,
+    };
+    let (last, logged) = scan_log(store, run_id).await?;
+    if logged.is_none() {
+        let event = LoopEvent {
+            seq: last.map_or(0, |s| s + 1),
+            path: Default::default(),
+            kind: EventKind::Finished {
+                result: result.clone(),
+            },
+        };
+        store
+            .append_events(run_id, std::slice::from_ref(&event))
+            .await?;
+        if let Some(local) = state.local_run(run_id) {
+            let _ = local.events.send(event);
+        }
+    }
+    Ok(result)
 }
 
 /// The highest stored event seq and, if the log already holds it, the

@@ -94,31 +94,37 @@ impl AgentExecutor for RuntimeExecutor {
             .with_cancel(job.cancel);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LoopEvent>();
         let chat_id = job.chat_id;
-        let mut run = Box::pin(async move {
+        // The run goes on in its own task, so storing an event here never
+        // waits on a transaction the run holds open.
+        let run = tokio::spawn(async move {
             let mut observer = move |event: &LoopEvent| {
                 let _ = tx.send(event.clone());
             };
             runtime.continue_chat(&chat_id, &mut observer).await
         });
+        let abort = run.abort_handle();
         let mut seq = job.first_seq;
-        let mut ended = None;
         loop {
             tokio::select! {
                 biased;
-                () = job.stop.cancelled() => return Outcome::Stopped,
+                () = job.stop.cancelled() => {
+                    abort.abort();
+                    return Outcome::Stopped;
+                }
                 event = rx.recv() => match event {
                     Some(mut event) => {
                         event.seq = seq;
                         seq += 1;
                         if job.sink.event(event).await.is_err() {
+                            abort.abort();
                             return Outcome::Stopped;
                         }
                     }
                     None => break,
                 },
-                result = &mut run, if ended.is_none() => ended = Some(result),
             }
         }
+        let ended = run.await.ok();
         match ended {
             Some(Ok(Some(outcome))) => Outcome::Finished(Box::new(outcome.result)),
             Some(Ok(None)) => Outcome::AlreadyAnswered,

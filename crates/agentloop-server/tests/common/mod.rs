@@ -47,6 +47,7 @@ pub async fn start_with(store: Arc<dyn Store>, config: ServerConfig) -> TestServ
             .await
             .unwrap();
     });
+    agentloop_providers::ensure_crypto_provider();
     TestServer {
         base,
         token,
@@ -135,6 +136,15 @@ impl TestServer {
                 return runs;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        for run in last.as_array().cloned().unwrap_or_default() {
+            let id = run["id"].as_str().unwrap_or_default();
+            let events = self.store.list_events(id, None, 1000).await.unwrap();
+            let kinds: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+            println!(
+                "run {id}: {:?} events {kinds:?}",
+                self.store.get_run(id).await
+            );
         }
         panic!("the agent runs of task {task_id} did not settle: {last}");
     }

@@ -1,0 +1,204 @@
+//! `agentloop serve`, `agentloop users` and `agentloop complete-workflow`:
+//! the HTTP server of `agentloop-server` and the commands that manage its
+//! store directly.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use agentloop_server::{AgentPrompts, Server, ServerConfig, shutdown_signal};
+use agentloop_storage::model::now_millis;
+use clap::{Args, Subcommand};
+use serde::Deserialize;
+
+/// The store used when `--db` is not given: a SQLite file in the current
+/// folder.
+const DEFAULT_DB: &str = "agentloop.db";
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// SQLite file, `:memory:`, or a PostgreSQL URL (postgres://…).
+    #[arg(long, default_value = DEFAULT_DB)]
+    pub db: String,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    pub bind: String,
+    /// anthropic, openai-chat, openai-responses, openai-compatible, or
+    /// scripted:FILE. Default: from the keys in the environment.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Default model id (a project's `model` overrides it).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Base URL of an OpenAI-compatible server.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Lease owner name of this instance (default: unique per process).
+    #[arg(long)]
+    pub instance_id: Option<String>,
+    /// Lease length in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    pub lease_ms: u64,
+    /// Lease renewal period in milliseconds.
+    #[arg(long, default_value_t = 5_000)]
+    pub heartbeat_ms: u64,
+    /// How often to look for runs to take over, in milliseconds.
+    #[arg(long, default_value_t = 5_000)]
+    pub claim_interval_ms: u64,
+    /// Model turns per agent run.
+    #[arg(long, default_value_t = 50)]
+    pub max_iterations: u32,
+    /// JSON file overriding agent prompts:
+    /// `{"planification": "...", "implementation": "...", "review": "..."}`
+    /// (`{task_doc_path}` and `{task_id}` are replaced).
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+pub enum UsersCommand {
+    /// Create a user and print its bearer token (shown only once).
+    Create(UserCreateArgs),
+    /// List users.
+    List(DbArgs),
+}
+
+#[derive(Args)]
+pub struct UserCreateArgs {
+    /// Display name.
+    pub name: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args)]
+pub struct DbArgs {
+    /// SQLite file, `:memory:`, or a PostgreSQL URL.
+    #[arg(long, default_value = DEFAULT_DB)]
+    pub db: String,
+}
+
+#[derive(Args)]
+pub struct CompleteWorkflowArgs {
+    /// The task.
+    pub task_id: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Deserialize)]
+struct PromptOverrides {
+    planification: Option<String>,
+    implementation: Option<String>,
+    review: Option<String>,
+}
+
+fn prompts(path: Option<&PathBuf>) -> Result<AgentPrompts, String> {
+    let mut prompts = AgentPrompts::default();
+    let Some(path) = path else {
+        return Ok(prompts);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let overrides: PromptOverrides = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a prompts object: {e}", path.display()))?;
+    if let Some(p) = overrides.planification {
+        prompts.planification = p;
+    }
+    if let Some(p) = overrides.implementation {
+        prompts.implementation = p;
+    }
+    if let Some(p) = overrides.review {
+        prompts.review = p;
+    }
+    Ok(prompts)
+}
+
+/// Runs the server until SIGTERM or Ctrl-C.
+pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async move {
+        let chosen = crate::providers::choose(
+            args.provider.as_deref(),
+            args.model.as_deref(),
+            args.base_url.as_deref(),
+        )?;
+        let store = agentloop_storage::open_store(&args.db)
+            .await
+            .map_err(|e| format!("cannot open {}: {e}", args.db))?;
+        let mut config = ServerConfig::new(chosen.provider, chosen.api, chosen.model);
+        config.prompts = prompts(args.prompts.as_ref())?;
+        config.max_iterations = args.max_iterations;
+        config.lease_ttl = Duration::from_millis(args.lease_ms.max(1));
+        config.heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
+        config.claim_interval = Duration::from_millis(args.claim_interval_ms.max(1));
+        if let Some(id) = args.instance_id {
+            config.instance_id = id;
+        }
+        let listener = tokio::net::TcpListener::bind(&args.bind)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;
+        let address = listener
+            .local_addr()
+            .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        eprintln!(
+            "agentloop: serving on http://{address} (store: {})",
+            args.db
+        );
+        Server::new(store, config)
+            .serve(listener, shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())?;
+        eprintln!("agentloop: stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+async fn open(db: &str) -> Result<std::sync::Arc<dyn agentloop_storage::Store>, String> {
+    agentloop_storage::open_store(db)
+        .await
+        .map_err(|e| format!("cannot open {db}: {e}"))
+}
+
+/// `agentloop users create|list`.
+pub async fn users(command: UsersCommand) -> Result<ExitCode, String> {
+    match command {
+        UsersCommand::Create(args) => {
+            let store = open(&args.db.db).await?;
+            let (user, token) = agentloop_server::users::create_user(&*store, &args.name)
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("created user {} ({})", user.name, user.id);
+            println!("{token}");
+        }
+        UsersCommand::List(args) => {
+            let store = open(&args.db).await?;
+            for user in agentloop_server::users::list_users(&*store)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                println!("{}\t{}", user.id, user.name);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `agentloop complete-workflow TASK`: sets the task's `workflow_complete`
+/// (and force-completes its running agent runs), so its chain stops.
+pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Result<ExitCode, String> {
+    let store = open(&args.db.db).await?;
+    let completed = store
+        .set_workflow_complete(&args.task_id, true, now_millis())
+        .await
+        .map_err(|e| e.to_string())?;
+    println!(
+        "task {}: workflow complete ({} running agent run(s) completed)",
+        args.task_id,
+        completed.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}

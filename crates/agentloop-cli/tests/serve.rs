@@ -1,0 +1,297 @@
+//! `agentloop serve` as a process: SIGKILL mid-run and recovery by a
+//! restarted server, SIGTERM hand-back, `users create`, `complete-workflow`,
+//! and two servers sharing one PostgreSQL database.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use agentloop_storage::model::{AgentRunStatus, AgentType};
+use agentloop_types::EventKind;
+use serde_json::{Value, json};
+
+fn agentloop() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    command
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL");
+    command
+}
+
+fn create_user(db: &str) -> String {
+    let output = agentloop()
+        .args(["users", "create", "ada", "--db", db])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// A running `agentloop serve` and the address it listens on.
+struct Served {
+    child: Child,
+    address: String,
+}
+
+fn serve(db: &str, script: &Path, instance: &str) -> Served {
+    let mut child = agentloop()
+        .args([
+            "serve",
+            "--db",
+            db,
+            "--bind",
+            "127.0.0.1:0",
+            "--provider",
+            &format!("scripted:{}", script.display()),
+            "--instance-id",
+            instance,
+            "--lease-ms",
+            "1000",
+            "--heartbeat-ms",
+            "100",
+            "--claim-interval-ms",
+            "100",
+        ])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            eprintln!("[server] {line}");
+            if let Some(rest) = line.split("serving on http://").nth(1) {
+                let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_owned());
+            }
+        }
+    });
+    let address = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    Served { child, address }
+}
+
+/// One HTTP/1.1 request with `Connection: close`; returns status and JSON.
+fn http(address: &str, token: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn task(address: &str, token: &str, repo: &Path) -> String {
+    let (status, project) = http(
+        address,
+        token,
+        "POST",
+        "/api/projects",
+        Some(json!({ "name": "demo", "repoFolder": repo })),
+    );
+    assert_eq!(status, 201, "{project}");
+    let path = format!("/api/projects/{}/tasks", project["id"].as_str().unwrap());
+    let (status, task) = http(address, token, "POST", &path, Some(json!({ "title": "t" })));
+    assert_eq!(status, 201, "{task}");
+    task["id"].as_str().unwrap().to_owned()
+}
+
+fn write_script(path: &Path, turns: Value) {
+    std::fs::write(path, turns.to_string()).unwrap();
+}
+
+fn slow_text(text: &str) -> Value {
+    json!({ "steps": [
+        { "type": "text", "chunks": ["Working"] },
+        { "type": "delay", "ms": 1500 },
+        { "type": "text", "chunks": [text] }
+    ] })
+}
+
+/// Every agent run's log holds exactly one terminal event and seqs 0..n.
+async fn assert_logs_whole(store: &dyn agentloop_storage::Store, task_id: &str) {
+    for run in store.list_agent_runs(task_id).await.unwrap() {
+        let events = store.list_events(&run.id, None, 100_000).await.unwrap();
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+        let finished = events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Finished { .. }) && e.path.is_root())
+            .count();
+        assert_eq!(finished, 1, "run {} finished {finished} times", run.id);
+    }
+}
+
+async fn wait_settled(store: &dyn agentloop_storage::Store, task_id: &str, count: usize) {
+    for _ in 0..600 {
+        let runs = store.list_agent_runs(task_id).await.unwrap();
+        if runs.len() >= count && runs.iter().all(|r| r.status != AgentRunStatus::Running) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the agent runs did not settle");
+}
+
+#[tokio::test]
+async fn a_run_survives_sigkill_and_the_restarted_server_finishes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = dir.path().join("script.json");
+    write_script(&script, json!([slow_text(" done.")]));
+    let repo = dir.path().join("repo");
+    let token = create_user(&db);
+    let mut first = serve(&db, &script, "first");
+    let task_id = task(&first.address, &token, &repo);
+    let (status, run) = http(
+        &first.address,
+        &token,
+        "POST",
+        &format!("/api/tasks/{task_id}/agent-runs"),
+        Some(json!({ "agentType": "planification" })),
+    );
+    assert_eq!(status, 201, "{run}");
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let store = agentloop_storage::open_store(&db).await.unwrap();
+    for _ in 0..600 {
+        if !store
+            .list_events(&run_id, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    assert_eq!(
+        store.get_agent_run(&run_id).await.unwrap().status,
+        AgentRunStatus::Running
+    );
+
+    let mut second = serve(&db, &script, "second");
+    wait_settled(&*store, &task_id, 1).await;
+    let run = store.get_agent_run(&run_id).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let conversation = store
+        .get_conversation(run.conversation_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    let messages = store
+        .list_messages(conversation.chat_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[1].message.text(), "Working done.");
+    assert_logs_whole(&*store, &task_id).await;
+
+    let output = agentloop()
+        .args(["complete-workflow", &task_id, "--db", &db])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert!(store.get_task(&task_id).await.unwrap().workflow_complete);
+
+    let term = Command::new("kill")
+        .args(["-TERM", &second.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(second.child.wait().unwrap().success());
+}
+
+#[tokio::test]
+async fn two_servers_on_postgres_share_a_chain_and_run_each_step_once() {
+    let Ok(admin_url) = std::env::var("AGENTLOOP_TEST_POSTGRES_URL") else {
+        println!("skipping: AGENTLOOP_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    let name = format!("agentloop_cli_{}", std::process::id());
+    let database = agentloop_storage::PostgresStore::connect(&admin_url)
+        .await
+        .unwrap();
+    sqlx_exec(&database, &format!("DROP DATABASE IF EXISTS \"{name}\"")).await;
+    sqlx_exec(&database, &format!("CREATE DATABASE \"{name}\"")).await;
+    let base = admin_url
+        .rsplit_once('/')
+        .map_or(admin_url.as_str(), |(b, _)| b);
+    let url = format!("{base}/{name}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    let finish = json!({ "steps": [
+        { "type": "tool_call", "id": "c1", "name": "complete_workflow", "fragments": ["{}"] }
+    ] });
+    write_script(
+        &script,
+        json!([
+            slow_text(" one."),
+            slow_text(" two."),
+            finish,
+            slow_text(" end.")
+        ]),
+    );
+    let token = create_user(&url);
+    let mut a = serve(&url, &script, "a");
+    let mut b = serve(&url, &script, "b");
+    let task_id = task(&a.address, &token, &dir.path().join("repo"));
+    let (status, _) = http(
+        &a.address,
+        &token,
+        "POST",
+        &format!("/api/tasks/{task_id}/agent-runs"),
+        Some(json!({ "agentType": "implementation" })),
+    );
+    assert_eq!(status, 201);
+    let store = agentloop_storage::open_store(&url).await.unwrap();
+    // Stop `a` mid-chain: it hands its run back and `b` continues the chain.
+    for _ in 0..600 {
+        if !store.list_agent_runs(&task_id).await.unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let term = Command::new("kill")
+        .args(["-TERM", &a.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(a.child.wait().unwrap().success());
+    wait_settled(&*store, &task_id, 3).await;
+    let runs = store.list_agent_runs(&task_id).await.unwrap();
+    assert!(runs.len() >= 3);
+    assert_eq!(runs[0].agent_type, AgentType::Implementation);
+    assert_eq!(runs[1].agent_type, AgentType::Review);
+    assert_logs_whole(&*store, &task_id).await;
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    sqlx_exec(
+        &database,
+        &format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"),
+    )
+    .await;
+}
+
+async fn sqlx_exec(store: &agentloop_storage::PostgresStore, sql: &str) {
+    use sqlx::Executor;
+    store.pool().execute(sql).await.unwrap();
+}
