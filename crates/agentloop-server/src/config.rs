@@ -88,6 +88,9 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Time limit of a non-streaming request.
     pub request_timeout: Duration,
+    /// Capacity of each run's live event channel; a follower that falls
+    /// further behind reads the missed events from the store.
+    pub live_capacity: usize,
 }
 
 impl ServerConfig {
@@ -107,6 +110,7 @@ impl ServerConfig {
             claim_interval: Duration::from_secs(5),
             max_body_bytes: 1 << 20,
             request_timeout: Duration::from_secs(30),
+            live_capacity: 256,
         }
     }
 }

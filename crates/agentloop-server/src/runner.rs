@@ -107,6 +107,11 @@ pub async fn start_agent_run(
         Err(e) => return Err(e.into()),
     }
     let run = prepare(store, &state.config, ctx, run).await?;
+    state.notify(
+        &ctx.owner,
+        json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,
+                "agentType": run.agent_type, "status": run.status }),
+    );
     let lease = crate::sink::Lease {
         store: state.store.clone(),
         run_id: run.id.clone(),
@@ -116,11 +121,6 @@ pub async fn start_agent_run(
     if lease.renew().await.is_ok() {
         tokio::spawn(crate::drive::drive_boxed(state.clone(), run.id.clone()));
     }
-    state.notify(
-        &ctx.owner,
-        json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,
-                "agentType": run.agent_type, "status": run.status }),
-    );
     Ok(run)
 }
 

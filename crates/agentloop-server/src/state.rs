@@ -11,8 +11,6 @@ use tokio::sync::broadcast;
 use crate::config::ServerConfig;
 use crate::executor::AgentExecutor;
 
-/// Capacity of each run's live event channel.
-const RUN_CHANNEL: usize = 256;
 /// Capacity of the owner notification channel.
 const NOTICE_CHANNEL: usize = 1024;
 
@@ -75,7 +73,7 @@ impl AppState {
         }
         let run = Arc::new(LocalRun {
             cancel: CancellationToken::new(),
-            events: broadcast::channel(RUN_CHANNEL).0,
+            events: broadcast::channel(self.config.live_capacity.max(1)).0,
         });
         local.insert(run_id.to_owned(), run.clone());
         Some(run)

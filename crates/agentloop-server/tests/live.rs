@@ -1,0 +1,152 @@
+//! Live streams: SSE followers that fall behind the broadcast channel, and
+//! the WebSocket notices of a run's owner.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+use agentloop_storage::MemoryStore;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_sse_follower_gets_every_event_once() {
+    let chunks: Vec<String> = (0..300).map(|i| format!("c{i} ")).collect();
+    let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+    let provider = ScriptedProvider::new([ScriptedTurn::new().delay_ms(50).text_chunks(&chunks)]);
+    let mut config = common::config(provider);
+    config.live_capacity = 1;
+    let server = common::start_with(Arc::new(MemoryStore::new()), config).await;
+    let (_, task_id) = server.project_and_task().await;
+    let (status, run) = server
+        .send(
+            "POST",
+            &format!("/api/tasks/{task_id}/agent-runs"),
+            json!({ "agentType": "planification" }),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let url = server.url(&format!(
+        "/api/agent-runs/{}/events",
+        run["id"].as_str().unwrap()
+    ));
+    let body = server
+        .client
+        .get(&url)
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let seqs: Vec<u64> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(|v| v.trim().parse().unwrap())
+        .collect();
+    assert!(seqs.len() > 300);
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    server.stop().await;
+}
+
+/// Reads one unmasked server frame's text payload.
+fn read_text_frame(stream: &mut TcpStream) -> String {
+    let mut head = [0u8; 2];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(head[0] & 0x0f, 1, "a text frame");
+    let len = match head[1] & 0x7f {
+        126 => {
+            let mut ext = [0u8; 2];
+            stream.read_exact(&mut ext).unwrap();
+            usize::from(u16::from_be_bytes(ext))
+        }
+        127 => panic!("frame too large for this test"),
+        n => usize::from(n),
+    };
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload).unwrap();
+    String::from_utf8(payload).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_owner_websocket_hears_streaming_and_status_notices() {
+    let provider = ScriptedProvider::new([ScriptedTurn::new().text("Planned.")]);
+    let server = common::start(Arc::new(MemoryStore::new()), provider).await;
+    let (_, task_id) = server.project_and_task().await;
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let token = server.token.clone();
+    let socket = tokio::task::spawn_blocking(move || {
+        let mut stream = TcpStream::connect(&address).unwrap();
+        write!(
+            stream,
+            "GET /api/ws?token={token} HTTP/1.1\r\nHost: {address}\r\nUpgrade: websocket\r\n\
+Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+Sec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = Vec::new();
+        let mut byte = [0u8; 1];
+        while !response.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).unwrap();
+            response.push(byte[0]);
+        }
+        assert!(String::from_utf8_lossy(&response).starts_with("HTTP/1.1 101"));
+        stream
+    })
+    .await
+    .unwrap();
+    let (status, run) = server
+        .send(
+            "POST",
+            &format!("/api/tasks/{task_id}/agent-runs"),
+            json!({ "agentType": "planification" }),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let notices = tokio::task::spawn_blocking(move || {
+        let mut socket = socket;
+        let mut notices = Vec::new();
+        loop {
+            let notice: Value = serde_json::from_str(&read_text_frame(&mut socket)).unwrap();
+            let done = notice["type"] == "agent-run-status" && notice["status"] == "completed";
+            notices.push(notice);
+            if done {
+                return notices;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    let kinds: Vec<(&str, &str)> = notices
+        .iter()
+        .map(|n| {
+            (
+                n["type"].as_str().unwrap(),
+                n["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("agent-run-status", "running"),
+            ("streaming-started", ""),
+            ("streaming-ended", ""),
+            ("agent-run-status", "completed"),
+        ]
+    );
+    assert!(notices.iter().all(|n| n["agentRunId"] == run_id.as_str()));
+    let unauthorized = server
+        .client
+        .get(server.url("/api/ws"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthorized.status().as_u16(), 401);
+    server.stop().await;
+}
