@@ -308,7 +308,14 @@ async fn agent_runs_start_conflict_list_and_recover() {
     let settled = server.settle(&task_id, 2).await;
     assert_eq!(settled.len(), 2);
     assert_eq!(settled[1]["status"], "cancelled");
-    let record = store.get_run(run_id).await.unwrap();
+    let mut record = store.get_run(run_id).await.unwrap();
+    for _ in 0..400 {
+        if record.status != agentloop_storage::model::RunStatus::Running {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        record = store.get_run(run_id).await.unwrap();
+    }
     assert_eq!(
         record.status,
         agentloop_storage::model::RunStatus::Cancelled
