@@ -31,6 +31,10 @@ const BENCHMARKS: &[Benchmark] = &[
         example: "http_loop_bench",
     },
     Benchmark {
+        package: "agentloop-server",
+        example: "server_bench",
+    },
+    Benchmark {
         package: "agentloop-tools",
         example: "tools_bench",
     },
