@@ -236,6 +236,18 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
     assert!(!store.get_task("t").await.unwrap().workflow_complete);
     assert!(store.active_agent_run("u").await.unwrap().is_some());
 
+    // A cancelled run reads back cancelled and frees the task's slot.
+    store
+        .set_agent_run_status("b1", AgentRunStatus::Cancelled, Some(52))
+        .await
+        .unwrap();
+    let cancelled = store.get_agent_run("b1").await.unwrap();
+    assert_eq!(
+        (cancelled.status, cancelled.completed_at),
+        (AgentRunStatus::Cancelled, Some(52))
+    );
+    assert_eq!(store.active_agent_run("u").await.unwrap(), None);
+
     // Deleting the chat unlinks the conversation.
     store.delete_chat("c").await.unwrap();
     assert_eq!(store.get_conversation("conv1").await.unwrap().chat_id, None);
