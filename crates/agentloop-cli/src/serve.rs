@@ -48,6 +48,9 @@ pub struct ServeArgs {
     /// Model turns per agent run.
     #[arg(long, default_value_t = 50)]
     pub max_iterations: u32,
+    /// When set, project folders must lie inside this folder.
+    #[arg(long)]
+    pub projects_root: Option<PathBuf>,
     /// JSON file overriding agent prompts:
     /// `{"planification": "...", "implementation": "...", "review": "..."}`
     /// (`{task_doc_path}` and `{task_id}` are replaced).
@@ -132,6 +135,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         let mut config = ServerConfig::new(chosen.provider, chosen.api, chosen.model);
         config.prompts = prompts(args.prompts.as_ref())?;
         config.max_iterations = args.max_iterations;
+        config.projects_root = args.projects_root;
         config.lease_ttl = Duration::from_millis(args.lease_ms.max(1));
         config.heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
         config.claim_interval = Duration::from_millis(args.claim_interval_ms.max(1));

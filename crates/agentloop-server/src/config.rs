@@ -88,6 +88,9 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Time limit of a non-streaming request.
     pub request_timeout: Duration,
+    /// When set, project folders must lie inside this folder (the fs tool of
+    /// a run is jailed to its project's folder).
+    pub projects_root: Option<std::path::PathBuf>,
     /// Capacity of each run's live event channel; a follower that falls
     /// further behind reads the missed events from the store.
     pub live_capacity: usize,
@@ -110,6 +113,7 @@ impl ServerConfig {
             claim_interval: Duration::from_secs(5),
             max_body_bytes: 1 << 20,
             request_timeout: Duration::from_secs(30),
+            projects_root: None,
             live_capacity: 256,
         }
     }

@@ -71,11 +71,32 @@ pub(super) async fn create(
     if !folder.is_absolute() {
         return Err(ApiError::bad_request("repoFolder must be an absolute path"));
     }
+    let root = match &state.config.projects_root {
+        Some(root) => Some(
+            root.canonicalize()
+                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?,
+        ),
+        None => None,
+    };
+    let outside = |path: &std::path::Path| root.as_ref().is_some_and(|r| !path.starts_with(r));
+    let escapes = folder
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir));
+    if escapes || outside(&folder) {
+        return Err(ApiError::bad_request(
+            "repoFolder must be inside the server's projects folder",
+        ));
+    }
     std::fs::create_dir_all(&folder)
         .map_err(|e| ApiError::bad_request(format!("cannot create repoFolder: {e}")))?;
     let folder = folder
         .canonicalize()
         .map_err(|e| ApiError::bad_request(format!("repoFolder: {e}")))?;
+    if outside(&folder) {
+        return Err(ApiError::bad_request(
+            "repoFolder must be inside the server's projects folder",
+        ));
+    }
     let mut settings = json!({ "owner": user.id, "repo_folder": folder });
     if let Some(model) = body.get("model").and_then(Value::as_str) {
         settings["model"] = json!(model);
