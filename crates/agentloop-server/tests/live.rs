@@ -150,3 +150,49 @@ Sec-WebSocket-Version: 13\r\n\r\n"
     assert_eq!(unauthorized.status().as_u16(), 401);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_on_another_instance_follows_the_run_through_the_store() {
+    let store: Arc<dyn agentloop_storage::Store> = Arc::new(MemoryStore::new());
+    let chunks: Vec<String> = (0..20).map(|i| format!("c{i} ")).collect();
+    let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+    let mut turn = ScriptedTurn::new();
+    for chunk in chunks {
+        turn = turn.delay_ms(10).text_chunks(&[chunk]);
+    }
+    let a = common::start(store.clone(), ScriptedProvider::new([turn])).await;
+    let b = common::start(store, ScriptedProvider::new([])).await;
+    let (_, task_id) = a.project_and_task().await;
+    let (status, run) = a
+        .send(
+            "POST",
+            &format!("/api/tasks/{task_id}/agent-runs"),
+            json!({ "agentType": "planification" }),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let url = b.url(&format!(
+        "/api/agent-runs/{}/events",
+        run["id"].as_str().unwrap()
+    ));
+    let body = b
+        .client
+        .get(&url)
+        .bearer_auth(&a.token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let seqs: Vec<u64> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(|v| v.trim().parse().unwrap())
+        .collect();
+    assert!(seqs.len() > 20);
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    assert!(body.contains("event: finished"));
+    a.stop().await;
+    b.stop().await;
+}
