@@ -186,3 +186,34 @@ pub fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
         Err(ApiError::bad_request(format!("Invalid {what} ID")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_slow_request_is_answered_408_with_json() {
+        let app = Router::new()
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    "late"
+                }),
+            )
+            .layer(middleware::from_fn_with_state(
+                Duration::from_millis(20),
+                time_limit,
+            ));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/slow", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        agentloop_providers::ensure_crypto_provider();
+        let response = reqwest::get(&url).await.unwrap();
+        assert_eq!(response.status().as_u16(), 408);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "the request took too long");
+    }
+}
