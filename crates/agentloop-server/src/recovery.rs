@@ -1,16 +1,20 @@
 //! Taking over runs: on start and every `claim_interval`, an instance looks
 //! for agent runs whose lease is free or expired and executes them here
 //! (see [`crate::drive`] for how a taken-over run continues). Running agent
-//! runs without a run record (a crash right after creation) get one.
+//! runs without a run record (a crash right after creation) get one, and
+//! chains broken by a crash between one run's end and the next one's start
+//! are continued.
 
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{AgentRunStatus, RunStatus, now_millis};
 
-use crate::runner::{load_task_context, prepare};
+use crate::runner::{StartError, load_task_context, next_agent, prepare, start_agent_run};
 use crate::state::AppState;
 
 /// Runs looked at per pass.
 const BATCH: u32 = 32;
+/// Broken chains are looked for on every this many claim passes.
+const CHAIN_SCAN_EVERY: u64 = 10;
 
 /// Gives every running agent run a run record, so it can be claimed.
 pub async fn adopt_orphans(state: &AppState) -> Result<(), StorageError> {
@@ -24,6 +28,61 @@ pub async fn adopt_orphans(state: &AppState) -> Result<(), StorageError> {
         }
     }
     Ok(())
+}
+
+/// Continues chains a crash broke: a task whose workflow is not complete,
+/// with no running run, whose last run is an implementation or review that
+/// ended on its own (its loop completed, it was not force-completed) more
+/// than a lease ago, gets the next run of the chain.
+pub async fn resume_chains(state: &AppState) -> Result<usize, StorageError> {
+    let store = &*state.store;
+    let settled_before = now_millis() - crate::runner::ttl_ms(state);
+    let mut started = 0;
+    for project in store.list_projects().await? {
+        if crate::runner::project_owner(&project).is_none() {
+            continue;
+        }
+        for task in store.list_tasks(&project.id).await? {
+            if task.workflow_complete {
+                continue;
+            }
+            let runs = store.list_agent_runs(&task.id).await?;
+            if runs.iter().any(|r| r.status == AgentRunStatus::Running) {
+                continue;
+            }
+            let Some(last) = runs.last() else { continue };
+            let Some(next) = next_agent(last.agent_type) else {
+                continue;
+            };
+            if last.status != AgentRunStatus::Completed
+                || last.completed_at.is_none_or(|at| at > settled_before)
+            {
+                continue;
+            }
+            let ended_on_its_own = match store.get_run(&last.id).await {
+                Ok(record) => {
+                    record
+                        .result
+                        .as_ref()
+                        .and_then(|r| r.get("status"))
+                        .and_then(|s| s.as_str())
+                        == Some("complete")
+                }
+                Err(StorageError::NotFound { .. }) => false,
+                Err(e) => return Err(e),
+            };
+            if !ended_on_its_own {
+                continue;
+            }
+            let ctx = load_task_context(store, &task.id).await?;
+            match start_agent_run(state, &ctx, next).await {
+                Ok(_) => started += 1,
+                Err(StartError::Conflict(_)) => {}
+                Err(StartError::Storage(e)) => return Err(e),
+            }
+        }
+    }
+    Ok(started)
 }
 
 /// One pass: claims what can be claimed and starts executing it.
@@ -67,10 +126,17 @@ pub async fn claim_loop(state: AppState) {
     if let Err(e) = adopt_orphans(&state).await {
         eprintln!("agentloop-server: adopting orphaned agent runs: {e}");
     }
+    let mut pass: u64 = 0;
     loop {
         if let Err(e) = claim_once(&state).await {
             eprintln!("agentloop-server: claiming runs: {e}");
         }
+        if pass % CHAIN_SCAN_EVERY == 0 {
+            if let Err(e) = resume_chains(&state).await {
+                eprintln!("agentloop-server: resuming chains: {e}");
+            }
+        }
+        pass += 1;
         tokio::select! {
             () = state.shutdown.cancelled() => return,
             () = tokio::time::sleep(state.config.claim_interval) => {}

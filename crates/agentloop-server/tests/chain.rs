@@ -193,3 +193,55 @@ async fn sse_follows_live_and_replays_after_last_event_id() {
     assert_eq!(status, 404);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_broken_by_a_crash_is_continued() {
+    let (_dir, store) = sqlite().await;
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new().text("Reviewed."),
+        ScriptedTurn::new().tool_call("c1", "complete_workflow", json!({})),
+        ScriptedTurn::new().text("Done."),
+    ]);
+    let server = start(store.clone(), provider).await;
+    let (_, task_id) = server.project_and_task().await;
+    // An implementation run ended on its own long ago, and the instance that
+    // ran it died before starting the review.
+    let run = agentloop_storage::model::AgentRun {
+        id: "crashed".to_owned(),
+        task_id: task_id.clone(),
+        agent_type: AgentType::Implementation,
+        status: AgentRunStatus::Completed,
+        conversation_id: None,
+        created_at: 1,
+        completed_at: Some(2),
+    };
+    store.create_agent_run(&run).await.unwrap();
+    store
+        .create_run(&agentloop_storage::model::RunRecord {
+            id: "crashed".to_owned(),
+            chat_id: None,
+            status: agentloop_storage::model::RunStatus::Completed,
+            state: None,
+            result: Some(json!({ "status": "complete", "messages": [], "tokens": {} })),
+            pending_tool_call: None,
+            lease_owner: None,
+            lease_expires_at: None,
+            created_at: 1,
+            updated_at: 2,
+        })
+        .await
+        .unwrap();
+    server.settle(&task_id, 3).await;
+    server.stop().await;
+    let runs = store.list_agent_runs(&task_id).await.unwrap();
+    let kinds: Vec<_> = runs.iter().map(|r| (r.agent_type, r.status)).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (AgentType::Implementation, AgentRunStatus::Completed),
+            (AgentType::Review, AgentRunStatus::Completed),
+            (AgentType::Implementation, AgentRunStatus::Completed),
+        ]
+    );
+    assert!(store.get_task(&task_id).await.unwrap().workflow_complete);
+}
