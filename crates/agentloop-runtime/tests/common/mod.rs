@@ -6,24 +6,106 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentloop_runtime::{ChatRuntime, ChatSettings, ProjectSettings};
-use agentloop_storage::{MemoryStore, SqliteStore, Store};
+use agentloop_storage::{MemoryStore, PostgresStore, SqliteStore, Store};
 use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
 use serde_json::{Value, json};
+use sqlx::Connection;
 
-/// Every store a test runs against: memory and a SQLite temp file (the
-/// tempdir is returned to keep it alive).
-pub async fn stores() -> Vec<(&'static str, Arc<dyn Store>, Option<tempfile::TempDir>)> {
+/// Keeps what a store needs alive: a temp folder, or a PostgreSQL test
+/// database dropped at the end.
+pub enum Guard {
+    /// Nothing to keep.
+    None,
+    /// A SQLite file's folder.
+    Dir(tempfile::TempDir),
+    /// A PostgreSQL database.
+    Pg(PgDatabase),
+}
+
+/// Every store a test runs against: memory, a SQLite temp file, and
+/// PostgreSQL when `AGENTLOOP_TEST_POSTGRES_URL` is set.
+pub async fn stores() -> Vec<(&'static str, Arc<dyn Store>, Guard)> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.db");
     let sqlite = SqliteStore::connect(path.to_str().unwrap()).await.unwrap();
-    vec![
+    let mut out = vec![
         (
             "memory",
             Arc::new(MemoryStore::new()) as Arc<dyn Store>,
-            None,
+            Guard::None,
         ),
-        ("sqlite", Arc::new(sqlite) as Arc<dyn Store>, Some(dir)),
-    ]
+        (
+            "sqlite",
+            Arc::new(sqlite) as Arc<dyn Store>,
+            Guard::Dir(dir),
+        ),
+    ];
+    if let Ok(url) = std::env::var("AGENTLOOP_TEST_POSTGRES_URL") {
+        let db = PgDatabase::create(&url).await;
+        out.push((
+            "postgres",
+            Arc::new(db.store.clone()) as Arc<dyn Store>,
+            Guard::Pg(db),
+        ));
+    }
+    out
+}
+
+/// A PostgreSQL database made for one test and dropped with it.
+pub struct PgDatabase {
+    admin_url: String,
+    name: String,
+    /// The store on it.
+    pub store: PostgresStore,
+}
+
+impl PgDatabase {
+    /// Creates a uniquely named database on the server of `admin_url`.
+    pub async fn create(admin_url: &str) -> Self {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "agentloop_rt_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        let mut admin = sqlx::PgConnection::connect(admin_url).await.unwrap();
+        sqlx::raw_sql(&format!("CREATE DATABASE \"{name}\""))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        let (base, _) = admin_url.rsplit_once('/').unwrap();
+        let store = PostgresStore::connect(&format!("{base}/{name}"))
+            .await
+            .unwrap();
+        Self {
+            admin_url: admin_url.to_owned(),
+            name,
+            store,
+        }
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let admin_url = self.admin_url.clone();
+        let name = self.name.clone();
+        let store = self.store.clone();
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                store.close().await;
+                let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+                sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    .execute(&mut admin)
+                    .await
+                    .unwrap();
+            });
+        })
+        .join();
+    }
 }
 
 /// A project and a chat in it; returns the chat id.
