@@ -30,6 +30,15 @@ pub enum Command {
     Users(crate::serve::UsersCommand),
     /// Mark a task's workflow complete, which stops its agent chain.
     CompleteWorkflow(crate::serve::CompleteWorkflowArgs),
+    /// Chat interactively on a stored chat: each stdin line is a message.
+    Chat(crate::chat::ChatArgs),
+    /// List, show or delete stored chats.
+    #[command(subcommand)]
+    Chats(crate::chats::ChatsCommand),
+    /// Write a project to JSON (the storage export).
+    Export(crate::export::ExportArgs),
+    /// Read a project from a JSON export into the database.
+    Import(crate::export::ImportArgs),
 }
 
 /// The wire protocols `replay-stream` understands.

@@ -3,6 +3,9 @@
 //! tools directly (`tool`).
 
 mod args;
+mod chat;
+mod chats;
+mod export;
 mod providers;
 mod render;
 mod replay;
@@ -37,6 +40,10 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::serve(args),
         Command::Users(command) => runtime.block_on(serve::users(command)),
         Command::CompleteWorkflow(args) => runtime.block_on(serve::complete_workflow(args)),
+        Command::Chat(args) => runtime.block_on(chat::chat(args)),
+        Command::Chats(command) => runtime.block_on(chats::chats(command)),
+        Command::Export(args) => runtime.block_on(export::export(args)),
+        Command::Import(args) => runtime.block_on(export::import(args)),
     };
     match outcome {
         Ok(code) => code,

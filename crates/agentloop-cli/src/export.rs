@@ -1,0 +1,72 @@
+//! `agentloop export` / `agentloop import`: a project as one JSON document,
+//! through the storage export.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agentloop_storage::{ProjectExport, export_project, import_project};
+use clap::Args;
+
+use crate::chat::{CLI_PROJECT, open_db};
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// Database (default: agentloop.db in the platform data folder).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// The project (default: the CLI's own project).
+    #[arg(long, default_value = CLI_PROJECT)]
+    pub project: String,
+    /// File to write (default: stdout).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The export file (`-` for stdin).
+    pub file: PathBuf,
+    /// Database (default: agentloop.db in the platform data folder).
+    #[arg(long)]
+    pub db: Option<String>,
+}
+
+pub async fn export(args: ExportArgs) -> Result<ExitCode, String> {
+    let store = open_db(args.db.as_deref()).await?;
+    let document = export_project(&*store, &args.project)
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        None => println!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn import(args: ImportArgs) -> Result<ExitCode, String> {
+    let text = if args.file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read stdin: {e}"))?;
+        text
+    } else {
+        std::fs::read_to_string(&args.file)
+            .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?
+    };
+    let document: ProjectExport =
+        serde_json::from_str(&text).map_err(|e| format!("not a project export: {e}"))?;
+    let store = open_db(args.db.as_deref()).await?;
+    import_project(&*store, &document)
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "agentloop: imported project {} ({} chats)",
+        document.project.id,
+        document.chats.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
