@@ -38,6 +38,10 @@ const BENCHMARKS: &[Benchmark] = &[
         package: "agentloop-tools",
         example: "tools_bench",
     },
+    Benchmark {
+        package: "agentloop-runtime",
+        example: "storage_bench",
+    },
 ];
 
 /// Runs every registered benchmark (or those whose example name contains
