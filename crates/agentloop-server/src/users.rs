@@ -1,123 +1,104 @@
 //! Users and their bearer tokens.
 //!
-//! Users live in the store every instance shares, as file records of one
-//! reserved project ([`USERS_PROJECT_ID`]): `/users/<id>.json` holds the
-//! user and `/tokens/<sha256 of token>` the id of the user it belongs to.
-//! Only token hashes are stored; the token itself is shown once, when the
+//! Users and token hashes live in the store every instance shares, through
+//! its [`UserStore`](agentloop_storage::UserStore) part: they belong to no
+//! project, so project listings and exports never see them. Only the
+//! SHA-256 of a token is stored; the token itself is shown once, when the
 //! user is created.
 
-use agentloop_storage::model::{FileRecord, Project, now_millis};
+use agentloop_storage::model::{UserToken, now_millis};
 use agentloop_storage::{StorageError, StorageResult, Store};
-use agentloop_types::EntryKind;
-use serde::{Deserialize, Serialize};
 
 use crate::ids::{new_id, new_token, token_hash};
 
-/// The reserved project that holds users and token hashes.
-pub const USERS_PROJECT_ID: &str = "agentloop-server-users";
-
-/// A user of the server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct User {
-    /// Id.
-    pub id: String,
-    /// Display name.
-    pub name: String,
-    /// Creation time (Unix ms).
-    pub created_at: i64,
-}
-
-#[derive(Serialize, Deserialize)]
-struct TokenEntry {
-    user_id: String,
-}
-
-async fn ensure_users_project(store: &dyn Store) -> StorageResult<()> {
-    match store.get_project(USERS_PROJECT_ID).await {
-        Ok(_) => Ok(()),
-        Err(StorageError::NotFound { .. }) => {
-            let now = now_millis();
-            let project = Project {
-                id: USERS_PROJECT_ID.to_owned(),
-                name: "agentloop server users".to_owned(),
-                settings: serde_json::json!({ "reserved": true }),
-                created_at: now,
-                updated_at: now,
-            };
-            match store.create_project(&project).await {
-                Ok(()) | Err(StorageError::AlreadyExists { .. }) => Ok(()),
-                Err(e) => Err(e),
-            }
-        }
-        Err(e) => Err(e),
-    }
-}
-
-fn record(path: String, data: Vec<u8>) -> FileRecord {
-    FileRecord {
-        path,
-        kind: EntryKind::File,
-        data,
-        modified_at: now_millis(),
-    }
-}
+pub use agentloop_storage::model::User;
 
 /// Creates a user and returns it with its bearer token.
 pub async fn create_user(store: &dyn Store, name: &str) -> StorageResult<(User, String)> {
-    ensure_users_project(store).await?;
     let user = User {
         id: new_id(),
         name: name.to_owned(),
         created_at: now_millis(),
     };
+    store.create_user(&user).await?;
+    let token = issue_token(store, &user.id).await?;
+    Ok((user, token))
+}
+
+/// Issues another bearer token for an existing user and returns it.
+pub async fn issue_token(store: &dyn Store, user_id: &str) -> StorageResult<String> {
     let token = new_token();
     store
-        .put_file(
-            USERS_PROJECT_ID,
-            &record(
-                format!("/users/{}.json", user.id),
-                serde_json::to_vec(&user)?,
-            ),
-        )
+        .add_token(&UserToken {
+            token_hash: token_hash(&token),
+            user_id: user_id.to_owned(),
+            created_at: now_millis(),
+        })
         .await?;
-    let entry = TokenEntry {
-        user_id: user.id.clone(),
-    };
-    store
-        .put_file(
-            USERS_PROJECT_ID,
-            &record(
-                format!("/tokens/{}", token_hash(&token)),
-                serde_json::to_vec(&entry)?,
-            ),
-        )
-        .await?;
-    Ok((user, token))
+    Ok(token)
+}
+
+/// Revokes a bearer token: it no longer authenticates anyone.
+pub async fn revoke_token(store: &dyn Store, token: &str) -> StorageResult<()> {
+    store.revoke_token(&token_hash(token)).await
 }
 
 /// The user a bearer token belongs to, if any.
 pub async fn user_for_token(store: &dyn Store, token: &str) -> StorageResult<Option<User>> {
-    let path = format!("/tokens/{}", token_hash(token));
-    let Some(entry) = store.get_file(USERS_PROJECT_ID, &path).await? else {
-        return Ok(None);
-    };
-    let entry: TokenEntry = serde_json::from_slice(&entry.data)?;
-    let path = format!("/users/{}.json", entry.user_id);
-    match store.get_file(USERS_PROJECT_ID, &path).await? {
-        Some(user) => Ok(Some(serde_json::from_slice(&user.data)?)),
-        None => Ok(None),
+    match store.find_user_by_token(&token_hash(token)).await {
+        Ok(user) => Ok(Some(user)),
+        Err(StorageError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
-/// Every user, sorted by id.
+/// Every user, oldest first.
 pub async fn list_users(store: &dyn Store) -> StorageResult<Vec<User>> {
-    let records = match store.list_files(USERS_PROJECT_ID, "/users").await {
-        Ok(records) => records,
-        Err(StorageError::NotFound { .. }) => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    records
-        .iter()
-        .map(|r| serde_json::from_slice(&r.data).map_err(StorageError::from))
-        .collect()
+    store.list_users().await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use agentloop_storage::{MemoryStore, ProjectStore};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn tokens_authenticate_their_user_until_revoked() {
+        let store = MemoryStore::new();
+        let (ada, token) = create_user(&store, "Ada Lovelace").await.unwrap();
+        let (bob, _) = create_user(&store, "Bob").await.unwrap();
+        assert_eq!(
+            user_for_token(&store, &token).await.unwrap(),
+            Some(ada.clone())
+        );
+        assert_eq!(user_for_token(&store, "al_wrong").await.unwrap(), None);
+
+        let second = issue_token(&store, &ada.id).await.unwrap();
+        assert_ne!(second, token);
+        revoke_token(&store, &token).await.unwrap();
+        assert_eq!(user_for_token(&store, &token).await.unwrap(), None);
+        assert_eq!(
+            user_for_token(&store, &second).await.unwrap(),
+            Some(ada.clone())
+        );
+        assert!(matches!(
+            issue_token(&store, "no-such-user").await,
+            Err(StorageError::Invalid(_))
+        ));
+
+        let mut ids: Vec<String> = list_users(&store)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|u| u.id)
+            .collect();
+        ids.sort();
+        let mut expected = vec![ada.id, bob.id];
+        expected.sort();
+        assert_eq!(ids, expected);
+        assert!(store.list_projects().await.unwrap().is_empty());
+    }
 }

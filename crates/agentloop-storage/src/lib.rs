@@ -1,6 +1,7 @@
 //! Storage of agentloop: projects, chats (minion chats included), messages,
 //! attachments, per-project files, checkpoints, loop runs with their event
-//! logs, and seed 004's tasks, agent runs and conversations.
+//! logs, seed 004's tasks, agent runs and conversations, and the users of a
+//! server with the hashes of their bearer tokens.
 //!
 //! The traits in [`store`] are implemented by three backends:
 //! [`MemoryStore`], [`SqliteStore`] (the embedded default: a file or
@@ -55,7 +56,9 @@ pub use memory::MemoryStore;
 pub use open::open_store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
-pub use store::{AttachmentStore, ChatStore, FileStore, ProjectStore, RunStore, Store, TaskStore};
+pub use store::{
+    AttachmentStore, ChatStore, FileStore, ProjectStore, RunStore, Store, TaskStore, UserStore,
+};
 
 use agentloop_types::{AttachmentError, AttachmentLoader, LoadedAttachment};
 

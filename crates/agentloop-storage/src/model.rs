@@ -327,5 +327,29 @@ pub struct Conversation {
     pub created_at: i64,
 }
 
+/// A user: the owner of projects on a server. Not part of any project, so
+/// project listings and exports never see users.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    /// Id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Creation time (Unix ms).
+    pub created_at: i64,
+}
+
+/// A bearer token of a user, kept only as a hash (e.g. the hex SHA-256 of
+/// the token). Each hash belongs to exactly one user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserToken {
+    /// The token's hash; unique across all users.
+    pub token_hash: String,
+    /// The user it authenticates.
+    pub user_id: String,
+    /// Creation time (Unix ms).
+    pub created_at: i64,
+}
+
 /// A stored event of a run's event log.
 pub type StoredEvent = LoopEvent;

@@ -29,10 +29,13 @@ impl PostgresStore {
 
     /// Uses an existing pool and applies the embedded migrations.
     pub async fn from_pool(pool: sqlx::PgPool) -> StorageResult<Self> {
-        migrator(include_str!("../migrations/postgres/0001_init.sql"))
-            .run(&pool)
-            .await
-            .map_err(|e| StorageError::Migration(e.to_string()))?;
+        migrator([
+            include_str!("../migrations/postgres/0001_init.sql"),
+            include_str!("../migrations/postgres/0002_users.sql"),
+        ])
+        .run(&pool)
+        .await
+        .map_err(|e| StorageError::Migration(e.to_string()))?;
         Ok(Self { pool })
     }
 
@@ -51,3 +54,4 @@ include!("sql/records.rs");
 include!("sql/chats.rs");
 include!("sql/files.rs");
 include!("sql/runs.rs");
+include!("sql/users.rs");

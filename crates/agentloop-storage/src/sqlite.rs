@@ -74,10 +74,13 @@ impl SqliteStore {
     /// Uses an existing pool (foreign keys must be on) and applies the
     /// embedded migrations.
     pub async fn from_pool(pool: sqlx::SqlitePool) -> StorageResult<Self> {
-        migrator(include_str!("../migrations/sqlite/0001_init.sql"))
-            .run(&pool)
-            .await
-            .map_err(|e| StorageError::Migration(e.to_string()))?;
+        migrator([
+            include_str!("../migrations/sqlite/0001_init.sql"),
+            include_str!("../migrations/sqlite/0002_users.sql"),
+        ])
+        .run(&pool)
+        .await
+        .map_err(|e| StorageError::Migration(e.to_string()))?;
         Ok(Self { pool })
     }
 
@@ -96,3 +99,4 @@ include!("sql/records.rs");
 include!("sql/chats.rs");
 include!("sql/files.rs");
 include!("sql/runs.rs");
+include!("sql/users.rs");

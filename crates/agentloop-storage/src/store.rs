@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::error::StorageResult;
 use crate::model::{
     AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Chat, Checkpoint, Conversation,
-    FileRecord, Project, RunRecord, StoredMessage, Task,
+    FileRecord, Project, RunRecord, StoredMessage, Task, User, UserToken,
 };
 
 /// Projects. Deleting a project deletes everything it owns.
@@ -207,14 +207,42 @@ pub trait TaskStore: Send + Sync {
     async fn set_conversation_session(&self, id: &str, session_id: &str) -> StorageResult<()>;
 }
 
+/// Users and the hashes of their bearer tokens. Users stand outside
+/// projects: they are neither listed with nor exported with any project.
+#[async_trait]
+pub trait UserStore: Send + Sync {
+    /// Creates a user; fails with `AlreadyExists` if the id is taken.
+    async fn create_user(&self, user: &User) -> StorageResult<()>;
+    /// Reads a user.
+    async fn get_user(&self, id: &str) -> StorageResult<User>;
+    /// All users, oldest first (ties by id).
+    async fn list_users(&self) -> StorageResult<Vec<User>>;
+    /// Adds a token hash to a user. Fails with `AlreadyExists` (kind
+    /// `token`) if the hash is already stored, for this user or another,
+    /// and with `Invalid` if the user does not exist.
+    async fn add_token(&self, token: &UserToken) -> StorageResult<()>;
+    /// The user a token hash belongs to; `NotFound` (kind `token`) for an
+    /// unknown or revoked hash.
+    async fn find_user_by_token(&self, token_hash: &str) -> StorageResult<User>;
+    /// Removes a token hash; `NotFound` (kind `token`) if it is not stored.
+    async fn revoke_token(&self, token_hash: &str) -> StorageResult<()>;
+}
+
 /// Everything a backend stores.
 pub trait Store:
-    ProjectStore + ChatStore + AttachmentStore + FileStore + RunStore + TaskStore
+    ProjectStore + ChatStore + AttachmentStore + FileStore + RunStore + TaskStore + UserStore
 {
 }
 
 impl<T> Store for T where
-    T: ProjectStore + ChatStore + AttachmentStore + FileStore + RunStore + TaskStore + ?Sized
+    T: ProjectStore
+        + ChatStore
+        + AttachmentStore
+        + FileStore
+        + RunStore
+        + TaskStore
+        + UserStore
+        + ?Sized
 {
 }
 

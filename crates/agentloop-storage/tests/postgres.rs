@@ -63,7 +63,8 @@ fn database_url(admin_url: &str, name: &str) -> String {
     format!("{base}/{name}{query}")
 }
 
-async fn open() -> Option<Fixture> {
+/// A fresh, uniquely named database with a store on it.
+async fn open_database() -> Option<TestDatabase> {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let admin_url = std::env::var(URL_VAR).ok().filter(|u| !u.is_empty())?;
     let nanos = std::time::SystemTime::now()
@@ -85,13 +86,18 @@ async fn open() -> Option<Fixture> {
     let store = PostgresStore::connect(&database_url(&admin_url, &name))
         .await
         .unwrap();
+    Some(TestDatabase {
+        admin_url,
+        name,
+        store,
+    })
+}
+
+async fn open() -> Option<Fixture> {
+    let database = open_database().await?;
     Some(Fixture {
-        store: Arc::new(store.clone()),
-        guard: Some(Box::new(TestDatabase {
-            admin_url,
-            name,
-            store,
-        })),
+        store: Arc::new(database.store.clone()),
+        guard: Some(Box::new(database)),
     })
 }
 
@@ -111,4 +117,22 @@ fn database_urls() {
         database_url("postgres://h:5432", "x"),
         "postgres://h:5432/x"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_from_before_users_gains_them_on_connect() {
+    let Some(database) = open_database().await else {
+        eprintln!("skipped a_database_from_before_users_gains_them_on_connect");
+        return;
+    };
+    sqlx::raw_sql(conformance::DROP_USER_TABLES)
+        .execute(database.store.pool())
+        .await
+        .unwrap();
+    conformance::write_users_as_files(&database.store).await;
+    let reopened = PostgresStore::connect(&database_url(&database.admin_url, &database.name))
+        .await
+        .unwrap();
+    conformance::check_users_moved_from_files(&reopened).await;
+    reopened.close().await;
 }

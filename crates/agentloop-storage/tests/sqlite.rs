@@ -6,7 +6,7 @@ mod conformance;
 
 use std::sync::Arc;
 
-use agentloop_storage::{ChatStore, ProjectStore, SqliteStore};
+use agentloop_storage::{ChatStore, ProjectStore, SqliteStore, StorageError, UserStore};
 use conformance::Fixture;
 
 async fn open() -> Option<Fixture> {
@@ -77,4 +77,37 @@ async fn open_store_picks_the_backend() {
     // Both file targets opened the same database.
     let store = SqliteStore::open(&file).await.unwrap();
     assert_eq!(store.list_projects().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_database_from_before_users_gains_them_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        conformance::project_with_chat(&store).await;
+        sqlx::raw_sql(conformance::DROP_USER_TABLES)
+            .execute(store.pool())
+            .await
+            .unwrap();
+        conformance::write_users_as_files(&store).await;
+        store.close().await;
+    }
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.list_chats("p").await.unwrap().len(), 1);
+    store.delete_project("p").await.unwrap();
+    conformance::check_users_moved_from_files(&store).await;
+    store
+        .create_user(&conformance::user("u", "Ada", 9))
+        .await
+        .unwrap();
+    store
+        .add_token(&conformance::token("h", "u"))
+        .await
+        .unwrap();
+    assert_eq!(store.find_user_by_token("h").await.unwrap().name, "Ada");
+    assert!(matches!(
+        store.add_token(&conformance::token("aa11", "u")).await,
+        Err(StorageError::AlreadyExists { .. })
+    ));
 }

@@ -3,6 +3,7 @@
 
 mod chats;
 mod other;
+mod users;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
@@ -11,6 +12,7 @@ use agentloop_types::{LoopEvent, Message};
 
 use crate::model::{
     AgentRun, Attachment, Chat, Checkpoint, Conversation, FileRecord, Project, RunRecord, Task,
+    User, UserToken,
 };
 
 /// The in-memory store.
@@ -39,6 +41,8 @@ struct State {
     tasks: BTreeMap<String, Task>,
     agent_runs: BTreeMap<String, AgentRun>,
     conversations: BTreeMap<String, Conversation>,
+    users: BTreeMap<String, User>,
+    tokens: BTreeMap<String, UserToken>,
 }
 
 impl MemoryStore {

@@ -34,19 +34,34 @@ pub(crate) fn insert_err(err: sqlx::Error, kind: &'static str, id: &str) -> Stor
 }
 
 /// Version of the first schema script, dated so it does not collide with
-/// an application's own sqlx migrations in the same database.
+/// an application's own sqlx migrations in the same database. Each later
+/// script takes the next version; applied scripts are never edited.
 const SCHEMA_VERSION: i64 = 20_261_122_000_001;
 
-/// The embedded migrator for one schema script.
-pub(crate) fn migrator(init_sql: &'static str) -> Migrator {
+/// The descriptions of the schema scripts, in version order: the scripts
+/// of both backends (`migrations/<backend>/000N_*.sql`) follow this list.
+const SCRIPT_DESCRIPTIONS: [&str; 2] = ["agentloop storage schema", "agentloop storage users"];
+
+/// The embedded schema scripts of one backend, in version order.
+pub(crate) type SchemaScripts = [&'static str; SCRIPT_DESCRIPTIONS.len()];
+
+/// The embedded migrator for one backend's schema scripts.
+pub(crate) fn migrator(scripts: SchemaScripts) -> Migrator {
+    let migrations = (SCHEMA_VERSION..)
+        .zip(SCRIPT_DESCRIPTIONS)
+        .zip(scripts)
+        .map(|((version, description), sql)| {
+            Migration::new(
+                version,
+                Cow::Borrowed(description),
+                MigrationType::Simple,
+                Cow::Borrowed(sql),
+                false,
+            )
+        })
+        .collect();
     Migrator {
-        migrations: Cow::Owned(vec![Migration::new(
-            SCHEMA_VERSION,
-            Cow::Borrowed("agentloop storage schema"),
-            MigrationType::Simple,
-            Cow::Borrowed(init_sql),
-            false,
-        )]),
+        migrations: Cow::Owned(migrations),
         ..Migrator::DEFAULT
     }
 }

@@ -9,6 +9,7 @@ mod rows {
     use crate::model::{
         AgentRun, AgentRunStatus, AgentType, Attachment, AttachmentMeta, Chat, Checkpoint,
         Conversation, FileRecord, MinionLink, Project, RunRecord, RunStatus, StoredMessage, Task,
+        User,
     };
     use crate::sql::{bad_value, db_err};
     use crate::store::from_json_text;
@@ -178,6 +179,14 @@ mod rows {
             task_id: text(row, "task_id")?,
             chat_id: opt_text(row, "chat_id")?,
             session_id: opt_text(row, "session_id")?,
+            created_at: int(row, "created_at")?,
+        })
+    }
+
+    pub(super) fn user(row: &DbRow) -> StorageResult<User> {
+        Ok(User {
+            id: text(row, "id")?,
+            name: text(row, "name")?,
             created_at: int(row, "created_at")?,
         })
     }

@@ -7,6 +7,7 @@ mod concurrency;
 mod content;
 mod export;
 mod runs;
+mod users;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ pub use concurrency::*;
 pub use content::*;
 pub use export::*;
 pub use runs::*;
+pub use users::*;
 
 /// A store under test and whatever must be cleaned up after it.
 pub struct Fixture {
@@ -46,7 +48,8 @@ macro_rules! conformance_suite {
             tasks_agent_runs_conversations, concurrent_appends_lose_nothing,
             concurrent_active_agent_runs,
             concurrent_totals_and_leases, large_messages, non_ascii_text,
-            export_import_round_trip,
+            export_import_round_trip, users_create_list_get, user_tokens,
+            non_ascii_user_names, concurrent_user_creation,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(

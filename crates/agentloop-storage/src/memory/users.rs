@@ -1,0 +1,67 @@
+//! Users and token hashes of the in-memory backend.
+
+use async_trait::async_trait;
+
+use super::{MemoryStore, sort_by_created};
+use crate::error::{StorageError, StorageResult};
+use crate::model::{User, UserToken};
+use crate::store::UserStore;
+
+#[async_trait]
+impl UserStore for MemoryStore {
+    async fn create_user(&self, user: &User) -> StorageResult<()> {
+        let mut state = self.lock();
+        if state.users.contains_key(&user.id) {
+            return Err(StorageError::exists("user", &user.id));
+        }
+        state.users.insert(user.id.clone(), user.clone());
+        Ok(())
+    }
+
+    async fn get_user(&self, id: &str) -> StorageResult<User> {
+        self.lock()
+            .users
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StorageError::not_found("user", id))
+    }
+
+    async fn list_users(&self) -> StorageResult<Vec<User>> {
+        let mut all: Vec<User> = self.lock().users.values().cloned().collect();
+        sort_by_created(&mut all, |u| (u.created_at, &u.id));
+        Ok(all)
+    }
+
+    async fn add_token(&self, token: &UserToken) -> StorageResult<()> {
+        let mut state = self.lock();
+        if !state.users.contains_key(&token.user_id) {
+            return Err(StorageError::Invalid(format!(
+                "user {} does not exist",
+                token.user_id
+            )));
+        }
+        if state.tokens.contains_key(&token.token_hash) {
+            return Err(StorageError::exists("token", &token.token_hash));
+        }
+        state.tokens.insert(token.token_hash.clone(), token.clone());
+        Ok(())
+    }
+
+    async fn find_user_by_token(&self, token_hash: &str) -> StorageResult<User> {
+        let state = self.lock();
+        state
+            .tokens
+            .get(token_hash)
+            .and_then(|t| state.users.get(&t.user_id))
+            .cloned()
+            .ok_or_else(|| StorageError::not_found("token", token_hash))
+    }
+
+    async fn revoke_token(&self, token_hash: &str) -> StorageResult<()> {
+        self.lock()
+            .tokens
+            .remove(token_hash)
+            .map(|_| ())
+            .ok_or_else(|| StorageError::not_found("token", token_hash))
+    }
+}

@@ -1,0 +1,300 @@
+//! Users and token hashes.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use agentloop_storage::model::{User, UserToken};
+use agentloop_storage::{StorageError, Store};
+
+use super::project;
+
+pub fn user(id: &str, name: &str, created_at: i64) -> User {
+    User {
+        id: id.into(),
+        name: name.into(),
+        created_at,
+    }
+}
+
+pub fn token(hash: &str, user_id: &str) -> UserToken {
+    UserToken {
+        token_hash: hash.into(),
+        user_id: user_id.into(),
+        created_at: 5,
+    }
+}
+
+pub async fn users_create_list_get(store: Arc<dyn Store>) {
+    assert!(store.list_users().await.unwrap().is_empty());
+    store.create_user(&user("b", "Bob", 2)).await.unwrap();
+    store.create_user(&user("a", "Ada", 3)).await.unwrap();
+    store.create_user(&user("z", "Zed", 1)).await.unwrap();
+    store.create_user(&user("c", "Cy", 2)).await.unwrap();
+    assert_eq!(
+        store.create_user(&user("a", "Another Ada", 9)).await,
+        Err(StorageError::exists("user", "a"))
+    );
+    let ids: Vec<String> = store
+        .list_users()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.id)
+        .collect();
+    assert_eq!(ids, ["z", "b", "c", "a"], "oldest first, ties by id");
+    assert_eq!(store.get_user("a").await.unwrap(), user("a", "Ada", 3));
+    assert_eq!(
+        store.get_user("nobody").await,
+        Err(StorageError::not_found("user", "nobody"))
+    );
+    assert!(
+        store.list_projects().await.unwrap().is_empty(),
+        "users are not projects"
+    );
+}
+
+pub async fn user_tokens(store: Arc<dyn Store>) {
+    store.create_user(&user("u1", "one", 1)).await.unwrap();
+    store.create_user(&user("u2", "two", 2)).await.unwrap();
+    store.add_token(&token("h1", "u1")).await.unwrap();
+    store.add_token(&token("h1b", "u1")).await.unwrap();
+    store.add_token(&token("h2", "u2")).await.unwrap();
+    assert_eq!(store.find_user_by_token("h1").await.unwrap().id, "u1");
+    assert_eq!(store.find_user_by_token("h1b").await.unwrap().id, "u1");
+    assert_eq!(
+        store.find_user_by_token("h2").await.unwrap(),
+        user("u2", "two", 2)
+    );
+
+    // A hash belongs to one user: adding it again is refused, for the same
+    // user or another, and the first owner keeps it.
+    assert_eq!(
+        store.add_token(&token("h1", "u2")).await,
+        Err(StorageError::exists("token", "h1"))
+    );
+    assert_eq!(
+        store.add_token(&token("h1", "u1")).await,
+        Err(StorageError::exists("token", "h1"))
+    );
+    assert_eq!(store.find_user_by_token("h1").await.unwrap().id, "u1");
+
+    assert_eq!(
+        store.find_user_by_token("unknown").await,
+        Err(StorageError::not_found("token", "unknown"))
+    );
+    assert!(matches!(
+        store.add_token(&token("h3", "ghost")).await,
+        Err(StorageError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.find_user_by_token("h3").await,
+        Err(StorageError::NotFound { .. })
+    ));
+
+    store.revoke_token("h1").await.unwrap();
+    assert_eq!(
+        store.find_user_by_token("h1").await,
+        Err(StorageError::not_found("token", "h1"))
+    );
+    assert_eq!(store.find_user_by_token("h1b").await.unwrap().id, "u1");
+    assert_eq!(
+        store.revoke_token("h1").await,
+        Err(StorageError::not_found("token", "h1"))
+    );
+    // A revoked hash may be issued again.
+    store.add_token(&token("h1", "u2")).await.unwrap();
+    assert_eq!(store.find_user_by_token("h1").await.unwrap().id, "u2");
+    assert!(store.list_projects().await.unwrap().is_empty());
+}
+
+pub async fn non_ascii_user_names(store: Arc<dyn Store>) {
+    let names = [
+        "Zoë Ångström",
+        "山田 太郎",
+        "Мария 👩‍💻",
+        "مرحبا",
+        "e\u{0301} 𝔘𝔫𝔦",
+        "'; DROP TABLE users; --",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        let id = format!("ユーザー-{i}");
+        store.create_user(&user(&id, name, i as i64)).await.unwrap();
+        store
+            .add_token(&token(&format!("hash-ü-{i}"), &id))
+            .await
+            .unwrap();
+    }
+    let listed: Vec<String> = store
+        .list_users()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.name)
+        .collect();
+    assert_eq!(listed, names);
+    for (i, name) in names.iter().enumerate() {
+        let id = format!("ユーザー-{i}");
+        assert_eq!(store.get_user(&id).await.unwrap().name, *name);
+        let found = store
+            .find_user_by_token(&format!("hash-ü-{i}"))
+            .await
+            .unwrap();
+        assert_eq!(found, user(&id, name, i as i64));
+    }
+}
+
+const CREATORS: usize = 16;
+const PER_CREATOR: usize = 10;
+
+pub async fn concurrent_user_creation(store: Arc<dyn Store>) {
+    let mut handles = Vec::new();
+    for creator in 0..CREATORS {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            for i in 0..PER_CREATOR {
+                let id = format!("u{creator}-{i}");
+                store
+                    .create_user(&user(&id, &format!("user {creator}/{i}"), 1))
+                    .await
+                    .unwrap();
+                store
+                    .add_token(&token(&format!("t{creator}-{i}"), &id))
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for handle in handles {
+        handle.await.unwrap();
+    }
+    let listed = store.list_users().await.unwrap();
+    assert_eq!(listed.len(), CREATORS * PER_CREATOR);
+    let ids: HashSet<&str> = listed.iter().map(|u| u.id.as_str()).collect();
+    assert_eq!(ids.len(), CREATORS * PER_CREATOR);
+    for creator in 0..CREATORS {
+        for i in 0..PER_CREATOR {
+            let found = store
+                .find_user_by_token(&format!("t{creator}-{i}"))
+                .await
+                .unwrap();
+            assert_eq!(found.id, format!("u{creator}-{i}"));
+        }
+    }
+
+    // Racing creators of one id, and racing owners of one hash: exactly one
+    // of each wins and the rest are refused as duplicates.
+    let mut handles = Vec::new();
+    for creator in 0..CREATORS {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            let same_id = store
+                .create_user(&user("contested", &format!("claimant {creator}"), 2))
+                .await;
+            let same_hash = store
+                .add_token(&token("contested-hash", &format!("u{creator}-0")))
+                .await;
+            (same_id, same_hash)
+        }));
+    }
+    let (mut users_won, mut tokens_won) = (0, 0);
+    let mut hash_owner = None;
+    for (creator, handle) in handles.into_iter().enumerate() {
+        let (same_id, same_hash) = handle.await.unwrap();
+        match same_id {
+            Ok(()) => users_won += 1,
+            Err(e) => assert_eq!(e, StorageError::exists("user", "contested")),
+        }
+        match same_hash {
+            Ok(()) => {
+                tokens_won += 1;
+                hash_owner = Some(format!("u{creator}-0"));
+            }
+            Err(e) => assert_eq!(e, StorageError::exists("token", "contested-hash")),
+        }
+    }
+    assert_eq!((users_won, tokens_won), (1, 1));
+    assert_eq!(
+        Some(store.find_user_by_token("contested-hash").await.unwrap().id),
+        hash_owner
+    );
+    assert_eq!(
+        store.list_users().await.unwrap().len(),
+        CREATORS * PER_CREATOR + 1
+    );
+}
+
+/// Takes a store back to the schema before users had tables.
+pub const DROP_USER_TABLES: &str = "DROP TABLE user_tokens; DROP TABLE users; \
+     DELETE FROM _sqlx_migrations WHERE version > 20261122000001;";
+
+/// Writes users the way servers kept them before the users tables: as
+/// files of the reserved project `agentloop-server-users`.
+pub async fn write_users_as_files(store: &dyn Store) {
+    use agentloop_storage::model::FileRecord;
+    use agentloop_types::EntryKind;
+
+    const RESERVED: &str = "agentloop-server-users";
+    store.create_project(&project(RESERVED, 1)).await.unwrap();
+    let file = |path: &str, data: serde_json::Value| FileRecord {
+        path: path.into(),
+        kind: EntryKind::File,
+        data: serde_json::to_vec(&data).unwrap(),
+        modified_at: 7,
+    };
+    for dir in ["/users", "/tokens"] {
+        store
+            .put_file(
+                RESERVED,
+                &FileRecord {
+                    path: dir.into(),
+                    kind: EntryKind::Directory,
+                    data: Vec::new(),
+                    modified_at: 1,
+                },
+            )
+            .await
+            .unwrap();
+    }
+    for (id, name, created_at, hash) in [("a1", "Ada", 3, "aa11"), ("b2", "Zoë 山田", 2, "bb22")]
+    {
+        let user = serde_json::json!({ "id": id, "name": name, "created_at": created_at });
+        store
+            .put_file(RESERVED, &file(&format!("/users/{id}.json"), user))
+            .await
+            .unwrap();
+        let entry = serde_json::json!({ "user_id": id });
+        store
+            .put_file(RESERVED, &file(&format!("/tokens/{hash}"), entry))
+            .await
+            .unwrap();
+    }
+    let orphan = serde_json::json!({ "user_id": "gone" });
+    store
+        .put_file(RESERVED, &file("/tokens/cc33", orphan))
+        .await
+        .unwrap();
+    store.create_project(&project("kept", 4)).await.unwrap();
+}
+
+/// Checks that the users [`write_users_as_files`] wrote were carried over
+/// and the reserved project is gone.
+pub async fn check_users_moved_from_files(store: &dyn Store) {
+    assert_eq!(
+        store.list_users().await.unwrap(),
+        [user("b2", "Zoë 山田", 2), user("a1", "Ada", 3)]
+    );
+    assert_eq!(store.find_user_by_token("aa11").await.unwrap().id, "a1");
+    assert_eq!(store.find_user_by_token("bb22").await.unwrap().id, "b2");
+    assert!(matches!(
+        store.find_user_by_token("cc33").await,
+        Err(StorageError::NotFound { .. })
+    ));
+    let projects: Vec<String> = store
+        .list_projects()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(projects, ["kept"]);
+}
