@@ -13,6 +13,7 @@ use std::time::Duration;
 use agentloop_storage::model::{AgentRunStatus, AgentType};
 use agentloop_types::EventKind;
 use serde_json::{Value, json};
+use sqlx::Connection;
 
 fn agentloop() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
@@ -226,11 +227,10 @@ async fn two_servers_on_postgres_share_a_chain_and_run_each_step_once() {
         return;
     };
     let name = format!("agentloop_cli_{}", std::process::id());
-    let database = agentloop_storage::PostgresStore::connect(&admin_url)
-        .await
-        .unwrap();
-    sqlx_exec(&database, &format!("DROP DATABASE IF EXISTS \"{name}\"")).await;
-    sqlx_exec(&database, &format!("CREATE DATABASE \"{name}\"")).await;
+    // A plain connection: the admin database itself is never migrated.
+    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+    sqlx_exec(&mut admin, &format!("DROP DATABASE IF EXISTS \"{name}\"")).await;
+    sqlx_exec(&mut admin, &format!("CREATE DATABASE \"{name}\"")).await;
     let base = admin_url
         .rsplit_once('/')
         .map_or(admin_url.as_str(), |(b, _)| b);
@@ -285,13 +285,12 @@ async fn two_servers_on_postgres_share_a_chain_and_run_each_step_once() {
     b.child.kill().unwrap();
     b.child.wait().unwrap();
     sqlx_exec(
-        &database,
+        &mut admin,
         &format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"),
     )
     .await;
 }
 
-async fn sqlx_exec(store: &agentloop_storage::PostgresStore, sql: &str) {
-    use sqlx::Executor;
-    store.pool().execute(sql).await.unwrap();
+async fn sqlx_exec(admin: &mut sqlx::PgConnection, sql: &str) {
+    sqlx::raw_sql(sql).execute(admin).await.unwrap();
 }
