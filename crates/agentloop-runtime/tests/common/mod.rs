@@ -89,14 +89,15 @@ impl Drop for PgDatabase {
     fn drop(&mut self) {
         let admin_url = self.admin_url.clone();
         let name = self.name.clone();
-        let store = self.store.clone();
+        // The store's connections belong to the test's runtime, which is
+        // blocked here; `WITH (FORCE)` ends them from the server side
+        // instead of closing the pool from another runtime.
         let _ = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .unwrap();
             runtime.block_on(async move {
-                store.close().await;
                 let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
                 sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
                     .execute(&mut admin)
