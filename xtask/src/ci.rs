@@ -1,5 +1,6 @@
 //! `cargo xtask ci`: every check CI runs, in order, stopping at the first
-//! failure.
+//! failure: fmt, clippy, layers, nextest, doctests, and docs without
+//! warnings.
 
 use crate::{Error, cargo, layers, run_step};
 
@@ -15,8 +16,8 @@ pub fn nextest_args(args: &[String]) -> Result<&[String], Error> {
     }
 }
 
-/// Runs formatting, clippy, the layering check, nextest and doctests in that
-/// order; `args` are the arguments after `ci`.
+/// Runs formatting, clippy, the layering check, nextest, doctests and the
+/// docs build in that order; `args` are the arguments after `ci`.
 pub fn run(args: &[String]) -> Result<(), Error> {
     let extra = nextest_args(args)?;
 
@@ -46,6 +47,11 @@ pub fn run(args: &[String]) -> Result<(), Error> {
 
     step("doctests");
     run_step("doctests", &mut cargo(&["test", "--workspace", "--doc"]))?;
+
+    step("docs");
+    let mut doc = cargo(&["doc", "--workspace", "--no-deps"]);
+    doc.env("RUSTDOCFLAGS", "-D warnings");
+    run_step("docs", &mut doc)?;
 
     println!("==> ci: all steps passed");
     Ok(())

@@ -5,7 +5,7 @@
 //! - `layers`: checks the design card's crate layering from `cargo metadata`
 //!   (no crate below `agentloop-storage` depends on it, and every edge between
 //!   workspace crates is one the card allows);
-//! - `ci`: formatting, clippy, layers, nextest and doctests, stopping at the
+//! - `ci`: formatting, clippy, layers, nextest, doctests and docs, stopping at the
 //!   first failure; arguments after `--` go to `cargo nextest run`;
 //! - `bench`: runs the registered benchmarks.
 //!
@@ -26,7 +26,7 @@ usage: cargo xtask <command> [args]
 
 commands:
   layers              check the crate layering rules of the design card
-  ci [-- <args>...]   fmt, clippy, layers, nextest (extra args passed through), doctests
+  ci [-- <args>...]   fmt, clippy, layers, nextest (extra args passed through), doctests, docs
   bench [args...]     run the benchmarks
   help                print this message";
 
