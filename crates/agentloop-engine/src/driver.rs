@@ -68,10 +68,15 @@ pub fn run(options: LoopOptions, context: Vec<Message>, deps: RunDeps) -> RunStr
 }
 
 /// Continues a run from a stored [`RunState`].
-pub fn resume(options: LoopOptions, state: RunState, deps: RunDeps) -> RunStream {
+pub fn resume(options: LoopOptions, state: RunState, mut deps: RunDeps) -> RunStream {
+    // The run's own token: cancelled with the caller's, and by dropping the
+    // stream, without touching other runs that share the caller's token.
+    let cancel = deps.cancel.child_token();
+    deps.cancel = cancel.clone();
     RunStream::new(move |emitter| {
         drive(Machine::new(state, options.clone()), options, deps, emitter)
     })
+    .cancel_on_drop(cancel)
 }
 
 async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut emitter: Emitter) {

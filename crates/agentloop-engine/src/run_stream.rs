@@ -9,7 +9,7 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use agentloop_types::{EventKind, LoopEvent, LoopResult, RunPath};
+use agentloop_types::{CancellationToken, EventKind, LoopEvent, LoopResult, RunPath};
 use futures::channel::mpsc;
 use futures::future::BoxFuture;
 use futures::{Future, SinkExt, Stream, StreamExt};
@@ -48,6 +48,7 @@ impl Emitter {
 pub struct RunStream {
     rx: mpsc::Receiver<LoopEvent>,
     driver: Option<BoxFuture<'static, ()>>,
+    cancel_on_drop: Option<CancellationToken>,
 }
 
 impl RunStream {
@@ -62,6 +63,25 @@ impl RunStream {
         Self {
             rx,
             driver: Some(Box::pin(drive(emitter))),
+            cancel_on_drop: None,
+        }
+    }
+
+    /// Cancels `token` when the stream is dropped before the run ended, so
+    /// work the run started outside its own future (tools on blocking
+    /// threads, child runs) hears of it too.
+    pub(crate) fn cancel_on_drop(mut self, token: CancellationToken) -> Self {
+        self.cancel_on_drop = Some(token);
+        self
+    }
+}
+
+impl Drop for RunStream {
+    fn drop(&mut self) {
+        if self.driver.is_some()
+            && let Some(token) = &self.cancel_on_drop
+        {
+            token.cancel();
         }
     }
 }

@@ -391,3 +391,29 @@ async fn prefill_starts_the_committed_answer() {
     let result = check_invariants(&events);
     assert_eq!(result.final_text().as_deref(), Some("{\"a\": 1}"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_stream_cancels_running_tools_only_of_that_run() {
+    use futures::StreamExt;
+    let slot = Arc::new(Mutex::new(None));
+    let provider = ScriptedProvider::new([ScriptedTurn::new().tool_call("t1", "hang", json!({}))]);
+    let shared = CancellationToken::new();
+    let deps = agentloop_engine::RunDeps::new(provider)
+        .with_tools([hanging(slot.clone())])
+        .with_cancel(shared.clone());
+    let mut stream = agentloop_engine::run(LoopOptions::default(), user("go"), deps);
+    while let Some(event) = stream.next().await {
+        if matches!(event.kind, agentloop_types::EventKind::ToolStart { .. }) {
+            break;
+        }
+    }
+    let token = slot
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the hanging tool started");
+    assert!(!token.is_cancelled());
+    drop(stream);
+    assert!(token.is_cancelled(), "dropping the run cancels its tools");
+    assert!(!shared.is_cancelled(), "the caller's token is left alone");
+}
