@@ -7,9 +7,9 @@
 
 use agentloop_types::{
     BreakLoop, ContentBlock, EventKind, LimitKind, LoopError, LoopOptions, LoopResult, LoopStatus,
-    Message, RUN_STATE_SCHEMA_VERSION, Role, RunPhase, RunState, StopReason, TokenTotals,
-    ToolResult, ToolResultBlock, ToolResultRenderBlock, ToolResultStatus, ToolUseBlock,
-    validate_history,
+    Message, RUN_STATE_SCHEMA_VERSION, RenderingBlockGroup, Role, RunPhase, RunState, StopReason,
+    TokenTotals, ToolResult, ToolResultBlock, ToolResultRenderBlock, ToolResultStatus,
+    ToolUseBlock, UsageLimits, validate_history,
 };
 
 /// What the driver reports back to the machine.
@@ -148,7 +148,11 @@ impl Machine {
         if self.state.iteration >= self.options.max_iterations {
             return self.finish(LoopStatus::MaxIterations, events);
         }
-        if let Some(limit) = self.exceeded_limit() {
+        if let Some(limit) = exceeded_limit(
+            &self.options.limits,
+            self.state.iteration,
+            &self.state.totals,
+        ) {
             return self.finish(LoopStatus::LimitExceeded { limit }, events);
         }
         if let Err(error) = validate_history(&self.state.messages, false) {
@@ -162,27 +166,6 @@ impl Machine {
         }
     }
 
-    fn exceeded_limit(&self) -> Option<LimitKind> {
-        let limits = &self.options.limits;
-        let totals = &self.state.totals;
-        if limits
-            .max_requests
-            .is_some_and(|max| self.state.iteration >= max)
-        {
-            return Some(LimitKind::Requests);
-        }
-        if limits
-            .max_total_tokens
-            .is_some_and(|max| totals.total_tokens() >= max)
-        {
-            return Some(LimitKind::TotalTokens);
-        }
-        if limits.max_cost.is_some_and(|max| totals.cost >= max) {
-            return Some(LimitKind::Cost);
-        }
-        None
-    }
-
     fn model_turn(
         &mut self,
         content: Vec<ContentBlock>,
@@ -191,13 +174,7 @@ impl Machine {
         events: &mut Vec<EventKind>,
     ) -> Step {
         self.state.totals += usage;
-        let calls: Vec<ToolUseBlock> = content
-            .iter()
-            .filter_map(|block| match block {
-                ContentBlock::ToolUse(call) => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let calls = tool_calls(&content);
         if !content.is_empty() {
             let message = Message::new(self.next_message_id(), Role::Assistant, content);
             self.commit(message, events);
@@ -249,16 +226,7 @@ impl Machine {
         };
         let blocks = calls
             .iter()
-            .map(|call| ToolResultRenderBlock {
-                name: call.name.clone(),
-                tool_use_id: call.id.clone(),
-                content: String::new(),
-                is_error: false,
-                status: ToolResultStatus::Running,
-                rendered_content: None,
-                icon: None,
-                rendering_groups: Vec::new(),
-            })
+            .map(|call| running_block(call, Vec::new()))
             .collect();
         events.push(EventKind::PendingToolResult {
             message_id: result_message_id.clone(),
@@ -323,12 +291,7 @@ impl Machine {
         });
         let blocks = ordered
             .into_iter()
-            .map(|(call, result)| ToolResultBlock {
-                tool_use_id: call.id,
-                content: result.content,
-                is_error: result.is_error,
-                rendering_groups: result.rendering_groups,
-            })
+            .map(|(call, result)| committed_block(&call.id, result))
             .collect();
         self.commit_results(result_message_id, blocks, events);
         match return_value {
@@ -359,13 +322,7 @@ impl Machine {
                     .map(
                         |call| match finished_tools.iter().position(|(id, _)| *id == call.id) {
                             Some(pos) => {
-                                let result = finished_tools.swap_remove(pos).1;
-                                ToolResultBlock {
-                                    tool_use_id: call.id.clone(),
-                                    content: result.content,
-                                    is_error: result.is_error,
-                                    rendering_groups: result.rendering_groups,
-                                }
+                                committed_block(&call.id, finished_tools.swap_remove(pos).1)
                             }
                             None => ToolResultBlock::error(&call.id, "Cancelled while running."),
                         },
@@ -440,12 +397,67 @@ fn result_block(
             ),
         );
     }
+    committed_block(&call.id, result)
+}
+
+/// The block committed to the history for `result` of call `call_id`.
+pub(crate) fn committed_block(call_id: &str, result: ToolResult) -> ToolResultBlock {
     ToolResultBlock {
-        tool_use_id: call.id.clone(),
+        tool_use_id: call_id.to_owned(),
         content: result.content,
         is_error: result.is_error,
         rendering_groups: result.rendering_groups,
     }
+}
+
+/// The render block of a call still running, showing `rendering_groups`.
+pub(crate) fn running_block(
+    call: &ToolUseBlock,
+    rendering_groups: Vec<RenderingBlockGroup>,
+) -> ToolResultRenderBlock {
+    ToolResultRenderBlock {
+        name: call.name.clone(),
+        tool_use_id: call.id.clone(),
+        content: String::new(),
+        is_error: false,
+        status: ToolResultStatus::Running,
+        rendered_content: None,
+        icon: None,
+        rendering_groups,
+    }
+}
+
+/// The tool calls of an assistant turn, in call order.
+pub(crate) fn tool_calls(content: &[ContentBlock]) -> Vec<ToolUseBlock> {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ToolUse(call) => Some(call.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The usage limit reached after `requests` model calls spending `totals`,
+/// if any; checked before each model call.
+pub(crate) fn exceeded_limit(
+    limits: &UsageLimits,
+    requests: u32,
+    totals: &TokenTotals,
+) -> Option<LimitKind> {
+    if limits.max_requests.is_some_and(|max| requests >= max) {
+        return Some(LimitKind::Requests);
+    }
+    if limits
+        .max_total_tokens
+        .is_some_and(|max| totals.total_tokens() >= max)
+    {
+        return Some(LimitKind::TotalTokens);
+    }
+    if limits.max_cost.is_some_and(|max| totals.cost >= max) {
+        return Some(LimitKind::Cost);
+    }
+    None
 }
 
 /// Leaves thinking out of all but the last `keep` assistant messages.

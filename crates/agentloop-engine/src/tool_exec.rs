@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use agentloop_types::{
     CancellationToken, EventKind, LoopEvent, LoopOptions, RunPath, TokenTotals, Tool, ToolContext,
-    ToolResult, ToolResultRenderBlock, ToolResultStatus, ToolStreamEvent, ToolUseBlock,
+    ToolResult, ToolStreamEvent, ToolUseBlock,
 };
 use futures::StreamExt;
 use futures::stream;
 
 use crate::cancel::or_cancelled;
-use crate::machine::Input;
+use crate::machine::{Input, running_block};
 use crate::run_stream::Emitter;
 use crate::tool_call::{CallItem, CallStream};
 
@@ -118,20 +118,10 @@ impl ToolRun<'_> {
                         .await
                 }
                 CallItem::Event(ToolStreamEvent::GroupsUpdate { groups }) => {
-                    let block = ToolResultRenderBlock {
-                        name: call.name.clone(),
-                        tool_use_id: call.id.clone(),
-                        content: String::new(),
-                        is_error: false,
-                        status: ToolResultStatus::Running,
-                        rendered_content: None,
-                        icon: None,
-                        rendering_groups: groups,
-                    };
                     emitter
                         .emit(EventKind::ToolBlockUpdate {
                             tool_use_id: call.id.clone(),
-                            block,
+                            block: running_block(call, groups),
                         })
                         .await
                 }

@@ -10,14 +10,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
-    BreakLoop, ContentBlock, EventKind, LimitKind, LoopError, LoopOptions, LoopResult, LoopStatus,
-    Message, ModelRequest, Role, TokenTotals, Tool, ToolDefinition, ToolResult, ToolResultBlock,
-    ToolResultRenderBlock, ToolResultStatus, ToolUseBlock, validate_history,
+    BreakLoop, ContentBlock, EventKind, LoopError, LoopOptions, LoopResult, LoopStatus, Message,
+    ModelRequest, Role, TokenTotals, Tool, ToolDefinition, ToolResult, ToolResultBlock,
+    ToolUseBlock, validate_history,
 };
 use futures::StreamExt;
 
 use crate::RunDeps;
-use crate::machine::Input;
+use crate::machine::{Input, committed_block, exceeded_limit, running_block, tool_calls};
 use crate::model_turn::model_turn;
 use crate::run_stream::{Emitter, RunStream};
 use crate::tool_exec::ToolRun;
@@ -193,23 +193,11 @@ impl Ctx {
     /// of the options is reached: `max_iterations` counts every model call
     /// of the strategy; `limits` apply as in the native loop.
     fn over_limit(&self) -> Option<LoopStatus> {
-        let limits = &self.options.limits;
         if self.iteration >= self.options.max_iterations {
             return Some(LoopStatus::MaxIterations);
         }
-        let limit = if limits.max_requests.is_some_and(|max| self.iteration >= max) {
-            LimitKind::Requests
-        } else if limits
-            .max_total_tokens
-            .is_some_and(|max| self.totals.total_tokens() >= max)
-        {
-            LimitKind::TotalTokens
-        } else if limits.max_cost.is_some_and(|max| self.totals.cost >= max) {
-            LimitKind::Cost
-        } else {
-            return None;
-        };
-        Some(LoopStatus::LimitExceeded { limit })
+        exceeded_limit(&self.options.limits, self.iteration, &self.totals)
+            .map(|limit| LoopStatus::LimitExceeded { limit })
     }
 
     /// Commits an act turn and runs its first tool call only; later calls
@@ -220,13 +208,7 @@ impl Ctx {
         step: u32,
         content: Vec<ContentBlock>,
     ) -> Flow<Option<(ToolUseBlock, ToolResult)>> {
-        let calls: Vec<ToolUseBlock> = content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::ToolUse(call) => Some(call.clone()),
-                _ => None,
-            })
-            .collect();
+        let calls = tool_calls(&content);
         if !content.is_empty() {
             self.commit(Role::Assistant, content).await;
         }
@@ -245,16 +227,7 @@ impl Ctx {
         let result_id = format!("{}-{}", self.run_id, self.created + 1);
         let blocks = calls
             .iter()
-            .map(|call| ToolResultRenderBlock {
-                name: call.name.clone(),
-                tool_use_id: call.id.clone(),
-                content: String::new(),
-                is_error: false,
-                status: ToolResultStatus::Running,
-                rendered_content: None,
-                icon: None,
-                rendering_groups: Vec::new(),
-            })
+            .map(|call| running_block(call, Vec::new()))
             .collect();
         self.emit(EventKind::PendingToolResult {
             message_id: result_id,
@@ -303,12 +276,10 @@ impl Ctx {
             };
             return Err(self.finish(status).await);
         }
-        let mut blocks = vec![ContentBlock::ToolResult(ToolResultBlock {
-            tool_use_id: first.id.clone(),
-            content: result.content.clone(),
-            is_error: result.is_error,
-            rendering_groups: result.rendering_groups.clone(),
-        })];
+        let mut blocks = vec![ContentBlock::ToolResult(committed_block(
+            &first.id,
+            result.clone(),
+        ))];
         blocks.extend(not_run.into_iter().map(ContentBlock::ToolResult));
         self.commit(Role::User, blocks).await;
         if cancelled {
