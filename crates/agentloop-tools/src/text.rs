@@ -35,7 +35,8 @@ pub(crate) fn lines(text: &str) -> Vec<&str> {
 /// is past the last line.
 pub(crate) fn insert_after_line(text: &str, after: usize, insert: &str) -> Option<String> {
     let mut all = lines(text);
-    if after > all.len() {
+    let count = all.len();
+    if after > count {
         return None;
     }
     let new_lines = lines(insert);
@@ -46,7 +47,7 @@ pub(crate) fn insert_after_line(text: &str, after: usize, insert: &str) -> Optio
     };
     all.splice(after..after, new_lines);
     let mut out = all.join("\n");
-    if text.is_empty() || text.ends_with('\n') || after == lines(text).len() {
+    if text.is_empty() || text.ends_with('\n') || after == count {
         out.push('\n');
     }
     Some(out)

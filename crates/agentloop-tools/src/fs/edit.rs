@@ -30,7 +30,7 @@ pub(super) fn checked(path: &str) -> Result<String, String> {
     normalize_path(path).map_err(vfs_error)
 }
 
-fn not_found(path: &str) -> String {
+pub(super) fn not_found(path: &str) -> String {
     format!("Error: The path {path} does not exist.")
 }
 

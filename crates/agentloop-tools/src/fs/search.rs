@@ -2,10 +2,10 @@
 
 use std::collections::VecDeque;
 
-use agentloop_types::{DirEntry, EntryKind};
+use agentloop_types::{DirEntry, EntryKind, Metadata};
 use regex::Regex;
 
-use super::edit::{Fs, Outcome, checked, require, vfs_error};
+use super::edit::{Fs, Outcome, checked, not_found, require, vfs_error};
 use super::glob::glob_to_regex;
 use super::{FsCommand, FsInput};
 
@@ -56,17 +56,18 @@ impl Fs<'_> {
         })
     }
 
-    async fn search_root(&self, path: Option<String>) -> Result<String, String> {
+    /// The normalised search path and what it is.
+    async fn search_root(&self, path: Option<String>) -> Result<(String, Metadata), String> {
         let base = checked(path.as_deref().unwrap_or("/"))?;
-        match self.kind(&base).await? {
-            Some(_) => Ok(base),
-            None => Err(format!("Error: The path {base} does not exist.")),
+        match self.vfs.stat(&base).await.map_err(vfs_error)? {
+            Some(meta) => Ok((base, meta)),
+            None => Err(not_found(&base)),
         }
     }
 
     pub(super) async fn glob(&self, input: FsInput) -> Outcome {
         let pattern = require(input.pattern, "pattern", FsCommand::Glob)?;
-        let base = self.search_root(input.path).await?;
+        let (base, _) = self.search_root(input.path).await?;
         let (matcher, anchored) = match pattern.strip_prefix('/') {
             Some(abs) => (glob_to_regex(abs), true),
             None => (glob_to_regex(&pattern), false),
@@ -120,23 +121,21 @@ impl Fs<'_> {
             ),
             None => None,
         };
-        let base = self.search_root(input.path).await?;
-        let (files, truncated) = match self.kind(&base).await? {
-            Some(EntryKind::File) => {
-                let meta = self.vfs.stat(&base).await.map_err(vfs_error)?;
-                let size = meta.map(|m| m.size).unwrap_or(0);
+        let (base, meta) = self.search_root(input.path).await?;
+        let (files, truncated) = match meta.kind {
+            EntryKind::File => {
                 let name = base.rsplit('/').next().unwrap_or_default().to_owned();
                 (
                     vec![DirEntry {
                         name,
                         path: base.clone(),
                         kind: EntryKind::File,
-                        size,
+                        size: meta.size,
                     }],
                     false,
                 )
             }
-            _ => {
+            EntryKind::Directory => {
                 let walk = self.walk(&base).await?;
                 (walk.files, walk.truncated)
             }
