@@ -116,6 +116,15 @@ async fn view_errors() {
     assert!(
         err(
             &tool,
+            json!({"command": "create", "path": "/memories2/x.md", "file_text": "x"})
+        )
+        .await
+        .contains("must be under /memories")
+    );
+    assert!(vfs.stat("/memories2").await.unwrap().is_none());
+    assert!(
+        err(
+            &tool,
             json!({"command": "view", "path": "/memories/../etc"})
         )
         .await
@@ -306,8 +315,10 @@ async fn rename() {
             json!({"command": "rename", "old_path": "/memories/b.md", "new_path": "/b.md"})
         )
         .await
-        .contains("/memories")
+        .contains("must be under /memories")
     );
+    assert_eq!(vfs.read_to_string("/memories/b.md").await.unwrap(), "b");
+    assert!(vfs.stat("/b.md").await.unwrap().is_none());
     assert!(
         err(
             &tool,
