@@ -7,16 +7,8 @@ mod sql_chats {
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
     use crate::model::{Chat, Checkpoint, Project, StoredMessage};
-    use crate::sql::{db_err, insert_err};
+    use crate::sql::{db_err, found, insert_err};
     use crate::store::{ChatStore, ProjectStore, from_json_text, json_text};
-
-    fn found(affected: u64, kind: &'static str, id: &str) -> StorageResult<()> {
-        if affected == 0 {
-            Err(StorageError::not_found(kind, id))
-        } else {
-            Ok(())
-        }
-    }
 
     #[async_trait]
     impl ProjectStore for SqlStore {

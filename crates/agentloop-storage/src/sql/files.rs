@@ -6,16 +6,8 @@ mod sql_files {
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
     use crate::model::{Attachment, AttachmentMeta, FileRecord};
-    use crate::sql::{db_err, insert_err};
+    use crate::sql::{db_err, found, insert_err};
     use crate::store::{AttachmentStore, FileStore};
-
-    fn found(affected: u64, kind: &'static str, id: &str) -> StorageResult<()> {
-        if affected == 0 {
-            Err(StorageError::not_found(kind, id))
-        } else {
-            Ok(())
-        }
-    }
 
     /// The bounds of the paths strictly below `dir` (`/` + 1 is `0`).
     fn below(dir: &str) -> (String, String) {

@@ -19,6 +19,19 @@ pub(crate) fn db_err(err: sqlx::Error) -> StorageError {
     }
 }
 
+/// `NotFound` for `kind` `id` when a statement touched no row.
+pub(crate) fn found(
+    affected: u64,
+    kind: &'static str,
+    id: &str,
+) -> crate::error::StorageResult<()> {
+    if affected == 0 {
+        Err(StorageError::not_found(kind, id))
+    } else {
+        Ok(())
+    }
+}
+
 /// Whether the error is a unique-constraint violation.
 pub(crate) fn is_unique(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(e) if e.is_unique_violation())

@@ -7,16 +7,8 @@ mod sql_runs {
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
     use crate::model::{AgentRun, AgentRunStatus, Conversation, RunRecord, Task};
-    use crate::sql::{db_err, insert_err, is_unique};
+    use crate::sql::{db_err, found, insert_err, is_unique};
     use crate::store::{RunStore, TaskStore, from_json_text, json_text};
-
-    fn found(affected: u64, kind: &'static str, id: &str) -> StorageResult<()> {
-        if affected == 0 {
-            Err(StorageError::not_found(kind, id))
-        } else {
-            Ok(())
-        }
-    }
 
     fn opt_json<T: serde::Serialize>(value: Option<&T>) -> StorageResult<Option<String>> {
         value.map(json_text).transpose()
