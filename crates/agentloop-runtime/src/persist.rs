@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentloop_storage::Store;
 use agentloop_storage::model::{Chat, MinionLink, RunRecord, RunStatus, now_millis};
+use agentloop_storage::{StorageError, Store};
 use agentloop_types::{
     EventKind, LoopEvent, LoopResult, LoopStatus, Message, Role, RunPath, RunPhase, RunState,
     TokenTotals,
@@ -229,23 +229,27 @@ impl Persister {
             None => return Ok(self.chat.id.clone()),
         };
         let id = minion_chat_id(&parent_chat_id, &tool_use_id);
-        if self.store.get_chat(&id).await.is_err() {
-            let now = now_millis();
-            self.store
-                .create_chat(&Chat {
-                    id: id.clone(),
-                    project_id: self.chat.project_id.clone(),
-                    title: format!("minion {tool_use_id}"),
-                    settings: agentloop_storage::store::empty_settings(),
-                    totals: TokenTotals::default(),
-                    minion: Some(MinionLink {
-                        parent_chat_id,
-                        tool_use_id,
-                    }),
-                    created_at: now,
-                    updated_at: now,
-                })
-                .await?;
+        match self.store.get_chat(&id).await {
+            Ok(_) => {}
+            Err(StorageError::NotFound { .. }) => {
+                let now = now_millis();
+                self.store
+                    .create_chat(&Chat {
+                        id: id.clone(),
+                        project_id: self.chat.project_id.clone(),
+                        title: format!("minion {tool_use_id}"),
+                        settings: agentloop_storage::store::empty_settings(),
+                        totals: TokenTotals::default(),
+                        minion: Some(MinionLink {
+                            parent_chat_id,
+                            tool_use_id,
+                        }),
+                        created_at: now,
+                        updated_at: now,
+                    })
+                    .await?;
+            }
+            Err(e) => return Err(e.into()),
         }
         self.minion_chats.insert(path.clone(), id.clone());
         Ok(id)
