@@ -105,15 +105,20 @@ impl ChatRuntime {
             return Ok(None);
         }
         let started = self.started_calls(&run.id).await?;
-        let stored = self.store.list_messages(&chat_id).await?;
-        let messages: Vec<Message> = stored.iter().map(|m| m.message.clone()).collect();
+        let messages: Vec<Message> = self
+            .store
+            .list_messages(&chat_id)
+            .await?
+            .into_iter()
+            .map(|m| m.message)
+            .collect();
         let names: Vec<(String, String)> = messages
             .iter()
             .flat_map(|m| m.tool_uses())
             .map(|c| (c.id.clone(), c.name.clone()))
             .collect();
         const MARK: &str = "\u{0}interrupted";
-        let repaired = close_dangling_calls(messages.clone(), MARK, || new_id("msg"));
+        let repaired = close_dangling_calls(messages, MARK, || new_id("msg"));
         let mut closed_calls = Vec::new();
         for mut message in repaired {
             let mut changed = false;
