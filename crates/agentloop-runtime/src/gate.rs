@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agentloop_types::{Tool, ToolContext, ToolOptionSpec, ToolResult, ToolStream};
+use agentloop_types::{Tool, ToolContext, ToolOptionSpec, ToolStream};
 use futures::StreamExt;
 use futures::channel::oneshot;
 use serde_json::Value;
@@ -36,12 +36,12 @@ impl Gate {
         }
     }
 
-    /// Waits until the call is released; `false` if the gate went away.
-    async fn wait(&self, tool_use_id: &str) -> bool {
+    /// Waits until the call is released.
+    async fn wait(&self, tool_use_id: &str) {
         let rx = {
             let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             if state.open.contains(tool_use_id) {
-                return true;
+                return;
             }
             let (tx, rx) = oneshot::channel();
             state
@@ -51,7 +51,9 @@ impl Gate {
                 .push(tx);
             rx
         };
-        rx.await.is_ok()
+        // The sender sits in the state this gate shares, so it is dropped
+        // only after `open` has sent on it.
+        let _ = rx.await;
     }
 }
 
@@ -101,13 +103,8 @@ impl Tool for GatedTool {
         let id = context.tool_use_id.clone();
         Box::pin(
             futures::stream::once(async move {
-                if gate.wait(&id).await {
-                    inner.execute(input, context)
-                } else {
-                    agentloop_types::single_result(async {
-                        ToolResult::error("The run stopped before this call could start.")
-                    })
-                }
+                gate.wait(&id).await;
+                inner.execute(input, context)
             })
             .flatten(),
         )
