@@ -162,11 +162,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         json!({ "type": "streaming-ended", "taskId": ctx.task.id,
                 "agentRunId": run_id, "conversationId": conversation_id }),
     );
-    state.notify(
-        &ctx.owner,
-        json!({ "type": "agent-run-status", "taskId": ctx.task.id, "agentRunId": run_id,
-                "agentType": run.agent_type, "status": status }),
-    );
+    state.notify_run_status(&ctx.owner, &run, status);
     if ended_here && status == AgentRunStatus::Completed {
         chain(state, &ctx, run.agent_type).await?;
     }

@@ -107,11 +107,7 @@ pub async fn start_agent_run(
         Err(e) => return Err(e.into()),
     }
     let run = prepare(store, &state.config, ctx, run).await?;
-    state.notify(
-        &ctx.owner,
-        json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,
-                "agentType": run.agent_type, "status": run.status }),
-    );
+    state.notify_run_status(&ctx.owner, &run, run.status);
     let lease = crate::sink::Lease {
         store: state.store.clone(),
         run_id: run.id.clone(),

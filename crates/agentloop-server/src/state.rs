@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentloop_storage::Store;
+use agentloop_storage::model::{AgentRun, AgentRunStatus};
 use agentloop_types::{CancellationToken, LoopEvent};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::config::ServerConfig;
@@ -110,5 +111,15 @@ impl AppState {
             user_id: user_id.to_owned(),
             message,
         });
+    }
+
+    /// Tells the owner's WebSocket clients that an agent run now has
+    /// `status`.
+    pub fn notify_run_status(&self, owner: &str, run: &AgentRun, status: AgentRunStatus) {
+        self.notify(
+            owner,
+            json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,
+                    "agentType": run.agent_type, "status": status }),
+        );
     }
 }

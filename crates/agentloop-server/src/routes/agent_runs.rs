@@ -123,11 +123,7 @@ pub(super) async fn cancel(
     if let Some(local) = state.local_run(&run.id) {
         local.cancel.cancel();
     }
-    state.notify(
-        &ctx.owner,
-        json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,
-                "agentType": run.agent_type, "status": "cancelled" }),
-    );
+    state.notify_run_status(&ctx.owner, &run, AgentRunStatus::Cancelled);
     let run = state.store.get_agent_run(&run.id).await?;
     Ok(Json(agent_run_json(&run)))
 }
