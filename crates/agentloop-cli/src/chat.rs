@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agentloop_runtime::{ChatRuntime, ChatSettings, LoopSettings, RecoveryMode};
 use agentloop_storage::model::{Chat, Project, now_millis};
-use agentloop_storage::{Store, open_store};
+use agentloop_storage::{StorageError, Store, open_store};
 use agentloop_types::{LoopOptions, Message};
 use clap::Args;
 
@@ -85,14 +85,17 @@ async fn chat_for(
     id: Option<&str>,
     settings: &ChatSettings,
 ) -> Result<Chat, String> {
-    if let Some(id) = id
-        && let Ok(chat) = store.get_chat(id).await
-    {
-        return Ok(chat);
+    if let Some(id) = id {
+        match store.get_chat(id).await {
+            Ok(chat) => return Ok(chat),
+            Err(StorageError::NotFound { .. }) => {}
+            Err(e) => return Err(e.to_string()),
+        }
     }
     let now = now_millis();
-    if store.get_project(CLI_PROJECT).await.is_err() {
-        store
+    match store.get_project(CLI_PROJECT).await {
+        Ok(_) => {}
+        Err(StorageError::NotFound { .. }) => store
             .create_project(&Project {
                 id: CLI_PROJECT.to_owned(),
                 name: "agentloop cli".to_owned(),
@@ -101,7 +104,8 @@ async fn chat_for(
                 updated_at: now,
             })
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?,
+        Err(e) => return Err(e.to_string()),
     }
     let chat = Chat {
         id: id.map_or_else(|| agentloop_runtime::ids::new_id("chat"), str::to_owned),
