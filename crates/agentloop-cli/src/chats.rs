@@ -126,8 +126,12 @@ async fn show(args: ChatIdArgs) -> Result<ExitCode, String> {
                     if result.is_error { " (error)" } else { "" },
                     result.content
                 ),
-                ContentBlock::Text { .. } => continue,
-                _ => continue,
+                ContentBlock::Text { .. }
+                | ContentBlock::Thinking { .. }
+                | ContentBlock::RedactedThinking { .. }
+                | ContentBlock::Image { .. }
+                | ContentBlock::Document { .. }
+                | ContentBlock::Provider { .. } => continue,
             };
             println!("{:>4} {role}: {line}", stored.seq);
         }
