@@ -191,6 +191,16 @@ pub trait TaskStore: Send + Sync {
         status: AgentRunStatus,
         completed_at: Option<i64>,
     ) -> StorageResult<()>;
+    /// Ends an agent run with `status` at `completed_at` if it is still
+    /// running, in one conditional update, so a run cancelled or
+    /// force-completed meanwhile keeps that status. Returns whether it
+    /// did; `status` must not be `running`.
+    async fn finish_agent_run(
+        &self,
+        id: &str,
+        status: AgentRunStatus,
+        completed_at: i64,
+    ) -> StorageResult<bool>;
     /// Links an agent run to its conversation.
     async fn link_conversation(
         &self,

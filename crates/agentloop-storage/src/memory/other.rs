@@ -431,6 +431,30 @@ impl TaskStore for MemoryStore {
         Ok(())
     }
 
+    async fn finish_agent_run(
+        &self,
+        id: &str,
+        status: AgentRunStatus,
+        completed_at: i64,
+    ) -> StorageResult<bool> {
+        if status == AgentRunStatus::Running {
+            return Err(StorageError::Invalid(
+                "an agent run cannot finish as running".into(),
+            ));
+        }
+        let mut state = self.lock();
+        let run = state
+            .agent_runs
+            .get_mut(id)
+            .ok_or_else(|| StorageError::not_found("agent run", id))?;
+        if run.status != AgentRunStatus::Running {
+            return Ok(false);
+        }
+        run.status = status;
+        run.completed_at = Some(completed_at);
+        Ok(true)
+    }
+
     async fn link_conversation(
         &self,
         agent_run_id: &str,

@@ -346,6 +346,34 @@ mod sql_runs {
             }
         }
 
+        async fn finish_agent_run(
+            &self,
+            id: &str,
+            status: AgentRunStatus,
+            completed_at: i64,
+        ) -> StorageResult<bool> {
+            if status == AgentRunStatus::Running {
+                return Err(StorageError::Invalid(
+                    "an agent run cannot finish as running".into(),
+                ));
+            }
+            let done = sqlx::query(
+                "UPDATE agent_runs SET status = $2, completed_at = $3 \
+                 WHERE id = $1 AND status = 'running'",
+            )
+            .bind(id)
+            .bind(status.as_str())
+            .bind(completed_at)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            if done.rows_affected() == 0 {
+                self.get_agent_run(id).await?;
+                return Ok(false);
+            }
+            Ok(true)
+        }
+
         async fn link_conversation(
             &self,
             agent_run_id: &str,

@@ -248,6 +248,52 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
     );
     assert_eq!(store.active_agent_run("u").await.unwrap(), None);
 
+    // Finishing is conditional: only a running run is ended, so a run
+    // cancelled meanwhile stays cancelled.
+    store
+        .create_agent_run(&agent_run("b2", "u", AgentRunStatus::Running, 53))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .finish_agent_run("b2", AgentRunStatus::Failed, 54)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .finish_agent_run("b2", AgentRunStatus::Completed, 55)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .finish_agent_run("b1", AgentRunStatus::Completed, 55)
+            .await
+            .unwrap()
+    );
+    let failed = store.get_agent_run("b2").await.unwrap();
+    assert_eq!(
+        (failed.status, failed.completed_at),
+        (AgentRunStatus::Failed, Some(54))
+    );
+    assert_eq!(
+        store.get_agent_run("b1").await.unwrap().status,
+        AgentRunStatus::Cancelled
+    );
+    assert!(matches!(
+        store
+            .finish_agent_run("nope", AgentRunStatus::Completed, 55)
+            .await,
+        Err(StorageError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store
+            .finish_agent_run("b2", AgentRunStatus::Running, 55)
+            .await,
+        Err(StorageError::Invalid(_))
+    ));
+
     // Deleting the chat unlinks the conversation.
     store.delete_chat("c").await.unwrap();
     assert_eq!(store.get_conversation("conv1").await.unwrap().chat_id, None);
