@@ -79,12 +79,19 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(saturating_secs(ms / 1000.0));
     }
     header("retry-after")
         .and_then(|v| v.parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+        .map(saturating_secs)
+}
+
+/// A finite, non-negative number of seconds as a `Duration`; a wait too
+/// long for one (a server sending `1e30`) becomes the longest, which no
+/// `max_retry_after` allows, instead of panicking.
+fn saturating_secs(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]
@@ -126,5 +133,17 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(retry_after(&dated), None);
+    }
+
+    #[test]
+    fn huge_retry_after_is_refused_not_a_panic() {
+        let policy = RetryPolicy::default();
+        for (name, value) in [("retry-after", "1e30"), ("retry-after-ms", "1e300")] {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, HeaderValue::from_static(value));
+            let wait = retry_after(&headers);
+            assert_eq!(wait, Some(Duration::MAX), "{name}: {value}");
+            assert_eq!(policy.delay(0, wait), None, "{name}: {value}");
+        }
     }
 }
