@@ -106,7 +106,6 @@ impl ModelProvider for HttpProvider {
             }),
             phase: Phase::Start,
             queue: VecDeque::new(),
-            ended: false,
             retries: 0,
             yielded: false,
         };
@@ -115,7 +114,7 @@ impl ModelProvider for HttpProvider {
                 if let Some(item) = turn.queue.pop_front() {
                     return Some((item, turn));
                 }
-                if turn.ended {
+                if matches!(turn.phase, Phase::Over) {
                     return None;
                 }
                 turn.advance().await;
@@ -131,6 +130,8 @@ struct Inputs {
     request: ModelRequest,
 }
 
+/// Where a turn is; `Over` once nothing more will be produced (whatever
+/// is queued is still yielded).
 enum Phase {
     Start,
     Body(Box<Body>),
@@ -149,7 +150,6 @@ struct Turn {
     inputs: Arc<Inputs>,
     phase: Phase,
     queue: VecDeque<Item>,
-    ended: bool,
     /// Retries used so far, by the transport and after a failed body.
     retries: u32,
     /// Whether any chunk was produced; from then on nothing is retried.
@@ -164,16 +164,16 @@ pub(crate) fn feed(decoder: &mut dyn Decoder, events: &[SseEvent], out: &mut Vec
 impl Turn {
     async fn advance(&mut self) {
         let mut out = Vec::new();
+        // The turn is over unless a branch below (or a retry) sets a phase.
         match std::mem::replace(&mut self.phase, Phase::Over) {
             Phase::Start => {
                 let inputs = self.inputs.clone();
                 match start(&inputs, &mut self.retries, &mut out).await {
                     Ok(Some(body)) => self.phase = body,
-                    Ok(None) => self.ended = true,
+                    Ok(None) => {}
                     Err(e) => {
                         // Failures before a response were retried already.
                         self.queue.push_back(Err(e));
-                        self.ended = true;
                         return;
                     }
                 }
@@ -189,9 +189,7 @@ impl Turn {
                 match response.chunk().await {
                     Ok(Some(bytes)) => {
                         parser.push(&bytes, &mut events);
-                        if feed(decoder.as_mut(), &events, &mut out) {
-                            self.ended = true;
-                        } else {
+                        if !feed(decoder.as_mut(), &events, &mut out) {
                             self.phase = Phase::Body(body);
                         }
                     }
@@ -200,16 +198,14 @@ impl Turn {
                         if !feed(decoder.as_mut(), &events, &mut out) {
                             decoder.end(&mut out);
                         }
-                        self.ended = true;
                     }
                     Err(e) => {
                         let message = format!("connection lost mid-stream: {}", describe(&e));
                         out.push(Err(error::connection(message, request_id.clone())));
-                        self.ended = true;
                     }
                 }
             }
-            Phase::Over => self.ended = true,
+            Phase::Over => {}
         }
         self.settle(out).await;
     }
@@ -229,7 +225,6 @@ impl Turn {
                 tokio::time::sleep(delay).await;
                 self.retries += 1;
                 self.phase = Phase::Start;
-                self.ended = false;
                 return;
             }
         }
