@@ -371,6 +371,23 @@ async fn grep_output_is_cut() {
 }
 
 #[tokio::test]
+async fn a_walk_stopped_early_still_lists_its_files_in_path_order() {
+    let (vfs, _) = setup();
+    vfs.write("/a/deep/x.md", b"x").await.unwrap();
+    // Breadth first, the walk meets /a/deep/x.md after /src/main.js and
+    // stops before /src/lib/util.ts.
+    let tool = FsTool::new(vfs).with_limits(FsLimits {
+        max_walk: 9,
+        ..FsLimits::default()
+    });
+    assert_eq!(
+        ok(&tool, json!({"command": "glob", "pattern": "**/*"})).await,
+        "4 file(s) under / match `**/*`:\n/README.md\n/a/deep/x.md\n/notes/todo.md\n/src/main.js\n\
+         [Search stopped early: too many files; search a smaller directory.]\n"
+    );
+}
+
+#[tokio::test]
 async fn read_only_option_and_validation() {
     let (_, tool) = setup();
     let mut options = Map::new();

@@ -34,14 +34,13 @@ impl Fs<'_> {
         let mut files = Vec::new();
         let mut queue = VecDeque::from([base.to_owned()]);
         let mut seen = 0usize;
-        while let Some(dir) = queue.pop_front() {
+        let mut truncated = false;
+        'walk: while let Some(dir) = queue.pop_front() {
             for entry in self.vfs.list(&dir).await.map_err(vfs_error)? {
                 seen += 1;
                 if seen > self.limits.max_walk {
-                    return Ok(Walk {
-                        files,
-                        truncated: true,
-                    });
+                    truncated = true;
+                    break 'walk;
                 }
                 match entry.kind {
                     EntryKind::Directory => queue.push_back(entry.path),
@@ -50,10 +49,7 @@ impl Fs<'_> {
             }
         }
         files.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Walk {
-            files,
-            truncated: false,
-        })
+        Ok(Walk { files, truncated })
     }
 
     /// The normalised search path and what it is.
