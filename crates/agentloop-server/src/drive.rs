@@ -140,15 +140,11 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     if lease.renew().await.is_err() {
         return Ok(());
     }
-    let current = store.get_agent_run(run_id).await?;
-    let ended_here = current.status == AgentRunStatus::Running;
+    let ended_here = store.finish_agent_run(run_id, wanted, now_millis()).await?;
     let status = if ended_here {
-        store
-            .set_agent_run_status(run_id, wanted, Some(now_millis()))
-            .await?;
         wanted
     } else {
-        current.status
+        store.get_agent_run(run_id).await?.status
     };
     close_record(store, run_id, status, result).await?;
     store.release_lease(run_id, &lease.owner).await?;

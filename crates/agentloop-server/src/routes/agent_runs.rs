@@ -110,16 +110,17 @@ pub(super) async fn cancel(
     Path(run_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let (run, ctx) = owned_run(&state, &user, &run_id).await?;
-    if run.status != AgentRunStatus::Running {
+    let cancelled = state
+        .store
+        .finish_agent_run(&run.id, AgentRunStatus::Cancelled, now_millis())
+        .await?;
+    if !cancelled {
+        let current = state.store.get_agent_run(&run.id).await?;
         return Err(ApiError::new(
             StatusCode::CONFLICT,
-            format!("the agent run is already {}", run.status.as_str()),
+            format!("the agent run is already {}", current.status.as_str()),
         ));
     }
-    state
-        .store
-        .set_agent_run_status(&run.id, AgentRunStatus::Cancelled, Some(now_millis()))
-        .await?;
     if let Some(local) = state.local_run(&run.id) {
         local.cancel.cancel();
     }
