@@ -117,3 +117,21 @@ async fn openai_response_incomplete_and_failed() {
         whole(ApiKind::OpenaiResponses, "gpt-5", failed, true).await,
     ]);
 }
+
+#[tokio::test]
+async fn a_response_that_is_not_json_is_a_decode_error_not_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("<html>gateway page</html>"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let provider = HttpProvider::new(config(ApiKind::OpenaiChat, &server.uri())).unwrap();
+    let mut request = request(ApiKind::OpenaiChat, "gpt-4.1-nano");
+    request.options.disable_stream = true;
+    let turn = run(&provider, request).await;
+    let error = turn.error.expect("a decode error");
+    assert_eq!(error.kind, agentloop_types::ProviderErrorKind::Decode);
+    assert!(error.message.contains("not JSON"), "{}", error.message);
+    assert!(turn.chunks.is_empty());
+}
