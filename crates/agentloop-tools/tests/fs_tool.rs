@@ -388,6 +388,29 @@ async fn a_walk_stopped_early_still_lists_its_files_in_path_order() {
 }
 
 #[tokio::test]
+async fn no_matches_still_says_what_was_not_searched() {
+    let (vfs, _) = setup();
+    let tool = FsTool::new(vfs).with_limits(FsLimits {
+        max_grep_file_bytes: 5,
+        max_walk: 1,
+        ..FsLimits::default()
+    });
+    assert_eq!(
+        ok(
+            &tool,
+            json!({"command": "grep", "pattern": "two", "path": "/notes/todo.md"})
+        )
+        .await,
+        "No matches for `two` under /notes/todo.md.\n[1 file(s) too large to search were skipped.]\n"
+    );
+    assert_eq!(
+        ok(&tool, json!({"command": "glob", "pattern": "**/*.ts"})).await,
+        "No files under / match `**/*.ts`.\n\
+         [Search stopped early: too many files; search a smaller directory.]\n"
+    );
+}
+
+#[tokio::test]
 async fn read_only_option_and_validation() {
     let (_, tool) = setup();
     let mut options = Map::new();

@@ -84,7 +84,8 @@ impl Fs<'_> {
             })
             .collect();
         if hits.is_empty() {
-            return Ok(format!("No files under {base} match `{pattern}`."));
+            let none = format!("No files under {base} match `{pattern}`.");
+            return Ok(with_notes(none, 0, walk.truncated));
         }
         let mut out = format!("{} file(s) under {base} match `{pattern}`:\n", hits.len());
         for hit in hits.iter().take(self.limits.max_results) {
@@ -98,10 +99,7 @@ impl Fs<'_> {
                 hits.len()
             ));
         }
-        if walk.truncated {
-            out.push_str("[Search stopped early: too many files; search a smaller directory.]\n");
-        }
-        Ok(out)
+        Ok(with_notes(out, 0, walk.truncated))
     }
 
     pub(super) async fn grep(&self, input: FsInput) -> Outcome {
@@ -163,7 +161,8 @@ impl Fs<'_> {
             }
         }
         if total == 0 {
-            return Ok(format!("No matches for `{pattern}` under {base}."));
+            let none = format!("No matches for `{pattern}` under {base}.");
+            return Ok(with_notes(none, skipped, truncated));
         }
         let mut out = format!("{total} match(es) for `{pattern}` under {base}:\n");
         for m in &matches {
@@ -176,16 +175,25 @@ impl Fs<'_> {
                 matches.len()
             ));
         }
-        if skipped > 0 {
-            out.push_str(&format!(
-                "[{skipped} file(s) too large to search were skipped.]\n"
-            ));
-        }
-        if truncated {
-            out.push_str("[Search stopped early: too many files; search a smaller directory.]\n");
-        }
-        Ok(out)
+        Ok(with_notes(out, skipped, truncated))
     }
+}
+
+/// Appends what a search left out, so an empty answer does not read as
+/// "nothing there" when files went unsearched.
+fn with_notes(mut out: String, skipped: usize, truncated: bool) -> String {
+    if (skipped > 0 || truncated) && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if skipped > 0 {
+        out.push_str(&format!(
+            "[{skipped} file(s) too large to search were skipped.]\n"
+        ));
+    }
+    if truncated {
+        out.push_str("[Search stopped early: too many files; search a smaller directory.]\n");
+    }
+    out
 }
 
 fn matches_include(glob: &Regex, path: &str, base: &str) -> bool {
