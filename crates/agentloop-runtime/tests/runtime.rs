@@ -170,6 +170,44 @@ async fn suspended_run_is_stored_and_resumed() {
 }
 
 #[tokio::test]
+async fn resuming_a_run_whose_stored_result_is_unreadable_fails_cleanly() {
+    for (name, store, _dir) in stores().await {
+        let provider = ScriptedProvider::new([ScriptedTurn::new()
+            .tool_call("a1", "ask", json!({}))
+            .usage(1, 1)]);
+        let runtime = ChatRuntime::new(store.clone(), provider)
+            .with_tools([Arc::new(AskUser) as Arc<dyn Tool>]);
+        let chat_id = chat(&runtime, Default::default(), Default::default()).await;
+        let first = runtime
+            .send(&chat_id, Message::user_text("u1", "paint"))
+            .await
+            .unwrap();
+        let mut run = store.get_run(&first.run_id).await.unwrap();
+        run.result = Some(json!({"not": "a loop result"}));
+        store.update_run(&run).await.unwrap();
+        let before = store.list_messages(&chat_id).await.unwrap().len();
+        let err = runtime
+            .resume(&chat_id, ToolResultBlock::ok("a1", "blue"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, RuntimeError::CorruptRun { run_id, .. } if *run_id == first.run_id),
+            "{name}: {err:?}"
+        );
+        assert_eq!(
+            store.list_messages(&chat_id).await.unwrap().len(),
+            before,
+            "{name}: nothing is stored"
+        );
+        assert_eq!(
+            store.get_run(&first.run_id).await.unwrap().status,
+            RunStatus::Suspended,
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn resend_and_checkpoints() {
     for (name, store, _dir) in stores().await {
         let provider = ScriptedProvider::new([
