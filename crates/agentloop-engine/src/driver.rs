@@ -79,15 +79,20 @@ pub fn resume(options: LoopOptions, state: RunState, mut deps: RunDeps) -> RunSt
     .cancel_on_drop(cancel)
 }
 
-async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut emitter: Emitter) {
-    let tools: Vec<Arc<dyn Tool>> = deps
-        .tools
+/// The tools of `deps` a run offers: all, or those named in
+/// `options.enabled_tools`.
+pub(crate) fn offered_tools(deps: &RunDeps, options: &LoopOptions) -> Vec<Arc<dyn Tool>> {
+    deps.tools
         .iter()
         .filter(|t| {
             options.enabled_tools.is_empty() || options.enabled_tools.iter().any(|n| n == t.name())
         })
         .cloned()
-        .collect();
+        .collect()
+}
+
+async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut emitter: Emitter) {
+    let tools = offered_tools(&deps, &options);
     let definitions: Vec<_> = tools.iter().map(|t| t.definition()).collect();
     let run_id = machine.state().run_id.clone();
     let mut input = Input::Start;
@@ -141,7 +146,7 @@ fn cancelled() -> Input {
 
 /// A process-unique run id. Not random: ids only need to be unique among
 /// the runs one store holds, and callers that need more pass their own.
-fn generate_run_id() -> String {
+pub(crate) fn generate_run_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -7,7 +7,6 @@
 //! always ends with exactly one terminal event.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
     BreakLoop, ContentBlock, EventKind, LoopError, LoopOptions, LoopResult, LoopStatus, Message,
@@ -17,6 +16,7 @@ use agentloop_types::{
 use futures::StreamExt;
 
 use crate::RunDeps;
+use crate::driver::{generate_run_id, offered_tools};
 use crate::machine::{Input, committed_block, exceeded_limit, running_block, tool_calls};
 use crate::model_turn::model_turn;
 use crate::run_stream::{Emitter, RunStream};
@@ -53,16 +53,8 @@ impl Ctx {
         deps: RunDeps,
         max_retries: u32,
     ) -> Self {
-        let tools = deps
-            .tools
-            .iter()
-            .filter(|t| {
-                options.enabled_tools.is_empty()
-                    || options.enabled_tools.iter().any(|n| n == t.name())
-            })
-            .cloned()
-            .collect();
-        let run_id = deps.run_id.clone().unwrap_or_else(run_id);
+        let tools = offered_tools(&deps, &options);
+        let run_id = deps.run_id.clone().unwrap_or_else(generate_run_id);
         Self {
             emitter,
             options,
@@ -359,10 +351,4 @@ impl Ctx {
         self.totals += result.tokens;
         result
     }
-}
-
-/// A process-unique id for runs started without one.
-fn run_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    format!("strategy-run-{}", COUNTER.fetch_add(1, Ordering::Relaxed))
 }
