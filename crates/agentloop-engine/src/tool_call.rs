@@ -30,7 +30,10 @@ pub(crate) struct CallStream {
     inner: Option<ToolStream>,
     started: bool,
     tool_name: String,
-    deadline: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
+    timeout: Option<Duration>,
+    /// Armed when the call starts (first polled), not when it is created:
+    /// calls queued behind `tool_concurrency` get their whole time too.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     cancel: CancellationToken,
 }
 
@@ -80,7 +83,8 @@ impl CallStream {
             inner: Some(inner),
             started: false,
             tool_name: call.name.clone(),
-            deadline: timeout.map(|t| (t, Box::pin(tokio::time::sleep(t)))),
+            timeout,
+            deadline: None,
             cancel,
         }
     }
@@ -97,23 +101,21 @@ impl Stream for CallStream {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<CallItem>> {
         if !self.started {
             self.started = true;
+            self.deadline = self.timeout.map(|t| Box::pin(tokio::time::sleep(t)));
             return Poll::Ready(Some(CallItem::Started));
         }
         if self.inner.is_none() {
             return Poll::Ready(None);
         }
-        if let Some((limit, sleep)) = self.deadline.as_mut()
+        if let (Some(limit), Some(sleep)) = (self.timeout, self.deadline.as_mut())
             && sleep.as_mut().poll(cx).is_ready()
         {
-            {
-                let limit = *limit;
-                self.cancel.cancel();
-                let name = self.tool_name.clone();
-                return self.finish(ToolResult::error(format!(
-                    "Tool {name} timed out after {} ms.",
-                    limit.as_millis()
-                )));
-            }
+            self.cancel.cancel();
+            let name = self.tool_name.clone();
+            return self.finish(ToolResult::error(format!(
+                "Tool {name} timed out after {} ms.",
+                limit.as_millis()
+            )));
         }
         let Some(inner) = self.inner.as_mut() else {
             return Poll::Ready(None);

@@ -372,6 +372,47 @@ async fn tool_timeout_and_limits() {
     snapshot("timeout_and_token_limit", &events);
 }
 
+/// The timeout counts from a call's start, not from its turn's: calls
+/// queued behind `tool_concurrency` get the whole time too.
+#[tokio::test(start_paused = true)]
+async fn tool_timeout_counts_from_the_call_start() {
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new()
+            .tool_call("t1", "slow", json!({"ms": 40}))
+            .tool_call("t2", "slow", json!({"ms": 40}))
+            .tool_call("t3", "slow", json!({"ms": 40})),
+        ScriptedTurn::new().text("done"),
+    ]);
+    let options = LoopOptions {
+        tool_timeout_ms: Some(50),
+        tool_concurrency: 1,
+        ..LoopOptions::default()
+    };
+    let events = run_events(
+        provider,
+        vec![slow("slow", false)],
+        options,
+        user("go"),
+        CancellationToken::new(),
+    )
+    .await;
+    let result = check_invariants(&events);
+    let results: Vec<_> = result
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .map(|r| (r.tool_use_id.as_str(), r.is_error, r.content.as_str()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("t1", false, "done in 40 ms"),
+            ("t2", false, "done in 40 ms"),
+            ("t3", false, "done in 40 ms"),
+        ]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn prefill_starts_the_committed_answer() {
     let provider = ScriptedProvider::new([ScriptedTurn::new().text("\"a\": 1}")]);
