@@ -269,21 +269,19 @@ impl Machine {
         if let Some(index) = first_break
             && matches!(ordered[index].1.break_loop, Some(BreakLoop::Suspend))
         {
-            {
-                let (pending_tool_call, pending) = ordered.remove(index);
-                let other_tool_results = ordered
-                    .into_iter()
-                    .map(|(call, result)| result_block(&call, result, &pending_tool_call))
-                    .collect();
-                return self.finish(
-                    LoopStatus::Suspended {
-                        pending_tool_call,
-                        reason: pending.content,
-                        other_tool_results,
-                    },
-                    events,
-                );
-            }
+            let (pending_tool_call, pending) = ordered.remove(index);
+            let other_tool_results = ordered
+                .into_iter()
+                .map(|(call, result)| result_block(&call, result, &pending_tool_call))
+                .collect();
+            return self.finish(
+                LoopStatus::Suspended {
+                    pending_tool_call,
+                    reason: pending.content,
+                    other_tool_results,
+                },
+                events,
+            );
         }
         let return_value = first_break.and_then(|index| match &ordered[index].1.break_loop {
             Some(BreakLoop::Return { value }) => Some(value.clone()),

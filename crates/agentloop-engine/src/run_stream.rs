@@ -101,12 +101,8 @@ impl Stream for RunStream {
                 // The driver dropped its sender; the loop drains what is
                 // buffered and then sees the channel close.
                 Poll::Ready(()) => self.driver = None,
-                Poll::Pending => {
-                    return match self.rx.poll_next_unpin(cx) {
-                        Poll::Ready(event) => Poll::Ready(event),
-                        Poll::Pending => Poll::Pending,
-                    };
-                }
+                // The driver may have sent before it paused.
+                Poll::Pending => return self.rx.poll_next_unpin(cx),
             }
         }
     }
