@@ -10,6 +10,7 @@ use agentloop_types::{
     CancellationToken, LoopEvent, LoopResult, Message, ModelProvider, Role, Tool, ToolResultBlock,
 };
 use futures::StreamExt;
+use serde::Deserialize;
 
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::gate::{Gate, GatedTool};
@@ -176,23 +177,21 @@ impl ChatRuntime {
                 chat_id: chat_id.to_owned(),
             });
         };
-        let stored: LoopResult = run
-            .result
-            .clone()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .ok_or_else(|| RuntimeError::CorruptRun {
-                run_id: run.id.clone(),
-                message: "a suspended run without its result".to_owned(),
-            })?;
+        let corrupt = |message: String| RuntimeError::CorruptRun {
+            run_id: run.id.clone(),
+            message,
+        };
+        let stored: LoopResult = match &run.result {
+            Some(value) => LoopResult::deserialize(value)
+                .map_err(|e| corrupt(format!("the suspended run's result cannot be read: {e}")))?,
+            None => return Err(corrupt("a suspended run without its result".to_owned())),
+        };
         if let Some(pending) = &run.pending_tool_call {
             answer.tool_use_id = pending.id.clone();
         }
         let message = stored
             .resume_message(new_id("msg"), answer)
-            .ok_or_else(|| RuntimeError::CorruptRun {
-                run_id: run.id.clone(),
-                message: "the stored result is not suspended".to_owned(),
-            })?;
+            .ok_or_else(|| corrupt("the stored result is not suspended".to_owned()))?;
         self.store.save_message(chat_id, &message).await?;
         run.status = RunStatus::Completed;
         run.updated_at = now_millis();

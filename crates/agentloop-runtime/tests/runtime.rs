@@ -191,7 +191,8 @@ async fn resuming_a_run_whose_stored_result_is_unreadable_fails_cleanly() {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, RuntimeError::CorruptRun { run_id, .. } if *run_id == first.run_id),
+            matches!(&err, RuntimeError::CorruptRun { run_id, message }
+                if *run_id == first.run_id && message.contains("cannot be read")),
             "{name}: {err:?}"
         );
         assert_eq!(
