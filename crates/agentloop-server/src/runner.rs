@@ -137,32 +137,30 @@ pub async fn prepare(
 ) -> StorageResult<AgentRun> {
     let now = now_millis();
     if run.conversation_id.is_none() {
-        {
-            let chat = Chat {
-                id: crate::ids::new_id(),
-                project_id: ctx.project.id.clone(),
-                title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
-                settings: chat_settings(config, ctx, &run),
-                totals: Default::default(),
-                minion: None,
-                created_at: now,
-                updated_at: now,
-            };
-            store.create_chat(&chat).await?;
-            let conversation = Conversation {
-                id: crate::ids::new_id(),
-                task_id: ctx.task.id.clone(),
-                chat_id: Some(chat.id.clone()),
-                session_id: None,
-                created_at: now,
-            };
-            store.create_conversation(&conversation).await?;
-            store.link_conversation(&run.id, &conversation.id).await?;
-            store
-                .save_message(&chat.id, &first_message(&config.prompts, ctx, &run))
-                .await?;
-            run.conversation_id = Some(conversation.id);
-        }
+        let chat = Chat {
+            id: crate::ids::new_id(),
+            project_id: ctx.project.id.clone(),
+            title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
+            settings: chat_settings(config, ctx, &run),
+            totals: Default::default(),
+            minion: None,
+            created_at: now,
+            updated_at: now,
+        };
+        store.create_chat(&chat).await?;
+        let conversation = Conversation {
+            id: crate::ids::new_id(),
+            task_id: ctx.task.id.clone(),
+            chat_id: Some(chat.id.clone()),
+            session_id: None,
+            created_at: now,
+        };
+        store.create_conversation(&conversation).await?;
+        store.link_conversation(&run.id, &conversation.id).await?;
+        store
+            .save_message(&chat.id, &first_message(&config.prompts, ctx, &run))
+            .await?;
+        run.conversation_id = Some(conversation.id);
     }
     match store.get_run(&run.id).await {
         Ok(_) => {}
