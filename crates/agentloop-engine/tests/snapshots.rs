@@ -413,6 +413,44 @@ async fn tool_timeout_counts_from_the_call_start() {
     );
 }
 
+/// Configured options the tool does not declare fail the call, not the run.
+#[tokio::test(start_paused = true)]
+async fn undeclared_tool_option_is_an_error_result() {
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call("t1", "echo", json!({"text": "hi"})),
+        ScriptedTurn::new().text("done"),
+    ]);
+    let mut configured = serde_json::Map::new();
+    configured.insert("colour".into(), json!("blue"));
+    let options = LoopOptions {
+        tool_options: [("echo".to_owned(), configured)].into(),
+        ..LoopOptions::default()
+    };
+    let events = run_events(
+        provider,
+        vec![echo()],
+        options,
+        user("go"),
+        CancellationToken::new(),
+    )
+    .await;
+    let result = check_invariants(&events);
+    let results: Vec<_> = result
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .map(|r| (r.is_error, r.content.as_str()))
+        .collect();
+    assert_eq!(
+        results,
+        [(true, "Option colour is not an option of tool echo.")]
+    );
+    assert!(matches!(
+        result.status,
+        agentloop_types::LoopStatus::Complete { .. }
+    ));
+}
+
 #[tokio::test(start_paused = true)]
 async fn prefill_starts_the_committed_answer() {
     let provider = ScriptedProvider::new([ScriptedTurn::new().text("\"a\": 1}")]);
