@@ -148,6 +148,11 @@ pub async fn prepare(
             updated_at: now,
         };
         store.create_chat(&chat).await?;
+        // The first message is saved before the run is linked: a retry
+        // skips a linked run, so linking must come last.
+        store
+            .save_message(&chat.id, &first_message(&config.prompts, ctx, &run))
+            .await?;
         let conversation = Conversation {
             id: crate::ids::new_id(),
             task_id: ctx.task.id.clone(),
@@ -157,9 +162,6 @@ pub async fn prepare(
         };
         store.create_conversation(&conversation).await?;
         store.link_conversation(&run.id, &conversation.id).await?;
-        store
-            .save_message(&chat.id, &first_message(&config.prompts, ctx, &run))
-            .await?;
         run.conversation_id = Some(conversation.id);
     }
     match store.get_run(&run.id).await {
