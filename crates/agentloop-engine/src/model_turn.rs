@@ -39,18 +39,8 @@ pub(crate) async fn model_turn(
         };
         let failure = match next {
             Some(Ok(Ok(ModelChunk::Delta(delta)))) => {
-                if first_chunk {
-                    first_chunk = false;
-                    emitter.emit(EventKind::FirstChunk).await;
-                    for delta in &prefill {
-                        // Prefill deltas are built here and always fit.
-                        let _ = assembler.apply(delta);
-                        emitter
-                            .emit(EventKind::StreamingChunk {
-                                delta: delta.clone(),
-                            })
-                            .await;
-                    }
+                if std::mem::take(&mut first_chunk) {
+                    first_content(&prefill, &mut assembler, emitter).await;
                 }
                 match assembler.apply(&delta) {
                     Ok(()) => {
@@ -61,6 +51,11 @@ pub(crate) async fn model_turn(
                 }
             }
             Some(Ok(Ok(ModelChunk::Finish { stop_reason, usage }))) => {
+                // A turn with no content of its own still starts with the
+                // prefilled text.
+                if std::mem::take(&mut first_chunk) && !prefill.is_empty() {
+                    first_content(&prefill, &mut assembler, emitter).await;
+                }
                 emitter
                     .emit(EventKind::StreamingEnd {
                         stop_reason: Some(stop_reason.clone()),
@@ -85,6 +80,24 @@ pub(crate) async fn model_turn(
             .emit(EventKind::StreamingEnd { stop_reason: None })
             .await;
         return Input::ModelFailed { error: failure };
+    }
+}
+
+/// Emits `first_chunk`, then the prefilled text as its own block.
+async fn first_content(
+    prefill: &[StreamDelta],
+    assembler: &mut StreamAssembler,
+    emitter: &mut Emitter,
+) {
+    emitter.emit(EventKind::FirstChunk).await;
+    for delta in prefill {
+        // Prefill deltas are built here and always fit.
+        let _ = assembler.apply(delta);
+        emitter
+            .emit(EventKind::StreamingChunk {
+                delta: delta.clone(),
+            })
+            .await;
     }
 }
 

@@ -469,6 +469,26 @@ async fn prefill_starts_the_committed_answer() {
     snapshot("prefill", &events);
     let result = check_invariants(&events);
     assert_eq!(result.final_text().as_deref(), Some("{\"a\": 1}"));
+
+    let provider = ScriptedProvider::new([ScriptedTurn::new()]);
+    let options = LoopOptions {
+        prefill_response: Some("{}".into()),
+        ..LoopOptions::default()
+    };
+    let events = run_events(
+        provider,
+        vec![],
+        options,
+        user("JSON please"),
+        CancellationToken::new(),
+    )
+    .await;
+    let result = check_invariants(&events);
+    assert_eq!(
+        result.final_text().as_deref(),
+        Some("{}"),
+        "a turn with no deltas keeps the prefill"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -29,18 +29,24 @@ pub struct TokenTotals {
 impl TokenTotals {
     /// Input plus output tokens, cache included.
     pub fn total_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_creation_tokens + self.cache_read_tokens + self.output_tokens
+        self.input_tokens
+            .saturating_add(self.cache_creation_tokens)
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.output_tokens)
     }
 }
 
+// Saturating: a provider reporting absurd counts must not panic the loop.
 impl AddAssign for TokenTotals {
     fn add_assign(&mut self, rhs: Self) {
-        self.input_tokens += rhs.input_tokens;
-        self.output_tokens += rhs.output_tokens;
-        self.reasoning_tokens += rhs.reasoning_tokens;
-        self.cache_creation_tokens += rhs.cache_creation_tokens;
-        self.cache_read_tokens += rhs.cache_read_tokens;
-        self.web_search_count += rhs.web_search_count;
+        self.input_tokens = self.input_tokens.saturating_add(rhs.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(rhs.output_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(rhs.reasoning_tokens);
+        self.cache_creation_tokens = self
+            .cache_creation_tokens
+            .saturating_add(rhs.cache_creation_tokens);
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(rhs.cache_read_tokens);
+        self.web_search_count = self.web_search_count.saturating_add(rhs.web_search_count);
         self.cost += rhs.cost;
         self.cost_unreliable |= rhs.cost_unreliable;
     }

@@ -180,4 +180,17 @@ fn totals_add() {
         "one unreliable part makes the sum unreliable"
     );
     assert_eq!([a, b].into_iter().sum::<TokenTotals>(), sum);
+
+    let huge = TokenTotals {
+        input_tokens: u64::MAX,
+        output_tokens: u64::MAX,
+        ..Default::default()
+    };
+    let saturated = huge + huge;
+    assert_eq!(
+        saturated.input_tokens,
+        u64::MAX,
+        "absurd counts saturate instead of panicking"
+    );
+    assert_eq!(saturated.total_tokens(), u64::MAX);
 }
