@@ -13,8 +13,6 @@ pub struct TestServer {
     pub token: String,
     pub client: reqwest::Client,
     pub store: Arc<dyn Store>,
-    /// The instance's state (which runs execute here).
-    pub state: agentloop_server::AppState,
     pub repo: tempfile::TempDir,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     handle: Option<tokio::task::JoinHandle<()>>,
@@ -41,7 +39,6 @@ pub async fn start_with(store: Arc<dyn Store>, config: ServerConfig) -> TestServ
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = Server::new(store.clone(), config);
-    let state = server.state.clone();
     let handle = tokio::spawn(async move {
         server
             .serve(listener, async move {
@@ -56,7 +53,6 @@ pub async fn start_with(store: Arc<dyn Store>, config: ServerConfig) -> TestServ
         token,
         client: reqwest::Client::new(),
         store,
-        state,
         repo: tempfile::tempdir().unwrap(),
         stop: Some(stop),
         handle: Some(handle),
