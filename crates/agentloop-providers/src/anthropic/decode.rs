@@ -94,7 +94,7 @@ impl AnthropicDecoder {
                 iterations
                     .iter()
                     .filter_map(|i| num(i, &[key]))
-                    .sum::<u64>()
+                    .fold(0u64, u64::saturating_add)
             };
             if !iterations.is_empty() {
                 self.usage.input_tokens = sum("input_tokens");
