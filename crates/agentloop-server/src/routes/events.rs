@@ -35,6 +35,9 @@ struct Follow {
     after: Option<u64>,
     live: Option<broadcast::Receiver<LoopEvent>>,
     buffer: VecDeque<LoopEvent>,
+    /// The store may hold events the live channel did not deliver (at
+    /// start, after a lag, a gap, a timeout, or without a live channel).
+    stale: bool,
     done: bool,
 }
 
@@ -86,24 +89,30 @@ impl Follow {
                     .local_run(&self.run_id)
                     .map(|run| run.events.subscribe());
             }
-            match self.read_store().await {
-                Ok(0) => {}
-                Ok(_) => continue,
-                Err(_) => return None,
-            }
-            if self.finished().await {
-                if matches!(self.read_store().await, Ok(0) | Err(_)) {
-                    return None;
+            if self.stale {
+                match self.read_store().await {
+                    Ok(0) => self.stale = false,
+                    Ok(_) => continue,
+                    Err(_) => return None,
                 }
-                continue;
+                if self.finished().await {
+                    if matches!(self.read_store().await, Ok(0) | Err(_)) {
+                        return None;
+                    }
+                    continue;
+                }
             }
+            self.stale = true;
             let Some(live) = self.live.as_mut() else {
                 tokio::time::sleep(POLL).await;
                 continue;
             };
             match tokio::time::timeout(POLL * 4, live.recv()).await {
                 Ok(Ok(event)) => {
+                    // The next event or one already sent: the store has
+                    // nothing before it that was missed.
                     if event.seq <= self.next_seq() {
+                        self.stale = false;
                         self.buffer.push_back(event);
                     }
                 }
@@ -146,6 +155,7 @@ pub(super) async fn stream(
         after,
         live: None,
         buffer: VecDeque::new(),
+        stale: true,
         done: false,
     };
     let stream = futures::stream::unfold(follow, |mut follow| async move {
