@@ -15,6 +15,10 @@ struct Inner {
     cancelled: AtomicBool,
     waiters: Mutex<Vec<Waker>>,
     children: Mutex<Vec<Weak<Inner>>>,
+    /// Keeps the parent alive while this child lives: parents reach their
+    /// children only through weak links, so without it a grandchild whose
+    /// parent token was dropped would no longer hear the root's cancel.
+    _parent: Option<Arc<Inner>>,
 }
 
 impl Inner {
@@ -72,7 +76,12 @@ impl CancellationToken {
 
     /// A token cancelled when this one is, that can also be cancelled alone.
     pub fn child_token(&self) -> Self {
-        let child = Self::new();
+        let child = Self {
+            inner: Arc::new(Inner {
+                _parent: Some(self.inner.clone()),
+                ..Inner::default()
+            }),
+        };
         {
             let mut children = lock(&self.inner.children);
             children.retain(|c| c.strong_count() > 0);
@@ -133,6 +142,16 @@ mod tests {
         parent.cancel();
         assert!(other.is_cancelled());
         assert!(parent.child_token().is_cancelled());
+    }
+
+    #[test]
+    fn grandchild_hears_the_root_after_its_parent_token_is_dropped() {
+        let root = CancellationToken::new();
+        let grandchild = root.child_token().child_token();
+        let waiter = grandchild.cancelled();
+        root.cancel();
+        assert!(grandchild.is_cancelled());
+        futures::executor::block_on(waiter);
     }
 
     #[test]
