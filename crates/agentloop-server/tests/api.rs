@@ -268,7 +268,10 @@ async fn agent_runs_start_conflict_list_and_recover() {
     );
     let settled = server.settle(&task_id, 1).await;
     assert_eq!(settled.len(), 1);
-    assert_eq!(settled[0]["status"], "completed");
+    // Marking the task done stops its running agent: it ends cancelled and
+    // says why.
+    assert_eq!(settled[0]["status"], "cancelled");
+    assert_eq!(settled[0]["stopped_by"], "workflow_complete");
     assert!(settled[0]["completed_at"].is_string());
     let (status, body) = server.send("PUT", &wc, json!({ "complete": false })).await;
     assert_eq!(

@@ -8,7 +8,7 @@ mod ws;
 
 use std::time::Duration;
 
-use agentloop_storage::model::AgentRun;
+use agentloop_storage::model::{AgentRun, AgentRunStatus};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
 use axum::http::StatusCode;
@@ -165,8 +165,18 @@ impl<S: Send + Sync> FromRequest<S> for ApiJson {
     }
 }
 
-/// An agent run as the API shows it (seed 004's shape).
+/// An agent run as the API shows it: seed 004's shape, plus why it ended
+/// when it did not complete: `error` (`{kind, message}`) for a failed run,
+/// `stopped_by` (`cancel` or `workflow_complete`) with `stop_message` for
+/// a cancelled one.
 pub fn agent_run_json(run: &AgentRun) -> Value {
+    let reason = run.end_reason.as_ref();
+    let failed = (run.status == AgentRunStatus::Failed)
+        .then_some(reason)
+        .flatten();
+    let stopped = (run.status == AgentRunStatus::Cancelled)
+        .then_some(reason)
+        .flatten();
     json!({
         "id": run.id,
         "task_id": run.task_id,
@@ -175,6 +185,9 @@ pub fn agent_run_json(run: &AgentRun) -> Value {
         "conversation_id": run.conversation_id,
         "created_at": rfc3339(run.created_at),
         "completed_at": run.completed_at.map(rfc3339),
+        "error": failed,
+        "stopped_by": stopped.map(|r| &r.kind),
+        "stop_message": stopped.map(|r| &r.message),
     })
 }
 

@@ -1,7 +1,7 @@
 //! Tasks: each belongs to a project and has its document at
 //! `.agentloop/tasks/task-<id>.md` in the project folder.
 
-use agentloop_storage::model::{AgentRunStatus, Task, now_millis};
+use agentloop_storage::model::{Task, now_millis};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -151,7 +151,7 @@ pub(super) async fn workflow_complete(
         if let Some(local) = state.local_run(&run.id) {
             local.cancel.cancel();
         }
-        state.notify_run_status(&ctx.owner, run, AgentRunStatus::Completed);
+        state.notify_run_status(&ctx.owner, run, run.status);
     }
     Ok(Json(
         json!({ "success": true, "workflow_complete": complete }),
