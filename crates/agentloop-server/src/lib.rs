@@ -37,6 +37,7 @@ pub mod config;
 pub mod drive;
 pub mod error;
 pub mod executor;
+pub mod folders;
 pub mod ids;
 pub mod openapi;
 pub mod recovery;
