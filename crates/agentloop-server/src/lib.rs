@@ -39,6 +39,7 @@ pub mod error;
 pub mod executor;
 pub mod folders;
 pub mod ids;
+pub mod listener;
 pub mod openapi;
 pub mod recovery;
 pub mod routes;
