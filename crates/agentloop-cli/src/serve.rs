@@ -219,7 +219,8 @@ pub async fn users(command: UsersCommand) -> Result<ExitCode, String> {
 }
 
 /// `agentloop complete-workflow TASK`: sets the task's `workflow_complete`
-/// (and force-completes its running agent runs), so its chain stops.
+/// and stops its running agent runs (they end `cancelled`), so its chain
+/// stops.
 pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Result<ExitCode, String> {
     let store = open(&args.db.db).await?;
     let completed = store
@@ -227,7 +228,7 @@ pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Result<ExitCode, S
         .await
         .map_err(|e| e.to_string())?;
     println!(
-        "task {}: workflow complete ({} running agent run(s) completed)",
+        "task {}: workflow complete ({} running agent run(s) stopped)",
         args.task_id,
         completed.len()
     );
