@@ -38,13 +38,19 @@ fn create_user(db: &str) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
-/// A running `agentloop serve` and the address it listens on.
+/// A running `agentloop serve`, the address it listens on, and every line
+/// it wrote to stderr so far.
 struct Served {
     child: Child,
     address: String,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 fn serve(db: &str, script: &Path, instance: &str) -> Served {
+    serve_with(db, script, instance, &[])
+}
+
+fn serve_with(db: &str, script: &Path, instance: &str, extra: &[&str]) -> Served {
     let mut child = agentloop()
         .args([
             "serve",
@@ -65,12 +71,15 @@ fn serve(db: &str, script: &Path, instance: &str) -> Served {
             "--projects-root",
             &script.parent().unwrap().display().to_string(),
         ])
+        .args(extra)
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let lines = log.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines() {
             let Ok(line) = line else { return };
@@ -78,10 +87,15 @@ fn serve(db: &str, script: &Path, instance: &str) -> Served {
             if let Some(rest) = line.split("serving on http://").nth(1) {
                 let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_owned());
             }
+            lines.lock().unwrap().push(line);
         }
     });
     let address = rx.recv_timeout(Duration::from_secs(60)).unwrap();
-    Served { child, address }
+    Served {
+        child,
+        address,
+        log,
+    }
 }
 
 /// One HTTP/1.1 request with `Connection: close`; returns status and JSON.
@@ -494,4 +508,123 @@ async fn the_openapi_description_validates_and_a_fuzzer_finds_nothing() {
     assert!(report.contains("passed"), "{report}");
     server.child.kill().unwrap();
     server.child.wait().unwrap();
+}
+
+#[tokio::test]
+async fn logs_and_metrics_tell_an_operator_what_happened_and_keep_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([
+            { "steps": [
+                { "type": "tool_call", "id": "c1", "name": "fs",
+                  "fragments": ["{\"command\": \"view\", \"path\": \"/nope.txt\"}"] }
+              ],
+              "usage": { "input_tokens": 12, "output_tokens": 3 } },
+            { "steps": [{ "type": "text", "chunks": ["Planned."] }] }
+        ]),
+    );
+    let token = create_user(&db);
+    let mut server = serve_with(
+        &db,
+        &script,
+        "observed",
+        &["--log-format", "json", "--metrics-bind", "127.0.0.1:0"],
+    );
+    let task_id = task(&server.address, &token, &dir.path().join("repo"));
+    let (status, run) = http(
+        &server.address,
+        &token,
+        "POST",
+        &format!("/api/tasks/{task_id}/agent-runs"),
+        Some(json!({ "agentType": "planification" })),
+    );
+    assert_eq!(status, 201, "{run}");
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let events = read_sse(&server.address, &token, &run_id, "none");
+    assert!(events.iter().any(|(n, _)| n == "finished"));
+    // A token in a URL is refused outside the WebSocket route, and not logged.
+    let (status, _) = http(
+        &server.address,
+        "",
+        "GET",
+        &format!("/api/me?token={token}"),
+        None,
+    );
+    assert_eq!(status, 401);
+
+    let metrics_address = server
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|l| {
+            l.split("metrics on http://")
+                .nth(1)
+                .map(|r| r.trim_end_matches("/metrics").to_owned())
+        })
+        .expect("the metrics address is printed");
+    let mut scrape = String::new();
+    for _ in 0..200 {
+        let mut stream = TcpStream::connect(&metrics_address).unwrap();
+        write!(
+            stream,
+            "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        scrape.clear();
+        stream.read_to_string(&mut scrape).unwrap();
+        if scrape.contains("agentloop_runs_finished_total{status=\"completed\"} 1") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    for expected in [
+        "agentloop_runs_finished_total{status=\"completed\"} 1",
+        "agentloop_tool_errors_total{tool=\"fs\"} 1",
+        "agentloop_tokens_total{provider=\"anthropic-messages\",model=\"scripted\",kind=\"input\"} 12",
+        "agentloop_model_turn_seconds_count{provider=\"anthropic-messages\",model=\"scripted\"} 2",
+        "agentloop_tool_call_seconds_count{tool=\"fs\"} 1",
+        "agentloop_sse_clients 0",
+        "agentloop_http_requests_total{method=\"POST\",route=\"/api/tasks/{task_id}/agent-runs\",status=\"201\"} 1",
+    ] {
+        assert!(
+            scrape.contains(expected),
+            "missing {expected} in:\n{scrape}"
+        );
+    }
+
+    let term = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(server.child.wait().unwrap().success());
+    let log = server.log.lock().unwrap().join("\n");
+    assert!(!log.contains(&token), "the bearer token was logged");
+    let lines: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let created = lines
+        .iter()
+        .find(|l| {
+            l["fields"]["message"] == "request"
+                && l["span"]["http.route"] == "/api/tasks/{task_id}/agent-runs"
+        })
+        .unwrap_or_else(|| panic!("no request line for the run in:\n{log}"));
+    assert_eq!(created["fields"]["http.response.status_code"], 201);
+    assert_eq!(created["span"]["http.request.method"], "POST");
+    assert!(created["span"]["user_id"].is_string(), "{created}");
+    assert!(created["span"]["request_id"].is_string(), "{created}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["fields"]["message"] == "agent run status"
+                && l["fields"]["status"] == "completed"
+                && l["fields"]["agent_run_id"] == run_id.as_str()),
+        "no run status line in:\n{log}"
+    );
 }
