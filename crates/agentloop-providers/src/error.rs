@@ -21,6 +21,7 @@ pub(crate) fn api(
         status: None,
         error_type,
         request_id,
+        partial: None,
     }
 }
 
@@ -108,6 +109,7 @@ pub(crate) fn http(status: u16, body: &[u8], request_id: Option<String>) -> Prov
         status: Some(status),
         error_type,
         request_id,
+        partial: None,
     }
 }
 

@@ -42,6 +42,7 @@ mod replay;
 mod request_common;
 mod retry;
 pub mod sse;
+mod timestamp;
 mod transport;
 
 pub use config::{Auth, ProviderConfig};

@@ -18,9 +18,10 @@ pub struct ReplayOutcome {
     /// The assembled content blocks (also when the turn ended in an error:
     /// then they hold what arrived before it).
     pub content: Vec<ContentBlock>,
-    /// Why the turn ended, when it finished.
+    /// Why the turn ended, when it finished or reported it before failing.
     pub stop_reason: Option<StopReason>,
-    /// Tokens and cost, when it finished. Cost uses the built-in
+    /// Tokens and cost, when it finished or reported them before failing
+    /// (then `cost_unreliable` is set). Cost uses the built-in
     /// [`PricingTable`] and the model the stream names.
     pub usage: Option<TokenTotals>,
     /// The error that ended the turn, if any.
@@ -88,6 +89,11 @@ pub fn replay_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
                 outcome.chunks.push(chunk);
             }
             Err(e) => {
+                // A cut stream still says what it reported before the cut.
+                if let Some(partial) = &e.partial {
+                    outcome.stop_reason = partial.stop_reason.clone();
+                    outcome.usage = partial.usage;
+                }
                 outcome.error = Some(e);
                 break;
             }

@@ -103,10 +103,45 @@ pub(crate) fn build(
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
+    if let Some(id) = container_id(request, std::time::SystemTime::now()) {
+        body.insert("container".into(), json!(id));
+    }
     if stream {
         body.insert("stream".into(), json!(true));
     }
     Ok(Value::Object(body))
+}
+
+/// The code-execution container to continue in: the one the latest
+/// assistant message ran in, unless its `expires_at` has passed (a request
+/// naming an expired container fails, a fresh one is created otherwise).
+pub(crate) fn container_id(request: &ModelRequest, now: std::time::SystemTime) -> Option<String> {
+    let block = request
+        .messages
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.content.iter().rev())
+        .find_map(|b| match b {
+            ContentBlock::Provider {
+                api: ApiKind::AnthropicMessages,
+                block,
+            } if is_container(block) => Some(block),
+            _ => None,
+        })?;
+    let expired = block
+        .get("expires_at")
+        .and_then(Value::as_str)
+        .is_some_and(|at| crate::timestamp::is_past(at, now));
+    if expired {
+        return None;
+    }
+    block.get("id").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The block the decoder adds for a turn's container; it is not content.
+fn is_container(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("container")
 }
 
 fn block_json(
@@ -169,7 +204,7 @@ fn block_json(
             b
         }
         ContentBlock::Provider { api, block } => {
-            if *api != ApiKind::AnthropicMessages {
+            if *api != ApiKind::AnthropicMessages || is_container(block) {
                 return Ok(None);
             }
             block.clone()

@@ -7,7 +7,7 @@
 //! block. Block indices are assigned in order of appearance. Only choice 0
 //! is read: with `n > 1` the other choices are ignored.
 
-use agentloop_types::{BlockStart, ModelChunk, StopReason, StreamDelta, TokenTotals};
+use agentloop_types::{BlockStart, ModelChunk, PartialTurn, StopReason, StreamDelta, TokenTotals};
 use serde_json::{Value, json};
 
 use crate::decode::{DecodeContext, Decoder, Item, num, parse_payload, synthetic, text};
@@ -31,6 +31,8 @@ pub(crate) struct ChatDecoder {
     /// Open tool calls: (tool_calls index, block index, call id).
     tools: Vec<(u64, u32, String)>,
     finish_reason: Option<String>,
+    /// vLLM's `stop_reason`: the stop string that matched.
+    matched_stop: Option<String>,
     saw_refusal: bool,
     saw_tool_call: bool,
     usage: Option<TokenTotals>,
@@ -45,6 +47,7 @@ impl ChatDecoder {
             run: None,
             tools: Vec::new(),
             finish_reason: None,
+            matched_stop: None,
             saw_refusal: false,
             saw_tool_call: false,
             usage: None,
@@ -167,7 +170,10 @@ impl ChatDecoder {
             Some("tool_calls" | "function_call") => StopReason::ToolUse,
             // Some compatible servers report `stop` with tool calls.
             _ if self.saw_tool_call => StopReason::ToolUse,
-            _ if self.saw_refusal => StopReason::Refusal,
+            _ if self.saw_refusal => StopReason::REFUSAL,
+            Some("stop") if self.matched_stop.is_some() => StopReason::StopSequence {
+                sequence: self.matched_stop.clone(),
+            },
             Some("stop") | None => StopReason::EndTurn,
             Some(other) => StopReason::Other(other.to_owned()),
         };
@@ -241,6 +247,11 @@ impl Decoder for ChatDecoder {
         if let Some(reason) = text(choice, "finish_reason") {
             self.finish_reason = Some(reason.to_owned());
         }
+        // vLLM names the stop string that ended the output (a number there
+        // is a stop token id, not a sequence the caller set).
+        if let Some(sequence) = text(choice, "stop_reason") {
+            self.matched_stop = Some(sequence.to_owned());
+        }
         false
     }
 
@@ -251,10 +262,17 @@ impl Decoder for ChatDecoder {
             self.finish(out);
         } else {
             let message = "stream ended before finish_reason and [DONE]";
-            out.push(Err(error::truncated(
-                message,
-                self.context.request_id.clone(),
-            )));
+            let mut failure = error::truncated(message, self.context.request_id.clone());
+            if let Some(mut usage) = self.usage {
+                let model = self.model.as_deref().unwrap_or(&self.context.model);
+                self.context.pricing.apply(model, &mut usage);
+                usage.cost_unreliable = true;
+                failure.partial = Some(Box::new(PartialTurn {
+                    stop_reason: None,
+                    usage: Some(usage),
+                }));
+            }
+            out.push(Err(failure));
         }
     }
 

@@ -142,16 +142,11 @@ fn user_items(
 
 fn assistant_items(blocks: &[ContentBlock], out: &mut Vec<Value>) {
     let mut text = String::new();
-    let flush = |text: &mut String, out: &mut Vec<Value>| {
-        if !text.is_empty() {
-            out.push(json!({"role": "assistant", "content": std::mem::take(text)}));
-        }
-    };
     for block in blocks {
         match block {
             ContentBlock::Text { text: t, .. } => text.push_str(t),
             ContentBlock::ToolUse(call) => {
-                flush(&mut text, out);
+                flush_text(&mut text, None, out);
                 out.push(json!({
                     "type": "function_call",
                     "call_id": call.id,
@@ -162,12 +157,40 @@ fn assistant_items(blocks: &[ContentBlock], out: &mut Vec<Value>) {
             ContentBlock::Provider {
                 api: ApiKind::OpenaiResponses,
                 block,
+            } if is_message_marker(block) => flush_text(&mut text, block.get("phase"), out),
+            ContentBlock::Provider {
+                api: ApiKind::OpenaiResponses,
+                block,
             } => {
-                flush(&mut text, out);
+                flush_text(&mut text, None, out);
                 out.push(block.clone());
             }
             _ => {}
         }
     }
-    flush(&mut text, out);
+    flush_text(&mut text, None, out);
+}
+
+/// The block the decoder adds after a message that had a `phase`: the
+/// message item without its content.
+fn is_message_marker(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("message") && block.get("content").is_none()
+}
+
+/// Sends the text gathered so far as one assistant message, with the
+/// `phase` its message had.
+fn flush_text(text: &mut String, phase: Option<&Value>, out: &mut Vec<Value>) {
+    if text.is_empty() {
+        return;
+    }
+    let text = std::mem::take(text);
+    match phase.filter(|p| !p.is_null()) {
+        Some(phase) => out.push(json!({
+            "type": "message",
+            "role": "assistant",
+            "phase": phase,
+            "content": [{"type": "output_text", "text": text}],
+        })),
+        None => out.push(json!({"role": "assistant", "content": text})),
+    }
 }
