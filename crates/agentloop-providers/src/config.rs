@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use agentloop_types::{ApiKind, ProviderError};
 
+use crate::cache::PromptCache;
 use crate::pricing::PricingTable;
 use crate::retry::RetryPolicy;
 
@@ -48,6 +49,9 @@ pub struct ProviderConfig {
     /// response itself: reasoning models may think for minutes before the
     /// first byte, and dropping the stream cancels a turn at any time.
     pub connect_timeout: Option<Duration>,
+    /// Prompt caching: Anthropic breakpoints (on by default), OpenAI's
+    /// `prompt_cache_key`.
+    pub prompt_cache: PromptCache,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -74,6 +78,7 @@ impl std::fmt::Debug for ProviderConfig {
             .field("retry", &self.retry)
             .field("compatible", &self.compatible)
             .field("connect_timeout", &self.connect_timeout)
+            .field("prompt_cache", &self.prompt_cache)
             .finish_non_exhaustive()
     }
 }
@@ -91,6 +96,7 @@ impl ProviderConfig {
             compatible: false,
             pricing: PricingTable::builtin(),
             connect_timeout: Some(Duration::from_secs(30)),
+            prompt_cache: PromptCache::default(),
         }
     }
 
@@ -218,6 +224,12 @@ impl ProviderConfig {
     /// The same configuration with another pricing table.
     pub fn with_pricing(mut self, pricing: Arc<PricingTable>) -> Self {
         self.pricing = pricing;
+        self
+    }
+
+    /// The same configuration with other prompt-caching settings.
+    pub fn with_prompt_cache(mut self, prompt_cache: PromptCache) -> Self {
+        self.prompt_cache = prompt_cache;
         self
     }
 

@@ -31,6 +31,7 @@
 
 mod anthropic;
 mod attachments;
+mod cache;
 mod config;
 mod decode;
 mod error;
@@ -45,6 +46,7 @@ pub mod sse;
 mod timestamp;
 mod transport;
 
+pub use cache::{CacheTtl, PromptCache};
 pub use config::{Auth, ProviderConfig};
 pub use error::is_retryable;
 pub use pricing::{ModelPrice, PricingTable};

@@ -85,13 +85,13 @@ pub(crate) fn build_body(
     let stream = !request.options.disable_stream;
     match config.api {
         ApiKind::AnthropicMessages => {
-            crate::anthropic::request::build(request, attachments, stream)
+            crate::anthropic::request::build(request, attachments, stream, &config.prompt_cache)
         }
         ApiKind::OpenaiChat => {
-            crate::openai_chat::request::build(request, attachments, stream, config.compatible)
+            crate::openai_chat::request::build(request, attachments, stream, config)
         }
         ApiKind::OpenaiResponses => {
-            crate::openai_responses::request::build(request, attachments, stream)
+            crate::openai_responses::request::build(request, attachments, stream, config)
         }
     }
 }

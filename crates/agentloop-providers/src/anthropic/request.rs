@@ -4,6 +4,7 @@ use agentloop_types::{ApiKind, ContentBlock, ModelRequest, ProviderError, Role};
 use serde_json::{Map, Value, json};
 
 use crate::attachments::{Attachments, Resolved};
+use crate::cache::{PromptCache, place_breakpoints};
 use crate::request_common::{
     input_object, offered_tools, parameters_schema, system_text, temperature,
 };
@@ -19,11 +20,13 @@ const MIN_THINKING_BUDGET: u32 = 1024;
 /// messages of one role are merged; with thinking enabled `temperature` is
 /// not sent (the API allows only the default) and `max_tokens` is raised
 /// above the budget; a prefill becomes a trailing assistant message with
-/// trailing whitespace removed.
+/// trailing whitespace removed; prompt-cache breakpoints are placed by the
+/// policy of [`crate::cache`].
 pub(crate) fn build(
     request: &ModelRequest,
     attachments: &Attachments,
     stream: bool,
+    cache: &PromptCache,
 ) -> Result<Value, ProviderError> {
     let options = &request.options;
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
@@ -103,6 +106,7 @@ pub(crate) fn build(
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
+    place_breakpoints(&mut body, cache);
     if let Some(id) = container_id(request, std::time::SystemTime::now()) {
         body.insert("container".into(), json!(id));
     }

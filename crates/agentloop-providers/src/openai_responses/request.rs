@@ -4,6 +4,7 @@ use agentloop_types::{ApiKind, ContentBlock, ModelRequest, ProviderError, Reason
 use serde_json::{Map, Value, json};
 
 use crate::attachments::{Attachments, Resolved};
+use crate::config::ProviderConfig;
 use crate::error;
 use crate::openai_chat::request::effort_name;
 use crate::request_common::{
@@ -20,11 +21,13 @@ use crate::request_common::{
 /// `function_call_output` items. Thinking blocks are not sent (the reasoning
 /// item carries them). When reasoning options are set, responses are not
 /// stored and reasoning comes back encrypted so it can be sent again.
-/// Prefill and stop sequences are refused as unsupported.
+/// Prefill and stop sequences are refused as unsupported. A configured
+/// prompt cache key goes out as `prompt_cache_key`.
 pub(crate) fn build(
     request: &ModelRequest,
     attachments: &Attachments,
     stream: bool,
+    config: &ProviderConfig,
 ) -> Result<Value, ProviderError> {
     let options = &request.options;
     if options
@@ -93,6 +96,9 @@ pub(crate) fn build(
     }
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(key) = &config.prompt_cache.key {
+        body.insert("prompt_cache_key".into(), json!(key));
     }
     if stream {
         body.insert("stream".into(), json!(true));
