@@ -6,7 +6,7 @@ use std::time::Duration;
 use agentloop_types::{ApiKind, ProviderError};
 
 use crate::cache::PromptCache;
-use crate::pricing::PricingTable;
+use crate::pricing::{ModelLimits, PricingTable};
 use crate::retry::RetryPolicy;
 
 /// How the API key is sent.
@@ -225,6 +225,23 @@ impl ProviderConfig {
     pub fn with_pricing(mut self, pricing: Arc<PricingTable>) -> Self {
         self.pricing = pricing;
         self
+    }
+
+    /// The same configuration with entries of the model table overridden
+    /// or added from JSON in the format of the built-in table (see
+    /// [`PricingTable::merged`]).
+    pub fn with_model_overrides(mut self, json: &str) -> Result<Self, ProviderError> {
+        let overrides = PricingTable::from_json(json)
+            .map_err(|e| crate::error::invalid_request(format!("model table overrides: {e}")))?;
+        self.pricing = Arc::new(self.pricing.merged(&overrides));
+        Ok(self)
+    }
+
+    /// The context window and output cap of `model` from the model table;
+    /// `None` when the model is not known (the caller must not assume a
+    /// window).
+    pub fn model_limits(&self, model: &str) -> Option<ModelLimits> {
+        self.pricing.limits(model)
     }
 
     /// The same configuration with other prompt-caching settings.
