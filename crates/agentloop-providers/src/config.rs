@@ -18,6 +18,8 @@ pub enum Auth {
     XApiKey,
     /// `api-key: <key>` (Azure OpenAI).
     ApiKeyHeader,
+    /// `x-goog-api-key: <key>` (Gemini API).
+    GoogApiKey,
 }
 
 /// Everything an [`HttpProvider`](crate::HttpProvider) needs besides the
@@ -107,12 +109,13 @@ impl ProviderConfig {
             ApiKind::AnthropicMessages => Self::anthropic(api_key),
             ApiKind::OpenaiChat => Self::openai_chat(api_key),
             ApiKind::OpenaiResponses => Self::openai_responses(api_key),
+            ApiKind::Gemini => Self::gemini(api_key),
         }
     }
 
     /// The configuration of `api` from the usual environment variables:
-    /// `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`, or `OPENAI_API_KEY`
-    /// and `OPENAI_BASE_URL`. With a base URL but no key (a local server)
+    /// `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`
+    /// and `OPENAI_BASE_URL`, or `GEMINI_API_KEY` and `GEMINI_BASE_URL`. With a base URL but no key (a local server)
     /// no credentials are sent. `lookup` reads a variable, e.g.
     /// `|name| std::env::var(name).ok()`.
     pub fn from_env(
@@ -122,6 +125,7 @@ impl ProviderConfig {
         let prefix = match api {
             ApiKind::AnthropicMessages => "ANTHROPIC",
             ApiKind::OpenaiChat | ApiKind::OpenaiResponses => "OPENAI",
+            ApiKind::Gemini => "GEMINI",
         };
         let non_empty = |name: String| lookup(&name).filter(|v| !v.trim().is_empty());
         let key = non_empty(format!("{prefix}_API_KEY"));
@@ -170,6 +174,19 @@ impl ProviderConfig {
             "https://api.openai.com/v1",
             Some(api_key.into()),
             Auth::Bearer,
+        )
+    }
+
+    /// The Gemini API at `https://generativelanguage.googleapis.com/v1beta`.
+    /// For Vertex AI, use [`with_base_url`](Self::with_base_url) with
+    /// `https://<region>-aiplatform.googleapis.com/v1/projects/<project>/locations/<region>/publishers/google`
+    /// and [`Auth::Bearer`] with an access token.
+    pub fn gemini(api_key: impl Into<String>) -> Self {
+        Self::new(
+            ApiKind::Gemini,
+            "https://generativelanguage.googleapis.com/v1beta",
+            Some(api_key.into()),
+            Auth::GoogApiKey,
         )
     }
 
@@ -250,15 +267,30 @@ impl ProviderConfig {
         self
     }
 
-    /// The endpoint URL requests are posted to.
+    /// The endpoint URL requests are posted to. Gemini names the model in
+    /// the path: this is the streaming URL with a `{model}` placeholder;
+    /// [`endpoint_for`](Self::endpoint_for) fills it in.
     pub fn endpoint(&self) -> String {
+        self.endpoint_for("{model}", true)
+    }
+
+    /// The endpoint URL for a request to `model`, streaming or not (only
+    /// Gemini's URL depends on either: `models/<model>:streamGenerateContent?alt=sse`
+    /// or `models/<model>:generateContent`).
+    pub fn endpoint_for(&self, model: &str, stream: bool) -> String {
         let path = match self.api {
-            ApiKind::AnthropicMessages => "messages",
-            ApiKind::OpenaiChat => "chat/completions",
-            ApiKind::OpenaiResponses => "responses",
+            ApiKind::AnthropicMessages => "messages".to_owned(),
+            ApiKind::OpenaiChat => "chat/completions".to_owned(),
+            ApiKind::OpenaiResponses => "responses".to_owned(),
+            ApiKind::Gemini if stream => format!("models/{model}:streamGenerateContent"),
+            ApiKind::Gemini => format!("models/{model}:generateContent"),
         };
+        let mut query = self.query.clone();
+        if self.api == ApiKind::Gemini && stream {
+            query.insert(0, ("alt".to_owned(), "sse".to_owned()));
+        }
         let mut url = format!("{}/{path}", self.base_url.trim_end_matches('/'));
-        for (i, (key, value)) in self.query.iter().enumerate() {
+        for (i, (key, value)) in query.iter().enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
             url.push_str(key);
             url.push('=');

@@ -35,6 +35,7 @@ mod cache;
 mod config;
 mod decode;
 mod error;
+mod gemini;
 mod openai_chat;
 mod openai_responses;
 mod pricing;

@@ -106,13 +106,14 @@ pub fn replay_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
 /// Frames a recording that holds one JSON event per line (the SSE framing
 /// stripped, as in the shared fixtures) back into an SSE body of `api`:
 /// `event: <type>` plus `data:` for Anthropic and Responses, `data:` lines
-/// ending with `data: [DONE]` for Chat Completions. Blank lines are skipped.
+/// ending with `data: [DONE]` for Chat Completions, bare `data:` lines for
+/// Gemini. Blank lines are skipped.
 /// A recording of several Responses turns in a row stays one body; split it
 /// at each `response.created` first to replay the turns one by one.
 pub fn sse_from_json_lines(api: ApiKind, recording: &str) -> String {
     let mut body = String::new();
     for line in recording.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if api != ApiKind::OpenaiChat {
+        if !matches!(api, ApiKind::OpenaiChat | ApiKind::Gemini) {
             let kind = serde_json::from_str::<serde_json::Value>(line)
                 .ok()
                 .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned));
