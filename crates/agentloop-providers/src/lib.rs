@@ -1,13 +1,16 @@
 //! Model provider adapters for agentloop.
 //!
 //! [`HttpProvider`] implements the [`ModelProvider`](agentloop_types::ModelProvider)
-//! port for Anthropic Messages, OpenAI Chat Completions, OpenAI Responses
-//! and any OpenAI-compatible Chat Completions server (Ollama, vLLM,
-//! llama.cpp server, Azure OpenAI), streaming over server-sent events or,
+//! port for Anthropic Messages, OpenAI Chat Completions, OpenAI Responses,
+//! Google Gemini and any OpenAI-compatible Chat Completions server (Ollama,
+//! vLLM, OpenRouter, llama.cpp server, Azure OpenAI), streaming over
+//! server-sent events or,
 //! with `disable_stream`, as one JSON response decoded into the same
 //! deltas. Around it: an SSE parser ([`sse`]), retries with backoff
 //! ([`RetryPolicy`]; failures are retried only until the first content
-//! arrives), a pricing table ([`PricingTable`]) and [`replay_sse`] to run a
+//! arrives), prompt caching ([`PromptCache`]: Anthropic breakpoints on by
+//! default), a model table of context windows and prices
+//! ([`PricingTable`]) and [`replay_sse`] to run a
 //! recorded body through an adapter ([`sse_from_json_lines`] frames
 //! recordings kept as JSON lines).
 //!
