@@ -62,7 +62,7 @@ impl std::fmt::Debug for ProviderConfig {
             .headers
             .iter()
             .map(|(name, value)| {
-                let secret = ["authorization", "api-key", "x-api-key"]
+                let secret = ["authorization", "api-key", "x-api-key", "x-goog-api-key"]
                     .contains(&name.to_ascii_lowercase().as_str());
                 (
                     name.as_str(),
@@ -327,6 +327,19 @@ mod tests {
         let shown = format!("{:?}", anthropic.with_header("x-api-key", "sk-other"));
         assert!(
             !shown.contains("sk-ant") && !shown.contains("sk-other"),
+            "{shown}"
+        );
+
+        let gemini_vars = |name: &str| (name == "GEMINI_API_KEY").then(|| "g-key".to_owned());
+        let gemini = ProviderConfig::from_env(ApiKind::Gemini, gemini_vars).unwrap();
+        assert_eq!(gemini.auth, Auth::GoogApiKey);
+        assert_eq!(
+            gemini.endpoint_for("gemini-2.5-flash", false),
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
+        );
+        let shown = format!("{:?}", gemini.with_header("x-goog-api-key", "g-other"));
+        assert!(
+            !shown.contains("g-key") && !shown.contains("g-other"),
             "{shown}"
         );
 

@@ -252,3 +252,29 @@ async fn http_errors_in_googles_shape() {
     assert_eq!(e.error_type.as_deref(), Some("INVALID_ARGUMENT"));
     assert!(e.message.starts_with("API key not valid"));
 }
+
+#[tokio::test]
+async fn a_signed_thought_goes_back_as_the_thought_part() {
+    let outcome = replay(&[
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Plan: look it up.", "thought": true, "thoughtSignature": "c2lnLXRob3VnaHQ="}]}}]}),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Unsigned musing.", "thought": true}]}}]}),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Answer."}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2, "thoughtsTokenCount": 9}}),
+    ]);
+    let mut next = request(ApiKind::Gemini, "gemini-2.5-flash");
+    next.messages
+        .push(Message::new("a1", Role::Assistant, outcome.content));
+    next.messages.push(Message::user_text("u2", "Thanks"));
+    let body = HttpProvider::new(ProviderConfig::gemini("k"))
+        .unwrap()
+        .request_body(&next)
+        .await
+        .unwrap();
+    assert_eq!(
+        body["contents"][1]["parts"],
+        json!([
+            {"text": "Plan: look it up.", "thought": true, "thoughtSignature": "c2lnLXRob3VnaHQ="},
+            {"text": "Answer."},
+        ])
+    );
+}

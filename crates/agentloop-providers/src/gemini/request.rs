@@ -24,7 +24,8 @@ const NO_SIGNATURE: &str = "skip_thought_signature_validator";
 /// up for calls that had none), thought signatures back on the part that
 /// carried them, and parts kept verbatim; a turn from elsewhere whose calls
 /// carry no signature gets Gemini's documented placeholder on its first
-/// call. Thinking text is not sent (the signatures carry the reasoning).
+/// call. Thinking text is sent only as the thought part that carried a
+/// signature (otherwise the signatures carry the reasoning).
 /// Tool results become `functionResponse` parts named after their call.
 /// Tool schemas go out as `parametersJsonSchema` (JSON Schema as is).
 /// Prefill is refused as unsupported.
@@ -181,8 +182,12 @@ fn user_parts(
 fn model_parts(blocks: &[ContentBlock]) -> Vec<Value> {
     let mut parts: Vec<Value> = Vec::new();
     let mut signed = false;
+    // Thought text goes back only when its part carried a signature.
+    let mut thought: Option<&str> = None;
     for block in blocks {
+        let previous_thought = thought.take();
         match block {
+            ContentBlock::Thinking { thinking, .. } => thought = Some(thinking),
             ContentBlock::Text { text, .. } if !text.is_empty() => {
                 parts.push(json!({"text": text}));
             }
@@ -202,8 +207,11 @@ fn model_parts(blocks: &[ContentBlock]) -> Vec<Value> {
                     let signature = block.get("thoughtSignature").cloned().unwrap_or_default();
                     let standalone =
                         block.get("standalone").and_then(Value::as_bool) != Some(false);
-                    match parts.last_mut() {
-                        Some(Value::Object(last)) if !standalone => {
+                    match (previous_thought, parts.last_mut()) {
+                        (Some(text), _) if !standalone => parts.push(
+                            json!({"text": text, "thought": true, "thoughtSignature": signature}),
+                        ),
+                        (None, Some(Value::Object(last))) if !standalone => {
                             last.insert("thoughtSignature".into(), signature);
                         }
                         _ => parts.push(json!({"text": "", "thoughtSignature": signature})),
