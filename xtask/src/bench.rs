@@ -19,6 +19,10 @@ struct Benchmark {
 
 const BENCHMARKS: &[Benchmark] = &[
     Benchmark {
+        package: "agentloop-types",
+        example: "assembler_bench",
+    },
+    Benchmark {
         package: "agentloop-engine",
         example: "loop_bench",
     },

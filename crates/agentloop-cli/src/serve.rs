@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use agentloop_server::listener::ConnectionLimits;
 use agentloop_server::{AgentPrompts, Server, ServerConfig, shutdown_signal};
 use agentloop_storage::model::now_millis;
 use clap::{Args, Subcommand};
@@ -48,9 +49,20 @@ pub struct ServeArgs {
     /// Model turns per agent run.
     #[arg(long, default_value_t = 50)]
     pub max_iterations: u32,
-    /// When set, project folders must lie inside this folder.
+    /// The folder project folders are made in (a relative `repoFolder` is
+    /// taken inside it; no project may use the folder itself, and no two
+    /// projects nested or equal folders). Default: `projects` in the data
+    /// folder (`$XDG_DATA_HOME/agentloop`). `/` lets projects use any
+    /// folder of the machine.
     #[arg(long)]
     pub projects_root: Option<PathBuf>,
+    /// Connections served at once; more wait to be accepted.
+    #[arg(long, default_value_t = 512)]
+    pub max_connections: usize,
+    /// Milliseconds a connection has to send a complete request head (new,
+    /// or idle between requests) before it is closed.
+    #[arg(long, default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
     /// JSON file overriding agent prompts:
     /// `{"planification": "...", "implementation": "...", "review": "..."}`
     /// (`{task_doc_path}` and `{task_id}` are replaced).
@@ -135,7 +147,21 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         let mut config = ServerConfig::new(chosen.provider, chosen.api, chosen.model);
         config.prompts = prompts(args.prompts.as_ref())?;
         config.max_iterations = args.max_iterations;
-        config.projects_root = args.projects_root;
+        let projects_root = match args.projects_root {
+            Some(root) => root,
+            None => crate::chat::data_dir()?.join("projects"),
+        };
+        std::fs::create_dir_all(&projects_root).map_err(|e| {
+            format!(
+                "cannot create the projects folder {}: {e}",
+                projects_root.display()
+            )
+        })?;
+        config.projects_root = Some(projects_root.clone());
+        config.connections = ConnectionLimits {
+            max_connections: args.max_connections.max(1),
+            header_timeout: Duration::from_millis(args.header_timeout_ms.max(1)),
+        };
         config.lease_ttl = Duration::from_millis(args.lease_ms.max(1));
         config.heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
         config.claim_interval = Duration::from_millis(args.claim_interval_ms.max(1));
@@ -149,8 +175,9 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             .local_addr()
             .map_err(|e| format!("cannot read the bound address: {e}"))?;
         eprintln!(
-            "agentloop: serving on http://{address} (store: {})",
-            args.db
+            "agentloop: serving on http://{address} (store: {}, projects in {})",
+            args.db,
+            projects_root.display()
         );
         Server::new(store, config)
             .serve(listener, shutdown_signal())
@@ -192,7 +219,8 @@ pub async fn users(command: UsersCommand) -> Result<ExitCode, String> {
 }
 
 /// `agentloop complete-workflow TASK`: sets the task's `workflow_complete`
-/// (and force-completes its running agent runs), so its chain stops.
+/// and stops its running agent runs (they end `cancelled`), so its chain
+/// stops.
 pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Result<ExitCode, String> {
     let store = open(&args.db.db).await?;
     let completed = store
@@ -200,7 +228,7 @@ pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Result<ExitCode, S
         .await
         .map_err(|e| e.to_string())?;
     println!(
-        "task {}: workflow complete ({} running agent run(s) completed)",
+        "task {}: workflow complete ({} running agent run(s) stopped)",
         args.task_id,
         completed.len()
     );

@@ -97,6 +97,7 @@ pub async fn start_agent_run(
         conversation_id: None,
         created_at: now_millis(),
         completed_at: None,
+        end_reason: None,
     };
     match store.create_agent_run(&run).await {
         Ok(()) => {}

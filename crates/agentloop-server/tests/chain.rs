@@ -215,6 +215,7 @@ async fn a_chain_broken_by_a_crash_is_continued() {
         conversation_id: None,
         created_at: 1,
         completed_at: Some(2),
+        end_reason: None,
     };
     store.create_agent_run(&run).await.unwrap();
     store

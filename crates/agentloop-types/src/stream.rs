@@ -4,6 +4,8 @@
 //! Providers and consumers share one assembler, so what a front end shows
 //! while streaming is, by construction, what the final message renders to.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -196,17 +198,20 @@ pub fn parse_tool_input(json: &str) -> Value {
 }
 
 struct Slot {
-    index: u32,
     block: PartialBlock,
     group: usize,
     position: usize,
 }
 
 /// Applies [`StreamDelta`]s, keeping both the content blocks and their
-/// render groups current in O(1) per delta.
+/// render groups current in O(1) amortised per delta: blocks are found by
+/// index through a map, and text and argument fragments are appended, never
+/// copied again.
 #[derive(Default)]
 pub struct StreamAssembler {
     slots: Vec<Slot>,
+    /// Provider block index → position in `slots`.
+    by_index: HashMap<u32, usize>,
     groups: Vec<RenderingBlockGroup>,
 }
 
@@ -275,12 +280,15 @@ impl StreamAssembler {
                     return Err(wrong(*index, "tool input"));
                 };
                 json.push_str(partial_json);
-                let shown_json = Value::String(json.clone());
                 let (group, position) = (slot.group, slot.position);
-                if let Some(RenderingContentBlock::ToolUse { input, .. }) =
-                    self.render_slot(group, position)
+                // The rendering shows the raw arguments as a string until the
+                // block stops; the fragment is appended to it in place.
+                if let Some(RenderingContentBlock::ToolUse {
+                    input: Value::String(shown),
+                    ..
+                }) = self.render_slot(group, position)
                 {
-                    *input = shown_json;
+                    shown.push_str(partial_json);
                 }
                 Ok(())
             }
@@ -324,7 +332,7 @@ impl StreamAssembler {
     }
 
     fn open(&mut self, index: u32, start: &BlockStart) -> Result<(), AssemblyError> {
-        if self.slots.iter().any(|s| s.index == index) {
+        if self.by_index.contains_key(&index) {
             return Err(AssemblyError::DuplicateBlock { index });
         }
         let block = match start {
@@ -363,8 +371,8 @@ impl StreamAssembler {
         let group = self.groups.len() - 1;
         let position = self.groups[group].blocks.len() - 1;
         debug_assert_eq!(self.groups[group].category, category);
+        self.by_index.insert(index, self.slots.len());
         self.slots.push(Slot {
-            index,
             block,
             group,
             position,
@@ -373,10 +381,9 @@ impl StreamAssembler {
     }
 
     fn slot(&mut self, index: u32) -> Result<&mut Slot, AssemblyError> {
-        self.slots
-            .iter_mut()
-            .rev()
-            .find(|s| s.index == index)
+        self.by_index
+            .get(&index)
+            .and_then(|&at| self.slots.get_mut(at))
             .ok_or(AssemblyError::UnknownBlock { index })
     }
 
