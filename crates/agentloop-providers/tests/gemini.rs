@@ -278,3 +278,23 @@ async fn a_signed_thought_goes_back_as_the_thought_part() {
         ])
     );
 }
+
+#[test]
+fn unreadable_streamed_arguments_are_kept_not_guessed() {
+    let outcome = replay(&[
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "save", "willContinue": true}}]}}]}),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"partialArgs": [{"jsonPath": "$.path", "stringValue": "a.txt"}], "willContinue": true}}]}}]}),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"partialArgs": [{"jsonPath": "$.path.deeper", "stringValue": "x"}], "willContinue": true}}]}}]}),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {}}]}, "finishReason": "STOP"}]}),
+    ]);
+    let ContentBlock::ToolUse(call) = &outcome.content[0] else {
+        panic!("tool use expected");
+    };
+    let Value::String(raw) = &call.input else {
+        panic!("raw arguments expected: {:?}", call.input);
+    };
+    assert!(
+        raw.starts_with("{\"path\":\"a.txt\"}") && raw.contains("$.path.deeper"),
+        "{raw}"
+    );
+}

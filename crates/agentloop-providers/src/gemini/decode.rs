@@ -5,7 +5,9 @@
 //! parts (`thought: true`) one thinking block, and each function call one
 //! tool-use block: whole (`args`), without arguments, or with arguments
 //! streamed as `partialArgs` between an opening part (`willContinue`) and
-//! an empty closing one. A thought signature is kept in a provider block
+//! an empty closing one (a piece whose path cannot be placed leaves the
+//! arguments as raw text, so the call is answered with an error rather
+//! than run on a guess). A thought signature is kept in a provider block
 //! right after the block of the part that carried it (or alone, for an
 //! empty text part), so it goes back in the same place. Parts the loop does
 //! not interpret (code execution, inline data) are kept verbatim. Grounding
@@ -33,6 +35,8 @@ struct OpenCall {
     index: u32,
     args: Value,
     signature: Option<String>,
+    /// `partialArgs` entries that could not be applied.
+    unreadable: Vec<Value>,
 }
 
 /// Finish reasons that mean a safety system stopped the output.
@@ -117,7 +121,22 @@ impl GeminiDecoder {
         let Some(call) = self.call.take() else {
             return;
         };
-        if call.args.as_object().is_some_and(|o| !o.is_empty()) {
+        if !call.unreadable.is_empty() {
+            // Not JSON on purpose: the call is kept with its raw arguments
+            // and answered with an error instead of run with a guess.
+            let partial_json = format!(
+                "{} (unreadable partialArgs: {})",
+                call.args,
+                Value::Array(call.unreadable)
+            );
+            Self::push(
+                out,
+                StreamDelta::ToolInput {
+                    index: call.index,
+                    partial_json,
+                },
+            );
+        } else if call.args.as_object().is_some_and(|o| !o.is_empty()) {
             let partial_json = call.args.to_string();
             Self::push(
                 out,
@@ -226,6 +245,7 @@ impl GeminiDecoder {
                 index,
                 args,
                 signature: signature.map(str::to_owned),
+                unreadable: Vec::new(),
             });
         } else if let Some(open) = self.call.as_mut() {
             for partial in call
@@ -234,7 +254,9 @@ impl GeminiDecoder {
                 .into_iter()
                 .flatten()
             {
-                args::apply(&mut open.args, partial);
+                if !args::apply(&mut open.args, partial) {
+                    open.unreadable.push(partial.clone());
+                }
             }
             if let Some(signature) = signature {
                 open.signature = Some(signature.to_owned());
