@@ -186,7 +186,24 @@ fn deepen(kind: EventKind) -> EventKind {
             is_skill,
             depth: depth + 1,
         },
-        other => other,
+        kind @ (EventKind::StreamingStart { .. }
+        | EventKind::FirstChunk
+        | EventKind::StreamingChunk { .. }
+        | EventKind::StreamingEnd { .. }
+        | EventKind::MessageCreated { .. }
+        | EventKind::TokensConsumed { .. }
+        | EventKind::PendingToolResult { .. }
+        | EventKind::ToolBlockUpdate { .. }
+        | EventKind::AgentStart { .. }
+        | EventKind::AgentTurnStart { .. }
+        | EventKind::AgentReason { .. }
+        | EventKind::AgentRequestInput { .. }
+        | EventKind::AgentToolStart { .. }
+        | EventKind::AgentToolComplete { .. }
+        | EventKind::AgentObserve { .. }
+        | EventKind::AgentCompletion { .. }
+        | EventKind::AgentError { .. }
+        | EventKind::Finished { .. }) => kind,
     }
 }
 

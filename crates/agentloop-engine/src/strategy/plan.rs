@@ -238,7 +238,25 @@ impl PlanMachine {
         for event in run.core.take_events() {
             match event {
                 EventKind::Finished { result: found } => result = Some(found),
-                other => core.emit(other),
+                kind @ (EventKind::StreamingStart { .. }
+                | EventKind::FirstChunk
+                | EventKind::StreamingChunk { .. }
+                | EventKind::StreamingEnd { .. }
+                | EventKind::MessageCreated { .. }
+                | EventKind::TokensConsumed { .. }
+                | EventKind::PendingToolResult { .. }
+                | EventKind::ToolStart { .. }
+                | EventKind::ToolBlockUpdate { .. }
+                | EventKind::ToolEnd { .. }
+                | EventKind::AgentStart { .. }
+                | EventKind::AgentTurnStart { .. }
+                | EventKind::AgentReason { .. }
+                | EventKind::AgentRequestInput { .. }
+                | EventKind::AgentToolStart { .. }
+                | EventKind::AgentToolComplete { .. }
+                | EventKind::AgentObserve { .. }
+                | EventKind::AgentCompletion { .. }
+                | EventKind::AgentError { .. }) => core.emit(kind),
             }
         }
         match (next, result) {
