@@ -118,7 +118,11 @@ impl Run {
             model_call: self.core.model_call.clone(),
             retrieval: self.core.retrieval.clone(),
         };
-        self.core.state.strategy = serde_json::to_value(&stored).ok();
+        // These types always serialise; should one ever fail, the last
+        // stored phase is kept rather than one that reads as native.
+        if let Ok(value) = serde_json::to_value(&stored) {
+            self.core.state.strategy = Some(value);
+        }
     }
 
     /// Begins, or picks up what was in flight when the state was stored.
