@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
-    AttachmentLoader, CancellationToken, EventKind, LoopError, LoopOptions, LoopResult, LoopStatus,
-    Message, ModelProvider, ModelRequest, Retriever, RunState, Tool,
+    AttachmentLoader, CancellationToken, LoopOptions, Message, ModelProvider, ModelRequest,
+    Retriever, RunState, Tool,
 };
 
 use crate::cancel::or_cancelled;
-use crate::machine::{Input, Machine, Step, StepError, StrategyMachine};
+use crate::machine::{Input, Machine, Step, StrategyMachine};
 use crate::model_turn::model_turn;
 use crate::run_stream::{Emitter, RunStream};
 use crate::tool_exec::ToolRun;
@@ -115,7 +115,7 @@ async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut em
         let output = match machine.step(input) {
             Ok(output) => output,
             Err(error) => {
-                emitter.emit(refused(machine.state(), &error)).await;
+                emitter.emit(machine.refusal(&error)).await;
                 return;
             }
         };
@@ -175,22 +175,6 @@ async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut em
                 }
             },
         };
-    }
-}
-
-/// The terminal event of a run whose machine refused its input: a stored
-/// state that had finished, or a driver bug.
-fn refused(state: &RunState, error: &StepError) -> EventKind {
-    EventKind::Finished {
-        result: LoopResult {
-            status: LoopStatus::Error {
-                error: LoopError::InvalidState {
-                    reason: error.to_string(),
-                },
-            },
-            messages: state.messages.clone(),
-            tokens: state.totals,
-        },
     }
 }
 

@@ -289,6 +289,13 @@ impl Machine {
         result
     }
 
+    /// The terminal event a driver emits when [`step`](Self::step) refused
+    /// its input, so the run still ends with exactly one: an `error` result
+    /// over the state's messages. The machine is not changed.
+    pub fn refusal(&self, error: &StepError) -> EventKind {
+        self.run.core.refused(error.to_string())
+    }
+
     /// [`step`](Self::step) without the `debug_assert`.
     pub(crate) fn try_step(&mut self, input: Input) -> Result<Output, StepError> {
         self.check_phase(&input)?;

@@ -485,6 +485,21 @@ impl RunCore {
         Step::Done
     }
 
+    /// The terminal event for a run whose machine refused its input (a
+    /// stored state that had finished, or a driver bug); the state is left
+    /// as it is.
+    pub(crate) fn refused(&self, reason: String) -> EventKind {
+        EventKind::Finished {
+            result: LoopResult {
+                status: LoopStatus::Error {
+                    error: LoopError::InvalidState { reason },
+                },
+                messages: self.state.messages.clone(),
+                tokens: self.state.totals,
+            },
+        }
+    }
+
     /// A state whose parts disagree (a corrupt store): the run ends with
     /// an error rather than guess.
     pub(crate) fn invalid(&mut self, reason: &str) -> Step {
