@@ -95,6 +95,42 @@ pub(crate) fn start(
 /// calls in [`RunState::interrupted_calls`] are answered as interrupted.
 /// A state that has finished, or that cannot be read, ends the stream with
 /// an `error` result.
+///
+/// ```
+/// use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+/// use agentloop_engine::strategy::ReactStrategy;
+/// use agentloop_engine::{LoopStrategy, RunDeps, RunItem, collect, resume};
+/// use agentloop_types::{LoopOptions, Message};
+/// use futures::StreamExt;
+/// use serde_json::json;
+///
+/// # futures::executor::block_on(async {
+/// let reason = ScriptedTurn::new().tool_call(
+///     "r1",
+///     "agent_decide_next",
+///     json!({"message": "I know it.", "final_answer": "42"}),
+/// );
+/// let run = ReactStrategy::default().run(
+///     LoopOptions::default(),
+///     vec![Message::user_text("u1", "The answer?")],
+///     RunDeps::new(ScriptedProvider::new([reason.clone()])),
+/// );
+/// // Store the first checkpoint and stop, as a crashing process would.
+/// let mut items = run.with_checkpoints();
+/// let stored = loop {
+///     if let Some(RunItem::Checkpoint(state)) = items.next().await {
+///         break serde_json::to_string(&state).unwrap();
+///     }
+/// };
+/// drop(items);
+///
+/// // Elsewhere: the stored react run goes on with its reason call.
+/// let state = serde_json::from_str(&stored).unwrap();
+/// let deps = RunDeps::new(ScriptedProvider::new([reason]));
+/// let result = collect(resume(LoopOptions::default(), state, deps)).await;
+/// assert_eq!(result.final_text().as_deref(), Some("42"));
+/// # });
+/// ```
 pub fn resume(options: LoopOptions, state: RunState, deps: RunDeps) -> RunStream {
     drive_machine(Machine::new(state, options.clone()), options, deps)
 }
