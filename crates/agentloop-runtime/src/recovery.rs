@@ -241,9 +241,10 @@ impl ChatRuntime {
     /// A new message supersedes an interrupted run: it will not be
     /// continued, and its calls that never ran are closed.
     pub(crate) async fn supersede_interrupted(&self, chat_id: &str) -> RuntimeResult<()> {
-        if self.resumable_run(chat_id).await?.is_none() {
+        let Some(state) = self.resumable_run(chat_id).await? else {
             return Ok(());
-        }
+        };
+        let started: HashSet<String> = state.interrupted_calls.into_iter().collect();
         let runs = self.store.list_runs(chat_id).await?;
         if let Some(mut last) = runs.into_iter().last() {
             if let Some(result) = last.result.as_mut() {
@@ -252,7 +253,7 @@ impl ChatRuntime {
             last.updated_at = now_millis();
             self.store.update_run(&last).await?;
         }
-        self.repair_dangling(chat_id, &HashSet::new()).await?;
+        self.repair_dangling(chat_id, &started).await?;
         Ok(())
     }
 
