@@ -11,7 +11,7 @@ use agentloop_types::{
 };
 
 use crate::cancel::or_cancelled;
-use crate::machine::{Input, Machine, Step, StrategyMachine};
+use crate::machine::{Input, Machine, OfferedTool, Step, StrategyMachine};
 use crate::model_turn::model_turn;
 use crate::run_stream::{Emitter, RunStream};
 use crate::tool_exec::ToolRun;
@@ -140,7 +140,7 @@ fn drive_machine(machine: Machine, options: LoopOptions, mut deps: RunDeps) -> R
     // stream, without touching other runs that share the caller's token.
     let cancel = deps.cancel.child_token();
     deps.cancel = cancel.clone();
-    let machine = machine.with_tools(deps.tools.iter().map(|t| t.definition()));
+    let machine = machine.with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())));
     RunStream::new(move |emitter| drive(machine, options, deps, emitter)).cancel_on_drop(cancel)
 }
 

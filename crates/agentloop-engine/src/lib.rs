@@ -51,7 +51,9 @@ mod tool_call;
 mod tool_exec;
 
 pub use driver::{RunDeps, resume, run};
-pub use machine::{Awaiting, Input, Machine, Output, Step, StepError, ToolCall, ToolOutcome};
+pub use machine::{
+    Awaiting, Input, Machine, OfferedTool, Output, Step, StepError, ToolCall, ToolOutcome,
+};
 pub use run_stream::{CheckpointedRun, RunItem, RunStream, collect};
 pub use session::SessionRuns;
 pub use strategy::{LoopStrategy, StrategyError, StrategyRegistry};

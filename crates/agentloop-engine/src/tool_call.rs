@@ -10,12 +10,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agentloop_types::{
-    CancellationToken, Tool, ToolContext, ToolOutput, ToolResult, ToolStream, ToolStreamEvent,
+    CancellationToken, Tool, ToolContext, ToolOutput, ToolStream, ToolStreamEvent,
 };
 use futures::{Future, Stream, StreamExt};
-use serde_json::{Map, Value};
 
-use crate::machine::{ToolCall, ToolOutcome, json_type};
+use crate::machine::{ToolCall, ToolOutcome};
 
 /// What a call stream yields.
 pub(crate) enum CallItem {
@@ -46,7 +45,6 @@ impl CallStream {
     pub(crate) fn start(
         planned: &ToolCall,
         tool: Option<&Arc<dyn Tool>>,
-        configured: Option<&Map<String, Value>>,
         mut context: ToolContext,
         timeout: Option<Duration>,
     ) -> Self {
@@ -55,21 +53,15 @@ impl CallStream {
         let (inner, answered): (Option<ToolStream>, Immediate) = match (&planned.answer, tool) {
             (Some(answer), _) => (None, immediate(ToolOutcome::Finished(answer.clone()))),
             (None, None) => (None, immediate(ToolOutcome::NoResult)),
-            (None, Some(tool)) => match resolve_options(tool.as_ref(), configured) {
-                Err(message) => (
-                    None,
-                    immediate(ToolOutcome::Finished(ToolResult::error(message))),
-                ),
-                Ok(options) => {
-                    context.options = options;
-                    let tool = Arc::clone(tool);
-                    let input = planned.call.input.clone();
-                    match catch_unwind(AssertUnwindSafe(|| tool.execute(input, context))) {
-                        Ok(stream) => (Some(stream), None),
-                        Err(panic) => (None, immediate(panicked(&panic))),
-                    }
+            (None, Some(tool)) => {
+                context.options = planned.options.clone();
+                let tool = Arc::clone(tool);
+                let input = planned.call.input.clone();
+                match catch_unwind(AssertUnwindSafe(|| tool.execute(input, context))) {
+                    Ok(stream) => (Some(stream), None),
+                    Err(panic) => (None, immediate(panicked(&panic))),
                 }
-            },
+            }
         };
         Self {
             inner,
@@ -136,40 +128,4 @@ fn panicked(panic: &Box<dyn std::any::Any + Send>) -> ToolOutcome {
     ToolOutcome::Panicked {
         message: crate::panic_message(panic),
     }
-}
-
-/// The tool's option values: its declared defaults overlaid with the
-/// configured values, each checked against its declared kind.
-fn resolve_options(
-    tool: &dyn Tool,
-    configured: Option<&Map<String, Value>>,
-) -> Result<Map<String, Value>, String> {
-    use agentloop_types::ToolOptionKind;
-    let specs = tool.options();
-    let mut options = Map::new();
-    for spec in &specs {
-        options.insert(spec.key.clone(), spec.default.clone());
-    }
-    for (key, value) in configured.into_iter().flatten() {
-        let Some(spec) = specs.iter().find(|s| &s.key == key) else {
-            return Err(format!(
-                "Option {key} is not an option of tool {}.",
-                tool.name()
-            ));
-        };
-        let fits = match spec.kind {
-            ToolOptionKind::Boolean => value.is_boolean(),
-            ToolOptionKind::Longtext | ToolOptionKind::Model => value.is_string(),
-        };
-        if !fits {
-            return Err(format!(
-                "Option {key} of tool {} must be a {:?} value, got {}.",
-                tool.name(),
-                spec.kind,
-                json_type(value)
-            ));
-        }
-        options.insert(key.clone(), value.clone());
-    }
-    Ok(options)
 }

@@ -32,14 +32,6 @@ impl ToolRun<'_> {
         self.tools.iter().find(|t| t.name() == name)
     }
 
-    /// A call the machine answered runs with nothing else.
-    fn runs_alone(&self, planned: &ToolCall) -> bool {
-        planned.answer.is_none()
-            && self
-                .find(&planned.call.name)
-                .is_some_and(|t| t.runs_alone())
-    }
-
     fn is_skill(&self, planned: &ToolCall) -> bool {
         self.find(&planned.call.name).is_some_and(|t| t.is_skill())
     }
@@ -48,7 +40,7 @@ impl ToolRun<'_> {
     pub(crate) async fn run(&self, calls: Vec<ToolCall>, emitter: &mut Emitter) -> Input {
         let mut finished: Vec<(String, ToolOutcome)> = Vec::with_capacity(calls.len());
         let mut child_tokens = TokenTotals::default();
-        for batch in batches(&calls, |c| self.runs_alone(c)) {
+        for batch in batches(&calls, |c| c.alone) {
             let completed = self
                 .run_batch(batch, emitter, &mut finished, &mut child_tokens)
                 .await;
@@ -89,14 +81,8 @@ impl ToolRun<'_> {
                     options: Default::default(),
                     cancel: self.cancel.child_token(),
                 };
-                CallStream::start(
-                    planned,
-                    self.find(&call.name),
-                    self.options.tool_options.get(&call.name),
-                    context,
-                    timeout,
-                )
-                .map(move |item| (index, item))
+                CallStream::start(planned, self.find(&call.name), context, timeout)
+                    .map(move |item| (index, item))
             })
             .collect();
         let mut merged =

@@ -167,7 +167,7 @@ impl ChatRuntime {
         state.interrupted_calls = closed_calls.iter().map(|c| c.tool_use_id.clone()).collect();
         let chat = self.store.get_chat(chat_id).await?;
         let options = self.loop_options(&chat).await?;
-        let mut machine = Machine::new(state, options).with_tools(self.tool_definitions());
+        let mut machine = Machine::new(state, options).with_tools(self.offered_tools());
         let mut persister = Persister::new(
             self.store.clone(),
             chat,

@@ -382,9 +382,12 @@ impl ChatRuntime {
         ))
     }
 
-    /// Definitions of the tools runs are offered.
-    pub(crate) fn tool_definitions(&self) -> Vec<agentloop_types::ToolDefinition> {
-        self.tools.iter().map(|t| t.definition()).collect()
+    /// The tools runs are offered, as a machine sees them.
+    pub(crate) fn offered_tools(&self) -> Vec<agentloop_engine::OfferedTool> {
+        self.tools
+            .iter()
+            .map(|t| agentloop_engine::OfferedTool::of(t.as_ref()))
+            .collect()
     }
 
     async fn create_run_record(

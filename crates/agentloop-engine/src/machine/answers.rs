@@ -3,10 +3,11 @@
 //! reached, which thinking is sent.
 
 use agentloop_types::{
-    ContentBlock, LimitKind, Message, RenderingBlockGroup, Role, TokenTotals, ToolResult,
-    ToolResultBlock, ToolResultRenderBlock, ToolResultStatus, ToolUseBlock, UsageLimits,
+    ContentBlock, LimitKind, Message, RenderingBlockGroup, Role, TokenTotals, ToolOptionKind,
+    ToolOptionSpec, ToolResult, ToolResultBlock, ToolResultRenderBlock, ToolResultStatus,
+    ToolUseBlock, UsageLimits,
 };
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A call the driver reports no result for.
 pub(crate) const NO_RESULT: &str = "The tool ended without a result.";
@@ -65,8 +66,8 @@ impl ToolOutcome {
 
 /// The answer to a call that must not run: an unknown tool or arguments
 /// that are not a JSON object. `None`: the call runs.
-pub(crate) fn refusal(call: &ToolUseBlock, offered: &[String]) -> Option<ToolResult> {
-    if !offered.contains(&call.name) {
+pub(crate) fn refusal(call: &ToolUseBlock, offered: &[&str]) -> Option<ToolResult> {
+    if !offered.contains(&call.name.as_str()) {
         let available = if offered.is_empty() {
             "none".to_owned()
         } else {
@@ -112,6 +113,38 @@ fn invalid_input_message(name: &str, input: &Value) -> String {
             json_type(other)
         ),
     }
+}
+
+/// The option values a call of tool `name` runs with: the declared
+/// defaults overlaid with the configured values, each checked against its
+/// declared kind. `Err`: what the model reads instead.
+pub(crate) fn resolve_options(
+    name: &str,
+    specs: &[ToolOptionSpec],
+    configured: Option<&Map<String, Value>>,
+) -> Result<Map<String, Value>, String> {
+    let mut options = Map::new();
+    for spec in specs {
+        options.insert(spec.key.clone(), spec.default.clone());
+    }
+    for (key, value) in configured.into_iter().flatten() {
+        let Some(spec) = specs.iter().find(|s| &s.key == key) else {
+            return Err(format!("Option {key} is not an option of tool {name}."));
+        };
+        let fits = match spec.kind {
+            ToolOptionKind::Boolean => value.is_boolean(),
+            ToolOptionKind::Longtext | ToolOptionKind::Model => value.is_string(),
+        };
+        if !fits {
+            return Err(format!(
+                "Option {key} of tool {name} must be a {:?} value, got {}.",
+                spec.kind,
+                json_type(value)
+            ));
+        }
+        options.insert(key.clone(), value.clone());
+    }
+    Ok(options)
 }
 
 /// The name of a JSON value's type, for messages.

@@ -61,12 +61,13 @@ pub(crate) mod run_core;
 
 use agentloop_types::{
     ContentBlock, EventKind, LoopError, LoopOptions, LoopStatus, Message, Passage,
-    RUN_STATE_SCHEMA_VERSION, RunState, StopReason, TokenTotals, ToolDefinition, ToolResult,
-    ToolUseBlock,
+    RUN_STATE_SCHEMA_VERSION, RunState, StopReason, TokenTotals, Tool, ToolDefinition,
+    ToolOptionSpec, ToolResult, ToolUseBlock,
 };
+use serde_json::{Map, Value};
 
 pub use answers::ToolOutcome;
-pub(crate) use answers::{committed_block, json_type, running_block, text_of, tool_calls};
+pub(crate) use answers::{committed_block, running_block, text_of, tool_calls};
 pub(crate) use run::{Run, StrategyMachine};
 use run_core::Env;
 
@@ -132,10 +133,48 @@ pub struct ToolCall {
     /// The call.
     pub call: ToolUseBlock,
     /// The core's answer when the call must not run (an unknown tool,
-    /// arguments that are not an object, a call interrupted in a stopped
-    /// process). The driver reports it as the call's outcome without
-    /// running anything.
+    /// arguments that are not an object, configured options that do not
+    /// fit, a call interrupted in a stopped process). The driver reports it
+    /// as the call's outcome without running anything.
     pub answer: Option<ToolResult>,
+    /// The tool must run with no other call beside it.
+    pub alone: bool,
+    /// The option values the call runs with (`ToolContext::options`).
+    pub options: Map<String, Value>,
+}
+
+/// A tool a machine may offer: what the model is shown, and what the core
+/// needs to plan its calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OfferedTool {
+    /// Name, description and input schema.
+    pub definition: ToolDefinition,
+    /// Its calls run with no other call beside them.
+    pub runs_alone: bool,
+    /// The options it accepts.
+    pub options: Vec<ToolOptionSpec>,
+}
+
+impl OfferedTool {
+    /// What `tool` declares.
+    pub fn of(tool: &dyn Tool) -> Self {
+        Self {
+            definition: tool.definition(),
+            runs_alone: tool.runs_alone(),
+            options: tool.options(),
+        }
+    }
+}
+
+impl From<ToolDefinition> for OfferedTool {
+    /// A tool that may share its turn and takes no options.
+    fn from(definition: ToolDefinition) -> Self {
+        Self {
+            definition,
+            runs_alone: false,
+            options: Vec::new(),
+        }
+    }
 }
 
 /// What the driver must do next.
@@ -252,11 +291,11 @@ impl Machine {
         }
     }
 
-    /// Offers tools with these definitions (narrowed by
-    /// `LoopOptions::enabled_tools`). Calls of other tools are answered as
-    /// unknown.
-    pub fn with_tools(mut self, definitions: impl IntoIterator<Item = ToolDefinition>) -> Self {
-        self.env = Env::new(self.env.options, definitions.into_iter().collect());
+    /// Offers these tools (narrowed by `LoopOptions::enabled_tools`).
+    /// Calls of other tools are answered as unknown.
+    pub fn with_tools<T: Into<OfferedTool>>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        let tools = tools.into_iter().map(Into::into).collect();
+        self.env = Env::new(self.env.options, tools);
         self
     }
 

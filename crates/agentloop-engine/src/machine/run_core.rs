@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::answers::{
     CANCELLED_NOT_RUN, CANCELLED_RUNNING, NO_RESULT, ToolOutcome, committed_block, exceeded_limit,
-    interrupted, refusal, running_block, trim_thinking,
+    interrupted, refusal, resolve_options, running_block, trim_thinking,
 };
-use super::{Step, ToolCall};
+use super::{OfferedTool, Step, ToolCall};
 use crate::retrieval::{inject_passages, last_user_text};
 
 /// What a run is given and never stores: its options and the tools it may
@@ -24,20 +24,23 @@ pub(crate) struct Env {
     pub(crate) options: LoopOptions,
     /// The offered tools: every tool given, narrowed by
     /// `LoopOptions::enabled_tools`.
-    pub(crate) tools: Vec<ToolDefinition>,
+    pub(crate) tools: Vec<OfferedTool>,
 }
 
 impl Env {
-    pub(crate) fn new(options: LoopOptions, available: Vec<ToolDefinition>) -> Self {
+    pub(crate) fn new(options: LoopOptions, available: Vec<OfferedTool>) -> Self {
         let tools = available
             .into_iter()
-            .filter(|t| options.enabled_tools.is_empty() || options.enabled_tools.contains(&t.name))
+            .filter(|t| {
+                options.enabled_tools.is_empty()
+                    || options.enabled_tools.contains(&t.definition.name)
+            })
             .collect();
         Self { options, tools }
     }
 
-    fn tool_names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.name.clone()).collect()
+    fn find(&self, name: &str) -> Option<&OfferedTool> {
+        self.tools.iter().find(|t| t.definition.name == name)
     }
 }
 
@@ -232,7 +235,7 @@ impl RunCore {
         let mut messages = trim_thinking(&self.state.messages, env.options.thinking_keep_turns);
         messages.extend(call.extra.iter().cloned());
         let tools = match &call.offer {
-            ToolOffer::RunTools => env.tools.clone(),
+            ToolOffer::RunTools => env.tools.iter().map(|t| t.definition.clone()).collect(),
             ToolOffer::Nothing => Vec::new(),
             ToolOffer::Control { tool } => vec![tool.clone()],
         };
@@ -300,21 +303,40 @@ impl RunCore {
         Step::RunTools { calls }
     }
 
-    /// Which calls run and which the core answers: unknown tools, bad
-    /// arguments and calls interrupted in a stopped process.
+    /// Which calls run, with which option values, and alone or not; which
+    /// the core answers instead: calls interrupted in a stopped process,
+    /// unknown tools, bad arguments, configured options that do not fit.
     fn plan_calls(&self, env: &Env, calls: &[ToolUseBlock]) -> Vec<ToolCall> {
-        let offered = env.tool_names();
+        let offered: Vec<&str> = env
+            .tools
+            .iter()
+            .map(|t| t.definition.name.as_str())
+            .collect();
         calls
             .iter()
             .map(|call| {
+                let tool = env.find(&call.name);
+                let mut options = serde_json::Map::new();
                 let answer = if self.state.interrupted_calls.contains(&call.id) {
                     Some(interrupted(&call.name))
+                } else if let Some(refused) = refusal(call, &offered) {
+                    Some(refused)
                 } else {
-                    refusal(call, &offered)
+                    let specs = tool.map(|t| t.options.as_slice()).unwrap_or_default();
+                    let configured = env.options.tool_options.get(&call.name);
+                    match resolve_options(&call.name, specs, configured) {
+                        Ok(resolved) => {
+                            options = resolved;
+                            None
+                        }
+                        Err(message) => Some(ToolResult::error(message)),
+                    }
                 };
                 ToolCall {
                     call: call.clone(),
                     answer,
+                    alone: tool.is_some_and(|t| t.runs_alone),
+                    options,
                 }
             })
             .collect()

@@ -339,3 +339,51 @@ fn version_one_states_resume_as_native_runs() {
     ));
     assert_eq!(machine.state().schema_version, RUN_STATE_SCHEMA_VERSION);
 }
+
+#[test]
+fn the_core_resolves_options_and_says_which_calls_run_alone() {
+    use agentloop_types::{ToolOptionKind, ToolOptionSpec};
+    let solo = OfferedTool {
+        definition: echo_definition(),
+        runs_alone: true,
+        options: vec![ToolOptionSpec {
+            key: "loud".into(),
+            kind: ToolOptionKind::Boolean,
+            default: json!(false),
+            description: "shout".into(),
+        }],
+    };
+    let mut options = LoopOptions::default();
+    let mut configured = serde_json::Map::new();
+    configured.insert("loud".into(), json!(true));
+    options.tool_options.insert("echo".into(), configured);
+    let mut machine = Machine::new(
+        RunState::new("r", vec![Message::user_text("u", "hi")]),
+        options.clone(),
+    )
+    .with_tools([solo.clone()]);
+    let _ = machine.step(Input::Start).unwrap();
+    let Step::RunTools { calls } = machine.step(call_turn("t1")).unwrap().next else {
+        panic!("expected the call");
+    };
+    assert!(calls[0].alone);
+    assert_eq!(calls[0].answer, None);
+    assert_eq!(calls[0].options["loud"], json!(true));
+
+    options
+        .tool_options
+        .get_mut("echo")
+        .unwrap()
+        .insert("loud".into(), json!("yes"));
+    let mut machine = Machine::new(
+        RunState::new("r", vec![Message::user_text("u", "hi")]),
+        options,
+    )
+    .with_tools([solo]);
+    let _ = machine.step(Input::Start).unwrap();
+    let Step::RunTools { calls } = machine.step(call_turn("t1")).unwrap().next else {
+        panic!("expected the call");
+    };
+    let answer = calls[0].answer.as_ref().expect("refused by the core");
+    assert!(answer.is_error && answer.content.starts_with("Option loud of tool echo"));
+}
