@@ -16,18 +16,22 @@
 //! # Call order
 //!
 //! ```text
-//! let mut machine = Machine::new(state, options).with_tools(definitions);
-//! let mut input = Input::Start;                  // first input, exactly once
+//! let mut machine = Machine::new(state, options).with_tools(offered); // [OfferedTool]
+//! let mut input = Input::Start;                   // first input, exactly once
 //! loop {
-//!     let Output { events, next } = machine.step(input)?;
+//!     let Output { events, next } = match machine.step(input) {
+//!         Ok(output) => output,
+//!         Err(error) => { emit(machine.refusal(&error)); break } // the one terminal event
+//!     };
 //!     // emit `events` in order; store `machine.state()` if wanted
 //!     input = match next {
 //!         Step::CallModel { iteration, messages, tools } => /* stream a turn */,
-//!         Step::RunTools { calls }      => /* run calls without an answer */,
+//!         Step::RunTools { calls } => /* run those without an `answer`, `alone` apart;
+//!                                        report every call's ToolOutcome */,
 //!         Step::Retrieve { query, limit } => /* ask the retriever */,
-//!         Step::Done                    => break,   // the last event was `finished`
+//!         Step::Done => break,                    // the last event was `finished`
 //!     };
-//!     // at any point the driver may answer with `Input::Cancelled` instead
+//!     // instead of any answer, the driver may send `Input::Cancelled`
 //! }
 //! ```
 //!
