@@ -19,12 +19,20 @@ struct Benchmark {
 
 const BENCHMARKS: &[Benchmark] = &[
     Benchmark {
+        package: "agentloop-types",
+        example: "assembler_bench",
+    },
+    Benchmark {
         package: "agentloop-engine",
         example: "loop_bench",
     },
     Benchmark {
         package: "agentloop-providers",
         example: "sse_bench",
+    },
+    Benchmark {
+        package: "agentloop-providers",
+        example: "cache_bench",
     },
     Benchmark {
         package: "agentloop-tests",

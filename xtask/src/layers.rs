@@ -40,6 +40,7 @@ const TOOLS: &str = "agentloop-tools";
 const RUNTIME: &str = "agentloop-runtime";
 const SERVER: &str = "agentloop-server";
 const CLI: &str = "agentloop-cli";
+const FACADE: &str = "agentloop";
 
 /// The design card: each layered crate and the workspace crates it may depend
 /// on directly.
@@ -54,6 +55,12 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (
         CLI,
         &[SERVER, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE],
+    ),
+    // The front door re-exports the layers (most behind opt-in features),
+    // so it may depend on each of them and nothing depends on it.
+    (
+        FACADE,
+        &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, RUNTIME, SERVER],
     ),
 ];
 
@@ -301,6 +308,10 @@ mod tests {
             (RUNTIME, &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
             (SERVER, &[RUNTIME, STORAGE, TYPES]),
             (CLI, &[SERVER, RUNTIME, TYPES]),
+            (
+                FACADE,
+                &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, RUNTIME, SERVER],
+            ),
             ("agentloop-testing", &[TYPES, ENGINE]),
             ("agentloop-tests", &[CLI, SERVER, RUNTIME, STORAGE, TOOLS]),
             ("xtask", &[]),
@@ -321,6 +332,23 @@ mod tests {
     #[test]
     fn the_design_card_graph_passes() {
         assert_eq!(check(&good_graph()), Ok(()));
+    }
+
+    #[test]
+    fn no_layer_may_depend_on_the_facade() {
+        let mut graph = good_graph();
+        add_edge(&mut graph, ENGINE, FACADE);
+        let violations = check(&graph).unwrap_err();
+        assert!(violations.contains(&Violation::ForbiddenEdge {
+            from: ENGINE.to_owned(),
+            to: FACADE.to_owned(),
+            allowed: &[TYPES],
+        }));
+        // The facade can reach storage, so a layer below it would too.
+        assert!(violations.contains(&Violation::ReachesStorage {
+            krate: ENGINE.to_owned(),
+            chain: vec![ENGINE.to_owned(), FACADE.to_owned(), STORAGE.to_owned()],
+        }));
     }
 
     #[test]

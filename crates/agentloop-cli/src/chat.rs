@@ -51,9 +51,9 @@ pub struct ChatArgs {
     pub json: bool,
 }
 
-/// The default database: `$XDG_DATA_HOME/agentloop/agentloop.db`, else
-/// `$HOME/.local/share/agentloop/agentloop.db`; the folder is created.
-pub fn default_db() -> Result<String, String> {
+/// The data folder: `$XDG_DATA_HOME/agentloop`, else
+/// `$HOME/.local/share/agentloop`; it is created.
+pub fn data_dir() -> Result<PathBuf, String> {
     let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     let base = match env("XDG_DATA_HOME") {
         Some(dir) => PathBuf::from(dir),
@@ -65,7 +65,15 @@ pub fn default_db() -> Result<String, String> {
     let dir = base.join("agentloop");
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("cannot create the data folder {}: {e}", dir.display()))?;
-    Ok(dir.join("agentloop.db").to_string_lossy().into_owned())
+    Ok(dir)
+}
+
+/// The default database: `agentloop.db` in the [data folder](data_dir).
+pub fn default_db() -> Result<String, String> {
+    Ok(data_dir()?
+        .join("agentloop.db")
+        .to_string_lossy()
+        .into_owned())
 }
 
 /// Opens the database `--db` names, or the default one.

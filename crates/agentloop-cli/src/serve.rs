@@ -6,10 +6,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use agentloop_server::listener::{ConnectionLimits, serve_bounded};
 use agentloop_server::{AgentPrompts, Server, ServerConfig, shutdown_signal};
 use agentloop_storage::model::now_millis;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
+
+use crate::logging::LogFormat;
 
 /// The store used when `--db` is not given: a SQLite file in the current
 /// folder.
@@ -48,9 +51,32 @@ pub struct ServeArgs {
     /// Model turns per agent run.
     #[arg(long, default_value_t = 50)]
     pub max_iterations: u32,
-    /// When set, project folders must lie inside this folder.
+    /// The folder project folders are made in (a relative `repoFolder` is
+    /// taken inside it; no project may use the folder itself, and no two
+    /// projects nested or equal folders). Default: `projects` in the data
+    /// folder (`$XDG_DATA_HOME/agentloop`). `/` lets projects use any
+    /// folder of the machine.
     #[arg(long)]
     pub projects_root: Option<PathBuf>,
+    /// Log line format on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Log filter when `RUST_LOG` is not set (`info`, `debug`,
+    /// `agentloop_server=debug,warn`, ...).
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+    /// Also serve Prometheus metrics at `http://ADDR/metrics`, on a
+    /// listener of its own with no token (bind it where only your scraper
+    /// reaches it).
+    #[arg(long)]
+    pub metrics_bind: Option<String>,
+    /// Connections served at once; more wait to be accepted.
+    #[arg(long, default_value_t = 512)]
+    pub max_connections: usize,
+    /// Milliseconds a connection has to send a complete request head (new,
+    /// or idle between requests) before it is closed.
+    #[arg(long, default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
     /// JSON file overriding agent prompts:
     /// `{"planification": "...", "implementation": "...", "review": "..."}`
     /// (`{task_doc_path}` and `{task_id}` are replaced).
@@ -119,6 +145,7 @@ fn prompts(path: Option<&PathBuf>) -> Result<AgentPrompts, String> {
 
 /// Runs the server until SIGTERM or Ctrl-C.
 pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
+    crate::logging::init(args.log_format, &args.log_level)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -135,7 +162,21 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         let mut config = ServerConfig::new(chosen.provider, chosen.api, chosen.model);
         config.prompts = prompts(args.prompts.as_ref())?;
         config.max_iterations = args.max_iterations;
-        config.projects_root = args.projects_root;
+        let projects_root = match args.projects_root {
+            Some(root) => root,
+            None => crate::chat::data_dir()?.join("projects"),
+        };
+        std::fs::create_dir_all(&projects_root).map_err(|e| {
+            format!(
+                "cannot create the projects folder {}: {e}",
+                projects_root.display()
+            )
+        })?;
+        config.projects_root = Some(projects_root.clone());
+        config.connections = ConnectionLimits {
+            max_connections: args.max_connections.max(1),
+            header_timeout: Duration::from_millis(args.header_timeout_ms.max(1)),
+        };
         config.lease_ttl = Duration::from_millis(args.lease_ms.max(1));
         config.heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
         config.claim_interval = Duration::from_millis(args.claim_interval_ms.max(1));
@@ -149,10 +190,27 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             .local_addr()
             .map_err(|e| format!("cannot read the bound address: {e}"))?;
         eprintln!(
-            "agentloop: serving on http://{address} (store: {})",
-            args.db
+            "agentloop: serving on http://{address} (store: {}, projects in {})",
+            args.db,
+            projects_root.display()
         );
-        Server::new(store, config)
+        let server = Server::new(store, config);
+        if let Some(bind) = &args.metrics_bind {
+            let metrics = tokio::net::TcpListener::bind(bind)
+                .await
+                .map_err(|e| format!("cannot listen on {bind} for metrics: {e}"))?;
+            let address = metrics
+                .local_addr()
+                .map_err(|e| format!("cannot read the bound address: {e}"))?;
+            eprintln!("agentloop: metrics on http://{address}/metrics");
+            tokio::spawn(serve_bounded(
+                metrics,
+                agentloop_server::metrics::router(server.state.clone()),
+                ConnectionLimits::default(),
+                server.state.shutdown.clone(),
+            ));
+        }
+        server
             .serve(listener, shutdown_signal())
             .await
             .map_err(|e| e.to_string())?;
@@ -192,7 +250,8 @@ pub async fn users(command: UsersCommand) -> Result<ExitCode, String> {
 }
 
 /// `agentloop complete-workflow TASK`: sets the task's `workflow_complete`
-/// (and force-completes its running agent runs), so its chain stops.
+/// and stops its running agent runs (they end `cancelled`), so its chain
+/// stops.
 pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Result<ExitCode, String> {
     let store = open(&args.db.db).await?;
     let completed = store
@@ -200,7 +259,7 @@ pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Result<ExitCode, S
         .await
         .map_err(|e| e.to_string())?;
     println!(
-        "task {}: workflow complete ({} running agent run(s) completed)",
+        "task {}: workflow complete ({} running agent run(s) stopped)",
         args.task_id,
         completed.len()
     );

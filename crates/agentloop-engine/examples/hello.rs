@@ -1,4 +1,4 @@
-//! The README example: one tool call against the scripted provider.
+//! Driving the engine directly: one tool call against the scripted provider.
 
 use std::sync::Arc;
 

@@ -14,7 +14,8 @@ use crate::sse::{SseEvent, SseParser};
 use crate::transport::{self, describe};
 
 /// A model provider reached over HTTP: Anthropic Messages, OpenAI Chat
-/// Completions, OpenAI Responses or an OpenAI-compatible server, as its
+/// Completions, OpenAI Responses, Google Gemini or an OpenAI-compatible
+/// server, as its
 /// [`ProviderConfig`] says.
 ///
 /// Each [`stream`](ModelProvider::stream) call sends one request (streaming
@@ -85,14 +86,15 @@ pub(crate) fn build_body(
     let stream = !request.options.disable_stream;
     match config.api {
         ApiKind::AnthropicMessages => {
-            crate::anthropic::request::build(request, attachments, stream)
+            crate::anthropic::request::build(request, attachments, stream, &config.prompt_cache)
         }
         ApiKind::OpenaiChat => {
-            crate::openai_chat::request::build(request, attachments, stream, config.compatible)
+            crate::openai_chat::request::build(request, attachments, stream, config)
         }
         ApiKind::OpenaiResponses => {
-            crate::openai_responses::request::build(request, attachments, stream)
+            crate::openai_responses::request::build(request, attachments, stream, config)
         }
+        ApiKind::Gemini => crate::gemini::request::build(request, attachments),
     }
 }
 
@@ -248,7 +250,8 @@ async fn start(
     let attachments = Attachments::load(request).await?;
     let body = build_body(config, request, &attachments)?;
     let bytes = serde_json::to_vec(&body).map_err(|e| error::invalid_request(e.to_string()))?;
-    let response = transport::send(client, config, bytes, retries).await?;
+    let url = config.endpoint_for(&request.options.model, !request.options.disable_stream);
+    let response = transport::send(client, config, &url, bytes, retries).await?;
     let request_id = transport::request_id(response.headers());
     let context = DecodeContext {
         model: request.options.model.clone(),

@@ -30,7 +30,7 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
     text
 }
 
-/// Posts `body` and returns the successful response. Failed attempts that
+/// Posts `body` to `url` and returns the successful response. Failed attempts that
 /// [`is_retryable`] allows are repeated per the config's [`RetryPolicy`]
 /// (`retry-after` honoured), counting in `retries` the retries the turn has
 /// used; the wait ends at once when the caller drops the future.
@@ -39,13 +39,13 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
 pub(crate) async fn send(
     client: &reqwest::Client,
     config: &ProviderConfig,
+    url: &str,
     body: Vec<u8>,
     retries: &mut u32,
 ) -> Result<reqwest::Response, ProviderError> {
-    let url = config.endpoint();
     loop {
         let mut builder = client
-            .post(&url)
+            .post(url)
             .header("content-type", "application/json")
             .body(body.clone());
         if let Some(key) = &config.api_key {
@@ -53,6 +53,7 @@ pub(crate) async fn send(
                 Auth::Bearer => builder.bearer_auth(key),
                 Auth::XApiKey => builder.header("x-api-key", key),
                 Auth::ApiKeyHeader => builder.header("api-key", key),
+                Auth::GoogApiKey => builder.header("x-goog-api-key", key),
             };
         }
         for (name, value) in &config.headers {

@@ -7,6 +7,8 @@ use std::time::Duration;
 use agentloop_storage::model::AgentType;
 use agentloop_types::{ApiKind, ModelProvider, Tool};
 
+use crate::listener::ConnectionLimits;
+
 /// The three agent prompts (seed 004's `generate*Message`). `{task_doc_path}`
 /// and `{task_id}` are replaced in each.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +96,8 @@ pub struct ServerConfig {
     /// Capacity of each run's live event channel; a follower that falls
     /// further behind reads the missed events from the store.
     pub live_capacity: usize,
+    /// Bounds on open connections and slow request heads.
+    pub connections: ConnectionLimits,
 }
 
 impl ServerConfig {
@@ -115,6 +119,7 @@ impl ServerConfig {
             request_timeout: Duration::from_secs(30),
             projects_root: None,
             live_capacity: 256,
+            connections: ConnectionLimits::default(),
         }
     }
 }

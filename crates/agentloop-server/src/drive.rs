@@ -13,14 +13,17 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agentloop_storage::model::{AgentRunStatus, AgentType, now_millis};
+use agentloop_storage::model::{AgentRunStatus, AgentType, EndReason, now_millis};
 use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_tools::FsTool;
 use agentloop_tools::vfs::DirJail;
-use agentloop_types::{CancellationToken, EventKind, LoopEvent, LoopResult, LoopStatus, Tool};
+use agentloop_types::{
+    CancellationToken, EventKind, LoopError, LoopEvent, LoopResult, LoopStatus, Tool,
+};
 use serde_json::json;
 
 use crate::executor::{AgentJob, Outcome};
+use crate::metrics::{RunMetrics, StatusLabels};
 use crate::runner::{
     TaskContext, load_task_context, next_agent, prepare, record_status, start_agent_run, ttl_ms,
 };
@@ -43,7 +46,7 @@ pub async fn drive_run(state: AppState, run_id: String) {
         return;
     };
     if let Err(e) = drive(&state, &run_id, &local).await {
-        eprintln!("agentloop-server: agent run {run_id}: {e}");
+        tracing::error!(agent_run_id = %run_id, error = %e, "agent run could not be executed");
     }
     state.unregister_local(&run_id);
 }
@@ -106,6 +109,11 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                 sink: Arc::new(StoreSink {
                     lease: lease.clone(),
                     events: local.events.clone(),
+                    metrics: RunMetrics::new(
+                        state.metrics.clone(),
+                        state.config.api.as_str(),
+                        crate::runner::run_model(&state.config, &ctx),
+                    ),
                 }),
             };
             let outcome = state.executor.execute(job).await;
@@ -113,7 +121,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             outcome
         }
     };
-    let (wanted, result) = match outcome {
+    let (wanted, reason, result) = match outcome {
         Outcome::Stopped | Outcome::Busy => {
             if state.shutdown.is_cancelled() || outcome == Outcome::Busy {
                 store.release_lease(run_id, &lease.owner).await?;
@@ -121,26 +129,29 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             return Ok(());
         }
         Outcome::Finished(result) => {
-            let wanted = match &result.status {
-                LoopStatus::Complete { .. } => AgentRunStatus::Completed,
-                LoopStatus::Cancelled => AgentRunStatus::Cancelled,
-                _ => AgentRunStatus::Failed,
-            };
-            (wanted, serde_json::to_value(&*result).ok())
+            let (wanted, reason) = ending(&result.status);
+            (wanted, reason, serde_json::to_value(&*result).ok())
         }
         Outcome::AlreadyAnswered => {
             let result = log_answered(state, run_id, &chat_id).await?;
             (
                 AgentRunStatus::Completed,
+                None,
                 serde_json::to_value(&result).ok(),
             )
         }
-        Outcome::Failed(error) => (AgentRunStatus::Failed, Some(json!({ "error": error }))),
+        Outcome::Failed(error) => (
+            AgentRunStatus::Failed,
+            Some(EndReason::new("executor", error.clone())),
+            Some(json!({ "error": error })),
+        ),
     };
     if lease.renew().await.is_err() {
         return Ok(());
     }
-    let ended_here = store.finish_agent_run(run_id, wanted, now_millis()).await?;
+    let ended_here = store
+        .finish_agent_run(run_id, wanted, now_millis(), reason.as_ref())
+        .await?;
     let status = if ended_here {
         wanted
     } else {
@@ -148,6 +159,15 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     };
     close_record(store, run_id, status, result).await?;
     store.release_lease(run_id, &lease.owner).await?;
+    if ended_here {
+        state
+            .metrics
+            .runs_finished
+            .get_or_create(&StatusLabels {
+                status: status.as_str(),
+            })
+            .inc();
+    }
     if status == AgentRunStatus::Completed && workflow_called.load(Ordering::SeqCst) {
         store
             .set_workflow_complete(&ctx.task.id, true, now_millis())
@@ -163,6 +183,41 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         chain(state, &ctx, run.agent_type).await?;
     }
     Ok(())
+}
+
+/// The agent run status a loop result ends in, and why when it did not
+/// complete.
+fn ending(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
+    let failed =
+        |kind: &str, message: String| (AgentRunStatus::Failed, Some(EndReason::new(kind, message)));
+    match status {
+        LoopStatus::Complete { .. } => (AgentRunStatus::Completed, None),
+        LoopStatus::Cancelled => (
+            AgentRunStatus::Cancelled,
+            Some(EndReason::new("cancel", "the run was cancelled")),
+        ),
+        LoopStatus::Error { error } => {
+            let kind = match error {
+                LoopError::Provider { .. } => "provider",
+                LoopError::Assembly { .. } | LoopError::IncompleteStream => "model_stream",
+                LoopError::InvalidHistory { .. } => "history",
+                LoopError::UnsupportedState { .. } => "state",
+            };
+            failed(kind, error.to_string())
+        }
+        LoopStatus::MaxIterations => failed(
+            "max_iterations",
+            "the agent used every model turn it was allowed without finishing".to_owned(),
+        ),
+        LoopStatus::LimitExceeded { limit } => failed(
+            "limit_exceeded",
+            format!("the run reached its usage limit ({limit:?})"),
+        ),
+        LoopStatus::Suspended { reason, .. } => failed(
+            "suspended",
+            format!("the agent stopped to wait for an answer: {reason}"),
+        ),
+    }
 }
 
 /// Starts the next agent of the chain unless the workflow is complete.

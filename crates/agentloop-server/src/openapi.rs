@@ -1,149 +1,547 @@
-//! The OpenAPI 3.1 description served at `/api/openapi.json`.
+//! The OpenAPI 3.1 description served at `/api/openapi.json`, generated
+//! from one table of operations. What every operation can answer follows
+//! from its shape, so no status it returns goes undocumented: path
+//! parameters (declared from the path) add 400 for a malformed id and 404,
+//! a bearer token adds 401, a JSON body adds 400 and 413, a time-limited
+//! route 408, and every operation has a `default` error for 500.
 
 use serde_json::{Map, Value, json};
 
-fn op(summary: &str, responses: &[(&str, &str)], body: Option<Value>) -> Value {
-    let mut out = Map::new();
-    out.insert("summary".into(), json!(summary));
-    let mut codes = Map::new();
-    for (code, description) in responses {
-        codes.insert(
-            (*code).to_owned(),
-            json!({ "description": description,
-                    "content": { "application/json": { "schema": { "type": "object" } } } }),
-        );
+/// Who may call an operation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Anyone.
+    Public,
+    /// A bearer token.
+    Bearer,
+    /// A bearer token, or `?token=` (the WebSocket route).
+    BearerOrQuery,
+}
+
+/// One operation of the API.
+struct Operation {
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+    access: Access,
+    /// Whether the request-time limit applies (streaming routes have none).
+    time_limited: bool,
+    body: Option<Value>,
+    /// Success status, description and JSON schema (`None`: not JSON).
+    success: (&'static str, &'static str, Option<Value>),
+    /// Statuses particular to this operation, with their description.
+    extra: Vec<(&'static str, &'static str, Value)>,
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn array_of(name: &str) -> Value {
+    json!({ "type": "array", "items": schema_ref(name) })
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({ "type": "object", "properties": properties, "required": required })
+}
+
+/// A string with at least one character that is not white space.
+fn text() -> Value {
+    json!({ "type": "string", "pattern": "\\S" })
+}
+
+const AGENT_TYPES: [&str; 3] = ["planification", "implementation", "review"];
+
+fn operations() -> Vec<Operation> {
+    let op = |method, path, summary, success| Operation {
+        method,
+        path,
+        summary,
+        access: Access::Bearer,
+        time_limited: true,
+        body: None,
+        success,
+        extra: Vec::new(),
+    };
+    let conflict = |description| ("409", description, schema_ref("Error"));
+    vec![
+        Operation {
+            access: Access::Public,
+            ..op(
+                "get",
+                "/api/health",
+                "Liveness",
+                (
+                    "200",
+                    "The server answers",
+                    Some(object(json!({"ok": {"type": "boolean"}}), &["ok"])),
+                ),
+            )
+        },
+        Operation {
+            access: Access::Public,
+            ..op(
+                "get",
+                "/api/openapi.json",
+                "This document",
+                ("200", "OpenAPI 3.1", Some(json!({"type": "object"}))),
+            )
+        },
+        op(
+            "get",
+            "/api/me",
+            "The caller",
+            ("200", "The user", Some(schema_ref("User"))),
+        ),
+        op(
+            "get",
+            "/api/projects",
+            "The caller's projects, oldest first",
+            ("200", "Projects", Some(array_of("Project"))),
+        ),
+        Operation {
+            body: Some(object(
+                json!({
+                    "name": text(),
+                    "repoFolder": {
+                        "type": "string",
+                        "pattern": "\\S",
+                        "description": "The project's folder. Relative paths are taken inside the server's projects folder; absolute ones must lie inside it. Refused (400, nothing created): `..` components, symbolic links anywhere below the projects folder, a path through a file, the projects folder itself. Refused (409): a folder equal to, inside, or around another project's folder, or one a deleted project of another user left behind."
+                    },
+                    "model": {"type": ["string", "null"], "pattern": "\\S"}
+                }),
+                &["name", "repoFolder"],
+            )),
+            extra: vec![conflict("The folder overlaps another project's folder")],
+            ..op(
+                "post",
+                "/api/projects",
+                "Create a project and its folder",
+                ("201", "The project", Some(schema_ref("Project"))),
+            )
+        },
+        op(
+            "get",
+            "/api/projects/{projectId}",
+            "A project",
+            ("200", "The project", Some(schema_ref("Project"))),
+        ),
+        Operation {
+            extra: vec![conflict("An agent is running in the project")],
+            ..op(
+                "delete",
+                "/api/projects/{projectId}",
+                "Delete a project (its folder stays on disk)",
+                ("204", "Deleted", None),
+            )
+        },
+        op(
+            "get",
+            "/api/projects/{projectId}/tasks",
+            "A project's tasks",
+            ("200", "Tasks", Some(array_of("Task"))),
+        ),
+        Operation {
+            body: Some(object(
+                json!({"title": text(), "description": {"type": ["string", "null"]}}),
+                &["title"],
+            )),
+            extra: vec![conflict("The project folder cannot be written")],
+            ..op(
+                "post",
+                "/api/projects/{projectId}/tasks",
+                "Create a task and its document",
+                ("201", "The task", Some(schema_ref("Task"))),
+            )
+        },
+        op(
+            "get",
+            "/api/tasks/{taskId}",
+            "A task",
+            ("200", "The task", Some(schema_ref("Task"))),
+        ),
+        Operation {
+            extra: vec![conflict("The document cannot be read")],
+            ..op(
+                "get",
+                "/api/tasks/{taskId}/document",
+                "The task document",
+                ("200", "The document", Some(schema_ref("Document"))),
+            )
+        },
+        Operation {
+            body: Some(object(json!({"content": {"type": "string"}}), &["content"])),
+            extra: vec![conflict("The document cannot be written")],
+            ..op(
+                "put",
+                "/api/tasks/{taskId}/document",
+                "Replace the task document",
+                ("200", "The document", Some(schema_ref("Document"))),
+            )
+        },
+        Operation {
+            body: Some(object(
+                json!({"complete": {"type": "boolean"}}),
+                &["complete"],
+            )),
+            ..op(
+                "put",
+                "/api/tasks/{taskId}/workflow-complete",
+                "Set workflow_complete. Setting it to true stops the task's running agent runs: each ends `cancelled` with `stopped_by: workflow_complete`, and the chain stops.",
+                (
+                    "200",
+                    "The new flag",
+                    Some(object(
+                        json!({"success": {"type": "boolean"}, "workflow_complete": {"type": "boolean"}}),
+                        &["success", "workflow_complete"],
+                    )),
+                ),
+            )
+        },
+        op(
+            "get",
+            "/api/tasks/{taskId}/agent-runs",
+            "A task's agent runs, oldest first",
+            ("200", "Agent runs", Some(array_of("AgentRun"))),
+        ),
+        Operation {
+            body: Some(object(
+                json!({"agentType": {"enum": AGENT_TYPES}}),
+                &["agentType"],
+            )),
+            extra: vec![(
+                "409",
+                "An agent is already running for this task",
+                object(
+                    json!({"error": {"type": "string"}, "runningAgent": {"oneOf": [schema_ref("AgentRun"), {"type": "null"}]}}),
+                    &["error", "runningAgent"],
+                ),
+            )],
+            ..op(
+                "post",
+                "/api/tasks/{taskId}/agent-runs",
+                "Start an agent run (and its chain)",
+                ("201", "The agent run", Some(schema_ref("AgentRun"))),
+            )
+        },
+        op(
+            "get",
+            "/api/agent-runs/{runId}",
+            "An agent run",
+            ("200", "The agent run", Some(schema_ref("AgentRun"))),
+        ),
+        op(
+            "get",
+            "/api/agent-runs/{runId}/messages",
+            "The run's stored messages",
+            (
+                "200",
+                "Messages, oldest first",
+                Some(json!({"type": "array", "items": {"type": "object"}})),
+            ),
+        ),
+        Operation {
+            time_limited: false,
+            ..op(
+                "get",
+                "/api/agent-runs/{runId}/events",
+                "The run's events as `text/event-stream` (`id:` is the event's seq; send `Last-Event-ID` to resume after it). The stream closes after the run's terminal `finished` event.",
+                ("200", "The event stream", None),
+            )
+        },
+        Operation {
+            extra: vec![(
+                "409",
+                "The run already ended",
+                object(
+                    json!({"error": {"type": "string"}, "agentRun": schema_ref("AgentRun")}),
+                    &["error", "agentRun"],
+                ),
+            )],
+            ..op(
+                "post",
+                "/api/agent-runs/{runId}/cancel",
+                "Cancel a running agent run: its model request and tools stop at once, it ends `cancelled`, and the chain stops.",
+                (
+                    "200",
+                    "The agent run, now cancelled",
+                    Some(schema_ref("AgentRun")),
+                ),
+            )
+        },
+        Operation {
+            access: Access::BearerOrQuery,
+            time_limited: false,
+            extra: vec![(
+                "400",
+                "Not a WebSocket upgrade request",
+                schema_ref("Error"),
+            )],
+            ..op(
+                "get",
+                "/api/ws",
+                "WebSocket of the caller's notices (`streaming-started`, `streaming-ended`, `agent-run-status`) as JSON text messages",
+                ("101", "Switching protocols", None),
+            )
+        },
+    ]
+}
+
+fn schemas() -> Value {
+    let timestamp = json!({"type": "string", "format": "date-time"});
+    let nullable_timestamp = json!({"type": ["string", "null"], "format": "date-time"});
+    let reason = object(
+        json!({"kind": {"type": "string"}, "message": {"type": "string"}}),
+        &["kind", "message"],
+    );
+    json!({
+        "Error": object(json!({"error": {"type": "string"}}), &["error"]),
+        "User": object(json!({"id": {"type": "string"}, "name": {"type": "string"}, "created_at": {"type": "integer"}}), &["id", "name", "created_at"]),
+        "Project": object(json!({
+            "id": {"type": "string"}, "name": {"type": "string"},
+            "repo_folder": {"type": ["string", "null"]}, "model": {"type": ["string", "null"]},
+            "created_at": timestamp, "updated_at": timestamp
+        }), &["id", "name", "repo_folder", "model", "created_at", "updated_at"]),
+        "Task": object(json!({
+            "id": {"type": "string"}, "project_id": {"type": "string"}, "title": {"type": "string"},
+            "workflow_complete": {"type": "boolean"}, "document_path": {"type": "string"},
+            "created_at": timestamp, "updated_at": timestamp
+        }), &["id", "project_id", "title", "workflow_complete", "document_path", "created_at", "updated_at"]),
+        "Document": object(json!({"path": {"type": "string"}, "content": {"type": "string"}}), &["path", "content"]),
+        "AgentRun": object(json!({
+            "id": {"type": "string"}, "task_id": {"type": "string"},
+            "agent_type": {"enum": AGENT_TYPES},
+            "status": {"enum": ["running", "completed", "failed", "cancelled"]},
+            "conversation_id": {"type": ["string", "null"]},
+            "created_at": timestamp, "completed_at": nullable_timestamp,
+            "error": {"description": "Why a failed run failed", "oneOf": [reason, {"type": "null"}]},
+            "stopped_by": {"description": "Who stopped a cancelled run", "enum": ["cancel", "workflow_complete", null]},
+            "stop_message": {"type": ["string", "null"]}
+        }), &["id", "task_id", "agent_type", "status", "conversation_id", "created_at", "completed_at", "error", "stopped_by", "stop_message"]),
+    })
+}
+
+fn response(description: &str, schema: Option<Value>) -> Value {
+    match schema {
+        Some(schema) => json!({
+            "description": description,
+            "content": { "application/json": { "schema": schema } }
+        }),
+        None => json!({ "description": description }),
     }
-    out.insert("responses".into(), Value::Object(codes));
-    if let Some(schema) = body {
+}
+
+/// The id a creating operation returns, as the path parameter that names
+/// what it created.
+fn created_id(method: &str, path: &str) -> Option<&'static str> {
+    match (method, path) {
+        ("post", "/api/projects") => Some("projectId"),
+        ("post", "/api/projects/{projectId}/tasks") => Some("taskId"),
+        ("post", "/api/tasks/{taskId}/agent-runs") => Some("runId"),
+        _ => None,
+    }
+}
+
+fn path_params(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+        .collect()
+}
+
+fn operation_id(method: &str, path: &str) -> String {
+    let words: String = path
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("_");
+    format!("{method}_{words}")
+}
+
+/// Links from a creating operation's answer to every operation taking the
+/// id it returns, so a client (or a fuzzer) can follow them.
+fn links(method: &str, path: &str, all: &[(&str, &str)]) -> Option<Value> {
+    let param = created_id(method, path)?;
+    let mut links = Map::new();
+    for (target_method, target_path) in all {
+        if path_params(target_path).last() == Some(&param) {
+            let mut parameters = Map::new();
+            parameters.insert(param.to_owned(), json!("$response.body#/id"));
+            for inherited in path_params(target_path) {
+                if inherited != param && path_params(path).contains(&inherited) {
+                    parameters.insert(
+                        inherited.to_owned(),
+                        json!(format!("$request.path.{inherited}")),
+                    );
+                }
+            }
+            links.insert(
+                operation_id(target_method, target_path),
+                json!({
+                    "operationId": operation_id(target_method, target_path),
+                    "parameters": parameters
+                }),
+            );
+        }
+    }
+    Some(Value::Object(links))
+}
+
+fn describe(operation: Operation, all: &[(&str, &str)]) -> Value {
+    let params = path_params(operation.path);
+    let mut responses = Map::new();
+    let (code, description, schema) = operation.success;
+    let mut success = response(description, schema);
+    if let Some(links) = links(operation.method, operation.path, all) {
+        success["links"] = links;
+    }
+    responses.insert(code.into(), success);
+    let mut error = |code: &str, description: &str| {
+        responses
+            .entry(code)
+            .or_insert_with(|| response(description, Some(schema_ref("Error"))));
+    };
+    if !params.is_empty() {
+        error("400", "A malformed id");
+        error("404", "Not found, or not the caller's");
+    }
+    if operation.body.is_some() {
+        error("400", "A malformed or invalid body");
+        error("413", "The body is too large");
+    }
+    if operation.access != Access::Public {
+        error("401", "Missing or invalid bearer token");
+    }
+    if operation.time_limited {
+        error("408", "The request took too long");
+    }
+    error("default", "An unexpected error");
+    for (code, description, schema) in operation.extra {
+        responses.insert(code.into(), response(description, Some(schema)));
+    }
+    let mut out = Map::new();
+    out.insert("summary".into(), json!(operation.summary));
+    out.insert(
+        "operationId".into(),
+        json!(operation_id(operation.method, operation.path)),
+    );
+    let mut parameters: Vec<Value> = params
+        .iter()
+        .map(|name| {
+            json!({
+                "name": name, "in": "path", "required": true,
+                "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$" }
+            })
+        })
+        .collect();
+    if operation.access == Access::BearerOrQuery {
+        for (name, value) in [
+            ("Connection", "Upgrade"),
+            ("Upgrade", "websocket"),
+            ("Sec-WebSocket-Version", "13"),
+        ] {
+            parameters.push(json!({
+                "name": name, "in": "header", "required": true,
+                "schema": { "type": "string", "enum": [value] }
+            }));
+        }
+        parameters.push(json!({
+            "name": "Sec-WebSocket-Key", "in": "header", "required": true,
+            "schema": { "type": "string", "pattern": "^[A-Za-z0-9+/]{22}==$" }
+        }));
+    }
+    if operation.path.ends_with("/events") {
+        parameters.push(json!({
+            "name": "Last-Event-ID", "in": "header", "required": false,
+            "schema": { "type": "string", "pattern": "^[0-9]+$" }
+        }));
+    }
+    if !parameters.is_empty() {
+        out.insert("parameters".into(), Value::Array(parameters));
+    }
+    match operation.access {
+        Access::Public => {
+            out.insert("security".into(), json!([]));
+        }
+        Access::BearerOrQuery => {
+            out.insert(
+                "security".into(),
+                json!([{ "bearer": [] }, { "queryToken": [] }]),
+            );
+        }
+        Access::Bearer => {}
+    }
+    if let Some(schema) = operation.body {
         out.insert(
             "requestBody".into(),
             json!({ "required": true, "content": { "application/json": { "schema": schema } } }),
         );
     }
+    out.insert("responses".into(), Value::Object(responses));
     Value::Object(out)
-}
-
-fn obj(properties: Value, required: &[&str]) -> Value {
-    json!({ "type": "object", "properties": properties, "required": required })
 }
 
 /// The OpenAPI document.
 pub fn document() -> Value {
-    let auth = [("401", "Missing or invalid bearer token")];
-    let with = |mut codes: Vec<(&'static str, &'static str)>| {
-        codes.extend_from_slice(&auth);
-        codes
-    };
-    let agent_run = json!({
-        "type": "object",
-        "properties": {
-            "id": {"type": "string"}, "task_id": {"type": "string"},
-            "agent_type": {"enum": ["planification", "implementation", "review"]},
-            "status": {"enum": ["running", "completed", "failed", "cancelled"]},
-            "conversation_id": {"type": ["string", "null"]},
-            "created_at": {"type": "string", "format": "date-time"},
-            "completed_at": {"type": ["string", "null"], "format": "date-time"}
+    let operations = operations();
+    let all: Vec<(&str, &str)> = operations.iter().map(|o| (o.method, o.path)).collect();
+    let mut paths = Map::new();
+    let mut websockets = Map::new();
+    for operation in operations {
+        let (method, path) = (operation.method, operation.path);
+        // OpenAPI has no words for a WebSocket: its route is described the
+        // same way, in an extension, so HTTP clients and fuzzers skip it.
+        let target = if operation.access == Access::BearerOrQuery {
+            &mut websockets
+        } else {
+            &mut paths
+        };
+        let described = describe(operation, &all);
+        let entry = target
+            .entry(path)
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(methods) = entry {
+            methods.insert(method.into(), described);
         }
-    });
-    let paths = json!({
-        "/api/health": { "get": op("Liveness", &[("200", "OK")], None) },
-        "/api/openapi.json": { "get": op("This document", &[("200", "OpenAPI 3.1")], None) },
-        "/api/me": { "get": op("The caller", &with(vec![("200", "The user")]), None) },
-        "/api/projects": {
-            "get": op("The caller's projects", &with(vec![("200", "Projects")]), None),
-            "post": op("Create a project with a repository folder",
-                &with(vec![("201", "Created"), ("400", "Invalid body")]),
-                Some(obj(json!({"name": {"type": "string"}, "repoFolder": {"type": "string"},
-                                "model": {"type": "string"}}), &["name", "repoFolder"])))
-        },
-        "/api/projects/{projectId}": {
-            "get": op("A project", &with(vec![("200", "Project"), ("404", "Not found")]), None),
-            "delete": op("Delete a project", &with(vec![("204", "Deleted"), ("404", "Not found"),
-                ("409", "An agent is running in it")]), None)
-        },
-        "/api/projects/{projectId}/tasks": {
-            "get": op("A project's tasks", &with(vec![("200", "Tasks"), ("404", "Not found")]), None),
-            "post": op("Create a task and its document",
-                &with(vec![("201", "Created"), ("400", "Invalid body"), ("404", "Not found")]),
-                Some(obj(json!({"title": {"type": "string"}, "description": {"type": "string"}}),
-                    &["title"])))
-        },
-        "/api/tasks/{taskId}": {
-            "get": op("A task", &with(vec![("200", "Task"), ("400", "Invalid task id"),
-                ("404", "Not found")]), None)
-        },
-        "/api/tasks/{taskId}/document": {
-            "get": op("The task document", &with(vec![("200", "Document"), ("404", "Not found")]), None),
-            "put": op("Replace the task document", &with(vec![("200", "Document"),
-                ("400", "Invalid body"), ("404", "Not found")]),
-                Some(obj(json!({"content": {"type": "string"}}), &["content"])))
-        },
-        "/api/tasks/{taskId}/workflow-complete": {
-            "put": op("Set workflow_complete; true force-completes running agent runs",
-                &with(vec![("200", "{success, workflow_complete}"), ("400", "complete is not a boolean"),
-                    ("404", "Not found")]),
-                Some(obj(json!({"complete": {"type": "boolean"}}), &["complete"])))
-        },
-        "/api/tasks/{taskId}/agent-runs": {
-            "get": op("A task's agent runs", &with(vec![("200", "Agent runs"), ("404", "Not found")]), None),
-            "post": op("Start an agent run (and its chain)",
-                &with(vec![("201", "The agent run"), ("400", "Invalid agent type or task id"),
-                    ("404", "Task not found"), ("409", "{error, runningAgent}")]),
-                Some(obj(json!({"agentType": {"enum": ["planification", "implementation", "review"]}}),
-                    &["agentType"])))
-        },
-        "/api/agent-runs/{runId}": {
-            "get": op("An agent run", &with(vec![("200", "Agent run"), ("404", "Not found")]), None)
-        },
-        "/api/agent-runs/{runId}/messages": {
-            "get": op("The run's stored messages", &with(vec![("200", "Messages"), ("404", "Not found")]), None)
-        },
-        "/api/agent-runs/{runId}/events": {
-            "get": op("The run's events as text/event-stream; honours Last-Event-ID",
-                &with(vec![("200", "SSE stream"), ("400", "Bad Last-Event-ID"), ("404", "Not found")]), None)
-        },
-        "/api/agent-runs/{runId}/cancel": {
-            "post": op("Cancel a running agent run; the chain stops",
-                &with(vec![("200", "The agent run"), ("404", "Not found"), ("409", "Not running")]), None)
-        },
-        "/api/ws": {
-            "get": op("WebSocket of the caller's notifications (token in ?token= or header)",
-                &with(vec![("101", "Switching protocols")]), None)
-        }
-    });
+    }
     json!({
         "openapi": "3.1.0",
-        "info": { "title": "agentloop server", "version": env!("CARGO_PKG_VERSION") },
+        "info": {
+            "title": "agentloop server",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Projects, tasks and chained agent runs (implementation ⇄ review until the workflow is complete). Every error answer is JSON `{\"error\": ...}`. The WebSocket route `/api/ws` is described under `x-websockets`."
+        },
         "components": {
-            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } },
-            "schemas": { "AgentRun": agent_run }
+            "securitySchemes": {
+                "bearer": { "type": "http", "scheme": "bearer" },
+                "queryToken": { "type": "apiKey", "in": "query", "name": "token" }
+            },
+            "schemas": schemas()
         },
         "security": [{ "bearer": [] }],
-        "paths": paths
+        "paths": paths,
+        "x-websockets": websockets
     })
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn every_route_is_described() {
+    fn every_route_is_described_once() {
         let doc = super::document();
         for (method, path) in crate::routes::ROUTES {
             assert!(
-                doc["paths"][*path][*method].is_object(),
+                doc["paths"][*path][*method].is_object()
+                    || doc["x-websockets"][*path][*method].is_object(),
                 "{method} {path} is missing from the OpenAPI document"
             );
         }
-        let described: usize = doc["paths"]
-            .as_object()
-            .map(|paths| {
-                paths
-                    .values()
-                    .filter_map(|p| p.as_object())
-                    .map(|p| p.len())
-                    .sum()
-            })
-            .unwrap_or(0);
+        let described: usize = ["paths", "x-websockets"]
+            .iter()
+            .filter_map(|section| doc[*section].as_object())
+            .flat_map(|paths| paths.values())
+            .filter_map(|p| p.as_object())
+            .map(|p| p.len())
+            .sum();
         assert_eq!(described, crate::routes::ROUTES.len());
     }
 }

@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use crate::config::ServerConfig;
 use crate::error::ServerError;
 use crate::executor::{AgentExecutor, RuntimeExecutor};
+use crate::listener::serve_bounded;
 use crate::state::AppState;
 
 /// A server instance: its state and router.
@@ -48,14 +49,18 @@ impl Server {
         let state = self.state;
         let claimer = tokio::spawn(crate::recovery::claim_loop(state.clone()));
         let stop = state.shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            stop.cancel();
+        });
         let app = crate::routes::router(state.clone());
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                stop.cancel();
-            })
-            .await?;
-        state.shutdown.cancel();
+        serve_bounded(
+            listener,
+            app,
+            state.config.connections,
+            state.shutdown.clone(),
+        )
+        .await;
         let _ = claimer.await;
         let deadline = tokio::time::Instant::now() + state.config.lease_ttl;
         while state.local_count() > 0 && tokio::time::Instant::now() < deadline {

@@ -268,7 +268,10 @@ async fn agent_runs_start_conflict_list_and_recover() {
     );
     let settled = server.settle(&task_id, 1).await;
     assert_eq!(settled.len(), 1);
-    assert_eq!(settled[0]["status"], "completed");
+    // Marking the task done stops its running agent: it ends cancelled and
+    // says why.
+    assert_eq!(settled[0]["status"], "cancelled");
+    assert_eq!(settled[0]["stopped_by"], "workflow_complete");
     assert!(settled[0]["completed_at"].is_string());
     let (status, body) = server.send("PUT", &wc, json!({ "complete": false })).await;
     assert_eq!(
@@ -323,38 +326,6 @@ async fn agent_runs_start_conflict_list_and_recover() {
 
     let (status, doc) = server.get("/api/openapi.json").await;
     assert_eq!((status, doc["openapi"].as_str()), (200, Some("3.1.0")));
-    server.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn project_folders_stay_inside_the_configured_root() {
-    let (_dir, store) = sqlite().await;
-    let root = tempfile::tempdir().unwrap();
-    let mut config = common::config(hanging(1));
-    config.projects_root = Some(root.path().to_path_buf());
-    let server = common::start_with(store, config).await;
-    let inside = root.path().join("a");
-    let (status, _) = server
-        .send(
-            "POST",
-            "/api/projects",
-            json!({ "name": "a", "repoFolder": inside }),
-        )
-        .await;
-    assert_eq!(status, 201);
-    for folder in [
-        server.repo.path().to_path_buf(),
-        root.path().join("a/../../escape"),
-    ] {
-        let (status, body) = server
-            .send(
-                "POST",
-                "/api/projects",
-                json!({ "name": "b", "repoFolder": folder }),
-            )
-            .await;
-        assert_eq!(status, 400, "{body}");
-    }
     server.stop().await;
 }
 

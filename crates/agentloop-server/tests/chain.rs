@@ -78,6 +78,7 @@ async fn a_failed_run_stops_the_chain_and_planification_never_chains() {
         status: None,
         error_type: Some("invalid_request_error".to_owned()),
         request_id: None,
+        partial: None,
     };
     let provider = ScriptedProvider::new([
         ScriptedTurn::new().error(error),
@@ -214,6 +215,7 @@ async fn a_chain_broken_by_a_crash_is_continued() {
         conversation_id: None,
         created_at: 1,
         completed_at: Some(2),
+        end_reason: None,
     };
     store.create_agent_run(&run).await.unwrap();
     store

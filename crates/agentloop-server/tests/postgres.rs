@@ -5,9 +5,13 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_storage::PostgresStore;
-use std::sync::Arc;
+use common::gated::{GatedProvider, assert_ended, follow_until, start_run};
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_posts_give_one_run_on_postgres() {
@@ -31,6 +35,62 @@ async fn fifty_concurrent_posts_give_one_run_on_postgres() {
         "{statuses:?}"
     );
     server.stop().await;
+    store.close().await;
+    drop(database);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_on_one_instance_stops_the_run_on_another() {
+    let Some(database) =
+        common::postgres("a_cancel_on_one_instance_stops_the_run_on_another").await
+    else {
+        return;
+    };
+    let store = Arc::new(PostgresStore::connect(&database.url).await.unwrap());
+    let provider = GatedProvider::new([
+        ScriptedTurn::new().text("working ").tool_call(
+            "c1",
+            "fs",
+            json!({ "command": "create", "path": "effect.txt", "file_text": "too late" }),
+        ),
+        ScriptedTurn::new().text("This turn must never be requested."),
+    ]);
+    let runner = common::start(store.clone(), provider.clone()).await;
+    let other = common::start_as(
+        store.clone(),
+        common::config(ScriptedProvider::new([])),
+        runner.token.clone(),
+    )
+    .await;
+    let (_, task_id) = runner.project_and_task().await;
+    let run_id = start_run(&runner, &task_id, "implementation").await;
+    let mut on_runner = follow_until(&runner, &run_id, "first_chunk").await;
+    let mut on_other = follow_until(&other, &run_id, "first_chunk").await;
+
+    let dropped = provider.dropped.notified();
+    let (code, body) = other
+        .send(
+            "POST",
+            &format!("/api/agent-runs/{run_id}/cancel"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    // The runner learns it at its next heartbeat (50 ms in these tests).
+    tokio::time::timeout(Duration::from_secs(1), dropped)
+        .await
+        .expect("the runner did not drop the model request within 1 s");
+    on_runner.read_to_end(Duration::from_secs(1)).await;
+    on_other.read_to_end(Duration::from_secs(2)).await;
+    assert_ended(&runner, &run_id, &on_runner, "cancelled").await;
+    assert_ended(&other, &run_id, &on_other, "cancelled").await;
+
+    provider.open();
+    let repo = runner.repo.path().to_owned();
+    other.stop().await;
+    runner.stop().await;
+    assert!(!repo.join("effect.txt").exists(), "no tool effect");
+    assert_eq!(provider.request_count(), 1, "no later model request");
     store.close().await;
     drop(database);
 }

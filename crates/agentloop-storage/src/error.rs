@@ -25,6 +25,15 @@ pub enum StorageError {
         /// The task.
         task_id: String,
     },
+    /// Another project already owns this folder, or one inside or around
+    /// it.
+    #[error("the folder {folder} overlaps the folder of project {project_id}")]
+    FolderTaken {
+        /// The folder asked for.
+        folder: String,
+        /// The project whose folder it overlaps.
+        project_id: String,
+    },
     /// The record refers to a record that does not exist, or the request
     /// breaks another rule of the store.
     #[error("invalid request: {0}")]

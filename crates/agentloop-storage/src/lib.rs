@@ -58,6 +58,7 @@ pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use store::{
     AttachmentStore, ChatStore, FileStore, ProjectStore, RunStore, Store, TaskStore, UserStore,
+    folders_overlap,
 };
 
 use agentloop_types::{AttachmentError, AttachmentLoader, LoadedAttachment};

@@ -262,11 +262,13 @@ impl AgentType {
 pub enum AgentRunStatus {
     /// Running; at most one per task.
     Running,
-    /// Finished normally (or force-completed).
+    /// Its loop completed.
     Completed,
-    /// Failed; the chain stops.
+    /// Failed; the chain stops. [`AgentRun::end_reason`] says why.
     Failed,
-    /// Cancelled by a person; the chain stops.
+    /// Stopped before its loop ended: cancelled by a person, or
+    /// force-completed when its task was marked done
+    /// ([`AgentRun::end_reason`] says which); the chain stops.
     Cancelled,
 }
 
@@ -310,6 +312,38 @@ pub struct AgentRun {
     pub created_at: i64,
     /// Completion time (Unix ms).
     pub completed_at: Option<i64>,
+    /// Why a failed or cancelled run ended.
+    #[serde(default)]
+    pub end_reason: Option<EndReason>,
+}
+
+/// Why an agent run ended other than by completing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndReason {
+    /// A short machine-readable kind: for cancelled runs `cancel` (a
+    /// person cancelled it) or `workflow_complete` (its task was marked
+    /// done); for failed runs the kind of error (`provider`, `tool`, ...).
+    pub kind: String,
+    /// A sentence for people.
+    pub message: String,
+}
+
+impl EndReason {
+    /// A reason of `kind` with `message`.
+    pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            kind: kind.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Why runs are stopped when their task is marked done.
+    pub fn workflow_complete() -> Self {
+        Self::new(
+            "workflow_complete",
+            "stopped because its task was marked done",
+        )
+    }
 }
 
 /// A conversation of a task (seed 004), backed by a chat.

@@ -32,6 +32,7 @@ impl PostgresStore {
         migrator([
             include_str!("../migrations/postgres/0001_init.sql"),
             include_str!("../migrations/postgres/0002_users.sql"),
+            include_str!("../migrations/postgres/0003_folders_and_end_reasons.sql"),
         ])
         .run(&pool)
         .await

@@ -77,6 +77,7 @@ impl SqliteStore {
         migrator([
             include_str!("../migrations/sqlite/0001_init.sql"),
             include_str!("../migrations/sqlite/0002_users.sql"),
+            include_str!("../migrations/sqlite/0003_folders_and_end_reasons.sql"),
         ])
         .run(&pool)
         .await

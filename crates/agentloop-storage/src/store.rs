@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::error::StorageResult;
 use crate::model::{
     AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Chat, Checkpoint, Conversation,
-    FileRecord, Project, RunRecord, StoredMessage, Task, User, UserToken,
+    EndReason, FileRecord, Project, RunRecord, StoredMessage, Task, User, UserToken,
 };
 
 /// Projects. Deleting a project deletes everything it owns.
@@ -24,6 +24,23 @@ pub trait ProjectStore: Send + Sync {
     async fn update_project(&self, project: &Project) -> StorageResult<()>;
     /// Deletes a project with its chats, attachments, files, runs and tasks.
     async fn delete_project(&self, id: &str) -> StorageResult<()>;
+    /// Creates a project that owns `folder` (a normalised absolute path
+    /// without a trailing separator). In one transaction, no two projects'
+    /// folders may be equal or lie one inside the other: such a folder
+    /// fails with `FolderTaken`. The folder is freed when the project is
+    /// deleted.
+    async fn create_project_in_folder(&self, project: &Project, folder: &str) -> StorageResult<()>;
+}
+
+/// Whether two normalised absolute folders are equal or nested.
+pub fn folders_overlap(a: &str, b: &str) -> bool {
+    fn inside(inner: &str, outer: &str) -> bool {
+        let outer = outer.trim_end_matches('/');
+        inner
+            .strip_prefix(outer)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+    inside(a, b) || inside(b, a)
 }
 
 /// Chats (minion chats included), their messages and checkpoints.
@@ -163,8 +180,9 @@ pub trait TaskStore: Send + Sync {
     async fn get_task(&self, id: &str) -> StorageResult<Task>;
     /// A project's tasks, oldest first.
     async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>>;
-    /// Sets `workflow_complete`. Setting it to true also completes every
-    /// running agent run of the task (the recovery path); those are returned.
+    /// Sets `workflow_complete`. Setting it to true also ends every running
+    /// agent run of the task (the recovery path) as `cancelled` with the
+    /// reason [`EndReason::workflow_complete`]; those are returned.
     async fn set_workflow_complete(
         &self,
         task_id: &str,
@@ -193,13 +211,14 @@ pub trait TaskStore: Send + Sync {
     ) -> StorageResult<()>;
     /// Ends an agent run with `status` at `completed_at` if it is still
     /// running, in one conditional update, so a run cancelled or
-    /// force-completed meanwhile keeps that status. Returns whether it
-    /// did; `status` must not be `running`.
+    /// force-completed meanwhile keeps that status and reason. Returns
+    /// whether it did; `status` must not be `running`.
     async fn finish_agent_run(
         &self,
         id: &str,
         status: AgentRunStatus,
         completed_at: i64,
+        reason: Option<&EndReason>,
     ) -> StorageResult<bool>;
     /// Links an agent run to its conversation.
     async fn link_conversation(

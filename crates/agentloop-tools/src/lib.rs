@@ -37,6 +37,7 @@
 //! ```
 
 pub mod ask_user;
+mod editor;
 pub mod fs;
 pub mod js;
 pub mod memory;

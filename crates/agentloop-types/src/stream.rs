@@ -4,6 +4,8 @@
 //! Providers and consumers share one assembler, so what a front end shows
 //! while streaming is, by construction, what the final message renders to.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -13,27 +15,7 @@ use crate::render::{
 };
 use crate::tokens::TokenTotals;
 
-/// Why a model turn ended, normalised across providers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// The model finished its answer.
-    EndTurn,
-    /// The model wants tools run.
-    ToolUse,
-    /// The output token cap was hit.
-    MaxTokens,
-    /// A stop sequence was produced.
-    StopSequence,
-    /// The model refused.
-    Refusal,
-    /// A long server-side turn paused; send the messages back to continue.
-    PauseTurn,
-    /// The provider's content filter stopped the output.
-    ContentFilter,
-    /// A reason this version does not know, verbatim.
-    Other(String),
-}
+pub use crate::stop::{RefusalDetails, StopReason};
 
 /// The opening of a content block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -216,17 +198,20 @@ pub fn parse_tool_input(json: &str) -> Value {
 }
 
 struct Slot {
-    index: u32,
     block: PartialBlock,
     group: usize,
     position: usize,
 }
 
 /// Applies [`StreamDelta`]s, keeping both the content blocks and their
-/// render groups current in O(1) per delta.
+/// render groups current in O(1) amortised per delta: blocks are found by
+/// index through a map, and text and argument fragments are appended, never
+/// copied again.
 #[derive(Default)]
 pub struct StreamAssembler {
     slots: Vec<Slot>,
+    /// Provider block index → position in `slots`.
+    by_index: HashMap<u32, usize>,
     groups: Vec<RenderingBlockGroup>,
 }
 
@@ -295,12 +280,15 @@ impl StreamAssembler {
                     return Err(wrong(*index, "tool input"));
                 };
                 json.push_str(partial_json);
-                let shown_json = Value::String(json.clone());
                 let (group, position) = (slot.group, slot.position);
-                if let Some(RenderingContentBlock::ToolUse { input, .. }) =
-                    self.render_slot(group, position)
+                // The rendering shows the raw arguments as a string until the
+                // block stops; the fragment is appended to it in place.
+                if let Some(RenderingContentBlock::ToolUse {
+                    input: Value::String(shown),
+                    ..
+                }) = self.render_slot(group, position)
                 {
-                    *input = shown_json;
+                    shown.push_str(partial_json);
                 }
                 Ok(())
             }
@@ -344,7 +332,7 @@ impl StreamAssembler {
     }
 
     fn open(&mut self, index: u32, start: &BlockStart) -> Result<(), AssemblyError> {
-        if self.slots.iter().any(|s| s.index == index) {
+        if self.by_index.contains_key(&index) {
             return Err(AssemblyError::DuplicateBlock { index });
         }
         let block = match start {
@@ -383,8 +371,8 @@ impl StreamAssembler {
         let group = self.groups.len() - 1;
         let position = self.groups[group].blocks.len() - 1;
         debug_assert_eq!(self.groups[group].category, category);
+        self.by_index.insert(index, self.slots.len());
         self.slots.push(Slot {
-            index,
             block,
             group,
             position,
@@ -393,10 +381,9 @@ impl StreamAssembler {
     }
 
     fn slot(&mut self, index: u32) -> Result<&mut Slot, AssemblyError> {
-        self.slots
-            .iter_mut()
-            .rev()
-            .find(|s| s.index == index)
+        self.by_index
+            .get(&index)
+            .and_then(|&at| self.slots.get_mut(at))
             .ok_or(AssemblyError::UnknownBlock { index })
     }
 

@@ -255,3 +255,58 @@ fn history_validator_and_repair() {
     assert_eq!(repaired.len(), 2);
     assert_eq!(validate_history(&repaired, false), Ok(()));
 }
+
+#[test]
+fn streaming_tool_arguments_render_as_they_grow_then_parsed() {
+    let mut assembler = StreamAssembler::new();
+    assembler
+        .apply(&StreamDelta::BlockStart {
+            index: 7,
+            block: agentloop_types::BlockStart::ToolUse {
+                id: "t".into(),
+                name: "fs".into(),
+            },
+        })
+        .unwrap();
+    let shown = |assembler: &StreamAssembler| match &assembler.groups()[0].blocks[0] {
+        RenderingContentBlock::ToolUse { input, .. } => input.clone(),
+        other => panic!("expected a tool block, got {other:?}"),
+    };
+    let mut expected = String::from("{\"path\": \"");
+    assembler
+        .apply(&StreamDelta::ToolInput {
+            index: 7,
+            partial_json: expected.clone(),
+        })
+        .unwrap();
+    for _ in 0..1_000 {
+        assembler
+            .apply(&StreamDelta::ToolInput {
+                index: 7,
+                partial_json: "ab".into(),
+            })
+            .unwrap();
+        expected.push_str("ab");
+    }
+    assert_eq!(shown(&assembler), json!(expected));
+    assembler
+        .apply(&StreamDelta::ToolInput {
+            index: 7,
+            partial_json: "\"}".into(),
+        })
+        .unwrap();
+    assembler
+        .apply(&StreamDelta::BlockStop { index: 7 })
+        .unwrap();
+    let path = "ab".repeat(1_000);
+    assert_eq!(shown(&assembler), json!({ "path": path }));
+    let content = assembler.finish();
+    assert_eq!(
+        content,
+        vec![ContentBlock::ToolUse(ToolUseBlock {
+            id: "t".into(),
+            name: "fs".into(),
+            input: json!({ "path": path }),
+        })]
+    );
+}

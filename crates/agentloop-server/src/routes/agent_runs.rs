@@ -1,7 +1,7 @@
 //! Agent runs: start one (seed 004's POST), list, read, cancel.
 
 use agentloop_storage::StorageError;
-use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, now_millis};
+use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, EndReason, now_millis};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -110,16 +110,25 @@ pub(super) async fn cancel(
     Path(run_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let (run, ctx) = owned_run(&state, &user, &run_id).await?;
+    let reason = EndReason::new("cancel", format!("cancelled by {}", user.name));
     let cancelled = state
         .store
-        .finish_agent_run(&run.id, AgentRunStatus::Cancelled, now_millis())
+        .finish_agent_run(
+            &run.id,
+            AgentRunStatus::Cancelled,
+            now_millis(),
+            Some(&reason),
+        )
         .await?;
     if !cancelled {
         let current = state.store.get_agent_run(&run.id).await?;
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!("the agent run is already {}", current.status.as_str()),
-        ));
+        return Err(ApiError {
+            status: StatusCode::CONFLICT,
+            body: json!({
+                "error": format!("the agent run is already {}", current.status.as_str()),
+                "agentRun": agent_run_json(&current),
+            }),
+        });
     }
     if let Some(local) = state.local_run(&run.id) {
         local.cancel.cancel();

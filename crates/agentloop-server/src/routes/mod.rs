@@ -8,7 +8,7 @@ mod ws;
 
 use std::time::Duration;
 
-use agentloop_storage::model::AgentRun;
+use agentloop_storage::model::{AgentRun, AgentRunStatus};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
 use axum::http::StatusCode;
@@ -19,8 +19,11 @@ use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
+use tracing::Instrument;
+
 use crate::error::ApiError;
 use crate::ids::rfc3339;
+use crate::metrics::HttpLabels;
 use crate::state::AppState;
 use crate::users::{User, user_for_token};
 
@@ -95,7 +98,120 @@ pub fn router(state: AppState) -> Router {
         .merge(streaming)
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
+}
+
+/// One log line and one metric per request: method, route template (never
+/// the raw path or query, which may carry a token), status, latency, the
+/// authenticated user (recorded on the span by the auth extractors) and a
+/// request id, also returned as `x-request-id`.
+async fn log_request(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_owned();
+    let request_id = crate::ids::new_id();
+    let span = tracing::info_span!(
+        "http.request",
+        http.request.method = %method,
+        http.route = %route,
+        request_id = %request_id,
+        user_id = tracing::field::Empty,
+    );
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let status = response.status().as_u16();
+    span.in_scope(|| {
+        tracing::info!(
+            http.response.status_code = status,
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "request"
+        );
+    });
+    state
+        .metrics
+        .http_requests
+        .get_or_create(&HttpLabels {
+            method,
+            route,
+            status,
+        })
+        .inc();
+    if let Ok(value) = axum::http::HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
+}
+
+/// The methods [`ROUTES`] has for `path`, upper-case.
+pub fn allowed_methods(path: &str) -> Vec<String> {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    ROUTES
+        .iter()
+        .filter(|(_, template)| {
+            let parts: Vec<&str> = template.split('/').collect();
+            parts.len() == segments.len()
+                && parts
+                    .iter()
+                    .zip(&segments)
+                    .all(|(part, segment)| part.starts_with('{') || part == segment)
+        })
+        .map(|(method, _)| method.to_ascii_uppercase())
+        .collect()
+}
+
+/// Largest error body from a rejection that is carried into the JSON one.
+const MAX_ERROR_TEXT: usize = 4096;
+
+/// Turns every error answer that is not JSON — axum's rejections of paths,
+/// queries and WebSocket upgrades, a 405's empty body — into
+/// `{ "error": ... }` with `application/json`, so a client parses one error
+/// shape whatever went wrong.
+async fn json_errors(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, MAX_ERROR_TEXT)
+        .await
+        .ok()
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
+        .filter(|text| !text.is_empty());
+    let message = match (status, text) {
+        (StatusCode::METHOD_NOT_ALLOWED, _) => {
+            let allowed = allowed_methods(&path).join(", ");
+            if let Ok(value) = axum::http::HeaderValue::from_str(&allowed) {
+                parts.headers.insert(axum::http::header::ALLOW, value);
+            }
+            format!("method {method} is not allowed here (allowed: {allowed})")
+        }
+        (_, Some(text)) => text,
+        (_, None) => status
+            .canonical_reason()
+            .unwrap_or("request failed")
+            .to_owned(),
+    };
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    let mut response = ApiError::new(status, message).into_response();
+    for (name, value) in &parts.headers {
+        if name != axum::http::header::CONTENT_TYPE {
+            response.headers_mut().insert(name, value.clone());
+        }
+    }
+    response
 }
 
 async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {
@@ -111,32 +227,52 @@ async fn me(AuthUser(user): AuthUser) -> Json<User> {
     Json(user)
 }
 
-/// The authenticated user (`Authorization: Bearer <token>`, or `?token=`
-/// for WebSocket clients that cannot set headers).
+/// The authenticated user (`Authorization: Bearer <token>`).
 pub struct AuthUser(pub User);
 
 impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::to_owned);
+        let token = bearer(parts).ok_or_else(ApiError::unauthorized)?;
+        Ok(Self(authenticate(state, &token).await?))
+    }
+}
+
+/// The authenticated user of a WebSocket request: the bearer header, or
+/// `?token=` for browser clients, which cannot set headers on a WebSocket.
+/// Only the WebSocket route takes a token in the URL, where it would
+/// otherwise end up in logs and browser history.
+pub struct WsUser(pub User);
+
+impl FromRequestParts<AppState> for WsUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let query = parts.uri.query().and_then(|q| {
             q.split('&')
                 .find_map(|pair| pair.strip_prefix("token=").map(str::to_owned))
         });
-        let Some(token) = header.or(query) else {
-            return Err(ApiError::unauthorized());
-        };
-        match user_for_token(&*state.store, token.trim()).await? {
-            Some(user) => Ok(Self(user)),
-            None => Err(ApiError::unauthorized()),
-        }
+        let token = bearer(parts).or(query).ok_or_else(ApiError::unauthorized)?;
+        Ok(Self(authenticate(state, &token).await?))
     }
+}
+
+fn bearer(parts: &Parts) -> Option<String> {
+    parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned)
+}
+
+async fn authenticate(state: &AppState, token: &str) -> Result<User, ApiError> {
+    let user = user_for_token(&*state.store, token.trim())
+        .await?
+        .ok_or_else(ApiError::unauthorized)?;
+    tracing::Span::current().record("user_id", user.id.as_str());
+    Ok(user)
 }
 
 /// A JSON request body; malformed JSON, a body over the limit or a
@@ -165,8 +301,18 @@ impl<S: Send + Sync> FromRequest<S> for ApiJson {
     }
 }
 
-/// An agent run as the API shows it (seed 004's shape).
+/// An agent run as the API shows it: seed 004's shape, plus why it ended
+/// when it did not complete: `error` (`{kind, message}`) for a failed run,
+/// `stopped_by` (`cancel` or `workflow_complete`) with `stop_message` for
+/// a cancelled one.
 pub fn agent_run_json(run: &AgentRun) -> Value {
+    let reason = run.end_reason.as_ref();
+    let failed = (run.status == AgentRunStatus::Failed)
+        .then_some(reason)
+        .flatten();
+    let stopped = (run.status == AgentRunStatus::Cancelled)
+        .then_some(reason)
+        .flatten();
     json!({
         "id": run.id,
         "task_id": run.task_id,
@@ -175,6 +321,9 @@ pub fn agent_run_json(run: &AgentRun) -> Value {
         "conversation_id": run.conversation_id,
         "created_at": rfc3339(run.created_at),
         "completed_at": run.completed_at.map(rfc3339),
+        "error": failed,
+        "stopped_by": stopped.map(|r| &r.kind),
+        "stop_message": stopped.map(|r| &r.message),
     })
 }
 

@@ -1,7 +1,6 @@
 //! Projects: each belongs to a user and has a repository folder.
 
-use std::path::PathBuf;
-
+use agentloop_storage::StorageError;
 use agentloop_storage::model::{Project, now_millis};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -9,7 +8,11 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{ApiJson, AuthUser, check_id};
+use agentloop_tools::vfs::DirJail;
+use agentloop_types::vfs::{Vfs, VfsError};
+
 use crate::error::ApiError;
+use crate::folders::{self, FolderError};
 use crate::ids::{new_id, rfc3339};
 use crate::runner::{project_owner, project_repo};
 use crate::state::AppState;
@@ -57,48 +60,35 @@ pub(super) async fn create(
     AuthUser(user): AuthUser,
     ApiJson(body): ApiJson,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let Some(name) = body.get("name").and_then(Value::as_str) else {
-        return Err(ApiError::bad_request("name must be a string"));
+    let name = match body.get("name").and_then(Value::as_str).map(str::trim) {
+        Some(name) if !name.is_empty() => name,
+        Some(_) => return Err(ApiError::bad_request("name must not be empty")),
+        None => return Err(ApiError::bad_request("name must be a string")),
     };
-    let Some(folder) = body
+    let Some(requested) = body
         .get("repoFolder")
         .or_else(|| body.get("repo_folder"))
         .and_then(Value::as_str)
     else {
         return Err(ApiError::bad_request("repoFolder must be a string"));
     };
-    let folder = PathBuf::from(folder);
-    if !folder.is_absolute() {
-        return Err(ApiError::bad_request("repoFolder must be an absolute path"));
-    }
-    let root = match &state.config.projects_root {
-        Some(root) => Some(
-            root.canonicalize()
-                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?,
-        ),
-        None => None,
+    let model = match body.get("model") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(model)) if !model.trim().is_empty() => Some(model.clone()),
+        Some(_) => return Err(ApiError::bad_request("model must be a non-empty string")),
     };
-    let outside = |path: &std::path::Path| root.as_ref().is_some_and(|r| !path.starts_with(r));
-    let escapes = folder
-        .components()
-        .any(|c| matches!(c, std::path::Component::ParentDir));
-    if escapes || outside(&folder) {
-        return Err(ApiError::bad_request(
-            "repoFolder must be inside the server's projects folder",
-        ));
+    let planned =
+        folders::plan(state.config.projects_root.as_deref(), requested).map_err(folder_error)?;
+    if let Some(owner) = folder_owner(&planned.path).await {
+        if owner != user.id {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "repoFolder belonged to another user's project",
+            ));
+        }
     }
-    std::fs::create_dir_all(&folder)
-        .map_err(|e| ApiError::bad_request(format!("cannot create repoFolder: {e}")))?;
-    let folder = folder
-        .canonicalize()
-        .map_err(|e| ApiError::bad_request(format!("repoFolder: {e}")))?;
-    if outside(&folder) {
-        return Err(ApiError::bad_request(
-            "repoFolder must be inside the server's projects folder",
-        ));
-    }
-    let mut settings = json!({ "owner": user.id, "repo_folder": folder });
-    if let Some(model) = body.get("model").and_then(Value::as_str) {
+    let mut settings = json!({ "owner": user.id, "repo_folder": planned.path });
+    if let Some(model) = model {
         settings["model"] = json!(model);
     }
     let now = now_millis();
@@ -109,8 +99,63 @@ pub(super) async fn create(
         created_at: now,
         updated_at: now,
     };
-    state.store.create_project(&project).await?;
+    match state
+        .store
+        .create_project_in_folder(&project, &planned.key())
+        .await
+    {
+        Ok(()) => {}
+        Err(StorageError::FolderTaken { .. }) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "repoFolder is, contains or lies inside the folder of another project",
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let created = match folders::create(&planned) {
+        Ok(created) => created,
+        Err(e) => {
+            state.store.delete_project(&project.id).await?;
+            return Err(folder_error(e));
+        }
+    };
+    if let Err(e) = mark_owner(&planned.path, &user.id).await {
+        folders::remove_created(&created);
+        state.store.delete_project(&project.id).await?;
+        return Err(ApiError::bad_request(format!(
+            "cannot write into repoFolder: {e}"
+        )));
+    }
     Ok((StatusCode::CREATED, Json(project_json(&project))))
+}
+
+/// Where a project folder records its owner, so that a folder left behind
+/// by a deleted project is not handed to another user with its files.
+const OWNER_MARK: &str = ".agentloop/owner";
+
+/// The user recorded as the folder's owner, if it exists and has one.
+async fn folder_owner(folder: &std::path::Path) -> Option<String> {
+    let jail = DirJail::new(folder).ok()?;
+    let owner = jail.read_to_string(OWNER_MARK).await.ok()?;
+    Some(owner.trim().to_owned())
+}
+
+async fn mark_owner(folder: &std::path::Path, user_id: &str) -> Result<(), VfsError> {
+    DirJail::new(folder)?
+        .write(OWNER_MARK, user_id.as_bytes())
+        .await
+}
+
+fn folder_error(error: FolderError) -> ApiError {
+    match error {
+        FolderError::Invalid(_) | FolderError::NotAFolder(_) | FolderError::Create { .. } => {
+            ApiError::bad_request(error.to_string())
+        }
+        FolderError::Root { .. } => {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
+        }
+    }
 }
 
 pub(super) async fn get_one(

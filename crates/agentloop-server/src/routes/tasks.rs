@@ -1,7 +1,7 @@
 //! Tasks: each belongs to a project and has its document at
 //! `.agentloop/tasks/task-<id>.md` in the project folder.
 
-use agentloop_storage::model::{AgentRunStatus, Task, now_millis};
+use agentloop_storage::model::{Task, now_millis};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -9,6 +9,9 @@ use serde_json::{Value, json};
 
 use super::projects::owned_project;
 use super::{ApiJson, AuthUser, check_id};
+use agentloop_tools::vfs::DirJail;
+use agentloop_types::vfs::{Vfs, VfsError};
+
 use crate::config::task_doc_path;
 use crate::error::ApiError;
 use crate::ids::{new_id, rfc3339};
@@ -41,18 +44,27 @@ pub async fn owned_task(state: &AppState, user: &User, id: &str) -> Result<TaskC
     }
 }
 
-fn write_document(ctx: &TaskContext, content: &str) -> Result<(), ApiError> {
-    let path = ctx.repo.join(task_doc_path(&ctx.task.id));
-    let io = |e: std::io::Error| {
+/// The project folder as a jail: task documents are read and written
+/// through it, so a link placed in the folder cannot lead outside.
+fn project_jail(ctx: &TaskContext) -> Result<DirJail, ApiError> {
+    DirJail::new(&ctx.repo).map_err(|e| {
         ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("cannot write the task document: {e}"),
+            StatusCode::CONFLICT,
+            format!("the project folder is not usable: {e}"),
         )
-    };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
-    }
-    std::fs::write(&path, content).map_err(io)
+    })
+}
+
+async fn write_document(ctx: &TaskContext, content: &str) -> Result<(), ApiError> {
+    let jail = project_jail(ctx)?;
+    jail.write(&task_doc_path(&ctx.task.id), content.as_bytes())
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                format!("cannot write the task document: {e}"),
+            )
+        })
 }
 
 pub(super) async fn list(
@@ -72,8 +84,10 @@ pub(super) async fn create(
     ApiJson(body): ApiJson,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let project = owned_project(&state, &user, &project_id).await?;
-    let Some(title) = body.get("title").and_then(Value::as_str) else {
-        return Err(ApiError::bad_request("title must be a string"));
+    let title = match body.get("title").and_then(Value::as_str).map(str::trim) {
+        Some(title) if !title.is_empty() => title,
+        Some(_) => return Err(ApiError::bad_request("title must not be empty")),
+        None => return Err(ApiError::bad_request("title must be a string")),
     };
     let description = match body.get("description") {
         None | Some(Value::Null) => "",
@@ -91,7 +105,7 @@ pub(super) async fn create(
     };
     state.store.create_task(&task).await?;
     let ctx = load_task_context(&*state.store, &task.id).await?;
-    write_document(&ctx, &format!("# {title}\n\n{description}\n"))?;
+    write_document(&ctx, &format!("# {title}\n\n{description}\n")).await?;
     Ok((StatusCode::CREATED, Json(task_json(&task))))
 }
 
@@ -111,8 +125,16 @@ pub(super) async fn get_document(
 ) -> Result<Json<Value>, ApiError> {
     let ctx = owned_task(&state, &user, &task_id).await?;
     let path = task_doc_path(&ctx.task.id);
-    let content = std::fs::read_to_string(ctx.repo.join(&path))
-        .map_err(|_| ApiError::not_found("Task document not found"))?;
+    let content = match project_jail(&ctx)?.read_to_string(&path).await {
+        Ok(content) => content,
+        Err(VfsError::NotFound(_)) => return Err(ApiError::not_found("Task document not found")),
+        Err(e) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("cannot read the task document: {e}"),
+            ));
+        }
+    };
     Ok(Json(json!({ "path": path, "content": content })))
 }
 
@@ -126,7 +148,7 @@ pub(super) async fn put_document(
     let Some(content) = body.get("content").and_then(Value::as_str) else {
         return Err(ApiError::bad_request("content must be a string"));
     };
-    write_document(&ctx, content)?;
+    write_document(&ctx, content).await?;
     Ok(Json(
         json!({ "path": task_doc_path(&ctx.task.id), "content": content }),
     ))
@@ -151,7 +173,7 @@ pub(super) async fn workflow_complete(
         if let Some(local) = state.local_run(&run.id) {
             local.cancel.cancel();
         }
-        state.notify_run_status(&ctx.owner, run, AgentRunStatus::Completed);
+        state.notify_run_status(&ctx.owner, run, run.status);
     }
     Ok(Json(
         json!({ "success": true, "workflow_complete": complete }),

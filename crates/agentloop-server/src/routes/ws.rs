@@ -7,12 +7,12 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::AuthUser;
+use super::WsUser;
 use crate::state::AppState;
 
 pub(super) async fn upgrade(
     State(state): State<AppState>,
-    AuthUser(user): AuthUser,
+    WsUser(user): WsUser,
     ws: WebSocketUpgrade,
 ) -> Response {
     let notices = state.notices.subscribe();

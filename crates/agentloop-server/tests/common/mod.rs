@@ -1,5 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code, missing_docs)]
 
+pub mod gated;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +37,11 @@ pub async fn start_with(store: Arc<dyn Store>, config: ServerConfig) -> TestServ
     let (_, token) = agentloop_server::users::create_user(&*store, "ada")
         .await
         .unwrap();
+    start_as(store, config, token).await
+}
+
+/// A second instance on the same store, used by the holder of `token`.
+pub async fn start_as(store: Arc<dyn Store>, config: ServerConfig, token: String) -> TestServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

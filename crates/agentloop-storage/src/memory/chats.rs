@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use super::{ChatRow, MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{Chat, Checkpoint, Project, StoredMessage};
-use crate::store::{ChatStore, ProjectStore};
+use crate::store::{ChatStore, ProjectStore, folders_overlap};
 
 #[async_trait]
 impl ProjectStore for MemoryStore {
@@ -53,6 +53,26 @@ impl ProjectStore for MemoryStore {
             return Err(StorageError::not_found("project", id));
         }
         state.remove_project(id);
+        Ok(())
+    }
+
+    async fn create_project_in_folder(&self, project: &Project, folder: &str) -> StorageResult<()> {
+        let mut state = self.lock();
+        if state.projects.contains_key(&project.id) {
+            return Err(StorageError::exists("project", &project.id));
+        }
+        if let Some((other, _)) = state
+            .folders
+            .iter()
+            .find(|(_, taken)| folders_overlap(taken, folder))
+        {
+            return Err(StorageError::FolderTaken {
+                folder: folder.to_owned(),
+                project_id: other.clone(),
+            });
+        }
+        state.projects.insert(project.id.clone(), project.clone());
+        state.folders.insert(project.id.clone(), folder.to_owned());
         Ok(())
     }
 }

@@ -43,6 +43,8 @@ struct State {
     conversations: BTreeMap<String, Conversation>,
     users: BTreeMap<String, User>,
     tokens: BTreeMap<String, UserToken>,
+    /// Project id → the folder it owns.
+    folders: BTreeMap<String, String>,
 }
 
 impl MemoryStore {
@@ -103,6 +105,7 @@ impl State {
 
     fn remove_project(&mut self, id: &str) {
         self.projects.remove(id);
+        self.folders.remove(id);
         let chats: Vec<String> = self
             .chats
             .values()

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use super::{MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{
-    AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Conversation, FileRecord, RunRecord,
-    RunStatus, Task,
+    AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Conversation, EndReason, FileRecord,
+    RunRecord, RunStatus, Task,
 };
 use crate::store::{AttachmentStore, FileStore, RunStore, TaskStore};
 
@@ -335,8 +335,9 @@ impl TaskStore for MemoryStore {
         if complete {
             for run in state.agent_runs.values_mut() {
                 if run.task_id == task_id && run.status == AgentRunStatus::Running {
-                    run.status = AgentRunStatus::Completed;
+                    run.status = AgentRunStatus::Cancelled;
                     run.completed_at = Some(now);
+                    run.end_reason = Some(EndReason::workflow_complete());
                     finished.push(run.clone());
                 }
             }
@@ -436,6 +437,7 @@ impl TaskStore for MemoryStore {
         id: &str,
         status: AgentRunStatus,
         completed_at: i64,
+        reason: Option<&EndReason>,
     ) -> StorageResult<bool> {
         if status == AgentRunStatus::Running {
             return Err(StorageError::Invalid(
@@ -452,6 +454,7 @@ impl TaskStore for MemoryStore {
         }
         run.status = status;
         run.completed_at = Some(completed_at);
+        run.end_reason = reason.cloned();
         Ok(true)
     }
 

@@ -8,7 +8,7 @@ mod sql_chats {
     use crate::error::{StorageError, StorageResult};
     use crate::model::{Chat, Checkpoint, Project, StoredMessage};
     use crate::sql::{db_err, found, insert_err};
-    use crate::store::{ChatStore, ProjectStore, from_json_text, json_text};
+    use crate::store::{ChatStore, ProjectStore, folders_overlap, from_json_text, json_text};
 
     #[async_trait]
     impl ProjectStore for SqlStore {
@@ -69,6 +69,54 @@ mod sql_chats {
                 .await
                 .map_err(db_err)?;
             found(done.rows_affected(), "project", id)
+        }
+
+        async fn create_project_in_folder(
+            &self,
+            project: &Project,
+            folder: &str,
+        ) -> StorageResult<()> {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            // Writing the one lock row first serialises every folder claim
+            // (a row lock on PostgreSQL, the write lock on SQLite), so the
+            // overlap check below sees every committed folder.
+            sqlx::query("UPDATE project_folder_lock SET claims = claims + 1 WHERE id = 1")
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let taken: Vec<(String, String)> =
+                sqlx::query_as("SELECT project_id, path FROM project_folders")
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            if let Some((other, _)) = taken
+                .into_iter()
+                .find(|(_, path)| folders_overlap(path, folder))
+            {
+                return Err(StorageError::FolderTaken {
+                    folder: folder.to_owned(),
+                    project_id: other,
+                });
+            }
+            sqlx::query(
+                "INSERT INTO projects (id, name, settings, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&project.id)
+            .bind(&project.name)
+            .bind(json_text(&project.settings)?)
+            .bind(project.created_at)
+            .bind(project.updated_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| insert_err(e, "project", &project.id))?;
+            sqlx::query("INSERT INTO project_folders (project_id, path) VALUES ($1, $2)")
+                .bind(&project.id)
+                .bind(folder)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)
         }
     }
 

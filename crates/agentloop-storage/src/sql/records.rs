@@ -170,6 +170,9 @@ mod rows {
             conversation_id: opt_text(row, "conversation_id")?,
             created_at: int(row, "created_at")?,
             completed_at: opt_int(row, "completed_at")?,
+            end_reason: opt_text(row, "end_reason")?
+                .map(|text| from_json_text(&text))
+                .transpose()?,
         })
     }
 

@@ -6,7 +6,7 @@ mod sql_runs {
     use super::{SqlStore, rows};
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
-    use crate::model::{AgentRun, AgentRunStatus, Conversation, RunRecord, Task};
+    use crate::model::{AgentRun, AgentRunStatus, Conversation, EndReason, RunRecord, Task};
     use crate::sql::{db_err, found, insert_err, is_unique};
     use crate::store::{RunStore, TaskStore, from_json_text, json_text};
 
@@ -236,11 +236,12 @@ mod sql_runs {
             let mut finished = Vec::new();
             if complete {
                 finished = sqlx::query(
-                    "UPDATE agent_runs SET status = 'completed', completed_at = $2 \
-                     WHERE task_id = $1 AND status = 'running' RETURNING *",
+                    "UPDATE agent_runs SET status = 'cancelled', completed_at = $2, \
+                     end_reason = $3 WHERE task_id = $1 AND status = 'running' RETURNING *",
                 )
                 .bind(task_id)
                 .bind(now)
+                .bind(json_text(&EndReason::workflow_complete())?)
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db_err)?
@@ -256,7 +257,7 @@ mod sql_runs {
         async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {
             let inserted = sqlx::query(
                 "INSERT INTO agent_runs (id, task_id, agent_type, status, conversation_id, \
-                 created_at, completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                 created_at, completed_at, end_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .bind(&run.id)
             .bind(&run.task_id)
@@ -265,6 +266,7 @@ mod sql_runs {
             .bind(run.conversation_id.as_deref())
             .bind(run.created_at)
             .bind(run.completed_at)
+            .bind(opt_json(run.end_reason.as_ref())?)
             .execute(&self.pool)
             .await;
             match inserted {
@@ -351,6 +353,7 @@ mod sql_runs {
             id: &str,
             status: AgentRunStatus,
             completed_at: i64,
+            reason: Option<&EndReason>,
         ) -> StorageResult<bool> {
             if status == AgentRunStatus::Running {
                 return Err(StorageError::Invalid(
@@ -358,12 +361,13 @@ mod sql_runs {
                 ));
             }
             let done = sqlx::query(
-                "UPDATE agent_runs SET status = $2, completed_at = $3 \
+                "UPDATE agent_runs SET status = $2, completed_at = $3, end_reason = $4 \
                  WHERE id = $1 AND status = 'running'",
             )
             .bind(id)
             .bind(status.as_str())
             .bind(completed_at)
+            .bind(opt_json(reason)?)
             .execute(&self.pool)
             .await
             .map_err(db_err)?;

@@ -50,6 +50,7 @@ macro_rules! conformance_suite {
             concurrent_totals_and_leases, large_messages, non_ascii_text,
             export_import_round_trip, users_create_list_get, user_tokens,
             non_ascii_user_names, concurrent_user_creation,
+            project_folders_never_overlap, concurrent_folder_claims,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(
@@ -118,6 +119,7 @@ pub fn agent_run(id: &str, task_id: &str, status: AgentRunStatus, created_at: i6
         conversation_id: None,
         created_at,
         completed_at: None,
+        end_reason: None,
     }
 }
 

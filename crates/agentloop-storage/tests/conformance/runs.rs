@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
+use agentloop_storage::model::EndReason;
 use agentloop_storage::model::{AgentRunStatus, Conversation, RunStatus};
-use agentloop_storage::{StorageError, Store};
+use agentloop_storage::{StorageError, Store, folders_overlap};
 use agentloop_types::{LoopEvent, RunState};
 
 use super::cases::{event, run_record};
@@ -213,7 +214,7 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
         .collect();
     assert_eq!(active, ["b1", "a2"]);
 
-    // The recovery path: marking the workflow complete completes running runs.
+    // The recovery path: marking the workflow complete stops running runs.
     let finished = store.set_workflow_complete("t", true, 50).await.unwrap();
     assert_eq!(finished.len(), 1);
     assert_eq!(
@@ -222,8 +223,9 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
             finished[0].status,
             finished[0].completed_at
         ),
-        ("a2", AgentRunStatus::Completed, Some(50))
+        ("a2", AgentRunStatus::Cancelled, Some(50))
     );
+    assert_eq!(finished[0].end_reason, Some(EndReason::workflow_complete()));
     assert!(store.get_task("t").await.unwrap().workflow_complete);
     assert_eq!(store.get_agent_run("a2").await.unwrap(), finished[0]);
     assert!(
@@ -249,33 +251,34 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
     assert_eq!(store.active_agent_run("u").await.unwrap(), None);
 
     // Finishing is conditional: only a running run is ended, so a run
-    // cancelled meanwhile stays cancelled.
+    // cancelled meanwhile stays cancelled, with its reason.
+    let boom = EndReason::new("provider", "the model answered 500");
     store
         .create_agent_run(&agent_run("b2", "u", AgentRunStatus::Running, 53))
         .await
         .unwrap();
     assert!(
         store
-            .finish_agent_run("b2", AgentRunStatus::Failed, 54)
+            .finish_agent_run("b2", AgentRunStatus::Failed, 54, Some(&boom))
             .await
             .unwrap()
     );
     assert!(
         !store
-            .finish_agent_run("b2", AgentRunStatus::Completed, 55)
+            .finish_agent_run("b2", AgentRunStatus::Completed, 55, None)
             .await
             .unwrap()
     );
     assert!(
         !store
-            .finish_agent_run("b1", AgentRunStatus::Completed, 55)
+            .finish_agent_run("b1", AgentRunStatus::Completed, 55, None)
             .await
             .unwrap()
     );
     let failed = store.get_agent_run("b2").await.unwrap();
     assert_eq!(
-        (failed.status, failed.completed_at),
-        (AgentRunStatus::Failed, Some(54))
+        (failed.status, failed.completed_at, failed.end_reason),
+        (AgentRunStatus::Failed, Some(54), Some(boom.clone()))
     );
     assert_eq!(
         store.get_agent_run("b1").await.unwrap().status,
@@ -283,13 +286,13 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
     );
     assert!(matches!(
         store
-            .finish_agent_run("nope", AgentRunStatus::Completed, 55)
+            .finish_agent_run("nope", AgentRunStatus::Completed, 55, None)
             .await,
         Err(StorageError::NotFound { .. })
     ));
     assert!(matches!(
         store
-            .finish_agent_run("b2", AgentRunStatus::Running, 55)
+            .finish_agent_run("b2", AgentRunStatus::Running, 55, None)
             .await,
         Err(StorageError::Invalid(_))
     ));
@@ -297,4 +300,69 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
     // Deleting the chat unlinks the conversation.
     store.delete_chat("c").await.unwrap();
     assert_eq!(store.get_conversation("conv1").await.unwrap().chat_id, None);
+}
+
+pub async fn project_folders_never_overlap(store: Arc<dyn Store>) {
+    assert!(folders_overlap("/r/a", "/r/a"));
+    assert!(folders_overlap("/r/a/b", "/r/a"));
+    assert!(folders_overlap("/r/a", "/r/a/b"));
+    assert!(!folders_overlap("/r/a", "/r/ab"));
+    assert!(!folders_overlap("/r/ab/c", "/r/a"));
+
+    store
+        .create_project_in_folder(&project("p1", 1), "/r/a")
+        .await
+        .unwrap();
+    for (id, folder) in [("p2", "/r/a"), ("p3", "/r/a/b"), ("p4", "/r")] {
+        match store
+            .create_project_in_folder(&project(id, 2), folder)
+            .await
+        {
+            Err(StorageError::FolderTaken { project_id, .. }) => assert_eq!(project_id, "p1"),
+            other => panic!("{folder}: {other:?}"),
+        }
+        assert!(matches!(
+            store.get_project(id).await,
+            Err(StorageError::NotFound { .. })
+        ));
+    }
+    store
+        .create_project_in_folder(&project("p5", 3), "/r/ab")
+        .await
+        .unwrap();
+    // A taken id is refused before the folder is looked at.
+    assert!(matches!(
+        store
+            .create_project_in_folder(&project("p1", 4), "/s")
+            .await,
+        Err(StorageError::AlreadyExists { .. })
+    ));
+    // Deleting a project frees its folder.
+    store.delete_project("p1").await.unwrap();
+    store
+        .create_project_in_folder(&project("p6", 5), "/r/a/b")
+        .await
+        .unwrap();
+}
+
+pub async fn concurrent_folder_claims(store: Arc<dyn Store>) {
+    // Sixteen claims on nested folders at once: exactly one wins.
+    let claims = (0..16).map(|i| {
+        let store = store.clone();
+        async move {
+            let folder = format!("/r/x{}", "/y".repeat(i % 4));
+            store
+                .create_project_in_folder(&project(&format!("q{i}"), i as i64), &folder)
+                .await
+        }
+    });
+    let results = futures::future::join_all(claims).await;
+    let won = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(won, 1, "{results:?}");
+    for result in results.into_iter().filter(Result::is_err) {
+        assert!(
+            matches!(result, Err(StorageError::FolderTaken { .. })),
+            "{result:?}"
+        );
+    }
 }

@@ -4,7 +4,8 @@ use agentloop_types::vfs::normalize_path;
 use agentloop_types::{EntryKind, Vfs, VfsError};
 
 use super::{FsCommand, FsInput, FsLimits};
-use crate::text::{human_size, insert_after_line, lines, occurrence_lines, snippet, view_range};
+use crate::editor::{CreateMode, EditError, Editor, Viewed};
+use crate::text::{human_size, lines, snippet, view_range};
 
 pub(super) type Outcome = Result<String, String>;
 
@@ -34,31 +35,46 @@ pub(super) fn not_found(path: &str) -> String {
     format!("Error: The path {path} does not exist.")
 }
 
-impl Fs<'_> {
-    pub(super) async fn kind(&self, path: &str) -> Result<Option<EntryKind>, String> {
-        Ok(self
-            .vfs
-            .stat(path)
-            .await
-            .map_err(vfs_error)?
-            .map(|m| m.kind))
-    }
+fn is_directory(path: &str) -> String {
+    format!("Error: {path} is a directory, not a file.")
+}
 
-    async fn read_file(&self, path: &str) -> Result<String, String> {
-        match self.kind(path).await? {
-            Some(EntryKind::File) => self.vfs.read_to_string(path).await.map_err(vfs_error),
-            Some(EntryKind::Directory) => Err(format!("Error: {path} is a directory, not a file.")),
-            None => Err(not_found(path)),
+/// The fs wording of an editor outcome that did nothing, for the file at
+/// `path`.
+fn edit_error(e: EditError, path: &str) -> String {
+    match e {
+        EditError::Vfs(e) => vfs_error(e),
+        EditError::NotFound => not_found(path),
+        EditError::IsDirectory => is_directory(path),
+        EditError::Exists => format!("Error: The destination {path} already exists."),
+        EditError::NoMatch => format!(
+            "Error: No replacement was performed: old_str was found 0 times in {path}; it must occur exactly once, verbatim."
+        ),
+        EditError::Ambiguous(found) => {
+            let list: Vec<String> = found.iter().map(ToString::to_string).collect();
+            format!(
+                "Error: No replacement was performed: old_str was found {} times in {path} (lines {}); it must occur exactly once. Include more surrounding text to make it unique.",
+                found.len(),
+                list.join(", ")
+            )
         }
+        EditError::InvalidLine { line, count } => format!(
+            "Error: Invalid `insert_line` {line}: it must be within [0, {count}] for {path}."
+        ),
+    }
+}
+
+impl Fs<'_> {
+    fn editor(&self) -> Editor<'_> {
+        Editor { vfs: self.vfs }
     }
 
     pub(super) async fn view(&self, input: FsInput) -> Outcome {
         let path = checked(&require(input.path, "path", FsCommand::View)?)?;
-        match self.kind(&path).await? {
-            None => Err(not_found(&path)),
-            Some(EntryKind::Directory) => self.view_dir(&path).await,
-            Some(EntryKind::File) => {
-                let text = self.vfs.read_to_string(&path).await.map_err(vfs_error)?;
+        let viewed = self.editor().view(&path).await;
+        match viewed.map_err(|e| edit_error(e, &path))? {
+            Viewed::Directory => self.view_dir(&path).await,
+            Viewed::File(text) => {
                 let all = lines(&text);
                 let (first, last) = view_range(input.view_range.as_deref(), all.len())?;
                 let mut out = format!("{path} (lines {first}-{last} of {}):\n", all.len());
@@ -105,17 +121,11 @@ impl Fs<'_> {
     pub(super) async fn create(&self, input: FsInput) -> Outcome {
         let path = checked(&require(input.path, "path", FsCommand::Create)?)?;
         let text = require(input.file_text, "file_text", FsCommand::Create)?;
-        let existed = match self.kind(&path).await? {
-            Some(EntryKind::Directory) => {
-                return Err(format!("Error: {path} is a directory, not a file."));
-            }
-            Some(EntryKind::File) => true,
-            None => false,
-        };
-        self.vfs
-            .write(&path, text.as_bytes())
+        let existed = self
+            .editor()
+            .create(&path, &text, CreateMode::Overwrite)
             .await
-            .map_err(vfs_error)?;
+            .map_err(|e| edit_error(e, &path))?;
         let verb = if existed { "overwritten" } else { "created" };
         Ok(format!(
             "File {verb} at {path} ({} lines).",
@@ -131,31 +141,15 @@ impl Fs<'_> {
         if old.is_empty() {
             return Err("Error: `old_str` must not be empty.".to_owned());
         }
-        let text = self.read_file(&path).await?;
-        let found = occurrence_lines(&text, &old);
-        match found.len() {
-            0 => Err(format!(
-                "Error: No replacement was performed: old_str was found 0 times in {path}; it must occur exactly once, verbatim."
-            )),
-            1 => {
-                let updated = text.replacen(&old, &new, 1);
-                self.vfs
-                    .write(&path, updated.as_bytes())
-                    .await
-                    .map_err(vfs_error)?;
-                Ok(format!(
-                    "Edited {path}. Lines around the change:\n{}",
-                    snippet(&updated, found[0], 3)
-                ))
-            }
-            n => {
-                let list: Vec<String> = found.iter().map(ToString::to_string).collect();
-                Err(format!(
-                    "Error: No replacement was performed: old_str was found {n} times in {path} (lines {}); it must occur exactly once. Include more surrounding text to make it unique.",
-                    list.join(", ")
-                ))
-            }
-        }
+        let (updated, line) = self
+            .editor()
+            .str_replace(&path, &old, &new)
+            .await
+            .map_err(|e| edit_error(e, &path))?;
+        Ok(format!(
+            "Edited {path}. Lines around the change:\n{}",
+            snippet(&updated, line, 3)
+        ))
     }
 
     pub(super) async fn insert(&self, input: FsInput) -> Outcome {
@@ -163,19 +157,11 @@ impl Fs<'_> {
         let path = checked(&require(input.path, "path", command)?)?;
         let line = require(input.insert_line, "insert_line", command)?;
         let text = require(input.insert_text.or(input.new_str), "insert_text", command)?;
-        let current = self.read_file(&path).await?;
-        let count = lines(&current).len();
-        let invalid = || {
-            format!(
-                "Error: Invalid `insert_line` {line}: it must be within [0, {count}] for {path}."
-            )
-        };
-        let at = usize::try_from(line).map_err(|_| invalid())?;
-        let updated = insert_after_line(&current, at, &text).ok_or_else(invalid)?;
-        self.vfs
-            .write(&path, updated.as_bytes())
+        let at = self
+            .editor()
+            .insert(&path, line, &text)
             .await
-            .map_err(vfs_error)?;
+            .map_err(|e| edit_error(e, &path))?;
         Ok(format!(
             "Inserted {} line(s) after line {at} of {path}.",
             lines(&text).len().max(1)
@@ -187,12 +173,15 @@ impl Fs<'_> {
         if path == "/" {
             return Err("Error: The root directory cannot be deleted.".to_owned());
         }
-        let what = match self.kind(&path).await? {
-            None => return Err(not_found(&path)),
-            Some(EntryKind::Directory) => "directory",
-            Some(EntryKind::File) => "file",
+        let kind = self
+            .editor()
+            .delete(&path)
+            .await
+            .map_err(|e| edit_error(e, &path))?;
+        let what = match kind {
+            EntryKind::Directory => "directory",
+            EntryKind::File => "file",
         };
-        self.vfs.delete(&path).await.map_err(vfs_error)?;
         Ok(format!("Deleted {what} {path}."))
     }
 
@@ -200,13 +189,10 @@ impl Fs<'_> {
         let command = FsCommand::Rename;
         let from = checked(&require(input.old_path.or(input.path), "path", command)?)?;
         let to = checked(&require(input.new_path, "new_path", command)?)?;
-        if self.kind(&from).await?.is_none() {
-            return Err(not_found(&from));
+        match self.editor().rename(&from, &to).await {
+            Ok(()) => Ok(format!("Renamed {from} to {to}.")),
+            Err(EditError::Exists) => Err(edit_error(EditError::Exists, &to)),
+            Err(e) => Err(edit_error(e, &from)),
         }
-        if self.kind(&to).await?.is_some() {
-            return Err(format!("Error: The destination {to} already exists."));
-        }
-        self.vfs.rename(&from, &to).await.map_err(vfs_error)?;
-        Ok(format!("Renamed {from} to {to}."))
     }
 }

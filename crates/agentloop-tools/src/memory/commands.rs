@@ -5,9 +5,8 @@ use agentloop_types::vfs::{is_within, normalize_path};
 use agentloop_types::{EntryKind, ToolResult, Vfs, VfsError};
 
 use super::{MEMORY_ROOT, MemoryCommand, MemoryInput};
-use crate::text::{
-    human_size, insert_after_line, lines, number_lines, occurrence_lines, snippet, view_range,
-};
+use crate::editor::{CreateMode, EditError, Editor, Viewed};
+use crate::text::{human_size, lines, number_lines, snippet, view_range};
 
 /// Largest file the memory tool shows, in lines.
 const MAX_LINES: usize = 999_999;
@@ -64,42 +63,34 @@ impl Memory<'_> {
         }
     }
 
-    async fn kind(&self, path: &str) -> Result<Option<EntryKind>, String> {
-        Ok(self
-            .vfs
-            .stat(path)
-            .await
-            .map_err(vfs_error)?
-            .map(|m| m.kind))
-    }
-
-    async fn read(&self, path: &str) -> Result<String, String> {
-        self.vfs.read_to_string(path).await.map_err(vfs_error)
+    fn editor(&self) -> Editor<'_> {
+        Editor { vfs: self.vfs }
     }
 
     async fn view(&self, input: MemoryInput) -> Outcome {
         let shown = require(input.path, "path", MemoryCommand::View)?;
         let path = memory_path(&shown)?;
-        match self.kind(&path).await? {
-            None => Err(format!(
-                "The path {shown} does not exist. Please provide a valid path."
-            )),
-            Some(EntryKind::Directory) => self.view_dir(&path).await,
-            Some(EntryKind::File) => {
-                let text = self.read(&path).await?;
-                let all = lines(&text);
-                if all.len() > MAX_LINES {
-                    return Err(format!(
-                        "File {shown} exceeds maximum line limit of 999,999 lines."
-                    ));
-                }
-                let (first, last) = view_range(input.view_range.as_deref(), all.len())?;
-                let body = number_lines(all[first - 1..last].iter().copied(), first);
-                Ok(format!(
-                    "Here's the content of {shown} with line numbers:\n{body}"
-                ))
+        let text = match self.editor().view(&path).await {
+            Ok(Viewed::Directory) => return self.view_dir(&path).await,
+            Ok(Viewed::File(text)) => text,
+            Err(EditError::NotFound) => {
+                return Err(format!(
+                    "The path {shown} does not exist. Please provide a valid path."
+                ));
             }
+            Err(e) => return Err(unexpected(e)),
+        };
+        let all = lines(&text);
+        if all.len() > MAX_LINES {
+            return Err(format!(
+                "File {shown} exceeds maximum line limit of 999,999 lines."
+            ));
         }
+        let (first, last) = view_range(input.view_range.as_deref(), all.len())?;
+        let body = number_lines(all[first - 1..last].iter().copied(), first);
+        Ok(format!(
+            "Here's the content of {shown} with line numbers:\n{body}"
+        ))
     }
 
     async fn view_dir(&self, path: &str) -> Outcome {
@@ -136,14 +127,11 @@ impl Memory<'_> {
         let shown = require(input.path, "path", MemoryCommand::Create)?;
         let text = require(input.file_text, "file_text", MemoryCommand::Create)?;
         let path = memory_path(&shown)?;
-        if self.kind(&path).await?.is_some() {
-            return Err(format!("Error: File {shown} already exists"));
+        match self.editor().create(&path, &text, CreateMode::New).await {
+            Ok(_) => Ok(format!("File created successfully at: {shown}")),
+            Err(EditError::Exists) => Err(format!("Error: File {shown} already exists")),
+            Err(e) => Err(unexpected(e)),
         }
-        self.vfs
-            .write(&path, text.as_bytes())
-            .await
-            .map_err(vfs_error)?;
-        Ok(format!("File created successfully at: {shown}"))
     }
 
     async fn str_replace(&self, input: MemoryInput) -> Outcome {
@@ -152,44 +140,28 @@ impl Memory<'_> {
         let old = require(input.old_str, "old_str", command)?;
         let new = input.new_str.unwrap_or_default();
         let path = memory_path(&shown)?;
-        match self.kind(&path).await? {
-            Some(EntryKind::File) => {}
-            Some(EntryKind::Directory) => {
-                return Err(format!(
-                    "Error: The path {shown} is a directory, not a file"
-                ));
-            }
-            None => {
-                return Err(format!(
-                    "Error: The path {shown} does not exist. Please provide a valid path."
-                ));
-            }
-        }
-        let text = self.read(&path).await?;
-        let found = occurrence_lines(&text, &old);
-        match found.len() {
-            0 => Err(format!(
+        match self.editor().str_replace(&path, &old, &new).await {
+            Ok((updated, line)) => Ok(format!(
+                "The memory file has been edited.\n{}",
+                snippet(&updated, line, 4)
+            )),
+            Err(EditError::IsDirectory) => Err(format!(
+                "Error: The path {shown} is a directory, not a file"
+            )),
+            Err(EditError::NotFound) => Err(format!(
+                "Error: The path {shown} does not exist. Please provide a valid path."
+            )),
+            Err(EditError::NoMatch) => Err(format!(
                 "No replacement was performed, old_str `{old}` did not appear verbatim in {shown}."
             )),
-            1 => {
-                let updated = text.replacen(&old, &new, 1);
-                self.vfs
-                    .write(&path, updated.as_bytes())
-                    .await
-                    .map_err(vfs_error)?;
-                let line = found[0];
-                Ok(format!(
-                    "The memory file has been edited.\n{}",
-                    snippet(&updated, line, 4)
-                ))
-            }
-            _ => {
+            Err(EditError::Ambiguous(found)) => {
                 let list: Vec<String> = found.iter().map(ToString::to_string).collect();
                 Err(format!(
                     "No replacement was performed. Multiple occurrences of old_str `{old}` in lines: {}. Please ensure it is unique",
                     list.join(", ")
                 ))
             }
+            Err(e) => Err(unexpected(e)),
         }
     }
 
@@ -199,23 +171,16 @@ impl Memory<'_> {
         let line = require(input.insert_line, "insert_line", command)?;
         let text = require(input.insert_text.or(input.new_str), "insert_text", command)?;
         let path = memory_path(&shown)?;
-        if self.kind(&path).await? != Some(EntryKind::File) {
-            return Err(format!("Error: The file {shown} does not exist"));
-        }
-        let current = self.read(&path).await?;
-        let count = lines(&current).len();
-        let invalid = || {
-            format!(
+        match self.editor().insert(&path, line, &text).await {
+            Ok(_) => Ok(format!("The file {shown} has been edited.")),
+            Err(EditError::NotFound | EditError::IsDirectory) => {
+                Err(format!("Error: The file {shown} does not exist"))
+            }
+            Err(EditError::InvalidLine { line, count }) => Err(format!(
                 "Error: Invalid `insert_line` parameter: {line}. It should be within the range of lines of the file: [0, {count}]"
-            )
-        };
-        let at = usize::try_from(line).map_err(|_| invalid())?;
-        let updated = insert_after_line(&current, at, &text).ok_or_else(invalid)?;
-        self.vfs
-            .write(&path, updated.as_bytes())
-            .await
-            .map_err(vfs_error)?;
-        Ok(format!("The file {shown} has been edited."))
+            )),
+            Err(e) => Err(unexpected(e)),
+        }
     }
 
     async fn delete(&self, input: MemoryInput) -> Outcome {
@@ -226,11 +191,11 @@ impl Memory<'_> {
                 "Error: Cannot delete the {MEMORY_ROOT} directory itself"
             ));
         }
-        if self.kind(&path).await?.is_none() {
-            return Err(format!("Error: The file {shown} does not exist"));
+        match self.editor().delete(&path).await {
+            Ok(_) => Ok(format!("Successfully deleted {shown}")),
+            Err(EditError::NotFound) => Err(format!("Error: The file {shown} does not exist")),
+            Err(e) => Err(unexpected(e)),
         }
-        self.vfs.delete(&path).await.map_err(vfs_error)?;
-        Ok(format!("Successfully deleted {shown}"))
     }
 
     async fn rename(&self, input: MemoryInput) -> Outcome {
@@ -244,15 +209,21 @@ impl Memory<'_> {
                 "Error: Cannot rename the {MEMORY_ROOT} directory itself"
             ));
         }
-        if self.kind(&old).await?.is_none() {
-            return Err(format!("Error: The file {old_shown} does not exist"));
+        match self.editor().rename(&old, &new).await {
+            Ok(()) => Ok(format!("Successfully renamed {old_shown} to {new_shown}")),
+            Err(EditError::NotFound) => Err(format!("Error: The file {old_shown} does not exist")),
+            Err(EditError::Exists) => {
+                Err(format!("Error: The destination {new_shown} already exists"))
+            }
+            Err(e) => Err(unexpected(e)),
         }
-        if self.kind(&new).await?.is_some() {
-            return Err(format!("Error: The destination {new_shown} already exists"));
-        }
-        self.vfs.rename(&old, &new).await.map_err(vfs_error)?;
-        Ok(format!("Successfully renamed {old_shown} to {new_shown}"))
     }
+}
+
+/// The wording of an editor outcome a command has no text of its own for:
+/// a VFS failure (the only one each command can meet), as `Error: ...`.
+fn unexpected(e: EditError) -> String {
+    format!("Error: {e}")
 }
 
 fn dir_size() -> String {

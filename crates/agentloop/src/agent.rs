@@ -1,0 +1,222 @@
+//! The agent builder: a provider, tools and options, run with one call.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+
+use agentloop_engine::{RunDeps, RunStream, collect, run};
+use agentloop_types::{
+    CancellationToken, LoopEvent, LoopOptions, LoopResult, Message, ModelProvider, Tool,
+};
+use futures::Stream;
+
+use crate::into::{IntoProvider, IntoTool};
+use crate::text::TextDeltas;
+
+/// Why [`AgentBuilder::build`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// No model provider was given.
+    #[error("an agent needs a model provider: call `.provider(..)` before `.build()`")]
+    MissingProvider,
+    /// Two tools share a name, so the model could not tell them apart.
+    #[error("two tools are named {0:?}")]
+    DuplicateTool(String),
+}
+
+/// An agent: a model provider, the tools it may call and the options of
+/// its runs. Each [`stream`](Self::stream) or [`run`](Self::run) is a new
+/// run; cloning is cheap and clones share the provider and tools.
+#[derive(Clone)]
+pub struct Agent {
+    provider: Arc<dyn ModelProvider>,
+    tools: Vec<Arc<dyn Tool>>,
+    options: LoopOptions,
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tools: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+        f.debug_struct("Agent")
+            .field("tools", &tools)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// A builder; only the provider is required.
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder::default()
+    }
+
+    /// Starts a run on `prompt` and streams its events; the last is the
+    /// terminal `finished` event. Dropping the stream cancels the run.
+    pub fn stream(&self, prompt: impl Into<String>) -> AgentStream {
+        let run_id = next_run_id();
+        let prompt = Message::user_text(format!("{run_id}-prompt"), prompt);
+        self.stream_with_id(run_id, vec![prompt])
+    }
+
+    /// Starts a run that continues `history` (ending with the user's message,
+    /// or with tool results that resume a suspended run).
+    pub fn stream_messages(&self, history: Vec<Message>) -> AgentStream {
+        self.stream_with_id(next_run_id(), history)
+    }
+
+    /// Runs `prompt` to the end and returns the result: its status, every
+    /// message and the token totals.
+    pub async fn run(&self, prompt: impl Into<String>) -> LoopResult {
+        collect(self.stream(prompt).inner).await
+    }
+
+    /// The options every run of this agent uses.
+    pub fn options(&self) -> &LoopOptions {
+        &self.options
+    }
+
+    fn stream_with_id(&self, run_id: String, history: Vec<Message>) -> AgentStream {
+        let deps = RunDeps::new(self.provider.clone())
+            .with_tools(self.tools.iter().cloned())
+            .with_cancel(self.cancel.clone())
+            .with_run_id(run_id);
+        AgentStream {
+            inner: run(self.options.clone(), history, deps),
+        }
+    }
+}
+
+/// Run ids unique within the process and across restarts; the engine derives
+/// message ids from them (`{run_id}-{n}`), and the prompt takes
+/// `{run_id}-prompt`, which that scheme never produces.
+fn next_run_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "agent-{nanos:x}-{}",
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Builds an [`Agent`].
+#[derive(Default)]
+#[must_use = "a builder does nothing until `.build()`"]
+pub struct AgentBuilder {
+    provider: Option<Arc<dyn ModelProvider>>,
+    tools: Vec<Arc<dyn Tool>>,
+    options: LoopOptions,
+    cancel: Option<CancellationToken>,
+}
+
+impl AgentBuilder {
+    /// The model provider: a provider value, an `Arc` of one or an
+    /// `Arc<dyn ModelProvider>`.
+    pub fn provider<M>(mut self, provider: impl IntoProvider<M>) -> Self {
+        self.provider = Some(provider.into_provider());
+        self
+    }
+
+    /// The model id, as the provider knows it.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.options.model = model.into();
+        self
+    }
+
+    /// The system prompt.
+    pub fn system(mut self, prompt: impl Into<String>) -> Self {
+        self.options.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Offers a tool: a [`Tool`] value, an `Arc` of one, an
+    /// `Arc<dyn Tool>` or a [`TypedTool`](crate::TypedTool).
+    pub fn tool<M>(mut self, tool: impl IntoTool<M>) -> Self {
+        self.tools.push(tool.into_tool());
+        self
+    }
+
+    /// Offers several shared tools (e.g. `agentloop::tools::standard_tools`).
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Model turns before a run ends with `max_iterations`.
+    pub fn max_iterations(mut self, max_iterations: u32) -> Self {
+        self.options.max_iterations = max_iterations;
+        self
+    }
+
+    /// Replaces all options; builder calls after this one adjust them.
+    pub fn options(mut self, options: LoopOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Adjusts any option the builder has no method for.
+    pub fn configure(mut self, adjust: impl FnOnce(&mut LoopOptions)) -> Self {
+        adjust(&mut self.options);
+        self
+    }
+
+    /// A token that cancels every run of the agent when cancelled.
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// The agent; fails without a provider or with two tools of one name.
+    pub fn build(self) -> Result<Agent, BuildError> {
+        let provider = self.provider.ok_or(BuildError::MissingProvider)?;
+        let mut names = std::collections::BTreeSet::new();
+        for tool in &self.tools {
+            if !names.insert(tool.name()) {
+                return Err(BuildError::DuplicateTool(tool.name().to_owned()));
+            }
+        }
+        Ok(Agent {
+            provider,
+            tools: self.tools,
+            options: self.options,
+            cancel: self.cancel.unwrap_or_default(),
+        })
+    }
+}
+
+/// A running agent: a stream of [`LoopEvent`]s ending with the terminal
+/// `finished` event. Dropping it cancels the run.
+#[must_use = "a run does nothing unless its stream is polled"]
+pub struct AgentStream {
+    inner: RunStream,
+}
+
+impl AgentStream {
+    /// Only the answer's text, one delta per item; the result is kept for
+    /// [`TextDeltas::result`] once the stream ends.
+    pub fn text(self) -> TextDeltas<Self> {
+        TextDeltas::new(self)
+    }
+
+    /// Drains the run and returns its result.
+    pub async fn result(self) -> LoopResult {
+        collect(self.inner).await
+    }
+
+    /// The engine's stream, for APIs that take it.
+    pub fn into_inner(self) -> RunStream {
+        self.inner
+    }
+}
+
+impl Stream for AgentStream {
+    type Item = LoopEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<LoopEvent>> {
+        Pin::new(&mut self.inner).poll_next(cx)
+    }
+}

@@ -1,0 +1,107 @@
+//! The front door of agentloop.
+//!
+//! One dependency for the common case: the layers re-exported behind
+//! features, an [`Agent`] builder that hides run ids, message ids and tool
+//! casts, and [`TypedTool`], a tool whose arguments are a Rust type.
+//!
+//! | feature | default | gives |
+//! | --- | --- | --- |
+//! | (none) | always | [`types`]: messages, events, results, the port traits |
+//! | `engine` | yes | [`engine`] and the [`Agent`] builder |
+//! | `providers` | yes | [`providers`] and [`anthropic_from_env`] / [`openai_from_env`] |
+//! | `tools` | yes | [`tools`] and [`TypedTool`] |
+//! | `storage` | no | `storage`: the storage backends |
+//! | `runtime` | no | `runtime`: persisted, resumable runs |
+//! | `server` | no | `server`: the HTTP server |
+//!
+//! ```
+//! use agentloop::engine::scripted::{ScriptedProvider, ScriptedTurn};
+//! use agentloop::prelude::*;
+//! use serde_json::json;
+//!
+//! /// Adds two numbers.
+//! struct Add;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Numbers {
+//!     a: i64,
+//!     b: i64,
+//! }
+//!
+//! impl TypedTool for Add {
+//!     const NAME: &'static str = "add";
+//!     const DESCRIPTION: &'static str = "Adds two numbers.";
+//!     type Args = Numbers;
+//!     type Output = i64;
+//!
+//!     async fn call(&self, args: Numbers, _: &ToolContext) -> Result<i64, ToolError> {
+//!         Ok(args.a + args.b)
+//!     }
+//! }
+//!
+//! # futures::executor::block_on(async {
+//! let provider = ScriptedProvider::new([
+//!     ScriptedTurn::new().tool_call("t1", "add", json!({"a": 2, "b": 3})),
+//!     ScriptedTurn::new().text("5"),
+//! ]);
+//! let agent = Agent::builder().provider(provider).tool(Add).build()?;
+//! let result = agent.run("What is 2 + 3?").await;
+//! assert_eq!(result.final_text().as_deref(), Some("5"));
+//! # Ok::<(), BuildError>(())
+//! # }).unwrap();
+//! ```
+
+pub use agentloop_types as types;
+pub use agentloop_types::{
+    CancellationToken, ContentBlock, EventKind, LoopEvent, LoopOptions, LoopResult, LoopStatus,
+    Message, ModelProvider, Role, StreamDelta, Tool, ToolContext, ToolResult,
+};
+
+#[cfg(feature = "engine")]
+pub use agentloop_engine as engine;
+#[cfg(feature = "providers")]
+pub use agentloop_providers as providers;
+#[cfg(feature = "runtime")]
+pub use agentloop_runtime as runtime;
+#[cfg(feature = "server")]
+pub use agentloop_server as server;
+#[cfg(feature = "storage")]
+pub use agentloop_storage as storage;
+#[cfg(feature = "tools")]
+pub use agentloop_tools as tools;
+
+#[cfg(feature = "engine")]
+mod agent;
+#[cfg(feature = "engine")]
+mod into;
+#[cfg(feature = "providers")]
+mod provider;
+mod text;
+#[cfg(feature = "tools")]
+mod typed;
+
+#[cfg(feature = "engine")]
+pub use agent::{Agent, AgentBuilder, AgentStream, BuildError};
+#[cfg(feature = "engine")]
+pub use into::{IntoProvider, IntoTool};
+#[cfg(feature = "providers")]
+pub use provider::{anthropic_from_env, openai_from_env};
+pub use text::{RunEnded, TextDeltas, text_delta};
+#[cfg(feature = "tools")]
+pub use typed::{ToolError, Typed, TypedTool};
+
+/// The names most programs need: `use agentloop::prelude::*;`.
+pub mod prelude {
+    #[cfg(feature = "engine")]
+    pub use crate::{Agent, AgentStream, BuildError};
+    pub use crate::{LoopEvent, LoopResult, LoopStatus, Message, Tool, ToolContext, text_delta};
+    #[cfg(feature = "tools")]
+    pub use crate::{ToolError, TypedTool};
+    pub use futures::StreamExt as _;
+}
+
+/// The README's Rust blocks, compiled as doctests so the README cannot drift
+/// from the API.
+#[cfg(all(doctest, feature = "engine", feature = "providers", feature = "tools"))]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
