@@ -201,7 +201,7 @@ fn ending(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
                 LoopError::Provider { .. } => "provider",
                 LoopError::Assembly { .. } | LoopError::IncompleteStream => "model_stream",
                 LoopError::InvalidHistory { .. } => "history",
-                LoopError::UnsupportedState { .. } => "state",
+                LoopError::UnsupportedState { .. } | LoopError::InvalidState { .. } => "state",
             };
             failed(kind, error.to_string())
         }

@@ -113,4 +113,11 @@ pub enum LoopError {
         /// Version supported.
         expected: u32,
     },
+    /// A resumed run state cannot continue: it has finished, or its
+    /// strategy phase cannot be read.
+    #[error("run state cannot be resumed: {reason}")]
+    InvalidState {
+        /// Why.
+        reason: String,
+    },
 }
