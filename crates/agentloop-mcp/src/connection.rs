@@ -6,11 +6,12 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ClientCapabilities, ClientConfig, Implementation, JsonRpcMessage, ProgressNotificationParam,
+    ProgressToken, ServerNotification,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
@@ -32,6 +33,59 @@ pub(crate) struct ProgressRoutes {
     early: VecDeque<ProgressNotificationParam>,
 }
 
+impl ProgressRoutes {
+    fn deliver(&mut self, params: ProgressNotificationParam) {
+        match self.routes.get(&params.progress_token) {
+            Some(route) => {
+                let _ = route.send(params);
+            }
+            None => {
+                if self.early.len() == EARLY_PROGRESS {
+                    self.early.pop_front();
+                }
+                self.early.push_back(params);
+            }
+        }
+    }
+}
+
+/// A transport that hands progress notifications to their call as they
+/// are read. The SDK runs notification handlers as separate tasks, so a
+/// handler could see the last progress after the call's response; reading
+/// them here keeps them ahead of the response that follows them.
+struct ProgressTap<T> {
+    inner: T,
+    progress: Arc<Mutex<ProgressRoutes>>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await?;
+        if let JsonRpcMessage::Notification(notification) = &message
+            && let ServerNotification::ProgressNotification(progress) = &notification.notification
+        {
+            self.progress
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .deliver(progress.params.clone());
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
 /// Removes a call's progress route when the call ends, however it ends.
 pub(crate) struct ProgressRoute {
     routes: Weak<Mutex<ProgressRoutes>>,
@@ -47,33 +101,14 @@ impl Drop for ProgressRoute {
     }
 }
 
-/// What the client does with what the server sends unprompted.
+/// What the client does with what the server sends unprompted (progress is
+/// taken from the transport by [`ProgressTap`]).
 pub(crate) struct Handler {
-    progress: Arc<Mutex<ProgressRoutes>>,
     /// Told when the server says its tool list changed.
     tools_changed: mpsc::UnboundedSender<()>,
 }
 
 impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-        match routes.routes.get(&params.progress_token) {
-            Some(route) => {
-                let _ = route.send(params);
-            }
-            None => {
-                if routes.early.len() == EARLY_PROGRESS {
-                    routes.early.pop_front();
-                }
-                routes.early.push_back(params);
-            }
-        }
-    }
-
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.tools_changed.send(());
     }
@@ -102,13 +137,13 @@ impl Connection {
         stderr: Arc<Mutex<VecDeque<String>>>,
     ) -> Result<Self, McpError> {
         let progress = Arc::new(Mutex::new(ProgressRoutes::default()));
-        let handler = Handler {
-            progress: progress.clone(),
-            tools_changed,
-        };
+        let handler = Handler { tools_changed };
         let service = match config {
             ServerConfig::Stdio(stdio) => {
-                let transport = spawn(stdio, stderr)?;
+                let transport = ProgressTap {
+                    inner: spawn(stdio, stderr)?,
+                    progress: progress.clone(),
+                };
                 handler
                     .serve(transport)
                     .await
@@ -117,7 +152,10 @@ impl Connection {
                     })?
             }
             ServerConfig::Http(http) => {
-                let transport = http_transport(http)?;
+                let transport = ProgressTap {
+                    inner: http_transport(http)?,
+                    progress: progress.clone(),
+                };
                 handler
                     .serve(transport)
                     .await
