@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, JsonRpcMessage, ProgressNotificationParam,
     ProgressToken, ServerNotification,
@@ -206,13 +207,15 @@ fn spawn(
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
 ) -> Result<TokioChildProcess, McpError> {
     let mut command = tokio::process::Command::new(&config.command);
-    command
-        .args(&config.args)
-        .envs(&config.env)
-        .kill_on_drop(true);
+    command.args(&config.args).envs(&config.env);
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
     }
+    let mut command = CommandWrap::from(command);
+    // Killing the group also stops what a launcher (`npx`, a shell) started.
+    #[cfg(unix)]
+    command.wrap(ProcessGroup::leader());
+    command.wrap(KillOnDrop);
     let (process, stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
         .spawn()

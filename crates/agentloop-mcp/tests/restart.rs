@@ -28,12 +28,19 @@ async fn pid(server: &McpServer) -> u32 {
     result.content.parse().unwrap()
 }
 
-/// Waits, bounded, until process `pid` is gone.
+/// Waits, bounded, until process `pid` has ended (gone, or a zombie its
+/// new parent has not reaped yet).
 async fn wait_for_exit(pid: u32) {
-    let proc = format!("/proc/{pid}");
+    let stat = format!("/proc/{pid}/stat");
+    let running = move || {
+        std::fs::read_to_string(&stat).is_ok_and(|s| {
+            // The state follows the parenthesised command name.
+            s.rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+        })
+    };
     tokio::time::timeout(Duration::from_secs(20), async {
-        while Path::new(&proc).exists() {
-            // A reaped child disappears from /proc; poll the condition.
+        while running() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -181,6 +188,28 @@ async fn dropping_the_server_kills_the_process() {
     let child = pid(&server).await;
     drop(server);
     wait_for_exit(child).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_server_kills_what_a_launcher_started() {
+    // `sh` stays the parent of python (the `; true` prevents exec), and
+    // python ignores its closed stdin: only killing the group ends it.
+    let config = ServerConfig::Stdio(StdioConfig {
+        command: "sh".into(),
+        args: vec![
+            "-c".into(),
+            format!("python3 -u '{}'; true", fake_server().display()),
+        ],
+        env: [("FAKE_IGNORE_EOF".to_owned(), "1".to_owned())].into(),
+        ..StdioConfig::default()
+    });
+    let server = McpServer::start("launched", config, ServerOptions::default())
+        .await
+        .unwrap();
+    let (_, result) = run(find(&server.tools(), "launched__pid"), json!({})).await;
+    let grandchild: u32 = result.content.parse().unwrap();
+    drop(server);
+    wait_for_exit(grandchild).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
