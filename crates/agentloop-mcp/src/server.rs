@@ -238,6 +238,10 @@ impl McpServer {
         cancel: CancellationToken,
         progress: mpsc::UnboundedSender<ProgressNotificationParam>,
     ) -> ToolResult {
+        const CANCELLED: &str = "Cancelled: the call was cancelled before the MCP tool finished.";
+        if cancel.is_cancelled() {
+            return ToolResult::error(CANCELLED);
+        }
         let connection = match self.session().await {
             Ok(connection) => connection,
             Err(e) => return ToolResult::error(format!("{e}")),
@@ -303,8 +307,8 @@ impl McpServer {
                 ))
             }
             () = cancel.cancelled() => {
-                pending.cancel("the run was cancelled").await;
-                ToolResult::error("Cancelled: the run was cancelled before the MCP tool finished.")
+                pending.cancel("cancelled by the client").await;
+                ToolResult::error(CANCELLED)
             }
         }
     }

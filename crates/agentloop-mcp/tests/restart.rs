@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use agentloop_mcp::{McpServer, ServerConfig, ServerOptions, StdioConfig};
@@ -113,6 +112,16 @@ async fn cancelling_the_run_notifies_the_server() {
         let cancel = cancel.clone();
         async move { common::run_with(tool, json!({}), cancel).await }
     });
+    // Cancel once the server has the call.
+    bounded(async {
+        while run(find(&server.tools(), "fake__waiting"), json!({}))
+            .await
+            .1
+            .content
+            != "1"
+        {}
+    })
+    .await;
     cancel.cancel();
     let (_, result) = call.await.unwrap();
     assert!(result.is_error);
@@ -122,7 +131,7 @@ async fn cancelling_the_run_notifies_the_server() {
     let (_, result) = run(find(&server.tools(), "fake__cancellations"), json!({})).await;
     let recorded: Vec<Value> = serde_json::from_str(&result.content).unwrap();
     assert_eq!(recorded.len(), 1, "{recorded:?}");
-    assert_eq!(recorded[0]["reason"], "the run was cancelled");
+    assert_eq!(recorded[0]["reason"], "cancelled by the client");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,4 +234,17 @@ async fn a_missing_program_is_a_start_error() {
         error.to_string().contains("/nonexistent/mcp-server"),
         "{error}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_already_cancelled_call_is_not_sent() {
+    let server = start_fake(ServerOptions::default()).await;
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let (_, result) =
+        common::run_with(find(&server.tools(), "fake__wait"), json!({}), cancel).await;
+    assert!(result.is_error);
+    assert!(result.content.starts_with("Cancelled"));
+    let (_, waiting) = run(find(&server.tools(), "fake__waiting"), json!({})).await;
+    assert_eq!(waiting.content, "0");
 }
