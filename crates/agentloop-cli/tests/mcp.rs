@@ -207,3 +207,74 @@ fn a_bad_mcp_config_is_reported() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("/nonexistent/server"), "{stderr}");
 }
+
+#[test]
+fn ctrl_c_during_an_mcp_call_reaches_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let config = dir.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"fake": {
+            "command": "python3",
+            "args": ["-u", fake_server()],
+            "env": {"FAKE_LOG": log},
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let provider = script(
+        dir.path(),
+        json!([{"steps": [tool_call("call-wait", "fake__wait", json!({}))]}]),
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args([
+            "run",
+            "hi",
+            "--provider",
+            &provider,
+            "--mcp",
+            config.to_str().unwrap(),
+            "--json",
+        ])
+        .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once the server holds the call.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("\"wait\"")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never got the call"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let entries: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let wait_id = entries[0]["wait"].clone();
+    let cancelled = entries
+        .iter()
+        .find_map(|e| e.get("cancelled"))
+        .unwrap_or_else(|| panic!("no cancellation reached the server: {entries:?}"));
+    assert_eq!(cancelled["requestId"], wait_id);
+    assert_eq!(cancelled["reason"], "cancelled by the client");
+    let events = events(&output);
+    assert_eq!(events.last().unwrap()["result"]["status"], "cancelled");
+}

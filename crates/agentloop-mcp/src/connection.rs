@@ -126,6 +126,8 @@ impl ClientHandler for Handler {
 pub(crate) struct Connection {
     pub(crate) service: RunningService<RoleClient, Handler>,
     progress: Arc<Mutex<ProgressRoutes>>,
+    /// Cancellation notices for abandoned calls still being sent.
+    pub(crate) cancel_notices: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
 }
 
 impl Connection {
@@ -165,7 +167,11 @@ impl Connection {
                     })?
             }
         };
-        Ok(Self { service, progress })
+        Ok(Self {
+            service,
+            progress,
+            cancel_notices: Arc::default(),
+        })
     }
 
     /// Routes progress for `token` to `sender` until the returned guard drops,

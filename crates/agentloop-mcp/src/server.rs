@@ -22,6 +22,9 @@ use crate::connection::Connection;
 use crate::result::to_tool_result;
 use crate::tool::McpTool;
 
+/// How long a shutdown waits for cancellation notices still being sent.
+const NOTICE_GRACE: Duration = Duration::from_secs(2);
+
 /// Longest tool name providers accept.
 const MAX_TOOL_NAME: usize = 64;
 
@@ -145,11 +148,27 @@ impl McpServer {
         tail.iter().cloned().collect()
     }
 
-    /// Ends the session now (killing a child process). A later call starts
-    /// a new one.
+    /// Ends the session and waits for it to close: a child process gets its
+    /// stdin closed, then SIGTERM, then SIGKILL if it lingers. A later call
+    /// starts a new session.
     pub async fn shutdown(&self) {
-        if let Some(connection) = self.inner.session.lock().await.take() {
-            connection.close();
+        let taken = self.inner.session.lock().await.take();
+        if let Some(connection) = taken {
+            // Cancellations of abandoned calls go out before the session ends.
+            let notices = std::mem::take(
+                &mut *connection
+                    .cancel_notices
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+            let _ = tokio::time::timeout(NOTICE_GRACE, futures::future::join_all(notices)).await;
+            match Arc::try_unwrap(connection) {
+                Ok(mut connection) => {
+                    let _ = connection.service.close().await;
+                }
+                // A call still holds the session; it ends when that call does.
+                Err(shared) => shared.close(),
+            }
         }
     }
 
@@ -273,7 +292,12 @@ impl McpServer {
             ..
         } = handle;
         let _route = connection.route_progress(progress_token, progress);
-        let mut pending = PendingCall { peer, id: Some(id) };
+        let mut pending = PendingCall {
+            peer,
+            id: Some(id),
+            cancel: cancel.clone(),
+            notices: connection.cancel_notices.clone(),
+        };
         let timeout = self.inner.options.call_timeout;
         tokio::select! {
             response = rx => {
@@ -315,10 +339,15 @@ impl McpServer {
 }
 
 /// A request the server may still be working on. Dropping it unanswered
-/// (the caller abandoned the call) tells the server to stop.
+/// (the caller abandoned the call, or the run was cancelled and stopped
+/// polling it) tells the server to stop.
 struct PendingCall {
     peer: Peer<RoleClient>,
     id: Option<RequestId>,
+    cancel: CancellationToken,
+    /// Where the notice sent on drop is tracked, so a shutdown can let it
+    /// reach the server first.
+    notices: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
 }
 
 impl PendingCall {
@@ -334,12 +363,18 @@ impl Drop for PendingCall {
         if let Some(id) = self.id.take()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
+            let reason = if self.cancel.is_cancelled() {
+                "cancelled by the client"
+            } else {
+                "the call was abandoned"
+            };
             let peer = self.peer.clone();
-            runtime.spawn(async move {
-                let _ = peer
-                    .send_notification(cancelled(id, "the call was abandoned"))
-                    .await;
+            let notice = runtime.spawn(async move {
+                let _ = peer.send_notification(cancelled(id, reason)).await;
             });
+            let mut notices = self.notices.lock().unwrap_or_else(PoisonError::into_inner);
+            notices.retain(|n| !n.is_finished());
+            notices.push(notice);
         }
     }
 }

@@ -39,10 +39,8 @@ impl McpServers {
         self.servers.iter().flat_map(McpServer::tools).collect()
     }
 
-    /// Ends every session now.
+    /// Ends every session and waits for them to close.
     pub async fn shutdown(&self) {
-        for server in &self.servers {
-            server.shutdown().await;
-        }
+        futures::future::join_all(self.servers.iter().map(McpServer::shutdown)).await;
     }
 }
