@@ -136,6 +136,31 @@ fn mcp_stdio_tools_are_called_with_progress() {
 }
 
 #[test]
+fn the_terminal_view_shows_mcp_progress_as_it_arrives() {
+    let Some(everything) = server_everything() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let provider = script(
+        dir.path(),
+        json!([
+            {"steps": [tool_call("call-long", "everything__trigger-long-running-operation", json!({"duration": 0.3, "steps": 3}))]},
+            {"steps": [{"type": "text", "chunks": ["done"]}]}
+        ]),
+    );
+    let server = format!("node {} stdio", everything.display());
+    let output = agentloop(&["run", "hi", "--provider", &provider, "--mcp-stdio", &server]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // Colour codes shown as `⟨2m` so the snapshot stays readable.
+    let view = String::from_utf8_lossy(&output.stdout).replace("\x1b[", "⟨");
+    insta::assert_snapshot!(view);
+}
+
+#[test]
 fn mcp_config_file_servers_and_a_crash_the_model_sees() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
