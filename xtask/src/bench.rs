@@ -31,6 +31,10 @@ const BENCHMARKS: &[Benchmark] = &[
         example: "sse_bench",
     },
     Benchmark {
+        package: "agentloop-providers",
+        example: "cache_bench",
+    },
+    Benchmark {
         package: "agentloop-tests",
         example: "http_loop_bench",
     },

@@ -47,6 +47,7 @@ pub enum ApiArg {
     AnthropicMessages,
     OpenaiChat,
     OpenaiResponses,
+    Gemini,
 }
 
 #[derive(Args)]

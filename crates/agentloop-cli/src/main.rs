@@ -6,6 +6,7 @@ mod args;
 mod chat;
 mod chats;
 mod export;
+mod logging;
 mod providers;
 mod render;
 mod replay;

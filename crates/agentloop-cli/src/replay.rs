@@ -10,7 +10,8 @@ use serde_json::json;
 use crate::args::{ApiArg, ReplayArgs};
 
 /// Prints `{content, stop_reason, usage, error?}`; exits 1 when the stream
-/// carried an error.
+/// carried an error. A stream cut before its end still shows the stop
+/// reason and usage it reported.
 pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
     let body = std::fs::read(&args.file)
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
@@ -18,6 +19,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
         ApiArg::AnthropicMessages => ApiKind::AnthropicMessages,
         ApiArg::OpenaiChat => ApiKind::OpenaiChat,
         ApiArg::OpenaiResponses => ApiKind::OpenaiResponses,
+        ApiArg::Gemini => ApiKind::Gemini,
     };
     let outcome = replay_sse(api, &body);
     let mut report = json!({
@@ -33,6 +35,11 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
             "type": error.error_type,
             "request_id": error.request_id,
         });
+        // What a cut stream reported before the cut (also in `usage` and
+        // `stop_reason` above).
+        if let Some(partial) = &error.partial {
+            report["error"]["partial"] = json!(partial);
+        }
     }
     let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     println!("{text}");

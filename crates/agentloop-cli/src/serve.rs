@@ -6,11 +6,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use agentloop_server::listener::ConnectionLimits;
+use agentloop_server::listener::{ConnectionLimits, serve_bounded};
 use agentloop_server::{AgentPrompts, Server, ServerConfig, shutdown_signal};
 use agentloop_storage::model::now_millis;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
+
+use crate::logging::LogFormat;
 
 /// The store used when `--db` is not given: a SQLite file in the current
 /// folder.
@@ -56,6 +58,18 @@ pub struct ServeArgs {
     /// folder of the machine.
     #[arg(long)]
     pub projects_root: Option<PathBuf>,
+    /// Log line format on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Log filter when `RUST_LOG` is not set (`info`, `debug`,
+    /// `agentloop_server=debug,warn`, ...).
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+    /// Also serve Prometheus metrics at `http://ADDR/metrics`, on a
+    /// listener of its own with no token (bind it where only your scraper
+    /// reaches it).
+    #[arg(long)]
+    pub metrics_bind: Option<String>,
     /// Connections served at once; more wait to be accepted.
     #[arg(long, default_value_t = 512)]
     pub max_connections: usize,
@@ -131,6 +145,7 @@ fn prompts(path: Option<&PathBuf>) -> Result<AgentPrompts, String> {
 
 /// Runs the server until SIGTERM or Ctrl-C.
 pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
+    crate::logging::init(args.log_format, &args.log_level)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -179,7 +194,23 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             args.db,
             projects_root.display()
         );
-        Server::new(store, config)
+        let server = Server::new(store, config);
+        if let Some(bind) = &args.metrics_bind {
+            let metrics = tokio::net::TcpListener::bind(bind)
+                .await
+                .map_err(|e| format!("cannot listen on {bind} for metrics: {e}"))?;
+            let address = metrics
+                .local_addr()
+                .map_err(|e| format!("cannot read the bound address: {e}"))?;
+            eprintln!("agentloop: metrics on http://{address}/metrics");
+            tokio::spawn(serve_bounded(
+                metrics,
+                agentloop_server::metrics::router(server.state.clone()),
+                ConnectionLimits::default(),
+                server.state.shutdown.clone(),
+            ));
+        }
+        server
             .serve(listener, shutdown_signal())
             .await
             .map_err(|e| e.to_string())?;
@@ -219,7 +250,8 @@ pub async fn users(command: UsersCommand) -> Result<ExitCode, String> {
 }
 
 /// `agentloop complete-workflow TASK`: sets the task's `workflow_complete`
-/// (and force-completes its running agent runs), so its chain stops.
+/// and stops its running agent runs (they end `cancelled`), so its chain
+/// stops.
 pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Result<ExitCode, String> {
     let store = open(&args.db.db).await?;
     let completed = store
@@ -227,7 +259,7 @@ pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Result<ExitCode, S
         .await
         .map_err(|e| e.to_string())?;
     println!(
-        "task {}: workflow complete ({} running agent run(s) completed)",
+        "task {}: workflow complete ({} running agent run(s) stopped)",
         args.task_id,
         completed.len()
     );

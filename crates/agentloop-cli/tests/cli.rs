@@ -31,7 +31,7 @@ fn stdout_json(output: &Output) -> Value {
 fn sse_file(dir: &Path, name: &str, api: &str, lines: &[&str]) -> String {
     let mut body = String::new();
     for line in lines.iter().filter(|l| !l.trim().is_empty()) {
-        if api == "openai-chat" {
+        if api == "openai-chat" || api == "gemini" {
             body.push_str(&format!("data: {line}\n\n"));
         } else {
             let event: Value = serde_json::from_str(line).unwrap();
@@ -121,6 +121,49 @@ fn replay_stream_reports_a_mid_stream_error() {
     assert_eq!(output.status.code(), Some(1));
     let report = stdout_json(&output);
     assert_eq!(report["error"]["type"], "insufficient_quota");
+}
+
+#[test]
+fn replay_stream_reads_gemini_parallel_streamed_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fixture("google-stream-tool-call-arguments.chunks.txt");
+    let lines: Vec<&str> = text.lines().collect();
+    let file = sse_file(dir.path(), "gemini.sse", "gemini", &lines);
+    let output = agentloop(&["replay-stream", "--api", "gemini", &file]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = stdout_json(&output);
+    assert_eq!(report["stop_reason"], "tool_use");
+    let calls: Vec<&Value> = report["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1]["input"]["location"], "San Francisco");
+    assert_eq!(report["usage"]["reasoning_tokens"], 132);
+}
+
+#[test]
+fn replay_stream_keeps_the_usage_of_a_cut_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fixture("anthropic-code-execution-20260120-prompt-cache.1.chunks.txt");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("message_stop"))
+        .collect();
+    let file = sse_file(dir.path(), "cut.sse", "anthropic-messages", &lines);
+    let output = agentloop(&["replay-stream", "--api", "anthropic-messages", &file]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = stdout_json(&output);
+    assert_eq!(report["error"]["kind"], "truncated");
+    assert_eq!(report["stop_reason"], "end_turn");
+    assert_eq!(report["usage"]["cache_read_tokens"], 6289);
+    assert_eq!(report["error"]["partial"]["usage"]["output_tokens"], 198);
 }
 
 #[test]

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use agentloop_types::{ApiKind, ProviderError};
 
-use crate::pricing::PricingTable;
+use crate::cache::PromptCache;
+use crate::pricing::{ModelLimits, PricingTable};
 use crate::retry::RetryPolicy;
 
 /// How the API key is sent.
@@ -17,6 +18,8 @@ pub enum Auth {
     XApiKey,
     /// `api-key: <key>` (Azure OpenAI).
     ApiKeyHeader,
+    /// `x-goog-api-key: <key>` (Gemini API).
+    GoogApiKey,
 }
 
 /// Everything an [`HttpProvider`](crate::HttpProvider) needs besides the
@@ -48,6 +51,9 @@ pub struct ProviderConfig {
     /// response itself: reasoning models may think for minutes before the
     /// first byte, and dropping the stream cancels a turn at any time.
     pub connect_timeout: Option<Duration>,
+    /// Prompt caching: Anthropic breakpoints (on by default), OpenAI's
+    /// `prompt_cache_key`.
+    pub prompt_cache: PromptCache,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -56,7 +62,7 @@ impl std::fmt::Debug for ProviderConfig {
             .headers
             .iter()
             .map(|(name, value)| {
-                let secret = ["authorization", "api-key", "x-api-key"]
+                let secret = ["authorization", "api-key", "x-api-key", "x-goog-api-key"]
                     .contains(&name.to_ascii_lowercase().as_str());
                 (
                     name.as_str(),
@@ -74,6 +80,7 @@ impl std::fmt::Debug for ProviderConfig {
             .field("retry", &self.retry)
             .field("compatible", &self.compatible)
             .field("connect_timeout", &self.connect_timeout)
+            .field("prompt_cache", &self.prompt_cache)
             .finish_non_exhaustive()
     }
 }
@@ -91,6 +98,7 @@ impl ProviderConfig {
             compatible: false,
             pricing: PricingTable::builtin(),
             connect_timeout: Some(Duration::from_secs(30)),
+            prompt_cache: PromptCache::default(),
         }
     }
 
@@ -101,12 +109,13 @@ impl ProviderConfig {
             ApiKind::AnthropicMessages => Self::anthropic(api_key),
             ApiKind::OpenaiChat => Self::openai_chat(api_key),
             ApiKind::OpenaiResponses => Self::openai_responses(api_key),
+            ApiKind::Gemini => Self::gemini(api_key),
         }
     }
 
     /// The configuration of `api` from the usual environment variables:
-    /// `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`, or `OPENAI_API_KEY`
-    /// and `OPENAI_BASE_URL`. With a base URL but no key (a local server)
+    /// `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`
+    /// and `OPENAI_BASE_URL`, or `GEMINI_API_KEY` and `GEMINI_BASE_URL`. With a base URL but no key (a local server)
     /// no credentials are sent. `lookup` reads a variable, e.g.
     /// `|name| std::env::var(name).ok()`.
     pub fn from_env(
@@ -116,6 +125,7 @@ impl ProviderConfig {
         let prefix = match api {
             ApiKind::AnthropicMessages => "ANTHROPIC",
             ApiKind::OpenaiChat | ApiKind::OpenaiResponses => "OPENAI",
+            ApiKind::Gemini => "GEMINI",
         };
         let non_empty = |name: String| lookup(&name).filter(|v| !v.trim().is_empty());
         let key = non_empty(format!("{prefix}_API_KEY"));
@@ -164,6 +174,19 @@ impl ProviderConfig {
             "https://api.openai.com/v1",
             Some(api_key.into()),
             Auth::Bearer,
+        )
+    }
+
+    /// The Gemini API at `https://generativelanguage.googleapis.com/v1beta`.
+    /// For Vertex AI, use [`with_base_url`](Self::with_base_url) with
+    /// `https://<region>-aiplatform.googleapis.com/v1/projects/<project>/locations/<region>/publishers/google`
+    /// and [`Auth::Bearer`] with an access token.
+    pub fn gemini(api_key: impl Into<String>) -> Self {
+        Self::new(
+            ApiKind::Gemini,
+            "https://generativelanguage.googleapis.com/v1beta",
+            Some(api_key.into()),
+            Auth::GoogApiKey,
         )
     }
 
@@ -221,15 +244,53 @@ impl ProviderConfig {
         self
     }
 
-    /// The endpoint URL requests are posted to.
+    /// The same configuration with entries of the model table overridden
+    /// or added from JSON in the format of the built-in table (see
+    /// [`PricingTable::merged`]).
+    pub fn with_model_overrides(mut self, json: &str) -> Result<Self, ProviderError> {
+        let overrides = PricingTable::from_json(json)
+            .map_err(|e| crate::error::invalid_request(format!("model table overrides: {e}")))?;
+        self.pricing = Arc::new(self.pricing.merged(&overrides));
+        Ok(self)
+    }
+
+    /// The context window and output cap of `model` from the model table;
+    /// `None` when the model is not known (the caller must not assume a
+    /// window).
+    pub fn model_limits(&self, model: &str) -> Option<ModelLimits> {
+        self.pricing.limits(model)
+    }
+
+    /// The same configuration with other prompt-caching settings.
+    pub fn with_prompt_cache(mut self, prompt_cache: PromptCache) -> Self {
+        self.prompt_cache = prompt_cache;
+        self
+    }
+
+    /// The endpoint URL requests are posted to. Gemini names the model in
+    /// the path: this is the streaming URL with a `{model}` placeholder;
+    /// [`endpoint_for`](Self::endpoint_for) fills it in.
     pub fn endpoint(&self) -> String {
+        self.endpoint_for("{model}", true)
+    }
+
+    /// The endpoint URL for a request to `model`, streaming or not (only
+    /// Gemini's URL depends on either: `models/<model>:streamGenerateContent?alt=sse`
+    /// or `models/<model>:generateContent`).
+    pub fn endpoint_for(&self, model: &str, stream: bool) -> String {
         let path = match self.api {
-            ApiKind::AnthropicMessages => "messages",
-            ApiKind::OpenaiChat => "chat/completions",
-            ApiKind::OpenaiResponses => "responses",
+            ApiKind::AnthropicMessages => "messages".to_owned(),
+            ApiKind::OpenaiChat => "chat/completions".to_owned(),
+            ApiKind::OpenaiResponses => "responses".to_owned(),
+            ApiKind::Gemini if stream => format!("models/{model}:streamGenerateContent"),
+            ApiKind::Gemini => format!("models/{model}:generateContent"),
         };
+        let mut query = self.query.clone();
+        if self.api == ApiKind::Gemini && stream {
+            query.insert(0, ("alt".to_owned(), "sse".to_owned()));
+        }
         let mut url = format!("{}/{path}", self.base_url.trim_end_matches('/'));
-        for (i, (key, value)) in self.query.iter().enumerate() {
+        for (i, (key, value)) in query.iter().enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
             url.push_str(key);
             url.push('=');
@@ -266,6 +327,19 @@ mod tests {
         let shown = format!("{:?}", anthropic.with_header("x-api-key", "sk-other"));
         assert!(
             !shown.contains("sk-ant") && !shown.contains("sk-other"),
+            "{shown}"
+        );
+
+        let gemini_vars = |name: &str| (name == "GEMINI_API_KEY").then(|| "g-key".to_owned());
+        let gemini = ProviderConfig::from_env(ApiKind::Gemini, gemini_vars).unwrap();
+        assert_eq!(gemini.auth, Auth::GoogApiKey);
+        assert_eq!(
+            gemini.endpoint_for("gemini-2.5-flash", false),
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
+        );
+        let shown = format!("{:?}", gemini.with_header("x-goog-api-key", "g-other"));
+        assert!(
+            !shown.contains("g-key") && !shown.contains("g-other"),
             "{shown}"
         );
 

@@ -50,6 +50,7 @@ pub(crate) fn decoder_for(api: ApiKind, context: DecodeContext) -> Box<dyn Decod
         ApiKind::OpenaiResponses => Box::new(
             crate::openai_responses::decode::ResponsesDecoder::new(context),
         ),
+        ApiKind::Gemini => Box::new(crate::gemini::decode::GeminiDecoder::new(context)),
     }
 }
 

@@ -21,6 +21,7 @@ pub(crate) fn api(
         status: None,
         error_type,
         request_id,
+        partial: None,
     }
 }
 
@@ -70,9 +71,11 @@ pub(crate) fn error_fields(value: &Value) -> (Option<String>, Option<String>) {
         _ => value,
     };
     let text = |key: &str| inner.get(key).and_then(Value::as_str).map(str::to_owned);
+    // Google puts its canonical code name in `status` (`RESOURCE_EXHAUSTED`).
     let error_type = text("type")
         .filter(|t| t != "error")
         .or_else(|| text("code"))
+        .or_else(|| text("status"))
         .or_else(|| {
             inner
                 .get("code")
@@ -108,6 +111,7 @@ pub(crate) fn http(status: u16, body: &[u8], request_id: Option<String>) -> Prov
         status: Some(status),
         error_type,
         request_id,
+        partial: None,
     }
 }
 
@@ -118,6 +122,8 @@ const RETRYABLE_EVENT_TYPES: &[&str] = &[
     "rate_limit_error",
     "server_error",
     "rate_limit_exceeded",
+    "UNAVAILABLE",
+    "INTERNAL",
 ];
 
 /// Whether a request that failed this way before any content was yielded

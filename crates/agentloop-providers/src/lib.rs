@@ -1,13 +1,16 @@
 //! Model provider adapters for agentloop.
 //!
 //! [`HttpProvider`] implements the [`ModelProvider`](agentloop_types::ModelProvider)
-//! port for Anthropic Messages, OpenAI Chat Completions, OpenAI Responses
-//! and any OpenAI-compatible Chat Completions server (Ollama, vLLM,
-//! llama.cpp server, Azure OpenAI), streaming over server-sent events or,
+//! port for Anthropic Messages, OpenAI Chat Completions, OpenAI Responses,
+//! Google Gemini and any OpenAI-compatible Chat Completions server (Ollama,
+//! vLLM, OpenRouter, llama.cpp server, Azure OpenAI), streaming over
+//! server-sent events or,
 //! with `disable_stream`, as one JSON response decoded into the same
 //! deltas. Around it: an SSE parser ([`sse`]), retries with backoff
 //! ([`RetryPolicy`]; failures are retried only until the first content
-//! arrives), a pricing table ([`PricingTable`]) and [`replay_sse`] to run a
+//! arrives), prompt caching ([`PromptCache`]: Anthropic breakpoints on by
+//! default), a model table of context windows and prices
+//! ([`PricingTable`]) and [`replay_sse`] to run a
 //! recorded body through an adapter ([`sse_from_json_lines`] frames
 //! recordings kept as JSON lines).
 //!
@@ -31,9 +34,11 @@
 
 mod anthropic;
 mod attachments;
+mod cache;
 mod config;
 mod decode;
 mod error;
+mod gemini;
 mod openai_chat;
 mod openai_responses;
 mod pricing;
@@ -42,11 +47,13 @@ mod replay;
 mod request_common;
 mod retry;
 pub mod sse;
+mod timestamp;
 mod transport;
 
+pub use cache::{CacheTtl, PromptCache};
 pub use config::{Auth, ProviderConfig};
 pub use error::is_retryable;
-pub use pricing::{ModelPrice, PricingTable};
+pub use pricing::{LongContextPrice, ModelLimits, ModelPrice, PricingTable, Rates};
 pub use provider::{HttpProvider, ensure_crypto_provider};
 pub use replay::{ReplayOutcome, replay_sse, sse_from_json_lines};
 pub use retry::RetryPolicy;

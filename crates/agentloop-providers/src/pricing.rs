@@ -1,9 +1,13 @@
-//! Prices of models, and the cost of a turn.
+//! The model table: context window, output cap and prices of each model,
+//! and the cost of a turn.
 //!
-//! The prices are data (`pricing.json`, embedded at build time); callers
-//! can load their own table with [`PricingTable::from_json`]. A model not in
-//! the table is never priced at zero silently: its cost is marked
-//! [`TokenTotals::cost_unreliable`].
+//! The table is data (`pricing.json`, embedded at build time); callers can
+//! load their own with [`PricingTable::from_json`] or override entries
+//! with [`PricingTable::merged`]. Nothing is guessed: a model missing from
+//! the table, or a price missing for tokens that were used, marks the cost
+//! [`TokenTotals::cost_unreliable`] instead of pricing at zero, and
+//! [`PricingTable::limits`] answers `None` for a model whose context
+//! window is not known.
 
 use std::sync::{Arc, OnceLock};
 
@@ -12,32 +16,70 @@ use serde::Deserialize;
 
 const DEFAULT_TABLE: &str = include_str!("pricing.json");
 
-/// What one model costs, in US dollars.
+/// Rates in US dollars per million tokens; `None` is unknown.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Rates {
+    /// Input tokens.
+    #[serde(default)]
+    pub input: Option<f64>,
+    /// Output tokens (reasoning included).
+    #[serde(default)]
+    pub output: Option<f64>,
+    /// Tokens written to the prompt cache (5-minute lifetime).
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+    /// Tokens written with a 1-hour lifetime; `cache_write` when absent.
+    #[serde(default)]
+    pub cache_write_1h: Option<f64>,
+    /// Tokens read from the prompt cache.
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+}
+
+/// Rates that replace the standard ones for a whole request whose prompt
+/// is longer than `above` tokens (Gemini Pro, Claude Sonnet's 1M window).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct LongContextPrice {
+    /// Prompt tokens (input plus cache) beyond which these rates apply.
+    pub above: u64,
+    /// The rates; a rate left out keeps the standard one.
+    #[serde(flatten)]
+    pub rates: Rates,
+}
+
+/// One entry of the model table.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ModelPrice {
     /// Model id, without a dated snapshot suffix.
     pub model: String,
-    /// Per million input tokens.
-    pub input: f64,
-    /// Per million output tokens (reasoning included).
-    pub output: f64,
-    /// Per million tokens written to the prompt cache (5-minute lifetime).
+    /// Tokens the model accepts in one request, input and output together.
     #[serde(default)]
-    pub cache_write: f64,
-    /// Per million tokens written to the prompt cache with a 1-hour
-    /// lifetime; `cache_write` when absent.
+    pub context_window: Option<u64>,
+    /// Most output tokens one turn may produce.
     #[serde(default)]
-    pub cache_write_1h: Option<f64>,
-    /// Per million tokens read from the prompt cache.
-    #[serde(default)]
-    pub cache_read: f64,
+    pub max_output: Option<u64>,
+    /// Standard rates.
+    #[serde(flatten)]
+    pub rates: Rates,
     /// Per server-side web search; searches make the cost unreliable when
     /// absent.
     #[serde(default)]
     pub web_search: Option<f64>,
+    /// Rates for long prompts, if the model has them.
+    #[serde(default)]
+    pub long_context: Option<LongContextPrice>,
 }
 
-/// A table of [`ModelPrice`]s.
+/// The size limits of a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelLimits {
+    /// Tokens one request may hold, input and output together.
+    pub context_window: u64,
+    /// Most output tokens per turn, when known.
+    pub max_output: Option<u64>,
+}
+
+/// The model table: a list of [`ModelPrice`] entries.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct PricingTable {
     /// The entries.
@@ -51,13 +93,26 @@ pub(crate) struct ExtraUsage {
     pub cache_write_1h: u64,
 }
 
+fn merge_rates(base: &mut Rates, over: &Rates) {
+    let pick = |b: &mut Option<f64>, o: Option<f64>| {
+        if o.is_some() {
+            *b = o;
+        }
+    };
+    pick(&mut base.input, over.input);
+    pick(&mut base.output, over.output);
+    pick(&mut base.cache_write, over.cache_write);
+    pick(&mut base.cache_write_1h, over.cache_write_1h);
+    pick(&mut base.cache_read, over.cache_read);
+}
+
 impl PricingTable {
     /// Parses a table in the format of the built-in one.
     pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(json)
     }
 
-    /// The built-in table of current Anthropic and OpenAI models.
+    /// The built-in table of current Anthropic, OpenAI and Gemini models.
     pub fn builtin() -> Arc<Self> {
         static TABLE: OnceLock<Arc<PricingTable>> = OnceLock::new();
         TABLE
@@ -67,6 +122,31 @@ impl PricingTable {
                 Arc::new(Self::from_json(DEFAULT_TABLE).unwrap_or(Self { models: Vec::new() }))
             })
             .clone()
+    }
+
+    /// This table with `overrides` applied: an entry with the id of an
+    /// existing one replaces the fields it gives (a context window for a
+    /// fine-tune, a negotiated price), other entries are added and win
+    /// over snapshot-suffix matches of the built-in ones.
+    pub fn merged(&self, overrides: &PricingTable) -> PricingTable {
+        let mut models = self.models.clone();
+        let mut added = Vec::new();
+        for over in &overrides.models {
+            match models.iter_mut().find(|m| m.model == over.model) {
+                Some(base) => {
+                    merge_rates(&mut base.rates, &over.rates);
+                    base.context_window = over.context_window.or(base.context_window);
+                    base.max_output = over.max_output.or(base.max_output);
+                    base.web_search = over.web_search.or(base.web_search);
+                    if over.long_context.is_some() {
+                        base.long_context = over.long_context.clone();
+                    }
+                }
+                None => added.push(over.clone()),
+            }
+        }
+        added.extend(models);
+        PricingTable { models: added }
     }
 
     /// The entry for `model`: an exact match, or the entry whose id followed
@@ -82,6 +162,16 @@ impl PricingTable {
         })
     }
 
+    /// The limits of `model`; `None` when the model, or its context
+    /// window, is not in the table: an unknown window is never guessed.
+    pub fn limits(&self, model: &str) -> Option<ModelLimits> {
+        let entry = self.lookup(model)?;
+        Some(ModelLimits {
+            context_window: entry.context_window?,
+            max_output: entry.max_output,
+        })
+    }
+
     /// Sets `cost` and `cost_unreliable` on `usage` for `model`.
     pub fn apply(&self, model: &str, usage: &mut TokenTotals) {
         self.apply_extra(model, usage, ExtraUsage::default());
@@ -93,15 +183,31 @@ impl PricingTable {
             usage.cost_unreliable = true;
             return;
         };
-        let per_m = |tokens: u64, rate: f64| tokens as f64 * rate / 1_000_000.0;
-        let write_1h = extra.cache_write_1h.min(usage.cache_creation_tokens);
-        let write_5m = usage.cache_creation_tokens - write_1h;
-        let mut cost = per_m(usage.input_tokens, price.input)
-            + per_m(usage.output_tokens, price.output)
-            + per_m(write_5m, price.cache_write)
-            + per_m(write_1h, price.cache_write_1h.unwrap_or(price.cache_write))
-            + per_m(usage.cache_read_tokens, price.cache_read);
+        let prompt = usage
+            .input_tokens
+            .saturating_add(usage.cache_creation_tokens)
+            .saturating_add(usage.cache_read_tokens);
+        let mut rates = price.rates.clone();
+        if let Some(long) = price.long_context.as_ref().filter(|l| prompt > l.above) {
+            merge_rates(&mut rates, &long.rates);
+        }
         let mut unreliable = false;
+        let mut cost = 0.0;
+        let write_1h = extra.cache_write_1h.min(usage.cache_creation_tokens);
+        let parts = [
+            (usage.input_tokens, rates.input),
+            (usage.output_tokens, rates.output),
+            (usage.cache_creation_tokens - write_1h, rates.cache_write),
+            (write_1h, rates.cache_write_1h.or(rates.cache_write)),
+            (usage.cache_read_tokens, rates.cache_read),
+        ];
+        for (tokens, rate) in parts {
+            match rate {
+                _ if tokens == 0 => {}
+                Some(rate) => cost += tokens as f64 * rate / 1_000_000.0,
+                None => unreliable = true,
+            }
+        }
         if usage.web_search_count > 0 {
             match price.web_search {
                 Some(each) => cost += usage.web_search_count as f64 * each,
@@ -152,10 +258,10 @@ mod tests {
     fn cost_per_step_and_unknown_model() {
         let t = PricingTable::builtin();
         let mut usage = TokenTotals {
-            input_tokens: 1_000_000,
+            input_tokens: 100_000,
             output_tokens: 100_000,
-            cache_creation_tokens: 200_000,
-            cache_read_tokens: 1_000_000,
+            cache_creation_tokens: 20_000,
+            cache_read_tokens: 50_000,
             web_search_count: 2,
             ..Default::default()
         };
@@ -163,10 +269,11 @@ mod tests {
             "claude-sonnet-4-5",
             &mut usage,
             ExtraUsage {
-                cache_write_1h: 100_000,
+                cache_write_1h: 10_000,
             },
         );
-        let expected = 3.0 + 1.5 + 0.375 + 0.6 + 0.3 + 0.02;
+        // Writes: 10k at 5 minutes ($3.75/M) and 10k at 1 hour ($6/M).
+        let expected = 0.3 + 1.5 + 0.0375 + 0.06 + 0.015 + 0.02;
         assert!((usage.cost - expected).abs() < 1e-9, "{}", usage.cost);
         assert!(!usage.cost_unreliable);
 
@@ -176,5 +283,74 @@ mod tests {
 
         t.apply("gpt-4.1-nano", &mut usage);
         assert!(usage.cost_unreliable, "web searches with no price");
+
+        // OpenAI has no cache-write price: written tokens are not free.
+        let mut writes = TokenTotals {
+            input_tokens: 10,
+            cache_creation_tokens: 10,
+            ..Default::default()
+        };
+        t.apply("gpt-4.1", &mut writes);
+        assert!(writes.cost_unreliable);
+    }
+
+    #[test]
+    fn long_prompts_use_the_long_context_rates() {
+        let t = PricingTable::builtin();
+        let mut short = TokenTotals {
+            input_tokens: 200_000,
+            output_tokens: 1_000_000,
+            ..Default::default()
+        };
+        t.apply("gemini-2.5-pro", &mut short);
+        assert!((short.cost - (0.25 + 10.0)).abs() < 1e-9, "{}", short.cost);
+        let mut long = TokenTotals {
+            input_tokens: 150_000,
+            cache_read_tokens: 100_000,
+            output_tokens: 1_000_000,
+            ..Default::default()
+        };
+        t.apply("gemini-2.5-pro", &mut long);
+        let expected = 0.15 * 2.5 + 0.1 * 0.25 + 15.0;
+        assert!((long.cost - expected).abs() < 1e-9, "{}", long.cost);
+    }
+
+    #[test]
+    fn limits_are_known_or_absent_and_overridable() {
+        let t = PricingTable::builtin();
+        assert_eq!(
+            t.limits("claude-sonnet-4-5-20250929"),
+            Some(ModelLimits {
+                context_window: 200_000,
+                max_output: Some(64_000)
+            })
+        );
+        assert_eq!(t.limits("llama3.1:8b"), None, "unknown, not guessed");
+        let overrides = PricingTable::from_json(
+            r#"{"models": [
+                {"model": "claude-sonnet-4-5", "context_window": 1000000},
+                {"model": "llama3.1:8b", "context_window": 131072}
+            ]}"#,
+        )
+        .unwrap();
+        let merged = t.merged(&overrides);
+        let sonnet = merged.lookup("claude-sonnet-4-5").unwrap();
+        assert_eq!(sonnet.context_window, Some(1_000_000));
+        assert_eq!(sonnet.rates.input, Some(3.0), "prices kept");
+        let local = merged.limits("llama3.1:8b").unwrap();
+        assert_eq!((local.context_window, local.max_output), (131_072, None));
+        let mut usage = TokenTotals {
+            input_tokens: 5,
+            ..Default::default()
+        };
+        merged.apply("llama3.1:8b", &mut usage);
+        assert!(usage.cost_unreliable, "no price given: not free");
+        for entry in &t.models {
+            assert!(
+                entry.context_window.is_some() && entry.max_output.is_some(),
+                "{}",
+                entry.model
+            );
+        }
     }
 }

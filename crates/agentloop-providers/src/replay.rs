@@ -18,9 +18,10 @@ pub struct ReplayOutcome {
     /// The assembled content blocks (also when the turn ended in an error:
     /// then they hold what arrived before it).
     pub content: Vec<ContentBlock>,
-    /// Why the turn ended, when it finished.
+    /// Why the turn ended, when it finished or reported it before failing.
     pub stop_reason: Option<StopReason>,
-    /// Tokens and cost, when it finished. Cost uses the built-in
+    /// Tokens and cost, when it finished or reported them before failing
+    /// (then `cost_unreliable` is set). Cost uses the built-in
     /// [`PricingTable`] and the model the stream names.
     pub usage: Option<TokenTotals>,
     /// The error that ended the turn, if any.
@@ -88,6 +89,11 @@ pub fn replay_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
                 outcome.chunks.push(chunk);
             }
             Err(e) => {
+                // A cut stream still says what it reported before the cut.
+                if let Some(partial) = &e.partial {
+                    outcome.stop_reason = partial.stop_reason.clone();
+                    outcome.usage = partial.usage;
+                }
                 outcome.error = Some(e);
                 break;
             }
@@ -100,13 +106,14 @@ pub fn replay_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
 /// Frames a recording that holds one JSON event per line (the SSE framing
 /// stripped, as in the shared fixtures) back into an SSE body of `api`:
 /// `event: <type>` plus `data:` for Anthropic and Responses, `data:` lines
-/// ending with `data: [DONE]` for Chat Completions. Blank lines are skipped.
+/// ending with `data: [DONE]` for Chat Completions, bare `data:` lines for
+/// Gemini. Blank lines are skipped.
 /// A recording of several Responses turns in a row stays one body; split it
 /// at each `response.created` first to replay the turns one by one.
 pub fn sse_from_json_lines(api: ApiKind, recording: &str) -> String {
     let mut body = String::new();
     for line in recording.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if api != ApiKind::OpenaiChat {
+        if !matches!(api, ApiKind::OpenaiChat | ApiKind::Gemini) {
             let kind = serde_json::from_str::<serde_json::Value>(line)
                 .ok()
                 .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned));

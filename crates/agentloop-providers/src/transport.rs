@@ -4,6 +4,7 @@ use std::error::Error as _;
 
 use agentloop_types::ProviderError;
 use reqwest::header::HeaderMap;
+use tracing::Instrument;
 
 use crate::config::{Auth, ProviderConfig};
 use crate::error::{self, is_retryable};
@@ -30,7 +31,7 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
     text
 }
 
-/// Posts `body` and returns the successful response. Failed attempts that
+/// Posts `body` to `url` and returns the successful response. Failed attempts that
 /// [`is_retryable`] allows are repeated per the config's [`RetryPolicy`]
 /// (`retry-after` honoured), counting in `retries` the retries the turn has
 /// used; the wait ends at once when the caller drops the future.
@@ -39,13 +40,18 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
 pub(crate) async fn send(
     client: &reqwest::Client,
     config: &ProviderConfig,
+    url: &str,
     body: Vec<u8>,
     retries: &mut u32,
 ) -> Result<reqwest::Response, ProviderError> {
-    let url = config.endpoint();
     loop {
+        let attempt = tracing::info_span!(
+            "http.attempt",
+            retry = *retries,
+            http.response.status_code = tracing::field::Empty,
+        );
         let mut builder = client
-            .post(&url)
+            .post(url)
             .header("content-type", "application/json")
             .body(body.clone());
         if let Some(key) = &config.api_key {
@@ -53,12 +59,17 @@ pub(crate) async fn send(
                 Auth::Bearer => builder.bearer_auth(key),
                 Auth::XApiKey => builder.header("x-api-key", key),
                 Auth::ApiKeyHeader => builder.header("api-key", key),
+                Auth::GoogApiKey => builder.header("x-goog-api-key", key),
             };
         }
         for (name, value) in &config.headers {
             builder = builder.header(name, value);
         }
-        let (failure, wait) = match builder.send().await {
+        let sent = builder.send().instrument(attempt.clone()).await;
+        if let Ok(response) = &sent {
+            attempt.record("http.response.status_code", response.status().as_u16());
+        }
+        let (failure, wait) = match sent {
             Ok(response) if response.status().is_success() => return Ok(response),
             Ok(response) => {
                 let status = response.status().as_u16();
@@ -75,6 +86,14 @@ pub(crate) async fn send(
         let Some(delay) = config.retry.delay(*retries, wait) else {
             return Err(failure);
         };
+        attempt.in_scope(|| {
+            tracing::warn!(
+                error = %failure,
+                retry = *retries + 1,
+                wait_ms = delay.as_millis() as u64,
+                "model request failed; retrying"
+            );
+        });
         tokio::time::sleep(delay).await;
         *retries += 1;
     }

@@ -487,7 +487,7 @@ async fn json_padded_with_spaces_and_crlf_framing() {
     let body = "event: message_start\r\ndata:   { \"type\" : \"message_start\" , \"message\" : { \"model\" : \"claude-haiku-4-5\", \"usage\" : { \"input_tokens\" : 2 } } }  \r\n\r\n: keep-alive\r\n\r\nevent: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\r\n\r\nevent: content_block_delta\r\ndata: { \"type\": \"content_block_delta\", \"index\": 0, \"delta\": { \"type\": \"text_delta\", \"text\": \"hi\" } }\r\n\r\nevent: content_block_stop\r\ndata: {\"type\":\"content_block_stop\",\"index\":0}\r\n\r\nevent: message_delta\r\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"stop_sequence\"},\"usage\":{\"output_tokens\":1}}\r\n\r\nevent: message_stop\r\ndata: {\"type\":\"message_stop\"}\r\n\r\n";
     let outcome = agentloop_providers::replay_sse(ApiKind::AnthropicMessages, body.as_bytes());
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
-    assert_eq!(outcome.stop_reason, Some(StopReason::StopSequence));
+    assert_eq!(outcome.stop_reason, Some(StopReason::STOP_SEQUENCE));
     assert_eq!(
         outcome.content,
         vec![agentloop_types::ContentBlock::text("hi")]

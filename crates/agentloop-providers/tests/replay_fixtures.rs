@@ -102,3 +102,29 @@ fixture_test!(
     openai_responses_web_search_tool,
     "openai-web-search-tool.1.chunks.txt"
 );
+fixture_test!(gemini_text, "google-text.chunks.txt");
+fixture_test!(gemini_tool_call, "google-tool-call.chunks.txt");
+fixture_test!(
+    gemini_text_then_call_with_id,
+    "google-issue-10781.1.chunks.txt"
+);
+fixture_test!(
+    gemini_no_args_and_streamed_args_calls,
+    "google-stream-no-args-tool-call.chunks.txt"
+);
+fixture_test!(
+    gemini_parallel_streamed_calls,
+    "google-stream-tool-call-arguments.chunks.txt"
+);
+fixture_test!(
+    gemini_nested_streamed_arguments,
+    "google-vertex-stream-tool-call-arguments-nested.1.chunks.txt"
+);
+fixture_test!(
+    gemma_thoughts_and_usage,
+    "google-gemma-4-output-usage.chunks.txt"
+);
+fixture_test!(
+    gemini_search_tool_usage,
+    "google-issue-19822-google-search-live.chunks.txt"
+);

@@ -217,6 +217,15 @@ async fn openai_responses_reasoning_and_web_search() {
 }
 
 #[tokio::test]
+async fn gemini_full_history() {
+    let mut request = full_request(ApiKind::Gemini, "gemini-2.5-flash");
+    request.options.web_search_enabled = true;
+    request.options.enable_reasoning = true;
+    request.options.reasoning_budget_tokens = 2048;
+    insta::assert_json_snapshot!(body(ProviderConfig::gemini("k"), &request).await);
+}
+
+#[tokio::test]
 async fn unsupported_options_are_typed_errors() {
     let cases = [
         (ProviderConfig::openai_chat("k"), "prefill"),
@@ -280,6 +289,7 @@ async fn wire_body_and_headers() {
             ApiKind::OpenaiResponses => {
                 fixture_bodies("openai-reasoning-encrypted-content.1.chunks.txt").remove(3)
             }
+            ApiKind::Gemini => unreachable!("covered by gemini_wire_body_url_and_key"),
         };
         let mut mock = Mock::given(method("POST"))
             .and(path(endpoint_path(api)))

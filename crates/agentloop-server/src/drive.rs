@@ -23,6 +23,7 @@ use agentloop_types::{
 use serde_json::json;
 
 use crate::executor::{AgentJob, Outcome};
+use crate::metrics::{RunMetrics, StatusLabels};
 use crate::runner::{
     TaskContext, load_task_context, next_agent, prepare, record_status, start_agent_run, ttl_ms,
 };
@@ -45,7 +46,7 @@ pub async fn drive_run(state: AppState, run_id: String) {
         return;
     };
     if let Err(e) = drive(&state, &run_id, &local).await {
-        eprintln!("agentloop-server: agent run {run_id}: {e}");
+        tracing::error!(agent_run_id = %run_id, error = %e, "agent run could not be executed");
     }
     state.unregister_local(&run_id);
 }
@@ -108,6 +109,11 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                 sink: Arc::new(StoreSink {
                     lease: lease.clone(),
                     events: local.events.clone(),
+                    metrics: RunMetrics::new(
+                        state.metrics.clone(),
+                        state.config.api.as_str(),
+                        crate::runner::run_model(&state.config, &ctx),
+                    ),
                 }),
             };
             let outcome = state.executor.execute(job).await;
@@ -153,6 +159,15 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     };
     close_record(store, run_id, status, result).await?;
     store.release_lease(run_id, &lease.owner).await?;
+    if ended_here {
+        state
+            .metrics
+            .runs_finished
+            .get_or_create(&StatusLabels {
+                status: status.as_str(),
+            })
+            .inc();
+    }
     if status == AgentRunStatus::Completed && workflow_called.load(Ordering::SeqCst) {
         store
             .set_workflow_complete(&ctx.task.id, true, now_millis())

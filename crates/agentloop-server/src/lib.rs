@@ -40,6 +40,7 @@ pub mod executor;
 pub mod folders;
 pub mod ids;
 pub mod listener;
+pub mod metrics;
 pub mod openapi;
 pub mod recovery;
 pub mod routes;

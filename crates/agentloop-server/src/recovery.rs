@@ -114,6 +114,8 @@ pub async fn claim_once(state: &AppState) -> Result<usize, StorageError> {
             .acquire_lease(&record.id, &state.config.instance_id, now, now + ttl)
             .await?
         {
+            tracing::info!(agent_run_id = %record.id, "took over an agent run whose lease expired");
+            state.metrics.lease_takeovers.inc();
             tokio::spawn(crate::drive::drive_run(state.clone(), record.id.clone()));
             started += 1;
         }
@@ -124,16 +126,16 @@ pub async fn claim_once(state: &AppState) -> Result<usize, StorageError> {
 /// Claims runs until the instance shuts down.
 pub async fn claim_loop(state: AppState) {
     if let Err(e) = adopt_orphans(&state).await {
-        eprintln!("agentloop-server: adopting orphaned agent runs: {e}");
+        tracing::warn!(error = %e, "adopting orphaned agent runs failed");
     }
     let mut pass: u64 = 0;
     loop {
         if let Err(e) = claim_once(&state).await {
-            eprintln!("agentloop-server: claiming runs: {e}");
+            tracing::warn!(error = %e, "claiming runs failed; trying again");
         }
         if pass % CHAIN_SCAN_EVERY == 0 {
             if let Err(e) = resume_chains(&state).await {
-                eprintln!("agentloop-server: resuming chains: {e}");
+                tracing::warn!(error = %e, "resuming broken chains failed");
             }
         }
         pass += 1;

@@ -197,12 +197,7 @@ pub fn chat_settings(
     ctx: &TaskContext,
     run: &AgentRun,
 ) -> serde_json::Value {
-    let model = ctx
-        .project
-        .settings
-        .get("model")
-        .and_then(|v| v.as_str())
-        .unwrap_or(&config.model);
+    let model = run_model(config, ctx);
     json!({
         "agent_run_id": run.id,
         "model": model,
@@ -218,6 +213,16 @@ pub fn chat_settings(
             crate::config::task_doc_path(&ctx.task.id)
         ),
     })
+}
+
+/// The model a task's runs call: the project's `model` setting, else the
+/// server's.
+pub fn run_model<'a>(config: &'a ServerConfig, ctx: &'a TaskContext) -> &'a str {
+    ctx.project
+        .settings
+        .get("model")
+        .and_then(|v| v.as_str())
+        .unwrap_or(&config.model)
 }
 
 /// The first message of an agent run: its agent's prompt.

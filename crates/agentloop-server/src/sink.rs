@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use crate::executor::{RunSink, SinkError};
+use crate::metrics::RunMetrics;
 
 /// The lease an agent run is executed under.
 #[derive(Clone)]
@@ -48,6 +49,8 @@ pub struct StoreSink {
     pub lease: Lease,
     /// Live followers.
     pub events: broadcast::Sender<LoopEvent>,
+    /// The run's metrics.
+    pub metrics: RunMetrics,
 }
 
 #[async_trait]
@@ -61,6 +64,7 @@ impl RunSink for StoreSink {
             .append_events(&self.lease.run_id, std::slice::from_ref(&event))
             .await
             .map_err(|e| SinkError::Storage(e.to_string()))?;
+        self.metrics.event(&event);
         let _ = self.events.send(event);
         Ok(())
     }

@@ -11,6 +11,7 @@ use tokio::sync::broadcast;
 
 use crate::config::ServerConfig;
 use crate::executor::AgentExecutor;
+use crate::metrics::Metrics;
 
 /// Capacity of the owner notification channel.
 const NOTICE_CHANNEL: usize = 1024;
@@ -47,6 +48,8 @@ pub struct AppState {
     pub notices: broadcast::Sender<Notice>,
     /// Cancelled when the instance shuts down: stop claiming, hand runs back.
     pub shutdown: CancellationToken,
+    /// The instance's metrics.
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
@@ -63,6 +66,7 @@ impl AppState {
             local: Arc::new(Mutex::new(HashMap::new())),
             notices: broadcast::channel(NOTICE_CHANNEL).0,
             shutdown: CancellationToken::new(),
+            metrics: Arc::new(Metrics::default()),
         }
     }
 
@@ -116,6 +120,13 @@ impl AppState {
     /// Tells the owner's WebSocket clients that an agent run now has
     /// `status`.
     pub fn notify_run_status(&self, owner: &str, run: &AgentRun, status: AgentRunStatus) {
+        tracing::info!(
+            agent_run_id = %run.id,
+            task_id = %run.task_id,
+            agent = run.agent_type.as_str(),
+            status = status.as_str(),
+            "agent run status"
+        );
         self.notify(
             owner,
             json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,

@@ -78,6 +78,7 @@ async fn a_failed_run_stops_the_chain_and_planification_never_chains() {
         status: None,
         error_type: Some("invalid_request_error".to_owned()),
         request_id: None,
+        partial: None,
     };
     let provider = ScriptedProvider::new([
         ScriptedTurn::new().error(error),

@@ -47,7 +47,7 @@ async fn every_error_is_json() {
         (get("/api/tasks/%FF%FE", ""), 400),
         (get("/api/ws", ""), 400),
         (
-            format!("DELETE /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+            "DELETE /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_owned(),
             405,
         ),
         (

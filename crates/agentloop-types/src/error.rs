@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::history::HistoryError;
+use crate::stop::PartialTurn;
 use crate::stream::AssemblyError;
 
 /// What went wrong talking to a provider.
@@ -42,6 +43,10 @@ pub struct ProviderError {
     /// The provider's request id, for support tickets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// What the turn reported before it failed (a stream cut after its
+    /// usage and stop reason arrived), so billed tokens are not lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<Box<PartialTurn>>,
 }
 
 impl ProviderError {
@@ -70,6 +75,7 @@ impl ProviderError {
             status: None,
             error_type: None,
             request_id: None,
+            partial: None,
         }
     }
 }

@@ -31,6 +31,7 @@ pub mod render;
 pub mod result;
 pub mod retrieval;
 pub mod state;
+pub mod stop;
 pub mod stream;
 pub mod tokens;
 pub mod tool;
@@ -55,7 +56,8 @@ pub use render::{
 pub use result::{LimitKind, LoopResult, LoopStatus};
 pub use retrieval::{Passage, RetrievalError, Retriever};
 pub use state::{RUN_STATE_SCHEMA_VERSION, RunPhase, RunState};
-pub use stream::{AssemblyError, BlockStart, ModelChunk, StopReason, StreamAssembler, StreamDelta};
+pub use stop::{PartialTurn, RefusalDetails, StopReason};
+pub use stream::{AssemblyError, BlockStart, ModelChunk, StreamAssembler, StreamDelta};
 pub use tokens::TokenTotals;
 pub use tool::{
     BreakLoop, Tool, ToolContext, ToolDefinition, ToolOptionKind, ToolOptionSpec, ToolOutput,

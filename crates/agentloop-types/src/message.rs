@@ -236,6 +236,8 @@ pub enum ApiKind {
     OpenaiChat,
     /// OpenAI Responses API.
     OpenaiResponses,
+    /// Google Gemini `generateContent` / `streamGenerateContent`.
+    Gemini,
 }
 
 impl ApiKind {
@@ -245,6 +247,7 @@ impl ApiKind {
             Self::AnthropicMessages => "anthropic-messages",
             Self::OpenaiChat => "openai-chat",
             Self::OpenaiResponses => "openai-responses",
+            Self::Gemini => "gemini",
         }
     }
 }

@@ -15,27 +15,7 @@ use crate::render::{
 };
 use crate::tokens::TokenTotals;
 
-/// Why a model turn ended, normalised across providers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// The model finished its answer.
-    EndTurn,
-    /// The model wants tools run.
-    ToolUse,
-    /// The output token cap was hit.
-    MaxTokens,
-    /// A stop sequence was produced.
-    StopSequence,
-    /// The model refused.
-    Refusal,
-    /// A long server-side turn paused; send the messages back to continue.
-    PauseTurn,
-    /// The provider's content filter stopped the output.
-    ContentFilter,
-    /// A reason this version does not know, verbatim.
-    Other(String),
-}
+pub use crate::stop::{RefusalDetails, StopReason};
 
 /// The opening of a content block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,10 @@
 
 use std::collections::HashMap;
 
-use agentloop_types::{ApiKind, BlockStart, ModelChunk, StopReason, StreamDelta, TokenTotals};
+use agentloop_types::{
+    ApiKind, BlockStart, ModelChunk, PartialTurn, RefusalDetails, StopReason, StreamDelta,
+    TokenTotals,
+};
 use serde_json::{Map, Value, json};
 
 use crate::decode::{DecodeContext, Decoder, Item, num, parse_payload, synthetic, text};
@@ -40,7 +43,12 @@ pub(crate) struct AnthropicDecoder {
     stop_reason: Option<StopReason>,
     open: HashMap<u32, Open>,
     started: bool,
+    /// The code-execution container the turn ran in (`id`, `expires_at`).
+    container: Option<Value>,
 }
+
+/// Block index of the container block, out of the range Anthropic uses.
+const CONTAINER_INDEX: u32 = u32::MAX;
 
 impl AnthropicDecoder {
     pub(crate) fn new(context: DecodeContext) -> Self {
@@ -52,6 +60,7 @@ impl AnthropicDecoder {
             stop_reason: None,
             open: HashMap::new(),
             started: false,
+            container: None,
         }
     }
 
@@ -306,20 +315,60 @@ impl AnthropicDecoder {
         }
     }
 
-    fn finish(&mut self, out: &mut Vec<Item>) {
-        let mut open: Vec<u32> = self.open.keys().copied().collect();
-        open.sort_unstable();
-        for index in open {
-            self.block_stop(index, out);
-        }
+    /// The usage so far, priced.
+    fn priced_usage(&self) -> TokenTotals {
         let mut usage = self.usage;
         let model = self.model.as_deref().unwrap_or(&self.context.model);
         let extra = ExtraUsage {
             cache_write_1h: self.cache_write_1h,
         };
         self.context.pricing.apply_extra(model, &mut usage, extra);
+        usage
+    }
+
+    fn finish(&mut self, out: &mut Vec<Item>) {
+        let mut open: Vec<u32> = self.open.keys().copied().collect();
+        open.sort_unstable();
+        for index in open {
+            self.block_stop(index, out);
+        }
+        if let Some(container) = self.container.take() {
+            // Kept as a block of the message so the next request can run in
+            // the same container (see `request::container_id`).
+            let mut block = json!({"type": "container"});
+            if let (Some(obj), Some(fields)) = (block.as_object_mut(), container.as_object()) {
+                obj.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            let start = BlockStart::Provider {
+                api: ApiKind::AnthropicMessages,
+                block,
+            };
+            let index = CONTAINER_INDEX;
+            Self::delta(
+                out,
+                StreamDelta::BlockStart {
+                    index,
+                    block: start,
+                },
+            );
+            Self::delta(out, StreamDelta::BlockStop { index });
+        }
+        let usage = self.priced_usage();
         let stop_reason = self.stop_reason.clone().unwrap_or(StopReason::EndTurn);
         out.push(Ok(ModelChunk::Finish { stop_reason, usage }));
+    }
+
+    fn read_message_delta(&mut self, delta: &Value) {
+        if let Some(reason) = text(delta, "stop_reason") {
+            self.stop_reason = Some(stop_reason(
+                reason,
+                text(delta, "stop_sequence"),
+                delta.get("stop_details"),
+            ));
+        }
+        if let Some(container) = delta.get("container").filter(|c| c.is_object()) {
+            self.container = Some(container.clone());
+        }
     }
 }
 
@@ -361,14 +410,26 @@ fn push_to_array(obj: &mut Map<String, Value>, key: &str, value: Value) {
     }
 }
 
-/// Maps Anthropic's `stop_reason`.
-pub(crate) fn stop_reason(reason: &str) -> StopReason {
+/// Maps Anthropic's `stop_reason`, with the matched `stop_sequence` and a
+/// refusal's `stop_details`.
+pub(crate) fn stop_reason(
+    reason: &str,
+    sequence: Option<&str>,
+    details: Option<&Value>,
+) -> StopReason {
     match reason {
         "end_turn" => StopReason::EndTurn,
         "tool_use" => StopReason::ToolUse,
         "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
-        "stop_sequence" => StopReason::StopSequence,
-        "refusal" => StopReason::Refusal,
+        "stop_sequence" => StopReason::StopSequence {
+            sequence: sequence.map(str::to_owned),
+        },
+        "refusal" => StopReason::Refusal {
+            details: details.filter(|d| d.is_object()).map(|d| RefusalDetails {
+                category: text(d, "category").map(str::to_owned),
+                explanation: text(d, "explanation").map(str::to_owned),
+            }),
+        },
         "pause_turn" => StopReason::PauseTurn,
         other => StopReason::Other(other.to_owned()),
     }
@@ -392,6 +453,8 @@ impl Decoder for AnthropicDecoder {
                 if let Some(usage) = message.get("usage") {
                     self.read_usage(usage);
                 }
+                // A whole (non-streaming) message carries these up front.
+                self.read_message_delta(message);
             }
             "content_block_start" => {
                 if let (Some(index), Some(block)) = (index, value.get("content_block")) {
@@ -409,8 +472,8 @@ impl Decoder for AnthropicDecoder {
                 }
             }
             "message_delta" => {
-                if let Some(reason) = value.get("delta").and_then(|d| text(d, "stop_reason")) {
-                    self.stop_reason = Some(stop_reason(reason));
+                if let Some(delta) = value.get("delta") {
+                    self.read_message_delta(delta);
                 }
                 if let Some(usage) = value.get("usage") {
                     self.read_usage(usage);
@@ -442,10 +505,17 @@ impl Decoder for AnthropicDecoder {
         } else {
             "stream ended before message_start"
         };
-        out.push(Err(error::truncated(
-            message,
-            self.context.request_id.clone(),
-        )));
+        let mut failure = error::truncated(message, self.context.request_id.clone());
+        if self.started {
+            // What was reported is billed: keep it, marked as a lower bound.
+            let mut usage = self.priced_usage();
+            usage.cost_unreliable = true;
+            failure.partial = Some(Box::new(PartialTurn {
+                stop_reason: self.stop_reason.clone(),
+                usage: Some(usage),
+            }));
+        }
+        out.push(Err(failure));
     }
 
     fn events_from_response(&self, body: &Value) -> Vec<SseEvent> {
@@ -474,7 +544,12 @@ impl Decoder for AnthropicDecoder {
         }
         let delta = json!({
             "type": "message_delta",
-            "delta": {"stop_reason": body.get("stop_reason"), "stop_sequence": body.get("stop_sequence")},
+            "delta": {
+                "stop_reason": body.get("stop_reason"),
+                "stop_sequence": body.get("stop_sequence"),
+                "stop_details": body.get("stop_details"),
+                "container": body.get("container"),
+            },
             "usage": body.get("usage"),
         });
         events.push(synthetic("message_delta", &delta));

@@ -4,6 +4,7 @@ use agentloop_types::{ApiKind, ContentBlock, ModelRequest, ProviderError, Role};
 use serde_json::{Map, Value, json};
 
 use crate::attachments::{Attachments, Resolved};
+use crate::cache::{PromptCache, place_breakpoints};
 use crate::request_common::{
     input_object, offered_tools, parameters_schema, system_text, temperature,
 };
@@ -19,11 +20,13 @@ const MIN_THINKING_BUDGET: u32 = 1024;
 /// messages of one role are merged; with thinking enabled `temperature` is
 /// not sent (the API allows only the default) and `max_tokens` is raised
 /// above the budget; a prefill becomes a trailing assistant message with
-/// trailing whitespace removed.
+/// trailing whitespace removed; prompt-cache breakpoints are placed by the
+/// policy of [`crate::cache`].
 pub(crate) fn build(
     request: &ModelRequest,
     attachments: &Attachments,
     stream: bool,
+    cache: &PromptCache,
 ) -> Result<Value, ProviderError> {
     let options = &request.options;
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
@@ -103,10 +106,46 @@ pub(crate) fn build(
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
+    place_breakpoints(&mut body, cache);
+    if let Some(id) = container_id(request, std::time::SystemTime::now()) {
+        body.insert("container".into(), json!(id));
+    }
     if stream {
         body.insert("stream".into(), json!(true));
     }
     Ok(Value::Object(body))
+}
+
+/// The code-execution container to continue in: the one the latest
+/// assistant message ran in, unless its `expires_at` has passed (a request
+/// naming an expired container fails, a fresh one is created otherwise).
+pub(crate) fn container_id(request: &ModelRequest, now: std::time::SystemTime) -> Option<String> {
+    let block = request
+        .messages
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.content.iter().rev())
+        .find_map(|b| match b {
+            ContentBlock::Provider {
+                api: ApiKind::AnthropicMessages,
+                block,
+            } if is_container(block) => Some(block),
+            _ => None,
+        })?;
+    let expired = block
+        .get("expires_at")
+        .and_then(Value::as_str)
+        .is_some_and(|at| crate::timestamp::is_past(at, now));
+    if expired {
+        return None;
+    }
+    block.get("id").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The block the decoder adds for a turn's container; it is not content.
+fn is_container(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("container")
 }
 
 fn block_json(
@@ -169,7 +208,7 @@ fn block_json(
             b
         }
         ContentBlock::Provider { api, block } => {
-            if *api != ApiKind::AnthropicMessages {
+            if *api != ApiKind::AnthropicMessages || is_container(block) {
                 return Ok(None);
             }
             block.clone()

@@ -6,8 +6,16 @@
 //! `refusal` run one text block, and each `tool_calls[index]` one tool-use
 //! block. Block indices are assigned in order of appearance. Only choice 0
 //! is read: with `n > 1` the other choices are ignored.
+//!
+//! Dialects of compatible servers: vLLM names the stop string that matched
+//! in `stop_reason` and reports errors as a bare `{"object": "error"}`;
+//! OpenRouter reports its own charge (`usage.cost`, used as the cost unless
+//! the call ran on the caller's key), cache writes
+//! (`prompt_tokens_details.cache_write_tokens`) and mid-stream failures as
+//! an `error` field with `finish_reason: "error"`; Ollama sends reasoning
+//! as `reasoning` and tool calls whole, finishing with `stop`.
 
-use agentloop_types::{BlockStart, ModelChunk, StopReason, StreamDelta, TokenTotals};
+use agentloop_types::{BlockStart, ModelChunk, PartialTurn, StopReason, StreamDelta, TokenTotals};
 use serde_json::{Value, json};
 
 use crate::decode::{DecodeContext, Decoder, Item, num, parse_payload, synthetic, text};
@@ -31,9 +39,13 @@ pub(crate) struct ChatDecoder {
     /// Open tool calls: (tool_calls index, block index, call id).
     tools: Vec<(u64, u32, String)>,
     finish_reason: Option<String>,
+    /// vLLM's `stop_reason`: the stop string that matched.
+    matched_stop: Option<String>,
     saw_refusal: bool,
     saw_tool_call: bool,
     usage: Option<TokenTotals>,
+    /// The charge a router reports itself (OpenRouter's `usage.cost`).
+    reported_cost: Option<f64>,
 }
 
 impl ChatDecoder {
@@ -45,9 +57,11 @@ impl ChatDecoder {
             run: None,
             tools: Vec::new(),
             finish_reason: None,
+            matched_stop: None,
             saw_refusal: false,
             saw_tool_call: false,
             usage: None,
+            reported_cost: None,
         }
     }
 
@@ -146,9 +160,19 @@ impl ChatDecoder {
     fn read_usage(&mut self, usage: &Value) {
         let prompt = num(usage, &["prompt_tokens"]).unwrap_or(0);
         let cached = num(usage, &["prompt_tokens_details", "cached_tokens"]).unwrap_or(0);
+        // OpenRouter counts cache writes of the providers behind it.
+        let written = num(usage, &["prompt_tokens_details", "cache_write_tokens"]).unwrap_or(0);
+        // OpenRouter's own charge, unless the call ran on the caller's key
+        // (then the upstream provider bills it).
+        let byok = usage.get("is_byok").and_then(Value::as_bool) == Some(true);
+        self.reported_cost = usage
+            .get("cost")
+            .and_then(Value::as_f64)
+            .filter(|c| c.is_finite() && *c >= 0.0 && !byok);
         self.usage = Some(TokenTotals {
-            input_tokens: prompt.saturating_sub(cached),
+            input_tokens: prompt.saturating_sub(cached).saturating_sub(written),
             cache_read_tokens: cached,
+            cache_creation_tokens: written,
             output_tokens: num(usage, &["completion_tokens"]).unwrap_or(0),
             reasoning_tokens: num(usage, &["completion_tokens_details", "reasoning_tokens"])
                 .unwrap_or(0),
@@ -167,13 +191,20 @@ impl ChatDecoder {
             Some("tool_calls" | "function_call") => StopReason::ToolUse,
             // Some compatible servers report `stop` with tool calls.
             _ if self.saw_tool_call => StopReason::ToolUse,
-            _ if self.saw_refusal => StopReason::Refusal,
+            _ if self.saw_refusal => StopReason::REFUSAL,
+            Some("stop") if self.matched_stop.is_some() => StopReason::StopSequence {
+                sequence: self.matched_stop.clone(),
+            },
             Some("stop") | None => StopReason::EndTurn,
             Some(other) => StopReason::Other(other.to_owned()),
         };
         let mut usage = self.usage.unwrap_or_default();
         let model = self.model.as_deref().unwrap_or(&self.context.model);
         self.context.pricing.apply(model, &mut usage);
+        if let Some(cost) = self.reported_cost {
+            usage.cost = cost;
+            usage.cost_unreliable = false;
+        }
         // No usage reported (a server ignoring `include_usage`): the zero
         // cost is not a real price.
         usage.cost_unreliable |= self.usage.is_none();
@@ -194,7 +225,10 @@ impl Decoder for ChatDecoder {
                 return true;
             }
         };
-        if value.get("error").is_some_and(|e| !e.is_null()) {
+        // vLLM sends a bare error object (`"object": "error"`), others an
+        // `error` field (OpenRouter's with `finish_reason: "error"`).
+        let bare_error = text(&value, "object") == Some("error");
+        if bare_error || value.get("error").is_some_and(|e| !e.is_null()) {
             let (error_type, message) = error::error_fields(&value);
             let message = message.unwrap_or_else(|| value.to_string());
             out.push(Err(error::api(
@@ -241,6 +275,11 @@ impl Decoder for ChatDecoder {
         if let Some(reason) = text(choice, "finish_reason") {
             self.finish_reason = Some(reason.to_owned());
         }
+        // vLLM names the stop string that ended the output (a number there
+        // is a stop token id, not a sequence the caller set).
+        if let Some(sequence) = text(choice, "stop_reason") {
+            self.matched_stop = Some(sequence.to_owned());
+        }
         false
     }
 
@@ -251,10 +290,17 @@ impl Decoder for ChatDecoder {
             self.finish(out);
         } else {
             let message = "stream ended before finish_reason and [DONE]";
-            out.push(Err(error::truncated(
-                message,
-                self.context.request_id.clone(),
-            )));
+            let mut failure = error::truncated(message, self.context.request_id.clone());
+            if let Some(mut usage) = self.usage {
+                let model = self.model.as_deref().unwrap_or(&self.context.model);
+                self.context.pricing.apply(model, &mut usage);
+                usage.cost_unreliable = true;
+                failure.partial = Some(Box::new(PartialTurn {
+                    stop_reason: None,
+                    usage: Some(usage),
+                }));
+            }
+            out.push(Err(failure));
         }
     }
 

@@ -4,6 +4,7 @@ use agentloop_types::{ContentBlock, ModelRequest, ProviderError, ReasoningEffort
 use serde_json::{Map, Value, json};
 
 use crate::attachments::{Attachments, Resolved};
+use crate::config::ProviderConfig;
 use crate::error;
 use crate::request_common::{
     input_object, offered_tools, parameters_schema, system_text, temperature,
@@ -14,13 +15,15 @@ use crate::request_common::{
 /// Tool results become `tool` messages placed before the rest of their
 /// user message; thinking and blocks of other APIs are not sent (Chat has
 /// no field for them); prefill and web search are refused as unsupported;
-/// `reasoning_summary` is ignored (Chat has no summaries).
+/// `reasoning_summary` is ignored (Chat has no summaries); a configured
+/// prompt cache key goes out as `prompt_cache_key`.
 pub(crate) fn build(
     request: &ModelRequest,
     attachments: &Attachments,
     stream: bool,
-    compatible: bool,
+    config: &ProviderConfig,
 ) -> Result<Value, ProviderError> {
+    let compatible = config.compatible;
     let options = &request.options;
     if options
         .prefill_response
@@ -85,6 +88,9 @@ pub(crate) fn build(
         .collect();
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(key) = &config.prompt_cache.key {
+        body.insert("prompt_cache_key".into(), json!(key));
     }
     if stream {
         body.insert("stream".into(), json!(true));

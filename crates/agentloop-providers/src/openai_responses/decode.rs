@@ -7,7 +7,10 @@
 //! it can be sent back (with its `encrypted_content`) alongside the tool
 //! calls it led to; `function_call` items are tool-use blocks; every other
 //! item type (`web_search_call`, future ones) is a verbatim provider block
-//! emitted when the item is done. Block indices are assigned here.
+//! emitted when the item is done. A `message` item with a `phase`
+//! (commentary or final answer) is followed by a provider block holding the
+//! item without its content, so the phase goes back with the text. Block
+//! indices are assigned here.
 
 use std::collections::HashMap;
 
@@ -144,6 +147,16 @@ impl ResponsesDecoder {
                 if !streamed {
                     self.message_from_item(item, out);
                 }
+                if item.get("phase").is_some_and(|p| !p.is_null()) {
+                    // The message's `phase` must go back with its text; the
+                    // item without its content (the text blocks before it
+                    // hold that) marks where the message ends.
+                    let mut marker = item.clone();
+                    if let Some(obj) = marker.as_object_mut() {
+                        obj.remove("content");
+                    }
+                    self.provider_block(&marker, out);
+                }
             }
             "reasoning" => {
                 self.close_item_parts(&id, out);
@@ -264,7 +277,7 @@ impl ResponsesDecoder {
             (_, Some("content_filter")) => StopReason::ContentFilter,
             (_, Some(other)) => StopReason::Other(other.to_owned()),
             _ if self.saw_call => StopReason::ToolUse,
-            _ if self.saw_refusal => StopReason::Refusal,
+            _ if self.saw_refusal => StopReason::REFUSAL,
             _ => StopReason::EndTurn,
         };
         out.push(Ok(ModelChunk::Finish {

@@ -4,6 +4,7 @@ use agentloop_types::{ApiKind, ContentBlock, ModelRequest, ProviderError, Reason
 use serde_json::{Map, Value, json};
 
 use crate::attachments::{Attachments, Resolved};
+use crate::config::ProviderConfig;
 use crate::error;
 use crate::openai_chat::request::effort_name;
 use crate::request_common::{
@@ -20,11 +21,13 @@ use crate::request_common::{
 /// `function_call_output` items. Thinking blocks are not sent (the reasoning
 /// item carries them). When reasoning options are set, responses are not
 /// stored and reasoning comes back encrypted so it can be sent again.
-/// Prefill and stop sequences are refused as unsupported.
+/// Prefill and stop sequences are refused as unsupported. A configured
+/// prompt cache key goes out as `prompt_cache_key`.
 pub(crate) fn build(
     request: &ModelRequest,
     attachments: &Attachments,
     stream: bool,
+    config: &ProviderConfig,
 ) -> Result<Value, ProviderError> {
     let options = &request.options;
     if options
@@ -94,6 +97,9 @@ pub(crate) fn build(
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
     }
+    if let Some(key) = &config.prompt_cache.key {
+        body.insert("prompt_cache_key".into(), json!(key));
+    }
     if stream {
         body.insert("stream".into(), json!(true));
     }
@@ -142,16 +148,11 @@ fn user_items(
 
 fn assistant_items(blocks: &[ContentBlock], out: &mut Vec<Value>) {
     let mut text = String::new();
-    let flush = |text: &mut String, out: &mut Vec<Value>| {
-        if !text.is_empty() {
-            out.push(json!({"role": "assistant", "content": std::mem::take(text)}));
-        }
-    };
     for block in blocks {
         match block {
             ContentBlock::Text { text: t, .. } => text.push_str(t),
             ContentBlock::ToolUse(call) => {
-                flush(&mut text, out);
+                flush_text(&mut text, None, out);
                 out.push(json!({
                     "type": "function_call",
                     "call_id": call.id,
@@ -162,12 +163,40 @@ fn assistant_items(blocks: &[ContentBlock], out: &mut Vec<Value>) {
             ContentBlock::Provider {
                 api: ApiKind::OpenaiResponses,
                 block,
+            } if is_message_marker(block) => flush_text(&mut text, block.get("phase"), out),
+            ContentBlock::Provider {
+                api: ApiKind::OpenaiResponses,
+                block,
             } => {
-                flush(&mut text, out);
+                flush_text(&mut text, None, out);
                 out.push(block.clone());
             }
             _ => {}
         }
     }
-    flush(&mut text, out);
+    flush_text(&mut text, None, out);
+}
+
+/// The block the decoder adds after a message that had a `phase`: the
+/// message item without its content.
+fn is_message_marker(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("message") && block.get("content").is_none()
+}
+
+/// Sends the text gathered so far as one assistant message, with the
+/// `phase` its message had.
+fn flush_text(text: &mut String, phase: Option<&Value>, out: &mut Vec<Value>) {
+    if text.is_empty() {
+        return;
+    }
+    let text = std::mem::take(text);
+    match phase.filter(|p| !p.is_null()) {
+        Some(phase) => out.push(json!({
+            "type": "message",
+            "role": "assistant",
+            "phase": phase,
+            "content": [{"type": "output_text", "text": text}],
+        })),
+        None => out.push(json!({"role": "assistant", "content": text})),
+    }
 }

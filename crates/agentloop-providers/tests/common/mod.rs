@@ -35,7 +35,7 @@ pub fn sse_body(api: ApiKind, lines: &[String]) -> String {
     let mut body = String::new();
     for line in lines {
         match api {
-            ApiKind::OpenaiChat => body.push_str(&format!("data: {line}\n\n")),
+            ApiKind::OpenaiChat | ApiKind::Gemini => body.push_str(&format!("data: {line}\n\n")),
             _ => {
                 let value: Value = serde_json::from_str(line).unwrap();
                 let kind = value["type"].as_str().unwrap();
@@ -53,6 +53,8 @@ pub fn sse_body(api: ApiKind, lines: &[String]) -> String {
 pub fn fixture_api(name: &str) -> ApiKind {
     if name.starts_with("anthropic") {
         ApiKind::AnthropicMessages
+    } else if name.starts_with("google") {
+        ApiKind::Gemini
     } else if name.starts_with("azure") || name == "openai-text.chunks.txt" {
         ApiKind::OpenaiChat
     } else {
@@ -80,6 +82,7 @@ pub fn config(api: ApiKind, base: &str) -> ProviderConfig {
         ApiKind::AnthropicMessages => ProviderConfig::anthropic("test-key"),
         ApiKind::OpenaiChat => ProviderConfig::openai_chat("test-key"),
         ApiKind::OpenaiResponses => ProviderConfig::openai_responses("test-key"),
+        ApiKind::Gemini => ProviderConfig::gemini("test-key"),
     };
     config.with_base_url(base).with_retry(RetryPolicy::none())
 }
@@ -95,12 +98,14 @@ pub fn paused_clock_provider(config: ProviderConfig) -> HttpProvider {
     HttpProvider::with_client(config, client)
 }
 
-/// The endpoint path of `api`.
+/// The endpoint path of `api` (for Gemini, streaming requests to the
+/// model of [`request`]).
 pub fn endpoint_path(api: ApiKind) -> &'static str {
     match api {
         ApiKind::AnthropicMessages => "/messages",
         ApiKind::OpenaiChat => "/chat/completions",
         ApiKind::OpenaiResponses => "/responses",
+        ApiKind::Gemini => "/models/test-model:streamGenerateContent",
     }
 }
 

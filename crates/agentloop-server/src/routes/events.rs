@@ -39,6 +39,23 @@ struct Follow {
     /// start, after a lag, a gap, a timeout, or without a live channel).
     stale: bool,
     done: bool,
+    _client: SseClient,
+}
+
+/// Counts an open event stream in the metrics while it lives.
+struct SseClient(std::sync::Arc<crate::metrics::Metrics>);
+
+impl SseClient {
+    fn open(metrics: std::sync::Arc<crate::metrics::Metrics>) -> Self {
+        metrics.sse_clients.inc();
+        Self(metrics)
+    }
+}
+
+impl Drop for SseClient {
+    fn drop(&mut self) {
+        self.0.sse_clients.dec();
+    }
 }
 
 impl Follow {
@@ -150,6 +167,7 @@ pub(super) async fn stream(
         ),
     };
     let follow = Follow {
+        _client: SseClient::open(state.metrics.clone()),
         state,
         run_id: run.id,
         after,

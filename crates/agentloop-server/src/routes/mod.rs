@@ -19,8 +19,11 @@ use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
+use tracing::Instrument;
+
 use crate::error::ApiError;
 use crate::ids::rfc3339;
+use crate::metrics::HttpLabels;
 use crate::state::AppState;
 use crate::users::{User, user_for_token};
 
@@ -96,7 +99,52 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
+}
+
+/// One log line and one metric per request: method, route template (never
+/// the raw path or query, which may carry a token), status, latency, the
+/// authenticated user (recorded on the span by the auth extractors) and a
+/// request id, also returned as `x-request-id`.
+async fn log_request(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_owned();
+    let request_id = crate::ids::new_id();
+    let span = tracing::info_span!(
+        "http.request",
+        http.request.method = %method,
+        http.route = %route,
+        request_id = %request_id,
+        user_id = tracing::field::Empty,
+    );
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let status = response.status().as_u16();
+    span.in_scope(|| {
+        tracing::info!(
+            http.response.status_code = status,
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "request"
+        );
+    });
+    state
+        .metrics
+        .http_requests
+        .get_or_create(&HttpLabels {
+            method,
+            route,
+            status,
+        })
+        .inc();
+    if let Ok(value) = axum::http::HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
 }
 
 /// The methods [`ROUTES`] has for `path`, upper-case.
@@ -220,9 +268,11 @@ fn bearer(parts: &Parts) -> Option<String> {
 }
 
 async fn authenticate(state: &AppState, token: &str) -> Result<User, ApiError> {
-    user_for_token(&*state.store, token.trim())
+    let user = user_for_token(&*state.store, token.trim())
         .await?
-        .ok_or_else(ApiError::unauthorized)
+        .ok_or_else(ApiError::unauthorized)?;
+    tracing::Span::current().record("user_id", user.id.as_str());
+    Ok(user)
 }
 
 /// A JSON request body; malformed JSON, a body over the limit or a
