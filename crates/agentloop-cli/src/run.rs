@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use agentloop_engine::skills::prepare;
 use agentloop_engine::{RunDeps, StrategyRegistry};
-use agentloop_types::{CancellationToken, EventKind, LoopOptions, LoopStatus, Message};
+use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
+use agentloop_types::{
+    CancellationToken, EventKind, LoopOptions, LoopStatus, Message, RenderingContentBlock,
+};
 use futures::StreamExt;
 
 use crate::args::RunArgs;
@@ -48,7 +51,11 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             ..options.clone()
         },
     };
-    let tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion))?;
+    let mut tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion))?;
+    // Kept until the run ends: dropping the servers stops their processes.
+    let mcp = start_mcp(&args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
+    let mcp_tool_names: Vec<String> = mcp.tools().iter().map(|t| t.name().to_owned()).collect();
+    tools.extend(mcp.tools());
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
@@ -103,10 +110,61 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             EventKind::FirstChunk | EventKind::StreamingEnd { .. } => spinner.stop(),
             _ => {}
         }
+        if let EventKind::ToolBlockUpdate { block, .. } = &event.kind
+            && mcp_tool_names.contains(&block.name)
+        {
+            mcp_progress(&mut stdout, block).map_err(|e| e.to_string())?;
+        }
         render::event(&mut stdout, &event).map_err(|e| e.to_string())?;
     }
     spinner.stop();
+    mcp.shutdown().await;
     Ok(status.as_ref().map_or(ExitCode::from(1), exit_code))
+}
+
+/// Starts the MCP servers named by `--mcp` files and `--mcp-stdio` lines.
+async fn start_mcp(
+    files: &[std::path::PathBuf],
+    stdio: &[String],
+    timeout_secs: u64,
+) -> Result<McpServers, String> {
+    let mut config = McpConfig::default();
+    for path in files {
+        config.merge(McpConfig::load(path).map_err(|e| e.to_string())?);
+    }
+    for line in stdio {
+        let (name, server) = parse_stdio_command(line).map_err(|e| e.to_string())?;
+        config.add(&name, ServerConfig::Stdio(server));
+    }
+    if config.servers.is_empty() {
+        return Ok(McpServers::default());
+    }
+    let options = ServerOptions {
+        call_timeout: Duration::from_secs(timeout_secs),
+        ..ServerOptions::default()
+    };
+    McpServers::start(&config, options)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// An MCP tool's progress line (`Progress 2/5: …`), shown as it arrives.
+fn mcp_progress(
+    out: &mut impl Write,
+    block: &agentloop_types::ToolResultRenderBlock,
+) -> std::io::Result<()> {
+    let line = block
+        .rendering_groups
+        .iter()
+        .flat_map(|group| &group.blocks)
+        .find_map(|b| match b {
+            RenderingContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        });
+    if let Some(line) = line {
+        writeln!(out, "\x1b[2m  {}: {line}\x1b[0m", block.name)?;
+    }
+    Ok(())
 }
 
 /// Reads a settings file: a JSON object of string values.
