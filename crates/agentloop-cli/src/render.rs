@@ -1,6 +1,13 @@
 //! The terminal view of a run: text as it arrives, thinking dimmed, tool
 //! calls and results on one line each, a last line with tokens and cost.
 
+use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 use std::io::Write;
 
 use agentloop_types::{
@@ -16,7 +23,7 @@ const RESET: &str = "\x1b[0m";
 pub fn event(out: &mut impl Write, event: &LoopEvent) -> std::io::Result<()> {
     let indent = "  ".repeat(event.path.depth());
     match &event.kind {
-        EventKind::StreamingChunk { delta } => match delta {
+        EventKind::StreamingChunk(StreamingChunkEvent { delta }) => match delta {
             StreamDelta::BlockStart { block, .. } => match block {
                 BlockStart::Thinking => write!(out, "{indent}{DIM}")?,
                 BlockStart::Text => write!(out, "{indent}")?,
@@ -38,7 +45,7 @@ pub fn event(out: &mut impl Write, event: &LoopEvent) -> std::io::Result<()> {
             StreamDelta::BlockStop { .. } => writeln!(out, "{RESET}")?,
             StreamDelta::Signature { .. } | StreamDelta::Citation { .. } => {}
         },
-        EventKind::ToolEnd { name, is_error, .. } => {
+        EventKind::ToolEnd(ToolEndEvent { name, is_error, .. }) => {
             let (colour, mark) = if *is_error {
                 (RED, "✗")
             } else {
@@ -46,28 +53,31 @@ pub fn event(out: &mut impl Write, event: &LoopEvent) -> std::io::Result<()> {
             };
             writeln!(out, "{indent}{colour}{mark} {name}{RESET}")?
         }
-        EventKind::AgentReason { message, .. } | EventKind::AgentObserve { message, .. } => {
+        EventKind::AgentReason(AgentReasonEvent { message, .. })
+        | EventKind::AgentObserve(AgentObserveEvent { message, .. }) => {
             writeln!(out, "{indent}{DIM}{message}{RESET}")?
         }
-        EventKind::AgentError { message, .. } => writeln!(out, "{indent}{RED}{message}{RESET}")?,
-        EventKind::Finished { result } if !event.path.is_root() => {
+        EventKind::AgentError(AgentErrorEvent { message, .. }) => {
+            writeln!(out, "{indent}{RED}{message}{RESET}")?
+        }
+        EventKind::Finished(FinishedEvent { result }) if !event.path.is_root() => {
             writeln!(out, "{indent}{DIM}sub-run {}{RESET}", result.status.name())?
         }
-        EventKind::Finished { result } => summary(out, result)?,
-        EventKind::StreamingStart { .. }
+        EventKind::Finished(FinishedEvent { result }) => summary(out, result)?,
+        EventKind::StreamingStart(StreamingStartEvent { .. })
         | EventKind::FirstChunk
-        | EventKind::StreamingEnd { .. }
-        | EventKind::MessageCreated { .. }
-        | EventKind::TokensConsumed { .. }
-        | EventKind::PendingToolResult { .. }
-        | EventKind::ToolStart { .. }
-        | EventKind::ToolBlockUpdate { .. }
-        | EventKind::AgentStart { .. }
-        | EventKind::AgentTurnStart { .. }
-        | EventKind::AgentRequestInput { .. }
-        | EventKind::AgentToolStart { .. }
-        | EventKind::AgentToolComplete { .. }
-        | EventKind::AgentCompletion { .. } => {}
+        | EventKind::StreamingEnd(StreamingEndEvent { .. })
+        | EventKind::MessageCreated(MessageCreatedEvent { .. })
+        | EventKind::TokensConsumed(TokensConsumedEvent { .. })
+        | EventKind::PendingToolResult(PendingToolResultEvent { .. })
+        | EventKind::ToolStart(ToolStartEvent { .. })
+        | EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { .. })
+        | EventKind::AgentStart(AgentStartEvent { .. })
+        | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
+        | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+        | EventKind::AgentToolStart(AgentToolStartEvent { .. })
+        | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
+        | EventKind::AgentCompletion(AgentCompletionEvent { .. }) => {}
     }
     out.flush()
 }

@@ -1,5 +1,6 @@
 //! `agentloop run`.
 
+use agentloop_types::{StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent};
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
@@ -105,12 +106,14 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             writeln!(stdout, "{line}").map_err(|e| e.to_string())?;
             continue;
         }
-        match &event.kind {
-            EventKind::StreamingStart { .. } => spinner.start(),
-            EventKind::FirstChunk | EventKind::StreamingEnd { .. } => spinner.stop(),
-            _ => {}
+        if let EventKind::StreamingStart(StreamingStartEvent { .. }) = &event.kind {
+            spinner.start();
+        } else if let EventKind::FirstChunk | EventKind::StreamingEnd(StreamingEndEvent { .. }) =
+            &event.kind
+        {
+            spinner.stop();
         }
-        if let EventKind::ToolBlockUpdate { block, .. } = &event.kind
+        if let EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. }) = &event.kind
             && mcp_tool_names.contains(&block.name)
         {
             mcp_progress(&mut stdout, block).map_err(|e| e.to_string())?;

@@ -4,6 +4,10 @@
 //! they do it only through these methods.
 
 use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, FinishedEvent, MessageCreatedEvent,
+    PendingToolResultEvent, TokensConsumedEvent,
+};
+use agentloop_types::{
     BreakLoop, ContentBlock, EventKind, LimitKind, LoopError, LoopOptions, LoopResult, LoopStatus,
     Message, Passage, Role, RunPhase, RunState, TokenTotals, ToolDefinition, ToolResult,
     ToolResultBlock, ToolUseBlock, validate_history,
@@ -140,9 +144,9 @@ impl RunCore {
 
     fn commit_as(&mut self, message: Message) -> Message {
         self.state.messages.push(message.clone());
-        self.emit(EventKind::MessageCreated {
+        self.emit(EventKind::MessageCreated(MessageCreatedEvent {
             message: message.clone(),
-        });
+        }));
         message
     }
 
@@ -155,7 +159,9 @@ impl RunCore {
     /// Adds a model turn's usage and reports it.
     pub(crate) fn consume(&mut self, usage: TokenTotals) {
         self.state.totals += usage;
-        self.emit(EventKind::TokensConsumed { tokens: usage });
+        self.emit(EventKind::TokensConsumed(TokensConsumedEvent {
+            tokens: usage,
+        }));
     }
 
     /// Adds tokens a nested run reported itself.
@@ -265,20 +271,20 @@ impl RunCore {
         };
         if call.failures < max_retries {
             let failures = call.failures + 1;
-            self.emit(EventKind::AgentError {
+            self.emit(EventKind::AgentError(AgentErrorEvent {
                 message: format!("{error} (retry {failures} of {max_retries})"),
                 step,
-            });
+            }));
             let next = self.call_model(env, call.extra, call.offer, call.commit_turn);
             if let Some(call) = self.model_call.as_mut() {
                 call.failures = failures;
             }
             return next;
         }
-        self.emit(EventKind::AgentError {
+        self.emit(EventKind::AgentError(AgentErrorEvent {
             message: error.to_string(),
             step,
-        });
+        }));
         self.finish(LoopStatus::Error { error })
     }
 
@@ -291,10 +297,10 @@ impl RunCore {
         run: Vec<ToolUseBlock>,
     ) -> Step {
         let result_message_id = self.next_id();
-        self.emit(EventKind::PendingToolResult {
+        self.emit(EventKind::PendingToolResult(PendingToolResultEvent {
             message_id: result_message_id.clone(),
             blocks: shown.iter().map(|c| running_block(c, Vec::new())).collect(),
-        });
+        }));
         let calls = self.plan_calls(env, &run);
         self.state.phase = RunPhase::RunTools {
             result_message_id,
@@ -363,10 +369,10 @@ impl RunCore {
             return None;
         };
         let (id, calls) = (result_message_id.clone(), calls.clone());
-        self.emit(EventKind::PendingToolResult {
+        self.emit(EventKind::PendingToolResult(PendingToolResultEvent {
             message_id: id,
             blocks: calls.iter().map(|c| running_block(c, Vec::new())).collect(),
-        });
+        }));
         Some(Step::RunTools {
             calls: self.plan_calls(env, &calls),
         })
@@ -497,13 +503,13 @@ impl RunCore {
         self.state.phase = RunPhase::Finished;
         self.model_call = None;
         self.retrieval = None;
-        self.emit(EventKind::Finished {
+        self.emit(EventKind::Finished(FinishedEvent {
             result: LoopResult {
                 status,
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
             },
-        });
+        }));
         Step::Done
     }
 
@@ -511,7 +517,7 @@ impl RunCore {
     /// stored state that had finished, or a driver bug); the state is left
     /// as it is.
     pub(crate) fn refused(&self, reason: String) -> EventKind {
-        EventKind::Finished {
+        EventKind::Finished(FinishedEvent {
             result: LoopResult {
                 status: LoopStatus::Error {
                     error: LoopError::InvalidState { reason },
@@ -519,7 +525,7 @@ impl RunCore {
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
             },
-        }
+        })
     }
 
     /// A state whose parts disagree (a corrupt store): the run ends with
@@ -533,10 +539,10 @@ impl RunCore {
 
     /// Reports the answer and completes the run.
     pub(crate) fn complete(&mut self, steps: u32, final_answer: String) -> Step {
-        self.emit(EventKind::AgentCompletion {
+        self.emit(EventKind::AgentCompletion(AgentCompletionEvent {
             steps,
             final_answer,
-        });
+        }));
         self.finish(LoopStatus::Complete { return_value: None })
     }
 

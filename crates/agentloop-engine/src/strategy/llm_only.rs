@@ -1,6 +1,7 @@
 //! The `llm-only` strategy: one plain model call, no tools:
 //! `agent_start`, `agent_turn_start`, the turn, `agent_completion`.
 
+use agentloop_types::{AgentStartEvent, AgentTurnStartEvent};
 use std::sync::Arc;
 
 use agentloop_types::{EventKind, LoopOptions, Message, Passage, Retriever};
@@ -60,7 +61,7 @@ pub(crate) struct LlmOnlyMachine {
 
 impl LlmOnlyMachine {
     pub(crate) fn start(&mut self, core: &mut RunCore, env: &Env) -> Step {
-        core.emit(EventKind::AgentStart { max_steps: 1 });
+        core.emit(EventKind::AgentStart(AgentStartEvent { max_steps: 1 }));
         if let Some(limit) = self.retrieve.take()
             && let Some(step) = core.retrieve(limit)
         {
@@ -94,6 +95,6 @@ impl LlmOnlyMachine {
 }
 
 fn call(core: &mut RunCore, env: &Env, passages: &[Passage]) -> Step {
-    core.emit(EventKind::AgentTurnStart { step: 1 });
+    core.emit(EventKind::AgentTurnStart(AgentTurnStartEvent { step: 1 }));
     core.call_model(env, cited(passages), ToolOffer::Nothing, true)
 }
