@@ -1,6 +1,8 @@
-//! `agentloop`: run an agent loop in a terminal (`run`), check a recorded
-//! provider stream against the adapters (`replay-stream`), and list or call
-//! tools directly (`tool`).
+//! `agentloop`: run an agent loop in a terminal (`run`), keep stored
+//! conversations (`chat`, `chats`, `export`, `import`), serve the HTTP API
+//! (`serve`, `users`, `complete-workflow`), check a recorded provider
+//! stream against the adapters (`replay-stream`), and list or call tools
+//! directly (`tool`). One module per command group; `main` only dispatches.
 
 mod args;
 mod chat;
