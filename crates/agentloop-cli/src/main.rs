@@ -25,6 +25,19 @@ use crate::args::{Cli, Command, ToolCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The OTLP exporter's HTTP client needs the TLS provider in place first.
+    agentloop_providers::ensure_crypto_provider();
+    // `serve` installs its own (it takes the format and level as flags).
+    let _telemetry = match &cli.command {
+        Command::Serve(_) => None,
+        _ => match logging::init(logging::LogFormat::Text, "warn") {
+            Ok(telemetry) => Some(telemetry),
+            Err(message) => {
+                eprintln!("agentloop: {message}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
