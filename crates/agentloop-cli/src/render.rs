@@ -50,6 +50,16 @@ pub fn event(out: &mut impl Write, event: &LoopEvent) -> std::io::Result<()> {
             writeln!(out, "{indent}{DIM}{message}{RESET}")?
         }
         EventKind::AgentError { message, .. } => writeln!(out, "{indent}{RED}{message}{RESET}")?,
+        EventKind::ContextCompacted {
+            strategy,
+            tokens_before,
+            tokens_after,
+            ..
+        } => writeln!(
+            out,
+            "{indent}{DIM}[context compacted ({}): ~{tokens_before} → ~{tokens_after} tokens]{RESET}",
+            strategy.name()
+        )?,
         EventKind::Finished { result } if !event.path.is_root() => {
             writeln!(out, "{indent}{DIM}sub-run {}{RESET}", result.status.name())?
         }

@@ -189,6 +189,7 @@ fn deepen(kind: EventKind) -> EventKind {
         | EventKind::AgentObserve { .. }
         | EventKind::AgentCompletion { .. }
         | EventKind::AgentError { .. }
+        | EventKind::ContextCompacted { .. }
         | EventKind::Finished { .. }) => kind,
     }
 }

@@ -158,7 +158,8 @@ impl Persister {
             | EventKind::AgentToolComplete { .. }
             | EventKind::AgentObserve { .. }
             | EventKind::AgentCompletion { .. }
-            | EventKind::AgentError { .. } => self.flush_when_full().await?,
+            | EventKind::AgentError { .. }
+            | EventKind::ContextCompacted { .. } => self.flush_when_full().await?,
         }
         Ok(())
     }

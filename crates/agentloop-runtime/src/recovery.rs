@@ -205,6 +205,7 @@ impl ChatRuntime {
                 Step::CallModel { .. }
                 | Step::RunTools { .. }
                 | Step::Retrieve { .. }
+                | Step::Summarise { .. }
                 | Step::Done => break,
             };
         }

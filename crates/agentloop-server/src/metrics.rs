@@ -310,7 +310,8 @@ impl RunMetrics {
             | EventKind::AgentToolComplete { .. }
             | EventKind::AgentObserve { .. }
             | EventKind::AgentCompletion { .. }
-            | EventKind::AgentError { .. } => {}
+            | EventKind::AgentError { .. }
+            | EventKind::ContextCompacted { .. } => {}
         }
     }
 }

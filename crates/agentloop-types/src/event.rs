@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::message::Message;
+use crate::options::CompactionStrategy;
 use crate::render::ToolResultRenderBlock;
 use crate::result::LoopResult;
 use crate::stream::{StopReason, StreamDelta};
@@ -208,6 +209,20 @@ pub enum EventKind {
         /// Step number.
         step: u32,
     },
+    /// What the run sends was compacted before a model call: older turns
+    /// were summarised or left out of the request (never out of the stored
+    /// history).
+    ContextCompacted {
+        /// How.
+        strategy: CompactionStrategy,
+        /// Estimated tokens of the request before compacting.
+        tokens_before: u64,
+        /// Estimated tokens of the request after.
+        tokens_after: u64,
+        /// History messages the request now leaves out or summarises, in
+        /// all (earlier compactions included).
+        messages_compacted: u32,
+    },
     /// The run ended. Exactly one per run path; the last event of the root.
     Finished {
         /// The result.
@@ -238,6 +253,7 @@ impl EventKind {
             Self::AgentObserve { .. } => "agent_observe",
             Self::AgentCompletion { .. } => "agent_completion",
             Self::AgentError { .. } => "agent_error",
+            Self::ContextCompacted { .. } => "context_compacted",
             Self::Finished { .. } => "finished",
         }
     }

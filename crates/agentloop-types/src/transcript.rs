@@ -96,6 +96,15 @@ fn render_kind(kind: &EventKind) -> String {
         } => {
             format!("steps={steps} {}", json(final_answer))
         }
+        EventKind::ContextCompacted {
+            strategy,
+            tokens_before,
+            tokens_after,
+            messages_compacted,
+        } => format!(
+            "{} tokens={tokens_before}->{tokens_after} messages={messages_compacted}",
+            strategy.name()
+        ),
         EventKind::Finished { result } => render_result(result),
     }
 }

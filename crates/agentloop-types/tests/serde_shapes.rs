@@ -194,3 +194,41 @@ fn totals_add() {
     );
     assert_eq!(saturated.total_tokens(), u64::MAX);
 }
+
+#[test]
+fn context_compacted_and_compaction_options_shapes() {
+    let event = EventKind::ContextCompacted {
+        strategy: agentloop_types::CompactionStrategy::DropOldest,
+        tokens_before: 900,
+        tokens_after: 400,
+        messages_compacted: 6,
+    };
+    let value = serde_json::to_value(&event).unwrap();
+    assert_eq!(
+        value,
+        json!({
+            "type": "context_compacted",
+            "strategy": "drop_oldest",
+            "tokens_before": 900,
+            "tokens_after": 400,
+            "messages_compacted": 6,
+        })
+    );
+    assert_eq!(event.name(), "context_compacted");
+    let options: agentloop_types::LoopOptions = serde_json::from_value(json!({
+        "context_window": 200000,
+        "compaction": {"strategy": "summarise"},
+    }))
+    .unwrap();
+    assert_eq!(options.context_window, Some(200_000));
+    assert_eq!(
+        options.compaction.strategy,
+        agentloop_types::CompactionStrategy::Summarise
+    );
+    assert_eq!(options.compaction.threshold, 0.8);
+    assert_eq!(options.compaction.keep_last_turns, 2);
+    assert_eq!(
+        agentloop_types::LoopOptions::default().compaction.strategy,
+        agentloop_types::CompactionStrategy::None
+    );
+}

@@ -162,7 +162,11 @@ impl PlanMachine {
                 finished_tools,
                 child_tokens,
             } => core.cancel(partial_turn, finished_tools, child_tokens, Vec::new()),
-            Input::Start | Input::ToolsDone { .. } | Input::Retrieved { .. } => {
+            Input::Start
+            | Input::ToolsDone { .. }
+            | Input::Retrieved { .. }
+            | Input::Summary { .. }
+            | Input::SummaryFailed { .. } => {
                 core.invalid("an input plan-and-execute does not await")
             }
         }
@@ -256,7 +260,8 @@ impl PlanMachine {
                 | EventKind::AgentToolComplete { .. }
                 | EventKind::AgentObserve { .. }
                 | EventKind::AgentCompletion { .. }
-                | EventKind::AgentError { .. }) => core.emit(kind),
+                | EventKind::AgentError { .. }
+                | EventKind::ContextCompacted { .. }) => core.emit(kind),
             }
         }
         match (next, result) {
