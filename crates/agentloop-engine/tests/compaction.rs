@@ -8,7 +8,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
-use agentloop_engine::{RunDeps, RunItem, resume, run};
+use agentloop_engine::strategy::{PlanExecuteStrategy, ReactStrategy};
+use agentloop_engine::{LoopStrategy, RunDeps, RunItem, resume, run};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
     ApiKind, CompactionOptions, CompactionStrategy, ContentBlock, EventKind, LoopEvent,
@@ -448,4 +449,98 @@ async fn a_run_resumed_from_any_checkpoint_sends_the_same_requests() {
         resumed_in_summary,
         "a checkpoint falls while a summary is due"
     );
+}
+
+/// React and plan-and-execute scripts that echo long notes.
+fn strategy_cases() -> Vec<(Arc<dyn LoopStrategy>, Vec<ScriptedTurn>)> {
+    let echo = |id: &str, k: usize| {
+        ScriptedTurn::new()
+            .tool_call(id, "echo", json!({ "text": note(k) }))
+            .usage(10, 2)
+    };
+    let control = |id: &str, name: &str, input: serde_json::Value| {
+        ScriptedTurn::new().tool_call(id, name, input).usage(10, 2)
+    };
+    let mut react = Vec::new();
+    for k in 1..=6 {
+        react.push(control(
+            &format!("r{k}"),
+            "agent_decide_next",
+            json!({"message": format!("echo note {k}")}),
+        ));
+        react.push(echo(&format!("t{k}"), k));
+        react.push(control(
+            &format!("o{k}"),
+            "agent_observe_decide",
+            json!({"message": format!("note {k} echoed"), "should_continue": k < 6}),
+        ));
+    }
+    react.push(ScriptedTurn::new().text("Six notes echoed.").usage(10, 2));
+    let steps: Vec<String> = (1..=8).map(|k| format!("Echo note {k}")).collect();
+    let mut plan = vec![control("p1", "agent_plan", json!({ "steps": steps }))];
+    for k in 1..=8 {
+        plan.push(echo(&format!("t{k}"), k));
+        plan.push(
+            ScriptedTurn::new()
+                .text(&format!("Note {k} done."))
+                .usage(10, 2),
+        );
+    }
+    plan.push(ScriptedTurn::new().text("All eight done.").usage(10, 2));
+    vec![
+        (Arc::new(ReactStrategy::default()), react),
+        (Arc::new(PlanExecuteStrategy::default()), plan),
+    ]
+}
+
+#[tokio::test]
+async fn react_and_plan_runs_compact_and_keep_their_history() {
+    for strategy_kind in [
+        CompactionStrategy::Summarise,
+        CompactionStrategy::DropOldest,
+    ] {
+        for (strategy, turns) in strategy_cases() {
+            let name = format!("{} {}", strategy.name(), strategy_kind.name());
+            let provider = Routed::new(turns, summaries(40));
+            let options = LoopOptions {
+                context_window: Some(2_000),
+                ..options(strategy_kind)
+            };
+            let events: Vec<LoopEvent> = strategy
+                .run(options, context(), deps(provider.clone()))
+                .collect()
+                .await;
+            let result = check_invariants(&events);
+            assert!(
+                matches!(result.status, agentloop_types::LoopStatus::Complete { .. }),
+                "{name}: {:?}",
+                result.status
+            );
+            assert_eq!(result.messages[..2], context()[..], "{name}");
+            let compacted = compactions(&events);
+            assert!(!compacted.is_empty(), "{name}: compacts");
+            assert!(
+                compacted.iter().all(|c| c.0 == strategy_kind),
+                "{name}: {compacted:?}"
+            );
+            let mut sent_a_summary = false;
+            for request in provider.requests().iter().filter(|r| !is_summary(r)) {
+                validate_history(&request.messages, false)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                sent_a_summary |= request
+                    .messages
+                    .iter()
+                    .any(|m| m.id.ends_with("-compaction"));
+            }
+            assert!(sent_a_summary, "{name}");
+            // Every tool call of the run is in the stored history with its result.
+            let calls = result.messages.iter().flat_map(|m| m.tool_uses()).count();
+            let results = result
+                .messages
+                .iter()
+                .flat_map(|m| m.tool_results())
+                .count();
+            assert_eq!(calls, results, "{name}");
+        }
+    }
 }

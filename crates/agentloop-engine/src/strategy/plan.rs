@@ -224,6 +224,8 @@ impl PlanMachine {
             core.messages().to_vec(),
         );
         let mut run = Run::new(state, StrategyMachine::Native(Default::default()));
+        // The step sends the history as this run does, compacted alike.
+        run.core.compaction = core.compaction.clone();
         let next = run.start(env);
         self.phase = PlanPhase::Executing {
             item,
@@ -272,11 +274,13 @@ impl PlanMachine {
     }
 
     fn step_finished(&mut self, core: &mut RunCore, env: &Env, result: LoopResult) -> Step {
-        let PlanPhase::Executing { item, .. } =
+        let PlanPhase::Executing { item, run } =
             std::mem::replace(&mut self.phase, PlanPhase::Starting)
         else {
             return core.invalid("a plan step finished outside a step");
         };
+        // Its history becomes this run's, and so does how it is sent.
+        core.compaction = run.core.compaction;
         let step = self.step;
         let answer = result.final_text().unwrap_or_default();
         core.add_tokens(result.tokens);
