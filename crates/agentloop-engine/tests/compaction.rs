@@ -544,3 +544,81 @@ async fn react_and_plan_runs_compact_and_keep_their_history() {
         }
     }
 }
+
+/// Runs with parallel calls under many settings: whatever is cut, every
+/// sent message other than the compaction item is a stored message,
+/// unchanged and in order, and what is sent validates.
+#[tokio::test]
+async fn parallel_calls_stay_paired_under_every_setting() {
+    let script = || -> Vec<ScriptedTurn> {
+        let mut turns: Vec<ScriptedTurn> = (1..=9)
+            .map(|k| {
+                let mut turn = ScriptedTurn::new().usage(10, 2);
+                for c in 0..(k % 3 + 1) {
+                    turn = turn.tool_call(&format!("t{k}-{c}"), "echo", json!({ "text": note(k) }));
+                }
+                turn
+            })
+            .collect();
+        turns.push(ScriptedTurn::new().text("Done.").usage(10, 2));
+        turns
+    };
+    for strategy in [
+        CompactionStrategy::Summarise,
+        CompactionStrategy::DropOldest,
+    ] {
+        for keep_last_turns in 0..=3 {
+            for threshold in [0.3, 0.5, 0.9] {
+                let name = format!("{} keep {keep_last_turns} at {threshold}", strategy.name());
+                let provider = Routed::new(script(), summaries(40));
+                let options = LoopOptions {
+                    compaction: CompactionOptions {
+                        strategy,
+                        threshold,
+                        keep_last_turns,
+                    },
+                    ..options(strategy)
+                };
+                let events = run_events(provider.clone(), options).await;
+                let result = check_invariants(&events);
+                assert!(
+                    matches!(result.status, agentloop_types::LoopStatus::Complete { .. }),
+                    "{name}"
+                );
+                assert!(!compactions(&events).is_empty(), "{name}: compacts");
+                for request in provider.requests().iter().filter(|r| !is_summary(r)) {
+                    validate_history(&request.messages, false)
+                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    let mut from = 0;
+                    for sent in &request.messages {
+                        if sent.id == "run-compaction" {
+                            continue;
+                        }
+                        let at = result.messages[from..]
+                            .iter()
+                            .position(|m| m == sent)
+                            .unwrap_or_else(|| panic!("{name}: {} is stored as sent", sent.id));
+                        from += at + 1;
+                    }
+                    // The latest turns stay: the request ends as the history
+                    // did when it was sent.
+                    let last = request.messages.last().unwrap();
+                    let end = result.messages.iter().position(|m| m == last).unwrap();
+                    let assistants_kept = request
+                        .messages
+                        .iter()
+                        .filter(|m| m.role == Role::Assistant)
+                        .count();
+                    let assistants_before = result.messages[..=end]
+                        .iter()
+                        .filter(|m| m.role == Role::Assistant)
+                        .count();
+                    assert!(
+                        assistants_kept >= assistants_before.min(keep_last_turns as usize),
+                        "{name}: the last {keep_last_turns} turns are sent"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -207,7 +207,8 @@ pub enum Step {
         /// 1-based number of the run's model call.
         iteration: u32,
         /// The messages to send (thinking trimmed per
-        /// `thinking_keep_turns`, prompts of the step appended).
+        /// `thinking_keep_turns`, older turns compacted per
+        /// `LoopOptions::compaction`, prompts of the step appended).
         messages: Vec<Message>,
         /// The tools to offer.
         tools: Vec<ToolDefinition>,
