@@ -622,3 +622,21 @@ async fn parallel_calls_stay_paired_under_every_setting() {
         }
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cancel_during_the_summary_ends_the_run_with_its_history_whole() {
+    let provider = Routed::new(echo_turns(), vec![ScriptedTurn::new().hang()]);
+    let cancel = agentloop_types::CancellationToken::new();
+    common::cancel_after(&cancel, 1_000);
+    let deps = deps(provider.clone()).with_cancel(cancel);
+    let events: Vec<LoopEvent> = run(options(CompactionStrategy::Summarise), context(), deps)
+        .collect()
+        .await;
+    let result = check_invariants(&events);
+    assert_eq!(result.status, agentloop_types::LoopStatus::Cancelled);
+    assert!(compactions(&events).is_empty());
+    assert!(is_summary(provider.requests().last().unwrap()));
+    let calls = result.messages.iter().flat_map(|m| m.tool_uses()).count();
+    assert!(calls >= 4, "the turns before the summary are stored");
+    validate_history(&result.messages, false).unwrap();
+}

@@ -22,7 +22,7 @@
 //! [`ATTACHMENT_TOKENS`]. Providers count differently; the estimate only
 //! has to be steady, and the threshold leaves the margin.
 
-use agentloop_types::{ContentBlock, Message, Role, ToolDefinition, validate_history};
+use agentloop_types::{ContentBlock, Message, Role, ToolDefinition};
 use serde::{Deserialize, Serialize};
 
 /// Characters per estimated token.
@@ -146,12 +146,11 @@ pub(crate) fn compacted_count(messages: &[Message], compaction: &Compaction) -> 
 
 /// Every place the verbatim tail may start at, ascending, later than
 /// `current` (where the compaction in effect starts it); see the module
-/// docs. Only cuts whose request passes the history validator are listed.
+/// docs. The caller still validates what a cut would send.
 pub(crate) fn cut_points(
     messages: &[Message],
     current: Option<usize>,
     keep_last_turns: u32,
-    run_id: &str,
 ) -> Vec<usize> {
     let Some(first) = messages.iter().position(|m| m.role != Role::System) else {
         return Vec::new();
@@ -167,13 +166,6 @@ pub(crate) fn cut_points(
         .filter(|&i| {
             let message = &messages[i];
             message.role != Role::System && message.tool_results().next().is_none()
-        })
-        .filter(|&i| {
-            let compaction = Compaction {
-                kept_from: messages[i].id.clone(),
-                summary: None,
-            };
-            validate_history(&shape(messages.to_vec(), Some(&compaction), run_id), true).is_ok()
         })
         .collect()
 }
@@ -277,7 +269,7 @@ fn transcript_line(block: &ContentBlock) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use agentloop_types::{ApiKind, ToolResultBlock, ToolUseBlock};
+    use agentloop_types::{ApiKind, ToolResultBlock, ToolUseBlock, validate_history};
     use serde_json::json;
 
     use super::*;
@@ -318,10 +310,10 @@ mod tests {
     #[test]
     fn cuts_fall_on_assistant_turns_and_spare_the_last_ones() {
         let messages = history();
-        assert_eq!(cut_points(&messages, None, 2, "r"), vec![2, 4]);
-        assert_eq!(cut_points(&messages, None, 1, "r"), vec![2, 4, 6]);
-        assert_eq!(cut_points(&messages, Some(4), 1, "r"), vec![6]);
-        assert!(cut_points(&messages, None, 3, "r").is_empty());
+        assert_eq!(cut_points(&messages, None, 2), vec![2, 4]);
+        assert_eq!(cut_points(&messages, None, 1), vec![2, 4, 6]);
+        assert_eq!(cut_points(&messages, Some(4), 1), vec![6]);
+        assert!(cut_points(&messages, None, 3).is_empty());
     }
 
     #[test]
@@ -334,7 +326,7 @@ mod tests {
                 block: json!({"type": "compaction", "content": "Earlier: ..."}),
             },
         );
-        assert_eq!(cut_points(&messages, None, 1, "r"), vec![2, 4]);
+        assert_eq!(cut_points(&messages, None, 1), vec![2, 4]);
     }
 
     #[test]

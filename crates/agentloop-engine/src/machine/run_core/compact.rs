@@ -65,15 +65,10 @@ impl RunCore {
             };
             validate_history(&self.sent_messages(env, call, Some(&candidate)), false).is_ok()
         };
-        let cuts: Vec<usize> = compaction::cut_points(
-            messages,
-            current,
-            policy.keep_last_turns,
-            &self.state.run_id,
-        )
-        .into_iter()
-        .filter(|&kept| fits(kept))
-        .collect();
+        let cuts: Vec<usize> = compaction::cut_points(messages, current, policy.keep_last_turns)
+            .into_iter()
+            .filter(|&kept| fits(kept))
+            .collect();
         match policy.strategy {
             CompactionStrategy::None => None,
             CompactionStrategy::DropOldest => {
