@@ -41,6 +41,24 @@ pub enum Command {
     Import(crate::export::ImportArgs),
 }
 
+/// How `run` compacts long requests.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum CompactionArg {
+    None,
+    Summarise,
+    DropOldest,
+}
+
+impl From<CompactionArg> for agentloop_types::CompactionStrategy {
+    fn from(arg: CompactionArg) -> Self {
+        match arg {
+            CompactionArg::None => Self::None,
+            CompactionArg::Summarise => Self::Summarise,
+            CompactionArg::DropOldest => Self::DropOldest,
+        }
+    }
+}
+
 /// The wire protocols `replay-stream` understands.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ApiArg {
@@ -74,6 +92,10 @@ pub struct RunArgs {
     /// Model turns before the run stops.
     #[arg(long, default_value_t = 50)]
     pub max_iterations: u32,
+    /// What to do when a request would exceed 80% of the model's context
+    /// window (known from the model table): none, summarise or drop-oldest.
+    #[arg(long, value_enum, default_value_t = CompactionArg::None)]
+    pub compaction: CompactionArg,
     /// Tools to offer, comma-separated (see `agentloop tool list`).
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,

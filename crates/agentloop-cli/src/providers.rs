@@ -11,6 +11,9 @@ pub struct Chosen {
     pub provider: Arc<dyn ModelProvider>,
     pub api: ApiKind,
     pub model: String,
+    /// The model's context window from the provider's model table; `None`
+    /// for models the table does not know.
+    pub context_window: Option<u32>,
 }
 
 const NO_KEY: &str = "no model provider is configured. Set ANTHROPIC_API_KEY (Anthropic), \
@@ -44,6 +47,7 @@ pub fn choose(
             provider,
             api: ApiKind::AnthropicMessages,
             model: model.unwrap_or_else(|| "scripted".to_owned()),
+            context_window: None,
         });
     }
     let key = |var: &str| env(var).ok_or_else(|| format!("{var} is not set. {NO_KEY}"));
@@ -77,11 +81,16 @@ pub fn choose(
         }
     };
     let api = config.api;
+    let model = model.unwrap_or_else(|| default_model.to_owned());
+    let context_window = config
+        .model_limits(&model)
+        .map(|limits| u32::try_from(limits.context_window).unwrap_or(u32::MAX));
     let provider =
         HttpProvider::new(config).map_err(|e| format!("cannot start the provider: {e}"))?;
     Ok(Chosen {
         provider: Arc::new(provider),
         api,
-        model: model.unwrap_or_else(|| default_model.to_owned()),
+        model,
+        context_window,
     })
 }

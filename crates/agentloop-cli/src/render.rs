@@ -1,6 +1,7 @@
 //! The terminal view of a run: text as it arrives, thinking dimmed, tool
 //! calls and results on one line each, a last line with tokens and cost.
 
+use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -60,6 +61,16 @@ pub fn event(out: &mut impl Write, event: &LoopEvent) -> std::io::Result<()> {
         EventKind::AgentError(AgentErrorEvent { message, .. }) => {
             writeln!(out, "{indent}{RED}{message}{RESET}")?
         }
+        EventKind::ContextCompacted(ContextCompactedEvent {
+            strategy,
+            tokens_before,
+            tokens_after,
+            ..
+        }) => writeln!(
+            out,
+            "{indent}{DIM}[context compacted ({}): ~{tokens_before} → ~{tokens_after} tokens]{RESET}",
+            strategy.name()
+        )?,
         EventKind::Finished(FinishedEvent { result }) if !event.path.is_root() => {
             writeln!(out, "{indent}{DIM}sub-run {}{RESET}", result.status.name())?
         }

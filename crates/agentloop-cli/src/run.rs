@@ -10,7 +10,8 @@ use agentloop_engine::skills::prepare;
 use agentloop_engine::{RunDeps, StrategyRegistry};
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
 use agentloop_types::{
-    CancellationToken, EventKind, LoopOptions, LoopStatus, Message, RenderingContentBlock,
+    CancellationToken, CompactionOptions, EventKind, LoopOptions, LoopStatus, Message,
+    RenderingContentBlock,
 };
 use futures::StreamExt;
 
@@ -43,6 +44,11 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         system_prompt: args.system,
         max_tokens: args.max_tokens,
         max_iterations: args.max_iterations,
+        context_window: chosen.context_window,
+        compaction: CompactionOptions {
+            strategy: args.compaction.into(),
+            ..CompactionOptions::default()
+        },
         ..LoopOptions::default()
     };
     let minion = tools::MinionModel {

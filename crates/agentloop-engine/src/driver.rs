@@ -12,7 +12,7 @@ use agentloop_types::{
 
 use crate::cancel::or_cancelled;
 use crate::machine::{Input, Machine, OfferedTool, Step, StrategyMachine};
-use crate::model_turn::model_turn;
+use crate::model_turn::{model_turn, summary_request, summary_turn};
 use crate::run_stream::{Emitter, RunStream};
 use crate::tool_exec::ToolRun;
 use tracing::Instrument;
@@ -201,6 +201,10 @@ async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut em
                 )
                 .instrument(tracing::info_span!("agentloop.model_turn", iteration))
                 .await
+            }
+            Step::Summarise { messages } => {
+                let request = summary_request(&options, messages);
+                summary_turn(deps.provider.as_ref(), request, &deps.cancel).await
             }
             Step::RunTools { calls } => {
                 let run = ToolRun {

@@ -1,12 +1,14 @@
 //! One model turn: request, stream deltas out as events, assemble the
-//! message, report the outcome to the machine.
+//! message, report the outcome to the machine. Also the quiet turn of a
+//! summarising step, which emits nothing.
 
 use agentloop_types::{StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent};
 use std::panic::AssertUnwindSafe;
 
 use agentloop_types::{
-    BlockStart, CancellationToken, EventKind, LoopError, ModelChunk, ModelProvider, ModelRequest,
-    ProviderError, ProviderErrorKind, StreamAssembler, StreamDelta,
+    BlockStart, CancellationToken, ContentBlock, EventKind, LoopError, LoopOptions, Message,
+    ModelChunk, ModelProvider, ModelRequest, ProviderError, ProviderErrorKind, StreamAssembler,
+    StreamDelta,
 };
 use futures::StreamExt;
 
@@ -132,5 +134,71 @@ fn prefill_deltas(prefill: Option<&str>) -> Vec<StreamDelta> {
                 index: PREFILL_INDEX,
             },
         ],
+    }
+}
+
+/// The request of a summarising step: the run's model and limits, with
+/// nothing of the run's own that would shape the answer (system prompt,
+/// prefill, stop sequences, server tools, thinking) and no tools.
+pub(crate) fn summary_request(options: &LoopOptions, messages: Vec<Message>) -> ModelRequest {
+    let options = LoopOptions {
+        system_prompt: None,
+        prefill_response: None,
+        stop_sequences: Vec::new(),
+        web_search_enabled: false,
+        enable_reasoning: false,
+        ..options.clone()
+    };
+    ModelRequest {
+        options,
+        messages,
+        tools: Vec::new(),
+        attachments: None,
+    }
+}
+
+/// One summarising turn from `provider`: its text and usage, with no
+/// events (the core reports the compaction and the tokens).
+pub(crate) async fn summary_turn(
+    provider: &dyn ModelProvider,
+    request: ModelRequest,
+    cancel: &CancellationToken,
+) -> Input {
+    let mut stream = AssertUnwindSafe(provider.stream(request)).catch_unwind();
+    let mut assembler = StreamAssembler::new();
+    loop {
+        let Some(next) = or_cancelled(cancel, stream.next()).await else {
+            return Input::Cancelled {
+                partial_turn: None,
+                finished_tools: Vec::new(),
+                child_tokens: Default::default(),
+            };
+        };
+        let error = match next {
+            Some(Ok(Ok(ModelChunk::Delta(delta)))) => match assembler.apply(&delta) {
+                Ok(()) => continue,
+                Err(error) => LoopError::Assembly { error },
+            },
+            Some(Ok(Ok(ModelChunk::Finish { usage, .. }))) => {
+                let text = assembler
+                    .finish()
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::Text { text, .. } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                return Input::Summary { text, usage };
+            }
+            Some(Ok(Err(error))) => LoopError::Provider { error },
+            Some(Err(panic)) => LoopError::Provider {
+                error: ProviderError::new(
+                    ProviderErrorKind::Connection,
+                    format!("the provider panicked: {}", crate::panic_message(&panic)),
+                ),
+            },
+            None => LoopError::IncompleteStream,
+        };
+        return Input::SummaryFailed { error };
     }
 }

@@ -3,6 +3,7 @@
 //! call. The machine commits them in call order; calls it answered itself
 //! start and end like any other, without running anything.
 
+use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -196,6 +197,7 @@ fn deepen(kind: EventKind) -> EventKind {
         | EventKind::AgentObserve(AgentObserveEvent { .. })
         | EventKind::AgentCompletion(AgentCompletionEvent { .. })
         | EventKind::AgentError(AgentErrorEvent { .. })
+        | EventKind::ContextCompacted(ContextCompactedEvent { .. })
         | EventKind::Finished(FinishedEvent { .. })) => kind,
     }
 }

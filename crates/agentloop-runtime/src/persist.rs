@@ -17,6 +17,7 @@
 //!
 //! Every other event waits in the log batch.
 
+use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -165,7 +166,10 @@ impl Persister {
             | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
             | EventKind::AgentObserve(AgentObserveEvent { .. })
             | EventKind::AgentCompletion(AgentCompletionEvent { .. })
-            | EventKind::AgentError(AgentErrorEvent { .. }) => self.flush_when_full().await?,
+            | EventKind::AgentError(AgentErrorEvent { .. })
+            | EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {
+                self.flush_when_full().await?
+            }
         }
         Ok(())
     }

@@ -206,6 +206,7 @@ impl ChatRuntime {
                 Step::CallModel { .. }
                 | Step::RunTools { .. }
                 | Step::Retrieve { .. }
+                | Step::Summarise { .. }
                 | Step::Done => break,
             };
         }

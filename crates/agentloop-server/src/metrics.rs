@@ -5,6 +5,7 @@
 //! Run metrics are read off the events each run stores ([`RunMetrics`]),
 //! so they count exactly what the event log holds.
 
+use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -317,7 +318,8 @@ impl RunMetrics {
             | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
             | EventKind::AgentObserve(AgentObserveEvent { .. })
             | EventKind::AgentCompletion(AgentCompletionEvent { .. })
-            | EventKind::AgentError(AgentErrorEvent { .. }) => {}
+            | EventKind::AgentError(AgentErrorEvent { .. })
+            | EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {}
         }
     }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::message::Message;
+use crate::options::CompactionStrategy;
 use crate::render::ToolResultRenderBlock;
 use crate::result::LoopResult;
 use crate::stream::{StopReason, StreamDelta};
@@ -124,6 +125,10 @@ pub enum EventKind {
     AgentCompletion(AgentCompletionEvent),
     /// The strategy hit an error (it may retry).
     AgentError(AgentErrorEvent),
+    /// What the run sends was compacted before a model call: older turns
+    /// were summarised or left out of the request (never out of the stored
+    /// history).
+    ContextCompacted(ContextCompactedEvent),
     /// The run ended. Exactly one per run path; the last event of the root.
     Finished(FinishedEvent),
 }
@@ -151,6 +156,7 @@ impl EventKind {
             Self::AgentObserve(AgentObserveEvent { .. }) => "agent_observe",
             Self::AgentCompletion(AgentCompletionEvent { .. }) => "agent_completion",
             Self::AgentError(AgentErrorEvent { .. }) => "agent_error",
+            Self::ContextCompacted(ContextCompactedEvent { .. }) => "context_compacted",
             Self::Finished(FinishedEvent { .. }) => "finished",
         }
     }
@@ -346,4 +352,21 @@ pub struct AgentErrorEvent {
 pub struct FinishedEvent {
     /// The result.
     pub result: LoopResult,
+}
+
+/// What the run sends was compacted before a model call: older turns
+/// were summarised or left out of the request (never out of the stored
+/// history).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ContextCompactedEvent {
+    /// How.
+    pub strategy: CompactionStrategy,
+    /// Estimated tokens of the request before compacting.
+    pub tokens_before: u64,
+    /// Estimated tokens of the request after.
+    pub tokens_after: u64,
+    /// History messages the request now leaves out or summarises, in
+    /// all (earlier compactions included).
+    pub messages_compacted: u32,
 }

@@ -43,15 +43,18 @@ pub use error::{LoopError, ProviderError, ProviderErrorKind};
 pub use event::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, EventKind, FinishedEvent, LoopEvent, MessageCreatedEvent,
-    PendingToolResultEvent, RunPath, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
-    TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+    AgentTurnStartEvent, ContextCompactedEvent, EventKind, FinishedEvent, LoopEvent,
+    MessageCreatedEvent, PendingToolResultEvent, RunPath, StreamingChunkEvent, StreamingEndEvent,
+    StreamingStartEvent, TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
 pub use history::{HistoryError, close_dangling_calls, validate_history};
 pub use message::{
     ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,
 };
-pub use options::{LoopOptions, ReasoningEffort, ReasoningSummary, UsageLimits};
+pub use options::{
+    CompactionOptions, CompactionStrategy, LoopOptions, ReasoningEffort, ReasoningSummary,
+    UsageLimits,
+};
 pub use ports::{
     AttachmentError, AttachmentLoader, LoadedAttachment, ModelProvider, ModelRequest, ModelStream,
 };

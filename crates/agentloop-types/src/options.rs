@@ -53,6 +53,59 @@ pub struct UsageLimits {
     pub max_cost: Option<f64>,
 }
 
+/// How a run makes room when the next request would fill too much of the
+/// model's context window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionStrategy {
+    /// Send the whole history, however long.
+    #[default]
+    None,
+    /// Replace older turns in the request with a summary written by a
+    /// separate model call.
+    Summarise,
+    /// Leave the oldest turns out of the request.
+    DropOldest,
+}
+
+impl CompactionStrategy {
+    /// The snake_case name, as serialised.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Summarise => "summarise",
+            Self::DropOldest => "drop_oldest",
+        }
+    }
+}
+
+/// When and how a run compacts what it sends (never what it stores). Takes
+/// effect only when [`LoopOptions::context_window`] is known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+pub struct CompactionOptions {
+    /// What to do.
+    pub strategy: CompactionStrategy,
+    /// Compact when the estimated request exceeds this fraction of the
+    /// context window.
+    pub threshold: f32,
+    /// Assistant turns at the end of the history (with the tool results
+    /// that answer them) that are always sent verbatim.
+    pub keep_last_turns: u32,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        Self {
+            strategy: CompactionStrategy::None,
+            threshold: 0.8,
+            keep_last_turns: 2,
+        }
+    }
+}
+
 /// Everything one run needs, flat: no chat or project objects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -106,6 +159,11 @@ pub struct LoopOptions {
     /// Option values per tool name (seed 003's tool options); each tool's
     /// declared defaults fill in what is missing.
     pub tool_options: BTreeMap<String, Map<String, Value>>,
+    /// The model's context window in tokens, when known (callers fill it
+    /// from their model table); compaction needs it.
+    pub context_window: Option<u32>,
+    /// Compaction of long requests.
+    pub compaction: CompactionOptions,
 }
 
 impl Default for LoopOptions {
@@ -133,6 +191,8 @@ impl Default for LoopOptions {
             tool_timeout_ms: None,
             limits: UsageLimits::default(),
             tool_options: BTreeMap::new(),
+            context_window: None,
+            compaction: CompactionOptions::default(),
         }
     }
 }

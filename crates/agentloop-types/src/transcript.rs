@@ -1,6 +1,7 @@
 //! A compact, one-line-per-event rendering of runs, for snapshot tests and
 //! terminal logs. Stable and readable; not meant to be parsed.
 
+use crate::ContextCompactedEvent;
 use crate::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -109,6 +110,15 @@ fn render_kind(kind: &EventKind) -> String {
         }) => {
             format!("steps={steps} {}", json(final_answer))
         }
+        EventKind::ContextCompacted(ContextCompactedEvent {
+            strategy,
+            tokens_before,
+            tokens_after,
+            messages_compacted,
+        }) => format!(
+            "{} tokens={tokens_before}->{tokens_after} messages={messages_compacted}",
+            strategy.name()
+        ),
         EventKind::Finished(FinishedEvent { result }) => render_result(result),
     }
 }

@@ -4,6 +4,7 @@
 use agentloop_types::RunState;
 use serde::{Deserialize, Serialize};
 
+use super::compaction::{Compaction, PendingSummary};
 use super::run_core::{Env, ModelCall, Retrieval, RunCore};
 use super::{Input, Step};
 use crate::strategy::llm_only::LlmOnlyMachine;
@@ -84,6 +85,10 @@ struct Stored {
     model_call: Option<ModelCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     retrieval: Option<Retrieval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    compaction: Option<Compaction>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    summary: Option<PendingSummary>,
 }
 
 impl Run {
@@ -108,6 +113,8 @@ impl Run {
         let mut run = Self::new(state, stored.machine);
         run.core.model_call = stored.model_call;
         run.core.retrieval = stored.retrieval;
+        run.core.compaction = stored.compaction;
+        run.core.summary = stored.summary;
         Ok(run)
     }
 
@@ -117,6 +124,8 @@ impl Run {
             machine: self.machine.clone(),
             model_call: self.core.model_call.clone(),
             retrieval: self.core.retrieval.clone(),
+            compaction: self.core.compaction.clone(),
+            summary: self.core.summary.clone(),
         };
         // These types always serialise; should one ever fail, the last
         // stored phase is kept rather than one that reads as native.
@@ -135,6 +144,17 @@ impl Run {
 
     /// Advances by one input other than `Start`.
     pub(crate) fn step(&mut self, env: &Env, input: Input) -> Step {
+        // A summary answers the core of the run that asked for it: this one,
+        // unless a nested run has I/O in flight.
+        if self.machine.nested().is_none() {
+            match input {
+                Input::Summary { text, usage } => {
+                    return self.core.summarised(env, Ok((text, usage)));
+                }
+                Input::SummaryFailed { error } => return self.core.summarised(env, Err(error)),
+                _ => {}
+            }
+        }
         self.machine.step(&mut self.core, env, input)
     }
 
@@ -147,7 +167,9 @@ impl Run {
         if let Some(nested) = self.machine.nested() {
             return nested.awaiting();
         }
-        if self.core.model_call.is_some() {
+        if self.core.summary.is_some() {
+            Awaiting::Summary
+        } else if self.core.model_call.is_some() {
             Awaiting::Model
         } else if self.core.retrieval.is_some() {
             Awaiting::Retrieval

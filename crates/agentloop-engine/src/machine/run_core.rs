@@ -16,8 +16,11 @@ use serde::{Deserialize, Serialize};
 
 use super::answers::{
     CANCELLED_NOT_RUN, CANCELLED_RUNNING, NO_RESULT, ToolOutcome, committed_block, exceeded_limit,
-    interrupted, refusal, resolve_options, running_block, trim_thinking,
+    interrupted, refusal, resolve_options, running_block,
 };
+use super::compaction::{Compaction, PendingSummary};
+
+mod compact;
 use super::{OfferedTool, Step, ToolCall};
 use crate::retrieval::{inject_passages, last_user_text};
 
@@ -95,6 +98,12 @@ pub(crate) struct RunCore {
     pub(crate) model_call: Option<ModelCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) retrieval: Option<Retrieval>,
+    /// What requests send in place of the older history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) compaction: Option<Compaction>,
+    /// A summarising call in flight, made before the model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) summary: Option<PendingSummary>,
     /// Events of the step in progress.
     #[serde(skip)]
     events: Vec<EventKind>,
@@ -106,6 +115,8 @@ impl RunCore {
             state,
             model_call: None,
             retrieval: None,
+            compaction: None,
+            summary: None,
             events: Vec::new(),
         }
     }
@@ -232,23 +243,19 @@ impl RunCore {
             commit_turn,
             failures: 0,
         };
-        let step = self.request(env, &call);
+        let step = match self.compact(env, &call) {
+            Some(summarise) => summarise,
+            None => self.request(env, &call),
+        };
         self.model_call = Some(call);
         step
     }
 
     fn request(&self, env: &Env, call: &ModelCall) -> Step {
-        let mut messages = trim_thinking(&self.state.messages, env.options.thinking_keep_turns);
-        messages.extend(call.extra.iter().cloned());
-        let tools = match &call.offer {
-            ToolOffer::RunTools => env.tools.iter().map(|t| t.definition.clone()).collect(),
-            ToolOffer::Nothing => Vec::new(),
-            ToolOffer::Control { tool } => vec![tool.clone()],
-        };
         Step::CallModel {
             iteration: call.iteration,
-            messages,
-            tools,
+            messages: self.sent_messages(env, call, self.compaction.as_ref()),
+            tools: offered_tools(env, &call.offer),
         }
     }
 
@@ -352,6 +359,9 @@ impl RunCore {
     /// call, retrieval or tool calls (calls that may have started are
     /// answered, not run again). `None` when nothing was in flight.
     pub(crate) fn resume_pending(&mut self, env: &Env) -> Option<Step> {
+        if self.summary.is_some() {
+            return self.summary_step();
+        }
         if let Some(call) = &self.model_call {
             return Some(self.request(env, call));
         }
@@ -453,6 +463,7 @@ impl RunCore {
     ) -> Step {
         self.state.totals += child_tokens;
         self.retrieval = None;
+        self.summary = None;
         let call = self.model_call.take();
         match std::mem::replace(&mut self.state.phase, RunPhase::CallModel) {
             RunPhase::RunTools {
@@ -503,6 +514,7 @@ impl RunCore {
         self.state.phase = RunPhase::Finished;
         self.model_call = None;
         self.retrieval = None;
+        self.summary = None;
         self.emit(EventKind::Finished(FinishedEvent {
             result: LoopResult {
                 status,
@@ -613,5 +625,14 @@ pub(crate) fn return_value(ordered: &[(ToolUseBlock, ToolResult)]) -> Option<ser
     match &first.1.break_loop {
         Some(BreakLoop::Return { value }) => Some(value.clone()),
         _ => None,
+    }
+}
+
+/// The tools a model call offers.
+fn offered_tools(env: &Env, offer: &ToolOffer) -> Vec<ToolDefinition> {
+    match offer {
+        ToolOffer::RunTools => env.tools.iter().map(|t| t.definition.clone()).collect(),
+        ToolOffer::Nothing => Vec::new(),
+        ToolOffer::Control { tool } => vec![tool.clone()],
     }
 }

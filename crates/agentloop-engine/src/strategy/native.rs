@@ -74,6 +74,10 @@ impl NativeMachine {
     pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
         match input {
             Input::Start => core.invalid("a second start"),
+            // The run core answers summaries before they reach a strategy.
+            Input::Summary { .. } | Input::SummaryFailed { .. } => {
+                core.invalid("a summary outside a summarising step")
+            }
             Input::Retrieved { passages } => {
                 core.take_retrieval();
                 match passages {

@@ -10,6 +10,7 @@
 //! `agent_completion`. A suspended or cancelled step ends the run the same
 //! way; a return-tool value completes it.
 
+use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -169,7 +170,11 @@ impl PlanMachine {
                 finished_tools,
                 child_tokens,
             } => core.cancel(partial_turn, finished_tools, child_tokens, Vec::new()),
-            Input::Start | Input::ToolsDone { .. } | Input::Retrieved { .. } => {
+            Input::Start
+            | Input::ToolsDone { .. }
+            | Input::Retrieved { .. }
+            | Input::Summary { .. }
+            | Input::SummaryFailed { .. } => {
                 core.invalid("an input plan-and-execute does not await")
             }
         }
@@ -227,6 +232,8 @@ impl PlanMachine {
             core.messages().to_vec(),
         );
         let mut run = Run::new(state, StrategyMachine::Native(Default::default()));
+        // The step sends the history as this run does, compacted alike.
+        run.core.compaction = core.compaction.clone();
         let next = run.start(env);
         self.phase = PlanPhase::Executing {
             item,
@@ -263,7 +270,8 @@ impl PlanMachine {
                 | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
                 | EventKind::AgentObserve(AgentObserveEvent { .. })
                 | EventKind::AgentCompletion(AgentCompletionEvent { .. })
-                | EventKind::AgentError(AgentErrorEvent { .. })) => core.emit(kind),
+                | EventKind::AgentError(AgentErrorEvent { .. })
+                | EventKind::ContextCompacted(ContextCompactedEvent { .. })) => core.emit(kind),
             }
         }
         match (next, result) {
@@ -274,11 +282,13 @@ impl PlanMachine {
     }
 
     fn step_finished(&mut self, core: &mut RunCore, env: &Env, result: LoopResult) -> Step {
-        let PlanPhase::Executing { item, .. } =
+        let PlanPhase::Executing { item, run } =
             std::mem::replace(&mut self.phase, PlanPhase::Starting)
         else {
             return core.invalid("a plan step finished outside a step");
         };
+        // Its history becomes this run's, and so does how it is sent.
+        core.compaction = run.core.compaction;
         let step = self.step;
         let answer = result.final_text().unwrap_or_default();
         core.add_tokens(result.tokens);

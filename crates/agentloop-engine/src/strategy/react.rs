@@ -151,6 +151,10 @@ impl ReactMachine {
     pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
         match input {
             Input::Start => core.invalid("a second start"),
+            // The run core answers summaries before they reach a strategy.
+            Input::Summary { .. } | Input::SummaryFailed { .. } => {
+                core.invalid("a summary outside a summarising step")
+            }
             Input::Retrieved { passages } => {
                 self.passages = retrieved(core, passages);
                 self.begin_step(core, env, 1)

@@ -80,6 +80,7 @@ impl ChildGroups {
             | EventKind::AgentObserve(_)
             | EventKind::AgentCompletion(_)
             | EventKind::AgentError(_)
+            | EventKind::ContextCompacted(_)
             | EventKind::Finished(_) => false,
         }
     }
