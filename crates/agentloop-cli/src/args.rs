@@ -6,11 +6,28 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Run LLM agent loops.
 #[derive(Parser)]
-#[command(name = "agentloop", version, about)]
+#[command(name = "agentloop", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Colour the terminal view: auto (a terminal without NO_COLOR),
+    /// always or never.
+    #[arg(long, global = true, value_enum, default_value_t = crate::out::ColorChoice::Auto)]
+    pub color: crate::out::ColorChoice,
 }
+
+/// The exit codes, shown at the end of `--help`.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0    done (a run that completed)
+  1    runtime failure (a run that ended in an error, a database or provider that fails)
+  2    usage error (bad flags, unknown names, unreadable input files)
+  3    a run stopped at --max-iterations
+  4    a run suspended, waiting for input
+  5    a run stopped at a usage limit
+  130  a run cancelled with Ctrl-C
+
+Progress and notes go to stderr, answers to stdout.";
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -52,8 +69,13 @@ pub enum ApiArg {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The user's message.
-    pub prompt: String,
+    /// The user's message (with --demo: optional).
+    #[arg(required_unless_present = "demo")]
+    pub prompt: Option<String>,
+    /// Play the shipped demo conversation (examples/demo.json): no key, no
+    /// network. Also what `run` does when no provider is configured.
+    #[arg(long, conflicts_with = "provider")]
+    pub demo: bool,
     /// anthropic, openai-chat, openai-responses, openai-compatible, or
     /// scripted:FILE (a JSON array of scripted turns). Default: from the
     /// keys in the environment.

@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use agentloop_runtime::{ChatRuntime, ChatSettings, LoopSettings, RecoveryMode};
 use agentloop_storage::model::{Chat, Project, now_millis};
-use agentloop_storage::{StorageError, Store, open_store};
+use agentloop_storage::{StorageError, Store};
 use agentloop_types::{LoopOptions, Message};
 use clap::Args;
 
-use crate::{providers, render, tools};
+use crate::out::{Failure, Outcome, Stdout, Style};
+use crate::{db, out, providers, render, tools};
 
 /// Id of the project the CLI keeps its chats in.
 pub const CLI_PROJECT: &str = "cli";
@@ -49,42 +50,6 @@ pub struct ChatArgs {
     /// Print every event as a JSON line instead of the terminal view.
     #[arg(long)]
     pub json: bool,
-}
-
-/// The data folder: `$XDG_DATA_HOME/agentloop`, else
-/// `$HOME/.local/share/agentloop`; it is created.
-pub fn data_dir() -> Result<PathBuf, String> {
-    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let base = match env("XDG_DATA_HOME") {
-        Some(dir) => PathBuf::from(dir),
-        None => {
-            PathBuf::from(env("HOME").ok_or("neither XDG_DATA_HOME nor HOME is set; pass --db")?)
-                .join(".local/share")
-        }
-    };
-    let dir = base.join("agentloop");
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("cannot create the data folder {}: {e}", dir.display()))?;
-    Ok(dir)
-}
-
-/// The default database: `agentloop.db` in the [data folder](data_dir).
-pub fn default_db() -> Result<String, String> {
-    Ok(data_dir()?
-        .join("agentloop.db")
-        .to_string_lossy()
-        .into_owned())
-}
-
-/// Opens the database `--db` names, or the default one.
-pub async fn open_db(db: Option<&str>) -> Result<Arc<dyn Store>, String> {
-    let target = match db {
-        Some(db) => db.to_owned(),
-        None => default_db()?,
-    };
-    open_store(&target)
-        .await
-        .map_err(|e| format!("cannot open the database {target}: {e}"))
 }
 
 /// The chat `id` (created when missing), or a new chat.
@@ -129,8 +94,8 @@ async fn chat_for(
     Ok(chat)
 }
 
-pub async fn chat(args: ChatArgs) -> Result<ExitCode, String> {
-    let store = open_db(args.db.as_deref()).await?;
+pub async fn chat(args: ChatArgs) -> Outcome {
+    let store = db::open_for_write(args.db.as_deref()).await?;
     let chosen = providers::choose(
         args.provider.as_deref(),
         args.model.as_deref(),
@@ -159,7 +124,12 @@ pub async fn chat(args: ChatArgs) -> Result<ExitCode, String> {
         .recover(RecoveryMode::ExpiredLeases)
         .await
         .map_err(|e| e.to_string())?;
-    eprintln!("agentloop: chat {}", chat.id);
+    out::note(format!(
+        "chat {} (stored in {})",
+        chat.id,
+        db::describe(args.db.as_deref())
+    ));
+    let mut view = render::View::new(Style::stdout());
 
     let mut status = None;
     let stdin = std::io::stdin();
@@ -169,17 +139,17 @@ pub async fn chat(args: ChatArgs) -> Result<ExitCode, String> {
             continue;
         }
         let message = Message::user_text(agentloop_runtime::ids::new_id(&format!("user{n}")), line);
-        let mut out = std::io::stdout();
+        let mut stdout = Stdout::new();
         let mut failure = None;
         let json = args.json;
         let outcome = runtime
             .send_with(&chat.id, message, &mut |event| {
                 let written = if json {
                     serde_json::to_string(event)
-                        .map_err(|e| e.to_string())
-                        .and_then(|l| writeln!(out, "{l}").map_err(|e| e.to_string()))
+                        .map_err(|e| Failure::Runtime(e.to_string()))
+                        .and_then(|l| stdout.line(l))
                 } else {
-                    render::event(&mut out, event).map_err(|e| e.to_string())
+                    view.event(&mut stdout, event).map_err(Failure::from_io)
                 };
                 if let Err(e) = written {
                     failure.get_or_insert(e);
@@ -190,7 +160,7 @@ pub async fn chat(args: ChatArgs) -> Result<ExitCode, String> {
         if let Some(e) = failure {
             return Err(e);
         }
-        let _ = out.flush();
+        stdout.flush().map_err(Failure::from_io)?;
         status = Some(outcome.result.status);
     }
     Ok(status

@@ -1,12 +1,21 @@
-//! `agentloop`: run an agent loop in a terminal (`run`), check a recorded
-//! provider stream against the adapters (`replay-stream`), and list or call
-//! tools directly (`tool`).
+//! `agentloop`: run an agent loop in a terminal (`run`, `chat`), check a
+//! recorded provider stream against the adapters (`replay-stream`), list or
+//! call tools directly (`tool`), manage stored chats (`chats`, `export`,
+//! `import`) and serve the HTTP API (`serve`, `users`).
+//!
+//! Answers go to stdout and progress to stderr; every stdout line goes
+//! through [`out::Stdout`] so a closed pipe ends the process quietly. Exit
+//! codes are listed in [`args::EXIT_CODES`]: 0 ok, 1 runtime failure, 2
+//! usage error, then the run statuses.
 
 mod args;
 mod chat;
 mod chats;
+mod db;
+mod demo;
 mod export;
 mod logging;
+mod out;
 mod providers;
 mod render;
 mod replay;
@@ -20,17 +29,19 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::args::{Cli, Command, ToolCommand};
+use crate::out::Failure;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    out::set_color(cli.color);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("agentloop: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
+            out::note(format!("cannot start the async runtime: {e}"));
+            return ExitCode::from(out::EXIT_FAILURE);
         }
     };
     let outcome = match cli.command {
@@ -38,7 +49,7 @@ fn main() -> ExitCode {
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
         Command::Tool(ToolCommand::Call(args)) => runtime.block_on(tools::call(args)),
-        Command::Serve(args) => serve::serve(args),
+        Command::Serve(args) => serve::serve(args).map_err(Failure::from),
         Command::Users(command) => runtime.block_on(serve::users(command)),
         Command::CompleteWorkflow(args) => runtime.block_on(serve::complete_workflow(args)),
         Command::Chat(args) => runtime.block_on(chat::chat(args)),
@@ -48,9 +59,11 @@ fn main() -> ExitCode {
     };
     match outcome {
         Ok(code) => code,
-        Err(message) => {
-            eprintln!("agentloop: {message}");
-            ExitCode::from(2)
+        Err(failure) => {
+            if !matches!(failure, Failure::Closed) {
+                out::note(&failure);
+            }
+            failure.exit_code()
         }
     }
 }

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
+use std::time::Instant;
 
 use agentloop_engine::skills::prepare;
 use agentloop_engine::{RunDeps, StrategyRegistry};
@@ -11,7 +12,8 @@ use agentloop_types::{CancellationToken, EventKind, LoopOptions, LoopStatus, Mes
 use futures::StreamExt;
 
 use crate::args::RunArgs;
-use crate::{providers, render, skills, tools};
+use crate::out::{Failure, Outcome, Stdout, Style};
+use crate::{demo, out, providers, render, skills, tools};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
 /// for input), 5 usage limit, 130 cancelled (Ctrl-C).
@@ -26,12 +28,27 @@ pub fn exit_code(status: &LoopStatus) -> ExitCode {
     })
 }
 
-pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
-    let chosen = providers::choose(
+pub async fn run(args: RunArgs) -> Outcome {
+    let demo = demo::wanted(
+        args.demo,
         args.provider.as_deref(),
-        args.model.as_deref(),
         args.base_url.as_deref(),
-    )?;
+    );
+    let chosen = if demo {
+        out::note(demo::NOTICE);
+        demo::provider(args.model.as_deref())?
+    } else {
+        providers::choose(
+            args.provider.as_deref(),
+            args.model.as_deref(),
+            args.base_url.as_deref(),
+        )?
+    };
+    let tool_names: Vec<String> = if demo && args.tools.is_empty() {
+        demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
+    } else {
+        args.tools.clone()
+    };
     let options = LoopOptions {
         model: chosen.model,
         api: chosen.api,
@@ -48,7 +65,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             ..options.clone()
         },
     };
-    let tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion))?;
+    let tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
@@ -57,25 +74,27 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         }
     });
     let settings = match &args.config {
-        Some(path) => read_settings(path)?,
+        Some(path) => read_settings(path).map_err(Failure::Usage)?,
         None => Default::default(),
     };
     let strategy = StrategyRegistry::default()
         .select(args.strategy.as_deref(), &settings)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Failure::usage(e.to_string()))?;
     let skills = match &args.skills {
-        Some(path) => skills::load(path, &tools)?,
+        Some(path) => skills::load(path, &tools).map_err(Failure::Usage)?,
         None => Vec::new(),
     };
     let deps = RunDeps::new(chosen.provider)
         .with_tools(tools)
         .with_cancel(cancel);
-    let context = vec![Message::user_text("user-1", args.prompt)];
+    let prompt = args.prompt.unwrap_or_else(|| demo::PROMPT.to_owned());
+    let context = vec![Message::user_text("user-1", prompt)];
     let run = prepare(options, context, deps, &skills);
     let mut events = strategy.run(run.options, run.context, run.deps);
 
-    let mut stdout = std::io::stdout().lock();
-    let mut spinner = Spinner::default();
+    let mut stdout = Stdout::new();
+    let mut view = render::View::new(Style::stdout());
+    let mut spinner = Spinner::new(out::stderr_is_live());
     let mut status = None;
     loop {
         let next = if spinner.active && !args.json {
@@ -95,7 +114,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         }
         if args.json {
             let line = serde_json::to_string(&event).map_err(|e| e.to_string())?;
-            writeln!(stdout, "{line}").map_err(|e| e.to_string())?;
+            stdout.line(line)?;
             continue;
         }
         match &event.kind {
@@ -103,7 +122,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             EventKind::FirstChunk | EventKind::StreamingEnd { .. } => spinner.stop(),
             _ => {}
         }
-        render::event(&mut stdout, &event).map_err(|e| e.to_string())?;
+        view.event(&mut stdout, &event).map_err(Failure::from_io)?;
     }
     spinner.stop();
     Ok(status.as_ref().map_or(ExitCode::from(1), exit_code))
@@ -121,32 +140,47 @@ fn read_settings(path: &std::path::Path) -> Result<HashMap<String, String>, Stri
     })
 }
 
-/// A spinner on stderr while waiting for the first token.
-#[derive(Default)]
+/// A spinner with the elapsed seconds on stderr while waiting for the
+/// first token; only when stderr is a live terminal.
 struct Spinner {
+    live: bool,
     active: bool,
     frame: usize,
+    since: Instant,
 }
 
 impl Spinner {
     const FRAMES: [&'static str; 4] = ["⠋", "⠙", "⠸", "⠴"];
 
+    fn new(live: bool) -> Self {
+        Self {
+            live,
+            active: false,
+            frame: 0,
+            since: Instant::now(),
+        }
+    }
+
     fn start(&mut self) {
-        self.active = true;
+        self.active = self.live;
         self.frame = 0;
+        self.since = Instant::now();
     }
 
     fn tick(&mut self) {
         let frame = Self::FRAMES[self.frame % Self::FRAMES.len()];
         self.frame += 1;
-        eprint!("\r{frame} ");
+        let seconds = self.since.elapsed().as_secs_f32();
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, "\r{frame} {seconds:.1}s ");
+        let _ = stderr.flush();
     }
 
     fn stop(&mut self) {
         if self.active {
             self.active = false;
             if self.frame > 0 {
-                eprint!("\r  \r");
+                let _ = write!(std::io::stderr(), "\r\x1b[2K");
             }
         }
     }
