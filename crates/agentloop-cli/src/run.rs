@@ -35,7 +35,6 @@ pub async fn run(args: RunArgs) -> Outcome {
         args.base_url.as_deref(),
     );
     let chosen = if demo {
-        out::note(demo::NOTICE);
         demo::provider(args.model.as_deref())?
     } else {
         providers::choose(
@@ -84,6 +83,10 @@ pub async fn run(args: RunArgs) -> Outcome {
         Some(path) => skills::load(path, &tools).map_err(Failure::Usage)?,
         None => Vec::new(),
     };
+    if demo {
+        // Said once the run is sure to start, so a mistake stays one line.
+        out::note(demo::NOTICE);
+    }
     let deps = RunDeps::new(chosen.provider)
         .with_tools(tools)
         .with_cancel(cancel);
