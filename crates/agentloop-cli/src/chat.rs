@@ -14,7 +14,7 @@ use agentloop_types::{LoopOptions, Message};
 use clap::Args;
 
 use crate::out::{Failure, Outcome, Stdout, Style};
-use crate::{db, out, providers, render, tools};
+use crate::{db, demo, out, providers, render, tools};
 
 /// Id of the project the CLI keeps its chats in.
 pub const CLI_PROJECT: &str = "cli";
@@ -50,6 +50,10 @@ pub struct ChatArgs {
     /// Print every event as a JSON line instead of the terminal view.
     #[arg(long)]
     pub json: bool,
+    /// Play the shipped demo conversation (also what happens when no
+    /// provider is configured).
+    #[arg(long, conflicts_with = "provider")]
+    pub demo: bool,
 }
 
 /// The chat `id` (created when missing), or a new chat.
@@ -96,11 +100,26 @@ async fn chat_for(
 
 pub async fn chat(args: ChatArgs) -> Outcome {
     let store = db::open_for_write(args.db.as_deref()).await?;
-    let chosen = providers::choose(
+    let demo = demo::wanted(
+        args.demo,
         args.provider.as_deref(),
-        args.model.as_deref(),
         args.base_url.as_deref(),
-    )?;
+    );
+    let chosen = if demo {
+        out::note(demo::NOTICE);
+        demo::provider(args.model.as_deref())?
+    } else {
+        providers::choose(
+            args.provider.as_deref(),
+            args.model.as_deref(),
+            args.base_url.as_deref(),
+        )?
+    };
+    let tool_names: Vec<String> = if demo && args.tools.is_empty() {
+        demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
+    } else {
+        args.tools.clone()
+    };
     let minion = tools::MinionModel {
         provider: chosen.provider.clone(),
         options: LoopOptions {
@@ -109,7 +128,7 @@ pub async fn chat(args: ChatArgs) -> Outcome {
             ..LoopOptions::default()
         },
     };
-    let tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion))?;
+    let tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
     let settings = ChatSettings {
         loop_settings: LoopSettings {
             model: Some(chosen.model),
