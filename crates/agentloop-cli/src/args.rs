@@ -56,6 +56,16 @@ pub enum Command {
     Export(crate::export::ExportArgs),
     /// Read a project from a JSON export into the database.
     Import(crate::export::ImportArgs),
+    /// Show where the configuration file is, or what it sets.
+    #[command(subcommand)]
+    Config(crate::config::ConfigCommand),
+    /// Print a completion script for a shell.
+    Completions(crate::discover::CompletionsArgs),
+    /// Print the version, the configuration and data paths, and which
+    /// provider the environment configures.
+    Info,
+    /// List the models the provider offers.
+    Models(crate::discover::ModelsArgs),
 }
 
 /// The wire protocols `replay-stream` understands.

@@ -11,8 +11,10 @@
 mod args;
 mod chat;
 mod chats;
+mod config;
 mod db;
 mod demo;
+mod discover;
 mod export;
 mod logging;
 mod out;
@@ -45,17 +47,37 @@ fn main() -> ExitCode {
         }
     };
     let outcome = match cli.command {
-        Command::Run(args) => runtime.block_on(run::run(args)),
+        Command::Run(mut args) => config::load().and_then(|config| {
+            config.fill(
+                &mut args.provider,
+                &mut args.model,
+                &mut args.base_url,
+                &mut args.tools,
+            );
+            runtime.block_on(run::run(args))
+        }),
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
         Command::Tool(ToolCommand::Call(args)) => runtime.block_on(tools::call(args)),
         Command::Serve(args) => serve::serve(args).map_err(Failure::from),
         Command::Users(command) => runtime.block_on(serve::users(command)),
         Command::CompleteWorkflow(args) => runtime.block_on(serve::complete_workflow(args)),
-        Command::Chat(args) => runtime.block_on(chat::chat(args)),
+        Command::Chat(mut args) => config::load().and_then(|config| {
+            config.fill(
+                &mut args.provider,
+                &mut args.model,
+                &mut args.base_url,
+                &mut args.tools,
+            );
+            runtime.block_on(chat::chat(args))
+        }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
         Command::Export(args) => runtime.block_on(export::export(args)),
         Command::Import(args) => runtime.block_on(export::import(args)),
+        Command::Config(command) => config::command(command),
+        Command::Completions(args) => discover::completions(args),
+        Command::Info => discover::info(),
+        Command::Models(args) => runtime.block_on(discover::models(args)),
     };
     match outcome {
         Ok(code) => code,

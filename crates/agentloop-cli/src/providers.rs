@@ -70,6 +70,28 @@ pub fn choose(
     base_url: Option<&str>,
 ) -> Result<Chosen, Failure> {
     let model = model.map(str::to_owned).or_else(|| env("AGENTLOOP_MODEL"));
+    if let Some(path) = provider.and_then(|name| name.strip_prefix("scripted:")) {
+        let json = std::fs::read_to_string(path)
+            .map_err(|e| Failure::usage(format!("cannot read the script {path}: {e}")))?;
+        return scripted(&json, path, model);
+    }
+    let (config, default_model) = resolve(provider, base_url)?;
+    let api = config.api;
+    let provider = HttpProvider::new(config)
+        .map_err(|e| Failure::Runtime(format!("cannot start the provider: {e}")))?;
+    Ok(Chosen {
+        provider: Arc::new(provider),
+        api,
+        model: model.unwrap_or_else(|| default_model.to_owned()),
+    })
+}
+
+/// The configuration of the HTTP provider named by `--provider` (or found
+/// in the environment) with its default model.
+pub fn resolve(
+    provider: Option<&str>,
+    base_url: Option<&str>,
+) -> Result<(ProviderConfig, &'static str), Failure> {
     let name = match provider {
         Some(name) => name.to_owned(),
         None if env("ANTHROPIC_API_KEY").is_some() => "anthropic".to_owned(),
@@ -82,10 +104,11 @@ pub fn choose(
         }
         None => return Err(Failure::usage(NO_KEY)),
     };
-    if let Some(path) = name.strip_prefix("scripted:") {
-        let json = std::fs::read_to_string(path)
-            .map_err(|e| Failure::usage(format!("cannot read the script {path}: {e}")))?;
-        return scripted(&json, path, model);
+    if name.starts_with("scripted:") {
+        return Err(Failure::usage(
+            "a scripted provider has no server to ask; use anthropic, openai-chat, \
+             openai-responses, openai-compatible or gemini",
+        ));
     }
     let base_env = match name.as_str() {
         "anthropic" => "ANTHROPIC_BASE_URL",
@@ -144,14 +167,7 @@ pub fn choose(
         }
         config = config.with_base_url(url);
     }
-    let api = config.api;
-    let provider = HttpProvider::new(config)
-        .map_err(|e| Failure::Runtime(format!("cannot start the provider: {e}")))?;
-    Ok(Chosen {
-        provider: Arc::new(provider),
-        api,
-        model: model.unwrap_or_else(|| default_model.to_owned()),
-    })
+    Ok((config, default_model))
 }
 
 /// A scripted provider playing `json` (a JSON array of turns); `origin`

@@ -9,7 +9,7 @@
 
 use std::process::ExitCode;
 
-use agentloop_providers::replay_sse;
+use agentloop_providers::{replay_sse, sse_from_json_lines};
 use agentloop_types::ApiKind;
 use serde_json::json;
 
@@ -29,7 +29,9 @@ pub fn replay(args: ReplayArgs) -> Outcome {
         ApiArg::Gemini => ApiKind::Gemini,
     };
     let body = if is_json_lines(&body) {
-        frame_json_lines(api, &body)?
+        let text = String::from_utf8(body)
+            .map_err(|e| Failure::usage(format!("the recording is not UTF-8: {e}")))?;
+        sse_from_json_lines(api, &text).into_bytes()
     } else {
         body
     };
@@ -68,36 +70,4 @@ fn is_json_lines(body: &[u8]) -> bool {
         .map(<[u8]>::trim_ascii)
         .find(|line| !line.is_empty())
         .is_some_and(|line| line.starts_with(b"{"))
-}
-
-/// The SSE body `api`'s server sends for these JSON lines: Anthropic and
-/// Responses name each event after its `type`; Chat Completions ends with
-/// `[DONE]`.
-fn frame_json_lines(api: ApiKind, body: &[u8]) -> Result<Vec<u8>, Failure> {
-    let text = std::str::from_utf8(body)
-        .map_err(|e| Failure::usage(format!("the recording is not UTF-8: {e}")))?;
-    let mut framed = String::with_capacity(text.len() * 2);
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let named = matches!(api, ApiKind::AnthropicMessages | ApiKind::OpenaiResponses);
-        if named {
-            let event: serde_json::Value = serde_json::from_str(line).map_err(|e| {
-                Failure::usage(format!(
-                    "line {} of the recording is not JSON: {e}",
-                    number + 1
-                ))
-            })?;
-            if let Some(name) = event["type"].as_str() {
-                framed.push_str(&format!("event: {name}\n"));
-            }
-        }
-        framed.push_str(&format!("data: {line}\n\n"));
-    }
-    if api == ApiKind::OpenaiChat {
-        framed.push_str("data: [DONE]\n\n");
-    }
-    Ok(framed.into_bytes())
 }
