@@ -1,8 +1,9 @@
-//! `agentloop chat`: an interactive session on a stored chat. Each line of
-//! stdin is a user message; the reply streams like `agentloop run`; the
-//! history stays in the database.
+//! `agentloop chat`: a conversation on a stored chat. On a terminal it is
+//! a REPL (see [`crate::repl`]); otherwise each line of stdin is a user
+//! message. Replies stream like `agentloop run`; the history stays in the
+//! database, and `--continue` or `--chat ID` pick a conversation up again.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -10,7 +11,9 @@ use std::sync::Arc;
 use agentloop_runtime::{ChatRuntime, ChatSettings, LoopSettings, RecoveryMode};
 use agentloop_storage::model::{Chat, Project, now_millis};
 use agentloop_storage::{StorageError, Store};
-use agentloop_types::{LoopOptions, Message};
+use agentloop_types::{
+    CancellationToken, LoopOptions, LoopStatus, Message, ModelProvider, TokenTotals, Tool,
+};
 use clap::Args;
 
 use crate::out::{Failure, Outcome, Stdout, Style};
@@ -26,8 +29,11 @@ pub struct ChatArgs {
     #[arg(long)]
     pub db: Option<String>,
     /// Chat to continue (created with this id if it does not exist).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "continue_last")]
     pub chat: Option<String>,
+    /// Continue the most recently used chat.
+    #[arg(long = "continue", short = 'c')]
+    pub continue_last: bool,
     /// anthropic, openai-chat, openai-responses, openai-compatible, or
     /// scripted:FILE.
     #[arg(long)]
@@ -131,38 +137,107 @@ pub async fn chat(args: ChatArgs) -> Outcome {
     let tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
     let settings = ChatSettings {
         loop_settings: LoopSettings {
-            model: Some(chosen.model),
+            model: Some(chosen.model.clone()),
             api: Some(chosen.api),
-            system_prompt: args.system,
+            system_prompt: args.system.clone(),
             ..LoopSettings::default()
         },
     };
-    let chat = chat_for(&store, args.chat.as_deref(), &settings).await?;
-    let runtime = ChatRuntime::new(Arc::clone(&store), chosen.provider).with_tools(tools);
-    runtime
+    let chat_id = match (&args.chat, args.continue_last) {
+        (_, true) => Some(last_chat(&store).await?),
+        (id, false) => id.clone(),
+    };
+    let chat = chat_for(&store, chat_id.as_deref(), &settings).await?;
+    ChatRuntime::new(Arc::clone(&store), chosen.provider.clone())
         .recover(RecoveryMode::ExpiredLeases)
         .await
         .map_err(|e| e.to_string())?;
-    out::note(format!(
-        "chat {} (stored in {})",
-        chat.id,
-        db::describe(args.db.as_deref())
-    ));
-    let mut view = render::View::new(Style::stdout());
-
+    let where_stored = db::describe(args.db.as_deref());
+    out::note(format!("chat {} (stored in {where_stored})", chat.id));
+    let mut session = Session {
+        store,
+        provider: chosen.provider,
+        tools,
+        chat_id: chat.id,
+        settings,
+        json: args.json,
+        view: render::View::new(Style::stdout()),
+    };
+    if std::io::stdin().is_terminal() && !args.json {
+        return crate::repl::run(&mut session).await;
+    }
     let mut status = None;
     let stdin = std::io::stdin();
-    for (n, line) in stdin.lock().lines().enumerate() {
+    for line in stdin.lock().lines() {
         let line = line.map_err(|e| format!("cannot read stdin: {e}"))?;
         if line.trim().is_empty() {
             continue;
         }
-        let message = Message::user_text(agentloop_runtime::ids::new_id(&format!("user{n}")), line);
+        let cancel = CancellationToken::new();
+        let on_interrupt = cancel.clone();
+        let interrupt = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_interrupt.cancel();
+            }
+        });
+        let outcome = session.send(line, cancel).await;
+        interrupt.abort();
+        status = Some(outcome?);
+    }
+    Ok(status
+        .as_ref()
+        .map_or(ExitCode::SUCCESS, crate::run::exit_code))
+}
+
+/// The id of the chat of the CLI's project used last.
+async fn last_chat(store: &Arc<dyn Store>) -> Result<String, Failure> {
+    let chats = match store.list_chats(CLI_PROJECT).await {
+        Ok(chats) => chats,
+        Err(StorageError::NotFound { .. }) => Vec::new(),
+        Err(e) => return Err(Failure::Runtime(e.to_string())),
+    };
+    chats
+        .into_iter()
+        .filter(|chat| chat.minion.is_none())
+        .max_by_key(|chat| chat.updated_at)
+        .map(|chat| chat.id)
+        .ok_or_else(|| Failure::Runtime("there is no chat to continue yet".to_owned()))
+}
+
+/// One conversation: where it is stored and what its turns run with.
+pub struct Session {
+    /// The database.
+    pub store: Arc<dyn Store>,
+    /// The model provider.
+    pub provider: Arc<dyn ModelProvider>,
+    /// The tools offered.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// The chat.
+    pub chat_id: String,
+    /// The settings a new chat gets.
+    pub settings: ChatSettings,
+    json: bool,
+    view: render::View,
+}
+
+impl Session {
+    /// Sends one user message and streams the reply; `cancel` stops the
+    /// turn (the run is then stored `cancelled`).
+    pub async fn send(
+        &mut self,
+        text: String,
+        cancel: CancellationToken,
+    ) -> Result<LoopStatus, Failure> {
+        let runtime = ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
+            .with_tools(self.tools.clone())
+            .with_cancel(cancel);
+        let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
         let mut stdout = Stdout::new();
         let mut failure = None;
-        let json = args.json;
+        let json = self.json;
+        let view = &mut self.view;
         let outcome = runtime
-            .send_with(&chat.id, message, &mut |event| {
+            .send_with(&self.chat_id, message, &mut |event| {
                 let written = if json {
                     serde_json::to_string(event)
                         .map_err(|e| Failure::Runtime(e.to_string()))
@@ -180,9 +255,54 @@ pub async fn chat(args: ChatArgs) -> Outcome {
             return Err(e);
         }
         stdout.flush().map_err(Failure::from_io)?;
-        status = Some(outcome.result.status);
+        Ok(outcome.result.status)
     }
-    Ok(status
-        .as_ref()
-        .map_or(ExitCode::SUCCESS, crate::run::exit_code))
+
+    /// Starts a new chat with the same settings; returns its id.
+    pub async fn new_chat(&mut self) -> Result<String, Failure> {
+        let chat = chat_for(&self.store, None, &self.settings).await?;
+        self.chat_id = chat.id.clone();
+        Ok(chat.id)
+    }
+
+    /// The model the chat's turns use.
+    pub async fn model(&self) -> Result<Option<String>, Failure> {
+        let chat = self
+            .store
+            .get_chat(&self.chat_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let settings: ChatSettings = serde_json::from_value(chat.settings).unwrap_or_default();
+        Ok(settings.loop_settings.model)
+    }
+
+    /// Switches the chat's model for the next turns.
+    pub async fn set_model(&mut self, model: &str) -> Result<(), Failure> {
+        let mut chat = self
+            .store
+            .get_chat(&self.chat_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut settings: ChatSettings =
+            serde_json::from_value(chat.settings.clone()).unwrap_or_default();
+        settings.loop_settings.model = Some(model.to_owned());
+        self.settings.loop_settings.model = Some(model.to_owned());
+        chat.settings = serde_json::to_value(&settings).map_err(|e| e.to_string())?;
+        chat.updated_at = now_millis();
+        self.store
+            .update_chat(&chat)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// The chat's token and cost totals.
+    pub async fn totals(&self) -> Result<TokenTotals, Failure> {
+        let chat = self
+            .store
+            .get_chat(&self.chat_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(chat.totals)
+    }
 }

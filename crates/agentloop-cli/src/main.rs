@@ -20,6 +20,7 @@ mod logging;
 mod out;
 mod providers;
 mod render;
+mod repl;
 mod replay;
 mod run;
 mod serve;
