@@ -27,5 +27,11 @@ pub fn wanted(asked: bool, provider: Option<&str>, base_url: Option<&str>) -> bo
 
 /// The scripted provider playing the demo.
 pub fn provider(model: Option<&str>) -> Result<Chosen, Failure> {
-    providers::scripted(SCRIPT, "examples/demo.json", model.map(str::to_owned))
+    // Tool call ids must be unique within a chat, and a continued chat
+    // plays the demo again.
+    let script = SCRIPT.replace(
+        "toolu_demo_1",
+        &agentloop_runtime::ids::new_id("toolu_demo"),
+    );
+    providers::scripted(&script, "examples/demo.json", model.map(str::to_owned))
 }
