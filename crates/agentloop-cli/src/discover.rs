@@ -68,12 +68,13 @@ pub fn info() -> Outcome {
     .into_iter()
     .filter(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()))
     .collect();
+    let configured = config::load()?.provider;
     out.line(format!(
         "provider: {}",
-        if keys.is_empty() {
-            "none configured (run plays the demo)".to_owned()
-        } else {
-            format!("from {}", keys.join(", "))
+        match (configured, keys.is_empty()) {
+            (Some(name), _) => format!("{name} (from the configuration file)"),
+            (None, true) => "none configured (run plays the demo)".to_owned(),
+            (None, false) => format!("from {}", keys.join(", ")),
         }
     ))?;
     Ok(ExitCode::SUCCESS)

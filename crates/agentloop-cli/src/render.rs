@@ -32,6 +32,9 @@ pub struct View {
     /// Tool-use blocks being streamed, by depth and block index: their end
     /// writes nothing.
     tool_blocks: HashSet<(usize, u32)>,
+    /// A text or thinking block is open and its line not ended (a turn
+    /// cut short ends it before the summary).
+    mid_line: bool,
 }
 
 impl View {
@@ -41,6 +44,7 @@ impl View {
             style,
             tool_names: HashMap::new(),
             tool_blocks: HashSet::new(),
+            mid_line: false,
         }
     }
 
@@ -56,8 +60,14 @@ impl View {
         match &event.kind {
             EventKind::StreamingChunk { delta } => match delta {
                 StreamDelta::BlockStart { block, index } => match block {
-                    BlockStart::Thinking => write!(out, "{indent}{dim}thinking ┆ ")?,
-                    BlockStart::Text => write!(out, "{indent}")?,
+                    BlockStart::Thinking => {
+                        self.mid_line = true;
+                        write!(out, "{indent}{dim}thinking ┆ ")?
+                    }
+                    BlockStart::Text => {
+                        self.mid_line = true;
+                        write!(out, "{indent}")?
+                    }
                     // The call is shown once its arguments are complete
                     // (`ToolStart`).
                     BlockStart::ToolUse { .. } => {
@@ -80,6 +90,7 @@ impl View {
                 }
                 StreamDelta::BlockStop { index } => {
                     if !self.tool_blocks.remove(&(event.path.depth(), *index)) {
+                        self.mid_line = false;
                         writeln!(out, "{reset}")?
                     }
                 }
@@ -122,7 +133,12 @@ impl View {
             EventKind::Finished { result } if !event.path.is_root() => {
                 writeln!(out, "{indent}{dim}sub-run {}{reset}", result.status.name())?
             }
-            EventKind::Finished { result } => self.summary(out, result)?,
+            EventKind::Finished { result } => {
+                if std::mem::take(&mut self.mid_line) {
+                    writeln!(out, "{reset}")?;
+                }
+                self.summary(out, result)?
+            }
             EventKind::StreamingStart { .. }
             | EventKind::FirstChunk
             | EventKind::StreamingEnd { .. }

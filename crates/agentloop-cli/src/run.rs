@@ -123,6 +123,9 @@ pub async fn run(args: RunArgs) -> Outcome {
         match &event.kind {
             EventKind::StreamingStart { .. } => spinner.start(),
             EventKind::FirstChunk | EventKind::StreamingEnd { .. } => spinner.stop(),
+            // While tools work, the spinner counts again until their results.
+            EventKind::ToolStart { .. } if event.path.is_root() => spinner.start(),
+            EventKind::MessageCreated { .. } => spinner.stop(),
             _ => {}
         }
         view.event(&mut stdout, &event).map_err(Failure::from_io)?;

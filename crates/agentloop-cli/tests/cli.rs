@@ -12,6 +12,8 @@ fn agentloop(args: &[&str]) -> Output {
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GOOGLE_API_KEY")
         .env_remove("AGENTLOOP_MODEL")
         .output()
         .unwrap()
