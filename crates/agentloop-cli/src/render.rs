@@ -189,18 +189,24 @@ impl View {
         if is_error {
             return Ok(());
         }
-        for line in lines.iter().skip(1).take(RESULT_LINES - 1) {
+        // A single hidden line costs as much room as saying it is hidden.
+        let shown = if lines.len() <= RESULT_LINES + 1 {
+            lines.len()
+        } else {
+            RESULT_LINES
+        };
+        for line in lines.iter().skip(1).take(shown.saturating_sub(1)) {
             writeln!(
                 out,
                 "{indent}    {dim}{}{reset}",
                 sanitize(&shorten(line, RESULT_LINE_CHARS))
             )?;
         }
-        if lines.len() > RESULT_LINES {
+        if lines.len() > shown {
             writeln!(
                 out,
                 "{indent}    {dim}… {} more lines{reset}",
-                lines.len() - RESULT_LINES
+                lines.len() - shown
             )?;
         }
         Ok(())

@@ -204,6 +204,20 @@ fn the_demo_streams_thinking_a_tool_call_and_a_cost_line() {
 }
 
 #[test]
+fn the_terminal_view_of_the_demo() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().join("project");
+    std::fs::create_dir(&root).unwrap();
+    for name in ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"] {
+        std::fs::write(root.join(name), "x").unwrap();
+    }
+    let root = root.display().to_string();
+    let output = run(home.path(), &["run", "--demo", "--root", &root]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
 fn model_and_tool_text_cannot_send_terminal_escapes() {
     let home = tempfile::tempdir().unwrap();
     let script = home.path().join("script.json");
