@@ -32,6 +32,7 @@ Progress and notes go to stderr, answers to stdout.";
 #[derive(Subcommand)]
 pub enum Command {
     /// Run one prompt through the agent loop, streaming to the terminal.
+    #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
     /// Parse a raw SSE body (as an HTTP response carries it) through an
     /// adapter and print the assembled content, stop reason, usage and error
@@ -47,7 +48,9 @@ pub enum Command {
     Users(crate::serve::UsersCommand),
     /// Mark a task's workflow complete, which stops its agent chain.
     CompleteWorkflow(crate::serve::CompleteWorkflowArgs),
-    /// Chat interactively on a stored chat: each stdin line is a message.
+    /// Chat on a stored conversation: a REPL on a terminal, else each stdin
+    /// line is a message.
+    #[command(after_help = EXIT_CODES)]
     Chat(crate::chat::ChatArgs),
     /// List, show or delete stored chats.
     #[command(subcommand)]
@@ -86,15 +89,18 @@ pub struct RunArgs {
     /// network. Also what `run` does when no provider is configured.
     #[arg(long, conflicts_with = "provider")]
     pub demo: bool,
-    /// anthropic, openai-chat, openai-responses, openai-compatible, or
-    /// scripted:FILE (a JSON array of scripted turns). Default: from the
-    /// keys in the environment.
+    /// anthropic, openai-chat, openai-responses, openai-compatible, gemini,
+    /// or scripted:FILE (a JSON array of scripted turns, see
+    /// examples/README.md). Default: the configuration file, else from the
+    /// keys in the environment, else the demo.
     #[arg(long)]
     pub provider: Option<String>,
     /// Model id (default: $AGENTLOOP_MODEL, else a provider default).
     #[arg(long)]
     pub model: Option<String>,
-    /// Base URL of an OpenAI-compatible server (default: $OPENAI_BASE_URL).
+    /// The provider's base URL, e.g. a proxy or a local OpenAI-compatible
+    /// server (default: $ANTHROPIC_BASE_URL, $OPENAI_BASE_URL or
+    /// $GEMINI_BASE_URL by provider).
     #[arg(long)]
     pub base_url: Option<String>,
     /// System prompt.

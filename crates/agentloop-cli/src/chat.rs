@@ -34,14 +34,15 @@ pub struct ChatArgs {
     /// Continue the most recently used chat.
     #[arg(long = "continue", short = 'c')]
     pub continue_last: bool,
-    /// anthropic, openai-chat, openai-responses, openai-compatible, or
-    /// scripted:FILE.
+    /// anthropic, openai-chat, openai-responses, openai-compatible, gemini,
+    /// or scripted:FILE (default: as for `run`, the demo when nothing is
+    /// configured).
     #[arg(long)]
     pub provider: Option<String>,
     /// Model id.
     #[arg(long)]
     pub model: Option<String>,
-    /// Base URL of an OpenAI-compatible server.
+    /// The provider's base URL (default: the provider's `*_BASE_URL`).
     #[arg(long)]
     pub base_url: Option<String>,
     /// System prompt of a new chat.
