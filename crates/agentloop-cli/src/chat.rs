@@ -12,9 +12,11 @@ use agentloop_runtime::{ChatRuntime, ChatSettings, LoopSettings, RecoveryMode};
 use agentloop_storage::model::{Chat, Project, now_millis};
 use agentloop_storage::{StorageError, Store};
 use agentloop_types::{
-    CancellationToken, LoopOptions, LoopStatus, Message, ModelProvider, TokenTotals, Tool,
+    CancellationToken, LoopEvent, LoopOptions, LoopStatus, Message, ModelProvider, TokenTotals,
+    Tool,
 };
 use clap::Args;
+use futures::StreamExt;
 
 use crate::out::{Failure, Outcome, Stdout, Style};
 use crate::{db, demo, out, providers, render, tools};
@@ -167,23 +169,28 @@ pub async fn chat(args: ChatArgs) -> Outcome {
     if std::io::stdin().is_terminal() && !args.json {
         return crate::repl::run(&mut session).await;
     }
+    // Lines are read on a thread of their own so the runtime stays free to
+    // see Ctrl-C while waiting for the next one (it then ends the chat).
+    let (lines, mut incoming) = futures::channel::mpsc::unbounded();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            if lines.unbounded_send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut status = None;
-    let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
+    loop {
+        let next = tokio::select! {
+            next = incoming.next() => next,
+            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::from(130)),
+        };
+        let Some(line) = next else { break };
         let line = line.map_err(|e| format!("cannot read stdin: {e}"))?;
         if line.trim().is_empty() {
             continue;
         }
-        let cancel = CancellationToken::new();
-        let on_interrupt = cancel.clone();
-        let interrupt = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_interrupt.cancel();
-            }
-        });
-        let outcome = session.send(line, cancel).await;
-        interrupt.abort();
-        status = Some(outcome?);
+        status = Some(session.send(line).await?);
     }
     Ok(status
         .as_ref()
@@ -222,36 +229,46 @@ pub struct Session {
 }
 
 impl Session {
-    /// Sends one user message and streams the reply; `cancel` stops the
-    /// turn (the run is then stored `cancelled`).
-    pub async fn send(
-        &mut self,
-        text: String,
-        cancel: CancellationToken,
-    ) -> Result<LoopStatus, Failure> {
+    /// Sends one user message and streams the reply; Ctrl-C meanwhile
+    /// cancels the turn (the run is then stored `cancelled`).
+    pub async fn send(&mut self, text: String) -> Result<LoopStatus, Failure> {
+        // A runtime per turn: its token, once cancelled, stays cancelled.
+        let cancel = CancellationToken::new();
         let runtime = ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
             .with_tools(self.tools.clone())
-            .with_cancel(cancel);
+            .with_cancel(cancel.clone());
         let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
         let mut stdout = Stdout::new();
         let mut failure = None;
         let json = self.json;
         let view = &mut self.view;
-        let outcome = runtime
-            .send_with(&self.chat_id, message, &mut |event| {
-                let written = if json {
-                    serde_json::to_string(event)
-                        .map_err(|e| Failure::Runtime(e.to_string()))
-                        .and_then(|l| stdout.line(l))
-                } else {
-                    view.event(&mut stdout, event).map_err(Failure::from_io)
-                };
-                if let Err(e) = written {
-                    failure.get_or_insert(e);
+        let mut on_event = |event: &LoopEvent| {
+            let written = if json {
+                serde_json::to_string(event)
+                    .map_err(|e| Failure::Runtime(e.to_string()))
+                    .and_then(|l| stdout.line(l))
+            } else {
+                view.event(&mut stdout, event).map_err(Failure::from_io)
+            };
+            if let Err(e) = written {
+                failure.get_or_insert(e);
+            }
+        };
+        let outcome = {
+            let sent = runtime.send_with(&self.chat_id, message, &mut on_event);
+            tokio::pin!(sent);
+            // `biased` polls the signal first, so it is listened for before
+            // the turn makes any progress.
+            tokio::select! {
+                biased;
+                _ = tokio::signal::ctrl_c() => {
+                    cancel.cancel();
+                    sent.await
                 }
-            })
-            .await
-            .map_err(|e| e.to_string())?;
+                outcome = &mut sent => outcome,
+            }
+        }
+        .map_err(|e| e.to_string())?;
         if let Some(e) = failure {
             return Err(e);
         }

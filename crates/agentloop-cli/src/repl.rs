@@ -10,7 +10,6 @@
 
 use std::process::ExitCode;
 
-use agentloop_types::CancellationToken;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
@@ -80,7 +79,8 @@ pub async fn run(session: &mut Session) -> Outcome {
             Input::Message("") => {}
             Input::Message(message) => {
                 let _ = editor.add_history_entry(message);
-                turn(session, message.to_owned()).await?;
+                // Ctrl-C cancels the turn and the prompt comes back.
+                session.send(message.to_owned()).await?;
             }
             Input::Help => out.line(HELP)?,
             Input::Model(None) => {
@@ -153,20 +153,6 @@ fn read_message(editor: &mut DefaultEditor) -> Result<Option<String>, Failure> {
             Err(e) => return Err(Failure::Runtime(format!("cannot read the terminal: {e}"))),
         }
     }
-}
-
-/// Runs one turn; Ctrl-C cancels it and the prompt comes back.
-async fn turn(session: &mut Session, message: String) -> Result<(), Failure> {
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    let interrupt = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
-    let status = session.send(message, cancel).await;
-    interrupt.abort();
-    status.map(|_| ())
 }
 
 #[cfg(test)]

@@ -500,3 +500,68 @@ fn replay_stream_reads_json_lines_recordings_as_well_as_sse() {
     );
     assert_one_line_error(&missing, 2, "cannot read no-such-file");
 }
+
+/// Sends SIGINT to a child this test started, as Ctrl-C would.
+fn interrupt(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn ctrl_c_in_a_piped_chat_cancels_the_turn_then_ends_the_chat() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[{"steps": [{"type": "text", "chunks": ["working on it"]}, {"type": "hang"}]},
+            {"steps": [{"type": "text", "chunks": ["second answer"]}]}]"#,
+    )
+    .unwrap();
+    let provider = format!("scripted:{}", script.display());
+    let db = home.path().join("c.db").display().to_string();
+    let mut child = command(
+        home.path(),
+        &[
+            "chat",
+            "--db",
+            &db,
+            "--chat",
+            "piped",
+            "--provider",
+            &provider,
+        ],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut wait_for = |needle: &str| {
+        let mut seen = String::new();
+        while !seen.contains(needle) {
+            let mut line = String::new();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "ended before {needle}: {seen}"
+            );
+            seen.push_str(&line);
+        }
+    };
+    stdin.write_all(b"first\n").unwrap();
+    wait_for("working on it");
+    interrupt(&child);
+    wait_for("cancelled");
+    stdin.write_all(b"second\n").unwrap();
+    wait_for("second answer");
+    wait_for("complete");
+    // Waiting for the next line, Ctrl-C ends the chat.
+    interrupt(&child);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    drop(stdin);
+}
