@@ -165,6 +165,7 @@ pub async fn chat(args: ChatArgs) -> Outcome {
         settings,
         json: args.json,
         view: render::View::new(Style::stdout()),
+        interrupts: None,
     };
     if std::io::stdin().is_terminal() && !args.json {
         return crate::repl::run(&mut session).await;
@@ -181,10 +182,12 @@ pub async fn chat(args: ChatArgs) -> Outcome {
     });
     let mut status = None;
     loop {
+        let mut interrupts = session.take_interrupts().await;
         let next = tokio::select! {
             next = incoming.next() => next,
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::from(130)),
+            Some(()) = interrupts.next() => return Ok(ExitCode::from(130)),
         };
+        session.keep_interrupts(interrupts);
         let Some(line) = next else { break };
         let line = line.map_err(|e| format!("cannot read stdin: {e}"))?;
         if line.trim().is_empty() {
@@ -226,14 +229,60 @@ pub struct Session {
     pub settings: ChatSettings,
     json: bool,
     view: render::View,
+    /// Installed at the first need: the line editor sets up its own
+    /// signal handling when it starts, and must not replace this one.
+    interrupts: Option<Interrupts>,
+}
+
+/// Every Ctrl-C from the moment the chat starts, in order, so none is lost
+/// between turns: one during a turn cancels it, one while waiting for input
+/// ends a piped chat.
+struct Interrupts {
+    received: futures::channel::mpsc::UnboundedReceiver<()>,
+}
+
+impl Interrupts {
+    /// Starts listening; returns once the listener is installed.
+    async fn listen() -> Self {
+        let (sender, received) = futures::channel::mpsc::unbounded();
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if sender.unbounded_send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        // The listener subscribes when first polled: let it run once.
+        tokio::task::yield_now().await;
+        Self { received }
+    }
+
+    /// The next Ctrl-C.
+    async fn next(&mut self) -> Option<()> {
+        self.received.next().await
+    }
 }
 
 impl Session {
+    /// The Ctrl-C listener, installed on first use; give it back with
+    /// [`Session::keep_interrupts`].
+    async fn take_interrupts(&mut self) -> Interrupts {
+        match self.interrupts.take() {
+            Some(interrupts) => interrupts,
+            None => Interrupts::listen().await,
+        }
+    }
+
+    fn keep_interrupts(&mut self, interrupts: Interrupts) {
+        self.interrupts = Some(interrupts);
+    }
+
     /// Sends one user message and streams the reply; Ctrl-C meanwhile
     /// cancels the turn (the run is then stored `cancelled`).
     pub async fn send(&mut self, text: String) -> Result<LoopStatus, Failure> {
         // A runtime per turn: its token, once cancelled, stays cancelled.
         let cancel = CancellationToken::new();
+        let mut interrupts = self.take_interrupts().await;
         let runtime = ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
             .with_tools(self.tools.clone())
             .with_cancel(cancel.clone());
@@ -257,18 +306,19 @@ impl Session {
         let outcome = {
             let sent = runtime.send_with(&self.chat_id, message, &mut on_event);
             tokio::pin!(sent);
-            // `biased` polls the signal first, so it is listened for before
-            // the turn makes any progress.
+            // `biased`: a Ctrl-C already received cancels before the turn
+            // makes any progress.
             tokio::select! {
                 biased;
-                _ = tokio::signal::ctrl_c() => {
+                Some(()) = interrupts.next() => {
                     cancel.cancel();
                     sent.await
                 }
                 outcome = &mut sent => outcome,
             }
-        }
-        .map_err(|e| e.to_string())?;
+        };
+        self.keep_interrupts(interrupts);
+        let outcome = outcome.map_err(|e| e.to_string())?;
         if let Some(e) = failure {
             return Err(e);
         }
