@@ -30,6 +30,7 @@ pub const BELOW_STORAGE: &[&str] = &[
     "agentloop-engine",
     "agentloop-providers",
     "agentloop-tools",
+    "agentloop-mcp",
     "agentloop-testing",
 ];
 
@@ -37,6 +38,7 @@ const TYPES: &str = "agentloop-types";
 const ENGINE: &str = "agentloop-engine";
 const PROVIDERS: &str = "agentloop-providers";
 const TOOLS: &str = "agentloop-tools";
+const MCP: &str = "agentloop-mcp";
 const RUNTIME: &str = "agentloop-runtime";
 const SERVER: &str = "agentloop-server";
 const CLI: &str = "agentloop-cli";
@@ -49,12 +51,16 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (ENGINE, &[TYPES]),
     (PROVIDERS, &[TYPES]),
     (TOOLS, &[TYPES, ENGINE]),
+    // MCP client tools sit beside the tools: they implement the tool port only.
+    (MCP, &[TYPES]),
     (STORAGE, &[TYPES]),
     (RUNTIME, &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
     (SERVER, &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
     (
         CLI,
-        &[SERVER, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE],
+        &[
+            SERVER, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP,
+        ],
     ),
     // The front door re-exports the layers (most behind opt-in features),
     // so it may depend on each of them and nothing depends on it.
@@ -304,10 +310,11 @@ mod tests {
             (ENGINE, &[TYPES]),
             (PROVIDERS, &[TYPES]),
             (TOOLS, &[TYPES, ENGINE]),
+            (MCP, &[TYPES]),
             (STORAGE, &[TYPES]),
             (RUNTIME, &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
             (SERVER, &[RUNTIME, STORAGE, TYPES]),
-            (CLI, &[SERVER, RUNTIME, TYPES]),
+            (CLI, &[SERVER, RUNTIME, TYPES, MCP]),
             (
                 FACADE,
                 &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, RUNTIME, SERVER],

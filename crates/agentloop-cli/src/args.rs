@@ -134,6 +134,20 @@ pub struct RunArgs {
     /// `{name, description, prompt, allowed_skills, tools}`.
     #[arg(long)]
     pub skills: Option<PathBuf>,
+    /// MCP servers whose tools to offer: a JSON file
+    /// `{"mcpServers": {"name": {"command", "args", "env"} | {"url", "headers"}}}`.
+    /// Tools are named `<name>__<tool>`. Repeatable.
+    #[arg(long = "mcp", value_name = "CONFIG")]
+    pub mcp: Vec<PathBuf>,
+    /// A stdio MCP server to start: `'[name=]command args'`, e.g.
+    /// `'npx -y @modelcontextprotocol/server-everything'` (named
+    /// `everything`). Repeatable.
+    #[arg(long = "mcp-stdio", value_name = "COMMAND")]
+    pub mcp_stdio: Vec<String>,
+    /// Seconds one MCP tool call may take before its server counts as hung
+    /// (the call fails and the server is restarted).
+    #[arg(long, default_value_t = 300)]
+    pub mcp_timeout: u64,
 }
 
 #[derive(Args)]

@@ -1,7 +1,10 @@
-//! `agentloop`: run an agent loop in a terminal (`run`, `chat`), check a
-//! recorded provider stream against the adapters (`replay-stream`), list or
-//! call tools directly (`tool`), manage stored chats (`chats`, `export`,
-//! `import`) and serve the HTTP API (`serve`, `users`).
+//! `agentloop`: run an agent loop in a terminal (`run`), keep stored
+//! conversations (`chat`, a REPL on a terminal, `chats`, `export`,
+//! `import`), serve the HTTP API (`serve`, `users`, `complete-workflow`),
+//! check a recorded provider stream against the adapters (`replay-stream`),
+//! list or call tools directly (`tool`), and find one's way (`config`,
+//! `info`, `completions`, `models`). One module per command group; `main`
+//! only dispatches.
 //!
 //! Answers go to stdout and progress to stderr; every stdout line goes
 //! through [`out::Stdout`] so a closed pipe ends the process quietly. Exit

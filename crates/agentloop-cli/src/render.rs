@@ -11,8 +11,12 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use agentloop_types::{
-    BlockStart, ContentBlock, EventKind, LoopEvent, LoopResult, LoopStatus, StreamDelta,
-    TokenTotals,
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, BlockStart, ContentBlock, EventKind, FinishedEvent, LoopEvent, LoopResult,
+    LoopStatus, MessageCreatedEvent, PendingToolResultEvent, StreamDelta, StreamingChunkEvent,
+    StreamingEndEvent, StreamingStartEvent, TokenTotals, TokensConsumedEvent, ToolBlockUpdateEvent,
+    ToolEndEvent, ToolStartEvent,
 };
 
 use crate::out::{Style, sanitize};
@@ -58,7 +62,7 @@ impl View {
         } = self.style;
         let indent = "  ".repeat(event.path.depth());
         match &event.kind {
-            EventKind::StreamingChunk { delta } => match delta {
+            EventKind::StreamingChunk(StreamingChunkEvent { delta }) => match delta {
                 StreamDelta::BlockStart { block, index } => match block {
                     BlockStart::Thinking => {
                         self.mid_line = true;
@@ -98,12 +102,12 @@ impl View {
                 | StreamDelta::Signature { .. }
                 | StreamDelta::Citation { .. } => {}
             },
-            EventKind::ToolStart {
+            EventKind::ToolStart(ToolStartEvent {
                 tool_use_id,
                 name,
                 input,
                 ..
-            } => {
+            }) => {
                 self.tool_names.insert(tool_use_id.clone(), name.clone());
                 let arguments = shorten(&input.to_string(), ARGUMENT_CHARS);
                 writeln!(
@@ -113,7 +117,7 @@ impl View {
                     sanitize(&arguments)
                 )?
             }
-            EventKind::MessageCreated { message } => {
+            EventKind::MessageCreated(MessageCreatedEvent { message }) => {
                 for block in &message.content {
                     if let ContentBlock::ToolResult(result) = block {
                         let name = self
@@ -124,34 +128,35 @@ impl View {
                     }
                 }
             }
-            EventKind::AgentReason { message, .. } | EventKind::AgentObserve { message, .. } => {
+            EventKind::AgentReason(AgentReasonEvent { message, .. })
+            | EventKind::AgentObserve(AgentObserveEvent { message, .. }) => {
                 writeln!(out, "{indent}{dim}{}{reset}", sanitize(message))?
             }
-            EventKind::AgentError { message, .. } => {
+            EventKind::AgentError(AgentErrorEvent { message, .. }) => {
                 writeln!(out, "{indent}{red}{}{reset}", sanitize(message))?
             }
-            EventKind::Finished { result } if !event.path.is_root() => {
+            EventKind::Finished(FinishedEvent { result }) if !event.path.is_root() => {
                 writeln!(out, "{indent}{dim}sub-run {}{reset}", result.status.name())?
             }
-            EventKind::Finished { result } => {
+            EventKind::Finished(FinishedEvent { result }) => {
                 if std::mem::take(&mut self.mid_line) {
                     writeln!(out, "{reset}")?;
                 }
                 self.summary(out, result)?
             }
-            EventKind::StreamingStart { .. }
+            EventKind::StreamingStart(StreamingStartEvent { .. })
             | EventKind::FirstChunk
-            | EventKind::StreamingEnd { .. }
-            | EventKind::TokensConsumed { .. }
-            | EventKind::PendingToolResult { .. }
-            | EventKind::ToolEnd { .. }
-            | EventKind::ToolBlockUpdate { .. }
-            | EventKind::AgentStart { .. }
-            | EventKind::AgentTurnStart { .. }
-            | EventKind::AgentRequestInput { .. }
-            | EventKind::AgentToolStart { .. }
-            | EventKind::AgentToolComplete { .. }
-            | EventKind::AgentCompletion { .. } => {}
+            | EventKind::StreamingEnd(StreamingEndEvent { .. })
+            | EventKind::TokensConsumed(TokensConsumedEvent { .. })
+            | EventKind::PendingToolResult(PendingToolResultEvent { .. })
+            | EventKind::ToolEnd(ToolEndEvent { .. })
+            | EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { .. })
+            | EventKind::AgentStart(AgentStartEvent { .. })
+            | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
+            | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+            | EventKind::AgentToolStart(AgentToolStartEvent { .. })
+            | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
+            | EventKind::AgentCompletion(AgentCompletionEvent { .. }) => {}
         }
         out.flush()
     }
@@ -242,6 +247,35 @@ impl View {
             result.status.name(),
             tokens(&result.tokens)
         )
+    }
+}
+
+impl View {
+    /// An MCP tool's progress line (`Progress 2/5: …`), shown as it
+    /// arrives.
+    pub fn mcp_progress(
+        &self,
+        out: &mut impl Write,
+        block: &agentloop_types::ToolResultRenderBlock,
+    ) -> std::io::Result<()> {
+        let Style { dim, reset, .. } = self.style;
+        let line = block
+            .rendering_groups
+            .iter()
+            .flat_map(|group| &group.blocks)
+            .find_map(|b| match b {
+                agentloop_types::RenderingContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            });
+        if let Some(line) = line {
+            writeln!(
+                out,
+                "{dim}  {}: {}{reset}",
+                sanitize(&block.name),
+                sanitize(line)
+            )?;
+        }
+        out.flush()
     }
 }
 

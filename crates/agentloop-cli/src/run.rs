@@ -8,7 +8,11 @@ use std::time::Instant;
 
 use agentloop_engine::skills::prepare;
 use agentloop_engine::{RunDeps, StrategyRegistry};
-use agentloop_types::{CancellationToken, EventKind, LoopOptions, LoopStatus, Message};
+use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
+use agentloop_types::{
+    CancellationToken, EventKind, LoopOptions, LoopStatus, Message, MessageCreatedEvent,
+    StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent, ToolStartEvent,
+};
 use futures::StreamExt;
 
 use crate::args::RunArgs;
@@ -64,7 +68,11 @@ pub async fn run(args: RunArgs) -> Outcome {
             ..options.clone()
         },
     };
-    let tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    // Kept until the run ends: dropping the servers stops their processes.
+    let mcp = start_mcp(&args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
+    let mcp_tool_names: Vec<String> = mcp.tools().iter().map(|t| t.name().to_owned()).collect();
+    tools.extend(mcp.tools());
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
@@ -121,17 +129,53 @@ pub async fn run(args: RunArgs) -> Outcome {
             continue;
         }
         match &event.kind {
-            EventKind::StreamingStart { .. } => spinner.start(),
-            EventKind::FirstChunk | EventKind::StreamingEnd { .. } => spinner.stop(),
+            EventKind::StreamingStart(StreamingStartEvent { .. }) => spinner.start(),
+            EventKind::FirstChunk | EventKind::StreamingEnd(StreamingEndEvent { .. }) => {
+                spinner.stop()
+            }
             // While tools work, the spinner counts again until their results.
-            EventKind::ToolStart { .. } if event.path.is_root() => spinner.start(),
-            EventKind::MessageCreated { .. } => spinner.stop(),
+            EventKind::ToolStart(ToolStartEvent { .. }) if event.path.is_root() => spinner.start(),
+            EventKind::MessageCreated(MessageCreatedEvent { .. }) => spinner.stop(),
+            EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. })
+                if mcp_tool_names.contains(&block.name) =>
+            {
+                spinner.stop();
+                view.mcp_progress(&mut stdout, block)
+                    .map_err(Failure::from_io)?;
+            }
             _ => {}
         }
         view.event(&mut stdout, &event).map_err(Failure::from_io)?;
     }
     spinner.stop();
+    mcp.shutdown().await;
     Ok(status.as_ref().map_or(ExitCode::from(1), exit_code))
+}
+
+/// Starts the MCP servers named by `--mcp` files and `--mcp-stdio` lines.
+async fn start_mcp(
+    files: &[std::path::PathBuf],
+    stdio: &[String],
+    timeout_secs: u64,
+) -> Result<McpServers, String> {
+    let mut config = McpConfig::default();
+    for path in files {
+        config.merge(McpConfig::load(path).map_err(|e| e.to_string())?);
+    }
+    for line in stdio {
+        let (name, server) = parse_stdio_command(line).map_err(|e| e.to_string())?;
+        config.add(&name, ServerConfig::Stdio(server));
+    }
+    if config.servers.is_empty() {
+        return Ok(McpServers::default());
+    }
+    let options = ServerOptions {
+        call_timeout: Duration::from_secs(timeout_secs),
+        ..ServerOptions::default()
+    };
+    McpServers::start(&config, options)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Reads a settings file: a JSON object of string values.

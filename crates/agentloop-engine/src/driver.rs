@@ -1,18 +1,21 @@
-//! The async driver: performs what the machine decides and turns it into
-//! events. It holds no decisions of its own.
+//! The one async driver: performs what a [`Machine`] decides — model
+//! turns, tool calls, retrieval — and turns it into events. It holds no
+//! decisions of its own: every strategy runs on it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
     AttachmentLoader, CancellationToken, LoopOptions, Message, ModelProvider, ModelRequest,
-    RunState, Tool,
+    Retriever, RunState, Tool,
 };
 
-use crate::machine::{Input, Machine, Step};
+use crate::cancel::or_cancelled;
+use crate::machine::{Input, Machine, OfferedTool, Step, StrategyMachine};
 use crate::model_turn::model_turn;
 use crate::run_stream::{Emitter, RunStream};
 use crate::tool_exec::ToolRun;
+use tracing::Instrument;
 
 /// What a run calls out to.
 #[derive(Clone)]
@@ -27,6 +30,9 @@ pub struct RunDeps {
     pub cancel: CancellationToken,
     /// Run id; message ids derive from it. Generated when `None`.
     pub run_id: Option<String>,
+    /// Answers the retrieval steps of strategies that use passages; with
+    /// none, a retrieval finds nothing.
+    pub retriever: Option<Arc<dyn Retriever>>,
 }
 
 impl RunDeps {
@@ -38,6 +44,7 @@ impl RunDeps {
             attachments: None,
             cancel: CancellationToken::new(),
             run_id: None,
+            retriever: None,
         }
     }
 
@@ -60,58 +67,129 @@ impl RunDeps {
     }
 }
 
-/// Starts a run over `context` (the history so far, ending with the user's
-/// message or with the tool results that resume a suspended run).
+/// Starts a native run over `context` (the history so far, ending with the
+/// user's message or with the tool results that resume a suspended run).
 pub fn run(options: LoopOptions, context: Vec<Message>, deps: RunDeps) -> RunStream {
-    let run_id = deps.run_id.clone().unwrap_or_else(generate_run_id);
-    resume(options, RunState::new(run_id, context), deps)
+    start(
+        options,
+        context,
+        deps,
+        StrategyMachine::Native(Default::default()),
+    )
 }
 
-/// Continues a run from a stored [`RunState`].
-pub fn resume(options: LoopOptions, state: RunState, mut deps: RunDeps) -> RunStream {
+/// Starts `strategy` over `context`.
+pub(crate) fn start(
+    options: LoopOptions,
+    context: Vec<Message>,
+    deps: RunDeps,
+    strategy: StrategyMachine,
+) -> RunStream {
+    let run_id = deps.run_id.clone().unwrap_or_else(generate_run_id);
+    let machine = Machine::with_strategy(RunState::new(run_id, context), options.clone(), strategy);
+    drive_machine(machine, options, deps)
+}
+
+/// Continues a run from a stored [`RunState`] (see
+/// [`RunStream::with_checkpoints`]), whatever strategy it was running: the
+/// state names it. What was in flight when it was stored is done again;
+/// calls in [`RunState::interrupted_calls`] are answered as interrupted.
+/// A state that has finished, or that cannot be read, ends the stream with
+/// an `error` result.
+///
+/// ```
+/// use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+/// use agentloop_engine::strategy::ReactStrategy;
+/// use agentloop_engine::{LoopStrategy, RunDeps, RunItem, collect, resume};
+/// use agentloop_types::{LoopOptions, Message};
+/// use futures::StreamExt;
+/// use serde_json::json;
+///
+/// # futures::executor::block_on(async {
+/// let reason = ScriptedTurn::new().tool_call(
+///     "r1",
+///     "agent_decide_next",
+///     json!({"message": "I know it.", "final_answer": "42"}),
+/// );
+/// let run = ReactStrategy::default().run(
+///     LoopOptions::default(),
+///     vec![Message::user_text("u1", "The answer?")],
+///     RunDeps::new(ScriptedProvider::new([reason.clone()])),
+/// );
+/// // Store the first checkpoint and stop, as a crashing process would.
+/// let mut items = run.with_checkpoints();
+/// let stored = loop {
+///     if let Some(RunItem::Checkpoint(state)) = items.next().await {
+///         break serde_json::to_string(&state).unwrap();
+///     }
+/// };
+/// drop(items);
+///
+/// // Elsewhere: the stored react run goes on with its reason call.
+/// let state = serde_json::from_str(&stored).unwrap();
+/// let deps = RunDeps::new(ScriptedProvider::new([reason]));
+/// let result = collect(resume(LoopOptions::default(), state, deps)).await;
+/// assert_eq!(result.final_text().as_deref(), Some("42"));
+/// # });
+/// ```
+pub fn resume(options: LoopOptions, state: RunState, deps: RunDeps) -> RunStream {
+    drive_machine(Machine::new(state, options.clone()), options, deps)
+}
+
+fn drive_machine(machine: Machine, options: LoopOptions, mut deps: RunDeps) -> RunStream {
     // The run's own token: cancelled with the caller's, and by dropping the
     // stream, without touching other runs that share the caller's token.
     let cancel = deps.cancel.child_token();
     deps.cancel = cancel.clone();
-    RunStream::new(move |emitter| {
-        drive(Machine::new(state, options.clone()), options, deps, emitter)
-    })
-    .cancel_on_drop(cancel)
-}
-
-/// The tools of `deps` a run offers: all, or those named in
-/// `options.enabled_tools`.
-pub(crate) fn offered_tools(deps: &RunDeps, options: &LoopOptions) -> Vec<Arc<dyn Tool>> {
-    deps.tools
-        .iter()
-        .filter(|t| {
-            options.enabled_tools.is_empty() || options.enabled_tools.iter().any(|n| n == t.name())
-        })
-        .cloned()
-        .collect()
+    let machine = machine.with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())));
+    // Child runs (a minion's, a skill's) are started inside their tool
+    // call's span, so this span nests under it.
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = "invoke_agent",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.request.model = %options.model,
+        agentloop.run_id = %machine.state().run_id,
+        agentloop.project_id = %options.project_id,
+        agentloop.chat_id = options.chat_id.as_deref(),
+    );
+    RunStream::new(move |emitter| drive(machine, options, deps, emitter).instrument(span))
+        .cancel_on_drop(cancel)
 }
 
 async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut emitter: Emitter) {
-    let tools = offered_tools(&deps, &options);
-    let definitions: Vec<_> = tools.iter().map(|t| t.definition()).collect();
     let run_id = machine.state().run_id.clone();
     let mut input = Input::Start;
     loop {
-        let output = machine.step(input);
+        let output = match machine.step(input) {
+            Ok(output) => output,
+            Err(error) => {
+                emitter.emit(machine.refusal(&error)).await;
+                return;
+            }
+        };
         for event in output.events {
             emitter.emit(event).await;
         }
+        if matches!(output.next, Step::Done) {
+            return;
+        }
+        emitter.checkpoint(machine.state()).await;
+        if deps.cancel.is_cancelled() {
+            input = cancelled();
+            continue;
+        }
         input = match output.next {
             Step::Done => return,
-            _ if deps.cancel.is_cancelled() => cancelled(),
             Step::CallModel {
                 iteration,
                 messages,
+                tools,
             } => {
                 let request = ModelRequest {
                     options: options.clone(),
                     messages,
-                    tools: definitions.clone(),
+                    tools,
                     attachments: deps.attachments.clone(),
                 };
                 model_turn(
@@ -121,17 +199,31 @@ async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut em
                     &deps.cancel,
                     &mut emitter,
                 )
+                .instrument(tracing::info_span!("agentloop.model_turn", iteration))
                 .await
             }
             Step::RunTools { calls } => {
                 let run = ToolRun {
-                    tools: &tools,
+                    tools: &deps.tools,
                     options: &options,
                     run_id: &run_id,
                     cancel: &deps.cancel,
                 };
                 run.run(calls, &mut emitter).await
             }
+            Step::Retrieve { query, limit } => match &deps.retriever {
+                None => Input::Retrieved {
+                    passages: Ok(Vec::new()),
+                },
+                Some(retriever) => {
+                    match or_cancelled(&deps.cancel, retriever.retrieve(&query, limit)).await {
+                        None => cancelled(),
+                        Some(found) => Input::Retrieved {
+                            passages: found.map_err(|e| e.to_string()),
+                        },
+                    }
+                }
+            },
         };
     }
 }

@@ -1,8 +1,10 @@
 //! The agentloop loop.
 //!
-//! A run is a sans-IO [`Machine`] (what happens next) driven by a thin async
-//! driver (calls the provider, runs tools concurrently, emits events). The
-//! public shape is seed 000's generator: [`run`] returns a [`RunStream`] of
+//! A run is a sans-IO [`Machine`] (what happens next) driven by one thin
+//! async driver (calls the provider, runs tools concurrently, retrieves,
+//! emits events). Every built-in strategy is such a machine over one shared
+//! run core, so any run can be stored between steps and continued with
+//! [`resume`]. The public shape is seed 000's generator: [`run`] returns a [`RunStream`] of
 //! events that ends with the result; dropping it cancels the run, and
 //! [`collect`] drains it to the [`LoopResult`](agentloop_types::LoopResult).
 //!
@@ -49,8 +51,10 @@ mod tool_call;
 mod tool_exec;
 
 pub use driver::{RunDeps, resume, run};
-pub use machine::{Input, Machine, Output, Step};
-pub use run_stream::{RunStream, collect};
+pub use machine::{
+    Awaiting, Input, Machine, OfferedTool, Output, Step, StepError, ToolCall, ToolOutcome,
+};
+pub use run_stream::{CheckpointedRun, RunItem, RunStream, collect};
 pub use session::SessionRuns;
 pub use strategy::{LoopStrategy, StrategyError, StrategyRegistry};
 

@@ -1,6 +1,7 @@
 //! One model turn: request, stream deltas out as events, assemble the
 //! message, report the outcome to the machine.
 
+use agentloop_types::{StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent};
 use std::panic::AssertUnwindSafe;
 
 use agentloop_types::{
@@ -21,7 +22,9 @@ pub(crate) async fn model_turn(
     cancel: &CancellationToken,
     emitter: &mut Emitter,
 ) -> Input {
-    emitter.emit(EventKind::StreamingStart { iteration }).await;
+    emitter
+        .emit(EventKind::StreamingStart(StreamingStartEvent { iteration }))
+        .await;
     let prefill = prefill_deltas(request.options.prefill_response.as_deref());
     let mut stream = AssertUnwindSafe(provider.stream(request)).catch_unwind();
     let mut assembler = StreamAssembler::new();
@@ -29,7 +32,9 @@ pub(crate) async fn model_turn(
     loop {
         let Some(next) = or_cancelled(cancel, stream.next()).await else {
             emitter
-                .emit(EventKind::StreamingEnd { stop_reason: None })
+                .emit(EventKind::StreamingEnd(StreamingEndEvent {
+                    stop_reason: None,
+                }))
                 .await;
             return Input::Cancelled {
                 partial_turn: Some(assembler.finish()),
@@ -44,7 +49,9 @@ pub(crate) async fn model_turn(
                 }
                 match assembler.apply(&delta) {
                     Ok(()) => {
-                        emitter.emit(EventKind::StreamingChunk { delta }).await;
+                        emitter
+                            .emit(EventKind::StreamingChunk(StreamingChunkEvent { delta }))
+                            .await;
                         continue;
                     }
                     Err(error) => LoopError::Assembly { error },
@@ -57,9 +64,9 @@ pub(crate) async fn model_turn(
                     first_content(&prefill, &mut assembler, emitter).await;
                 }
                 emitter
-                    .emit(EventKind::StreamingEnd {
+                    .emit(EventKind::StreamingEnd(StreamingEndEvent {
                         stop_reason: Some(stop_reason.clone()),
-                    })
+                    }))
                     .await;
                 return Input::ModelTurn {
                     content: assembler.finish(),
@@ -77,7 +84,9 @@ pub(crate) async fn model_turn(
             None => LoopError::IncompleteStream,
         };
         emitter
-            .emit(EventKind::StreamingEnd { stop_reason: None })
+            .emit(EventKind::StreamingEnd(StreamingEndEvent {
+                stop_reason: None,
+            }))
             .await;
         return Input::ModelFailed { error: failure };
     }
@@ -94,9 +103,9 @@ async fn first_content(
         // Prefill deltas are built here and always fit.
         let _ = assembler.apply(delta);
         emitter
-            .emit(EventKind::StreamingChunk {
+            .emit(EventKind::StreamingChunk(StreamingChunkEvent {
                 delta: delta.clone(),
-            })
+            }))
             .await;
     }
 }

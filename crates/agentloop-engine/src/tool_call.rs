@@ -1,6 +1,7 @@
 //! One tool call as a well-behaved stream: it starts, reports progress and
-//! yields exactly one result, whatever the tool does — panics, ends without
-//! a result, or overruns its time limit.
+//! yields exactly one outcome, whatever the tool does — panics, ends without
+//! a result, or overruns its time limit. The machine words what the model
+//! reads for each ([`ToolOutcome`]).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -9,11 +10,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agentloop_types::{
-    CancellationToken, Tool, ToolContext, ToolOutput, ToolResult, ToolStream, ToolStreamEvent,
-    ToolUseBlock,
+    CancellationToken, Tool, ToolContext, ToolOutput, ToolStream, ToolStreamEvent,
 };
 use futures::{Future, Stream, StreamExt};
-use serde_json::{Map, Value};
+
+use crate::machine::{ToolCall, ToolOutcome};
 
 /// What a call stream yields.
 pub(crate) enum CallItem {
@@ -22,87 +23,100 @@ pub(crate) enum CallItem {
     /// Progress.
     Event(ToolStreamEvent),
     /// Last item.
-    Done(ToolResult),
+    Done(ToolOutcome),
 }
 
 /// Stream of one call; see the module docs.
 pub(crate) struct CallStream {
     inner: Option<ToolStream>,
+    /// The outcome, when known without running the tool.
+    answered: Immediate,
     started: bool,
-    tool_name: String,
     timeout: Option<Duration>,
     /// Armed when the call starts (first polled), not when it is created:
     /// calls queued behind `tool_concurrency` get their whole time too.
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     cancel: CancellationToken,
+    /// The call's span (OpenTelemetry GenAI `execute_tool`); the tool runs
+    /// inside it, so a child run it starts nests under it.
+    span: tracing::Span,
 }
 
 impl CallStream {
-    /// Starts `call` on `tool` (`None` when no offered tool has its name).
+    /// Starts `planned` on `tool` (`None` when no tool has its name), or
+    /// yields the machine's answer when it has one.
     pub(crate) fn start(
-        call: &ToolUseBlock,
+        planned: &ToolCall,
         tool: Option<&Arc<dyn Tool>>,
-        available: &[String],
-        configured: Option<&Map<String, Value>>,
         mut context: ToolContext,
         timeout: Option<Duration>,
     ) -> Self {
         let cancel = context.cancel.clone();
-        let immediate = |result: ToolResult| -> ToolStream {
-            Box::pin(futures::stream::once(
-                async move { ToolOutput::Done(result) },
-            ))
-        };
-        let inner = match tool {
-            None => immediate(ToolResult::error(format!(
-                "Unknown tool: {}. Available tools: {}.",
-                call.name,
-                if available.is_empty() {
-                    "none".to_owned()
-                } else {
-                    available.join(", ")
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format!("execute_tool {}", planned.call.name),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %planned.call.name,
+            gen_ai.tool.call.id = %planned.call.id,
+            error.type = tracing::field::Empty,
+        );
+        let immediate = |outcome: ToolOutcome| -> Immediate { Some(outcome) };
+        let (inner, answered): (Option<ToolStream>, Immediate) = match (&planned.answer, tool) {
+            (Some(answer), _) => (None, immediate(ToolOutcome::Finished(answer.clone()))),
+            (None, None) => (None, immediate(ToolOutcome::NoResult)),
+            (None, Some(tool)) => {
+                context.options = planned.options.clone();
+                let tool = Arc::clone(tool);
+                let input = planned.call.input.clone();
+                let execute = || span.in_scope(|| tool.execute(input, context));
+                match catch_unwind(AssertUnwindSafe(execute)) {
+                    Ok(stream) => (Some(stream), None),
+                    Err(panic) => (None, immediate(panicked(&panic))),
                 }
-            ))),
-            Some(_) if !call.input.is_object() => immediate(ToolResult::error(
-                invalid_input_message(&call.name, &call.input),
-            )),
-            Some(tool) => match resolve_options(tool.as_ref(), configured) {
-                Err(message) => immediate(ToolResult::error(message)),
-                Ok(options) => {
-                    context.options = options;
-                    let tool = Arc::clone(tool);
-                    let input = call.input.clone();
-                    match catch_unwind(AssertUnwindSafe(|| tool.execute(input, context))) {
-                        Ok(stream) => stream,
-                        Err(panic) => immediate(panicked(&call.name, &panic)),
-                    }
-                }
-            },
+            }
         };
         Self {
-            inner: Some(inner),
+            inner,
+            answered,
             started: false,
-            tool_name: call.name.clone(),
             timeout,
             deadline: None,
             cancel,
+            span,
         }
     }
 
-    fn finish(&mut self, result: ToolResult) -> Poll<Option<CallItem>> {
+    fn finish(&mut self, outcome: ToolOutcome) -> Poll<Option<CallItem>> {
         self.inner = None;
-        Poll::Ready(Some(CallItem::Done(result)))
+        let error = match &outcome {
+            ToolOutcome::Finished(result) => result.is_error.then_some("tool_error"),
+            ToolOutcome::TimedOut { .. } => Some("timeout"),
+            ToolOutcome::Panicked { .. } => Some("panic"),
+            ToolOutcome::NoResult => Some("no_result"),
+        };
+        if let Some(error) = error {
+            self.span.record("error.type", error);
+        }
+        Poll::Ready(Some(CallItem::Done(outcome)))
     }
 }
+
+/// An outcome known before the call runs.
+type Immediate = Option<ToolOutcome>;
 
 impl Stream for CallStream {
     type Item = CallItem;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<CallItem>> {
+        let span = self.span.clone();
+        let _inside = span.enter();
         if !self.started {
             self.started = true;
             self.deadline = self.timeout.map(|t| Box::pin(tokio::time::sleep(t)));
             return Poll::Ready(Some(CallItem::Started));
+        }
+        if let Some(outcome) = self.answered.take() {
+            return Poll::Ready(Some(CallItem::Done(outcome)));
         }
         if self.inner.is_none() {
             return Poll::Ready(None);
@@ -111,11 +125,8 @@ impl Stream for CallStream {
             && sleep.as_mut().poll(cx).is_ready()
         {
             self.cancel.cancel();
-            let name = self.tool_name.clone();
-            return self.finish(ToolResult::error(format!(
-                "Tool {name} timed out after {} ms.",
-                limit.as_millis()
-            )));
+            let after_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+            return self.finish(ToolOutcome::TimedOut { after_ms });
         }
         let Some(inner) = self.inner.as_mut() else {
             return Poll::Ready(None);
@@ -125,88 +136,20 @@ impl Stream for CallStream {
             Ok(Poll::Ready(Some(ToolOutput::Event(event)))) => {
                 Poll::Ready(Some(CallItem::Event(event)))
             }
-            Ok(Poll::Ready(Some(ToolOutput::Done(result)))) => self.finish(result),
-            Ok(Poll::Ready(None)) => {
-                let message = format!("Tool {} ended without a result.", self.tool_name);
-                self.finish(ToolResult::error(message))
+            Ok(Poll::Ready(Some(ToolOutput::Done(result)))) => {
+                self.finish(ToolOutcome::Finished(result))
             }
+            Ok(Poll::Ready(None)) => self.finish(ToolOutcome::NoResult),
             Err(panic) => {
-                let result = panicked(&self.tool_name, &panic);
-                self.finish(result)
+                let outcome = panicked(&panic);
+                self.finish(outcome)
             }
         }
     }
 }
 
-fn panicked(name: &str, panic: &Box<dyn std::any::Any + Send>) -> ToolResult {
-    ToolResult::error(format!(
-        "Tool {name} failed unexpectedly: {}",
-        crate::panic_message(panic)
-    ))
-}
-
-fn invalid_input_message(name: &str, input: &Value) -> String {
-    match input {
-        Value::String(raw) => {
-            let reason = serde_json::from_str::<Value>(raw)
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_else(|| "not a JSON object".to_owned());
-            format!(
-                "Invalid arguments for {name}: the arguments were not valid JSON ({reason}). \
-                 The output may have been cut off; call the tool again with complete arguments."
-            )
-        }
-        other => format!(
-            "Invalid arguments for {name}: expected a JSON object, got {}.",
-            json_type(other)
-        ),
+fn panicked(panic: &Box<dyn std::any::Any + Send>) -> ToolOutcome {
+    ToolOutcome::Panicked {
+        message: crate::panic_message(panic),
     }
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// The tool's option values: its declared defaults overlaid with the
-/// configured values, each checked against its declared kind.
-fn resolve_options(
-    tool: &dyn Tool,
-    configured: Option<&Map<String, Value>>,
-) -> Result<Map<String, Value>, String> {
-    use agentloop_types::ToolOptionKind;
-    let specs = tool.options();
-    let mut options = Map::new();
-    for spec in &specs {
-        options.insert(spec.key.clone(), spec.default.clone());
-    }
-    for (key, value) in configured.into_iter().flatten() {
-        let Some(spec) = specs.iter().find(|s| &s.key == key) else {
-            return Err(format!(
-                "Option {key} is not an option of tool {}.",
-                tool.name()
-            ));
-        };
-        let fits = match spec.kind {
-            ToolOptionKind::Boolean => value.is_boolean(),
-            ToolOptionKind::Longtext | ToolOptionKind::Model => value.is_string(),
-        };
-        if !fits {
-            return Err(format!(
-                "Option {key} of tool {} must be a {:?} value, got {}.",
-                tool.name(),
-                spec.kind,
-                json_type(value)
-            ));
-        }
-        options.insert(key.clone(), value.clone());
-    }
-    Ok(options)
 }

@@ -1,24 +1,33 @@
 //! Running the calls of one turn: concurrently up to the cap, alone where a
-//! tool asks for it, with progress interleaved and results reported per
-//! call. The machine commits them in call order.
+//! tool asks for it, with progress interleaved and outcomes reported per
+//! call. The machine commits them in call order; calls it answered itself
+//! start and end like any other, without running anything.
 
+use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_types::{
     CancellationToken, EventKind, LoopEvent, LoopOptions, RunPath, TokenTotals, Tool, ToolContext,
-    ToolResult, ToolStreamEvent, ToolUseBlock,
+    ToolStreamEvent,
 };
 use futures::StreamExt;
 use futures::stream;
 
 use crate::cancel::or_cancelled;
-use crate::machine::{Input, running_block};
+use crate::machine::{Input, ToolCall, ToolOutcome, running_block};
 use crate::run_stream::Emitter;
 use crate::tool_call::{CallItem, CallStream};
 
 /// What every call of a run shares.
 pub(crate) struct ToolRun<'a> {
+    /// Every tool of the run, found by name.
     pub(crate) tools: &'a [Arc<dyn Tool>],
     pub(crate) options: &'a LoopOptions,
     pub(crate) run_id: &'a str,
@@ -30,19 +39,15 @@ impl ToolRun<'_> {
         self.tools.iter().find(|t| t.name() == name)
     }
 
-    fn runs_alone(&self, call: &ToolUseBlock) -> bool {
-        self.find(&call.name).is_some_and(|t| t.runs_alone())
+    fn is_skill(&self, planned: &ToolCall) -> bool {
+        self.find(&planned.call.name).is_some_and(|t| t.is_skill())
     }
 
-    fn is_skill(&self, call: &ToolUseBlock) -> bool {
-        self.find(&call.name).is_some_and(|t| t.is_skill())
-    }
-
-    /// Runs `calls` and reports their results, or the cancel.
-    pub(crate) async fn run(&self, calls: Vec<ToolUseBlock>, emitter: &mut Emitter) -> Input {
-        let mut finished: Vec<(String, ToolResult)> = Vec::with_capacity(calls.len());
+    /// Runs `calls` and reports their outcomes, or the cancel.
+    pub(crate) async fn run(&self, calls: Vec<ToolCall>, emitter: &mut Emitter) -> Input {
+        let mut finished: Vec<(String, ToolOutcome)> = Vec::with_capacity(calls.len());
         let mut child_tokens = TokenTotals::default();
-        for batch in batches(&calls, |c| self.runs_alone(c)) {
+        for batch in batches(&calls, |c| c.alone) {
             let completed = self
                 .run_batch(batch, emitter, &mut finished, &mut child_tokens)
                 .await;
@@ -63,17 +68,17 @@ impl ToolRun<'_> {
     /// Runs one batch; false when cancelled part-way.
     async fn run_batch(
         &self,
-        batch: &[ToolUseBlock],
+        batch: &[ToolCall],
         emitter: &mut Emitter,
-        finished: &mut Vec<(String, ToolResult)>,
+        finished: &mut Vec<(String, ToolOutcome)>,
         child_tokens: &mut TokenTotals,
     ) -> bool {
-        let available: Vec<String> = self.tools.iter().map(|t| t.name().to_owned()).collect();
         let timeout = self.options.tool_timeout_ms.map(Duration::from_millis);
         let streams: Vec<_> = batch
             .iter()
             .enumerate()
-            .map(|(index, call)| {
+            .map(|(index, planned)| {
+                let call = &planned.call;
                 let context = ToolContext {
                     run_id: self.run_id.to_owned(),
                     project_id: self.options.project_id.clone(),
@@ -83,15 +88,8 @@ impl ToolRun<'_> {
                     options: Default::default(),
                     cancel: self.cancel.child_token(),
                 };
-                CallStream::start(
-                    call,
-                    self.find(&call.name),
-                    &available,
-                    self.options.tool_options.get(&call.name),
-                    context,
-                    timeout,
-                )
-                .map(move |item| (index, item))
+                CallStream::start(planned, self.find(&call.name), context, timeout)
+                    .map(move |item| (index, item))
             })
             .collect();
         let mut merged =
@@ -103,47 +101,48 @@ impl ToolRun<'_> {
             let Some((index, item)) = next else {
                 return true;
             };
-            let call = &batch[index];
-            let is_skill = self.is_skill(call);
+            let planned = &batch[index];
+            let call = &planned.call;
+            let is_skill = self.is_skill(planned);
             match item {
                 CallItem::Started => {
                     emitter
-                        .emit(EventKind::ToolStart {
+                        .emit(EventKind::ToolStart(ToolStartEvent {
                             tool_use_id: call.id.clone(),
                             name: call.name.clone(),
                             input: call.input.clone(),
                             is_skill,
                             depth: 1,
-                        })
+                        }))
                         .await
                 }
                 CallItem::Event(ToolStreamEvent::GroupsUpdate { groups }) => {
                     emitter
-                        .emit(EventKind::ToolBlockUpdate {
+                        .emit(EventKind::ToolBlockUpdate(ToolBlockUpdateEvent {
                             tool_use_id: call.id.clone(),
                             block: running_block(call, groups),
-                        })
+                        }))
                         .await
                 }
                 CallItem::Event(ToolStreamEvent::ChildEvent(event)) => {
                     let LoopEvent { path, kind, .. } = *event;
-                    if let EventKind::TokensConsumed { tokens } = &kind {
+                    if let EventKind::TokensConsumed(TokensConsumedEvent { tokens }) = &kind {
                         *child_tokens += *tokens;
                     }
                     let path = path.under(&RunPath::root().child(&call.id));
                     emitter.emit_at(path, deepen(kind)).await
                 }
-                CallItem::Done(result) => {
+                CallItem::Done(outcome) => {
                     emitter
-                        .emit(EventKind::ToolEnd {
+                        .emit(EventKind::ToolEnd(ToolEndEvent {
                             tool_use_id: call.id.clone(),
                             name: call.name.clone(),
-                            is_error: result.is_error,
+                            is_error: outcome.is_error(),
                             is_skill,
                             depth: 1,
-                        })
+                        }))
                         .await;
-                    finished.push((call.id.clone(), result));
+                    finished.push((call.id.clone(), outcome));
                 }
             }
         }
@@ -154,42 +153,56 @@ impl ToolRun<'_> {
 /// is added per forwarding.
 fn deepen(kind: EventKind) -> EventKind {
     match kind {
-        EventKind::ToolStart {
+        EventKind::ToolStart(ToolStartEvent {
             tool_use_id,
             name,
             input,
             is_skill,
             depth,
-        } => EventKind::ToolStart {
+        }) => EventKind::ToolStart(ToolStartEvent {
             tool_use_id,
             name,
             input,
             is_skill,
             depth: depth + 1,
-        },
-        EventKind::ToolEnd {
+        }),
+        EventKind::ToolEnd(ToolEndEvent {
             tool_use_id,
             name,
             is_error,
             is_skill,
             depth,
-        } => EventKind::ToolEnd {
+        }) => EventKind::ToolEnd(ToolEndEvent {
             tool_use_id,
             name,
             is_error,
             is_skill,
             depth: depth + 1,
-        },
-        other => other,
+        }),
+        kind @ (EventKind::StreamingStart(StreamingStartEvent { .. })
+        | EventKind::FirstChunk
+        | EventKind::StreamingChunk(StreamingChunkEvent { .. })
+        | EventKind::StreamingEnd(StreamingEndEvent { .. })
+        | EventKind::MessageCreated(MessageCreatedEvent { .. })
+        | EventKind::TokensConsumed(TokensConsumedEvent { .. })
+        | EventKind::PendingToolResult(PendingToolResultEvent { .. })
+        | EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { .. })
+        | EventKind::AgentStart(AgentStartEvent { .. })
+        | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
+        | EventKind::AgentReason(AgentReasonEvent { .. })
+        | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+        | EventKind::AgentToolStart(AgentToolStartEvent { .. })
+        | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
+        | EventKind::AgentObserve(AgentObserveEvent { .. })
+        | EventKind::AgentCompletion(AgentCompletionEvent { .. })
+        | EventKind::AgentError(AgentErrorEvent { .. })
+        | EventKind::Finished(FinishedEvent { .. })) => kind,
     }
 }
 
 /// Splits calls, in order, into batches that may run together: a run of
 /// calls that may share the turn, or one call that must run alone.
-fn batches(
-    calls: &[ToolUseBlock],
-    runs_alone: impl Fn(&ToolUseBlock) -> bool,
-) -> Vec<&[ToolUseBlock]> {
+fn batches<T>(calls: &[T], runs_alone: impl Fn(&T) -> bool) -> Vec<&[T]> {
     let mut out = Vec::new();
     let mut start = 0;
     for (i, call) in calls.iter().enumerate() {
@@ -210,6 +223,7 @@ fn batches(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentloop_types::ToolUseBlock;
 
     fn call(id: &str) -> ToolUseBlock {
         ToolUseBlock {

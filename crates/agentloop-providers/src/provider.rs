@@ -3,8 +3,11 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use agentloop_types::{ApiKind, ModelProvider, ModelRequest, ModelStream, ProviderError};
+use agentloop_types::{
+    ApiKind, ModelChunk, ModelProvider, ModelRequest, ModelStream, ProviderError, StopReason,
+};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::attachments::Attachments;
 use crate::config::ProviderConfig;
@@ -100,7 +103,23 @@ pub(crate) fn build_body(
 
 impl ModelProvider for HttpProvider {
     fn stream(&self, request: ModelRequest) -> ModelStream {
+        // Named and attributed per the OpenTelemetry GenAI conventions; a
+        // child of whatever span the caller (the engine's turn) is in.
+        let span = tracing::info_span!(
+            "gen_ai.request",
+            otel.name = %format!("chat {}", request.options.model),
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = provider_name(self.config.api),
+            gen_ai.request.model = %request.options.model,
+            gen_ai.request.max_tokens = request.options.max_tokens,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            agentloop.cost_usd = tracing::field::Empty,
+            agentloop.retries = tracing::field::Empty,
+        );
         let turn = Turn {
+            span,
             inputs: Arc::new(Inputs {
                 config: self.config.clone(),
                 client: self.client.clone(),
@@ -119,7 +138,8 @@ impl ModelProvider for HttpProvider {
                 if matches!(turn.phase, Phase::Over) {
                     return None;
                 }
-                turn.advance().await;
+                let span = turn.span.clone();
+                turn.advance().instrument(span).await;
             }
         });
         Box::pin(futures::StreamExt::fuse(stream))
@@ -149,6 +169,8 @@ struct Body {
 
 /// One model turn in progress.
 struct Turn {
+    /// The turn's span; attempts and retries nest inside it.
+    span: tracing::Span,
     inputs: Arc<Inputs>,
     phase: Phase,
     queue: VecDeque<Item>,
@@ -224,6 +246,12 @@ impl Turn {
                 && self.retries < policy.max_retries
                 && let Some(delay) = policy.delay(self.retries, None)
             {
+                tracing::warn!(
+                    error = %failure,
+                    retry = self.retries + 1,
+                    wait_ms = delay.as_millis() as u64,
+                    "model stream failed before any content; retrying"
+                );
                 tokio::time::sleep(delay).await;
                 self.retries += 1;
                 self.phase = Phase::Start;
@@ -231,7 +259,46 @@ impl Turn {
             }
         }
         self.yielded |= out.iter().any(|item| item.is_ok());
+        for item in &out {
+            match item {
+                Ok(ModelChunk::Finish { stop_reason, usage }) => {
+                    self.span
+                        .record("gen_ai.response.finish_reasons", finish_reason(stop_reason))
+                        .record("gen_ai.usage.input_tokens", usage.input_tokens)
+                        .record("gen_ai.usage.output_tokens", usage.output_tokens)
+                        .record("agentloop.cost_usd", usage.cost)
+                        .record("agentloop.retries", self.retries);
+                }
+                Ok(ModelChunk::Delta(_)) => {}
+                Err(error) => {
+                    tracing::warn!(error = %error, retries = self.retries, "model request failed");
+                }
+            }
+        }
         self.queue.extend(out);
+    }
+}
+
+/// A stop reason as a GenAI finish reason.
+fn finish_reason(reason: &StopReason) -> &str {
+    match reason {
+        StopReason::EndTurn => "stop",
+        StopReason::ToolUse => "tool_call",
+        StopReason::MaxTokens => "length",
+        StopReason::StopSequence { .. } => "stop_sequence",
+        StopReason::Refusal { .. } => "refusal",
+        StopReason::PauseTurn => "pause_turn",
+        StopReason::ContentFilter => "content_filter",
+        StopReason::Other(other) => other,
+    }
+}
+
+/// The `gen_ai.provider.name` of an API.
+fn provider_name(api: ApiKind) -> &'static str {
+    match api {
+        ApiKind::AnthropicMessages => "anthropic",
+        ApiKind::OpenaiChat | ApiKind::OpenaiResponses => "openai",
+        ApiKind::Gemini => "gcp.gemini",
     }
 }
 

@@ -4,6 +4,7 @@ use std::error::Error as _;
 
 use agentloop_types::ProviderError;
 use reqwest::header::HeaderMap;
+use tracing::Instrument;
 
 use crate::config::{Auth, ProviderConfig};
 use crate::error::{self, is_retryable};
@@ -44,6 +45,11 @@ pub(crate) async fn send(
     retries: &mut u32,
 ) -> Result<reqwest::Response, ProviderError> {
     loop {
+        let attempt = tracing::info_span!(
+            "http.attempt",
+            retry = *retries,
+            http.response.status_code = tracing::field::Empty,
+        );
         let mut builder = client
             .post(url)
             .header("content-type", "application/json")
@@ -59,7 +65,11 @@ pub(crate) async fn send(
         for (name, value) in &config.headers {
             builder = builder.header(name, value);
         }
-        let (failure, wait) = match builder.send().await {
+        let sent = builder.send().instrument(attempt.clone()).await;
+        if let Ok(response) = &sent {
+            attempt.record("http.response.status_code", response.status().as_u16());
+        }
+        let (failure, wait) = match sent {
             Ok(response) if response.status().is_success() => return Ok(response),
             Ok(response) => {
                 let status = response.status().as_u16();
@@ -76,6 +86,14 @@ pub(crate) async fn send(
         let Some(delay) = config.retry.delay(*retries, wait) else {
             return Err(failure);
         };
+        attempt.in_scope(|| {
+            tracing::warn!(
+                error = %failure,
+                retry = *retries + 1,
+                wait_ms = delay.as_millis() as u64,
+                "model request failed; retrying"
+            );
+        });
         tokio::time::sleep(delay).await;
         *retries += 1;
     }

@@ -7,11 +7,12 @@
 //! [`LoopStrategy`](agentloop_engine::LoopStrategy) (native by default) with
 //! the injected provider and tools, and persists what the run yields before
 //! reading the next event: messages, token totals, the run's event log, its
-//! tool-call intent, its end. Child runs (minions, skills) get minion chats
-//! keyed by their event path. Suspended runs are resumed with
-//! [`ChatRuntime::resume`]; runs a crash interrupted are found and repaired
-//! by [`ChatRuntime::recover`] and continued with
-//! [`ChatRuntime::continue_chat`].
+//! state after every step (strategy phase included), its end. Child runs
+//! (minions, skills) get minion chats keyed by their event path. Suspended
+//! runs are resumed with [`ChatRuntime::resume`]; runs a crash interrupted
+//! are found and repaired by [`ChatRuntime::recover`] and continued from
+//! their stored state through
+//! [`agentloop_engine::resume`] by [`ChatRuntime::continue_chat`].
 //!
 //! ```
 //! use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};

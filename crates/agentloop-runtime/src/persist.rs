@@ -7,11 +7,23 @@
 //! - `message_created` → the message is saved (root: the chat; a child
 //!   path: that path's minion chat, created on first use);
 //! - `tokens_consumed` → added to the chat's totals (and the minion chat's);
-//! - `pending_tool_result` (root) → the run's tool-call intent: its state
-//!   with phase `run_tools` and the calls;
+//! - a checkpoint (the run's [`RunState`] between two steps, written by the
+//!   built-in strategies before the step's I/O) → the log is written, then
+//!   the state is stored with the run: what recovery resumes from. For a
+//!   strategy that writes no checkpoints, `pending_tool_result` (root)
+//!   stores the tool-call intent instead: a state with phase `run_tools`;
 //! - `tool_start` → the log holding it is written, then the call is
 //!   released ([`Gate`]).
+//!
+//! Every other event waits in the log batch.
 
+use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -43,6 +55,8 @@ pub(crate) struct Persister {
     last_assistant: Option<Message>,
     totals: TokenTotals,
     result: Option<LoopResult>,
+    /// Whether the run writes checkpoints.
+    checkpointed: bool,
 }
 
 impl Persister {
@@ -69,6 +83,7 @@ impl Persister {
             last_assistant: None,
             totals: TokenTotals::default(),
             result: None,
+            checkpointed: false,
         }
     }
 
@@ -77,13 +92,24 @@ impl Persister {
         self.result.take()
     }
 
+    /// Stores the run's state between two steps.
+    pub(crate) async fn checkpoint(&mut self, state: RunState) -> RuntimeResult<()> {
+        self.checkpointed = true;
+        self.flush().await?;
+        self.run.state = Some(state);
+        self.run.updated_at = now_millis();
+        self.store.update_run(&self.run).await?;
+        Ok(())
+    }
+
     /// Handles one event.
     pub(crate) async fn handle(&mut self, event: &LoopEvent) -> RuntimeResult<()> {
         self.log.push(event.clone());
+        let root = event.path.is_root();
         match &event.kind {
-            EventKind::MessageCreated { message } => {
+            EventKind::MessageCreated(MessageCreatedEvent { message }) => {
                 self.flush().await?;
-                if event.path.is_root() {
+                if root {
                     self.store.save_message(&self.chat.id, message).await?;
                     if message.role == Role::Assistant {
                         self.last_assistant = Some(message.clone());
@@ -93,51 +119,87 @@ impl Persister {
                     self.store.save_message(&chat_id, message).await?;
                 }
             }
-            EventKind::TokensConsumed { tokens } => {
+            EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => {
                 let now = now_millis();
                 self.store
                     .add_chat_totals(&self.chat.id, *tokens, now)
                     .await?;
-                if event.path.is_root() {
+                if root {
                     self.totals += *tokens;
                 } else {
                     let chat_id = self.minion_chat(&event.path).await?;
                     self.store.add_chat_totals(&chat_id, *tokens, now).await?;
                 }
             }
-            EventKind::PendingToolResult { message_id, blocks } if event.path.is_root() => {
-                let calls = self
-                    .last_assistant
-                    .iter()
-                    .flat_map(|m| m.tool_uses())
-                    .filter(|c| blocks.iter().any(|b| b.tool_use_id == c.id))
-                    .cloned()
-                    .collect();
-                let mut state = RunState::new(self.run.id.clone(), Vec::new());
-                state.totals = self.totals;
-                state.phase = RunPhase::RunTools {
-                    result_message_id: message_id.clone(),
-                    calls,
-                };
-                self.run.state = Some(state);
-                self.run.updated_at = now_millis();
-                self.flush().await?;
-                self.store.update_run(&self.run).await?;
+            EventKind::PendingToolResult(PendingToolResultEvent { message_id, blocks }) => {
+                if root && !self.checkpointed {
+                    self.record_intent(message_id, blocks).await?;
+                } else {
+                    self.flush_when_full().await?;
+                }
             }
-            EventKind::ToolStart { tool_use_id, .. } => {
+            EventKind::ToolStart(ToolStartEvent { tool_use_id, .. }) => {
                 self.flush().await?;
                 self.gate.open(tool_use_id);
             }
-            EventKind::Finished { result } if event.path.is_root() => {
-                self.flush().await?;
-                self.finish(result).await?;
-                self.result = Some(result.clone());
-            }
-            _ => {
-                if self.log.len() >= LOG_BATCH {
+            EventKind::Finished(FinishedEvent { result }) => {
+                if root {
                     self.flush().await?;
+                    self.finish(result).await?;
+                    self.result = Some(result.clone());
+                } else {
+                    self.flush_when_full().await?;
                 }
             }
+            EventKind::StreamingStart(StreamingStartEvent { .. })
+            | EventKind::FirstChunk
+            | EventKind::StreamingChunk(StreamingChunkEvent { .. })
+            | EventKind::StreamingEnd(StreamingEndEvent { .. })
+            | EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { .. })
+            | EventKind::ToolEnd(ToolEndEvent { .. })
+            | EventKind::AgentStart(AgentStartEvent { .. })
+            | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
+            | EventKind::AgentReason(AgentReasonEvent { .. })
+            | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+            | EventKind::AgentToolStart(AgentToolStartEvent { .. })
+            | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
+            | EventKind::AgentObserve(AgentObserveEvent { .. })
+            | EventKind::AgentCompletion(AgentCompletionEvent { .. })
+            | EventKind::AgentError(AgentErrorEvent { .. }) => self.flush_when_full().await?,
+        }
+        Ok(())
+    }
+
+    /// The tool-call intent of a run that writes no checkpoints: a state
+    /// with phase `run_tools` holding the pending calls.
+    async fn record_intent(
+        &mut self,
+        message_id: &str,
+        blocks: &[agentloop_types::ToolResultRenderBlock],
+    ) -> RuntimeResult<()> {
+        let calls = self
+            .last_assistant
+            .iter()
+            .flat_map(|m| m.tool_uses())
+            .filter(|c| blocks.iter().any(|b| b.tool_use_id == c.id))
+            .cloned()
+            .collect();
+        let mut state = RunState::new(self.run.id.clone(), Vec::new());
+        state.totals = self.totals;
+        state.phase = RunPhase::RunTools {
+            result_message_id: message_id.to_owned(),
+            calls,
+        };
+        self.run.state = Some(state);
+        self.run.updated_at = now_millis();
+        self.flush().await?;
+        self.store.update_run(&self.run).await?;
+        Ok(())
+    }
+
+    async fn flush_when_full(&mut self) -> RuntimeResult<()> {
+        if self.log.len() >= LOG_BATCH {
+            self.flush().await?;
         }
         Ok(())
     }

@@ -1,24 +1,41 @@
-//! Finding and repairing runs a crash interrupted.
+//! Finding and repairing runs a crash interrupted, and continuing them.
 //!
 //! A run is interrupted when its record says `running` but nobody holds a
 //! live lease on it (or, in single-process mode, any `running` run at
-//! startup). Every message it committed is in the chat already; what can be
-//! missing is the results of the calls of its last assistant message. Those
-//! are closed with synthesised error results that say whether the tool had
-//! started (its `tool_start` is in the run's event log: it may have taken
-//! effect) or not. The run is then marked failed, and the chat can be
-//! continued from its last committed message
-//! ([`ChatRuntime::continue_chat`]): results that were committed are kept,
-//! so no tool whose result was committed runs again.
+//! startup). Every message it committed is in the chat already, and its
+//! last checkpoint ([`RunState`], strategy phase included) is stored with
+//! it.
+//!
+//! A run of a built-in strategy is repaired through the engine: the calls
+//! of its pending tool step that had started (their `tool_start` is in the
+//! run's event log: they may have taken effect) are marked interrupted in
+//! its state, and the machine is stepped — without any I/O — until it
+//! needs the model or a tool: the interrupted calls get their results from
+//! the core, which are committed to the chat. The record is marked failed
+//! (`interrupted`, resumable) and keeps the advanced state;
+//! [`ChatRuntime::continue_chat`] then continues it with
+//! [`agentloop_engine::resume`] from that state, in the strategy and phase
+//! it was in. No tool whose result was committed runs again, and no call
+//! that had started runs again.
+//!
+//! A run with no checkpoint (a custom strategy) is repaired from its
+//! messages: the dangling calls of its last assistant message get
+//! synthesised results, and the chat is continued from its last message.
 
+use agentloop_types::ToolStartEvent;
 use std::collections::HashSet;
 
+use agentloop_engine::{Input, Machine, Step, ToolOutcome};
 use agentloop_storage::model::{RunRecord, RunStatus, now_millis};
-use agentloop_types::{ContentBlock, EventKind, Message, close_dangling_calls};
+use agentloop_types::{
+    ContentBlock, EventKind, LoopEvent, Message, RunPath, RunPhase, RunState, close_dangling_calls,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::error::RuntimeResult;
+use crate::gate::Gate;
 use crate::ids::new_id;
+use crate::persist::Persister;
 use crate::runtime::ChatRuntime;
 
 /// Events read per page when scanning a run's log.
@@ -104,14 +121,161 @@ impl ChatRuntime {
         {
             return Ok(None);
         }
-        let started = self.started_calls(&run.id).await?;
-        let messages: Vec<Message> = self
+        let log = self.scan_log(&run.id).await?;
+        let closed_calls = match run.state.clone().filter(is_resumable) {
+            Some(state) => self.advance(&chat_id, run, state, &log).await?,
+            None => {
+                let closed_calls = self.repair_dangling(&chat_id, &log.started).await?;
+                let mut record = run.clone();
+                record.status = RunStatus::Failed;
+                record.result = Some(serde_json::json!({
+                    "status": "interrupted",
+                    "closed_calls": &closed_calls,
+                }));
+                record.updated_at = now_millis();
+                self.store.update_run(&record).await?;
+                closed_calls
+            }
+        };
+        self.store.release_lease(&run.id, &self.owner).await?;
+        Ok(Some(RecoveredRun {
+            run_id: run.id.clone(),
+            chat_id,
+            closed_calls,
+        }))
+    }
+
+    /// Steps an interrupted run's machine up to its next I/O: its started
+    /// calls are answered as interrupted and committed. The record keeps
+    /// the advanced state for [`continue_chat`](ChatRuntime::continue_chat).
+    async fn advance(
+        &self,
+        chat_id: &str,
+        run: &RunRecord,
+        mut state: RunState,
+        log: &RunLog,
+    ) -> RuntimeResult<Vec<ClosedCall>> {
+        let messages = self.chat_messages(chat_id).await?;
+        let closed_calls: Vec<ClosedCall> = dangling_calls(&messages)
+            .into_iter()
+            .filter(|(id, _)| log.started.contains(id))
+            .map(|(tool_use_id, name)| ClosedCall {
+                tool_use_id,
+                name,
+                started: true,
+            })
+            .collect();
+        state.interrupted_calls = closed_calls.iter().map(|c| c.tool_use_id.clone()).collect();
+        let chat = self.store.get_chat(chat_id).await?;
+        let options = self.loop_options(&chat).await?;
+        let mut machine = Machine::new(state, options).with_tools(self.offered_tools());
+        let mut persister = Persister::new(
+            self.store.clone(),
+            chat,
+            run.clone(),
+            Gate::default(),
+            self.owner.clone(),
+            self.lease_ms,
+            messages.len(),
+        );
+        let mut seq = log.next_seq;
+        let mut input = Input::Start;
+        // A finished state refuses to start: there is nothing to advance.
+        while let Ok(output) = machine.step(input) {
+            for kind in output.events {
+                let event = LoopEvent {
+                    seq,
+                    path: RunPath::root(),
+                    kind,
+                };
+                seq += 1;
+                persister.handle(&event).await?;
+            }
+            input = match output.next {
+                // Every call is answered by the core: no tool runs, so the
+                // answers go straight back.
+                Step::RunTools { calls } if calls.iter().all(|c| c.answer.is_some()) => {
+                    Input::ToolsDone {
+                        results: calls
+                            .into_iter()
+                            .filter_map(|c| Some((c.call.id, ToolOutcome::Finished(c.answer?))))
+                            .collect(),
+                        child_tokens: Default::default(),
+                    }
+                }
+                Step::CallModel { .. }
+                | Step::RunTools { .. }
+                | Step::Retrieve { .. }
+                | Step::Done => break,
+            };
+        }
+        persister.flush().await?;
+        if persister.take_result().is_none() {
+            let mut record = persister.run.clone();
+            record.status = RunStatus::Failed;
+            record.result = Some(serde_json::json!({
+                "status": "interrupted",
+                "closed_calls": &closed_calls,
+                "resumable": true,
+            }));
+            record.state = Some(machine.state().clone());
+            record.updated_at = now_millis();
+            self.store.update_run(&record).await?;
+        }
+        Ok(closed_calls)
+    }
+
+    /// The chat's latest run when it is an interrupted run that can be
+    /// continued from its stored state.
+    pub(crate) async fn resumable_run(&self, chat_id: &str) -> RuntimeResult<Option<RunState>> {
+        let runs = self.store.list_runs(chat_id).await?;
+        let Some(last) = runs.last() else {
+            return Ok(None);
+        };
+        let marked = last.status == RunStatus::Failed
+            && last.result.as_ref().is_some_and(|r| {
+                r["status"] == "interrupted" && r["resumable"] == serde_json::Value::Bool(true)
+            });
+        Ok(last.state.clone().filter(|s| marked && is_resumable(s)))
+    }
+
+    /// A new message supersedes an interrupted run: it will not be
+    /// continued, and its calls that never ran are closed.
+    pub(crate) async fn supersede_interrupted(&self, chat_id: &str) -> RuntimeResult<()> {
+        let Some(state) = self.resumable_run(chat_id).await? else {
+            return Ok(());
+        };
+        let started: HashSet<String> = state.interrupted_calls.into_iter().collect();
+        let runs = self.store.list_runs(chat_id).await?;
+        if let Some(mut last) = runs.into_iter().last() {
+            if let Some(result) = last.result.as_mut() {
+                result["resumable"] = serde_json::Value::Bool(false);
+            }
+            last.updated_at = now_millis();
+            self.store.update_run(&last).await?;
+        }
+        self.repair_dangling(chat_id, &started).await?;
+        Ok(())
+    }
+
+    async fn chat_messages(&self, chat_id: &str) -> RuntimeResult<Vec<Message>> {
+        Ok(self
             .store
-            .list_messages(&chat_id)
+            .list_messages(chat_id)
             .await?
             .into_iter()
             .map(|m| m.message)
-            .collect();
+            .collect())
+    }
+
+    /// Closes the chat's dangling calls with results saying whether they
+    /// had started.
+    async fn repair_dangling(
+        &self,
+        chat_id: &str,
+        started: &HashSet<String>,
+    ) -> RuntimeResult<Vec<ClosedCall>> {
+        let messages = self.chat_messages(chat_id).await?;
         let names: Vec<(String, String)> = messages
             .iter()
             .flat_map(|m| m.tool_uses())
@@ -142,42 +306,59 @@ impl ChatRuntime {
                 }
             }
             if changed {
-                self.store.save_message(&chat_id, &message).await?;
+                self.store.save_message(chat_id, &message).await?;
             }
         }
-        let mut record = run.clone();
-        record.status = RunStatus::Failed;
-        record.result = Some(serde_json::json!({
-            "status": "interrupted",
-            "closed_calls": &closed_calls,
-        }));
-        record.updated_at = now_millis();
-        self.store.update_run(&record).await?;
-        self.store.release_lease(&run.id, &self.owner).await?;
-        Ok(Some(RecoveredRun {
-            run_id: run.id.clone(),
-            chat_id,
-            closed_calls,
-        }))
+        Ok(closed_calls)
     }
 
-    /// Ids of the calls whose `tool_start` is in the run's log.
-    async fn started_calls(&self, run_id: &str) -> RuntimeResult<HashSet<String>> {
-        let mut started = HashSet::new();
+    /// The calls whose `tool_start` is in the run's log, and the next free
+    /// sequence number of the log.
+    async fn scan_log(&self, run_id: &str) -> RuntimeResult<RunLog> {
+        let mut log = RunLog::default();
         let mut after = None;
         loop {
             let page = self.store.list_events(run_id, after, PAGE).await?;
             for event in &page {
-                if let EventKind::ToolStart { tool_use_id, .. } = &event.kind {
-                    started.insert(tool_use_id.clone());
+                if let EventKind::ToolStart(ToolStartEvent { tool_use_id, .. }) = &event.kind {
+                    log.started.insert(tool_use_id.clone());
                 }
+                log.next_seq = log.next_seq.max(event.seq + 1);
             }
             match page.last() {
                 Some(last) if page.len() == PAGE as usize => after = Some(last.seq),
-                _ => return Ok(started),
+                _ => return Ok(log),
             }
         }
     }
+}
+
+/// What recovery reads from a run's event log.
+#[derive(Default)]
+struct RunLog {
+    started: HashSet<String>,
+    next_seq: u64,
+}
+
+/// Whether a stored state can be continued by the engine: written by a
+/// built-in strategy's machine, and not finished.
+fn is_resumable(state: &RunState) -> bool {
+    state.strategy.is_some() && state.phase != RunPhase::Finished
+}
+
+/// Calls of the history with no result, in call order, with their tools.
+fn dangling_calls(messages: &[Message]) -> Vec<(String, String)> {
+    let answered: HashSet<&str> = messages
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .map(|r| r.tool_use_id.as_str())
+        .collect();
+    messages
+        .iter()
+        .flat_map(|m| m.tool_uses())
+        .filter(|c| !answered.contains(c.id.as_str()))
+        .map(|c| (c.id.clone(), c.name.clone()))
+        .collect()
 }
 
 /// What the model reads for a call closed by recovery.

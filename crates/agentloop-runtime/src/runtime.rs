@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use agentloop_engine::strategy::NativeStrategy;
-use agentloop_engine::{LoopStrategy, RunDeps};
+use agentloop_engine::{CheckpointedRun, LoopStrategy, RunDeps, RunItem};
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{StorageError, Store, StoreAttachmentLoader};
 use agentloop_types::{
-    CancellationToken, LoopEvent, LoopResult, Message, ModelProvider, Role, Tool, ToolResultBlock,
+    CancellationToken, LoopEvent, LoopOptions, LoopResult, Message, ModelProvider, Role, RunState,
+    Tool, ToolResultBlock,
 };
 use futures::StreamExt;
 use serde::Deserialize;
@@ -146,6 +147,7 @@ impl ChatRuntime {
         observer: EventObserver<'_>,
     ) -> RuntimeResult<RunOutcome> {
         self.ensure_idle(chat_id).await?;
+        self.supersede_interrupted(chat_id).await?;
         self.store.save_message(chat_id, &user_message).await?;
         self.run_history(chat_id, observer).await
     }
@@ -221,21 +223,29 @@ impl ChatRuntime {
             });
         }
         self.ensure_idle_or_suspended(chat_id, true).await?;
+        self.supersede_interrupted(chat_id).await?;
         self.store
             .truncate_messages(chat_id, Some(stored.seq))
             .await?;
         self.run_history(chat_id, observer).await
     }
 
-    /// Continues a chat from its last committed message (after
-    /// [`recover`](Self::recover)): `None` when the last message is a
-    /// finished answer and there is nothing to continue.
+    /// Continues a chat after [`recover`](Self::recover) (interrupted runs
+    /// found on the way are recovered first). An interrupted run of a
+    /// built-in strategy continues through
+    /// [`agentloop_engine::resume`] from its stored state, in the strategy
+    /// and phase it was in; otherwise the chat continues from its last
+    /// committed message. `None` when the last message is a finished answer
+    /// and there is nothing to continue.
     pub async fn continue_chat(
         &self,
         chat_id: &str,
         observer: EventObserver<'_>,
     ) -> RuntimeResult<Option<RunOutcome>> {
         self.ensure_idle(chat_id).await?;
+        if let Some(state) = self.resumable_run(chat_id).await? {
+            return self.run_state(chat_id, state, observer).await.map(Some);
+        }
         let messages = self.store.list_messages(chat_id).await?;
         match messages.last() {
             None => return Ok(None),
@@ -275,6 +285,7 @@ impl ChatRuntime {
     /// going on.
     pub async fn rollback(&self, chat_id: &str, name: &str) -> RuntimeResult<Checkpoint> {
         self.ensure_idle_or_suspended(chat_id, true).await?;
+        self.supersede_interrupted(chat_id).await?;
         Ok(self.store.rollback_to_checkpoint(chat_id, name).await?)
     }
 
@@ -325,13 +336,7 @@ impl ChatRuntime {
         observer: EventObserver<'_>,
     ) -> RuntimeResult<RunOutcome> {
         let chat = self.store.get_chat(chat_id).await?;
-        let project = self.store.get_project(&chat.project_id).await?;
-        let options = build_loop_options(
-            &project.id,
-            Some(&chat.id),
-            &ProjectSettings::from_value(&project.id, &project.settings)?,
-            &ChatSettings::from_value(&chat.id, &chat.settings)?,
-        );
+        let options = self.loop_options(&chat).await?;
         let context: Vec<Message> = self
             .store
             .list_messages(chat_id)
@@ -339,12 +344,63 @@ impl ChatRuntime {
             .into_iter()
             .map(|m| m.message)
             .collect();
+        let run = self.create_run_record(chat_id, None).await?;
+        let gate = Gate::default();
+        let deps = self.deps(&gate).with_run_id(run.id.clone());
+        let context_len = context.len();
+        let stream = self.strategy.run(options, context, deps).with_checkpoints();
+        self.drive(chat, run, gate, context_len, stream, observer)
+            .await
+    }
+
+    /// Continues a stored run state through the engine, as a new run record
+    /// of the chat, and persists it.
+    pub(crate) async fn run_state(
+        &self,
+        chat_id: &str,
+        state: RunState,
+        observer: EventObserver<'_>,
+    ) -> RuntimeResult<RunOutcome> {
+        let chat = self.store.get_chat(chat_id).await?;
+        let options = self.loop_options(&chat).await?;
+        let run = self.create_run_record(chat_id, Some(state.clone())).await?;
+        let gate = Gate::default();
+        let context_len = state.messages.len();
+        let stream = agentloop_engine::resume(options, state, self.deps(&gate)).with_checkpoints();
+        self.drive(chat, run, gate, context_len, stream, observer)
+            .await
+    }
+
+    /// The loop options of a chat, from its project's and its own settings.
+    pub(crate) async fn loop_options(&self, chat: &Chat) -> RuntimeResult<LoopOptions> {
+        let project = self.store.get_project(&chat.project_id).await?;
+        Ok(build_loop_options(
+            &project.id,
+            Some(&chat.id),
+            &ProjectSettings::from_value(&project.id, &project.settings)?,
+            &ChatSettings::from_value(&chat.id, &chat.settings)?,
+        ))
+    }
+
+    /// The tools runs are offered, as a machine sees them.
+    pub(crate) fn offered_tools(&self) -> Vec<agentloop_engine::OfferedTool> {
+        self.tools
+            .iter()
+            .map(|t| agentloop_engine::OfferedTool::of(t.as_ref()))
+            .collect()
+    }
+
+    async fn create_run_record(
+        &self,
+        chat_id: &str,
+        state: Option<RunState>,
+    ) -> RuntimeResult<RunRecord> {
         let now = now_millis();
         let run = RunRecord {
             id: new_id("run"),
             chat_id: Some(chat_id.to_owned()),
             status: RunStatus::Running,
-            state: None,
+            state,
             result: None,
             pending_tool_call: None,
             lease_owner: None,
@@ -353,15 +409,30 @@ impl ChatRuntime {
             updated_at: now,
         };
         self.store.create_run(&run).await?;
-        let gate = Gate::default();
+        Ok(run)
+    }
+
+    fn deps(&self, gate: &Gate) -> RunDeps {
         let deps = RunDeps::new(Arc::clone(&self.provider))
-            .with_tools(GatedTool::wrap_all(&self.tools, &gate))
-            .with_cancel(self.cancel.child_token())
-            .with_run_id(run.id.clone());
-        let deps = RunDeps {
+            .with_tools(GatedTool::wrap_all(&self.tools, gate))
+            .with_cancel(self.cancel.child_token());
+        RunDeps {
             attachments: Some(Arc::new(StoreAttachmentLoader(Arc::clone(&self.store)))),
             ..deps
-        };
+        }
+    }
+
+    /// Reads a run to its end, persisting each event and checkpoint before
+    /// the next is read.
+    async fn drive(
+        &self,
+        chat: Chat,
+        run: RunRecord,
+        gate: Gate,
+        context_len: usize,
+        mut stream: CheckpointedRun,
+        observer: EventObserver<'_>,
+    ) -> RuntimeResult<RunOutcome> {
         let run_id = run.id.clone();
         let mut persister = Persister::new(
             Arc::clone(&self.store),
@@ -370,17 +441,22 @@ impl ChatRuntime {
             gate,
             self.owner.clone(),
             self.lease_ms,
-            context.len(),
+            context_len,
         );
         persister.flush().await?;
-        let mut stream = self.strategy.run(options, context, deps);
-        while let Some(event) = stream.next().await {
-            if let Err(err) = persister.handle(&event).await {
+        while let Some(item) = stream.next().await {
+            let persisted = match &item {
+                RunItem::Event(event) => persister.handle(event).await,
+                RunItem::Checkpoint(state) => persister.checkpoint(state.clone()).await,
+            };
+            if let Err(err) = persisted {
                 drop(stream);
                 persister.abandon(&err.to_string()).await;
                 return Err(err);
             }
-            observer(&event);
+            if let RunItem::Event(event) = &item {
+                observer(event);
+            }
         }
         match persister.take_result() {
             Some(result) => Ok(RunOutcome { run_id, result }),

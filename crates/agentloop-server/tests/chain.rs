@@ -94,6 +94,16 @@ async fn a_failed_run_stops_the_chain_and_planification_never_chains() {
     assert_eq!(status, 201);
     let runs = server.settle(&task_id, 1).await;
     assert_eq!(runs[0]["status"], "failed");
+    // The run says why, as the terminal event did.
+    assert_eq!(runs[0]["error"]["kind"], "provider", "{}", runs[0]);
+    assert!(
+        runs[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("overloaded")),
+        "{}",
+        runs[0]
+    );
+    assert_eq!(runs[0]["stopped_by"], serde_json::Value::Null);
     let (status, _) = server
         .send("POST", &path, json!({ "agentType": "planification" }))
         .await;

@@ -40,7 +40,13 @@ pub mod vfs;
 
 pub use cancel::CancellationToken;
 pub use error::{LoopError, ProviderError, ProviderErrorKind};
-pub use event::{EventKind, LoopEvent, RunPath};
+pub use event::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, EventKind, FinishedEvent, LoopEvent, MessageCreatedEvent,
+    PendingToolResultEvent, RunPath, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
+    TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 pub use history::{HistoryError, close_dangling_calls, validate_history};
 pub use message::{
     ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,

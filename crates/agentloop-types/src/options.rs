@@ -9,6 +9,7 @@ use crate::message::ApiKind;
 
 /// How hard an OpenAI reasoning model thinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ReasoningEffort {
     /// No reasoning where the model allows it.
@@ -25,6 +26,7 @@ pub enum ReasoningEffort {
 
 /// Whether an OpenAI reasoning model returns a summary of its reasoning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ReasoningSummary {
     /// The provider decides.
@@ -38,6 +40,7 @@ pub enum ReasoningSummary {
 /// Limits that end a run with [`LoopStatus::LimitExceeded`](crate::result::LoopStatus::LimitExceeded).
 /// `None` means unlimited.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct UsageLimits {
     /// Model requests in the run.
@@ -52,6 +55,7 @@ pub struct UsageLimits {
 
 /// Everything one run needs, flat: no chat or project objects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct LoopOptions {
     /// Model id as the provider knows it.

@@ -7,10 +7,14 @@ use crate::message::{Message, ToolUseBlock};
 use crate::tokens::TokenTotals;
 
 /// Version of the [`RunState`] JSON shape. Bumped on any incompatible change.
-pub const RUN_STATE_SCHEMA_VERSION: u32 = 1;
+///
+/// Version 2 added [`RunState::strategy`] and [`RunState::interrupted_calls`];
+/// a version-1 state reads as a native run with neither.
+pub const RUN_STATE_SCHEMA_VERSION: u32 = 2;
 
 /// Where a run is between two steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum RunPhase {
     /// Next: a model request.
@@ -29,6 +33,7 @@ pub enum RunPhase {
 
 /// Everything the loop machine knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunState {
     /// Always [`RUN_STATE_SCHEMA_VERSION`] when written by this version.
     pub schema_version: u32,
@@ -46,6 +51,16 @@ pub struct RunState {
     pub created_messages: u32,
     /// What comes next.
     pub phase: RunPhase,
+    /// The strategy driving the run and where it is, as the engine writes
+    /// it (its name, its phase, a model call in flight). `None`: a native
+    /// run that has not taken a step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<serde_json::Value>,
+    /// Calls of the pending tool step that may have started in a process
+    /// that stopped before their results were committed. A resumed run
+    /// answers them as interrupted instead of running them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interrupted_calls: Vec<String>,
 }
 
 impl RunState {
@@ -60,6 +75,8 @@ impl RunState {
             tool_calls: 0,
             created_messages: 0,
             phase: RunPhase::CallModel,
+            strategy: None,
+            interrupted_calls: Vec::new(),
         }
     }
 }

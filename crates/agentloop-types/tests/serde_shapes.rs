@@ -1,5 +1,6 @@
 //! The JSON shapes consumers and stores depend on, pinned.
 
+use crate::{AgentReasonEvent, FinishedEvent, StreamingChunkEvent, ToolStartEvent};
 use agentloop_types::*;
 use serde_json::json;
 
@@ -92,36 +93,36 @@ fn events_and_results() {
         LoopEvent {
             seq: 0,
             path: RunPath::root(),
-            kind: EventKind::StreamingChunk {
+            kind: EventKind::StreamingChunk(StreamingChunkEvent {
                 delta: StreamDelta::ToolInput {
                     index: 1,
                     partial_json: "{\"q".into(),
                 },
-            },
+            }),
         },
         LoopEvent {
             seq: 1,
             path: RunPath::root().child("toolu_9"),
-            kind: EventKind::ToolStart {
+            kind: EventKind::ToolStart(ToolStartEvent {
                 tool_use_id: "toolu_10".into(),
                 name: "fs".into(),
                 input: json!({"command": "view"}),
                 is_skill: false,
                 depth: 2,
-            },
+            }),
         },
         LoopEvent {
             seq: 2,
             path: RunPath::root(),
-            kind: EventKind::AgentReason {
+            kind: EventKind::AgentReason(AgentReasonEvent {
                 message: "Need the file list.".into(),
                 step: 1,
-            },
+            }),
         },
         LoopEvent {
             seq: 3,
             path: RunPath::root(),
-            kind: EventKind::Finished { result },
+            kind: EventKind::Finished(FinishedEvent { result }),
         },
     ];
     insta::assert_json_snapshot!(events);

@@ -84,6 +84,7 @@ impl SkillTool {
             attachments: self.env.attachments.clone(),
             cancel: context.cancel.clone(),
             run_id: Some(run_id),
+            retriever: None,
         }
     }
 }

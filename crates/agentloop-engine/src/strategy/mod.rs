@@ -10,18 +10,23 @@
 //! | `tool-first` | one act step (first tool call runs), then a plain answer. |
 //! | `plan-and-execute` | plan steps, run each with the native loop, re-plan when one fails ([`PlanExecuteStrategy`]). |
 //!
+//! Each built-in strategy is a sans-IO machine over the shared run core
+//! (see [`machine`](crate::machine)) and runs on the one driver, so its
+//! state can be stored and resumed with [`resume`](crate::resume).
 //! Strategies other than `native` emit the seed-001 `agent_*` events with
 //! their `step`. Every strategy ends with exactly one root `finished`.
 //! [`resolve_strategy_name`] picks a name from a per-request override, the
 //! `AGENTLOOP_AGENT_LOOP_STRATEGY` variable or the `agent.loop.strategy`
 //! setting.
 
+mod act;
 mod config;
 pub mod control;
-mod ctx;
-mod plan;
-mod react;
-mod simple;
+pub(crate) mod llm_only;
+pub(crate) mod native;
+pub(crate) mod plan;
+pub(crate) mod react;
+pub(crate) mod tool_first;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,9 +37,11 @@ pub use config::{
     AGENT_MODE_STRATEGY, DEFAULT_STRATEGY, STRATEGY_CONFIG_KEY, STRATEGY_ENV_VAR,
     resolve_strategy_name, resolve_strategy_name_from_env,
 };
+pub use llm_only::LlmOnlyStrategy;
+pub use native::NativeStrategy;
 pub use plan::PlanExecuteStrategy;
 pub use react::{ACT_PROMPT, FINAL_PROMPT, OBSERVE_PROMPT, REASON_PROMPT, ReactStrategy};
-pub use simple::{LlmOnlyStrategy, NativeStrategy, ToolFirstStrategy};
+pub use tool_first::ToolFirstStrategy;
 
 use crate::{RunDeps, RunStream};
 

@@ -10,15 +10,27 @@
 //! `agent_completion`. A suspended or cancelled step ends the run the same
 //! way; a return-tool value completes it.
 
+use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 use std::collections::VecDeque;
 
-use agentloop_types::{ContentBlock, EventKind, LoopOptions, LoopStatus, Message, Role};
+use agentloop_types::{
+    ContentBlock, EventKind, LoopOptions, LoopResult, LoopStatus, Message, Role, RunState,
+};
+use serde::{Deserialize, Serialize};
 
 use super::LoopStrategy;
+use super::act::{final_call, prompt};
 use super::control::{plan_tool, read_plan};
-use super::ctx::{Ctx, Ended, Flow};
+use crate::machine::run_core::{Env, RunCore, ToolOffer};
+use crate::machine::{Input, Run, Step, StrategyMachine};
 use crate::retrieval::last_user_text;
-use crate::{RunDeps, RunStream, run};
+use crate::{RunDeps, RunStream, driver};
 
 /// Sent (not committed) before the planning call.
 pub const PLAN_PROMPT: &str = "Write a short plan for the task: call agent_plan with the steps \
@@ -55,104 +67,269 @@ impl LoopStrategy for PlanExecuteStrategy {
     }
 
     fn run(&self, options: LoopOptions, context: Vec<Message>, deps: RunDeps) -> RunStream {
-        let config = self.clone();
-        RunStream::new(move |emitter| async move {
-            let mut ctx = Ctx::new(emitter, options, context, deps, config.max_retries);
-            let _ = plan_execute(&mut ctx, &config).await;
-        })
+        let machine = PlanMachine {
+            max_steps: self.max_steps.max(1),
+            max_replans: self.max_replans,
+            max_retries: self.max_retries,
+            queue: VecDeque::new(),
+            step: 0,
+            replans: 0,
+            phase: PlanPhase::Starting,
+        };
+        driver::start(
+            options,
+            context,
+            deps,
+            StrategyMachine::PlanAndExecute(machine),
+        )
     }
 }
 
-async fn plan_execute(ctx: &mut Ctx, config: &PlanExecuteStrategy) -> Flow<Ended> {
-    let max_steps = config.max_steps.max(1);
-    ctx.emit(EventKind::AgentStart { max_steps }).await;
-    let mut queue = make_plan(ctx, 1, PLAN_PROMPT.to_owned()).await?;
-    let mut step = 0;
-    let mut replans = 0;
-    while let Some(item) = queue.pop_front() {
-        if step >= max_steps {
-            break;
+/// Where a plan-and-execute run is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub(crate) enum PlanPhase {
+    /// Not started.
+    Starting,
+    /// A planning call is in flight.
+    Planning { step: u32 },
+    /// A plan step runs as a nested native run.
+    Executing { item: String, run: Box<Run> },
+    /// The summary call is in flight.
+    Summarizing { step: u32 },
+}
+
+/// The plan-and-execute machine; see the module docs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PlanMachine {
+    max_steps: u32,
+    max_replans: u32,
+    max_retries: u32,
+    /// Plan steps not started yet.
+    queue: VecDeque<String>,
+    /// Steps started.
+    step: u32,
+    replans: u32,
+    phase: PlanPhase,
+}
+
+impl PlanMachine {
+    pub(crate) fn start(&mut self, core: &mut RunCore, env: &Env) -> Step {
+        if let PlanPhase::Executing { run, .. } = &mut self.phase {
+            // A stored run stopped inside a step: the nested run resumes.
+            run.core.state.interrupted_calls = std::mem::take(&mut core.state.interrupted_calls);
+            let next = run.start(env);
+            return self.forward(core, env, next);
         }
-        step += 1;
-        ctx.emit(EventKind::AgentTurnStart { step }).await;
-        ctx.commit(
+        core.emit(EventKind::AgentStart(AgentStartEvent {
+            max_steps: self.max_steps,
+        }));
+        self.make_plan(core, env, 1, PLAN_PROMPT.to_owned())
+    }
+
+    /// The nested run of the step executing.
+    pub(crate) fn nested(&self) -> Option<&Run> {
+        match &self.phase {
+            PlanPhase::Executing { run, .. } => Some(run),
+            PlanPhase::Starting | PlanPhase::Planning { .. } | PlanPhase::Summarizing { .. } => {
+                None
+            }
+        }
+    }
+
+    pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
+        if let PlanPhase::Executing { run, .. } = &mut self.phase {
+            let next = run.step(env, input);
+            return self.forward(core, env, next);
+        }
+        match input {
+            Input::ModelTurn { content, usage, .. } => {
+                core.take_call();
+                core.consume(usage);
+                match self.phase {
+                    PlanPhase::Planning { step } => self.planned(core, env, step, &content),
+                    PlanPhase::Summarizing { step } => {
+                        let answer = core.commit_answer_turn(content);
+                        core.complete(step, answer)
+                    }
+                    PlanPhase::Starting | PlanPhase::Executing { .. } => {
+                        core.invalid("a model turn outside a model step")
+                    }
+                }
+            }
+            Input::ModelFailed { error } => {
+                let step = match self.phase {
+                    PlanPhase::Planning { step } | PlanPhase::Summarizing { step } => step,
+                    PlanPhase::Starting | PlanPhase::Executing { .. } => self.step.max(1),
+                };
+                core.retry_or_fail(env, error, step, self.max_retries)
+            }
+            Input::Cancelled {
+                partial_turn,
+                finished_tools,
+                child_tokens,
+            } => core.cancel(partial_turn, finished_tools, child_tokens, Vec::new()),
+            Input::Start | Input::ToolsDone { .. } | Input::Retrieved { .. } => {
+                core.invalid("an input plan-and-execute does not await")
+            }
+        }
+    }
+
+    /// Asks for a plan; the answer is reported as `agent_reason`.
+    fn make_plan(&mut self, core: &mut RunCore, env: &Env, step: u32, text: String) -> Step {
+        self.phase = PlanPhase::Planning { step };
+        let prompt = prompt(core, "plan", &text);
+        let offer = ToolOffer::Control { tool: plan_tool() };
+        core.call_model(env, vec![prompt], offer, false)
+    }
+
+    /// The plan is in: an empty plan becomes one step, the task itself.
+    fn planned(
+        &mut self,
+        core: &mut RunCore,
+        env: &Env,
+        step: u32,
+        content: &[ContentBlock],
+    ) -> Step {
+        let mut steps = read_plan(content).steps;
+        if steps.is_empty() {
+            steps
+                .push(last_user_text(core.messages()).unwrap_or_else(|| "Do the task.".to_owned()));
+        }
+        core.emit(EventKind::AgentReason(AgentReasonEvent {
+            message: format!("Plan:\n{}", numbered(&steps)),
+            step,
+        }));
+        self.queue = steps.into();
+        self.next_item(core, env)
+    }
+
+    /// Starts the next plan step as a nested native run over the history,
+    /// or asks for the summary when none is left.
+    fn next_item(&mut self, core: &mut RunCore, env: &Env) -> Step {
+        let item = match self.queue.pop_front() {
+            Some(item) if self.step < self.max_steps => item,
+            _ => {
+                let step = self.step.max(1);
+                self.phase = PlanPhase::Summarizing { step };
+                return final_call(core, env, SUMMARY_PROMPT);
+            }
+        };
+        self.step += 1;
+        let step = self.step;
+        core.emit(EventKind::AgentTurnStart(AgentTurnStartEvent { step }));
+        core.commit(
             Role::User,
             vec![ContentBlock::text(format!("Step {step}: {item}"))],
-        )
-        .await;
-        let mut deps = ctx.deps.clone();
-        deps.tools = ctx.tools.clone();
-        deps.run_id = Some(format!("{}-step{step}", ctx.run_id));
-        let inner = run(ctx.options.clone(), ctx.messages.clone(), deps);
-        let result = ctx.forward(inner).await;
+        );
+        let state = RunState::new(
+            format!("{}-step{step}", core.run_id()),
+            core.messages().to_vec(),
+        );
+        let mut run = Run::new(state, StrategyMachine::Native(Default::default()));
+        let next = run.start(env);
+        self.phase = PlanPhase::Executing {
+            item,
+            run: Box::new(run),
+        };
+        self.forward(core, env, next)
+    }
+
+    /// Passes the nested run's events on (its `finished` excepted); when
+    /// it has finished, goes on from its result.
+    fn forward(&mut self, core: &mut RunCore, env: &Env, next: Step) -> Step {
+        let PlanPhase::Executing { run, .. } = &mut self.phase else {
+            return next;
+        };
+        let mut result = None;
+        for event in run.core.take_events() {
+            match event {
+                EventKind::Finished(FinishedEvent { result: found }) => result = Some(found),
+                kind @ (EventKind::StreamingStart(StreamingStartEvent { .. })
+                | EventKind::FirstChunk
+                | EventKind::StreamingChunk(StreamingChunkEvent { .. })
+                | EventKind::StreamingEnd(StreamingEndEvent { .. })
+                | EventKind::MessageCreated(MessageCreatedEvent { .. })
+                | EventKind::TokensConsumed(TokensConsumedEvent { .. })
+                | EventKind::PendingToolResult(PendingToolResultEvent { .. })
+                | EventKind::ToolStart(ToolStartEvent { .. })
+                | EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { .. })
+                | EventKind::ToolEnd(ToolEndEvent { .. })
+                | EventKind::AgentStart(AgentStartEvent { .. })
+                | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
+                | EventKind::AgentReason(AgentReasonEvent { .. })
+                | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+                | EventKind::AgentToolStart(AgentToolStartEvent { .. })
+                | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
+                | EventKind::AgentObserve(AgentObserveEvent { .. })
+                | EventKind::AgentCompletion(AgentCompletionEvent { .. })
+                | EventKind::AgentError(AgentErrorEvent { .. })) => core.emit(kind),
+            }
+        }
+        match (next, result) {
+            (Step::Done, Some(result)) => self.step_finished(core, env, result),
+            (Step::Done, None) => core.invalid("a plan step ended without a result"),
+            (next, _) => next,
+        }
+    }
+
+    fn step_finished(&mut self, core: &mut RunCore, env: &Env, result: LoopResult) -> Step {
+        let PlanPhase::Executing { item, .. } =
+            std::mem::replace(&mut self.phase, PlanPhase::Starting)
+        else {
+            return core.invalid("a plan step finished outside a step");
+        };
+        let step = self.step;
         let answer = result.final_text().unwrap_or_default();
-        ctx.messages = result.messages;
+        core.add_tokens(result.tokens);
+        core.adopt_history(result.messages);
         let failure = match result.status {
             LoopStatus::Complete {
                 return_value: Some(value),
             } => {
-                ctx.emit(EventKind::AgentCompletion {
+                core.emit(EventKind::AgentCompletion(AgentCompletionEvent {
                     steps: step,
                     final_answer: answer,
-                })
-                .await;
-                let status = LoopStatus::Complete {
+                }));
+                return core.finish(LoopStatus::Complete {
                     return_value: Some(value),
-                };
-                return Err(ctx.finish(status).await);
+                });
             }
             LoopStatus::Complete { return_value: None } => {
-                ctx.emit(EventKind::AgentObserve {
+                core.emit(EventKind::AgentObserve(AgentObserveEvent {
                     message: answer,
                     step,
-                })
-                .await;
-                continue;
+                }));
+                return self.next_item(core, env);
             }
             status @ (LoopStatus::Suspended { .. } | LoopStatus::Cancelled) => {
-                return Err(ctx.finish(status).await);
+                return core.finish(status);
             }
-            failure => failure,
+            failure @ (LoopStatus::Error { .. }
+            | LoopStatus::MaxIterations
+            | LoopStatus::LimitExceeded { .. }) => failure,
         };
         let message = match &failure {
             LoopStatus::Error { error } => format!("Step {step} failed: {error}"),
             other => format!("Step {step} failed: it ended with {}", other.name()),
         };
-        ctx.emit(EventKind::AgentError {
+        core.emit(EventKind::AgentError(AgentErrorEvent {
             message: message.clone(),
             step,
-        })
-        .await;
-        if replans >= config.max_replans {
-            return Err(ctx.finish(failure).await);
+        }));
+        if self.replans >= self.max_replans {
+            return core.finish(failure);
         }
-        replans += 1;
-        let remaining: Vec<String> = std::iter::once(item).chain(queue).collect();
-        let prompt = format!(
+        self.replans += 1;
+        let remaining: Vec<String> = std::iter::once(item)
+            .chain(std::mem::take(&mut self.queue))
+            .collect();
+        let text = format!(
             "{message}. Steps not done yet:\n{}\n\n{PLAN_PROMPT}",
             numbered(&remaining)
         );
-        queue = make_plan(ctx, step + 1, prompt).await?;
+        self.make_plan(core, env, step + 1, text)
     }
-    let answer = ctx.final_answer(step.max(1), SUMMARY_PROMPT).await?;
-    Ok(ctx.complete(step.max(1), answer).await)
-}
-
-/// Asks for a plan and reports it as `agent_reason`. An empty plan becomes
-/// one step: the task itself.
-async fn make_plan(ctx: &mut Ctx, step: u32, prompt: String) -> Flow<VecDeque<String>> {
-    let prompt = Message::user_text(format!("{}-plan-prompt", ctx.run_id), prompt);
-    let content = ctx.model(step, vec![prompt], vec![plan_tool()]).await?;
-    let mut steps = read_plan(&content).steps;
-    if steps.is_empty() {
-        steps.push(last_user_text(&ctx.messages).unwrap_or_else(|| "Do the task.".to_owned()));
-    }
-    ctx.emit(EventKind::AgentReason {
-        message: format!("Plan:\n{}", numbered(&steps)),
-        step,
-    })
-    .await;
-    Ok(steps.into())
 }
 
 fn numbered(steps: &[String]) -> String {

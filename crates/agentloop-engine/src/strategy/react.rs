@@ -20,22 +20,27 @@
 //! Reason and observe turns stream like any turn but are not committed to
 //! the history; act turns, tool results and answers are.
 
+use agentloop_types::{
+    AgentObserveEvent, AgentReasonEvent, AgentRequestInputEvent, AgentStartEvent,
+    AgentTurnStartEvent,
+};
 use std::sync::Arc;
 
 use agentloop_types::{
     ContentBlock, EventKind, LoopOptions, LoopStatus, Message, Passage, Retriever, Role,
     ToolUseBlock,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::LoopStrategy;
+use super::act::{self, ActStart, Acting, cited, final_call, non_empty, prompt, retrieved};
 use super::control::{
     REQUEST_INPUT, decide_next_tool, observe_decide_tool, read_decision, read_observation,
 };
-use super::ctx::{Ctx, Ended, Flow};
-use crate::RunDeps;
-use crate::retrieval::{RETRIEVED_MESSAGE_ID, cite_passages, last_user_text};
-use crate::run_stream::RunStream;
+use crate::machine::run_core::{Env, RunCore, ToolOffer};
+use crate::machine::{Input, Step, StrategyMachine};
+use crate::{RunDeps, RunStream, driver};
 
 /// Sent (not committed) before the reason step's model call.
 pub const REASON_PROMPT: &str = "Think about the task and the results so far, then call \
@@ -82,48 +87,210 @@ impl LoopStrategy for ReactStrategy {
         super::REACT
     }
 
-    fn run(&self, options: LoopOptions, context: Vec<Message>, deps: RunDeps) -> RunStream {
-        let config = self.clone();
-        RunStream::new(move |emitter| async move {
-            let mut ctx = Ctx::new(emitter, options, context, deps, config.max_retries);
-            let _ = react(&mut ctx, &config).await;
-        })
+    fn run(&self, options: LoopOptions, context: Vec<Message>, mut deps: RunDeps) -> RunStream {
+        let machine = ReactMachine {
+            max_steps: self.max_steps.max(1),
+            max_retries: self.max_retries,
+            retrieve: self.retriever.as_ref().map(|_| self.passages),
+            passages: Vec::new(),
+            phase: ReactPhase::Starting,
+        };
+        if let Some(retriever) = &self.retriever {
+            deps.retriever = Some(Arc::clone(retriever));
+        }
+        driver::start(options, context, deps, StrategyMachine::React(machine))
     }
 }
 
-async fn react(ctx: &mut Ctx, config: &ReactStrategy) -> Flow<Ended> {
-    let max_steps = config.max_steps.max(1);
-    ctx.emit(EventKind::AgentStart { max_steps }).await;
-    let passages = retrieve(ctx, config.retriever.as_deref(), config.passages).await;
-    let has_tools = !ctx.tools.is_empty();
-    for step in 1..=max_steps {
-        ctx.emit(EventKind::AgentTurnStart { step }).await;
-        let reason = prompt(ctx, "reason", REASON_PROMPT);
-        let content = ctx
-            .model(step, vec![reason], vec![decide_next_tool()])
-            .await?;
-        let decision = read_decision(&content);
-        ctx.emit(EventKind::AgentReason {
+/// Where a ReAct run is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub(crate) enum ReactPhase {
+    /// Not started.
+    Starting,
+    /// Retrieving passages.
+    Retrieving,
+    /// The reason call of a step is in flight.
+    Reason { step: u32 },
+    /// The act call of a step is in flight.
+    Act { step: u32 },
+    /// The act step's call runs.
+    Acting(Acting),
+    /// The observe call of a step is in flight.
+    Observe { step: u32 },
+    /// The plain answer call is in flight.
+    Answer { step: u32 },
+}
+
+/// The ReAct machine; see the module docs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ReactMachine {
+    max_steps: u32,
+    max_retries: u32,
+    /// Passages to retrieve before the first step.
+    retrieve: Option<usize>,
+    /// Retrieved passages, sent with every act call.
+    passages: Vec<Passage>,
+    phase: ReactPhase,
+}
+
+impl ReactMachine {
+    pub(crate) fn start(&mut self, core: &mut RunCore, env: &Env) -> Step {
+        core.emit(EventKind::AgentStart(AgentStartEvent {
+            max_steps: self.max_steps,
+        }));
+        if let Some(limit) = self.retrieve.take()
+            && let Some(step) = core.retrieve(limit)
+        {
+            self.phase = ReactPhase::Retrieving;
+            return step;
+        }
+        self.begin_step(core, env, 1)
+    }
+
+    pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
+        match input {
+            Input::Start => core.invalid("a second start"),
+            Input::Retrieved { passages } => {
+                self.passages = retrieved(core, passages);
+                self.begin_step(core, env, 1)
+            }
+            Input::ModelTurn { content, usage, .. } => {
+                core.take_call();
+                core.consume(usage);
+                self.turn(core, env, content)
+            }
+            Input::ModelFailed { error } => {
+                let step = self.step_number();
+                core.retry_or_fail(env, error, step, self.max_retries)
+            }
+            Input::ToolsDone {
+                results,
+                child_tokens,
+            } => {
+                let ReactPhase::Acting(acting) =
+                    std::mem::replace(&mut self.phase, ReactPhase::Starting)
+                else {
+                    return core.invalid("tool results outside an act step");
+                };
+                let step = acting.step;
+                match act::done(core, acting, results, child_tokens) {
+                    Err(end) => end,
+                    Ok(_) => {
+                        self.phase = ReactPhase::Observe { step };
+                        let observe = prompt(core, "observe", OBSERVE_PROMPT);
+                        let offer = ToolOffer::Control {
+                            tool: observe_decide_tool(),
+                        };
+                        core.call_model(env, vec![observe], offer, false)
+                    }
+                }
+            }
+            Input::Cancelled {
+                partial_turn,
+                finished_tools,
+                child_tokens,
+            } => {
+                let extra = match &self.phase {
+                    ReactPhase::Acting(acting) => acting.not_run.clone(),
+                    _ => Vec::new(),
+                };
+                core.cancel(partial_turn, finished_tools, child_tokens, extra)
+            }
+        }
+    }
+
+    fn step_number(&self) -> u32 {
+        match &self.phase {
+            ReactPhase::Starting | ReactPhase::Retrieving => 1,
+            ReactPhase::Reason { step }
+            | ReactPhase::Act { step }
+            | ReactPhase::Observe { step }
+            | ReactPhase::Answer { step } => *step,
+            ReactPhase::Acting(acting) => acting.step,
+        }
+    }
+
+    fn begin_step(&mut self, core: &mut RunCore, env: &Env, step: u32) -> Step {
+        core.emit(EventKind::AgentTurnStart(AgentTurnStartEvent { step }));
+        self.phase = ReactPhase::Reason { step };
+        let reason = prompt(core, "reason", REASON_PROMPT);
+        let offer = ToolOffer::Control {
+            tool: decide_next_tool(),
+        };
+        core.call_model(env, vec![reason], offer, false)
+    }
+
+    fn answer(&mut self, core: &mut RunCore, env: &Env, step: u32) -> Step {
+        self.phase = ReactPhase::Answer { step };
+        final_call(core, env, FINAL_PROMPT)
+    }
+
+    fn turn(&mut self, core: &mut RunCore, env: &Env, content: Vec<ContentBlock>) -> Step {
+        match self.phase.clone() {
+            ReactPhase::Reason { step } => self.reasoned(core, env, step, &content),
+            ReactPhase::Act { step } => match act::begin(core, env, step, content) {
+                ActStart::NoCall(text) => match non_empty(Some(text)) {
+                    Some(answer) => core.complete(step, answer),
+                    None => self.answer(core, env, step),
+                },
+                ActStart::Running(next, acting) => {
+                    self.phase = ReactPhase::Acting(acting);
+                    next
+                }
+            },
+            ReactPhase::Observe { step } => {
+                let observation = read_observation(&content);
+                core.emit(EventKind::AgentObserve(AgentObserveEvent {
+                    message: observation.message.clone(),
+                    step,
+                }));
+                if let Some(answer) = non_empty(observation.final_answer) {
+                    core.commit_answer(&answer);
+                    return core.complete(step, answer);
+                }
+                if !observation.should_continue {
+                    return self.answer(core, env, step);
+                }
+                if step < self.max_steps {
+                    self.begin_step(core, env, step + 1)
+                } else {
+                    self.answer(core, env, self.max_steps)
+                }
+            }
+            ReactPhase::Answer { step } => {
+                let answer = core.commit_answer_turn(content);
+                core.complete(step, answer)
+            }
+            ReactPhase::Starting | ReactPhase::Retrieving | ReactPhase::Acting(_) => {
+                core.invalid("a model turn outside a model step")
+            }
+        }
+    }
+
+    fn reasoned(
+        &mut self,
+        core: &mut RunCore,
+        env: &Env,
+        step: u32,
+        content: &[ContentBlock],
+    ) -> Step {
+        let decision = read_decision(content);
+        core.emit(EventKind::AgentReason(AgentReasonEvent {
             message: decision.message.clone(),
             step,
-        })
-        .await;
+        }));
         if let Some(question) = non_empty(decision.request_input) {
-            return Ok(request_input(ctx, step, question).await);
+            return request_input(core, step, question);
         }
         if let Some(answer) = non_empty(decision.final_answer) {
-            ctx.commit_answer(&answer).await;
-            return Ok(ctx.complete(step, answer).await);
+            core.commit_answer(&answer);
+            return core.complete(step, answer);
         }
-        if decision.finish || !has_tools {
-            let answer = ctx.final_answer(step, FINAL_PROMPT).await?;
-            return Ok(ctx.complete(step, answer).await);
+        if decision.finish || env.tools.is_empty() {
+            return self.answer(core, env, step);
         }
-
-        let mut extra = Vec::new();
-        if let Some(cited) = cite_passages(&passages) {
-            extra.push(Message::system_text(RETRIEVED_MESSAGE_ID, cited));
-        }
+        let mut extra = cited(&self.passages);
         let act = if decision.message.trim().is_empty() {
             ACT_PROMPT.to_owned()
         } else {
@@ -132,100 +299,27 @@ async fn react(ctx: &mut Ctx, config: &ReactStrategy) -> Flow<Ended> {
                 decision.message.trim()
             )
         };
-        extra.push(prompt(ctx, "act", &act));
-        let tools = ctx.definitions();
-        let content = ctx.model(step, extra, tools).await?;
-        let text = text_of(&content);
-        if ctx.act(step, content).await?.is_none() {
-            let answer = match non_empty(Some(text)) {
-                Some(text) => text,
-                None => ctx.final_answer(step, FINAL_PROMPT).await?,
-            };
-            return Ok(ctx.complete(step, answer).await);
-        }
-
-        let observe = prompt(ctx, "observe", OBSERVE_PROMPT);
-        let content = ctx
-            .model(step, vec![observe], vec![observe_decide_tool()])
-            .await?;
-        let observation = read_observation(&content);
-        ctx.emit(EventKind::AgentObserve {
-            message: observation.message.clone(),
-            step,
-        })
-        .await;
-        if let Some(answer) = non_empty(observation.final_answer) {
-            ctx.commit_answer(&answer).await;
-            return Ok(ctx.complete(step, answer).await);
-        }
-        if !observation.should_continue {
-            let answer = ctx.final_answer(step, FINAL_PROMPT).await?;
-            return Ok(ctx.complete(step, answer).await);
-        }
+        extra.push(prompt(core, "act", &act));
+        self.phase = ReactPhase::Act { step };
+        core.call_model(env, extra, ToolOffer::RunTools, true)
     }
-    let answer = ctx.final_answer(max_steps, FINAL_PROMPT).await?;
-    Ok(ctx.complete(max_steps, answer).await)
 }
 
 /// Suspends on a synthetic call carrying the question.
-async fn request_input(ctx: &mut Ctx, step: u32, question: String) -> Ended {
+fn request_input(core: &mut RunCore, step: u32, question: String) -> Step {
     let call = ToolUseBlock {
-        id: format!("{}-input-{step}", ctx.run_id),
+        id: format!("{}-input-{step}", core.run_id()),
         name: REQUEST_INPUT.to_owned(),
         input: json!({ "question": question }),
     };
-    ctx.commit(Role::Assistant, vec![ContentBlock::ToolUse(call.clone())])
-        .await;
-    ctx.emit(EventKind::AgentRequestInput {
+    core.commit(Role::Assistant, vec![ContentBlock::ToolUse(call.clone())]);
+    core.emit(EventKind::AgentRequestInput(AgentRequestInputEvent {
         question: question.clone(),
         step,
-    })
-    .await;
-    ctx.finish(LoopStatus::Suspended {
+    }));
+    core.finish(LoopStatus::Suspended {
         pending_tool_call: call,
         reason: question,
         other_tool_results: Vec::new(),
     })
-    .await
-}
-
-/// Passages for the user's latest message; a failure is reported as
-/// `agent_error` and the run goes on without them.
-pub(crate) async fn retrieve(
-    ctx: &mut Ctx,
-    retriever: Option<&dyn Retriever>,
-    limit: usize,
-) -> Vec<Passage> {
-    let (Some(retriever), Some(query)) = (retriever, last_user_text(&ctx.messages)) else {
-        return Vec::new();
-    };
-    match retriever.retrieve(&query, limit).await {
-        Ok(passages) => passages,
-        Err(error) => {
-            ctx.emit(EventKind::AgentError {
-                message: error.to_string(),
-                step: 1,
-            })
-            .await;
-            Vec::new()
-        }
-    }
-}
-
-fn prompt(ctx: &Ctx, kind: &str, text: &str) -> Message {
-    Message::user_text(format!("{}-{kind}-prompt", ctx.run_id), text)
-}
-
-fn non_empty(text: Option<String>) -> Option<String> {
-    text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
-}
-
-pub(crate) fn text_of(content: &[ContentBlock]) -> String {
-    content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }

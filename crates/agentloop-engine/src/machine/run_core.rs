@@ -1,0 +1,617 @@
+//! The run core: the one place that commits messages, assigns their ids,
+//! accounts tokens, checks limits, validates the history, plans and closes
+//! tool calls and emits the terminal event. Strategies decide *what* to do;
+//! they do it only through these methods.
+
+use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, FinishedEvent, MessageCreatedEvent,
+    PendingToolResultEvent, TokensConsumedEvent,
+};
+use agentloop_types::{
+    BreakLoop, ContentBlock, EventKind, LimitKind, LoopError, LoopOptions, LoopResult, LoopStatus,
+    Message, Passage, Role, RunPhase, RunState, TokenTotals, ToolDefinition, ToolResult,
+    ToolResultBlock, ToolUseBlock, validate_history,
+};
+use serde::{Deserialize, Serialize};
+
+use super::answers::{
+    CANCELLED_NOT_RUN, CANCELLED_RUNNING, NO_RESULT, ToolOutcome, committed_block, exceeded_limit,
+    interrupted, refusal, resolve_options, running_block, trim_thinking,
+};
+use super::{OfferedTool, Step, ToolCall};
+use crate::retrieval::{inject_passages, last_user_text};
+
+/// What a run is given and never stores: its options and the tools it may
+/// offer.
+#[derive(Debug, Clone)]
+pub(crate) struct Env {
+    pub(crate) options: LoopOptions,
+    /// The offered tools: every tool given, narrowed by
+    /// `LoopOptions::enabled_tools`.
+    pub(crate) tools: Vec<OfferedTool>,
+}
+
+impl Env {
+    pub(crate) fn new(options: LoopOptions, available: Vec<OfferedTool>) -> Self {
+        let tools = available
+            .into_iter()
+            .filter(|t| {
+                options.enabled_tools.is_empty()
+                    || options.enabled_tools.contains(&t.definition.name)
+            })
+            .collect();
+        Self { options, tools }
+    }
+
+    fn find(&self, name: &str) -> Option<&OfferedTool> {
+        self.tools.iter().find(|t| t.definition.name == name)
+    }
+}
+
+/// Which tools a model call offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "offer", rename_all = "snake_case")]
+pub(crate) enum ToolOffer {
+    /// The run's offered tools.
+    RunTools,
+    /// None: a plain answer.
+    Nothing,
+    /// One control tool of the strategy.
+    Control {
+        /// Its definition.
+        tool: ToolDefinition,
+    },
+}
+
+/// A model call decided and not yet answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ModelCall {
+    /// Its 1-based number among the run's model calls.
+    pub(crate) iteration: u32,
+    /// Messages sent after the history and not committed (prompts,
+    /// passages).
+    pub(crate) extra: Vec<Message>,
+    /// The tools offered.
+    pub(crate) offer: ToolOffer,
+    /// Whether the turn joins the history: a cancel mid-turn then commits
+    /// what streamed.
+    pub(crate) commit_turn: bool,
+    /// Failed attempts so far.
+    pub(crate) failures: u32,
+}
+
+/// A retrieval decided and not yet answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Retrieval {
+    pub(crate) query: String,
+    pub(crate) limit: usize,
+}
+
+/// The shared, serialisable core of a run; see the module docs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RunCore {
+    pub(crate) state: RunState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) model_call: Option<ModelCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) retrieval: Option<Retrieval>,
+    /// Events of the step in progress.
+    #[serde(skip)]
+    events: Vec<EventKind>,
+}
+
+impl RunCore {
+    pub(crate) fn new(state: RunState) -> Self {
+        Self {
+            state,
+            model_call: None,
+            retrieval: None,
+            events: Vec::new(),
+        }
+    }
+
+    pub(crate) fn emit(&mut self, kind: EventKind) {
+        self.events.push(kind);
+    }
+
+    pub(crate) fn take_events(&mut self) -> Vec<EventKind> {
+        std::mem::take(&mut self.events)
+    }
+
+    pub(crate) fn run_id(&self) -> &str {
+        &self.state.run_id
+    }
+
+    pub(crate) fn messages(&self) -> &[Message] {
+        &self.state.messages
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.state.phase == RunPhase::Finished
+    }
+
+    /// A message id of this run: `{run_id}-{n}`.
+    fn next_id(&mut self) -> String {
+        self.state.created_messages += 1;
+        format!("{}-{}", self.state.run_id, self.state.created_messages)
+    }
+
+    /// Appends a message to the history and reports it.
+    pub(crate) fn commit(&mut self, role: Role, content: Vec<ContentBlock>) -> Message {
+        let id = self.next_id();
+        self.commit_as(Message::new(id, role, content))
+    }
+
+    fn commit_as(&mut self, message: Message) -> Message {
+        self.state.messages.push(message.clone());
+        self.emit(EventKind::MessageCreated(MessageCreatedEvent {
+            message: message.clone(),
+        }));
+        message
+    }
+
+    /// Commits tool results as the user message `id`.
+    fn commit_results(&mut self, id: String, results: Vec<ToolResultBlock>) {
+        let content = results.into_iter().map(ContentBlock::ToolResult).collect();
+        self.commit_as(Message::new(id, Role::User, content));
+    }
+
+    /// Adds a model turn's usage and reports it.
+    pub(crate) fn consume(&mut self, usage: TokenTotals) {
+        self.state.totals += usage;
+        self.emit(EventKind::TokensConsumed(TokensConsumedEvent {
+            tokens: usage,
+        }));
+    }
+
+    /// Adds tokens a nested run reported itself.
+    pub(crate) fn add_tokens(&mut self, tokens: TokenTotals) {
+        self.state.totals += tokens;
+    }
+
+    /// Replaces the history with the one a nested run ended with (it began
+    /// from this run's history and committed under its own ids).
+    pub(crate) fn adopt_history(&mut self, messages: Vec<Message>) {
+        self.state.messages = messages;
+    }
+
+    /// Inserts cited passages before the last message (sent with every
+    /// later call, never reported as created).
+    pub(crate) fn inject_passages(&mut self, passages: &[Passage]) {
+        let messages = std::mem::take(&mut self.state.messages);
+        self.state.messages = inject_passages(messages, passages);
+    }
+
+    /// Retrieval for the latest user text, if there is any.
+    pub(crate) fn retrieve(&mut self, limit: usize) -> Option<Step> {
+        let query = last_user_text(&self.state.messages)?;
+        let retrieval = Retrieval { query, limit };
+        let step = Step::Retrieve {
+            query: retrieval.query.clone(),
+            limit,
+        };
+        self.retrieval = Some(retrieval);
+        Some(step)
+    }
+
+    /// Clears the retrieval in flight; false when there was none.
+    pub(crate) fn take_retrieval(&mut self) -> bool {
+        self.retrieval.take().is_some()
+    }
+
+    /// Decides a model call over the history plus `extra`, unless a limit
+    /// is reached or the history is invalid (then the run finishes).
+    pub(crate) fn call_model(
+        &mut self,
+        env: &Env,
+        extra: Vec<Message>,
+        offer: ToolOffer,
+        commit_turn: bool,
+    ) -> Step {
+        self.state.phase = RunPhase::CallModel;
+        let options = &env.options;
+        if self.state.iteration >= options.max_iterations {
+            return self.finish(LoopStatus::MaxIterations);
+        }
+        if let Some(limit) =
+            exceeded_limit(&options.limits, self.state.iteration, &self.state.totals)
+        {
+            return self.finish(LoopStatus::LimitExceeded { limit });
+        }
+        let mut messages = self.state.messages.clone();
+        messages.extend(extra.iter().cloned());
+        if let Err(error) = validate_history(&messages, false) {
+            let error = LoopError::InvalidHistory { error };
+            return self.finish(LoopStatus::Error { error });
+        }
+        self.state.iteration += 1;
+        let call = ModelCall {
+            iteration: self.state.iteration,
+            extra,
+            offer,
+            commit_turn,
+            failures: 0,
+        };
+        let step = self.request(env, &call);
+        self.model_call = Some(call);
+        step
+    }
+
+    fn request(&self, env: &Env, call: &ModelCall) -> Step {
+        let mut messages = trim_thinking(&self.state.messages, env.options.thinking_keep_turns);
+        messages.extend(call.extra.iter().cloned());
+        let tools = match &call.offer {
+            ToolOffer::RunTools => env.tools.iter().map(|t| t.definition.clone()).collect(),
+            ToolOffer::Nothing => Vec::new(),
+            ToolOffer::Control { tool } => vec![tool.clone()],
+        };
+        Step::CallModel {
+            iteration: call.iteration,
+            messages,
+            tools,
+        }
+    }
+
+    /// Takes the model call a turn answers.
+    pub(crate) fn take_call(&mut self) -> Option<ModelCall> {
+        self.model_call.take()
+    }
+
+    /// After a failed model call: reports it as `agent_error` and calls
+    /// again while retries remain, else finishes with the error.
+    pub(crate) fn retry_or_fail(
+        &mut self,
+        env: &Env,
+        error: LoopError,
+        step: u32,
+        max_retries: u32,
+    ) -> Step {
+        let Some(call) = self.model_call.take() else {
+            return self.invalid("a model failure with no model call in flight");
+        };
+        if call.failures < max_retries {
+            let failures = call.failures + 1;
+            self.emit(EventKind::AgentError(AgentErrorEvent {
+                message: format!("{error} (retry {failures} of {max_retries})"),
+                step,
+            }));
+            let next = self.call_model(env, call.extra, call.offer, call.commit_turn);
+            if let Some(call) = self.model_call.as_mut() {
+                call.failures = failures;
+            }
+            return next;
+        }
+        self.emit(EventKind::AgentError(AgentErrorEvent {
+            message: error.to_string(),
+            step,
+        }));
+        self.finish(LoopStatus::Error { error })
+    }
+
+    /// Tool calls of the last assistant turn: `shown` are reported pending,
+    /// `run` are the ones that run; their results go into one message.
+    pub(crate) fn begin_tools(
+        &mut self,
+        env: &Env,
+        shown: &[ToolUseBlock],
+        run: Vec<ToolUseBlock>,
+    ) -> Step {
+        let result_message_id = self.next_id();
+        self.emit(EventKind::PendingToolResult(PendingToolResultEvent {
+            message_id: result_message_id.clone(),
+            blocks: shown.iter().map(|c| running_block(c, Vec::new())).collect(),
+        }));
+        let calls = self.plan_calls(env, &run);
+        self.state.phase = RunPhase::RunTools {
+            result_message_id,
+            calls: run,
+        };
+        Step::RunTools { calls }
+    }
+
+    /// Which calls run, with which option values, and alone or not; which
+    /// the core answers instead: calls interrupted in a stopped process,
+    /// unknown tools, bad arguments, configured options that do not fit.
+    fn plan_calls(&self, env: &Env, calls: &[ToolUseBlock]) -> Vec<ToolCall> {
+        let offered: Vec<&str> = env
+            .tools
+            .iter()
+            .map(|t| t.definition.name.as_str())
+            .collect();
+        calls
+            .iter()
+            .map(|call| {
+                let tool = env.find(&call.name);
+                let mut options = serde_json::Map::new();
+                let answer = if self.state.interrupted_calls.contains(&call.id) {
+                    Some(interrupted(&call.name))
+                } else if let Some(refused) = refusal(call, &offered) {
+                    Some(refused)
+                } else {
+                    let specs = tool.map(|t| t.options.as_slice()).unwrap_or_default();
+                    let configured = env.options.tool_options.get(&call.name);
+                    match resolve_options(&call.name, specs, configured) {
+                        Ok(resolved) => {
+                            options = resolved;
+                            None
+                        }
+                        Err(message) => Some(ToolResult::error(message)),
+                    }
+                };
+                ToolCall {
+                    call: call.clone(),
+                    answer,
+                    alone: tool.is_some_and(|t| t.runs_alone),
+                    options,
+                }
+            })
+            .collect()
+    }
+
+    /// The step in flight when a stored run is resumed: the same model
+    /// call, retrieval or tool calls (calls that may have started are
+    /// answered, not run again). `None` when nothing was in flight.
+    pub(crate) fn resume_pending(&mut self, env: &Env) -> Option<Step> {
+        if let Some(call) = &self.model_call {
+            return Some(self.request(env, call));
+        }
+        if let Some(retrieval) = &self.retrieval {
+            return Some(Step::Retrieve {
+                query: retrieval.query.clone(),
+                limit: retrieval.limit,
+            });
+        }
+        let RunPhase::RunTools {
+            result_message_id,
+            calls,
+        } = &self.state.phase
+        else {
+            return None;
+        };
+        let (id, calls) = (result_message_id.clone(), calls.clone());
+        self.emit(EventKind::PendingToolResult(PendingToolResultEvent {
+            message_id: id,
+            blocks: calls.iter().map(|c| running_block(c, Vec::new())).collect(),
+        }));
+        Some(Step::RunTools {
+            calls: self.plan_calls(env, &calls),
+        })
+    }
+
+    /// The results of the pending calls, in call order, and the id of the
+    /// message they go into; `None` when no calls were pending.
+    pub(crate) fn tools_done(
+        &mut self,
+        mut results: Vec<(String, ToolOutcome)>,
+        child_tokens: TokenTotals,
+    ) -> Option<(String, Vec<(ToolUseBlock, ToolResult)>)> {
+        let RunPhase::RunTools {
+            result_message_id,
+            calls,
+        } = std::mem::replace(&mut self.state.phase, RunPhase::CallModel)
+        else {
+            return None;
+        };
+        self.state.totals += child_tokens;
+        self.state.interrupted_calls.clear();
+        let ordered = calls
+            .into_iter()
+            .map(|call| {
+                let result = match results.iter().position(|(id, _)| *id == call.id) {
+                    Some(pos) => results.swap_remove(pos).1.into_result(&call.name),
+                    None => ToolResult::error(NO_RESULT),
+                };
+                (call, result)
+            })
+            .collect();
+        Some((result_message_id, ordered))
+    }
+
+    /// Commits the results of a tool step under its reserved id.
+    pub(crate) fn commit_tool_results(&mut self, id: String, blocks: Vec<ToolResultBlock>) {
+        self.commit_results(id, blocks);
+    }
+
+    /// Accounts for a limit on tool calls: `None` when `count` more calls
+    /// are allowed (and counts them), else the run finishes after every
+    /// call is answered as not run.
+    pub(crate) fn count_tool_calls(&mut self, env: &Env, calls: &[ToolUseBlock]) -> Option<Step> {
+        let allowed = env
+            .options
+            .limits
+            .max_tool_calls
+            .map(|max| max.saturating_sub(self.state.tool_calls));
+        if allowed.is_some_and(|allowed| (calls.len() as u64) > u64::from(allowed)) {
+            let results = calls
+                .iter()
+                .map(|call| {
+                    ToolResultBlock::error(
+                        &call.id,
+                        "Not run: the run reached its tool call limit.",
+                    )
+                })
+                .collect();
+            let id = self.next_id();
+            self.commit_results(id, results);
+            return Some(self.finish(LoopStatus::LimitExceeded {
+                limit: LimitKind::ToolCalls,
+            }));
+        }
+        self.state.tool_calls += calls.len() as u32;
+        None
+    }
+
+    /// The caller cancelled: pending calls get their result (or a
+    /// cancelled one) followed by `extra`; a partial turn that joins the
+    /// history is committed with its calls closed. Then the run finishes.
+    pub(crate) fn cancel(
+        &mut self,
+        partial_turn: Option<Vec<ContentBlock>>,
+        mut finished_tools: Vec<(String, ToolOutcome)>,
+        child_tokens: TokenTotals,
+        extra: Vec<ToolResultBlock>,
+    ) -> Step {
+        self.state.totals += child_tokens;
+        self.retrieval = None;
+        let call = self.model_call.take();
+        match std::mem::replace(&mut self.state.phase, RunPhase::CallModel) {
+            RunPhase::RunTools {
+                result_message_id,
+                calls,
+            } => {
+                let mut blocks: Vec<ToolResultBlock> = calls
+                    .iter()
+                    .map(
+                        |call| match finished_tools.iter().position(|(id, _)| *id == call.id) {
+                            Some(pos) => committed_block(
+                                &call.id,
+                                finished_tools.swap_remove(pos).1.into_result(&call.name),
+                            ),
+                            None => ToolResultBlock::error(&call.id, CANCELLED_RUNNING),
+                        },
+                    )
+                    .collect();
+                blocks.extend(extra);
+                self.commit_results(result_message_id, blocks);
+            }
+            RunPhase::CallModel | RunPhase::Finished => {
+                let commits = call.is_some_and(|c| c.commit_turn);
+                if let Some(content) = partial_turn.filter(|c| commits && !c.is_empty()) {
+                    let message = self.commit(Role::Assistant, content);
+                    self.close_calls(&message, CANCELLED_NOT_RUN);
+                }
+            }
+        }
+        self.finish(LoopStatus::Cancelled)
+    }
+
+    /// Answers every call of `message` with an error saying why it did not
+    /// run, so each call keeps its result.
+    fn close_calls(&mut self, message: &Message, why: &str) {
+        let results: Vec<ToolResultBlock> = message
+            .tool_uses()
+            .map(|call| ToolResultBlock::error(&call.id, why))
+            .collect();
+        if !results.is_empty() {
+            let id = self.next_id();
+            self.commit_results(id, results);
+        }
+    }
+
+    /// The run ends with `status`: the one terminal event.
+    pub(crate) fn finish(&mut self, status: LoopStatus) -> Step {
+        self.state.phase = RunPhase::Finished;
+        self.model_call = None;
+        self.retrieval = None;
+        self.emit(EventKind::Finished(FinishedEvent {
+            result: LoopResult {
+                status,
+                messages: self.state.messages.clone(),
+                tokens: self.state.totals,
+            },
+        }));
+        Step::Done
+    }
+
+    /// The terminal event for a run whose machine refused its input (a
+    /// stored state that had finished, or a driver bug); the state is left
+    /// as it is.
+    pub(crate) fn refused(&self, reason: String) -> EventKind {
+        EventKind::Finished(FinishedEvent {
+            result: LoopResult {
+                status: LoopStatus::Error {
+                    error: LoopError::InvalidState { reason },
+                },
+                messages: self.state.messages.clone(),
+                tokens: self.state.totals,
+            },
+        })
+    }
+
+    /// A state whose parts disagree (a corrupt store): the run ends with
+    /// an error rather than guess.
+    pub(crate) fn invalid(&mut self, reason: &str) -> Step {
+        let error = LoopError::InvalidState {
+            reason: reason.to_owned(),
+        };
+        self.finish(LoopStatus::Error { error })
+    }
+
+    /// Reports the answer and completes the run.
+    pub(crate) fn complete(&mut self, steps: u32, final_answer: String) -> Step {
+        self.emit(EventKind::AgentCompletion(AgentCompletionEvent {
+            steps,
+            final_answer,
+        }));
+        self.finish(LoopStatus::Complete { return_value: None })
+    }
+
+    /// Commits a turn made with no tools offered and returns its text.
+    /// Calls the model made anyway are answered as not run.
+    pub(crate) fn commit_answer_turn(&mut self, content: Vec<ContentBlock>) -> String {
+        let message = self.commit(Role::Assistant, content);
+        self.close_calls(&message, "Not run: no tools are offered in this step.");
+        message.text()
+    }
+
+    /// Commits an answer the model gave through a control tool.
+    pub(crate) fn commit_answer(&mut self, answer: &str) {
+        self.commit(Role::Assistant, vec![ContentBlock::text(answer)]);
+    }
+
+    /// The end of a tool step both native and one-tool strategies share:
+    /// the first call that suspends ends the run `suspended`, before
+    /// anything is committed. `other` are the results of the turn's other
+    /// calls (a second suspending call answered with an error).
+    pub(crate) fn suspend_if_asked(
+        &mut self,
+        ordered: &mut Vec<(ToolUseBlock, ToolResult)>,
+        not_run: &[ToolResultBlock],
+    ) -> Option<Step> {
+        let index = ordered
+            .iter()
+            .position(|(_, result)| result.break_loop.is_some())?;
+        if !matches!(ordered[index].1.break_loop, Some(BreakLoop::Suspend)) {
+            return None;
+        }
+        let (pending_tool_call, pending) = ordered.remove(index);
+        let mut other_tool_results: Vec<ToolResultBlock> = std::mem::take(ordered)
+            .into_iter()
+            .map(|(call, result)| other_result(&call, result, &pending_tool_call))
+            .collect();
+        other_tool_results.extend(not_run.iter().cloned());
+        Some(self.finish(LoopStatus::Suspended {
+            pending_tool_call,
+            reason: pending.content,
+            other_tool_results,
+        }))
+    }
+}
+
+/// A result of the turn that suspended, for `other_tool_results`: a second
+/// suspending call is answered with an error naming the call that won.
+fn other_result(
+    call: &ToolUseBlock,
+    result: ToolResult,
+    pending: &ToolUseBlock,
+) -> ToolResultBlock {
+    if matches!(result.break_loop, Some(BreakLoop::Suspend)) {
+        return ToolResultBlock::error(
+            &call.id,
+            format!(
+                "Not answered: the run suspended for call {} first. The tool asked: {}",
+                pending.id, result.content
+            ),
+        );
+    }
+    committed_block(&call.id, result)
+}
+
+/// The return value of the first call that ended the loop with one.
+pub(crate) fn return_value(ordered: &[(ToolUseBlock, ToolResult)]) -> Option<serde_json::Value> {
+    let first = ordered.iter().find(|(_, r)| r.break_loop.is_some())?;
+    match &first.1.break_loop {
+        Some(BreakLoop::Return { value }) => Some(value.clone()),
+        _ => None,
+    }
+}
