@@ -128,22 +128,26 @@ pub async fn run(args: RunArgs) -> Outcome {
             stdout.line(line)?;
             continue;
         }
-        match &event.kind {
-            EventKind::StreamingStart(StreamingStartEvent { .. }) => spinner.start(),
-            EventKind::FirstChunk | EventKind::StreamingEnd(StreamingEndEvent { .. }) => {
-                spinner.stop()
-            }
-            // While tools work, the spinner counts again until their results.
-            EventKind::ToolStart(ToolStartEvent { .. }) if event.path.is_root() => spinner.start(),
-            EventKind::MessageCreated(MessageCreatedEvent { .. }) => spinner.stop(),
-            EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. })
-                if mcp_tool_names.contains(&block.name) =>
-            {
-                spinner.stop();
-                view.mcp_progress(&mut stdout, block)
-                    .map_err(Failure::from_io)?;
-            }
-            _ => {}
+        let kind = &event.kind;
+        // While the model or a root tool works, the spinner counts.
+        if matches!(kind, EventKind::StreamingStart(StreamingStartEvent { .. }))
+            || (event.path.is_root() && matches!(kind, EventKind::ToolStart(ToolStartEvent { .. })))
+        {
+            spinner.start();
+        } else if matches!(
+            kind,
+            EventKind::FirstChunk
+                | EventKind::StreamingEnd(StreamingEndEvent { .. })
+                | EventKind::MessageCreated(MessageCreatedEvent { .. })
+        ) {
+            spinner.stop();
+        }
+        if let EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. }) = kind
+            && mcp_tool_names.contains(&block.name)
+        {
+            spinner.stop();
+            view.mcp_progress(&mut stdout, block)
+                .map_err(Failure::from_io)?;
         }
         view.event(&mut stdout, &event).map_err(Failure::from_io)?;
     }
