@@ -1,4 +1,8 @@
-//! `agentloop run`.
+//! `agentloop run`: one prompt through a loop strategy, drawn by
+//! [`render::View`] (or printed as JSON event lines with `--json`), with a
+//! spinner on a terminal's stderr while the model or a tool works. With no
+//! provider configured it plays the shipped demo ([`crate::demo`]). Ctrl-C
+//! cancels the run; the exit code follows its status ([`exit_code`]).
 
 use std::collections::HashMap;
 use std::io::Write;
