@@ -1,22 +1,28 @@
-//! `agentloop run`.
+//! `agentloop run`: one prompt through a loop strategy, drawn by
+//! [`render::View`] (or printed as JSON event lines with `--json`), with a
+//! spinner on a terminal's stderr while the model or a tool works. With no
+//! provider configured it plays the shipped demo ([`crate::demo`]). Ctrl-C
+//! cancels the run; the exit code follows its status ([`exit_code`]).
 
-use agentloop_types::{StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent};
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
+use std::time::Instant;
 
 use agentloop_engine::skills::prepare;
 use agentloop_engine::{RunDeps, StrategyRegistry};
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
 use agentloop_types::{
     CancellationToken, CompactionOptions, EventKind, LoopOptions, LoopStatus, Message,
-    RenderingContentBlock,
+    MessageCreatedEvent, StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent,
+    ToolStartEvent,
 };
 use futures::StreamExt;
 
 use crate::args::RunArgs;
-use crate::{providers, render, skills, tools};
+use crate::out::{Failure, Outcome, Stdout, Style};
+use crate::{demo, out, providers, render, skills, tools};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
 /// for input), 5 usage limit, 130 cancelled (Ctrl-C).
@@ -31,12 +37,26 @@ pub fn exit_code(status: &LoopStatus) -> ExitCode {
     })
 }
 
-pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
-    let chosen = providers::choose(
+pub async fn run(args: RunArgs) -> Outcome {
+    let demo = demo::wanted(
+        args.demo,
         args.provider.as_deref(),
-        args.model.as_deref(),
         args.base_url.as_deref(),
-    )?;
+    );
+    let chosen = if demo {
+        demo::provider(args.model.as_deref())?
+    } else {
+        providers::choose(
+            args.provider.as_deref(),
+            args.model.as_deref(),
+            args.base_url.as_deref(),
+        )?
+    };
+    let tool_names: Vec<String> = if demo && args.tools.is_empty() {
+        demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
+    } else {
+        args.tools.clone()
+    };
     let options = LoopOptions {
         model: chosen.model,
         api: chosen.api,
@@ -58,7 +78,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             ..options.clone()
         },
     };
-    let mut tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion))?;
+    let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
     // Kept until the run ends: dropping the servers stops their processes.
     let mcp = start_mcp(&args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
     let mcp_tool_names: Vec<String> = mcp.tools().iter().map(|t| t.name().to_owned()).collect();
@@ -71,25 +91,31 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         }
     });
     let settings = match &args.config {
-        Some(path) => read_settings(path)?,
+        Some(path) => read_settings(path).map_err(Failure::Usage)?,
         None => Default::default(),
     };
     let strategy = StrategyRegistry::default()
         .select(args.strategy.as_deref(), &settings)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Failure::usage(e.to_string()))?;
     let skills = match &args.skills {
-        Some(path) => skills::load(path, &tools)?,
+        Some(path) => skills::load(path, &tools).map_err(Failure::Usage)?,
         None => Vec::new(),
     };
+    if demo {
+        // Said once the run is sure to start, so a mistake stays one line.
+        out::note(demo::NOTICE);
+    }
     let deps = RunDeps::new(chosen.provider)
         .with_tools(tools)
         .with_cancel(cancel);
-    let context = vec![Message::user_text("user-1", args.prompt)];
+    let prompt = args.prompt.unwrap_or_else(|| demo::PROMPT.to_owned());
+    let context = vec![Message::user_text("user-1", prompt)];
     let run = prepare(options, context, deps, &skills);
     let mut events = strategy.run(run.options, run.context, run.deps);
 
-    let mut stdout = std::io::stdout().lock();
-    let mut spinner = Spinner::default();
+    let mut stdout = Stdout::new();
+    let mut view = render::View::new(Style::stdout());
+    let mut spinner = Spinner::new(out::stderr_is_live());
     let mut status = None;
     loop {
         let next = if spinner.active && !args.json {
@@ -109,22 +135,31 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         }
         if args.json {
             let line = serde_json::to_string(&event).map_err(|e| e.to_string())?;
-            writeln!(stdout, "{line}").map_err(|e| e.to_string())?;
+            stdout.line(line)?;
             continue;
         }
-        if let EventKind::StreamingStart(StreamingStartEvent { .. }) = &event.kind {
-            spinner.start();
-        } else if let EventKind::FirstChunk | EventKind::StreamingEnd(StreamingEndEvent { .. }) =
-            &event.kind
+        let kind = &event.kind;
+        // While the model or a root tool works, the spinner counts.
+        if matches!(kind, EventKind::StreamingStart(StreamingStartEvent { .. }))
+            || (event.path.is_root() && matches!(kind, EventKind::ToolStart(ToolStartEvent { .. })))
         {
+            spinner.start();
+        } else if matches!(
+            kind,
+            EventKind::FirstChunk
+                | EventKind::StreamingEnd(StreamingEndEvent { .. })
+                | EventKind::MessageCreated(MessageCreatedEvent { .. })
+        ) {
             spinner.stop();
         }
-        if let EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. }) = &event.kind
+        if let EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. }) = kind
             && mcp_tool_names.contains(&block.name)
         {
-            mcp_progress(&mut stdout, block).map_err(|e| e.to_string())?;
+            spinner.stop();
+            view.mcp_progress(&mut stdout, block)
+                .map_err(Failure::from_io)?;
         }
-        render::event(&mut stdout, &event).map_err(|e| e.to_string())?;
+        view.event(&mut stdout, &event).map_err(Failure::from_io)?;
     }
     spinner.stop();
     mcp.shutdown().await;
@@ -157,25 +192,6 @@ async fn start_mcp(
         .map_err(|e| e.to_string())
 }
 
-/// An MCP tool's progress line (`Progress 2/5: …`), shown as it arrives.
-fn mcp_progress(
-    out: &mut impl Write,
-    block: &agentloop_types::ToolResultRenderBlock,
-) -> std::io::Result<()> {
-    let line = block
-        .rendering_groups
-        .iter()
-        .flat_map(|group| &group.blocks)
-        .find_map(|b| match b {
-            RenderingContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        });
-    if let Some(line) = line {
-        writeln!(out, "\x1b[2m  {}: {line}\x1b[0m", block.name)?;
-    }
-    Ok(())
-}
-
 /// Reads a settings file: a JSON object of string values.
 fn read_settings(path: &std::path::Path) -> Result<HashMap<String, String>, String> {
     let text = std::fs::read_to_string(path)
@@ -188,32 +204,47 @@ fn read_settings(path: &std::path::Path) -> Result<HashMap<String, String>, Stri
     })
 }
 
-/// A spinner on stderr while waiting for the first token.
-#[derive(Default)]
+/// A spinner with the elapsed seconds on stderr while waiting for the
+/// first token; only when stderr is a live terminal.
 struct Spinner {
+    live: bool,
     active: bool,
     frame: usize,
+    since: Instant,
 }
 
 impl Spinner {
     const FRAMES: [&'static str; 4] = ["⠋", "⠙", "⠸", "⠴"];
 
+    fn new(live: bool) -> Self {
+        Self {
+            live,
+            active: false,
+            frame: 0,
+            since: Instant::now(),
+        }
+    }
+
     fn start(&mut self) {
-        self.active = true;
+        self.active = self.live;
         self.frame = 0;
+        self.since = Instant::now();
     }
 
     fn tick(&mut self) {
         let frame = Self::FRAMES[self.frame % Self::FRAMES.len()];
         self.frame += 1;
-        eprint!("\r{frame} ");
+        let seconds = self.since.elapsed().as_secs_f32();
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, "\r{frame} {seconds:.1}s ");
+        let _ = stderr.flush();
     }
 
     fn stop(&mut self) {
         if self.active {
             self.active = false;
             if self.frame > 0 {
-                eprint!("\r  \r");
+                let _ = write!(std::io::stderr(), "\r\x1b[2K");
             }
         }
     }
