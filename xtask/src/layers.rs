@@ -55,7 +55,10 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (MCP, &[TYPES]),
     (STORAGE, &[TYPES]),
     (RUNTIME, &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
-    (SERVER, &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
+    (
+        SERVER,
+        &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP],
+    ),
     (
         CLI,
         &[

@@ -69,6 +69,11 @@ pub struct ServeArgs {
     /// reaches it).
     #[arg(long)]
     pub metrics_bind: Option<String>,
+    /// Let projects name MCP servers (`mcpServers`) that their runs start;
+    /// stdio ones run as programs of this host, in the project folder, so
+    /// allow it only where every user is trusted with that.
+    #[arg(long)]
+    pub allow_project_mcp: bool,
     /// Connections served at once; more wait to be accepted.
     #[arg(long, default_value_t = 512)]
     pub max_connections: usize,
@@ -174,6 +179,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             )
         })?;
         config.projects_root = Some(projects_root.clone());
+        config.allow_project_mcp = args.allow_project_mcp;
         config.connections = ConnectionLimits {
             max_connections: args.max_connections.max(1),
             header_timeout: Duration::from_millis(args.header_timeout_ms.max(1)),

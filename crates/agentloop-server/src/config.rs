@@ -98,6 +98,10 @@ pub struct ServerConfig {
     pub live_capacity: usize,
     /// Bounds on open connections and slow request heads.
     pub connections: ConnectionLimits,
+    /// Whether projects may name MCP servers (`mcpServers`) for their runs.
+    /// Off by default: a stdio server is a program the server host runs, so
+    /// only an operator who trusts every user turns it on.
+    pub allow_project_mcp: bool,
 }
 
 impl ServerConfig {
@@ -120,6 +124,7 @@ impl ServerConfig {
             projects_root: None,
             live_capacity: 256,
             connections: ConnectionLimits::default(),
+            allow_project_mcp: false,
         }
     }
 }

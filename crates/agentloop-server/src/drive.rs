@@ -14,6 +14,7 @@ use agentloop_types::FinishedEvent;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use agentloop_mcp::{McpConfig, McpServers, ServerConfig as McpServerConfig, ServerOptions};
 use agentloop_storage::model::{AgentRunStatus, AgentType, EndReason, now_millis};
 use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_tools::FsTool;
@@ -81,46 +82,56 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     let workflow_called = Arc::new(AtomicBool::new(false));
     let outcome = match logged.1 {
         Some(result) => Outcome::Finished(result),
-        None => {
-            state.notify(
-                &ctx.owner,
-                json!({ "type": "streaming-started", "taskId": ctx.task.id,
-                        "agentRunId": run_id, "conversationId": conversation_id }),
-            );
-            let stop = state.shutdown.child_token();
-            let done = CancellationToken::new();
-            tokio::spawn(heartbeat(
-                state.clone(),
-                lease.clone(),
-                local.cancel.clone(),
-                stop.clone(),
-                done.clone(),
-            ));
-            let job = AgentJob {
-                run_id: run_id.to_owned(),
-                chat_id: chat_id.clone(),
-                store: state.store.clone(),
-                provider: state.config.provider.clone(),
-                tools: tools(state, &ctx, run.agent_type, workflow_called.clone())?,
-                owner: lease.owner.clone(),
-                lease_ms: lease.ttl_ms,
-                first_seq: logged.0.map_or(0, |s| s + 1),
-                cancel: local.cancel.clone(),
-                stop,
-                sink: Arc::new(StoreSink {
-                    lease: lease.clone(),
-                    events: local.events.clone(),
-                    metrics: RunMetrics::new(
-                        state.metrics.clone(),
-                        state.config.api.as_str(),
-                        crate::runner::run_model(&state.config, &ctx),
-                    ),
-                }),
-            };
-            let outcome = state.executor.execute(job).await;
-            done.cancel();
-            outcome
-        }
+        None => match project_mcp(state, &ctx).await {
+            Err(message) => Outcome::Failed(message),
+            Ok(mcp) => {
+                state.notify(
+                    &ctx.owner,
+                    json!({ "type": "streaming-started", "taskId": ctx.task.id,
+                            "agentRunId": run_id, "conversationId": conversation_id }),
+                );
+                let stop = state.shutdown.child_token();
+                let done = CancellationToken::new();
+                tokio::spawn(heartbeat(
+                    state.clone(),
+                    lease.clone(),
+                    local.cancel.clone(),
+                    stop.clone(),
+                    done.clone(),
+                ));
+                let mut tools = tools(state, &ctx, run.agent_type, workflow_called.clone())?;
+                if let Some(mcp) = &mcp {
+                    tools.extend(mcp.tools());
+                }
+                let job = AgentJob {
+                    run_id: run_id.to_owned(),
+                    chat_id: chat_id.clone(),
+                    store: state.store.clone(),
+                    provider: state.config.provider.clone(),
+                    tools,
+                    owner: lease.owner.clone(),
+                    lease_ms: lease.ttl_ms,
+                    first_seq: logged.0.map_or(0, |s| s + 1),
+                    cancel: local.cancel.clone(),
+                    stop,
+                    sink: Arc::new(StoreSink {
+                        lease: lease.clone(),
+                        events: local.events.clone(),
+                        metrics: RunMetrics::new(
+                            state.metrics.clone(),
+                            state.config.api.as_str(),
+                            crate::runner::run_model(&state.config, &ctx),
+                        ),
+                    }),
+                };
+                let outcome = state.executor.execute(job).await;
+                done.cancel();
+                if let Some(mcp) = mcp {
+                    mcp.shutdown().await;
+                }
+                outcome
+            }
+        },
     };
     let (wanted, reason, result) = match outcome {
         Outcome::Stopped | Outcome::Busy => {
@@ -336,6 +347,33 @@ fn tools(
     }
     tools.extend(state.config.extra_tools.iter().cloned());
     Ok(tools)
+}
+
+/// Starts the MCP servers the project names (`settings.mcp_servers`, the
+/// `mcpServers` map it was created with), stdio ones inside the project
+/// folder. They live for the run.
+async fn project_mcp(state: &AppState, ctx: &TaskContext) -> Result<Option<McpServers>, String> {
+    let Some(servers) = ctx.project.settings.get("mcp_servers") else {
+        return Ok(None);
+    };
+    if !state.config.allow_project_mcp {
+        return Err(
+            "the project names MCP servers, but this server does not run them \
+             (start it with --allow-project-mcp)"
+                .to_owned(),
+        );
+    }
+    let mut config = McpConfig::from_json(&json!({ "mcpServers": servers }).to_string())
+        .map_err(|e| format!("the project's MCP servers: {e}"))?;
+    for server in config.servers.values_mut() {
+        if let McpServerConfig::Stdio(stdio) = server {
+            stdio.cwd = Some(ctx.repo.clone());
+        }
+    }
+    McpServers::start(&config, ServerOptions::default())
+        .await
+        .map(Some)
+        .map_err(|e| format!("the project's MCP servers could not start: {e}"))
 }
 
 /// Renews the lease and watches the run's status until `done`: a lost

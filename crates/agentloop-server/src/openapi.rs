@@ -108,7 +108,11 @@ fn operations() -> Vec<Operation> {
                         "pattern": "\\S",
                         "description": "The project's folder. Relative paths are taken inside the server's projects folder; absolute ones must lie inside it. Refused (400, nothing created): `..` components, symbolic links anywhere below the projects folder, a path through a file, the projects folder itself. Refused (409): a folder equal to, inside, or around another project's folder, or one a deleted project of another user left behind."
                     },
-                    "model": {"type": ["string", "null"], "pattern": "\\S"}
+                    "model": {"type": ["string", "null"], "pattern": "\\S"},
+                    "mcpServers": {
+                        "type": ["object", "null"],
+                        "description": "MCP servers whose tools the project's runs get, in the familiar shape: name → {command, args, env} or {url, headers}. Stdio servers start in the project folder. Refused (400) unless the server runs with --allow-project-mcp."
+                    }
                 }),
                 &["name", "repoFolder"],
             )),

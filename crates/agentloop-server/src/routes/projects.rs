@@ -77,6 +77,20 @@ pub(super) async fn create(
         Some(Value::String(model)) if !model.trim().is_empty() => Some(model.clone()),
         Some(_) => return Err(ApiError::bad_request("model must be a non-empty string")),
     };
+    let mcp_servers = match body.get("mcpServers") {
+        None | Some(Value::Null) => None,
+        Some(servers) if state.config.allow_project_mcp => {
+            agentloop_mcp::McpConfig::from_json(&json!({ "mcpServers": servers }).to_string())
+                .map_err(|e| ApiError::bad_request(format!("mcpServers: {e}")))?;
+            Some(servers.clone())
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "mcpServers: this server does not run project MCP servers \
+                 (its operator can allow them with --allow-project-mcp)",
+            ));
+        }
+    };
     let planned =
         folders::plan(state.config.projects_root.as_deref(), requested).map_err(folder_error)?;
     if let Some(owner) = folder_owner(&planned.path).await {
@@ -90,6 +104,9 @@ pub(super) async fn create(
     let mut settings = json!({ "owner": user.id, "repo_folder": planned.path });
     if let Some(model) = model {
         settings["model"] = json!(model);
+    }
+    if let Some(servers) = mcp_servers {
+        settings["mcp_servers"] = servers;
     }
     let now = now_millis();
     let project = Project {

@@ -1,0 +1,109 @@
+//! Projects may name MCP servers for their runs when the operator allows
+//! it: a stdio server starts inside the project folder, its tools reach the
+//! agent, and a cancel of the run reaches the server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+use agentloop_storage::MemoryStore;
+use common::gated::{follow_until, start_run};
+use serde_json::json;
+
+fn fake_server() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../agentloop-mcp/tests/fixtures/fake_server.py")
+        .display()
+        .to_string()
+}
+
+/// Polls (bounded) until `path` holds `needle`.
+async fn wait_for(path: &Path, needle: &str) {
+    for _ in 0..400 {
+        if std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{} never held {needle:?}", path.display());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_mcp_server_runs_in_its_folder_and_hears_the_cancel() {
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call("w1", "fake__wait", json!({})),
+        ScriptedTurn::new().text("never requested"),
+    ]);
+    let mut config = common::config(provider);
+    config.allow_project_mcp = true;
+    let server = common::start_with(Arc::new(MemoryStore::new()), config).await;
+    let (status, project) = server
+        .send(
+            "POST",
+            "/api/projects",
+            json!({
+                "name": "with tools",
+                "repoFolder": server.repo.path(),
+                "mcpServers": { "fake": {
+                    "command": "python3",
+                    "args": [fake_server()],
+                    "env": { "FAKE_LOG": "fake-calls.jsonl" }
+                } }
+            }),
+        )
+        .await;
+    assert_eq!(status, 201, "{project}");
+    let (_, task) = server
+        .send(
+            "POST",
+            &format!("/api/projects/{}/tasks", project["id"].as_str().unwrap()),
+            json!({ "title": "use the tool" }),
+        )
+        .await;
+    let run_id = start_run(&server, task["id"].as_str().unwrap(), "review").await;
+    let mut sse = follow_until(&server, &run_id, "tool_start").await;
+    // FAKE_LOG is relative: the call is logged in the project folder.
+    let log = server.repo.path().join("fake-calls.jsonl");
+    wait_for(&log, "\"wait\"").await;
+
+    let (status, _) = server
+        .send(
+            "POST",
+            &format!("/api/agent-runs/{run_id}/cancel"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    sse.read_to_end(Duration::from_secs(5)).await;
+    wait_for(&log, "\"cancelled\"").await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn project_mcp_servers_are_refused_unless_allowed() {
+    let server = common::start(Arc::new(MemoryStore::new()), ScriptedProvider::new([])).await;
+    let (status, body) = server
+        .send(
+            "POST",
+            "/api/projects",
+            json!({
+                "name": "p",
+                "repoFolder": server.repo.path(),
+                "mcpServers": { "x": { "command": "true" } }
+            }),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-project-mcp")
+    );
+    assert_eq!(std::fs::read_dir(server.repo.path()).unwrap().count(), 0);
+    server.stop().await;
+}
