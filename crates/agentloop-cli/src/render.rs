@@ -80,8 +80,16 @@ fn summary(out: &mut impl Write, result: &LoopResult) -> std::io::Result<()> {
         }
         LoopStatus::Complete {
             return_value: Some(value),
+            ..
         } => writeln!(out, "returned: {value}")?,
-        LoopStatus::Complete { return_value: None }
+        LoopStatus::Complete {
+            return_value: None,
+            output: Some(value),
+        } => writeln!(out, "output: {value}")?,
+        LoopStatus::Complete {
+            return_value: None,
+            output: None,
+        }
         | LoopStatus::MaxIterations
         | LoopStatus::Cancelled
         | LoopStatus::LimitExceeded { .. } => {}

@@ -80,7 +80,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (events, status)
     });
     let elapsed = start.elapsed().as_secs_f64();
-    if status != Some(LoopStatus::Complete { return_value: None }.name()) {
+    if status
+        != Some(
+            LoopStatus::Complete {
+                return_value: None,
+                output: None,
+            }
+            .name(),
+        )
+    {
         return Err(format!("the benchmark run ended {status:?}").into());
     }
     let steps = STEPS as f64 + 1.0;

@@ -45,7 +45,10 @@ pub use history::{HistoryError, close_dangling_calls, validate_history};
 pub use message::{
     ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,
 };
-pub use options::{LoopOptions, ReasoningEffort, ReasoningSummary, UsageLimits};
+pub use options::{
+    FINAL_OUTPUT_TOOL, LoopOptions, OutputMode, OutputSchema, ReasoningEffort, ReasoningSummary,
+    UsageLimits,
+};
 pub use ports::{
     AttachmentError, AttachmentLoader, LoadedAttachment, ModelProvider, ModelRequest, ModelStream,
 };

@@ -84,6 +84,12 @@ struct Stored {
     model_call: Option<ModelCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     retrieval: Option<Retrieval>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    output_retries: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Run {
@@ -108,6 +114,7 @@ impl Run {
         let mut run = Self::new(state, stored.machine);
         run.core.model_call = stored.model_call;
         run.core.retrieval = stored.retrieval;
+        run.core.output_retries = stored.output_retries;
         Ok(run)
     }
 
@@ -117,6 +124,7 @@ impl Run {
             machine: self.machine.clone(),
             model_call: self.core.model_call.clone(),
             retrieval: self.core.retrieval.clone(),
+            output_retries: self.core.output_retries,
         };
         // These types always serialise; should one ever fail, the last
         // stored phase is kept rather than one that reads as native.

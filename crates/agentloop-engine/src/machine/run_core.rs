@@ -14,6 +14,7 @@ use super::answers::{
     CANCELLED_NOT_RUN, CANCELLED_RUNNING, NO_RESULT, ToolOutcome, committed_block, exceeded_limit,
     interrupted, refusal, resolve_options, running_block, trim_thinking,
 };
+use super::output::OutputRules;
 use super::{OfferedTool, Step, ToolCall};
 use crate::retrieval::{inject_passages, last_user_text};
 
@@ -25,6 +26,9 @@ pub(crate) struct Env {
     /// The offered tools: every tool given, narrowed by
     /// `LoopOptions::enabled_tools`.
     pub(crate) tools: Vec<OfferedTool>,
+    /// What the final answer is held to, when the run has an output schema
+    /// and its strategy honours it.
+    pub(crate) output: Option<OutputRules>,
 }
 
 impl Env {
@@ -36,7 +40,11 @@ impl Env {
                     || options.enabled_tools.contains(&t.definition.name)
             })
             .collect();
-        Self { options, tools }
+        Self {
+            options,
+            tools,
+            output: None,
+        }
     }
 
     fn find(&self, name: &str) -> Option<&OfferedTool> {
@@ -91,6 +99,9 @@ pub(crate) struct RunCore {
     pub(crate) model_call: Option<ModelCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) retrieval: Option<Retrieval>,
+    /// Answers sent back for not fitting the output schema.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) output_retries: u32,
     /// Events of the step in progress.
     #[serde(skip)]
     events: Vec<EventKind>,
@@ -102,6 +113,7 @@ impl RunCore {
             state,
             model_call: None,
             retrieval: None,
+            output_retries: 0,
             events: Vec::new(),
         }
     }
@@ -127,7 +139,7 @@ impl RunCore {
     }
 
     /// A message id of this run: `{run_id}-{n}`.
-    fn next_id(&mut self) -> String {
+    pub(crate) fn next_id(&mut self) -> String {
         self.state.created_messages += 1;
         format!("{}-{}", self.state.run_id, self.state.created_messages)
     }
@@ -147,7 +159,7 @@ impl RunCore {
     }
 
     /// Commits tool results as the user message `id`.
-    fn commit_results(&mut self, id: String, results: Vec<ToolResultBlock>) {
+    pub(crate) fn commit_results(&mut self, id: String, results: Vec<ToolResultBlock>) {
         let content = results.into_iter().map(ContentBlock::ToolResult).collect();
         self.commit_as(Message::new(id, Role::User, content));
     }
@@ -234,8 +246,15 @@ impl RunCore {
     fn request(&self, env: &Env, call: &ModelCall) -> Step {
         let mut messages = trim_thinking(&self.state.messages, env.options.thinking_keep_turns);
         messages.extend(call.extra.iter().cloned());
+        let output = env.output.as_ref();
         let tools = match &call.offer {
-            ToolOffer::RunTools => env.tools.iter().map(|t| t.definition.clone()).collect(),
+            ToolOffer::RunTools => env
+                .tools
+                .iter()
+                .map(|t| &t.definition)
+                .chain(output.and_then(OutputRules::tool))
+                .cloned()
+                .collect(),
             ToolOffer::Nothing => Vec::new(),
             ToolOffer::Control { tool } => vec![tool.clone()],
         };
@@ -243,6 +262,7 @@ impl RunCore {
             iteration: call.iteration,
             messages,
             tools,
+            output: output.and_then(OutputRules::native).cloned(),
         }
     }
 
@@ -537,7 +557,10 @@ impl RunCore {
             steps,
             final_answer,
         });
-        self.finish(LoopStatus::Complete { return_value: None })
+        self.finish(LoopStatus::Complete {
+            return_value: None,
+            output: None,
+        })
     }
 
     /// Commits a turn made with no tools offered and returns its text.
@@ -580,6 +603,10 @@ impl RunCore {
             other_tool_results,
         }))
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A result of the turn that suspended, for `other_tool_results`: a second

@@ -279,6 +279,7 @@ impl PlanMachine {
         let failure = match result.status {
             LoopStatus::Complete {
                 return_value: Some(value),
+                ..
             } => {
                 core.emit(EventKind::AgentCompletion {
                     steps: step,
@@ -286,9 +287,12 @@ impl PlanMachine {
                 });
                 return core.finish(LoopStatus::Complete {
                     return_value: Some(value),
+                    output: None,
                 });
             }
-            LoopStatus::Complete { return_value: None } => {
+            LoopStatus::Complete {
+                return_value: None, ..
+            } => {
                 core.emit(EventKind::AgentObserve {
                     message: answer,
                     step,
