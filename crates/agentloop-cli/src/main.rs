@@ -7,6 +7,7 @@ mod chat;
 mod chats;
 mod export;
 mod logging;
+mod output;
 mod providers;
 mod render;
 mod replay;

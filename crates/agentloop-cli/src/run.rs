@@ -14,7 +14,7 @@ use agentloop_types::{
 use futures::StreamExt;
 
 use crate::args::RunArgs;
-use crate::{providers, render, skills, tools};
+use crate::{output, providers, render, skills, tools};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
 /// for input), 5 usage limit, 130 cancelled (Ctrl-C).
@@ -78,6 +78,13 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         .with_tools(tools)
         .with_cancel(cancel);
     let context = vec![Message::user_text("user-1", args.prompt)];
+    let mut options = options;
+    options.output_schema = args
+        .output_schema
+        .as_deref()
+        .map(output::load)
+        .transpose()?;
+    let value_only = args.json && options.output_schema.is_some();
     let run = prepare(options, context, deps, &skills);
     let mut events = strategy.run(run.options, run.context, run.deps);
 
@@ -100,6 +107,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         if let Some(result) = event.root_result() {
             status = Some(result.status.clone());
         }
+        if value_only {
+            continue;
+        }
         if args.json {
             let line = serde_json::to_string(&event).map_err(|e| e.to_string())?;
             writeln!(stdout, "{line}").map_err(|e| e.to_string())?;
@@ -118,6 +128,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         render::event(&mut stdout, &event).map_err(|e| e.to_string())?;
     }
     spinner.stop();
+    if value_only {
+        output::print(&mut stdout, status.as_ref())?;
+    }
     mcp.shutdown().await;
     Ok(status.as_ref().map_or(ExitCode::from(1), exit_code))
 }
