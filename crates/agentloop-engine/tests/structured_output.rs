@@ -7,12 +7,15 @@
 mod common;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+use agentloop_engine::{RunDeps, RunItem, resume, run};
+use agentloop_types::RunState;
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
     ApiKind, CancellationToken, EventKind, FINAL_OUTPUT_TOOL, LoopError, LoopEvent, LoopOptions,
     LoopResult, LoopStatus, OutputMode, OutputSchema, RefusalDetails, Role, StopReason,
 };
 use common::*;
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 fn city_schema() -> OutputSchema {
@@ -316,4 +319,58 @@ async fn a_run_without_a_schema_has_no_output() {
             output: None
         }
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resumed_run_keeps_its_retry_count() {
+    let turns = vec![
+        ScriptedTurn::new().text("Oslo").usage(10, 1),
+        ScriptedTurn::new().text(r#"{"name":"Oslo"}"#).usage(10, 1),
+    ];
+    let options = options(ApiKind::OpenaiChat, city_schema().with_max_retries(1));
+    let full: Vec<RunItem> = run(
+        options.clone(),
+        user("The capital of Norway?"),
+        RunDeps::new(ScriptedProvider::new(turns.clone())).with_run_id("run"),
+    )
+    .with_checkpoints()
+    .collect()
+    .await;
+    let finished = |items: &[RunItem]| {
+        items
+            .iter()
+            .find_map(|item| match item {
+                RunItem::Event(event) => event.root_result().cloned(),
+                RunItem::Checkpoint(_) => None,
+            })
+            .unwrap()
+    };
+    let expected = finished(&full);
+    assert!(matches!(
+        expected.status,
+        LoopStatus::Error {
+            error: LoopError::OutputInvalid { .. }
+        }
+    ));
+    let mut resumed_runs = 0;
+    for (at, item) in full.iter().enumerate() {
+        let RunItem::Checkpoint(state) = item else {
+            continue;
+        };
+        let calls_done = full[..at]
+            .iter()
+            .filter(|i| matches!(i, RunItem::Event(e) if matches!(e.kind, EventKind::StreamingStart { .. })))
+            .count();
+        let stored: RunState =
+            serde_json::from_str(&serde_json::to_string(state).unwrap()).unwrap();
+        let provider = ScriptedProvider::new(turns[calls_done..].to_vec());
+        let events: Vec<LoopEvent> =
+            resume(options.clone(), stored, RunDeps::new(provider.clone()))
+                .collect()
+                .await;
+        assert_eq!(result(&events), expected, "resumed at item {at}");
+        assert_eq!(provider.remaining(), 0, "resumed at item {at}");
+        resumed_runs += 1;
+    }
+    assert!(resumed_runs >= 2, "a checkpoint before each model call");
 }

@@ -25,7 +25,7 @@
 //!     };
 //!     // emit `events` in order; store `machine.state()` if wanted
 //!     input = match next {
-//!         Step::CallModel { iteration, messages, tools } => /* stream a turn */,
+//!         Step::CallModel { iteration, messages, tools, output } => /* stream a turn */,
 //!         Step::RunTools { calls } => /* run those without an `answer`, `alone` apart;
 //!                                        report every call's ToolOutcome */,
 //!         Step::Retrieve { query, limit } => /* ask the retriever */,
