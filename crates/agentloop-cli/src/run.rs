@@ -70,6 +70,12 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
     let strategy = StrategyRegistry::default()
         .select(args.strategy.as_deref(), &settings)
         .map_err(|e| e.to_string())?;
+    if args.output_schema.is_some() && strategy.name() != agentloop_engine::strategy::NATIVE {
+        return Err(format!(
+            "--output-schema needs the native strategy, not {}",
+            strategy.name()
+        ));
+    }
     let skills = match &args.skills {
         Some(path) => skills::load(path, &tools)?,
         None => Vec::new(),

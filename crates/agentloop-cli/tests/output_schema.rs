@@ -7,6 +7,10 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 
 fn run(dir: &std::path::Path, script: &str) -> Output {
+    run_with(dir, script, &[])
+}
+
+fn run_with(dir: &std::path::Path, script: &str, extra: &[&str]) -> Output {
     let script_path = dir.join("script.json");
     std::fs::write(&script_path, script).unwrap();
     let schema = dir.join("city.json");
@@ -31,6 +35,7 @@ fn run(dir: &std::path::Path, script: &str) -> Output {
             &schema.to_string_lossy(),
             "--json",
         ])
+        .args(extra)
         .output()
         .unwrap()
 }
@@ -67,4 +72,16 @@ fn no_fitting_answer_is_an_error() {
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("output_invalid"), "{stderr}");
+}
+
+#[test]
+fn only_the_native_strategy_takes_an_output_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run_with(dir.path(), "[]", &["--strategy", "react"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--output-schema needs the native strategy"),
+        "{stderr}"
+    );
 }
