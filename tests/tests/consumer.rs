@@ -2,6 +2,10 @@
 //! keeps the streaming view from deltas and accumulates tokens, and ends up
 //! with exactly what the run's result says.
 
+use agentloop_types::{
+    FinishedEvent, MessageCreatedEvent, StreamingChunkEvent, StreamingEndEvent,
+    StreamingStartEvent, TokensConsumedEvent,
+};
 use std::sync::Arc;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
@@ -54,12 +58,18 @@ async fn consumer_state_matches_the_result() {
     let mut result = None;
     while let Some(event) = stream.next().await {
         match event.kind {
-            EventKind::StreamingStart { .. } => assembler = StreamAssembler::new(),
-            EventKind::StreamingChunk { delta } => assembler.apply(&delta).unwrap(),
-            EventKind::StreamingEnd { .. } => streamed_views.push(assembler.groups().to_vec()),
-            EventKind::MessageCreated { message } => stored.push(message),
-            EventKind::TokensConsumed { tokens } => totals += tokens,
-            EventKind::Finished { result: r } => result = Some(r),
+            EventKind::StreamingStart(StreamingStartEvent { .. }) => {
+                assembler = StreamAssembler::new()
+            }
+            EventKind::StreamingChunk(StreamingChunkEvent { delta }) => {
+                assembler.apply(&delta).unwrap()
+            }
+            EventKind::StreamingEnd(StreamingEndEvent { .. }) => {
+                streamed_views.push(assembler.groups().to_vec())
+            }
+            EventKind::MessageCreated(MessageCreatedEvent { message }) => stored.push(message),
+            EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => totals += tokens,
+            EventKind::Finished(FinishedEvent { result: r }) => result = Some(r),
             _ => {}
         }
     }

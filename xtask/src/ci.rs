@@ -1,8 +1,8 @@
 //! `cargo xtask ci`: every check CI runs, in order, stopping at the first
-//! failure: fmt, clippy, layers, nextest, doctests, and docs without
-//! warnings.
+//! failure: fmt, clippy, layers, the event schema, nextest, doctests, and
+//! docs without warnings.
 
-use crate::{Error, cargo, layers, run_step};
+use crate::{Error, cargo, layers, run_step, schema};
 
 /// Splits the arguments after `ci` into the extra arguments for
 /// `cargo nextest run`: everything after a leading `--`.
@@ -39,6 +39,9 @@ pub fn run(args: &[String]) -> Result<(), Error> {
 
     step("layers");
     layers::run()?;
+
+    step("schema");
+    schema::run(&["--check".to_owned()])?;
 
     step("nextest");
     let mut nextest = cargo(&["nextest", "run", "--workspace"]);

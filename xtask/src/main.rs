@@ -7,7 +7,8 @@
 //!   workspace crates is one the card allows);
 //! - `ci`: formatting, clippy, layers, nextest, doctests and docs, stopping at the
 //!   first failure; arguments after `--` go to `cargo nextest run`;
-//! - `bench`: runs the registered benchmarks.
+//! - `bench`: runs the registered benchmarks;
+//! - `schema`: writes or checks the event stream's JSON Schema.
 //!
 //! Each command lives in its own module; this file only parses the command
 //! line and holds the helpers they share.
@@ -15,6 +16,7 @@
 mod bench;
 mod ci;
 mod layers;
+mod schema;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -28,6 +30,7 @@ commands:
   layers              check the crate layering rules of the design card
   ci [-- <args>...]   fmt, clippy, layers, nextest (extra args passed through), doctests, docs
   bench [args...]     run the benchmarks
+  schema [--check]    write (or check) docs/events.schema.json
   help                print this message";
 
 fn main() -> ExitCode {
@@ -60,6 +63,7 @@ fn dispatch(args: &[String]) -> Result<(), Error> {
         }
         "ci" => ci::run(rest),
         "bench" => bench::run(rest),
+        "schema" => schema::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())

@@ -6,15 +6,33 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Run LLM agent loops.
 #[derive(Parser)]
-#[command(name = "agentloop", version, about)]
+#[command(name = "agentloop", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Colour the terminal view: auto (a terminal without NO_COLOR),
+    /// always or never.
+    #[arg(long, global = true, value_enum, default_value_t = crate::out::ColorChoice::Auto)]
+    pub color: crate::out::ColorChoice,
 }
+
+/// The exit codes, shown at the end of `--help`.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0    done (a run that completed)
+  1    runtime failure (a run that ended in an error, a database or provider that fails)
+  2    usage error (bad flags, unknown names, unreadable input files)
+  3    a run stopped at --max-iterations
+  4    a run suspended, waiting for input
+  5    a run stopped at a usage limit
+  130  a run cancelled with Ctrl-C
+
+Progress and notes go to stderr, answers to stdout.";
 
 #[derive(Subcommand)]
 pub enum Command {
     /// Run one prompt through the agent loop, streaming to the terminal.
+    #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
     /// Parse a raw SSE body (as an HTTP response carries it) through an
     /// adapter and print the assembled content, stop reason, usage and error
@@ -30,7 +48,9 @@ pub enum Command {
     Users(crate::serve::UsersCommand),
     /// Mark a task's workflow complete, which stops its agent chain.
     CompleteWorkflow(crate::serve::CompleteWorkflowArgs),
-    /// Chat interactively on a stored chat: each stdin line is a message.
+    /// Chat on a stored conversation: a REPL on a terminal, else each stdin
+    /// line is a message.
+    #[command(after_help = EXIT_CODES)]
     Chat(crate::chat::ChatArgs),
     /// List, show or delete stored chats.
     #[command(subcommand)]
@@ -39,6 +59,34 @@ pub enum Command {
     Export(crate::export::ExportArgs),
     /// Read a project from a JSON export into the database.
     Import(crate::export::ImportArgs),
+    /// Show where the configuration file is, or what it sets.
+    #[command(subcommand)]
+    Config(crate::config::ConfigCommand),
+    /// Print a completion script for a shell.
+    Completions(crate::discover::CompletionsArgs),
+    /// Print the version, the configuration and data paths, and which
+    /// provider the environment configures.
+    Info,
+    /// List the models the provider offers.
+    Models(crate::discover::ModelsArgs),
+}
+
+/// How `run` compacts long requests.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum CompactionArg {
+    None,
+    Summarise,
+    DropOldest,
+}
+
+impl From<CompactionArg> for agentloop_types::CompactionStrategy {
+    fn from(arg: CompactionArg) -> Self {
+        match arg {
+            CompactionArg::None => Self::None,
+            CompactionArg::Summarise => Self::Summarise,
+            CompactionArg::DropOldest => Self::DropOldest,
+        }
+    }
 }
 
 /// The wire protocols `replay-stream` understands.
@@ -52,17 +100,25 @@ pub enum ApiArg {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The user's message.
-    pub prompt: String,
-    /// anthropic, openai-chat, openai-responses, openai-compatible, or
-    /// scripted:FILE (a JSON array of scripted turns). Default: from the
-    /// keys in the environment.
+    /// The user's message (with --demo: optional).
+    #[arg(required_unless_present = "demo")]
+    pub prompt: Option<String>,
+    /// Play the shipped demo conversation (examples/demo.json): no key, no
+    /// network. Also what `run` does when no provider is configured.
+    #[arg(long, conflicts_with = "provider")]
+    pub demo: bool,
+    /// anthropic, openai-chat, openai-responses, openai-compatible, gemini,
+    /// or scripted:FILE (a JSON array of scripted turns, see
+    /// examples/README.md). Default: the configuration file, else from the
+    /// keys in the environment, else the demo.
     #[arg(long)]
     pub provider: Option<String>,
     /// Model id (default: $AGENTLOOP_MODEL, else a provider default).
     #[arg(long)]
     pub model: Option<String>,
-    /// Base URL of an OpenAI-compatible server (default: $OPENAI_BASE_URL).
+    /// The provider's base URL, e.g. a proxy or a local OpenAI-compatible
+    /// server (default: $ANTHROPIC_BASE_URL, $OPENAI_BASE_URL or
+    /// $GEMINI_BASE_URL by provider).
     #[arg(long)]
     pub base_url: Option<String>,
     /// System prompt.
@@ -74,6 +130,10 @@ pub struct RunArgs {
     /// Model turns before the run stops.
     #[arg(long, default_value_t = 50)]
     pub max_iterations: u32,
+    /// What to do when a request would exceed 80% of the model's context
+    /// window (known from the model table): none, summarise or drop-oldest.
+    #[arg(long, value_enum, default_value_t = CompactionArg::None)]
+    pub compaction: CompactionArg,
     /// Tools to offer, comma-separated (see `agentloop tool list`).
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,

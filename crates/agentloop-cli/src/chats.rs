@@ -2,10 +2,14 @@
 
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
+use agentloop_storage::{StorageError, Store};
 use agentloop_types::ContentBlock;
 use clap::{Args, Subcommand};
 
-use crate::chat::open_db;
+use crate::db::{self, Access};
+use crate::out::{Failure, Outcome, Stdout};
 
 #[derive(Subcommand)]
 pub enum ChatsCommand {
@@ -39,24 +43,49 @@ pub struct ChatIdArgs {
     pub json: bool,
 }
 
-pub async fn chats(command: ChatsCommand) -> Result<ExitCode, String> {
+pub async fn chats(command: ChatsCommand) -> Outcome {
     match command {
         ChatsCommand::List(args) => list(args).await,
         ChatsCommand::Show(args) => show(args).await,
         ChatsCommand::Delete(args) => {
-            let store = open_db(args.db.as_deref()).await?;
+            let store = existing_chat(&args).await?;
             store
                 .delete_chat(&args.id)
                 .await
                 .map_err(|e| e.to_string())?;
-            eprintln!("agentloop: deleted chat {}", args.id);
+            crate::out::note(format!("deleted chat {}", args.id));
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-async fn list(args: DbArgs) -> Result<ExitCode, String> {
-    let store = open_db(args.db.as_deref()).await?;
+/// The database holding chat `args.id`, or one line saying it is not there.
+async fn existing_chat(args: &ChatIdArgs) -> Result<Arc<dyn Store>, Failure> {
+    let missing = || {
+        Failure::Runtime(format!(
+            "no chat {} in {} (see `agentloop chats list`)",
+            args.id,
+            db::describe(args.db.as_deref())
+        ))
+    };
+    let store = db::open(args.db.as_deref(), Access::Read)
+        .await?
+        .ok_or_else(missing)?;
+    match store.get_chat(&args.id).await {
+        Ok(_) => Ok(store),
+        Err(StorageError::NotFound { .. }) => Err(missing()),
+        Err(e) => Err(Failure::Runtime(e.to_string())),
+    }
+}
+
+async fn list(args: DbArgs) -> Outcome {
+    let mut out = Stdout::new();
+    let Some(store) = db::open(args.db.as_deref(), Access::Read).await? else {
+        if args.json {
+            out.line("[]")?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
     let mut chats = Vec::new();
     for project in store.list_projects().await.map_err(|e| e.to_string())? {
         chats.extend(
@@ -67,10 +96,7 @@ async fn list(args: DbArgs) -> Result<ExitCode, String> {
         );
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&chats).map_err(|e| e.to_string())?
-        );
+        out.line(serde_json::to_string_pretty(&chats).map_err(|e| e.to_string())?)?;
         return Ok(ExitCode::SUCCESS);
     }
     for chat in chats {
@@ -83,22 +109,23 @@ async fn list(args: DbArgs) -> Result<ExitCode, String> {
             .minion
             .map(|m| format!("  (minion of {})", m.parent_chat_id))
             .unwrap_or_default();
-        println!(
+        out.line(format!(
             "{}\t{}\t{} messages\t{} in / {} out tokens\t{}{}",
             chat.id,
             chat.project_id,
             messages,
             chat.totals.input_tokens,
             chat.totals.output_tokens,
-            chat.title,
+            crate::out::sanitize(&chat.title),
             parent
-        );
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-async fn show(args: ChatIdArgs) -> Result<ExitCode, String> {
-    let store = open_db(args.db.as_deref()).await?;
+async fn show(args: ChatIdArgs) -> Outcome {
+    let store = existing_chat(&args).await?;
+    let mut out = Stdout::new();
     let chat = store.get_chat(&args.id).await.map_err(|e| e.to_string())?;
     let messages = store
         .list_messages(&chat.id)
@@ -106,13 +133,14 @@ async fn show(args: ChatIdArgs) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     if args.json {
         let value = serde_json::json!({ "chat": chat, "messages": messages });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
-        );
+        out.line(serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("chat {} ({})", chat.id, chat.title);
+    out.line(format!(
+        "chat {} ({})",
+        chat.id,
+        crate::out::sanitize(&chat.title)
+    ))?;
     for stored in messages {
         let role = serde_json::to_value(stored.message.role)
             .ok()
@@ -133,11 +161,19 @@ async fn show(args: ChatIdArgs) -> Result<ExitCode, String> {
                 | ContentBlock::Document { .. }
                 | ContentBlock::Provider { .. } => continue,
             };
-            println!("{:>4} {role}: {line}", stored.seq);
+            out.line(format!(
+                "{:>4} {role}: {}",
+                stored.seq,
+                crate::out::sanitize(&line)
+            ))?;
         }
         let text = stored.message.text();
         if !text.is_empty() {
-            println!("{:>4} {role}: {text}", stored.seq);
+            out.line(format!(
+                "{:>4} {role}: {}",
+                stored.seq,
+                crate::out::sanitize(&text)
+            ))?;
         }
     }
     Ok(ExitCode::SUCCESS)

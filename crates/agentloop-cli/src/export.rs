@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use agentloop_storage::{ProjectExport, export_project, import_project};
 use clap::Args;
 
-use crate::chat::{CLI_PROJECT, open_db};
+use crate::chat::CLI_PROJECT;
+use crate::db::{self, Access};
+use crate::out::{Failure, Outcome, Stdout};
 
 #[derive(Args)]
 pub struct ExportArgs {
@@ -32,41 +34,60 @@ pub struct ImportArgs {
     pub db: Option<String>,
 }
 
-pub async fn export(args: ExportArgs) -> Result<ExitCode, String> {
-    let store = open_db(args.db.as_deref()).await?;
-    let document = export_project(&*store, &args.project)
-        .await
-        .map_err(|e| e.to_string())?;
+pub async fn export(args: ExportArgs) -> Outcome {
+    let missing = || {
+        Failure::Runtime(format!(
+            "no project {} in {}",
+            args.project,
+            db::describe(args.db.as_deref())
+        ))
+    };
+    let store = db::open(args.db.as_deref(), Access::Read)
+        .await?
+        .ok_or_else(missing)?;
+    let document = match export_project(&*store, &args.project).await {
+        Ok(document) => document,
+        Err(agentloop_storage::StorageError::NotFound {
+            kind: "project", ..
+        }) => {
+            return Err(missing());
+        }
+        Err(e) => return Err(Failure::Runtime(e.to_string())),
+    };
     let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())?;
     match &args.output {
         Some(path) => std::fs::write(path, text)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
-        None => println!("{text}"),
+        None => Stdout::new().line(text)?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn import(args: ImportArgs) -> Result<ExitCode, String> {
+pub async fn import(args: ImportArgs) -> Outcome {
     let text = if args.file.as_os_str() == "-" {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read stdin: {e}"))?;
+            .map_err(|e| Failure::usage(format!("cannot read stdin: {e}")))?;
         text
     } else {
         std::fs::read_to_string(&args.file)
-            .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?
+            .map_err(|e| Failure::usage(format!("cannot read {}: {e}", args.file.display())))?
     };
-    let document: ProjectExport =
-        serde_json::from_str(&text).map_err(|e| format!("not a project export: {e}"))?;
-    let store = open_db(args.db.as_deref()).await?;
+    let document: ProjectExport = serde_json::from_str(&text).map_err(|e| {
+        Failure::usage(format!(
+            "{} is not a project export (made by `agentloop export`): {e}",
+            args.file.display()
+        ))
+    })?;
+    let store = db::open_for_write(args.db.as_deref()).await?;
     import_project(&*store, &document)
         .await
         .map_err(|e| e.to_string())?;
-    eprintln!(
-        "agentloop: imported project {} ({} chats)",
+    crate::out::note(format!(
+        "imported project {} ({} chats)",
         document.project.id,
         document.chats.len()
-    );
+    ));
     Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,16 @@
-//! Where the server's log lines go: `tracing` events to stderr, as text or
+//! Where log lines and spans go: `tracing` events to stderr, as text or
 //! JSON lines, filtered by `RUST_LOG` when it is set, else by the level
-//! given.
+//! given; and, with the `otel` feature, spans exported over OTLP/HTTP when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`)
+//! is set, configured by the standard `OTEL_*` variables.
 
 use std::io::IsTerminal;
 
 use clap::ValueEnum;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -17,23 +22,102 @@ pub enum LogFormat {
     Json,
 }
 
+/// Keeps the exporter alive; dropping it sends the spans not sent yet.
+pub struct Telemetry {
+    #[cfg(feature = "otel")]
+    traces: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        #[cfg(feature = "otel")]
+        if let Some(provider) = self.traces.take() {
+            // Flushes the batch; a collector that is gone loses the spans.
+            let _ = provider.shutdown();
+        }
+    }
+}
+
 /// Installs the process's subscriber. `level` is a filter directive
-/// (`info`, `agentloop_server=debug,warn`, ...).
-pub fn init(format: LogFormat, level: &str) -> Result<(), String> {
+/// (`info`, `agentloop_server=debug,warn`, ...) used when `RUST_LOG` is
+/// not set.
+pub fn init(format: LogFormat, level: &str) -> Result<Telemetry, String> {
     let filter = match std::env::var("RUST_LOG") {
         Ok(directives) if !directives.trim().is_empty() => EnvFilter::try_new(directives)
             .map_err(|e| format!("RUST_LOG is not a valid filter: {e}"))?,
         _ => EnvFilter::try_new(level)
             .map_err(|e| format!("--log-level {level:?} is not a valid filter: {e}"))?,
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let installed = match format {
-        LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-            .try_init(),
-        LogFormat::Json => builder.json().with_ansi(false).try_init(),
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    // The level filters the log lines only: exported spans keep their own
+    // level, so `warn` on stderr still exports every run's spans.
+    let lines = match format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(colour)
+            .with_filter(filter)
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .with_filter(filter)
+            .boxed(),
     };
-    installed.map_err(|e| format!("cannot install the log subscriber: {e}"))
+    let registry = tracing_subscriber::registry().with(lines);
+    #[cfg(feature = "otel")]
+    {
+        let traces = otlp::provider()?;
+        let spans = traces.as_ref().map(|provider| {
+            use opentelemetry::trace::TracerProvider as _;
+            tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("agentloop"))
+                .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+        });
+        registry
+            .with(spans)
+            .try_init()
+            .map_err(|e| format!("cannot install the log subscriber: {e}"))?;
+        Ok(Telemetry { traces })
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        registry
+            .try_init()
+            .map_err(|e| format!("cannot install the log subscriber: {e}"))?;
+        Ok(Telemetry {})
+    }
+}
+
+#[cfg(feature = "otel")]
+mod otlp {
+    use opentelemetry_otlp::WithExportConfig as _;
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+
+    /// The OTLP/HTTP trace exporter, when an endpoint is configured.
+    pub fn provider() -> Result<Option<SdkTracerProvider>, String> {
+        let configured = [
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
+        if !configured {
+            return Ok(None);
+        }
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .build()
+            .map_err(|e| format!("cannot set up the OTLP exporter: {e}"))?;
+        let resource = opentelemetry_sdk::Resource::builder()
+            .with_service_name("agentloop")
+            .build();
+        Ok(Some(
+            SdkTracerProvider::builder()
+                .with_batch_exporter(exporter)
+                .with_resource(resource)
+                .build(),
+        ))
+    }
 }

@@ -1,15 +1,30 @@
-//! `agentloop`: run an agent loop in a terminal (`run`), check a recorded
-//! provider stream against the adapters (`replay-stream`), and list or call
-//! tools directly (`tool`).
+//! `agentloop`: run an agent loop in a terminal (`run`), keep stored
+//! conversations (`chat`, a REPL on a terminal, `chats`, `export`,
+//! `import`), serve the HTTP API (`serve`, `users`, `complete-workflow`),
+//! check a recorded provider stream against the adapters (`replay-stream`),
+//! list or call tools directly (`tool`), and find one's way (`config`,
+//! `info`, `completions`, `models`). One module per command group; `main`
+//! only dispatches.
+//!
+//! Answers go to stdout and progress to stderr; every stdout line goes
+//! through [`out::Stdout`] so a closed pipe ends the process quietly. Exit
+//! codes are listed in [`args::EXIT_CODES`]: 0 ok, 1 runtime failure, 2
+//! usage error, then the run statuses.
 
 mod args;
 mod chat;
 mod chats;
+mod config;
+mod db;
+mod demo;
+mod discover;
 mod export;
 mod logging;
-mod output;
+mod out;
+mod output_schema;
 mod providers;
 mod render;
+mod repl;
 mod replay;
 mod run;
 mod serve;
@@ -21,37 +36,74 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::args::{Cli, Command, ToolCommand};
+use crate::out::Failure;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    out::set_color(cli.color);
+    // The OTLP exporter's HTTP client needs the TLS provider in place first.
+    agentloop_providers::ensure_crypto_provider();
+    // `serve` installs its own (it takes the format and level as flags).
+    let _telemetry = match &cli.command {
+        Command::Serve(_) => None,
+        _ => match logging::init(logging::LogFormat::Text, "warn") {
+            Ok(telemetry) => Some(telemetry),
+            Err(message) => {
+                eprintln!("agentloop: {message}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("agentloop: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
+            out::note(format!("cannot start the async runtime: {e}"));
+            return ExitCode::from(out::EXIT_FAILURE);
         }
     };
     let outcome = match cli.command {
-        Command::Run(args) => runtime.block_on(run::run(args)),
+        Command::Run(mut args) => config::load().and_then(|config| {
+            config.fill(
+                &mut args.provider,
+                &mut args.model,
+                &mut args.base_url,
+                &mut args.tools,
+            );
+            runtime.block_on(run::run(args))
+        }),
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
         Command::Tool(ToolCommand::Call(args)) => runtime.block_on(tools::call(args)),
-        Command::Serve(args) => serve::serve(args),
+        Command::Serve(args) => serve::serve(args).map_err(Failure::from),
         Command::Users(command) => runtime.block_on(serve::users(command)),
         Command::CompleteWorkflow(args) => runtime.block_on(serve::complete_workflow(args)),
-        Command::Chat(args) => runtime.block_on(chat::chat(args)),
+        Command::Chat(mut args) => config::load().and_then(|config| {
+            config.fill(
+                &mut args.provider,
+                &mut args.model,
+                &mut args.base_url,
+                &mut args.tools,
+            );
+            runtime.block_on(chat::chat(args))
+        }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
         Command::Export(args) => runtime.block_on(export::export(args)),
         Command::Import(args) => runtime.block_on(export::import(args)),
+        Command::Config(command) => config::command(command),
+        Command::Completions(args) => discover::completions(args),
+        Command::Info => discover::info(),
+        Command::Models(args) => runtime.block_on(discover::models(args)),
     };
     match outcome {
         Ok(code) => code,
-        Err(message) => {
-            eprintln!("agentloop: {message}");
-            ExitCode::from(2)
+        Err(failure) => {
+            if !matches!(failure, Failure::Closed) {
+                out::note(&failure);
+            }
+            failure.exit_code()
         }
     }
 }

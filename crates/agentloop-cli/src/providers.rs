@@ -1,4 +1,8 @@
 //! Choosing the model provider from flags and the environment.
+//!
+//! `--base-url` (else `ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL` or
+//! `GEMINI_BASE_URL`, by provider) replaces the provider's default address
+//! for every provider, and is checked before any request is made.
 
 use std::sync::Arc;
 
@@ -6,48 +10,131 @@ use agentloop_engine::scripted::ScriptedProvider;
 use agentloop_providers::{HttpProvider, ProviderConfig};
 use agentloop_types::{ApiKind, ModelProvider};
 
+use crate::out::Failure;
+
 /// A provider ready to run, with its API and model.
 pub struct Chosen {
     pub provider: Arc<dyn ModelProvider>,
     pub api: ApiKind,
     pub model: String,
+    /// The model's context window, from the providers' model table.
+    pub context_window: Option<u32>,
 }
 
-const NO_KEY: &str = "no model provider is configured. Set ANTHROPIC_API_KEY (Anthropic), \
-OPENAI_API_KEY (OpenAI), or OPENAI_BASE_URL (an OpenAI-compatible server such as Ollama or vLLM), \
-or pass --provider scripted:FILE to play a scripted conversation.";
+/// The provider names `--provider` accepts (besides `scripted:FILE`).
+pub const NAMES: &str = "anthropic, openai-chat, openai-responses, openai-compatible, gemini";
+
+pub const NO_KEY: &str = "no model provider is configured. Set ANTHROPIC_API_KEY (Anthropic), \
+OPENAI_API_KEY (OpenAI), GEMINI_API_KEY (Gemini), or OPENAI_BASE_URL (an OpenAI-compatible server \
+such as Ollama or vLLM), or pass --provider scripted:FILE to play a scripted conversation.";
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Whether any provider is configured in the environment.
+pub fn configured_in_env() -> bool {
+    [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+    ]
+    .iter()
+    .any(|name| env(name).is_some())
+}
+
+/// Checks a base URL before anything is sent to it: `http(s)://host...`.
+pub fn check_base_url(url: &str) -> Result<(), Failure> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "--base-url {url:?} is not an http:// or https:// URL"
+            ))
+        })?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let bad_char = |c: char| c.is_whitespace() || c.is_control();
+    if host.is_empty() || host.starts_with(':') || url.chars().any(bad_char) {
+        return Err(Failure::usage(format!(
+            "--base-url {url:?} has no host (expected e.g. http://localhost:11434/v1)"
+        )));
+    }
+    Ok(())
+}
 
 /// Builds the provider named by `--provider` (or found in the environment).
 pub fn choose(
     provider: Option<&str>,
     model: Option<&str>,
     base_url: Option<&str>,
-) -> Result<Chosen, String> {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+) -> Result<Chosen, Failure> {
     let model = model.map(str::to_owned).or_else(|| env("AGENTLOOP_MODEL"));
-    let base_url = base_url
-        .map(str::to_owned)
-        .or_else(|| env("OPENAI_BASE_URL"));
+    if let Some(path) = provider.and_then(|name| name.strip_prefix("scripted:")) {
+        let json = std::fs::read_to_string(path)
+            .map_err(|e| Failure::usage(format!("cannot read the script {path}: {e}")))?;
+        return scripted(&json, path, model);
+    }
+    let (config, default_model) = resolve(provider, base_url)?;
+    let api = config.api;
+    let model = model.unwrap_or_else(|| default_model.to_owned());
+    let context_window = config
+        .model_limits(&model)
+        .map(|limits| u32::try_from(limits.context_window).unwrap_or(u32::MAX));
+    let provider = HttpProvider::new(config)
+        .map_err(|e| Failure::Runtime(format!("cannot start the provider: {e}")))?;
+    Ok(Chosen {
+        provider: Arc::new(provider),
+        api,
+        model,
+        context_window,
+    })
+}
+
+/// The configuration of the HTTP provider named by `--provider` (or found
+/// in the environment) with its default model.
+pub fn resolve(
+    provider: Option<&str>,
+    base_url: Option<&str>,
+) -> Result<(ProviderConfig, &'static str), Failure> {
     let name = match provider {
         Some(name) => name.to_owned(),
         None if env("ANTHROPIC_API_KEY").is_some() => "anthropic".to_owned(),
-        None if base_url.is_some() => "openai-compatible".to_owned(),
+        None if base_url.is_some() || env("OPENAI_BASE_URL").is_some() => {
+            "openai-compatible".to_owned()
+        }
         None if env("OPENAI_API_KEY").is_some() => "openai-chat".to_owned(),
-        None => return Err(NO_KEY.to_owned()),
+        None if env("GEMINI_API_KEY").is_some() || env("GOOGLE_API_KEY").is_some() => {
+            "gemini".to_owned()
+        }
+        None => return Err(Failure::usage(NO_KEY)),
     };
-    if let Some(path) = name.strip_prefix("scripted:") {
-        let json = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the script {path}: {e}"))?;
-        let provider = ScriptedProvider::from_json(&json)
-            .map_err(|e| format!("the script {path} is not a JSON array of turns: {e}"))?;
-        return Ok(Chosen {
-            provider,
-            api: ApiKind::AnthropicMessages,
-            model: model.unwrap_or_else(|| "scripted".to_owned()),
-        });
+    if name.starts_with("scripted:") {
+        return Err(Failure::usage(
+            "a scripted provider has no server to ask; use anthropic, openai-chat, \
+             openai-responses, openai-compatible or gemini",
+        ));
     }
-    let key = |var: &str| env(var).ok_or_else(|| format!("{var} is not set. {NO_KEY}"));
-    let (config, default_model) = match name.as_str() {
+    let base_env = match name.as_str() {
+        "anthropic" => "ANTHROPIC_BASE_URL",
+        "gemini" => "GEMINI_BASE_URL",
+        _ => "OPENAI_BASE_URL",
+    };
+    let base_url = base_url.map(str::to_owned).or_else(|| env(base_env));
+    if let Some(url) = &base_url {
+        check_base_url(url)?;
+    }
+    // A server of one's own (a base URL) may need no key.
+    let key = |var: &str| -> Result<String, Failure> {
+        match env(var) {
+            Some(key) => Ok(key),
+            None if base_url.is_some() => Ok(String::new()),
+            None => Err(Failure::usage(format!("{var} is not set. {NO_KEY}"))),
+        }
+    };
+    let (mut config, default_model) = match name.as_str() {
         "anthropic" => (
             ProviderConfig::anthropic(key("ANTHROPIC_API_KEY")?),
             "claude-sonnet-4-5",
@@ -60,9 +147,15 @@ pub fn choose(
             ProviderConfig::openai_responses(key("OPENAI_API_KEY")?),
             "gpt-4.1",
         ),
+        "gemini" => {
+            let key = env("GEMINI_API_KEY")
+                .or_else(|| env("GOOGLE_API_KEY"))
+                .map_or_else(|| key("GEMINI_API_KEY"), Ok)?;
+            (ProviderConfig::gemini(key), "gemini-2.5-flash")
+        }
         "openai-compatible" => {
-            let url = base_url.ok_or_else(|| {
-                "openai-compatible needs --base-url or OPENAI_BASE_URL".to_owned()
+            let url = base_url.clone().ok_or_else(|| {
+                Failure::usage("openai-compatible needs --base-url or OPENAI_BASE_URL")
             })?;
             (
                 ProviderConfig::openai_compatible(url, env("OPENAI_API_KEY")),
@@ -70,18 +163,55 @@ pub fn choose(
             )
         }
         other => {
-            return Err(format!(
-                "unknown provider {other}; use anthropic, openai-chat, openai-responses, \
-                 openai-compatible or scripted:FILE"
-            ));
+            return Err(Failure::usage(format!(
+                "unknown provider {other}; use {NAMES} or scripted:FILE"
+            )));
         }
     };
-    let api = config.api;
-    let provider =
-        HttpProvider::new(config).map_err(|e| format!("cannot start the provider: {e}"))?;
+    if let Some(url) = base_url {
+        if config.api_key.as_deref() == Some("") {
+            config.api_key = None;
+        }
+        config = config.with_base_url(url);
+    }
+    Ok((config, default_model))
+}
+
+/// A scripted provider playing `json` (a JSON array of turns); `origin`
+/// names it in errors.
+pub fn scripted(json: &str, origin: &str, model: Option<String>) -> Result<Chosen, Failure> {
+    let provider = ScriptedProvider::from_json(json).map_err(|e| {
+        Failure::usage(format!(
+            "the script {origin} is not a JSON array of turns: {e}"
+        ))
+    })?;
     Ok(Chosen {
-        provider: Arc::new(provider),
-        api,
-        model: model.unwrap_or_else(|| default_model.to_owned()),
+        provider,
+        api: ApiKind::AnthropicMessages,
+        model: model.unwrap_or_else(|| "scripted".to_owned()),
+        context_window: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_are_checked_before_use() {
+        assert!(check_base_url("http://localhost:11434/v1").is_ok());
+        assert!(check_base_url("https://api.example.com").is_ok());
+        for bad in [
+            "localhost:11434",
+            "ftp://x",
+            "http://",
+            "http:///v1",
+            "http://a b",
+        ] {
+            assert!(
+                matches!(check_base_url(bad), Err(Failure::Usage(_))),
+                "{bad}"
+            );
+        }
+    }
 }

@@ -1,105 +1,308 @@
-//! The terminal view of a run: text as it arrives, thinking dimmed, tool
-//! calls and results on one line each, a last line with tokens and cost.
+//! The terminal view of a run: text as it arrives, thinking under a
+//! `thinking` label and dimmed, each tool call as a line with its arguments
+//! and then a line with the first lines of its result (or the error reason
+//! in red), and a last line with tokens and cost.
+//!
+//! Everything the model or a tool produced goes through
+//! [`sanitize`](crate::out::sanitize) first, so untrusted text cannot send
+//! terminal escapes.
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use agentloop_types::{
-    BlockStart, EventKind, LoopEvent, LoopResult, LoopStatus, StreamDelta, TokenTotals,
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, BlockStart, ContentBlock, ContextCompactedEvent, EventKind, FinishedEvent,
+    LoopEvent, LoopResult, LoopStatus, MessageCreatedEvent, PendingToolResultEvent, StreamDelta,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokenTotals, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
 
-const DIM: &str = "\x1b[2m";
-const CYAN: &str = "\x1b[36m";
-const RED: &str = "\x1b[31m";
-const RESET: &str = "\x1b[0m";
+use crate::out::{Style, sanitize};
 
-/// Writes one event; nested runs are indented by depth.
-pub fn event(out: &mut impl Write, event: &LoopEvent) -> std::io::Result<()> {
-    let indent = "  ".repeat(event.path.depth());
-    match &event.kind {
-        EventKind::StreamingChunk { delta } => match delta {
-            StreamDelta::BlockStart { block, .. } => match block {
-                BlockStart::Thinking => write!(out, "{indent}{DIM}")?,
-                BlockStart::Text => write!(out, "{indent}")?,
-                BlockStart::ToolUse { name, .. } => write!(out, "{indent}{CYAN}→ {name}{RESET} ")?,
-                BlockStart::RedactedThinking { .. } => {
-                    writeln!(out, "{indent}{DIM}[redacted thinking]{RESET}")?
-                }
-                BlockStart::Provider { block, .. } => writeln!(
-                    out,
-                    "{indent}{DIM}[{}]{RESET}",
-                    block["type"].as_str().unwrap_or("provider block")
-                )?,
-            },
-            StreamDelta::Text { text, .. } => write!(out, "{text}")?,
-            StreamDelta::Thinking { thinking, .. } => write!(out, "{thinking}")?,
-            StreamDelta::ToolInput { partial_json, .. } => {
-                write!(out, "{DIM}{partial_json}{RESET}")?
-            }
-            StreamDelta::BlockStop { .. } => writeln!(out, "{RESET}")?,
-            StreamDelta::Signature { .. } | StreamDelta::Citation { .. } => {}
-        },
-        EventKind::ToolEnd { name, is_error, .. } => {
-            let (colour, mark) = if *is_error {
-                (RED, "✗")
-            } else {
-                (CYAN, "✓")
-            };
-            writeln!(out, "{indent}{colour}{mark} {name}{RESET}")?
-        }
-        EventKind::AgentReason { message, .. } | EventKind::AgentObserve { message, .. } => {
-            writeln!(out, "{indent}{DIM}{message}{RESET}")?
-        }
-        EventKind::AgentError { message, .. } => writeln!(out, "{indent}{RED}{message}{RESET}")?,
-        EventKind::Finished { result } if !event.path.is_root() => {
-            writeln!(out, "{indent}{DIM}sub-run {}{RESET}", result.status.name())?
-        }
-        EventKind::Finished { result } => summary(out, result)?,
-        EventKind::StreamingStart { .. }
-        | EventKind::FirstChunk
-        | EventKind::StreamingEnd { .. }
-        | EventKind::MessageCreated { .. }
-        | EventKind::TokensConsumed { .. }
-        | EventKind::PendingToolResult { .. }
-        | EventKind::ToolStart { .. }
-        | EventKind::ToolBlockUpdate { .. }
-        | EventKind::AgentStart { .. }
-        | EventKind::AgentTurnStart { .. }
-        | EventKind::AgentRequestInput { .. }
-        | EventKind::AgentToolStart { .. }
-        | EventKind::AgentToolComplete { .. }
-        | EventKind::AgentCompletion { .. } => {}
-    }
-    out.flush()
+/// Characters of tool arguments shown on a tool's line.
+const ARGUMENT_CHARS: usize = 120;
+/// Lines of a tool result shown under it.
+const RESULT_LINES: usize = 3;
+/// Characters of one result line shown.
+const RESULT_LINE_CHARS: usize = 160;
+
+/// Renders the events of one or more runs; remembers tool names by call id
+/// so a result line can say which tool it belongs to.
+pub struct View {
+    style: Style,
+    tool_names: HashMap<String, String>,
+    /// Tool-use blocks being streamed, by depth and block index: their end
+    /// writes nothing.
+    tool_blocks: HashSet<(usize, u32)>,
+    /// A text or thinking block is open and its line not ended (a turn
+    /// cut short ends it before the summary).
+    mid_line: bool,
 }
 
-fn summary(out: &mut impl Write, result: &LoopResult) -> std::io::Result<()> {
-    match &result.status {
-        LoopStatus::Error { error } => writeln!(out, "{RED}error: {error}{RESET}")?,
-        LoopStatus::Suspended { reason, .. } => {
-            writeln!(out, "{CYAN}waiting for input: {reason}{RESET}")?
+impl View {
+    /// A view writing with `style`.
+    pub fn new(style: Style) -> Self {
+        Self {
+            style,
+            tool_names: HashMap::new(),
+            tool_blocks: HashSet::new(),
+            mid_line: false,
         }
-        LoopStatus::Complete {
-            return_value: Some(value),
-            ..
-        } => writeln!(out, "returned: {value}")?,
-        LoopStatus::Complete {
-            return_value: None,
-            output: Some(value),
-        } => writeln!(out, "output: {value}")?,
-        LoopStatus::Complete {
-            return_value: None,
-            output: None,
-        }
-        | LoopStatus::MaxIterations
-        | LoopStatus::Cancelled
-        | LoopStatus::LimitExceeded { .. } => {}
     }
-    writeln!(
-        out,
-        "{DIM}{} · {}{RESET}",
-        result.status.name(),
-        tokens(&result.tokens)
-    )
+
+    /// Writes one event; nested runs are indented by depth.
+    pub fn event(&mut self, out: &mut impl Write, event: &LoopEvent) -> std::io::Result<()> {
+        let Style {
+            dim,
+            cyan,
+            red,
+            reset,
+        } = self.style;
+        let indent = "  ".repeat(event.path.depth());
+        match &event.kind {
+            EventKind::StreamingChunk(StreamingChunkEvent { delta }) => match delta {
+                StreamDelta::BlockStart { block, index } => match block {
+                    BlockStart::Thinking => {
+                        self.mid_line = true;
+                        write!(out, "{indent}{dim}thinking ┆ ")?
+                    }
+                    BlockStart::Text => {
+                        self.mid_line = true;
+                        write!(out, "{indent}")?
+                    }
+                    // The call is shown once its arguments are complete
+                    // (`ToolStart`).
+                    BlockStart::ToolUse { .. } => {
+                        self.tool_blocks.insert((event.path.depth(), *index));
+                    }
+                    BlockStart::RedactedThinking { .. } => {
+                        writeln!(out, "{indent}{dim}thinking ┆ [redacted]{reset}")?
+                    }
+                    BlockStart::Provider { block, .. } => writeln!(
+                        out,
+                        "{indent}{dim}[{}]{reset}",
+                        sanitize(block["type"].as_str().unwrap_or("provider block"))
+                    )?,
+                },
+                StreamDelta::Text { text, .. } => write!(out, "{}", sanitize(text))?,
+                StreamDelta::Thinking { thinking, .. } => {
+                    // Keep the label's column on every line of the thought.
+                    let body = sanitize(thinking).replace('\n', &format!("\n{indent}         ┆ "));
+                    write!(out, "{body}")?
+                }
+                StreamDelta::BlockStop { index } => {
+                    if !self.tool_blocks.remove(&(event.path.depth(), *index)) {
+                        self.mid_line = false;
+                        writeln!(out, "{reset}")?
+                    }
+                }
+                StreamDelta::ToolInput { .. }
+                | StreamDelta::Signature { .. }
+                | StreamDelta::Citation { .. } => {}
+            },
+            EventKind::ToolStart(ToolStartEvent {
+                tool_use_id,
+                name,
+                input,
+                ..
+            }) => {
+                self.tool_names.insert(tool_use_id.clone(), name.clone());
+                let arguments = shorten(&input.to_string(), ARGUMENT_CHARS);
+                writeln!(
+                    out,
+                    "{indent}{cyan}→ {}{reset} {dim}{}{reset}",
+                    sanitize(name),
+                    sanitize(&arguments)
+                )?
+            }
+            EventKind::MessageCreated(MessageCreatedEvent { message }) => {
+                for block in &message.content {
+                    if let ContentBlock::ToolResult(result) = block {
+                        let name = self
+                            .tool_names
+                            .remove(&result.tool_use_id)
+                            .unwrap_or_else(|| "tool".to_owned());
+                        self.result(out, &indent, &name, &result.content, result.is_error)?;
+                    }
+                }
+            }
+            EventKind::AgentReason(AgentReasonEvent { message, .. })
+            | EventKind::AgentObserve(AgentObserveEvent { message, .. }) => {
+                writeln!(out, "{indent}{dim}{}{reset}", sanitize(message))?
+            }
+            EventKind::AgentError(AgentErrorEvent { message, .. }) => {
+                writeln!(out, "{indent}{red}{}{reset}", sanitize(message))?
+            }
+            EventKind::ContextCompacted(ContextCompactedEvent {
+                strategy,
+                tokens_before,
+                tokens_after,
+                ..
+            }) => writeln!(
+                out,
+                "{indent}{dim}[context compacted ({}): ~{tokens_before} → ~{tokens_after} tokens]{reset}",
+                strategy.name()
+            )?,
+            EventKind::Finished(FinishedEvent { result }) if !event.path.is_root() => {
+                writeln!(out, "{indent}{dim}sub-run {}{reset}", result.status.name())?
+            }
+            EventKind::Finished(FinishedEvent { result }) => {
+                if std::mem::take(&mut self.mid_line) {
+                    writeln!(out, "{reset}")?;
+                }
+                self.summary(out, result)?
+            }
+            EventKind::StreamingStart(StreamingStartEvent { .. })
+            | EventKind::FirstChunk
+            | EventKind::StreamingEnd(StreamingEndEvent { .. })
+            | EventKind::TokensConsumed(TokensConsumedEvent { .. })
+            | EventKind::PendingToolResult(PendingToolResultEvent { .. })
+            | EventKind::ToolEnd(ToolEndEvent { .. })
+            | EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { .. })
+            | EventKind::AgentStart(AgentStartEvent { .. })
+            | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
+            | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+            | EventKind::AgentToolStart(AgentToolStartEvent { .. })
+            | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
+            | EventKind::AgentCompletion(AgentCompletionEvent { .. }) => {}
+        }
+        out.flush()
+    }
+
+    /// `  ✓ name  first line` then up to two more lines, or `✗ name  reason`
+    /// in red.
+    fn result(
+        &self,
+        out: &mut impl Write,
+        indent: &str,
+        name: &str,
+        content: &str,
+        is_error: bool,
+    ) -> std::io::Result<()> {
+        let Style {
+            dim,
+            cyan,
+            red,
+            reset,
+        } = self.style;
+        let (colour, mark) = if is_error {
+            (red, "✗")
+        } else {
+            (cyan, "✓")
+        };
+        let lines: Vec<&str> = content.lines().filter(|l| !l.trim().is_empty()).collect();
+        let first = lines.first().copied().unwrap_or("(no output)");
+        let text_colour = if is_error { red } else { dim };
+        writeln!(
+            out,
+            "{indent}  {colour}{mark} {}{reset} {text_colour}{}{reset}",
+            sanitize(name),
+            sanitize(&shorten(first, RESULT_LINE_CHARS))
+        )?;
+        if is_error {
+            return Ok(());
+        }
+        // A single hidden line costs as much room as saying it is hidden.
+        let shown = if lines.len() <= RESULT_LINES + 1 {
+            lines.len()
+        } else {
+            RESULT_LINES
+        };
+        for line in lines.iter().skip(1).take(shown.saturating_sub(1)) {
+            writeln!(
+                out,
+                "{indent}    {dim}{}{reset}",
+                sanitize(&shorten(line, RESULT_LINE_CHARS))
+            )?;
+        }
+        if lines.len() > shown {
+            writeln!(
+                out,
+                "{indent}    {dim}… {} more lines{reset}",
+                lines.len() - shown
+            )?;
+        }
+        Ok(())
+    }
+
+    fn summary(&self, out: &mut impl Write, result: &LoopResult) -> std::io::Result<()> {
+        let Style {
+            dim,
+            cyan,
+            red,
+            reset,
+        } = self.style;
+        match &result.status {
+            LoopStatus::Error { error } => {
+                writeln!(out, "{red}error: {}{reset}", sanitize(&error.to_string()))?
+            }
+            LoopStatus::Suspended { reason, .. } => writeln!(
+                out,
+                "{cyan}waiting for input: {}{reset}",
+                sanitize(&reason.to_string())
+            )?,
+            LoopStatus::Complete {
+                return_value: Some(value),
+                ..
+            } => writeln!(out, "returned: {}", sanitize(&value.to_string()))?,
+            LoopStatus::Complete {
+                return_value: None,
+                output: Some(value),
+            } => writeln!(out, "output: {}", sanitize(&value.to_string()))?,
+            LoopStatus::Complete {
+                return_value: None,
+                output: None,
+            }
+            | LoopStatus::MaxIterations
+            | LoopStatus::Cancelled
+            | LoopStatus::LimitExceeded { .. } => {}
+        }
+        writeln!(
+            out,
+            "{dim}{} · {}{reset}",
+            result.status.name(),
+            tokens(&result.tokens)
+        )
+    }
+}
+
+impl View {
+    /// An MCP tool's progress line (`Progress 2/5: …`), shown as it
+    /// arrives.
+    pub fn mcp_progress(
+        &self,
+        out: &mut impl Write,
+        block: &agentloop_types::ToolResultRenderBlock,
+    ) -> std::io::Result<()> {
+        let Style { dim, reset, .. } = self.style;
+        let line = block
+            .rendering_groups
+            .iter()
+            .flat_map(|group| &group.blocks)
+            .find_map(|b| match b {
+                agentloop_types::RenderingContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            });
+        if let Some(line) = line {
+            writeln!(
+                out,
+                "{dim}  {}: {}{reset}",
+                sanitize(&block.name),
+                sanitize(line)
+            )?;
+        }
+        out.flush()
+    }
+}
+
+/// `text` cut to `max` characters with an ellipsis.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
 }
 
 /// `1,234 in · 56 out · $0.0123`, with `?` when the cost is unreliable.
@@ -117,4 +320,15 @@ pub fn tokens(t: &TokenTotals) -> String {
         line.push_str(" (unknown model price: cost incomplete)");
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shorten_cuts_on_characters() {
+        assert_eq!(shorten("héllo", 3), "hél…");
+        assert_eq!(shorten("hi", 3), "hi");
+    }
 }

@@ -1,25 +1,39 @@
 //! `agentloop replay-stream`: a recording through the adapters, printed as
 //! one JSON object.
+//!
+//! A recording is either the raw SSE body an HTTP response carries, or
+//! JSON lines (one event object a line, the SSE framing stripped, as the
+//! fixtures under `provider-streams/` hold them); the second is told apart
+//! by its first non-empty line starting with `{` and framed as `api`'s
+//! server would have sent it.
 
 use std::process::ExitCode;
 
-use agentloop_providers::replay_sse;
+use agentloop_providers::{replay_sse, sse_from_json_lines};
 use agentloop_types::ApiKind;
 use serde_json::json;
 
 use crate::args::{ApiArg, ReplayArgs};
+use crate::out::{Failure, Outcome, Stdout};
 
 /// Prints `{content, stop_reason, usage, error?}`; exits 1 when the stream
 /// carried an error. A stream cut before its end still shows the stop
 /// reason and usage it reported.
-pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
+pub fn replay(args: ReplayArgs) -> Outcome {
     let body = std::fs::read(&args.file)
-        .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+        .map_err(|e| Failure::usage(format!("cannot read {}: {e}", args.file.display())))?;
     let api = match args.api {
         ApiArg::AnthropicMessages => ApiKind::AnthropicMessages,
         ApiArg::OpenaiChat => ApiKind::OpenaiChat,
         ApiArg::OpenaiResponses => ApiKind::OpenaiResponses,
         ApiArg::Gemini => ApiKind::Gemini,
+    };
+    let body = if is_json_lines(&body) {
+        let text = String::from_utf8(body)
+            .map_err(|e| Failure::usage(format!("the recording is not UTF-8: {e}")))?;
+        sse_from_json_lines(api, &text).into_bytes()
+    } else {
+        body
     };
     let outcome = replay_sse(api, &body);
     let mut report = json!({
@@ -42,10 +56,18 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode, String> {
         }
     }
     let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    println!("{text}");
+    Stdout::new().line(text)?;
     Ok(if outcome.error.is_some() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Whether `body` is JSON lines rather than SSE.
+fn is_json_lines(body: &[u8]) -> bool {
+    body.split(|b| *b == b'\n')
+        .map(<[u8]>::trim_ascii)
+        .find(|line| !line.is_empty())
+        .is_some_and(|line| line.starts_with(b"{"))
 }

@@ -1,20 +1,28 @@
-//! `agentloop run`.
+//! `agentloop run`: one prompt through a loop strategy, drawn by
+//! [`render::View`] (or printed as JSON event lines with `--json`), with a
+//! spinner on a terminal's stderr while the model or a tool works. With no
+//! provider configured it plays the shipped demo ([`crate::demo`]). Ctrl-C
+//! cancels the run; the exit code follows its status ([`exit_code`]).
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
+use std::time::Instant;
 
 use agentloop_engine::skills::prepare;
 use agentloop_engine::{RunDeps, StrategyRegistry};
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
 use agentloop_types::{
-    CancellationToken, EventKind, LoopOptions, LoopStatus, Message, RenderingContentBlock,
+    CancellationToken, CompactionOptions, EventKind, LoopOptions, LoopStatus, Message,
+    MessageCreatedEvent, StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent,
+    ToolStartEvent,
 };
 use futures::StreamExt;
 
 use crate::args::RunArgs;
-use crate::{output, providers, render, skills, tools};
+use crate::out::{Failure, Outcome, Stdout, Style};
+use crate::{demo, out, output_schema, providers, render, skills, tools};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
 /// for input), 5 usage limit, 130 cancelled (Ctrl-C).
@@ -29,12 +37,26 @@ pub fn exit_code(status: &LoopStatus) -> ExitCode {
     })
 }
 
-pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
-    let chosen = providers::choose(
+pub async fn run(args: RunArgs) -> Outcome {
+    let demo = demo::wanted(
+        args.demo,
         args.provider.as_deref(),
-        args.model.as_deref(),
         args.base_url.as_deref(),
-    )?;
+    );
+    let chosen = if demo {
+        demo::provider(args.model.as_deref())?
+    } else {
+        providers::choose(
+            args.provider.as_deref(),
+            args.model.as_deref(),
+            args.base_url.as_deref(),
+        )?
+    };
+    let tool_names: Vec<String> = if demo && args.tools.is_empty() {
+        demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
+    } else {
+        args.tools.clone()
+    };
     let options = LoopOptions {
         model: chosen.model,
         api: chosen.api,
@@ -42,6 +64,11 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         system_prompt: args.system,
         max_tokens: args.max_tokens,
         max_iterations: args.max_iterations,
+        context_window: chosen.context_window,
+        compaction: CompactionOptions {
+            strategy: args.compaction.into(),
+            ..CompactionOptions::default()
+        },
         ..LoopOptions::default()
     };
     let minion = tools::MinionModel {
@@ -51,7 +78,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             ..options.clone()
         },
     };
-    let mut tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion))?;
+    let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
     // Kept until the run ends: dropping the servers stops their processes.
     let mcp = start_mcp(&args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
     let mcp_tool_names: Vec<String> = mcp.tools().iter().map(|t| t.name().to_owned()).collect();
@@ -64,38 +91,45 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         }
     });
     let settings = match &args.config {
-        Some(path) => read_settings(path)?,
+        Some(path) => read_settings(path).map_err(Failure::Usage)?,
         None => Default::default(),
     };
     let strategy = StrategyRegistry::default()
         .select(args.strategy.as_deref(), &settings)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Failure::usage(e.to_string()))?;
     if args.output_schema.is_some() && strategy.name() != agentloop_engine::strategy::NATIVE {
-        return Err(format!(
+        return Err(Failure::usage(format!(
             "--output-schema needs the native strategy, not {}",
             strategy.name()
-        ));
+        )));
     }
     let skills = match &args.skills {
-        Some(path) => skills::load(path, &tools)?,
+        Some(path) => skills::load(path, &tools).map_err(Failure::Usage)?,
         None => Vec::new(),
     };
+    if demo {
+        // Said once the run is sure to start, so a mistake stays one line.
+        out::note(demo::NOTICE);
+    }
     let deps = RunDeps::new(chosen.provider)
         .with_tools(tools)
         .with_cancel(cancel);
-    let context = vec![Message::user_text("user-1", args.prompt)];
+    let prompt = args.prompt.unwrap_or_else(|| demo::PROMPT.to_owned());
+    let context = vec![Message::user_text("user-1", prompt)];
     let mut options = options;
     options.output_schema = args
         .output_schema
         .as_deref()
-        .map(output::load)
-        .transpose()?;
+        .map(output_schema::load)
+        .transpose()
+        .map_err(Failure::Usage)?;
     let value_only = args.json && options.output_schema.is_some();
     let run = prepare(options, context, deps, &skills);
     let mut events = strategy.run(run.options, run.context, run.deps);
 
-    let mut stdout = std::io::stdout().lock();
-    let mut spinner = Spinner::default();
+    let mut stdout = Stdout::new();
+    let mut view = render::View::new(Style::stdout());
+    let mut spinner = Spinner::new(out::stderr_is_live());
     let mut status = None;
     loop {
         let next = if spinner.active && !args.json {
@@ -118,24 +152,35 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         }
         if args.json {
             let line = serde_json::to_string(&event).map_err(|e| e.to_string())?;
-            writeln!(stdout, "{line}").map_err(|e| e.to_string())?;
+            stdout.line(line)?;
             continue;
         }
-        match &event.kind {
-            EventKind::StreamingStart { .. } => spinner.start(),
-            EventKind::FirstChunk | EventKind::StreamingEnd { .. } => spinner.stop(),
-            _ => {}
+        let kind = &event.kind;
+        // While the model or a root tool works, the spinner counts.
+        if matches!(kind, EventKind::StreamingStart(StreamingStartEvent { .. }))
+            || (event.path.is_root() && matches!(kind, EventKind::ToolStart(ToolStartEvent { .. })))
+        {
+            spinner.start();
+        } else if matches!(
+            kind,
+            EventKind::FirstChunk
+                | EventKind::StreamingEnd(StreamingEndEvent { .. })
+                | EventKind::MessageCreated(MessageCreatedEvent { .. })
+        ) {
+            spinner.stop();
         }
-        if let EventKind::ToolBlockUpdate { block, .. } = &event.kind
+        if let EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. }) = kind
             && mcp_tool_names.contains(&block.name)
         {
-            mcp_progress(&mut stdout, block).map_err(|e| e.to_string())?;
+            spinner.stop();
+            view.mcp_progress(&mut stdout, block)
+                .map_err(Failure::from_io)?;
         }
-        render::event(&mut stdout, &event).map_err(|e| e.to_string())?;
+        view.event(&mut stdout, &event).map_err(Failure::from_io)?;
     }
     spinner.stop();
-    if value_only {
-        output::print(&mut stdout, status.as_ref())?;
+    if value_only && let Some(line) = output_schema::value_line(status.as_ref())? {
+        stdout.line(line)?;
     }
     mcp.shutdown().await;
     Ok(status.as_ref().map_or(ExitCode::from(1), exit_code))
@@ -167,25 +212,6 @@ async fn start_mcp(
         .map_err(|e| e.to_string())
 }
 
-/// An MCP tool's progress line (`Progress 2/5: …`), shown as it arrives.
-fn mcp_progress(
-    out: &mut impl Write,
-    block: &agentloop_types::ToolResultRenderBlock,
-) -> std::io::Result<()> {
-    let line = block
-        .rendering_groups
-        .iter()
-        .flat_map(|group| &group.blocks)
-        .find_map(|b| match b {
-            RenderingContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        });
-    if let Some(line) = line {
-        writeln!(out, "\x1b[2m  {}: {line}\x1b[0m", block.name)?;
-    }
-    Ok(())
-}
-
 /// Reads a settings file: a JSON object of string values.
 fn read_settings(path: &std::path::Path) -> Result<HashMap<String, String>, String> {
     let text = std::fs::read_to_string(path)
@@ -198,32 +224,47 @@ fn read_settings(path: &std::path::Path) -> Result<HashMap<String, String>, Stri
     })
 }
 
-/// A spinner on stderr while waiting for the first token.
-#[derive(Default)]
+/// A spinner with the elapsed seconds on stderr while waiting for the
+/// first token; only when stderr is a live terminal.
 struct Spinner {
+    live: bool,
     active: bool,
     frame: usize,
+    since: Instant,
 }
 
 impl Spinner {
     const FRAMES: [&'static str; 4] = ["⠋", "⠙", "⠸", "⠴"];
 
+    fn new(live: bool) -> Self {
+        Self {
+            live,
+            active: false,
+            frame: 0,
+            since: Instant::now(),
+        }
+    }
+
     fn start(&mut self) {
-        self.active = true;
+        self.active = self.live;
         self.frame = 0;
+        self.since = Instant::now();
     }
 
     fn tick(&mut self) {
         let frame = Self::FRAMES[self.frame % Self::FRAMES.len()];
         self.frame += 1;
-        eprint!("\r{frame} ");
+        let seconds = self.since.elapsed().as_secs_f32();
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, "\r{frame} {seconds:.1}s ");
+        let _ = stderr.flush();
     }
 
     fn stop(&mut self) {
         if self.active {
             self.active = false;
             if self.frame > 0 {
-                eprint!("\r  \r");
+                let _ = write!(std::io::stderr(), "\r\x1b[2K");
             }
         }
     }

@@ -12,17 +12,16 @@ use agentloop_storage::model::now_millis;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
 
+use crate::db::{self, Access};
 use crate::logging::LogFormat;
-
-/// The store used when `--db` is not given: a SQLite file in the current
-/// folder.
-const DEFAULT_DB: &str = "agentloop.db";
+use crate::out::{Failure, Outcome, Stdout};
 
 #[derive(Args)]
 pub struct ServeArgs {
     /// SQLite file, `:memory:`, or a PostgreSQL URL (postgres://…).
-    #[arg(long, default_value = DEFAULT_DB)]
-    pub db: String,
+    /// Default: agentloop.db in the data folder, as for every subcommand.
+    #[arg(long)]
+    pub db: Option<String>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8787")]
     pub bind: String,
@@ -102,9 +101,10 @@ pub struct UserCreateArgs {
 
 #[derive(Args)]
 pub struct DbArgs {
-    /// SQLite file, `:memory:`, or a PostgreSQL URL.
-    #[arg(long, default_value = DEFAULT_DB)]
-    pub db: String,
+    /// SQLite file, `:memory:`, or a PostgreSQL URL (default: agentloop.db
+    /// in the data folder).
+    #[arg(long)]
+    pub db: Option<String>,
 }
 
 #[derive(Args)]
@@ -145,7 +145,7 @@ fn prompts(path: Option<&PathBuf>) -> Result<AgentPrompts, String> {
 
 /// Runs the server until SIGTERM or Ctrl-C.
 pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
-    crate::logging::init(args.log_format, &args.log_level)?;
+    let _telemetry = crate::logging::init(args.log_format, &args.log_level)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -155,16 +155,17 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             args.provider.as_deref(),
             args.model.as_deref(),
             args.base_url.as_deref(),
-        )?;
-        let store = agentloop_storage::open_store(&args.db)
+        )
+        .map_err(|e| e.to_string())?;
+        let store = db::open_for_write(args.db.as_deref())
             .await
-            .map_err(|e| format!("cannot open {}: {e}", args.db))?;
+            .map_err(|e| e.to_string())?;
         let mut config = ServerConfig::new(chosen.provider, chosen.api, chosen.model);
         config.prompts = prompts(args.prompts.as_ref())?;
         config.max_iterations = args.max_iterations;
         let projects_root = match args.projects_root {
             Some(root) => root,
-            None => crate::chat::data_dir()?.join("projects"),
+            None => db::data_dir()?.join("projects"),
         };
         std::fs::create_dir_all(&projects_root).map_err(|e| {
             format!(
@@ -191,7 +192,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("cannot read the bound address: {e}"))?;
         eprintln!(
             "agentloop: serving on http://{address} (store: {}, projects in {})",
-            args.db,
+            db::describe(args.db.as_deref()),
             projects_root.display()
         );
         let server = Server::new(store, config);
@@ -219,30 +220,27 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     })
 }
 
-async fn open(db: &str) -> Result<std::sync::Arc<dyn agentloop_storage::Store>, String> {
-    agentloop_storage::open_store(db)
-        .await
-        .map_err(|e| format!("cannot open {db}: {e}"))
-}
-
 /// `agentloop users create|list`.
-pub async fn users(command: UsersCommand) -> Result<ExitCode, String> {
+pub async fn users(command: UsersCommand) -> Outcome {
+    let mut out = Stdout::new();
     match command {
         UsersCommand::Create(args) => {
-            let store = open(&args.db.db).await?;
+            let store = db::open_for_write(args.db.db.as_deref()).await?;
             let (user, token) = agentloop_server::users::create_user(&*store, &args.name)
                 .await
                 .map_err(|e| e.to_string())?;
-            eprintln!("created user {} ({})", user.name, user.id);
-            println!("{token}");
+            crate::out::note(format!("created user {} ({})", user.name, user.id));
+            out.line(token)?;
         }
         UsersCommand::List(args) => {
-            let store = open(&args.db).await?;
+            let Some(store) = db::open(args.db.as_deref(), Access::Read).await? else {
+                return Ok(ExitCode::SUCCESS);
+            };
             for user in agentloop_server::users::list_users(&*store)
                 .await
                 .map_err(|e| e.to_string())?
             {
-                println!("{}\t{}", user.id, user.name);
+                out.line(format!("{}\t{}", user.id, user.name))?;
             }
         }
     }
@@ -252,16 +250,24 @@ pub async fn users(command: UsersCommand) -> Result<ExitCode, String> {
 /// `agentloop complete-workflow TASK`: sets the task's `workflow_complete`
 /// and stops its running agent runs (they end `cancelled`), so its chain
 /// stops.
-pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Result<ExitCode, String> {
-    let store = open(&args.db.db).await?;
+pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Outcome {
+    let store = db::open(args.db.db.as_deref(), Access::Read)
+        .await?
+        .ok_or_else(|| {
+            Failure::Runtime(format!(
+                "no task {} in {}",
+                args.task_id,
+                db::describe(args.db.db.as_deref())
+            ))
+        })?;
     let completed = store
         .set_workflow_complete(&args.task_id, true, now_millis())
         .await
         .map_err(|e| e.to_string())?;
-    println!(
+    Stdout::new().line(format!(
         "task {}: workflow complete ({} running agent run(s) stopped)",
         args.task_id,
         completed.len()
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

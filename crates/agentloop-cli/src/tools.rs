@@ -15,9 +15,20 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
 use crate::args::ToolCallArgs;
+use crate::out::{Failure, Outcome, Stdout};
 
-/// Names `--tools` accepts.
-pub const NAMES: &[&str] = &["fs", "memory", "js", "return", "ask_user", "minion"];
+/// Names `--tools`, `tool call` and `tool list` use: each tool's own name,
+/// the one the model sees.
+pub const NAMES: &[&str] = &["fs", "memory", "javascript", "return", "ask_user", "minion"];
+
+/// The tool a name given on the command line means (`js` is short for
+/// `javascript`).
+fn canonical(name: &str) -> &str {
+    match name {
+        "js" => "javascript",
+        other => other,
+    }
+}
 
 /// The model a minion's child loops run on: the run's provider and options.
 pub struct MinionModel {
@@ -34,35 +45,41 @@ pub fn build(
     names: &[String],
     root: Option<&Path>,
     model: Option<&MinionModel>,
-) -> Result<Vec<Arc<dyn Tool>>, String> {
+) -> Result<Vec<Arc<dyn Tool>>, Failure> {
     let root: PathBuf = match root {
         Some(root) => root.to_owned(),
         None => std::env::current_dir().map_err(|e| format!("no current folder: {e}"))?,
     };
-    let jail = || -> Result<Arc<dyn Vfs>, String> {
+    let jail = || -> Result<Arc<dyn Vfs>, Failure> {
         DirJail::new(&root)
             .map(|j| Arc::new(j) as Arc<dyn Vfs>)
-            .map_err(|e| format!("cannot use {} as the tool root: {e}", root.display()))
+            .map_err(|e| {
+                Failure::usage(format!(
+                    "cannot use {} as the tool root: {e}",
+                    root.display()
+                ))
+            })
     };
     let tools = names
         .iter()
-        .filter(|name| name.as_str() != "minion")
-        .map(|name| -> Result<Arc<dyn Tool>, String> {
-            Ok(match name.as_str() {
+        .map(|name| canonical(name))
+        .filter(|name| *name != "minion")
+        .map(|name| -> Result<Arc<dyn Tool>, Failure> {
+            Ok(match name {
                 "fs" => Arc::new(FsTool::new(jail()?)),
                 "memory" => Arc::new(MemoryTool::new(Arc::new(MemoryVfs::new()))),
-                "js" => Arc::new(JsTool::new(jail()?)),
+                "javascript" => Arc::new(JsTool::new(jail()?)),
                 "return" => Arc::new(ReturnTool),
                 "ask_user" => Arc::new(AskUserTool),
                 other => {
-                    return Err(format!(
+                    return Err(Failure::usage(format!(
                         "unknown tool {other}; available: {}",
                         NAMES.join(", ")
-                    ));
+                    )));
                 }
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, Failure>>()?;
     let Some(position) = names.iter().position(|n| n == "minion") else {
         return Ok(tools);
     };
@@ -75,25 +92,26 @@ pub fn build(
 }
 
 /// `agentloop tool list`.
-pub fn list() -> Result<ExitCode, String> {
+pub fn list() -> Outcome {
     let names: Vec<String> = NAMES.iter().map(|n| (*n).to_owned()).collect();
     let dir = std::env::temp_dir();
     let listing = MinionModel {
         provider: ScriptedProvider::new([]),
         options: LoopOptions::default(),
     };
+    let mut out = Stdout::new();
     for tool in build(&names, Some(&dir), Some(&listing))? {
         let first_line = tool.description().lines().next().unwrap_or_default();
-        println!("{:<10} {first_line}", tool.name());
+        out.line(format!("{:<10} {first_line}", tool.name()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `agentloop tool call NAME --input JSON`: prints each progress event and
 /// the result as JSON lines. Exits 1 when the result is an error.
-pub async fn call(args: ToolCallArgs) -> Result<ExitCode, String> {
-    let input: Value =
-        serde_json::from_str(&args.input).map_err(|e| format!("--input is not JSON: {e}"))?;
+pub async fn call(args: ToolCallArgs) -> Outcome {
+    let input: Value = serde_json::from_str(&args.input)
+        .map_err(|e| Failure::usage(format!("--input is not JSON: {e}")))?;
     let model = if args.name == "minion" {
         let chosen = crate::providers::choose(None, None, None)?;
         let options = LoopOptions {
@@ -115,13 +133,13 @@ pub async fn call(args: ToolCallArgs) -> Result<ExitCode, String> {
         model.as_ref(),
     )?;
     let Some(tool) = tools.into_iter().next() else {
-        return Err(format!("unknown tool {}", args.name));
+        return Err(Failure::usage(format!("unknown tool {}", args.name)));
     };
     let mut options = Map::new();
     for option in &args.options {
         let (key, value) = option
             .split_once('=')
-            .ok_or_else(|| format!("--option {option} is not key=value"))?;
+            .ok_or_else(|| Failure::usage(format!("--option {option} is not key=value")))?;
         let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
         options.insert(key.to_owned(), value);
     }
@@ -135,16 +153,17 @@ pub async fn call(args: ToolCallArgs) -> Result<ExitCode, String> {
         cancel: CancellationToken::new(),
     };
     let mut stream = tool.execute(input, context);
+    let mut out = Stdout::new();
     while let Some(output) = stream.next().await {
         match output {
             ToolOutput::Event(ToolStreamEvent::GroupsUpdate { groups }) => {
-                println!("{}", json!({"type": "groups_update", "groups": groups}))
+                out.line(json!({"type": "groups_update", "groups": groups}))?
             }
             ToolOutput::Event(ToolStreamEvent::ChildEvent(event)) => {
-                println!("{}", json!({"type": "child_event", "event": event}))
+                out.line(json!({"type": "child_event", "event": event}))?
             }
             ToolOutput::Done(result) => {
-                println!("{}", json!({"type": "result", "result": result}));
+                out.line(json!({"type": "result", "result": result}))?;
                 return Ok(if result.is_error {
                     ExitCode::from(1)
                 } else {
@@ -153,5 +172,7 @@ pub async fn call(args: ToolCallArgs) -> Result<ExitCode, String> {
             }
         }
     }
-    Err("the tool ended without a result".to_owned())
+    Err(Failure::Runtime(
+        "the tool ended without a result".to_owned(),
+    ))
 }

@@ -12,6 +12,8 @@ fn agentloop(args: &[&str]) -> Output {
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GOOGLE_API_KEY")
         .env_remove("AGENTLOOP_MODEL")
         .output()
         .unwrap()
@@ -218,14 +220,28 @@ fn run_with_a_scripted_provider_prints_json_events() {
 }
 
 #[test]
-fn run_without_a_key_says_how_to_configure_one() {
-    let output = agentloop(&["run", "hello"]);
-    assert_eq!(output.status.code(), Some(2));
+fn run_without_a_key_plays_the_demo_and_says_how_to_configure_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_string_lossy().into_owned();
+    let output = agentloop(&["run", "hello", "--root", &root]);
+    assert_eq!(output.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("ANTHROPIC_API_KEY") && stderr.contains("OPENAI_API_KEY"),
+        stderr.contains("this is a demo")
+            && stderr.contains("ANTHROPIC_API_KEY")
+            && stderr.contains("OPENAI_API_KEY"),
         "{stderr}"
     );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("→ fs"), "{stdout}");
+}
+
+#[test]
+fn an_unknown_provider_is_a_usage_error() {
+    let output = agentloop(&["run", "hello", "--provider", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown provider nope"), "{stderr}");
 }
 
 #[test]

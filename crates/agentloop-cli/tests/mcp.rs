@@ -149,7 +149,16 @@ fn the_terminal_view_shows_mcp_progress_as_it_arrives() {
         ]),
     );
     let server = format!("node {} stdio", everything.display());
-    let output = agentloop(&["run", "hi", "--provider", &provider, "--mcp-stdio", &server]);
+    let output = agentloop(&[
+        "run",
+        "hi",
+        "--provider",
+        &provider,
+        "--mcp-stdio",
+        &server,
+        "--color",
+        "always",
+    ]);
     assert!(
         output.status.success(),
         "{}",

@@ -4,6 +4,7 @@
 //! agent, and the OpenAPI description checked by a fuzzer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use agentloop_types::FinishedEvent;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -151,7 +152,9 @@ async fn assert_logs_whole(store: &dyn agentloop_storage::Store, task_id: &str) 
         assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
         let finished = events
             .iter()
-            .filter(|e| matches!(e.kind, EventKind::Finished { .. }) && e.path.is_root())
+            .filter(|e| {
+                matches!(e.kind, EventKind::Finished(FinishedEvent { .. })) && e.path.is_root()
+            })
             .count();
         assert_eq!(finished, 1, "run {} finished {finished} times", run.id);
     }

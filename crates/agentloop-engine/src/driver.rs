@@ -12,9 +12,10 @@ use agentloop_types::{
 
 use crate::cancel::or_cancelled;
 use crate::machine::{Input, Machine, OfferedTool, Step, StrategyMachine};
-use crate::model_turn::model_turn;
+use crate::model_turn::{model_turn, summary_request, summary_turn};
 use crate::run_stream::{Emitter, RunStream};
 use crate::tool_exec::ToolRun;
+use tracing::Instrument;
 
 /// What a run calls out to.
 #[derive(Clone)]
@@ -141,7 +142,19 @@ fn drive_machine(machine: Machine, options: LoopOptions, mut deps: RunDeps) -> R
     let cancel = deps.cancel.child_token();
     deps.cancel = cancel.clone();
     let machine = machine.with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())));
-    RunStream::new(move |emitter| drive(machine, options, deps, emitter)).cancel_on_drop(cancel)
+    // Child runs (a minion's, a skill's) are started inside their tool
+    // call's span, so this span nests under it.
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = "invoke_agent",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.request.model = %options.model,
+        agentloop.run_id = %machine.state().run_id,
+        agentloop.project_id = %options.project_id,
+        agentloop.chat_id = options.chat_id.as_deref(),
+    );
+    RunStream::new(move |emitter| drive(machine, options, deps, emitter).instrument(span))
+        .cancel_on_drop(cancel)
 }
 
 async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut emitter: Emitter) {
@@ -189,7 +202,12 @@ async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut em
                     &deps.cancel,
                     &mut emitter,
                 )
+                .instrument(tracing::info_span!("agentloop.model_turn", iteration))
                 .await
+            }
+            Step::Summarise { messages } => {
+                let request = summary_request(&options, messages);
+                summary_turn(deps.provider.as_ref(), request, &deps.cancel).await
             }
             Step::RunTools { calls } => {
                 let run = ToolRun {

@@ -1,11 +1,14 @@
 //! One model turn: request, stream deltas out as events, assemble the
-//! message, report the outcome to the machine.
+//! message, report the outcome to the machine. Also the quiet turn of a
+//! summarising step, which emits nothing.
 
+use agentloop_types::{StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent};
 use std::panic::AssertUnwindSafe;
 
 use agentloop_types::{
-    BlockStart, CancellationToken, EventKind, LoopError, ModelChunk, ModelProvider, ModelRequest,
-    ProviderError, ProviderErrorKind, StreamAssembler, StreamDelta,
+    BlockStart, CancellationToken, ContentBlock, EventKind, LoopError, LoopOptions, Message,
+    ModelChunk, ModelProvider, ModelRequest, ProviderError, ProviderErrorKind, StreamAssembler,
+    StreamDelta,
 };
 use futures::StreamExt;
 
@@ -21,7 +24,9 @@ pub(crate) async fn model_turn(
     cancel: &CancellationToken,
     emitter: &mut Emitter,
 ) -> Input {
-    emitter.emit(EventKind::StreamingStart { iteration }).await;
+    emitter
+        .emit(EventKind::StreamingStart(StreamingStartEvent { iteration }))
+        .await;
     let prefill = prefill_deltas(request.options.prefill_response.as_deref());
     let mut stream = AssertUnwindSafe(provider.stream(request)).catch_unwind();
     let mut assembler = StreamAssembler::new();
@@ -29,7 +34,9 @@ pub(crate) async fn model_turn(
     loop {
         let Some(next) = or_cancelled(cancel, stream.next()).await else {
             emitter
-                .emit(EventKind::StreamingEnd { stop_reason: None })
+                .emit(EventKind::StreamingEnd(StreamingEndEvent {
+                    stop_reason: None,
+                }))
                 .await;
             return Input::Cancelled {
                 partial_turn: Some(assembler.finish()),
@@ -44,7 +51,9 @@ pub(crate) async fn model_turn(
                 }
                 match assembler.apply(&delta) {
                     Ok(()) => {
-                        emitter.emit(EventKind::StreamingChunk { delta }).await;
+                        emitter
+                            .emit(EventKind::StreamingChunk(StreamingChunkEvent { delta }))
+                            .await;
                         continue;
                     }
                     Err(error) => LoopError::Assembly { error },
@@ -57,9 +66,9 @@ pub(crate) async fn model_turn(
                     first_content(&prefill, &mut assembler, emitter).await;
                 }
                 emitter
-                    .emit(EventKind::StreamingEnd {
+                    .emit(EventKind::StreamingEnd(StreamingEndEvent {
                         stop_reason: Some(stop_reason.clone()),
-                    })
+                    }))
                     .await;
                 return Input::ModelTurn {
                     content: assembler.finish(),
@@ -77,7 +86,9 @@ pub(crate) async fn model_turn(
             None => LoopError::IncompleteStream,
         };
         emitter
-            .emit(EventKind::StreamingEnd { stop_reason: None })
+            .emit(EventKind::StreamingEnd(StreamingEndEvent {
+                stop_reason: None,
+            }))
             .await;
         return Input::ModelFailed { error: failure };
     }
@@ -94,9 +105,9 @@ async fn first_content(
         // Prefill deltas are built here and always fit.
         let _ = assembler.apply(delta);
         emitter
-            .emit(EventKind::StreamingChunk {
+            .emit(EventKind::StreamingChunk(StreamingChunkEvent {
                 delta: delta.clone(),
-            })
+            }))
             .await;
     }
 }
@@ -123,5 +134,73 @@ fn prefill_deltas(prefill: Option<&str>) -> Vec<StreamDelta> {
                 index: PREFILL_INDEX,
             },
         ],
+    }
+}
+
+/// The request of a summarising step: the run's model and limits, with
+/// nothing of the run's own that would shape the answer (system prompt,
+/// prefill, stop sequences, server tools, thinking, the output schema) and
+/// no tools.
+pub(crate) fn summary_request(options: &LoopOptions, messages: Vec<Message>) -> ModelRequest {
+    let options = LoopOptions {
+        system_prompt: None,
+        output_schema: None,
+        prefill_response: None,
+        stop_sequences: Vec::new(),
+        web_search_enabled: false,
+        enable_reasoning: false,
+        ..options.clone()
+    };
+    ModelRequest {
+        options,
+        messages,
+        tools: Vec::new(),
+        attachments: None,
+    }
+}
+
+/// One summarising turn from `provider`: its text and usage, with no
+/// events (the core reports the compaction and the tokens).
+pub(crate) async fn summary_turn(
+    provider: &dyn ModelProvider,
+    request: ModelRequest,
+    cancel: &CancellationToken,
+) -> Input {
+    let mut stream = AssertUnwindSafe(provider.stream(request)).catch_unwind();
+    let mut assembler = StreamAssembler::new();
+    loop {
+        let Some(next) = or_cancelled(cancel, stream.next()).await else {
+            return Input::Cancelled {
+                partial_turn: None,
+                finished_tools: Vec::new(),
+                child_tokens: Default::default(),
+            };
+        };
+        let error = match next {
+            Some(Ok(Ok(ModelChunk::Delta(delta)))) => match assembler.apply(&delta) {
+                Ok(()) => continue,
+                Err(error) => LoopError::Assembly { error },
+            },
+            Some(Ok(Ok(ModelChunk::Finish { usage, .. }))) => {
+                let text = assembler
+                    .finish()
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::Text { text, .. } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                return Input::Summary { text, usage };
+            }
+            Some(Ok(Err(error))) => LoopError::Provider { error },
+            Some(Err(panic)) => LoopError::Provider {
+                error: ProviderError::new(
+                    ProviderErrorKind::Connection,
+                    format!("the provider panicked: {}", crate::panic_message(&panic)),
+                ),
+            },
+            None => LoopError::IncompleteStream,
+        };
+        return Input::SummaryFailed { error };
     }
 }

@@ -37,6 +37,9 @@ pub(crate) struct CallStream {
     /// calls queued behind `tool_concurrency` get their whole time too.
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     cancel: CancellationToken,
+    /// The call's span (OpenTelemetry GenAI `execute_tool`); the tool runs
+    /// inside it, so a child run it starts nests under it.
+    span: tracing::Span,
 }
 
 impl CallStream {
@@ -49,6 +52,14 @@ impl CallStream {
         timeout: Option<Duration>,
     ) -> Self {
         let cancel = context.cancel.clone();
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format!("execute_tool {}", planned.call.name),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %planned.call.name,
+            gen_ai.tool.call.id = %planned.call.id,
+            error.type = tracing::field::Empty,
+        );
         let immediate = |outcome: ToolOutcome| -> Immediate { Some(outcome) };
         let (inner, answered): (Option<ToolStream>, Immediate) = match (&planned.answer, tool) {
             (Some(answer), _) => (None, immediate(ToolOutcome::Finished(answer.clone()))),
@@ -57,7 +68,8 @@ impl CallStream {
                 context.options = planned.options.clone();
                 let tool = Arc::clone(tool);
                 let input = planned.call.input.clone();
-                match catch_unwind(AssertUnwindSafe(|| tool.execute(input, context))) {
+                let execute = || span.in_scope(|| tool.execute(input, context));
+                match catch_unwind(AssertUnwindSafe(execute)) {
                     Ok(stream) => (Some(stream), None),
                     Err(panic) => (None, immediate(panicked(&panic))),
                 }
@@ -70,11 +82,21 @@ impl CallStream {
             timeout,
             deadline: None,
             cancel,
+            span,
         }
     }
 
     fn finish(&mut self, outcome: ToolOutcome) -> Poll<Option<CallItem>> {
         self.inner = None;
+        let error = match &outcome {
+            ToolOutcome::Finished(result) => result.is_error.then_some("tool_error"),
+            ToolOutcome::TimedOut { .. } => Some("timeout"),
+            ToolOutcome::Panicked { .. } => Some("panic"),
+            ToolOutcome::NoResult => Some("no_result"),
+        };
+        if let Some(error) = error {
+            self.span.record("error.type", error);
+        }
         Poll::Ready(Some(CallItem::Done(outcome)))
     }
 }
@@ -86,6 +108,8 @@ impl Stream for CallStream {
     type Item = CallItem;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<CallItem>> {
+        let span = self.span.clone();
+        let _inside = span.enter();
         if !self.started {
             self.started = true;
             self.deadline = self.timeout.map(|t| Box::pin(tokio::time::sleep(t)));

@@ -3,6 +3,14 @@
 //! call. The machine commits them in call order; calls it answered itself
 //! start and end like any other, without running anything.
 
+use agentloop_types::ContextCompactedEvent;
+use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -100,26 +108,26 @@ impl ToolRun<'_> {
             match item {
                 CallItem::Started => {
                     emitter
-                        .emit(EventKind::ToolStart {
+                        .emit(EventKind::ToolStart(ToolStartEvent {
                             tool_use_id: call.id.clone(),
                             name: call.name.clone(),
                             input: call.input.clone(),
                             is_skill,
                             depth: 1,
-                        })
+                        }))
                         .await
                 }
                 CallItem::Event(ToolStreamEvent::GroupsUpdate { groups }) => {
                     emitter
-                        .emit(EventKind::ToolBlockUpdate {
+                        .emit(EventKind::ToolBlockUpdate(ToolBlockUpdateEvent {
                             tool_use_id: call.id.clone(),
                             block: running_block(call, groups),
-                        })
+                        }))
                         .await
                 }
                 CallItem::Event(ToolStreamEvent::ChildEvent(event)) => {
                     let LoopEvent { path, kind, .. } = *event;
-                    if let EventKind::TokensConsumed { tokens } = &kind {
+                    if let EventKind::TokensConsumed(TokensConsumedEvent { tokens }) = &kind {
                         *child_tokens += *tokens;
                     }
                     let path = path.under(&RunPath::root().child(&call.id));
@@ -127,13 +135,13 @@ impl ToolRun<'_> {
                 }
                 CallItem::Done(outcome) => {
                     emitter
-                        .emit(EventKind::ToolEnd {
+                        .emit(EventKind::ToolEnd(ToolEndEvent {
                             tool_use_id: call.id.clone(),
                             name: call.name.clone(),
                             is_error: outcome.is_error(),
                             is_skill,
                             depth: 1,
-                        })
+                        }))
                         .await;
                     finished.push((call.id.clone(), outcome));
                 }
@@ -146,50 +154,51 @@ impl ToolRun<'_> {
 /// is added per forwarding.
 fn deepen(kind: EventKind) -> EventKind {
     match kind {
-        EventKind::ToolStart {
+        EventKind::ToolStart(ToolStartEvent {
             tool_use_id,
             name,
             input,
             is_skill,
             depth,
-        } => EventKind::ToolStart {
+        }) => EventKind::ToolStart(ToolStartEvent {
             tool_use_id,
             name,
             input,
             is_skill,
             depth: depth + 1,
-        },
-        EventKind::ToolEnd {
+        }),
+        EventKind::ToolEnd(ToolEndEvent {
             tool_use_id,
             name,
             is_error,
             is_skill,
             depth,
-        } => EventKind::ToolEnd {
+        }) => EventKind::ToolEnd(ToolEndEvent {
             tool_use_id,
             name,
             is_error,
             is_skill,
             depth: depth + 1,
-        },
-        kind @ (EventKind::StreamingStart { .. }
+        }),
+        kind @ (EventKind::StreamingStart(StreamingStartEvent { .. })
         | EventKind::FirstChunk
-        | EventKind::StreamingChunk { .. }
-        | EventKind::StreamingEnd { .. }
-        | EventKind::MessageCreated { .. }
-        | EventKind::TokensConsumed { .. }
-        | EventKind::PendingToolResult { .. }
-        | EventKind::ToolBlockUpdate { .. }
-        | EventKind::AgentStart { .. }
-        | EventKind::AgentTurnStart { .. }
-        | EventKind::AgentReason { .. }
-        | EventKind::AgentRequestInput { .. }
-        | EventKind::AgentToolStart { .. }
-        | EventKind::AgentToolComplete { .. }
-        | EventKind::AgentObserve { .. }
-        | EventKind::AgentCompletion { .. }
-        | EventKind::AgentError { .. }
-        | EventKind::Finished { .. }) => kind,
+        | EventKind::StreamingChunk(StreamingChunkEvent { .. })
+        | EventKind::StreamingEnd(StreamingEndEvent { .. })
+        | EventKind::MessageCreated(MessageCreatedEvent { .. })
+        | EventKind::TokensConsumed(TokensConsumedEvent { .. })
+        | EventKind::PendingToolResult(PendingToolResultEvent { .. })
+        | EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { .. })
+        | EventKind::AgentStart(AgentStartEvent { .. })
+        | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
+        | EventKind::AgentReason(AgentReasonEvent { .. })
+        | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+        | EventKind::AgentToolStart(AgentToolStartEvent { .. })
+        | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
+        | EventKind::AgentObserve(AgentObserveEvent { .. })
+        | EventKind::AgentCompletion(AgentCompletionEvent { .. })
+        | EventKind::AgentError(AgentErrorEvent { .. })
+        | EventKind::ContextCompacted(ContextCompactedEvent { .. })
+        | EventKind::Finished(FinishedEvent { .. })) => kind,
     }
 }
 

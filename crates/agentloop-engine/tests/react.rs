@@ -2,6 +2,7 @@
 
 mod common;
 
+use agentloop_types::AgentCompletionEvent;
 use std::sync::Arc;
 
 use agentloop_engine::retrieval::{InMemoryRetriever, RETRIEVED_MESSAGE_ID};
@@ -342,6 +343,6 @@ async fn retrieved_passages_reach_the_act_step_cited() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(&e.kind, EventKind::AgentCompletion { final_answer, .. } if final_answer.contains("[1]")))
+            .any(|e| matches!(&e.kind, EventKind::AgentCompletion(AgentCompletionEvent { final_answer, .. }) if final_answer.contains("[1]")))
     );
 }

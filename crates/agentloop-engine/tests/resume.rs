@@ -5,6 +5,9 @@
 
 mod common;
 
+use agentloop_types::{
+    AgentStartEvent, FinishedEvent, StreamingStartEvent, TokensConsumedEvent, ToolEndEvent,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -29,7 +32,7 @@ fn check_resumed(events: &[agentloop_types::LoopEvent], prior: Option<TokenTotal
     assert!(events.windows(2).all(|p| p[0].seq < p[1].seq));
     let terminal = events
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::Finished { .. }) && e.path.is_root())
+        .filter(|e| matches!(e.kind, EventKind::Finished(FinishedEvent { .. })) && e.path.is_root())
         .count();
     assert_eq!(terminal, 1, "one terminal event");
     let result = events.last().unwrap().root_result().expect("last").clone();
@@ -37,7 +40,7 @@ fn check_resumed(events: &[agentloop_types::LoopEvent], prior: Option<TokenTotal
     let consumed: TokenTotals = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::TokensConsumed { tokens } => Some(*tokens),
+            EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => Some(*tokens),
             _ => None,
         })
         .sum();
@@ -180,8 +183,9 @@ async fn every_strategy_resumes_from_every_checkpoint_to_the_same_end() {
             };
             // Model calls and tool runs completed before the checkpoint;
             // the rest of the script is what the resumed run still needs.
-            let calls_done = count(|k| matches!(k, EventKind::StreamingStart { .. }));
-            let tools_done = count(|k| matches!(k, EventKind::ToolEnd { .. }));
+            let calls_done =
+                count(|k| matches!(k, EventKind::StreamingStart(StreamingStartEvent { .. })));
+            let tools_done = count(|k| matches!(k, EventKind::ToolEnd(ToolEndEvent { .. })));
 
             let stored: RunState =
                 serde_json::from_str(&serde_json::to_string(state).unwrap()).unwrap();
@@ -206,7 +210,7 @@ async fn every_strategy_resumes_from_every_checkpoint_to_the_same_end() {
             assert!(
                 !events
                     .iter()
-                    .any(|e| matches!(e.kind, EventKind::AgentStart { .. })),
+                    .any(|e| matches!(e.kind, EventKind::AgentStart(AgentStartEvent { .. }))),
                 "{name}: a resumed run does not start again"
             );
         }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use agentloop_types::{StreamingStartEvent, ToolEndEvent, ToolStartEvent};
 use std::sync::Arc;
 
 use agentloop_engine::RunDeps;
@@ -213,9 +214,9 @@ async fn invalid_args_error_without_child_cycle() {
     let ends: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::ToolEnd {
+            EventKind::ToolEnd(ToolEndEvent {
                 is_error, is_skill, ..
-            } => Some((*is_error, *is_skill)),
+            }) => Some((*is_error, *is_skill)),
             _ => None,
         })
         .collect();
@@ -313,13 +314,13 @@ async fn nested_skill_events_carry_depth_and_input() {
     let starts: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::ToolStart {
+            EventKind::ToolStart(ToolStartEvent {
                 name,
                 input,
                 is_skill,
                 depth,
                 ..
-            } => Some((
+            }) => Some((
                 e.path.depth(),
                 name.as_str(),
                 *is_skill,
@@ -339,12 +340,11 @@ async fn nested_skill_events_carry_depth_and_input() {
     );
     // Status events of the child cycles are still emitted.
     for depth in [1, 2] {
-        assert!(
-            events
-                .iter()
-                .any(|e| e.path.depth() == depth
-                    && matches!(e.kind, EventKind::StreamingStart { .. }))
-        );
+        assert!(events.iter().any(|e| e.path.depth() == depth
+            && matches!(
+                e.kind,
+                EventKind::StreamingStart(StreamingStartEvent { .. })
+            )));
     }
     insta::assert_snapshot!("nested_skills", render_events(&events));
 }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use agentloop_types::{FinishedEvent, ToolEndEvent, ToolStartEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -122,7 +123,7 @@ proptest! {
         let mut finished = 0;
         for event in &events {
             match &event.kind {
-                EventKind::ToolStart { tool_use_id, name, is_skill, depth, .. } => {
+                EventKind::ToolStart(ToolStartEvent { tool_use_id, name, is_skill, depth, .. }) => {
                     let level = event.path.depth() as u32 + 1;
                     prop_assert_eq!(*depth, level, "depth of {}", tool_use_id);
                     prop_assert_eq!(*is_skill, name.starts_with('s'));
@@ -131,11 +132,11 @@ proptest! {
                     }
                     open.insert((event.path.clone(), tool_use_id.clone()), (*depth, *is_skill));
                 }
-                EventKind::ToolEnd { tool_use_id, depth, is_skill, .. } => {
+                EventKind::ToolEnd(ToolEndEvent { tool_use_id, depth, is_skill, .. }) => {
                     let start = open.remove(&(event.path.clone(), tool_use_id.clone()));
                     prop_assert_eq!(start, Some((*depth, *is_skill)));
                 }
-                EventKind::Finished { result } => {
+                EventKind::Finished(FinishedEvent { result }) => {
                     finished += 1;
                     prop_assert!(matches!(result.status, LoopStatus::Complete { .. }), "complete");
                     prop_assert!(validate_history(&result.messages, false).is_ok());

@@ -2,6 +2,7 @@
 
 mod common;
 
+use agentloop_types::ToolStartEvent;
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -502,7 +503,10 @@ async fn dropping_the_stream_cancels_running_tools_only_of_that_run() {
         .with_cancel(shared.clone());
     let mut stream = agentloop_engine::run(LoopOptions::default(), user("go"), deps);
     while let Some(event) = stream.next().await {
-        if matches!(event.kind, agentloop_types::EventKind::ToolStart { .. }) {
+        if matches!(
+            event.kind,
+            agentloop_types::EventKind::ToolStart(ToolStartEvent { .. })
+        ) {
             break;
         }
     }

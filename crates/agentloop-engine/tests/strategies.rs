@@ -3,6 +3,7 @@
 
 mod common;
 
+use agentloop_types::ToolStartEvent;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -325,12 +326,12 @@ async fn react_calls_skills_in_its_act_step() {
     let starts: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::ToolStart {
+            EventKind::ToolStart(ToolStartEvent {
                 name,
                 is_skill,
                 depth,
                 ..
-            } => Some((name.as_str(), *is_skill, *depth)),
+            }) => Some((name.as_str(), *is_skill, *depth)),
             _ => None,
         })
         .collect();

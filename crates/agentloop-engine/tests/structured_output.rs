@@ -8,12 +8,12 @@ mod common;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, RunItem, resume, run};
-use agentloop_types::RunState;
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
     ApiKind, CancellationToken, EventKind, FINAL_OUTPUT_TOOL, LoopError, LoopEvent, LoopOptions,
     LoopResult, LoopStatus, OutputMode, OutputSchema, RefusalDetails, Role, StopReason,
 };
+use agentloop_types::{FinishedEvent, RunState, StreamingChunkEvent};
 use common::*;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -43,7 +43,7 @@ fn options(api: ApiKind, schema: OutputSchema) -> LoopOptions {
 
 fn result(events: &[LoopEvent]) -> LoopResult {
     match &events.last().expect("a terminal event").kind {
-        EventKind::Finished { result } => result.clone(),
+        EventKind::Finished(FinishedEvent { result }) => result.clone(),
         other => panic!("last event is {other:?}"),
     }
 }
@@ -227,9 +227,9 @@ async fn tool_mode_final_output_call_ends_the_run_with_its_input() {
     // The final_output call streamed its arguments like any call.
     assert!(events.iter().any(|e| matches!(
         &e.kind,
-        EventKind::StreamingChunk {
+        EventKind::StreamingChunk(StreamingChunkEvent {
             delta: agentloop_types::StreamDelta::ToolInput { .. }
-        }
+        })
     )));
 }
 
@@ -359,7 +359,7 @@ async fn a_resumed_run_keeps_its_retry_count() {
         };
         let calls_done = full[..at]
             .iter()
-            .filter(|i| matches!(i, RunItem::Event(e) if matches!(e.kind, EventKind::StreamingStart { .. })))
+            .filter(|i| matches!(i, RunItem::Event(e) if matches!(e.kind, EventKind::StreamingStart(_))))
             .count();
         let stored: RunState =
             serde_json::from_str(&serde_json::to_string(state).unwrap()).unwrap();

@@ -17,6 +17,14 @@
 //!
 //! Every other event waits in the log batch.
 
+use agentloop_types::ContextCompactedEvent;
+use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -100,7 +108,7 @@ impl Persister {
         self.log.push(event.clone());
         let root = event.path.is_root();
         match &event.kind {
-            EventKind::MessageCreated { message } => {
+            EventKind::MessageCreated(MessageCreatedEvent { message }) => {
                 self.flush().await?;
                 if root {
                     self.store.save_message(&self.chat.id, message).await?;
@@ -112,7 +120,7 @@ impl Persister {
                     self.store.save_message(&chat_id, message).await?;
                 }
             }
-            EventKind::TokensConsumed { tokens } => {
+            EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => {
                 let now = now_millis();
                 self.store
                     .add_chat_totals(&self.chat.id, *tokens, now)
@@ -124,18 +132,18 @@ impl Persister {
                     self.store.add_chat_totals(&chat_id, *tokens, now).await?;
                 }
             }
-            EventKind::PendingToolResult { message_id, blocks } => {
+            EventKind::PendingToolResult(PendingToolResultEvent { message_id, blocks }) => {
                 if root && !self.checkpointed {
                     self.record_intent(message_id, blocks).await?;
                 } else {
                     self.flush_when_full().await?;
                 }
             }
-            EventKind::ToolStart { tool_use_id, .. } => {
+            EventKind::ToolStart(ToolStartEvent { tool_use_id, .. }) => {
                 self.flush().await?;
                 self.gate.open(tool_use_id);
             }
-            EventKind::Finished { result } => {
+            EventKind::Finished(FinishedEvent { result }) => {
                 if root {
                     self.flush().await?;
                     self.finish(result).await?;
@@ -144,21 +152,24 @@ impl Persister {
                     self.flush_when_full().await?;
                 }
             }
-            EventKind::StreamingStart { .. }
+            EventKind::StreamingStart(StreamingStartEvent { .. })
             | EventKind::FirstChunk
-            | EventKind::StreamingChunk { .. }
-            | EventKind::StreamingEnd { .. }
-            | EventKind::ToolBlockUpdate { .. }
-            | EventKind::ToolEnd { .. }
-            | EventKind::AgentStart { .. }
-            | EventKind::AgentTurnStart { .. }
-            | EventKind::AgentReason { .. }
-            | EventKind::AgentRequestInput { .. }
-            | EventKind::AgentToolStart { .. }
-            | EventKind::AgentToolComplete { .. }
-            | EventKind::AgentObserve { .. }
-            | EventKind::AgentCompletion { .. }
-            | EventKind::AgentError { .. } => self.flush_when_full().await?,
+            | EventKind::StreamingChunk(StreamingChunkEvent { .. })
+            | EventKind::StreamingEnd(StreamingEndEvent { .. })
+            | EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { .. })
+            | EventKind::ToolEnd(ToolEndEvent { .. })
+            | EventKind::AgentStart(AgentStartEvent { .. })
+            | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
+            | EventKind::AgentReason(AgentReasonEvent { .. })
+            | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+            | EventKind::AgentToolStart(AgentToolStartEvent { .. })
+            | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
+            | EventKind::AgentObserve(AgentObserveEvent { .. })
+            | EventKind::AgentCompletion(AgentCompletionEvent { .. })
+            | EventKind::AgentError(AgentErrorEvent { .. })
+            | EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {
+                self.flush_when_full().await?
+            }
         }
         Ok(())
     }

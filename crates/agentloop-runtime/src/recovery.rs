@@ -22,6 +22,7 @@
 //! messages: the dangling calls of its last assistant message get
 //! synthesised results, and the chat is continued from its last message.
 
+use agentloop_types::ToolStartEvent;
 use std::collections::HashSet;
 
 use agentloop_engine::{Input, Machine, Step, ToolOutcome};
@@ -205,6 +206,7 @@ impl ChatRuntime {
                 Step::CallModel { .. }
                 | Step::RunTools { .. }
                 | Step::Retrieve { .. }
+                | Step::Summarise { .. }
                 | Step::Done => break,
             };
         }
@@ -319,7 +321,7 @@ impl ChatRuntime {
         loop {
             let page = self.store.list_events(run_id, after, PAGE).await?;
             for event in &page {
-                if let EventKind::ToolStart { tool_use_id, .. } = &event.kind {
+                if let EventKind::ToolStart(ToolStartEvent { tool_use_id, .. }) = &event.kind {
                     log.started.insert(tool_use_id.clone());
                 }
                 log.next_seq = log.next_seq.max(event.seq + 1);

@@ -11,6 +11,9 @@
 
 mod common;
 
+use agentloop_types::{
+    AgentCompletionEvent, AgentObserveEvent, AgentReasonEvent, AgentStartEvent, AgentTurnStartEvent,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -261,11 +264,19 @@ fn agent_events(events: &[EventKind]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
-            EventKind::AgentStart { .. } => Some("agent_start".to_owned()),
-            EventKind::AgentTurnStart { step } => Some(format!("agent_turn_start {step}")),
-            EventKind::AgentReason { step, .. } => Some(format!("agent_reason {step}")),
-            EventKind::AgentObserve { step, .. } => Some(format!("agent_observe {step}")),
-            EventKind::AgentCompletion { steps, .. } => Some(format!("agent_completion {steps}")),
+            EventKind::AgentStart(AgentStartEvent { .. }) => Some("agent_start".to_owned()),
+            EventKind::AgentTurnStart(AgentTurnStartEvent { step }) => {
+                Some(format!("agent_turn_start {step}"))
+            }
+            EventKind::AgentReason(AgentReasonEvent { step, .. }) => {
+                Some(format!("agent_reason {step}"))
+            }
+            EventKind::AgentObserve(AgentObserveEvent { step, .. }) => {
+                Some(format!("agent_observe {step}"))
+            }
+            EventKind::AgentCompletion(AgentCompletionEvent { steps, .. }) => {
+                Some(format!("agent_completion {steps}"))
+            }
             _ => None,
         })
         .collect()

@@ -10,6 +10,7 @@
 //! event, finishes the run without calling the model again. Events of every
 //! attempt go to one log, with seqs continuing.
 
+use agentloop_types::FinishedEvent;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -284,9 +285,9 @@ async fn log_answered(state: &AppState, run_id: &str, chat_id: &str) -> StorageR
         let event = LoopEvent {
             seq: last.map_or(0, |s| s + 1),
             path: Default::default(),
-            kind: EventKind::Finished {
+            kind: EventKind::Finished(FinishedEvent {
                 result: result.clone(),
-            },
+            }),
         };
         store
             .append_events(run_id, std::slice::from_ref(&event))
@@ -310,7 +311,7 @@ async fn scan_log(
     loop {
         let events = store.list_events(run_id, after, PAGE).await?;
         for event in &events {
-            if let EventKind::Finished { result: r } = &event.kind {
+            if let EventKind::Finished(FinishedEvent { result: r }) = &event.kind {
                 if event.path.is_root() {
                     result = Some(Box::new(r.clone()));
                 }

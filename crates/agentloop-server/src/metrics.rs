@@ -5,6 +5,14 @@
 //! Run metrics are read off the events each run stores ([`RunMetrics`]),
 //! so they count exactly what the event log holds.
 
+use agentloop_types::ContextCompactedEvent;
+use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -233,10 +241,10 @@ impl RunMetrics {
     pub fn event(&self, event: &LoopEvent) {
         let path_key = || event.path.0.clone();
         match &event.kind {
-            EventKind::StreamingStart { .. } => {
+            EventKind::StreamingStart(StreamingStartEvent { .. }) => {
                 lock(&self.turns).insert(path_key(), Instant::now());
             }
-            EventKind::StreamingEnd { .. } => {
+            EventKind::StreamingEnd(StreamingEndEvent { .. }) => {
                 if let Some(started) = lock(&self.turns).remove(&path_key()) {
                     self.metrics
                         .model_turn_seconds
@@ -244,7 +252,7 @@ impl RunMetrics {
                         .observe(started.elapsed().as_secs_f64());
                 }
             }
-            EventKind::TokensConsumed { tokens } => {
+            EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => {
                 for (kind, count) in [
                     ("input", tokens.input_tokens),
                     ("output", tokens.output_tokens),
@@ -265,15 +273,15 @@ impl RunMetrics {
                     .get_or_create(&self.model)
                     .inc_by(tokens.cost);
             }
-            EventKind::ToolStart { tool_use_id, .. } => {
+            EventKind::ToolStart(ToolStartEvent { tool_use_id, .. }) => {
                 lock(&self.tools).insert(tool_use_id.clone(), Instant::now());
             }
-            EventKind::ToolEnd {
+            EventKind::ToolEnd(ToolEndEvent {
                 tool_use_id,
                 name,
                 is_error,
                 ..
-            } => {
+            }) => {
                 let labels = ToolLabels { tool: name.clone() };
                 if let Some(started) = lock(&self.tools).remove(tool_use_id) {
                     self.metrics
@@ -285,7 +293,7 @@ impl RunMetrics {
                     self.metrics.tool_errors.get_or_create(&labels).inc();
                 }
             }
-            EventKind::Finished { result } => {
+            EventKind::Finished(FinishedEvent { result }) => {
                 if event.path.is_root()
                     && let LoopStatus::Error {
                         error:
@@ -298,19 +306,20 @@ impl RunMetrics {
                 }
             }
             EventKind::FirstChunk
-            | EventKind::StreamingChunk { .. }
-            | EventKind::MessageCreated { .. }
-            | EventKind::PendingToolResult { .. }
-            | EventKind::ToolBlockUpdate { .. }
-            | EventKind::AgentStart { .. }
-            | EventKind::AgentTurnStart { .. }
-            | EventKind::AgentReason { .. }
-            | EventKind::AgentRequestInput { .. }
-            | EventKind::AgentToolStart { .. }
-            | EventKind::AgentToolComplete { .. }
-            | EventKind::AgentObserve { .. }
-            | EventKind::AgentCompletion { .. }
-            | EventKind::AgentError { .. } => {}
+            | EventKind::StreamingChunk(StreamingChunkEvent { .. })
+            | EventKind::MessageCreated(MessageCreatedEvent { .. })
+            | EventKind::PendingToolResult(PendingToolResultEvent { .. })
+            | EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { .. })
+            | EventKind::AgentStart(AgentStartEvent { .. })
+            | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
+            | EventKind::AgentReason(AgentReasonEvent { .. })
+            | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+            | EventKind::AgentToolStart(AgentToolStartEvent { .. })
+            | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
+            | EventKind::AgentObserve(AgentObserveEvent { .. })
+            | EventKind::AgentCompletion(AgentCompletionEvent { .. })
+            | EventKind::AgentError(AgentErrorEvent { .. })
+            | EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {}
         }
     }
 }

@@ -1,6 +1,7 @@
 //! [`StoreSink`]: appends an agent run's events to its log, under the
 //! run's lease, and fans them out to live followers.
 
+use agentloop_types::MessageCreatedEvent;
 use std::sync::Arc;
 
 use agentloop_storage::Store;
@@ -56,7 +57,12 @@ pub struct StoreSink {
 #[async_trait]
 impl RunSink for StoreSink {
     async fn event(&self, event: LoopEvent) -> Result<(), SinkError> {
-        if event.path.is_root() && matches!(event.kind, EventKind::MessageCreated { .. }) {
+        if event.path.is_root()
+            && matches!(
+                event.kind,
+                EventKind::MessageCreated(MessageCreatedEvent { .. })
+            )
+        {
             self.lease.renew().await?;
         }
         self.lease

@@ -2,6 +2,9 @@
 //! providers for parent and child.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use agentloop_types::{
+    FinishedEvent, MessageCreatedEvent, TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -104,7 +107,7 @@ async fn nested_events_snapshot() {
         .iter()
         .filter(|e| e.path == RunPath::root().child("toolu_1"))
         .filter_map(|e| match &e.kind {
-            EventKind::MessageCreated { message } => Some(message),
+            EventKind::MessageCreated(MessageCreatedEvent { message }) => Some(message),
             _ => None,
         })
         .collect();
@@ -116,7 +119,7 @@ async fn nested_events_snapshot() {
         .iter()
         .rev()
         .find_map(|e| match &e.kind {
-            EventKind::ToolBlockUpdate { block, .. } if e.path.is_root() => {
+            EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. }) if e.path.is_root() => {
                 Some(block.rendering_groups.clone())
             }
             _ => None,
@@ -144,7 +147,7 @@ async fn child_tokens_roll_up_into_the_parent() {
     let consumed: TokenTotals = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::TokensConsumed { tokens } => Some(*tokens),
+            EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => Some(*tokens),
             _ => None,
         })
         .sum();
@@ -179,7 +182,7 @@ async fn a_child_question_suspends_the_parent() {
     assert_eq!(reason, "Which file?");
     let child_finished = events.iter().any(|e| {
         e.path == RunPath::root().child("toolu_1")
-            && matches!(&e.kind, EventKind::Finished { result } if result.status.name() == "suspended")
+            && matches!(&e.kind, EventKind::Finished(FinishedEvent { result }) if result.status.name() == "suspended")
     });
     assert!(child_finished, "the child run ended suspended");
 }
@@ -298,7 +301,9 @@ async fn a_minion_chat_continues_by_id() {
     .await;
     assert_eq!(minion_result(&result_of(&events)).content, "First answer.");
     for event in &events {
-        if let (EventKind::MessageCreated { message }, [call]) = (&event.kind, &event.path.0[..]) {
+        if let (EventKind::MessageCreated(MessageCreatedEvent { message }), [call]) =
+            (&event.kind, &event.path.0[..])
+        {
             chats.append(&format!("minion_{call}"), message.clone());
         }
     }
@@ -355,7 +360,9 @@ async fn a_suspended_minion_chat_takes_the_task_as_its_answer() {
     )
     .await;
     for event in &events {
-        if let (EventKind::MessageCreated { message }, [call]) = (&event.kind, &event.path.0[..]) {
+        if let (EventKind::MessageCreated(MessageCreatedEvent { message }), [call]) =
+            (&event.kind, &event.path.0[..])
+        {
             chats.append(&format!("minion_{call}"), message.clone());
         }
     }
@@ -411,12 +418,12 @@ async fn nesting_stops_at_the_depth_limit() {
     let nested_end = events
         .iter()
         .find_map(|e| match &e.kind {
-            EventKind::ToolEnd {
+            EventKind::ToolEnd(ToolEndEvent {
                 tool_use_id,
                 is_error,
                 depth,
                 ..
-            } if tool_use_id == "c1" => Some((*is_error, *depth, e.path.clone())),
+            }) if tool_use_id == "c1" => Some((*is_error, *depth, e.path.clone())),
             _ => None,
         })
         .expect("the nested call ended");
@@ -425,7 +432,9 @@ async fn nesting_stops_at_the_depth_limit() {
         .iter()
         .filter(|e| e.path == RunPath::root().child("toolu_1"))
         .find_map(|e| match &e.kind {
-            EventKind::MessageCreated { message } => message.tool_results().next().cloned(),
+            EventKind::MessageCreated(MessageCreatedEvent { message }) => {
+                message.tool_results().next().cloned()
+            }
             _ => None,
         })
         .expect("the nested call has a result");
@@ -575,7 +584,9 @@ async fn nested_minions_roll_tokens_up_through_every_level() {
     assert_eq!(result.tokens.input_tokens, 10 + 100 + 1000 + 10_000 + 20);
     let grandchild = RunPath::root().child("toolu_1").child("c1");
     let finished = events.iter().find_map(|e| match &e.kind {
-        EventKind::Finished { result } if e.path == grandchild => result.final_text(),
+        EventKind::Finished(FinishedEvent { result }) if e.path == grandchild => {
+            result.final_text()
+        }
         _ => None,
     });
     assert_eq!(finished.as_deref(), Some("grandchild answer"));
@@ -583,7 +594,9 @@ async fn nested_minions_roll_tokens_up_through_every_level() {
         .iter()
         .filter(|e| e.path == RunPath::root().child("toolu_1"))
         .find_map(|e| match &e.kind {
-            EventKind::MessageCreated { message } => message.tool_results().next().cloned(),
+            EventKind::MessageCreated(MessageCreatedEvent { message }) => {
+                message.tool_results().next().cloned()
+            }
             _ => None,
         })
         .expect("the nested minion's result is in the child's history");
@@ -609,7 +622,9 @@ async fn long_streams_update_the_block_a_few_times_not_per_chunk() {
     let updates: Vec<&Vec<agentloop_types::RenderingBlockGroup>> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::ToolBlockUpdate { block, .. } => Some(&block.rendering_groups),
+            EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. }) => {
+                Some(&block.rendering_groups)
+            }
             _ => None,
         })
         .collect();

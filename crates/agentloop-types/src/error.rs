@@ -8,6 +8,7 @@ use crate::stream::AssemblyError;
 
 /// What went wrong talking to a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderErrorKind {
     /// The provider answered with an HTTP error status.
@@ -28,6 +29,7 @@ pub enum ProviderErrorKind {
 
 /// A provider failure, with everything the provider said about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[error("{}", self.describe())]
 pub struct ProviderError {
     /// Category.
@@ -82,6 +84,7 @@ impl ProviderError {
 
 /// Why a run ended with status `error`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LoopError {
     /// The provider failed.

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::message::Message;
+use crate::options::CompactionStrategy;
 use crate::render::ToolResultRenderBlock;
 use crate::result::LoopResult;
 use crate::stream::{StopReason, StreamDelta};
@@ -16,6 +17,7 @@ use crate::tokens::TokenTotals;
 /// Where an event comes from: the tool-call ids that led from the root run
 /// to the run that emitted it. Empty for the root (depth 0).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct RunPath(pub Vec<String>);
 
@@ -52,6 +54,7 @@ impl RunPath {
 
 /// One event of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LoopEvent {
     /// Strictly increasing within the stream it was read from.
     pub seq: u64,
@@ -66,9 +69,12 @@ pub struct LoopEvent {
 impl LoopEvent {
     /// The result, when this is the terminal event of the root run.
     pub fn root_result(&self) -> Option<&LoopResult> {
-        match &self.kind {
-            EventKind::Finished { result } if self.path.is_root() => Some(result),
-            _ => None,
+        if let EventKind::Finished(FinishedEvent { result }) = &self.kind
+            && self.path.is_root()
+        {
+            Some(result)
+        } else {
+            None
         }
     }
 }
@@ -76,169 +82,291 @@ impl LoopEvent {
 /// What happened. Front ends match this exhaustively, so a new variant is a
 /// compile error wherever it is not handled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
     /// A model request starts (seed 000).
-    StreamingStart {
-        /// 1-based model turn number within the run.
-        iteration: u32,
-    },
+    StreamingStart(StreamingStartEvent),
     /// The first content of the turn arrived.
     FirstChunk,
     /// Content arrived: a delta, never the whole message again.
-    StreamingChunk {
-        /// The change.
-        delta: StreamDelta,
-    },
+    StreamingChunk(StreamingChunkEvent),
     /// The model request ended; `stop_reason` is `None` when it failed or was
     /// cancelled.
-    StreamingEnd {
-        /// Why the turn ended.
-        stop_reason: Option<StopReason>,
-    },
+    StreamingEnd(StreamingEndEvent),
     /// A message was committed to the history; consumers persist it.
-    MessageCreated {
-        /// The message.
-        message: Message,
-    },
+    MessageCreated(MessageCreatedEvent),
     /// Tokens of one model turn.
-    TokensConsumed {
-        /// The turn's tokens and cost.
-        tokens: TokenTotals,
-    },
+    TokensConsumed(TokensConsumedEvent),
     /// Tools are about to run: the tool-result message, every block running.
     /// The final message has the same id (seed 003).
-    PendingToolResult {
-        /// Id the final tool-result message will have.
-        message_id: String,
-        /// One running block per call, in call order.
-        blocks: Vec<ToolResultRenderBlock>,
-    },
+    PendingToolResult(PendingToolResultEvent),
     /// A tool call starts (seed 002's `tool.start`).
-    ToolStart {
-        /// Call id.
-        tool_use_id: String,
-        /// Tool name.
-        name: String,
-        /// Arguments.
-        input: Value,
-        /// Whether the tool is a skill.
-        is_skill: bool,
-        /// Depth of the call: 1 for a call of the root run, +1 per nesting.
-        depth: u32,
-    },
+    ToolStart(ToolStartEvent),
     /// A running tool changed what it shows (seed 003).
-    ToolBlockUpdate {
-        /// Call id.
-        tool_use_id: String,
-        /// The block as it should now be shown.
-        block: ToolResultRenderBlock,
-    },
+    ToolBlockUpdate(ToolBlockUpdateEvent),
     /// A tool call ended (seed 002's `tool.end`).
-    ToolEnd {
-        /// Call id.
-        tool_use_id: String,
-        /// Tool name.
-        name: String,
-        /// Whether it failed.
-        is_error: bool,
-        /// Whether the tool is a skill.
-        is_skill: bool,
-        /// Depth of the call.
-        depth: u32,
-    },
+    ToolEnd(ToolEndEvent),
     /// A strategy run starts (seed 001).
-    AgentStart {
-        /// Step budget.
-        max_steps: u32,
-    },
+    AgentStart(AgentStartEvent),
     /// A strategy step starts.
-    AgentTurnStart {
-        /// Step number, from 1.
-        step: u32,
-    },
+    AgentTurnStart(AgentTurnStartEvent),
     /// The strategy's reasoning for this step.
-    AgentReason {
-        /// The reasoning.
-        message: String,
-        /// Step number.
-        step: u32,
-    },
+    AgentReason(AgentReasonEvent),
     /// The strategy needs input from a person; the run suspends.
-    AgentRequestInput {
-        /// The question.
-        question: String,
-        /// Step number.
-        step: u32,
-    },
+    AgentRequestInput(AgentRequestInputEvent),
     /// The strategy runs a tool.
-    AgentToolStart {
-        /// Tool name.
-        tool: String,
-        /// Step number.
-        step: u32,
-    },
+    AgentToolStart(AgentToolStartEvent),
     /// The strategy's tool finished.
-    AgentToolComplete {
-        /// Tool name.
-        tool: String,
-        /// The tool's output.
-        result: String,
-        /// Step number.
-        step: u32,
-    },
+    AgentToolComplete(AgentToolCompleteEvent),
     /// The strategy's observation after a tool.
-    AgentObserve {
-        /// The observation.
-        message: String,
-        /// Step number.
-        step: u32,
-    },
+    AgentObserve(AgentObserveEvent),
     /// The strategy finished.
-    AgentCompletion {
-        /// Steps taken.
-        steps: u32,
-        /// The final answer.
-        final_answer: String,
-    },
+    AgentCompletion(AgentCompletionEvent),
     /// The strategy hit an error (it may retry).
-    AgentError {
-        /// What went wrong.
-        message: String,
-        /// Step number.
-        step: u32,
-    },
+    AgentError(AgentErrorEvent),
+    /// What the run sends was compacted before a model call: older turns
+    /// were summarised or left out of the request (never out of the stored
+    /// history).
+    ContextCompacted(ContextCompactedEvent),
     /// The run ended. Exactly one per run path; the last event of the root.
-    Finished {
-        /// The result.
-        result: LoopResult,
-    },
+    Finished(FinishedEvent),
 }
 
 impl EventKind {
     /// The snake_case name of the event, as serialised in `type`.
     pub fn name(&self) -> &'static str {
         match self {
-            Self::StreamingStart { .. } => "streaming_start",
+            Self::StreamingStart(StreamingStartEvent { .. }) => "streaming_start",
             Self::FirstChunk => "first_chunk",
-            Self::StreamingChunk { .. } => "streaming_chunk",
-            Self::StreamingEnd { .. } => "streaming_end",
-            Self::MessageCreated { .. } => "message_created",
-            Self::TokensConsumed { .. } => "tokens_consumed",
-            Self::PendingToolResult { .. } => "pending_tool_result",
-            Self::ToolStart { .. } => "tool_start",
-            Self::ToolBlockUpdate { .. } => "tool_block_update",
-            Self::ToolEnd { .. } => "tool_end",
-            Self::AgentStart { .. } => "agent_start",
-            Self::AgentTurnStart { .. } => "agent_turn_start",
-            Self::AgentReason { .. } => "agent_reason",
-            Self::AgentRequestInput { .. } => "agent_request_input",
-            Self::AgentToolStart { .. } => "agent_tool_start",
-            Self::AgentToolComplete { .. } => "agent_tool_complete",
-            Self::AgentObserve { .. } => "agent_observe",
-            Self::AgentCompletion { .. } => "agent_completion",
-            Self::AgentError { .. } => "agent_error",
-            Self::Finished { .. } => "finished",
+            Self::StreamingChunk(StreamingChunkEvent { .. }) => "streaming_chunk",
+            Self::StreamingEnd(StreamingEndEvent { .. }) => "streaming_end",
+            Self::MessageCreated(MessageCreatedEvent { .. }) => "message_created",
+            Self::TokensConsumed(TokensConsumedEvent { .. }) => "tokens_consumed",
+            Self::PendingToolResult(PendingToolResultEvent { .. }) => "pending_tool_result",
+            Self::ToolStart(ToolStartEvent { .. }) => "tool_start",
+            Self::ToolBlockUpdate(ToolBlockUpdateEvent { .. }) => "tool_block_update",
+            Self::ToolEnd(ToolEndEvent { .. }) => "tool_end",
+            Self::AgentStart(AgentStartEvent { .. }) => "agent_start",
+            Self::AgentTurnStart(AgentTurnStartEvent { .. }) => "agent_turn_start",
+            Self::AgentReason(AgentReasonEvent { .. }) => "agent_reason",
+            Self::AgentRequestInput(AgentRequestInputEvent { .. }) => "agent_request_input",
+            Self::AgentToolStart(AgentToolStartEvent { .. }) => "agent_tool_start",
+            Self::AgentToolComplete(AgentToolCompleteEvent { .. }) => "agent_tool_complete",
+            Self::AgentObserve(AgentObserveEvent { .. }) => "agent_observe",
+            Self::AgentCompletion(AgentCompletionEvent { .. }) => "agent_completion",
+            Self::AgentError(AgentErrorEvent { .. }) => "agent_error",
+            Self::ContextCompacted(ContextCompactedEvent { .. }) => "context_compacted",
+            Self::Finished(FinishedEvent { .. }) => "finished",
         }
     }
+}
+
+// The payload of each event kind.
+
+/// A model request starts (seed 000).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StreamingStartEvent {
+    /// 1-based model turn number within the run.
+    pub iteration: u32,
+}
+
+/// Content arrived: a delta, never the whole message again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StreamingChunkEvent {
+    /// The change.
+    pub delta: StreamDelta,
+}
+
+/// The model request ended; `stop_reason` is `None` when it failed or was
+/// cancelled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StreamingEndEvent {
+    /// Why the turn ended.
+    pub stop_reason: Option<StopReason>,
+}
+
+/// A message was committed to the history; consumers persist it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct MessageCreatedEvent {
+    /// The message.
+    pub message: Message,
+}
+
+/// Tokens of one model turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TokensConsumedEvent {
+    /// The turn's tokens and cost.
+    pub tokens: TokenTotals,
+}
+
+/// Tools are about to run: the tool-result message, every block running.
+/// The final message has the same id (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PendingToolResultEvent {
+    /// Id the final tool-result message will have.
+    pub message_id: String,
+    /// One running block per call, in call order.
+    pub blocks: Vec<ToolResultRenderBlock>,
+}
+
+/// A tool call starts (seed 002's `tool.start`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ToolStartEvent {
+    /// Call id.
+    pub tool_use_id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments.
+    pub input: Value,
+    /// Whether the tool is a skill.
+    pub is_skill: bool,
+    /// Depth of the call: 1 for a call of the root run, +1 per nesting.
+    pub depth: u32,
+}
+
+/// A running tool changed what it shows (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ToolBlockUpdateEvent {
+    /// Call id.
+    pub tool_use_id: String,
+    /// The block as it should now be shown.
+    pub block: ToolResultRenderBlock,
+}
+
+/// A tool call ended (seed 002's `tool.end`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ToolEndEvent {
+    /// Call id.
+    pub tool_use_id: String,
+    /// Tool name.
+    pub name: String,
+    /// Whether it failed.
+    pub is_error: bool,
+    /// Whether the tool is a skill.
+    pub is_skill: bool,
+    /// Depth of the call.
+    pub depth: u32,
+}
+
+/// A strategy run starts (seed 001).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentStartEvent {
+    /// Step budget.
+    pub max_steps: u32,
+}
+
+/// A strategy step starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentTurnStartEvent {
+    /// Step number, from 1.
+    pub step: u32,
+}
+
+/// The strategy's reasoning for this step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentReasonEvent {
+    /// The reasoning.
+    pub message: String,
+    /// Step number.
+    pub step: u32,
+}
+
+/// The strategy needs input from a person; the run suspends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentRequestInputEvent {
+    /// The question.
+    pub question: String,
+    /// Step number.
+    pub step: u32,
+}
+
+/// The strategy runs a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentToolStartEvent {
+    /// Tool name.
+    pub tool: String,
+    /// Step number.
+    pub step: u32,
+}
+
+/// The strategy's tool finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentToolCompleteEvent {
+    /// Tool name.
+    pub tool: String,
+    /// The tool's output.
+    pub result: String,
+    /// Step number.
+    pub step: u32,
+}
+
+/// The strategy's observation after a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentObserveEvent {
+    /// The observation.
+    pub message: String,
+    /// Step number.
+    pub step: u32,
+}
+
+/// The strategy finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentCompletionEvent {
+    /// Steps taken.
+    pub steps: u32,
+    /// The final answer.
+    pub final_answer: String,
+}
+
+/// The strategy hit an error (it may retry).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentErrorEvent {
+    /// What went wrong.
+    pub message: String,
+    /// Step number.
+    pub step: u32,
+}
+
+/// The run ended. Exactly one per run path; the last event of the root.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct FinishedEvent {
+    /// The result.
+    pub result: LoopResult,
+}
+
+/// What the run sends was compacted before a model call: older turns
+/// were summarised or left out of the request (never out of the stored
+/// history).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ContextCompactedEvent {
+    /// How.
+    pub strategy: CompactionStrategy,
+    /// Estimated tokens of the request before compacting.
+    pub tokens_before: u64,
+    /// Estimated tokens of the request after.
+    pub tokens_after: u64,
+    /// History messages the request now leaves out or summarises, in
+    /// all (earlier compactions included).
+    pub messages_compacted: u32,
 }

@@ -8,6 +8,7 @@ use crate::message::{ContentBlock, Message, Role, ToolResultBlock};
 
 /// A broken pairing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum HistoryError {
     /// A tool call has no result in the next message.

@@ -40,14 +40,20 @@ pub mod vfs;
 
 pub use cancel::CancellationToken;
 pub use error::{LoopError, ProviderError, ProviderErrorKind};
-pub use event::{EventKind, LoopEvent, RunPath};
+pub use event::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, ContextCompactedEvent, EventKind, FinishedEvent, LoopEvent,
+    MessageCreatedEvent, PendingToolResultEvent, RunPath, StreamingChunkEvent, StreamingEndEvent,
+    StreamingStartEvent, TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 pub use history::{HistoryError, close_dangling_calls, validate_history};
 pub use message::{
     ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,
 };
 pub use options::{
-    FINAL_OUTPUT_TOOL, LoopOptions, OutputMode, OutputSchema, ReasoningEffort, ReasoningSummary,
-    UsageLimits,
+    CompactionOptions, CompactionStrategy, FINAL_OUTPUT_TOOL, LoopOptions, OutputMode,
+    OutputSchema, ReasoningEffort, ReasoningSummary, UsageLimits,
 };
 pub use ports::{
     AttachmentError, AttachmentLoader, LoadedAttachment, ModelProvider, ModelRequest, ModelStream,

@@ -13,6 +13,7 @@ use crate::render::RenderingBlockGroup;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Instructions to the model. Adapters lift system messages into the
@@ -27,6 +28,7 @@ pub enum Role {
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Message {
     /// Stable id; a pending tool-result message and its final form share it.
     pub id: String,
@@ -91,6 +93,7 @@ impl Message {
 
 /// A model's request to run a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolUseBlock {
     /// Provider-assigned call id, echoed by the matching result.
     pub id: String,
@@ -104,6 +107,7 @@ pub struct ToolUseBlock {
 
 /// The answer to one [`ToolUseBlock`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolResultBlock {
     /// The id of the call this answers.
     pub tool_use_id: String,
@@ -140,6 +144,7 @@ impl ToolResultBlock {
 
 /// Where an attachment's bytes come from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AttachmentSource {
     /// Stored by the application; resolved through the
@@ -165,6 +170,7 @@ pub enum AttachmentSource {
 
 /// One block of message content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     /// Plain text, with the provider's citations kept verbatim.
@@ -228,6 +234,7 @@ impl ContentBlock {
 
 /// The wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum ApiKind {
     /// Anthropic Messages API.

@@ -9,6 +9,7 @@ use crate::message::ApiKind;
 
 /// How hard an OpenAI reasoning model thinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ReasoningEffort {
     /// No reasoning where the model allows it.
@@ -25,6 +26,7 @@ pub enum ReasoningEffort {
 
 /// Whether an OpenAI reasoning model returns a summary of its reasoning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ReasoningSummary {
     /// The provider decides.
@@ -38,6 +40,7 @@ pub enum ReasoningSummary {
 /// Limits that end a run with [`LoopStatus::LimitExceeded`](crate::result::LoopStatus::LimitExceeded).
 /// `None` means unlimited.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct UsageLimits {
     /// Model requests in the run.
@@ -52,6 +55,7 @@ pub struct UsageLimits {
 
 /// How a run asks the model for its structured final answer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OutputMode {
     /// The API's own structured-output request form where it has one
@@ -69,6 +73,7 @@ pub const FINAL_OUTPUT_TOOL: &str = "final_output";
 
 /// The shape a run's final answer must have: a JSON Schema with a name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OutputSchema {
     /// Name of the schema (the providers' `json_schema.name`), letters,
     /// digits, `_` and `-`.
@@ -118,8 +123,62 @@ impl OutputSchema {
     }
 }
 
+/// How a run makes room when the next request would fill too much of the
+/// model's context window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionStrategy {
+    /// Send the whole history, however long.
+    #[default]
+    None,
+    /// Replace older turns in the request with a summary written by a
+    /// separate model call.
+    Summarise,
+    /// Leave the oldest turns out of the request.
+    DropOldest,
+}
+
+impl CompactionStrategy {
+    /// The snake_case name, as serialised.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Summarise => "summarise",
+            Self::DropOldest => "drop_oldest",
+        }
+    }
+}
+
+/// When and how a run compacts what it sends (never what it stores). Takes
+/// effect only when [`LoopOptions::context_window`] is known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+pub struct CompactionOptions {
+    /// What to do.
+    pub strategy: CompactionStrategy,
+    /// Compact when the estimated request exceeds this fraction of the
+    /// context window.
+    pub threshold: f32,
+    /// Assistant turns at the end of the history (with the tool results
+    /// that answer them) that are always sent verbatim.
+    pub keep_last_turns: u32,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        Self {
+            strategy: CompactionStrategy::None,
+            threshold: 0.8,
+            keep_last_turns: 2,
+        }
+    }
+}
+
 /// Everything one run needs, flat: no chat or project objects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct LoopOptions {
     /// Model id as the provider knows it.
@@ -174,6 +233,11 @@ pub struct LoopOptions {
     /// carries it as `output`. Honoured by the native strategy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<OutputSchema>,
+    /// The model's context window in tokens, when known (callers fill it
+    /// from their model table); compaction needs it.
+    pub context_window: Option<u32>,
+    /// Compaction of long requests.
+    pub compaction: CompactionOptions,
 }
 
 impl Default for LoopOptions {
@@ -202,6 +266,8 @@ impl Default for LoopOptions {
             limits: UsageLimits::default(),
             tool_options: BTreeMap::new(),
             output_schema: None,
+            context_window: None,
+            compaction: CompactionOptions::default(),
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::message::{AttachmentSource, ContentBlock};
 
 /// How a front end lays out a group of blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BlockCategory {
     /// The visible answer.
@@ -21,6 +22,7 @@ pub enum BlockCategory {
 
 /// Lifecycle of a tool result shown while it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolResultStatus {
     /// The tool is still running.
@@ -33,6 +35,7 @@ pub enum ToolResultStatus {
 
 /// A tool result as shown to a person.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolResultRenderBlock {
     /// Tool name.
     pub name: String,
@@ -58,6 +61,7 @@ pub struct ToolResultRenderBlock {
 
 /// What a tool was asked and where its own chat lives.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolInfoRenderBlock {
     /// The task sent to the tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,6 +73,7 @@ pub struct ToolInfoRenderBlock {
 
 /// One renderable block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RenderingContentBlock {
     /// Answer text.
@@ -111,6 +116,7 @@ pub enum RenderingContentBlock {
 
 /// Consecutive blocks of one category.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RenderingBlockGroup {
     /// Category of every block in the group.
     pub category: BlockCategory,

@@ -10,6 +10,7 @@ use crate::tokens::TokenTotals;
 
 /// Which usage limit ended a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LimitKind {
     /// `max_requests`.
@@ -24,6 +25,7 @@ pub enum LimitKind {
 
 /// The status of a finished run and what goes with it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum LoopStatus {
     /// The model finished, or the return tool ended the run.
@@ -78,6 +80,7 @@ impl LoopStatus {
 /// The result of a run: its status, every message of the history (the input
 /// context followed by what the run added) and its token totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LoopResult {
     /// How it ended.
     #[serde(flatten)]

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// One retrieved passage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Passage {
     /// Stable id of the passage in its store.
     pub id: String,
@@ -20,6 +21,7 @@ pub struct Passage {
 
 /// Why retrieval failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RetrievalError {
     /// The store could not be reached or failed.

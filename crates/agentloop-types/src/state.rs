@@ -14,6 +14,7 @@ pub const RUN_STATE_SCHEMA_VERSION: u32 = 2;
 
 /// Where a run is between two steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum RunPhase {
     /// Next: a model request.
@@ -32,6 +33,7 @@ pub enum RunPhase {
 
 /// Everything the loop machine knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunState {
     /// Always [`RUN_STATE_SCHEMA_VERSION`] when written by this version.
     pub schema_version: u32,

@@ -46,6 +46,7 @@ impl StopReason {
 
 /// What a provider said about a refusal (Anthropic's `stop_details`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RefusalDetails {
     /// Policy category, e.g. `cyber`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,6 +59,7 @@ pub struct RefusalDetails {
 /// What a failed turn had reported before it failed: a stream cut after
 /// its usage arrived still says what was billed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct PartialTurn {
     /// The stop reason, when it arrived before the cut.
@@ -75,6 +77,7 @@ impl Eq for PartialTurn {}
 
 /// The plain wire form: one name, or `{"other": "..."}`.
 #[derive(Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 enum Plain {
     EndTurn,
@@ -89,6 +92,7 @@ enum Plain {
 
 /// The detailed wire form, used only when details are present.
 #[derive(Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 enum Detailed {
     StopSequence { sequence: String },
@@ -96,10 +100,23 @@ enum Detailed {
 }
 
 #[derive(Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 enum Wire {
     Plain(Plain),
     Detailed(Detailed),
+}
+
+// The schema of the wire form, which is what the serde impls below write.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for StopReason {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StopReason".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Wire::json_schema(generator)
+    }
 }
 
 impl Serialize for StopReason {

@@ -19,6 +19,7 @@ pub use crate::stop::{RefusalDetails, StopReason};
 
 /// The opening of a content block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum BlockStart {
     /// Text follows as [`StreamDelta::Text`].
@@ -50,6 +51,7 @@ pub enum BlockStart {
 /// `index` names the block; it is the provider's block index and need not be
 /// dense, only unique within the turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StreamDelta {
     /// A block opens.
@@ -103,6 +105,7 @@ pub enum StreamDelta {
 
 /// One item of a provider's stream for a model turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ModelChunk {
     /// A content change.
@@ -119,6 +122,7 @@ pub enum ModelChunk {
 /// A delta that does not fit the blocks seen so far: a protocol violation by
 /// the provider adapter.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum AssemblyError {
     /// A delta named a block that was never opened.
     #[error("delta for block {index}, which was never opened")]

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Tokens and cost of one model turn, or the sum of several.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct TokenTotals {
     /// Input tokens billed at the full rate.

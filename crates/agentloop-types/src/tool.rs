@@ -12,6 +12,7 @@ use crate::render::RenderingBlockGroup;
 
 /// How a tool result ends the loop, if it does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum BreakLoop {
     /// Stop and wait for outside input; the call gets no result now. The run
@@ -26,6 +27,7 @@ pub enum BreakLoop {
 
 /// What a tool call produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolResult {
     /// What the model sees (for `Suspend`: what the tool asks, e.g. a question).
     pub content: String,
@@ -78,6 +80,7 @@ impl ToolResult {
 
 /// Progress a tool reports while it runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolStreamEvent {
     /// Replaces the tool's nested display groups.
@@ -105,6 +108,7 @@ pub type ToolStream = BoxStream<'static, ToolOutput>;
 
 /// Type of a tool option (seed 003).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolOptionKind {
     /// A switch.
@@ -117,6 +121,7 @@ pub enum ToolOptionKind {
 
 /// One option a tool accepts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolOptionSpec {
     /// Key in [`ToolContext::options`].
     pub key: String,
@@ -130,6 +135,7 @@ pub struct ToolOptionSpec {
 
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolDefinition {
     /// Name the model calls it by.
     pub name: String,

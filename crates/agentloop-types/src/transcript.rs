@@ -1,6 +1,14 @@
 //! A compact, one-line-per-event rendering of runs, for snapshot tests and
 //! terminal logs. Stable and readable; not meant to be parsed.
 
+use crate::ContextCompactedEvent;
+use crate::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 use std::fmt::Write;
 
 use crate::event::{EventKind, LoopEvent};
@@ -40,63 +48,78 @@ pub fn render_event(event: &LoopEvent) -> String {
 
 fn render_kind(kind: &EventKind) -> String {
     match kind {
-        EventKind::StreamingStart { iteration } => format!("iteration={iteration}"),
+        EventKind::StreamingStart(StreamingStartEvent { iteration }) => {
+            format!("iteration={iteration}")
+        }
         EventKind::FirstChunk => String::new(),
-        EventKind::StreamingChunk { delta } => render_delta(delta),
-        EventKind::StreamingEnd { stop_reason } => match stop_reason {
+        EventKind::StreamingChunk(StreamingChunkEvent { delta }) => render_delta(delta),
+        EventKind::StreamingEnd(StreamingEndEvent { stop_reason }) => match stop_reason {
             Some(reason) => format!("stop={}", json(reason)),
             None => "stop=none".to_owned(),
         },
-        EventKind::MessageCreated { message } => render_message(message),
-        EventKind::TokensConsumed { tokens } => render_tokens(tokens),
-        EventKind::PendingToolResult { message_id, blocks } => {
+        EventKind::MessageCreated(MessageCreatedEvent { message }) => render_message(message),
+        EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => render_tokens(tokens),
+        EventKind::PendingToolResult(PendingToolResultEvent { message_id, blocks }) => {
             let blocks: Vec<String> = blocks.iter().map(render_tool_block).collect();
             format!("{message_id} [{}]", blocks.join(", "))
         }
-        EventKind::ToolStart {
+        EventKind::ToolStart(ToolStartEvent {
             tool_use_id,
             name,
             input,
             is_skill,
             depth,
-        } => format!(
+        }) => format!(
             "{tool_use_id} {name} {}{} depth={depth}",
             json(input),
             if *is_skill { " skill" } else { "" }
         ),
-        EventKind::ToolBlockUpdate { tool_use_id, block } => {
+        EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { tool_use_id, block }) => {
             format!("{tool_use_id} {}", render_tool_block(block))
         }
-        EventKind::ToolEnd {
+        EventKind::ToolEnd(ToolEndEvent {
             tool_use_id,
             name,
             is_error,
             is_skill,
             depth,
-        } => format!(
+        }) => format!(
             "{tool_use_id} {name}{}{} depth={depth}",
             if *is_error { " error" } else { " ok" },
             if *is_skill { " skill" } else { "" }
         ),
-        EventKind::AgentStart { max_steps } => format!("max_steps={max_steps}"),
-        EventKind::AgentTurnStart { step } => format!("step={step}"),
-        EventKind::AgentReason { message, step }
-        | EventKind::AgentObserve { message, step }
-        | EventKind::AgentError { message, step } => format!("step={step} {}", json(message)),
-        EventKind::AgentRequestInput { question, step } => {
+        EventKind::AgentStart(AgentStartEvent { max_steps }) => format!("max_steps={max_steps}"),
+        EventKind::AgentTurnStart(AgentTurnStartEvent { step }) => format!("step={step}"),
+        EventKind::AgentReason(AgentReasonEvent { message, step })
+        | EventKind::AgentObserve(AgentObserveEvent { message, step })
+        | EventKind::AgentError(AgentErrorEvent { message, step }) => {
+            format!("step={step} {}", json(message))
+        }
+        EventKind::AgentRequestInput(AgentRequestInputEvent { question, step }) => {
             format!("step={step} {}", json(question))
         }
-        EventKind::AgentToolStart { tool, step } => format!("step={step} {tool}"),
-        EventKind::AgentToolComplete { tool, result, step } => {
+        EventKind::AgentToolStart(AgentToolStartEvent { tool, step }) => {
+            format!("step={step} {tool}")
+        }
+        EventKind::AgentToolComplete(AgentToolCompleteEvent { tool, result, step }) => {
             format!("step={step} {tool} {}", json(result))
         }
-        EventKind::AgentCompletion {
+        EventKind::AgentCompletion(AgentCompletionEvent {
             steps,
             final_answer,
-        } => {
+        }) => {
             format!("steps={steps} {}", json(final_answer))
         }
-        EventKind::Finished { result } => render_result(result),
+        EventKind::ContextCompacted(ContextCompactedEvent {
+            strategy,
+            tokens_before,
+            tokens_after,
+            messages_compacted,
+        }) => format!(
+            "{} tokens={tokens_before}->{tokens_after} messages={messages_compacted}",
+            strategy.name()
+        ),
+        EventKind::Finished(FinishedEvent { result }) => render_result(result),
     }
 }
 

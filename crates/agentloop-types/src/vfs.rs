@@ -72,6 +72,7 @@ pub enum VfsError {
 
 /// Kind of a filesystem entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EntryKind {
     /// A regular file.
@@ -82,6 +83,7 @@ pub enum EntryKind {
 
 /// What [`Vfs::stat`] reports.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Metadata {
     /// File or directory.
     pub kind: EntryKind,
@@ -98,6 +100,7 @@ impl Metadata {
 
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DirEntry {
     /// Name within the directory (no `/`).
     pub name: String,

@@ -1,5 +1,7 @@
 //! The JSON shapes consumers and stores depend on, pinned.
 
+use crate::ContextCompactedEvent;
+use crate::{AgentReasonEvent, FinishedEvent, StreamingChunkEvent, ToolStartEvent};
 use agentloop_types::*;
 use serde_json::json;
 
@@ -92,36 +94,36 @@ fn events_and_results() {
         LoopEvent {
             seq: 0,
             path: RunPath::root(),
-            kind: EventKind::StreamingChunk {
+            kind: EventKind::StreamingChunk(StreamingChunkEvent {
                 delta: StreamDelta::ToolInput {
                     index: 1,
                     partial_json: "{\"q".into(),
                 },
-            },
+            }),
         },
         LoopEvent {
             seq: 1,
             path: RunPath::root().child("toolu_9"),
-            kind: EventKind::ToolStart {
+            kind: EventKind::ToolStart(ToolStartEvent {
                 tool_use_id: "toolu_10".into(),
                 name: "fs".into(),
                 input: json!({"command": "view"}),
                 is_skill: false,
                 depth: 2,
-            },
+            }),
         },
         LoopEvent {
             seq: 2,
             path: RunPath::root(),
-            kind: EventKind::AgentReason {
+            kind: EventKind::AgentReason(AgentReasonEvent {
                 message: "Need the file list.".into(),
                 step: 1,
-            },
+            }),
         },
         LoopEvent {
             seq: 3,
             path: RunPath::root(),
-            kind: EventKind::Finished { result },
+            kind: EventKind::Finished(FinishedEvent { result }),
         },
     ];
     insta::assert_json_snapshot!(events);
@@ -193,4 +195,42 @@ fn totals_add() {
         "absurd counts saturate instead of panicking"
     );
     assert_eq!(saturated.total_tokens(), u64::MAX);
+}
+
+#[test]
+fn context_compacted_and_compaction_options_shapes() {
+    let event = EventKind::ContextCompacted(ContextCompactedEvent {
+        strategy: agentloop_types::CompactionStrategy::DropOldest,
+        tokens_before: 900,
+        tokens_after: 400,
+        messages_compacted: 6,
+    });
+    let value = serde_json::to_value(&event).unwrap();
+    assert_eq!(
+        value,
+        json!({
+            "type": "context_compacted",
+            "strategy": "drop_oldest",
+            "tokens_before": 900,
+            "tokens_after": 400,
+            "messages_compacted": 6,
+        })
+    );
+    assert_eq!(event.name(), "context_compacted");
+    let options: agentloop_types::LoopOptions = serde_json::from_value(json!({
+        "context_window": 200000,
+        "compaction": {"strategy": "summarise"},
+    }))
+    .unwrap();
+    assert_eq!(options.context_window, Some(200_000));
+    assert_eq!(
+        options.compaction.strategy,
+        agentloop_types::CompactionStrategy::Summarise
+    );
+    assert_eq!(options.compaction.threshold, 0.8);
+    assert_eq!(options.compaction.keep_last_turns, 2);
+    assert_eq!(
+        agentloop_types::LoopOptions::default().compaction.strategy,
+        agentloop_types::CompactionStrategy::None
+    );
 }

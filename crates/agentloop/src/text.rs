@@ -1,5 +1,6 @@
 //! Streamed text without destructuring events.
 
+use agentloop_types::{FinishedEvent, StreamingChunkEvent};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -10,11 +11,14 @@ use futures::Stream;
 /// text delta. Deltas of child runs (sub-agents, skills) are `None`: they
 /// are not part of the answer.
 pub fn text_delta(event: &LoopEvent) -> Option<&str> {
-    match &event.kind {
-        EventKind::StreamingChunk {
-            delta: StreamDelta::Text { text, .. },
-        } if event.path.is_root() => Some(text),
-        _ => None,
+    if let EventKind::StreamingChunk(StreamingChunkEvent {
+        delta: StreamDelta::Text { text, .. },
+    }) = &event.kind
+        && event.path.is_root()
+    {
+        Some(text)
+    } else {
+        None
     }
 }
 
@@ -104,15 +108,17 @@ where
             let Some(event) = futures::ready!(Pin::new(&mut this.events).poll_next(cx)) else {
                 return Poll::Ready(this.ending());
             };
-            // Matched by value so the text and result move out uncopied.
-            match event.kind {
-                EventKind::StreamingChunk {
-                    delta: StreamDelta::Text { text, .. },
-                } if event.path.is_root() => return Poll::Ready(Some(Ok(text))),
-                EventKind::Finished { result } if event.path.is_root() => {
-                    this.result = Some(result);
-                }
-                _ => {}
+            if !event.path.is_root() {
+                continue;
+            }
+            // Taken by value so the text and result move out uncopied.
+            if let EventKind::StreamingChunk(StreamingChunkEvent {
+                delta: StreamDelta::Text { text, .. },
+            }) = event.kind
+            {
+                return Poll::Ready(Some(Ok(text)));
+            } else if let EventKind::Finished(FinishedEvent { result }) = event.kind {
+                this.result = Some(result);
             }
         }
     }

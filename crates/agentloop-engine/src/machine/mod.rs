@@ -29,6 +29,7 @@
 //!         Step::RunTools { calls } => /* run those without an `answer`, `alone` apart;
 //!                                        report every call's ToolOutcome */,
 //!         Step::Retrieve { query, limit } => /* ask the retriever */,
+//!         Step::Summarise { messages } => /* one quiet model turn: its text */,
 //!         Step::Done => break,                    // the last event was `finished`
 //!     };
 //!     // instead of any answer, the driver may send `Input::Cancelled`
@@ -46,6 +47,7 @@
 //! | `Model` | [`Step::CallModel`] | [`Input::ModelTurn`], [`Input::ModelFailed`], [`Input::Cancelled`] |
 //! | `Tools` | [`Step::RunTools`] | [`Input::ToolsDone`], [`Input::Cancelled`] |
 //! | `Retrieval` | [`Step::Retrieve`] | [`Input::Retrieved`], [`Input::Cancelled`] |
+//! | `Summary` | [`Step::Summarise`] | [`Input::Summary`], [`Input::SummaryFailed`], [`Input::Cancelled`] |
 //! | `Nothing` | [`Step::Done`] | none: a finished run never restarts |
 //!
 //! Any other input is out of phase: a bug in the driver. It trips a
@@ -60,6 +62,7 @@
 //! run again); a fresh state starts its strategy.
 
 mod answers;
+mod compaction;
 mod output;
 mod run;
 pub(crate) mod run_core;
@@ -107,6 +110,18 @@ pub enum Input {
         /// The passages, or why retrieval failed.
         passages: Result<Vec<Passage>, String>,
     },
+    /// The summarising call of a [`Step::Summarise`] answered.
+    Summary {
+        /// The text of its answer.
+        text: String,
+        /// Its tokens and cost.
+        usage: TokenTotals,
+    },
+    /// The summarising call failed.
+    SummaryFailed {
+        /// Why.
+        error: LoopError,
+    },
     /// The caller cancelled.
     Cancelled {
         /// The assistant content streamed before the cancel, if a model turn
@@ -127,6 +142,8 @@ impl Input {
             Input::ModelFailed { .. } => "model_failed",
             Input::ToolsDone { .. } => "tools_done",
             Input::Retrieved { .. } => "retrieved",
+            Input::Summary { .. } => "summary",
+            Input::SummaryFailed { .. } => "summary_failed",
             Input::Cancelled { .. } => "cancelled",
         }
     }
@@ -191,7 +208,8 @@ pub enum Step {
         /// 1-based number of the run's model call.
         iteration: u32,
         /// The messages to send (thinking trimmed per
-        /// `thinking_keep_turns`, prompts of the step appended).
+        /// `thinking_keep_turns`, older turns compacted per
+        /// `LoopOptions::compaction`, prompts of the step appended).
         messages: Vec<Message>,
         /// The tools to offer.
         tools: Vec<ToolDefinition>,
@@ -211,6 +229,15 @@ pub enum Step {
         query: String,
         /// How many passages at most.
         limit: usize,
+    },
+    /// Before a model call, summarise older turns to fit the context
+    /// window: request one turn over `messages`, with no tools, no system
+    /// prompt of the run's own and no streaming events; report its text
+    /// with [`Input::Summary`] or [`Input::SummaryFailed`].
+    Summarise {
+        /// The summarising request: its instruction (a system message) and
+        /// the transcript to summarise.
+        messages: Vec<Message>,
     },
     /// The run is over; the last event was `finished`.
     Done,
@@ -237,6 +264,8 @@ pub enum Awaiting {
     Tools,
     /// The answer to a [`Step::Retrieve`].
     Retrieval,
+    /// The answer to a [`Step::Summarise`].
+    Summary,
     /// Nothing: the run has finished.
     Nothing,
 }
@@ -379,9 +408,11 @@ impl Machine {
             (Awaiting::Model, Input::ModelTurn { .. } | Input::ModelFailed { .. })
             | (Awaiting::Tools, Input::ToolsDone { .. })
             | (Awaiting::Retrieval, Input::Retrieved { .. })
-            | (Awaiting::Model | Awaiting::Tools | Awaiting::Retrieval, Input::Cancelled { .. }) => {
-                true
-            }
+            | (Awaiting::Summary, Input::Summary { .. } | Input::SummaryFailed { .. })
+            | (
+                Awaiting::Model | Awaiting::Tools | Awaiting::Retrieval | Awaiting::Summary,
+                Input::Cancelled { .. },
+            ) => true,
             _ => false,
         };
         if fits {

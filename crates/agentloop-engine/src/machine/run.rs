@@ -4,6 +4,7 @@
 use agentloop_types::RunState;
 use serde::{Deserialize, Serialize};
 
+use super::compaction::{Compaction, PendingSummary};
 use super::run_core::{Env, ModelCall, Retrieval, RunCore};
 use super::{Input, Step};
 use crate::strategy::llm_only::LlmOnlyMachine;
@@ -86,6 +87,10 @@ struct Stored {
     retrieval: Option<Retrieval>,
     #[serde(default, skip_serializing_if = "is_zero")]
     output_retries: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    compaction: Option<Compaction>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    summary: Option<PendingSummary>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -115,6 +120,8 @@ impl Run {
         run.core.model_call = stored.model_call;
         run.core.retrieval = stored.retrieval;
         run.core.output_retries = stored.output_retries;
+        run.core.compaction = stored.compaction;
+        run.core.summary = stored.summary;
         Ok(run)
     }
 
@@ -125,6 +132,8 @@ impl Run {
             model_call: self.core.model_call.clone(),
             retrieval: self.core.retrieval.clone(),
             output_retries: self.core.output_retries,
+            compaction: self.core.compaction.clone(),
+            summary: self.core.summary.clone(),
         };
         // These types always serialise; should one ever fail, the last
         // stored phase is kept rather than one that reads as native.
@@ -143,6 +152,17 @@ impl Run {
 
     /// Advances by one input other than `Start`.
     pub(crate) fn step(&mut self, env: &Env, input: Input) -> Step {
+        // A summary answers the core of the run that asked for it: this one,
+        // unless a nested run has I/O in flight.
+        if self.machine.nested().is_none() {
+            match input {
+                Input::Summary { text, usage } => {
+                    return self.core.summarised(env, Ok((text, usage)));
+                }
+                Input::SummaryFailed { error } => return self.core.summarised(env, Err(error)),
+                _ => {}
+            }
+        }
         self.machine.step(&mut self.core, env, input)
     }
 
@@ -155,7 +175,9 @@ impl Run {
         if let Some(nested) = self.machine.nested() {
             return nested.awaiting();
         }
-        if self.core.model_call.is_some() {
+        if self.core.summary.is_some() {
+            Awaiting::Summary
+        } else if self.core.model_call.is_some() {
             Awaiting::Model
         } else if self.core.retrieval.is_some() {
             Awaiting::Retrieval

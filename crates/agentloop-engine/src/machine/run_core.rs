@@ -4,6 +4,10 @@
 //! they do it only through these methods.
 
 use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, FinishedEvent, MessageCreatedEvent,
+    PendingToolResultEvent, TokensConsumedEvent,
+};
+use agentloop_types::{
     BreakLoop, ContentBlock, EventKind, LimitKind, LoopError, LoopOptions, LoopResult, LoopStatus,
     Message, Passage, Role, RunPhase, RunState, TokenTotals, ToolDefinition, ToolResult,
     ToolResultBlock, ToolUseBlock, validate_history,
@@ -12,9 +16,12 @@ use serde::{Deserialize, Serialize};
 
 use super::answers::{
     CANCELLED_NOT_RUN, CANCELLED_RUNNING, NO_RESULT, ToolOutcome, committed_block, exceeded_limit,
-    interrupted, refusal, resolve_options, running_block, trim_thinking,
+    interrupted, refusal, resolve_options, running_block,
 };
+use super::compaction::{Compaction, PendingSummary};
 use super::output::OutputRules;
+
+mod compact;
 use super::{OfferedTool, Step, ToolCall};
 use crate::retrieval::{inject_passages, last_user_text};
 
@@ -102,6 +109,12 @@ pub(crate) struct RunCore {
     /// Answers sent back for not fitting the output schema.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) output_retries: u32,
+    /// What requests send in place of the older history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) compaction: Option<Compaction>,
+    /// A summarising call in flight, made before the model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) summary: Option<PendingSummary>,
     /// Events of the step in progress.
     #[serde(skip)]
     events: Vec<EventKind>,
@@ -114,6 +127,8 @@ impl RunCore {
             model_call: None,
             retrieval: None,
             output_retries: 0,
+            compaction: None,
+            summary: None,
             events: Vec::new(),
         }
     }
@@ -152,9 +167,9 @@ impl RunCore {
 
     fn commit_as(&mut self, message: Message) -> Message {
         self.state.messages.push(message.clone());
-        self.emit(EventKind::MessageCreated {
+        self.emit(EventKind::MessageCreated(MessageCreatedEvent {
             message: message.clone(),
-        });
+        }));
         message
     }
 
@@ -167,7 +182,9 @@ impl RunCore {
     /// Adds a model turn's usage and reports it.
     pub(crate) fn consume(&mut self, usage: TokenTotals) {
         self.state.totals += usage;
-        self.emit(EventKind::TokensConsumed { tokens: usage });
+        self.emit(EventKind::TokensConsumed(TokensConsumedEvent {
+            tokens: usage,
+        }));
     }
 
     /// Adds tokens a nested run reported itself.
@@ -238,31 +255,20 @@ impl RunCore {
             commit_turn,
             failures: 0,
         };
-        let step = self.request(env, &call);
+        let step = match self.compact(env, &call) {
+            Some(summarise) => summarise,
+            None => self.request(env, &call),
+        };
         self.model_call = Some(call);
         step
     }
 
     fn request(&self, env: &Env, call: &ModelCall) -> Step {
-        let mut messages = trim_thinking(&self.state.messages, env.options.thinking_keep_turns);
-        messages.extend(call.extra.iter().cloned());
-        let output = env.output.as_ref();
-        let tools = match &call.offer {
-            ToolOffer::RunTools => env
-                .tools
-                .iter()
-                .map(|t| &t.definition)
-                .chain(output.and_then(OutputRules::tool))
-                .cloned()
-                .collect(),
-            ToolOffer::Nothing => Vec::new(),
-            ToolOffer::Control { tool } => vec![tool.clone()],
-        };
         Step::CallModel {
             iteration: call.iteration,
-            messages,
-            tools,
-            output: output.and_then(OutputRules::native).cloned(),
+            messages: self.sent_messages(env, call, self.compaction.as_ref()),
+            tools: offered_tools(env, &call.offer),
+            output: env.output.as_ref().and_then(OutputRules::native).cloned(),
         }
     }
 
@@ -285,20 +291,20 @@ impl RunCore {
         };
         if call.failures < max_retries {
             let failures = call.failures + 1;
-            self.emit(EventKind::AgentError {
+            self.emit(EventKind::AgentError(AgentErrorEvent {
                 message: format!("{error} (retry {failures} of {max_retries})"),
                 step,
-            });
+            }));
             let next = self.call_model(env, call.extra, call.offer, call.commit_turn);
             if let Some(call) = self.model_call.as_mut() {
                 call.failures = failures;
             }
             return next;
         }
-        self.emit(EventKind::AgentError {
+        self.emit(EventKind::AgentError(AgentErrorEvent {
             message: error.to_string(),
             step,
-        });
+        }));
         self.finish(LoopStatus::Error { error })
     }
 
@@ -311,10 +317,10 @@ impl RunCore {
         run: Vec<ToolUseBlock>,
     ) -> Step {
         let result_message_id = self.next_id();
-        self.emit(EventKind::PendingToolResult {
+        self.emit(EventKind::PendingToolResult(PendingToolResultEvent {
             message_id: result_message_id.clone(),
             blocks: shown.iter().map(|c| running_block(c, Vec::new())).collect(),
-        });
+        }));
         let calls = self.plan_calls(env, &run);
         self.state.phase = RunPhase::RunTools {
             result_message_id,
@@ -366,6 +372,9 @@ impl RunCore {
     /// call, retrieval or tool calls (calls that may have started are
     /// answered, not run again). `None` when nothing was in flight.
     pub(crate) fn resume_pending(&mut self, env: &Env) -> Option<Step> {
+        if self.summary.is_some() {
+            return self.summary_step();
+        }
         if let Some(call) = &self.model_call {
             return Some(self.request(env, call));
         }
@@ -383,10 +392,10 @@ impl RunCore {
             return None;
         };
         let (id, calls) = (result_message_id.clone(), calls.clone());
-        self.emit(EventKind::PendingToolResult {
+        self.emit(EventKind::PendingToolResult(PendingToolResultEvent {
             message_id: id,
             blocks: calls.iter().map(|c| running_block(c, Vec::new())).collect(),
-        });
+        }));
         Some(Step::RunTools {
             calls: self.plan_calls(env, &calls),
         })
@@ -467,6 +476,7 @@ impl RunCore {
     ) -> Step {
         self.state.totals += child_tokens;
         self.retrieval = None;
+        self.summary = None;
         let call = self.model_call.take();
         match std::mem::replace(&mut self.state.phase, RunPhase::CallModel) {
             RunPhase::RunTools {
@@ -517,13 +527,14 @@ impl RunCore {
         self.state.phase = RunPhase::Finished;
         self.model_call = None;
         self.retrieval = None;
-        self.emit(EventKind::Finished {
+        self.summary = None;
+        self.emit(EventKind::Finished(FinishedEvent {
             result: LoopResult {
                 status,
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
             },
-        });
+        }));
         Step::Done
     }
 
@@ -531,7 +542,7 @@ impl RunCore {
     /// stored state that had finished, or a driver bug); the state is left
     /// as it is.
     pub(crate) fn refused(&self, reason: String) -> EventKind {
-        EventKind::Finished {
+        EventKind::Finished(FinishedEvent {
             result: LoopResult {
                 status: LoopStatus::Error {
                     error: LoopError::InvalidState { reason },
@@ -539,7 +550,7 @@ impl RunCore {
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
             },
-        }
+        })
     }
 
     /// A state whose parts disagree (a corrupt store): the run ends with
@@ -553,10 +564,10 @@ impl RunCore {
 
     /// Reports the answer and completes the run.
     pub(crate) fn complete(&mut self, steps: u32, final_answer: String) -> Step {
-        self.emit(EventKind::AgentCompletion {
+        self.emit(EventKind::AgentCompletion(AgentCompletionEvent {
             steps,
             final_answer,
-        });
+        }));
         self.finish(LoopStatus::Complete {
             return_value: None,
             output: None,
@@ -634,5 +645,21 @@ pub(crate) fn return_value(ordered: &[(ToolUseBlock, ToolResult)]) -> Option<ser
     match &first.1.break_loop {
         Some(BreakLoop::Return { value }) => Some(value.clone()),
         _ => None,
+    }
+}
+
+/// The tools a model call offers.
+fn offered_tools(env: &Env, offer: &ToolOffer) -> Vec<ToolDefinition> {
+    match offer {
+        // With the `final_output` tool when the run asks through it.
+        ToolOffer::RunTools => env
+            .tools
+            .iter()
+            .map(|t| &t.definition)
+            .chain(env.output.as_ref().and_then(OutputRules::tool))
+            .cloned()
+            .collect(),
+        ToolOffer::Nothing => Vec::new(),
+        ToolOffer::Control { tool } => vec![tool.clone()],
     }
 }

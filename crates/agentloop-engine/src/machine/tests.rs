@@ -2,6 +2,7 @@
 
 use super::answers::trim_thinking;
 use super::*;
+use agentloop_types::{FinishedEvent, MessageCreatedEvent, PendingToolResultEvent};
 use agentloop_types::{Role, RunPhase};
 use serde_json::json;
 
@@ -89,7 +90,7 @@ fn unsupported_schema_is_an_error_result() {
     assert_eq!(out.next, Step::Done);
     assert!(matches!(
         &out.events[..],
-        [EventKind::Finished { result }] if matches!(result.status, LoopStatus::Error { error: LoopError::UnsupportedState { found: 999, .. } })
+        [EventKind::Finished(FinishedEvent { result })] if matches!(result.status, LoopStatus::Error { error: LoopError::UnsupportedState { found: 999, .. } })
     ));
 }
 
@@ -111,7 +112,7 @@ fn state_round_trips_through_json_mid_run() {
     );
     assert!(matches!(
         &out.events[..],
-        [EventKind::PendingToolResult { message_id, .. }] if message_id == "r-2"
+        [EventKind::PendingToolResult(PendingToolResultEvent { message_id, .. })] if message_id == "r-2"
     ));
 }
 
@@ -200,7 +201,7 @@ fn timeouts_are_worded_by_the_core() {
             child_tokens: TokenTotals::default(),
         })
         .unwrap();
-    let EventKind::MessageCreated { message } = &out.events[0] else {
+    let EventKind::MessageCreated(MessageCreatedEvent { message }) = &out.events[0] else {
         panic!("expected the results message");
     };
     let result = message.tool_results().next().unwrap();
@@ -320,7 +321,7 @@ fn an_unreadable_strategy_phase_is_an_error_result() {
     assert_eq!(out.next, Step::Done);
     assert!(matches!(
         &out.events[..],
-        [EventKind::Finished { result }] if matches!(result.status, LoopStatus::Error { error: LoopError::InvalidState { .. } })
+        [EventKind::Finished(FinishedEvent { result })] if matches!(result.status, LoopStatus::Error { error: LoopError::InvalidState { .. } })
     ));
 }
 

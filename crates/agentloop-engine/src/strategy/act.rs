@@ -2,6 +2,9 @@
 //! the plain answer call, prompts sent and not committed, retrieval.
 
 use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+};
+use agentloop_types::{
     BreakLoop, ContentBlock, EventKind, LoopStatus, Message, Passage, ToolResult, ToolResultBlock,
     ToolUseBlock,
 };
@@ -58,10 +61,10 @@ pub(crate) fn begin(
         })
         .collect();
     let next = core.begin_tools(env, &calls, vec![first.clone()]);
-    core.emit(EventKind::AgentToolStart {
+    core.emit(EventKind::AgentToolStart(AgentToolStartEvent {
         tool: first.name.clone(),
         step,
-    });
+    }));
     ActStart::Running(
         next,
         Acting {
@@ -92,16 +95,16 @@ pub(crate) fn done(
     let mut blocks = vec![committed_block(&call.id, result.clone())];
     blocks.extend(acting.not_run);
     core.commit_tool_results(id, blocks);
-    core.emit(EventKind::AgentToolComplete {
+    core.emit(EventKind::AgentToolComplete(AgentToolCompleteEvent {
         tool: call.name.clone(),
         result: result.content.clone(),
         step: acting.step,
-    });
+    }));
     if let Some(BreakLoop::Return { value }) = &result.break_loop {
-        core.emit(EventKind::AgentCompletion {
+        core.emit(EventKind::AgentCompletion(AgentCompletionEvent {
             steps: acting.step,
             final_answer: result.content.clone(),
-        });
+        }));
         return Err(core.finish(LoopStatus::Complete {
             return_value: Some(value.clone()),
             output: None,
@@ -139,7 +142,7 @@ pub(crate) fn retrieved(
     match passages {
         Ok(passages) => passages,
         Err(message) => {
-            core.emit(EventKind::AgentError { message, step: 1 });
+            core.emit(EventKind::AgentError(AgentErrorEvent { message, step: 1 }));
             Vec::new()
         }
     }

@@ -1,6 +1,7 @@
 //! The `llm-only` strategy: one plain model call, no tools:
 //! `agent_start`, `agent_turn_start`, the turn, `agent_completion`.
 
+use agentloop_types::{AgentStartEvent, AgentTurnStartEvent};
 use std::sync::Arc;
 
 use agentloop_types::{EventKind, LoopOptions, Message, Passage, Retriever};
@@ -60,7 +61,7 @@ pub(crate) struct LlmOnlyMachine {
 
 impl LlmOnlyMachine {
     pub(crate) fn start(&mut self, core: &mut RunCore, env: &Env) -> Step {
-        core.emit(EventKind::AgentStart { max_steps: 1 });
+        core.emit(EventKind::AgentStart(AgentStartEvent { max_steps: 1 }));
         if let Some(limit) = self.retrieve.take()
             && let Some(step) = core.retrieve(limit)
         {
@@ -72,6 +73,10 @@ impl LlmOnlyMachine {
     pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
         match input {
             Input::Start => core.invalid("a second start"),
+            // The run core answers summaries before they reach a strategy.
+            Input::Summary { .. } | Input::SummaryFailed { .. } => {
+                core.invalid("a summary outside a summarising step")
+            }
             Input::Retrieved { passages } => {
                 let passages = retrieved(core, passages);
                 call(core, env, &passages)
@@ -94,6 +99,6 @@ impl LlmOnlyMachine {
 }
 
 fn call(core: &mut RunCore, env: &Env, passages: &[Passage]) -> Step {
-    core.emit(EventKind::AgentTurnStart { step: 1 });
+    core.emit(EventKind::AgentTurnStart(AgentTurnStartEvent { step: 1 }));
     core.call_model(env, cited(passages), ToolOffer::Nothing, true)
 }

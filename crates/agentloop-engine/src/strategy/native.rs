@@ -4,6 +4,7 @@
 //! retriever, the cited passages for the user's latest message are
 //! inserted before it first.
 
+use agentloop_types::{AgentErrorEvent, TokensConsumedEvent};
 use std::sync::Arc;
 
 use agentloop_types::{
@@ -73,11 +74,17 @@ impl NativeMachine {
     pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
         match input {
             Input::Start => core.invalid("a second start"),
+            // The run core answers summaries before they reach a strategy.
+            Input::Summary { .. } | Input::SummaryFailed { .. } => {
+                core.invalid("a summary outside a summarising step")
+            }
             Input::Retrieved { passages } => {
                 core.take_retrieval();
                 match passages {
                     Ok(passages) => core.inject_passages(&passages),
-                    Err(message) => core.emit(EventKind::AgentError { message, step: 1 }),
+                    Err(message) => {
+                        core.emit(EventKind::AgentError(AgentErrorEvent { message, step: 1 }))
+                    }
                 }
                 call(core, env)
             }
@@ -143,7 +150,9 @@ fn model_turn(
     if !content.is_empty() {
         core.commit(Role::Assistant, content);
     }
-    core.emit(EventKind::TokensConsumed { tokens: usage });
+    core.emit(EventKind::TokensConsumed(TokensConsumedEvent {
+        tokens: usage,
+    }));
     if calls.is_empty() {
         return match stop_reason {
             // The provider paused a long server-side turn: send the

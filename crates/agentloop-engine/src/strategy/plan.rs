@@ -10,6 +10,14 @@
 //! `agent_completion`. A suspended or cancelled step ends the run the same
 //! way; a return-tool value completes it.
 
+use agentloop_types::ContextCompactedEvent;
+use agentloop_types::{
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+};
 use std::collections::VecDeque;
 
 use agentloop_types::{
@@ -114,9 +122,9 @@ impl PlanMachine {
             let next = run.start(env);
             return self.forward(core, env, next);
         }
-        core.emit(EventKind::AgentStart {
+        core.emit(EventKind::AgentStart(AgentStartEvent {
             max_steps: self.max_steps,
-        });
+        }));
         self.make_plan(core, env, 1, PLAN_PROMPT.to_owned())
     }
 
@@ -162,7 +170,11 @@ impl PlanMachine {
                 finished_tools,
                 child_tokens,
             } => core.cancel(partial_turn, finished_tools, child_tokens, Vec::new()),
-            Input::Start | Input::ToolsDone { .. } | Input::Retrieved { .. } => {
+            Input::Start
+            | Input::ToolsDone { .. }
+            | Input::Retrieved { .. }
+            | Input::Summary { .. }
+            | Input::SummaryFailed { .. } => {
                 core.invalid("an input plan-and-execute does not await")
             }
         }
@@ -189,10 +201,10 @@ impl PlanMachine {
             steps
                 .push(last_user_text(core.messages()).unwrap_or_else(|| "Do the task.".to_owned()));
         }
-        core.emit(EventKind::AgentReason {
+        core.emit(EventKind::AgentReason(AgentReasonEvent {
             message: format!("Plan:\n{}", numbered(&steps)),
             step,
-        });
+        }));
         self.queue = steps.into();
         self.next_item(core, env)
     }
@@ -210,7 +222,7 @@ impl PlanMachine {
         };
         self.step += 1;
         let step = self.step;
-        core.emit(EventKind::AgentTurnStart { step });
+        core.emit(EventKind::AgentTurnStart(AgentTurnStartEvent { step }));
         core.commit(
             Role::User,
             vec![ContentBlock::text(format!("Step {step}: {item}"))],
@@ -220,6 +232,8 @@ impl PlanMachine {
             core.messages().to_vec(),
         );
         let mut run = Run::new(state, StrategyMachine::Native(Default::default()));
+        // The step sends the history as this run does, compacted alike.
+        run.core.compaction = core.compaction.clone();
         let next = run.start(env);
         self.phase = PlanPhase::Executing {
             item,
@@ -237,26 +251,27 @@ impl PlanMachine {
         let mut result = None;
         for event in run.core.take_events() {
             match event {
-                EventKind::Finished { result: found } => result = Some(found),
-                kind @ (EventKind::StreamingStart { .. }
+                EventKind::Finished(FinishedEvent { result: found }) => result = Some(found),
+                kind @ (EventKind::StreamingStart(StreamingStartEvent { .. })
                 | EventKind::FirstChunk
-                | EventKind::StreamingChunk { .. }
-                | EventKind::StreamingEnd { .. }
-                | EventKind::MessageCreated { .. }
-                | EventKind::TokensConsumed { .. }
-                | EventKind::PendingToolResult { .. }
-                | EventKind::ToolStart { .. }
-                | EventKind::ToolBlockUpdate { .. }
-                | EventKind::ToolEnd { .. }
-                | EventKind::AgentStart { .. }
-                | EventKind::AgentTurnStart { .. }
-                | EventKind::AgentReason { .. }
-                | EventKind::AgentRequestInput { .. }
-                | EventKind::AgentToolStart { .. }
-                | EventKind::AgentToolComplete { .. }
-                | EventKind::AgentObserve { .. }
-                | EventKind::AgentCompletion { .. }
-                | EventKind::AgentError { .. }) => core.emit(kind),
+                | EventKind::StreamingChunk(StreamingChunkEvent { .. })
+                | EventKind::StreamingEnd(StreamingEndEvent { .. })
+                | EventKind::MessageCreated(MessageCreatedEvent { .. })
+                | EventKind::TokensConsumed(TokensConsumedEvent { .. })
+                | EventKind::PendingToolResult(PendingToolResultEvent { .. })
+                | EventKind::ToolStart(ToolStartEvent { .. })
+                | EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { .. })
+                | EventKind::ToolEnd(ToolEndEvent { .. })
+                | EventKind::AgentStart(AgentStartEvent { .. })
+                | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
+                | EventKind::AgentReason(AgentReasonEvent { .. })
+                | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+                | EventKind::AgentToolStart(AgentToolStartEvent { .. })
+                | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
+                | EventKind::AgentObserve(AgentObserveEvent { .. })
+                | EventKind::AgentCompletion(AgentCompletionEvent { .. })
+                | EventKind::AgentError(AgentErrorEvent { .. })
+                | EventKind::ContextCompacted(ContextCompactedEvent { .. })) => core.emit(kind),
             }
         }
         match (next, result) {
@@ -267,11 +282,13 @@ impl PlanMachine {
     }
 
     fn step_finished(&mut self, core: &mut RunCore, env: &Env, result: LoopResult) -> Step {
-        let PlanPhase::Executing { item, .. } =
+        let PlanPhase::Executing { item, run } =
             std::mem::replace(&mut self.phase, PlanPhase::Starting)
         else {
             return core.invalid("a plan step finished outside a step");
         };
+        // Its history becomes this run's, and so does how it is sent.
+        core.compaction = run.core.compaction;
         let step = self.step;
         let answer = result.final_text().unwrap_or_default();
         core.add_tokens(result.tokens);
@@ -281,10 +298,10 @@ impl PlanMachine {
                 return_value: Some(value),
                 ..
             } => {
-                core.emit(EventKind::AgentCompletion {
+                core.emit(EventKind::AgentCompletion(AgentCompletionEvent {
                     steps: step,
                     final_answer: answer,
-                });
+                }));
                 return core.finish(LoopStatus::Complete {
                     return_value: Some(value),
                     output: None,
@@ -293,10 +310,10 @@ impl PlanMachine {
             LoopStatus::Complete {
                 return_value: None, ..
             } => {
-                core.emit(EventKind::AgentObserve {
+                core.emit(EventKind::AgentObserve(AgentObserveEvent {
                     message: answer,
                     step,
-                });
+                }));
                 return self.next_item(core, env);
             }
             status @ (LoopStatus::Suspended { .. } | LoopStatus::Cancelled) => {
@@ -310,10 +327,10 @@ impl PlanMachine {
             LoopStatus::Error { error } => format!("Step {step} failed: {error}"),
             other => format!("Step {step} failed: it ended with {}", other.name()),
         };
-        core.emit(EventKind::AgentError {
+        core.emit(EventKind::AgentError(AgentErrorEvent {
             message: message.clone(),
             step,
-        });
+        }));
         if self.replans >= self.max_replans {
             return core.finish(failure);
         }

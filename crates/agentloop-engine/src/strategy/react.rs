@@ -20,6 +20,10 @@
 //! Reason and observe turns stream like any turn but are not committed to
 //! the history; act turns, tool results and answers are.
 
+use agentloop_types::{
+    AgentObserveEvent, AgentReasonEvent, AgentRequestInputEvent, AgentStartEvent,
+    AgentTurnStartEvent,
+};
 use std::sync::Arc;
 
 use agentloop_types::{
@@ -132,9 +136,9 @@ pub(crate) struct ReactMachine {
 
 impl ReactMachine {
     pub(crate) fn start(&mut self, core: &mut RunCore, env: &Env) -> Step {
-        core.emit(EventKind::AgentStart {
+        core.emit(EventKind::AgentStart(AgentStartEvent {
             max_steps: self.max_steps,
-        });
+        }));
         if let Some(limit) = self.retrieve.take()
             && let Some(step) = core.retrieve(limit)
         {
@@ -147,6 +151,10 @@ impl ReactMachine {
     pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
         match input {
             Input::Start => core.invalid("a second start"),
+            // The run core answers summaries before they reach a strategy.
+            Input::Summary { .. } | Input::SummaryFailed { .. } => {
+                core.invalid("a summary outside a summarising step")
+            }
             Input::Retrieved { passages } => {
                 self.passages = retrieved(core, passages);
                 self.begin_step(core, env, 1)
@@ -208,7 +216,7 @@ impl ReactMachine {
     }
 
     fn begin_step(&mut self, core: &mut RunCore, env: &Env, step: u32) -> Step {
-        core.emit(EventKind::AgentTurnStart { step });
+        core.emit(EventKind::AgentTurnStart(AgentTurnStartEvent { step }));
         self.phase = ReactPhase::Reason { step };
         let reason = prompt(core, "reason", REASON_PROMPT);
         let offer = ToolOffer::Control {
@@ -237,10 +245,10 @@ impl ReactMachine {
             },
             ReactPhase::Observe { step } => {
                 let observation = read_observation(&content);
-                core.emit(EventKind::AgentObserve {
+                core.emit(EventKind::AgentObserve(AgentObserveEvent {
                     message: observation.message.clone(),
                     step,
-                });
+                }));
                 if let Some(answer) = non_empty(observation.final_answer) {
                     core.commit_answer(&answer);
                     return core.complete(step, answer);
@@ -272,10 +280,10 @@ impl ReactMachine {
         content: &[ContentBlock],
     ) -> Step {
         let decision = read_decision(content);
-        core.emit(EventKind::AgentReason {
+        core.emit(EventKind::AgentReason(AgentReasonEvent {
             message: decision.message.clone(),
             step,
-        });
+        }));
         if let Some(question) = non_empty(decision.request_input) {
             return request_input(core, step, question);
         }
@@ -309,10 +317,10 @@ fn request_input(core: &mut RunCore, step: u32, question: String) -> Step {
         input: json!({ "question": question }),
     };
     core.commit(Role::Assistant, vec![ContentBlock::ToolUse(call.clone())]);
-    core.emit(EventKind::AgentRequestInput {
+    core.emit(EventKind::AgentRequestInput(AgentRequestInputEvent {
         question: question.clone(),
         step,
-    });
+    }));
     core.finish(LoopStatus::Suspended {
         pending_tool_call: call,
         reason: question,

@@ -2,6 +2,7 @@
 //! then a plain answer call (two steps). A first turn with no call is the
 //! answer.
 
+use agentloop_types::{AgentStartEvent, AgentTurnStartEvent};
 use std::sync::Arc;
 
 use agentloop_types::{EventKind, LoopOptions, Message, Passage, Retriever};
@@ -77,7 +78,7 @@ pub(crate) struct ToolFirstMachine {
 
 impl ToolFirstMachine {
     pub(crate) fn start(&mut self, core: &mut RunCore, env: &Env) -> Step {
-        core.emit(EventKind::AgentStart { max_steps: 2 });
+        core.emit(EventKind::AgentStart(AgentStartEvent { max_steps: 2 }));
         if let Some(limit) = self.retrieve.take()
             && let Some(step) = core.retrieve(limit)
         {
@@ -87,7 +88,7 @@ impl ToolFirstMachine {
     }
 
     fn act(&mut self, core: &mut RunCore, env: &Env, passages: &[Passage]) -> Step {
-        core.emit(EventKind::AgentTurnStart { step: 1 });
+        core.emit(EventKind::AgentTurnStart(AgentTurnStartEvent { step: 1 }));
         self.phase = ToolFirstPhase::Act;
         core.call_model(env, cited(passages), ToolOffer::RunTools, true)
     }
@@ -100,6 +101,10 @@ impl ToolFirstMachine {
     pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
         match input {
             Input::Start => core.invalid("a second start"),
+            // The run core answers summaries before they reach a strategy.
+            Input::Summary { .. } | Input::SummaryFailed { .. } => {
+                core.invalid("a summary outside a summarising step")
+            }
             Input::Retrieved { passages } => {
                 let passages = retrieved(core, passages);
                 self.act(core, env, &passages)
@@ -146,7 +151,7 @@ impl ToolFirstMachine {
                 match act::done(core, acting, results, child_tokens) {
                     Err(end) => end,
                     Ok(_) => {
-                        core.emit(EventKind::AgentTurnStart { step: 2 });
+                        core.emit(EventKind::AgentTurnStart(AgentTurnStartEvent { step: 2 }));
                         self.answer(core, env, 2)
                     }
                 }

@@ -1,6 +1,7 @@
 //! Tools and helpers shared by the engine's integration tests.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use agentloop_types::{FinishedEvent, MessageCreatedEvent, TokensConsumedEvent};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -216,7 +217,7 @@ pub fn check_invariants(events: &[LoopEvent]) -> agentloop_types::LoopResult {
     }
     let mut finished: HashMap<&agentloop_types::RunPath, usize> = HashMap::new();
     for event in events {
-        if let EventKind::Finished { .. } = event.kind {
+        if let EventKind::Finished(FinishedEvent { .. }) = event.kind {
             *finished.entry(&event.path).or_default() += 1;
         }
     }
@@ -236,7 +237,7 @@ pub fn check_invariants(events: &[LoopEvent]) -> agentloop_types::LoopResult {
     let consumed: TokenTotals = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::TokensConsumed { tokens } => Some(*tokens),
+            EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => Some(*tokens),
             _ => None,
         })
         .sum();
@@ -246,7 +247,7 @@ pub fn check_invariants(events: &[LoopEvent]) -> agentloop_types::LoopResult {
         .iter()
         .filter(|e| e.path.is_root())
         .filter_map(|e| match &e.kind {
-            EventKind::MessageCreated { message } => Some(message),
+            EventKind::MessageCreated(MessageCreatedEvent { message }) => Some(message),
             _ => None,
         })
         .collect();

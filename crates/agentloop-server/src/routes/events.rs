@@ -7,6 +7,7 @@
 //! store. The stream ends after the terminal event, or once the run is no
 //! longer running and its log is drained.
 
+use agentloop_types::FinishedEvent;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -92,7 +93,9 @@ impl Follow {
                     continue;
                 }
                 self.after = Some(event.seq);
-                if matches!(event.kind, EventKind::Finished { .. }) && event.path.is_root() {
+                if matches!(event.kind, EventKind::Finished(FinishedEvent { .. }))
+                    && event.path.is_root()
+                {
                     self.done = true;
                 }
                 return Some(event);

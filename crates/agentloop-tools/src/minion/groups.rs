@@ -8,6 +8,7 @@
 //! (at least [`MIN_BYTES_BETWEEN_UPDATES`]). The total cost of snapshots is
 //! then linear in the size of the run, O(1) amortised per delta.
 
+use agentloop_types::{MessageCreatedEvent, StreamingChunkEvent, StreamingStartEvent};
 use std::collections::HashMap;
 
 use agentloop_types::render::{mark_tool_generated, push_grouped, render_block};
@@ -38,11 +39,11 @@ impl ChildGroups {
             return false;
         }
         match &event.kind {
-            EventKind::StreamingStart { .. } => {
+            EventKind::StreamingStart(StreamingStartEvent { .. }) => {
                 self.live = Some(StreamAssembler::new());
                 false
             }
-            EventKind::StreamingChunk { delta } => {
+            EventKind::StreamingChunk(StreamingChunkEvent { delta }) => {
                 if let Some(live) = self.live.as_mut() {
                     // A malformed delta ends the child's turn with an error;
                     // the committed messages stay authoritative.
@@ -58,12 +59,29 @@ impl ChildGroups {
                 }
                 due
             }
-            EventKind::MessageCreated { message } => {
+            EventKind::MessageCreated(MessageCreatedEvent { message }) => {
                 self.commit(message);
                 self.pending_bytes = 0;
                 true
             }
-            _ => false,
+            EventKind::FirstChunk
+            | EventKind::StreamingEnd(_)
+            | EventKind::TokensConsumed(_)
+            | EventKind::PendingToolResult(_)
+            | EventKind::ToolStart(_)
+            | EventKind::ToolBlockUpdate(_)
+            | EventKind::ToolEnd(_)
+            | EventKind::AgentStart(_)
+            | EventKind::AgentTurnStart(_)
+            | EventKind::AgentReason(_)
+            | EventKind::AgentRequestInput(_)
+            | EventKind::AgentToolStart(_)
+            | EventKind::AgentToolComplete(_)
+            | EventKind::AgentObserve(_)
+            | EventKind::AgentCompletion(_)
+            | EventKind::AgentError(_)
+            | EventKind::ContextCompacted(_)
+            | EventKind::Finished(_) => false,
         }
     }
 
@@ -147,13 +165,15 @@ mod tests {
     }
 
     fn chunk(delta: StreamDelta) -> LoopEvent {
-        event(EventKind::StreamingChunk { delta })
+        event(EventKind::StreamingChunk(StreamingChunkEvent { delta }))
     }
 
     #[test]
     fn streamed_groups_match_the_committed_message() {
         let mut groups = ChildGroups::default();
-        groups.observe(&event(EventKind::StreamingStart { iteration: 1 }));
+        groups.observe(&event(EventKind::StreamingStart(StreamingStartEvent {
+            iteration: 1,
+        })));
         groups.observe(&chunk(StreamDelta::BlockStart {
             index: 0,
             block: BlockStart::Text,
@@ -173,9 +193,11 @@ mod tests {
         );
         let streamed = groups.snapshot();
         let message = Message::assistant_text("a", "0123456789".repeat(100));
-        assert!(groups.observe(&event(EventKind::MessageCreated {
-            message: message.clone()
-        })));
+        assert!(
+            groups.observe(&event(EventKind::MessageCreated(MessageCreatedEvent {
+                message: message.clone()
+            })))
+        );
         let mut expected = render_groups(&message.content);
         mark_tool_generated(&mut expected);
         assert_eq!(streamed, expected);
@@ -188,9 +210,9 @@ mod tests {
         let nested = LoopEvent {
             seq: 0,
             path: RunPath::root().child("x"),
-            kind: EventKind::MessageCreated {
+            kind: EventKind::MessageCreated(MessageCreatedEvent {
                 message: Message::assistant_text("a", "hi"),
-            },
+            }),
         };
         assert!(!groups.observe(&nested));
         assert!(groups.snapshot().is_empty());

@@ -35,6 +35,7 @@
 mod chats;
 mod groups;
 
+use agentloop_types::MessageCreatedEvent;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -240,9 +241,9 @@ impl MinionTool {
             LoopEvent {
                 seq: 0,
                 path: RunPath::root(),
-                kind: EventKind::MessageCreated {
+                kind: EventKind::MessageCreated(MessageCreatedEvent {
                     message: task_message,
-                },
+                }),
             },
         ))));
         queue.push_back(ToolOutput::Event(ToolStreamEvent::GroupsUpdate {

@@ -1,6 +1,5 @@
 //! `agentloop run --output-schema FILE`: the answer as a JSON value.
 
-use std::io::Write;
 use std::path::Path;
 
 use agentloop_types::{LoopStatus, OutputSchema};
@@ -37,25 +36,25 @@ pub fn load(path: &Path) -> Result<OutputSchema, String> {
     Ok(OutputSchema::new(name, schema))
 }
 
-/// Prints a completed run's output alone, as one JSON line; for any other
-/// end, says why on stderr (the exit code tells the status).
-pub fn print(out: &mut impl Write, status: Option<&LoopStatus>) -> Result<(), String> {
+/// The line `--json` prints for a run with an output schema: the completed
+/// run's output alone. Any other end is said on stderr (the exit code tells
+/// the status) and prints nothing.
+pub fn value_line(status: Option<&LoopStatus>) -> Result<Option<String>, String> {
     match status {
         Some(LoopStatus::Complete {
             output: Some(value),
             ..
-        }) => {
-            let line = serde_json::to_string(value).map_err(|e| e.to_string())?;
-            writeln!(out, "{line}").map_err(|e| e.to_string())
-        }
+        }) => serde_json::to_string(value)
+            .map(Some)
+            .map_err(|e| e.to_string()),
         Some(LoopStatus::Error { error }) => {
-            eprintln!("error: {error}");
-            Ok(())
+            crate::out::note(format!("error: {error}"));
+            Ok(None)
         }
         Some(other) => {
-            eprintln!("the run ended {} without an output", other.name());
-            Ok(())
+            crate::out::note(format!("the run ended {} without an output", other.name()));
+            Ok(None)
         }
-        None => Ok(()),
+        None => Ok(None),
     }
 }

@@ -1,0 +1,162 @@
+//! The configuration file, `$XDG_CONFIG_HOME/agentloop/config.toml` (else
+//! `~/.config/agentloop/config.toml`): defaults for `run`, `chat` and
+//! `models`. Flags win over the environment, which wins over the file.
+//! Keys never go in it: they stay in the environment.
+//!
+//! ```toml
+//! provider = "anthropic"        # or openai-chat, openai-responses, openai-compatible, gemini
+//! model = "claude-sonnet-4-5"
+//! base_url = "https://proxy.example/v1"
+//! tools = ["fs", "javascript"]
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use serde::{Deserialize, Serialize};
+
+use crate::out::{Failure, Outcome, Stdout};
+
+/// What the file may set.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Default `--provider`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Default `--model` (after `AGENTLOOP_MODEL`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Default `--base-url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Default `--tools`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+}
+
+/// `agentloop config ...`.
+#[derive(Subcommand)]
+pub enum ConfigCommand {
+    /// Print where the configuration file is (whether or not it exists).
+    Path,
+    /// Print the configuration in effect from the file.
+    Show,
+}
+
+/// The configuration file's path.
+pub fn path() -> Result<PathBuf, Failure> {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let base = match env("XDG_CONFIG_HOME") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(
+            env("HOME").ok_or_else(|| Failure::usage("neither XDG_CONFIG_HOME nor HOME is set"))?,
+        )
+        .join(".config"),
+    };
+    Ok(base.join("agentloop").join("config.toml"))
+}
+
+/// Reads the file; none there is the empty configuration.
+pub fn load() -> Result<Config, Failure> {
+    let path = path()?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+        Err(e) => {
+            return Err(Failure::usage(format!(
+                "cannot read the configuration {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    toml::from_str(&text).map_err(|e| {
+        // toml's message spans several lines (the offending line and a
+        // caret); its first line says what is wrong.
+        let reason = e.message().lines().next().unwrap_or_default().to_owned();
+        let at = e
+            .span()
+            .map(|span| {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!(" (line {line})")
+            })
+            .unwrap_or_default();
+        Failure::usage(format!(
+            "the configuration {} is not valid{at}: {reason}",
+            path.display()
+        ))
+    })
+}
+
+impl Config {
+    /// Fills what the flags left unset: `provider`, `base_url` and `tools`
+    /// from the file; `model` too unless `AGENTLOOP_MODEL` is set.
+    pub fn fill(
+        &self,
+        provider: &mut Option<String>,
+        model: &mut Option<String>,
+        base_url: &mut Option<String>,
+        tools: &mut Vec<String>,
+    ) {
+        if provider.is_none() {
+            provider.clone_from(&self.provider);
+        }
+        let model_in_env = std::env::var("AGENTLOOP_MODEL").is_ok_and(|m| !m.trim().is_empty());
+        if model.is_none() && !model_in_env {
+            model.clone_from(&self.model);
+        }
+        if base_url.is_none() {
+            base_url.clone_from(&self.base_url);
+        }
+        if tools.is_empty() {
+            tools.clone_from(&self.tools);
+        }
+    }
+}
+
+/// `agentloop config path|show`.
+pub fn command(command: ConfigCommand) -> Outcome {
+    let mut out = Stdout::new();
+    match command {
+        ConfigCommand::Path => out.line(path()?.display())?,
+        ConfigCommand::Show => {
+            let config = load()?;
+            let path = path()?;
+            if !path.exists() {
+                crate::out::note(format!(
+                    "no configuration file at {} (all defaults)",
+                    path.display()
+                ));
+            }
+            let text = toml::to_string(&config).map_err(|e| e.to_string())?;
+            if !text.is_empty() {
+                out.line(text.trim_end())?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let config = Config {
+            provider: Some("gemini".into()),
+            model: None,
+            base_url: Some("http://localhost:1/v1".into()),
+            tools: vec!["fs".into()],
+        };
+        let mut provider = Some("anthropic".to_owned());
+        let mut model = None;
+        let mut base_url = None;
+        let mut tools = Vec::new();
+        config.fill(&mut provider, &mut model, &mut base_url, &mut tools);
+        assert_eq!(provider.as_deref(), Some("anthropic"));
+        assert_eq!(base_url.as_deref(), Some("http://localhost:1/v1"));
+        assert_eq!(tools, ["fs"]);
+    }
+}

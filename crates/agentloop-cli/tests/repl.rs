@@ -1,0 +1,96 @@
+//! `agentloop chat` through a real terminal (a pty): the prompt, `/cost`,
+//! Ctrl-C cancelling a turn, Ctrl-D leaving, and `--continue`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+use rexpect::session::{PtySession, spawn_command};
+
+fn chat(home: &Path, db: &str, script: &str, extra: &[&str]) -> PtySession {
+    let script_path = home.join(format!("script-{}.json", extra.len()));
+    std::fs::write(&script_path, script).unwrap();
+    let provider = format!("scripted:{}", script_path.display());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    command
+        .args(["chat", "--db", db, "--provider", &provider])
+        .args(extra)
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("TERM", "xterm")
+        .env_remove("NO_COLOR");
+    // Generous: a slow CI machine, not a performance bound.
+    spawn_command(command, Some(30_000)).unwrap()
+}
+
+#[test]
+fn the_repl_answers_reports_cost_survives_ctrl_c_and_continues() {
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("chats.db").display().to_string();
+    let mut p = chat(
+        home.path(),
+        &db,
+        r#"[
+          {"steps": [{"type": "text", "chunks": ["Hello ", "there."]}], "usage": {"input_tokens": 10, "output_tokens": 3, "cost": 0.5}},
+          {"steps": [{"type": "text", "chunks": ["thinking it over"]}, {"type": "hang"}]}
+        ]"#,
+        &["--chat", "pty-chat"],
+    );
+    p.exp_string("chat pty-chat (stored in").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("hi").unwrap();
+    p.exp_string("Hello there.").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("/cost").unwrap();
+    // rexpect reads bytes as Latin-1: match around the `·` separators.
+    p.exp_string("chat pty-chat: 10 in ").unwrap();
+    p.exp_string(" 3 out ").unwrap();
+    p.exp_string("$0.5000").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("take your time").unwrap();
+    p.exp_string("thinking it over").unwrap();
+    p.send_control('c').unwrap();
+    p.exp_string("cancelled").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("/help").unwrap();
+    p.exp_string("/exit").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_control('d').unwrap();
+    p.exp_string("continue it with --continue").unwrap();
+    p.exp_eof().unwrap();
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let statuses: Vec<String> = runtime.block_on(async {
+        let store = agentloop_storage::open_store(&db).await.unwrap();
+        let runs = store.list_runs("pty-chat").await.unwrap();
+        runs.iter()
+            .map(|r| {
+                serde_json::to_value(r.status)
+                    .unwrap()
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    });
+    assert_eq!(statuses.len(), 2, "{statuses:?}");
+    assert!(statuses.iter().any(|s| s == "cancelled"), "{statuses:?}");
+
+    let mut p = chat(
+        home.path(),
+        &db,
+        r#"[{"steps": [{"type": "text", "chunks": ["Still here."]}]}]"#,
+        &["--continue"],
+    );
+    p.exp_string("chat pty-chat (stored in").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("are you there?").unwrap();
+    p.exp_string("Still here.").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("/exit").unwrap();
+    p.exp_eof().unwrap();
+}
