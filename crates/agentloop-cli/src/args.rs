@@ -14,6 +14,14 @@ pub struct Cli {
     /// always or never.
     #[arg(long, global = true, value_enum, default_value_t = crate::out::ColorChoice::Auto)]
     pub color: crate::out::ColorChoice,
+    /// Log to stderr what the run does: -v model requests, tool calls and
+    /// retries; -vv more detail. `RUST_LOG` overrides it.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Write every span of the command (runs, model turns, requests, tool
+    /// calls) as JSON lines to FILE.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// The exit codes, shown at the end of `--help`.

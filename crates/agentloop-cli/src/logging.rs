@@ -38,10 +38,28 @@ impl Drop for Telemetry {
     }
 }
 
+/// The log filter for `-v` counted `count` times.
+pub fn verbosity(count: u8) -> &'static str {
+    match count {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    }
+}
+
 /// Installs the process's subscriber. `level` is a filter directive
 /// (`info`, `agentloop_server=debug,warn`, ...) used when `RUST_LOG` is
-/// not set.
-pub fn init(format: LogFormat, level: &str) -> Result<Telemetry, String> {
+/// not set; with `spans`, each span is also logged when it closes (with its
+/// fields and duration); `trace` is a file that receives every closed span
+/// as a JSON line.
+pub fn init(
+    format: LogFormat,
+    level: &str,
+    spans: bool,
+    trace: Option<&std::path::Path>,
+) -> Result<Telemetry, String> {
+    use tracing_subscriber::fmt::format::FmtSpan;
+    let span_events = if spans { FmtSpan::CLOSE } else { FmtSpan::NONE };
     let filter = match std::env::var("RUST_LOG") {
         Ok(directives) if !directives.trim().is_empty() => EnvFilter::try_new(directives)
             .map_err(|e| format!("RUST_LOG is not a valid filter: {e}"))?,
@@ -53,18 +71,36 @@ pub fn init(format: LogFormat, level: &str) -> Result<Telemetry, String> {
     // level, so `warn` on stderr still exports every run's spans.
     let lines = match format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_span_events(span_events.clone())
             .with_writer(std::io::stderr)
             .with_ansi(colour)
             .with_filter(filter)
             .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
+            .with_span_events(span_events)
             .with_writer(std::io::stderr)
             .with_ansi(false)
             .with_filter(filter)
             .boxed(),
     };
-    let registry = tracing_subscriber::registry().with(lines);
+    let spans_file = match trace {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| format!("cannot write the trace file {}: {e}", path.display()))?;
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_span_list(false)
+                    .with_span_events(FmtSpan::CLOSE)
+                    .with_writer(std::sync::Mutex::new(file))
+                    .with_ansi(false)
+                    .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+            )
+        }
+        None => None,
+    };
+    let registry = tracing_subscriber::registry().with(lines).with(spans_file);
     #[cfg(feature = "otel")]
     {
         let traces = otlp::provider()?;

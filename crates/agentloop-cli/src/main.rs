@@ -46,7 +46,12 @@ fn main() -> ExitCode {
     // `serve` installs its own (it takes the format and level as flags).
     let _telemetry = match &cli.command {
         Command::Serve(_) => None,
-        _ => match logging::init(logging::LogFormat::Text, "warn") {
+        _ => match logging::init(
+            logging::LogFormat::Text,
+            logging::verbosity(cli.verbose),
+            cli.verbose > 0,
+            cli.trace.as_deref(),
+        ) {
             Ok(telemetry) => Some(telemetry),
             Err(message) => {
                 eprintln!("agentloop: {message}");

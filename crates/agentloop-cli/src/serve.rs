@@ -145,7 +145,7 @@ fn prompts(path: Option<&PathBuf>) -> Result<AgentPrompts, String> {
 
 /// Runs the server until SIGTERM or Ctrl-C.
 pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
-    let _telemetry = crate::logging::init(args.log_format, &args.log_level)?;
+    let _telemetry = crate::logging::init(args.log_format, &args.log_level, false, None)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -155,3 +155,73 @@ async fn a_run_exports_its_span_tree_over_otlp() {
         Some("invoke_agent")
     );
 }
+
+#[test]
+fn trace_writes_spans_as_json_lines_and_verbose_prints_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            { "steps": [{ "type": "tool_call", "id": "t1", "name": "fs",
+                          "fragments": ["{\"command\": \"view\", \"path\": \"/\"}"] }] },
+            { "steps": [{ "type": "text", "chunks": ["Done."] }] }
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let output = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args(["run", "look", "-v", "--tools", "fs", "--root"])
+        .arg(dir.path())
+        .arg("--provider")
+        .arg(format!("scripted:{}", script.display()))
+        .arg("--trace")
+        .arg(&trace)
+        .env_remove("RUST_LOG")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["span"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        names
+            .iter()
+            .filter(|n| **n == "agentloop.model_turn")
+            .count(),
+        2,
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| **n == "execute_tool").count(),
+        1,
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| **n == "invoke_agent").count(),
+        1,
+        "{names:?}"
+    );
+    let tool = lines
+        .iter()
+        .find(|l| l["span"]["name"] == "execute_tool")
+        .unwrap();
+    assert_eq!(tool["span"]["gen_ai.tool.name"], "fs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("execute_tool"),
+        "-v prints the spans: {stderr}"
+    );
+}

@@ -195,15 +195,32 @@ async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut em
                     tools,
                     attachments: deps.attachments.clone(),
                 };
-                model_turn(
+                let span = tracing::info_span!(
+                    "agentloop.model_turn",
+                    iteration,
+                    gen_ai.input.messages = tracing::field::Empty,
+                    gen_ai.output.messages = tracing::field::Empty,
+                );
+                let capture = crate::telemetry::capture_content();
+                if capture {
+                    span.record(
+                        "gen_ai.input.messages",
+                        json_text(&request.messages).as_str(),
+                    );
+                }
+                let input = model_turn(
                     deps.provider.as_ref(),
                     request,
                     iteration,
                     &deps.cancel,
                     &mut emitter,
                 )
-                .instrument(tracing::info_span!("agentloop.model_turn", iteration))
-                .await
+                .instrument(span.clone())
+                .await;
+                if capture && let Input::ModelTurn { content, .. } = &input {
+                    span.record("gen_ai.output.messages", json_text(content).as_str());
+                }
+                input
             }
             Step::Summarise { messages } => {
                 let request = summary_request(&options, messages);
@@ -233,6 +250,11 @@ async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut em
             },
         };
     }
+}
+
+/// Content as JSON text for a span attribute.
+fn json_text<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 fn cancelled() -> Input {

@@ -47,6 +47,7 @@ pub mod scripted;
 mod session;
 pub mod skills;
 pub mod strategy;
+pub mod telemetry;
 mod tool_call;
 mod tool_exec;
 

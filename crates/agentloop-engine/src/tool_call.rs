@@ -58,8 +58,16 @@ impl CallStream {
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = %planned.call.name,
             gen_ai.tool.call.id = %planned.call.id,
+            gen_ai.tool.call.arguments = tracing::field::Empty,
+            gen_ai.tool.call.result = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
+        if crate::telemetry::capture_content() {
+            span.record(
+                "gen_ai.tool.call.arguments",
+                planned.call.input.to_string().as_str(),
+            );
+        }
         let immediate = |outcome: ToolOutcome| -> Immediate { Some(outcome) };
         let (inner, answered): (Option<ToolStream>, Immediate) = match (&planned.answer, tool) {
             (Some(answer), _) => (None, immediate(ToolOutcome::Finished(answer.clone()))),
@@ -96,6 +104,12 @@ impl CallStream {
         };
         if let Some(error) = error {
             self.span.record("error.type", error);
+        }
+        if let ToolOutcome::Finished(result) = &outcome
+            && crate::telemetry::capture_content()
+        {
+            self.span
+                .record("gen_ai.tool.call.result", result.content.as_str());
         }
         Poll::Ready(Some(CallItem::Done(outcome)))
     }

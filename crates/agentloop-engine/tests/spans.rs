@@ -5,59 +5,14 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, collect, run};
 use agentloop_types::{LoopOptions, Message, ToolResult, ToolStream, single_result};
+use common::spans::{Layer, Span, Spans};
 use serde_json::json;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
-
-#[derive(Debug, Clone)]
-struct Span {
-    name: String,
-    parent: Option<u64>,
-    fields: BTreeMap<String, String>,
-}
-
-#[derive(Default)]
-struct Spans(Mutex<BTreeMap<u64, Span>>);
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-}
-
-struct Layer(Arc<Spans>);
-
-impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Layer {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let mut span = Span {
-            name: attrs.metadata().name().to_owned(),
-            parent: ctx
-                .span(id)
-                .and_then(|s| s.parent().map(|p| p.id().into_u64())),
-            fields: BTreeMap::new(),
-        };
-        attrs.record(&mut Fields(&mut span.fields));
-        self.0.0.lock().unwrap().insert(id.into_u64(), span);
-    }
-    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
-        if let Some(span) = self.0.0.lock().unwrap().get_mut(&id.into_u64()) {
-            values.record(&mut Fields(&mut span.fields));
-        }
-    }
-}
+use tracing_subscriber::layer::SubscriberExt;
 
 /// A tool that runs a child loop (as the minion tool does) and returns its
 /// answer.
@@ -148,4 +103,11 @@ async fn spans_nest_as_the_runs_do() {
     };
     assert_eq!(under(*root_id), 2);
     assert_eq!(under(*child_id), 1);
+    // Content stays out of spans unless asked for.
+    assert!(!tool.fields.contains_key("gen_ai.tool.call.arguments"));
+    assert!(
+        turns
+            .iter()
+            .all(|(_, s)| !s.fields.contains_key("gen_ai.input.messages"))
+    );
 }

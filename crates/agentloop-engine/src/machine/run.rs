@@ -155,6 +155,15 @@ impl Run {
         // A summary answers the core of the run that asked for it: this one,
         // unless a nested run has I/O in flight.
         if self.machine.nested().is_none() {
+            // A turn that failed after its usage arrived (a stream cut after
+            // `message_delta`) was still billed: count it.
+            if let Input::ModelFailed {
+                error: agentloop_types::LoopError::Provider { error },
+            } = &input
+                && let Some(usage) = error.partial.as_ref().and_then(|p| p.usage)
+            {
+                self.core.consume(usage);
+            }
             match input {
                 Input::Summary { text, usage } => {
                     return self.core.summarised(env, Ok((text, usage)));
