@@ -178,6 +178,10 @@ pub struct RunArgs {
     /// (the call fails and the server is restarted).
     #[arg(long, default_value_t = 300)]
     pub mcp_timeout: u64,
+    /// A JSON Schema file the answer must fit; the run ends with the
+    /// validated value, and `--json` prints that value alone.
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<PathBuf>,
 }
 
 #[derive(Args)]

@@ -21,6 +21,7 @@ mod discover;
 mod export;
 mod logging;
 mod out;
+mod output_schema;
 mod providers;
 mod render;
 mod repl;

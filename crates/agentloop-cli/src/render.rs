@@ -245,8 +245,16 @@ impl View {
             )?,
             LoopStatus::Complete {
                 return_value: Some(value),
+                ..
             } => writeln!(out, "returned: {}", sanitize(&value.to_string()))?,
-            LoopStatus::Complete { return_value: None }
+            LoopStatus::Complete {
+                return_value: None,
+                output: Some(value),
+            } => writeln!(out, "output: {}", sanitize(&value.to_string()))?,
+            LoopStatus::Complete {
+                return_value: None,
+                output: None,
+            }
             | LoopStatus::MaxIterations
             | LoopStatus::Cancelled
             | LoopStatus::LimitExceeded { .. } => {}

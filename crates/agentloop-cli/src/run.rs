@@ -22,7 +22,7 @@ use futures::StreamExt;
 
 use crate::args::RunArgs;
 use crate::out::{Failure, Outcome, Stdout, Style};
-use crate::{demo, out, providers, render, skills, tools};
+use crate::{demo, out, output_schema, providers, render, skills, tools};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
 /// for input), 5 usage limit, 130 cancelled (Ctrl-C).
@@ -97,6 +97,12 @@ pub async fn run(args: RunArgs) -> Outcome {
     let strategy = StrategyRegistry::default()
         .select(args.strategy.as_deref(), &settings)
         .map_err(|e| Failure::usage(e.to_string()))?;
+    if args.output_schema.is_some() && strategy.name() != agentloop_engine::strategy::NATIVE {
+        return Err(Failure::usage(format!(
+            "--output-schema needs the native strategy, not {}",
+            strategy.name()
+        )));
+    }
     let skills = match &args.skills {
         Some(path) => skills::load(path, &tools).map_err(Failure::Usage)?,
         None => Vec::new(),
@@ -110,6 +116,14 @@ pub async fn run(args: RunArgs) -> Outcome {
         .with_cancel(cancel);
     let prompt = args.prompt.unwrap_or_else(|| demo::PROMPT.to_owned());
     let context = vec![Message::user_text("user-1", prompt)];
+    let mut options = options;
+    options.output_schema = args
+        .output_schema
+        .as_deref()
+        .map(output_schema::load)
+        .transpose()
+        .map_err(Failure::Usage)?;
+    let value_only = args.json && options.output_schema.is_some();
     let run = prepare(options, context, deps, &skills);
     let mut events = strategy.run(run.options, run.context, run.deps);
 
@@ -132,6 +146,9 @@ pub async fn run(args: RunArgs) -> Outcome {
         let Some(event) = next else { break };
         if let Some(result) = event.root_result() {
             status = Some(result.status.clone());
+        }
+        if value_only {
+            continue;
         }
         if args.json {
             let line = serde_json::to_string(&event).map_err(|e| e.to_string())?;
@@ -162,6 +179,9 @@ pub async fn run(args: RunArgs) -> Outcome {
         view.event(&mut stdout, &event).map_err(Failure::from_io)?;
     }
     spinner.stop();
+    if value_only && let Some(line) = output_schema::value_line(status.as_ref())? {
+        stdout.line(line)?;
+    }
     mcp.shutdown().await;
     Ok(status.as_ref().map_or(ExitCode::from(1), exit_code))
 }

@@ -87,7 +87,15 @@ fn run_once(runtime: &tokio::runtime::Runtime) -> Result<(f64, u64), Box<dyn std
         (events, status)
     });
     let elapsed = start.elapsed().as_secs_f64();
-    if status != Some(LoopStatus::Complete { return_value: None }.name()) {
+    if status
+        != Some(
+            LoopStatus::Complete {
+                return_value: None,
+                output: None,
+            }
+            .name(),
+        )
+    {
         return Err(format!("the benchmark run ended {status:?}").into());
     }
     Ok((elapsed, events))

@@ -185,9 +185,12 @@ async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut em
                 iteration,
                 messages,
                 tools,
+                output,
             } => {
+                let mut options = options.clone();
+                options.output_schema = output;
                 let request = ModelRequest {
-                    options: options.clone(),
+                    options,
                     messages,
                     tools,
                     attachments: deps.attachments.clone(),

@@ -139,10 +139,12 @@ fn prefill_deltas(prefill: Option<&str>) -> Vec<StreamDelta> {
 
 /// The request of a summarising step: the run's model and limits, with
 /// nothing of the run's own that would shape the answer (system prompt,
-/// prefill, stop sequences, server tools, thinking) and no tools.
+/// prefill, stop sequences, server tools, thinking, the output schema) and
+/// no tools.
 pub(crate) fn summary_request(options: &LoopOptions, messages: Vec<Message>) -> ModelRequest {
     let options = LoopOptions {
         system_prompt: None,
+        output_schema: None,
         prefill_response: None,
         stop_sequences: Vec::new(),
         web_search_enabled: false,

@@ -1,6 +1,6 @@
 //! Request-building rules shared by the adapters.
 
-use agentloop_types::{ContentBlock, ModelRequest, Role, ToolDefinition};
+use agentloop_types::{ContentBlock, FINAL_OUTPUT_TOOL, ModelRequest, Role, ToolDefinition};
 use serde_json::{Map, Value};
 
 /// The system prompt: `options.system_prompt`, then the text of every
@@ -27,13 +27,19 @@ pub(crate) fn system_text(request: &ModelRequest) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
-/// The tools to offer: all of them, or those named in `enabled_tools`.
+/// The tools to offer: all of them, or those named in `enabled_tools`
+/// (the engine's `final_output` tool is always offered: the run asks for
+/// its answer through it).
 pub(crate) fn offered_tools(request: &ModelRequest) -> Vec<&ToolDefinition> {
     let enabled = &request.options.enabled_tools;
     request
         .tools
         .iter()
-        .filter(|t| enabled.is_empty() || enabled.iter().any(|name| name == &t.name))
+        .filter(|t| {
+            enabled.is_empty()
+                || t.name == FINAL_OUTPUT_TOOL
+                || enabled.iter().any(|name| name == &t.name)
+        })
         .collect()
 }
 

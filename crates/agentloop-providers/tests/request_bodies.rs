@@ -419,3 +419,48 @@ async fn body_of(api: ApiKind, request: &ModelRequest) -> Value {
         .await
         .unwrap()
 }
+
+fn with_output_schema(api: ApiKind, model: &str) -> ModelRequest {
+    let mut request = request(api, model);
+    request.options.output_schema = Some(agentloop_types::OutputSchema::new(
+        "city",
+        json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "population": {"type": "integer"}},
+            "required": ["name", "population"],
+            "additionalProperties": false
+        }),
+    ));
+    request
+}
+
+#[tokio::test]
+async fn output_schema_native_forms() {
+    let chat = with_output_schema(ApiKind::OpenaiChat, "gpt-4.1");
+    insta::assert_json_snapshot!(
+        "output_schema_openai_chat",
+        body(ProviderConfig::openai_chat("k"), &chat).await
+    );
+    let responses = with_output_schema(ApiKind::OpenaiResponses, "gpt-5");
+    insta::assert_json_snapshot!(
+        "output_schema_openai_responses",
+        body(ProviderConfig::openai_responses("k"), &responses).await
+    );
+    let gemini = with_output_schema(ApiKind::Gemini, "gemini-2.5-flash");
+    insta::assert_json_snapshot!(
+        "output_schema_gemini",
+        body(ProviderConfig::gemini("k"), &gemini).await
+    );
+    // Anthropic has no such field: the engine offers `final_output` instead.
+    let mut anthropic = with_output_schema(ApiKind::AnthropicMessages, "claude-sonnet-4-5");
+    anthropic.options.enabled_tools = vec!["now".into()];
+    anthropic.tools = vec![agentloop_types::ToolDefinition {
+        name: agentloop_types::FINAL_OUTPUT_TOOL.into(),
+        description: "Give your final answer as this tool's input.".into(),
+        input_schema: anthropic.options.output_schema.clone().unwrap().schema,
+    }];
+    insta::assert_json_snapshot!(
+        "output_schema_anthropic_final_output_tool",
+        body(ProviderConfig::anthropic("k"), &anthropic).await
+    );
+}

@@ -214,6 +214,8 @@ fn ending(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
                 LoopError::Assembly { .. } | LoopError::IncompleteStream => "model_stream",
                 LoopError::InvalidHistory { .. } => "history",
                 LoopError::UnsupportedState { .. } | LoopError::InvalidState { .. } => "state",
+                LoopError::OutputInvalid { .. } => "output_invalid",
+                LoopError::Refused { .. } => "refused",
             };
             failed(kind, error.to_string())
         }
@@ -282,7 +284,10 @@ async fn log_answered(state: &AppState, run_id: &str, chat_id: &str) -> StorageR
         .map(|m| m.message)
         .collect();
     let result = LoopResult {
-        status: LoopStatus::Complete { return_value: None },
+        status: LoopStatus::Complete {
+            return_value: None,
+            output: None,
+        },
         messages,
         tokens: store.get_chat(chat_id).await?.totals,
     };

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::history::HistoryError;
-use crate::stop::PartialTurn;
+use crate::stop::{PartialTurn, RefusalDetails};
 use crate::stream::AssemblyError;
 
 /// What went wrong talking to a provider.
@@ -108,6 +108,23 @@ pub enum LoopError {
         /// The violation.
         error: HistoryError,
     },
+    /// The final answer did not fit the output schema, also after every
+    /// retry the schema allowed.
+    #[error("output_invalid: the answer does not fit the output schema: {}", errors.join("; "))]
+    OutputInvalid {
+        /// The last answer, as the model gave it (JSON text, or the
+        /// `final_output` call's input serialised).
+        answer: String,
+        /// What the validator found wrong with it.
+        errors: Vec<String>,
+    },
+    /// The model refused to give the structured answer.
+    #[error("the model refused{}", refusal_text(details.as_ref()))]
+    Refused {
+        /// What the provider said about the refusal.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<RefusalDetails>,
+    },
     /// A resumed run state has a schema this version cannot read.
     #[error("run state schema {found} is not supported (expected {expected})")]
     UnsupportedState {
@@ -123,4 +140,20 @@ pub enum LoopError {
         /// Why.
         reason: String,
     },
+}
+
+/// `": explanation (category)"`, or nothing when the provider said nothing.
+fn refusal_text(details: Option<&RefusalDetails>) -> String {
+    let Some(details) = details else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if let Some(explanation) = &details.explanation {
+        out.push_str(": ");
+        out.push_str(explanation);
+    }
+    if let Some(category) = &details.category {
+        out.push_str(&format!(" ({category})"));
+    }
+    out
 }

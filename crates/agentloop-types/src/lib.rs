@@ -52,8 +52,8 @@ pub use message::{
     ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,
 };
 pub use options::{
-    CompactionOptions, CompactionStrategy, LoopOptions, ReasoningEffort, ReasoningSummary,
-    UsageLimits,
+    CompactionOptions, CompactionStrategy, FINAL_OUTPUT_TOOL, LoopOptions, OutputMode,
+    OutputSchema, ReasoningEffort, ReasoningSummary, UsageLimits,
 };
 pub use ports::{
     AttachmentError, AttachmentLoader, LoadedAttachment, ModelProvider, ModelRequest, ModelStream,

@@ -53,6 +53,76 @@ pub struct UsageLimits {
     pub max_cost: Option<f64>,
 }
 
+/// How a run asks the model for its structured final answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// The API's own structured-output request form where it has one
+    /// (OpenAI Chat, OpenAI Responses, Gemini); the [`FINAL_OUTPUT_TOOL`]
+    /// where it has none (Anthropic Messages).
+    #[default]
+    Native,
+    /// Always the [`FINAL_OUTPUT_TOOL`]: portable across every API.
+    Tool,
+}
+
+/// Name of the tool offered in [`OutputMode::Tool`]: its input schema is
+/// the output schema, and its input is the run's output.
+pub const FINAL_OUTPUT_TOOL: &str = "final_output";
+
+/// The shape a run's final answer must have: a JSON Schema with a name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct OutputSchema {
+    /// Name of the schema (the providers' `json_schema.name`), letters,
+    /// digits, `_` and `-`.
+    pub name: String,
+    /// The JSON Schema the answer is validated against.
+    pub schema: Value,
+    /// How the model is asked for it.
+    #[serde(default)]
+    pub mode: OutputMode,
+    /// How many times an invalid answer goes back to the model with the
+    /// validation errors before the run ends with `output_invalid`.
+    #[serde(default = "default_output_retries")]
+    pub max_retries: u32,
+}
+
+fn default_output_retries() -> u32 {
+    2
+}
+
+impl OutputSchema {
+    /// A schema in [`OutputMode::Native`] with two retries.
+    pub fn new(name: impl Into<String>, schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            schema,
+            mode: OutputMode::Native,
+            max_retries: default_output_retries(),
+        }
+    }
+
+    /// Sets the mode.
+    pub fn with_mode(mut self, mode: OutputMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the number of retries after an invalid answer.
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// Whether a run over `api` asks through the [`FINAL_OUTPUT_TOOL`]:
+    /// in [`OutputMode::Tool`], and for an API with no native form.
+    pub fn uses_tool(&self, api: ApiKind) -> bool {
+        self.mode == OutputMode::Tool || api == ApiKind::AnthropicMessages
+    }
+}
+
 /// How a run makes room when the next request would fill too much of the
 /// model's context window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,6 +229,10 @@ pub struct LoopOptions {
     /// Option values per tool name (seed 003's tool options); each tool's
     /// declared defaults fill in what is missing.
     pub tool_options: BTreeMap<String, Map<String, Value>>,
+    /// The shape the final answer must have; the completed result then
+    /// carries it as `output`. Honoured by the native strategy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<OutputSchema>,
     /// The model's context window in tokens, when known (callers fill it
     /// from their model table); compaction needs it.
     pub context_window: Option<u32>,
@@ -191,6 +265,7 @@ impl Default for LoopOptions {
             tool_timeout_ms: None,
             limits: UsageLimits::default(),
             tool_options: BTreeMap::new(),
+            output_schema: None,
             context_window: None,
             compaction: CompactionOptions::default(),
         }

@@ -33,6 +33,10 @@ pub enum LoopStatus {
         /// The return tool's value, if it ended the run.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         return_value: Option<Value>,
+        /// The answer, validated against `LoopOptions::output_schema`,
+        /// when the run had one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<Value>,
     },
     /// A tool suspended the run to wait for outside input.
     Suspended {

@@ -237,11 +237,19 @@ fn render_tokens(tokens: &TokenTotals) -> String {
 fn render_result(result: &LoopResult) -> String {
     let detail = match &result.status {
         LoopStatus::Complete {
-            return_value: Some(value),
-        } => format!(" return={}", json(value)),
-        LoopStatus::Complete { return_value: None }
-        | LoopStatus::MaxIterations
-        | LoopStatus::Cancelled => String::new(),
+            return_value,
+            output,
+        } => {
+            let mut out = String::new();
+            if let Some(value) = return_value {
+                out.push_str(&format!(" return={}", json(value)));
+            }
+            if let Some(value) = output {
+                out.push_str(&format!(" output={}", json(value)));
+            }
+            out
+        }
+        LoopStatus::MaxIterations | LoopStatus::Cancelled => String::new(),
         LoopStatus::Suspended {
             pending_tool_call,
             reason,

@@ -78,12 +78,33 @@ impl Agent {
     }
 
     fn stream_with_id(&self, run_id: String, history: Vec<Message>) -> AgentStream {
+        self.stream_with(self.options.clone(), run_id, history)
+    }
+
+    /// Runs `prompt` to the end under `options` instead of the agent's.
+    #[cfg_attr(not(feature = "tools"), allow(dead_code))]
+    pub(crate) async fn run_with_options(
+        &self,
+        options: LoopOptions,
+        prompt: impl Into<String>,
+    ) -> LoopResult {
+        let run_id = next_run_id();
+        let prompt = Message::user_text(format!("{run_id}-prompt"), prompt);
+        collect(self.stream_with(options, run_id, vec![prompt]).inner).await
+    }
+
+    fn stream_with(
+        &self,
+        options: LoopOptions,
+        run_id: String,
+        history: Vec<Message>,
+    ) -> AgentStream {
         let deps = RunDeps::new(self.provider.clone())
             .with_tools(self.tools.iter().cloned())
             .with_cancel(self.cancel.clone())
             .with_run_id(run_id);
         AgentStream {
-            inner: run(self.options.clone(), history, deps),
+            inner: run(options, history, deps),
         }
     }
 }

@@ -2,14 +2,15 @@
 //!
 //! One dependency for the common case: the layers re-exported behind
 //! features, an [`Agent`] builder that hides run ids, message ids and tool
-//! casts, and [`TypedTool`], a tool whose arguments are a Rust type.
+//! casts, [`TypedTool`], a tool whose arguments are a Rust type, and
+//! `Agent::run_typed`, a run whose answer is one.
 //!
 //! | feature | default | gives |
 //! | --- | --- | --- |
 //! | (none) | always | [`types`]: messages, events, results, the port traits |
 //! | `engine` | yes | [`engine`] and the [`Agent`] builder |
 //! | `providers` | yes | [`providers`] and [`anthropic_from_env`] / [`openai_from_env`] |
-//! | `tools` | yes | [`tools`] and [`TypedTool`] |
+//! | `tools` | yes | [`tools`], [`TypedTool`] and `Agent::run_typed` (typed answers) |
 //! | `storage` | no | `storage`: the storage backends |
 //! | `runtime` | no | `runtime`: persisted, resumable runs |
 //! | `server` | no | `server`: the HTTP server |
@@ -79,6 +80,8 @@ mod provider;
 mod text;
 #[cfg(feature = "tools")]
 mod typed;
+#[cfg(feature = "tools")]
+mod typed_output;
 
 #[cfg(feature = "engine")]
 pub use agent::{Agent, AgentBuilder, AgentStream, BuildError};
@@ -89,6 +92,8 @@ pub use provider::{anthropic_from_env, openai_from_env};
 pub use text::{RunEnded, TextDeltas, text_delta};
 #[cfg(feature = "tools")]
 pub use typed::{ToolError, Typed, TypedTool};
+#[cfg(feature = "tools")]
+pub use typed_output::TypedRunError;
 
 /// The names most programs need: `use agentloop::prelude::*;`.
 pub mod prelude {
@@ -96,7 +101,7 @@ pub mod prelude {
     pub use crate::{Agent, AgentStream, BuildError};
     pub use crate::{LoopEvent, LoopResult, LoopStatus, Message, Tool, ToolContext, text_delta};
     #[cfg(feature = "tools")]
-    pub use crate::{ToolError, TypedTool};
+    pub use crate::{ToolError, TypedRunError, TypedTool};
     pub use futures::StreamExt as _;
 }
 

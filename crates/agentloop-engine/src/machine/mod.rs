@@ -25,7 +25,7 @@
 //!     };
 //!     // emit `events` in order; store `machine.state()` if wanted
 //!     input = match next {
-//!         Step::CallModel { iteration, messages, tools } => /* stream a turn */,
+//!         Step::CallModel { iteration, messages, tools, output } => /* stream a turn */,
 //!         Step::RunTools { calls } => /* run those without an `answer`, `alone` apart;
 //!                                        report every call's ToolOutcome */,
 //!         Step::Retrieve { query, limit } => /* ask the retriever */,
@@ -63,11 +63,12 @@
 
 mod answers;
 mod compaction;
+mod output;
 mod run;
 pub(crate) mod run_core;
 
 use agentloop_types::{
-    ContentBlock, EventKind, LoopError, LoopOptions, LoopStatus, Message, Passage,
+    ContentBlock, EventKind, LoopError, LoopOptions, LoopStatus, Message, OutputSchema, Passage,
     RUN_STATE_SCHEMA_VERSION, RunState, StopReason, TokenTotals, Tool, ToolDefinition,
     ToolOptionSpec, ToolResult, ToolUseBlock,
 };
@@ -212,6 +213,10 @@ pub enum Step {
         messages: Vec<Message>,
         /// The tools to offer.
         tools: Vec<ToolDefinition>,
+        /// The schema the provider is asked to hold the answer to with its
+        /// own structured-output form (the request's
+        /// `LoopOptions::output_schema`); `None` leaves it out.
+        output: Option<OutputSchema>,
     },
     /// Run these calls; report with [`Input::ToolsDone`].
     RunTools {
@@ -316,9 +321,15 @@ impl Machine {
 
     fn from_run(mut run: Run, options: LoopOptions, unreadable: Option<String>) -> Self {
         run.sync_state();
+        let mut env = Env::new(options, Vec::new());
+        // Only the native loop finishes through an answer the core can hold
+        // to a schema; the other strategies' prompts expect free text.
+        if matches!(run.machine, StrategyMachine::Native(_)) {
+            env.output = output::OutputRules::for_run(&env.options);
+        }
         Self {
             run,
-            env: Env::new(options, Vec::new()),
+            env,
             started: false,
             unreadable,
         }
@@ -328,7 +339,9 @@ impl Machine {
     /// Calls of other tools are answered as unknown.
     pub fn with_tools<T: Into<OfferedTool>>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
         let tools = tools.into_iter().map(Into::into).collect();
+        let output = self.env.output.take();
         self.env = Env::new(self.env.options, tools);
+        self.env.output = output;
         self
     }
 

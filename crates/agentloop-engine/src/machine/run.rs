@@ -85,10 +85,16 @@ struct Stored {
     model_call: Option<ModelCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     retrieval: Option<Retrieval>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    output_retries: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     compaction: Option<Compaction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     summary: Option<PendingSummary>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Run {
@@ -113,6 +119,7 @@ impl Run {
         let mut run = Self::new(state, stored.machine);
         run.core.model_call = stored.model_call;
         run.core.retrieval = stored.retrieval;
+        run.core.output_retries = stored.output_retries;
         run.core.compaction = stored.compaction;
         run.core.summary = stored.summary;
         Ok(run)
@@ -124,6 +131,7 @@ impl Run {
             machine: self.machine.clone(),
             model_call: self.core.model_call.clone(),
             retrieval: self.core.retrieval.clone(),
+            output_retries: self.core.output_retries,
             compaction: self.core.compaction.clone(),
             summary: self.core.summary.clone(),
         };

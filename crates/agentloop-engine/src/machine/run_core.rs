@@ -19,6 +19,7 @@ use super::answers::{
     interrupted, refusal, resolve_options, running_block,
 };
 use super::compaction::{Compaction, PendingSummary};
+use super::output::OutputRules;
 
 mod compact;
 use super::{OfferedTool, Step, ToolCall};
@@ -32,6 +33,9 @@ pub(crate) struct Env {
     /// The offered tools: every tool given, narrowed by
     /// `LoopOptions::enabled_tools`.
     pub(crate) tools: Vec<OfferedTool>,
+    /// What the final answer is held to, when the run has an output schema
+    /// and its strategy honours it.
+    pub(crate) output: Option<OutputRules>,
 }
 
 impl Env {
@@ -43,7 +47,11 @@ impl Env {
                     || options.enabled_tools.contains(&t.definition.name)
             })
             .collect();
-        Self { options, tools }
+        Self {
+            options,
+            tools,
+            output: None,
+        }
     }
 
     fn find(&self, name: &str) -> Option<&OfferedTool> {
@@ -98,6 +106,9 @@ pub(crate) struct RunCore {
     pub(crate) model_call: Option<ModelCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) retrieval: Option<Retrieval>,
+    /// Answers sent back for not fitting the output schema.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) output_retries: u32,
     /// What requests send in place of the older history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) compaction: Option<Compaction>,
@@ -115,6 +126,7 @@ impl RunCore {
             state,
             model_call: None,
             retrieval: None,
+            output_retries: 0,
             compaction: None,
             summary: None,
             events: Vec::new(),
@@ -142,7 +154,7 @@ impl RunCore {
     }
 
     /// A message id of this run: `{run_id}-{n}`.
-    fn next_id(&mut self) -> String {
+    pub(crate) fn next_id(&mut self) -> String {
         self.state.created_messages += 1;
         format!("{}-{}", self.state.run_id, self.state.created_messages)
     }
@@ -162,7 +174,7 @@ impl RunCore {
     }
 
     /// Commits tool results as the user message `id`.
-    fn commit_results(&mut self, id: String, results: Vec<ToolResultBlock>) {
+    pub(crate) fn commit_results(&mut self, id: String, results: Vec<ToolResultBlock>) {
         let content = results.into_iter().map(ContentBlock::ToolResult).collect();
         self.commit_as(Message::new(id, Role::User, content));
     }
@@ -256,6 +268,7 @@ impl RunCore {
             iteration: call.iteration,
             messages: self.sent_messages(env, call, self.compaction.as_ref()),
             tools: offered_tools(env, &call.offer),
+            output: env.output.as_ref().and_then(OutputRules::native).cloned(),
         }
     }
 
@@ -555,7 +568,10 @@ impl RunCore {
             steps,
             final_answer,
         }));
-        self.finish(LoopStatus::Complete { return_value: None })
+        self.finish(LoopStatus::Complete {
+            return_value: None,
+            output: None,
+        })
     }
 
     /// Commits a turn made with no tools offered and returns its text.
@@ -600,6 +616,10 @@ impl RunCore {
     }
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// A result of the turn that suspended, for `other_tool_results`: a second
 /// suspending call is answered with an error naming the call that won.
 fn other_result(
@@ -631,7 +651,14 @@ pub(crate) fn return_value(ordered: &[(ToolUseBlock, ToolResult)]) -> Option<ser
 /// The tools a model call offers.
 fn offered_tools(env: &Env, offer: &ToolOffer) -> Vec<ToolDefinition> {
     match offer {
-        ToolOffer::RunTools => env.tools.iter().map(|t| t.definition.clone()).collect(),
+        // With the `final_output` tool when the run asks through it.
+        ToolOffer::RunTools => env
+            .tools
+            .iter()
+            .map(|t| &t.definition)
+            .chain(env.output.as_ref().and_then(OutputRules::tool))
+            .cloned()
+            .collect(),
         ToolOffer::Nothing => Vec::new(),
         ToolOffer::Control { tool } => vec![tool.clone()],
     }

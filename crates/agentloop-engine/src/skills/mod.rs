@@ -173,8 +173,11 @@ pub fn prepare(
     let env = Arc::new(tool::SkillEnv {
         provider: deps.provider.clone(),
         attachments: deps.attachments.clone(),
+        // A skill's child run answers in prose; only the root run is held
+        // to the output schema.
         options: LoopOptions {
             enabled_tools: Vec::new(),
+            output_schema: None,
             ..options.clone()
         },
         agent_prompt,

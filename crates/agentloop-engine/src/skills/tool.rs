@@ -155,13 +155,14 @@ fn outcome(skill: &str, result: Option<LoopResult>) -> ToolResult {
     match &result.status {
         LoopStatus::Complete {
             return_value: Some(value),
+            ..
         } => ToolResult::ok(match value {
             Value::String(text) => text.clone(),
             other => other.to_string(),
         }),
-        LoopStatus::Complete { return_value: None } => {
-            ToolResult::ok(result.final_text().unwrap_or_default())
-        }
+        LoopStatus::Complete {
+            return_value: None, ..
+        } => ToolResult::ok(result.final_text().unwrap_or_default()),
         LoopStatus::Suspended { reason, .. } => ToolResult::error(format!(
             "Skill {skill} stopped to ask for input, which a skill cannot do: {reason}"
         )),

@@ -26,6 +26,8 @@ pub(crate) struct Acting {
 }
 
 /// How an act turn went on.
+// Returned once per act turn and matched at once: boxing saves nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum ActStart {
     /// The turn called no tool; its text.
     NoCall(String),
@@ -105,6 +107,7 @@ pub(crate) fn done(
         }));
         return Err(core.finish(LoopStatus::Complete {
             return_value: Some(value.clone()),
+            output: None,
         }));
     }
     Ok(result)

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::LoopStrategy;
 use crate::machine::run_core::{Env, RunCore, ToolOffer, return_value};
-use crate::machine::{Input, Step, StrategyMachine, committed_block, tool_calls};
+use crate::machine::{Input, Step, StrategyMachine, committed_block, text_of, tool_calls};
 use crate::{RunDeps, RunStream, driver};
 
 /// The engine's own loop; see the module docs.
@@ -119,6 +119,7 @@ impl NativeMachine {
                 match value {
                     Some(value) => core.finish(LoopStatus::Complete {
                         return_value: Some(value),
+                        output: None,
                     }),
                     None => call(core, env),
                 }
@@ -144,6 +145,7 @@ fn model_turn(
     usage: TokenTotals,
 ) -> Step {
     let calls = tool_calls(&content);
+    let text = text_of(&content);
     core.add_tokens(usage);
     if !content.is_empty() {
         core.commit(Role::Assistant, content);
@@ -156,8 +158,11 @@ fn model_turn(
             // The provider paused a long server-side turn: send the
             // history back unchanged to let it continue.
             StopReason::PauseTurn => call(core, env),
-            _ => core.finish(LoopStatus::Complete { return_value: None }),
+            _ => core.finish_answer(env, &text, &stop_reason, ToolOffer::RunTools),
         };
+    }
+    if let Some(step) = core.final_output_called(env, &calls, &stop_reason) {
+        return step;
     }
     if let Some(step) = core.count_tool_calls(env, &calls) {
         return step;

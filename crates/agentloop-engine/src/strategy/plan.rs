@@ -296,6 +296,7 @@ impl PlanMachine {
         let failure = match result.status {
             LoopStatus::Complete {
                 return_value: Some(value),
+                ..
             } => {
                 core.emit(EventKind::AgentCompletion(AgentCompletionEvent {
                     steps: step,
@@ -303,9 +304,12 @@ impl PlanMachine {
                 }));
                 return core.finish(LoopStatus::Complete {
                     return_value: Some(value),
+                    output: None,
                 });
             }
-            LoopStatus::Complete { return_value: None } => {
+            LoopStatus::Complete {
+                return_value: None, ..
+            } => {
                 core.emit(EventKind::AgentObserve(AgentObserveEvent {
                     message: answer,
                     step,

@@ -21,7 +21,9 @@ const MIN_THINKING_BUDGET: u32 = 1024;
 /// not sent (the API allows only the default) and `max_tokens` is raised
 /// above the budget; a prefill becomes a trailing assistant message with
 /// trailing whitespace removed; prompt-cache breakpoints are placed by the
-/// policy of [`crate::cache`].
+/// policy of [`crate::cache`]. The API has no structured-output field: an
+/// output schema is not sent (the engine asks through its `final_output`
+/// tool instead).
 pub(crate) fn build(
     request: &ModelRequest,
     attachments: &Attachments,

@@ -28,7 +28,8 @@ const NO_SIGNATURE: &str = "skip_thought_signature_validator";
 /// signature (otherwise the signatures carry the reasoning).
 /// Tool results become `functionResponse` parts named after their call.
 /// Tool schemas go out as `parametersJsonSchema` (JSON Schema as is).
-/// Prefill is refused as unsupported.
+/// Prefill is refused as unsupported. An output schema goes out as
+/// `generationConfig.responseJsonSchema` with a JSON `responseMimeType`.
 pub(crate) fn build(
     request: &ModelRequest,
     attachments: &Attachments,
@@ -127,6 +128,10 @@ pub(crate) fn build(
     }
     if !thinking.is_empty() {
         generation.insert("thinkingConfig".into(), Value::Object(thinking));
+    }
+    if let Some(output) = &options.output_schema {
+        generation.insert("responseMimeType".into(), json!("application/json"));
+        generation.insert("responseJsonSchema".into(), output.schema.clone());
     }
     body.insert("generationConfig".into(), Value::Object(generation));
     Ok(Value::Object(body))

@@ -16,7 +16,8 @@ use crate::request_common::{
 /// user message; thinking and blocks of other APIs are not sent (Chat has
 /// no field for them); prefill and web search are refused as unsupported;
 /// `reasoning_summary` is ignored (Chat has no summaries); a configured
-/// prompt cache key goes out as `prompt_cache_key`.
+/// prompt cache key goes out as `prompt_cache_key`; an output schema as a
+/// strict `response_format` of type `json_schema`.
 pub(crate) fn build(
     request: &ModelRequest,
     attachments: &Attachments,
@@ -88,6 +89,15 @@ pub(crate) fn build(
         .collect();
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(output) = &options.output_schema {
+        body.insert(
+            "response_format".into(),
+            json!({
+                "type": "json_schema",
+                "json_schema": {"name": output.name, "schema": output.schema, "strict": true},
+            }),
+        );
     }
     if let Some(key) = &config.prompt_cache.key {
         body.insert("prompt_cache_key".into(), json!(key));

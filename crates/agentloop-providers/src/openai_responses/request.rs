@@ -22,7 +22,8 @@ use crate::request_common::{
 /// item carries them). When reasoning options are set, responses are not
 /// stored and reasoning comes back encrypted so it can be sent again.
 /// Prefill and stop sequences are refused as unsupported. A configured
-/// prompt cache key goes out as `prompt_cache_key`.
+/// prompt cache key goes out as `prompt_cache_key`; an output schema as a
+/// strict `text.format` of type `json_schema`.
 pub(crate) fn build(
     request: &ModelRequest,
     attachments: &Attachments,
@@ -96,6 +97,17 @@ pub(crate) fn build(
     }
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(output) = &options.output_schema {
+        body.insert(
+            "text".into(),
+            json!({"format": {
+                "type": "json_schema",
+                "name": output.name,
+                "schema": output.schema,
+                "strict": true,
+            }}),
+        );
     }
     if let Some(key) = &config.prompt_cache.key {
         body.insert("prompt_cache_key".into(), json!(key));

@@ -180,6 +180,7 @@ impl MinionTool {
             options.system_prompt = Some(prompt);
         }
         options.enabled_tools = Vec::new();
+        options.output_schema = None;
         options.chat_id = Some(chat_id.to_owned());
         if options.project_id.is_empty() {
             options.project_id = context.project_id.clone();
@@ -354,11 +355,15 @@ fn outcome(result: LoopResult) -> ToolResult {
     match result.status {
         LoopStatus::Complete {
             return_value: Some(Value::String(value)),
+            ..
         } => ToolResult::ok(value),
         LoopStatus::Complete {
             return_value: Some(value),
+            ..
         } => ToolResult::ok(value.to_string()),
-        LoopStatus::Complete { return_value: None } => ToolResult::ok(text),
+        LoopStatus::Complete {
+            return_value: None, ..
+        } => ToolResult::ok(text),
         LoopStatus::Suspended { reason, .. } => ToolResult::suspend(reason),
         LoopStatus::Error { error } => ToolResult::error(format!("Minion failed: {error}")),
         LoopStatus::MaxIterations => ToolResult::error(format!(

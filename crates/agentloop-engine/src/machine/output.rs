@@ -1,0 +1,283 @@
+//! Structured output: how a run with an output schema finishes. The core
+//! validates the final answer (the answer text in native mode, the
+//! `final_output` call's input in tool mode) against the schema; a valid
+//! answer completes the run with it as `output`, an invalid one goes back
+//! to the model with the validation errors while retries remain, then
+//! ends the run `output_invalid`; a refusal ends it `refused`.
+
+use agentloop_types::{
+    ContentBlock, FINAL_OUTPUT_TOOL, LoopError, LoopOptions, LoopStatus, OutputSchema, Role,
+    StopReason, ToolDefinition, ToolResultBlock, ToolUseBlock,
+};
+use serde_json::Value;
+
+use super::Step;
+use super::run_core::{Env, RunCore, ToolOffer};
+
+/// What a run with an output schema is held to.
+#[derive(Debug, Clone)]
+pub(crate) struct OutputRules {
+    schema: OutputSchema,
+    /// The `final_output` tool, offered in tool mode.
+    tool: Option<ToolDefinition>,
+}
+
+impl OutputRules {
+    /// The rules `options` ask for; `None` without an output schema.
+    pub(crate) fn for_run(options: &LoopOptions) -> Option<Self> {
+        let schema = options.output_schema.clone()?;
+        let tool = schema.uses_tool(options.api).then(|| ToolDefinition {
+            name: FINAL_OUTPUT_TOOL.to_owned(),
+            description: format!(
+                "Give your final answer as this tool's input, which must fit the `{}` schema. \
+                 Calling it ends the run.",
+                schema.name
+            ),
+            input_schema: schema.schema.clone(),
+        });
+        Some(Self { schema, tool })
+    }
+
+    /// The schema the provider is asked to hold the answer to with its own
+    /// request form; `None` in tool mode.
+    pub(crate) fn native(&self) -> Option<&OutputSchema> {
+        self.tool.is_none().then_some(&self.schema)
+    }
+
+    /// The `final_output` tool, in tool mode.
+    pub(crate) fn tool(&self) -> Option<&ToolDefinition> {
+        self.tool.as_ref()
+    }
+}
+
+/// The verdict on one answer.
+enum Check {
+    Valid(Value),
+    Invalid { answer: String, errors: Vec<String> },
+}
+
+/// Validates `value` (given as `answer`) against the schema.
+fn check_value(schema: &OutputSchema, value: Value, answer: String) -> Check {
+    let validator = match jsonschema::validator_for(&schema.schema) {
+        Ok(validator) => validator,
+        Err(error) => {
+            return Check::Invalid {
+                answer,
+                errors: vec![format!("the output schema itself is invalid: {error}")],
+            };
+        }
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            if path.is_empty() {
+                error.to_string()
+            } else {
+                format!("{path}: {error}")
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        Check::Valid(value)
+    } else {
+        Check::Invalid { answer, errors }
+    }
+}
+
+/// Parses an answer text as JSON (a fenced code block around it is
+/// allowed) and validates it.
+fn check_text(schema: &OutputSchema, text: &str) -> Check {
+    match serde_json::from_str::<Value>(unfenced(text)) {
+        Ok(value) => check_value(schema, value, text.to_owned()),
+        Err(error) => Check::Invalid {
+            answer: text.to_owned(),
+            errors: vec![format!("the answer is not JSON: {error}")],
+        },
+    }
+}
+
+/// The text inside a Markdown code fence, or the trimmed text.
+fn unfenced(text: &str) -> &str {
+    let trimmed = text.trim();
+    let Some(rest) = trimmed.strip_prefix("```") else {
+        return trimmed;
+    };
+    let Some(body) = rest.strip_suffix("```") else {
+        return trimmed;
+    };
+    // Drop the info string (`json`) on the opening line.
+    body.split_once('\n')
+        .map_or(body, |(_, inner)| inner)
+        .trim()
+}
+
+/// What the model reads when its answer did not fit.
+fn feedback(rules: &OutputRules, errors: &[String]) -> String {
+    let list: String = errors.iter().map(|e| format!("\n- {e}")).collect();
+    let ask = if rules.tool.is_some() {
+        format!("Call the {FINAL_OUTPUT_TOOL} tool again with input that fits the schema.")
+    } else {
+        "Answer again with JSON that fits the schema, and nothing else.".to_owned()
+    };
+    format!(
+        "Your answer does not fit the required output schema `{}`:{list}\n{ask}",
+        rules.schema.name
+    )
+}
+
+impl RunCore {
+    /// The run's answer turn ended with `text` and no tool call: completes
+    /// the run, with the validated `output` when it has an output schema.
+    /// An answer that does not fit is sent back with `retry` offered.
+    pub(crate) fn finish_answer(
+        &mut self,
+        env: &Env,
+        text: &str,
+        stop_reason: &StopReason,
+        retry: ToolOffer,
+    ) -> Step {
+        let Some(rules) = &env.output else {
+            return self.finish(LoopStatus::Complete {
+                return_value: None,
+                output: None,
+            });
+        };
+        if let StopReason::Refusal { details } = stop_reason {
+            let error = LoopError::Refused {
+                details: details.clone(),
+            };
+            return self.finish(LoopStatus::Error { error });
+        }
+        match check_text(&rules.schema, text) {
+            Check::Valid(value) => self.finish(LoopStatus::Complete {
+                return_value: None,
+                output: Some(value),
+            }),
+            Check::Invalid { answer, errors } => {
+                if self.output_retries >= rules.schema.max_retries {
+                    return self.output_invalid(answer, errors);
+                }
+                self.output_retries += 1;
+                let text = feedback(rules, &errors);
+                self.commit(Role::User, vec![ContentBlock::text(text)]);
+                self.call_model(env, Vec::new(), retry, true)
+            }
+        }
+    }
+
+    /// A committed turn whose calls include `final_output` (in tool mode):
+    /// every call of the turn is answered without running, and the call's
+    /// input is the answer. `None` when the turn did not call it.
+    pub(crate) fn final_output_called(
+        &mut self,
+        env: &Env,
+        calls: &[ToolUseBlock],
+        stop_reason: &StopReason,
+    ) -> Option<Step> {
+        let rules = env.output.as_ref().filter(|r| r.tool.is_some())?;
+        let call = calls.iter().find(|c| c.name == FINAL_OUTPUT_TOOL)?.clone();
+        let refused = matches!(stop_reason, StopReason::Refusal { .. });
+        let answer = serde_json::to_string(&call.input).unwrap_or_default();
+        let check = check_value(&rules.schema, call.input.clone(), answer);
+        let own_result = match &check {
+            _ if refused => ToolResultBlock::error(&call.id, "Not accepted: the model refused."),
+            Check::Valid(_) => ToolResultBlock::ok(&call.id, "Output accepted."),
+            Check::Invalid { errors, .. } => {
+                ToolResultBlock::error(&call.id, feedback(rules, errors))
+            }
+        };
+        let other = if matches!(check, Check::Valid(_)) {
+            "Not run: the run ended with its final output."
+        } else {
+            "Not run: the turn called final_output; call it alone once its input fits."
+        };
+        let results = calls
+            .iter()
+            .map(|c| {
+                if c.id == call.id {
+                    own_result.clone()
+                } else {
+                    ToolResultBlock::error(&c.id, other)
+                }
+            })
+            .collect();
+        let id = self.next_id();
+        self.commit_results(id, results);
+        if let StopReason::Refusal { details } = stop_reason {
+            let error = LoopError::Refused {
+                details: details.clone(),
+            };
+            return Some(self.finish(LoopStatus::Error { error }));
+        }
+        Some(match check {
+            Check::Valid(value) => self.finish(LoopStatus::Complete {
+                return_value: None,
+                output: Some(value),
+            }),
+            Check::Invalid { answer, errors } => {
+                if self.output_retries >= rules.schema.max_retries {
+                    self.output_invalid(answer, errors)
+                } else {
+                    self.output_retries += 1;
+                    self.call_model(env, Vec::new(), ToolOffer::RunTools, true)
+                }
+            }
+        })
+    }
+
+    fn output_invalid(&mut self, answer: String, errors: Vec<String>) -> Step {
+        let error = LoopError::OutputInvalid { answer, errors };
+        self.finish(LoopStatus::Error { error })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> OutputSchema {
+        OutputSchema::new(
+            "city",
+            json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "population": {"type": "integer"}},
+                "required": ["name", "population"],
+                "additionalProperties": false
+            }),
+        )
+    }
+
+    #[test]
+    fn fenced_and_plain_json_validate() {
+        for text in [
+            r#"{"name":"Oslo","population":700000}"#,
+            "```json\n{\"name\":\"Oslo\",\"population\":700000}\n```",
+        ] {
+            assert!(
+                matches!(check_text(&schema(), text), Check::Valid(_)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn errors_name_the_place_and_the_problem() {
+        let Check::Invalid { errors, answer } =
+            check_text(&schema(), r#"{"name":"Oslo","population":"many"}"#)
+        else {
+            panic!("valid");
+        };
+        assert_eq!(answer, r#"{"name":"Oslo","population":"many"}"#);
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].starts_with("/population: "), "{errors:?}");
+        let Check::Invalid { errors, .. } = check_text(&schema(), "Oslo, about 700k") else {
+            panic!("valid");
+        };
+        assert!(
+            errors[0].starts_with("the answer is not JSON"),
+            "{errors:?}"
+        );
+    }
+}
