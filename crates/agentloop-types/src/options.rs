@@ -183,7 +183,8 @@ impl Default for CompactionOptions {
 pub struct LoopOptions {
     /// Model id as the provider knows it.
     pub model: String,
-    /// Wire protocol of the provider.
+    /// Wire protocol of the provider; the run core uses it to choose how to
+    /// ask for structured output (natively, or through `final_output`).
     pub api: ApiKind,
     /// Project the run belongs to (tools use it to reach project data).
     pub project_id: String,
