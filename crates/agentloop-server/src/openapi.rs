@@ -52,7 +52,7 @@ fn text() -> Value {
 
 const AGENT_TYPES: [&str; 3] = ["planification", "implementation", "review"];
 
-fn operations() -> Vec<Operation> {
+fn operations(allow_project_mcp: bool) -> Vec<Operation> {
     let op = |method, path, summary, success| Operation {
         method,
         path,
@@ -109,9 +109,16 @@ fn operations() -> Vec<Operation> {
                         "description": "The project's folder. Relative paths are taken inside the server's projects folder; absolute ones must lie inside it. Refused (400, nothing created): `..` components, symbolic links anywhere below the projects folder, a path through a file, the projects folder itself. Refused (409): a folder equal to, inside, or around another project's folder, or one a deleted project of another user left behind."
                     },
                     "model": {"type": ["string", "null"], "pattern": "\\S"},
-                    "mcpServers": {
-                        "type": ["object", "null"],
-                        "description": "MCP servers whose tools the project's runs get, in the familiar shape: name → {command, args, env} or {url, headers}. Stdio servers start in the project folder. Refused (400) unless the server runs with --allow-project-mcp."
+                    "mcpServers": if allow_project_mcp {
+                        json!({
+                            "type": ["object", "null"],
+                            "description": "MCP servers whose tools the project's runs get, in the familiar shape: name → {command, args, env} or {url, headers}. Stdio servers start in the project folder."
+                        })
+                    } else {
+                        json!({
+                            "type": "null",
+                            "description": "MCP servers for the project's runs; this server does not run them (its operator can allow them with --allow-project-mcp)."
+                        })
                     }
                 }),
                 &["name", "repoFolder"],
@@ -484,9 +491,10 @@ fn describe(operation: Operation, all: &[(&str, &str)]) -> Value {
     Value::Object(out)
 }
 
-/// The OpenAPI document.
-pub fn document() -> Value {
-    let operations = operations();
+/// The OpenAPI document of a server that does or does not run projects'
+/// MCP servers.
+pub fn document(allow_project_mcp: bool) -> Value {
+    let operations = operations(allow_project_mcp);
     let all: Vec<(&str, &str)> = operations.iter().map(|o| (o.method, o.path)).collect();
     let mut paths = Map::new();
     let mut websockets = Map::new();
@@ -531,7 +539,7 @@ pub fn document() -> Value {
 mod tests {
     #[test]
     fn every_route_is_described_once() {
-        let doc = super::document();
+        let doc = super::document(false);
         for (method, path) in crate::routes::ROUTES {
             assert!(
                 doc["paths"][*path][*method].is_object()

@@ -59,7 +59,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/health", get(|| async { Json(json!({ "ok": true })) }))
         .route(
             "/api/openapi.json",
-            get(|| async { Json(crate::openapi::document()) }),
+            get(|State(state): State<AppState>| async move {
+                Json(crate::openapi::document(state.config.allow_project_mcp))
+            }),
         )
         .route("/api/me", get(me))
         .route("/api/projects", get(projects::list).post(projects::create))
