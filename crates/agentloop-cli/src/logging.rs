@@ -20,6 +20,10 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+    /// Short notices for a person at a terminal (a retry, a warning): no
+    /// timestamp or module, for commands other than `serve`.
+    #[value(skip)]
+    Notices,
 }
 
 /// Keeps the exporter alive; dropping it sends the spans not sent yet.
@@ -71,6 +75,14 @@ pub fn init(
     // level, so `warn` on stderr still exports every run's spans.
     let lines = match format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_span_events(span_events.clone())
+            .with_writer(std::io::stderr)
+            .with_ansi(colour)
+            .with_filter(filter)
+            .boxed(),
+        LogFormat::Notices => tracing_subscriber::fmt::layer()
+            .without_time()
+            .with_target(false)
             .with_span_events(span_events.clone())
             .with_writer(std::io::stderr)
             .with_ansi(colour)

@@ -47,7 +47,7 @@ fn main() -> ExitCode {
     let _telemetry = match &cli.command {
         Command::Serve(_) => None,
         _ => match logging::init(
-            logging::LogFormat::Text,
+            logging::LogFormat::Notices,
             logging::verbosity(cli.verbose),
             cli.verbose > 0,
             cli.trace.as_deref(),

@@ -246,12 +246,7 @@ impl Turn {
                 && self.retries < policy.max_retries
                 && let Some(delay) = policy.delay(self.retries, None)
             {
-                tracing::warn!(
-                    error = %failure,
-                    retry = self.retries + 1,
-                    wait_ms = delay.as_millis() as u64,
-                    "model stream failed before any content; retrying"
-                );
+                crate::retry::notice_retry(failure, self.retries + 1, policy.max_retries, delay);
                 tokio::time::sleep(delay).await;
                 self.retries += 1;
                 self.phase = Phase::Start;

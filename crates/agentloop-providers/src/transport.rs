@@ -87,12 +87,7 @@ pub(crate) async fn send(
             return Err(failure);
         };
         attempt.in_scope(|| {
-            tracing::warn!(
-                error = %failure,
-                retry = *retries + 1,
-                wait_ms = delay.as_millis() as u64,
-                "model request failed; retrying"
-            );
+            retry::notice_retry(&failure, *retries + 1, config.retry.max_retries, delay);
         });
         tokio::time::sleep(delay).await;
         *retries += 1;
