@@ -94,6 +94,23 @@ fn saturating_secs(secs: f64) -> Duration {
     Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
 }
 
+/// Tells whoever listens (a terminal at the default level) that a failed
+/// request is sent again: `rate limited (429): ...; retrying in 2.0 s (1/3)`.
+pub(crate) fn notice_retry(
+    failure: &agentloop_types::ProviderError,
+    retry: u32,
+    max_retries: u32,
+    delay: std::time::Duration,
+) {
+    tracing::warn!(
+        error = %failure,
+        retry,
+        wait_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+        "{failure}; retrying in {:.1} s ({retry}/{max_retries})",
+        delay.as_secs_f64()
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,21 +163,4 @@ mod tests {
             assert_eq!(policy.delay(0, wait), None, "{name}: {value}");
         }
     }
-}
-
-/// Tells whoever listens (a terminal at the default level) that a failed
-/// request is sent again: `rate limited (429): ...; retrying in 2.0 s (1/3)`.
-pub(crate) fn notice_retry(
-    failure: &agentloop_types::ProviderError,
-    retry: u32,
-    max_retries: u32,
-    delay: std::time::Duration,
-) {
-    tracing::warn!(
-        error = %failure,
-        retry,
-        wait_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-        "{failure}; retrying in {:.1} s ({retry}/{max_retries})",
-        delay.as_secs_f64()
-    );
 }
