@@ -111,9 +111,8 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("agentloop");
-        let metrics = Self {
-            registry: Registry::default(),
+        let mut metrics = Self {
+            registry: Registry::with_prefix("agentloop"),
             active_runs: Gauge::default(),
             runs_finished: Family::default(),
             model_turn_seconds: Family::new_with_constructor(seconds_histogram),
@@ -126,6 +125,7 @@ impl Default for Metrics {
             lease_takeovers: Counter::default(),
             http_requests: Family::default(),
         };
+        let registry = &mut metrics.registry;
         registry.register(
             "active_runs",
             "Agent runs executing on this instance",
@@ -177,10 +177,7 @@ impl Default for Metrics {
             "HTTP requests answered",
             metrics.http_requests.clone(),
         );
-        Self {
-            registry,
-            ..metrics
-        }
+        metrics
     }
 }
 

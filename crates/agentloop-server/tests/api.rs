@@ -6,17 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
-use agentloop_storage::open_store;
 use common::start;
 use serde_json::json;
-
-async fn sqlite() -> (tempfile::TempDir, Arc<dyn agentloop_storage::Store>) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open_store(dir.path().join("db.sqlite").to_str().unwrap())
-        .await
-        .unwrap();
-    (dir, store)
-}
 
 fn hanging(n: usize) -> Arc<ScriptedProvider> {
     ScriptedProvider::new((0..n).map(|_| ScriptedTurn::new().hang()))
@@ -24,7 +15,7 @@ fn hanging(n: usize) -> Arc<ScriptedProvider> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_is_required_and_checked() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let server = start(store, hanging(1)).await;
     let response = server
         .client
@@ -59,7 +50,7 @@ async fn auth_is_required_and_checked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn projects_and_tasks_crud_with_ownership() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let server = start(store.clone(), hanging(1)).await;
     let (project_id, task_id) = server.project_and_task().await;
 
@@ -169,7 +160,7 @@ async fn projects_and_tasks_crud_with_ownership() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_runs_start_conflict_list_and_recover() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let server = start(store.clone(), hanging(4)).await;
     let (_, task_id) = server.project_and_task().await;
     let runs = format!("/api/tasks/{task_id}/agent-runs");
@@ -331,7 +322,7 @@ async fn agent_runs_start_conflict_list_and_recover() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_posts_give_one_run_on_sqlite() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let server = start(store, hanging(2)).await;
     let (_, task_id) = server.project_and_task().await;
     let statuses = common::concurrent_posts(&server, &task_id, 50).await;

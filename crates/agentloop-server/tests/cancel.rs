@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agentloop_engine::scripted::ScriptedTurn;
-use agentloop_storage::{Store, open_store};
 use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
 use common::gated::{GatedProvider, assert_ended, follow_until, start_run};
 use common::{config, start_with};
@@ -63,17 +62,9 @@ impl Tool for SlowTool {
     }
 }
 
-async fn sqlite() -> (tempfile::TempDir, Arc<dyn Store>) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open_store(dir.path().join("db.sqlite").to_str().unwrap())
-        .await
-        .unwrap();
-    (dir, store)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_while_streaming_drops_the_request_and_runs_no_tool() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let provider = GatedProvider::new([
         ScriptedTurn::new().text("working ").tool_call(
             "c1",
@@ -123,7 +114,7 @@ async fn cancel_while_streaming_drops_the_request_and_runs_no_tool() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_while_a_tool_runs_reaches_the_tool_and_closes_its_call() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let provider = GatedProvider::new([
         ScriptedTurn::new()
             .text("slow work")
@@ -166,7 +157,7 @@ async fn cancel_while_a_tool_runs_reaches_the_tool_and_closes_its_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_while_the_provider_hangs_ends_the_stream() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let provider = GatedProvider::new([ScriptedTurn::new().text("thinking...").hang()]);
     provider.open();
     let server = start_with(store, config(provider.clone())).await;
@@ -189,7 +180,7 @@ async fn cancel_while_the_provider_hangs_ends_the_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_complete_stops_the_running_agent_and_does_not_chain() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let provider = GatedProvider::new([
         ScriptedTurn::new().text("working ").tool_call(
             "c1",

@@ -3,26 +3,15 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_storage::model::{AgentRunStatus, AgentType};
-use agentloop_storage::{Store, open_store};
 use agentloop_types::{ProviderError, ProviderErrorKind};
 use common::start;
 use serde_json::json;
 
-async fn sqlite() -> (tempfile::TempDir, Arc<dyn Store>) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open_store(dir.path().join("db.sqlite").to_str().unwrap())
-        .await
-        .unwrap();
-    (dir, store)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn implementation_and_review_chain_until_the_agent_completes_the_workflow() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let provider = ScriptedProvider::new([
         ScriptedTurn::new().text("Step 1 is done."),
         ScriptedTurn::new().text("Reviewed: one more step is needed."),
@@ -71,7 +60,7 @@ async fn implementation_and_review_chain_until_the_agent_completes_the_workflow(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_run_stops_the_chain_and_planification_never_chains() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let error = ProviderError {
         kind: ProviderErrorKind::Api,
         message: "overloaded".to_owned(),
@@ -141,7 +130,7 @@ fn sse_events(body: &str) -> Vec<(u64, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sse_follows_live_and_replays_after_last_event_id() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let provider = ScriptedProvider::new([ScriptedTurn::new()
         .delay_ms(100)
         .text_chunks(&["Hel", "lo ", "wor", "ld"])]);
@@ -207,7 +196,7 @@ async fn sse_follows_live_and_replays_after_last_event_id() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chain_broken_by_a_crash_is_continued() {
-    let (_dir, store) = sqlite().await;
+    let (_dir, store) = common::sqlite().await;
     let provider = ScriptedProvider::new([
         ScriptedTurn::new().text("Reviewed."),
         ScriptedTurn::new().tool_call("c1", "complete_workflow", json!({})),

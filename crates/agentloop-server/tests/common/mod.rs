@@ -20,6 +20,15 @@ pub struct TestServer {
     handle: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// A store in a SQLite file of a temp folder (kept while the folder lives).
+pub async fn sqlite() -> (tempfile::TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = agentloop_storage::open_store(dir.path().join("db.sqlite").to_str().unwrap())
+        .await
+        .unwrap();
+    (dir, store)
+}
+
 pub fn config(provider: Arc<dyn ModelProvider>) -> ServerConfig {
     let mut config = ServerConfig::new(provider, ApiKind::AnthropicMessages, "scripted");
     config.heartbeat = Duration::from_millis(50);
