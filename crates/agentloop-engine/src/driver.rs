@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
-    AttachmentLoader, CancellationToken, LoopOptions, Message, ModelProvider, ModelRequest,
+    AttachmentLoader, CancellationToken, DecisionError, Decisions, LoopOptions, Message, ModelProvider, ModelRequest,
     Retriever, RunState, Tool,
 };
 
@@ -87,7 +87,7 @@ pub(crate) fn start(
 ) -> RunStream {
     let run_id = deps.run_id.clone().unwrap_or_else(generate_run_id);
     let machine = Machine::with_strategy(RunState::new(run_id, context), options.clone(), strategy);
-    drive_machine(machine, options, deps)
+    drive_machine(machine, options, deps, Input::Start)
 }
 
 /// Continues a run from a stored [`RunState`] (see
@@ -133,10 +133,82 @@ pub(crate) fn start(
 /// # });
 /// ```
 pub fn resume(options: LoopOptions, state: RunState, deps: RunDeps) -> RunStream {
-    drive_machine(Machine::new(state, options.clone()), options, deps)
+    drive_machine(Machine::new(state, options.clone()), options, deps, Input::Start)
 }
 
-fn drive_machine(machine: Machine, options: LoopOptions, mut deps: RunDeps) -> RunStream {
+/// Resumes a run that ended `suspended` (the state its result carries)
+/// with a person's decisions, one per pending call: approved calls run,
+/// rejected ones and answers become results, and the run goes on in place.
+/// Decisions that do not fit what it waits for are refused before anything
+/// runs.
+///
+/// ```
+/// use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+/// use agentloop_engine::{RunDeps, collect, decide, run};
+/// use agentloop_types::{Decision, LoopOptions, LoopStatus, Message};
+/// use serde_json::json;
+///
+/// # futures::executor::block_on(async {
+/// let ask = ScriptedTurn::new().tool_call("q1", "ask_user", json!({"question": "Colour?"}));
+/// let answer = ScriptedTurn::new().text("Blue it is.");
+/// let provider = ScriptedProvider::new([ask, answer]);
+/// let tools = vec![std::sync::Arc::new(AskUser) as _];
+/// let deps = RunDeps::new(provider.clone()).with_tools(tools.clone());
+/// let first = collect(run(LoopOptions::default(), vec![Message::user_text("u1", "Paint it")], deps)).await;
+/// let LoopStatus::Suspended { pending, state: Some(state) } = first.status else { panic!() };
+/// assert_eq!(pending[0].call.id, "q1");
+///
+/// let decisions = [("q1".to_owned(), Decision::Answer { text: "blue".into() })].into();
+/// let deps = RunDeps::new(provider).with_tools(tools);
+/// let done = collect(decide(LoopOptions::default(), *state, decisions, deps).unwrap()).await;
+/// assert_eq!(done.final_text().as_deref(), Some("Blue it is."));
+/// # });
+/// # struct AskUser;
+/// # impl agentloop_types::Tool for AskUser {
+/// #     fn name(&self) -> &str { "ask_user" }
+/// #     fn description(&self) -> &str { "Asks." }
+/// #     fn input_schema(&self) -> serde_json::Value { json!({"type": "object"}) }
+/// #     fn execute(self: std::sync::Arc<Self>, input: serde_json::Value, _: agentloop_types::ToolContext) -> agentloop_types::ToolStream {
+/// #         agentloop_types::single_result(async move { agentloop_types::ToolResult::suspend(input["question"].as_str().unwrap_or_default()) })
+/// #     }
+/// # }
+/// ```
+pub fn decide(
+    options: LoopOptions,
+    state: RunState,
+    decisions: Decisions,
+    deps: RunDeps,
+) -> Result<RunStream, DecisionError> {
+    let machine = Machine::new(state, options.clone());
+    machine.check_decisions(&decisions)?;
+    Ok(drive_machine(
+        machine,
+        options,
+        deps,
+        Input::Decisions { decisions },
+    ))
+}
+
+/// Cancels a run that ended `suspended`: every call it waits on is
+/// answered as cancelled, and the stream ends with its `cancelled` result.
+pub fn cancel_waiting(
+    options: LoopOptions,
+    state: RunState,
+    deps: RunDeps,
+) -> Result<RunStream, DecisionError> {
+    let machine = Machine::new(state, options.clone());
+    if machine.pending().is_empty() {
+        return Err(DecisionError::NotWaiting);
+    }
+    Ok(drive_machine(machine, options, deps, cancelled()))
+}
+
+fn drive_machine(
+    machine: Machine,
+    options: LoopOptions,
+    mut deps: RunDeps,
+    first: Input,
+) -> RunStream {
     // The run's own token: cancelled with the caller's, and by dropping the
     // stream, without touching other runs that share the caller's token.
     let cancel = deps.cancel.child_token();
@@ -153,13 +225,19 @@ fn drive_machine(machine: Machine, options: LoopOptions, mut deps: RunDeps) -> R
         agentloop.project_id = %options.project_id,
         agentloop.chat_id = options.chat_id.as_deref(),
     );
-    RunStream::new(move |emitter| drive(machine, options, deps, emitter).instrument(span))
+    RunStream::new(move |emitter| drive(machine, options, deps, emitter, first).instrument(span))
         .cancel_on_drop(cancel)
 }
 
-async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut emitter: Emitter) {
+async fn drive(
+    mut machine: Machine,
+    options: LoopOptions,
+    deps: RunDeps,
+    mut emitter: Emitter,
+    first: Input,
+) {
     let run_id = machine.state().run_id.clone();
-    let mut input = Input::Start;
+    let mut input = first;
     loop {
         let output = match machine.step(input) {
             Ok(output) => output,
@@ -172,6 +250,10 @@ async fn drive(mut machine: Machine, options: LoopOptions, deps: RunDeps, mut em
             emitter.emit(event).await;
         }
         if matches!(output.next, Step::Done) {
+            // A suspended run's state is stored like any step's.
+            if !machine.pending().is_empty() {
+                emitter.checkpoint(machine.state()).await;
+            }
             return;
         }
         emitter.checkpoint(machine.state()).await;

@@ -51,7 +51,7 @@ pub mod telemetry;
 mod tool_call;
 mod tool_exec;
 
-pub use driver::{RunDeps, resume, run};
+pub use driver::{RunDeps, cancel_waiting, decide, resume, run};
 pub use machine::{
     Awaiting, Input, Machine, OfferedTool, Output, Step, StepError, ToolCall, ToolOutcome,
 };

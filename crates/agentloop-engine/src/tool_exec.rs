@@ -5,7 +5,7 @@
 
 use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
-    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentCompletionEvent, AgentErrorEvent, ApprovalRequestedEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
     AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
@@ -88,6 +88,7 @@ impl ToolRun<'_> {
                     path: RunPath::root(),
                     options: Default::default(),
                     cancel: self.cancel.child_token(),
+                    resume: planned.resume.clone(),
                 };
                 CallStream::start(planned, self.find(&call.name), context, timeout)
                     .map(move |item| (index, item))
@@ -197,6 +198,7 @@ fn deepen(kind: EventKind) -> EventKind {
         | EventKind::AgentObserve(AgentObserveEvent { .. })
         | EventKind::AgentCompletion(AgentCompletionEvent { .. })
         | EventKind::AgentError(AgentErrorEvent { .. })
+        | EventKind::ApprovalRequested(ApprovalRequestedEvent { .. })
         | EventKind::ContextCompacted(ContextCompactedEvent { .. })
         | EventKind::Finished(FinishedEvent { .. })) => kind,
     }

@@ -12,7 +12,7 @@ use agentloop_engine::{LoopStrategy, RunDeps};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
     CancellationToken, EventKind, LoopEvent, LoopOptions, LoopStatus, Message, ProviderError,
-    ProviderErrorKind, Tool, ToolResultBlock,
+    Decision, ProviderErrorKind, Tool,
 };
 use common::*;
 use futures::StreamExt;
@@ -199,27 +199,24 @@ async fn user_input_suspends_and_resumes() {
     )
     .await;
     let suspended = snapshot("react_request_input", &events);
-    let LoopStatus::Suspended {
-        pending_tool_call, ..
-    } = &suspended.status
-    else {
-        panic!("expected suspended, got {:?}", suspended.status);
+    let (pending, state) = suspension(&suspended);
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].call.name, "agent_request_input");
+    // The same run goes on in place: the answer is the question's result.
+    let answer = Decision::Answer {
+        text: "Oslo".into(),
     };
-    assert_eq!(pending_tool_call.name, "agent_request_input");
-    let answer = suspended
-        .resume_message("u2", ToolResultBlock::ok(&pending_tool_call.id, "Oslo"))
-        .unwrap();
-    let mut history = suspended.messages.clone();
-    history.push(answer);
-    // The resumed run is a new run over the answered history.
-    let deps = RunDeps::new(provider.clone())
-        .with_tools([echo()])
-        .with_run_id("resumed");
-    let events: Vec<_> = ReactStrategy::default()
-        .run(LoopOptions::default(), history, deps)
-        .collect()
-        .await;
-    let resumed = snapshot("react_resumed", &events);
+    let decisions = [(pending[0].call.id.clone(), answer)].into();
+    let events = decide_events(
+        provider.clone(),
+        vec![echo()],
+        LoopOptions::default(),
+        state,
+        decisions,
+    )
+    .await;
+    let resumed = check_resumed(suspended.tokens, &events);
+    insta::assert_snapshot!("react_resumed", render_events(&events));
     assert_eq!(resumed.final_text().as_deref(), Some("Oslo: mild."));
     let sent = &provider.requests()[1].messages;
     assert!(

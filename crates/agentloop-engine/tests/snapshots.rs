@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    CancellationToken, LoopOptions, LoopStatus, ProviderError, ProviderErrorKind, StopReason,
-    ToolResultBlock,
+    CancellationToken, Decision, LoopOptions, LoopStatus, ProviderError, ProviderErrorKind,
+    StopReason,
 };
 use common::*;
 use serde_json::json;
@@ -126,25 +126,22 @@ async fn suspend_then_resume() {
     .await;
     snapshot("suspend", &events);
     let suspended = check_invariants(&events);
-    let LoopStatus::Suspended {
-        pending_tool_call, ..
-    } = &suspended.status
-    else {
-        panic!("expected suspension");
-    };
-    assert_eq!(pending_tool_call.id, "t2");
+    let (pending, state) = suspension(&suspended);
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].call.id, "t2");
 
-    let resume = suspended
-        .resume_message("answer", ToolResultBlock::ok("t2", "blue"))
-        .expect("suspended runs can be resumed");
-    let mut context = suspended.messages.clone();
-    context.push(resume);
-    let events = run_events(
+    // The stored state resumes in place: the answer is the call's result.
+    let state = serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
+    let answer = Decision::Answer {
+        text: "blue".into(),
+    };
+    let decisions = [("t2".to_owned(), answer)].into();
+    let events = decide_events(
         provider.clone(),
         tools,
         LoopOptions::default(),
-        context,
-        CancellationToken::new(),
+        state,
+        decisions,
     )
     .await;
     snapshot("resume", &events);

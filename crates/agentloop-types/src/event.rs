@@ -129,6 +129,9 @@ pub enum EventKind {
     /// were summarised or left out of the request (never out of the stored
     /// history).
     ContextCompacted(ContextCompactedEvent),
+    /// A call waits for a person's approval; the run runs the turn's other
+    /// calls, then ends `suspended`.
+    ApprovalRequested(ApprovalRequestedEvent),
     /// The run ended. Exactly one per run path; the last event of the root.
     Finished(FinishedEvent),
 }
@@ -157,6 +160,7 @@ impl EventKind {
             Self::AgentCompletion(AgentCompletionEvent { .. }) => "agent_completion",
             Self::AgentError(AgentErrorEvent { .. }) => "agent_error",
             Self::ContextCompacted(ContextCompactedEvent { .. }) => "context_compacted",
+            Self::ApprovalRequested(ApprovalRequestedEvent { .. }) => "approval_requested",
             Self::Finished(FinishedEvent { .. }) => "finished",
         }
     }
@@ -369,4 +373,18 @@ pub struct ContextCompactedEvent {
     /// History messages the request now leaves out or summarises, in
     /// all (earlier compactions included).
     pub messages_compacted: u32,
+}
+
+/// A call waits for a person's approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ApprovalRequestedEvent {
+    /// The call's id.
+    pub tool_use_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments the model gave.
+    pub arguments: Value,
+    /// Why it needs approval.
+    pub reason: String,
 }

@@ -20,6 +20,7 @@
 //! assert_eq!(serde_json::to_string(&event).unwrap(), r#"{"seq":0,"type":"first_chunk"}"#);
 //! ```
 
+pub mod approval;
 pub mod cancel;
 pub mod error;
 pub mod event;
@@ -38,12 +39,16 @@ pub mod tool;
 pub mod transcript;
 pub mod vfs;
 
+pub use approval::{
+    ApprovalPolicies, ApprovalPolicy, ArgumentMatch, ChildResume, ChildSuspension, Decision,
+    DecisionError, Decisions, PendingCall, Wait, approval_policy, check_decisions,
+};
 pub use cancel::CancellationToken;
 pub use error::{LoopError, ProviderError, ProviderErrorKind};
 pub use event::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, ContextCompactedEvent, EventKind, FinishedEvent, LoopEvent,
+    AgentTurnStartEvent, ApprovalRequestedEvent, ContextCompactedEvent, EventKind, FinishedEvent, LoopEvent,
     MessageCreatedEvent, PendingToolResultEvent, RunPath, StreamingChunkEvent, StreamingEndEvent,
     StreamingStartEvent, TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };

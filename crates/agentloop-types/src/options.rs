@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::approval::ApprovalPolicies;
 use crate::message::ApiKind;
 
 /// How hard an OpenAI reasoning model thinks.
@@ -239,6 +240,10 @@ pub struct LoopOptions {
     pub context_window: Option<u32>,
     /// Compaction of long requests.
     pub compaction: CompactionOptions,
+    /// Which calls wait for a person's approval, by tool name over each
+    /// tool's own default (`"*"`: every tool without an entry).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub approvals: ApprovalPolicies,
 }
 
 impl Default for LoopOptions {
@@ -269,6 +274,7 @@ impl Default for LoopOptions {
             output_schema: None,
             context_window: None,
             compaction: CompactionOptions::default(),
+            approvals: ApprovalPolicies::new(),
         }
     }
 }

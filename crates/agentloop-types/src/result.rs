@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::LoopError;
-use crate::message::{ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock};
+use crate::approval::PendingCall;
+use crate::message::{Message, Role};
+use crate::state::RunState;
 use crate::tokens::TokenTotals;
 
 /// Which usage limit ended a run.
@@ -38,14 +40,16 @@ pub enum LoopStatus {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output: Option<Value>,
     },
-    /// A tool suspended the run to wait for outside input.
+    /// The run waits for a person: calls that need approval, questions.
+    /// Resumed in place with one decision per pending call
+    /// (`agentloop_engine::decide`).
     Suspended {
-        /// The call that waits for its result.
-        pending_tool_call: ToolUseBlock,
-        /// What the suspending tool said (a question, for ask_user).
-        reason: String,
-        /// Results of the turn's other calls, in call order.
-        other_tool_results: Vec<ToolResultBlock>,
+        /// Every call it waits on, in call order (nested runs' included).
+        #[serde(default)]
+        pending: Vec<PendingCall>,
+        /// The run's state to resume from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<Box<RunState>>,
     },
     /// The run failed; `messages` holds everything committed before.
     Error {
@@ -99,43 +103,5 @@ impl LoopResult {
             .rev()
             .find(|m| m.role == Role::Assistant)
             .map(Message::text)
-    }
-
-    /// For a suspended run: the tool-result message that resumes it, with
-    /// `answer` as the pending call's result and the other results in call
-    /// order. `None` for any other status.
-    pub fn resume_message(
-        &self,
-        id: impl Into<String>,
-        answer: ToolResultBlock,
-    ) -> Option<Message> {
-        let LoopStatus::Suspended {
-            pending_tool_call,
-            other_tool_results,
-            ..
-        } = &self.status
-        else {
-            return None;
-        };
-        let calls = self
-            .messages
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::Assistant)?
-            .tool_uses();
-        let content = calls
-            .filter_map(|call| {
-                if call.id == pending_tool_call.id {
-                    Some(answer.clone())
-                } else {
-                    other_tool_results
-                        .iter()
-                        .find(|r| r.tool_use_id == call.id)
-                        .cloned()
-                }
-            })
-            .map(ContentBlock::ToolResult)
-            .collect();
-        Some(Message::new(id, Role::User, content))
     }
 }

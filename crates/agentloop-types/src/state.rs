@@ -61,6 +61,10 @@ pub struct RunState {
     /// answers them as interrupted instead of running them again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interrupted_calls: Vec<String>,
+    /// Tools a person approved for the rest of the run: their calls no
+    /// longer wait for approval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approved_tools: Vec<String>,
 }
 
 impl RunState {
@@ -77,6 +81,7 @@ impl RunState {
             phase: RunPhase::CallModel,
             strategy: None,
             interrupted_calls: Vec::new(),
+            approved_tools: Vec::new(),
         }
     }
 }

@@ -6,6 +6,7 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::approval::{ApprovalPolicy, ChildResume, ChildSuspension};
 use crate::cancel::CancellationToken;
 use crate::event::{LoopEvent, RunPath};
 use crate::render::RenderingBlockGroup;
@@ -15,9 +16,16 @@ use crate::render::RenderingBlockGroup;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum BreakLoop {
-    /// Stop and wait for outside input; the call gets no result now. The run
-    /// ends `suspended` and is resumed by adding the call's result.
-    Suspend,
+    /// Wait for a person; the call gets no result now. Its content is the
+    /// question; the run ends `suspended` and the answer becomes the
+    /// result. A tool whose child run suspended reports that run in
+    /// `child`: its pending calls surface on this run, and the call runs
+    /// again with [`ToolContext::resume`] once they are decided.
+    Suspend {
+        /// The suspended child run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        child: Option<Box<ChildSuspension>>,
+    },
     /// Stop with `complete` and this value (the return tool).
     Return {
         /// The value handed to the caller.
@@ -64,7 +72,17 @@ impl ToolResult {
     /// A result that suspends the run, saying why.
     pub fn suspend(content: impl Into<String>) -> Self {
         Self {
-            break_loop: Some(BreakLoop::Suspend),
+            break_loop: Some(BreakLoop::Suspend { child: None }),
+            ..Self::ok(content)
+        }
+    }
+
+    /// A result saying the child run this tool drives suspended.
+    pub fn child_suspended(content: impl Into<String>, child: ChildSuspension) -> Self {
+        Self {
+            break_loop: Some(BreakLoop::Suspend {
+                child: Some(Box::new(child)),
+            }),
             ..Self::ok(content)
         }
     }
@@ -162,6 +180,9 @@ pub struct ToolContext {
     pub options: Map<String, Value>,
     /// Cancelled when the run is cancelled or the call times out.
     pub cancel: CancellationToken,
+    /// Set when the call runs again to resume the child run it reported
+    /// suspended ([`BreakLoop::Suspend`]'s `child`).
+    pub resume: Option<ChildResume>,
 }
 
 /// A tool the model can call.
@@ -180,6 +201,11 @@ pub trait Tool: Send + Sync {
     /// the same turn (it mutates shared state, or asks a person something).
     fn runs_alone(&self) -> bool {
         false
+    }
+    /// Which of its calls wait for a person's approval, unless the run's
+    /// `LoopOptions::approvals` say otherwise.
+    fn approval(&self) -> ApprovalPolicy {
+        ApprovalPolicy::Never
     }
     /// True for skills (seed 002): their start and end events say so.
     fn is_skill(&self) -> bool {

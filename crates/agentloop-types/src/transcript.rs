@@ -1,7 +1,7 @@
 //! A compact, one-line-per-event rendering of runs, for snapshot tests and
 //! terminal logs. Stable and readable; not meant to be parsed.
 
-use crate::ContextCompactedEvent;
+use crate::{ApprovalRequestedEvent, ContextCompactedEvent, Wait};
 use crate::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -119,6 +119,12 @@ fn render_kind(kind: &EventKind) -> String {
             "{} tokens={tokens_before}->{tokens_after} messages={messages_compacted}",
             strategy.name()
         ),
+        EventKind::ApprovalRequested(ApprovalRequestedEvent {
+            tool_use_id,
+            tool,
+            arguments,
+            reason,
+        }) => format!("{tool_use_id} {tool} {} {}", json(arguments), json(reason)),
         EventKind::Finished(FinishedEvent { result }) => render_result(result),
     }
 }
@@ -250,16 +256,21 @@ fn render_result(result: &LoopResult) -> String {
             out
         }
         LoopStatus::MaxIterations | LoopStatus::Cancelled => String::new(),
-        LoopStatus::Suspended {
-            pending_tool_call,
-            reason,
-            other_tool_results,
-        } => format!(
-            " pending={} reason={} others={}",
-            pending_tool_call.id,
-            json(reason),
-            other_tool_results.len()
-        ),
+        LoopStatus::Suspended { pending, .. } => pending
+            .iter()
+            .map(|p| {
+                let (kind, why) = match &p.wait {
+                    Wait::Approval { reason } => ("approval", reason),
+                    Wait::Question { question } => ("question", question),
+                };
+                let at = if p.path.is_root() {
+                    String::new()
+                } else {
+                    format!("{}/", p.path.0.join("/"))
+                };
+                format!(" pending={at}{}:{kind}:{}", p.call.id, json(why))
+            })
+            .collect(),
         LoopStatus::Error { error } => format!(" error={}", json(&error.to_string())),
         LoopStatus::LimitExceeded { limit } => format!(" limit={}", json(limit)),
     };

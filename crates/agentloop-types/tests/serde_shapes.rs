@@ -74,13 +74,18 @@ fn messages_round_trip() {
 fn events_and_results() {
     let result = LoopResult {
         status: LoopStatus::Suspended {
-            pending_tool_call: ToolUseBlock {
-                id: "toolu_2".into(),
-                name: "ask_user".into(),
-                input: json!({"question": "Which file?"}),
-            },
-            reason: "Which file?".into(),
-            other_tool_results: vec![ToolResultBlock::ok("toolu_1", "done")],
+            pending: vec![PendingCall {
+                call: ToolUseBlock {
+                    id: "toolu_2".into(),
+                    name: "ask_user".into(),
+                    input: json!({"question": "Which file?"}),
+                },
+                path: RunPath::root(),
+                wait: Wait::Question {
+                    question: "Which file?".into(),
+                },
+            }],
+            state: None,
         },
         messages: vec![Message::user_text("u1", "go")],
         tokens: TokenTotals {

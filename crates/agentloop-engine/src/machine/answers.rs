@@ -13,6 +13,8 @@ use serde_json::{Map, Value};
 pub(crate) const NO_RESULT: &str = "The tool ended without a result.";
 /// A pending call when the run is cancelled.
 pub(crate) const CANCELLED_RUNNING: &str = "Cancelled while running.";
+/// A call waiting for a person when the run is cancelled.
+pub(crate) const CANCELLED_WAITING: &str = "Cancelled while waiting for the user.";
 /// A call of a partial turn when the run is cancelled.
 pub(crate) const CANCELLED_NOT_RUN: &str = "Cancelled before the tool ran.";
 

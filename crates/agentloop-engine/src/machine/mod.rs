@@ -48,12 +48,20 @@
 //! | `Tools` | [`Step::RunTools`] | [`Input::ToolsDone`], [`Input::Cancelled`] |
 //! | `Retrieval` | [`Step::Retrieve`] | [`Input::Retrieved`], [`Input::Cancelled`] |
 //! | `Summary` | [`Step::Summarise`] | [`Input::Summary`], [`Input::SummaryFailed`], [`Input::Cancelled`] |
+//! | `Decisions` | [`Step::Done`] of a run that ended `suspended` | [`Input::Decisions`], [`Input::Cancelled`] |
 //! | `Nothing` | [`Step::Done`] | none: a finished run never restarts |
 //!
 //! Any other input is out of phase: a bug in the driver. It trips a
 //! `debug_assert` and, in release builds, returns
 //! [`StepError::OutOfPhase`] and leaves the machine unchanged. `Start` on a
 //! stored state that has finished returns [`StepError::Finished`].
+//!
+//! Waiting for a person: a tool step whose calls need approval (the
+//! tool's [`ApprovalPolicy`] or `LoopOptions::approvals`) or ask a question
+//! runs its other calls, then ends `suspended` (the `finished` event's
+//! result holds every [`PendingCall`] and the state). A machine over that
+//! state awaits [`Input::Decisions`] (or a cancel), not `Start`, and goes
+//! on with the same step.
 //!
 //! Resuming: a machine built from a stored state and given `Start` first
 //! redoes whatever was in flight when the state was stored (the same model
@@ -67,6 +75,10 @@ mod output;
 mod run;
 pub(crate) mod run_core;
 
+use agentloop_types::{
+    ApprovalPolicy, ChildResume, DecisionError, Decisions, FinishedEvent, PendingCall,
+    check_decisions,
+};
 use agentloop_types::{
     ContentBlock, EventKind, LoopError, LoopOptions, LoopStatus, Message, OutputSchema, Passage,
     RUN_STATE_SCHEMA_VERSION, RunState, StopReason, TokenTotals, Tool, ToolDefinition,
@@ -122,6 +134,12 @@ pub enum Input {
         /// Why.
         error: LoopError,
     },
+    /// A person decided every call a suspended run waits on (one decision
+    /// per call id, checked with [`Machine::check_decisions`]).
+    Decisions {
+        /// The decisions.
+        decisions: Decisions,
+    },
     /// The caller cancelled.
     Cancelled {
         /// The assistant content streamed before the cancel, if a model turn
@@ -144,6 +162,7 @@ impl Input {
             Input::Retrieved { .. } => "retrieved",
             Input::Summary { .. } => "summary",
             Input::SummaryFailed { .. } => "summary_failed",
+            Input::Decisions { .. } => "decisions",
             Input::Cancelled { .. } => "cancelled",
         }
     }
@@ -163,6 +182,8 @@ pub struct ToolCall {
     pub alone: bool,
     /// The option values the call runs with (`ToolContext::options`).
     pub options: Map<String, Value>,
+    /// The suspended child run the call resumes (`ToolContext::resume`).
+    pub resume: Option<ChildResume>,
 }
 
 /// A tool a machine may offer: what the model is shown, and what the core
@@ -175,6 +196,9 @@ pub struct OfferedTool {
     pub runs_alone: bool,
     /// The options it accepts.
     pub options: Vec<ToolOptionSpec>,
+    /// Which of its calls wait for approval, unless the run's options say
+    /// otherwise.
+    pub approval: ApprovalPolicy,
 }
 
 impl OfferedTool {
@@ -184,6 +208,7 @@ impl OfferedTool {
             definition: tool.definition(),
             runs_alone: tool.runs_alone(),
             options: tool.options(),
+            approval: tool.approval(),
         }
     }
 }
@@ -195,6 +220,7 @@ impl From<ToolDefinition> for OfferedTool {
             definition,
             runs_alone: false,
             options: Vec::new(),
+            approval: ApprovalPolicy::Never,
         }
     }
 }
@@ -266,6 +292,9 @@ pub enum Awaiting {
     Retrieval,
     /// The answer to a [`Step::Summarise`].
     Summary,
+    /// [`Input::Decisions`]: the run ended `suspended` and waits for a
+    /// person.
+    Decisions,
     /// Nothing: the run has finished.
     Nothing,
 }
@@ -276,6 +305,12 @@ pub enum StepError {
     /// `Start` on a state that has finished: a finished run never restarts.
     #[error("the run has finished; a finished run never restarts")]
     Finished,
+    /// Decisions that do not fit what the run waits for.
+    #[error(transparent)]
+    Decisions(DecisionError),
+    /// `Start` on a suspended state: it resumes with [`Input::Decisions`].
+    #[error("the run waits for a person's decisions; it resumes with them")]
+    AwaitsDecisions,
     /// An input out of phase: a driver bug.
     #[error("input `{input}` is out of phase: the machine awaits {awaiting:?}")]
     OutOfPhase {
@@ -357,10 +392,21 @@ impl Machine {
 
     /// The input the machine accepts next.
     pub fn awaiting(&self) -> Awaiting {
-        if !self.started && !self.run.core.is_finished() {
+        let awaiting = self.run.awaiting();
+        if !self.started && !matches!(awaiting, Awaiting::Nothing | Awaiting::Decisions) {
             return Awaiting::Start;
         }
-        self.run.awaiting()
+        awaiting
+    }
+
+    /// What a suspended run waits for (empty for any other run).
+    pub fn pending(&self) -> &[PendingCall] {
+        self.run.pending().unwrap_or_default()
+    }
+
+    /// Whether `decisions` decide exactly what the run waits for.
+    pub fn check_decisions(&self, decisions: &Decisions) -> Result<(), DecisionError> {
+        check_decisions(self.pending(), decisions)
     }
 
     /// Advances the machine by one input. An out-of-phase input trips a
@@ -389,13 +435,23 @@ impl Machine {
                 self.started = true;
                 self.start()
             }
-            other => self.run.step(&self.env, other),
+            other => {
+                self.started = true;
+                self.run.step(&self.env, other)
+            }
         };
         self.run.sync_state();
-        Ok(Output {
-            events: self.run.core.take_events(),
-            next,
-        })
+        let mut events = self.run.core.take_events();
+        // A suspended run's result carries the state it resumes from.
+        for event in &mut events {
+            if let EventKind::Finished(FinishedEvent { result }) = event
+                && let LoopStatus::Suspended { state, .. } = &mut result.status
+                && state.is_none()
+            {
+                *state = Some(Box::new(self.run.core.state.clone()));
+            }
+        }
+        Ok(Output { events, next })
     }
 
     fn check_phase(&self, input: &Input) -> Result<(), StepError> {
@@ -405,12 +461,20 @@ impl Machine {
             (Awaiting::Nothing, Input::Start) if !self.started => {
                 return Err(StepError::Finished);
             }
+            (Awaiting::Decisions, Input::Start) => return Err(StepError::AwaitsDecisions),
+            (Awaiting::Decisions, Input::Decisions { decisions }) => {
+                return self.check_decisions(decisions).map_err(StepError::Decisions);
+            }
             (Awaiting::Model, Input::ModelTurn { .. } | Input::ModelFailed { .. })
             | (Awaiting::Tools, Input::ToolsDone { .. })
             | (Awaiting::Retrieval, Input::Retrieved { .. })
             | (Awaiting::Summary, Input::Summary { .. } | Input::SummaryFailed { .. })
             | (
-                Awaiting::Model | Awaiting::Tools | Awaiting::Retrieval | Awaiting::Summary,
+                Awaiting::Model
+                | Awaiting::Tools
+                | Awaiting::Retrieval
+                | Awaiting::Summary
+                | Awaiting::Decisions,
                 Input::Cancelled { .. },
             ) => true,
             _ => false,

@@ -5,7 +5,7 @@ use agentloop_types::RunState;
 use serde::{Deserialize, Serialize};
 
 use super::compaction::{Compaction, PendingSummary};
-use super::run_core::{Env, ModelCall, Retrieval, RunCore};
+use super::run_core::{Env, ModelCall, Retrieval, RunCore, Waiting};
 use super::{Input, Step};
 use crate::strategy::llm_only::LlmOnlyMachine;
 use crate::strategy::native::NativeMachine;
@@ -91,6 +91,8 @@ struct Stored {
     compaction: Option<Compaction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     summary: Option<PendingSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    waiting: Option<Waiting>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -122,6 +124,7 @@ impl Run {
         run.core.output_retries = stored.output_retries;
         run.core.compaction = stored.compaction;
         run.core.summary = stored.summary;
+        run.core.waiting = stored.waiting;
         Ok(run)
     }
 
@@ -134,6 +137,7 @@ impl Run {
             output_retries: self.core.output_retries,
             compaction: self.core.compaction.clone(),
             summary: self.core.summary.clone(),
+            waiting: self.core.waiting.clone(),
         };
         // These types always serialise; should one ever fail, the last
         // stored phase is kept rather than one that reads as native.
@@ -169,10 +173,28 @@ impl Run {
                     return self.core.summarised(env, Ok((text, usage)));
                 }
                 Input::SummaryFailed { error } => return self.core.summarised(env, Err(error)),
+                // Decisions and the rounds of a step that waits are the
+                // core's: the strategy sees the step once it is whole.
+                Input::Decisions { decisions } => return self.core.decide(env, decisions),
+                Input::ToolsDone {
+                    results,
+                    child_tokens,
+                } => match self.core.settle_tools(results, child_tokens) {
+                    Ok(whole) => return self.machine.step(&mut self.core, env, whole),
+                    Err(suspended) => return suspended,
+                },
                 _ => {}
             }
         }
         self.machine.step(&mut self.core, env, input)
+    }
+
+    /// What the innermost run waits for, when it ended `suspended`.
+    pub(crate) fn pending(&self) -> Option<&[agentloop_types::PendingCall]> {
+        match self.machine.nested() {
+            Some(nested) => nested.pending(),
+            None => self.core.pending(),
+        }
     }
 
     /// What the run waits for.
@@ -184,7 +206,9 @@ impl Run {
         if let Some(nested) = self.machine.nested() {
             return nested.awaiting();
         }
-        if self.core.summary.is_some() {
+        if self.core.pending().is_some() {
+            Awaiting::Decisions
+        } else if self.core.summary.is_some() {
             Awaiting::Summary
         } else if self.core.model_call.is_some() {
             Awaiting::Model

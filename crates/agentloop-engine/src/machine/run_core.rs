@@ -15,13 +15,15 @@ use agentloop_types::{
 use serde::{Deserialize, Serialize};
 
 use super::answers::{
-    CANCELLED_NOT_RUN, CANCELLED_RUNNING, NO_RESULT, ToolOutcome, committed_block, exceeded_limit,
+    CANCELLED_NOT_RUN, CANCELLED_RUNNING, CANCELLED_WAITING, NO_RESULT, ToolOutcome, committed_block, exceeded_limit,
     interrupted, refusal, resolve_options, running_block,
 };
 use super::compaction::{Compaction, PendingSummary};
 use super::output::OutputRules;
+pub(crate) use waiting::Waiting;
 
 mod compact;
+mod waiting;
 use super::{OfferedTool, Step, ToolCall};
 use crate::retrieval::{inject_passages, last_user_text};
 
@@ -115,6 +117,9 @@ pub(crate) struct RunCore {
     /// A summarising call in flight, made before the model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) summary: Option<PendingSummary>,
+    /// The tool step's calls that wait for a person, and what it has so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) waiting: Option<Waiting>,
     /// Events of the step in progress.
     #[serde(skip)]
     events: Vec<EventKind>,
@@ -129,6 +134,7 @@ impl RunCore {
             output_retries: 0,
             compaction: None,
             summary: None,
+            waiting: None,
             events: Vec::new(),
         }
     }
@@ -321,12 +327,13 @@ impl RunCore {
             message_id: result_message_id.clone(),
             blocks: shown.iter().map(|c| running_block(c, Vec::new())).collect(),
         }));
-        let calls = self.plan_calls(env, &run);
+        self.waiting = None;
+        let step = self.plan_step(env, &run);
         self.state.phase = RunPhase::RunTools {
             result_message_id,
             calls: run,
         };
-        Step::RunTools { calls }
+        step
     }
 
     /// Which calls run, with which option values, and alone or not; which
@@ -363,6 +370,7 @@ impl RunCore {
                     answer,
                     alone: tool.is_some_and(|t| t.runs_alone),
                     options,
+                    resume: None,
                 }
             })
             .collect()
@@ -396,9 +404,7 @@ impl RunCore {
             message_id: id,
             blocks: calls.iter().map(|c| running_block(c, Vec::new())).collect(),
         }));
-        Some(Step::RunTools {
-            calls: self.plan_calls(env, &calls),
-        })
+        Some(self.plan_step(env, &calls))
     }
 
     /// The results of the pending calls, in call order, and the id of the
@@ -478,6 +484,7 @@ impl RunCore {
         self.retrieval = None;
         self.summary = None;
         let call = self.model_call.take();
+        let waiting = self.waiting.take().unwrap_or_default();
         match std::mem::replace(&mut self.state.phase, RunPhase::CallModel) {
             RunPhase::RunTools {
                 result_message_id,
@@ -491,7 +498,13 @@ impl RunCore {
                                 &call.id,
                                 finished_tools.swap_remove(pos).1.into_result(&call.name),
                             ),
-                            None => ToolResultBlock::error(&call.id, CANCELLED_RUNNING),
+                            None => match waiting.result(&call.id) {
+                                Some(result) => committed_block(&call.id, result.clone()),
+                                None if waiting.waits(&call.id) => {
+                                    ToolResultBlock::error(&call.id, CANCELLED_WAITING)
+                                }
+                                None => ToolResultBlock::error(&call.id, CANCELLED_RUNNING),
+                            },
                         },
                     )
                     .collect();
@@ -528,6 +541,7 @@ impl RunCore {
         self.model_call = None;
         self.retrieval = None;
         self.summary = None;
+        self.waiting = None;
         self.emit(EventKind::Finished(FinishedEvent {
             result: LoopResult {
                 status,
@@ -586,57 +600,10 @@ impl RunCore {
     pub(crate) fn commit_answer(&mut self, answer: &str) {
         self.commit(Role::Assistant, vec![ContentBlock::text(answer)]);
     }
-
-    /// The end of a tool step both native and one-tool strategies share:
-    /// the first call that suspends ends the run `suspended`, before
-    /// anything is committed. `other` are the results of the turn's other
-    /// calls (a second suspending call answered with an error).
-    pub(crate) fn suspend_if_asked(
-        &mut self,
-        ordered: &mut Vec<(ToolUseBlock, ToolResult)>,
-        not_run: &[ToolResultBlock],
-    ) -> Option<Step> {
-        let index = ordered
-            .iter()
-            .position(|(_, result)| result.break_loop.is_some())?;
-        if !matches!(ordered[index].1.break_loop, Some(BreakLoop::Suspend)) {
-            return None;
-        }
-        let (pending_tool_call, pending) = ordered.remove(index);
-        let mut other_tool_results: Vec<ToolResultBlock> = std::mem::take(ordered)
-            .into_iter()
-            .map(|(call, result)| other_result(&call, result, &pending_tool_call))
-            .collect();
-        other_tool_results.extend(not_run.iter().cloned());
-        Some(self.finish(LoopStatus::Suspended {
-            pending_tool_call,
-            reason: pending.content,
-            other_tool_results,
-        }))
-    }
 }
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
-}
-
-/// A result of the turn that suspended, for `other_tool_results`: a second
-/// suspending call is answered with an error naming the call that won.
-fn other_result(
-    call: &ToolUseBlock,
-    result: ToolResult,
-    pending: &ToolUseBlock,
-) -> ToolResultBlock {
-    if matches!(result.break_loop, Some(BreakLoop::Suspend)) {
-        return ToolResultBlock::error(
-            &call.id,
-            format!(
-                "Not answered: the run suspended for call {} first. The tool asked: {}",
-                pending.id, result.content
-            ),
-        );
-    }
-    committed_block(&call.id, result)
 }
 
 /// The return value of the first call that ended the loop with one.

@@ -353,6 +353,7 @@ fn the_core_resolves_options_and_says_which_calls_run_alone() {
             default: json!(false),
             description: "shout".into(),
         }],
+        approval: Default::default(),
     };
     let mut options = LoopOptions::default();
     let mut configured = serde_json::Map::new();

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use agentloop_types::{
-    AttachmentLoader, LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, Tool,
+    AttachmentLoader, ChildSuspension, LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, Tool,
     ToolContext, ToolOutput, ToolResult, ToolStream, ToolStreamEvent,
 };
 use futures::StreamExt;
 use serde_json::Value;
 
 use super::{Skill, SkillCallArgs, SkillError, sanitize_prompt, skill_list};
-use crate::{RunDeps, RunStream, run};
+use crate::{RunDeps, RunStream, decide, run};
 
 /// What every skill call of one root run shares.
 pub(crate) struct SkillEnv {
@@ -108,13 +108,24 @@ impl Tool for SkillTool {
 
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {
         let run_id = format!("{}.{}", context.run_id, context.tool_use_id);
+        let options = self.env.options.clone();
+        // A child run that waited for a person goes on where it stopped.
+        if let Some(resume) = context.resume.clone() {
+            let deps = self.child_deps(&context, run_id);
+            return match decide(options, resume.state, resume.decisions, deps) {
+                Ok(child) => forward(child, self.skill.name.clone()),
+                Err(error) => immediate(ToolResult::error(format!(
+                    "Skill {} cannot resume: {error}",
+                    self.skill.name
+                ))),
+            };
+        }
         let history = match self.child_history(&input, &run_id) {
             Ok(history) => history,
             Err(error) => return immediate(ToolResult::error(error.to_string())),
         };
         let deps = self.child_deps(&context, run_id);
-        let child = run(self.env.options.clone(), history, deps);
-        forward(child, self.skill.name.clone())
+        forward(run(options, history, deps), self.skill.name.clone())
     }
 }
 
@@ -163,9 +174,16 @@ fn outcome(skill: &str, result: Option<LoopResult>) -> ToolResult {
         LoopStatus::Complete {
             return_value: None, ..
         } => ToolResult::ok(result.final_text().unwrap_or_default()),
-        LoopStatus::Suspended { reason, .. } => ToolResult::error(format!(
-            "Skill {skill} stopped to ask for input, which a skill cannot do: {reason}"
-        )),
+        LoopStatus::Suspended { pending, state } => match state {
+            Some(state) => ToolResult::child_suspended(
+                format!("Skill {skill} waits for the user."),
+                ChildSuspension {
+                    pending: pending.clone(),
+                    state: (**state).clone(),
+                },
+            ),
+            None => ToolResult::error(format!("Skill {skill} suspended without its state.")),
+        },
         LoopStatus::Error { error } => ToolResult::error(format!("Skill {skill} failed: {error}")),
         LoopStatus::MaxIterations => {
             ToolResult::error(format!("Skill {skill} reached its turn limit."))

@@ -75,20 +75,17 @@ pub(crate) fn begin(
     )
 }
 
-/// Commits the act step's result. `Err`: the run ended (the call suspended
-/// or returned a value).
+/// Commits the act step's result. `Err`: the run ended (the call returned
+/// a value).
 pub(crate) fn done(
     core: &mut RunCore,
     acting: Acting,
     results: Vec<(String, ToolOutcome)>,
     child_tokens: agentloop_types::TokenTotals,
 ) -> Result<ToolResult, Step> {
-    let Some((id, mut ordered)) = core.tools_done(results, child_tokens) else {
+    let Some((id, ordered)) = core.tools_done(results, child_tokens) else {
         return Err(core.invalid("tool results with no calls pending"));
     };
-    if let Some(step) = core.suspend_if_asked(&mut ordered, &acting.not_run) {
-        return Err(step);
-    }
     let Some((call, result)) = ordered.into_iter().next() else {
         return Err(core.invalid("an act step with no call"));
     };

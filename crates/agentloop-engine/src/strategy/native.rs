@@ -74,6 +74,8 @@ impl NativeMachine {
     pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
         match input {
             Input::Start => core.invalid("a second start"),
+            // The run core takes decisions before they reach a strategy.
+            Input::Decisions { .. } => core.invalid("decisions outside a suspended step"),
             // The run core answers summaries before they reach a strategy.
             Input::Summary { .. } | Input::SummaryFailed { .. } => {
                 core.invalid("a summary outside a summarising step")
@@ -104,12 +106,9 @@ impl NativeMachine {
                 results,
                 child_tokens,
             } => {
-                let Some((id, mut ordered)) = core.tools_done(results, child_tokens) else {
+                let Some((id, ordered)) = core.tools_done(results, child_tokens) else {
                     return core.invalid("tool results with no calls pending");
                 };
-                if let Some(step) = core.suspend_if_asked(&mut ordered, &[]) {
-                    return step;
-                }
                 let value = return_value(&ordered);
                 let blocks = ordered
                     .into_iter()

@@ -7,10 +7,11 @@
 //! per step `agent_turn_start`, a committed user message `Step N: ...`, the
 //! native loop's own events, then `agent_observe` with the step's answer or
 //! `agent_error` when it failed; finally a plain answer call and
-//! `agent_completion`. A suspended or cancelled step ends the run the same
-//! way; a return-tool value completes it.
+//! `agent_completion`. A step that waits for a person suspends the run,
+//! and the decisions resume that step in place; a cancelled step ends the
+//! run the same way; a return-tool value completes it.
 
-use agentloop_types::ContextCompactedEvent;
+use agentloop_types::{ApprovalRequestedEvent, ContextCompactedEvent};
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -171,6 +172,7 @@ impl PlanMachine {
                 child_tokens,
             } => core.cancel(partial_turn, finished_tools, child_tokens, Vec::new()),
             Input::Start
+            | Input::Decisions { .. }
             | Input::ToolsDone { .. }
             | Input::Retrieved { .. }
             | Input::Summary { .. }
@@ -271,10 +273,20 @@ impl PlanMachine {
                 | EventKind::AgentObserve(AgentObserveEvent { .. })
                 | EventKind::AgentCompletion(AgentCompletionEvent { .. })
                 | EventKind::AgentError(AgentErrorEvent { .. })
-                | EventKind::ContextCompacted(ContextCompactedEvent { .. })) => core.emit(kind),
+                | EventKind::ContextCompacted(ContextCompactedEvent { .. })
+                | EventKind::ApprovalRequested(ApprovalRequestedEvent { .. })) => core.emit(kind),
             }
         }
         match (next, result) {
+            // The step waits for a person: so does this run, and the
+            // decisions go to the step's run, in place.
+            (Step::Done, Some(result)) if run.pending().is_some() => {
+                let LoopStatus::Suspended { pending, .. } = result.status else {
+                    return core.invalid("a waiting plan step that did not suspend");
+                };
+                let tokens = core.state.totals + result.tokens;
+                core.suspend(pending, result.messages, tokens)
+            }
             (Step::Done, Some(result)) => self.step_finished(core, env, result),
             (Step::Done, None) => core.invalid("a plan step ended without a result"),
             (next, _) => next,
@@ -316,6 +328,8 @@ impl PlanMachine {
                 }));
                 return self.next_item(core, env);
             }
+            // A waiting step is handled in `forward`; a step's run never
+            // finishes suspended otherwise.
             status @ (LoopStatus::Suspended { .. } | LoopStatus::Cancelled) => {
                 return core.finish(status);
             }

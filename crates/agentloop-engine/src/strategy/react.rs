@@ -4,9 +4,8 @@
 //!   fallback for text answers) → `agent_reason`. The decision may finish
 //!   (`final_answer`, or `finish: true`), or ask the user (`request_input`:
 //!   `agent_request_input`, and the run suspends on a synthetic
-//!   `agent_request_input` call; answering it with
-//!   [`LoopResult::resume_message`](agentloop_types::LoopResult::resume_message)
-//!   and running again resumes).
+//!   `agent_request_input` call; the answer, given as a decision, is its
+//!   result and the next step reasons with it).
 //! - **Act**: a model call offering the run's tools, with retrieved passages
 //!   in cited form; only the first tool call runs (`agent_tool_start`,
 //!   `agent_tool_complete`), later calls get a "not run" error result. A turn
@@ -27,7 +26,7 @@ use agentloop_types::{
 use std::sync::Arc;
 
 use agentloop_types::{
-    ContentBlock, EventKind, LoopOptions, LoopStatus, Message, Passage, Retriever, Role,
+    ContentBlock, EventKind, LoopOptions, Message, Passage, Retriever, Role,
     ToolUseBlock,
 };
 use serde::{Deserialize, Serialize};
@@ -39,7 +38,7 @@ use super::control::{
     REQUEST_INPUT, decide_next_tool, observe_decide_tool, read_decision, read_observation,
 };
 use crate::machine::run_core::{Env, RunCore, ToolOffer};
-use crate::machine::{Input, Step, StrategyMachine};
+use crate::machine::{Input, Step, StrategyMachine, committed_block};
 use crate::{RunDeps, RunStream, driver};
 
 /// Sent (not committed) before the reason step's model call.
@@ -116,6 +115,9 @@ pub(crate) enum ReactPhase {
     Act { step: u32 },
     /// The act step's call runs.
     Acting(Acting),
+    /// The run asked the user (`agent_request_input`) at this step and
+    /// waits for the answer.
+    Asking { step: u32 },
     /// The observe call of a step is in flight.
     Observe { step: u32 },
     /// The plain answer call is in flight.
@@ -151,6 +153,8 @@ impl ReactMachine {
     pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
         match input {
             Input::Start => core.invalid("a second start"),
+            // The run core takes decisions before they reach a strategy.
+            Input::Decisions { .. } => core.invalid("decisions outside a suspended step"),
             // The run core answers summaries before they reach a strategy.
             Input::Summary { .. } | Input::SummaryFailed { .. } => {
                 core.invalid("a summary outside a summarising step")
@@ -167,6 +171,23 @@ impl ReactMachine {
             Input::ModelFailed { error } => {
                 let step = self.step_number();
                 core.retry_or_fail(env, error, step, self.max_retries)
+            }
+            Input::ToolsDone {
+                results,
+                child_tokens,
+            } if matches!(self.phase, ReactPhase::Asking { .. }) => {
+                // The answer to the run's own question: the next step
+                // reasons with it.
+                let step = self.step_number();
+                let Some((id, ordered)) = core.tools_done(results, child_tokens) else {
+                    return core.invalid("an answer with no question pending");
+                };
+                let blocks = ordered
+                    .into_iter()
+                    .map(|(call, result)| committed_block(&call.id, result))
+                    .collect();
+                core.commit_tool_results(id, blocks);
+                self.begin_step(core, env, step + 1)
             }
             Input::ToolsDone {
                 results,
@@ -209,6 +230,7 @@ impl ReactMachine {
             ReactPhase::Starting | ReactPhase::Retrieving => 1,
             ReactPhase::Reason { step }
             | ReactPhase::Act { step }
+            | ReactPhase::Asking { step }
             | ReactPhase::Observe { step }
             | ReactPhase::Answer { step } => *step,
             ReactPhase::Acting(acting) => acting.step,
@@ -266,7 +288,10 @@ impl ReactMachine {
                 let answer = core.commit_answer_turn(content);
                 core.complete(step, answer)
             }
-            ReactPhase::Starting | ReactPhase::Retrieving | ReactPhase::Acting(_) => {
+            ReactPhase::Starting
+            | ReactPhase::Retrieving
+            | ReactPhase::Acting(_)
+            | ReactPhase::Asking { .. } => {
                 core.invalid("a model turn outside a model step")
             }
         }
@@ -285,6 +310,7 @@ impl ReactMachine {
             step,
         }));
         if let Some(question) = non_empty(decision.request_input) {
+            self.phase = ReactPhase::Asking { step };
             return request_input(core, step, question);
         }
         if let Some(answer) = non_empty(decision.final_answer) {
@@ -321,9 +347,5 @@ fn request_input(core: &mut RunCore, step: u32, question: String) -> Step {
         question: question.clone(),
         step,
     }));
-    core.finish(LoopStatus::Suspended {
-        pending_tool_call: call,
-        reason: question,
-        other_tool_results: Vec::new(),
-    })
+    core.ask(call, question)
 }

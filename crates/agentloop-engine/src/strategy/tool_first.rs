@@ -101,6 +101,8 @@ impl ToolFirstMachine {
     pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
         match input {
             Input::Start => core.invalid("a second start"),
+            // The run core takes decisions before they reach a strategy.
+            Input::Decisions { .. } => core.invalid("decisions outside a suspended step"),
             // The run core answers summaries before they reach a strategy.
             Input::Summary { .. } | Input::SummaryFailed { .. } => {
                 core.invalid("a summary outside a summarising step")

@@ -206,6 +206,15 @@ pub fn cancel_after(token: &CancellationToken, ms: u64) {
 /// Checks the engine's invariants on a finished run's events and returns
 /// the root result.
 pub fn check_invariants(events: &[LoopEvent]) -> agentloop_types::LoopResult {
+    check_resumed(Default::default(), events)
+}
+
+/// [`check_invariants`] for a run resumed after it spent `before`: its
+/// result counts what the run spent before it suspended too.
+pub fn check_resumed(
+    before: agentloop_types::TokenTotals,
+    events: &[LoopEvent],
+) -> agentloop_types::LoopResult {
     use agentloop_types::{EventKind, LoopStatus, TokenTotals, validate_history};
     use std::collections::HashMap;
 
@@ -236,13 +245,14 @@ pub fn check_invariants(events: &[LoopEvent]) -> agentloop_types::LoopResult {
     let suspended = matches!(result.status, LoopStatus::Suspended { .. });
     validate_history(&result.messages, suspended).expect("every tool_use has one result, in order");
 
-    let consumed: TokenTotals = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => Some(*tokens),
-            _ => None,
-        })
-        .sum();
+    let consumed: TokenTotals = before
+        + events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => Some(*tokens),
+                _ => None,
+            })
+            .sum();
     assert_eq!(consumed, result.tokens, "totals are the sum of the steps");
 
     let created: Vec<&Message> = events
@@ -260,4 +270,77 @@ pub fn check_invariants(events: &[LoopEvent]) -> agentloop_types::LoopResult {
         "result holds every created message"
     );
     result
+}
+
+/// `tool` whose calls wait for approval as `policy` says.
+pub fn guarded(tool: Arc<dyn Tool>, policy: agentloop_types::ApprovalPolicy) -> Arc<dyn Tool> {
+    struct Guarded {
+        inner: Arc<dyn Tool>,
+        policy: agentloop_types::ApprovalPolicy,
+    }
+    impl Tool for Guarded {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+        fn description(&self) -> &str {
+            self.inner.description()
+        }
+        fn input_schema(&self) -> Value {
+            self.inner.input_schema()
+        }
+        fn runs_alone(&self) -> bool {
+            self.inner.runs_alone()
+        }
+        fn approval(&self) -> agentloop_types::ApprovalPolicy {
+            self.policy.clone()
+        }
+        fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {
+            self.inner.clone().execute(input, context)
+        }
+    }
+    Arc::new(Guarded { inner: tool, policy })
+}
+
+/// `write {path}` → "wrote {path}", recording every input it ran with.
+/// Every call waits for approval unless the run's options say otherwise.
+pub fn writer() -> (Arc<dyn Tool>, Arc<std::sync::Mutex<Vec<Value>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let write = tool("write", move |input, _| {
+        log.lock().unwrap().push(input.clone());
+        let path = input["path"].as_str().unwrap_or_default().to_owned();
+        single_result(async move { ToolResult::ok(format!("wrote {path}")) })
+    });
+    (
+        guarded(write, agentloop_types::ApprovalPolicy::Always),
+        seen,
+    )
+}
+
+/// Resumes a suspended run with `decisions` and collects its events.
+pub async fn decide_events(
+    provider: Arc<ScriptedProvider>,
+    tools: Vec<Arc<dyn Tool>>,
+    options: LoopOptions,
+    state: agentloop_types::RunState,
+    decisions: agentloop_types::Decisions,
+) -> Vec<LoopEvent> {
+    let deps = RunDeps::new(provider).with_tools(tools);
+    agentloop_engine::decide(options, state, decisions, deps)
+        .expect("the decisions fit")
+        .collect()
+        .await
+}
+
+/// The pending calls and the state of a suspended result.
+pub fn suspension(
+    result: &agentloop_types::LoopResult,
+) -> (Vec<agentloop_types::PendingCall>, agentloop_types::RunState) {
+    match &result.status {
+        agentloop_types::LoopStatus::Suspended {
+            pending,
+            state: Some(state),
+        } => (pending.clone(), (**state).clone()),
+        other => panic!("expected a suspension with its state, got {other:?}"),
+    }
 }

@@ -1,0 +1,333 @@
+//! A tool step that waits for a person: calls held for approval, questions
+//! a tool asked, calls waiting inside a nested run. The step's other calls
+//! run first; then the run ends `suspended` with every pending call, and
+//! the decisions resume the same step in place. Strategies never see a
+//! step that waits: they get its results once every call has one.
+
+use std::collections::BTreeMap;
+
+use agentloop_types::{
+    ApprovalPolicy, ApprovalRequestedEvent, BreakLoop, ChildResume, Decision, Decisions,
+    EventKind, FinishedEvent, LoopResult, LoopStatus, PendingCall, RunPath, RunPhase,
+    TokenTotals, ToolResult, ToolUseBlock, Wait, approval_policy,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::super::answers::ToolOutcome;
+use super::super::{Input, Step, ToolCall};
+use super::{Env, RunCore};
+
+/// What a tool step that waits, or waited, for a person keeps between its
+/// rounds of calls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Waiting {
+    /// Results of the step's calls that have one, in the order they came.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    done: Vec<(String, ToolResult)>,
+    /// Calls that wait for a person.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) pending: Vec<PendingCall>,
+    /// Whether the run has ended `suspended` and awaits decisions.
+    #[serde(default)]
+    pub(crate) suspended: bool,
+    /// Calls a person approved, with the arguments they run with.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    approved: BTreeMap<String, Value>,
+    /// Approved calls whose arguments a person edited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    edited: Vec<String>,
+    /// Suspended child runs of calls (a minion's, a skill's), by call id,
+    /// with the decisions for them once given.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    children: BTreeMap<String, ChildResume>,
+}
+
+impl Waiting {
+    fn has(&self, id: &str) -> bool {
+        self.done.iter().any(|(done, _)| done == id)
+            || self.pending.iter().any(|p| p.path.is_root() && p.call.id == id)
+            || self.children.get(id).is_some_and(|c| c.decisions.is_empty())
+    }
+
+    /// The result a call already has.
+    pub(crate) fn result(&self, id: &str) -> Option<&ToolResult> {
+        self.done.iter().find(|(done, _)| done == id).map(|(_, r)| r)
+    }
+
+    /// Whether the call waits for a person, itself or inside its child run.
+    pub(crate) fn waits(&self, id: &str) -> bool {
+        self.pending
+            .iter()
+            .any(|p| p.path.0.first().map_or(p.call.id == id, |first| first == id))
+    }
+}
+
+/// The result a rejected call (or a question declined) gets.
+fn rejected(wait: &Wait, reason: &str) -> ToolResult {
+    let what = match wait {
+        Wait::Approval { .. } => "The user rejected this call",
+        Wait::Question { .. } => "The user declined to answer",
+    };
+    if reason.trim().is_empty() {
+        ToolResult::error(format!("{what}."))
+    } else {
+        ToolResult::error(format!("{what}: {}", reason.trim()))
+    }
+}
+
+impl RunCore {
+    /// Why `call` must wait for approval before it runs; `None` when it
+    /// runs at once.
+    fn needs_approval(&self, env: &Env, call: &ToolUseBlock) -> Option<String> {
+        if self.state.approved_tools.contains(&call.name) {
+            return None;
+        }
+        let never = ApprovalPolicy::Never;
+        let default = env.find(&call.name).map_or(&never, |t| &t.approval);
+        approval_policy(&env.options.approvals, &call.name, default)
+            .requires(&call.name, &call.input)
+    }
+
+    /// The calls of the pending tool step that run now: those without a
+    /// result that do not wait. A call that needs approval is held (and
+    /// `approval_requested` emitted); an approved call runs with its
+    /// arguments; a call whose child run was decided resumes that run.
+    pub(crate) fn plan_step(&mut self, env: &Env, calls: &[ToolUseBlock]) -> Step {
+        let mut waiting = self.waiting.take().unwrap_or_default();
+        let open: Vec<ToolUseBlock> = calls
+            .iter()
+            .filter(|c| !waiting.has(&c.id))
+            .map(|c| match waiting.approved.get(&c.id) {
+                Some(arguments) => ToolUseBlock {
+                    input: arguments.clone(),
+                    ..c.clone()
+                },
+                None => c.clone(),
+            })
+            .collect();
+        let mut run: Vec<ToolCall> = Vec::new();
+        for mut planned in self.plan_calls(env, &open) {
+            let id = planned.call.id.clone();
+            if let Some(child) = waiting.children.get(&id) {
+                planned.resume = Some(child.clone());
+            } else if planned.answer.is_none()
+                && !waiting.approved.contains_key(&id)
+                && let Some(reason) = self.needs_approval(env, &planned.call)
+            {
+                self.emit(EventKind::ApprovalRequested(ApprovalRequestedEvent {
+                    tool_use_id: id,
+                    tool: planned.call.name.clone(),
+                    arguments: planned.call.input.clone(),
+                    reason: reason.clone(),
+                }));
+                waiting.pending.push(PendingCall {
+                    call: planned.call,
+                    path: RunPath::root(),
+                    wait: Wait::Approval { reason },
+                });
+                continue;
+            }
+            run.push(planned);
+        }
+        if waiting != Waiting::default() {
+            self.waiting = Some(waiting);
+        }
+        Step::RunTools { calls: run }
+    }
+
+    /// The outcomes of a round of calls. When a call still waits, the run
+    /// ends `suspended` (`Err`: its step); otherwise the strategy gets the
+    /// whole step's results, as if every call had run in one round.
+    pub(crate) fn settle_tools(
+        &mut self,
+        results: Vec<(String, ToolOutcome)>,
+        child_tokens: TokenTotals,
+    ) -> Result<Input, Step> {
+        let RunPhase::RunTools { calls, .. } = &self.state.phase else {
+            return Ok(Input::ToolsDone {
+                results,
+                child_tokens,
+            });
+        };
+        let mut waiting = self.waiting.take().unwrap_or_default();
+        for (id, outcome) in results {
+            let Some(call) = calls.iter().find(|c| c.id == id) else {
+                continue;
+            };
+            let mut result = outcome.into_result(&call.name);
+            waiting.children.remove(&id);
+            match result.break_loop.take() {
+                Some(BreakLoop::Suspend { child: Some(child) }) => {
+                    let under = RunPath::root().child(&id);
+                    waiting
+                        .pending
+                        .extend(child.pending.into_iter().map(|p| PendingCall {
+                            path: p.path.under(&under),
+                            ..p
+                        }));
+                    waiting.children.insert(
+                        id,
+                        ChildResume {
+                            state: child.state,
+                            decisions: Decisions::new(),
+                        },
+                    );
+                }
+                Some(BreakLoop::Suspend { child: None }) => waiting.pending.push(PendingCall {
+                    call: call.clone(),
+                    path: RunPath::root(),
+                    wait: Wait::Question {
+                        question: result.content,
+                    },
+                }),
+                other => {
+                    result.break_loop = other;
+                    if let Some(pos) = waiting.edited.iter().position(|e| *e == id) {
+                        waiting.edited.swap_remove(pos);
+                        let arguments = waiting.approved.get(&id).cloned().unwrap_or_default();
+                        result.content = format!(
+                            "(The user edited the arguments before this call ran: {arguments})\n{}",
+                            result.content
+                        );
+                    }
+                    waiting.done.push((id, result));
+                }
+            }
+        }
+        self.state.totals += child_tokens;
+        if waiting.pending.is_empty() {
+            let results = waiting
+                .done
+                .into_iter()
+                .map(|(id, result)| (id, ToolOutcome::Finished(result)))
+                .collect();
+            return Ok(Input::ToolsDone {
+                results,
+                child_tokens: TokenTotals::default(),
+            });
+        }
+        waiting.approved.clear();
+        let pending = waiting.pending.clone();
+        waiting.suspended = true;
+        self.waiting = Some(waiting);
+        Err(self.suspend(pending, self.state.messages.clone(), self.state.totals))
+    }
+
+    /// Ends this part of the run `suspended` on `pending`: the terminal
+    /// event of the run path, while the state keeps the step that waits.
+    /// (The machine adds the state to the event.)
+    pub(crate) fn suspend(
+        &mut self,
+        pending: Vec<PendingCall>,
+        messages: Vec<agentloop_types::Message>,
+        tokens: TokenTotals,
+    ) -> Step {
+        self.emit(EventKind::Finished(FinishedEvent {
+            result: LoopResult {
+                status: LoopStatus::Suspended {
+                    pending,
+                    state: None,
+                },
+                messages,
+                tokens,
+            },
+        }));
+        Step::Done
+    }
+
+    /// Suspends on a question the strategy itself asks (ReAct's
+    /// `agent_request_input`): `call` is committed and waits for the
+    /// answer as its result.
+    pub(crate) fn ask(&mut self, call: ToolUseBlock, question: String) -> Step {
+        let result_message_id = self.next_id();
+        self.state.phase = RunPhase::RunTools {
+            result_message_id,
+            calls: vec![call.clone()],
+        };
+        let pending = vec![PendingCall {
+            call,
+            path: RunPath::root(),
+            wait: Wait::Question { question },
+        }];
+        self.waiting = Some(Waiting {
+            pending: pending.clone(),
+            suspended: true,
+            ..Waiting::default()
+        });
+        self.suspend(pending, self.state.messages.clone(), self.state.totals)
+    }
+
+    /// What the run waits for, when it has ended `suspended`.
+    pub(crate) fn pending(&self) -> Option<&[PendingCall]> {
+        self.waiting
+            .as_ref()
+            .filter(|w| w.suspended)
+            .map(|w| w.pending.as_slice())
+    }
+
+    /// Applies a person's decisions (checked against [`pending`]
+    /// beforehand) and goes on with the step: approved calls run, rejected
+    /// ones and answers become results, decided child runs resume.
+    ///
+    /// [`pending`]: Self::pending
+    pub(crate) fn decide(&mut self, env: &Env, decisions: Decisions) -> Step {
+        let (Some(mut waiting), RunPhase::RunTools { calls, .. }) =
+            (self.waiting.take(), &self.state.phase)
+        else {
+            return self.invalid("decisions for a run that does not wait");
+        };
+        let calls = calls.clone();
+        waiting.suspended = false;
+        for item in std::mem::take(&mut waiting.pending) {
+            let id = item.call.id.clone();
+            let Some(decision) = decisions.get(&id).cloned() else {
+                waiting.pending.push(item);
+                continue;
+            };
+            if let Some(parent) = item.path.0.first() {
+                if let Some(child) = waiting.children.get_mut(parent) {
+                    child.decisions.insert(id, decision);
+                }
+                continue;
+            }
+            match (decision, &item.wait) {
+                (Decision::Approve { arguments }, Wait::Approval { .. }) => {
+                    if arguments.is_some() {
+                        waiting.edited.push(id.clone());
+                    }
+                    let arguments = arguments.unwrap_or(item.call.input);
+                    waiting.approved.insert(id, arguments);
+                }
+                (Decision::ApproveAlways, Wait::Approval { .. }) => {
+                    if !self.state.approved_tools.contains(&item.call.name) {
+                        self.state.approved_tools.push(item.call.name);
+                    }
+                    waiting.approved.insert(id, item.call.input);
+                }
+                (Decision::Answer { text }, Wait::Question { .. }) => {
+                    waiting.done.push((id, ToolResult::ok(text)));
+                }
+                (Decision::Reject { reason }, wait) => {
+                    waiting.done.push((id, rejected(wait, &reason)));
+                }
+                // `check_fit` keeps these out; should one come, the model
+                // is told nothing ran.
+                (Decision::Answer { .. }, Wait::Approval { .. })
+                | (Decision::Approve { .. } | Decision::ApproveAlways, Wait::Question { .. }) => {
+                    waiting.done.push((id, rejected(&item.wait, "")));
+                }
+            }
+        }
+        if !waiting.pending.is_empty() {
+            // Undecided calls: still waiting.
+            let pending = waiting.pending.clone();
+            waiting.suspended = true;
+            self.waiting = Some(waiting);
+            return self.suspend(pending, self.state.messages.clone(), self.state.totals);
+        }
+        self.waiting = Some(waiting);
+        self.plan_step(env, &calls)
+    }
+}
+
