@@ -13,10 +13,11 @@ use std::io::Write;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, BlockStart, ContentBlock, ContextCompactedEvent, EventKind, FinishedEvent,
-    LoopEvent, LoopResult, LoopStatus, MessageCreatedEvent, PendingToolResultEvent, StreamDelta,
-    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokenTotals, TokensConsumedEvent,
-    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+    AgentTurnStartEvent, ApprovalRequestedEvent, BlockStart, ContentBlock, ContextCompactedEvent,
+    EventKind, FinishedEvent, LoopEvent, LoopResult, LoopStatus, MessageCreatedEvent,
+    PendingToolResultEvent, StreamDelta, StreamingChunkEvent, StreamingEndEvent,
+    StreamingStartEvent, TokenTotals, TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent,
+    ToolStartEvent, Wait,
 };
 
 use crate::out::{Style, sanitize};
@@ -154,6 +155,17 @@ impl View {
                 }
                 self.summary(out, result)?
             }
+            EventKind::ApprovalRequested(ApprovalRequestedEvent { tool, reason, .. }) => {
+                if std::mem::take(&mut self.mid_line) {
+                    writeln!(out, "{reset}")?;
+                }
+                writeln!(
+                    out,
+                    "{indent}{cyan}? {} waits for approval: {}{reset}",
+                    sanitize(tool),
+                    sanitize(reason)
+                )?
+            }
             EventKind::StreamingStart(StreamingStartEvent { .. })
             | EventKind::FirstChunk
             | EventKind::StreamingEnd(StreamingEndEvent { .. })
@@ -238,11 +250,17 @@ impl View {
             LoopStatus::Error { error } => {
                 writeln!(out, "{red}error: {}{reset}", sanitize(&error.to_string()))?
             }
-            LoopStatus::Suspended { reason, .. } => writeln!(
-                out,
-                "{cyan}waiting for input: {}{reset}",
-                sanitize(&reason.to_string())
-            )?,
+            LoopStatus::Suspended { pending, .. } => {
+                for item in pending {
+                    let what = match &item.wait {
+                        Wait::Approval { reason } => {
+                            format!("approval of {} ({reason})", item.call.name)
+                        }
+                        Wait::Question { question } => format!("an answer: {question}"),
+                    };
+                    writeln!(out, "{cyan}waiting for {}{reset}", sanitize(&what))?;
+                }
+            }
             LoopStatus::Complete {
                 return_value: Some(value),
                 ..

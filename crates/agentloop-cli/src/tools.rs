@@ -151,6 +151,7 @@ pub async fn call(args: ToolCallArgs) -> Outcome {
         path: RunPath::root(),
         options,
         cancel: CancellationToken::new(),
+        resume: None,
     };
     let mut stream = tool.execute(input, context);
     let mut out = Stdout::new();

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
-    AttachmentLoader, CancellationToken, DecisionError, Decisions, LoopOptions, Message, ModelProvider, ModelRequest,
-    Retriever, RunState, Tool,
+    AttachmentLoader, CancellationToken, DecisionError, Decisions, LoopOptions, Message,
+    ModelProvider, ModelRequest, Retriever, RunState, Tool,
 };
 
 use crate::cancel::or_cancelled;
@@ -133,7 +133,12 @@ pub(crate) fn start(
 /// # });
 /// ```
 pub fn resume(options: LoopOptions, state: RunState, deps: RunDeps) -> RunStream {
-    drive_machine(Machine::new(state, options.clone()), options, deps, Input::Start)
+    drive_machine(
+        Machine::new(state, options.clone()),
+        options,
+        deps,
+        Input::Start,
+    )
 }
 
 /// Resumes a run that ended `suspended` (the state its result carries)

@@ -5,11 +5,11 @@
 
 use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
-    AgentCompletionEvent, AgentErrorEvent, ApprovalRequestedEvent, AgentObserveEvent, AgentReasonEvent,
+    AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
-    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
-    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+    AgentTurnStartEvent, ApprovalRequestedEvent, FinishedEvent, MessageCreatedEvent,
+    PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
+    TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
 use std::sync::Arc;
 use std::time::Duration;

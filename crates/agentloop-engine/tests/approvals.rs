@@ -71,7 +71,10 @@ async fn one_approval_suspends_then_the_call_runs() {
     let options = LoopOptions::default();
     let events = start(&provider, &tools, &options).await;
     let suspended = snapshot("approval_one", &events);
-    assert!(seen.lock().unwrap().is_empty(), "nothing runs before approval");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "nothing runs before approval"
+    );
     let (pending, state) = suspension(&suspended);
     assert_eq!(pending.len(), 1);
 
@@ -150,8 +153,14 @@ async fn edited_arguments_run_and_the_model_is_told() {
     let edited = Decision::Approve {
         arguments: Some(json!({"path": "notes.txt"})),
     };
-    let events =
-        decide_events(provider.clone(), tools, options, state, decisions([("w1", edited)])).await;
+    let events = decide_events(
+        provider.clone(),
+        tools,
+        options,
+        state,
+        decisions([("w1", edited)]),
+    )
+    .await;
     snapshot("approval_edited", &events);
     assert_eq!(*seen.lock().unwrap(), vec![json!({"path": "notes.txt"})]);
     let (text, is_error) = &results_sent(&provider, 1)[0];
@@ -241,7 +250,11 @@ async fn cancelling_while_waiting_closes_every_pending_call() {
     let cancelled = snapshot("approval_cancelled", &events);
     assert!(matches!(cancelled.status, LoopStatus::Cancelled));
     assert!(seen.lock().unwrap().is_empty());
-    assert_eq!(provider.requests().len(), 1, "no model call after the cancel");
+    assert_eq!(
+        provider.requests().len(),
+        1,
+        "no model call after the cancel"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -327,7 +340,10 @@ async fn a_skills_call_surfaces_on_the_root_and_resumes_the_skill_in_place() {
     )
     .await;
     let done = snapshot("approval_nested_approved", &events);
-    assert_eq!(done.final_text().as_deref(), Some("The skill wrote the note."));
+    assert_eq!(
+        done.final_text().as_deref(),
+        Some("The skill wrote the note.")
+    );
     assert_eq!(seen.lock().unwrap().len(), 1, "the write ran once");
     // The skill went on in place: its second request holds its own call
     // and the write's result, and the root saw only the skill's answer.

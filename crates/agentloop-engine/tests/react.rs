@@ -11,8 +11,8 @@ use agentloop_engine::strategy::ReactStrategy;
 use agentloop_engine::{LoopStrategy, RunDeps};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    CancellationToken, EventKind, LoopEvent, LoopOptions, LoopStatus, Message, ProviderError,
-    Decision, ProviderErrorKind, Tool,
+    CancellationToken, Decision, EventKind, LoopEvent, LoopOptions, LoopStatus, Message,
+    ProviderError, ProviderErrorKind, Tool,
 };
 use common::*;
 use futures::StreamExt;

@@ -24,14 +24,19 @@ pub enum RuntimeError {
         /// The running run.
         run_id: String,
     },
-    /// The chat waits for a tool result; call `resume` first.
-    #[error("chat {chat_id} is suspended on run {run_id}; resume it with the tool result")]
+    /// The chat waits for a person; `resume` it with decisions first.
+    #[error(
+        "chat {chat_id} waits for a decision on run {run_id}: approve or reject its pending calls, or answer its question"
+    )]
     Suspended {
         /// The chat.
         chat_id: String,
         /// The suspended run.
         run_id: String,
     },
+    /// Decisions that do not fit what the suspended run waits for.
+    #[error("the decisions do not fit: {0}")]
+    Decisions(#[from] agentloop_types::DecisionError),
     /// `resume` was called on a chat with no suspended run.
     #[error("chat {chat_id} has no suspended run")]
     NotSuspended {

@@ -21,9 +21,9 @@ use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
-    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
-    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+    AgentTurnStartEvent, ApprovalRequestedEvent, FinishedEvent, MessageCreatedEvent,
+    PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
+    TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -95,6 +95,11 @@ impl Persister {
 
     /// Stores the run's state between two steps.
     pub(crate) async fn checkpoint(&mut self, state: RunState) -> RuntimeResult<()> {
+        // After the end (a suspended run's last state) the record is final:
+        // `finish` stored that state and released the lease.
+        if self.result.is_some() {
+            return Ok(());
+        }
         self.checkpointed = true;
         self.flush().await?;
         self.run.state = Some(state);
@@ -162,6 +167,7 @@ impl Persister {
             | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
             | EventKind::AgentReason(AgentReasonEvent { .. })
             | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+            | EventKind::ApprovalRequested(ApprovalRequestedEvent { .. })
             | EventKind::AgentToolStart(AgentToolStartEvent { .. })
             | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
             | EventKind::AgentObserve(AgentObserveEvent { .. })
@@ -236,8 +242,14 @@ impl Persister {
     /// Records the run's end: status, result (its own messages only: the
     /// chat holds the rest) and pending call; releases the lease.
     async fn finish(&mut self, result: &LoopResult) -> RuntimeResult<()> {
+        // A suspended run's state is kept as the run's state, not twice.
+        let mut status = result.status.clone();
+        let waiting = match &mut status {
+            LoopStatus::Suspended { state, .. } => state.take(),
+            _ => None,
+        };
         let own = LoopResult {
-            status: result.status.clone(),
+            status,
             messages: result
                 .messages
                 .iter()
@@ -248,12 +260,12 @@ impl Persister {
         };
         self.run.status = run_status(&result.status);
         self.run.pending_tool_call = match &result.status {
-            LoopStatus::Suspended {
-                pending_tool_call, ..
-            } => Some(pending_tool_call.clone()),
+            LoopStatus::Suspended { pending, .. } => pending.first().map(|p| p.call.clone()),
             _ => None,
         };
-        if let Some(state) = self.run.state.as_mut() {
+        if let Some(state) = waiting {
+            self.run.state = Some(*state);
+        } else if let Some(state) = self.run.state.as_mut() {
             state.phase = RunPhase::Finished;
             state.totals = result.tokens;
         }

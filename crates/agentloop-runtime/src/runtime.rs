@@ -7,11 +7,10 @@ use agentloop_engine::{CheckpointedRun, LoopStrategy, RunDeps, RunItem};
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{StorageError, Store, StoreAttachmentLoader};
 use agentloop_types::{
-    CancellationToken, LoopEvent, LoopOptions, LoopResult, Message, ModelProvider, Role, RunState,
-    Tool, ToolResultBlock,
+    CancellationToken, Decisions, LoopEvent, LoopOptions, LoopResult, Message, ModelProvider,
+    PendingCall, Role, RunState, Tool,
 };
 use futures::StreamExt;
-use serde::Deserialize;
 
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::gate::{Gate, GatedTool};
@@ -152,53 +151,120 @@ impl ChatRuntime {
         self.run_history(chat_id, observer).await
     }
 
-    /// Resumes the chat's suspended run with the pending call's result; the
-    /// results of the turn's other calls come from the stored run.
-    pub async fn resume(
-        &self,
-        chat_id: &str,
-        answer: ToolResultBlock,
-    ) -> RuntimeResult<RunOutcome> {
-        self.resume_with(chat_id, answer, &mut |_| {}).await
+    /// What the chat's suspended run waits for: calls that need approval
+    /// and questions, nested runs' included. Empty when it waits for
+    /// nothing.
+    pub async fn pending(&self, chat_id: &str) -> RuntimeResult<Vec<PendingCall>> {
+        match self.suspended_run(chat_id).await? {
+            Some((_, state)) => {
+                let machine = agentloop_engine::Machine::new(state, LoopOptions::default());
+                Ok(machine.pending().to_vec())
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Resumes the chat's suspended run in place with a person's
+    /// decisions, one per pending call (see [`pending`](Self::pending)):
+    /// approved calls run, rejected ones and answers become results. The
+    /// decisions are checked before anything is stored or run.
+    pub async fn resume(&self, chat_id: &str, decisions: Decisions) -> RuntimeResult<RunOutcome> {
+        self.resume_with(chat_id, decisions, &mut |_| {}).await
     }
 
     /// [`resume`](Self::resume) with an event observer.
     pub async fn resume_with(
         &self,
         chat_id: &str,
-        mut answer: ToolResultBlock,
+        decisions: Decisions,
         observer: EventObserver<'_>,
     ) -> RuntimeResult<RunOutcome> {
+        let chat = self.store.get_chat(chat_id).await?;
+        let options = self.loop_options(&chat).await?;
+        let (run, state) = self.claim_suspended(chat_id).await?;
+        let gate = Gate::default();
+        let context_len = state.messages.len();
+        let stream = agentloop_engine::decide(options, state.clone(), decisions, self.deps(&gate))
+            .map_err(RuntimeError::Decisions)?
+            .with_checkpoints();
+        self.close_suspended(run).await?;
+        let record = self.create_run_record(chat_id, Some(state)).await?;
+        self.drive(chat, record, gate, context_len, stream, observer)
+            .await
+    }
+
+    /// Cancels the chat's suspended run: every call it waits on is answered
+    /// as cancelled and the run is stored `cancelled`.
+    pub async fn cancel_suspended(&self, chat_id: &str) -> RuntimeResult<RunOutcome> {
+        let chat = self.store.get_chat(chat_id).await?;
+        let options = self.loop_options(&chat).await?;
+        let (run, state) = self.claim_suspended(chat_id).await?;
+        let gate = Gate::default();
+        let context_len = state.messages.len();
+        let stream = agentloop_engine::cancel_waiting(options, state.clone(), self.deps(&gate))
+            .map_err(RuntimeError::Decisions)?
+            .with_checkpoints();
+        self.close_suspended(run).await?;
+        let record = self.create_run_record(chat_id, Some(state)).await?;
+        self.drive(chat, record, gate, context_len, stream, &mut |_| {})
+            .await
+    }
+
+    /// The chat's suspended run and the state it resumes from.
+    async fn suspended_run(&self, chat_id: &str) -> RuntimeResult<Option<(RunRecord, RunState)>> {
         let runs = self.store.list_runs(chat_id).await?;
-        let Some(mut run) = runs
+        let Some(run) = runs
             .into_iter()
             .rev()
             .find(|r| r.status == RunStatus::Suspended)
         else {
-            return Err(RuntimeError::NotSuspended {
-                chat_id: chat_id.to_owned(),
-            });
+            return Ok(None);
         };
-        let corrupt = |message: String| RuntimeError::CorruptRun {
-            run_id: run.id.clone(),
-            message,
-        };
-        let stored: LoopResult = match &run.result {
-            Some(value) => LoopResult::deserialize(value)
-                .map_err(|e| corrupt(format!("the suspended run's result cannot be read: {e}")))?,
-            None => return Err(corrupt("a suspended run without its result".to_owned())),
-        };
-        if let Some(pending) = &run.pending_tool_call {
-            answer.tool_use_id = pending.id.clone();
+        match run.state.clone() {
+            Some(state) => Ok(Some((run, state))),
+            None => Err(RuntimeError::CorruptRun {
+                run_id: run.id,
+                message: "a suspended run without the state it resumes from".to_owned(),
+            }),
         }
-        let message = stored
-            .resume_message(new_id("msg"), answer)
-            .ok_or_else(|| corrupt("the stored result is not suspended".to_owned()))?;
-        self.store.save_message(chat_id, &message).await?;
+    }
+
+    /// Takes the chat's suspended run for one resumer: its lease is taken
+    /// and the record read again, so two resumers never both go on.
+    async fn claim_suspended(&self, chat_id: &str) -> RuntimeResult<(RunRecord, RunState)> {
+        let not_suspended = || RuntimeError::NotSuspended {
+            chat_id: chat_id.to_owned(),
+        };
+        let (run, _) = self
+            .suspended_run(chat_id)
+            .await?
+            .ok_or_else(not_suspended)?;
+        let now = now_millis();
+        if !self
+            .store
+            .acquire_lease(&run.id, &self.owner, now, now + self.lease_ms)
+            .await?
+        {
+            return Err(RuntimeError::RunInProgress {
+                chat_id: chat_id.to_owned(),
+                run_id: run.id,
+            });
+        }
+        let run = self.store.get_run(&run.id).await?;
+        match (run.status, run.state.clone()) {
+            (RunStatus::Suspended, Some(state)) => Ok((run, state)),
+            _ => Err(not_suspended()),
+        }
+    }
+
+    /// The suspended record is done with: its run goes on as a new record.
+    /// (Its lease is kept until it expires, so a late resumer finds it
+    /// taken, then finds it completed.)
+    async fn close_suspended(&self, mut run: RunRecord) -> RuntimeResult<()> {
         run.status = RunStatus::Completed;
         run.updated_at = now_millis();
         self.store.update_run(&run).await?;
-        self.run_history(chat_id, observer).await
+        Ok(())
     }
 
     /// Seed 003's resend: drops every message after `message_id` (a user

@@ -7,7 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use agentloop_types::{ApiKind, LoopOptions, ReasoningEffort, ReasoningSummary, UsageLimits};
+use agentloop_types::{
+    ApiKind, ApprovalPolicies, LoopOptions, ReasoningEffort, ReasoningSummary, UsageLimits,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -75,6 +77,10 @@ pub struct LoopSettings {
     /// Option values per tool; merged per tool, the chat's keys winning.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub tool_options: BTreeMap<String, Map<String, Value>>,
+    /// Approval policies per tool name (`"*"`: every other tool); the
+    /// chat's entries win over the project's, name by name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub approvals: ApprovalPolicies,
 }
 
 /// A project's settings: the defaults of its chats.
@@ -165,6 +171,9 @@ impl LoopSettings {
             for (key, value) in values {
                 entry.insert(key.clone(), value.clone());
             }
+        }
+        for (tool, policy) in &self.approvals {
+            options.approvals.insert(tool.clone(), policy.clone());
         }
     }
 }

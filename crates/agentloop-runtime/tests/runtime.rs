@@ -110,6 +110,14 @@ impl Tool for AskUser {
     }
 }
 
+fn answer(id: &str, text: &str) -> agentloop_types::Decisions {
+    [(
+        id.to_owned(),
+        agentloop_types::Decision::Answer { text: text.into() },
+    )]
+    .into()
+}
+
 #[tokio::test]
 async fn suspended_run_is_stored_and_resumed() {
     for (name, store, _dir) in stores().await {
@@ -141,8 +149,23 @@ async fn suspended_run_is_stored_and_resumed() {
             .unwrap_err();
         assert!(matches!(busy, RuntimeError::Suspended { .. }));
 
+        let pending = runtime.pending(&chat_id).await.unwrap();
+        assert_eq!(pending.len(), 1, "{name}");
+        assert_eq!(pending[0].call.id, "a1");
+        assert!(
+            run.lease_owner.is_none(),
+            "{name}: a waiting run holds no lease"
+        );
+        let wrong = runtime
+            .resume(&chat_id, answer("zz", "blue"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(wrong, RuntimeError::Decisions(_)),
+            "{name}: {wrong:?}"
+        );
         let done = runtime
-            .resume(&chat_id, ToolResultBlock::ok("a1", "blue"))
+            .resume(&chat_id, answer("a1", "blue"))
             .await
             .unwrap();
         assert!(matches!(done.result.status, LoopStatus::Complete { .. }));
@@ -162,15 +185,16 @@ async fn suspended_run_is_stored_and_resumed() {
             RunStatus::Completed
         );
         let err = runtime
-            .resume(&chat_id, ToolResultBlock::ok("a1", "red"))
+            .resume(&chat_id, answer("a1", "red"))
             .await
             .unwrap_err();
         assert!(matches!(err, RuntimeError::NotSuspended { .. }));
+        assert!(runtime.pending(&chat_id).await.unwrap().is_empty());
     }
 }
 
 #[tokio::test]
-async fn resuming_a_run_whose_stored_result_is_unreadable_fails_cleanly() {
+async fn resuming_a_run_whose_stored_state_is_unreadable_fails_cleanly() {
     for (name, store, _dir) in stores().await {
         let provider = ScriptedProvider::new([ScriptedTurn::new()
             .tool_call("a1", "ask", json!({}))
@@ -183,16 +207,16 @@ async fn resuming_a_run_whose_stored_result_is_unreadable_fails_cleanly() {
             .await
             .unwrap();
         let mut run = store.get_run(&first.run_id).await.unwrap();
-        run.result = Some(json!({"not": "a loop result"}));
+        run.state = None;
         store.update_run(&run).await.unwrap();
         let before = store.list_messages(&chat_id).await.unwrap().len();
         let err = runtime
-            .resume(&chat_id, ToolResultBlock::ok("a1", "blue"))
+            .resume(&chat_id, answer("a1", "blue"))
             .await
             .unwrap_err();
         assert!(
             matches!(&err, RuntimeError::CorruptRun { run_id, message }
-                if *run_id == first.run_id && message.contains("cannot be read")),
+                if *run_id == first.run_id && message.contains("without the state")),
             "{name}: {err:?}"
         );
         assert_eq!(

@@ -227,9 +227,12 @@ fn ending(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
             "limit_exceeded",
             format!("the run reached its usage limit ({limit:?})"),
         ),
-        LoopStatus::Suspended { reason, .. } => failed(
+        LoopStatus::Suspended { pending, .. } => failed(
             "suspended",
-            format!("the agent stopped to wait for an answer: {reason}"),
+            format!(
+                "the agent stopped to wait for a person on {} call(s)",
+                pending.len()
+            ),
         ),
     }
 }

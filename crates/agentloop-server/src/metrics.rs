@@ -9,9 +9,9 @@ use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
-    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
-    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+    AgentTurnStartEvent, ApprovalRequestedEvent, FinishedEvent, MessageCreatedEvent,
+    PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
+    TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -311,6 +311,7 @@ impl RunMetrics {
             | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
             | EventKind::AgentReason(AgentReasonEvent { .. })
             | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
+            | EventKind::ApprovalRequested(ApprovalRequestedEvent { .. })
             | EventKind::AgentToolStart(AgentToolStartEvent { .. })
             | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
             | EventKind::AgentObserve(AgentObserveEvent { .. })

@@ -26,6 +26,7 @@ fn context(keep_state: bool) -> ToolContext {
         path: RunPath::root(),
         options,
         cancel: CancellationToken::new(),
+        resume: None,
     }
 }
 

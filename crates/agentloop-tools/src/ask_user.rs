@@ -80,7 +80,7 @@ mod tests {
     fn suspends_with_the_question() {
         let r = AskUserTool.run(json!({"question": "Which colour?", "choices": ["red", "blue"]}));
         assert!(!r.is_error);
-        assert_eq!(r.break_loop, Some(BreakLoop::Suspend));
+        assert_eq!(r.break_loop, Some(BreakLoop::Suspend { child: None }));
         assert_eq!(r.content, "Which colour?\nChoices:\n- red\n- blue");
         assert_eq!(AskUserTool.run(json!({"question": "Why?"})).content, "Why?");
         assert!(AskUserTool.runs_alone());

@@ -34,6 +34,7 @@ fn context(options: Value, chat: &str) -> ToolContext {
         path: Default::default(),
         options: options.as_object().cloned().unwrap_or_default(),
         cancel: CancellationToken::new(),
+        resume: None,
     }
 }
 

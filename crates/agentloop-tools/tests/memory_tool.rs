@@ -367,6 +367,7 @@ async fn runs_through_the_tool_port() {
         path: Default::default(),
         options: Default::default(),
         cancel: Default::default(),
+        resume: None,
     };
     let out: Vec<_> = tool
         .execute(json!({"command": "view", "path": "/memories"}), ctx)

@@ -10,15 +10,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
-use agentloop_engine::{RunDeps, run};
+use agentloop_engine::{RunDeps, decide, run};
 use agentloop_tools::minion::{MemoryMinionChats, MinionTool};
 use agentloop_tools::{AskUserTool, ReturnTool};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    BlockCategory, CancellationToken, ContentBlock, EventKind, LoopEvent, LoopOptions, LoopResult,
-    LoopStatus, Message, ModelProvider, ModelRequest, ModelStream, RenderingContentBlock, RunPath,
-    TokenTotals, Tool, ToolContext, ToolOutput, ToolResult, ToolResultBlock, ToolStream,
-    ToolStreamEvent, single_result,
+    BlockCategory, CancellationToken, ContentBlock, Decision, EventKind, LoopEvent, LoopOptions,
+    LoopResult, LoopStatus, Message, ModelProvider, ModelRequest, ModelStream,
+    RenderingContentBlock, RunPath, TokenTotals, Tool, ToolContext, ToolOutput, ToolResult,
+    ToolResultBlock, ToolStream, ToolStreamEvent, Wait, single_result,
 };
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -155,36 +155,69 @@ async fn child_tokens_roll_up_into_the_parent() {
 }
 
 #[tokio::test]
-async fn a_child_question_suspends_the_parent() {
-    let child = ScriptedProvider::new([ScriptedTurn::new().tool_call(
-        "c1",
-        "ask_user",
-        json!({"question": "Which file?"}),
-    )]);
-    let minion = MinionTool::new(child, vec![Arc::new(AskUserTool)]);
+async fn a_child_question_suspends_the_parent_and_the_answer_resumes_the_child_in_place() {
+    let child = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call("c1", "ask_user", json!({"question": "Which file?"})),
+        ScriptedTurn::new().text("Edited notes.txt."),
+    ]);
+    let minion = || MinionTool::new(child.clone(), vec![Arc::new(AskUserTool)]);
+    let parent = parent_calling(json!({"task": "Edit the file"}));
     let events = run_parent(
-        parent_calling(json!({"task": "Edit the file"})),
-        minion,
+        parent.clone(),
+        minion(),
         LoopOptions::default(),
         CancellationToken::new(),
     )
     .await;
     let result = result_of(&events);
     let LoopStatus::Suspended {
-        pending_tool_call,
-        reason,
-        ..
+        pending,
+        state: Some(state),
     } = &result.status
     else {
         panic!("expected suspended, got {:?}", result.status);
     };
-    assert_eq!(pending_tool_call.name, "minion");
-    assert_eq!(reason, "Which file?");
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].call.id, "c1");
+    assert_eq!(pending[0].path, RunPath::root().child("toolu_1"));
+    assert_eq!(
+        pending[0].wait,
+        Wait::Question {
+            question: "Which file?".into()
+        }
+    );
     let child_finished = events.iter().any(|e| {
         e.path == RunPath::root().child("toolu_1")
             && matches!(&e.kind, EventKind::Finished(FinishedEvent { result }) if result.status.name() == "suspended")
     });
     assert!(child_finished, "the child run ended suspended");
+
+    let answer = Decision::Answer {
+        text: "notes.txt".into(),
+    };
+    let deps = RunDeps::new(parent.clone()).with_tools([Arc::new(minion()) as Arc<dyn Tool>]);
+    let events: Vec<LoopEvent> = decide(
+        LoopOptions::default(),
+        (**state).clone(),
+        [("c1".to_owned(), answer)].into(),
+        deps,
+    )
+    .unwrap()
+    .collect()
+    .await;
+    let done = result_of(&events);
+    assert_eq!(done.final_text().as_deref(), Some("Done."));
+    assert_eq!(minion_result(&done).content, "Edited notes.txt.");
+    // The child went on with its own history: the answer is its call's result.
+    let child_request = &child.requests()[1];
+    let answered: Vec<&str> = child_request
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .map(|r| r.content.as_str())
+        .collect();
+    assert_eq!(answered, ["notes.txt"]);
+    assert_eq!(child.requests().len(), 2, "the child did not start over");
 }
 
 /// A provider whose turns never yield; records when a turn is abandoned.
@@ -455,6 +488,7 @@ fn context(options: Map<String, Value>) -> ToolContext {
         path: RunPath::root(),
         options,
         cancel: CancellationToken::new(),
+        resume: None,
     }
 }
 

@@ -197,7 +197,10 @@ pub enum DecisionError {
 }
 
 /// Checks that `decisions` decide each of `pending` exactly and fit it.
-pub fn check_decisions(pending: &[PendingCall], decisions: &Decisions) -> Result<(), DecisionError> {
+pub fn check_decisions(
+    pending: &[PendingCall],
+    decisions: &Decisions,
+) -> Result<(), DecisionError> {
     if pending.is_empty() {
         return Err(DecisionError::NotWaiting);
     }
@@ -235,9 +238,12 @@ pub fn check_fit(item: &PendingCall, decision: &Decision) -> Result<(), &'static
         (Wait::Question { .. }, Decision::Approve { .. } | Decision::ApproveAlways) => {
             Err("it asks a question: answer it or reject it")
         }
-        (_, Decision::Approve { arguments: Some(args) }) if !args.is_object() => {
-            Err("edited arguments must be a JSON object")
-        }
+        (
+            _,
+            Decision::Approve {
+                arguments: Some(args),
+            },
+        ) if !args.is_object() => Err("edited arguments must be a JSON object"),
         _ => Ok(()),
     }
 }
@@ -279,7 +285,9 @@ mod tests {
         let policy = fs_writes();
         assert_eq!(policy.requires("fs", &json!({"command": "view"})), None);
         assert_eq!(
-            policy.requires("fs", &json!({"command": "create"})).as_deref(),
+            policy
+                .requires("fs", &json!({"command": "create"}))
+                .as_deref(),
             Some("fs calls with command create need approval")
         );
         assert!(policy.requires("fs", &json!({})).is_some());
@@ -302,7 +310,10 @@ mod tests {
         let default = ApprovalPolicy::Always;
         assert_eq!(approval_policy(&policies, "js", &default), &default);
         policies.insert("*".into(), ApprovalPolicy::Never);
-        assert_eq!(approval_policy(&policies, "js", &default), &ApprovalPolicy::Never);
+        assert_eq!(
+            approval_policy(&policies, "js", &default),
+            &ApprovalPolicy::Never
+        );
         policies.insert("js".into(), fs_writes());
         assert_eq!(approval_policy(&policies, "js", &default), &fs_writes());
     }
@@ -326,7 +337,9 @@ mod tests {
                     input: json!({}),
                 },
                 path: RunPath::root(),
-                wait: Wait::Question { question: "?".into() },
+                wait: Wait::Question {
+                    question: "?".into(),
+                },
             },
         ];
         let approve = Decision::Approve { arguments: None };
@@ -336,7 +349,9 @@ mod tests {
         let missing: Decisions = [("a".into(), approve.clone())].into();
         assert_eq!(
             check_decisions(&pending, &missing),
-            Err(DecisionError::Missing { ids: vec!["q".into()] })
+            Err(DecisionError::Missing {
+                ids: vec!["q".into()]
+            })
         );
         let unknown: Decisions = [("zz".into(), approve.clone())].into();
         assert!(matches!(
@@ -349,8 +364,18 @@ mod tests {
             Err(DecisionError::Unfit { .. })
         ));
         let bad_args: Decisions = [
-            ("a".into(), Decision::Approve { arguments: Some(json!([1])) }),
-            ("q".into(), Decision::Reject { reason: String::new() }),
+            (
+                "a".into(),
+                Decision::Approve {
+                    arguments: Some(json!([1])),
+                },
+            ),
+            (
+                "q".into(),
+                Decision::Reject {
+                    reason: String::new(),
+                },
+            ),
         ]
         .into();
         assert!(matches!(

@@ -48,9 +48,10 @@ pub use error::{LoopError, ProviderError, ProviderErrorKind};
 pub use event::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, ApprovalRequestedEvent, ContextCompactedEvent, EventKind, FinishedEvent, LoopEvent,
-    MessageCreatedEvent, PendingToolResultEvent, RunPath, StreamingChunkEvent, StreamingEndEvent,
-    StreamingStartEvent, TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+    AgentTurnStartEvent, ApprovalRequestedEvent, ContextCompactedEvent, EventKind, FinishedEvent,
+    LoopEvent, MessageCreatedEvent, PendingToolResultEvent, RunPath, StreamingChunkEvent,
+    StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent, ToolBlockUpdateEvent,
+    ToolEndEvent, ToolStartEvent,
 };
 pub use history::{HistoryError, close_dangling_calls, validate_history};
 pub use message::{

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::LoopError;
 use crate::approval::PendingCall;
+use crate::error::LoopError;
 use crate::message::{Message, Role};
 use crate::state::RunState;
 use crate::tokens::TokenTotals;

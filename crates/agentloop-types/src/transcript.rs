@@ -1,7 +1,6 @@
 //! A compact, one-line-per-event rendering of runs, for snapshot tests and
 //! terminal logs. Stable and readable; not meant to be parsed.
 
-use crate::{ApprovalRequestedEvent, ContextCompactedEvent, Wait};
 use crate::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -9,6 +8,7 @@ use crate::{
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
+use crate::{ApprovalRequestedEvent, ContextCompactedEvent, Wait};
 use std::fmt::Write;
 
 use crate::event::{EventKind, LoopEvent};

@@ -4,7 +4,7 @@ use agentloop_types::{FinishedEvent, StreamingChunkEvent};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use agentloop_types::{EventKind, LoopError, LoopEvent, LoopResult, LoopStatus, StreamDelta};
+use agentloop_types::{EventKind, LoopError, LoopEvent, LoopResult, LoopStatus, StreamDelta, Wait};
 use futures::Stream;
 
 /// The text a root-run event adds to the answer being streamed, if it is a
@@ -34,7 +34,16 @@ pub struct RunEnded {
 fn describe(status: &LoopStatus) -> String {
     match status {
         LoopStatus::Complete { .. } => "the run completed".to_owned(),
-        LoopStatus::Suspended { reason, .. } => format!("the run is suspended: {reason}"),
+        LoopStatus::Suspended { pending, .. } => {
+            let waits: Vec<String> = pending
+                .iter()
+                .map(|p| match &p.wait {
+                    Wait::Approval { reason } => format!("{} ({reason})", p.call.name),
+                    Wait::Question { question } => format!("{} asks: {question}", p.call.name),
+                })
+                .collect();
+            format!("the run waits for a person: {}", waits.join("; "))
+        }
         LoopStatus::Error { error } => format!("the run failed: {error}"),
         LoopStatus::MaxIterations => "the run reached its max_iterations limit".to_owned(),
         LoopStatus::Cancelled => "the run was cancelled".to_owned(),

@@ -463,7 +463,9 @@ impl Machine {
             }
             (Awaiting::Decisions, Input::Start) => return Err(StepError::AwaitsDecisions),
             (Awaiting::Decisions, Input::Decisions { decisions }) => {
-                return self.check_decisions(decisions).map_err(StepError::Decisions);
+                return self
+                    .check_decisions(decisions)
+                    .map_err(StepError::Decisions);
             }
             (Awaiting::Model, Input::ModelTurn { .. } | Input::ModelFailed { .. })
             | (Awaiting::Tools, Input::ToolsDone { .. })

@@ -15,8 +15,8 @@ use agentloop_types::{
 use serde::{Deserialize, Serialize};
 
 use super::answers::{
-    CANCELLED_NOT_RUN, CANCELLED_RUNNING, CANCELLED_WAITING, NO_RESULT, ToolOutcome, committed_block, exceeded_limit,
-    interrupted, refusal, resolve_options, running_block,
+    CANCELLED_NOT_RUN, CANCELLED_RUNNING, CANCELLED_WAITING, NO_RESULT, ToolOutcome,
+    committed_block, exceeded_limit, interrupted, refusal, resolve_options, running_block,
 };
 use super::compaction::{Compaction, PendingSummary};
 use super::output::OutputRules;

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use agentloop_types::{
-    AttachmentLoader, ChildSuspension, LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, Tool,
-    ToolContext, ToolOutput, ToolResult, ToolStream, ToolStreamEvent,
+    AttachmentLoader, ChildSuspension, LoopOptions, LoopResult, LoopStatus, Message, ModelProvider,
+    Tool, ToolContext, ToolOutput, ToolResult, ToolStream, ToolStreamEvent,
 };
 use futures::StreamExt;
 use serde_json::Value;

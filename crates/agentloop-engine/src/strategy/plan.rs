@@ -11,7 +11,6 @@
 //! and the decisions resume that step in place; a cancelled step ends the
 //! run the same way; a return-tool value completes it.
 
-use agentloop_types::{ApprovalRequestedEvent, ContextCompactedEvent};
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -19,6 +18,7 @@ use agentloop_types::{
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
+use agentloop_types::{ApprovalRequestedEvent, ContextCompactedEvent};
 use std::collections::VecDeque;
 
 use agentloop_types::{

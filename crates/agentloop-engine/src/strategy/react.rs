@@ -26,8 +26,7 @@ use agentloop_types::{
 use std::sync::Arc;
 
 use agentloop_types::{
-    ContentBlock, EventKind, LoopOptions, Message, Passage, Retriever, Role,
-    ToolUseBlock,
+    ContentBlock, EventKind, LoopOptions, Message, Passage, Retriever, Role, ToolUseBlock,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -291,9 +290,7 @@ impl ReactMachine {
             ReactPhase::Starting
             | ReactPhase::Retrieving
             | ReactPhase::Acting(_)
-            | ReactPhase::Asking { .. } => {
-                core.invalid("a model turn outside a model step")
-            }
+            | ReactPhase::Asking { .. } => core.invalid("a model turn outside a model step"),
         }
     }
 

@@ -298,7 +298,10 @@ pub fn guarded(tool: Arc<dyn Tool>, policy: agentloop_types::ApprovalPolicy) -> 
             self.inner.clone().execute(input, context)
         }
     }
-    Arc::new(Guarded { inner: tool, policy })
+    Arc::new(Guarded {
+        inner: tool,
+        policy,
+    })
 }
 
 /// `write {path}` → "wrote {path}", recording every input it ran with.

@@ -52,6 +52,7 @@ pub fn context(cancel: CancellationToken) -> ToolContext {
         path: RunPath::default(),
         options: Default::default(),
         cancel,
+        resume: None,
     }
 }
 

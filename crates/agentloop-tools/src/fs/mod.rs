@@ -7,7 +7,8 @@ mod search;
 use std::sync::Arc;
 
 use agentloop_types::{
-    Tool, ToolContext, ToolOptionSpec, ToolResult, ToolStream, Vfs, single_result,
+    ApprovalPolicy, ArgumentMatch, Tool, ToolContext, ToolOptionSpec, ToolResult, ToolStream, Vfs,
+    single_result,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -223,6 +224,17 @@ impl Tool for FsTool {
 
     fn runs_alone(&self) -> bool {
         true
+    }
+
+    /// Reads run at once; whatever changes files waits for approval.
+    fn approval(&self) -> ApprovalPolicy {
+        ApprovalPolicy::Unless(ArgumentMatch {
+            pointer: "/command".to_owned(),
+            any_of: [FsCommand::View, FsCommand::Glob, FsCommand::Grep]
+                .iter()
+                .map(|c| Value::String(c.as_str().to_owned()))
+                .collect(),
+        })
     }
 
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {

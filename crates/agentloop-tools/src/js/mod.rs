@@ -15,8 +15,8 @@ mod watchdog;
 use std::sync::Arc;
 
 use agentloop_types::{
-    CancellationToken, EntryKind, Tool, ToolContext, ToolOptionSpec, ToolResult, ToolStream, Vfs,
-    single_result,
+    ApprovalPolicy, CancellationToken, EntryKind, Tool, ToolContext, ToolOptionSpec, ToolResult,
+    ToolStream, Vfs, single_result,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -217,6 +217,11 @@ impl Tool for JsTool {
 
     fn input_schema(&self) -> Value {
         input_schema::<JsInput>()
+    }
+
+    /// Code can do anything the sandbox allows: every call is asked.
+    fn approval(&self) -> ApprovalPolicy {
+        ApprovalPolicy::Always
     }
 
     fn options(&self) -> Vec<ToolOptionSpec> {

@@ -75,6 +75,7 @@ impl ChildGroups {
             | EventKind::AgentTurnStart(_)
             | EventKind::AgentReason(_)
             | EventKind::AgentRequestInput(_)
+            | EventKind::ApprovalRequested(_)
             | EventKind::AgentToolStart(_)
             | EventKind::AgentToolComplete(_)
             | EventKind::AgentObserve(_)
@@ -83,6 +84,16 @@ impl ChildGroups {
             | EventKind::ContextCompacted(_)
             | EventKind::Finished(_) => false,
         }
+    }
+
+    /// The groups of a child run resumed in place: what it committed
+    /// before it waited.
+    pub(crate) fn resumed(messages: &[Message]) -> Self {
+        let mut groups = Self::default();
+        for message in messages.iter().filter(|m| m.role != Role::System) {
+            groups.commit(message);
+        }
+        groups
     }
 
     fn commit(&mut self, message: &Message) {

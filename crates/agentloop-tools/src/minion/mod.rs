@@ -15,9 +15,11 @@
 //!   what is shown, so their total cost stays linear in the run's size.
 //!
 //! The result's content is the child's return-tool value or its final text,
-//! and its `rendering_groups` are the last update's. A child that suspends
-//! suspends the parent with the same question; a child that fails, hits a
-//! limit or is cancelled gives an `is_error` result.
+//! and its `rendering_groups` are the last update's. A child that waits for
+//! a person (an approval, a question) suspends the parent with the child's
+//! pending calls and state; once they are decided the call runs again with
+//! `ToolContext::resume` and the child goes on in place. A child that
+//! fails, hits a limit or is cancelled gives an `is_error` result.
 //!
 //! Chat ids: a new minion chat is `minion_<tool_use_id>`. Passing `chat_id`
 //! continues that chat: its history is loaded through the [`MinionChats`]
@@ -39,11 +41,11 @@ use agentloop_types::MessageCreatedEvent;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use agentloop_engine::{RunDeps, RunStream, run};
+use agentloop_engine::{RunDeps, RunStream, decide, run};
 use agentloop_types::{
-    ContentBlock, EventKind, LoopEvent, LoopOptions, LoopResult, LoopStatus, Message,
-    ModelProvider, RenderingBlockGroup, Role, RunPath, Tool, ToolContext, ToolOptionSpec,
-    ToolOutput, ToolResult, ToolResultBlock, ToolStream, ToolStreamEvent,
+    ChildResume, ChildSuspension, ContentBlock, EventKind, LoopEvent, LoopOptions, LoopResult,
+    LoopStatus, Message, ModelProvider, RenderingBlockGroup, Role, RunPath, Tool, ToolContext,
+    ToolOptionSpec, ToolOutput, ToolResult, ToolResultBlock, ToolStream, ToolStreamEvent,
 };
 use futures::StreamExt;
 use schemars::JsonSchema;
@@ -207,6 +209,9 @@ impl MinionTool {
             .unwrap_or_default()
             .to_owned();
         let tools = self.child_tools(&enabled)?;
+        if let Some(resume) = context.resume.clone() {
+            return self.resume(&input, &context, tools, resume);
+        }
         let (chat_id, run_id, history) = match &input.chat_id {
             None => {
                 let chat_id = format!("minion_{}", context.tool_use_id);
@@ -253,6 +258,43 @@ impl MinionTool {
             child: Some(run(options, messages, deps)),
             queue,
             groups: ChildGroups::default(),
+            info,
+            result: None,
+            finished: false,
+        })
+    }
+}
+
+impl MinionTool {
+    /// Goes on with a child run that waited for a person, in place.
+    fn resume(
+        &self,
+        input: &MinionInput,
+        context: &ToolContext,
+        tools: Vec<Arc<dyn Tool>>,
+        resume: ChildResume,
+    ) -> Result<Runner, ToolResult> {
+        let chat_id = input
+            .chat_id
+            .clone()
+            .unwrap_or_else(|| format!("minion_{}", context.tool_use_id));
+        let options = self.child_options(context, &chat_id);
+        let deps = RunDeps::new(Arc::clone(&self.provider))
+            .with_tools(tools)
+            .with_cancel(context.cancel.child_token())
+            .with_run_id(resume.state.run_id.clone());
+        let groups = ChildGroups::resumed(&resume.state.messages);
+        let child = decide(options, resume.state, resume.decisions, deps)
+            .map_err(|e| ToolResult::error(format!("Minion cannot resume: {e}")))?;
+        let info = info_group(&input.task, &chat_id);
+        let mut shown = vec![info.clone()];
+        shown.extend(groups.snapshot());
+        Ok(Runner {
+            child: Some(child),
+            queue: VecDeque::from([ToolOutput::Event(ToolStreamEvent::GroupsUpdate {
+                groups: shown,
+            })]),
+            groups,
             info,
             result: None,
             finished: false,
@@ -364,7 +406,19 @@ fn outcome(result: LoopResult) -> ToolResult {
         LoopStatus::Complete {
             return_value: None, ..
         } => ToolResult::ok(text),
-        LoopStatus::Suspended { reason, .. } => ToolResult::suspend(reason),
+        LoopStatus::Suspended {
+            pending,
+            state: Some(state),
+        } => ToolResult::child_suspended(
+            "The minion waits for the user.",
+            ChildSuspension {
+                pending,
+                state: *state,
+            },
+        ),
+        LoopStatus::Suspended { state: None, .. } => {
+            ToolResult::error("Minion failed: it suspended without its state")
+        }
         LoopStatus::Error { error } => ToolResult::error(format!("Minion failed: {error}")),
         LoopStatus::MaxIterations => ToolResult::error(format!(
             "Minion stopped at its iteration limit before finishing. Its last text: {text}"

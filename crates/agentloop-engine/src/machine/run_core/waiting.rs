@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 
 use agentloop_types::{
-    ApprovalPolicy, ApprovalRequestedEvent, BreakLoop, ChildResume, Decision, Decisions,
-    EventKind, FinishedEvent, LoopResult, LoopStatus, PendingCall, RunPath, RunPhase,
-    TokenTotals, ToolResult, ToolUseBlock, Wait, approval_policy,
+    ApprovalPolicy, ApprovalRequestedEvent, BreakLoop, ChildResume, Decision, Decisions, EventKind,
+    FinishedEvent, LoopResult, LoopStatus, PendingCall, RunPath, RunPhase, TokenTotals, ToolResult,
+    ToolUseBlock, Wait, approval_policy,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -46,20 +46,32 @@ pub(crate) struct Waiting {
 impl Waiting {
     fn has(&self, id: &str) -> bool {
         self.done.iter().any(|(done, _)| done == id)
-            || self.pending.iter().any(|p| p.path.is_root() && p.call.id == id)
-            || self.children.get(id).is_some_and(|c| c.decisions.is_empty())
+            || self
+                .pending
+                .iter()
+                .any(|p| p.path.is_root() && p.call.id == id)
+            || self
+                .children
+                .get(id)
+                .is_some_and(|c| c.decisions.is_empty())
     }
 
     /// The result a call already has.
     pub(crate) fn result(&self, id: &str) -> Option<&ToolResult> {
-        self.done.iter().find(|(done, _)| done == id).map(|(_, r)| r)
+        self.done
+            .iter()
+            .find(|(done, _)| done == id)
+            .map(|(_, r)| r)
     }
 
     /// Whether the call waits for a person, itself or inside its child run.
     pub(crate) fn waits(&self, id: &str) -> bool {
-        self.pending
-            .iter()
-            .any(|p| p.path.0.first().map_or(p.call.id == id, |first| first == id))
+        self.pending.iter().any(|p| {
+            p.path
+                .0
+                .first()
+                .map_or(p.call.id == id, |first| first == id)
+        })
     }
 }
 
@@ -330,4 +342,3 @@ impl RunCore {
         self.plan_step(env, &calls)
     }
 }
-
