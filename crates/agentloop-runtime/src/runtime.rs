@@ -196,6 +196,15 @@ impl ChatRuntime {
     /// Cancels the chat's suspended run: every call it waits on is answered
     /// as cancelled and the run is stored `cancelled`.
     pub async fn cancel_suspended(&self, chat_id: &str) -> RuntimeResult<RunOutcome> {
+        self.cancel_suspended_with(chat_id, &mut |_| {}).await
+    }
+
+    /// [`cancel_suspended`](Self::cancel_suspended) with an event observer.
+    pub async fn cancel_suspended_with(
+        &self,
+        chat_id: &str,
+        observer: EventObserver<'_>,
+    ) -> RuntimeResult<RunOutcome> {
         let chat = self.store.get_chat(chat_id).await?;
         let options = self.loop_options(&chat).await?;
         let (run, state) = self.claim_suspended(chat_id).await?;
@@ -206,7 +215,7 @@ impl ChatRuntime {
             .with_checkpoints();
         self.close_suspended(run).await?;
         let record = self.create_run_record(chat_id, Some(state)).await?;
-        self.drive(chat, record, gate, context_len, stream, &mut |_| {})
+        self.drive(chat, record, gate, context_len, stream, observer)
             .await
     }
 

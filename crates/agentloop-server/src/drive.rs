@@ -79,6 +79,12 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         .chat_id
         .unwrap_or_default();
     let logged = scan_log(store, run_id).await?;
+    let decisions = store
+        .list_agent_run_decisions(run_id)
+        .await?
+        .into_iter()
+        .map(|d| (d.call_id, d.decision))
+        .collect();
     let workflow_called = Arc::new(AtomicBool::new(false));
     let outcome = match logged.1 {
         Some(result) => Outcome::Finished(result),
@@ -123,6 +129,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                             crate::runner::run_model(&state.config, &ctx),
                         ),
                     }),
+                    decisions,
                 };
                 let outcome = state.executor.execute(job).await;
                 done.cancel();
@@ -139,6 +146,36 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                 store.release_lease(run_id, &lease.owner).await?;
             }
             return Ok(());
+        }
+        Outcome::Waiting(pending) => {
+            return wait(
+                state,
+                &ctx,
+                &run,
+                &lease,
+                &conversation_id,
+                &pending,
+                false,
+                None,
+            )
+            .await;
+        }
+        Outcome::Finished(result) if matches!(result.status, LoopStatus::Suspended { .. }) => {
+            let LoopStatus::Suspended { pending, .. } = &result.status else {
+                return Ok(());
+            };
+            let value = serde_json::to_value(&*result).ok();
+            return wait(
+                state,
+                &ctx,
+                &run,
+                &lease,
+                &conversation_id,
+                pending,
+                true,
+                value,
+            )
+            .await;
         }
         Outcome::Finished(result) => {
             let (wanted, reason) = ending(&result.status);
@@ -227,6 +264,7 @@ fn ending(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
             "limit_exceeded",
             format!("the run reached its usage limit ({limit:?})"),
         ),
+        // Handled before: a suspended run waits (see `wait`).
         LoopStatus::Suspended { pending, .. } => failed(
             "suspended",
             format!(
@@ -235,6 +273,35 @@ fn ending(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
             ),
         ),
     }
+}
+
+/// Ends an execution whose run waits for a person: the run is switched to
+/// `waiting` (see [`crate::waiting`]), its lease released, its owner told.
+#[allow(clippy::too_many_arguments)]
+async fn wait(
+    state: &AppState,
+    ctx: &TaskContext,
+    run: &agentloop_storage::model::AgentRun,
+    lease: &Lease,
+    conversation_id: &str,
+    pending: &[agentloop_types::PendingCall],
+    fresh: bool,
+    result: Option<serde_json::Value>,
+) -> StorageResult<()> {
+    if lease.renew().await.is_err() {
+        return Ok(());
+    }
+    let status = crate::waiting::start_waiting(state, ctx, run, pending, fresh, result).await?;
+    state.store.release_lease(&run.id, &lease.owner).await?;
+    state.notify(
+        &ctx.owner,
+        json!({ "type": "streaming-ended", "taskId": ctx.task.id,
+                "agentRunId": run.id, "conversationId": conversation_id }),
+    );
+    if status != AgentRunStatus::Waiting {
+        state.notify_run_status(&ctx.owner, run, status);
+    }
+    Ok(())
 }
 
 /// Starts the next agent of the chain unless the workflow is complete.
@@ -314,8 +381,9 @@ async fn log_answered(state: &AppState, run_id: &str, chat_id: &str) -> StorageR
 }
 
 /// The highest stored event seq and, if the log already holds it, the
-/// run's result.
-async fn scan_log(
+/// run's final result (a suspended result is not final: the run goes on
+/// after its decisions, and its log with it).
+pub(crate) async fn scan_log(
     store: &dyn Store,
     run_id: &str,
 ) -> StorageResult<(Option<u64>, Option<Box<LoopResult>>)> {
@@ -327,7 +395,8 @@ async fn scan_log(
         for event in &events {
             if let EventKind::Finished(FinishedEvent { result: r }) = &event.kind {
                 if event.path.is_root() {
-                    result = Some(Box::new(r.clone()));
+                    result = (!matches!(r.status, LoopStatus::Suspended { .. }))
+                        .then(|| Box::new(r.clone()));
                 }
             }
         }
@@ -341,7 +410,8 @@ async fn scan_log(
     }
 }
 
-fn tools(
+/// The tools an agent run is offered (the project's MCP servers' aside).
+pub(crate) fn tools(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,

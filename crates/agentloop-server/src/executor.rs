@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use agentloop_runtime::{ChatRuntime, RuntimeError};
 use agentloop_storage::Store;
-use agentloop_types::{CancellationToken, LoopEvent, LoopResult, ModelProvider, Tool};
+use agentloop_types::{
+    CancellationToken, Decisions, LoopEvent, LoopResult, ModelProvider, PendingCall, Tool,
+};
 use async_trait::async_trait;
 
 /// Why a sink refused an event: the run must stop without finishing.
@@ -57,6 +59,10 @@ pub struct AgentJob {
     pub stop: CancellationToken,
     /// Where events go.
     pub sink: Arc<dyn RunSink>,
+    /// The decisions recorded for the run. When its chat waits for a
+    /// person and these decide every pending call, the run resumes with
+    /// them; when they do not, it goes on waiting.
+    pub decisions: Decisions,
 }
 
 /// How an execution ended.
@@ -66,6 +72,9 @@ pub enum Outcome {
     Finished(Box<LoopResult>),
     /// The chat already ends with a final answer: nothing to run.
     AlreadyAnswered,
+    /// The chat waits for a person on these calls and the recorded
+    /// decisions do not decide them all: nothing to run yet.
+    Waiting(Vec<PendingCall>),
     /// Another worker still holds a live lease on the chat's run; try later.
     Busy,
     /// The execution was stopped (shutdown or lost lease) before it ended.
@@ -81,7 +90,9 @@ pub trait AgentExecutor: Send + Sync {
     async fn execute(&self, job: AgentJob) -> Outcome;
 }
 
-/// An [`AgentExecutor`] over [`ChatRuntime::continue_chat`].
+/// An [`AgentExecutor`] over [`ChatRuntime::continue_chat`], or
+/// [`ChatRuntime::resume_with`] when the chat waits for a person and the
+/// job's decisions decide every pending call.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RuntimeExecutor;
 
@@ -94,13 +105,31 @@ impl AgentExecutor for RuntimeExecutor {
             .with_cancel(job.cancel);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LoopEvent>();
         let chat_id = job.chat_id;
+        let job_decisions = job.decisions;
         // The run goes on in its own task, so storing an event here never
         // waits on a transaction the run holds open.
         let run = tokio::spawn(async move {
             let mut observer = move |event: &LoopEvent| {
                 let _ = tx.send(event.clone());
             };
-            runtime.continue_chat(&chat_id, &mut observer).await
+            let pending = runtime.pending(&chat_id).await?;
+            if pending.is_empty() {
+                return runtime
+                    .continue_chat(&chat_id, &mut observer)
+                    .await
+                    .map(Ran::from);
+            }
+            let decided: Decisions = job_decisions
+                .into_iter()
+                .filter(|(id, _)| pending.iter().any(|p| &p.call.id == id))
+                .collect();
+            if decided.len() < pending.len() {
+                return Ok(Ran::Waiting(pending));
+            }
+            runtime
+                .resume_with(&chat_id, decided, &mut observer)
+                .await
+                .map(|outcome| Ran::from(Some(outcome)))
         });
         let abort = run.abort_handle();
         let mut seq = job.first_seq;
@@ -126,11 +155,28 @@ impl AgentExecutor for RuntimeExecutor {
         }
         let ended = run.await.ok();
         match ended {
-            Some(Ok(Some(outcome))) => Outcome::Finished(Box::new(outcome.result)),
-            Some(Ok(None)) => Outcome::AlreadyAnswered,
+            Some(Ok(Ran::Finished(result))) => Outcome::Finished(result),
+            Some(Ok(Ran::AlreadyAnswered)) => Outcome::AlreadyAnswered,
+            Some(Ok(Ran::Waiting(pending))) => Outcome::Waiting(pending),
             Some(Err(RuntimeError::RunInProgress { .. })) => Outcome::Busy,
             Some(Err(e)) => Outcome::Failed(e.to_string()),
             None => Outcome::Stopped,
+        }
+    }
+}
+
+/// What the runtime did with a job.
+enum Ran {
+    Finished(Box<LoopResult>),
+    AlreadyAnswered,
+    Waiting(Vec<PendingCall>),
+}
+
+impl From<Option<agentloop_runtime::RunOutcome>> for Ran {
+    fn from(outcome: Option<agentloop_runtime::RunOutcome>) -> Self {
+        match outcome {
+            Some(outcome) => Self::Finished(Box::new(outcome.result)),
+            None => Self::AlreadyAnswered,
         }
     }
 }

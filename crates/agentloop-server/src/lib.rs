@@ -12,6 +12,8 @@
 //! - [`executor`]: the [`AgentExecutor`] port and [`RuntimeExecutor`],
 //!   which runs the loop through `agentloop-runtime` (messages are stored
 //!   as they come); [`sink`] appends each run's events to its log.
+//! - [`waiting`]: runs waiting for a person (approvals, answers): the
+//!   decisions people send, resuming, closing what a stopped run waits on.
 //! - [`users`]: users and token hashes; [`config`]: provider, prompts,
 //!   leases and limits.
 //!
@@ -50,6 +52,7 @@ pub mod sink;
 pub mod state;
 pub mod tool;
 pub mod users;
+pub mod waiting;
 
 pub use config::{AgentPrompts, ServerConfig};
 pub use error::{ApiError, ServerError};

@@ -109,6 +109,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
                         "description": "The project's folder. Relative paths are taken inside the server's projects folder; absolute ones must lie inside it. Refused (400, nothing created): `..` components, symbolic links anywhere below the projects folder, a path through a file, the projects folder itself. Refused (409): a folder equal to, inside, or around another project's folder, or one a deleted project of another user left behind."
                     },
                     "model": {"type": ["string", "null"], "pattern": "\\S"},
+                    "approvals": approvals_schema(),
                     "mcpServers": if allow_project_mcp {
                         json!({
                             "type": ["object", "null"],
@@ -222,7 +223,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
             )),
             extra: vec![(
                 "409",
-                "An agent is already running for this task",
+                "An agent is already running for this task, or waiting for a decision (`runningAgent` names it)",
                 object(
                     json!({"error": {"type": "string"}, "runningAgent": {"oneOf": [schema_ref("AgentRun"), {"type": "null"}]}}),
                     &["error", "runningAgent"],
@@ -243,6 +244,46 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
         ),
         op(
             "get",
+            "/api/agent-runs/{runId}/pending",
+            "What the run waits for: the calls that need a person's approval and the questions it asked (empty unless the run is `waiting`), each with the decision recorded so far",
+            (
+                "200",
+                "The run and its pending calls",
+                Some(object(
+                    json!({"agent_run": schema_ref("AgentRun"), "pending": array_of("PendingCall")}),
+                    &["agent_run", "pending"],
+                )),
+            ),
+        ),
+        Operation {
+            body: Some(object(
+                json!({"decisions": {"type": "array", "minItems": 1, "items": {"allOf": [schema_ref("Decision"), {"required": ["call_id"]}]}}}),
+                &["decisions"],
+            )),
+            extra: vec![(
+                "409",
+                "The run is not waiting (`agentRun` says what it is), or a call was already decided",
+                object(
+                    json!({"error": {"type": "string"}, "agentRun": schema_ref("AgentRun")}),
+                    &["error"],
+                ),
+            )],
+            ..op(
+                "post",
+                "/api/agent-runs/{runId}/decisions",
+                "Decide calls a waiting run waits on. Decisions may come one call at a time; each call is decided once. A call the run does not wait on, or a decision that does not fit the call (an answer to an approval, an approval of a question), is a 400 and nothing is recorded. Once every pending call is decided the run resumes as the same agent run (`resumed: true`, status `running`): approved calls run, rejected ones give the model an error result with the reason, answers become the question's result; when it completes the chain goes on.",
+                (
+                    "200",
+                    "The run and its pending calls with their decisions",
+                    Some(object(
+                        json!({"agent_run": schema_ref("AgentRun"), "pending": array_of("PendingCall"), "resumed": {"type": "boolean"}}),
+                        &["agent_run", "pending", "resumed"],
+                    )),
+                ),
+            )
+        },
+        op(
+            "get",
             "/api/agent-runs/{runId}/messages",
             "The run's stored messages",
             (
@@ -256,7 +297,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
             ..op(
                 "get",
                 "/api/agent-runs/{runId}/events",
-                "The run's events as `text/event-stream` (`id:` is the event's seq; send `Last-Event-ID` to resume after it). The stream closes after the run's terminal `finished` event.",
+                "The run's events as `text/event-stream` (`id:` is the event's seq; send `Last-Event-ID` to resume after it). The stream closes after the run's terminal `finished` event, or when the run starts waiting for a person (its `finished` event then has status `suspended`); once decisions resume it, the log goes on after that event, so reconnecting with `Last-Event-ID` shows the rest.",
                 ("200", "The event stream", None),
             )
         },
@@ -272,7 +313,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
             ..op(
                 "post",
                 "/api/agent-runs/{runId}/cancel",
-                "Cancel a running agent run: its model request and tools stop at once, it ends `cancelled`, and the chain stops.",
+                "Cancel a running or waiting agent run: its model request and tools stop at once (a waiting run's pending calls are each answered as cancelled), it ends `cancelled`, and the chain stops.",
                 (
                     "200",
                     "The agent run, now cancelled",
@@ -291,11 +332,28 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
             ..op(
                 "get",
                 "/api/ws",
-                "WebSocket of the caller's notices (`streaming-started`, `streaming-ended`, `agent-run-status`) as JSON text messages",
+                "WebSocket of the caller's notices (`streaming-started`, `streaming-ended`, `agent-run-status`, and `agent-run-waiting` with `taskId`, `agentRunId`, `agentType` and `pending` when a run starts waiting for a person) as JSON text messages",
                 ("101", "Switching protocols", None),
             )
         },
     ]
+}
+
+/// The `approvals` setting of a project: a policy per tool name.
+fn approvals_schema() -> Value {
+    let argument_match = object(
+        json!({"pointer": {"type": "string"}, "any_of": {"type": "array"}}),
+        &["pointer", "any_of"],
+    );
+    json!({
+        "type": ["object", "null"],
+        "description": "Which tool calls of the project's runs wait for a person's approval, by tool name (`*`: every tool without an entry). A policy is `never`, `always`, `{\"when\": {\"pointer\": \"/command\", \"any_of\": [...]}}` (calls whose argument matches wait) or `{\"unless\": ...}` (calls whose argument does not match wait). Tools without an entry keep their own default: the fs tool's writes and every js call wait.",
+        "additionalProperties": {"oneOf": [
+            {"enum": ["never", "always"]},
+            object(json!({"when": argument_match}), &["when"]),
+            object(json!({"unless": argument_match}), &["unless"]),
+        ]}
+    })
 }
 
 fn schemas() -> Value {
@@ -311,8 +369,9 @@ fn schemas() -> Value {
         "Project": object(json!({
             "id": {"type": "string"}, "name": {"type": "string"},
             "repo_folder": {"type": ["string", "null"]}, "model": {"type": ["string", "null"]},
+            "approvals": {"type": "object", "description": "The project's approval policies by tool name (see `approvals` of the create body)"},
             "created_at": timestamp, "updated_at": timestamp
-        }), &["id", "name", "repo_folder", "model", "created_at", "updated_at"]),
+        }), &["id", "name", "repo_folder", "model", "approvals", "created_at", "updated_at"]),
         "Task": object(json!({
             "id": {"type": "string"}, "project_id": {"type": "string"}, "title": {"type": "string"},
             "workflow_complete": {"type": "boolean"}, "document_path": {"type": "string"},
@@ -322,13 +381,33 @@ fn schemas() -> Value {
         "AgentRun": object(json!({
             "id": {"type": "string"}, "task_id": {"type": "string"},
             "agent_type": {"enum": AGENT_TYPES},
-            "status": {"enum": ["running", "completed", "failed", "cancelled"]},
+            "status": {"description": "`waiting`: the run waits for a person (approvals or answers, see `pending`); it holds its task's one active slot until decided or cancelled", "enum": ["running", "waiting", "completed", "failed", "cancelled"]},
             "conversation_id": {"type": ["string", "null"]},
             "created_at": timestamp, "completed_at": nullable_timestamp,
             "error": {"description": "Why a failed run failed", "oneOf": [reason, {"type": "null"}]},
             "stopped_by": {"description": "Who stopped a cancelled run", "enum": ["cancel", "workflow_complete", null]},
-            "stop_message": {"type": ["string", "null"]}
+            "stop_message": {"type": ["string", "null"]},
+            "pending": {"description": "What a waiting run waits for (only when `waiting`)", "type": "array", "items": schema_ref("PendingCall")}
         }), &["id", "task_id", "agent_type", "status", "conversation_id", "created_at", "completed_at", "error", "stopped_by", "stop_message"]),
+        "PendingCall": object(json!({
+            "call_id": {"type": "string"},
+            "tool": {"type": "string"},
+            "arguments": {"description": "The call's arguments as the model made them"},
+            "kind": {"enum": ["approval", "question"]},
+            "reason": {"type": "string", "description": "Why an approval is needed (kind `approval`)"},
+            "question": {"type": "string", "description": "What the agent asks (kind `question`)"},
+            "path": {"type": "array", "items": {"type": "string"}, "description": "Tool-call ids leading to the nested run (a minion's, a skill's) that made the call; empty for the run's own calls"},
+            "decision": {"description": "The decision recorded so far, or null", "oneOf": [schema_ref("Decision"), {"type": "null"}]}
+        }), &["call_id", "tool", "arguments", "kind", "path", "decision"]),
+        "Decision": {
+            "description": "A decision on one pending call (`call_id` in a request; left out where a call's recorded decision is shown). `approve` (optionally with edited `arguments`, a JSON object), `approve_always` (this call and every later call of the same tool in this run), `reject` (with a `reason` the model reads; a default one when left out), `answer` (a question's answer `text`).",
+            "oneOf": [
+                object(json!({"call_id": {"type": "string"}, "decision": {"const": "approve"}, "arguments": {"type": ["object", "null"]}}), &["decision"]),
+                object(json!({"call_id": {"type": "string"}, "decision": {"const": "approve_always"}}), &["decision"]),
+                object(json!({"call_id": {"type": "string"}, "decision": {"const": "reject"}, "reason": {"type": ["string", "null"]}}), &["decision"]),
+                object(json!({"call_id": {"type": "string"}, "decision": {"const": "answer"}, "text": {"type": "string"}}), &["decision", "text"]),
+            ]
+        },
     })
 }
 

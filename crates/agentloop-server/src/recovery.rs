@@ -47,7 +47,7 @@ pub async fn resume_chains(state: &AppState) -> Result<usize, StorageError> {
                 continue;
             }
             let runs = store.list_agent_runs(&task.id).await?;
-            if runs.iter().any(|r| r.status == AgentRunStatus::Running) {
+            if runs.iter().any(|r| r.status.is_active()) {
                 continue;
             }
             let Some(last) = runs.last() else { continue };

@@ -62,9 +62,9 @@ pub async fn load_task_context(store: &dyn Store, task_id: &str) -> StorageResul
 /// Why an agent run could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// The task already has a running agent run (the one given, if it is
-    /// still running when read back).
-    #[error("an agent is already running for this task")]
+    /// The task already has a running or waiting agent run (the one
+    /// given, if it is still active when read back).
+    #[error("an agent is already running or waiting for this task")]
     Conflict(Option<Box<AgentRun>>),
     /// The store failed.
     #[error(transparent)]
@@ -75,6 +75,7 @@ pub enum StartError {
 pub fn record_status(status: AgentRunStatus) -> RunStatus {
     match status {
         AgentRunStatus::Running => RunStatus::Running,
+        AgentRunStatus::Waiting => RunStatus::Suspended,
         AgentRunStatus::Completed => RunStatus::Completed,
         AgentRunStatus::Failed => RunStatus::Failed,
         AgentRunStatus::Cancelled => RunStatus::Cancelled,

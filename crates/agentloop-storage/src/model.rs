@@ -260,8 +260,12 @@ impl AgentType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentRunStatus {
-    /// Running; at most one per task.
+    /// Running; at most one running or waiting per task.
     Running,
+    /// Stopped to wait for a person: approvals of calls or answers to
+    /// questions. It holds no lease and nothing executes it; decisions
+    /// resume it. It keeps its task's one active slot.
+    Waiting,
     /// Its loop completed.
     Completed,
     /// Failed; the chain stops. [`AgentRun::end_reason`] says why.
@@ -277,16 +281,24 @@ impl AgentRunStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Running => "running",
+            Self::Waiting => "waiting",
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
         }
     }
 
+    /// Running or waiting: the run has not ended and holds its task's
+    /// one active slot.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Running | Self::Waiting)
+    }
+
     /// Parses a stored name.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "running" => Self::Running,
+            "waiting" => Self::Waiting,
             "completed" => Self::Completed,
             "failed" => Self::Failed,
             "cancelled" => Self::Cancelled,
@@ -315,6 +327,19 @@ pub struct AgentRun {
     /// Why a failed or cancelled run ended.
     #[serde(default)]
     pub end_reason: Option<EndReason>,
+}
+
+/// A person's decision on one call a waiting agent run waits on. Decisions
+/// may arrive one at a time; they are kept until the run resumes with all
+/// of them, so a restart in between loses none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRunDecision {
+    /// The call's id.
+    pub call_id: String,
+    /// What was decided.
+    pub decision: agentloop_types::Decision,
+    /// When (Unix ms).
+    pub decided_at: i64,
 }
 
 /// Why an agent run ended other than by completing.

@@ -33,6 +33,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0001_init.sql"),
             include_str!("../migrations/postgres/0002_users.sql"),
             include_str!("../migrations/postgres/0003_folders_and_end_reasons.sql"),
+            include_str!("../migrations/postgres/0004_waiting_agent_runs.sql"),
         ])
         .run(&pool)
         .await

@@ -78,6 +78,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0001_init.sql"),
             include_str!("../migrations/sqlite/0002_users.sql"),
             include_str!("../migrations/sqlite/0003_folders_and_end_reasons.sql"),
+            include_str!("../migrations/sqlite/0004_waiting_agent_runs.sql"),
         ])
         .run(&pool)
         .await

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use crate::error::StorageResult;
 use crate::model::{
-    AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Chat, Checkpoint, Conversation,
-    EndReason, FileRecord, Project, RunRecord, StoredMessage, Task, User, UserToken,
+    AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AttachmentMeta, Chat, Checkpoint,
+    Conversation, EndReason, FileRecord, Project, RunRecord, StoredMessage, Task, User, UserToken,
 };
 
 /// Projects. Deleting a project deletes everything it owns.
@@ -181,7 +181,7 @@ pub trait TaskStore: Send + Sync {
     /// A project's tasks, oldest first.
     async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>>;
     /// Sets `workflow_complete`. Setting it to true also ends every running
-    /// agent run of the task (the recovery path) as `cancelled` with the
+    /// or waiting agent run of the task (the recovery path) as `cancelled` with the
     /// reason [`EndReason::workflow_complete`]; those are returned.
     async fn set_workflow_complete(
         &self,
@@ -190,14 +190,14 @@ pub trait TaskStore: Send + Sync {
         now: i64,
     ) -> StorageResult<Vec<AgentRun>>;
     /// Creates an agent run. A running one fails with
-    /// `ActiveAgentRunExists` when the task already has one running; the
-    /// database enforces this.
+    /// `ActiveAgentRunExists` when the task already has one running or
+    /// waiting; the database enforces this.
     async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()>;
     /// Reads an agent run.
     async fn get_agent_run(&self, id: &str) -> StorageResult<AgentRun>;
     /// A task's agent runs, oldest first.
     async fn list_agent_runs(&self, task_id: &str) -> StorageResult<Vec<AgentRun>>;
-    /// The task's running agent run, if any.
+    /// The task's running or waiting agent run, if any.
     async fn active_agent_run(&self, task_id: &str) -> StorageResult<Option<AgentRun>>;
     /// Every running agent run, of all tasks, oldest first (for recovery
     /// when a server starts).
@@ -210,9 +210,9 @@ pub trait TaskStore: Send + Sync {
         completed_at: Option<i64>,
     ) -> StorageResult<()>;
     /// Ends an agent run with `status` at `completed_at` if it is still
-    /// running, in one conditional update, so a run cancelled or
+    /// running or waiting, in one conditional update, so a run cancelled or
     /// force-completed meanwhile keeps that status and reason. Returns
-    /// whether it did; `status` must not be `running`.
+    /// whether it did; `status` must not be `running` or `waiting`.
     async fn finish_agent_run(
         &self,
         id: &str,
@@ -220,6 +220,28 @@ pub trait TaskStore: Send + Sync {
         completed_at: i64,
         reason: Option<&EndReason>,
     ) -> StorageResult<bool>;
+    /// Moves an agent run from `from` to `to` if it is in `from`, in one
+    /// conditional update (`running` ⇄ `waiting`); returns whether it did.
+    async fn switch_agent_run(
+        &self,
+        id: &str,
+        from: AgentRunStatus,
+        to: AgentRunStatus,
+    ) -> StorageResult<bool>;
+    /// Records a decision on a call a waiting agent run waits on; `false`
+    /// (and nothing stored) when that call already has one.
+    async fn add_agent_run_decision(
+        &self,
+        agent_run_id: &str,
+        decision: &AgentRunDecision,
+    ) -> StorageResult<bool>;
+    /// An agent run's recorded decisions, in the order they were made.
+    async fn list_agent_run_decisions(
+        &self,
+        agent_run_id: &str,
+    ) -> StorageResult<Vec<AgentRunDecision>>;
+    /// Forgets an agent run's decisions (they were used).
+    async fn clear_agent_run_decisions(&self, agent_run_id: &str) -> StorageResult<()>;
     /// Links an agent run to its conversation.
     async fn link_conversation(
         &self,

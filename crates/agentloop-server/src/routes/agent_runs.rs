@@ -1,4 +1,5 @@
-//! Agent runs: start one (seed 004's POST), list, read, cancel.
+//! Agent runs: start one (seed 004's POST), list, read, cancel; what a
+//! waiting run waits for and the decisions that resume it.
 
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, EndReason, now_millis};
@@ -13,6 +14,7 @@ use crate::error::ApiError;
 use crate::runner::{StartError, TaskContext, start_agent_run};
 use crate::state::AppState;
 use crate::users::User;
+use crate::waiting;
 
 const INVALID_TYPE: &str =
     "Invalid agent type. Must be one of: planification, implementation, review";
@@ -58,7 +60,14 @@ pub(super) async fn create(
         Err(StartError::Conflict(active)) => Err(ApiError {
             status: StatusCode::CONFLICT,
             body: json!({
-                "error": "An agent is already running for this task",
+                "error": match active.as_deref() {
+                    Some(run) if run.status == AgentRunStatus::Waiting => format!(
+                        "An agent of this task is waiting for a decision (agent run {}): \
+                         decide its pending calls or cancel it first",
+                        run.id
+                    ),
+                    _ => "An agent is already running for this task".to_owned(),
+                },
                 "runningAgent": active.as_deref().map(agent_run_json),
             }),
         }),
@@ -73,7 +82,64 @@ pub(super) async fn list(
 ) -> Result<Json<Vec<Value>>, ApiError> {
     let ctx = owned_task(&state, &user, &task_id).await?;
     let runs = state.store.list_agent_runs(&ctx.task.id).await?;
-    Ok(Json(runs.iter().map(agent_run_json).collect()))
+    let mut listed = Vec::with_capacity(runs.len());
+    for run in &runs {
+        listed.push(agent_run_view(&state, run).await?);
+    }
+    Ok(Json(listed))
+}
+
+/// An agent run as the API shows it, with `pending` (what it waits for,
+/// see [`waiting::pending_json`]) when it is waiting.
+pub async fn agent_run_view(state: &AppState, run: &AgentRun) -> Result<Value, ApiError> {
+    let mut value = agent_run_json(run);
+    if run.status == AgentRunStatus::Waiting {
+        value["pending"] = pending_list(state, run).await?;
+    }
+    Ok(value)
+}
+
+async fn pending_list(state: &AppState, run: &AgentRun) -> Result<Value, ApiError> {
+    let pending = waiting::pending_of(state, run).await?;
+    Ok(Value::Array(
+        pending
+            .iter()
+            .map(|(item, decided)| waiting::pending_json(item, decided.as_ref()))
+            .collect(),
+    ))
+}
+
+/// `GET /api/agent-runs/{id}/pending`: what the run waits for (empty
+/// unless it is waiting).
+pub(super) async fn pending(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(run_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (run, _) = owned_run(&state, &user, &run_id).await?;
+    Ok(Json(json!({
+        "agent_run": agent_run_json(&run),
+        "pending": pending_list(&state, &run).await?,
+    })))
+}
+
+/// `POST /api/agent-runs/{id}/decisions`: records decisions on the calls
+/// a waiting run waits on; once every call is decided the run resumes.
+pub(super) async fn decisions(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(run_id): Path<String>,
+    ApiJson(body): ApiJson,
+) -> Result<Json<Value>, ApiError> {
+    let (run, ctx) = owned_run(&state, &user, &run_id).await?;
+    let decisions = waiting::parse_decisions(&body)?;
+    let resumed = waiting::decide(&state, &ctx, &run, decisions).await?;
+    let run = state.store.get_agent_run(&run.id).await?;
+    Ok(Json(json!({
+        "agent_run": agent_run_json(&run),
+        "pending": pending_list(&state, &run).await?,
+        "resumed": resumed,
+    })))
 }
 
 pub(super) async fn get_one(
@@ -82,7 +148,7 @@ pub(super) async fn get_one(
     Path(run_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let (run, _) = owned_run(&state, &user, &run_id).await?;
-    Ok(Json(agent_run_json(&run)))
+    Ok(Json(agent_run_view(&state, &run).await?))
 }
 
 pub(super) async fn messages(
@@ -133,6 +199,7 @@ pub(super) async fn cancel(
     if let Some(local) = state.local_run(&run.id) {
         local.cancel.cancel();
     }
+    waiting::close_pending(&state, &ctx, &run).await;
     state.notify_run_status(&ctx.owner, &run, AgentRunStatus::Cancelled);
     let run = state.store.get_agent_run(&run.id).await?;
     Ok(Json(agent_run_json(&run)))

@@ -5,7 +5,10 @@
 //! are skipped, and a lagging channel or a seq gap is filled from the
 //! store. Runs executing on another instance are followed by polling the
 //! store. The stream ends after the terminal event, or once the run is no
-//! longer running and its log is drained.
+//! longer running (ended, or waiting for a person) and its log is drained.
+//! A run that waits logs a `finished` event with status `suspended`; when
+//! it resumes, its log continues after it (seqs go on), so a client that
+//! reconnects with `Last-Event-ID` sees the resumed part.
 
 use agentloop_types::FinishedEvent;
 use std::collections::VecDeque;
@@ -13,7 +16,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use agentloop_storage::model::AgentRunStatus;
-use agentloop_types::{EventKind, LoopEvent};
+use agentloop_types::{EventKind, LoopEvent, LoopStatus};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -93,10 +96,14 @@ impl Follow {
                     continue;
                 }
                 self.after = Some(event.seq);
-                if matches!(event.kind, EventKind::Finished(FinishedEvent { .. }))
-                    && event.path.is_root()
-                {
-                    self.done = true;
+                // A suspended result is not the end: the run goes on after
+                // its decisions and its log with it.
+                if let EventKind::Finished(FinishedEvent { result }) = &event.kind {
+                    if event.path.is_root()
+                        && !matches!(result.status, LoopStatus::Suspended { .. })
+                    {
+                        self.done = true;
+                    }
                 }
                 return Some(event);
             }

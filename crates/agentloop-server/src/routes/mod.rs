@@ -49,6 +49,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/agent-runs/{runId}/messages"),
     ("get", "/api/agent-runs/{runId}/events"),
     ("post", "/api/agent-runs/{runId}/cancel"),
+    ("get", "/api/agent-runs/{runId}/pending"),
+    ("post", "/api/agent-runs/{runId}/decisions"),
     ("get", "/api/ws"),
 ];
 
@@ -92,6 +94,11 @@ pub fn router(state: AppState) -> Router {
             get(agent_runs::messages),
         )
         .route("/api/agent-runs/{run_id}/cancel", post(agent_runs::cancel))
+        .route("/api/agent-runs/{run_id}/pending", get(agent_runs::pending))
+        .route(
+            "/api/agent-runs/{run_id}/decisions",
+            post(agent_runs::decisions),
+        )
         .layer(middleware::from_fn_with_state(timeout, time_limit));
     let streaming = Router::new()
         .route("/api/agent-runs/{run_id}/events", get(events::stream))

@@ -25,6 +25,7 @@ pub fn project_json(project: &Project) -> Value {
         "name": project.name,
         "repo_folder": project_repo(project),
         "model": project.settings.get("model"),
+        "approvals": project.settings.get("approvals").cloned().unwrap_or_else(|| json!({})),
         "created_at": rfc3339(project.created_at),
         "updated_at": rfc3339(project.updated_at),
     })
@@ -77,6 +78,14 @@ pub(super) async fn create(
         Some(Value::String(model)) if !model.trim().is_empty() => Some(model.clone()),
         Some(_) => return Err(ApiError::bad_request("model must be a non-empty string")),
     };
+    let approvals = match body.get("approvals") {
+        None | Some(Value::Null) => None,
+        Some(value) => {
+            serde_json::from_value::<agentloop_types::ApprovalPolicies>(value.clone())
+                .map_err(|e| ApiError::bad_request(format!("approvals: {e}")))?;
+            Some(value.clone())
+        }
+    };
     let mcp_servers = match body.get("mcpServers") {
         None | Some(Value::Null) => None,
         Some(servers) if state.config.allow_project_mcp => {
@@ -107,6 +116,9 @@ pub(super) async fn create(
     }
     if let Some(servers) = mcp_servers {
         settings["mcp_servers"] = servers;
+    }
+    if let Some(approvals) = approvals {
+        settings["approvals"] = approvals;
     }
     let now = now_millis();
     let project = Project {

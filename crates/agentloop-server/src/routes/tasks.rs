@@ -173,6 +173,7 @@ pub(super) async fn workflow_complete(
         if let Some(local) = state.local_run(&run.id) {
             local.cancel.cancel();
         }
+        crate::waiting::close_pending(&state, &ctx, run).await;
         state.notify_run_status(&ctx.owner, run, run.status);
     }
     Ok(Json(

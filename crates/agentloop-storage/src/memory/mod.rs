@@ -11,8 +11,8 @@ use std::sync::{Mutex, MutexGuard};
 use agentloop_types::{LoopEvent, Message};
 
 use crate::model::{
-    AgentRun, Attachment, Chat, Checkpoint, Conversation, FileRecord, Project, RunRecord, Task,
-    User, UserToken,
+    AgentRun, AgentRunDecision, Attachment, Chat, Checkpoint, Conversation, FileRecord, Project,
+    RunRecord, Task, User, UserToken,
 };
 
 /// The in-memory store.
@@ -40,6 +40,8 @@ struct State {
     events: HashMap<String, BTreeMap<u64, LoopEvent>>,
     tasks: BTreeMap<String, Task>,
     agent_runs: BTreeMap<String, AgentRun>,
+    /// Agent run id → its recorded decisions, oldest first.
+    decisions: BTreeMap<String, Vec<AgentRunDecision>>,
     conversations: BTreeMap<String, Conversation>,
     users: BTreeMap<String, User>,
     tokens: BTreeMap<String, UserToken>,
@@ -100,6 +102,8 @@ impl State {
     fn remove_task(&mut self, id: &str) {
         self.tasks.remove(id);
         self.agent_runs.retain(|_, r| r.task_id != id);
+        let runs = &self.agent_runs;
+        self.decisions.retain(|run_id, _| runs.contains_key(run_id));
         self.conversations.retain(|_, c| c.task_id != id);
     }
 

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use super::{MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{
-    AgentRun, AgentRunStatus, Attachment, AttachmentMeta, Conversation, EndReason, FileRecord,
-    RunRecord, RunStatus, Task,
+    AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AttachmentMeta, Conversation,
+    EndReason, FileRecord, RunRecord, RunStatus, Task,
 };
 use crate::store::{AttachmentStore, FileStore, RunStore, TaskStore};
 
@@ -334,7 +334,7 @@ impl TaskStore for MemoryStore {
         let mut finished = Vec::new();
         if complete {
             for run in state.agent_runs.values_mut() {
-                if run.task_id == task_id && run.status == AgentRunStatus::Running {
+                if run.task_id == task_id && run.status.is_active() {
                     run.status = AgentRunStatus::Cancelled;
                     run.completed_at = Some(now);
                     run.end_reason = Some(EndReason::workflow_complete());
@@ -357,7 +357,7 @@ impl TaskStore for MemoryStore {
         if state.agent_runs.contains_key(&run.id) {
             return Err(StorageError::exists("agent run", &run.id));
         }
-        if run.status == AgentRunStatus::Running && running(&state.agent_runs, &run.task_id) {
+        if run.status.is_active() && running(&state.agent_runs, &run.task_id) {
             return Err(StorageError::ActiveAgentRunExists {
                 task_id: run.task_id.clone(),
             });
@@ -391,7 +391,7 @@ impl TaskStore for MemoryStore {
             .lock()
             .agent_runs
             .values()
-            .find(|r| r.task_id == task_id && r.status == AgentRunStatus::Running)
+            .find(|r| r.task_id == task_id && r.status.is_active())
             .cloned())
     }
 
@@ -419,10 +419,7 @@ impl TaskStore for MemoryStore {
             .get(id)
             .map(|r| (r.task_id.clone(), r.status))
             .ok_or_else(|| StorageError::not_found("agent run", id))?;
-        if status == AgentRunStatus::Running
-            && task_id.1 != AgentRunStatus::Running
-            && running(&state.agent_runs, &task_id.0)
-        {
+        if status.is_active() && !task_id.1.is_active() && running(&state.agent_runs, &task_id.0) {
             return Err(StorageError::ActiveAgentRunExists { task_id: task_id.0 });
         }
         if let Some(run) = state.agent_runs.get_mut(id) {
@@ -439,9 +436,35 @@ impl TaskStore for MemoryStore {
         completed_at: i64,
         reason: Option<&EndReason>,
     ) -> StorageResult<bool> {
-        if status == AgentRunStatus::Running {
+        if status.is_active() {
+            return Err(StorageError::Invalid(format!(
+                "an agent run cannot finish as {}",
+                status.as_str()
+            )));
+        }
+        let mut state = self.lock();
+        let run = state
+            .agent_runs
+            .get_mut(id)
+            .ok_or_else(|| StorageError::not_found("agent run", id))?;
+        if !run.status.is_active() {
+            return Ok(false);
+        }
+        run.status = status;
+        run.completed_at = Some(completed_at);
+        run.end_reason = reason.cloned();
+        Ok(true)
+    }
+
+    async fn switch_agent_run(
+        &self,
+        id: &str,
+        from: AgentRunStatus,
+        to: AgentRunStatus,
+    ) -> StorageResult<bool> {
+        if !(from.is_active() && to.is_active()) {
             return Err(StorageError::Invalid(
-                "an agent run cannot finish as running".into(),
+                "an agent run switches only between running and waiting".into(),
             ));
         }
         let mut state = self.lock();
@@ -449,13 +472,45 @@ impl TaskStore for MemoryStore {
             .agent_runs
             .get_mut(id)
             .ok_or_else(|| StorageError::not_found("agent run", id))?;
-        if run.status != AgentRunStatus::Running {
+        if run.status != from {
             return Ok(false);
         }
-        run.status = status;
-        run.completed_at = Some(completed_at);
-        run.end_reason = reason.cloned();
+        run.status = to;
         Ok(true)
+    }
+
+    async fn add_agent_run_decision(
+        &self,
+        agent_run_id: &str,
+        decision: &AgentRunDecision,
+    ) -> StorageResult<bool> {
+        let mut state = self.lock();
+        if !state.agent_runs.contains_key(agent_run_id) {
+            return Err(StorageError::not_found("agent run", agent_run_id));
+        }
+        let decisions = state.decisions.entry(agent_run_id.to_owned()).or_default();
+        if decisions.iter().any(|d| d.call_id == decision.call_id) {
+            return Ok(false);
+        }
+        decisions.push(decision.clone());
+        Ok(true)
+    }
+
+    async fn list_agent_run_decisions(
+        &self,
+        agent_run_id: &str,
+    ) -> StorageResult<Vec<AgentRunDecision>> {
+        Ok(self
+            .lock()
+            .decisions
+            .get(agent_run_id)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn clear_agent_run_decisions(&self, agent_run_id: &str) -> StorageResult<()> {
+        self.lock().decisions.remove(agent_run_id);
+        Ok(())
     }
 
     async fn link_conversation(
@@ -532,7 +587,8 @@ impl TaskStore for MemoryStore {
     }
 }
 
+/// Whether the task has a running or waiting agent run.
 fn running(runs: &std::collections::BTreeMap<String, AgentRun>, task_id: &str) -> bool {
     runs.values()
-        .any(|r| r.task_id == task_id && r.status == AgentRunStatus::Running)
+        .any(|r| r.task_id == task_id && r.status.is_active())
 }

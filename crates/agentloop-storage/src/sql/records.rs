@@ -7,7 +7,7 @@ mod rows {
     use crate::codec::to_u64;
     use crate::error::StorageResult;
     use crate::model::{
-        AgentRun, AgentRunStatus, AgentType, Attachment, AttachmentMeta, Chat, Checkpoint,
+        AgentRun, AgentRunDecision, AgentRunStatus, AgentType, Attachment, AttachmentMeta, Chat, Checkpoint,
         Conversation, FileRecord, MinionLink, Project, RunRecord, RunStatus, StoredMessage, Task,
         User,
     };
@@ -155,6 +155,14 @@ mod rows {
                 .map_err(db_err)?,
             created_at: int(row, "created_at")?,
             updated_at: int(row, "updated_at")?,
+        })
+    }
+
+    pub(super) fn agent_run_decision(row: &DbRow) -> StorageResult<AgentRunDecision> {
+        Ok(AgentRunDecision {
+            call_id: text(row, "call_id")?,
+            decision: from_json_text(&text(row, "decision")?)?,
+            decided_at: int(row, "decided_at")?,
         })
     }
 

@@ -6,7 +6,9 @@ mod sql_runs {
     use super::{SqlStore, rows};
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
-    use crate::model::{AgentRun, AgentRunStatus, Conversation, EndReason, RunRecord, Task};
+    use crate::model::{
+        AgentRun, AgentRunDecision, AgentRunStatus, Conversation, EndReason, RunRecord, Task,
+    };
     use crate::sql::{db_err, found, insert_err, is_unique};
     use crate::store::{RunStore, TaskStore, from_json_text, json_text};
 
@@ -237,7 +239,8 @@ mod sql_runs {
             if complete {
                 finished = sqlx::query(
                     "UPDATE agent_runs SET status = 'cancelled', completed_at = $2, \
-                     end_reason = $3 WHERE task_id = $1 AND status = 'running' RETURNING *",
+                     end_reason = $3 WHERE task_id = $1 AND status IN ('running', 'waiting') \
+                     RETURNING *",
                 )
                 .bind(task_id)
                 .bind(now)
@@ -303,8 +306,10 @@ mod sql_runs {
         }
 
         async fn active_agent_run(&self, task_id: &str) -> StorageResult<Option<AgentRun>> {
-            sqlx::query("SELECT * FROM agent_runs WHERE task_id = $1 AND status = 'running'")
-                .bind(task_id)
+            sqlx::query(
+                "SELECT * FROM agent_runs WHERE task_id = $1 AND status IN ('running', 'waiting')",
+            )
+            .bind(task_id)
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(db_err)?
@@ -355,14 +360,15 @@ mod sql_runs {
             completed_at: i64,
             reason: Option<&EndReason>,
         ) -> StorageResult<bool> {
-            if status == AgentRunStatus::Running {
-                return Err(StorageError::Invalid(
-                    "an agent run cannot finish as running".into(),
-                ));
+            if status.is_active() {
+                return Err(StorageError::Invalid(format!(
+                    "an agent run cannot finish as {}",
+                    status.as_str()
+                )));
             }
             let done = sqlx::query(
                 "UPDATE agent_runs SET status = $2, completed_at = $3, end_reason = $4 \
-                 WHERE id = $1 AND status = 'running'",
+                 WHERE id = $1 AND status IN ('running', 'waiting')",
             )
             .bind(id)
             .bind(status.as_str())
@@ -376,6 +382,82 @@ mod sql_runs {
                 return Ok(false);
             }
             Ok(true)
+        }
+
+        async fn switch_agent_run(
+            &self,
+            id: &str,
+            from: AgentRunStatus,
+            to: AgentRunStatus,
+        ) -> StorageResult<bool> {
+            if !(from.is_active() && to.is_active()) {
+                return Err(StorageError::Invalid(
+                    "an agent run switches only between running and waiting".into(),
+                ));
+            }
+            let done = sqlx::query("UPDATE agent_runs SET status = $3 WHERE id = $1 AND status = $2")
+                .bind(id)
+                .bind(from.as_str())
+                .bind(to.as_str())
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            if done.rows_affected() == 0 {
+                self.get_agent_run(id).await?;
+                return Ok(false);
+            }
+            Ok(true)
+        }
+
+        async fn add_agent_run_decision(
+            &self,
+            agent_run_id: &str,
+            decision: &AgentRunDecision,
+        ) -> StorageResult<bool> {
+            let inserted = sqlx::query(
+                "INSERT INTO agent_run_decisions (agent_run_id, call_id, decision, decided_at) \
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(agent_run_id)
+            .bind(&decision.call_id)
+            .bind(json_text(&decision.decision)?)
+            .bind(decision.decided_at)
+            .execute(&self.pool)
+            .await;
+            match inserted {
+                Ok(_) => Ok(true),
+                Err(e) if is_unique(&e) => Ok(false),
+                Err(e) => {
+                    self.get_agent_run(agent_run_id).await?;
+                    Err(db_err(e))
+                }
+            }
+        }
+
+        async fn list_agent_run_decisions(
+            &self,
+            agent_run_id: &str,
+        ) -> StorageResult<Vec<AgentRunDecision>> {
+            sqlx::query(
+                "SELECT * FROM agent_run_decisions WHERE agent_run_id = $1 \
+                 ORDER BY decided_at, call_id",
+            )
+            .bind(agent_run_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(rows::agent_run_decision)
+            .collect()
+        }
+
+        async fn clear_agent_run_decisions(&self, agent_run_id: &str) -> StorageResult<()> {
+            sqlx::query("DELETE FROM agent_run_decisions WHERE agent_run_id = $1")
+                .bind(agent_run_id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            Ok(())
         }
 
         async fn link_conversation(

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use agentloop_storage::model::EndReason;
+use agentloop_storage::model::{AgentRunDecision, EndReason};
 use agentloop_storage::model::{AgentRunStatus, Conversation, RunStatus};
 use agentloop_storage::{StorageError, Store, folders_overlap};
-use agentloop_types::{LoopEvent, RunState};
+use agentloop_types::{Decision, LoopEvent, RunState};
 
 use super::cases::{event, run_record};
 use super::*;
@@ -300,6 +300,139 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
     // Deleting the chat unlinks the conversation.
     store.delete_chat("c").await.unwrap();
     assert_eq!(store.get_conversation("conv1").await.unwrap().chat_id, None);
+}
+
+pub async fn waiting_agent_runs_and_decisions(store: Arc<dyn Store>) {
+    project_with_chat(&*store).await;
+    store.create_task(&task("t", "p")).await.unwrap();
+    store
+        .create_agent_run(&agent_run("a1", "t", AgentRunStatus::Running, 1))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .switch_agent_run("a1", AgentRunStatus::Running, AgentRunStatus::Waiting)
+            .await
+            .unwrap()
+    );
+    // Switching is conditional, and only between the two active statuses.
+    assert!(
+        !store
+            .switch_agent_run("a1", AgentRunStatus::Running, AgentRunStatus::Waiting)
+            .await
+            .unwrap()
+    );
+    assert!(matches!(
+        store
+            .switch_agent_run("a1", AgentRunStatus::Waiting, AgentRunStatus::Completed)
+            .await,
+        Err(StorageError::Invalid(_))
+    ));
+    assert!(matches!(
+        store
+            .switch_agent_run("nope", AgentRunStatus::Waiting, AgentRunStatus::Running)
+            .await,
+        Err(StorageError::NotFound { .. })
+    ));
+    // A waiting run keeps the task's one active slot.
+    assert_eq!(
+        store.active_agent_run("t").await.unwrap().map(|r| r.id),
+        Some("a1".to_owned())
+    );
+    assert_eq!(
+        store
+            .create_agent_run(&agent_run("a2", "t", AgentRunStatus::Running, 2))
+            .await,
+        Err(StorageError::ActiveAgentRunExists {
+            task_id: "t".into()
+        })
+    );
+
+    let approve = AgentRunDecision {
+        call_id: "call-1".into(),
+        decision: Decision::Approve { arguments: None },
+        decided_at: 3,
+    };
+    let reject = AgentRunDecision {
+        call_id: "call-2".into(),
+        decision: Decision::Reject {
+            reason: "not that file".into(),
+        },
+        decided_at: 4,
+    };
+    assert!(store.add_agent_run_decision("a1", &approve).await.unwrap());
+    assert!(store.add_agent_run_decision("a1", &reject).await.unwrap());
+    // A call is decided once: a second decision is refused, the first kept.
+    let again = AgentRunDecision {
+        decided_at: 5,
+        ..reject.clone()
+    };
+    assert!(!store.add_agent_run_decision("a1", &again).await.unwrap());
+    assert_eq!(
+        store.list_agent_run_decisions("a1").await.unwrap(),
+        [approve.clone(), reject.clone()]
+    );
+    assert!(
+        store
+            .list_agent_run_decisions("nope")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(
+        store.add_agent_run_decision("nope", &approve).await,
+        Err(StorageError::NotFound { .. })
+    ));
+    store.clear_agent_run_decisions("a1").await.unwrap();
+    assert!(
+        store
+            .list_agent_run_decisions("a1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.add_agent_run_decision("a1", &approve).await.unwrap());
+
+    // Waiting runs end like running ones: by finishing or by marking the
+    // workflow complete.
+    let finished = store.set_workflow_complete("t", true, 6).await.unwrap();
+    assert_eq!(
+        finished
+            .iter()
+            .map(|r| (r.id.as_str(), r.status))
+            .collect::<Vec<_>>(),
+        [("a1", AgentRunStatus::Cancelled)]
+    );
+    store.create_task(&task("u", "p")).await.unwrap();
+    store
+        .create_agent_run(&agent_run("b1", "u", AgentRunStatus::Running, 7))
+        .await
+        .unwrap();
+    store
+        .switch_agent_run("b1", AgentRunStatus::Running, AgentRunStatus::Waiting)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .finish_agent_run("b1", AgentRunStatus::Cancelled, 8, None)
+            .await
+            .unwrap()
+    );
+    assert!(matches!(
+        store
+            .finish_agent_run("b1", AgentRunStatus::Waiting, 9, None)
+            .await,
+        Err(StorageError::Invalid(_))
+    ));
+    // Deleting the task deletes its runs' decisions.
+    store.delete_project("p").await.unwrap();
+    assert!(
+        store
+            .list_agent_run_decisions("a1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 pub async fn project_folders_never_overlap(store: Arc<dyn Store>) {

@@ -224,7 +224,10 @@ pub async fn concurrent_user_creation(store: Arc<dyn Store>) {
 }
 
 /// Takes a store back to the schema before users had tables.
-pub const DROP_USER_TABLES: &str = "DROP TABLE project_folder_lock; DROP TABLE project_folders; \
+pub const DROP_USER_TABLES: &str = "DROP TABLE agent_run_decisions; \
+     DROP INDEX agent_runs_one_active; \
+     CREATE UNIQUE INDEX agent_runs_one_running ON agent_runs(task_id) WHERE status = 'running'; \
+     DROP TABLE project_folder_lock; DROP TABLE project_folders; \
      ALTER TABLE agent_runs DROP COLUMN end_reason; DROP TABLE user_tokens; DROP TABLE users; \
      DELETE FROM _sqlx_migrations WHERE version > 20261122000001;";
 
