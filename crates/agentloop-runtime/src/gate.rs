@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agentloop_types::{Tool, ToolContext, ToolOptionSpec, ToolStream};
+use agentloop_types::{ApprovalPolicy, Tool, ToolContext, ToolOptionSpec, ToolStream};
 use futures::StreamExt;
 use futures::channel::oneshot;
 use serde_json::Value;
@@ -94,6 +94,9 @@ impl Tool for GatedTool {
     fn runs_alone(&self) -> bool {
         self.inner.runs_alone()
     }
+    fn approval(&self) -> ApprovalPolicy {
+        self.inner.approval()
+    }
     fn is_skill(&self) -> bool {
         self.inner.is_skill()
     }
@@ -108,5 +111,40 @@ impl Tool for GatedTool {
             })
             .flatten(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    struct Asks;
+
+    impl Tool for Asks {
+        fn name(&self) -> &str {
+            "asks"
+        }
+        fn description(&self) -> &str {
+            "a tool whose calls wait for approval"
+        }
+        fn input_schema(&self) -> Value {
+            serde_json::json!({ "type": "object" })
+        }
+        fn approval(&self) -> ApprovalPolicy {
+            ApprovalPolicy::Always
+        }
+        fn execute(self: Arc<Self>, _: Value, _: ToolContext) -> ToolStream {
+            agentloop_types::single_result(async { agentloop_types::ToolResult::ok("ran") })
+        }
+    }
+
+    #[test]
+    fn a_gated_tool_keeps_what_the_tool_declares() {
+        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Asks)];
+        let gated = GatedTool::wrap_all(&tools, &Gate::default());
+        assert_eq!(gated[0].approval(), ApprovalPolicy::Always);
+        assert_eq!(gated[0].name(), "asks");
     }
 }

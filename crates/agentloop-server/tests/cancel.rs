@@ -74,7 +74,10 @@ async fn cancel_while_streaming_drops_the_request_and_runs_no_tool() {
         ScriptedTurn::new().text("This turn must never be requested."),
     ]);
     let server = start_with(store, config(provider.clone())).await;
-    let (_, task_id) = server.project_and_task().await;
+    // Writes run without asking: a file on disk would show the stop came too late.
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": { "*": "never" } }))
+        .await;
     let run_id = start_run(&server, &task_id, "implementation").await;
     let mut sse = follow_until(&server, &run_id, "first_chunk").await;
     let dropped = provider.dropped.notified();
@@ -190,7 +193,10 @@ async fn force_complete_stops_the_running_agent_and_does_not_chain() {
         ScriptedTurn::new().text("This turn must never be requested."),
     ]);
     let server = start_with(store, config(provider.clone())).await;
-    let (_, task_id) = server.project_and_task().await;
+    // Writes run without asking: a file on disk would show the stop came too late.
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": { "*": "never" } }))
+        .await;
     let run_id = start_run(&server, &task_id, "implementation").await;
     let mut sse = follow_until(&server, &run_id, "first_chunk").await;
     let (code, body) = server

@@ -4,9 +4,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_storage::MemoryStore;
 use serde_json::{Value, json};
@@ -53,52 +50,12 @@ async fn a_lagging_sse_follower_gets_every_event_once() {
     server.stop().await;
 }
 
-/// Reads one unmasked server frame's text payload.
-fn read_text_frame(stream: &mut TcpStream) -> String {
-    let mut head = [0u8; 2];
-    stream.read_exact(&mut head).unwrap();
-    assert_eq!(head[0] & 0x0f, 1, "a text frame");
-    let len = match head[1] & 0x7f {
-        126 => {
-            let mut ext = [0u8; 2];
-            stream.read_exact(&mut ext).unwrap();
-            usize::from(u16::from_be_bytes(ext))
-        }
-        127 => panic!("frame too large for this test"),
-        n => usize::from(n),
-    };
-    let mut payload = vec![0u8; len];
-    stream.read_exact(&mut payload).unwrap();
-    String::from_utf8(payload).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_owner_websocket_hears_streaming_and_status_notices() {
     let provider = ScriptedProvider::new([ScriptedTurn::new().text("Planned.")]);
     let server = common::start(Arc::new(MemoryStore::new()), provider).await;
     let (_, task_id) = server.project_and_task().await;
-    let address = server.base.trim_start_matches("http://").to_owned();
-    let token = server.token.clone();
-    let socket = tokio::task::spawn_blocking(move || {
-        let mut stream = TcpStream::connect(&address).unwrap();
-        write!(
-            stream,
-            "GET /api/ws?token={token} HTTP/1.1\r\nHost: {address}\r\nUpgrade: websocket\r\n\
-Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-Sec-WebSocket-Version: 13\r\n\r\n"
-        )
-        .unwrap();
-        let mut response = Vec::new();
-        let mut byte = [0u8; 1];
-        while !response.ends_with(b"\r\n\r\n") {
-            stream.read_exact(&mut byte).unwrap();
-            response.push(byte[0]);
-        }
-        assert!(String::from_utf8_lossy(&response).starts_with("HTTP/1.1 101"));
-        stream
-    })
-    .await
-    .unwrap();
+    let socket = common::connect_ws(&server).await;
     let (status, run) = server
         .send(
             "POST",
@@ -112,7 +69,8 @@ Sec-WebSocket-Version: 13\r\n\r\n"
         let mut socket = socket;
         let mut notices = Vec::new();
         loop {
-            let notice: Value = serde_json::from_str(&read_text_frame(&mut socket)).unwrap();
+            let notice: Value =
+                serde_json::from_str(&common::read_text_frame(&mut socket)).unwrap();
             let done = notice["type"] == "agent-run-status" && notice["status"] == "completed";
             notices.push(notice);
             if done {

@@ -62,7 +62,10 @@ async fn a_cancel_on_one_instance_stops_the_run_on_another() {
         runner.token.clone(),
     )
     .await;
-    let (_, task_id) = runner.project_and_task().await;
+    // Writes run without asking: a file on disk would show the stop came too late.
+    let (_, task_id) = runner
+        .project_and_task_with(json!({ "approvals": { "*": "never" } }))
+        .await;
     let run_id = start_run(&runner, &task_id, "implementation").await;
     let mut on_runner = follow_until(&runner, &run_id, "first_chunk").await;
     let mut on_other = follow_until(&other, &run_id, "first_chunk").await;

@@ -120,13 +120,17 @@ impl TestServer {
 
     /// A project over this server's temp folder and a task in it.
     pub async fn project_and_task(&self) -> (String, String) {
-        let (status, project) = self
-            .send(
-                "POST",
-                "/api/projects",
-                json!({ "name": "demo", "repoFolder": self.repo.path() }),
-            )
-            .await;
+        self.project_and_task_with(json!({})).await
+    }
+
+    /// [`project_and_task`](Self::project_and_task) with more fields of
+    /// the project (e.g. `approvals`).
+    pub async fn project_and_task_with(&self, extra: Value) -> (String, String) {
+        let mut body = json!({ "name": "demo", "repoFolder": self.repo.path() });
+        for (key, value) in extra.as_object().cloned().unwrap_or_default() {
+            body[key] = value;
+        }
+        let (status, project) = self.send("POST", "/api/projects", body).await;
         assert_eq!(status, 201, "{project}");
         let project_id = project["id"].as_str().unwrap().to_owned();
         let (status, task) = self
@@ -262,4 +266,56 @@ pub async fn concurrent_posts(server: &TestServer, task_id: &str, n: usize) -> V
         .into_iter()
         .map(|r| r.unwrap().status().as_u16())
         .collect()
+}
+
+/// Opens the owner WebSocket of `server`'s user (`?token=`), over a plain
+/// TCP stream read with [`read_text_frame`].
+pub async fn connect_ws(server: &TestServer) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let token = server.token.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        write!(
+            stream,
+            "GET /api/ws?token={token} HTTP/1.1\r\nHost: {address}\r\nUpgrade: websocket\r\n\
+Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+Sec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = Vec::new();
+        let mut byte = [0u8; 1];
+        while !response.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).unwrap();
+            response.push(byte[0]);
+        }
+        assert!(String::from_utf8_lossy(&response).starts_with("HTTP/1.1 101"));
+        // A notice that never comes fails the test instead of hanging it.
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        stream
+    })
+    .await
+    .unwrap()
+}
+
+/// Reads one unmasked server frame's text payload.
+pub fn read_text_frame(stream: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    let mut head = [0u8; 2];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(head[0] & 0x0f, 1, "a text frame");
+    let len = match head[1] & 0x7f {
+        126 => {
+            let mut ext = [0u8; 2];
+            stream.read_exact(&mut ext).unwrap();
+            usize::from(u16::from_be_bytes(ext))
+        }
+        127 => panic!("frame too large for this test"),
+        n => usize::from(n),
+    };
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload).unwrap();
+    String::from_utf8(payload).unwrap()
 }
