@@ -1,7 +1,8 @@
 //! `agentloop serve` as a process: SIGKILL mid-run and recovery by a
 //! restarted server, SIGTERM hand-back, `users create`, `complete-workflow`,
 //! two servers sharing one PostgreSQL database, a cancel that stops the
-//! agent, and the OpenAPI description checked by a fuzzer.
+//! agent, a run waiting for approval across a SIGKILL, and the OpenAPI
+//! description checked by a fuzzer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use agentloop_types::FinishedEvent;
@@ -118,13 +119,16 @@ Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\
 }
 
 fn task(address: &str, token: &str, repo: &Path) -> String {
-    let (status, project) = http(
-        address,
-        token,
-        "POST",
-        "/api/projects",
-        Some(json!({ "name": "demo", "repoFolder": repo })),
-    );
+    task_with(address, token, repo, json!({}))
+}
+
+/// [`task`] in a project created with more fields (e.g. `approvals`).
+fn task_with(address: &str, token: &str, repo: &Path, extra: Value) -> String {
+    let mut body = json!({ "name": "demo", "repoFolder": repo });
+    for (key, value) in extra.as_object().cloned().unwrap_or_default() {
+        body[key] = value;
+    }
+    let (status, project) = http(address, token, "POST", "/api/projects", Some(body));
     assert_eq!(status, 201, "{project}");
     let path = format!("/api/projects/{}/tasks", project["id"].as_str().unwrap());
     let (status, task) = http(address, token, "POST", &path, Some(json!({ "title": "t" })));
@@ -231,6 +235,115 @@ async fn a_run_survives_sigkill_and_the_restarted_server_finishes_it() {
         .unwrap();
     assert!(output.status.success());
     assert!(store.get_task(&task_id).await.unwrap().workflow_complete);
+
+    let term = Command::new("kill")
+        .args(["-TERM", &second.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(second.child.wait().unwrap().success());
+}
+
+/// Polls an agent run over HTTP until it has `status` (bounded).
+fn until_status(address: &str, token: &str, run_id: &str, status: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..600 {
+        let (_, run) = http(
+            address,
+            token,
+            "GET",
+            &format!("/api/agent-runs/{run_id}"),
+            None,
+        );
+        if run["status"] == status {
+            return run;
+        }
+        last = run;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("agent run {run_id} never became {status}: {last}");
+}
+
+#[tokio::test]
+async fn a_run_waiting_for_approval_survives_sigkill_and_a_decision_resumes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([
+            { "steps": [
+                { "type": "tool_call", "id": "w1", "name": "fs",
+                  "fragments": ["{\"command\": \"create\", \"path\": \"notes.md\", \"file_text\": \"hello\"}"] }
+            ] }
+        ]),
+    );
+    // The restarted server's model goes on where the first one stopped.
+    let rest = dir.path().join("rest.json");
+    write_script(
+        &rest,
+        json!([{ "steps": [{ "type": "text", "chunks": ["Written."] }] }]),
+    );
+    let repo = dir.path().join("repo");
+    let token = create_user(&db);
+    let mut first = serve(&db, &script, "first");
+    let task_id = task(&first.address, &token, &repo);
+    let (status, run) = http(
+        &first.address,
+        &token,
+        "POST",
+        &format!("/api/tasks/{task_id}/agent-runs"),
+        Some(json!({ "agentType": "planification" })),
+    );
+    assert_eq!(status, 201, "{run}");
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let waiting = until_status(&first.address, &token, &run_id, "waiting");
+    assert_eq!(waiting["pending"][0]["call_id"], "w1");
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    assert!(!repo.join("notes.md").exists());
+
+    let mut second = serve(&db, &rest, "second");
+    let (status, pending) = http(
+        &second.address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/pending"),
+        None,
+    );
+    assert_eq!(status, 200, "{pending}");
+    assert_eq!(pending["agent_run"]["status"], "waiting");
+    assert_eq!(pending["pending"][0]["call_id"], "w1");
+    assert_eq!(pending["pending"][0]["kind"], "approval");
+    let (status, decided) = http(
+        &second.address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/decisions"),
+        Some(json!({ "decisions": [{ "call_id": "w1", "decision": "approve" }] })),
+    );
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(decided["resumed"], true);
+    until_status(&second.address, &token, &run_id, "completed");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("notes.md")).unwrap(),
+        "hello"
+    );
+
+    let store = agentloop_storage::open_store(&db).await.unwrap();
+    let events = store.list_events(&run_id, None, 10_000).await.unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    let statuses: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Finished(FinishedEvent { result }) if e.path.is_root() => {
+                Some(result.status.name())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, ["suspended", "complete"]);
 
     let term = Command::new("kill")
         .args(["-TERM", &second.child.id().to_string()])
@@ -380,7 +493,13 @@ async fn a_cancel_stops_the_agent_and_closes_the_stream() {
     let repo = dir.path().join("repo");
     let token = create_user(&db);
     let mut server = serve(&db, &script, "only");
-    let task_id = task(&server.address, &token, &repo);
+    // Writes run without asking: a file on disk would show the stop came too late.
+    let task_id = task_with(
+        &server.address,
+        &token,
+        &repo,
+        json!({ "approvals": { "*": "never" } }),
+    );
     let (status, run) = http(
         &server.address,
         &token,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig as McpServerConfig, ServerOptions};
-use agentloop_storage::model::{AgentRunStatus, AgentType, EndReason, now_millis};
+use agentloop_storage::model::{AgentRunStatus, AgentType, EndReason, RunStatus, now_millis};
 use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_tools::FsTool;
 use agentloop_tools::vfs::DirJail;
@@ -71,6 +71,15 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         close_record(store, run_id, run.status, None).await?;
         store.release_lease(run_id, &lease.owner).await?;
         return Ok(());
+    }
+    // A run resumed after waiting may find its record still `suspended`
+    // (a claim pass read it waiting just before it resumed): an executing
+    // run's record must be claimable, or a crash now would strand it.
+    let mut record = store.get_run(run_id).await?;
+    if record.status != RunStatus::Running {
+        record.status = RunStatus::Running;
+        record.updated_at = now_millis();
+        store.update_run(&record).await?;
     }
     let conversation_id = run.conversation_id.clone().unwrap_or_default();
     let chat_id = store

@@ -283,13 +283,12 @@ async fn decisions_come_one_by_one_and_a_rejection_reaches_the_model() {
     assert_eq!(second["resumed"], true);
     let runs = server.settle(&task_id, 1).await;
     assert_eq!(runs[0]["status"], "completed", "{runs:?}");
-    server.stop().await;
-
     assert_eq!(
-        std::fs::read_to_string(server_file(&store, &task_id, "a.md").await).unwrap(),
+        std::fs::read_to_string(server.repo.path().join("a.md")).unwrap(),
         "A"
     );
-    assert!(!server_file(&store, &task_id, "b.md").await.exists());
+    assert!(!server.repo.path().join("b.md").exists());
+    server.stop().await;
     let requests = provider.requests();
     let results: Vec<_> = requests[1]
         .messages
@@ -302,13 +301,6 @@ async fn decisions_come_one_by_one_and_a_rejection_reaches_the_model() {
     assert_eq!((results[0].0.as_str(), results[0].1), ("w1", false));
     assert_eq!((results[1].0.as_str(), results[1].1), ("w2", true));
     assert!(results[1].2.contains("b.md must not exist"), "{results:?}");
-}
-
-/// A file of the task's project folder.
-async fn server_file(store: &Arc<dyn Store>, task_id: &str, name: &str) -> std::path::PathBuf {
-    let task = store.get_task(task_id).await.unwrap();
-    let project = store.get_project(&task.project_id).await.unwrap();
-    std::path::PathBuf::from(project.settings["repo_folder"].as_str().unwrap()).join(name)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -579,10 +571,10 @@ async fn cancelling_or_marking_done_a_waiting_run_closes_its_pending_calls() {
     assert_eq!(run["stopped_by"], "workflow_complete");
     let log = events(&server, &run2, None).await;
     assert_eq!(finished_statuses(&log), ["suspended", "cancelled"]);
+    assert!(server.repo.path().is_dir());
+    assert!(!server.repo.path().join("one.md").exists());
+    assert!(!server.repo.path().join("two.md").exists());
     server.stop().await;
-
-    assert!(!server_file(&store, &task_id, "one.md").await.exists());
-    assert!(!server_file(&store, &second, "two.md").await.exists());
     assert_eq!(provider.remaining(), 1);
     let chat_runs = {
         let run = store.get_agent_run(&run2).await.unwrap();
