@@ -352,10 +352,8 @@ async fn try_close_pending(
         }
         Err(e) => return Err(e),
     };
-    let mut seq = last.map_or(0, |s| s + 1);
-    for event in &mut events {
+    for (seq, event) in (last.map_or(0, |s| s + 1)..).zip(events.iter_mut()) {
         event.seq = seq;
-        seq += 1;
     }
     state.store.append_events(&run.id, &events).await?;
     let mut record = state.store.get_run(&run.id).await?;

@@ -206,7 +206,11 @@ pub(super) async fn delete(
         if let Some(run) = state.store.active_agent_run(&task.id).await? {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
-                format!("agent run {} is running in this project", run.id),
+                format!(
+                    "agent run {} is {} in this project",
+                    run.id,
+                    run.status.as_str()
+                ),
             ));
         }
     }
