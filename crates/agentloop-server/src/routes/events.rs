@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use agentloop_storage::model::AgentRunStatus;
+use agentloop_storage::model::{AgentRunStatus, now_millis};
 use agentloop_types::{EventKind, LoopEvent, LoopStatus};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -78,12 +78,21 @@ impl Follow {
         Ok(n)
     }
 
+    /// Whether nothing more will be logged for now: the run does not run,
+    /// nothing executes it here, and no instance holds its lease (an
+    /// instance that executes a run cancelled from elsewhere holds it until
+    /// it has logged the run's end).
     async fn finished(&self) -> bool {
-        match self.state.store.get_agent_run(&self.run_id).await {
-            Ok(run) => {
-                run.status != AgentRunStatus::Running
-                    && self.state.local_run(&self.run_id).is_none()
-            }
+        let store = &self.state.store;
+        match store.get_agent_run(&self.run_id).await {
+            Ok(run) if run.status == AgentRunStatus::Running => false,
+            Ok(_) if self.state.local_run(&self.run_id).is_some() => false,
+            Ok(_) => match store.get_run(&self.run_id).await {
+                Ok(record) => !record
+                    .lease_expires_at
+                    .is_some_and(|at| record.lease_owner.is_some() && at > now_millis()),
+                Err(_) => true,
+            },
             Err(_) => true,
         }
     }
