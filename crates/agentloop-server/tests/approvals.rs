@@ -304,6 +304,70 @@ async fn decisions_come_one_by_one_and_a_rejection_reaches_the_model() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_arguments_run_and_approve_always_covers_later_calls() {
+    let (_dir, store) = common::sqlite().await;
+    let provider = ScriptedProvider::new([
+        create("w1", "draft.md", "model's text"),
+        create("w2", "second.md", "2"),
+        ScriptedTurn::new().text("Both written."),
+    ]);
+    let server = common::start(store.clone(), provider.clone()).await;
+    let (_, task_id) = server.project_and_task().await;
+    let run_id = start_run(&server, &task_id, "planification").await;
+    until_status(&server, &run_id, "waiting").await;
+    let edited = json!({ "command": "create", "path": "final.md", "file_text": "person's text" });
+    let (status, decided) = decide(
+        &server,
+        &run_id,
+        json!([{ "call_id": "w1", "decision": "approve", "arguments": edited }]),
+    )
+    .await;
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(decided["resumed"], true);
+    // The run goes on, and waits again on its next write.
+    until_status(&server, &run_id, "waiting").await;
+    assert_eq!(
+        std::fs::read_to_string(server.repo.path().join("final.md")).unwrap(),
+        "person's text"
+    );
+    assert!(!server.repo.path().join("draft.md").exists());
+    // The second wait is a new one: the first call's decision is gone.
+    let (_, pending) = server
+        .get(&format!("/api/agent-runs/{run_id}/pending"))
+        .await;
+    assert_eq!(pending["pending"][0]["call_id"], "w2");
+    assert_eq!(pending["pending"][0]["decision"], Value::Null);
+    assert_eq!(pending["pending"].as_array().unwrap().len(), 1);
+    server.stop().await;
+
+    // approve_always: a run that asks for fs twice waits once.
+    let (_dir, store) = common::sqlite().await;
+    let provider = ScriptedProvider::new([
+        create("w1", "one.md", "1"),
+        create("w2", "two.md", "2"),
+        ScriptedTurn::new().text("Both written."),
+    ]);
+    let server = common::start(store.clone(), provider.clone()).await;
+    let (_, task_id) = server.project_and_task().await;
+    let run_id = start_run(&server, &task_id, "planification").await;
+    until_status(&server, &run_id, "waiting").await;
+    let (status, decided) = decide(
+        &server,
+        &run_id,
+        json!([{ "call_id": "w1", "decision": "approve_always" }]),
+    )
+    .await;
+    assert_eq!(status, 200, "{decided}");
+    let runs = server.settle(&task_id, 1).await;
+    assert_eq!(runs[0]["status"], "completed", "{runs:?}");
+    assert!(server.repo.path().join("one.md").exists());
+    assert!(server.repo.path().join("two.md").exists());
+    let log = events(&server, &run_id, None).await;
+    assert_eq!(finished_statuses(&log), ["suspended", "complete"]);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_resumes_a_question() {
     let (_dir, store) = common::sqlite().await;
     let provider = ScriptedProvider::new([
