@@ -50,6 +50,7 @@ pub mod sink;
 pub mod state;
 pub mod tool;
 pub mod users;
+pub mod web;
 
 pub use config::{AgentPrompts, ServerConfig};
 pub use error::{ApiError, ServerError};
