@@ -365,7 +365,7 @@ async function taskView(id) {
     h("p", {}, h("a", { href: `#/projects/${task.project_id}` }, "← Project")),
     h("h1", {}, task.title),
     h("div", { class: "actions" }, buttons),
-    h("label", { class: "panel", for: "mark-done" }, h("span", {}, done, " Mark Done (stops the chain and any running agent)")),
+    h("label", { class: "panel check", for: "mark-done" }, done, h("span", {}, "Mark Done (stops the chain and any running agent)")),
     conflict,
     h("h2", {}, "Agent runs"),
     runsBox,
