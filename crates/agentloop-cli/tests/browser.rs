@@ -210,8 +210,16 @@ async fn click(client: &Client, css: &str) {
 /// The id in the page's address after `#/kind/`.
 async fn id_in_hash(client: &Client, kind: &str) -> String {
     wait_until(client, &format!("location.hash.startsWith('#/{kind}/')")).await;
-    let hash = client.execute("return location.hash;", vec![]).await.unwrap();
-    hash.as_str().unwrap().rsplit('/').next().unwrap().to_owned()
+    let hash = client
+        .execute("return location.hash;", vec![])
+        .await
+        .unwrap();
+    hash.as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned()
 }
 
 async fn new_task(client: &Client, project_url: &str, title: &str) -> String {
@@ -249,15 +257,26 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     // Sign in: the token field has the focus.
     client.goto(&format!("{base}/")).await.unwrap();
     wait_for(&client, "#token").await;
-    wait_until(&client, "document.activeElement && document.activeElement.id === 'token'").await;
+    wait_until(
+        &client,
+        "document.activeElement && document.activeElement.id === 'token'",
+    )
+    .await;
     fill(&client, "#token", "al_wrong").await;
     click(&client, "form button[type=submit]").await;
     assert!(text_of(&client, "[role=alert]").await.contains("not valid"));
     fill(&client, "#token", &token).await;
     click(&client, "form button[type=submit]").await;
-    wait_until(&client, "document.querySelector('h1') && document.querySelector('h1').textContent === 'Projects'").await;
+    wait_until(
+        &client,
+        "document.querySelector('h1') && document.querySelector('h1').textContent === 'Projects'",
+    )
+    .await;
     // The session lives in an HttpOnly cookie: the page's script cannot read it.
-    let cookies = client.execute("return document.cookie;", vec![]).await.unwrap();
+    let cookies = client
+        .execute("return document.cookie;", vec![])
+        .await
+        .unwrap();
     assert_eq!(cookies, json!(""));
 
     // A folder outside the projects root is a clear form error.
@@ -273,7 +292,11 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     // Task 1: an implementation run streams, chains to review, completes.
     let task1 = new_task(&client, &project_url, "Read the folder").await;
     click(&client, "button[data-agent=implementation]").await;
-    wait_until(&client, "document.getElementById('toast').textContent === 'Implementation agent started'").await;
+    wait_until(
+        &client,
+        "document.getElementById('toast').textContent === 'Implementation agent started'",
+    )
+    .await;
     wait_until(&client, "location.hash.startsWith('#/tasks/')").await;
     // The runs list updates live (WebSocket notices): review follows.
     wait_until(
@@ -286,7 +309,10 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
 
     // The conversation: thinking collapsed, the tool call with its result,
     // model output shown as text, never run.
-    client.goto(&format!("{base}/#/tasks/{task1}")).await.unwrap();
+    client
+        .goto(&format!("{base}/#/tasks/{task1}"))
+        .await
+        .unwrap();
     let implementation = wait_for(&client, "tr[data-run]:first-child a").await;
     implementation.click().await.unwrap();
     wait_until(&client, "document.body.textContent.includes('Run ended')").await;
@@ -295,7 +321,10 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     assert!(tool.contains("fs") && tool.contains("done"), "{tool}");
     wait_for(&client, ".tool[data-tool=v1] .result.ok").await;
     let conversation = text_of(&client, "#conversation").await;
-    assert!(conversation.contains("<script>window.__xss = 1</script>"), "{conversation}");
+    assert!(
+        conversation.contains("<script>window.__xss = 1</script>"),
+        "{conversation}"
+    );
     assert!(conversation.contains("onerror"), "{conversation}");
     let attacked = client
         .execute(
@@ -306,8 +335,16 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
         )
         .await
         .unwrap();
-    assert_eq!(attacked, json!([true, 0, 0]), "model output must not become markup");
-    assert!(text_of(&client, "#conversation strong").await.contains("bold"));
+    assert_eq!(
+        attacked,
+        json!([true, 0, 0]),
+        "model output must not become markup"
+    );
+    assert!(
+        text_of(&client, "#conversation strong")
+            .await
+            .contains("bold")
+    );
     assert!(text_of(&client, ".totals").await.contains("Tokens"));
     screenshot(&client, "run-view").await;
 
@@ -317,7 +354,11 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     click(&client, "button[data-agent=implementation]").await;
     let run_link = wait_for(&client, "tr[data-run] a").await;
     run_link.click().await.unwrap();
-    wait_until(&client, "document.getElementById('conversation').textContent.includes('alpha')").await;
+    wait_until(
+        &client,
+        "document.getElementById('conversation').textContent.includes('alpha')",
+    )
+    .await;
     client.refresh().await.unwrap();
     wait_until(&client, "document.body.textContent.includes('Run ended')").await;
     let words = client
@@ -328,7 +369,11 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
         )
         .await
         .unwrap();
-    assert_eq!(words, json!([1, 1, 1]), "no gap and no duplicate after the reload");
+    assert_eq!(
+        words,
+        json!([1, 1, 1]),
+        "no gap and no duplicate after the reload"
+    );
     let _ = task2;
 
     // Task 3: a second start while one runs is a 409 naming it; cancel
@@ -338,11 +383,22 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     wait_for(&client, "tr[data-run]").await;
     click(&client, "button[data-agent=review]").await;
     let conflict = text_of(&client, "[role=alert]").await;
-    assert!(conflict.contains("already running: implementation"), "{conflict}");
+    assert!(
+        conflict.contains("already running: implementation"),
+        "{conflict}"
+    );
     click(&client, "tr[data-run] button.danger").await;
-    wait_until(&client, "document.querySelector('tr[data-run] .badge').textContent.includes('cancelled')").await;
+    wait_until(
+        &client,
+        "document.querySelector('tr[data-run] .badge').textContent.includes('cancelled')",
+    )
+    .await;
     click(&client, "#mark-done").await;
-    wait_until(&client, "document.getElementById('toast').textContent.startsWith('Marked done')").await;
+    wait_until(
+        &client,
+        "document.getElementById('toast').textContent.startsWith('Marked done')",
+    )
+    .await;
     let (status, task) = {
         let response = reqwest::Client::new()
             .get(format!("{base}/api/tasks/{task3}"))
@@ -350,14 +406,20 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
             .send()
             .await
             .unwrap();
-        (response.status().as_u16(), response.json::<Value>().await.unwrap())
+        (
+            response.status().as_u16(),
+            response.json::<Value>().await.unwrap(),
+        )
     };
     assert_eq!(status, 200);
     assert_eq!(task["workflow_complete"], true);
 
     // A phone's width: nothing scrolls sideways.
     client.set_window_size(390, 844).await.unwrap();
-    client.goto(&format!("{base}/#/tasks/{task1}")).await.unwrap();
+    client
+        .goto(&format!("{base}/#/tasks/{task1}"))
+        .await
+        .unwrap();
     wait_for(&client, "tr[data-run]").await;
     let fits = client
         .execute(
