@@ -197,7 +197,12 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies) -> Outcome {
         if !waiting.is_empty() {
             // Approvals are rejected (nobody can approve from a pipe);
             // questions take the next lines, in order.
-            let mut decisions = approve::without_person(&waiting);
+            let approvals: Vec<PendingCall> = waiting
+                .iter()
+                .filter(|item| matches!(item.wait, Wait::Approval { .. }))
+                .cloned()
+                .collect();
+            let mut decisions = approve::without_person(&approvals);
             for item in &waiting {
                 let Wait::Question { question } = &item.wait else {
                     continue;
