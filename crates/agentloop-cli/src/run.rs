@@ -132,11 +132,8 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies) -> Outcome {
     // A person answers when stdin is a terminal; else calls that need one
     // are rejected and the run goes on.
     let interactive = std::io::stdin().is_terminal();
-    let mut person = if interactive {
-        Some(Person::new()?)
-    } else {
-        None
-    };
+    // Made at the first question: most runs never ask.
+    let mut person: Option<Person> = None;
     let mut show = Show {
         json: args.json,
         value_only,
@@ -160,6 +157,9 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies) -> Outcome {
             break Some(result);
         };
         let state = state.as_ref();
+        if interactive && person.is_none() {
+            person = Some(Person::new()?);
+        }
         let decisions = match &mut person {
             None => approve::without_person(pending),
             Some(person) => match person.asker.ask(&mut person.editor, pending)? {
