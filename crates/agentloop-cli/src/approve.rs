@@ -167,7 +167,7 @@ impl Asker {
             " (in a nested run)"
         };
         let mut shown = format!(
-            "{cyan}? {what}{reset}{nested} {dim}{}{reset}\n",
+            "{cyan}? {what}{reset}{nested} {dim}({}){reset}\n",
             sanitize(reason)
         );
         shown.push_str(&arguments_lines(&call.input, dim, reset));
@@ -366,7 +366,9 @@ fn run_editor(program: &str, text: &str) -> Result<String, Failure> {
     match status {
         Ok(status) if status.success() => {}
         Ok(status) => {
-            say(&format!("the editor exited with {status}; the edit is dropped"));
+            say(&format!(
+                "the editor exited with {status}; the edit is dropped"
+            ));
             return Ok(String::new());
         }
         Err(e) => return Err(Failure::Runtime(format!("cannot start {program}: {e}"))),
@@ -396,7 +398,10 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(policies(None, &from_file).unwrap(), all);
-        assert_eq!(policies(Some("none"), &from_file).unwrap(), Default::default());
+        assert_eq!(
+            policies(Some("none"), &from_file).unwrap(),
+            Default::default()
+        );
         assert!(policies(Some("fs,,js"), &config).is_err());
     }
 

@@ -14,8 +14,8 @@ use agentloop_engine::skills::prepare;
 use agentloop_engine::{RunDeps, StrategyRegistry};
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
 use agentloop_types::{
-    ApprovalPolicies, CancellationToken, CompactionOptions, EventKind, LoopOptions, LoopStatus, Message,
-    MessageCreatedEvent, StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent,
+    ApprovalPolicies, CancellationToken, CompactionOptions, EventKind, LoopOptions, LoopStatus,
+    Message, MessageCreatedEvent, StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent,
     ToolStartEvent,
 };
 use futures::StreamExt;
@@ -165,9 +165,12 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies) -> Outcome {
             Some(person) => match person.asker.ask(&mut person.editor, pending)? {
                 approve::Reply::Decided(decisions) => decisions,
                 approve::Reply::Cancel => {
-                    events =
-                        agentloop_engine::cancel_waiting(options.clone(), state.clone(), deps.clone())
-                            .map_err(|e| e.to_string())?;
+                    events = agentloop_engine::cancel_waiting(
+                        options.clone(),
+                        state.clone(),
+                        deps.clone(),
+                    )
+                    .map_err(|e| e.to_string())?;
                     continue;
                 }
                 approve::Reply::Leave => {

@@ -416,10 +416,7 @@ fn a_chat_left_waiting_is_continued_with_its_question_asked_again() {
     p.exp_eof().unwrap();
     assert_eq!(exit_code(&p), 0);
     let lines = history(&db, "later");
-    assert!(
-        lines.iter().any(|l| l.contains("green")),
-        "{lines:#?}"
-    );
+    assert!(lines.iter().any(|l| l.contains("green")), "{lines:#?}");
 }
 
 #[test]
@@ -439,7 +436,15 @@ fn piped_chat_answers_a_question_with_the_next_line_and_rejects_approvals() {
             home.path(),
             script,
             &[
-                "chat", "--db", &db, "--chat", "p", "--tools", "ask_user,fs", "--root", &root,
+                "chat",
+                "--db",
+                &db,
+                "--chat",
+                "p",
+                "--tools",
+                "ask_user,fs",
+                "--root",
+                &root,
             ],
         ),
         "write a file\nx.txt\n",
@@ -452,4 +457,82 @@ fn piped_chat_answers_a_question_with_the_next_line_and_rejects_approvals() {
     );
     assert!(!home.path().join("root/x.txt").exists());
     insta::assert_snapshot!("piped_chat_history", history(&db, "p").join("\n"));
+}
+
+#[test]
+fn edit_uses_the_editor_when_one_is_set() {
+    let home = tempfile::tempdir().unwrap();
+    // An "editor" that renames the file the call writes.
+    let editor = home.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nsed -i 's/notes.txt/from-editor.txt/' \"$1\"\n",
+    )
+    .unwrap();
+    let all = run_args(home.path());
+    let mut inner = command(home.path(), WRITE, &strs(&all));
+    inner.env("EDITOR", format!("sh {}", editor.display()));
+    let mut p = on_a_terminal(inner);
+    p.exp_string("[e]dit arguments: ").unwrap();
+    p.send_line("e").unwrap();
+    p.exp_string("File created at /from-editor.txt").unwrap();
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&p), 0);
+    assert!(home.path().join("root/from-editor.txt").exists());
+    assert!(!home.path().join("root/notes.txt").exists());
+}
+
+#[test]
+fn ctrl_d_at_the_prompt_leaves_the_run_waiting_and_ctrl_c_cancels_it() {
+    let home = tempfile::tempdir().unwrap();
+    let all = run_args(home.path());
+    let mut p = on_a_terminal(command(home.path(), WRITE, &strs(&all)));
+    p.exp_string("[e]dit arguments: ").unwrap();
+    p.send_control('d').unwrap();
+    p.exp_string("waiting for approval of fs").unwrap();
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&p), 4);
+
+    let mut p = on_a_terminal(command(home.path(), WRITE, &strs(&all)));
+    p.exp_string("[e]dit arguments: ").unwrap();
+    p.send_control('c').unwrap();
+    p.exp_string("cancelled").unwrap();
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&p), 130);
+    assert!(!home.path().join("root/notes.txt").exists());
+}
+
+#[test]
+fn the_chat_repl_asks_inline_and_always_holds_for_the_session() {
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("chats.db").display().to_string();
+    let root = home.path().join("root").display().to_string();
+    let script = r#"[
+      {"steps": [{"type": "tool_call", "id": "t1", "name": "fs", "fragments": ["{\"command\": \"create\", \"path\": \"/one.txt\", \"file_text\": \"1\"}"]}]},
+      {"steps": [{"type": "text", "chunks": ["Wrote one."]}]},
+      {"steps": [{"type": "tool_call", "id": "t2", "name": "fs", "fragments": ["{\"command\": \"create\", \"path\": \"/two.txt\", \"file_text\": \"2\"}"]}]},
+      {"steps": [{"type": "text", "chunks": ["Wrote two."]}]}
+    ]"#;
+    let mut p = on_a_terminal(command(
+        home.path(),
+        script,
+        &["chat", "--db", &db, "--tools", "fs", "--root", &root],
+    ));
+    p.exp_string("> ").unwrap();
+    p.send_line("write one").unwrap();
+    p.exp_string("? fs create").unwrap();
+    p.exp_string("[e]dit arguments: ").unwrap();
+    p.send_line("a").unwrap();
+    p.exp_string("Wrote one.").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("write two").unwrap();
+    let shown = p.exp_string("Wrote two.").unwrap();
+    assert!(!shown.contains("allow?"), "asked again: {shown:?}");
+    assert!(shown.contains("approved: always for fs"), "{shown:?}");
+    p.exp_string("> ").unwrap();
+    p.send_line("/exit").unwrap();
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&p), 0);
+    assert!(home.path().join("root/one.txt").exists());
+    assert!(home.path().join("root/two.txt").exists());
 }
