@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agentloop_types::{Tool, ToolContext, ToolOptionSpec, ToolStream};
+use agentloop_types::{ApprovalPolicy, Tool, ToolContext, ToolOptionSpec, ToolStream};
 use futures::StreamExt;
 use futures::channel::oneshot;
 use serde_json::Value;
@@ -94,6 +94,9 @@ impl Tool for GatedTool {
     fn runs_alone(&self) -> bool {
         self.inner.runs_alone()
     }
+    fn approval(&self) -> ApprovalPolicy {
+        self.inner.approval()
+    }
     fn is_skill(&self) -> bool {
         self.inner.is_skill()
     }
@@ -108,5 +111,38 @@ impl Tool for GatedTool {
             })
             .flatten(),
         )
+    }
+}
+
+#[cfg(test)]
+mod approval_tests {
+    use super::*;
+
+    /// A tool whose every call asks.
+    struct Asking;
+
+    impl Tool for Asking {
+        fn name(&self) -> &str {
+            "asking"
+        }
+        fn description(&self) -> &str {
+            "asks"
+        }
+        fn input_schema(&self) -> Value {
+            serde_json::json!({"type": "object"})
+        }
+        fn approval(&self) -> ApprovalPolicy {
+            ApprovalPolicy::Always
+        }
+        fn execute(self: Arc<Self>, _input: Value, _context: ToolContext) -> ToolStream {
+            agentloop_types::single_result(async { agentloop_types::ToolResult::ok("done") })
+        }
+    }
+
+    #[test]
+    fn a_gated_tool_keeps_the_approval_policy_of_the_tool_it_wraps() {
+        let fs: Arc<dyn Tool> = Arc::new(Asking);
+        let gated = GatedTool::wrap_all(&[fs], &Gate::default());
+        assert_eq!(gated[0].approval(), ApprovalPolicy::Always);
     }
 }
