@@ -31,11 +31,19 @@ Exit codes:
   1    runtime failure (a run that ended in an error, a database or provider that fails)
   2    usage error (bad flags, unknown names, unreadable input files)
   3    a run stopped at --max-iterations
-  4    a run suspended, waiting for input
+  4    a run that ended waiting for a person (Ctrl-D at an approval or
+       question prompt; a piped chat whose input ended before a question
+       was answered): `agentloop chat --continue` picks a chat up again
   5    a run stopped at a usage limit
   130  a run cancelled with Ctrl-C
 
-Progress and notes go to stderr, answers to stdout.";
+Progress, notes and prompts go to stderr (or the terminal), answers to stdout.
+
+Approvals: in a terminal, a call that needs approval (fs writes, every
+javascript call, per --approve and the configuration) is asked: y yes, n no
+(+ a reason for the model), a always for this tool, e edit the arguments.
+Without a terminal (stdin not a tty) such calls are rejected, and the model
+is told no person could approve them.";
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -178,6 +186,11 @@ pub struct RunArgs {
     /// (the call fails and the server is restarted).
     #[arg(long, default_value_t = 300)]
     pub mcp_timeout: u64,
+    /// Which tool calls run without asking: all, none (ask as the tools'
+    /// policies say: fs writes and javascript calls) or tool names,
+    /// comma-separated (default: the configuration's `approve`, else none).
+    #[arg(long, value_name = "all|none|TOOL,...")]
+    pub approve: Option<String>,
     /// A JSON Schema file the answer must fit; the run ends with the
     /// validated value, and `--json` prints that value alone.
     #[arg(long, value_name = "FILE")]

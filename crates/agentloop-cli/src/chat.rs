@@ -12,14 +12,14 @@ use agentloop_runtime::{ChatRuntime, ChatSettings, LoopSettings, RecoveryMode};
 use agentloop_storage::model::{Chat, Project, now_millis};
 use agentloop_storage::{StorageError, Store};
 use agentloop_types::{
-    CancellationToken, LoopEvent, LoopOptions, LoopStatus, Message, ModelProvider, TokenTotals,
-    Tool,
+    ApprovalPolicies, CancellationToken, Decision, Decisions, LoopEvent, LoopOptions, LoopStatus,
+    Message, ModelProvider, PendingCall, TokenTotals, Tool, Wait,
 };
 use clap::Args;
 use futures::StreamExt;
 
 use crate::out::{Failure, Outcome, Stdout, Style};
-use crate::{db, demo, out, providers, render, tools};
+use crate::{approve, db, demo, out, providers, render, tools};
 
 /// Id of the project the CLI keeps its chats in.
 pub const CLI_PROJECT: &str = "cli";
@@ -59,6 +59,11 @@ pub struct ChatArgs {
     /// Print every event as a JSON line instead of the terminal view.
     #[arg(long)]
     pub json: bool,
+    /// Which tool calls run without asking: all, none (ask as the tools'
+    /// policies say) or tool names, comma-separated (default: the
+    /// configuration's `approve`, else none).
+    #[arg(long, value_name = "all|none|TOOL,...")]
+    pub approve: Option<String>,
     /// Play the shipped demo conversation (also what happens when no
     /// provider is configured).
     #[arg(long, conflicts_with = "provider")]
@@ -107,7 +112,7 @@ async fn chat_for(
     Ok(chat)
 }
 
-pub async fn chat(args: ChatArgs) -> Outcome {
+pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies) -> Outcome {
     let store = db::open_for_write(args.db.as_deref()).await?;
     let demo = demo::wanted(
         args.demo,
@@ -143,6 +148,7 @@ pub async fn chat(args: ChatArgs) -> Outcome {
             model: Some(chosen.model.clone()),
             api: Some(chosen.api),
             system_prompt: args.system.clone(),
+            approvals: approvals.clone(),
             ..LoopSettings::default()
         },
     };
@@ -151,6 +157,7 @@ pub async fn chat(args: ChatArgs) -> Outcome {
         (id, false) => id.clone(),
     };
     let chat = chat_for(&store, chat_id.as_deref(), &settings).await?;
+    let chat = use_approvals(&store, chat, &approvals).await?;
     ChatRuntime::new(Arc::clone(&store), chosen.provider.clone())
         .recover(RecoveryMode::ExpiredLeases)
         .await
@@ -167,6 +174,9 @@ pub async fn chat(args: ChatArgs) -> Outcome {
         view: render::View::new(Style::stdout()),
         interrupts: None,
     };
+    // What a turn waits for is settled by the chat (asked, answered from
+    // the next line, or rejected), not drawn by the view.
+    session.set_asking(true);
     if std::io::stdin().is_terminal() && !args.json {
         return crate::repl::run(&mut session).await;
     }
@@ -180,24 +190,113 @@ pub async fn chat(args: ChatArgs) -> Outcome {
             }
         }
     });
+    // A chat continued while it waits: settle that first.
+    let mut waiting = session.pending().await?;
     let mut status = None;
     loop {
-        let mut interrupts = session.take_interrupts().await;
-        let next = tokio::select! {
-            next = incoming.next() => next,
-            Some(()) = interrupts.next() => return Ok(ExitCode::from(130)),
-        };
-        session.keep_interrupts(interrupts);
-        let Some(line) = next else { break };
-        let line = line.map_err(|e| format!("cannot read stdin: {e}"))?;
-        if line.trim().is_empty() {
+        if !waiting.is_empty() {
+            // Approvals are rejected (nobody can approve from a pipe);
+            // questions take the next lines, in order.
+            let approvals: Vec<PendingCall> = waiting
+                .iter()
+                .filter(|item| matches!(item.wait, Wait::Approval { .. }))
+                .cloned()
+                .collect();
+            let mut decisions = approve::without_person(&approvals);
+            for item in &waiting {
+                let Wait::Question { question } = &item.wait else {
+                    continue;
+                };
+                Stdout::new().line(format!("? {}", out::sanitize(question)))?;
+                match next_line(&mut session, &mut incoming).await? {
+                    Line::Text(text) => {
+                        decisions.insert(item.call.id.clone(), Decision::Answer { text });
+                    }
+                    Line::End => {
+                        out::note(format!(
+                            "chat {} waits for an answer; continue it with --continue",
+                            session.chat_id
+                        ));
+                        return Ok(ExitCode::from(4));
+                    }
+                    Line::Interrupted => return Ok(ExitCode::from(130)),
+                }
+            }
+            let resumed = session.resume(decisions).await?;
+            waiting = waiting_on(&resumed);
+            status = Some(resumed);
             continue;
         }
-        status = Some(session.send(line).await?);
+        let line = match next_line(&mut session, &mut incoming).await? {
+            Line::Text(line) => line,
+            Line::End => break,
+            Line::Interrupted => return Ok(ExitCode::from(130)),
+        };
+        let sent = session.send(line).await?;
+        waiting = waiting_on(&sent);
+        status = Some(sent);
     }
     Ok(status
         .as_ref()
         .map_or(ExitCode::SUCCESS, crate::run::exit_code))
+}
+
+/// What a suspended status waits for; nothing for any other status.
+pub fn waiting_on(status: &LoopStatus) -> Vec<PendingCall> {
+    match status {
+        LoopStatus::Suspended { pending, .. } => pending.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// One line of a piped chat's input.
+enum Line {
+    Text(String),
+    End,
+    Interrupted,
+}
+
+/// The next non-empty line of stdin; Ctrl-C meanwhile ends the chat.
+async fn next_line(
+    session: &mut Session,
+    incoming: &mut futures::channel::mpsc::UnboundedReceiver<std::io::Result<String>>,
+) -> Result<Line, Failure> {
+    loop {
+        let mut interrupts = session.take_interrupts().await;
+        let next = tokio::select! {
+            next = incoming.next() => Some(next),
+            Some(()) = interrupts.next() => None,
+        };
+        session.keep_interrupts(interrupts);
+        let Some(next) = next else {
+            return Ok(Line::Interrupted);
+        };
+        let Some(line) = next else {
+            return Ok(Line::End);
+        };
+        let line = line.map_err(|e| format!("cannot read stdin: {e}"))?;
+        if !line.trim().is_empty() {
+            return Ok(Line::Text(line));
+        }
+    }
+}
+
+/// Stores `approvals` (from `--approve` and the configuration) as the
+/// chat's policies: each invocation decides what asks.
+async fn use_approvals(
+    store: &Arc<dyn Store>,
+    mut chat: Chat,
+    approvals: &ApprovalPolicies,
+) -> Result<Chat, Failure> {
+    let mut settings: ChatSettings = serde_json::from_value(chat.settings.clone())
+        .map_err(|e| format!("the settings of chat {} are unreadable: {e}", chat.id))?;
+    if &settings.loop_settings.approvals == approvals {
+        return Ok(chat);
+    }
+    settings.loop_settings.approvals = approvals.clone();
+    chat.settings = serde_json::to_value(&settings).map_err(|e| e.to_string())?;
+    store.update_chat(&chat).await.map_err(|e| e.to_string())?;
+    Ok(chat)
 }
 
 /// The id of the chat of the CLI's project used last.
@@ -232,6 +331,16 @@ pub struct Session {
     /// Installed at the first need: the line editor sets up its own
     /// signal handling when it starts, and must not replace this one.
     interrupts: Option<Interrupts>,
+}
+
+/// What one turn does.
+enum Turn {
+    /// Sends a user message.
+    Send(Message),
+    /// Resumes the waiting run with decisions.
+    Resume(Decisions),
+    /// Cancels the waiting run.
+    Cancel,
 }
 
 /// Every Ctrl-C from the moment the chat starts, in order, so none is lost
@@ -280,13 +389,43 @@ impl Session {
     /// Sends one user message and streams the reply; Ctrl-C meanwhile
     /// cancels the turn (the run is then stored `cancelled`).
     pub async fn send(&mut self, text: String) -> Result<LoopStatus, Failure> {
+        let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
+        self.turn(Turn::Send(message)).await
+    }
+
+    /// Resumes the chat's waiting run with a person's decisions and
+    /// streams what follows.
+    pub async fn resume(&mut self, decisions: Decisions) -> Result<LoopStatus, Failure> {
+        self.turn(Turn::Resume(decisions)).await
+    }
+
+    /// Cancels the chat's waiting run: its pending calls are closed.
+    pub async fn cancel_waiting(&mut self) -> Result<LoopStatus, Failure> {
+        self.turn(Turn::Cancel).await
+    }
+
+    /// What the chat's waiting run (if any) waits for.
+    pub async fn pending(&self) -> Result<Vec<PendingCall>, Failure> {
+        ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
+            .with_tools(self.tools.clone())
+            .pending(&self.chat_id)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))
+    }
+
+    /// Whether a person is asked about pending calls (the REPL): the view
+    /// then leaves them to the prompt.
+    pub fn set_asking(&mut self, asking: bool) {
+        self.view.set_asking(asking);
+    }
+
+    async fn turn(&mut self, turn: Turn) -> Result<LoopStatus, Failure> {
         // A runtime per turn: its token, once cancelled, stays cancelled.
         let cancel = CancellationToken::new();
         let mut interrupts = self.take_interrupts().await;
         let runtime = ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
             .with_tools(self.tools.clone())
             .with_cancel(cancel.clone());
-        let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
         let mut stdout = Stdout::new();
         let mut failure = None;
         let json = self.json;
@@ -297,24 +436,35 @@ impl Session {
                     .map_err(|e| Failure::Runtime(e.to_string()))
                     .and_then(|l| stdout.line(l))
             } else {
-                view.event(&mut stdout, event).map_err(Failure::from_io)
+                view.event(&mut render::Sinks::one(&mut stdout), event)
+                    .map_err(Failure::from_io)
             };
             if let Err(e) = written {
                 failure.get_or_insert(e);
             }
         };
         let outcome = {
-            let sent = runtime.send_with(&self.chat_id, message, &mut on_event);
-            tokio::pin!(sent);
+            let chat_id = self.chat_id.as_str();
+            let ran: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
+                match turn {
+                    Turn::Send(message) => {
+                        Box::pin(runtime.send_with(chat_id, message, &mut on_event))
+                    }
+                    Turn::Resume(decisions) => {
+                        Box::pin(runtime.resume_with(chat_id, decisions, &mut on_event))
+                    }
+                    Turn::Cancel => Box::pin(runtime.cancel_suspended(chat_id)),
+                };
+            tokio::pin!(ran);
             // `biased`: a Ctrl-C already received cancels before the turn
             // makes any progress.
             tokio::select! {
                 biased;
                 Some(()) = interrupts.next() => {
                     cancel.cancel();
-                    sent.await
+                    ran.await
                 }
-                outcome = &mut sent => outcome,
+                outcome = &mut ran => outcome,
             }
         };
         self.keep_interrupts(interrupts);

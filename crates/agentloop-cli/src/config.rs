@@ -8,18 +8,24 @@
 //! model = "claude-sonnet-4-5"
 //! base_url = "https://proxy.example/v1"
 //! tools = ["fs", "javascript"]
+//! approve = "none"              # default --approve: all, none, or "fs,javascript"
+//!
+//! [approvals]                   # per-tool approval policies, over each tool's own
+//! javascript = "always"         # never | always | { when = {...} } | { unless = {...} }
+//! fs = { when = { pointer = "/command", any_of = ["delete", "rename"] } }
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use agentloop_types::ApprovalPolicies;
 use clap::Subcommand;
 use serde::{Deserialize, Serialize};
 
 use crate::out::{Failure, Outcome, Stdout};
 
 /// What the file may set.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Default `--provider`.
@@ -34,6 +40,13 @@ pub struct Config {
     /// Default `--tools`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// Default `--approve` (`all`, `none` or a comma-separated tool list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<String>,
+    /// Approval policies by tool name, over each tool's own default (`"*"`:
+    /// every tool without an entry).
+    #[serde(default, skip_serializing_if = "ApprovalPolicies::is_empty")]
+    pub approvals: ApprovalPolicies,
 }
 
 /// `agentloop config ...`.
@@ -149,6 +162,7 @@ mod tests {
             model: None,
             base_url: Some("http://localhost:1/v1".into()),
             tools: vec!["fs".into()],
+            ..Config::default()
         };
         let mut provider = Some("anthropic".to_owned());
         let mut model = None;
@@ -158,5 +172,28 @@ mod tests {
         assert_eq!(provider.as_deref(), Some("anthropic"));
         assert_eq!(base_url.as_deref(), Some("http://localhost:1/v1"));
         assert_eq!(tools, ["fs"]);
+    }
+
+    #[test]
+    fn approval_policies_read_from_toml() {
+        let config: Config = toml::from_str(
+            r#"
+approve = "fs"
+[approvals]
+javascript = "always"
+fs = { when = { pointer = "/command", any_of = ["delete"] } }
+"#,
+        )
+        .unwrap_or_default();
+        assert_eq!(config.approve.as_deref(), Some("fs"));
+        assert_eq!(
+            config.approvals.get("javascript"),
+            Some(&agentloop_types::ApprovalPolicy::Always)
+        );
+        let fs = serde_json::to_value(&config.approvals["fs"]).unwrap_or_default();
+        assert_eq!(
+            fs,
+            serde_json::json!({"when": {"pointer": "/command", "any_of": ["delete"]}})
+        );
     }
 }

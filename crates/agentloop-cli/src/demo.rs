@@ -20,6 +20,11 @@ pub const NOTICE: &str = "this is a demo: a scripted conversation (examples/demo
 is called. To use a real model, set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY (or \
 OPENAI_BASE_URL for a local server) and run: agentloop run \"your question\" --tools fs";
 
+/// What `serve --demo` logs when it starts.
+pub const SERVE_NOTICE: &str = "every run plays the shipped demo conversation \
+(examples/demo.json); no model is called. To use a real model, set ANTHROPIC_API_KEY, \
+OPENAI_API_KEY or GEMINI_API_KEY (or OPENAI_BASE_URL) and start agentloop serve without --demo";
+
 /// Whether `run` plays the demo: asked for, or nothing else configured.
 pub fn wanted(asked: bool, provider: Option<&str>, base_url: Option<&str>) -> bool {
     asked || (provider.is_none() && base_url.is_none() && !providers::configured_in_env())

@@ -11,6 +11,7 @@
 //! codes are listed in [`args::EXIT_CODES`]: 0 ok, 1 runtime failure, 2
 //! usage error, then the run statuses.
 
+mod approve;
 mod args;
 mod chat;
 mod chats;
@@ -77,7 +78,8 @@ fn main() -> ExitCode {
                 &mut args.base_url,
                 &mut args.tools,
             );
-            runtime.block_on(run::run(args))
+            let approvals = approve::policies(args.approve.as_deref(), &config)?;
+            runtime.block_on(run::run(args, approvals))
         }),
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
@@ -92,7 +94,8 @@ fn main() -> ExitCode {
                 &mut args.base_url,
                 &mut args.tools,
             );
-            runtime.block_on(chat::chat(args))
+            let approvals = approve::policies(args.approve.as_deref(), &config)?;
+            runtime.block_on(chat::chat(args, approvals))
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
         Command::Export(args) => runtime.block_on(export::export(args)),

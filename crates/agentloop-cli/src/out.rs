@@ -186,6 +186,15 @@ impl Style {
         reset: "",
     };
 
+    /// The style for stderr under the process's `--color` and `NO_COLOR`.
+    pub fn stderr() -> Self {
+        if color().enabled(std::io::stderr().is_terminal()) {
+            Self::COLOR
+        } else {
+            Self::PLAIN
+        }
+    }
+
     /// The style for stdout under the process's `--color` and `NO_COLOR`.
     pub fn stdout() -> Self {
         if color().enabled(std::io::stdout().is_terminal()) {

@@ -21,6 +21,30 @@ pub struct Chosen {
     pub context_window: Option<u32>,
 }
 
+/// The provider of a server started with no model configured: every
+/// turn fails saying how to configure one, so the page and the API work
+/// and a run ends `failed` with that message.
+pub fn unconfigured(model: Option<&str>) -> Chosen {
+    struct Unconfigured;
+    impl ModelProvider for Unconfigured {
+        fn stream(&self, _request: agentloop_types::ModelRequest) -> agentloop_types::ModelStream {
+            let error = agentloop_types::ProviderError::new(
+                agentloop_types::ProviderErrorKind::InvalidRequest,
+                format!(
+                    "{NO_KEY} Then restart agentloop serve, or start it with --demo to play the shipped demo conversation."
+                ),
+            );
+            Box::pin(futures::stream::once(async move { Err(error) }))
+        }
+    }
+    Chosen {
+        provider: Arc::new(Unconfigured),
+        api: ApiKind::AnthropicMessages,
+        model: model.unwrap_or("unconfigured").to_owned(),
+        context_window: None,
+    }
+}
+
 /// The provider names `--provider` accepts (besides `scripted:FILE`).
 pub const NAMES: &str = "anthropic, openai-chat, openai-responses, openai-compatible, gemini";
 

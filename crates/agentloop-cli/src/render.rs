@@ -37,9 +37,71 @@ pub struct View {
     /// Tool-use blocks being streamed, by depth and block index: their end
     /// writes nothing.
     tool_blocks: HashSet<(usize, u32)>,
-    /// A text or thinking block is open and its line not ended (a turn
-    /// cut short ends it before the summary).
-    mid_line: bool,
+    /// The block whose line is not ended yet, and where it is written (a
+    /// turn cut short ends it before the summary).
+    open: Open,
+    /// A person is asked about pending calls (see [`crate::approve`]):
+    /// approval requests and the waiting summary are left to the prompt.
+    asking: bool,
+}
+
+/// Which sink holds an unfinished line.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    None,
+    Text,
+    Progress,
+}
+
+/// Where the view writes: the root run's text (the answer) and everything
+/// else (thinking, tool lines, the status line), which may be one stream.
+pub struct Sinks<'a> {
+    text: &'a mut dyn Write,
+    progress: Option<&'a mut dyn Write>,
+}
+
+impl<'a> Sinks<'a> {
+    /// Everything to one stream.
+    pub fn one(out: &'a mut dyn Write) -> Self {
+        Self {
+            text: out,
+            progress: None,
+        }
+    }
+
+    /// The answer's text to `text`, the rest to `progress`.
+    pub fn split(text: &'a mut dyn Write, progress: &'a mut dyn Write) -> Self {
+        Self {
+            text,
+            progress: Some(progress),
+        }
+    }
+
+    fn text(&mut self) -> &mut dyn Write {
+        &mut *self.text
+    }
+
+    fn progress(&mut self) -> &mut dyn Write {
+        match &mut self.progress {
+            Some(progress) => &mut **progress,
+            None => &mut *self.text,
+        }
+    }
+
+    fn to(&mut self, open: Open) -> &mut dyn Write {
+        match open {
+            Open::Text => self.text(),
+            Open::None | Open::Progress => self.progress(),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.text.flush()?;
+        if let Some(progress) = &mut self.progress {
+            progress.flush()?;
+        }
+        Ok(())
+    }
 }
 
 impl View {
@@ -49,12 +111,28 @@ impl View {
             style,
             tool_names: HashMap::new(),
             tool_blocks: HashSet::new(),
-            mid_line: false,
+            open: Open::None,
+            asking: false,
         }
     }
 
+    /// Whether a person is asked about pending calls (then the prompt shows
+    /// them instead of the view).
+    pub fn set_asking(&mut self, asking: bool) {
+        self.asking = asking;
+    }
+
+    /// Ends a line left open by a block.
+    fn end_line(&mut self, sinks: &mut Sinks<'_>) -> std::io::Result<()> {
+        let open = std::mem::replace(&mut self.open, Open::None);
+        if open != Open::None {
+            writeln!(sinks.to(open), "{}", self.style.reset)?;
+        }
+        Ok(())
+    }
+
     /// Writes one event; nested runs are indented by depth.
-    pub fn event(&mut self, out: &mut impl Write, event: &LoopEvent) -> std::io::Result<()> {
+    pub fn event(&mut self, sinks: &mut Sinks<'_>, event: &LoopEvent) -> std::io::Result<()> {
         let Style {
             dim,
             cyan,
@@ -62,16 +140,23 @@ impl View {
             reset,
         } = self.style;
         let indent = "  ".repeat(event.path.depth());
+        let out = sinks.progress();
         match &event.kind {
             EventKind::StreamingChunk(StreamingChunkEvent { delta }) => match delta {
                 StreamDelta::BlockStart { block, index } => match block {
                     BlockStart::Thinking => {
-                        self.mid_line = true;
+                        self.open = Open::Progress;
                         write!(out, "{indent}{dim}thinking ┆ ")?
                     }
+                    // The root run's text is the answer; a nested run's is
+                    // progress.
                     BlockStart::Text => {
-                        self.mid_line = true;
-                        write!(out, "{indent}")?
+                        self.open = if event.path.is_root() {
+                            Open::Text
+                        } else {
+                            Open::Progress
+                        };
+                        write!(sinks.to(self.open), "{indent}")?
                     }
                     // The call is shown once its arguments are complete
                     // (`ToolStart`).
@@ -87,7 +172,9 @@ impl View {
                         sanitize(block["type"].as_str().unwrap_or("provider block"))
                     )?,
                 },
-                StreamDelta::Text { text, .. } => write!(out, "{}", sanitize(text))?,
+                StreamDelta::Text { text, .. } => {
+                    write!(sinks.to(self.open), "{}", sanitize(text))?
+                }
                 StreamDelta::Thinking { thinking, .. } => {
                     // Keep the label's column on every line of the thought.
                     let body = sanitize(thinking).replace('\n', &format!("\n{indent}         ┆ "));
@@ -95,8 +182,7 @@ impl View {
                 }
                 StreamDelta::BlockStop { index } => {
                     if !self.tool_blocks.remove(&(event.path.depth(), *index)) {
-                        self.mid_line = false;
-                        writeln!(out, "{reset}")?
+                        self.end_line(sinks)?
                     }
                 }
                 StreamDelta::ToolInput { .. }
@@ -150,15 +236,28 @@ impl View {
                 writeln!(out, "{indent}{dim}sub-run {}{reset}", result.status.name())?
             }
             EventKind::Finished(FinishedEvent { result }) => {
-                if std::mem::take(&mut self.mid_line) {
-                    writeln!(out, "{reset}")?;
+                self.end_line(sinks)?;
+                if !(self.asking && matches!(result.status, LoopStatus::Suspended { .. })) {
+                    self.summary(sinks.progress(), result)?
                 }
-                self.summary(out, result)?
             }
-            EventKind::ApprovalRequested(ApprovalRequestedEvent { tool, reason, .. }) => {
-                if std::mem::take(&mut self.mid_line) {
-                    writeln!(out, "{reset}")?;
-                }
+            EventKind::ApprovalRequested(ApprovalRequestedEvent {
+                tool_use_id, tool, ..
+            }) if self.asking => {
+                // A rejected call never starts: its result line needs the
+                // name from here.
+                self.tool_names.insert(tool_use_id.clone(), tool.clone());
+                self.end_line(sinks)?
+            }
+            EventKind::ApprovalRequested(ApprovalRequestedEvent {
+                tool_use_id,
+                tool,
+                reason,
+                ..
+            }) => {
+                self.tool_names.insert(tool_use_id.clone(), tool.clone());
+                self.end_line(sinks)?;
+                let out = sinks.progress();
                 writeln!(
                     out,
                     "{indent}{cyan}? {} waits for approval: {}{reset}",
@@ -180,14 +279,14 @@ impl View {
             | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
             | EventKind::AgentCompletion(AgentCompletionEvent { .. }) => {}
         }
-        out.flush()
+        sinks.flush()
     }
 
     /// `  ✓ name  first line` then up to two more lines, or `✗ name  reason`
     /// in red.
     fn result(
         &self,
-        out: &mut impl Write,
+        out: &mut dyn Write,
         indent: &str,
         name: &str,
         content: &str,
@@ -239,7 +338,7 @@ impl View {
         Ok(())
     }
 
-    fn summary(&self, out: &mut impl Write, result: &LoopResult) -> std::io::Result<()> {
+    pub fn summary(&self, out: &mut dyn Write, result: &LoopResult) -> std::io::Result<()> {
         let Style {
             dim,
             cyan,

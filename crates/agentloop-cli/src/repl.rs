@@ -4,17 +4,23 @@
 //! is stored `cancelled`) and returns to the prompt; Ctrl-C at the prompt
 //! clears the line; Ctrl-D or `/exit` leaves.
 //!
-//! Questions a tool asks and approvals are answered in a later version of
-//! this loop: a turn that suspends shows `waiting for input` and the next
-//! line is sent as a new message.
+//! A turn that waits for a person is settled inline before the prompt
+//! comes back: each call that needs approval is asked (see
+//! [`crate::approve`]), a question takes the next line as its answer. A
+//! chat continued (`--continue`, `--chat ID`) while it waits is settled
+//! first. Ctrl-C at such a prompt cancels the waiting run; Ctrl-D leaves
+//! the chat waiting (exit code 4) to be continued later.
 
 use std::process::ExitCode;
 
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
-use crate::chat::Session;
-use crate::out::{Failure, Outcome, Stdout, note};
+use agentloop_types::PendingCall;
+
+use crate::approve::{Asker, Reply};
+use crate::chat::{Session, waiting_on};
+use crate::out::{Failure, Outcome, Stdout, Style, note};
 use crate::{db, render};
 
 /// The prompt of a new message.
@@ -73,14 +79,23 @@ pub async fn run(session: &mut Session) -> Outcome {
         let _ = editor.load_history(path);
     }
     let mut out = Stdout::new();
+    let mut asker = Asker::new(Style::stdout());
     out.line("Type a message, /help for commands, Ctrl-D to leave.")?;
+    let waiting = session.pending().await?;
+    if settle(session, &mut editor, &mut asker, waiting).await? == Settled::Left {
+        return Ok(left_waiting(session, &mut editor, history.as_deref()));
+    }
     while let Some(text) = read_message(&mut editor)? {
         match parse(&text) {
             Input::Message("") => {}
             Input::Message(message) => {
                 let _ = editor.add_history_entry(message);
                 // Ctrl-C cancels the turn and the prompt comes back.
-                session.send(message.to_owned()).await?;
+                let status = session.send(message.to_owned()).await?;
+                let waiting = waiting_on(&status);
+                if settle(session, &mut editor, &mut asker, waiting).await? == Settled::Left {
+                    return Ok(left_waiting(session, &mut editor, history.as_deref()));
+                }
             }
             Input::Help => out.line(HELP)?,
             Input::Model(None) => {
@@ -129,6 +144,50 @@ pub async fn run(session: &mut Session) -> Outcome {
         session.chat_id
     ));
     Ok(ExitCode::SUCCESS)
+}
+
+/// How settling a waiting turn ended.
+#[derive(PartialEq, Eq)]
+enum Settled {
+    /// Nothing waits any more.
+    Done,
+    /// The person left (Ctrl-D) with the run waiting.
+    Left,
+}
+
+/// Asks the person about what the chat's run waits for, resumes it with
+/// the decisions, and again while it waits.
+async fn settle(
+    session: &mut Session,
+    editor: &mut DefaultEditor,
+    asker: &mut Asker,
+    mut waiting: Vec<PendingCall>,
+) -> Result<Settled, Failure> {
+    while !waiting.is_empty() {
+        let status = match asker.ask(editor, &waiting)? {
+            Reply::Decided(decisions) => session.resume(decisions).await?,
+            Reply::Cancel => session.cancel_waiting().await?,
+            Reply::Leave => return Ok(Settled::Left),
+        };
+        waiting = waiting_on(&status);
+    }
+    Ok(Settled::Done)
+}
+
+/// Leaves the REPL with the chat's run waiting: exit code 4.
+fn left_waiting(
+    session: &Session,
+    editor: &mut DefaultEditor,
+    history: Option<&std::path::Path>,
+) -> ExitCode {
+    if let Some(path) = history {
+        let _ = editor.save_history(path);
+    }
+    note(format!(
+        "chat {} waits for your answer; continue it with --continue",
+        session.chat_id
+    ));
+    ExitCode::from(4)
 }
 
 /// Reads one message, joining lines that end with `\`. `None` on Ctrl-D.

@@ -5,7 +5,7 @@
 //! cancels the run; the exit code follows its status ([`exit_code`]).
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 use std::time::Instant;
@@ -14,15 +14,15 @@ use agentloop_engine::skills::prepare;
 use agentloop_engine::{RunDeps, StrategyRegistry};
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
 use agentloop_types::{
-    CancellationToken, CompactionOptions, EventKind, LoopOptions, LoopStatus, Message,
-    MessageCreatedEvent, StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent,
+    ApprovalPolicies, CancellationToken, CompactionOptions, EventKind, LoopOptions, LoopStatus,
+    Message, MessageCreatedEvent, StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent,
     ToolStartEvent,
 };
 use futures::StreamExt;
 
 use crate::args::RunArgs;
-use crate::out::{Failure, Outcome, Stdout, Style};
-use crate::{demo, out, output_schema, providers, render, skills, tools};
+use crate::out::{Failure, Outcome, Stdout, Style, sanitize};
+use crate::{approve, demo, out, output_schema, providers, render, skills, tools};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
 /// for input), 5 usage limit, 130 cancelled (Ctrl-C).
@@ -37,7 +37,7 @@ pub fn exit_code(status: &LoopStatus) -> ExitCode {
     })
 }
 
-pub async fn run(args: RunArgs) -> Outcome {
+pub async fn run(args: RunArgs, approvals: ApprovalPolicies) -> Outcome {
     let demo = demo::wanted(
         args.demo,
         args.provider.as_deref(),
@@ -124,66 +124,209 @@ pub async fn run(args: RunArgs) -> Outcome {
         .transpose()
         .map_err(Failure::Usage)?;
     let value_only = args.json && options.output_schema.is_some();
+    options.approvals = approvals;
     let run = prepare(options, context, deps, &skills);
+    let (options, deps) = (run.options.clone(), run.deps.clone());
     let mut events = strategy.run(run.options, run.context, run.deps);
 
-    let mut stdout = Stdout::new();
-    let mut view = render::View::new(Style::stdout());
-    let mut spinner = Spinner::new(out::stderr_is_live());
-    let mut status = None;
-    loop {
-        let next = if spinner.active && !args.json {
-            match tokio::time::timeout(Duration::from_millis(100), events.next()).await {
-                Ok(next) => next,
-                Err(_) => {
-                    spinner.tick();
+    // A person answers when stdin is a terminal; else calls that need one
+    // are rejected and the run goes on.
+    let interactive = std::io::stdin().is_terminal();
+    // Made at the first question: most runs never ask.
+    let mut person: Option<Person> = None;
+    let mut show = Show {
+        json: args.json,
+        value_only,
+        mcp_tool_names,
+        view: render::View::new(Style::stderr()),
+        spinner: Spinner::new(out::stderr_is_live()),
+        answer_live: std::io::stdout().is_terminal(),
+    };
+    // Pending calls are settled here (asked, or rejected with a note), not
+    // drawn by the view.
+    show.view.set_asking(true);
+    let result = loop {
+        let Some(result) = show.events(&mut events).await? else {
+            break None;
+        };
+        let LoopStatus::Suspended {
+            pending,
+            state: Some(state),
+        } = &result.status
+        else {
+            break Some(result);
+        };
+        let state = state.as_ref();
+        if interactive && person.is_none() {
+            person = Some(Person::new()?);
+        }
+        let decisions = match &mut person {
+            None => approve::without_person(pending),
+            Some(person) => match person.asker.ask(&mut person.editor, pending)? {
+                approve::Reply::Decided(decisions) => decisions,
+                approve::Reply::Cancel => {
+                    events = agentloop_engine::cancel_waiting(
+                        options.clone(),
+                        state.clone(),
+                        deps.clone(),
+                    )
+                    .map_err(|e| e.to_string())?;
                     continue;
                 }
-            }
-        } else {
-            events.next().await
+                approve::Reply::Leave => {
+                    // Say what it was waiting for: the prompt is gone.
+                    let mut stderr = std::io::stderr();
+                    show.view
+                        .summary(&mut stderr, &result)
+                        .map_err(Failure::from_io)?;
+                    break Some(result);
+                }
+            },
         };
-        let Some(event) = next else { break };
-        if let Some(result) = event.root_result() {
-            status = Some(result.status.clone());
-        }
-        if value_only {
-            continue;
-        }
-        if args.json {
-            let line = serde_json::to_string(&event).map_err(|e| e.to_string())?;
+        events = agentloop_engine::decide(options.clone(), state.clone(), decisions, deps.clone())
+            .map_err(|e| e.to_string())?;
+    };
+    let mut stdout = Stdout::new();
+    let status = result.as_ref().map(|r| &r.status);
+    if value_only {
+        if let Some(line) = output_schema::value_line(status)? {
             stdout.line(line)?;
-            continue;
         }
-        let kind = &event.kind;
-        // While the model or a root tool works, the spinner counts.
-        if matches!(kind, EventKind::StreamingStart(StreamingStartEvent { .. }))
-            || (event.path.is_root() && matches!(kind, EventKind::ToolStart(ToolStartEvent { .. })))
-        {
-            spinner.start();
-        } else if matches!(
-            kind,
-            EventKind::FirstChunk
-                | EventKind::StreamingEnd(StreamingEndEvent { .. })
-                | EventKind::MessageCreated(MessageCreatedEvent { .. })
-        ) {
-            spinner.stop();
-        }
-        if let EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. }) = kind
-            && mcp_tool_names.contains(&block.name)
-        {
-            spinner.stop();
-            view.mcp_progress(&mut stdout, block)
-                .map_err(Failure::from_io)?;
-        }
-        view.event(&mut stdout, &event).map_err(Failure::from_io)?;
-    }
-    spinner.stop();
-    if value_only && let Some(line) = output_schema::value_line(status.as_ref())? {
-        stdout.line(line)?;
+    } else if !args.json
+        && !show.answer_live
+        && let Some(answer) = result.as_ref().and_then(answer)
+    {
+        stdout.line(answer)?;
     }
     mcp.shutdown().await;
-    Ok(status.as_ref().map_or(ExitCode::from(1), exit_code))
+    Ok(status.map_or(ExitCode::from(1), exit_code))
+}
+
+/// What a person answers with: the line editor on the terminal (prompts
+/// on the terminal itself, even when stdout is redirected) and what they
+/// decided so far.
+struct Person {
+    editor: rustyline::DefaultEditor,
+    asker: approve::Asker,
+}
+
+impl Person {
+    fn new() -> Result<Self, Failure> {
+        let config = rustyline::Config::builder()
+            .behavior(rustyline::config::Behavior::PreferTerm)
+            .auto_add_history(false)
+            .build();
+        let editor = rustyline::DefaultEditor::with_config(config)
+            .map_err(|e| format!("cannot start the line editor: {e}"))?;
+        Ok(Self {
+            editor,
+            asker: approve::Asker::new(Style::stderr()),
+        })
+    }
+}
+
+/// The answer `run` prints on stdout: the last assistant text, else the
+/// value the run returned.
+fn answer(result: &agentloop_types::LoopResult) -> Option<String> {
+    if let Some(text) = result.final_text().filter(|t| !t.trim().is_empty()) {
+        return Some(sanitize(text.trim_end()).into_owned());
+    }
+    match &result.status {
+        LoopStatus::Complete {
+            return_value: Some(value),
+            ..
+        }
+        | LoopStatus::Complete {
+            output: Some(value),
+            ..
+        } => Some(match value {
+            serde_json::Value::String(s) => sanitize(s).into_owned(),
+            other => other.to_string(),
+        }),
+        _ => None,
+    }
+}
+
+/// How a run's events are shown: JSON lines on stdout, or the terminal
+/// view with the root run's text on stdout when it is a terminal (else on
+/// stderr with the rest, the answer printed once at the end).
+struct Show {
+    json: bool,
+    value_only: bool,
+    mcp_tool_names: Vec<String>,
+    view: render::View,
+    spinner: Spinner,
+    answer_live: bool,
+}
+
+impl Show {
+    /// Shows a stream's events; returns the root run's result.
+    async fn events(
+        &mut self,
+        events: &mut agentloop_engine::RunStream,
+    ) -> Result<Option<agentloop_types::LoopResult>, Failure> {
+        let mut stdout = Stdout::new();
+        let mut stderr = std::io::stderr();
+        let mut result = None;
+        loop {
+            let next = if self.spinner.active && !self.json {
+                match tokio::time::timeout(Duration::from_millis(100), events.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        self.spinner.tick();
+                        continue;
+                    }
+                }
+            } else {
+                events.next().await
+            };
+            let Some(event) = next else { break };
+            if let Some(root) = event.root_result() {
+                result = Some(root.clone());
+            }
+            if self.value_only {
+                continue;
+            }
+            if self.json {
+                let line = serde_json::to_string(&event).map_err(|e| e.to_string())?;
+                stdout.line(line)?;
+                continue;
+            }
+            let kind = &event.kind;
+            // While the model or a root tool works, the spinner counts.
+            if matches!(kind, EventKind::StreamingStart(StreamingStartEvent { .. }))
+                || (event.path.is_root()
+                    && matches!(kind, EventKind::ToolStart(ToolStartEvent { .. })))
+            {
+                self.spinner.start();
+            } else if matches!(
+                kind,
+                EventKind::FirstChunk
+                    | EventKind::StreamingEnd(StreamingEndEvent { .. })
+                    | EventKind::MessageCreated(MessageCreatedEvent { .. })
+            ) {
+                self.spinner.stop();
+            }
+            if let EventKind::ToolBlockUpdate(ToolBlockUpdateEvent { block, .. }) = kind
+                && self.mcp_tool_names.contains(&block.name)
+            {
+                self.spinner.stop();
+                self.view
+                    .mcp_progress(&mut stderr, block)
+                    .map_err(Failure::from_io)?;
+            }
+            let mut sinks = if self.answer_live {
+                render::Sinks::split(&mut stdout, &mut stderr)
+            } else {
+                render::Sinks::one(&mut stderr)
+            };
+            self.view
+                .event(&mut sinks, &event)
+                .map_err(Failure::from_io)?;
+        }
+        self.spinner.stop();
+        Ok(result)
+    }
 }
 
 /// Starts the MCP servers named by `--mcp` files and `--mcp-stdio` lines.

@@ -26,9 +26,14 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8787")]
     pub bind: String,
     /// anthropic, openai-chat, openai-responses, openai-compatible, or
-    /// scripted:FILE. Default: from the keys in the environment.
+    /// scripted:FILE. Default: from the keys in the environment; with none,
+    /// the server starts and its runs fail saying how to configure a model.
     #[arg(long)]
     pub provider: Option<String>,
+    /// Every run plays the shipped demo conversation (examples/demo.json):
+    /// no key, no network.
+    #[arg(long, conflicts_with = "provider")]
+    pub demo: bool,
     /// Default model id (a project's `model` overrides it).
     #[arg(long)]
     pub model: Option<String>,
@@ -156,11 +161,22 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async move {
-        let chosen = crate::providers::choose(
-            args.provider.as_deref(),
-            args.model.as_deref(),
-            args.base_url.as_deref(),
-        )
+        let configured = args.provider.is_some()
+            || args.base_url.is_some()
+            || crate::providers::configured_in_env();
+        let chosen = if args.demo {
+            eprintln!("agentloop: {}", crate::demo::SERVE_NOTICE);
+            crate::demo::provider(args.model.as_deref())
+        } else if configured {
+            crate::providers::choose(
+                args.provider.as_deref(),
+                args.model.as_deref(),
+                args.base_url.as_deref(),
+            )
+        } else {
+            eprintln!("agentloop: {}", crate::providers::NO_KEY);
+            Ok(crate::providers::unconfigured(args.model.as_deref()))
+        }
         .map_err(|e| e.to_string())?;
         let store = db::open_for_write(args.db.as_deref())
             .await

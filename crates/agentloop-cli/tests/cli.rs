@@ -232,8 +232,12 @@ fn run_without_a_key_plays_the_demo_and_says_how_to_configure_one() {
             && stderr.contains("OPENAI_API_KEY"),
         "{stderr}"
     );
+    // The view (the demo's tool call) is progress on stderr; stdout holds
+    // the answer alone.
+    assert!(stderr.contains("→ fs"), "{stderr}");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("→ fs"), "{stdout}");
+    assert!(!stdout.contains("→ fs"), "{stdout}");
+    assert!(stdout.contains("scripted demo"), "{stdout}");
 }
 
 #[test]

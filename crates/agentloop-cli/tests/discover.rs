@@ -89,8 +89,9 @@ fn the_config_file_sets_the_default_provider_and_tools() {
     let root = home.path().display().to_string();
     let output = agentloop(home.path(), &["run", "hi", "--root", &root], &[]);
     assert!(output.status.success(), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("✓ fs"), "{stderr}");
     let stdout = text(&output.stdout);
-    assert!(stdout.contains("✓ fs"), "{stdout}");
     assert!(stdout.contains("from the configured script"), "{stdout}");
     assert!(!text(&output.stderr).contains("demo"));
 }

@@ -164,8 +164,15 @@ fn the_terminal_view_shows_mcp_progress_as_it_arrives() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // The view is on stderr (notes aside), the answer alone on stdout.
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "done\n");
+    let view: String = String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter(|line| !line.starts_with("agentloop: "))
+        .map(|line| format!("{line}\n"))
+        .collect();
     // Colour codes shown as `⟨2m` so the snapshot stays readable.
-    let view = String::from_utf8_lossy(&output.stdout).replace("\x1b[", "⟨");
+    let view = view.replace("\x1b[", "⟨");
     insta::assert_snapshot!(view);
 }
 

@@ -166,19 +166,24 @@ fn colour_only_when_asked_or_on_a_terminal() {
     let plain = run(home.path(), &["run", "--demo", "--root", &root]);
     assert!(plain.status.success());
     assert!(!stdout(&plain).contains('\x1b'), "a pipe gets no escapes");
+    assert!(!stderr(&plain).contains('\x1b'), "a pipe gets no escapes");
     let always = run(
         home.path(),
         &["run", "--demo", "--root", &root, "--color", "always"],
     );
-    assert!(stdout(&always).contains("\x1b[36m"));
+    assert!(stderr(&always).contains("\x1b[36m"));
     let never = command(home.path(), &["run", "--demo", "--root", &root])
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
     assert!(!stdout(&never).contains('\x1b'));
+    assert!(!stderr(&never).contains('\x1b'));
     // Progress and notes stay on stderr: the answer alone is on stdout.
     assert!(stderr(&plain).contains("this is a demo"));
+    assert!(stderr(&plain).contains("→ fs"));
     assert!(!stdout(&plain).contains("this is a demo"));
+    assert!(!stdout(&plain).contains("→ fs"));
+    assert_eq!(stdout(&plain).lines().count(), 1, "{}", stdout(&plain));
 }
 
 #[test]
@@ -188,7 +193,7 @@ fn the_demo_streams_thinking_a_tool_call_and_a_cost_line() {
     let root = home.path().display().to_string();
     let output = run(home.path(), &["run", "--demo", "--root", &root]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let text = stdout(&output);
+    let text = stderr(&output);
     assert!(text.contains("thinking ┆ The user wants"), "{text}");
     assert!(
         text.contains(r#"→ fs {"command":"view","path":"/"}"#),
@@ -214,7 +219,16 @@ fn the_terminal_view_of_the_demo() {
     let root = root.display().to_string();
     let output = run(home.path(), &["run", "--demo", "--root", &root]);
     assert!(output.status.success(), "{}", stderr(&output));
-    insta::assert_snapshot!(stdout(&output));
+    // The view is on stderr, after the demo's notice (a note of its own).
+    let view: Vec<String> = stderr(&output)
+        .lines()
+        .filter(|line| !line.starts_with("agentloop: "))
+        .map(str::to_owned)
+        .collect();
+    insta::assert_snapshot!(view.join("\n") + "\n");
+    // Stdout holds the answer alone.
+    assert!(stdout(&output).starts_with("This folder holds the files listed above."));
+    assert_eq!(stdout(&output).lines().count(), 1);
 }
 
 #[test]
@@ -250,7 +264,8 @@ fn model_and_tool_text_cannot_send_terminal_escapes() {
             "always",
         ],
     );
-    let text = stdout(&output);
+    // The answer on stdout, the rest on stderr: neither obeys escapes.
+    let text = stdout(&output) + &stderr(&output);
     assert!(!text.contains("\x1b]0;"), "{text:?}");
     assert!(!text.contains("\x1b[2J"), "{text:?}");
     assert!(!text.contains('\x07'), "{text:?}");

@@ -5,8 +5,12 @@
 mod common;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
-use agentloop_types::{CancellationToken, LoopOptions, ProviderError, ProviderErrorKind};
+use agentloop_engine::{RunDeps, cancel_waiting};
+use agentloop_types::{
+    CancellationToken, Decision, LoopOptions, LoopStatus, ProviderError, ProviderErrorKind, Wait,
+};
 use common::*;
+use futures::StreamExt;
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -21,6 +25,8 @@ enum Call {
     BadJson,
     Ask,
     Return,
+    /// A call that waits for approval.
+    Guarded,
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +50,7 @@ fn call() -> impl Strategy<Value = Call> {
         1 => Just(Call::BadJson),
         1 => Just(Call::Ask),
         1 => Just(Call::Return),
+        2 => Just(Call::Guarded),
     ]
 }
 
@@ -94,6 +101,7 @@ fn script(turns: &[Turn]) -> Vec<ScriptedTurn> {
                     Call::BadJson => scripted.tool_call_raw(&id, "echo", &["{\"te"]),
                     Call::Ask => scripted.tool_call(&id, "ask_user", json!({"question": "?"})),
                     Call::Return => scripted.tool_call(&id, "return", json!({"value": 1})),
+                    Call::Guarded => scripted.tool_call(&id, "write", json!({"path": id})),
                 };
             }
             if turn.error {
@@ -106,6 +114,23 @@ fn script(turns: &[Turn]) -> Vec<ScriptedTurn> {
         .collect()
 }
 
+fn random_decision(wait: &Wait, pick: u8) -> Decision {
+    match (wait, pick % 4) {
+        (Wait::Question { .. }, 0) => Decision::Reject {
+            reason: "no".into(),
+        },
+        (Wait::Question { .. }, _) => Decision::Answer { text: "yes".into() },
+        (Wait::Approval { .. }, 0) => Decision::Approve { arguments: None },
+        (Wait::Approval { .. }, 1) => Decision::ApproveAlways,
+        (Wait::Approval { .. }, 2) => Decision::Approve {
+            arguments: Some(json!({"path": "edited"})),
+        },
+        (Wait::Approval { .. }, _) => Decision::Reject {
+            reason: "no".into(),
+        },
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
 
@@ -115,6 +140,7 @@ proptest! {
         cancel_at in prop::option::weighted(0.3, 0u64..120),
         concurrency in 1usize..4,
         max_iterations in 1u32..6,
+        choices in prop::collection::vec(0u8..6, 12),
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -134,21 +160,54 @@ proptest! {
                 panicking(),
                 asking(),
                 returning(),
+                writer().0,
             ];
             let options = LoopOptions {
                 tool_concurrency: concurrency,
                 max_iterations,
                 ..LoopOptions::default()
             };
+            let provider = ScriptedProvider::new(script(&turns));
             let events = run_events(
-                ScriptedProvider::new(script(&turns)),
-                tools,
-                options,
+                provider.clone(),
+                tools.clone(),
+                options.clone(),
                 user("go"),
                 cancel,
             )
             .await;
-            check_invariants(&events);
+            let mut result = check_invariants(&events);
+            // While the run waits for a person, decide at random (or
+            // cancel); every resumed part keeps the invariants and the
+            // whole history stays valid.
+            let mut choices = choices.iter().copied().cycle();
+            while let LoopStatus::Suspended { pending, state: Some(state) } = &result.status {
+                let choice = choices.next().unwrap_or_default();
+                let events = if choice == 5 {
+                    let deps = RunDeps::new(provider.clone()).with_tools(tools.clone());
+                    cancel_waiting(options.clone(), (**state).clone(), deps)
+                        .unwrap()
+                        .collect()
+                        .await
+                } else {
+                    let decisions = pending
+                        .iter()
+                        .map(|item| {
+                            let pick = choices.next().unwrap_or_default();
+                            (item.call.id.clone(), random_decision(&item.wait, pick))
+                        })
+                        .collect();
+                    decide_events(
+                        provider.clone(),
+                        tools.clone(),
+                        options.clone(),
+                        (**state).clone(),
+                        decisions,
+                    )
+                    .await
+                };
+                result = check_resumed(result.tokens, &events);
+            }
         });
     }
 }

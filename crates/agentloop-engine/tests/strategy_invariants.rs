@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::skills::{Skill, prepare};
 use agentloop_engine::{RunDeps, StrategyRegistry};
-use agentloop_types::{LoopOptions, ProviderError, ProviderErrorKind};
+use agentloop_types::{Decision, LoopOptions, LoopStatus, ProviderError, ProviderErrorKind, Wait};
 use common::*;
 use futures::StreamExt;
 use proptest::prelude::*;
@@ -40,6 +40,7 @@ fn turn() -> impl Strategy<Value = ScriptedTurn> {
         Just(ScriptedTurn::new().text("[\"one\", \"two\"]")),
         id.prop_map(|id| ScriptedTurn::new().tool_call(&id, "ask_user", json!({"question": "?"}))),
         id.prop_map(|id| ScriptedTurn::new().tool_call(&id, "helper", json!({"task": "sub"}))),
+        id.prop_map(|id| ScriptedTurn::new().tool_call(&id, "write", json!({"path": id}))),
         Just(ScriptedTurn::new().error(ProviderError::new(ProviderErrorKind::Api, "down"))),
         Just(ScriptedTurn::new().text("cut").cut()),
     ]
@@ -51,6 +52,7 @@ proptest! {
     fn every_strategy_keeps_the_invariants(
         turns in prop::collection::vec(turn(), 0..14),
         pick in 0usize..5,
+        answers in prop::collection::vec(any::<bool>(), 8),
     ) {
         let registry = StrategyRegistry::default();
         let names = registry.names();
@@ -69,16 +71,43 @@ proptest! {
             })
             .collect();
         let provider = ScriptedProvider::new(turns);
-        let skill = Arc::new(Skill::new("helper", "Help.").with_tools([echo()]));
-        let deps = RunDeps::new(provider)
-            .with_tools([echo(), asking()])
+        let skill = Arc::new(Skill::new("helper", "Help.").with_tools([echo(), writer().0]));
+        let deps = RunDeps::new(provider.clone())
+            .with_tools([echo(), asking(), writer().0])
             .with_run_id("run");
         let prepared = prepare(LoopOptions::default(), user("task"), deps, &[skill]);
+        let tools = prepared.deps.tools.clone();
+        let options = prepared.options.clone();
         let events: Vec<_> = futures::executor::block_on(
             strategy
                 .run(prepared.options, prepared.context, prepared.deps)
                 .collect(),
         );
-        check_invariants(&events);
+        let mut result = check_invariants(&events);
+        // Whatever waits for a person is decided (approve or reject, answer
+        // or decline) and the run goes on in place, in its strategy.
+        let mut answers = answers.iter().copied().cycle();
+        while let LoopStatus::Suspended { pending, state: Some(state) } = &result.status {
+            let decisions = pending
+                .iter()
+                .map(|item| {
+                    let yes = answers.next().unwrap_or_default();
+                    let decision = match (&item.wait, yes) {
+                        (Wait::Approval { .. }, true) => Decision::Approve { arguments: None },
+                        (Wait::Question { .. }, true) => Decision::Answer { text: "yes".into() },
+                        (_, false) => Decision::Reject { reason: "no".into() },
+                    };
+                    (item.call.id.clone(), decision)
+                })
+                .collect();
+            let events = futures::executor::block_on(decide_events(
+                provider.clone(),
+                tools.clone(),
+                options.clone(),
+                (**state).clone(),
+                decisions,
+            ));
+            result = check_resumed(result.tokens, &events);
+        }
     }
 }

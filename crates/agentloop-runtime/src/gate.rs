@@ -115,36 +115,34 @@ impl Tool for GatedTool {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-
+mod approval_tests {
     use super::*;
 
-    struct Asks;
+    /// A tool whose every call asks.
+    struct Asking;
 
-    impl Tool for Asks {
+    impl Tool for Asking {
         fn name(&self) -> &str {
-            "asks"
+            "asking"
         }
         fn description(&self) -> &str {
-            "a tool whose calls wait for approval"
+            "asks"
         }
         fn input_schema(&self) -> Value {
-            serde_json::json!({ "type": "object" })
+            serde_json::json!({"type": "object"})
         }
         fn approval(&self) -> ApprovalPolicy {
             ApprovalPolicy::Always
         }
-        fn execute(self: Arc<Self>, _: Value, _: ToolContext) -> ToolStream {
-            agentloop_types::single_result(async { agentloop_types::ToolResult::ok("ran") })
+        fn execute(self: Arc<Self>, _input: Value, _context: ToolContext) -> ToolStream {
+            agentloop_types::single_result(async { agentloop_types::ToolResult::ok("done") })
         }
     }
 
     #[test]
-    fn a_gated_tool_keeps_what_the_tool_declares() {
-        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Asks)];
-        let gated = GatedTool::wrap_all(&tools, &Gate::default());
+    fn a_gated_tool_keeps_the_approval_policy_of_the_tool_it_wraps() {
+        let fs: Arc<dyn Tool> = Arc::new(Asking);
+        let gated = GatedTool::wrap_all(&[fs], &Gate::default());
         assert_eq!(gated[0].approval(), ApprovalPolicy::Always);
-        assert_eq!(gated[0].name(), "asks");
     }
 }

@@ -469,3 +469,109 @@ async fn consumer_with_a_mock_strategy() {
         );
     }
 }
+
+/// Project settings under which every `count` call waits for approval.
+fn count_needs_approval() -> ProjectSettings {
+    let mut settings = ProjectSettings::default();
+    settings
+        .loop_settings
+        .approvals
+        .insert("count".into(), agentloop_types::ApprovalPolicy::Always);
+    settings
+}
+
+#[tokio::test]
+async fn a_waiting_run_survives_a_restart_and_takes_its_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("restart.db");
+    let path = path.to_str().unwrap();
+    let script = || {
+        ScriptedProvider::new([
+            ScriptedTurn::new().tool_call("c1", "count", json!({})),
+            ScriptedTurn::new().text("Counted."),
+        ])
+    };
+    let provider = script();
+    let counter = Counter::new("count");
+    let chat_id = {
+        let store: Arc<dyn agentloop_storage::Store> =
+            Arc::new(agentloop_storage::SqliteStore::connect(path).await.unwrap());
+        let runtime = ChatRuntime::new(store.clone(), provider.clone())
+            .with_tools([counter.clone() as Arc<dyn Tool>]);
+        let chat_id = chat(&runtime, count_needs_approval(), Default::default()).await;
+        let first = runtime
+            .send(&chat_id, Message::user_text("u1", "count"))
+            .await
+            .unwrap();
+        assert!(matches!(first.result.status, LoopStatus::Suspended { .. }));
+        let run = store.get_run(&first.run_id).await.unwrap();
+        assert_eq!(run.status, RunStatus::Suspended);
+        assert_eq!(run.lease_owner, None, "a waiting run holds no lease");
+        chat_id
+    };
+    assert_eq!(counter.calls.load(Ordering::SeqCst), 0);
+
+    // A new process: a new store over the same file, a new runtime.
+    let store: Arc<dyn agentloop_storage::Store> =
+        Arc::new(agentloop_storage::SqliteStore::connect(path).await.unwrap());
+    let runtime = ChatRuntime::new(store.clone(), provider.clone())
+        .with_tools([counter.clone() as Arc<dyn Tool>]);
+    let pending = runtime.pending(&chat_id).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].call.id, "c1");
+    let approve = [(
+        "c1".to_owned(),
+        agentloop_types::Decision::Approve { arguments: None },
+    )];
+    let done = runtime.resume(&chat_id, approve.into()).await.unwrap();
+    assert_eq!(done.result.final_text().as_deref(), Some("Counted."));
+    assert_eq!(counter.calls.load(Ordering::SeqCst), 1);
+    let messages = store.list_messages(&chat_id).await.unwrap();
+    let results: Vec<&ToolResultBlock> = messages
+        .iter()
+        .flat_map(|m| m.message.tool_results())
+        .collect();
+    assert_eq!(results.len(), 1, "one result for the one call");
+}
+
+#[tokio::test]
+async fn cancelling_a_waiting_chat_closes_its_calls_and_frees_the_chat() {
+    for (name, store, _dir) in stores().await {
+        let provider = ScriptedProvider::new([
+            ScriptedTurn::new().tool_call("c1", "count", json!({})),
+            ScriptedTurn::new().text("Hello again."),
+        ]);
+        let counter = Counter::new("count");
+        let runtime = ChatRuntime::new(store.clone(), provider.clone())
+            .with_tools([counter.clone() as Arc<dyn Tool>]);
+        let chat_id = chat(&runtime, count_needs_approval(), Default::default()).await;
+        runtime
+            .send(&chat_id, Message::user_text("u1", "count"))
+            .await
+            .unwrap();
+        let cancelled = runtime.cancel_suspended(&chat_id).await.unwrap();
+        assert!(
+            matches!(cancelled.result.status, LoopStatus::Cancelled),
+            "{name}"
+        );
+        assert_eq!(counter.calls.load(Ordering::SeqCst), 0, "{name}");
+        assert!(runtime.pending(&chat_id).await.unwrap().is_empty());
+        let messages = store.list_messages(&chat_id).await.unwrap();
+        let last = messages.last().unwrap();
+        let result = last.message.tool_results().next().unwrap();
+        assert!(
+            result.is_error && result.content.contains("waiting"),
+            "{name}"
+        );
+        // The chat takes a new message.
+        let next = runtime
+            .send(&chat_id, Message::user_text("u2", "hi"))
+            .await
+            .unwrap();
+        assert_eq!(
+            next.result.final_text().as_deref(),
+            Some("Hello again."),
+            "{name}"
+        );
+    }
+}

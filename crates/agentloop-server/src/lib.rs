@@ -53,6 +53,7 @@ pub mod state;
 pub mod tool;
 pub mod users;
 pub mod waiting;
+pub mod web;
 
 pub use config::{AgentPrompts, ServerConfig};
 pub use error::{ApiError, ServerError};

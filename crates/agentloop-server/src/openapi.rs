@@ -95,6 +95,47 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
         ),
         op(
             "get",
+            "/api/session",
+            "The browser session: its user and the CSRF token a change made with the session cookie sends as `x-csrf-token`",
+            ("200", "The session", Some(schema_ref("Session"))),
+        ),
+        Operation {
+            access: Access::Public,
+            body: Some(object(json!({"token": text()}), &["token"])),
+            extra: vec![
+                ("401", "The token is not valid", schema_ref("Error")),
+                (
+                    "415",
+                    "The body is not sent as application/json",
+                    schema_ref("Error"),
+                ),
+            ],
+            ..op(
+                "post",
+                "/api/session",
+                "Sign in from a browser: exchanges a bearer token for a session cookie (`agentloop_session`, HttpOnly, SameSite=Strict) of its own",
+                (
+                    "201",
+                    "Signed in; the cookie is set",
+                    Some(schema_ref("Session")),
+                ),
+            )
+        },
+        Operation {
+            extra: vec![(
+                "403",
+                "A change made with the session cookie without its CSRF token",
+                schema_ref("Error"),
+            )],
+            ..op(
+                "delete",
+                "/api/session",
+                "Sign out: the session's token stops working and the cookie is cleared",
+                ("204", "Signed out", None),
+            )
+        },
+        op(
+            "get",
             "/api/projects",
             "The caller's projects, oldest first",
             ("200", "Projects", Some(array_of("Project"))),
@@ -365,6 +406,7 @@ fn schemas() -> Value {
     );
     json!({
         "Error": object(json!({"error": {"type": "string"}}), &["error"]),
+        "Session": object(json!({"user": schema_ref("User"), "csrf": {"type": "string"}}), &["user", "csrf"]),
         "User": object(json!({"id": {"type": "string"}, "name": {"type": "string"}, "created_at": {"type": "integer"}}), &["id", "name", "created_at"]),
         "Project": object(json!({
             "id": {"type": "string"}, "name": {"type": "string"},
@@ -604,11 +646,12 @@ pub fn document(allow_project_mcp: bool) -> Value {
         "components": {
             "securitySchemes": {
                 "bearer": { "type": "http", "scheme": "bearer" },
-                "queryToken": { "type": "apiKey", "in": "query", "name": "token" }
+                "queryToken": { "type": "apiKey", "in": "query", "name": "token" },
+                "sessionCookie": { "type": "apiKey", "in": "cookie", "name": "agentloop_session", "description": "From `POST /api/session`. A request that changes anything must also send the session's CSRF token as `x-csrf-token`." }
             },
             "schemas": schemas()
         },
-        "security": [{ "bearer": [] }],
+        "security": [{ "bearer": [] }, { "sessionCookie": [] }],
         "paths": paths,
         "x-websockets": websockets
     })

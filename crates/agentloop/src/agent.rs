@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
-use agentloop_engine::{RunDeps, RunStream, collect, run};
+use agentloop_engine::{RunDeps, RunStream, collect, decide, run};
 use agentloop_types::{
-    CancellationToken, LoopEvent, LoopOptions, LoopResult, Message, ModelProvider, Tool,
+    ApprovalPolicy, CancellationToken, DecisionError, Decisions, LoopEvent, LoopOptions,
+    LoopResult, LoopStatus, Message, ModelProvider, Tool,
 };
 use futures::Stream;
 
@@ -70,6 +71,44 @@ impl Agent {
     /// message and the token totals.
     pub async fn run(&self, prompt: impl Into<String>) -> LoopResult {
         collect(self.stream(prompt).inner).await
+    }
+
+    /// Goes on with a run that ended `suspended` (waiting for a person),
+    /// in place: `decisions` holds one [`Decision`](crate::Decision) per
+    /// pending call, by call id. Decisions that do not fit are refused
+    /// before anything runs.
+    ///
+    /// ```
+    /// # use agentloop::prelude::*;
+    /// # use agentloop::{Decision, Decisions};
+    /// # async fn example(agent: agentloop::Agent) -> Result<(), agentloop::DecisionError> {
+    /// let mut result = agent.run("Tidy the notes folder").await;
+    /// while let LoopStatus::Suspended { pending, .. } = &result.status {
+    ///     let decisions: Decisions = pending
+    ///         .iter()
+    ///         .map(|p| (p.call.id.clone(), Decision::Approve { arguments: None }))
+    ///         .collect();
+    ///     result = agent.resume(&result, decisions)?.result().await;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn resume(
+        &self,
+        suspended: &LoopResult,
+        decisions: Decisions,
+    ) -> Result<AgentStream, DecisionError> {
+        let LoopStatus::Suspended {
+            state: Some(state), ..
+        } = &suspended.status
+        else {
+            return Err(DecisionError::NotWaiting);
+        };
+        let deps = RunDeps::new(self.provider.clone())
+            .with_tools(self.tools.iter().cloned())
+            .with_cancel(self.cancel.clone());
+        let inner = decide(self.options.clone(), (**state).clone(), decisions, deps)?;
+        Ok(AgentStream { inner })
     }
 
     /// The options every run of this agent uses.
@@ -164,6 +203,14 @@ impl AgentBuilder {
     /// Offers several shared tools (e.g. `agentloop::tools::standard_tools`).
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// Which calls of `tool` wait for a person's approval, over the tool's
+    /// own default; `"*"` sets it for every tool without its own. A run
+    /// with calls that wait ends `suspended`; see [`Agent::resume`].
+    pub fn approval(mut self, tool: impl Into<String>, policy: ApprovalPolicy) -> Self {
+        self.options.approvals.insert(tool.into(), policy);
         self
     }
 

@@ -54,8 +54,9 @@
 
 pub use agentloop_types as types;
 pub use agentloop_types::{
-    CancellationToken, ContentBlock, EventKind, LoopEvent, LoopOptions, LoopResult, LoopStatus,
-    Message, ModelProvider, Role, StreamDelta, Tool, ToolContext, ToolResult,
+    ApprovalPolicy, CancellationToken, ContentBlock, Decision, DecisionError, Decisions, EventKind,
+    LoopEvent, LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, PendingCall, Role,
+    StreamDelta, Tool, ToolContext, ToolResult, Wait,
 };
 
 #[cfg(feature = "engine")]

@@ -273,3 +273,60 @@ fn the_readme_example_is_the_quickstart_example() {
         "README.md's example differs from examples/quickstart.rs"
     );
 }
+
+#[tokio::test]
+async fn a_call_that_needs_approval_waits_and_resume_goes_on_in_place() {
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new()
+            .tool_call("p1", "pay", json!({"to": "bob", "cents": 500}))
+            .tool_call("c1", "clock", json!({})),
+        ScriptedTurn::new().tool_call("p2", "pay", json!({"to": "eve", "cents": 900})),
+        ScriptedTurn::new().text("Paid bob; not eve."),
+    ]);
+    let pay = Pay::default();
+    let calls = pay.calls.clone();
+    let agent = Agent::builder()
+        .provider(provider.clone())
+        .tool(Clock)
+        .tool(pay)
+        .approval("pay", agentloop::ApprovalPolicy::Always)
+        .build()
+        .unwrap();
+
+    let first = agent.run("Pay bob and eve").await;
+    let LoopStatus::Suspended { pending, .. } = &first.status else {
+        panic!("{:?}", first.status);
+    };
+    assert_eq!(pending.len(), 1, "the clock ran; only pay waits");
+    assert!(calls.lock().unwrap().is_empty());
+
+    let approve = [(
+        "p1".to_owned(),
+        agentloop::Decision::Approve { arguments: None },
+    )];
+    let second = agent.resume(&first, approve.into()).unwrap().result().await;
+    assert!(matches!(second.status, LoopStatus::Suspended { .. }));
+    let reject = [(
+        "p2".to_owned(),
+        agentloop::Decision::Reject {
+            reason: "eve is not a payee".into(),
+        },
+    )];
+    let done = agent.resume(&second, reject.into()).unwrap().result().await;
+    assert_eq!(done.final_text().as_deref(), Some("Paid bob; not eve."));
+    assert_eq!(
+        calls.lock().unwrap().len(),
+        1,
+        "only the approved payment ran"
+    );
+    let results = tool_results(&done);
+    assert_eq!(
+        results.last().unwrap().content,
+        "The user rejected this call: eve is not a payee"
+    );
+    assert!(results.last().unwrap().is_error);
+    assert_eq!(
+        agent.resume(&done, Default::default()).err(),
+        Some(agentloop::DecisionError::NotWaiting)
+    );
+}

@@ -3,6 +3,7 @@
 mod agent_runs;
 mod events;
 mod projects;
+pub(crate) mod session;
 mod tasks;
 mod ws;
 
@@ -33,6 +34,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/health"),
     ("get", "/api/openapi.json"),
     ("get", "/api/me"),
+    ("get", "/api/session"),
+    ("post", "/api/session"),
+    ("delete", "/api/session"),
     ("get", "/api/projects"),
     ("post", "/api/projects"),
     ("get", "/api/projects/{projectId}"),
@@ -66,6 +70,12 @@ pub fn router(state: AppState) -> Router {
             }),
         )
         .route("/api/me", get(me))
+        .route(
+            "/api/session",
+            get(session::get_one)
+                .post(session::create)
+                .delete(session::delete),
+        )
         .route("/api/projects", get(projects::list).post(projects::create))
         .route(
             "/api/projects/{project_id}",
@@ -105,6 +115,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/ws", get(ws::upgrade));
     plain
         .merge(streaming)
+        .merge(crate::web::routes())
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(middleware::from_fn(json_errors))
@@ -236,15 +247,20 @@ async fn me(AuthUser(user): AuthUser) -> Json<User> {
     Json(user)
 }
 
-/// The authenticated user (`Authorization: Bearer <token>`).
+/// The authenticated user: `Authorization: Bearer <token>`, or the
+/// browser's session cookie (a change then needs the CSRF header too).
 pub struct AuthUser(pub User);
 
 impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts).ok_or_else(ApiError::unauthorized)?;
-        Ok(Self(authenticate(state, &token).await?))
+        if let Some(token) = bearer(parts) {
+            return Ok(Self(authenticate(state, &token).await?));
+        }
+        let session = session::session_cookie(&parts.headers).ok_or_else(ApiError::unauthorized)?;
+        session::check_csrf(parts, &session)?;
+        Ok(Self(authenticate(state, &session).await?))
     }
 }
 
@@ -262,8 +278,36 @@ impl FromRequestParts<AppState> for WsUser {
             q.split('&')
                 .find_map(|pair| pair.strip_prefix("token=").map(str::to_owned))
         });
-        let token = bearer(parts).or(query).ok_or_else(ApiError::unauthorized)?;
+        let token = bearer(parts)
+            .or(query)
+            .or_else(|| {
+                same_origin(parts)
+                    .then(|| session::session_cookie(&parts.headers))
+                    .flatten()
+            })
+            .ok_or_else(ApiError::unauthorized)?;
         Ok(Self(authenticate(state, &token).await?))
+    }
+}
+
+/// Whether a browser's request comes from a page of this server: its
+/// `Origin` names the host it was sent to. (A WebSocket is not bound by
+/// CORS, so the session cookie counts only for the page's own.)
+fn same_origin(parts: &Parts) -> bool {
+    let header = |name| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v: &axum::http::HeaderValue| v.to_str().ok())
+    };
+    match (
+        header(axum::http::header::ORIGIN),
+        header(axum::http::header::HOST),
+    ) {
+        (Some(origin), Some(host)) => origin
+            .split_once("://")
+            .is_some_and(|(_, rest)| rest == host),
+        _ => false,
     }
 }
 
@@ -276,7 +320,7 @@ fn bearer(parts: &Parts) -> Option<String> {
         .map(str::to_owned)
 }
 
-async fn authenticate(state: &AppState, token: &str) -> Result<User, ApiError> {
+pub(crate) async fn authenticate(state: &AppState, token: &str) -> Result<User, ApiError> {
     let user = user_for_token(&*state.store, token.trim())
         .await?
         .ok_or_else(ApiError::unauthorized)?;

@@ -1,0 +1,687 @@
+// The agentloop page: projects, tasks, agent runs and their conversations.
+//
+// Everything the model or a user wrote is put into the page as text
+// (`textContent`, text nodes); nothing is ever parsed as HTML, so model
+// output cannot inject markup or script. Links from markdown keep only
+// http(s) targets.
+
+const main = document.getElementById("main");
+const toastBox = document.getElementById("toast");
+const who = document.getElementById("who");
+const signOutButton = document.getElementById("sign-out");
+
+let session = null; // {user, csrf}
+let socket = null;
+const socketListeners = new Set();
+let leaveView = () => {};
+
+// ---------- DOM ----------
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else if (key === "class") el.className = value;
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+function show(...children) {
+  main.replaceChildren(...children.flat().filter(Boolean));
+}
+
+function toast(text) {
+  toastBox.textContent = text;
+  toastBox.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { toastBox.hidden = true; }, 4000);
+}
+
+function when(iso) {
+  if (!iso) return "—";
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+}
+
+function statusBadge(status) {
+  const marks = { running: "● ", waiting: "⏸ ", completed: "✓ ", failed: "✗ ", cancelled: "■ " };
+  return h("span", { class: `badge ${status}` }, (marks[status] || "") + status);
+}
+
+// ---------- API ----------
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.error) || `request failed (${status})`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { accept: "application/json" };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (method !== "GET" && session) headers["x-csrf-token"] = session.csrf;
+  const response = await fetch(path, {
+    method,
+    headers,
+    credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = { error: text }; }
+  if (response.status === 401 && path !== "/api/session") {
+    session = null;
+    signIn();
+  }
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+function errorLine(error) {
+  return h("p", { class: "error", role: "alert" }, error.message || String(error));
+}
+
+// ---------- Live notices ----------
+
+function connectSocket() {
+  if (socket) return;
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  socket = new WebSocket(`${scheme}://${location.host}/api/ws`);
+  socket.addEventListener("message", (event) => {
+    let notice;
+    try { notice = JSON.parse(event.data); } catch { return; }
+    for (const listener of socketListeners) listener(notice);
+  });
+  socket.addEventListener("close", () => {
+    socket = null;
+    if (session) setTimeout(connectSocket, 2000);
+  });
+}
+
+// ---------- Markdown (to DOM, never to HTML) ----------
+
+function markdown(text) {
+  const root = h("div", { class: "body" });
+  const lines = String(text).replace(/\r\n/g, "\n").split("\n");
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    const fence = line.match(/^```(.*)$/);
+    if (fence) {
+      const code = [];
+      i += 1;
+      while (i < lines.length && !lines[i].startsWith("```")) code.push(lines[i++]);
+      i += 1;
+      root.append(h("pre", {}, h("code", {}, code.join("\n"))));
+      continue;
+    }
+    const heading = line.match(/^(#{1,4})\s+(.*)$/);
+    if (heading) {
+      root.append(h(`h${Math.min(heading[1].length + 2, 6)}`, {}, inline(heading[2])));
+      i += 1;
+      continue;
+    }
+    if (/^\s*([-*]|\d+\.)\s+/.test(line)) {
+      const ordered = /^\s*\d+\./.test(line);
+      const list = h(ordered ? "ol" : "ul", {});
+      while (i < lines.length && /^\s*([-*]|\d+\.)\s+/.test(lines[i])) {
+        list.append(h("li", {}, inline(lines[i].replace(/^\s*([-*]|\d+\.)\s+/, ""))));
+        i += 1;
+      }
+      root.append(list);
+      continue;
+    }
+    if (line.trim() === "") { i += 1; continue; }
+    const para = [];
+    while (i < lines.length && lines[i].trim() !== "" && !/^(```|#{1,4}\s|\s*([-*]|\d+\.)\s)/.test(lines[i])) {
+      para.push(lines[i++]);
+    }
+    root.append(h("p", {}, inline(para.join("\n"))));
+  }
+  return root;
+}
+
+// Inline code, bold, italic and links; everything else is text.
+function inline(text) {
+  const out = [];
+  const pattern = /(`[^`]+`)|(\*\*[^*]+\*\*)|(\*[^*]+\*)|(\[[^\]]+\]\([^)\s]+\))/g;
+  let last = 0;
+  for (const match of text.matchAll(pattern)) {
+    if (match.index > last) out.push(text.slice(last, match.index));
+    const token = match[0];
+    if (token.startsWith("`")) out.push(h("code", {}, token.slice(1, -1)));
+    else if (token.startsWith("**")) out.push(h("strong", {}, token.slice(2, -2)));
+    else if (token.startsWith("*")) out.push(h("em", {}, token.slice(1, -1)));
+    else {
+      const [, label, href] = token.match(/^\[([^\]]+)\]\(([^)\s]+)\)$/);
+      out.push(safeUrl(href)
+        ? h("a", { href, rel: "noopener noreferrer nofollow", target: "_blank" }, label)
+        : `${label} (${href})`);
+    }
+    last = match.index + token.length;
+  }
+  if (last < text.length) out.push(text.slice(last));
+  return out;
+}
+
+function safeUrl(href) {
+  try {
+    const url = new URL(href, location.href);
+    return url.protocol === "https:" || url.protocol === "http:";
+  } catch {
+    return false;
+  }
+}
+
+// ---------- Sign-in ----------
+
+async function loadSession() {
+  try {
+    session = await api("GET", "/api/session");
+  } catch {
+    session = null;
+  }
+  who.textContent = session ? session.user.name : "";
+  signOutButton.hidden = !session;
+  if (session) connectSocket();
+}
+
+function signIn(message) {
+  leaveView();
+  who.textContent = "";
+  signOutButton.hidden = true;
+  const input = h("input", { type: "password", name: "token", id: "token", autocomplete: "current-password", required: true });
+  const status = h("div", {});
+  const form = h("form", {
+    class: "panel",
+    onsubmit: async (event) => {
+      event.preventDefault();
+      status.replaceChildren();
+      try {
+        session = await api("POST", "/api/session", { token: input.value.trim() });
+        input.value = "";
+        await loadSession();
+        route();
+      } catch (error) {
+        status.replaceChildren(errorLine(error.status === 401 ? new Error("That token is not valid.") : error));
+      }
+    },
+  },
+  h("label", { for: "token" }, "Access token (from `agentloop users create`)", input),
+  h("div", { class: "actions" }, h("button", { type: "submit" }, "Sign in")),
+  status);
+  show(h("h1", {}, "Sign in"), message ? h("p", {}, message) : null, form);
+  input.focus();
+}
+
+signOutButton.addEventListener("click", async () => {
+  try { await api("DELETE", "/api/session"); } catch { /* signed out either way */ }
+  session = null;
+  if (socket) socket.close();
+  signIn("You are signed out.");
+});
+
+// ---------- Views ----------
+
+async function projectsView() {
+  const projects = await api("GET", "/api/projects");
+  const name = h("input", { id: "project-name", name: "name", required: true });
+  const folder = h("input", { id: "project-folder", name: "repoFolder", required: true, placeholder: "my-project" });
+  const status = h("div", {});
+  const form = h("form", {
+    class: "panel inline",
+    onsubmit: async (event) => {
+      event.preventDefault();
+      status.replaceChildren();
+      try {
+        const project = await api("POST", "/api/projects", { name: name.value, repoFolder: folder.value });
+        location.hash = `#/projects/${project.id}`;
+      } catch (error) {
+        status.replaceChildren(errorLine(error));
+      }
+    },
+  },
+  h("label", { for: "project-name" }, "Name", name),
+  h("label", { for: "project-folder" }, "Folder", folder),
+  h("button", { type: "submit" }, "Create project"),
+  status);
+  show(
+    h("h1", {}, "Projects"),
+    projects.length
+      ? h("ul", { class: "list" }, projects.map((p) =>
+        h("li", {}, h("a", { href: `#/projects/${p.id}` }, p.name), " ", h("span", { class: "muted" }, p.repo_folder || ""))))
+      : h("p", { class: "muted" }, "No projects yet."),
+    h("h2", {}, "New project"),
+    form,
+  );
+}
+
+async function projectView(id) {
+  const [project, tasks] = await Promise.all([
+    api("GET", `/api/projects/${id}`),
+    api("GET", `/api/projects/${id}/tasks`),
+  ]);
+  const title = h("input", { id: "task-title", name: "title", required: true });
+  const status = h("div", {});
+  const form = h("form", {
+    class: "panel inline",
+    onsubmit: async (event) => {
+      event.preventDefault();
+      status.replaceChildren();
+      try {
+        const task = await api("POST", `/api/projects/${id}/tasks`, { title: title.value });
+        location.hash = `#/tasks/${task.id}`;
+      } catch (error) {
+        status.replaceChildren(errorLine(error));
+      }
+    },
+  }, h("label", { for: "task-title" }, "Title", title), h("button", { type: "submit" }, "Create task"), status);
+  show(
+    h("p", {}, h("a", { href: "#/" }, "← Projects")),
+    h("h1", {}, project.name),
+    h("p", { class: "muted" }, `Folder: ${project.repo_folder || "—"}`),
+    h("h2", {}, "Tasks"),
+    tasks.length
+      ? h("ul", { class: "list" }, tasks.map((t) =>
+        h("li", {}, h("a", { href: `#/tasks/${t.id}` }, t.title), t.workflow_complete ? h("span", { class: "muted" }, " (done)") : null)))
+      : h("p", { class: "muted" }, "No tasks yet."),
+    h("h2", {}, "New task"),
+    form,
+  );
+}
+
+const AGENTS = [
+  ["planification", "Run Planification", "Planification agent started"],
+  ["implementation", "Run Implementation", "Implementation agent started"],
+  ["review", "Run Review", "Review agent started"],
+];
+
+async function taskView(id) {
+  let task = await api("GET", `/api/tasks/${id}`);
+  const doc = await api("GET", `/api/tasks/${id}/document`);
+  const runsBox = h("div", {});
+  const conflict = h("div", {});
+  const editor = h("textarea", { id: "task-doc", name: "content", "aria-label": "Task document" });
+  editor.value = doc.content || "";
+  const docStatus = h("span", { class: "muted", role: "status" });
+  const done = h("input", { type: "checkbox", id: "mark-done", checked: task.workflow_complete });
+
+  async function refreshRuns() {
+    const runs = await api("GET", `/api/tasks/${id}/agent-runs`);
+    runsBox.replaceChildren(runs.length ? runsTable(runs, refreshRuns) : h("p", { class: "muted" }, "No agent runs yet."));
+  }
+
+  const buttons = AGENTS.map(([agentType, label, started]) => h("button", {
+    type: "button",
+    "data-agent": agentType,
+    onclick: async () => {
+      conflict.replaceChildren();
+      try {
+        await api("POST", `/api/tasks/${id}/agent-runs`, { agentType });
+        toast(started);
+        await refreshRuns();
+      } catch (error) {
+        if (error.status === 409 && error.body && error.body.runningAgent) {
+          const running = error.body.runningAgent;
+          conflict.replaceChildren(h("p", { class: "error", role: "alert" },
+            `An agent is already running: ${running.agent_type} (`, h("a", { href: `#/runs/${running.id}` }, "open it"), ").",));
+        } else {
+          conflict.replaceChildren(errorLine(error));
+        }
+      }
+    },
+  }, label));
+
+  done.addEventListener("change", async () => {
+    try {
+      task = await api("PUT", `/api/tasks/${id}/workflow-complete`, { complete: done.checked });
+      toast(done.checked ? "Marked done: running agents were stopped" : "Marked not done");
+      await refreshRuns();
+    } catch (error) {
+      done.checked = !done.checked;
+      conflict.replaceChildren(errorLine(error));
+    }
+  });
+
+  const listener = (notice) => {
+    if (notice.taskId === id) refreshRuns().catch(() => {});
+  };
+  socketListeners.add(listener);
+  leaveView = () => socketListeners.delete(listener);
+
+  show(
+    h("p", {}, h("a", { href: `#/projects/${task.project_id}` }, "← Project")),
+    h("h1", {}, task.title),
+    h("div", { class: "actions" }, buttons),
+    h("label", { class: "panel check", for: "mark-done" }, done, h("span", {}, "Mark Done (stops the chain and any running agent)")),
+    conflict,
+    h("h2", {}, "Agent runs"),
+    runsBox,
+    h("h2", {}, "Task document"),
+    editor,
+    h("div", { class: "actions" }, h("button", {
+      type: "button",
+      onclick: async () => {
+        try {
+          await api("PUT", `/api/tasks/${id}/document`, { content: editor.value });
+          docStatus.textContent = "Saved.";
+        } catch (error) {
+          docStatus.textContent = error.message;
+        }
+      },
+    }, "Save document"), docStatus),
+  );
+  await refreshRuns();
+}
+
+function runsTable(runs, refresh) {
+  return h("table", {},
+    h("thead", {}, h("tr", {}, ["Agent", "Status", "Started", "Ended", "Tokens / cost", ""].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, runs.map((run) => h("tr", { "data-run": run.id },
+      h("td", {}, h("a", { href: `#/runs/${run.id}` }, run.agent_type)),
+      h("td", {}, statusBadge(run.status), run.stopped_by ? h("div", { class: "muted" }, `stopped by ${run.stopped_by}`) : null,
+        run.error ? h("div", { class: "muted" }, run.error.message) : null),
+      h("td", {}, when(run.created_at)),
+      h("td", {}, when(run.completed_at)),
+      h("td", {}, run.tokens ? `${run.tokens.input_tokens + run.tokens.output_tokens} / $${Number(run.tokens.cost || 0).toFixed(4)}` : "—"),
+      h("td", {}, run.status === "running" || run.status === "waiting"
+        ? h("button", {
+          type: "button",
+          class: "danger",
+          onclick: async () => {
+            try { await api("POST", `/api/agent-runs/${run.id}/cancel`); toast("Run cancelled"); } catch (error) { toast(error.message); }
+            await refresh();
+          },
+        }, "Cancel")
+        : null),
+    ))));
+}
+
+// ---------- Run view ----------
+
+async function runView(id) {
+  const run = await api("GET", `/api/agent-runs/${id}`);
+  const header = h("div", {});
+  const conversation = h("div", { id: "conversation", "aria-live": "polite" });
+  const totals = h("p", { class: "totals" });
+  const view = new Conversation(conversation, totals, id);
+  function renderHeader(current) {
+    header.replaceChildren(
+      h("p", {}, h("a", { href: `#/tasks/${current.task_id}` }, "← Task")),
+      h("h1", {}, `${current.agent_type} run `, statusBadge(current.status)),
+    );
+  }
+  renderHeader(run);
+  show(header, conversation, totals);
+  const events = new EventSource(`/api/agent-runs/${id}/events`);
+  for (const name of EVENT_NAMES) {
+    events.addEventListener(name, (event) => {
+      try { view.apply(JSON.parse(event.data)); } catch (error) { console.error(error); }
+    });
+  }
+  const listener = (notice) => {
+    if (notice.agentRunId === id) api("GET", `/api/agent-runs/${id}`).then(renderHeader).catch(() => {});
+  };
+  socketListeners.add(listener);
+  leaveView = () => { events.close(); socketListeners.delete(listener); };
+}
+
+const EVENT_NAMES = ["streaming_start", "first_chunk", "streaming_chunk", "streaming_end", "message_created",
+  "tokens_consumed", "pending_tool_result", "tool_start", "tool_block_update", "tool_end", "agent_start",
+  "agent_turn_start", "agent_reason", "agent_request_input", "agent_tool_start", "agent_tool_complete",
+  "agent_observe", "agent_completion", "agent_error", "context_compacted", "approval_requested", "finished"];
+
+class Conversation {
+  constructor(root, totals, runId) {
+    this.root = root;
+    this.totalsLine = totals;
+    this.runId = runId;
+    this.seen = new Set();
+    this.tokens = { input: 0, output: 0, cost: 0 };
+    this.streams = new Map(); // path key -> {el, blocks}
+    this.tools = new Map(); // tool_use_id -> card
+  }
+
+  container(path) {
+    if (!path || path.length === 0) return this.root;
+    const card = this.tools.get(path[path.length - 1]);
+    return card ? card.nested : this.root;
+  }
+
+  apply(event) {
+    if (this.seen.has(`${(event.path || []).join("/")}#${event.seq}#${event.type}`)) return;
+    this.seen.add(`${(event.path || []).join("/")}#${event.seq}#${event.type}`);
+    const path = event.path || [];
+    const key = path.join("/");
+    const into = this.container(path);
+    switch (event.type) {
+      case "streaming_start": {
+        const el = h("div", { class: "msg assistant" }, h("div", { class: "role" }, "assistant"));
+        into.append(el);
+        this.streams.set(key, { el, blocks: new Map() });
+        break;
+      }
+      case "streaming_chunk": this.chunk(key, event.delta); break;
+      case "message_created": this.message(key, into, event.message); break;
+      case "tokens_consumed":
+        if (path.length === 0) {
+          this.tokens.input += event.tokens.input_tokens || 0;
+          this.tokens.output += event.tokens.output_tokens || 0;
+          this.tokens.cost += event.tokens.cost || 0;
+          this.showTotals();
+        }
+        break;
+      case "tool_start": this.card(into, event.tool_use_id, event.name, event.input).running(); break;
+      case "tool_block_update": {
+        const card = this.tools.get(event.tool_use_id);
+        if (card) card.update(event.block);
+        break;
+      }
+      case "tool_end": {
+        const card = this.tools.get(event.tool_use_id);
+        if (card) card.ended(event.is_error);
+        break;
+      }
+      case "approval_requested": {
+        const card = this.card(into, event.tool_use_id, event.tool, event.arguments);
+        card.waiting(`Waits for approval: ${event.reason}`);
+        break;
+      }
+      case "agent_reason": case "agent_observe": case "agent_error":
+        into.append(h("p", { class: "muted" }, `${event.type.replace("agent_", "")}: ${event.message}`));
+        break;
+      case "agent_request_input":
+        into.append(h("p", { class: "muted" }, `question: ${event.question}`));
+        break;
+      case "finished": if (path.length === 0) this.finished(event.result); break;
+      default: break;
+    }
+  }
+
+  chunk(key, delta) {
+    const stream = this.streams.get(key);
+    if (!stream) return;
+    if (delta.kind === "block_start") {
+      const block = delta.block || {};
+      let el;
+      if (block.type === "thinking") {
+        el = h("details", { class: "thinking" }, h("summary", {}, "Thinking"), h("div", { class: "streaming" }));
+      } else if (block.type === "tool_use") {
+        el = h("pre", { class: "args" }, `${block.name || "tool"} `);
+      } else {
+        el = h("div", { class: "streaming body" });
+      }
+      stream.el.append(el);
+      stream.blocks.set(delta.index, el.querySelector(".streaming") || el);
+      return;
+    }
+    const target = stream.blocks.get(delta.index);
+    if (!target) return;
+    if (delta.kind === "text") target.append(delta.text);
+    else if (delta.kind === "thinking") target.append(delta.thinking);
+    else if (delta.kind === "tool_input") target.append(delta.partial_json);
+  }
+
+  message(key, into, message) {
+    if (message.role === "assistant") {
+      const stream = this.streams.get(key);
+      const el = h("div", { class: "msg assistant", "data-message": message.id }, h("div", { class: "role" }, "assistant"));
+      for (const block of message.content) {
+        if (block.type === "text") el.append(markdown(block.text));
+        else if (block.type === "thinking") el.append(h("details", { class: "thinking" }, h("summary", {}, "Thinking"), h("div", { class: "streaming" }, block.thinking)));
+        else if (block.type === "redacted_thinking") el.append(h("p", { class: "muted" }, "(thinking redacted by the provider)"));
+      }
+      if (stream) { stream.el.replaceWith(el); this.streams.delete(key); } else into.append(el);
+      for (const block of message.content) {
+        if (block.type === "tool_use") this.card(into, block.id, block.name, block.input);
+      }
+      return;
+    }
+    const results = message.content.filter((b) => b.type === "tool_result");
+    for (const result of results) {
+      const card = this.tools.get(result.tool_use_id);
+      if (card) card.result(result.content, result.is_error);
+    }
+    const texts = message.content.filter((b) => b.type === "text");
+    if (texts.length && message.role === "user") {
+      into.append(h("div", { class: "msg user", "data-message": message.id }, h("div", { class: "role" }, "user"),
+        markdown(texts.map((t) => t.text).join("\n\n"))));
+    }
+  }
+
+  card(into, id, name, input) {
+    let card = this.tools.get(id);
+    if (!card) {
+      card = new ToolCard(id, name, input);
+      this.tools.set(id, card);
+      into.append(card.el);
+    }
+    return card;
+  }
+
+  finished(result) {
+    const status = h("p", { class: "panel", role: "status" }, "Run ended: ", statusBadge(result.status === "complete" ? "completed" : result.status));
+    this.root.append(status);
+    if (result.status === "suspended") {
+      for (const item of result.pending || []) {
+        const card = this.tools.get(item.call.id) || this.card(this.container(item.path), item.call.id, item.call.name, item.call.input);
+        card.decide(item, this.runId);
+      }
+    }
+  }
+
+  showTotals() {
+    this.totalsLine.textContent = `Tokens: ${this.tokens.input} in, ${this.tokens.output} out · cost $${this.tokens.cost.toFixed(4)}`;
+  }
+}
+
+// Seed 003's ToolResultView: the call, its arguments, a running spinner,
+// a minion's task in a blue box, its nested work in pink, the result in
+// green or red.
+class ToolCard {
+  constructor(id, name, input) {
+    this.id = id;
+    this.state = h("span", { class: "muted" }, "pending");
+    this.info = h("div", {});
+    this.nested = h("div", { class: "nested", hidden: true });
+    this.outcome = h("div", {});
+    this.controls = h("div", {});
+    this.el = h("div", { class: "tool", "data-tool": id },
+      h("div", { class: "head" }, h("span", { class: "name" }, name), this.state),
+      h("details", {}, h("summary", {}, "Arguments"), h("pre", { class: "args" }, JSON.stringify(input, null, 2))),
+      this.info, this.nested, this.outcome, this.controls);
+    this.nestedObserver = new MutationObserver(() => { this.nested.hidden = this.nested.childElementCount === 0; });
+    this.nestedObserver.observe(this.nested, { childList: true });
+  }
+
+  running() {
+    this.state.replaceChildren(h("span", { class: "spinner", "aria-hidden": "true" }), " running");
+  }
+
+  waiting(text) {
+    this.state.replaceChildren("⏸ ", text);
+  }
+
+  ended(isError) {
+    this.state.replaceChildren(isError ? "✗ failed" : "✓ done");
+  }
+
+  update(block) {
+    const info = (block.rendering_groups || []).flatMap((g) => g.blocks || []).find((b) => b.type === "tool_info");
+    if (info && info.input) {
+      this.info.replaceChildren(h("div", { class: "info" },
+        h("strong", {}, "Task: "), info.input,
+        info.chat_id ? h("div", { class: "muted" }, `chat ${info.chat_id}`) : null,
+        h("div", { class: "actions" }, h("button", {
+          type: "button",
+          class: "secondary",
+          onclick: () => navigator.clipboard && navigator.clipboard.writeText(this.nested.innerText || ""),
+        }, "Copy All"))));
+    }
+  }
+
+  result(content, isError) {
+    this.controls.replaceChildren();
+    this.state.replaceChildren(isError ? "✗ error" : "✓ done");
+    this.outcome.replaceChildren(h("div", { class: `result ${isError ? "bad" : "ok"}` },
+      h("span", { class: "muted" }, isError ? "Error: " : "Result: "), content));
+  }
+
+  decide(item, runId) {
+    const status = h("div", {});
+    const reason = h("textarea", { "aria-label": item.kind === "question" ? "Your answer" : "Reason for rejecting" });
+    const send = async (decision) => {
+      status.replaceChildren();
+      try {
+        await api("POST", `/api/agent-runs/${runId}/decisions`, { decisions: [{ call_id: item.call.id, ...decision }] });
+        this.controls.replaceChildren(h("p", { class: "muted" }, "Decision sent."));
+      } catch (error) {
+        status.replaceChildren(errorLine(error));
+      }
+    };
+    const buttons = item.kind === "question"
+      ? [h("button", { type: "button", onclick: () => send({ decision: "answer", text: reason.value }) }, "Answer"),
+        h("button", { type: "button", class: "secondary", onclick: () => send({ decision: "reject", reason: reason.value }) }, "Decline")]
+      : [h("button", { type: "button", onclick: () => send({ decision: "approve" }) }, "Approve"),
+        h("button", { type: "button", class: "danger", onclick: () => send({ decision: "reject", reason: reason.value }) }, "Reject")];
+    this.controls.replaceChildren(h("div", { class: "pending" },
+      h("p", {}, item.kind === "question" ? `Question: ${item.question}` : `Needs approval: ${item.reason}`),
+      h("label", {}, item.kind === "question" ? "Answer" : "Reason (sent to the model if you reject)", reason),
+      h("div", { class: "actions" }, buttons), status));
+  }
+}
+
+// ---------- Routing ----------
+
+async function route() {
+  leaveView();
+  leaveView = () => {};
+  if (!session) { signIn(); return; }
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const parts = hash.split("/").filter(Boolean);
+  try {
+    if (parts.length === 0) await projectsView();
+    else if (parts[0] === "projects" && parts[1]) await projectView(parts[1]);
+    else if (parts[0] === "tasks" && parts[1]) await taskView(parts[1]);
+    else if (parts[0] === "runs" && parts[1]) await runView(parts[1]);
+    else show(h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to projects")));
+  } catch (error) {
+    if (error.status !== 401) show(h("h1", {}, "Something went wrong"), errorLine(error));
+  }
+  main.focus({ preventScroll: true });
+}
+
+window.addEventListener("hashchange", route);
+loadSession().then(route);
