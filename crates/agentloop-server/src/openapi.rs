@@ -45,6 +45,13 @@ fn object(properties: Value, required: &[&str]) -> Value {
     json!({ "type": "object", "properties": properties, "required": required })
 }
 
+/// [`object`] that allows no other properties (the server refuses them).
+fn closed(properties: Value, required: &[&str]) -> Value {
+    let mut value = object(properties, required);
+    value["additionalProperties"] = json!(false);
+    value
+}
+
 /// A string with at least one character that is not white space.
 fn text() -> Value {
     json!({ "type": "string", "pattern": "\\S" })
@@ -297,7 +304,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
             ),
         ),
         Operation {
-            body: Some(object(
+            body: Some(closed(
                 json!({"decisions": {"type": "array", "minItems": 1, "items": {"allOf": [schema_ref("Decision"), {"required": ["call_id"]}]}}}),
                 &["decisions"],
             )),
@@ -382,7 +389,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
 
 /// The `approvals` setting of a project: a policy per tool name.
 fn approvals_schema() -> Value {
-    let argument_match = object(
+    let argument_match = closed(
         json!({"pointer": {"type": "string"}, "any_of": {"type": "array"}}),
         &["pointer", "any_of"],
     );
@@ -391,13 +398,14 @@ fn approvals_schema() -> Value {
         "description": "Which tool calls of the project's runs wait for a person's approval, by tool name (`*`: every tool without an entry). A policy is `never`, `always`, `{\"when\": {\"pointer\": \"/command\", \"any_of\": [...]}}` (calls whose argument matches wait) or `{\"unless\": ...}` (calls whose argument does not match wait). Tools without an entry keep their own default: the fs tool's writes and every js call wait.",
         "additionalProperties": {"oneOf": [
             {"enum": ["never", "always"]},
-            object(json!({"when": argument_match}), &["when"]),
-            object(json!({"unless": argument_match}), &["unless"]),
+            closed(json!({"when": argument_match}), &["when"]),
+            closed(json!({"unless": argument_match}), &["unless"]),
         ]}
     })
 }
 
 fn schemas() -> Value {
+    let call_id = json!({"type": "string", "minLength": 1});
     let timestamp = json!({"type": "string", "format": "date-time"});
     let nullable_timestamp = json!({"type": ["string", "null"], "format": "date-time"});
     let reason = object(
@@ -444,10 +452,10 @@ fn schemas() -> Value {
         "Decision": {
             "description": "A decision on one pending call (`call_id` in a request; left out where a call's recorded decision is shown). `approve` (optionally with edited `arguments`, a JSON object), `approve_always` (this call and every later call of the same tool in this run), `reject` (with a `reason` the model reads; a default one when left out), `answer` (a question's answer `text`).",
             "oneOf": [
-                object(json!({"call_id": {"type": "string"}, "decision": {"const": "approve"}, "arguments": {"type": ["object", "null"]}}), &["decision"]),
-                object(json!({"call_id": {"type": "string"}, "decision": {"const": "approve_always"}}), &["decision"]),
-                object(json!({"call_id": {"type": "string"}, "decision": {"const": "reject"}, "reason": {"type": ["string", "null"]}}), &["decision"]),
-                object(json!({"call_id": {"type": "string"}, "decision": {"const": "answer"}, "text": {"type": "string"}}), &["decision", "text"]),
+                closed(json!({"call_id": call_id, "decision": {"const": "approve"}, "arguments": {"type": ["object", "null"]}}), &["decision"]),
+                closed(json!({"call_id": call_id, "decision": {"const": "approve_always"}}), &["decision"]),
+                closed(json!({"call_id": call_id, "decision": {"const": "reject"}, "reason": {"type": ["string", "null"]}}), &["decision"]),
+                closed(json!({"call_id": call_id, "decision": {"const": "answer"}, "text": {"type": "string"}}), &["decision", "text"]),
             ]
         },
     })
