@@ -692,6 +692,69 @@ async fn a_project_can_let_writes_run_without_asking() {
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_taken_over_before_all_calls_are_decided_waits_again_keeping_its_decisions() {
+    let (_dir, store) = common::sqlite().await;
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new()
+            .tool_call(
+                "w1",
+                "fs",
+                json!({ "command": "create", "path": "a.md", "file_text": "A" }),
+            )
+            .tool_call(
+                "w2",
+                "fs",
+                json!({ "command": "create", "path": "b.md", "file_text": "B" }),
+            ),
+        ScriptedTurn::new().text("Both written."),
+    ]);
+    let server = common::start(store.clone(), provider.clone()).await;
+    let (_, task_id) = server.project_and_task().await;
+    let run_id = start_run(&server, &task_id, "planification").await;
+    until_status(&server, &run_id, "waiting").await;
+    let (status, _) = decide(
+        &server,
+        &run_id,
+        json!([{ "call_id": "w1", "decision": "approve" }]),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // As if an instance crashed with the run switched back to running
+    // before every call was decided: the claim loop takes it over.
+    assert!(
+        store
+            .switch_agent_run(&run_id, AgentRunStatus::Waiting, AgentRunStatus::Running)
+            .await
+            .unwrap()
+    );
+    let mut record = store.get_run(&run_id).await.unwrap();
+    record.status = agentloop_storage::model::RunStatus::Running;
+    store.update_run(&record).await.unwrap();
+
+    let run = until_status(&server, &run_id, "waiting").await;
+    assert_eq!(
+        run["pending"][0]["decision"],
+        json!({ "decision": "approve" })
+    );
+    assert_eq!(run["pending"][1]["decision"], Value::Null);
+    assert_eq!(provider.remaining(), 1, "the model was not asked again");
+    assert!(!server.repo.path().join("a.md").exists());
+    let (status, decided) = decide(
+        &server,
+        &run_id,
+        json!([{ "call_id": "w2", "decision": "approve" }]),
+    )
+    .await;
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(decided["resumed"], true);
+    let runs = server.settle(&task_id, 1).await;
+    assert_eq!(runs[0]["status"], "completed", "{runs:?}");
+    assert!(server.repo.path().join("a.md").exists());
+    assert!(server.repo.path().join("b.md").exists());
+    server.stop().await;
+}
+
 /// A run waits on one server; the server stops; a new one over the same
 /// database lists what it waits for and a decision resumes it.
 async fn survives_a_restart(
