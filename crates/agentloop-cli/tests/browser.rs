@@ -154,7 +154,13 @@ fn script() -> Value {
         finish,
         text_turn(&["Reviewed."], 0),
         // Task 3, implementation: never answers, to be cancelled.
-        { "steps": [{ "type": "text", "chunks": ["thinking it over"] }, { "type": "hang" }] }
+        { "steps": [{ "type": "text", "chunks": ["thinking it over"] }, { "type": "hang" }] },
+        // Task 4, planification: a write that waits for the person's approval.
+        { "steps": [
+            { "type": "tool_call", "id": "w1", "name": "fs",
+              "fragments": ["{\"command\":\"create\",\"path\":\"approved.md\",\"file_text\":\"yes\"}"] }
+        ] },
+        text_turn(&["Written after approval."], 0)
     ])
 }
 
@@ -413,6 +419,37 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     };
     assert_eq!(status, 200);
     assert_eq!(task["workflow_complete"], true);
+
+    // Task 4: a write waits; the person approves it on the run's page, the
+    // run completes and the page shows the rest of its log.
+    let task4 = new_task(&client, &project_url, "Write a file").await;
+    click(&client, "button[data-agent=planification]").await;
+    wait_until(
+        &client,
+        "document.querySelector('tr[data-run] .badge').textContent.includes('waiting')",
+    )
+    .await;
+    assert!(!root.join("demo").join("approved.md").exists());
+    click(&client, "tr[data-run]:first-child a").await;
+    let pending = text_of(&client, ".tool[data-tool=w1] .pending").await;
+    assert!(pending.contains("Needs approval"), "{pending}");
+    screenshot(&client, "run-waiting").await;
+    click(&client, ".tool[data-tool=w1] .pending button").await;
+    wait_until(
+        &client,
+        "document.querySelector('h1 .badge').textContent.includes('completed')",
+    )
+    .await;
+    wait_until(
+        &client,
+        "document.getElementById('conversation').textContent.includes('Written after approval.')",
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(root.join("demo").join("approved.md")).unwrap(),
+        "yes"
+    );
+    let _ = task4;
 
     // A phone's width: nothing scrolls sideways.
     client.set_window_size(390, 844).await.unwrap();
