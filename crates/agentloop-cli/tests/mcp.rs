@@ -333,3 +333,51 @@ fn ctrl_c_during_an_mcp_call_reaches_the_server() {
     let events = events(&output);
     assert_eq!(events.last().unwrap()["result"]["status"], "cancelled");
 }
+
+#[test]
+fn mcp_servers_of_the_configuration_file_are_started_for_run() {
+    let Some(everything) = server_everything() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config/agentloop");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+            everything.display().to_string()
+        ),
+    )
+    .unwrap();
+    let provider = script(
+        dir.path(),
+        json!([
+            {"steps": [tool_call("call-echo", "everything__echo", json!({"message": "configured"}))]},
+            {"steps": [{"type": "text", "chunks": ["done"]}]}
+        ]),
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args([
+            "run",
+            "hi",
+            "--approve",
+            "all",
+            "--provider",
+            &provider,
+            "--json",
+        ])
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = events(&output);
+    assert_eq!(tool_end(&events, "call-echo")["is_error"], false);
+    assert!(result_text(&events, "call-echo").contains("Echo: configured"));
+}
