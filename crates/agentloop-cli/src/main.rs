@@ -22,6 +22,7 @@ mod discover;
 mod export;
 mod keys;
 mod logging;
+mod markdown;
 mod out;
 mod output_schema;
 mod providers;
