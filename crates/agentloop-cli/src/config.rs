@@ -13,7 +13,17 @@
 //! [approvals]                   # per-tool approval policies, over each tool's own
 //! javascript = "always"         # never | always | { when = {...} } | { unless = {...} }
 //! fs = { when = { pointer = "/command", any_of = ["delete", "rename"] } }
+//!
+//! [mcp_servers.files]           # MCP servers every `run` starts, as in mcpServers
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]
+//!
+//! [mcp_servers.web]
+//! url = "http://localhost:3001/mcp"
 //! ```
+//!
+//! Keys go in the environment or in `keys.env` beside this file (see
+//! `keys`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,6 +57,10 @@ pub struct Config {
     /// every tool without an entry).
     #[serde(default, skip_serializing_if = "ApprovalPolicies::is_empty")]
     pub approvals: ApprovalPolicies,
+    /// MCP servers every `run` starts (name → `{command, args, env, cwd}`
+    /// or `{url, headers}`), besides those of `--mcp` and `--mcp-stdio`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<serde_json::Value>,
 }
 
 /// `agentloop config ...`.
@@ -103,6 +117,15 @@ pub fn load() -> Result<Config, Failure> {
 }
 
 impl Config {
+    /// The MCP servers the file names.
+    pub fn mcp(&self) -> Result<agentloop_mcp::McpConfig, Failure> {
+        match &self.mcp_servers {
+            None => Ok(agentloop_mcp::McpConfig::default()),
+            Some(servers) => agentloop_mcp::McpConfig::from_servers(servers.clone())
+                .map_err(|e| Failure::usage(format!("the configuration's mcp_servers: {e}"))),
+        }
+    }
+
     /// Fills what the flags left unset: `provider`, `base_url` and `tools`
     /// from the file; `model` too unless `AGENTLOOP_MODEL` is set.
     pub fn fill(

@@ -47,6 +47,12 @@ pub fn info() -> Outcome {
         config.display(),
         exists(config.exists())
     ))?;
+    let keys = crate::keys::path()?;
+    out.line(format!(
+        "keys:     {}{}",
+        keys.display(),
+        exists(keys.exists())
+    ))?;
     let data = db::data_dir_path()?;
     out.line(format!(
         "data:     {}{}",

@@ -20,7 +20,9 @@ mod db;
 mod demo;
 mod discover;
 mod export;
+mod keys;
 mod logging;
+mod markdown;
 mod out;
 mod output_schema;
 mod providers;
@@ -70,6 +72,15 @@ fn main() -> ExitCode {
             return ExitCode::from(out::EXIT_FAILURE);
         }
     };
+    // Commands that only show paths or scripts work whatever the key file.
+    let needs_keys = !matches!(
+        cli.command,
+        Command::Config(_) | Command::Completions(_) | Command::Info
+    );
+    if needs_keys && let Err(failure) = keys::load() {
+        out::note(&failure);
+        return failure.exit_code();
+    }
     let outcome = match cli.command {
         Command::Run(mut args) => config::load().and_then(|config| {
             config.fill(
@@ -79,7 +90,7 @@ fn main() -> ExitCode {
                 &mut args.tools,
             );
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
-            runtime.block_on(run::run(args, approvals))
+            runtime.block_on(run::run(args, approvals, config.mcp()?))
         }),
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),

@@ -52,8 +52,12 @@ pub const NO_KEY: &str = "no model provider is configured. Set ANTHROPIC_API_KEY
 OPENAI_API_KEY (OpenAI), GEMINI_API_KEY (Gemini), or OPENAI_BASE_URL (an OpenAI-compatible server \
 such as Ollama or vLLM), or pass --provider scripted:FILE to play a scripted conversation.";
 
+/// A setting from the environment, else from the key file.
 fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .or_else(|| crate::keys::get(name))
 }
 
 /// Whether any provider is configured in the environment.

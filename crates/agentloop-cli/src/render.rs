@@ -20,6 +20,7 @@ use agentloop_types::{
     ToolStartEvent, Wait,
 };
 
+use crate::markdown::MarkdownStream;
 use crate::out::{Style, sanitize};
 
 /// Characters of tool arguments shown on a tool's line.
@@ -43,6 +44,9 @@ pub struct View {
     /// A person is asked about pending calls (see [`crate::approve`]):
     /// approval requests and the waiting summary are left to the prompt.
     asking: bool,
+    /// The root run's text being rendered as markdown (colour terminals
+    /// only; elsewhere the text goes as it came).
+    markdown: Option<MarkdownStream>,
 }
 
 /// Which sink holds an unfinished line.
@@ -113,6 +117,7 @@ impl View {
             tool_blocks: HashSet::new(),
             open: Open::None,
             asking: false,
+            markdown: None,
         }
     }
 
@@ -124,6 +129,9 @@ impl View {
 
     /// Ends a line left open by a block.
     fn end_line(&mut self, sinks: &mut Sinks<'_>) -> std::io::Result<()> {
+        if let Some(mut markdown) = self.markdown.take() {
+            write!(sinks.text(), "{}", markdown.finish())?;
+        }
         let open = std::mem::replace(&mut self.open, Open::None);
         if open != Open::None {
             writeln!(sinks.to(open), "{}", self.style.reset)?;
@@ -156,6 +164,9 @@ impl View {
                         } else {
                             Open::Progress
                         };
+                        if event.path.is_root() && !self.style.reset.is_empty() {
+                            self.markdown = Some(MarkdownStream::default());
+                        }
                         write!(sinks.to(self.open), "{indent}")?
                     }
                     // The call is shown once its arguments are complete
@@ -172,9 +183,12 @@ impl View {
                         sanitize(block["type"].as_str().unwrap_or("provider block"))
                     )?,
                 },
-                StreamDelta::Text { text, .. } => {
-                    write!(sinks.to(self.open), "{}", sanitize(text))?
-                }
+                StreamDelta::Text { text, .. } => match &mut self.markdown {
+                    Some(markdown) if event.path.is_root() => {
+                        write!(sinks.text(), "{}", markdown.push(text))?
+                    }
+                    _ => write!(sinks.to(self.open), "{}", sanitize(text))?,
+                },
                 StreamDelta::Thinking { thinking, .. } => {
                     // Keep the label's column on every line of the thought.
                     let body = sanitize(thinking).replace('\n', &format!("\n{indent}         ┆ "));

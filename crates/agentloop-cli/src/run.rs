@@ -37,7 +37,7 @@ pub fn exit_code(status: &LoopStatus) -> ExitCode {
     })
 }
 
-pub async fn run(args: RunArgs, approvals: ApprovalPolicies) -> Outcome {
+pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: McpConfig) -> Outcome {
     let demo = demo::wanted(
         args.demo,
         args.provider.as_deref(),
@@ -80,7 +80,7 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies) -> Outcome {
     };
     let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
     // Kept until the run ends: dropping the servers stops their processes.
-    let mcp = start_mcp(&args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
+    let mcp = start_mcp(configured_mcp, &args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
     let mcp_tool_names: Vec<String> = mcp.tools().iter().map(|t| t.name().to_owned()).collect();
     tools.extend(mcp.tools());
     let cancel = CancellationToken::new();
@@ -329,13 +329,14 @@ impl Show {
     }
 }
 
-/// Starts the MCP servers named by `--mcp` files and `--mcp-stdio` lines.
+/// Starts the MCP servers of the configuration file, `--mcp` files and
+/// `--mcp-stdio` lines.
 async fn start_mcp(
+    mut config: McpConfig,
     files: &[std::path::PathBuf],
     stdio: &[String],
     timeout_secs: u64,
 ) -> Result<McpServers, String> {
-    let mut config = McpConfig::default();
     for path in files {
         config.merge(McpConfig::load(path).map_err(|e| e.to_string())?);
     }

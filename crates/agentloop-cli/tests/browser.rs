@@ -295,8 +295,18 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     let project_id = id_in_hash(&client, "projects").await;
     let project_url = format!("{base}/#/projects/{project_id}");
 
-    // Task 1: an implementation run streams, chains to review, completes.
+    // Task 1: the document is edited and saved; then an implementation run
+    // streams, chains to review, completes.
     let task1 = new_task(&client, &project_url, "Read the folder").await;
+    fill(&client, "#task-doc", "# Plan\n\nRead the folder.").await;
+    click(&client, "#save-doc").await;
+    wait_until(&client, "document.body.textContent.includes('Saved.')").await;
+    client.refresh().await.unwrap();
+    wait_until(
+        &client,
+        "document.getElementById('task-doc').value === '# Plan\\n\\nRead the folder.'",
+    )
+    .await;
     click(&client, "button[data-agent=implementation]").await;
     wait_until(
         &client,

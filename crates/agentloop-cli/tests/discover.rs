@@ -203,3 +203,52 @@ async fn models_lists_openai_compatible_and_anthropic_models() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_come_from_a_private_key_file_and_never_from_a_readable_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/models"))
+        .and(header("authorization", "Bearer sk-from-file"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(
+            r#"{"object": "list", "data": [{"id": "from-the-key-file", "object": "model"}]}"#,
+        ))
+        .mount(&server)
+        .await;
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("config/agentloop");
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("keys.env");
+    std::fs::write(
+        &keys,
+        format!(
+            "# keys for agentloop\nOPENAI_API_KEY=sk-from-file\nOPENAI_BASE_URL={}/v1\n",
+            server.uri()
+        ),
+    )
+    .unwrap();
+
+    // Readable by others: refused, saying how to fix it, key not shown.
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = agentloop(home.path(), &["models"], &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("chmod 600"), "{stderr}");
+    assert!(!stderr.contains("sk-from-file"), "{stderr}");
+    // `info` still works and names the file.
+    let output = agentloop(home.path(), &["info"], &[]);
+    assert!(output.status.success());
+    assert!(text(&output.stdout).contains("keys.env"));
+
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let output = agentloop(home.path(), &["models"], &[]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "from-the-key-file\n");
+    // The environment wins over the file.
+    let output = agentloop(home.path(), &["models"], &[("OPENAI_API_KEY", "sk-env")]);
+    assert!(
+        !output.status.success(),
+        "the mock only knows the file's key"
+    );
+}

@@ -1,5 +1,7 @@
 //! `agentloop run --mcp-stdio` and `--mcp`: MCP servers' tools offered to a
 //! scripted model, called, and their results and progress in the events.
+//! The runs pass `--approve all`: an MCP tool its server does not declare
+//! read-only waits for approval, and these tests are about MCP itself.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -101,6 +103,8 @@ fn mcp_stdio_tools_are_called_with_progress() {
     let output = agentloop(&[
         "run",
         "hi",
+        "--approve",
+        "all",
         "--provider",
         &provider,
         "--mcp-stdio",
@@ -152,6 +156,8 @@ fn the_terminal_view_shows_mcp_progress_as_it_arrives() {
     let output = agentloop(&[
         "run",
         "hi",
+        "--approve",
+        "all",
         "--provider",
         &provider,
         "--mcp-stdio",
@@ -197,6 +203,8 @@ fn mcp_config_file_servers_and_a_crash_the_model_sees() {
     let output = agentloop(&[
         "run",
         "hi",
+        "--approve",
+        "all",
         "--provider",
         &provider,
         "--mcp",
@@ -227,6 +235,8 @@ fn a_bad_mcp_config_is_reported() {
     let output = agentloop(&[
         "run",
         "hi",
+        "--approve",
+        "all",
         "--provider",
         &provider,
         "--mcp",
@@ -239,6 +249,8 @@ fn a_bad_mcp_config_is_reported() {
     let output = agentloop(&[
         "run",
         "hi",
+        "--approve",
+        "all",
         "--provider",
         &provider,
         "--mcp-stdio",
@@ -272,6 +284,8 @@ fn ctrl_c_during_an_mcp_call_reaches_the_server() {
         .args([
             "run",
             "hi",
+            "--approve",
+            "all",
             "--provider",
             &provider,
             "--mcp",
@@ -318,4 +332,52 @@ fn ctrl_c_during_an_mcp_call_reaches_the_server() {
     assert_eq!(cancelled["reason"], "cancelled by the client");
     let events = events(&output);
     assert_eq!(events.last().unwrap()["result"]["status"], "cancelled");
+}
+
+#[test]
+fn mcp_servers_of_the_configuration_file_are_started_for_run() {
+    let Some(everything) = server_everything() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config/agentloop");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+            everything.display().to_string()
+        ),
+    )
+    .unwrap();
+    let provider = script(
+        dir.path(),
+        json!([
+            {"steps": [tool_call("call-echo", "everything__echo", json!({"message": "configured"}))]},
+            {"steps": [{"type": "text", "chunks": ["done"]}]}
+        ]),
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args([
+            "run",
+            "hi",
+            "--approve",
+            "all",
+            "--provider",
+            &provider,
+            "--json",
+        ])
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = events(&output);
+    assert_eq!(tool_end(&events, "call-echo")["is_error"], false);
+    assert!(result_text(&events, "call-echo").contains("Echo: configured"));
 }

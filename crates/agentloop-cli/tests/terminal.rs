@@ -1,5 +1,6 @@
-//! `agentloop run` on a real terminal (a pty): colour and the spinner
-//! appear there on their own, and `NO_COLOR` turns both off.
+//! `agentloop run` on a real terminal (a pty): colour, rendered markdown
+//! and the spinner appear there on their own, and `NO_COLOR` turns them
+//! off.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -8,7 +9,7 @@ use std::process::Command;
 use rexpect::session::spawn_command;
 
 const SCRIPT: &str = r#"[
-  {"steps": [{"type": "delay", "ms": 700}, {"type": "text", "chunks": ["the answer"]}]}
+  {"steps": [{"type": "delay", "ms": 700}, {"type": "text", "chunks": ["the answer is **bold", "** and `code`\n\n- one\n- two\n"]}]}
 ]"#;
 
 /// Runs the script on a pty and returns everything it showed.
@@ -52,6 +53,14 @@ fn a_terminal_gets_colour_and_a_spinner_with_elapsed_time() {
         shown.contains("\x1b[2m"),
         "the status line is dimmed: {shown:?}"
     );
+    // The answer's markdown is rendered, not shown raw.
+    assert!(shown.contains("\x1b[1mbold\x1b[0m"), "{shown:?}");
+    assert!(shown.contains("\x1b[36mcode\x1b[0m"), "{shown:?}");
+    assert!(
+        !shown.contains("- one") && shown.contains(" one"),
+        "a bullet: {shown:?}"
+    );
+    assert!(!shown.contains("**"), "{shown:?}");
 }
 
 #[test]
@@ -61,6 +70,8 @@ fn no_color_turns_colour_and_the_spinner_off_on_a_terminal() {
     assert!(shown.contains("the answer"), "{shown:?}");
     assert!(!shown.contains('\x1b'), "{shown:?}");
     assert!(!shows_elapsed_time(&shown), "{shown:?}");
+    // Without colour the markdown stays as the model wrote it.
+    assert!(shown.contains("**bold**"), "{shown:?}");
 }
 
 /// Whether `text` holds a spinner's `N.Ns`.

@@ -74,8 +74,23 @@ impl McpConfig {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| McpError::Config {
             message: format!("not an mcpServers document: {e}"),
         })?;
+        Self::from_raw(raw.mcp_servers)
+    }
+
+    /// The servers of an `mcpServers` object itself (name → `{command,
+    /// args, env, cwd}` or `{url, headers}`), from any serde format (the
+    /// CLI's TOML configuration, say).
+    pub fn from_servers(value: serde_json::Value) -> Result<Self, McpError> {
+        let raw: BTreeMap<String, RawServer> =
+            serde_json::from_value(value).map_err(|e| McpError::Config {
+                message: format!("not a table of MCP servers: {e}"),
+            })?;
+        Self::from_raw(raw)
+    }
+
+    fn from_raw(raw: BTreeMap<String, RawServer>) -> Result<Self, McpError> {
         let mut servers = BTreeMap::new();
-        for (name, server) in raw.mcp_servers {
+        for (name, server) in raw {
             check_name(&name)?;
             let config = match (server.command, server.url) {
                 (Some(command), None) => ServerConfig::Stdio(StdioConfig {
@@ -154,6 +169,24 @@ fn check_name(name: &str) -> Result<(), McpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_come_from_any_serde_value() {
+        let config = McpConfig::from_servers(serde_json::json!({
+            "files": {"command": "npx", "args": ["-y", "server-filesystem", "/tmp"]},
+            "web": {"url": "http://localhost:3001/mcp"}
+        }))
+        .unwrap();
+        assert!(matches!(config.servers["files"], ServerConfig::Stdio(_)));
+        assert!(matches!(config.servers["web"], ServerConfig::Http(_)));
+        let bad = McpConfig::from_servers(serde_json::json!({"x": {"args": ["a"]}}));
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("needs `command` or `url`")
+        );
+        assert!(McpConfig::from_servers(serde_json::json!(["not", "a", "table"])).is_err());
+    }
 
     #[test]
     fn parses_both_shapes() {

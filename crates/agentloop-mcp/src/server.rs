@@ -58,6 +58,9 @@ pub struct ListedTool {
     pub description: String,
     /// Its input schema, as the server gave it.
     pub input_schema: Value,
+    /// The server declares that the tool changes nothing
+    /// (`annotations.readOnlyHint`).
+    pub read_only: bool,
 }
 
 /// A configured MCP server. Cheap to clone; the session ends (and a child
@@ -424,6 +427,11 @@ async fn list_tools(server: &str, peer: &Peer<RoleClient>) -> Result<Vec<ListedT
                 .unwrap_or_default()
                 .to_owned(),
             input_schema: Value::Object((*tool.input_schema).clone()),
+            read_only: tool
+                .annotations
+                .as_ref()
+                .and_then(|a| a.read_only_hint)
+                .unwrap_or(false),
         })
         .collect())
 }

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use agentloop_types::{
-    BlockCategory, RenderingBlockGroup, RenderingContentBlock, Tool, ToolContext, ToolOutput,
-    ToolResult, ToolStream, ToolStreamEvent,
+    ApprovalPolicy, BlockCategory, RenderingBlockGroup, RenderingContentBlock, Tool, ToolContext,
+    ToolOutput, ToolResult, ToolStream, ToolStreamEvent,
 };
 use futures::future::BoxFuture;
 use rmcp::model::ProgressNotificationParam;
@@ -38,6 +38,16 @@ impl Tool for McpTool {
 
     fn input_schema(&self) -> Value {
         self.listed.input_schema.clone()
+    }
+
+    /// A tool of another program may do anything: its calls wait for
+    /// approval unless its server declares it read-only.
+    fn approval(&self) -> ApprovalPolicy {
+        if self.listed.read_only {
+            ApprovalPolicy::Never
+        } else {
+            ApprovalPolicy::Always
+        }
     }
 
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {

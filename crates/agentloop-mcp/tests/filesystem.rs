@@ -28,6 +28,16 @@ async fn reads_and_writes_inside_its_root_only() {
         .await
         .unwrap();
     let tools = server.tools();
+    // Tools the server declares read-only run at once; the others ask.
+    use agentloop_types::ApprovalPolicy;
+    assert_eq!(
+        find(&tools, "files__read_text_file").approval(),
+        ApprovalPolicy::Never
+    );
+    assert_eq!(
+        find(&tools, "files__write_file").approval(),
+        ApprovalPolicy::Always
+    );
 
     let (_, result) = run(
         find(&tools, "files__read_text_file"),

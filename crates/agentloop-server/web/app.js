@@ -373,6 +373,7 @@ async function taskView(id) {
     editor,
     h("div", { class: "actions" }, h("button", {
       type: "button",
+      id: "save-doc",
       onclick: async () => {
         try {
           await api("PUT", `/api/tasks/${id}/document`, { content: editor.value });
