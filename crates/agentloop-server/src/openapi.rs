@@ -395,7 +395,7 @@ fn approvals_schema() -> Value {
     );
     json!({
         "type": ["object", "null"],
-        "description": "Which tool calls of the project's runs wait for a person's approval, by tool name (`*`: every tool without an entry). A policy is `never`, `always`, `{\"when\": {\"pointer\": \"/command\", \"any_of\": [...]}}` (calls whose argument matches wait) or `{\"unless\": ...}` (calls whose argument does not match wait). Tools without an entry keep their own default: the fs tool's writes and every js call wait.",
+        "description": "Which tool calls of the project's runs wait for a person's approval, by tool name (`*`: every tool without an entry). A policy is `never`, `always`, `{\"when\": {\"pointer\": \"/command\", \"any_of\": [...]}}` (calls whose argument matches wait) or `{\"unless\": ...}` (calls whose argument does not match wait). Tools without an entry keep their own default: the fs tool's writes, every js call and the calls of MCP tools their server does not declare read-only wait.",
         "additionalProperties": {"oneOf": [
             {"enum": ["never", "always"]},
             closed(json!({"when": argument_match}), &["when"]),

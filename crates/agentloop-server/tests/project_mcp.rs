@@ -48,6 +48,9 @@ async fn a_project_mcp_server_runs_in_its_folder_and_hears_the_cancel() {
             json!({
                 "name": "with tools",
                 "repoFolder": server.repo.path(),
+                // An MCP tool not declared read-only waits for approval by
+                // default; this one is to run, so the cancel reaches it.
+                "approvals": { "fake__wait": "never" },
                 "mcpServers": { "fake": {
                     "command": "python3",
                     "args": [fake_server()],
