@@ -321,6 +321,9 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
          [...document.querySelectorAll('tr[data-run] .badge')].every(b => b.textContent.includes('completed'))",
     )
     .await;
+    // Each run shows what it spent.
+    let spent = text_of(&client, "tr[data-run]:first-child td:nth-child(5)").await;
+    assert!(spent.contains("$0.0010"), "{spent}");
     screenshot(&client, "task-page").await;
 
     // The conversation: thinking collapsed, the tool call with its result,

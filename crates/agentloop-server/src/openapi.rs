@@ -437,7 +437,8 @@ fn schemas() -> Value {
             "error": {"description": "Why a failed run failed", "oneOf": [reason, {"type": "null"}]},
             "stopped_by": {"description": "Who stopped a cancelled run", "enum": ["cancel", "workflow_complete", null]},
             "stop_message": {"type": ["string", "null"]},
-            "pending": {"description": "What a waiting run waits for (only when `waiting`)", "type": "array", "items": schema_ref("PendingCall")}
+            "pending": {"description": "What a waiting run waits for (only when `waiting`)", "type": "array", "items": schema_ref("PendingCall")},
+            "tokens": {"description": "Tokens and cost the run spent so far (`input_tokens`, `output_tokens`, `cost` in USD, …); null before its conversation exists. Listed and single runs carry it; the answers of create and cancel do not.", "type": ["object", "null"]}
         }), &["id", "task_id", "agent_type", "status", "conversation_id", "created_at", "completed_at", "error", "stopped_by", "stop_message"]),
         "PendingCall": object(json!({
             "call_id": {"type": "string"},

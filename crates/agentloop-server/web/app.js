@@ -396,7 +396,7 @@ function runsTable(runs, refresh) {
         run.error ? h("div", { class: "muted" }, run.error.message) : null),
       h("td", {}, when(run.created_at)),
       h("td", {}, when(run.completed_at)),
-      h("td", {}, run.tokens ? `${run.tokens.input_tokens + run.tokens.output_tokens} / $${Number(run.tokens.cost || 0).toFixed(4)}` : "—"),
+      h("td", {}, run.tokens ? `${run.tokens.input_tokens + run.tokens.output_tokens} tokens · $${Number(run.tokens.cost || 0).toFixed(4)}` : "—"),
       h("td", {}, run.status === "running" || run.status === "waiting"
         ? h("button", {
           type: "button",

@@ -93,10 +93,22 @@ pub(super) async fn list(
 /// see [`waiting::pending_json`]) when it is waiting.
 pub async fn agent_run_view(state: &AppState, run: &AgentRun) -> Result<Value, ApiError> {
     let mut value = agent_run_json(run);
+    value["tokens"] = match run_chat(state, run).await? {
+        Some(chat_id) => json!(state.store.get_chat(&chat_id).await?.totals),
+        None => Value::Null,
+    };
     if run.status == AgentRunStatus::Waiting {
         value["pending"] = pending_list(state, run).await?;
     }
     Ok(value)
+}
+
+/// The chat an agent run's conversation is held in, once it has one.
+async fn run_chat(state: &AppState, run: &AgentRun) -> Result<Option<String>, ApiError> {
+    let Some(conversation_id) = &run.conversation_id else {
+        return Ok(None);
+    };
+    Ok(state.store.get_conversation(conversation_id).await?.chat_id)
 }
 
 async fn pending_list(state: &AppState, run: &AgentRun) -> Result<Value, ApiError> {
@@ -157,11 +169,7 @@ pub(super) async fn messages(
     Path(run_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let (run, _) = owned_run(&state, &user, &run_id).await?;
-    let Some(conversation_id) = run.conversation_id else {
-        return Ok(Json(json!([])));
-    };
-    let conversation = state.store.get_conversation(&conversation_id).await?;
-    let Some(chat_id) = conversation.chat_id else {
+    let Some(chat_id) = run_chat(&state, &run).await? else {
         return Ok(Json(json!([])));
     };
     let messages = state.store.list_messages(&chat_id).await?;
