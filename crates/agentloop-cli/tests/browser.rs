@@ -151,16 +151,19 @@ fn script() -> Value {
         text_turn(&["Reviewed."], 0),
         // Task 2, implementation: slow, for a reload in the middle.
         text_turn(&["alpha ", "beta ", "gamma"], 1200),
-        finish,
+        finish.clone(),
         text_turn(&["Reviewed."], 0),
         // Task 3, implementation: never answers, to be cancelled.
         { "steps": [{ "type": "text", "chunks": ["thinking it over"] }, { "type": "hang" }] },
-        // Task 4, planification: a write that waits for the person's approval.
+        // Task 4, implementation: a write that waits for the person's
+        // approval; then the chain goes on to review.
         { "steps": [
             { "type": "tool_call", "id": "w1", "name": "fs",
               "fragments": ["{\"command\":\"create\",\"path\":\"approved.md\",\"file_text\":\"yes\"}"] }
         ] },
-        text_turn(&["Written after approval."], 0)
+        text_turn(&["Written after approval."], 0),
+        finish,
+        text_turn(&["Reviewed."], 0)
     ])
 }
 
@@ -434,9 +437,10 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     assert_eq!(task["workflow_complete"], true);
 
     // Task 4: a write waits; the person approves it on the run's page, the
-    // run completes and the page shows the rest of its log.
+    // run completes, the page shows the rest of its log, and the chain
+    // moves on to review.
     let task4 = new_task(&client, &project_url, "Write a file").await;
-    click(&client, "button[data-agent=planification]").await;
+    click(&client, "button[data-agent=implementation]").await;
     wait_until(
         &client,
         "document.querySelector('tr[data-run] .badge').textContent.includes('waiting')",
@@ -462,7 +466,16 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
         std::fs::read_to_string(root.join("demo").join("approved.md")).unwrap(),
         "yes"
     );
-    let _ = task4;
+    client
+        .goto(&format!("{base}/#/tasks/{task4}"))
+        .await
+        .unwrap();
+    wait_until(
+        &client,
+        "[...document.querySelectorAll('tr[data-run]')].map(r => r.querySelector('a').textContent + ':' + \
+         r.querySelector('.badge').textContent).join() === 'implementation:✓ completed,review:✓ completed'",
+    )
+    .await;
 
     // A phone's width: nothing scrolls sideways.
     client.set_window_size(390, 844).await.unwrap();

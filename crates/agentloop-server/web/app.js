@@ -54,7 +54,7 @@ function when(iso) {
 }
 
 function statusBadge(status) {
-  const marks = { running: "● ", waiting: "⏸ ", completed: "✓ ", failed: "✗ ", cancelled: "■ " };
+  const marks = { running: "● ", waiting: "… ", completed: "✓ ", failed: "✗ ", cancelled: "■ " };
   return h("span", { class: `badge ${status}` }, (marks[status] || "") + status);
 }
 
@@ -497,7 +497,7 @@ class Conversation {
       }
       case "approval_requested": {
         const card = this.card(into, event.tool_use_id, event.tool, event.arguments);
-        card.waiting(`Waits for approval: ${event.reason}`);
+        card.waiting("waits for approval");
         break;
       }
       case "agent_reason": case "agent_observe": case "agent_error":
@@ -573,7 +573,9 @@ class Conversation {
   }
 
   finished(result) {
-    const status = h("p", { class: "panel", role: "status" }, "Run ended: ", statusBadge(result.status === "complete" ? "completed" : result.status));
+    const status = result.status === "suspended"
+      ? h("p", { class: "panel", role: "status" }, statusBadge("waiting"), " The run waits for your decision on the calls above.")
+      : h("p", { class: "panel", role: "status" }, "Run ended: ", statusBadge(result.status === "complete" ? "completed" : result.status));
     this.root.append(status);
     if (result.status === "suspended") {
       for (const item of result.pending || []) {
@@ -612,7 +614,7 @@ class ToolCard {
   }
 
   waiting(text) {
-    this.state.replaceChildren("⏸ ", text);
+    this.state.replaceChildren("… ", text);
   }
 
   ended(isError) {
@@ -641,6 +643,9 @@ class ToolCard {
   }
 
   decide(item, runId) {
+    // A person sees exactly what they approve.
+    const args = this.el.querySelector("details");
+    if (args) args.open = true;
     const status = h("div", {});
     const reason = h("textarea", { "aria-label": item.kind === "question" ? "Your answer" : "Reason for rejecting" });
     const send = async (decision) => {
