@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// no key, no network.
     #[arg(long, conflicts_with = "provider")]
     pub demo: bool,
+    /// Offer agents the `minion` tool: a sub-agent on the same model, with
+    /// no tools of its own, whose work shows nested in the conversation.
+    #[arg(long)]
+    pub minion: bool,
     /// Default model id (a project's `model` overrides it).
     #[arg(long)]
     pub model: Option<String>,
@@ -181,7 +185,19 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         let store = db::open_for_write(args.db.as_deref())
             .await
             .map_err(|e| e.to_string())?;
+        let minion = args.minion.then(|| {
+            let options = agentloop_types::LoopOptions {
+                model: chosen.model.clone(),
+                api: chosen.api,
+                ..Default::default()
+            };
+            std::sync::Arc::new(
+                agentloop_tools::MinionTool::new(chosen.provider.clone(), Vec::new())
+                    .with_options(options),
+            ) as std::sync::Arc<dyn agentloop_types::Tool>
+        });
         let mut config = ServerConfig::new(chosen.provider, chosen.api, chosen.model);
+        config.extra_tools.extend(minion);
         config.prompts = prompts(args.prompts.as_ref())?;
         config.max_iterations = args.max_iterations;
         let projects_root = match args.projects_root {

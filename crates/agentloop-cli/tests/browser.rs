@@ -101,6 +101,7 @@ fn serve(db: &str, script: &Path, root: &Path) -> (Killed, String) {
         .arg(format!("scripted:{}", script.display()))
         .arg("--projects-root")
         .arg(root)
+        .arg("--minion")
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -162,6 +163,16 @@ fn script() -> Value {
               "fragments": ["{\"command\":\"create\",\"path\":\"approved.md\",\"file_text\":\"yes\"}"] }
         ] },
         text_turn(&["Written after approval."], 0),
+        finish.clone(),
+        text_turn(&["Reviewed."], 0),
+        // Task 5, implementation: hands a task to a minion, whose own turn
+        // comes next; then review.
+        { "steps": [
+            { "type": "tool_call", "id": "m1", "name": "minion",
+              "fragments": ["{\"task\":\"Summarise the notes\"}"] }
+        ] },
+        text_turn(&["Minion summary: all good."], 0),
+        text_turn(&["The minion summarised."], 0),
         finish,
         text_turn(&["Reviewed."], 0)
     ])
@@ -476,6 +487,24 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
          r.querySelector('.badge').textContent).join() === 'implementation:✓ completed,review:✓ completed'",
     )
     .await;
+
+    // Task 5: a minion's task shows in a blue box with Copy All, its own
+    // work nested in pink inside the call.
+    let task5 = new_task(&client, &project_url, "Delegate").await;
+    click(&client, "button[data-agent=implementation]").await;
+    click(&client, "tr[data-run]:first-child a").await;
+    wait_until(&client, "document.body.textContent.includes('Run ended')").await;
+    let info = text_of(&client, ".tool[data-tool=m1] .info").await;
+    assert!(
+        info.contains("Summarise the notes") && info.contains("Copy All"),
+        "{info}"
+    );
+    let nested = text_of(&client, ".tool[data-tool=m1] .nested").await;
+    assert!(nested.contains("Minion summary: all good."), "{nested}");
+    let outcome = text_of(&client, ".tool[data-tool=m1] .result.ok").await;
+    assert!(outcome.contains("Minion summary: all good."), "{outcome}");
+    screenshot(&client, "run-minion").await;
+    let _ = task5;
 
     // A phone's width: nothing scrolls sideways.
     client.set_window_size(390, 844).await.unwrap();
