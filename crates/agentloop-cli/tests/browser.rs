@@ -11,24 +11,16 @@
 //! and skips — except under CI, where it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{Killed, create_user};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn chromedriver_path() -> Option<PathBuf> {
     let candidates = [
@@ -85,40 +77,19 @@ async fn browser(webdriver: &str) -> Client {
         .expect("a Chromium session")
 }
 
-fn agentloop() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
-    command
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("GEMINI_API_KEY");
-    command
-}
-
 fn serve(db: &str, script: &Path, root: &Path) -> (Killed, String) {
-    let mut child = agentloop()
-        .args(["serve", "--db", db, "--bind", "127.0.0.1:0", "--provider"])
-        .arg(format!("scripted:{}", script.display()))
-        .arg("--projects-root")
-        .arg(root)
-        .arg("--minion")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { return };
-            eprintln!("[server] {line}");
-            if let Some(rest) = line.split("serving on http://").nth(1) {
-                let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_owned());
-            }
-        }
-    });
-    let address = rx.recv_timeout(Duration::from_secs(60)).unwrap();
-    (Killed(child), format!("http://{address}"))
+    let provider = format!("scripted:{}", script.display());
+    let root = root.display().to_string();
+    let (server, base, _) = common::serve(&[
+        "--db",
+        db,
+        "--provider",
+        &provider,
+        "--projects-root",
+        &root,
+        "--minion",
+    ]);
+    (server, base)
 }
 
 fn text_turn(chunks: &[&str], delay_ms: u64) -> Value {
@@ -264,12 +235,7 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     std::fs::write(&script_path, script().to_string()).unwrap();
     let root = dir.path().join("projects");
     std::fs::create_dir_all(&root).unwrap();
-    let output = agentloop()
-        .args(["users", "create", "ada", "--db", &db])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let token = String::from_utf8(output.stdout).unwrap().trim().to_owned();
+    let token = create_user(&db, "ada");
     let (_server, base) = serve(&db, &script_path, &root);
     let (_driver, webdriver) = start_chromedriver(&driver_path).await;
     let client = browser(&webdriver).await;

@@ -1,0 +1,79 @@
+//! What the black-box tests of `agentloop serve` share: the binary with no
+//! provider keys from the environment, and a served process that is killed
+//! when dropped.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A child process killed (and reaped) when dropped.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The binary, with no provider configured by the environment.
+pub fn agentloop() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    for key in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "AGENTLOOP_MODEL",
+    ] {
+        command.env_remove(key);
+    }
+    command
+}
+
+/// Starts `agentloop serve --bind 127.0.0.1:0` with `args`; returns it, its
+/// base URL and the lines it logged before it served. Its later stderr
+/// goes to the test's output, marked `[server]`.
+pub fn serve(args: &[&str]) -> (Killed, String, Vec<String>) {
+    let mut child = agentloop()
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(args)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut before = Vec::new();
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            eprintln!("[server] {line}");
+            if let Some(rest) = line.split("serving on http://").nth(1) {
+                let address = rest.split_whitespace().next().unwrap_or("").to_owned();
+                let _ = tx.send((address, std::mem::take(&mut before)));
+            } else {
+                before.push(line);
+            }
+        }
+    });
+    let (address, logged) = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    (Killed(child), format!("http://{address}"), logged)
+}
+
+/// Creates user `name` in `db` and returns its token.
+pub fn create_user(db: &str, name: &str) -> String {
+    let output = agentloop()
+        .args(["users", "create", name, "--db", db])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
