@@ -194,8 +194,23 @@ async fn fill(client: &Client, css: &str, text: &str) {
     field.send_keys(text).await.unwrap();
 }
 
+/// Clicks the element `css` names. Lists re-render when a notice arrives,
+/// so an element found may be replaced before the click: it is looked up
+/// again then.
 async fn click(client: &Client, css: &str) {
-    wait_for(client, css).await.click().await.unwrap();
+    let mut attempts = 0;
+    loop {
+        match wait_for(client, css).await.click().await {
+            Ok(()) => return,
+            Err(fantoccini::error::CmdError::Standard(e))
+                if e.error == fantoccini::error::ErrorStatus::StaleElementReference
+                    && attempts < 10 =>
+            {
+                attempts += 1;
+            }
+            Err(e) => panic!("clicking {css}: {e}"),
+        }
+    }
 }
 
 /// The id in the page's address after `#/kind/`.
@@ -312,8 +327,7 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
         .goto(&format!("{base}/#/tasks/{task1}"))
         .await
         .unwrap();
-    let implementation = wait_for(&client, "tr[data-run]:first-child a").await;
-    implementation.click().await.unwrap();
+    click(&client, "tr[data-run]:first-child a").await;
     wait_until(&client, "document.body.textContent.includes('Run ended')").await;
     wait_for(&client, "details.thinking:not([open])").await;
     let tool = text_of(&client, ".tool[data-tool=v1]").await;
@@ -351,8 +365,7 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     // ends whole, each word once.
     let task2 = new_task(&client, &project_url, "Stream slowly").await;
     click(&client, "button[data-agent=implementation]").await;
-    let run_link = wait_for(&client, "tr[data-run] a").await;
-    run_link.click().await.unwrap();
+    click(&client, "tr[data-run] a").await;
     wait_until(
         &client,
         "document.getElementById('conversation').textContent.includes('alpha')",

@@ -89,6 +89,23 @@ async function api(method, path, body) {
   return data;
 }
 
+// A form whose submit runs `submit`; a failure shows under it as an alert.
+function form(cls, submit, ...children) {
+  const status = h("div", {});
+  return h("form", {
+    class: cls,
+    onsubmit: async (event) => {
+      event.preventDefault();
+      status.replaceChildren();
+      try {
+        await submit();
+      } catch (error) {
+        status.replaceChildren(errorLine(error));
+      }
+    },
+  }, ...children, status);
+}
+
 function errorLine(error) {
   return h("p", { class: "error", role: "alert" }, error.message || String(error));
 }
@@ -203,26 +220,19 @@ function signIn(message) {
   who.textContent = "";
   signOutButton.hidden = true;
   const input = h("input", { type: "password", name: "token", id: "token", autocomplete: "current-password", required: true });
-  const status = h("div", {});
-  const form = h("form", {
-    class: "panel",
-    onsubmit: async (event) => {
-      event.preventDefault();
-      status.replaceChildren();
-      try {
-        session = await api("POST", "/api/session", { token: input.value.trim() });
-        input.value = "";
-        await loadSession();
-        route();
-      } catch (error) {
-        status.replaceChildren(errorLine(error.status === 401 ? new Error("That token is not valid.") : error));
-      }
-    },
+  const signInForm = form("panel", async () => {
+    try {
+      session = await api("POST", "/api/session", { token: input.value.trim() });
+    } catch (error) {
+      throw error.status === 401 ? new Error("That token is not valid.") : error;
+    }
+    input.value = "";
+    await loadSession();
+    route();
   },
   h("label", { for: "token" }, "Access token (from `agentloop users create`)", input),
-  h("div", { class: "actions" }, h("button", { type: "submit" }, "Sign in")),
-  status);
-  show(h("h1", {}, "Sign in"), message ? h("p", {}, message) : null, form);
+  h("div", { class: "actions" }, h("button", { type: "submit" }, "Sign in")));
+  show(h("h1", {}, "Sign in"), message ? h("p", {}, message) : null, signInForm);
   input.focus();
 }
 
@@ -239,24 +249,13 @@ async function projectsView() {
   const projects = await api("GET", "/api/projects");
   const name = h("input", { id: "project-name", name: "name", required: true });
   const folder = h("input", { id: "project-folder", name: "repoFolder", required: true, placeholder: "my-project" });
-  const status = h("div", {});
-  const form = h("form", {
-    class: "panel inline",
-    onsubmit: async (event) => {
-      event.preventDefault();
-      status.replaceChildren();
-      try {
-        const project = await api("POST", "/api/projects", { name: name.value, repoFolder: folder.value });
-        location.hash = `#/projects/${project.id}`;
-      } catch (error) {
-        status.replaceChildren(errorLine(error));
-      }
-    },
+  const create = form("panel inline", async () => {
+    const project = await api("POST", "/api/projects", { name: name.value, repoFolder: folder.value });
+    location.hash = `#/projects/${project.id}`;
   },
   h("label", { for: "project-name" }, "Name", name),
   h("label", { for: "project-folder" }, "Folder", folder),
-  h("button", { type: "submit" }, "Create project"),
-  status);
+  h("button", { type: "submit" }, "Create project"));
   show(
     h("h1", {}, "Projects"),
     projects.length
@@ -264,7 +263,7 @@ async function projectsView() {
         h("li", {}, h("a", { href: `#/projects/${p.id}` }, p.name), " ", h("span", { class: "muted" }, p.repo_folder || ""))))
       : h("p", { class: "muted" }, "No projects yet."),
     h("h2", {}, "New project"),
-    form,
+    create,
   );
 }
 
@@ -274,20 +273,10 @@ async function projectView(id) {
     api("GET", `/api/projects/${id}/tasks`),
   ]);
   const title = h("input", { id: "task-title", name: "title", required: true });
-  const status = h("div", {});
-  const form = h("form", {
-    class: "panel inline",
-    onsubmit: async (event) => {
-      event.preventDefault();
-      status.replaceChildren();
-      try {
-        const task = await api("POST", `/api/projects/${id}/tasks`, { title: title.value });
-        location.hash = `#/tasks/${task.id}`;
-      } catch (error) {
-        status.replaceChildren(errorLine(error));
-      }
-    },
-  }, h("label", { for: "task-title" }, "Title", title), h("button", { type: "submit" }, "Create task"), status);
+  const create = form("panel inline", async () => {
+    const task = await api("POST", `/api/projects/${id}/tasks`, { title: title.value });
+    location.hash = `#/tasks/${task.id}`;
+  }, h("label", { for: "task-title" }, "Title", title), h("button", { type: "submit" }, "Create task"));
   show(
     h("p", {}, h("a", { href: "#/" }, "← Projects")),
     h("h1", {}, project.name),
@@ -298,7 +287,7 @@ async function projectView(id) {
         h("li", {}, h("a", { href: `#/tasks/${t.id}` }, t.title), t.workflow_complete ? h("span", { class: "muted" }, " (done)") : null)))
       : h("p", { class: "muted" }, "No tasks yet."),
     h("h2", {}, "New task"),
-    form,
+    create,
   );
 }
 
