@@ -60,7 +60,8 @@ pub fn run(args: &[String]) -> Result<(), Error> {
             "clippy",
             "--manifest-path",
             FUZZ_MANIFEST,
-            "--locked",
+            // Not `--locked`: a dependency added to a library crate would
+            // otherwise fail this step until fuzz/Cargo.lock is refreshed.
             "--bins",
             "--",
             "-D",
