@@ -90,13 +90,22 @@ pub fn run(args: &[String]) -> Result<(), Error> {
         print!("{text}");
         rows.push_str(&text);
     }
-    let report = report(&rows, &machine());
     let path = workspace_root().join("docs").join("benchmarks.md");
+    let mut report = report(&rows, &machine());
+    // Sections recorded by hand (the fuzzing runs) are kept as they are.
+    let previous = std::fs::read_to_string(&path).unwrap_or_default();
+    if let Some(at) = previous.find(KEPT_SECTION) {
+        report.push('\n');
+        report.push_str(&previous[at..]);
+    }
     std::fs::write(&path, report)
         .map_err(|e| Error::Failed(format!("cannot write {}: {e}", path.display())))?;
     println!("wrote {}", path.display());
     Ok(())
 }
+
+/// The heading from which `docs/benchmarks.md` is not generated.
+const KEPT_SECTION: &str = "## Fuzzing";
 
 fn machine() -> String {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());

@@ -1,8 +1,11 @@
 //! `cargo xtask ci`: every check CI runs, in order, stopping at the first
-//! failure: fmt, clippy, layers, the event schema, nextest, doctests, and
-//! docs without warnings.
+//! failure: fmt, clippy, layers, the event schema, the fuzz targets (built,
+//! not run), nextest, doctests, and docs without warnings.
 
 use crate::{Error, cargo, layers, run_step, schema};
+
+/// The cargo-fuzz crate, outside the workspace.
+const FUZZ_MANIFEST: &str = "fuzz/Cargo.toml";
 
 /// Splits the arguments after `ci` into the extra arguments for
 /// `cargo nextest run`: everything after a leading `--`.
@@ -16,8 +19,8 @@ pub fn nextest_args(args: &[String]) -> Result<&[String], Error> {
     }
 }
 
-/// Runs formatting, clippy, the layering check, nextest, doctests and the
-/// docs build in that order; `args` are the arguments after `ci`.
+/// Runs formatting, clippy, the layering check, the schema check, the fuzz
+/// targets' build check, nextest, doctests and the docs build in that order; `args` are the arguments after `ci`.
 pub fn run(args: &[String]) -> Result<(), Error> {
     let extra = nextest_args(args)?;
 
@@ -42,6 +45,29 @@ pub fn run(args: &[String]) -> Result<(), Error> {
 
     step("schema");
     schema::run(&["--check".to_owned()])?;
+
+    step("fuzz targets");
+    // The fuzz crate is its own workspace (libFuzzer needs nightly flags to
+    // link), so CI checks that its targets still compile and are formatted;
+    // their regression inputs run as ordinary tests under nextest.
+    run_step(
+        "fuzz targets",
+        &mut cargo(&["fmt", "--manifest-path", FUZZ_MANIFEST, "--check"]),
+    )?;
+    run_step(
+        "fuzz targets",
+        &mut cargo(&[
+            "clippy",
+            "--manifest-path",
+            FUZZ_MANIFEST,
+            // Not `--locked`: a dependency added to a library crate would
+            // otherwise fail this step until fuzz/Cargo.lock is refreshed.
+            "--bins",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
 
     step("nextest");
     let mut nextest = cargo(&["nextest", "run", "--workspace"]);

@@ -61,6 +61,39 @@ pub fn replay_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
     if !feed(decoder.as_mut(), &events, &mut items) {
         decoder.end(&mut items);
     }
+    assemble(items)
+}
+
+/// Decodes a whole non-streaming JSON response body of `api` the way
+/// [`HttpProvider`](crate::HttpProvider) does when a server answers with
+/// JSON, and assembles the result. Reached by the fuzz targets, which need
+/// the non-streaming conversion without a network.
+#[doc(hidden)]
+pub fn replay_response(api: ApiKind, body: &[u8]) -> ReplayOutcome {
+    let context = DecodeContext {
+        model: String::new(),
+        request_id: None,
+        pricing: PricingTable::builtin(),
+    };
+    let mut decoder = decoder_for(api, context);
+    let mut items = Vec::new();
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(value) => {
+            let events = decoder.events_from_response(&value);
+            if !feed(decoder.as_mut(), &events, &mut items) {
+                decoder.end(&mut items);
+            }
+        }
+        Err(e) => items.push(Err(error::decode(
+            format!("response is not JSON: {e}"),
+            None,
+        ))),
+    }
+    assemble(items)
+}
+
+/// Assembles decoder items into what the turn came to.
+fn assemble(items: Vec<crate::decode::Item>) -> ReplayOutcome {
     let mut outcome = ReplayOutcome {
         chunks: Vec::new(),
         content: Vec::new(),
