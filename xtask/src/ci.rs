@@ -48,8 +48,11 @@ pub fn run(args: &[String]) -> Result<(), Error> {
 
     step("fuzz targets");
     // The fuzz crate is its own workspace (libFuzzer needs nightly flags to
-    // link), so CI checks that its targets still compile and are formatted;
-    // their regression inputs run as ordinary tests under nextest.
+    // link), so CI checks that its targets still compile and are formatted.
+    // An input that ever crashes a target is kept as an ordinary test of
+    // the crate it found a bug in, and runs under nextest. The check shares
+    // the workspace's target folder so the libraries' clippy output above
+    // is reused.
     run_step(
         "fuzz targets",
         &mut cargo(&["fmt", "--manifest-path", FUZZ_MANIFEST, "--check"]),
@@ -60,6 +63,8 @@ pub fn run(args: &[String]) -> Result<(), Error> {
             "clippy",
             "--manifest-path",
             FUZZ_MANIFEST,
+            "--target-dir",
+            "target",
             // Not `--locked`: a dependency added to a library crate would
             // otherwise fail this step until fuzz/Cargo.lock is refreshed.
             "--bins",
