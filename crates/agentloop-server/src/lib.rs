@@ -28,8 +28,9 @@
 //! let provider = ScriptedProvider::new([ScriptedTurn::new().text("Done.")]);
 //! let config = ServerConfig::new(provider, ApiKind::AnthropicMessages, "scripted");
 //! let store = Arc::new(MemoryStore::new());
+//! // Hand `token` to its user once: the store keeps only its hash.
 //! let (_user, token) = agentloop_server::users::create_user(&*store, "ada").await?;
-//! println!("token: {token}");
+//! assert!(token.starts_with("al_"));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! Server::new(store, config).serve(listener, shutdown_signal()).await?;
 //! # Ok(()) }
