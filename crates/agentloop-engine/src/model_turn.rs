@@ -153,7 +153,7 @@ pub(crate) fn summary_request(options: &LoopOptions, messages: Vec<Message>) -> 
     };
     ModelRequest {
         options,
-        messages,
+        messages: messages.into(),
         tools: Vec::new(),
         attachments: None,
     }

@@ -15,7 +15,7 @@ use agentloop_engine::strategy::{PlanExecuteStrategy, ReactStrategy};
 use agentloop_engine::{LoopStrategy, RunDeps, RunItem, resume, run};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    ApiKind, CompactionOptions, CompactionStrategy, ContentBlock, EventKind, LoopEvent,
+    ApiKind, CompactionOptions, CompactionStrategy, ContentBlock, EventKind, History, LoopEvent,
     LoopOptions, LoopResult, Message, ModelProvider, ModelRequest, ModelStream, ProviderError,
     ProviderErrorKind, Role, RunState, TokenTotals, validate_history,
 };
@@ -440,12 +440,12 @@ async fn a_run_resumed_from_any_checkpoint_sends_the_same_requests() {
         .await;
         let result = events.last().unwrap().root_result().unwrap().clone();
         assert_eq!(result, expected, "resumed at item {at}");
-        let sent: Vec<Vec<Message>> = provider
+        let sent: Vec<History> = provider
             .requests()
             .into_iter()
             .map(|r| r.messages)
             .collect();
-        let original: Vec<Vec<Message>> = all_requests[calls_done + summaries_done..]
+        let original: Vec<History> = all_requests[calls_done + summaries_done..]
             .iter()
             .map(|r| r.messages.clone())
             .collect();

@@ -64,7 +64,8 @@ impl HttpProvider {
     /// loaded), without sending it.
     pub async fn request_body(&self, request: &ModelRequest) -> Result<Value, ProviderError> {
         let attachments = Attachments::load(request).await?;
-        build_body(&self.config, request, &attachments)
+        let bytes = build_body(&self.config, request, &attachments)?;
+        serde_json::from_slice(&bytes).map_err(|e| error::invalid_request(e.to_string()))
     }
 }
 
@@ -80,25 +81,26 @@ pub fn ensure_crypto_provider() {
     }
 }
 
-/// Builds the body for `config.api`.
+/// Builds the body for `config.api`, as the bytes to send.
 pub(crate) fn build_body(
     config: &ProviderConfig,
     request: &ModelRequest,
     attachments: &Attachments,
-) -> Result<Value, ProviderError> {
+) -> Result<Vec<u8>, ProviderError> {
     let stream = !request.options.disable_stream;
-    match config.api {
+    let body = match config.api {
         ApiKind::AnthropicMessages => {
             crate::anthropic::request::build(request, attachments, stream, &config.prompt_cache)
         }
         ApiKind::OpenaiChat => {
-            crate::openai_chat::request::build(request, attachments, stream, config)
+            return crate::openai_chat::request::build(request, attachments, stream, config);
         }
         ApiKind::OpenaiResponses => {
             crate::openai_responses::request::build(request, attachments, stream, config)
         }
         ApiKind::Gemini => crate::gemini::request::build(request, attachments),
-    }
+    }?;
+    serde_json::to_vec(&body).map_err(|e| error::invalid_request(e.to_string()))
 }
 
 impl ModelProvider for HttpProvider {
@@ -310,8 +312,7 @@ async fn start(
         request,
     } = inputs;
     let attachments = Attachments::load(request).await?;
-    let body = build_body(config, request, &attachments)?;
-    let bytes = serde_json::to_vec(&body).map_err(|e| error::invalid_request(e.to_string()))?;
+    let bytes = build_body(config, request, &attachments)?;
     let url = config.endpoint_for(&request.options.model, !request.options.disable_stream);
     let response = transport::send(client, config, &url, bytes, retries).await?;
     let request_id = transport::request_id(response.headers());

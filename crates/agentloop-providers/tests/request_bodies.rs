@@ -150,7 +150,7 @@ fn full_request(api: ApiKind, model: &str) -> ModelRequest {
             },
             ..LoopOptions::default()
         },
-        messages: history(),
+        messages: history().into(),
         tools: tools(),
         attachments: Some(Arc::new(Loader)),
     }

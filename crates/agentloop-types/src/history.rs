@@ -2,6 +2,8 @@
 //! request: every `tool_use` gets exactly one `tool_result`, in call order,
 //! in the message right after it.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use crate::message::{ContentBlock, Message, Role, ToolResultBlock};
@@ -49,51 +51,113 @@ pub fn validate_history(
     messages: &[Message],
     allow_trailing_calls: bool,
 ) -> Result<(), HistoryError> {
-    let mut seen = std::collections::HashSet::new();
-    for (i, message) in messages.iter().enumerate() {
-        let calls: Vec<&str> = message.tool_uses().map(|c| c.id.as_str()).collect();
-        for id in &calls {
-            if !seen.insert(*id) {
-                return Err(HistoryError::DuplicateCall {
-                    tool_use_id: (*id).to_owned(),
-                });
-            }
+    HistoryCheck::default().check(messages, &[], allow_trailing_calls)
+}
+
+/// The pairing rules checked as a history grows: each call checks only the
+/// messages appended since the last, so checking before every model
+/// request costs the new messages, not the whole run.
+///
+/// The checked prefix must not change between calls; a history that was
+/// replaced (its checked part no longer ends with the message it ended
+/// with) is checked again from the start.
+#[derive(Debug, Clone, Default)]
+pub struct HistoryCheck {
+    /// Messages of the prefix checked so far.
+    checked: usize,
+    /// Id of the prefix's last message, to notice a replaced history.
+    last_id: Option<String>,
+    /// Call ids of the checked prefix.
+    seen: HashSet<String>,
+}
+
+impl HistoryCheck {
+    /// Checks `messages` followed by `extra` (sent once, not kept): the
+    /// part of `messages` checked by an earlier call is skipped.
+    pub fn check(
+        &mut self,
+        messages: &[Message],
+        extra: &[Message],
+        allow_trailing_calls: bool,
+    ) -> Result<(), HistoryError> {
+        let unchanged = self.checked <= messages.len()
+            && self.checked.checked_sub(1).map(|i| &messages[i].id) == self.last_id.as_ref();
+        if !unchanged {
+            *self = Self::default();
         }
-        let previous_calls: Vec<&str> = match i.checked_sub(1).map(|p| &messages[p]) {
-            Some(prev) if prev.role == Role::Assistant => {
-                prev.tool_uses().map(|c| c.id.as_str()).collect()
+        for i in self.checked..messages.len() {
+            let previous = i.checked_sub(1).map(|p| &messages[p]);
+            let seen = &mut self.seen;
+            check_message(previous, &messages[i], |id| seen.insert(id.to_owned()))?;
+            self.checked = i + 1;
+            self.last_id = Some(messages[i].id.clone());
+        }
+        // `extra` is checked against the prefix without joining it.
+        let mut extra_ids = HashSet::new();
+        let mut previous = messages.last();
+        for message in extra {
+            check_message(previous, message, |id| {
+                !self.seen.contains(id) && extra_ids.insert(id.to_owned())
+            })?;
+            previous = Some(message);
+        }
+        match previous {
+            Some(last)
+                if !allow_trailing_calls && last.role == Role::Assistant =>
+            {
+                match last.tool_uses().next() {
+                    Some(call) => Err(HistoryError::MissingResult {
+                        message_id: last.id.clone(),
+                        tool_use_id: call.id.clone(),
+                    }),
+                    None => Ok(()),
+                }
             }
-            _ => Vec::new(),
-        };
-        let results: Vec<&str> = message
-            .tool_results()
-            .map(|r| r.tool_use_id.as_str())
-            .collect();
-        if let Some(orphan) = results.iter().find(|r| !previous_calls.contains(r)) {
-            return Err(HistoryError::OrphanResult {
-                message_id: message.id.clone(),
-                tool_use_id: (*orphan).to_owned(),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Checks one message against the one before it; `is_new_call` records a
+/// call id and says whether it was unused so far.
+fn check_message(
+    previous: Option<&Message>,
+    message: &Message,
+    mut is_new_call: impl FnMut(&str) -> bool,
+) -> Result<(), HistoryError> {
+    for call in message.tool_uses() {
+        if !is_new_call(&call.id) {
+            return Err(HistoryError::DuplicateCall {
+                tool_use_id: call.id.clone(),
             });
         }
-        if !previous_calls.is_empty() {
-            if let Some(missing) = previous_calls.iter().find(|c| !results.contains(c)) {
-                return Err(HistoryError::MissingResult {
-                    message_id: messages[i - 1].id.clone(),
-                    tool_use_id: (*missing).to_owned(),
-                });
-            }
-            if results != previous_calls {
-                return Err(HistoryError::OutOfOrder {
-                    message_id: message.id.clone(),
-                });
-            }
+    }
+    let previous_calls: Vec<&str> = match previous {
+        Some(prev) if prev.role == Role::Assistant => {
+            prev.tool_uses().map(|c| c.id.as_str()).collect()
         }
-        let is_last = i + 1 == messages.len();
-        if is_last && !calls.is_empty() && message.role == Role::Assistant && !allow_trailing_calls
-        {
+        _ => Vec::new(),
+    };
+    let results: Vec<&str> = message
+        .tool_results()
+        .map(|r| r.tool_use_id.as_str())
+        .collect();
+    if let Some(orphan) = results.iter().find(|r| !previous_calls.contains(r)) {
+        return Err(HistoryError::OrphanResult {
+            message_id: message.id.clone(),
+            tool_use_id: (*orphan).to_owned(),
+        });
+    }
+    if let (Some(prev), false) = (previous, previous_calls.is_empty()) {
+        if let Some(missing) = previous_calls.iter().find(|c| !results.contains(c)) {
             return Err(HistoryError::MissingResult {
+                message_id: prev.id.clone(),
+                tool_use_id: (*missing).to_owned(),
+            });
+        }
+        if results != previous_calls {
+            return Err(HistoryError::OutOfOrder {
                 message_id: message.id.clone(),
-                tool_use_id: calls[0].to_owned(),
             });
         }
     }

@@ -31,6 +31,7 @@ pub mod ports;
 pub mod render;
 pub mod result;
 pub mod retrieval;
+pub mod shared_history;
 pub mod state;
 pub mod stop;
 pub mod stream;
@@ -53,7 +54,7 @@ pub use event::{
     StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent, ToolBlockUpdateEvent,
     ToolEndEvent, ToolStartEvent,
 };
-pub use history::{HistoryError, close_dangling_calls, validate_history};
+pub use history::{HistoryCheck, HistoryError, close_dangling_calls, validate_history};
 pub use message::{
     ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,
 };
@@ -70,6 +71,7 @@ pub use render::{
 };
 pub use result::{LimitKind, LoopResult, LoopStatus};
 pub use retrieval::{Passage, RetrievalError, Retriever};
+pub use shared_history::History;
 pub use state::{RUN_STATE_SCHEMA_VERSION, RunPhase, RunState};
 pub use stop::{PartialTurn, RefusalDetails, StopReason};
 pub use stream::{AssemblyError, BlockStart, ModelChunk, StreamAssembler, StreamDelta};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 
 use crate::error::ProviderError;
-use crate::message::Message;
+use crate::shared_history::History;
 use crate::options::LoopOptions;
 use crate::stream::ModelChunk;
 use crate::tool::ToolDefinition;
@@ -17,8 +17,8 @@ pub struct ModelRequest {
     /// The run's options (model, sampling, reasoning, web search ...).
     pub options: LoopOptions,
     /// History to send, system messages included; thinking already trimmed
-    /// per `thinking_keep_turns`.
-    pub messages: Vec<Message>,
+    /// per `thinking_keep_turns`. Shared with the run's state, not copied.
+    pub messages: History,
     /// Tools offered to the model.
     pub tools: Vec<ToolDefinition>,
     /// Resolves stored attachments referenced by the messages.

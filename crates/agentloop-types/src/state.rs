@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::message::{Message, ToolUseBlock};
+use crate::shared_history::History;
 use crate::tokens::TokenTotals;
 
 /// Version of the [`RunState`] JSON shape. Bumped on any incompatible change.
@@ -39,8 +40,8 @@ pub struct RunState {
     pub schema_version: u32,
     /// Run id; message ids are derived from it.
     pub run_id: String,
-    /// The whole history.
-    pub messages: Vec<Message>,
+    /// The whole history (shared: cloning the state does not copy it).
+    pub messages: History,
     /// Sum of all model turns.
     pub totals: TokenTotals,
     /// Model turns started.
@@ -73,7 +74,7 @@ impl RunState {
         Self {
             schema_version: RUN_STATE_SCHEMA_VERSION,
             run_id: run_id.into(),
-            messages,
+            messages: messages.into(),
             totals: TokenTotals::default(),
             iteration: 0,
             tool_calls: 0,

@@ -80,7 +80,7 @@ use agentloop_types::{
     check_decisions,
 };
 use agentloop_types::{
-    ContentBlock, EventKind, LoopError, LoopOptions, LoopStatus, Message, OutputSchema, Passage,
+    ContentBlock, EventKind, History, LoopError, LoopOptions, LoopStatus, Message, OutputSchema, Passage,
     RUN_STATE_SCHEMA_VERSION, RunState, StopReason, TokenTotals, Tool, ToolDefinition,
     ToolOptionSpec, ToolResult, ToolUseBlock,
 };
@@ -235,8 +235,9 @@ pub enum Step {
         iteration: u32,
         /// The messages to send (thinking trimmed per
         /// `thinking_keep_turns`, older turns compacted per
-        /// `LoopOptions::compaction`, prompts of the step appended).
-        messages: Vec<Message>,
+        /// `LoopOptions::compaction`, prompts of the step appended), shared
+        /// with the run's state when nothing is trimmed or added.
+        messages: History,
         /// The tools to offer.
         tools: Vec<ToolDefinition>,
         /// The schema the provider is asked to hold the answer to with its

@@ -8,9 +8,9 @@ use agentloop_types::{
     PendingToolResultEvent, TokensConsumedEvent,
 };
 use agentloop_types::{
-    BreakLoop, ContentBlock, EventKind, LimitKind, LoopError, LoopOptions, LoopResult, LoopStatus,
+    BreakLoop, ContentBlock, HistoryCheck, EventKind, LimitKind, LoopError, LoopOptions, LoopResult, LoopStatus,
     Message, Passage, Role, RunPhase, RunState, TokenTotals, ToolDefinition, ToolResult,
-    ToolResultBlock, ToolUseBlock, validate_history,
+    ToolResultBlock, ToolUseBlock,
 };
 use serde::{Deserialize, Serialize};
 
@@ -123,6 +123,21 @@ pub(crate) struct RunCore {
     /// Events of the step in progress.
     #[serde(skip)]
     events: Vec<EventKind>,
+    /// The pairing rules, checked over what was appended since the last
+    /// model call (a restored run checks its history once, in full).
+    #[serde(skip)]
+    history_check: CheckedPrefix,
+}
+
+/// A cache of what the pairing rules already passed: not part of the
+/// run's value, so two cores differing only in it are equal.
+#[derive(Debug, Clone, Default)]
+struct CheckedPrefix(HistoryCheck);
+
+impl PartialEq for CheckedPrefix {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl RunCore {
@@ -136,6 +151,7 @@ impl RunCore {
             summary: None,
             waiting: None,
             events: Vec::new(),
+            history_check: CheckedPrefix::default(),
         }
     }
 
@@ -201,14 +217,14 @@ impl RunCore {
     /// Replaces the history with the one a nested run ended with (it began
     /// from this run's history and committed under its own ids).
     pub(crate) fn adopt_history(&mut self, messages: Vec<Message>) {
-        self.state.messages = messages;
+        self.state.messages = messages.into();
     }
 
     /// Inserts cited passages before the last message (sent with every
     /// later call, never reported as created).
     pub(crate) fn inject_passages(&mut self, passages: &[Passage]) {
-        let messages = std::mem::take(&mut self.state.messages);
-        self.state.messages = inject_passages(messages, passages);
+        let messages = std::mem::take(&mut self.state.messages).into_vec();
+        self.state.messages = inject_passages(messages, passages).into();
     }
 
     /// Retrieval for the latest user text, if there is any.
@@ -247,9 +263,11 @@ impl RunCore {
         {
             return self.finish(LoopStatus::LimitExceeded { limit });
         }
-        let mut messages = self.state.messages.clone();
-        messages.extend(extra.iter().cloned());
-        if let Err(error) = validate_history(&messages, false) {
+        if let Err(error) = self
+            .history_check
+            .0
+            .check(&self.state.messages, &extra, false)
+        {
             let error = LoopError::InvalidHistory { error };
             return self.finish(LoopStatus::Error { error });
         }
@@ -545,7 +563,7 @@ impl RunCore {
         self.emit(EventKind::Finished(FinishedEvent {
             result: LoopResult {
                 status,
-                messages: self.state.messages.clone(),
+                messages: self.state.messages.to_vec(),
                 tokens: self.state.totals,
             },
         }));
@@ -561,7 +579,7 @@ impl RunCore {
                 status: LoopStatus::Error {
                     error: LoopError::InvalidState { reason },
                 },
-                messages: self.state.messages.clone(),
+                messages: self.state.messages.to_vec(),
                 tokens: self.state.totals,
             },
         })

@@ -166,7 +166,7 @@ pub fn request_at(step: usize) -> ModelRequest {
             system_prompt: Some(system),
             ..LoopOptions::default()
         },
-        messages,
+        messages: messages.into(),
         tools,
         attachments: None,
     }

@@ -1,13 +1,20 @@
-//! Chat Completions request bodies.
+//! Chat Completions request bodies, serialised from borrowed typed parts.
 
-use agentloop_types::{ContentBlock, ModelRequest, ProviderError, ReasoningEffort, Role};
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
+
+use agentloop_types::{
+    ContentBlock, Message, ModelRequest, ProviderError, ReasoningEffort, Role, ToolUseBlock,
+};
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::attachments::{Attachments, Resolved};
 use crate::config::ProviderConfig;
 use crate::error;
 use crate::request_common::{
-    input_object, offered_tools, parameters_schema, system_text, temperature,
+    ArgumentsText, Failure, ParametersSchema, offered_tools, system_text, temperature_number,
+    to_bytes,
 };
 
 /// Builds the body of a `POST /chat/completions` request.
@@ -23,8 +30,7 @@ pub(crate) fn build(
     attachments: &Attachments,
     stream: bool,
     config: &ProviderConfig,
-) -> Result<Value, ProviderError> {
-    let compatible = config.compatible;
+) -> Result<Vec<u8>, ProviderError> {
     let options = &request.options;
     if options
         .prefill_response
@@ -40,73 +46,223 @@ pub(crate) fn build(
             "web search is not available through Chat Completions; use the Responses or Anthropic API",
         ));
     }
-    let mut messages = Vec::new();
-    if let Some(system) = system_text(request) {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    for message in &request.messages {
-        match message.role {
-            Role::System => {}
-            Role::User => user_messages(&message.content, attachments, &mut messages)?,
-            Role::Assistant => {
-                if let Some(m) = assistant_message(&message.content) {
-                    messages.push(m);
+    let failure = Failure::default();
+    let (max_tokens, max_completion_tokens) = if config.compatible {
+        (Some(options.max_tokens), None)
+    } else {
+        (None, Some(options.max_tokens))
+    };
+    let body = Body {
+        model: &options.model,
+        messages: Messages {
+            system: system_text(request),
+            history: &request.messages,
+            attachments,
+            failure: &failure,
+        },
+        max_tokens,
+        max_completion_tokens,
+        temperature: options.temperature.map(temperature_number),
+        stop: &options.stop_sequences,
+        reasoning_effort: options.reasoning_effort.map(effort_name),
+        tools: offered_tools(request)
+            .into_iter()
+            .map(|t| FunctionTool {
+                kind: "function",
+                function: Function {
+                    name: &t.name,
+                    description: &t.description,
+                    parameters: ParametersSchema(&t.input_schema),
+                },
+            })
+            .collect(),
+        response_format: options.output_schema.as_ref().map(|output| ResponseFormat {
+            kind: "json_schema",
+            json_schema: JsonSchema {
+                name: &output.name,
+                schema: &output.schema,
+                strict: true,
+            },
+        }),
+        prompt_cache_key: config.prompt_cache.key.as_deref(),
+        stream: stream.then_some(true),
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+    };
+    to_bytes(&body, &failure)
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Messages<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<FunctionTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct FunctionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: ParametersSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: JsonSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchema<'a> {
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// The `messages` array, written message by message from the history.
+struct Messages<'a> {
+    system: Option<String>,
+    history: &'a [Message],
+    attachments: &'a Attachments,
+    failure: &'a Failure,
+}
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        if let Some(system) = &self.system {
+            seq.serialize_element(&WireMessage::text("system", system))?;
+        }
+        for message in self.history {
+            match message.role {
+                Role::System => {}
+                Role::User => {
+                    for block in &message.content {
+                        if let ContentBlock::ToolResult(result) = block {
+                            seq.serialize_element(&ToolMessage {
+                                role: "tool",
+                                tool_call_id: &result.tool_use_id,
+                                content: &result.content,
+                            })?;
+                        }
+                    }
+                    let content = user_content(&message.content, self.attachments)
+                        .map_err(|e| self.failure.fail(e))?;
+                    if let Some(content) = content {
+                        seq.serialize_element(&WireMessage {
+                            role: "user",
+                            content: Some(content),
+                            tool_calls: Vec::new(),
+                        })?;
+                    }
+                }
+                Role::Assistant => {
+                    if let Some(wire) = assistant_message(&message.content) {
+                        seq.serialize_element(&wire)?;
+                    }
                 }
             }
         }
+        seq.end()
     }
+}
 
-    let mut body = Map::new();
-    body.insert("model".into(), json!(options.model));
-    body.insert("messages".into(), Value::Array(messages));
-    let max_key = if compatible {
-        "max_tokens"
-    } else {
-        "max_completion_tokens"
-    };
-    body.insert(max_key.into(), json!(options.max_tokens));
-    if let Some(t) = options.temperature {
-        body.insert("temperature".into(), temperature(t));
+#[derive(Serialize)]
+struct ToolMessage<'a> {
+    role: &'static str,
+    tool_call_id: &'a str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Option<Content<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<ToolCall<'a>>,
+}
+
+impl<'a> WireMessage<'a> {
+    fn text(role: &'static str, text: &'a str) -> Self {
+        Self {
+            role,
+            content: Some(Content::Text(Cow::Borrowed(text))),
+            tool_calls: Vec::new(),
+        }
     }
-    if !options.stop_sequences.is_empty() {
-        body.insert("stop".into(), json!(options.stop_sequences));
-    }
-    if let Some(effort) = options.reasoning_effort {
-        body.insert("reasoning_effort".into(), json!(effort_name(effort)));
-    }
-    let tools: Vec<Value> = offered_tools(request)
-        .into_iter()
-        .map(|t| {
-            json!({
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": parameters_schema(&t.input_schema),
-                },
-            })
-        })
-        .collect();
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(output) = &options.output_schema {
-        body.insert(
-            "response_format".into(),
-            json!({
-                "type": "json_schema",
-                "json_schema": {"name": output.name, "schema": output.schema, "strict": true},
-            }),
-        );
-    }
-    if let Some(key) = &config.prompt_cache.key {
-        body.insert("prompt_cache_key".into(), json!(key));
-    }
-    if stream {
-        body.insert("stream".into(), json!(true));
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    Ok(Value::Object(body))
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: Url },
+    File { file: File<'a> },
+}
+
+#[derive(Serialize)]
+struct Url {
+    url: String,
+}
+
+#[derive(Serialize)]
+struct File<'a> {
+    filename: &'a str,
+    file_data: String,
+}
+
+#[derive(Serialize)]
+struct ToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: CallFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct CallFunction<'a> {
+    name: &'a str,
+    arguments: ArgumentsText<'a>,
 }
 
 /// The wire name of a reasoning effort (shared with Responses).
@@ -120,34 +276,36 @@ pub(crate) fn effort_name(effort: ReasoningEffort) -> &'static str {
     }
 }
 
-fn user_messages(
-    blocks: &[ContentBlock],
+/// The content of a user message's non-result blocks: its text when it
+/// is only text (joined by blank lines), else its parts; `None` when
+/// nothing is left.
+fn user_content<'a>(
+    blocks: &'a [ContentBlock],
     attachments: &Attachments,
-    out: &mut Vec<Value>,
-) -> Result<(), ProviderError> {
+) -> Result<Option<Content<'a>>, ProviderError> {
     let mut parts = Vec::new();
     for block in blocks {
         match block {
-            ContentBlock::ToolResult(result) => out.push(json!({
-                "role": "tool",
-                "tool_call_id": result.tool_use_id,
-                "content": result.content,
-            })),
-            ContentBlock::Text { text, .. } if !text.is_empty() => {
-                parts.push(json!({"type": "text", "text": text}))
-            }
-            ContentBlock::Image { source } => {
-                let url = attachments.resolve(source)?.to_url();
-                parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
-            }
+            ContentBlock::Text { text, .. } if !text.is_empty() => parts.push(Part::Text {
+                text: Cow::Borrowed(text),
+            }),
+            ContentBlock::Image { source } => parts.push(Part::ImageUrl {
+                image_url: Url {
+                    url: attachments.resolve(source)?.to_url(),
+                },
+            }),
             ContentBlock::Document { source, name } => {
                 let resolved = attachments.resolve(source)?;
                 parts.push(match (resolved.as_text(), &resolved) {
-                    (Some(text), _) => json!({"type": "text", "text": text}),
-                    (None, Resolved::Base64 { .. }) => json!({
-                        "type": "file",
-                        "file": {"filename": name.clone().unwrap_or_else(|| "document".into()), "file_data": resolved.to_url()},
-                    }),
+                    (Some(text), _) => Part::Text {
+                        text: Cow::Owned(text),
+                    },
+                    (None, Resolved::Base64 { .. }) => Part::File {
+                        file: File {
+                            filename: name.as_deref().unwrap_or("document"),
+                            file_data: resolved.to_url(),
+                        },
+                    },
                     (None, Resolved::Url(url)) => {
                         return Err(error::unsupported(format!(
                             "Chat Completions cannot fetch documents by URL ({url}); attach the bytes"
@@ -159,39 +317,58 @@ fn user_messages(
         }
     }
     if parts.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
-    let all_text = parts.iter().all(|p| p["type"] == "text");
-    let content = if all_text {
-        let texts: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
-        json!(texts.join("\n\n"))
-    } else {
-        Value::Array(parts)
-    };
-    out.push(json!({"role": "user", "content": content}));
-    Ok(())
+    if !parts.iter().all(|p| matches!(p, Part::Text { .. })) {
+        return Ok(Some(Content::Parts(parts)));
+    }
+    let mut texts = parts.into_iter().filter_map(|p| match p {
+        Part::Text { text } => Some(text),
+        _ => None,
+    });
+    let first = texts.next().unwrap_or_default();
+    let joined = texts.fold(first, |mut all, text| {
+        let all_mut = all.to_mut();
+        all_mut.push_str("\n\n");
+        all_mut.push_str(&text);
+        all
+    });
+    Ok(Some(Content::Text(joined)))
 }
 
-fn assistant_message(blocks: &[ContentBlock]) -> Option<Value> {
-    let mut text = String::new();
-    let mut calls = Vec::new();
+/// An assistant message: its text (or `null`) and its tool calls; `None`
+/// when it has neither.
+fn assistant_message(blocks: &[ContentBlock]) -> Option<WireMessage<'_>> {
+    let mut text: Option<Cow<'_, str>> = None;
+    let mut tool_calls = Vec::new();
     for block in blocks {
         match block {
-            ContentBlock::Text { text: t, .. } => text.push_str(t),
-            ContentBlock::ToolUse(call) => calls.push(json!({
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": input_object(&call.input).to_string()},
-            })),
+            ContentBlock::Text { text: t, .. } => match &mut text {
+                None => text = Some(Cow::Borrowed(t)),
+                Some(all) => all.to_mut().push_str(t),
+            },
+            ContentBlock::ToolUse(call) => tool_calls.push(tool_call(call)),
             _ => {}
         }
     }
-    if text.is_empty() && calls.is_empty() {
+    let text = text.filter(|t| !t.is_empty());
+    if text.is_none() && tool_calls.is_empty() {
         return None;
     }
-    let mut message = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
+    Some(WireMessage {
+        role: "assistant",
+        content: text.map(Content::Text),
+        tool_calls,
+    })
+}
+
+fn tool_call(call: &ToolUseBlock) -> ToolCall<'_> {
+    ToolCall {
+        id: &call.id,
+        kind: "function",
+        function: CallFunction {
+            name: &call.name,
+            arguments: ArgumentsText(&call.input),
+        },
     }
-    Some(message)
 }

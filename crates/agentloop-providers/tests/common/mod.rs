@@ -117,7 +117,7 @@ pub fn request(api: ApiKind, model: &str) -> ModelRequest {
             api,
             ..LoopOptions::default()
         },
-        messages: vec![Message::user_text("u1", "Hello")],
+        messages: vec![Message::user_text("u1", "Hello")].into(),
         tools: Vec::new(),
         attachments: None,
     }

@@ -4,7 +4,7 @@
 //! the rules). Only what is sent changes; the history stays whole.
 
 use agentloop_types::{
-    CompactionStrategy, EventKind, LoopError, Message, TokenTotals, validate_history,
+    CompactionStrategy, EventKind, History, LoopError, TokenTotals, validate_history,
 };
 
 use super::super::Step;
@@ -21,11 +21,16 @@ impl RunCore {
         env: &Env,
         call: &ModelCall,
         compaction: Option<&Compaction>,
-    ) -> Vec<Message> {
-        let trimmed = trim_thinking(&self.state.messages, env.options.thinking_keep_turns);
+    ) -> History {
+        let keep = env.options.thinking_keep_turns;
+        if keep.is_none() && compaction.is_none() && call.extra.is_empty() {
+            // The common case shares the history instead of copying it.
+            return self.state.messages.clone();
+        }
+        let trimmed = trim_thinking(&self.state.messages, keep);
         let mut messages = compaction::shape(trimmed, compaction, &self.state.run_id);
         messages.extend(call.extra.iter().cloned());
-        messages
+        messages.into()
     }
 
     /// Estimated tokens of `call` under `compaction`.

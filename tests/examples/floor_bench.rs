@@ -1,0 +1,338 @@
+//! Benchmark: the loop against the floor. One in-process mock
+//! OpenAI-compatible server answers a 200-step run (199 streamed tool calls,
+//! then a text answer). The loop runs it through `HttpProvider`; the floor
+//! is a bare reqwest loop that sends the same bytes (checked) and reads each
+//! response whole, doing nothing else. Both run on a current-thread runtime
+//! on this thread while the mock runs on its own thread, so this thread's
+//! CPU time is the client's alone. A second scenario times each step of a
+//! 1,010-step run, to show whether a step costs more as the history grows.
+//! Prints markdown table rows; `cargo xtask bench` runs it in release mode.
+#![allow(clippy::expect_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agentloop_engine::{RunDeps, collect, run};
+use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy};
+use agentloop_types::{
+    ApiKind, LoopOptions, LoopStatus, Message, Tool, ToolContext, ToolResult, ToolStream,
+    single_result,
+};
+use axum::body::Bytes;
+use axum::extract::State;
+use serde_json::{Value, json};
+
+const SHORT: usize = 200;
+const LONG: usize = 1_010;
+const ROUNDS: usize = 5;
+const MODEL: &str = "bench";
+const MAX_TOKENS: u32 = 1024;
+
+struct Echo;
+
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "Echoes its text."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": "string"}}})
+    }
+    fn execute(self: Arc<Self>, input: Value, _: ToolContext) -> ToolStream {
+        let text = input["text"].as_str().unwrap_or_default().to_owned();
+        single_result(async move { ToolResult::ok(text) })
+    }
+}
+
+/// The mock's script: response `i` of a run of `steps` calls the tool,
+/// except the last, which answers in text.
+struct Mock {
+    responses: Vec<Bytes>,
+    next: AtomicUsize,
+    arrivals: Mutex<Vec<Instant>>,
+    bodies: Mutex<Option<Vec<Bytes>>>,
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let body = json!({
+        "id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    format!("data: {body}\n\n")
+}
+
+fn response(step: usize, steps: usize) -> Bytes {
+    let mut sse = chunk(json!({"role": "assistant", "content": ""}), None);
+    if step + 1 == steps {
+        sse += &chunk(json!({"content": "Finished."}), None);
+        sse += &chunk(json!({}), Some("stop"));
+    } else {
+        sse += &chunk(
+            json!({"tool_calls": [{"index": 0, "id": format!("call_{step}"), "type": "function",
+                "function": {"name": "echo", "arguments": ""}}]}),
+            None,
+        );
+        let arguments = json!({"text": format!("step {step}")}).to_string();
+        sse += &chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
+            None,
+        );
+        sse += &chunk(json!({}), Some("tool_calls"));
+    }
+    let usage = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
+        "model": MODEL, "choices": [],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}});
+    sse += &format!("data: {usage}\n\ndata: [DONE]\n\n");
+    Bytes::from(sse)
+}
+
+async fn answer(State(mock): State<Arc<Mock>>, body: Bytes) -> impl axum::response::IntoResponse {
+    let i = mock.next.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut arrivals) = mock.arrivals.lock() {
+        arrivals.push(Instant::now());
+    }
+    if let Ok(mut bodies) = mock.bodies.lock()
+        && let Some(bodies) = bodies.as_mut()
+    {
+        bodies.push(body);
+    }
+    let response = mock.responses[i % mock.responses.len()].clone();
+    ([("content-type", "text/event-stream")], response)
+}
+
+/// Starts the mock on its own thread; returns its base URL.
+fn start_mock(mock: Arc<Mock>) -> Result<String, Box<dyn std::error::Error>> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let base = format!("http://{}/v1", listener.local_addr()?);
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("the mock's runtime starts");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            let app = axum::Router::new()
+                .route("/v1/chat/completions", axum::routing::post(answer))
+                .with_state(mock);
+            axum::serve(listener, app).await.expect("the mock serves");
+        });
+    });
+    Ok(base)
+}
+
+/// CPU time of this thread, from the scheduler's count in nanoseconds.
+fn thread_cpu() -> Duration {
+    let nanos = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    Duration::from_nanos(nanos)
+}
+
+/// The request body the floor sends before step `step`: the same fields,
+/// in the same order, as the loop's, grown by one call and one result per
+/// step.
+struct FloorBody {
+    head: String,
+    messages: String,
+    tail: String,
+}
+
+impl FloorBody {
+    fn new(tools: &Value) -> Self {
+        Self {
+            head: format!("{{\"model\":\"{MODEL}\",\"messages\":["),
+            messages: r#"{"role":"user","content":"go"}"#.to_owned(),
+            tail: format!(
+                "],\"max_completion_tokens\":{MAX_TOKENS},\"tools\":{tools},\"stream\":true,\"stream_options\":{{\"include_usage\":true}}}}"
+            ),
+        }
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let mut out =
+            Vec::with_capacity(self.head.len() + self.messages.len() + self.tail.len());
+        out.extend_from_slice(self.head.as_bytes());
+        out.extend_from_slice(self.messages.as_bytes());
+        out.extend_from_slice(self.tail.as_bytes());
+        out
+    }
+
+    fn push_step(&mut self, step: usize) {
+        use std::fmt::Write as _;
+        let _ = write!(
+            self.messages,
+            r#",{{"role":"assistant","content":null,"tool_calls":[{{"id":"call_{step}","type":"function","function":{{"name":"echo","arguments":"{{\"text\":\"step {step}\"}}"}}}}]}},{{"role":"tool","tool_call_id":"call_{step}","content":"step {step}"}}"#
+        );
+    }
+}
+
+/// One timed run: wall and CPU time.
+struct Timing {
+    wall: Duration,
+    cpu: Duration,
+}
+
+async fn floor_run(
+    client: &reqwest::Client,
+    url: &str,
+    tools: &Value,
+    steps: usize,
+) -> Result<Timing, Box<dyn std::error::Error>> {
+    let (wall, cpu) = (Instant::now(), thread_cpu());
+    let mut body = FloorBody::new(tools);
+    for step in 0..steps {
+        let response = client
+            .post(url)
+            .bearer_auth("bench-key")
+            .header("content-type", "application/json")
+            .body(body.bytes())
+            .send()
+            .await?
+            .error_for_status()?;
+        response.bytes().await?;
+        body.push_step(step);
+    }
+    Ok(Timing {
+        wall: wall.elapsed(),
+        cpu: thread_cpu() - cpu,
+    })
+}
+
+async fn loop_run(
+    provider: &Arc<HttpProvider>,
+    steps: usize,
+) -> Result<Timing, Box<dyn std::error::Error>> {
+    let (wall, cpu) = (Instant::now(), thread_cpu());
+    let options = LoopOptions {
+        api: ApiKind::OpenaiChat,
+        model: MODEL.into(),
+        max_tokens: MAX_TOKENS,
+        max_iterations: steps as u32 + 1,
+        ..LoopOptions::default()
+    };
+    let deps = RunDeps::new(provider.clone()).with_tools([Arc::new(Echo) as Arc<dyn Tool>]);
+    let result = collect(run(options, vec![Message::user_text("u1", "go")], deps)).await;
+    let timing = Timing {
+        wall: wall.elapsed(),
+        cpu: thread_cpu() - cpu,
+    };
+    match result.status {
+        LoopStatus::Complete { .. } if result.messages.len() == 2 * steps => Ok(timing),
+        other => Err(format!(
+            "the loop ended {} with {} messages",
+            other.name(),
+            result.messages.len()
+        )
+        .into()),
+    }
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(bench())
+}
+
+fn mock(steps: usize) -> Arc<Mock> {
+    Arc::new(Mock {
+        responses: (0..steps).map(|i| response(i, steps)).collect(),
+        next: AtomicUsize::new(0),
+        arrivals: Mutex::new(Vec::new()),
+        bodies: Mutex::new(None),
+    })
+}
+
+fn provider(base: &str) -> Result<Arc<HttpProvider>, Box<dyn std::error::Error>> {
+    let config = ProviderConfig::for_api(ApiKind::OpenaiChat, "bench-key")
+        .with_base_url(base)
+        .with_retry(RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        });
+    Ok(Arc::new(HttpProvider::new(config)?))
+}
+
+async fn bench() -> Result<(), Box<dyn std::error::Error>> {
+    let tools = json!([{"type": "function", "function": {"name": "echo",
+        "description": "Echoes its text.", "parameters": Echo.input_schema()}}]);
+    let short = mock(SHORT);
+    let base = start_mock(short.clone())?;
+    let url = format!("{base}/chat/completions");
+    let provider = provider(&base)?;
+    let client = reqwest::Client::new();
+
+    // The floor must send what the loop sends: compare one run's bodies.
+    *short.bodies.lock().map_err(|_| "poisoned")? = Some(Vec::new());
+    loop_run(&provider, SHORT).await?;
+    let sent = short.bodies.lock().map_err(|_| "poisoned")?.take();
+    let mut floor = FloorBody::new(&tools);
+    for (step, body) in sent.unwrap_or_default().iter().enumerate() {
+        let ours: Value = serde_json::from_slice(body)?;
+        let theirs: Value = serde_json::from_slice(&floor.bytes())?;
+        if ours != theirs {
+            return Err(format!("step {step}: the floor's body differs from the loop's:\n{theirs}\n{ours}").into());
+        }
+        floor.push_step(step);
+    }
+
+    let (mut floor_wall, mut floor_cpu, mut loop_wall, mut loop_cpu) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..ROUNDS {
+        let floor = floor_run(&client, &url, &tools, SHORT).await?;
+        floor_wall.push(floor.wall);
+        floor_cpu.push(floor.cpu);
+        let looped = loop_run(&provider, SHORT).await?;
+        loop_wall.push(looped.wall);
+        loop_cpu.push(looped.cpu);
+    }
+    let label = "floor: 200-step tool loop over HTTP, openai-chat, in-process mock";
+    let (fw, fc, lw, lc) = (median(floor_wall), median(floor_cpu), median(loop_wall), median(loop_cpu));
+    println!("| {label} | floor (raw reqwest) wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |", ms(fw), ms(fc));
+    println!("| {label} | loop wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |", ms(lw), ms(lc));
+    println!("| {label} | loop / floor, wall time | {:.2}× |", lw.as_secs_f64() / fw.as_secs_f64());
+    println!("| {label} | loop / floor, CPU time | {:.2}× |", lc.as_secs_f64() / fc.as_secs_f64());
+
+    let long = mock(LONG);
+    let base = start_mock(long.clone())?;
+    let url = format!("{base}/chat/completions");
+    let provider = self::provider(&base)?;
+    let label = "floor: per-step time of a 1,010-step run";
+    for who in ["floor", "loop"] {
+        long.arrivals.lock().map_err(|_| "poisoned")?.clear();
+        if who == "floor" {
+            floor_run(&client, &url, &tools, LONG).await?;
+        } else {
+            loop_run(&provider, LONG).await?;
+        }
+        let arrivals = long.arrivals.lock().map_err(|_| "poisoned")?.clone();
+        let step = |at: usize| {
+            median(
+                (at - 5..at + 5)
+                    .map(|i| arrivals[i + 1] - arrivals[i])
+                    .collect(),
+            )
+        };
+        let (early, late) = (step(10), step(1_000));
+        println!(
+            "| {label} | {who}: step 10 / step 1,000 (median of 10 steps each) | {:.0} µs / {:.0} µs ({:.2}×) |",
+            early.as_secs_f64() * 1e6,
+            late.as_secs_f64() * 1e6,
+            late.as_secs_f64() / early.as_secs_f64()
+        );
+    }
+    Ok(())
+}
