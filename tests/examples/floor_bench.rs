@@ -154,8 +154,7 @@ impl FloorBody {
     }
 
     fn bytes(&self) -> Vec<u8> {
-        let mut out =
-            Vec::with_capacity(self.head.len() + self.messages.len() + self.tail.len());
+        let mut out = Vec::with_capacity(self.head.len() + self.messages.len() + self.tail.len());
         out.extend_from_slice(self.head.as_bytes());
         out.extend_from_slice(self.messages.as_bytes());
         out.extend_from_slice(self.tail.as_bytes());
@@ -285,12 +284,16 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
         let ours: Value = serde_json::from_slice(body)?;
         let theirs: Value = serde_json::from_slice(&floor.bytes())?;
         if ours != theirs {
-            return Err(format!("step {step}: the floor's body differs from the loop's:\n{theirs}\n{ours}").into());
+            return Err(format!(
+                "step {step}: the floor's body differs from the loop's:\n{theirs}\n{ours}"
+            )
+            .into());
         }
         floor.push_step(step);
     }
 
-    let (mut floor_wall, mut floor_cpu, mut loop_wall, mut loop_cpu) = (vec![], vec![], vec![], vec![]);
+    let (mut floor_wall, mut floor_cpu, mut loop_wall, mut loop_cpu) =
+        (vec![], vec![], vec![], vec![]);
     for _ in 0..ROUNDS {
         let floor = floor_run(&client, &url, &tools, SHORT).await?;
         floor_wall.push(floor.wall);
@@ -300,12 +303,35 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
         loop_cpu.push(looped.cpu);
     }
     let label = "floor: 200-step tool loop over HTTP, openai-chat, in-process mock";
-    let (fw, fc, lw, lc) = (median(floor_wall), median(floor_cpu), median(loop_wall), median(loop_cpu));
-    println!("| {label} | floor (raw reqwest) wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |", ms(fw), ms(fc));
-    println!("| {label} | loop wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |", ms(lw), ms(lc));
-    println!("| {label} | loop / floor, wall time | {:.2}× |", lw.as_secs_f64() / fw.as_secs_f64());
-    println!("| {label} | loop / floor, CPU time | {:.2}× |", lc.as_secs_f64() / fc.as_secs_f64());
+    let (fw, fc, lw, lc) = (
+        median(floor_wall),
+        median(floor_cpu),
+        median(loop_wall),
+        median(loop_cpu),
+    );
+    println!(
+        "| {label} | floor (raw reqwest) wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |",
+        ms(fw),
+        ms(fc)
+    );
+    println!(
+        "| {label} | loop wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |",
+        ms(lw),
+        ms(lc)
+    );
+    println!(
+        "| {label} | loop / floor, wall time | {:.2}× |",
+        lw.as_secs_f64() / fw.as_secs_f64()
+    );
+    println!(
+        "| {label} | loop / floor, CPU time | {:.2}× |",
+        lc.as_secs_f64() / fc.as_secs_f64()
+    );
 
+    // `floor_bench short` stops here (for profiling the short run alone).
+    if std::env::args().nth(1).as_deref() == Some("short") {
+        return Ok(());
+    }
     let long = mock(LONG);
     let base = start_mock(long.clone())?;
     let url = format!("{base}/chat/completions");

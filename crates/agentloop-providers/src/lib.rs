@@ -49,6 +49,7 @@ mod retry;
 pub mod sse;
 mod timestamp;
 mod transport;
+mod wire_cache;
 
 pub use cache::{CacheTtl, PromptCache};
 pub use config::{Auth, ProviderConfig};

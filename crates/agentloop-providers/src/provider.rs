@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agentloop_types::{
     ApiKind, ModelChunk, ModelProvider, ModelRequest, ModelStream, ProviderError, StopReason,
@@ -15,6 +16,7 @@ use crate::decode::{DecodeContext, Decoder, Item, decoder_for};
 use crate::error::{self, is_retryable};
 use crate::sse::{SseEvent, SseParser};
 use crate::transport::{self, describe};
+use crate::wire_cache::WireCache;
 
 /// A model provider reached over HTTP: Anthropic Messages, OpenAI Chat
 /// Completions, OpenAI Responses, Google Gemini or an OpenAI-compatible
@@ -29,6 +31,11 @@ use crate::transport::{self, describe};
 pub struct HttpProvider {
     config: Arc<ProviderConfig>,
     client: reqwest::Client,
+    /// Length of the last body sent: the next one (the same history and a
+    /// turn more) is written into a buffer that already fits.
+    last_body_len: Arc<AtomicUsize>,
+    /// History already written, for the next request of each run.
+    wire_cache: Arc<WireCache>,
 }
 
 impl HttpProvider {
@@ -52,6 +59,8 @@ impl HttpProvider {
         Self {
             config: Arc::new(config),
             client,
+            last_body_len: Arc::default(),
+            wire_cache: Arc::default(),
         }
     }
 
@@ -64,7 +73,13 @@ impl HttpProvider {
     /// loaded), without sending it.
     pub async fn request_body(&self, request: &ModelRequest) -> Result<Value, ProviderError> {
         let attachments = Attachments::load(request).await?;
-        let bytes = build_body(&self.config, request, &attachments)?;
+        let bytes = build_body(
+            &self.config,
+            request,
+            &attachments,
+            0,
+            &WireCache::default(),
+        )?;
         serde_json::from_slice(&bytes).map_err(|e| error::invalid_request(e.to_string()))
     }
 }
@@ -86,6 +101,8 @@ pub(crate) fn build_body(
     config: &ProviderConfig,
     request: &ModelRequest,
     attachments: &Attachments,
+    capacity: usize,
+    cache: &WireCache,
 ) -> Result<Vec<u8>, ProviderError> {
     let stream = !request.options.disable_stream;
     let body = match config.api {
@@ -93,14 +110,23 @@ pub(crate) fn build_body(
             crate::anthropic::request::build(request, attachments, stream, &config.prompt_cache)
         }
         ApiKind::OpenaiChat => {
-            return crate::openai_chat::request::build(request, attachments, stream, config);
+            return crate::openai_chat::request::build(
+                request,
+                attachments,
+                stream,
+                config,
+                capacity,
+                cache,
+            );
         }
         ApiKind::OpenaiResponses => {
             crate::openai_responses::request::build(request, attachments, stream, config)
         }
         ApiKind::Gemini => crate::gemini::request::build(request, attachments),
     }?;
-    serde_json::to_vec(&body).map_err(|e| error::invalid_request(e.to_string()))
+    let mut bytes = Vec::with_capacity(capacity);
+    serde_json::to_writer(&mut bytes, &body).map_err(|e| error::invalid_request(e.to_string()))?;
+    Ok(bytes)
 }
 
 impl ModelProvider for HttpProvider {
@@ -126,6 +152,8 @@ impl ModelProvider for HttpProvider {
                 config: self.config.clone(),
                 client: self.client.clone(),
                 request,
+                last_body_len: self.last_body_len.clone(),
+                wire_cache: self.wire_cache.clone(),
             }),
             phase: Phase::Start,
             queue: VecDeque::new(),
@@ -152,6 +180,8 @@ struct Inputs {
     config: Arc<ProviderConfig>,
     client: reqwest::Client,
     request: ModelRequest,
+    last_body_len: Arc<AtomicUsize>,
+    wire_cache: Arc<WireCache>,
 }
 
 /// Where a turn is; `Over` once nothing more will be produced (whatever
@@ -310,9 +340,19 @@ async fn start(
         config,
         client,
         request,
+        last_body_len,
+        wire_cache,
     } = inputs;
     let attachments = Attachments::load(request).await?;
-    let bytes = build_body(config, request, &attachments)?;
+    let last = last_body_len.load(Ordering::Relaxed);
+    let bytes = build_body(
+        config,
+        request,
+        &attachments,
+        last + last / 8 + 1024,
+        wire_cache,
+    )?;
+    last_body_len.store(bytes.len(), Ordering::Relaxed);
     let url = config.endpoint_for(&request.options.model, !request.options.disable_stream);
     let response = transport::send(client, config, &url, bytes, retries).await?;
     let request_id = transport::request_id(response.headers());

@@ -2,13 +2,9 @@
 
 use std::cell::RefCell;
 
-use agentloop_types::{
-    ContentBlock, FINAL_OUTPUT_TOOL, ModelRequest, ProviderError, Role, ToolDefinition,
-};
+use agentloop_types::{ContentBlock, FINAL_OUTPUT_TOOL, ModelRequest, Role, ToolDefinition};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
-
-use crate::error;
 
 /// The system prompt: `options.system_prompt`, then the text of every
 /// system message in order, joined by blank lines.
@@ -86,55 +82,38 @@ pub(crate) fn temperature_number(t: f32) -> f64 {
     format!("{t}").parse().unwrap_or(f64::from(t))
 }
 
-/// Where a typed body's parts that can fail (an attachment that does not
-/// resolve, a block the API cannot carry) leave their typed error while
-/// serde only passes a message up.
-#[derive(Default)]
-pub(crate) struct Failure(RefCell<Option<ProviderError>>);
-
-impl Failure {
-    /// Keeps `error` and gives serde an error to stop with.
-    pub(crate) fn fail<E: serde::ser::Error>(&self, error: ProviderError) -> E {
-        let message = error.message.clone();
-        *self.0.borrow_mut() = Some(error);
-        E::custom(message)
-    }
-}
-
-/// Serialises a typed request body straight to bytes: no `Value` tree,
-/// nothing of the history copied.
-pub(crate) fn to_bytes<T: Serialize>(body: &T, failure: &Failure) -> Result<Vec<u8>, ProviderError> {
-    serde_json::to_vec(body).map_err(|e| {
-        failure
-            .0
-            .borrow_mut()
-            .take()
-            .unwrap_or_else(|| error::invalid_request(format!("cannot write the request: {e}")))
-    })
-}
-
-/// Tool arguments as a JSON object (see [`input_object`]), borrowed.
-pub(crate) struct ArgumentsObject<'a>(pub(crate) &'a Value);
-
-impl Serialize for ArgumentsObject<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Object(_) => self.0.serialize(serializer),
-            other => input_object(other).serialize(serializer),
-        }
-    }
-}
-
-/// Tool arguments as the text of a JSON object, written into the string
-/// as they are serialised (no intermediate string for the usual object).
+/// Tool arguments as the text of a JSON object. The object is written
+/// compactly into a reused buffer and then escaped into the body: two
+/// quick passes, no allocation per call once the buffer has grown.
 pub(crate) struct ArgumentsText<'a>(pub(crate) &'a Value);
+
+thread_local! {
+    static ARGUMENTS_BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
 
 impl Serialize for ArgumentsText<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Object(_) => serializer.collect_str(self.0),
-            other => serializer.collect_str(&input_object(other)),
-        }
+        let parsed;
+        let object = match self.0 {
+            Value::Object(_) => self.0,
+            other => {
+                parsed = input_object(other);
+                &parsed
+            }
+        };
+        ARGUMENTS_BUFFER.with(|buffer| {
+            // A nested call (never made today) gets a buffer of its own.
+            let mut fallback = Vec::new();
+            let mut borrowed = buffer.try_borrow_mut();
+            let text = match borrowed.as_deref_mut() {
+                Ok(reused) => reused,
+                Err(_) => &mut fallback,
+            };
+            text.clear();
+            serde_json::to_writer(&mut *text, object).map_err(serde::ser::Error::custom)?;
+            let text = std::str::from_utf8(text).map_err(serde::ser::Error::custom)?;
+            serializer.serialize_str(text)
+        })
     }
 }
 

@@ -102,9 +102,7 @@ impl HistoryCheck {
             previous = Some(message);
         }
         match previous {
-            Some(last)
-                if !allow_trailing_calls && last.role == Role::Assistant =>
-            {
+            Some(last) if !allow_trailing_calls && last.role == Role::Assistant => {
                 match last.tool_uses().next() {
                     Some(call) => Err(HistoryError::MissingResult {
                         message_id: last.id.clone(),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 
 use crate::error::ProviderError;
-use crate::shared_history::History;
 use crate::options::LoopOptions;
+use crate::shared_history::History;
 use crate::stream::ModelChunk;
 use crate::tool::ToolDefinition;
 

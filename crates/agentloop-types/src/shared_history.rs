@@ -5,20 +5,48 @@
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::message::Message;
 
-/// Messages in order, shared: [`Clone`] is O(1), and a change (through
-/// [`DerefMut`], e.g. `history.push(message)`) copies the messages only
-/// when another holder still shares them. The run drops its request before
-/// it appends the model's answer, so appending normally copies nothing.
+/// Messages in order, shared: [`Clone`] is O(1), and a change copies the
+/// messages only when another holder still shares them. The run drops its
+/// request before it appends the model's answer, so appending normally
+/// copies nothing.
+///
+/// Every history has an [`origin`](Self::origin): histories of one origin
+/// only ever grew by [`push`](Self::push) and [`extend`](Self::extend), so
+/// any two of them agree on their common prefix. Any other change (through
+/// [`DerefMut`]) or a copy made because the messages were shared starts a
+/// new origin. A provider uses this to reuse what it wrote for the prefix.
 ///
 /// Reads go through `Deref<Target = Vec<Message>>`; it serialises as a
 /// plain JSON array.
-#[derive(Clone, Default, PartialEq)]
-pub struct History(Arc<Vec<Message>>);
+#[derive(Clone)]
+pub struct History {
+    messages: Arc<Vec<Message>>,
+    origin: u64,
+}
+
+/// A process-unique origin.
+fn new_origin() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Default for History {
+    fn default() -> Self {
+        Self::from(Vec::new())
+    }
+}
+
+impl PartialEq for History {
+    fn eq(&self, other: &Self) -> bool {
+        self.messages == other.messages
+    }
+}
 
 impl History {
     /// An empty history.
@@ -26,15 +54,39 @@ impl History {
         Self::default()
     }
 
+    /// Appends a message, keeping the origin (unless the messages were
+    /// shared and had to be copied).
+    pub fn push(&mut self, message: Message) {
+        self.append().push(message);
+    }
+
+    /// Appends messages, keeping the origin (unless the messages were
+    /// shared and had to be copied).
+    pub fn extend(&mut self, messages: impl IntoIterator<Item = Message>) {
+        self.append().extend(messages);
+    }
+
+    /// The identity of this line of growth (see the type's docs).
+    pub fn origin(&self) -> u64 {
+        self.origin
+    }
+
+    fn append(&mut self) -> &mut Vec<Message> {
+        if Arc::get_mut(&mut self.messages).is_none() {
+            self.origin = new_origin();
+        }
+        Arc::make_mut(&mut self.messages)
+    }
+
     /// The messages as an owned `Vec`, copied only when shared.
     pub fn into_vec(self) -> Vec<Message> {
-        Arc::unwrap_or_clone(self.0)
+        Arc::unwrap_or_clone(self.messages)
     }
 
     /// Whether `self` and `other` share the same messages (no copy was
     /// made between them).
     pub fn shares_with(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.messages, &other.messages)
     }
 }
 
@@ -42,25 +94,30 @@ impl Deref for History {
     type Target = Vec<Message>;
 
     fn deref(&self) -> &Vec<Message> {
-        &self.0
+        &self.messages
     }
 }
 
+/// Any change but appending: the history starts a new origin.
 impl DerefMut for History {
     fn deref_mut(&mut self) -> &mut Vec<Message> {
-        Arc::make_mut(&mut self.0)
+        self.origin = new_origin();
+        Arc::make_mut(&mut self.messages)
     }
 }
 
 impl std::fmt::Debug for History {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.0.iter()).finish()
+        f.debug_list().entries(self.messages.iter()).finish()
     }
 }
 
 impl From<Vec<Message>> for History {
     fn from(messages: Vec<Message>) -> Self {
-        Self(Arc::new(messages))
+        Self {
+            messages: Arc::new(messages),
+            origin: new_origin(),
+        }
     }
 }
 
@@ -81,25 +138,25 @@ impl<'a> IntoIterator for &'a History {
     type IntoIter = std::slice::Iter<'a, Message>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.messages.iter()
     }
 }
 
 impl PartialEq<Vec<Message>> for History {
     fn eq(&self, other: &Vec<Message>) -> bool {
-        *self.0 == *other
+        *self.messages == *other
     }
 }
 
 impl PartialEq<[Message]> for History {
     fn eq(&self, other: &[Message]) -> bool {
-        self.0.as_slice() == other
+        self.messages.as_slice() == other
     }
 }
 
 impl Serialize for History {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.as_slice().serialize(serializer)
+        self.messages.as_slice().serialize(serializer)
     }
 }
 
@@ -140,11 +197,26 @@ mod tests {
     }
 
     #[test]
-    fn appending_alone_copies_nothing() {
+    fn appending_alone_copies_nothing_and_keeps_the_origin() {
         let mut history = History::from(vec![Message::user_text("u1", "hi")]);
-        let before = Arc::as_ptr(&history.0);
+        let (before, origin) = (Arc::as_ptr(&history.messages), history.origin());
         history.push(Message::user_text("u2", "again"));
-        assert_eq!(Arc::as_ptr(&history.0), before);
+        history.extend([Message::user_text("u3", "more")]);
+        assert_eq!(Arc::as_ptr(&history.messages), before);
+        assert_eq!(history.origin(), origin);
+    }
+
+    #[test]
+    fn histories_of_one_origin_agree_on_their_prefix() {
+        let mut first = History::from(vec![Message::user_text("u1", "hi")]);
+        let mut second = first.clone();
+        first.push(Message::user_text("a", "first"));
+        second.push(Message::user_text("b", "second"));
+        // The one that had to copy left the origin; the other kept it.
+        assert_ne!(first.origin(), second.origin());
+        let origin = second.origin();
+        second[0] = Message::user_text("u1", "edited");
+        assert_ne!(second.origin(), origin);
     }
 
     #[test]

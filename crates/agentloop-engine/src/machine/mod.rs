@@ -80,8 +80,8 @@ use agentloop_types::{
     check_decisions,
 };
 use agentloop_types::{
-    ContentBlock, EventKind, History, LoopError, LoopOptions, LoopStatus, Message, OutputSchema, Passage,
-    RUN_STATE_SCHEMA_VERSION, RunState, StopReason, TokenTotals, Tool, ToolDefinition,
+    ContentBlock, EventKind, History, LoopError, LoopOptions, LoopStatus, Message, OutputSchema,
+    Passage, RUN_STATE_SCHEMA_VERSION, RunState, StopReason, TokenTotals, Tool, ToolDefinition,
     ToolOptionSpec, ToolResult, ToolUseBlock,
 };
 use serde_json::{Map, Value};

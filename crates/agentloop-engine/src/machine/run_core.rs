@@ -8,9 +8,9 @@ use agentloop_types::{
     PendingToolResultEvent, TokensConsumedEvent,
 };
 use agentloop_types::{
-    BreakLoop, ContentBlock, HistoryCheck, EventKind, LimitKind, LoopError, LoopOptions, LoopResult, LoopStatus,
-    Message, Passage, Role, RunPhase, RunState, TokenTotals, ToolDefinition, ToolResult,
-    ToolResultBlock, ToolUseBlock,
+    BreakLoop, ContentBlock, EventKind, HistoryCheck, LimitKind, LoopError, LoopOptions,
+    LoopResult, LoopStatus, Message, Passage, Role, RunPhase, RunState, TokenTotals,
+    ToolDefinition, ToolResult, ToolResultBlock, ToolUseBlock,
 };
 use serde::{Deserialize, Serialize};
 

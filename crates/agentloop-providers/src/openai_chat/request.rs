@@ -5,17 +5,17 @@ use std::borrow::Cow;
 use agentloop_types::{
     ContentBlock, Message, ModelRequest, ProviderError, ReasoningEffort, Role, ToolUseBlock,
 };
-use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
+use serde::ser::Serializer;
 use serde_json::Value;
 
 use crate::attachments::{Attachments, Resolved};
 use crate::config::ProviderConfig;
 use crate::error;
 use crate::request_common::{
-    ArgumentsText, Failure, ParametersSchema, offered_tools, system_text, temperature_number,
-    to_bytes,
+    ArgumentsText, ParametersSchema, offered_tools, system_text, temperature_number,
 };
+use crate::wire_cache::WireCache;
 
 /// Builds the body of a `POST /chat/completions` request.
 ///
@@ -30,6 +30,8 @@ pub(crate) fn build(
     attachments: &Attachments,
     stream: bool,
     config: &ProviderConfig,
+    capacity: usize,
+    cache: &WireCache,
 ) -> Result<Vec<u8>, ProviderError> {
     let options = &request.options;
     if options
@@ -46,20 +48,12 @@ pub(crate) fn build(
             "web search is not available through Chat Completions; use the Responses or Anthropic API",
         ));
     }
-    let failure = Failure::default();
     let (max_tokens, max_completion_tokens) = if config.compatible {
         (Some(options.max_tokens), None)
     } else {
         (None, Some(options.max_tokens))
     };
-    let body = Body {
-        model: &options.model,
-        messages: Messages {
-            system: system_text(request),
-            history: &request.messages,
-            attachments,
-            failure: &failure,
-        },
+    let rest = Rest {
         max_tokens,
         max_completion_tokens,
         temperature: options.temperature.map(temperature_number),
@@ -90,13 +84,91 @@ pub(crate) fn build(
             include_usage: true,
         }),
     };
-    to_bytes(&body, &failure)
+    // `{"model":…,"messages":[…],…rest}`, framed by hand so that the
+    // messages can be copied from what earlier requests of this history
+    // wrote (see `WireCache`); every part inside is written by serde.
+    let mut out = Vec::with_capacity(capacity);
+    out.extend_from_slice(b"{\"model\":");
+    write_json(&mut out, &options.model)?;
+    out.extend_from_slice(b",\"messages\":[");
+    if let Some(system) = system_text(request) {
+        write_json(&mut out, &WireMessage::text("system", &system))?;
+        out.push(b',');
+    }
+    cache.write(&request.messages, &mut out, |message, out| {
+        write_message(message, attachments, out)
+    })?;
+    if out.last() == Some(&b',') {
+        out.pop();
+    }
+    out.push(b']');
+    let mut rest_bytes = Vec::new();
+    write_json(&mut rest_bytes, &rest)?;
+    // `rest` is an object: drop its `{` and join it to the body.
+    match rest_bytes.get(1..) {
+        Some(b"}") | None => out.push(b'}'),
+        Some(fields) => {
+            out.push(b',');
+            out.extend_from_slice(fields);
+        }
+    }
+    Ok(out)
 }
 
+/// Writes `value` as JSON.
+fn write_json(out: &mut Vec<u8>, value: &impl Serialize) -> Result<(), ProviderError> {
+    serde_json::to_writer(out, value)
+        .map_err(|e| error::invalid_request(format!("cannot write the request: {e}")))
+}
+
+/// Writes the wire messages of one history message, each followed by a
+/// comma: a user message's tool results as `tool` messages, then the rest
+/// of it; an assistant message's text and calls; system messages are sent
+/// in the system prompt instead.
+fn write_message(
+    message: &Message,
+    attachments: &Attachments,
+    out: &mut Vec<u8>,
+) -> Result<(), ProviderError> {
+    match message.role {
+        Role::System => {}
+        Role::User => {
+            for block in &message.content {
+                if let ContentBlock::ToolResult(result) = block {
+                    write_json(
+                        out,
+                        &ToolMessage {
+                            role: "tool",
+                            tool_call_id: &result.tool_use_id,
+                            content: &result.content,
+                        },
+                    )?;
+                    out.push(b',');
+                }
+            }
+            if let Some(content) = user_content(&message.content, attachments)? {
+                let wire = WireMessage {
+                    role: "user",
+                    content: Some(content),
+                    tool_calls: ToolCalls(&[]),
+                };
+                write_json(out, &wire)?;
+                out.push(b',');
+            }
+        }
+        Role::Assistant => {
+            if let Some(wire) = assistant_message(&message.content) {
+                write_json(out, &wire)?;
+                out.push(b',');
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The fields after `messages`.
 #[derive(Serialize)]
-struct Body<'a> {
-    model: &'a str,
-    messages: Messages<'a>,
+struct Rest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -152,54 +224,6 @@ struct StreamOptions {
     include_usage: bool,
 }
 
-/// The `messages` array, written message by message from the history.
-struct Messages<'a> {
-    system: Option<String>,
-    history: &'a [Message],
-    attachments: &'a Attachments,
-    failure: &'a Failure,
-}
-
-impl Serialize for Messages<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(None)?;
-        if let Some(system) = &self.system {
-            seq.serialize_element(&WireMessage::text("system", system))?;
-        }
-        for message in self.history {
-            match message.role {
-                Role::System => {}
-                Role::User => {
-                    for block in &message.content {
-                        if let ContentBlock::ToolResult(result) = block {
-                            seq.serialize_element(&ToolMessage {
-                                role: "tool",
-                                tool_call_id: &result.tool_use_id,
-                                content: &result.content,
-                            })?;
-                        }
-                    }
-                    let content = user_content(&message.content, self.attachments)
-                        .map_err(|e| self.failure.fail(e))?;
-                    if let Some(content) = content {
-                        seq.serialize_element(&WireMessage {
-                            role: "user",
-                            content: Some(content),
-                            tool_calls: Vec::new(),
-                        })?;
-                    }
-                }
-                Role::Assistant => {
-                    if let Some(wire) = assistant_message(&message.content) {
-                        seq.serialize_element(&wire)?;
-                    }
-                }
-            }
-        }
-        seq.end()
-    }
-}
-
 #[derive(Serialize)]
 struct ToolMessage<'a> {
     role: &'static str,
@@ -211,8 +235,8 @@ struct ToolMessage<'a> {
 struct WireMessage<'a> {
     role: &'static str,
     content: Option<Content<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tool_calls: Vec<ToolCall<'a>>,
+    #[serde(skip_serializing_if = "ToolCalls::is_empty")]
+    tool_calls: ToolCalls<'a>,
 }
 
 impl<'a> WireMessage<'a> {
@@ -220,7 +244,7 @@ impl<'a> WireMessage<'a> {
         Self {
             role,
             content: Some(Content::Text(Cow::Borrowed(text))),
-            tool_calls: Vec::new(),
+            tool_calls: ToolCalls(&[]),
         }
     }
 }
@@ -249,6 +273,25 @@ struct Url {
 struct File<'a> {
     filename: &'a str,
     file_data: String,
+}
+
+/// The tool calls among an assistant message's blocks, written as they
+/// are found.
+struct ToolCalls<'a>(&'a [ContentBlock]);
+
+impl ToolCalls<'_> {
+    fn is_empty(&self) -> bool {
+        !self.0.iter().any(|b| matches!(b, ContentBlock::ToolUse(_)))
+    }
+}
+
+impl Serialize for ToolCalls<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().filter_map(|block| match block {
+            ContentBlock::ToolUse(call) => Some(tool_call(call)),
+            _ => None,
+        }))
+    }
 }
 
 #[derive(Serialize)]
@@ -340,18 +383,16 @@ fn user_content<'a>(
 /// when it has neither.
 fn assistant_message(blocks: &[ContentBlock]) -> Option<WireMessage<'_>> {
     let mut text: Option<Cow<'_, str>> = None;
-    let mut tool_calls = Vec::new();
     for block in blocks {
-        match block {
-            ContentBlock::Text { text: t, .. } => match &mut text {
+        if let ContentBlock::Text { text: t, .. } = block {
+            match &mut text {
                 None => text = Some(Cow::Borrowed(t)),
                 Some(all) => all.to_mut().push_str(t),
-            },
-            ContentBlock::ToolUse(call) => tool_calls.push(tool_call(call)),
-            _ => {}
+            }
         }
     }
     let text = text.filter(|t| !t.is_empty());
+    let tool_calls = ToolCalls(blocks);
     if text.is_none() && tool_calls.is_empty() {
         return None;
     }

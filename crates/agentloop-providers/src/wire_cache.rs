@@ -1,0 +1,130 @@
+//! The wire form of history already sent, kept per history origin so that
+//! a run's next request writes only the messages added since: each step
+//! then costs copying the bytes of the prefix, not serialising it again.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use agentloop_types::{History, Message, ProviderError};
+
+/// Histories remembered at once (runs in flight on one provider).
+const ENTRIES: usize = 64;
+/// Bytes remembered at most, over all entries.
+const MAX_BYTES: usize = 32 << 20;
+
+/// Written messages by [`History::origin`], most recent first.
+#[derive(Debug, Default)]
+pub(crate) struct WireCache {
+    entries: Mutex<VecDeque<Entry>>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    origin: u64,
+    /// Messages of the history written into `bytes`.
+    messages: usize,
+    /// Their wire elements, each followed by a comma.
+    bytes: Vec<u8>,
+}
+
+impl WireCache {
+    /// Appends the elements of every message of `history` to `out`, each
+    /// followed by a comma: the prefix written for an earlier request of
+    /// the same origin is copied, and `write` writes the rest (one
+    /// message's elements, each followed by a comma).
+    pub(crate) fn write(
+        &self,
+        history: &History,
+        out: &mut Vec<u8>,
+        mut write: impl FnMut(&Message, &mut Vec<u8>) -> Result<(), ProviderError>,
+    ) -> Result<(), ProviderError> {
+        let origin = history.origin();
+        let mut entry = self
+            .take(origin)
+            .filter(|e| e.messages <= history.len())
+            .unwrap_or(Entry {
+                origin,
+                messages: 0,
+                bytes: Vec::new(),
+            });
+        for message in &history[entry.messages..] {
+            write(message, &mut entry.bytes)?;
+        }
+        entry.messages = history.len();
+        out.extend_from_slice(&entry.bytes);
+        self.keep(entry);
+        Ok(())
+    }
+
+    fn take(&self, origin: u64) -> Option<Entry> {
+        let mut entries = self.entries.lock().ok()?;
+        let at = entries.iter().position(|e| e.origin == origin)?;
+        entries.remove(at)
+    }
+
+    fn keep(&self, entry: Entry) {
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        entries.push_front(entry);
+        entries.truncate(ENTRIES);
+        let mut total = 0;
+        let fits = entries
+            .iter()
+            .take_while(|e| {
+                total += e.bytes.len();
+                total <= MAX_BYTES
+            })
+            .count();
+        entries.truncate(fits);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_text(message: &Message, out: &mut Vec<u8>) -> Result<(), ProviderError> {
+        out.extend_from_slice(message.text().as_bytes());
+        out.push(b',');
+        Ok(())
+    }
+
+    #[test]
+    fn a_grown_history_writes_only_its_new_messages() {
+        let cache = WireCache::default();
+        let mut history = History::from(vec![Message::user_text("u1", "a")]);
+        let mut out = Vec::new();
+        cache
+            .write(&history, &mut out, write_text)
+            .unwrap_or_default();
+        assert_eq!(out, b"a,");
+
+        history.push(Message::user_text("u2", "b"));
+        let mut written = Vec::new();
+        let mut out = Vec::new();
+        cache
+            .write(&history, &mut out, |m, out| {
+                written.push(m.id.clone());
+                write_text(m, out)
+            })
+            .unwrap_or_default();
+        assert_eq!(out, b"a,b,");
+        assert_eq!(written, ["u2"]);
+    }
+
+    #[test]
+    fn a_changed_history_is_written_again() {
+        let cache = WireCache::default();
+        let mut history = History::from(vec![Message::user_text("u1", "a")]);
+        cache
+            .write(&history, &mut Vec::new(), write_text)
+            .unwrap_or_default();
+        history[0] = Message::user_text("u1", "edited");
+        let mut out = Vec::new();
+        cache
+            .write(&history, &mut out, write_text)
+            .unwrap_or_default();
+        assert_eq!(out, b"edited,");
+    }
+}
