@@ -39,6 +39,10 @@ const BENCHMARKS: &[Benchmark] = &[
         example: "http_loop_bench",
     },
     Benchmark {
+        package: "agentloop-tests",
+        example: "floor_bench",
+    },
+    Benchmark {
         package: "agentloop-server",
         example: "server_bench",
     },

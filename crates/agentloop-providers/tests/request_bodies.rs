@@ -464,3 +464,70 @@ async fn output_schema_native_forms() {
         body(ProviderConfig::anthropic("k"), &anthropic).await
     );
 }
+
+/// One provider sends a history three times: grown by a turn, then with an
+/// earlier message edited. Each body it sends equals the body built afresh,
+/// so reusing what it wrote for the shorter history never sends stale or
+/// missing messages.
+#[tokio::test]
+async fn a_growing_history_sends_what_a_fresh_build_would() {
+    for api in [ApiKind::OpenaiChat, ApiKind::AnthropicMessages] {
+        let server = MockServer::start().await;
+        let body = match api {
+            ApiKind::AnthropicMessages => fixture_bodies("anthropic-text.chunks.txt").remove(0),
+            _ => fixture_bodies("openai-text.chunks.txt").remove(0),
+        };
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("content-type", "text/event-stream")
+                    .set_body_string(body),
+            )
+            .mount(&server)
+            .await;
+        let provider = HttpProvider::new(config(api, &server.uri())).unwrap();
+        let mut request = full_request(api, "gpt-5");
+        let mut expected = Vec::new();
+        for step in 0..3 {
+            match step {
+                1 => request.messages.extend([
+                    Message::new(
+                        "a9",
+                        Role::Assistant,
+                        vec![ContentBlock::ToolUse(ToolUseBlock {
+                            id: "call_9".into(),
+                            name: "get_weather".into(),
+                            input: json!({"city": "Oslo \"north\""}),
+                        })],
+                    ),
+                    Message::new(
+                        "u9",
+                        Role::User,
+                        vec![ContentBlock::ToolResult(ToolResultBlock::ok(
+                            "call_9", "cold",
+                        ))],
+                    ),
+                ]),
+                2 => request.messages[1] = Message::user_text("u1", "An edited question"),
+                _ => {}
+            }
+            expected.push(provider.request_body(&request).await.unwrap());
+            let turn = run(&provider, request.clone()).await;
+            assert!(
+                turn.error.is_none(),
+                "{api:?} step {step}: {:?}",
+                turn.error
+            );
+        }
+        let received = server.received_requests().await.unwrap();
+        let sent: Vec<Value> = received
+            .iter()
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect();
+        assert_eq!(sent, expected, "{api:?}");
+        let text = |v: &Value| v.to_string();
+        assert!(text(&sent[2]).contains("An edited question"), "{api:?}");
+        assert!(text(&sent[1]).contains("What is in these?"), "{api:?}");
+        assert!(!text(&sent[2]).contains("What is in these?"), "{api:?}");
+    }
+}
