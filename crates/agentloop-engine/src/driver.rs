@@ -226,7 +226,7 @@ fn drive_machine(
         otel.name = "invoke_agent",
         gen_ai.operation.name = "invoke_agent",
         gen_ai.request.model = %options.model,
-        agentloop.run_id = %machine.state().run_id,
+        agentloop.run_id = %machine.run_id(),
         agentloop.project_id = %options.project_id,
         agentloop.chat_id = options.chat_id.as_deref(),
     );
@@ -241,7 +241,7 @@ async fn drive(
     mut emitter: Emitter,
     first: Input,
 ) {
-    let run_id = machine.state().run_id.clone();
+    let run_id = machine.run_id().to_owned();
     let mut input = first;
     loop {
         let output = match machine.step(input) {

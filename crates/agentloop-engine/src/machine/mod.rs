@@ -330,6 +330,9 @@ pub struct Machine {
     started: bool,
     /// Why the stored state cannot be resumed, found when it was read.
     unreadable: Option<String>,
+    /// Whether `RunState::strategy` holds the strategy's current phase;
+    /// it is written when the state is read, not after every step.
+    synced: bool,
 }
 
 impl Machine {
@@ -368,6 +371,7 @@ impl Machine {
             env,
             started: false,
             unreadable,
+            synced: true,
         }
     }
 
@@ -381,9 +385,19 @@ impl Machine {
         self
     }
 
-    /// The current state, for storing: written after every step.
-    pub fn state(&self) -> &RunState {
+    /// The current state, for storing, with the strategy's phase written
+    /// into it.
+    pub fn state(&mut self) -> &RunState {
+        if !self.synced {
+            self.run.sync_state();
+            self.synced = true;
+        }
         &self.run.core.state
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run.core.state.run_id
     }
 
     /// The name of the strategy deciding.
@@ -441,7 +455,7 @@ impl Machine {
                 self.run.step(&self.env, other)
             }
         };
-        self.run.sync_state();
+        self.synced = false;
         let mut events = self.run.core.take_events();
         // A suspended run's result carries the state it resumes from.
         for event in &mut events {
@@ -449,6 +463,10 @@ impl Machine {
                 && let LoopStatus::Suspended { state, .. } = &mut result.status
                 && state.is_none()
             {
+                if !self.synced {
+                    self.run.sync_state();
+                    self.synced = true;
+                }
                 *state = Some(Box::new(self.run.core.state.clone()));
             }
         }
