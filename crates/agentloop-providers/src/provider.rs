@@ -120,7 +120,14 @@ pub(crate) fn build_body(
             );
         }
         ApiKind::OpenaiResponses => {
-            crate::openai_responses::request::build(request, attachments, stream, config)
+            return crate::openai_responses::request::build(
+                request,
+                attachments,
+                stream,
+                config,
+                capacity,
+                cache,
+            );
         }
         ApiKind::Gemini => crate::gemini::request::build(request, attachments),
     }?;

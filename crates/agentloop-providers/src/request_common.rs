@@ -2,9 +2,13 @@
 
 use std::cell::RefCell;
 
-use agentloop_types::{ContentBlock, FINAL_OUTPUT_TOOL, ModelRequest, Role, ToolDefinition};
+use agentloop_types::{
+    ContentBlock, FINAL_OUTPUT_TOOL, ModelRequest, ProviderError, Role, ToolDefinition,
+};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
+
+use crate::error;
 
 /// The system prompt: `options.system_prompt`, then the text of every
 /// system message in order, joined by blank lines.
@@ -127,4 +131,49 @@ impl Serialize for ParametersSchema<'_> {
             other => parameters_schema(other).serialize(serializer),
         }
     }
+}
+
+/// Writes `value` as JSON.
+pub(crate) fn write_json(out: &mut Vec<u8>, value: &impl Serialize) -> Result<(), ProviderError> {
+    serde_json::to_writer(out, value)
+        .map_err(|e| error::invalid_request(format!("cannot write the request: {e}")))
+}
+
+/// Writes `{…head,"<list>":[…],…rest}`: the fields of `head` and `rest`
+/// (typed structs that serialise as objects) around one list whose
+/// elements `elements` writes, each followed by a comma. The list is
+/// framed by hand so that its elements can be copied from what earlier
+/// requests wrote (see `WireCache`); everything inside is written by serde.
+pub(crate) fn write_body(
+    capacity: usize,
+    head: &impl Serialize,
+    list: &str,
+    elements: impl FnOnce(&mut Vec<u8>) -> Result<(), ProviderError>,
+    rest: &impl Serialize,
+) -> Result<Vec<u8>, ProviderError> {
+    let mut out = Vec::with_capacity(capacity);
+    write_json(&mut out, head)?;
+    // Reopen the head object: drop its `}`.
+    out.pop();
+    if out.len() > 1 {
+        out.push(b',');
+    }
+    write_json(&mut out, &list)?;
+    out.extend_from_slice(b":[");
+    elements(&mut out)?;
+    if out.last() == Some(&b',') {
+        out.pop();
+    }
+    out.push(b']');
+    let mut fields = Vec::new();
+    write_json(&mut fields, rest)?;
+    // Join the rest object's fields: drop its `{`.
+    match fields.get(1..) {
+        Some(b"}") | None => out.push(b'}'),
+        Some(fields) => {
+            out.push(b',');
+            out.extend_from_slice(fields);
+        }
+    }
+    Ok(out)
 }

@@ -471,10 +471,17 @@ async fn output_schema_native_forms() {
 /// missing messages.
 #[tokio::test]
 async fn a_growing_history_sends_what_a_fresh_build_would() {
-    for api in [ApiKind::OpenaiChat, ApiKind::AnthropicMessages] {
+    for api in [
+        ApiKind::OpenaiChat,
+        ApiKind::OpenaiResponses,
+        ApiKind::AnthropicMessages,
+    ] {
         let server = MockServer::start().await;
         let body = match api {
             ApiKind::AnthropicMessages => fixture_bodies("anthropic-text.chunks.txt").remove(0),
+            ApiKind::OpenaiResponses => {
+                fixture_bodies("openai-reasoning-encrypted-content.1.chunks.txt").remove(3)
+            }
             _ => fixture_bodies("openai-text.chunks.txt").remove(0),
         };
         Mock::given(method("POST"))

@@ -13,7 +13,8 @@ use crate::attachments::{Attachments, Resolved};
 use crate::config::ProviderConfig;
 use crate::error;
 use crate::request_common::{
-    ArgumentsText, ParametersSchema, offered_tools, system_text, temperature_number,
+    ArgumentsText, ParametersSchema, offered_tools, system_text, temperature_number, write_body,
+    write_json,
 };
 use crate::wire_cache::WireCache;
 
@@ -84,41 +85,30 @@ pub(crate) fn build(
             include_usage: true,
         }),
     };
-    // `{"model":…,"messages":[…],…rest}`, framed by hand so that the
-    // messages can be copied from what earlier requests of this history
-    // wrote (see `WireCache`); every part inside is written by serde.
-    let mut out = Vec::with_capacity(capacity);
-    out.extend_from_slice(b"{\"model\":");
-    write_json(&mut out, &options.model)?;
-    out.extend_from_slice(b",\"messages\":[");
-    if let Some(system) = system_text(request) {
-        write_json(&mut out, &WireMessage::text("system", &system))?;
-        out.push(b',');
-    }
-    cache.write(&request.messages, &mut out, |message, out| {
-        write_message(message, attachments, out)
-    })?;
-    if out.last() == Some(&b',') {
-        out.pop();
-    }
-    out.push(b']');
-    let mut rest_bytes = Vec::new();
-    write_json(&mut rest_bytes, &rest)?;
-    // `rest` is an object: drop its `{` and join it to the body.
-    match rest_bytes.get(1..) {
-        Some(b"}") | None => out.push(b'}'),
-        Some(fields) => {
-            out.push(b',');
-            out.extend_from_slice(fields);
-        }
-    }
-    Ok(out)
+    let system = system_text(request);
+    let head = Head {
+        model: &options.model,
+    };
+    write_body(
+        capacity,
+        &head,
+        "messages",
+        |out| {
+            if let Some(system) = &system {
+                write_json(out, &WireMessage::text("system", system))?;
+                out.push(b',');
+            }
+            cache.write(&request.messages, out, |message, out| {
+                write_message(message, attachments, out)
+            })
+        },
+        &rest,
+    )
 }
 
-/// Writes `value` as JSON.
-fn write_json(out: &mut Vec<u8>, value: &impl Serialize) -> Result<(), ProviderError> {
-    serde_json::to_writer(out, value)
-        .map_err(|e| error::invalid_request(format!("cannot write the request: {e}")))
+#[derive(Serialize)]
+struct Head<'a> {
+    model: &'a str,
 }
 
 /// Writes the wire messages of one history message, each followed by a

@@ -1,15 +1,20 @@
 //! Responses request bodies.
 
-use agentloop_types::{ApiKind, ContentBlock, ModelRequest, ProviderError, ReasoningSummary, Role};
-use serde_json::{Map, Value, json};
+use agentloop_types::{
+    ApiKind, ContentBlock, Message, ModelRequest, ProviderError, ReasoningSummary, Role,
+};
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use crate::attachments::{Attachments, Resolved};
 use crate::config::ProviderConfig;
 use crate::error;
 use crate::openai_chat::request::effort_name;
 use crate::request_common::{
-    input_object, offered_tools, parameters_schema, system_text, temperature,
+    ParametersSchema, input_object, offered_tools, system_text, temperature_number, write_body,
+    write_json,
 };
+use crate::wire_cache::WireCache;
 
 /// Builds the body of a `POST /responses` request.
 ///
@@ -29,7 +34,9 @@ pub(crate) fn build(
     attachments: &Attachments,
     stream: bool,
     config: &ProviderConfig,
-) -> Result<Value, ProviderError> {
+    capacity: usize,
+    cache: &WireCache,
+) -> Result<Vec<u8>, ProviderError> {
     let options = &request.options;
     if options
         .prefill_response
@@ -45,77 +52,144 @@ pub(crate) fn build(
             "the Responses API has no stop sequences",
         ));
     }
-    let mut input = Vec::new();
-    for message in &request.messages {
-        match message.role {
-            Role::System => {}
-            Role::User => user_items(&message.content, attachments, &mut input)?,
-            Role::Assistant => assistant_items(&message.content, &mut input),
-        }
-    }
-
-    let mut body = Map::new();
-    body.insert("model".into(), json!(options.model));
-    if let Some(system) = system_text(request) {
-        body.insert("instructions".into(), json!(system));
-    }
-    body.insert("input".into(), Value::Array(input));
-    body.insert("max_output_tokens".into(), json!(options.max_tokens));
-    if let Some(t) = options.temperature {
-        body.insert("temperature".into(), temperature(t));
-    }
-    if options.reasoning_effort.is_some() || options.reasoning_summary.is_some() {
-        let mut reasoning = Map::new();
-        if let Some(effort) = options.reasoning_effort {
-            reasoning.insert("effort".into(), json!(effort_name(effort)));
-        }
-        if let Some(summary) = options.reasoning_summary {
-            let name = match summary {
+    let reasoning = (options.reasoning_effort.is_some() || options.reasoning_summary.is_some())
+        .then(|| Reasoning {
+            effort: options.reasoning_effort.map(effort_name),
+            summary: options.reasoning_summary.map(|summary| match summary {
                 ReasoningSummary::Auto => "auto",
                 ReasoningSummary::Concise => "concise",
                 ReasoningSummary::Detailed => "detailed",
-            };
-            reasoning.insert("summary".into(), json!(name));
-        }
-        body.insert("reasoning".into(), Value::Object(reasoning));
-        body.insert("store".into(), json!(false));
-        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-    }
-    let mut tools: Vec<Value> = offered_tools(request)
+            }),
+        });
+    let mut tools: Vec<WireTool<'_>> = offered_tools(request)
         .into_iter()
-        .map(|t| {
-            json!({
-                "type": "function",
-                "name": t.name,
-                "description": t.description,
-                "parameters": parameters_schema(&t.input_schema),
-            })
+        .map(|t| WireTool::Function {
+            name: &t.name,
+            description: &t.description,
+            parameters: ParametersSchema(&t.input_schema),
         })
         .collect();
     if options.web_search_enabled {
-        tools.push(json!({"type": "web_search"}));
+        tools.push(WireTool::WebSearch);
     }
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
+    let head = Head {
+        model: &options.model,
+        instructions: system_text(request),
+    };
+    let rest = Rest {
+        max_output_tokens: options.max_tokens,
+        temperature: options.temperature.map(temperature_number),
+        // Reasoning comes back encrypted, to be sent again, and nothing is
+        // stored by the provider.
+        store: reasoning.as_ref().map(|_| false),
+        include: reasoning.as_ref().map(|_| ["reasoning.encrypted_content"]),
+        reasoning,
+        tools,
+        text: options.output_schema.as_ref().map(|output| Text {
+            format: Format {
+                kind: "json_schema",
+                name: &output.name,
+                schema: &output.schema,
+                strict: true,
+            },
+        }),
+        prompt_cache_key: config.prompt_cache.key.as_deref(),
+        stream: stream.then_some(true),
+    };
+    write_body(
+        capacity,
+        &head,
+        "input",
+        |out| {
+            cache.write(&request.messages, out, |message, out| {
+                write_message(message, attachments, out)
+            })
+        },
+        &rest,
+    )
+}
+
+#[derive(Serialize)]
+struct Head<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<String>,
+}
+
+/// The fields after `input`.
+#[derive(Serialize)]
+struct Rest<'a> {
+    max_output_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Reasoning>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    include: Option<[&'static str; 1]>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<Text<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+}
+
+#[derive(Serialize)]
+struct Reasoning {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireTool<'a> {
+    Function {
+        name: &'a str,
+        description: &'a str,
+        parameters: ParametersSchema<'a>,
+    },
+    WebSearch,
+}
+
+#[derive(Serialize)]
+struct Text<'a> {
+    format: Format<'a>,
+}
+
+#[derive(Serialize)]
+struct Format<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+/// Writes the input items of one history message, each followed by a
+/// comma. Items are built as values here, once per message: later
+/// requests of the run copy their bytes from the wire cache.
+fn write_message(
+    message: &Message,
+    attachments: &Attachments,
+    out: &mut Vec<u8>,
+) -> Result<(), ProviderError> {
+    let mut items = Vec::new();
+    match message.role {
+        Role::System => {}
+        Role::User => user_items(&message.content, attachments, &mut items)?,
+        Role::Assistant => assistant_items(&message.content, &mut items),
     }
-    if let Some(output) = &options.output_schema {
-        body.insert(
-            "text".into(),
-            json!({"format": {
-                "type": "json_schema",
-                "name": output.name,
-                "schema": output.schema,
-                "strict": true,
-            }}),
-        );
+    for item in &items {
+        write_json(out, item)?;
+        out.push(b',');
     }
-    if let Some(key) = &config.prompt_cache.key {
-        body.insert("prompt_cache_key".into(), json!(key));
-    }
-    if stream {
-        body.insert("stream".into(), json!(true));
-    }
-    Ok(Value::Object(body))
+    Ok(())
 }
 
 fn user_items(
