@@ -83,50 +83,12 @@ fn can_carry_mark(block: &Value) -> bool {
 
 /// Marks the last block of `blocks` that may carry a breakpoint; `false`
 /// when none may.
-fn mark_last(blocks: &mut [Value], control: &Value) -> bool {
+pub(crate) fn mark_last(blocks: &mut [Value], control: &Value) -> bool {
     match blocks.iter_mut().rev().find(|b| can_carry_mark(b)) {
         Some(Value::Object(block)) => {
             block.insert("cache_control".into(), control.clone());
             true
         }
         _ => false,
-    }
-}
-
-/// Applies the policy to an Anthropic body whose `system` (if any) is
-/// still a string: it becomes one text block so it can be marked.
-pub(crate) fn place_breakpoints(body: &mut serde_json::Map<String, Value>, cache: &PromptCache) {
-    if !cache.enabled {
-        return;
-    }
-    let control = cache.control();
-    if let Some(Value::Object(tool)) = body
-        .get_mut("tools")
-        .and_then(Value::as_array_mut)
-        .and_then(|tools| tools.last_mut())
-    {
-        tool.insert("cache_control".into(), control.clone());
-    }
-    if let Some(system) = body.get_mut("system")
-        && let Some(text) = system.as_str()
-    {
-        *system = json!([{"type": "text", "text": text, "cache_control": control}]);
-    }
-    let Some(Value::Array(messages)) = body.get_mut("messages") else {
-        return;
-    };
-    let mut marked = 0;
-    for message in messages.iter_mut().rev() {
-        if marked == 2 {
-            break;
-        }
-        if message.get("role").and_then(Value::as_str) != Some("user") {
-            continue;
-        }
-        if let Some(Value::Array(content)) = message.get_mut("content")
-            && mark_last(content, &control)
-        {
-            marked += 1;
-        }
     }
 }

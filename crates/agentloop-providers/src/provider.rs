@@ -107,7 +107,14 @@ pub(crate) fn build_body(
     let stream = !request.options.disable_stream;
     let body = match config.api {
         ApiKind::AnthropicMessages => {
-            crate::anthropic::request::build(request, attachments, stream, &config.prompt_cache)
+            return crate::anthropic::request::build(
+                request,
+                attachments,
+                stream,
+                &config.prompt_cache,
+                capacity,
+                cache,
+            );
         }
         ApiKind::OpenaiChat => {
             return crate::openai_chat::request::build(

@@ -21,10 +21,25 @@ pub(crate) struct WireCache {
 #[derive(Debug)]
 struct Entry {
     origin: u64,
-    /// Messages of the history written into `bytes`.
-    messages: usize,
+    /// Where each written message's part of `bytes` ends.
+    ends: Vec<usize>,
     /// Their wire elements, each followed by a comma.
     bytes: Vec<u8>,
+}
+
+/// The wire elements of every message of a history, each followed by a
+/// comma, and where each message's part ends.
+pub(crate) struct Segments<'a> {
+    pub(crate) bytes: &'a [u8],
+    ends: &'a [usize],
+}
+
+impl Segments<'_> {
+    /// The part of message `index`.
+    pub(crate) fn message(&self, index: usize) -> &[u8] {
+        let start = index.checked_sub(1).map_or(0, |i| self.ends[i]);
+        &self.bytes[start..self.ends[index]]
+    }
 }
 
 impl WireCache {
@@ -36,24 +51,41 @@ impl WireCache {
         &self,
         history: &History,
         out: &mut Vec<u8>,
-        mut write: impl FnMut(&Message, &mut Vec<u8>) -> Result<(), ProviderError>,
+        write: impl FnMut(&Message, &mut Vec<u8>) -> Result<(), ProviderError>,
     ) -> Result<(), ProviderError> {
+        self.with_segments(history, write, |segments| {
+            out.extend_from_slice(segments.bytes);
+            Ok(())
+        })
+    }
+
+    /// Like [`write`](Self::write), but hands the written parts to `read`,
+    /// message by message, for a body that frames them itself.
+    pub(crate) fn with_segments<R>(
+        &self,
+        history: &History,
+        mut write: impl FnMut(&Message, &mut Vec<u8>) -> Result<(), ProviderError>,
+        read: impl FnOnce(&Segments<'_>) -> Result<R, ProviderError>,
+    ) -> Result<R, ProviderError> {
         let origin = history.origin();
         let mut entry = self
             .take(origin)
-            .filter(|e| e.messages <= history.len())
+            .filter(|e| e.ends.len() <= history.len())
             .unwrap_or(Entry {
                 origin,
-                messages: 0,
+                ends: Vec::new(),
                 bytes: Vec::new(),
             });
-        for message in &history[entry.messages..] {
+        for message in &history[entry.ends.len()..] {
             write(message, &mut entry.bytes)?;
+            entry.ends.push(entry.bytes.len());
         }
-        entry.messages = history.len();
-        out.extend_from_slice(&entry.bytes);
+        let result = read(&Segments {
+            bytes: &entry.bytes,
+            ends: &entry.ends,
+        });
         self.keep(entry);
-        Ok(())
+        result
     }
 
     fn take(&self, origin: u64) -> Option<Entry> {
