@@ -105,42 +105,33 @@ pub(crate) fn build_body(
     cache: &WireCache,
 ) -> Result<Vec<u8>, ProviderError> {
     let stream = !request.options.disable_stream;
-    let body = match config.api {
-        ApiKind::AnthropicMessages => {
-            return crate::anthropic::request::build(
-                request,
-                attachments,
-                stream,
-                &config.prompt_cache,
-                capacity,
-                cache,
-            );
-        }
-        ApiKind::OpenaiChat => {
-            return crate::openai_chat::request::build(
-                request,
-                attachments,
-                stream,
-                config,
-                capacity,
-                cache,
-            );
-        }
-        ApiKind::OpenaiResponses => {
-            return crate::openai_responses::request::build(
-                request,
-                attachments,
-                stream,
-                config,
-                capacity,
-                cache,
-            );
-        }
-        ApiKind::Gemini => crate::gemini::request::build(request, attachments),
-    }?;
-    let mut bytes = Vec::with_capacity(capacity);
-    serde_json::to_writer(&mut bytes, &body).map_err(|e| error::invalid_request(e.to_string()))?;
-    Ok(bytes)
+    match config.api {
+        ApiKind::AnthropicMessages => crate::anthropic::request::build(
+            request,
+            attachments,
+            stream,
+            &config.prompt_cache,
+            capacity,
+            cache,
+        ),
+        ApiKind::OpenaiChat => crate::openai_chat::request::build(
+            request,
+            attachments,
+            stream,
+            config,
+            capacity,
+            cache,
+        ),
+        ApiKind::OpenaiResponses => crate::openai_responses::request::build(
+            request,
+            attachments,
+            stream,
+            config,
+            capacity,
+            cache,
+        ),
+        ApiKind::Gemini => crate::gemini::request::build(request, attachments, capacity, cache),
+    }
 }
 
 impl ModelProvider for HttpProvider {

@@ -74,13 +74,6 @@ pub(crate) fn parameters_schema(schema: &Value) -> Value {
     }
 }
 
-/// A temperature as JSON without `f32` widening noise (0.2, not
-/// 0.20000000298023224).
-pub(crate) fn temperature(t: f32) -> Value {
-    let widened: f64 = format!("{t}").parse().unwrap_or(f64::from(t));
-    serde_json::json!(widened)
-}
-
 /// A temperature without `f32` widening noise, as a number to serialise.
 pub(crate) fn temperature_number(t: f32) -> f64 {
     format!("{t}").parse().unwrap_or(f64::from(t))

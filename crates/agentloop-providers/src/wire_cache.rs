@@ -46,12 +46,12 @@ impl WireCache {
     /// Appends the elements of every message of `history` to `out`, each
     /// followed by a comma: the prefix written for an earlier request of
     /// the same origin is copied, and `write` writes the rest (one
-    /// message's elements, each followed by a comma).
+    /// message's elements, each followed by a comma, given its index).
     pub(crate) fn write(
         &self,
         history: &History,
         out: &mut Vec<u8>,
-        write: impl FnMut(&Message, &mut Vec<u8>) -> Result<(), ProviderError>,
+        write: impl FnMut(usize, &Message, &mut Vec<u8>) -> Result<(), ProviderError>,
     ) -> Result<(), ProviderError> {
         self.with_segments(history, write, |segments| {
             out.extend_from_slice(segments.bytes);
@@ -64,7 +64,7 @@ impl WireCache {
     pub(crate) fn with_segments<R>(
         &self,
         history: &History,
-        mut write: impl FnMut(&Message, &mut Vec<u8>) -> Result<(), ProviderError>,
+        mut write: impl FnMut(usize, &Message, &mut Vec<u8>) -> Result<(), ProviderError>,
         read: impl FnOnce(&Segments<'_>) -> Result<R, ProviderError>,
     ) -> Result<R, ProviderError> {
         let origin = history.origin();
@@ -76,8 +76,8 @@ impl WireCache {
                 ends: Vec::new(),
                 bytes: Vec::new(),
             });
-        for message in &history[entry.ends.len()..] {
-            write(message, &mut entry.bytes)?;
+        for (index, message) in history.iter().enumerate().skip(entry.ends.len()) {
+            write(index, message, &mut entry.bytes)?;
             entry.ends.push(entry.bytes.len());
         }
         let result = read(&Segments {
@@ -116,7 +116,7 @@ impl WireCache {
 mod tests {
     use super::*;
 
-    fn write_text(message: &Message, out: &mut Vec<u8>) -> Result<(), ProviderError> {
+    fn write_text(_: usize, message: &Message, out: &mut Vec<u8>) -> Result<(), ProviderError> {
         out.extend_from_slice(message.text().as_bytes());
         out.push(b',');
         Ok(())
@@ -136,9 +136,9 @@ mod tests {
         let mut written = Vec::new();
         let mut out = Vec::new();
         cache
-            .write(&history, &mut out, |m, out| {
+            .write(&history, &mut out, |i, m, out| {
                 written.push(m.id.clone());
-                write_text(m, out)
+                write_text(i, m, out)
             })
             .unwrap_or_default();
         assert_eq!(out, b"a,b,");

@@ -475,6 +475,7 @@ async fn a_growing_history_sends_what_a_fresh_build_would() {
         ApiKind::OpenaiChat,
         ApiKind::OpenaiResponses,
         ApiKind::AnthropicMessages,
+        ApiKind::Gemini,
     ] {
         let server = MockServer::start().await;
         let body = match api {
@@ -482,7 +483,8 @@ async fn a_growing_history_sends_what_a_fresh_build_would() {
             ApiKind::OpenaiResponses => {
                 fixture_bodies("openai-reasoning-encrypted-content.1.chunks.txt").remove(3)
             }
-            _ => fixture_bodies("openai-text.chunks.txt").remove(0),
+            ApiKind::Gemini => fixture_bodies("google-text.chunks.txt").remove(0),
+            ApiKind::OpenaiChat => fixture_bodies("openai-text.chunks.txt").remove(0),
         };
         Mock::given(method("POST"))
             .respond_with(

@@ -109,7 +109,7 @@ pub(crate) fn build(
         |out| {
             cache.with_segments(
                 &request.messages,
-                |message, out| write_blocks(message, attachments, out),
+                |_, message, out| write_blocks(message, attachments, out),
                 |segments| {
                     let messages = Messages {
                         history: &request.messages,

@@ -1,16 +1,19 @@
 //! Gemini request bodies.
 
-use std::collections::HashMap;
-
-use agentloop_types::{ApiKind, ContentBlock, ModelRequest, ProviderError, ReasoningEffort, Role};
-use serde_json::{Map, Value, json};
+use agentloop_types::{
+    ApiKind, ContentBlock, Message, ModelRequest, ProviderError, ReasoningEffort, Role,
+};
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use super::{LOCAL_ID_PREFIX, PART, SIGNATURE};
 use crate::attachments::{Attachments, Resolved};
 use crate::error;
 use crate::request_common::{
-    input_object, offered_tools, parameters_schema, system_text, temperature,
+    ParametersSchema, input_object, offered_tools, system_text, temperature_number, write_body,
+    write_json,
 };
+use crate::wire_cache::{Segments, WireCache};
 
 /// Signature Gemini documents for function calls it did not produce (a
 /// history from another model): it skips signature validation.
@@ -33,7 +36,9 @@ const NO_SIGNATURE: &str = "skip_thought_signature_validator";
 pub(crate) fn build(
     request: &ModelRequest,
     attachments: &Attachments,
-) -> Result<Value, ProviderError> {
+    capacity: usize,
+    cache: &WireCache,
+) -> Result<Vec<u8>, ProviderError> {
     let options = &request.options;
     if options
         .prefill_response
@@ -44,97 +49,204 @@ pub(crate) fn build(
             "prefill_response is supported only by the Anthropic Messages API",
         ));
     }
-    let names: HashMap<&str, &str> = request
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_uses())
-        .map(|call| (call.id.as_str(), call.name.as_str()))
-        .collect();
-    let mut contents: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
-        let (role, parts) = match message.role {
-            Role::System => continue,
-            Role::User => ("user", user_parts(&message.content, attachments, &names)?),
-            Role::Assistant => ("model", model_parts(&message.content)),
-        };
-        if parts.is_empty() {
-            continue;
-        }
-        match contents.last_mut() {
-            Some((last, existing)) if *last == role => existing.extend(parts),
-            _ => contents.push((role, parts)),
-        }
-    }
-    let contents: Vec<Value> = contents
-        .into_iter()
-        .map(|(role, parts)| json!({"role": role, "parts": parts}))
-        .collect();
-
-    let mut body = Map::new();
-    body.insert("contents".into(), Value::Array(contents));
-    if let Some(system) = system_text(request) {
-        body.insert(
-            "systemInstruction".into(),
-            json!({"parts": [{"text": system}]}),
-        );
-    }
     let mut tools = Vec::new();
-    let declarations: Vec<Value> = offered_tools(request)
+    let declarations: Vec<Declaration<'_>> = offered_tools(request)
         .into_iter()
-        .map(|t| {
-            json!({
-                "name": t.name,
-                "description": t.description,
-                "parametersJsonSchema": parameters_schema(&t.input_schema),
-            })
+        .map(|t| Declaration {
+            name: &t.name,
+            description: &t.description,
+            parameters_json_schema: ParametersSchema(&t.input_schema),
         })
         .collect();
     if !declarations.is_empty() {
-        tools.push(json!({"functionDeclarations": declarations}));
+        tools.push(WireTool::Functions {
+            function_declarations: declarations,
+        });
     }
     if options.web_search_enabled {
-        tools.push(json!({"googleSearch": {}}));
+        tools.push(WireTool::Search {
+            google_search: Empty {},
+        });
     }
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    let mut generation = Map::new();
-    generation.insert("maxOutputTokens".into(), json!(options.max_tokens));
-    if let Some(t) = options.temperature {
-        generation.insert("temperature".into(), temperature(t));
-    }
-    if !options.stop_sequences.is_empty() {
-        generation.insert("stopSequences".into(), json!(options.stop_sequences));
-    }
-    let mut thinking = Map::new();
+    let mut thinking = ThinkingConfig::default();
     if options.enable_reasoning {
-        thinking.insert("includeThoughts".into(), json!(true));
+        thinking.include_thoughts = Some(true);
         if options.reasoning_budget_tokens > 0 {
-            thinking.insert(
-                "thinkingBudget".into(),
-                json!(options.reasoning_budget_tokens),
-            );
+            thinking.thinking_budget = Some(options.reasoning_budget_tokens);
         }
     }
     match options.reasoning_effort {
-        Some(ReasoningEffort::None) => {
-            thinking.insert("thinkingBudget".into(), json!(0));
-        }
+        Some(ReasoningEffort::None) => thinking.thinking_budget = Some(0),
         Some(effort) => {
-            let level = crate::openai_chat::request::effort_name(effort);
-            thinking.insert("thinkingLevel".into(), json!(level));
+            thinking.thinking_level = Some(crate::openai_chat::request::effort_name(effort));
         }
         None => {}
     }
-    if !thinking.is_empty() {
-        generation.insert("thinkingConfig".into(), Value::Object(thinking));
+    let rest = Rest {
+        system_instruction: system_text(request).map(|text| SystemInstruction {
+            parts: [TextPart { text }],
+        }),
+        tools,
+        generation_config: GenerationConfig {
+            max_output_tokens: options.max_tokens,
+            temperature: options.temperature.map(temperature_number),
+            stop_sequences: &options.stop_sequences,
+            thinking_config: (thinking != ThinkingConfig::default()).then_some(thinking),
+            response_mime_type: options.output_schema.as_ref().map(|_| "application/json"),
+            response_json_schema: options.output_schema.as_ref().map(|o| &o.schema),
+        },
+    };
+    let history = &request.messages;
+    write_body(
+        capacity,
+        &Empty {},
+        "contents",
+        |out| {
+            cache.with_segments(
+                history,
+                |index, message, out| write_parts(history, index, message, attachments, out),
+                |segments| write_contents(history, segments, out),
+            )
+        },
+        &rest,
+    )
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
+/// The fields after `contents`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Rest<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_instruction: Option<SystemInstruction>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    generation_config: GenerationConfig<'a>,
+}
+
+#[derive(Serialize)]
+struct SystemInstruction {
+    parts: [TextPart; 1],
+}
+
+#[derive(Serialize)]
+struct TextPart {
+    text: String,
+}
+
+#[derive(Serialize)]
+#[serde(untagged, rename_all_fields = "camelCase")]
+enum WireTool<'a> {
+    Functions {
+        function_declarations: Vec<Declaration<'a>>,
+    },
+    Search {
+        google_search: Empty,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Declaration<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters_json_schema: ParametersSchema<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GenerationConfig<'a> {
+    max_output_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop_sequences: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_config: Option<ThinkingConfig>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_mime_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_json_schema: Option<&'a Value>,
+}
+
+#[derive(Serialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct ThinkingConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    include_thoughts: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_budget: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_level: Option<&'static str>,
+}
+
+/// Writes the parts of history message `index`, each followed by a comma
+/// (none for a system message: it goes to `systemInstruction`). Parts are
+/// built as values here, once per message: later requests of the run copy
+/// their bytes from the wire cache.
+fn write_parts(
+    history: &[Message],
+    index: usize,
+    message: &Message,
+    attachments: &Attachments,
+    out: &mut Vec<u8>,
+) -> Result<(), ProviderError> {
+    let parts = match message.role {
+        Role::System => return Ok(()),
+        Role::User => user_parts(&message.content, attachments, &history[..index])?,
+        Role::Assistant => model_parts(&message.content),
+    };
+    for part in &parts {
+        write_json(out, part)?;
+        out.push(b',');
     }
-    if let Some(output) = &options.output_schema {
-        generation.insert("responseMimeType".into(), json!("application/json"));
-        generation.insert("responseJsonSchema".into(), output.schema.clone());
+    Ok(())
+}
+
+/// Writes `contents`: consecutive messages of one role merged into one
+/// content, messages without parts left out.
+fn write_contents(
+    history: &[Message],
+    segments: &Segments<'_>,
+    out: &mut Vec<u8>,
+) -> Result<(), ProviderError> {
+    let mut open: Option<&str> = None;
+    for (index, message) in history.iter().enumerate() {
+        let role = match message.role {
+            Role::System => continue,
+            Role::User => "user",
+            Role::Assistant => "model",
+        };
+        let parts = segments.message(index);
+        if parts.is_empty() {
+            continue;
+        }
+        if open != Some(role) {
+            if open.is_some() {
+                close_content(out);
+            }
+            out.extend_from_slice(b"{\"role\":");
+            write_json(out, &role)?;
+            out.extend_from_slice(b",\"parts\":[");
+            open = Some(role);
+        }
+        out.extend_from_slice(parts);
     }
-    body.insert("generationConfig".into(), Value::Object(generation));
-    Ok(Value::Object(body))
+    if open.is_some() {
+        close_content(out);
+    }
+    Ok(())
+}
+
+/// Ends the open content (dropping its last part's comma) and follows it
+/// with a comma.
+fn close_content(out: &mut Vec<u8>) {
+    if out.last() == Some(&b',') {
+        out.pop();
+    }
+    out.extend_from_slice(b"]},");
 }
 
 fn attachment_part(resolved: &Resolved) -> Value {
@@ -146,10 +258,21 @@ fn attachment_part(resolved: &Resolved) -> Value {
     }
 }
 
+/// The name of the call `id` among the messages `before` a result (the
+/// message right before it, in a valid history).
+fn call_name<'a>(before: &'a [Message], id: &str) -> Option<&'a str> {
+    before
+        .iter()
+        .rev()
+        .flat_map(|m| m.tool_uses())
+        .find(|call| call.id == id)
+        .map(|call| call.name.as_str())
+}
+
 fn user_parts(
     blocks: &[ContentBlock],
     attachments: &Attachments,
-    names: &HashMap<&str, &str>,
+    before: &[Message],
 ) -> Result<Vec<Value>, ProviderError> {
     let mut parts = Vec::new();
     for block in blocks {
@@ -160,7 +283,7 @@ fn user_parts(
             ContentBlock::ToolResult(result) => {
                 let id = result.tool_use_id.as_str();
                 // Gemini pairs a response with its call by name (and id).
-                let name = names.get(id).copied().unwrap_or(id);
+                let name = call_name(before, id).unwrap_or(id);
                 let key = if result.is_error { "error" } else { "result" };
                 let mut response = json!({"name": name, "response": {key: result.content}});
                 if !id.starts_with(LOCAL_ID_PREFIX) {

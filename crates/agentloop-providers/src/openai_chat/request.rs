@@ -98,7 +98,7 @@ pub(crate) fn build(
                 write_json(out, &WireMessage::text("system", system))?;
                 out.push(b',');
             }
-            cache.write(&request.messages, out, |message, out| {
+            cache.write(&request.messages, out, |_, message, out| {
                 write_message(message, attachments, out)
             })
         },

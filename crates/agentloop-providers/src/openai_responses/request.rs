@@ -101,7 +101,7 @@ pub(crate) fn build(
         &head,
         "input",
         |out| {
-            cache.write(&request.messages, out, |message, out| {
+            cache.write(&request.messages, out, |_, message, out| {
                 write_message(message, attachments, out)
             })
         },
