@@ -109,6 +109,9 @@ impl SseParser {
         match field {
             "event" => self.event = value.to_owned(),
             "data" => {
+                // Room for the line end too: one allocation for the usual
+                // single-line payload instead of two.
+                self.data.reserve(value.len() + 1);
                 self.data.push_str(value);
                 self.data.push('\n');
                 self.has_data = true;
