@@ -228,7 +228,10 @@ impl ChatDecoder {
                 self.tool_call(view, out);
             }
         }
-        self.reasons(choice.finish_reason.as_deref(), choice.stop_reason.as_deref());
+        self.reasons(
+            choice.finish_reason.as_deref(),
+            choice.stop_reason.as_deref(),
+        );
     }
 
     fn read_usage(&mut self, usage: &Value) {
