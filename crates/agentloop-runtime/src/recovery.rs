@@ -229,8 +229,7 @@ impl ChatRuntime {
     /// The chat's latest run when it is an interrupted run that can be
     /// continued from its stored state.
     pub(crate) async fn resumable_run(&self, chat_id: &str) -> RuntimeResult<Option<RunState>> {
-        let runs = self.store.list_runs(chat_id).await?;
-        let Some(last) = runs.last() else {
+        let Some(last) = self.store.last_run(chat_id).await? else {
             return Ok(None);
         };
         let marked = last.status == RunStatus::Failed
@@ -247,8 +246,7 @@ impl ChatRuntime {
             return Ok(());
         };
         let started: HashSet<String> = state.interrupted_calls.into_iter().collect();
-        let runs = self.store.list_runs(chat_id).await?;
-        if let Some(mut last) = runs.into_iter().last() {
+        if let Some(mut last) = self.store.last_run(chat_id).await? {
             if let Some(result) = last.result.as_mut() {
                 result["resumable"] = serde_json::Value::Bool(false);
             }

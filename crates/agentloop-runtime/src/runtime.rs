@@ -221,12 +221,11 @@ impl ChatRuntime {
 
     /// The chat's suspended run and the state it resumes from.
     async fn suspended_run(&self, chat_id: &str) -> RuntimeResult<Option<(RunRecord, RunState)>> {
-        let runs = self.store.list_runs(chat_id).await?;
-        let Some(run) = runs
-            .into_iter()
-            .rev()
-            .find(|r| r.status == RunStatus::Suspended)
-        else {
+        let runs = self
+            .store
+            .list_runs_in(chat_id, &[RunStatus::Suspended])
+            .await?;
+        let Some(run) = runs.into_iter().next_back() else {
             return Ok(None);
         };
         match run.state.clone() {
@@ -376,7 +375,10 @@ impl ChatRuntime {
         drop_suspended: bool,
     ) -> RuntimeResult<()> {
         let now = now_millis();
-        for mut run in self.store.list_runs(chat_id).await? {
+        // Finished runs are not read: their stored states hold whole
+        // histories, and a long chat has many.
+        let open = [RunStatus::Running, RunStatus::Pending, RunStatus::Suspended];
+        for mut run in self.store.list_runs_in(chat_id, &open).await? {
             match run.status {
                 RunStatus::Running | RunStatus::Pending => {
                     if run.lease_expires_at.is_some_and(|at| at > now) {

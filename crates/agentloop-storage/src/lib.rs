@@ -40,6 +40,7 @@ pub mod error;
 pub mod export;
 pub mod files;
 pub mod memory;
+mod message_cache;
 pub mod model;
 mod open;
 pub mod postgres;

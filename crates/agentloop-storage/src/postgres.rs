@@ -13,6 +13,8 @@ type SqlStore = PostgresStore;
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: sqlx::Pool<Db>,
+    /// Decoded copies of recently read chats.
+    message_cache: std::sync::Arc<crate::message_cache::MessageCache>,
 }
 
 impl PostgresStore {
@@ -34,11 +36,15 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0002_users.sql"),
             include_str!("../migrations/postgres/0003_folders_and_end_reasons.sql"),
             include_str!("../migrations/postgres/0004_waiting_agent_runs.sql"),
+            include_str!("../migrations/postgres/0005_message_revisions.sql"),
         ])
         .run(&pool)
         .await
         .map_err(|e| StorageError::Migration(e.to_string()))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            message_cache: Default::default(),
+        })
     }
 
     /// The connection pool.

@@ -18,6 +18,8 @@ type SqlStore = SqliteStore;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: sqlx::Pool<Db>,
+    /// Decoded copies of recently read chats.
+    message_cache: std::sync::Arc<crate::message_cache::MessageCache>,
 }
 
 impl SqliteStore {
@@ -30,7 +32,12 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(30))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // Reads map the file instead of copying each page through
+            // read(2), and each connection keeps more pages: a long chat
+            // is read from memory instead of page by page.
+            .pragma("mmap_size", "268435456")
+            .pragma("cache_size", "-16384");
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .connect_with(options)
@@ -79,11 +86,15 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0002_users.sql"),
             include_str!("../migrations/sqlite/0003_folders_and_end_reasons.sql"),
             include_str!("../migrations/sqlite/0004_waiting_agent_runs.sql"),
+            include_str!("../migrations/sqlite/0005_message_revisions.sql"),
         ])
         .run(&pool)
         .await
         .map_err(|e| StorageError::Migration(e.to_string()))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            message_cache: Default::default(),
+        })
     }
 
     /// The connection pool.

@@ -8,7 +8,8 @@ use serde_json::Value;
 use crate::error::StorageResult;
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AttachmentMeta, Chat, Checkpoint,
-    Conversation, EndReason, FileRecord, Project, RunRecord, StoredMessage, Task, User, UserToken,
+    Conversation, EndReason, FileRecord, Project, RunRecord, RunStatus, StoredMessage, Task, User,
+    UserToken,
 };
 
 /// Projects. Deleting a project deletes everything it owns.
@@ -141,6 +142,21 @@ pub trait RunStore: Send + Sync {
     async fn get_run(&self, id: &str) -> StorageResult<RunRecord>;
     /// The runs of a chat, oldest first.
     async fn list_runs(&self, chat_id: &str) -> StorageResult<Vec<RunRecord>>;
+    /// The runs of a chat in one of `statuses`, oldest first. Backends
+    /// override it so a chat with many finished runs is not read whole.
+    async fn list_runs_in(
+        &self,
+        chat_id: &str,
+        statuses: &[RunStatus],
+    ) -> StorageResult<Vec<RunRecord>> {
+        let mut runs = self.list_runs(chat_id).await?;
+        runs.retain(|run| statuses.contains(&run.status));
+        Ok(runs)
+    }
+    /// The chat's newest run (the last of [`list_runs`](Self::list_runs)).
+    async fn last_run(&self, chat_id: &str) -> StorageResult<Option<RunRecord>> {
+        Ok(self.list_runs(chat_id).await?.pop())
+    }
     /// Runs a worker may take over: pending or running, with no lease or a
     /// lease expired at `now`; oldest first, at most `limit`.
     async fn list_claimable_runs(&self, now: i64, limit: u32) -> StorageResult<Vec<RunRecord>>;

@@ -120,6 +120,19 @@ fn database_urls() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_handles_on_one_database_read_each_others_writes() {
+    let Some(database) = open_database().await else {
+        eprintln!("skipped two_handles_on_one_database_read_each_others_writes");
+        return;
+    };
+    let writer = PostgresStore::connect(&database_url(&database.admin_url, &database.name))
+        .await
+        .unwrap();
+    conformance::writes_of_another_handle_are_read(&database.store, &writer).await;
+    writer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_from_before_users_gains_them_on_connect() {
     let Some(database) = open_database().await else {
         eprintln!("skipped a_database_from_before_users_gains_them_on_connect");

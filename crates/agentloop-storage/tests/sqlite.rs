@@ -23,6 +23,15 @@ async fn open() -> Option<Fixture> {
 conformance_suite!(open());
 
 #[tokio::test]
+async fn two_handles_on_one_file_read_each_others_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let reader = SqliteStore::open(&path).await.unwrap();
+    let writer = SqliteStore::open(&path).await.unwrap();
+    conformance::writes_of_another_handle_are_read(&reader, &writer).await;
+}
+
+#[tokio::test]
 async fn in_memory_database_works() {
     let store = SqliteStore::connect(":memory:").await.unwrap();
     conformance::project_with_chat(&store).await;

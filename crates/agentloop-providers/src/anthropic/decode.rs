@@ -223,13 +223,33 @@ impl AnthropicDecoder {
 
     fn block_delta(&mut self, index: u32, delta: &Value, out: &mut Vec<Item>) {
         let kind = text(delta, "type").unwrap_or_default();
+        if let Some(Open::Provider { block, json }) = self.open.get_mut(&index) {
+            merge_provider_delta(block, json, kind, delta);
+            return;
+        }
+        let view = DeltaView {
+            kind,
+            text: text(delta, "text"),
+            thinking: text(delta, "thinking"),
+            signature: text(delta, "signature"),
+            partial_json: text(delta, "partial_json"),
+            citation: delta.get("citation"),
+        };
+        self.interpreted_delta(index, view, out);
+    }
+
+    /// A delta of a block this adapter interprets (text, thinking,
+    /// redacted thinking, client tool use).
+    fn interpreted_delta(&mut self, index: u32, delta: DeltaView<'_>, out: &mut Vec<Item>) {
+        let kind = delta.kind;
         let Some(open) = self.open.get_mut(&index) else {
             return;
         };
         match open {
-            Open::Provider { block, json } => merge_provider_delta(block, json, kind, delta),
+            // Their deltas go through `merge_provider_delta`.
+            Open::Provider { .. } => {}
             Open::ToolUse { got_input, .. } => {
-                if let Some(fragment) = text(delta, "partial_json") {
+                if let Some(fragment) = delta.partial_json {
                     *got_input = true;
                     let partial_json = fragment.to_owned();
                     Self::delta(
@@ -245,15 +265,15 @@ impl AnthropicDecoder {
             // on, so a provider bug cannot break the assembled message.
             Open::Typed(typed) => match (typed, kind) {
                 (Typed::Text, "text_delta") => {
-                    let t = text(delta, "text").unwrap_or_default().to_owned();
+                    let t = delta.text.unwrap_or_default().to_owned();
                     Self::delta(out, StreamDelta::Text { index, text: t });
                 }
                 (Typed::Thinking, "thinking_delta") => {
-                    let t = text(delta, "thinking").unwrap_or_default().to_owned();
+                    let t = delta.thinking.unwrap_or_default().to_owned();
                     Self::delta(out, StreamDelta::Thinking { index, thinking: t });
                 }
                 (Typed::Thinking, "signature_delta") => {
-                    let s = text(delta, "signature").unwrap_or_default().to_owned();
+                    let s = delta.signature.unwrap_or_default().to_owned();
                     Self::delta(
                         out,
                         StreamDelta::Signature {
@@ -263,7 +283,7 @@ impl AnthropicDecoder {
                     );
                 }
                 (Typed::Text, "citations_delta") => {
-                    if let Some(citation) = delta.get("citation") {
+                    if let Some(citation) = delta.citation {
                         let citation = citation.clone();
                         Self::delta(out, StreamDelta::Citation { index, citation });
                     }
@@ -358,6 +378,37 @@ impl AnthropicDecoder {
         out.push(Ok(ModelChunk::Finish { stop_reason, usage }));
     }
 
+    /// The fast path for the most frequent event: a `content_block_delta`
+    /// of an interpreted block, deserialised into borrowed structs.
+    /// `false` (nothing done) for anything else, which the lenient `Value`
+    /// path then reads exactly as before.
+    fn fast_delta(&mut self, data: &str, out: &mut Vec<Item>) -> bool {
+        let Ok(event) = serde_json::from_str::<typed::BlockDelta<'_>>(data) else {
+            return false;
+        };
+        let (Some(index), Some(delta)) = (event.index, event.delta) else {
+            return false;
+        };
+        let Ok(index) = u32::try_from(index) else {
+            return false;
+        };
+        let kind = delta.kind.as_deref().unwrap_or_default();
+        let provider = matches!(self.open.get(&index), Some(Open::Provider { .. }));
+        if event.kind != "content_block_delta" || provider || kind == "citations_delta" {
+            return false;
+        }
+        let view = DeltaView {
+            kind,
+            text: delta.text.as_deref(),
+            thinking: delta.thinking.as_deref(),
+            signature: delta.signature.as_deref(),
+            partial_json: delta.partial_json.as_deref(),
+            citation: None,
+        };
+        self.interpreted_delta(index, view, out);
+        true
+    }
+
     fn read_message_delta(&mut self, delta: &Value) {
         if let Some(reason) = text(delta, "stop_reason") {
             self.stop_reason = Some(stop_reason(
@@ -369,6 +420,48 @@ impl AnthropicDecoder {
         if let Some(container) = delta.get("container").filter(|c| c.is_object()) {
             self.container = Some(container.clone());
         }
+    }
+}
+
+/// The fields of a block delta an interpreted block reads.
+struct DeltaView<'a> {
+    kind: &'a str,
+    text: Option<&'a str>,
+    thinking: Option<&'a str>,
+    signature: Option<&'a str>,
+    partial_json: Option<&'a str>,
+    citation: Option<&'a Value>,
+}
+
+/// Borrowed structs for the fast path of `content_block_delta`.
+mod typed {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+
+    type Text<'a> = Option<Cow<'a, str>>;
+
+    #[derive(Deserialize)]
+    pub(super) struct BlockDelta<'a> {
+        #[serde(rename = "type", borrow)]
+        pub kind: Cow<'a, str>,
+        pub index: Option<u64>,
+        #[serde(borrow)]
+        pub delta: Option<Delta<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Delta<'a> {
+        #[serde(rename = "type", borrow)]
+        pub kind: Text<'a>,
+        #[serde(borrow)]
+        pub text: Text<'a>,
+        #[serde(borrow)]
+        pub thinking: Text<'a>,
+        #[serde(borrow)]
+        pub signature: Text<'a>,
+        #[serde(borrow)]
+        pub partial_json: Text<'a>,
     }
 }
 
@@ -437,6 +530,9 @@ pub(crate) fn stop_reason(
 
 impl Decoder for AnthropicDecoder {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Item>) -> bool {
+        if event.event == "content_block_delta" && self.fast_delta(&event.data, out) {
+            return false;
+        }
         let value = match parse_payload(event, &self.context.request_id) {
             Ok(value) => value,
             Err(e) => {

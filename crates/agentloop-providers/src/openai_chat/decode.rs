@@ -105,10 +105,14 @@ impl ChatDecoder {
         Self::push(out, delta);
     }
 
-    fn tool_call(&mut self, call: &Value, out: &mut Vec<Item>) {
-        let position = num(call, &["index"]).unwrap_or(0);
-        let function = call.get("function").unwrap_or(&Value::Null);
-        let id = text(call, "id").filter(|id| !id.is_empty());
+    fn tool_call(&mut self, call: CallView<'_>, out: &mut Vec<Item>) {
+        let CallView {
+            position,
+            id,
+            name,
+            arguments,
+        } = call;
+        let id = id.filter(|id| !id.is_empty());
         let existing = self.tools.iter().find(|t| t.0 == position);
         // A different id at a known position starts a new call (servers
         // that send every call complete at index 0).
@@ -121,7 +125,7 @@ impl ChatDecoder {
                 let id = id.unwrap_or_default().to_owned();
                 let start = BlockStart::ToolUse {
                     id: id.clone(),
-                    name: text(function, "name").unwrap_or_default().to_owned(),
+                    name: name.unwrap_or_default().to_owned(),
                 };
                 Self::push(
                     out,
@@ -139,7 +143,7 @@ impl ChatDecoder {
                 index
             }
         };
-        if let Some(arguments) = function.get("arguments") {
+        if let Some(arguments) = arguments {
             let partial_json = match arguments {
                 Value::String(s) => s.clone(),
                 Value::Null => String::new(),
@@ -155,6 +159,79 @@ impl ChatDecoder {
                 );
             }
         }
+    }
+
+    /// The text fragments of choice 0's delta, in the order they open
+    /// blocks.
+    fn fragments(
+        &mut self,
+        reasoning: Option<&str>,
+        content: Option<&str>,
+        refusal: Option<&str>,
+        out: &mut Vec<Item>,
+    ) {
+        if let Some(fragment) = reasoning {
+            self.append(Run::Thinking, fragment, out);
+        }
+        if let Some(fragment) = content {
+            self.append(Run::Text, fragment, out);
+        }
+        if let Some(fragment) = refusal {
+            self.saw_refusal |= !fragment.is_empty();
+            self.append(Run::Refusal, fragment, out);
+        }
+    }
+
+    fn reasons(&mut self, finish_reason: Option<&str>, stop_reason: Option<&str>) {
+        if let Some(reason) = finish_reason {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        if let Some(sequence) = stop_reason {
+            self.matched_stop = Some(sequence.to_owned());
+        }
+    }
+
+    /// A chunk read by the typed fast path.
+    fn chunk(&mut self, chunk: typed::Chunk<'_>, out: &mut Vec<Item>) {
+        // Every chunk repeats the model: copied only when it changes.
+        if let Some(model) = chunk.model.filter(|m| !m.is_empty())
+            && self.model.as_deref() != Some(model.as_ref())
+        {
+            self.model = Some(model.into_owned());
+        }
+        if let Some(usage) = chunk.usage.filter(Value::is_object) {
+            self.read_usage(&usage);
+        }
+        let Some(choice) = chunk
+            .choices
+            .into_iter()
+            .find(|c| c.index.unwrap_or(0) == 0)
+        else {
+            return;
+        };
+        if let Some(delta) = choice.delta {
+            let reasoning = delta.reasoning_content.or(delta.reasoning);
+            self.fragments(
+                reasoning.as_deref(),
+                delta.content.as_deref(),
+                delta.refusal.as_deref(),
+                out,
+            );
+            for call in delta.tool_calls.into_iter().flatten() {
+                let function = call.function.unwrap_or_default();
+                let view = CallView {
+                    position: call.index.unwrap_or(0),
+                    id: call.id.as_deref(),
+                    name: function.name.as_deref(),
+                    arguments: function.arguments.as_ref(),
+                };
+                self.tool_call(view, out);
+            }
+        }
+        self.reasons(
+            choice.finish_reason.as_deref(),
+            choice.stop_reason.as_deref(),
+        );
     }
 
     fn read_usage(&mut self, usage: &Value) {
@@ -218,6 +295,10 @@ impl Decoder for ChatDecoder {
             self.finish(out);
             return true;
         }
+        if let Some(chunk) = typed::Chunk::parse(&event.data) {
+            self.chunk(chunk, out);
+            return false;
+        }
         let value = match parse_payload(event, &self.context.request_id) {
             Ok(value) => value,
             Err(e) => {
@@ -253,33 +334,31 @@ impl Decoder for ChatDecoder {
         if let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) {
             // Servers name it differently; some send both with the same text.
             let reasoning = text(delta, "reasoning_content").or_else(|| text(delta, "reasoning"));
-            if let Some(fragment) = reasoning {
-                self.append(Run::Thinking, fragment, out);
-            }
-            if let Some(fragment) = text(delta, "content") {
-                self.append(Run::Text, fragment, out);
-            }
-            if let Some(fragment) = text(delta, "refusal") {
-                self.saw_refusal |= !fragment.is_empty();
-                self.append(Run::Refusal, fragment, out);
-            }
+            self.fragments(
+                reasoning,
+                text(delta, "content"),
+                text(delta, "refusal"),
+                out,
+            );
             for call in delta
                 .get("tool_calls")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
             {
-                self.tool_call(call, out);
+                let function = call.get("function").unwrap_or(&Value::Null);
+                let view = CallView {
+                    position: num(call, &["index"]).unwrap_or(0),
+                    id: text(call, "id"),
+                    name: text(function, "name"),
+                    arguments: function.get("arguments"),
+                };
+                self.tool_call(view, out);
             }
-        }
-        if let Some(reason) = text(choice, "finish_reason") {
-            self.finish_reason = Some(reason.to_owned());
         }
         // vLLM names the stop string that ended the output (a number there
         // is a stop token id, not a sequence the caller set).
-        if let Some(sequence) = text(choice, "stop_reason") {
-            self.matched_stop = Some(sequence.to_owned());
-        }
+        self.reasons(text(choice, "finish_reason"), text(choice, "stop_reason"));
         false
     }
 
@@ -332,5 +411,94 @@ impl Decoder for ChatDecoder {
             retry: None,
         };
         vec![synthetic("message", &chunk), done]
+    }
+}
+
+/// One tool-call entry of a delta, however it was read.
+struct CallView<'a> {
+    position: u64,
+    id: Option<&'a str>,
+    name: Option<&'a str>,
+    arguments: Option<&'a Value>,
+}
+
+/// The fast path: a chunk deserialised into borrowed structs holding only
+/// the fields the decoder reads. Anything these types do not accept (a
+/// number where a string was expected, a `message` instead of a `delta`,
+/// an error) makes `parse` answer `None`, and the chunk is read again as a
+/// `Value` by the lenient path, so both paths decode every chunk alike.
+mod typed {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde::de::IgnoredAny;
+    use serde_json::Value;
+
+    type Text<'a> = Option<Cow<'a, str>>;
+
+    #[derive(Deserialize)]
+    pub(super) struct Chunk<'a> {
+        #[serde(borrow)]
+        pub model: Text<'a>,
+        #[serde(borrow, default)]
+        pub choices: Vec<Choice<'a>>,
+        pub usage: Option<Value>,
+        #[serde(borrow)]
+        object: Text<'a>,
+        error: Option<IgnoredAny>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Choice<'a> {
+        pub index: Option<u64>,
+        #[serde(borrow)]
+        pub delta: Option<Delta<'a>>,
+        message: Option<IgnoredAny>,
+        #[serde(borrow)]
+        pub finish_reason: Text<'a>,
+        #[serde(borrow)]
+        pub stop_reason: Text<'a>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Delta<'a> {
+        #[serde(borrow)]
+        pub reasoning_content: Text<'a>,
+        #[serde(borrow)]
+        pub reasoning: Text<'a>,
+        #[serde(borrow)]
+        pub content: Text<'a>,
+        #[serde(borrow)]
+        pub refusal: Text<'a>,
+        #[serde(borrow)]
+        pub tool_calls: Option<Vec<ToolCall<'a>>>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct ToolCall<'a> {
+        pub index: Option<u64>,
+        #[serde(borrow)]
+        pub id: Text<'a>,
+        #[serde(borrow)]
+        pub function: Option<Function<'a>>,
+    }
+
+    #[derive(Deserialize, Default)]
+    pub(super) struct Function<'a> {
+        #[serde(borrow)]
+        pub name: Text<'a>,
+        pub arguments: Option<Value>,
+    }
+
+    impl<'a> Chunk<'a> {
+        /// The chunk, when the fast path reads it exactly as the lenient
+        /// path would.
+        pub(super) fn parse(data: &'a str) -> Option<Self> {
+            let chunk: Self = serde_json::from_str(data).ok()?;
+            let plain = chunk.error.is_none()
+                && chunk.object.as_deref() != Some("error")
+                && chunk.choices.iter().all(|c| c.message.is_none());
+            plain.then_some(chunk)
+        }
     }
 }

@@ -286,6 +286,29 @@ impl ResponsesDecoder {
         }));
     }
 
+    /// The fast path for the most frequent event, a text delta,
+    /// deserialised into a borrowed struct. `false` (nothing done) when it
+    /// does not fit, and the lenient `Value` path reads the event as before.
+    fn fast_text_delta(&mut self, data: &str, out: &mut Vec<Item>) -> bool {
+        let Ok(event) = serde_json::from_str::<typed::TextDelta<'_>>(data) else {
+            return false;
+        };
+        if event.kind != "response.output_text.delta" {
+            return false;
+        }
+        let item_id = event.item_id.as_deref().unwrap_or_default();
+        let part = Part::Content(event.content_index.unwrap_or(0));
+        let index = self.part(item_id, part, out);
+        Self::push(
+            out,
+            StreamDelta::Text {
+                index,
+                text: event.delta.as_deref().unwrap_or_default().to_owned(),
+            },
+        );
+        true
+    }
+
     fn fail(&self, error: &Value, out: &mut Vec<Item>) {
         let (error_type, message) = error::error_fields(error);
         let message = message.unwrap_or_else(|| "the response failed".into());
@@ -299,6 +322,9 @@ impl ResponsesDecoder {
 
 impl Decoder for ResponsesDecoder {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Item>) -> bool {
+        if event.event == "response.output_text.delta" && self.fast_text_delta(&event.data, out) {
+            return false;
+        }
         let value = match parse_payload(event, &self.context.request_id) {
             Ok(value) => value,
             Err(e) => {
@@ -467,5 +493,23 @@ impl Decoder for ResponsesDecoder {
         };
         events.push(synthetic(kind, &json!({"type": kind, "response": body})));
         events
+    }
+}
+
+/// Borrowed structs for the fast path of `response.output_text.delta`.
+mod typed {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub(super) struct TextDelta<'a> {
+        #[serde(rename = "type", borrow)]
+        pub kind: Cow<'a, str>,
+        #[serde(borrow)]
+        pub item_id: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        pub delta: Option<Cow<'a, str>>,
+        pub content_index: Option<u64>,
     }
 }

@@ -6,6 +6,7 @@ mod sql_chats {
     use super::{SqlStore, rows};
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
+    use crate::message_cache::{Lookup, MessageCursor};
     use crate::model::{Chat, Checkpoint, Project, StoredMessage};
     use crate::sql::{db_err, found, insert_err};
     use crate::store::{ChatStore, ProjectStore, folders_overlap, from_json_text, json_text};
@@ -230,6 +231,7 @@ mod sql_chats {
         }
 
         async fn delete_chat(&self, id: &str) -> StorageResult<()> {
+            self.message_cache.forget(id);
             let done = sqlx::query("DELETE FROM chats WHERE id = $1")
                 .bind(id)
                 .execute(&self.pool)
@@ -242,19 +244,25 @@ mod sql_chats {
             let body = json_text(message)?;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             // Writing the chat row first takes its lock, so appends to one
-            // chat are serialised on every backend.
-            let locked = sqlx::query("UPDATE chats SET next_seq = next_seq WHERE id = $1")
-                .bind(chat_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            found(locked.rows_affected(), "chat", chat_id)?;
+            // chat are serialised on every backend, and numbers the write
+            // for readers that keep a decoded copy.
+            let rev: i64 = sqlx::query_scalar(
+                "UPDATE chats SET message_rev = message_rev + 1 WHERE id = $1 \
+                 RETURNING message_rev",
+            )
+            .bind(chat_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .ok_or_else(|| StorageError::not_found("chat", chat_id))?;
             let replaced = sqlx::query(
-                "UPDATE messages SET body = $3 WHERE chat_id = $1 AND id = $2 RETURNING seq",
+                "UPDATE messages SET body = $3, rev = $4 WHERE chat_id = $1 AND id = $2 \
+                 RETURNING seq",
             )
             .bind(chat_id)
             .bind(&message.id)
             .bind(&body)
+            .bind(rev)
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_err)?;
@@ -271,12 +279,14 @@ mod sql_chats {
                     .map_err(db_err)?;
                     let seq: i64 = sqlx::Row::try_get(&row, "seq").map_err(db_err)?;
                     sqlx::query(
-                        "INSERT INTO messages (chat_id, seq, id, body) VALUES ($1, $2, $3, $4)",
+                        "INSERT INTO messages (chat_id, seq, id, body, rev) \
+                         VALUES ($1, $2, $3, $4, $5)",
                     )
                     .bind(chat_id)
                     .bind(seq)
                     .bind(&message.id)
                     .bind(&body)
+                    .bind(rev)
                     .execute(&mut *tx)
                     .await
                     .map_err(|e| insert_err(e, "message", &message.id))?;
@@ -288,15 +298,21 @@ mod sql_chats {
         }
 
         async fn list_messages(&self, chat_id: &str) -> StorageResult<Vec<StoredMessage>> {
-            self.get_chat(chat_id).await?;
-            sqlx::query("SELECT seq, body FROM messages WHERE chat_id = $1 ORDER BY seq")
-                .bind(chat_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_err)?
-                .iter()
-                .map(rows::message)
-                .collect()
+            // The cursor is read before the rows (see `message_cache`).
+            let cursor = self.message_cursor(chat_id).await?;
+            match self.message_cache.lookup(chat_id, cursor) {
+                Lookup::Current(messages) => return Ok(messages),
+                Lookup::Behind(rev) => {
+                    let changed = self.messages_where(chat_id, "rev > $2", rev).await?;
+                    if let Some(messages) = self.message_cache.merge(chat_id, cursor, changed) {
+                        return Ok(messages);
+                    }
+                }
+                Lookup::Missing => {}
+            }
+            let messages = self.all_messages(chat_id).await?;
+            self.message_cache.put(chat_id, cursor, &messages);
+            Ok(messages)
         }
 
         async fn get_message(
@@ -319,14 +335,17 @@ mod sql_chats {
             chat_id: &str,
             after_seq: Option<u64>,
         ) -> StorageResult<u64> {
-            self.get_chat(chat_id).await?;
             let after = after_seq.map(to_i64).transpose()?.unwrap_or(-1);
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            reset_messages(&mut tx, chat_id).await?;
             let done = sqlx::query("DELETE FROM messages WHERE chat_id = $1 AND seq > $2")
                 .bind(chat_id)
                 .bind(after)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await
                 .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+            self.message_cache.forget(chat_id);
             Ok(done.rows_affected())
         }
 
@@ -336,12 +355,7 @@ mod sql_chats {
             messages: &[StoredMessage],
         ) -> StorageResult<()> {
             let mut tx = self.pool.begin().await.map_err(db_err)?;
-            let locked = sqlx::query("UPDATE chats SET next_seq = next_seq WHERE id = $1")
-                .bind(chat_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            found(locked.rows_affected(), "chat", chat_id)?;
+            reset_messages(&mut tx, chat_id).await?;
             let existing = sqlx::query("SELECT seq FROM messages WHERE chat_id = $1 LIMIT 1")
                 .bind(chat_id)
                 .fetch_optional(&mut *tx)
@@ -376,7 +390,9 @@ mod sql_chats {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-            tx.commit().await.map_err(db_err)
+            tx.commit().await.map_err(db_err)?;
+            self.message_cache.forget(chat_id);
+            Ok(())
         }
 
         async fn create_checkpoint(&self, checkpoint: &Checkpoint) -> StorageResult<()> {
@@ -426,12 +442,7 @@ mod sql_chats {
             name: &str,
         ) -> StorageResult<Checkpoint> {
             let mut tx = self.pool.begin().await.map_err(db_err)?;
-            let locked = sqlx::query("UPDATE chats SET next_seq = next_seq WHERE id = $1")
-                .bind(chat_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            found(locked.rows_affected(), "chat", chat_id)?;
+            reset_messages(&mut tx, chat_id).await?;
             let row = sqlx::query("SELECT * FROM checkpoints WHERE chat_id = $1 AND name = $2")
                 .bind(chat_id)
                 .bind(name)
@@ -467,7 +478,83 @@ mod sql_chats {
                 .await
                 .map_err(db_err)?;
             tx.commit().await.map_err(db_err)?;
+            self.message_cache.forget(chat_id);
             Ok(checkpoint)
         }
+    }
+
+    impl SqlStore {
+        /// Where the chat's messages stand; `NotFound` for an unknown chat.
+        async fn message_cursor(&self, chat_id: &str) -> StorageResult<MessageCursor> {
+            let (created_at, rev, resets): (i64, i64, i64) = sqlx::query_as(
+                "SELECT created_at, message_rev, message_resets FROM chats WHERE id = $1",
+            )
+            .bind(chat_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or_else(|| StorageError::not_found("chat", chat_id))?;
+            Ok(MessageCursor {
+                created_at,
+                rev,
+                resets,
+            })
+        }
+
+        /// Every message of the chat, read as one JSON array of
+        /// `[seq, message]` pairs built by the database: one row instead
+        /// of one per message (each row costs a round trip through the
+        /// SQLite driver's worker thread) and one parse.
+        async fn all_messages(&self, chat_id: &str) -> StorageResult<Vec<StoredMessage>> {
+            let array: String = sqlx::query_scalar(
+                "SELECT '[' || COALESCE(string_agg('[' || seq || ',' || body || ']', ',' \
+                 ORDER BY seq), '') || ']' FROM messages WHERE chat_id = $1",
+            )
+            .bind(chat_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+            let pairs: Vec<(u64, agentloop_types::Message)> = from_json_text(&array)?;
+            Ok(pairs
+                .into_iter()
+                .map(|(seq, message)| StoredMessage { seq, message })
+                .collect())
+        }
+
+        /// The chat's messages where `condition` (on `$2` = `value`)
+        /// holds, in seq order.
+        async fn messages_where(
+            &self,
+            chat_id: &str,
+            condition: &str,
+            value: i64,
+        ) -> StorageResult<Vec<StoredMessage>> {
+            let sql =
+                format!("SELECT seq, body FROM messages WHERE chat_id = $1 AND {condition} ORDER BY seq");
+            sqlx::query(&sql)
+                .bind(chat_id)
+                .bind(value)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::message)
+                .collect()
+        }
+    }
+
+    /// Takes the chat row's lock and counts a deletion or restore of its
+    /// messages, inside `tx`; `NotFound` for an unknown chat.
+    async fn reset_messages(
+        tx: &mut sqlx::Transaction<'_, super::Db>,
+        chat_id: &str,
+    ) -> StorageResult<()> {
+        let locked =
+            sqlx::query("UPDATE chats SET message_resets = message_resets + 1 WHERE id = $1")
+                .bind(chat_id)
+                .execute(&mut **tx)
+                .await
+                .map_err(db_err)?;
+        found(locked.rows_affected(), "chat", chat_id)
     }
 }

@@ -7,7 +7,7 @@ mod sql_runs {
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
     use crate::model::{
-        AgentRun, AgentRunDecision, AgentRunStatus, Conversation, EndReason, RunRecord, Task,
+        AgentRun, AgentRunDecision, AgentRunStatus, Conversation, EndReason, RunRecord, RunStatus, Task,
     };
     use crate::sql::{db_err, found, insert_err, is_unique};
     use crate::store::{RunStore, TaskStore, from_json_text, json_text};
@@ -59,6 +59,44 @@ mod sql_runs {
                 .iter()
                 .map(rows::run)
                 .collect()
+        }
+
+        async fn list_runs_in(
+            &self,
+            chat_id: &str,
+            statuses: &[RunStatus],
+        ) -> StorageResult<Vec<RunRecord>> {
+            if statuses.is_empty() {
+                return Ok(Vec::new());
+            }
+            // The statuses are the enum's own names, never caller text.
+            let names: Vec<String> = statuses
+                .iter()
+                .map(|s| format!("'{}'", s.as_str()))
+                .collect();
+            let sql = format!(
+                "SELECT * FROM runs WHERE chat_id = $1 AND status IN ({}) ORDER BY created_at, id",
+                names.join(", ")
+            );
+            sqlx::query(&sql)
+                .bind(chat_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::run)
+                .collect()
+        }
+
+        async fn last_run(&self, chat_id: &str) -> StorageResult<Option<RunRecord>> {
+            sqlx::query("SELECT * FROM runs WHERE chat_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1")
+                .bind(chat_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .as_ref()
+                .map(rows::run)
+                .transpose()
         }
 
         async fn list_claimable_runs(&self, now: i64, limit: u32) -> StorageResult<Vec<RunRecord>> {

@@ -6,6 +6,7 @@ mod cases;
 mod concurrency;
 mod content;
 mod export;
+mod handles;
 mod runs;
 mod users;
 
@@ -21,6 +22,7 @@ pub use cases::*;
 pub use concurrency::*;
 pub use content::*;
 pub use export::*;
+pub use handles::*;
 pub use runs::*;
 pub use users::*;
 
@@ -52,6 +54,7 @@ macro_rules! conformance_suite {
             export_import_round_trip, users_create_list_get, user_tokens,
             non_ascii_user_names, concurrent_user_creation,
             project_folders_never_overlap, concurrent_folder_claims,
+            runs_by_status_and_last,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(

@@ -224,7 +224,10 @@ pub async fn concurrent_user_creation(store: Arc<dyn Store>) {
 }
 
 /// Takes a store back to the schema before users had tables.
-pub const DROP_USER_TABLES: &str = "DROP TABLE agent_run_decisions; \
+pub const DROP_USER_TABLES: &str = "DROP INDEX messages_by_rev; \
+     ALTER TABLE messages DROP COLUMN rev; ALTER TABLE chats DROP COLUMN message_rev; \
+     ALTER TABLE chats DROP COLUMN message_resets; \
+     DROP TABLE agent_run_decisions; \
      DROP INDEX agent_runs_one_active; \
      CREATE UNIQUE INDEX agent_runs_one_running ON agent_runs(task_id) WHERE status = 'running'; \
      DROP TABLE project_folder_lock; DROP TABLE project_folders; \
