@@ -13,6 +13,8 @@ type SqlStore = PostgresStore;
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: sqlx::Pool<Db>,
+    /// Batches concurrent event-log appends into shared transactions.
+    writer: crate::group_commit::GroupCommit,
 }
 
 impl PostgresStore {
@@ -38,7 +40,10 @@ impl PostgresStore {
         .run(&pool)
         .await
         .map_err(|e| StorageError::Migration(e.to_string()))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            writer: Default::default(),
+        })
     }
 
     /// The connection pool.
@@ -50,6 +55,37 @@ impl PostgresStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// The channel on which committed appends name their run (`NOTIFY`), so
+/// followers on every instance read a log when it grows instead of polling.
+pub const EVENTS_CHANNEL: &str = "agentloop_run_events";
+
+/// Announces the runs whose logs `tx` appends to; PostgreSQL delivers the
+/// notifications when (and only if) `tx` commits.
+async fn announce_appends(
+    tx: &mut sqlx::Transaction<'_, Db>,
+    runs: &[&str],
+) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_notify($1, run_id) FROM unnest($2::text[]) AS run_id")
+        .bind(EVENTS_CHANNEL)
+        .bind(runs)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Listens on [`EVENTS_CHANNEL`] with a connection of its own.
+async fn watch_appends(pool: &sqlx::PgPool) -> StorageResult<Option<crate::store::AppendWatch>> {
+    use futures::StreamExt;
+    let mut listener = sqlx::postgres::PgListener::connect_with(pool)
+        .await
+        .map_err(db_err)?;
+    listener.listen(EVENTS_CHANNEL).await.map_err(db_err)?;
+    let runs = listener
+        .into_stream()
+        .map(|notification| notification.map(|n| n.payload().to_owned()).map_err(db_err));
+    Ok(Some(runs.boxed()))
 }
 
 include!("sql/records.rs");

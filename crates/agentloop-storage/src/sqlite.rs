@@ -18,6 +18,8 @@ type SqlStore = SqliteStore;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: sqlx::Pool<Db>,
+    /// Batches concurrent event-log appends into shared transactions.
+    writer: crate::group_commit::GroupCommit,
 }
 
 impl SqliteStore {
@@ -83,7 +85,10 @@ impl SqliteStore {
         .run(&pool)
         .await
         .map_err(|e| StorageError::Migration(e.to_string()))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            writer: Default::default(),
+        })
     }
 
     /// The connection pool.
@@ -95,6 +100,22 @@ impl SqliteStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// SQLite cannot tell other processes about an append: their followers
+/// poll.
+async fn announce_appends(
+    _tx: &mut sqlx::Transaction<'_, Db>,
+    _runs: &[&str],
+) -> Result<(), sqlx::Error> {
+    Ok(())
+}
+
+/// See [`announce_appends`].
+async fn watch_appends(
+    _pool: &sqlx::SqlitePool,
+) -> StorageResult<Option<crate::store::AppendWatch>> {
+    Ok(None)
 }
 
 include!("sql/records.rs");
