@@ -6,7 +6,7 @@
 //! while the listener reconnects) followers poll.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ const RELISTEN: Duration = Duration::from_secs(1);
 pub struct AppendWakers {
     runs: Mutex<HashMap<String, watch::Sender<u64>>>,
     listening: AtomicBool,
+    wakes: AtomicU64,
 }
 
 impl AppendWakers {
@@ -31,11 +32,17 @@ impl AppendWakers {
         self.listening.load(Ordering::SeqCst)
     }
 
+    /// How many announcements found followers here to wake.
+    pub fn wakes(&self) -> u64 {
+        self.wakes.load(Ordering::SeqCst)
+    }
+
     /// Wakes the followers of `run_id`'s log on this instance.
     pub fn wake(&self, run_id: &str) {
         let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(run) = runs.get(run_id) {
             run.send_modify(|n| *n = n.wrapping_add(1));
+            self.wakes.fetch_add(1, Ordering::SeqCst);
         }
     }
 
