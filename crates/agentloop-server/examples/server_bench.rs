@@ -24,7 +24,9 @@
 //! descriptor limit above 10,000 for the SSE and database sockets: `ulimit
 //! -n 65536`).
 //!
-//! Prints markdown table rows; `cargo xtask bench` collects them.
+//! Each backend runs in a child process of its own, so one's freed memory
+//! does not hide the next one's growth. Prints markdown table rows; `cargo
+//! xtask bench` collects them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -610,6 +612,28 @@ fn main() {
             .ok()
             .map_or(1_000, |ms| ms.parse().expect("a chunk interval in ms")),
     );
+    let admin_url = std::env::var("AGENTLOOP_TEST_POSTGRES_URL").ok();
+    // Each backend is measured in a process of its own: memory one
+    // backend's phase freed stays in the process and would hide the
+    // next one's growth.
+    let Some(backend) = std::env::var("AGENTLOOP_BENCH_BACKEND").ok() else {
+        let mut backends = vec!["sqlite"];
+        match &admin_url {
+            Some(_) => backends.push("postgres"),
+            None => println!(
+                "| server on PostgreSQL | skipped | AGENTLOOP_TEST_POSTGRES_URL is not set |"
+            ),
+        }
+        for backend in backends {
+            let status = std::process::Command::new(std::env::current_exe().unwrap())
+                .arg(runs.to_string())
+                .env("AGENTLOOP_BENCH_BACKEND", backend)
+                .status()
+                .unwrap();
+            assert!(status.success(), "the {backend} benchmark failed");
+        }
+        return;
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -617,17 +641,16 @@ fn main() {
     agentloop_providers::ensure_crypto_provider();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let sqlite = SqliteStore::open(dir.path().join("bench.db"))
-            .await
-            .unwrap();
-        let repo = dir.path().join("sqlite-repo");
-        many_runs(&Backend::Sqlite(sqlite.clone()), runs, chunk, &repo).await;
-        append_capacity(&Backend::Sqlite(sqlite)).await;
-
-        let Ok(admin_url) = std::env::var("AGENTLOOP_TEST_POSTGRES_URL") else {
-            println!("| server on PostgreSQL | skipped | AGENTLOOP_TEST_POSTGRES_URL is not set |");
+        if backend == "sqlite" {
+            let sqlite = SqliteStore::open(dir.path().join("bench.db"))
+                .await
+                .unwrap();
+            let repo = dir.path().join("sqlite-repo");
+            many_runs(&Backend::Sqlite(sqlite.clone()), runs, chunk, &repo).await;
+            append_capacity(&Backend::Sqlite(sqlite)).await;
             return;
-        };
+        }
+        let admin_url = admin_url.expect("AGENTLOOP_TEST_POSTGRES_URL");
         let (name, url) = create_database(&admin_url).await;
         let postgres = PostgresStore::connect(&url).await.unwrap();
         let repo = dir.path().join("postgres-repo");

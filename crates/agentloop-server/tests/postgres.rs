@@ -135,7 +135,21 @@ async fn a_follower_on_another_instance_is_woken_by_announced_appends() {
     let woken_before = other.state.appends.wakes();
     provider.open();
     on_other.read_to_end(Duration::from_secs(10)).await;
-    assert_ended(&other, &run_id, &on_other, "completed").await;
+    let finished = on_other.finished();
+    assert_eq!(finished.len(), 1, "one terminal event");
+    assert_eq!(finished[0]["result"]["status"], "complete");
+    let logged = other
+        .store
+        .list_events(&run_id, None, 10_000)
+        .await
+        .unwrap();
+    for kind in ["streaming_chunk", "message_created", "finished"] {
+        assert_eq!(
+            on_other.count(kind),
+            logged.iter().filter(|e| e.kind.name() == kind).count(),
+            "every {kind} event reaches the follower once"
+        );
+    }
     assert!(
         other.state.appends.wakes() > woken_before,
         "the follower was woken by announcements, not only by polling"
