@@ -403,10 +403,6 @@ async fn many_runs(backend: &Backend, runs: usize, chunk: Duration, repo: &std::
         finished.push(follower.await.unwrap());
     }
     let fan_out = latencies(&sent, finished);
-    let drained = Instant::now();
-    while instance.state.local_count() > 0 && drained.elapsed() < Duration::from_secs(300) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 
     println!("| {label} | runs active while measured | {active} |");
     println!("| {label} | time to start all runs | {start_time:.1} s |");
@@ -434,6 +430,10 @@ async fn many_runs(backend: &Backend, runs: usize, chunk: Duration, repo: &std::
         "| {label} | events appended while streaming | {:.0} events/s |",
         appended as f64 / window
     );
+    let drained = Instant::now();
+    while instance.state.local_count() > 0 && drained.elapsed() < Duration::from_secs(300) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     instance.stop().await;
 }
 

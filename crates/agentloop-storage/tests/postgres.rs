@@ -179,5 +179,7 @@ async fn appends_are_announced_to_other_stores_on_the_database() {
         runs.push(next.unwrap().unwrap());
     }
     assert_eq!(runs, ["a", "b"]);
+    // The listener holds a connection of the reader's pool until dropped.
+    drop(announced);
     reader.close().await;
 }
