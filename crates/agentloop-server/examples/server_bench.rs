@@ -1,33 +1,107 @@
-//! Benchmark of one `agentloop-server` instance (in-memory store, scripted
-//! provider streaming slowly): how many concurrent agent runs it holds and
-//! what each costs in memory, and the latency of SSE fan-out to 100
-//! clients. Prints markdown table rows; `cargo xtask bench` collects them.
+//! Benchmark of one `agentloop-server` instance holding many concurrent,
+//! slowly streaming agent runs, on SQLite (a temp file) and on PostgreSQL
+//! (`AGENTLOOP_TEST_POSTGRES_URL`; a fresh database, dropped at the end;
+//! without the variable a row says it was skipped). For each backend it
+//! prints:
+//! - memory per active run: the growth of the process's RSS from before the
+//!   runs start to when every run streams, over the run count;
+//! - SSE fan-out latency (p50, p99) to 100 clients following one of the
+//!   runs while all of them stream, from the instance's broadcast of an
+//!   event to its arrival at a client;
+//! - events/s the server appended to the logs while the runs streamed, and
+//!   the store's append capacity: 1,000 writers appending one event a call
+//!   (as the server does) as fast as they can;
+//! - on PostgreSQL, the latency of following a run from another instance
+//!   on the same database (notified by `LISTEN/NOTIFY`) beside following it
+//!   on the instance that runs it.
+//!
+//! The run count is the first argument or `AGENTLOOP_BENCH_RUNS` (default
+//! 1,000, what `cargo xtask bench` runs); each run streams a chunk every
+//! `AGENTLOOP_BENCH_CHUNK_MS` (default 1,000) until the measurements end.
+//! The figure the server is held to is taken at 10,000 runs:
+//! `AGENTLOOP_TEST_POSTGRES_URL=postgres://… cargo run --release -p
+//! agentloop-server --example server_bench -- 10000` (needs a file
+//! descriptor limit above 10,000 for the SSE and database sockets: `ulimit
+//! -n 65536`).
+//!
+//! Each backend runs in a child process of its own, so one's freed memory
+//! does not hide the next one's growth. Prints markdown table rows; `cargo
+//! xtask bench` collects them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_server::{AppState, Server, ServerConfig};
-use agentloop_storage::MemoryStore;
-use agentloop_types::ApiKind;
+use agentloop_storage::{PostgresStore, SqliteStore, Store};
+use agentloop_types::{
+    ApiKind, BlockStart, ModelChunk, ModelProvider, ModelRequest, ModelStream, RunPath, StopReason,
+    StreamDelta, TokenTotals,
+};
 use futures::StreamExt;
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
-const RUNS: usize = 200;
 const CLIENTS: usize = 100;
-const CHUNKS: usize = 40;
-const CHUNK_DELAY_MS: u64 = 25;
+/// How long the fan-out and the server's append rate are measured.
+const WINDOW: Duration = Duration::from_secs(10);
+const APPEND_WRITERS: usize = 1_000;
+const APPENDS_PER_WRITER: u64 = 20;
+/// The chunk interval of the run followed across instances.
+const FOLLOW_CHUNK: Duration = Duration::from_millis(100);
+const FOLLOW_CHUNKS: usize = 50;
 
-fn slow_turn() -> ScriptedTurn {
-    let mut turn = ScriptedTurn::new();
-    for i in 0..CHUNKS {
-        turn = turn
-            .delay_ms(CHUNK_DELAY_MS)
-            .text_chunks(&[&format!("chunk {i} ")]);
+/// A model that streams a text chunk every `interval` until released.
+struct HeldModel {
+    interval: Duration,
+    release: watch::Receiver<bool>,
+    streaming: Arc<AtomicUsize>,
+    chunks: Option<usize>,
+}
+
+impl ModelProvider for HeldModel {
+    fn stream(&self, _request: ModelRequest) -> ModelStream {
+        self.streaming.fetch_add(1, Ordering::SeqCst);
+        let start = futures::stream::iter([
+            Ok(ModelChunk::Delta(StreamDelta::BlockStart {
+                index: 0,
+                block: BlockStart::Text,
+            })),
+            Ok(ModelChunk::Delta(StreamDelta::Text {
+                index: 0,
+                text: "first ".to_owned(),
+            })),
+        ]);
+        let interval = self.interval;
+        let chunks = self.chunks;
+        let body = futures::stream::unfold(
+            (self.release.clone(), 0usize),
+            move |(mut release, n)| async move {
+                if *release.borrow() || chunks.is_some_and(|c| n >= c) {
+                    return None;
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(interval) => {}
+                    _ = release.changed() => return None,
+                }
+                let chunk = ModelChunk::Delta(StreamDelta::Text {
+                    index: 0,
+                    text: format!("chunk {n} "),
+                });
+                Some((Ok(chunk), (release, n + 1)))
+            },
+        );
+        let end = futures::stream::iter([
+            Ok(ModelChunk::Delta(StreamDelta::BlockStop { index: 0 })),
+            Ok(ModelChunk::Finish {
+                stop_reason: StopReason::EndTurn,
+                usage: TokenTotals::default(),
+            }),
+        ]);
+        start.chain(body).chain(end).boxed()
     }
-    turn
 }
 
 fn rss_kib() -> u64 {
@@ -42,39 +116,90 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-struct Bench {
-    base: String,
-    token: String,
-    client: reqwest::Client,
-    state: AppState,
+/// A backend under test.
+#[derive(Clone)]
+enum Backend {
+    Sqlite(SqliteStore),
+    Postgres(PostgresStore),
 }
 
-impl Bench {
-    async fn start(turns: usize) -> Self {
-        agentloop_providers::ensure_crypto_provider();
-        let provider = ScriptedProvider::unrecorded((0..turns).map(|_| slow_turn()));
-        let mut config = ServerConfig::new(provider, ApiKind::AnthropicMessages, "scripted");
-        config.heartbeat = Duration::from_secs(2);
-        let store = Arc::new(MemoryStore::new());
-        let (_, token) = agentloop_server::users::create_user(&*store, "bench")
-            .await
-            .unwrap();
+impl Backend {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "SQLite",
+            Self::Postgres(_) => "PostgreSQL",
+        }
+    }
+
+    fn store(&self) -> Arc<dyn Store> {
+        match self {
+            Self::Sqlite(s) => Arc::new(s.clone()),
+            Self::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
+    async fn event_count(&self) -> i64 {
+        const COUNT: &str = "SELECT count(*) FROM run_events";
+        match self {
+            Self::Sqlite(s) => sqlx::query_scalar(COUNT).fetch_one(s.pool()).await.unwrap(),
+            Self::Postgres(s) => sqlx::query_scalar(COUNT).fetch_one(s.pool()).await.unwrap(),
+        }
+    }
+}
+
+struct Instance {
+    base: String,
+    state: AppState,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Instance {
+    async fn start(store: Arc<dyn Store>, model: HeldModel) -> Self {
+        let mut config = ServerConfig::new(Arc::new(model), ApiKind::AnthropicMessages, "scripted");
+        config.max_iterations = 1;
+        config.connections.max_connections = 100_000;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let server = Server::new(store, config);
         let state = server.state.clone();
-        tokio::spawn(server.serve(listener, std::future::pending()));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(async move {
+            let _ = server
+                .serve(listener, async move {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
         Self {
             base,
-            token,
-            client: reqwest::Client::new(),
             state,
+            stop: Some(stop),
+            served: Some(served),
         }
     }
 
-    async fn post(&self, path: &str, body: Value) -> Value {
-        self.client
-            .post(format!("{}{path}", self.base))
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(served) = self.served.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(60), served).await;
+        }
+    }
+}
+
+/// An HTTP client of the instances, as one user.
+#[derive(Clone)]
+struct Client {
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    async fn post(&self, base: &str, path: &str, body: Value) -> Value {
+        self.http
+            .post(format!("{base}{path}"))
             .bearer_auth(&self.token)
             .json(&body)
             .send()
@@ -85,109 +210,107 @@ impl Bench {
             .unwrap()
     }
 
-    async fn task(&self, repo: &std::path::Path) -> String {
+    async fn project(&self, base: &str, repo: &std::path::Path) -> String {
         let project = self
             .post(
+                base,
                 "/api/projects",
                 json!({ "name": "bench", "repoFolder": repo }),
             )
             .await;
-        let path = format!("/api/projects/{}/tasks", project["id"].as_str().unwrap());
-        let task = self.post(&path, json!({ "title": "bench" })).await;
+        project["id"].as_str().unwrap().to_owned()
+    }
+
+    async fn task(&self, base: &str, project: &str) -> String {
+        let path = format!("/api/projects/{project}/tasks");
+        let task = self.post(base, &path, json!({ "title": "bench" })).await;
         task["id"].as_str().unwrap().to_owned()
     }
 
-    async fn start_run(&self, task_id: &str) -> String {
+    async fn start_run(&self, base: &str, task_id: &str) -> String {
         let path = format!("/api/tasks/{task_id}/agent-runs");
         let run = self
-            .post(&path, json!({ "agentType": "planification" }))
+            .post(base, &path, json!({ "agentType": "planification" }))
             .await;
-        run["id"].as_str().unwrap().to_owned()
+        run["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no run started: {run}"))
+            .to_owned()
+    }
+
+    /// Follows a run's SSE stream; returns when each seq arrived, and when
+    /// the stream was connected.
+    fn follow(
+        &self,
+        base: &str,
+        run_id: &str,
+    ) -> tokio::task::JoinHandle<(Instant, HashMap<u64, Instant>)> {
+        let request = self
+            .http
+            .get(format!("{base}/api/agent-runs/{run_id}/events"))
+            .bearer_auth(&self.token)
+            .send();
+        tokio::spawn(async move {
+            let mut seen = HashMap::new();
+            let response = request.await.unwrap();
+            let connected = Instant::now();
+            let mut stream = response.bytes_stream();
+            let mut buffer = String::new();
+            while let Some(Ok(bytes)) = stream.next().await {
+                let now = Instant::now();
+                buffer.push_str(&String::from_utf8_lossy(&bytes));
+                while let Some(end) = buffer.find('\n') {
+                    let line: String = buffer.drain(..=end).collect();
+                    if let Some(seq) = line.strip_prefix("id:").and_then(|s| s.trim().parse().ok())
+                    {
+                        seen.entry(seq).or_insert(now);
+                    }
+                }
+            }
+            (connected, seen)
+        })
     }
 }
 
-async fn concurrent_runs(repo: &std::path::Path) {
-    let bench = Bench::start(RUNS).await;
-    let mut tasks = Vec::new();
-    for _ in 0..RUNS {
-        tasks.push(bench.task(repo).await);
-    }
-    let before = rss_kib();
-    let started = Instant::now();
-    for task in &tasks {
-        bench.start_run(task).await;
-    }
-    let mut peak_active = 0;
-    let mut peak_rss = before;
-    while bench.state.local_count() > 0 {
-        peak_active = peak_active.max(bench.state.local_count());
-        peak_rss = peak_rss.max(rss_kib());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    let label = format!("server: {RUNS} runs streaming {CHUNKS} chunks {CHUNK_DELAY_MS} ms apart");
-    println!("| {label} | peak concurrent runs | {peak_active} |");
-    println!("| {label} | wall time for all | {:.2} s |", elapsed);
-    if peak_active > 0 {
-        println!(
-            "| {label} | memory per active run | {:.1} KiB |",
-            peak_rss.saturating_sub(before) as f64 / peak_active as f64
-        );
-    }
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
-async fn sse_fan_out(repo: &std::path::Path) {
-    let bench = Bench::start(1).await;
-    let task = bench.task(repo).await;
-    let run_id = bench.start_run(&task).await;
+/// When the instance running `run_id` broadcast each of its events, until
+/// `until` or its end.
+async fn broadcast_times(
+    state: &AppState,
+    run_id: &str,
+    until: Option<Instant>,
+) -> HashMap<u64, Instant> {
     let local = loop {
-        if let Some(local) = bench.state.local_run(&run_id) {
+        if let Some(local) = state.local_run(run_id) {
             break local;
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     };
-    let mut reference = local.events.subscribe();
-    let url = format!("{}/api/agent-runs/{run_id}/events", bench.base);
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|_| {
-            let request = bench.client.get(&url).bearer_auth(&bench.token).send();
-            tokio::spawn(async move {
-                let mut seen: HashMap<u64, Instant> = HashMap::new();
-                let response = request.await.unwrap();
-                let connected = Instant::now();
-                let mut stream = response.bytes_stream();
-                let mut buffer = String::new();
-                while let Some(Ok(bytes)) = stream.next().await {
-                    let now = Instant::now();
-                    buffer.push_str(&String::from_utf8_lossy(&bytes));
-                    while let Some(end) = buffer.find('\n') {
-                        let line: String = buffer.drain(..=end).collect();
-                        if let Some(id) = line.strip_prefix("id:") {
-                            if let Ok(seq) = id.trim().parse() {
-                                seen.insert(seq, now);
-                            }
-                        }
-                    }
-                }
-                (connected, seen)
-            })
-        })
-        .collect();
-    let mut sent: HashMap<u64, Instant> = HashMap::new();
-    while let Ok(event) = reference.recv().await {
+    let mut live = local.subscribe();
+    let mut sent = HashMap::new();
+    loop {
+        let next = match until {
+            Some(until) => match tokio::time::timeout_at(until.into(), live.recv()).await {
+                Ok(next) => next,
+                Err(_) => break,
+            },
+            None => live.recv().await,
+        };
+        let Ok(event) = next else { break };
         sent.insert(event.seq, Instant::now());
-        if event.kind.name() == "finished" {
+        if event.kind.name() == "finished" && event.path == RunPath::root() {
             break;
         }
     }
+    sent
+}
+
+/// Latencies (ms) of the live events each follower received.
+fn latencies(
+    sent: &HashMap<u64, Instant>,
+    followers: Vec<(Instant, HashMap<u64, Instant>)>,
+) -> Vec<f64> {
     let mut latencies = Vec::new();
-    for client in clients {
-        let (connected, seen) = client.await.unwrap();
+    for (connected, seen) in followers {
         for (seq, at) in seen {
             // Events stored before the client connected come from the
             // replay, not the live fan-out.
@@ -197,30 +320,344 @@ async fn sse_fan_out(repo: &std::path::Path) {
         }
     }
     latencies.sort_by(f64::total_cmp);
-    let label = format!("server: SSE fan-out of one run to {CLIENTS} clients");
-    if latencies.is_empty() {
-        println!("| {label} | events received | 0 |");
-        return;
+    latencies
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+/// Runs `f` over `items` with at most `limit` at once.
+async fn bounded<T, F, Fut, R>(items: Vec<T>, limit: usize, f: F) -> Vec<R>
+where
+    F: Fn(T) -> Fut,
+    Fut: std::future::Future<Output = R>,
+{
+    futures::stream::iter(items.into_iter().map(f))
+        .buffered(limit)
+        .collect()
+        .await
+}
+
+/// Many runs streaming at once: memory, fan-out, appended events/s.
+async fn many_runs(backend: &Backend, runs: usize, chunk: Duration, repo: &std::path::Path) {
+    let label = format!(
+        "server on {}: {runs} runs streaming a chunk every {} ms",
+        backend.name(),
+        chunk.as_millis()
+    );
+    let store = backend.store();
+    let (release, released) = watch::channel(false);
+    let streaming = Arc::new(AtomicUsize::new(0));
+    let model = HeldModel {
+        interval: chunk,
+        release: released,
+        streaming: streaming.clone(),
+        chunks: None,
+    };
+    let (_, token) = agentloop_server::users::create_user(&*store, "bench")
+        .await
+        .unwrap();
+    let instance = Instance::start(store, model).await;
+    let client = Client {
+        token,
+        http: reqwest::Client::new(),
+    };
+    let base = instance.base.clone();
+    let project = client.project(&base, repo).await;
+    let tasks = bounded(vec![(); runs], 32, |()| client.task(&base, &project)).await;
+    let before = rss_kib();
+    let started = Instant::now();
+    let run_ids = bounded(tasks, 32, |task| {
+        let (client, base) = (client.clone(), base.clone());
+        async move { client.start_run(&base, &task).await }
+    })
+    .await;
+    while streaming.load(Ordering::SeqCst) < runs || instance.state.local_count() < runs {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let start_time = started.elapsed().as_secs_f64();
+    // Let every run reach its steady state (a few chunks each).
+    tokio::time::sleep(chunk * 3).await;
+    let all_streaming = rss_kib();
+
+    let events_before = backend.event_count().await;
+    let window_start = Instant::now();
+    let followed = &run_ids[runs / 2];
+    let followers: Vec<_> = (0..CLIENTS)
+        .map(|_| client.follow(&base, followed))
+        .collect();
+    let sent = broadcast_times(&instance.state, followed, Some(window_start + WINDOW)).await;
+    let appended = backend.event_count().await - events_before;
+    let window = window_start.elapsed().as_secs_f64();
+    let active = instance.state.local_count();
+    let peak = rss_kib().max(all_streaming);
+
+    let _ = release.send(true);
+    let mut finished = Vec::new();
+    for follower in followers {
+        finished.push(follower.await.unwrap());
+    }
+    let fan_out = latencies(&sent, finished);
+
+    println!("| {label} | runs active while measured | {active} |");
+    println!("| {label} | time to start all runs | {start_time:.1} s |");
+    println!(
+        "| {label} | memory per active run (RSS growth / runs) | {:.1} KiB |",
+        all_streaming.saturating_sub(before) as f64 / runs as f64
+    );
+    println!(
+        "| {label} | peak RSS growth while {CLIENTS} clients follow / runs | {:.1} KiB |",
+        peak.saturating_sub(before) as f64 / runs as f64
+    );
+    println!(
+        "| {label} | SSE fan-out to {CLIENTS} clients, p50 | {:.2} ms |",
+        percentile(&fan_out, 0.5)
+    );
+    println!(
+        "| {label} | SSE fan-out to {CLIENTS} clients, p99 | {:.2} ms |",
+        percentile(&fan_out, 0.99)
+    );
+    println!(
+        "| {label} | SSE events delivered while measured | {} |",
+        fan_out.len()
+    );
+    println!(
+        "| {label} | events appended while streaming | {:.0} events/s |",
+        appended as f64 / window
+    );
+    let drained = Instant::now();
+    while instance.state.local_count() > 0 && drained.elapsed() < Duration::from_secs(300) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    instance.stop().await;
+}
+
+/// The store's append capacity: writers appending one event a call.
+async fn append_capacity(backend: &Backend) {
+    let store = backend.store();
+    let now = agentloop_storage::model::now_millis();
+    let ids: Vec<String> = (0..APPEND_WRITERS).map(|i| format!("append-{i}")).collect();
+    bounded(ids.clone(), 32, |id| {
+        let store = store.clone();
+        async move {
+            store
+                .create_run(&agentloop_storage::model::RunRecord {
+                    id,
+                    chat_id: None,
+                    status: agentloop_storage::model::RunStatus::Running,
+                    state: None,
+                    result: None,
+                    pending_tool_call: None,
+                    lease_owner: None,
+                    lease_expires_at: None,
+                    created_at: now,
+                    updated_at: now,
+                })
+                .await
+                .unwrap();
+        }
+    })
+    .await;
+    let started = Instant::now();
+    let writers: Vec<_> = ids
+        .into_iter()
+        .map(|id| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for seq in 0..APPENDS_PER_WRITER {
+                    let event = agentloop_types::LoopEvent {
+                        seq,
+                        path: RunPath::root(),
+                        kind: agentloop_types::EventKind::StreamingChunk(
+                            agentloop_types::StreamingChunkEvent {
+                                delta: StreamDelta::Text {
+                                    index: 0,
+                                    text: format!("chunk {seq} "),
+                                },
+                            },
+                        ),
+                    };
+                    store.append_events(&id, &[event]).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let rate =
+        (APPEND_WRITERS as u64 * APPENDS_PER_WRITER) as f64 / started.elapsed().as_secs_f64();
+    println!(
+        "| store on {}: {APPEND_WRITERS} writers appending one event a call | events appended | {rate:.0} events/s |",
+        backend.name()
+    );
+}
+
+/// Following a run on another instance of the same PostgreSQL database
+/// beside following it on the instance that runs it.
+async fn cross_instance(url: &str, repo: &std::path::Path) {
+    let label = format!(
+        "server on PostgreSQL: one run streaming a chunk every {} ms, followed by {} clients",
+        FOLLOW_CHUNK.as_millis(),
+        CLIENTS / 2
+    );
+    let runner_store = PostgresStore::connect(url).await.unwrap();
+    let other_store = PostgresStore::connect(url).await.unwrap();
+    let (_, token) = agentloop_server::users::create_user(&runner_store, "follower")
+        .await
+        .unwrap();
+    let model = |chunks| {
+        let (release, released) = watch::channel(false);
+        std::mem::forget(release);
+        HeldModel {
+            interval: FOLLOW_CHUNK,
+            release: released,
+            streaming: Arc::new(AtomicUsize::new(0)),
+            chunks,
+        }
+    };
+    let runner = Instance::start(Arc::new(runner_store), model(Some(FOLLOW_CHUNKS))).await;
+    let other = Instance::start(Arc::new(other_store), model(None)).await;
+    let client = Client {
+        token,
+        http: reqwest::Client::new(),
+    };
+    let project = client.project(&runner.base, repo).await;
+    let task = client.task(&runner.base, &project).await;
+    let run_id = client.start_run(&runner.base, &task).await;
+    let on_runner: Vec<_> = (0..CLIENTS / 2)
+        .map(|_| client.follow(&runner.base, &run_id))
+        .collect();
+    let on_other: Vec<_> = (0..CLIENTS / 2)
+        .map(|_| client.follow(&other.base, &run_id))
+        .collect();
+    let sent = broadcast_times(&runner.state, &run_id, None).await;
+    let mut same = Vec::new();
+    for follower in on_runner {
+        same.push(follower.await.unwrap());
+    }
+    let mut cross = Vec::new();
+    for follower in on_other {
+        cross.push(follower.await.unwrap());
+    }
+    let (same, cross) = (latencies(&sent, same), latencies(&sent, cross));
+    for (what, lat) in [
+        ("on the running instance", &same),
+        ("on another instance", &cross),
+    ] {
+        println!(
+            "| {label} | latency {what}, p50 | {:.2} ms |",
+            percentile(lat, 0.5)
+        );
+        println!(
+            "| {label} | latency {what}, p99 | {:.2} ms |",
+            percentile(lat, 0.99)
+        );
     }
     println!(
-        "| {label} | latency p50 | {:.2} ms |",
-        percentile(&latencies, 0.5)
+        "| {label} | added by following from another instance, p50 | {:.2} ms |",
+        percentile(&cross, 0.5) - percentile(&same, 0.5)
     );
-    println!(
-        "| {label} | latency p99 | {:.2} ms |",
-        percentile(&latencies, 0.99)
-    );
-    println!("| {label} | events delivered | {} |", latencies.len());
+    runner.stop().await;
+    other.stop().await;
+}
+
+/// A fresh database on the server of `admin_url`, dropped by [`drop_database`].
+async fn create_database(admin_url: &str) -> (String, String) {
+    use sqlx::Connection;
+    let name = format!("agentloop_bench_{}", std::process::id());
+    let mut admin = sqlx::PgConnection::connect(admin_url).await.unwrap();
+    sqlx::raw_sql(&format!("CREATE DATABASE \"{name}\""))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let (base, query) = match admin_url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (admin_url, String::new()),
+    };
+    let authority_end = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[authority_end..].find('/') {
+        Some(slash) => &base[..authority_end + slash],
+        None => base,
+    };
+    (name.clone(), format!("{base}/{name}{query}"))
+}
+
+async fn drop_database(admin_url: &str, name: &str) {
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(admin_url).await.unwrap();
+    sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+}
+
+fn run_count() -> usize {
+    std::env::args()
+        .nth(1)
+        .or_else(|| std::env::var("AGENTLOOP_BENCH_RUNS").ok())
+        .map(|n| n.parse().expect("the run count is a number"))
+        .unwrap_or(1_000)
 }
 
 fn main() {
+    let runs = run_count();
+    let chunk = Duration::from_millis(
+        std::env::var("AGENTLOOP_BENCH_CHUNK_MS")
+            .ok()
+            .map_or(1_000, |ms| ms.parse().expect("a chunk interval in ms")),
+    );
+    let admin_url = std::env::var("AGENTLOOP_TEST_POSTGRES_URL").ok();
+    // Each backend is measured in a process of its own: memory one
+    // backend's phase freed stays in the process and would hide the
+    // next one's growth.
+    let Some(backend) = std::env::var("AGENTLOOP_BENCH_BACKEND").ok() else {
+        let mut backends = vec!["sqlite"];
+        match &admin_url {
+            Some(_) => backends.push("postgres"),
+            None => println!(
+                "| server on PostgreSQL | skipped | AGENTLOOP_TEST_POSTGRES_URL is not set |"
+            ),
+        }
+        for backend in backends {
+            let status = std::process::Command::new(std::env::current_exe().unwrap())
+                .arg(runs.to_string())
+                .env("AGENTLOOP_BENCH_BACKEND", backend)
+                .status()
+                .unwrap();
+            assert!(status.success(), "the {backend} benchmark failed");
+        }
+        return;
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    let repo = tempfile::tempdir().unwrap();
+    agentloop_providers::ensure_crypto_provider();
     runtime.block_on(async {
-        concurrent_runs(repo.path()).await;
-        sse_fan_out(repo.path()).await;
+        let dir = tempfile::tempdir().unwrap();
+        if backend == "sqlite" {
+            let sqlite = SqliteStore::open(dir.path().join("bench.db"))
+                .await
+                .unwrap();
+            let repo = dir.path().join("sqlite-repo");
+            many_runs(&Backend::Sqlite(sqlite.clone()), runs, chunk, &repo).await;
+            append_capacity(&Backend::Sqlite(sqlite)).await;
+            return;
+        }
+        let admin_url = admin_url.expect("AGENTLOOP_TEST_POSTGRES_URL");
+        let (name, url) = create_database(&admin_url).await;
+        let postgres = PostgresStore::connect(&url).await.unwrap();
+        let repo = dir.path().join("postgres-repo");
+        many_runs(&Backend::Postgres(postgres.clone()), runs, chunk, &repo).await;
+        append_capacity(&Backend::Postgres(postgres.clone())).await;
+        postgres.close().await;
+        cross_instance(&url, &dir.path().join("follow-repo")).await;
+        drop_database(&admin_url, &name).await;
     });
 }

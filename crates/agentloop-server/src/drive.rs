@@ -131,7 +131,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                     stop,
                     sink: Arc::new(StoreSink {
                         lease: lease.clone(),
-                        events: local.events.clone(),
+                        local: local.clone(),
                         metrics: RunMetrics::new(
                             state.metrics.clone(),
                             state.config.api.as_str(),
@@ -383,7 +383,7 @@ async fn log_answered(state: &AppState, run_id: &str, chat_id: &str) -> StorageR
             .append_events(run_id, std::slice::from_ref(&event))
             .await?;
         if let Some(local) = state.local_run(run_id) {
-            let _ = local.events.send(event);
+            local.send(event);
         }
     }
     Ok(result)

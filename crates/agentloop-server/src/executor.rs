@@ -103,14 +103,16 @@ impl AgentExecutor for RuntimeExecutor {
             .with_tools(job.tools)
             .with_lease(job.owner, job.lease_ms)
             .with_cancel(job.cancel);
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LoopEvent>();
+        // Boxed: the channel allocates slots 32 at a time, and an event
+        // inline is hundreds of bytes, per run.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Box<LoopEvent>>();
         let chat_id = job.chat_id;
         let job_decisions = job.decisions;
         // The run goes on in its own task, so storing an event here never
         // waits on a transaction the run holds open.
         let run = tokio::spawn(async move {
             let mut observer = move |event: &LoopEvent| {
-                let _ = tx.send(event.clone());
+                let _ = tx.send(Box::new(event.clone()));
             };
             let pending = runtime.pending(&chat_id).await?;
             if pending.is_empty() {
@@ -144,7 +146,7 @@ impl AgentExecutor for RuntimeExecutor {
                     Some(mut event) => {
                         event.seq = seq;
                         seq += 1;
-                        if job.sink.event(event).await.is_err() {
+                        if job.sink.event(*event).await.is_err() {
                             abort.abort();
                             return Outcome::Stopped;
                         }

@@ -41,6 +41,7 @@ pub mod drive;
 pub mod error;
 pub mod executor;
 pub mod folders;
+pub mod follow;
 pub mod ids;
 pub mod listener;
 pub mod metrics;

@@ -48,6 +48,7 @@ impl Server {
     ) -> Result<(), ServerError> {
         let state = self.state;
         let claimer = tokio::spawn(crate::recovery::claim_loop(state.clone()));
+        tokio::spawn(crate::follow::watch_appends(state.clone()));
         let stop = state.shutdown.clone();
         tokio::spawn(async move {
             shutdown.await;

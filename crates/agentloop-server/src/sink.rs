@@ -8,10 +8,10 @@ use agentloop_storage::Store;
 use agentloop_storage::model::now_millis;
 use agentloop_types::{EventKind, LoopEvent};
 use async_trait::async_trait;
-use tokio::sync::broadcast;
 
 use crate::executor::{RunSink, SinkError};
 use crate::metrics::RunMetrics;
+use crate::state::LocalRun;
 
 /// The lease an agent run is executed under.
 #[derive(Clone)]
@@ -48,8 +48,8 @@ impl Lease {
 pub struct StoreSink {
     /// The agent run's lease.
     pub lease: Lease,
-    /// Live followers.
-    pub events: broadcast::Sender<LoopEvent>,
+    /// The run executing here, whose live followers get the events.
+    pub local: Arc<LocalRun>,
     /// The run's metrics.
     pub metrics: RunMetrics,
 }
@@ -71,7 +71,7 @@ impl RunSink for StoreSink {
             .await
             .map_err(|e| SinkError::Storage(e.to_string()))?;
         self.metrics.event(&event);
-        let _ = self.events.send(event);
+        self.local.send(event);
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! Shared state of one server instance.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agentloop_storage::Store;
 use agentloop_storage::model::{AgentRun, AgentRunStatus};
@@ -11,6 +11,7 @@ use tokio::sync::broadcast;
 
 use crate::config::ServerConfig;
 use crate::executor::AgentExecutor;
+use crate::follow::AppendWakers;
 use crate::metrics::Metrics;
 
 /// Capacity of the owner notification channel.
@@ -29,8 +30,37 @@ pub struct Notice {
 pub struct LocalRun {
     /// Cancels the run (a person asked, or it was force-completed).
     pub cancel: CancellationToken,
-    /// Live events, for SSE followers.
-    pub events: broadcast::Sender<LoopEvent>,
+    /// Live events, for SSE followers. Made when the first follower comes:
+    /// a channel holds its whole capacity from the start, and most runs
+    /// are never followed live.
+    events: OnceLock<broadcast::Sender<LoopEvent>>,
+    capacity: usize,
+}
+
+impl LocalRun {
+    fn new(capacity: usize) -> Self {
+        Self {
+            cancel: CancellationToken::new(),
+            events: OnceLock::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Receives the live events sent from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<LoopEvent> {
+        self.events
+            .get_or_init(|| broadcast::channel(self.capacity).0)
+            .subscribe()
+    }
+
+    /// Sends a stored event to the live followers, if any.
+    pub fn send(&self, event: LoopEvent) {
+        if let Some(events) = self.events.get() {
+            if events.receiver_count() > 0 {
+                let _ = events.send(event);
+            }
+        }
+    }
 }
 
 /// State shared by handlers and background tasks.
@@ -50,6 +80,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// The instance's metrics.
     pub metrics: Arc<Metrics>,
+    /// Wakes followers of runs executing elsewhere when their logs grow.
+    pub appends: Arc<AppendWakers>,
 }
 
 impl AppState {
@@ -67,6 +99,7 @@ impl AppState {
             notices: broadcast::channel(NOTICE_CHANNEL).0,
             shutdown: CancellationToken::new(),
             metrics: Arc::new(Metrics::default()),
+            appends: Arc::new(AppendWakers::default()),
         }
     }
 
@@ -76,10 +109,7 @@ impl AppState {
         if local.contains_key(run_id) {
             return None;
         }
-        let run = Arc::new(LocalRun {
-            cancel: CancellationToken::new(),
-            events: broadcast::channel(self.config.live_capacity.max(1)).0,
-        });
+        let run = Arc::new(LocalRun::new(self.config.live_capacity));
         local.insert(run_id.to_owned(), run.clone());
         Some(run)
     }

@@ -97,3 +97,66 @@ async fn a_cancel_on_one_instance_stops_the_run_on_another() {
     store.close().await;
     drop(database);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_on_another_instance_is_woken_by_announced_appends() {
+    let Some(database) =
+        common::postgres("a_follower_on_another_instance_is_woken_by_announced_appends").await
+    else {
+        return;
+    };
+    // Two stores, as two processes would have: they share only the database.
+    let runner_store = Arc::new(PostgresStore::connect(&database.url).await.unwrap());
+    let other_store = Arc::new(PostgresStore::connect(&database.url).await.unwrap());
+    let provider =
+        GatedProvider::new([ScriptedTurn::new().text_chunks(&["one ", "two ", "three"])]);
+    let runner = common::start(runner_store.clone(), provider.clone()).await;
+    let other = common::start_as(
+        other_store.clone(),
+        common::config(ScriptedProvider::new([])),
+        runner.token.clone(),
+    )
+    .await;
+    let (_, task_id) = runner.project_and_task().await;
+    let run_id = start_run(&runner, &task_id, "planification").await;
+    let listening = std::time::Instant::now();
+    while !other.state.appends.listening() {
+        assert!(
+            listening.elapsed() < Duration::from_secs(10),
+            "the other instance never listened for appends"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut on_other = follow_until(&other, &run_id, "first_chunk").await;
+    assert!(
+        other.state.local_run(&run_id).is_none(),
+        "the run executes elsewhere"
+    );
+    let woken_before = other.state.appends.wakes();
+    provider.open();
+    on_other.read_to_end(Duration::from_secs(10)).await;
+    let finished = on_other.finished();
+    assert_eq!(finished.len(), 1, "one terminal event");
+    assert_eq!(finished[0]["result"]["status"], "complete");
+    let logged = other
+        .store
+        .list_events(&run_id, None, 10_000)
+        .await
+        .unwrap();
+    for kind in ["streaming_chunk", "message_created", "finished"] {
+        assert_eq!(
+            on_other.count(kind),
+            logged.iter().filter(|e| e.kind.name() == kind).count(),
+            "every {kind} event reaches the follower once"
+        );
+    }
+    assert!(
+        other.state.appends.wakes() > woken_before,
+        "the follower was woken by announcements, not only by polling"
+    );
+    other.stop().await;
+    runner.stop().await;
+    runner_store.close().await;
+    other_store.close().await;
+    drop(database);
+}

@@ -39,6 +39,7 @@ pub mod codec;
 pub mod error;
 pub mod export;
 pub mod files;
+mod group_commit;
 pub mod memory;
 mod message_cache;
 pub mod model;
@@ -58,8 +59,8 @@ pub use open::open_store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use store::{
-    AttachmentStore, ChatStore, FileStore, ProjectStore, RunStore, Store, TaskStore, UserStore,
-    folders_overlap,
+    AppendWatch, AttachmentStore, ChatStore, FileStore, ProjectStore, RunStore, Store, TaskStore,
+    UserStore, folders_overlap,
 };
 
 use agentloop_types::{AttachmentError, AttachmentLoader, LoadedAttachment};

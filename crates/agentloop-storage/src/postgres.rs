@@ -15,6 +15,8 @@ pub struct PostgresStore {
     pool: sqlx::Pool<Db>,
     /// Decoded copies of recently read chats.
     message_cache: std::sync::Arc<crate::message_cache::MessageCache>,
+    /// Batches concurrent event-log appends into shared transactions.
+    writer: crate::group_commit::GroupCommit,
 }
 
 impl PostgresStore {
@@ -44,6 +46,7 @@ impl PostgresStore {
         Ok(Self {
             pool,
             message_cache: Default::default(),
+            writer: Default::default(),
         })
     }
 
@@ -56,6 +59,37 @@ impl PostgresStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// The channel on which committed appends name their run (`NOTIFY`), so
+/// followers on every instance read a log when it grows instead of polling.
+pub const EVENTS_CHANNEL: &str = "agentloop_run_events";
+
+/// Announces the runs whose logs `tx` appends to; PostgreSQL delivers the
+/// notifications when (and only if) `tx` commits.
+async fn announce_appends(
+    tx: &mut sqlx::Transaction<'_, Db>,
+    runs: &[&str],
+) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_notify($1, run_id) FROM unnest($2::text[]) AS run_id")
+        .bind(EVENTS_CHANNEL)
+        .bind(runs)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Listens on [`EVENTS_CHANNEL`] with a connection of its own.
+async fn watch_appends(pool: &sqlx::PgPool) -> StorageResult<Option<crate::store::AppendWatch>> {
+    use futures::StreamExt;
+    let mut listener = sqlx::postgres::PgListener::connect_with(pool)
+        .await
+        .map_err(db_err)?;
+    listener.listen(EVENTS_CHANNEL).await.map_err(db_err)?;
+    let runs = listener
+        .into_stream()
+        .map(|notification| notification.map(|n| n.payload().to_owned()).map_err(db_err));
+    Ok(Some(runs.boxed()))
 }
 
 include!("sql/records.rs");

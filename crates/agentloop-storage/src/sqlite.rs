@@ -20,6 +20,8 @@ pub struct SqliteStore {
     pool: sqlx::Pool<Db>,
     /// Decoded copies of recently read chats.
     message_cache: std::sync::Arc<crate::message_cache::MessageCache>,
+    /// Batches concurrent event-log appends into shared transactions.
+    writer: crate::group_commit::GroupCommit,
 }
 
 impl SqliteStore {
@@ -94,6 +96,7 @@ impl SqliteStore {
         Ok(Self {
             pool,
             message_cache: Default::default(),
+            writer: Default::default(),
         })
     }
 
@@ -106,6 +109,22 @@ impl SqliteStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// SQLite cannot tell other processes about an append: their followers
+/// poll.
+async fn announce_appends(
+    _tx: &mut sqlx::Transaction<'_, Db>,
+    _runs: &[&str],
+) -> Result<(), sqlx::Error> {
+    Ok(())
+}
+
+/// See [`announce_appends`].
+async fn watch_appends(
+    _pool: &sqlx::SqlitePool,
+) -> StorageResult<Option<crate::store::AppendWatch>> {
+    Ok(None)
 }
 
 include!("sql/records.rs");

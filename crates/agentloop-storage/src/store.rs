@@ -133,6 +133,11 @@ pub trait FileStore: Send + Sync {
     async fn rename_file_tree(&self, project_id: &str, from: &str, to: &str) -> StorageResult<()>;
 }
 
+/// Ids of runs whose event logs grew, each announced after its append
+/// committed, from every process sharing the database. Announcements may
+/// be lost (a reconnect), so a reader still reads the log now and then.
+pub type AppendWatch = futures::stream::BoxStream<'static, StorageResult<String>>;
+
 /// Loop runs with their lease, and each run's append-only event log.
 #[async_trait]
 pub trait RunStore: Send + Sync {
@@ -185,6 +190,12 @@ pub trait RunStore: Send + Sync {
         after: Option<u64>,
         limit: u32,
     ) -> StorageResult<Vec<LoopEvent>>;
+    /// Announcements of committed appends ([`AppendWatch`]), or `None`
+    /// when the backend cannot make them and readers of a log another
+    /// process writes must poll.
+    async fn watch_appends(&self) -> StorageResult<Option<AppendWatch>> {
+        Ok(None)
+    }
 }
 
 /// Tasks, agent runs and conversations (seed 004).

@@ -149,3 +149,50 @@ async fn a_database_from_before_users_gains_them_on_connect() {
     conformance::check_users_moved_from_files(&reopened).await;
     reopened.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_are_announced_to_other_stores_on_the_database() {
+    use agentloop_storage::RunStore;
+    use futures::StreamExt;
+    let Some(database) = open_database().await else {
+        eprintln!("skipped: {URL_VAR} is not set");
+        return;
+    };
+    let writer = &database.store;
+    let url = database_url(&database.admin_url, &database.name);
+    let reader = PostgresStore::connect(&url).await.unwrap();
+    let mut announced = reader.watch_appends().await.unwrap().unwrap();
+    conformance::project_with_chat(writer).await;
+    for run in ["a", "b"] {
+        writer
+            .create_run(&conformance::run_record(run, Some("c")))
+            .await
+            .unwrap();
+    }
+    writer
+        .append_events("a", &[conformance::event(0)])
+        .await
+        .unwrap();
+    // A refused append announces nothing: its transaction never commits.
+    assert!(
+        writer
+            .append_events("a", &[conformance::event(0)])
+            .await
+            .is_err()
+    );
+    writer
+        .append_events("b", &[conformance::event(0), conformance::event(1)])
+        .await
+        .unwrap();
+    let mut runs = Vec::new();
+    while runs.len() < 2 {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), announced.next())
+            .await
+            .expect("an announcement within 10 s");
+        runs.push(next.unwrap().unwrap());
+    }
+    assert_eq!(runs, ["a", "b"]);
+    // The listener holds a connection of the reader's pool until dropped.
+    drop(announced);
+    reader.close().await;
+}

@@ -6,7 +6,7 @@ mod conformance;
 
 use std::sync::Arc;
 
-use agentloop_storage::{ChatStore, ProjectStore, SqliteStore, StorageError, UserStore};
+use agentloop_storage::{ChatStore, ProjectStore, RunStore, SqliteStore, StorageError, UserStore};
 use conformance::Fixture;
 
 async fn open() -> Option<Fixture> {
@@ -119,4 +119,32 @@ async fn a_database_from_before_users_gains_them_on_open() {
         store.add_token(&conformance::token("aa11", "u")).await,
         Err(StorageError::AlreadyExists { .. })
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn appends_waiting_on_a_failed_batch_each_get_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        SqliteStore::open(dir.path().join("db.sqlite"))
+            .await
+            .unwrap(),
+    );
+    conformance::project_with_chat(&*store).await;
+    for run in 0..20 {
+        store
+            .create_run(&conformance::run_record(&format!("r{run}"), Some("c")))
+            .await
+            .unwrap();
+    }
+    store.close().await;
+    let appends = (0..20).map(|run| {
+        let store = store.clone();
+        async move {
+            store
+                .append_events(&format!("r{run}"), &[conformance::event(0)])
+                .await
+        }
+    });
+    let results = futures::future::join_all(appends).await;
+    assert!(results.iter().all(Result::is_err), "{results:?}");
 }

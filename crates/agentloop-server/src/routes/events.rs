@@ -3,8 +3,9 @@
 //! no gap and no duplicate: the live channel is subscribed before the store
 //! is read (events are stored before they are broadcast), seqs already sent
 //! are skipped, and a lagging channel or a seq gap is filled from the
-//! store. Runs executing on another instance are followed by polling the
-//! store. The stream ends after the terminal event, or once the run is no
+//! store. Runs executing on another instance are followed through the
+//! store: woken by its announcements of appends where it makes them
+//! (PostgreSQL, see [`crate::follow`]), by polling otherwise. The stream ends after the terminal event, or once the run is no
 //! longer running (ended, or waiting for a person) and its log is drained.
 //! A run that waits logs a `finished` event with status `suspended`; when
 //! it resumes, its log continues after it (seqs go on), so a client that
@@ -26,10 +27,15 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use super::AuthUser;
 use super::agent_runs::owned_run;
 use crate::error::ApiError;
+use crate::follow::AppendWaiter;
 use crate::state::AppState;
 
 /// How often a follower without a live channel reads the store.
 const POLL: Duration = Duration::from_millis(250);
+/// How often it reads the store anyway while appends are announced (an
+/// announcement can be lost to a reconnect, and a run whose instance died
+/// ends without one).
+const ANNOUNCED_POLL: Duration = Duration::from_secs(2);
 /// Events read from the store at once.
 const PAGE: u32 = 500;
 
@@ -38,6 +44,7 @@ struct Follow {
     run_id: String,
     after: Option<u64>,
     live: Option<broadcast::Receiver<LoopEvent>>,
+    appended: AppendWaiter,
     buffer: VecDeque<LoopEvent>,
     /// The store may hold events the live channel did not deliver (at
     /// start, after a lag, a gap, a timeout, or without a live channel).
@@ -123,7 +130,7 @@ impl Follow {
                 self.live = self
                     .state
                     .local_run(&self.run_id)
-                    .map(|run| run.events.subscribe());
+                    .map(|run| run.subscribe());
             }
             if self.stale {
                 match self.read_store().await {
@@ -140,7 +147,11 @@ impl Follow {
             }
             self.stale = true;
             let Some(live) = self.live.as_mut() else {
-                tokio::time::sleep(POLL).await;
+                if self.state.appends.listening() {
+                    self.appended.wait(ANNOUNCED_POLL).await;
+                } else {
+                    tokio::time::sleep(POLL).await;
+                }
                 continue;
             };
             match tokio::time::timeout(POLL * 4, live.recv()).await {
@@ -187,6 +198,7 @@ pub(super) async fn stream(
     };
     let follow = Follow {
         _client: SseClient::open(state.metrics.clone()),
+        appended: state.appends.waiter(&run.id),
         state,
         run_id: run.id,
         after,

@@ -16,6 +16,7 @@ pub struct TestServer {
     pub client: reqwest::Client,
     pub store: Arc<dyn Store>,
     pub repo: tempfile::TempDir,
+    pub state: agentloop_server::AppState,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     handle: Option<tokio::task::JoinHandle<()>>,
 }
@@ -55,6 +56,7 @@ pub async fn start_as(store: Arc<dyn Store>, config: ServerConfig, token: String
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = Server::new(store.clone(), config);
+    let state = server.state.clone();
     let handle = tokio::spawn(async move {
         server
             .serve(listener, async move {
@@ -70,6 +72,7 @@ pub async fn start_as(store: Arc<dyn Store>, config: ServerConfig, token: String
         client: reqwest::Client::new(),
         store,
         repo: tempfile::tempdir().unwrap(),
+        state,
         stop: Some(stop),
         handle: Some(handle),
     }

@@ -6,6 +6,7 @@ mod sql_runs {
     use super::{SqlStore, rows};
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
+    use crate::group_commit::{Append, CommitAppends, EventRow};
     use crate::model::{
         AgentRun, AgentRunDecision, AgentRunStatus, Conversation, EndReason, RunRecord, RunStatus, Task,
     };
@@ -176,18 +177,28 @@ mod sql_runs {
         }
 
         async fn append_events(&self, run_id: &str, events: &[LoopEvent]) -> StorageResult<()> {
-            self.get_run(run_id).await?;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
-            for event in events {
-                sqlx::query("INSERT INTO run_events (run_id, seq, body) VALUES ($1, $2, $3)")
-                    .bind(run_id)
-                    .bind(to_i64(event.seq)?)
-                    .bind(json_text(event)?)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| insert_err(e, "event", &event.seq.to_string()))?;
+            if events.is_empty() {
+                self.get_run(run_id).await?;
+                return Ok(());
             }
-            tx.commit().await.map_err(db_err)
+            let rows = events
+                .iter()
+                .map(|event| {
+                    Ok(EventRow {
+                        seq: to_i64(event.seq)?,
+                        body: json_text(event)?,
+                    })
+                })
+                .collect::<StorageResult<Vec<_>>>()?;
+            let append = Append {
+                run_id: run_id.to_owned(),
+                rows,
+            };
+            self.writer.append(self, append).await
+        }
+
+        async fn watch_appends(&self) -> StorageResult<Option<crate::store::AppendWatch>> {
+            super::watch_appends(&self.pool).await
         }
 
         async fn list_events(
@@ -213,6 +224,66 @@ mod sql_runs {
                     from_json_text(&body)
                 })
                 .collect()
+        }
+    }
+
+    /// Rows per `INSERT` statement of a batch (three parameters each,
+    /// under SQLite's oldest limit of 999).
+    const ROWS_PER_INSERT: usize = 300;
+
+    /// Inserts `appends`' events in `tx`, in order, many rows a statement.
+    async fn insert_events(
+        tx: &mut sqlx::Transaction<'_, super::Db>,
+        appends: &[Append],
+    ) -> Result<(), sqlx::Error> {
+        let rows: Vec<(&str, &EventRow)> = appends
+            .iter()
+            .flat_map(|a| a.rows.iter().map(move |row| (a.run_id.as_str(), row)))
+            .collect();
+        for chunk in rows.chunks(ROWS_PER_INSERT) {
+            let mut insert =
+                sqlx::QueryBuilder::<super::Db>::new("INSERT INTO run_events (run_id, seq, body) ");
+            insert.push_values(chunk, |mut values, (run_id, row)| {
+                values
+                    .push_bind(*run_id)
+                    .push_bind(row.seq)
+                    .push_bind(row.body.as_str());
+            });
+            insert.build().execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
+    #[async_trait]
+    impl CommitAppends for SqlStore {
+        async fn commit_batch(&self, batch: &[Append]) -> StorageResult<()> {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            insert_events(&mut tx, batch).await.map_err(db_err)?;
+            let mut runs: Vec<&str> = batch.iter().map(|a| a.run_id.as_str()).collect();
+            runs.sort_unstable();
+            runs.dedup();
+            super::announce_appends(&mut tx, &runs)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)
+        }
+
+        async fn commit_one(&self, append: &Append) -> StorageResult<()> {
+            self.get_run(&append.run_id).await?;
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            for row in &append.rows {
+                sqlx::query("INSERT INTO run_events (run_id, seq, body) VALUES ($1, $2, $3)")
+                    .bind(&append.run_id)
+                    .bind(row.seq)
+                    .bind(&row.body)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| insert_err(e, "event", &row.seq.to_string()))?;
+            }
+            super::announce_appends(&mut tx, &[append.run_id.as_str()])
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)
         }
     }
 

@@ -145,3 +145,66 @@ pub async fn concurrent_totals_and_leases(store: Arc<dyn Store>) {
     }
     assert_eq!(winners, 1);
 }
+
+const LOGS: usize = 40;
+const EVENTS_PER_LOG: u64 = 25;
+
+/// Many runs append to their logs at once, one event a call (as a server
+/// streams them), while one writer repeats a seq: every other append lands,
+/// in order per run, and only the repeated one fails.
+pub async fn concurrent_event_appends_land_in_order(store: Arc<dyn Store>) {
+    project_with_chat(&*store).await;
+    for log in 0..LOGS {
+        store
+            .create_run(&run_record(&format!("log{log}"), Some("c")))
+            .await
+            .unwrap();
+    }
+    store
+        .create_run(&run_record("dup", Some("c")))
+        .await
+        .unwrap();
+    store.append_events("dup", &[event(0)]).await.unwrap();
+    let mut writers = Vec::new();
+    for log in 0..LOGS {
+        let store = store.clone();
+        writers.push(tokio::spawn(async move {
+            let run = format!("log{log}");
+            for seq in 0..EVENTS_PER_LOG {
+                store.append_events(&run, &[event(seq)]).await.unwrap();
+            }
+        }));
+    }
+    let repeater = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut refused = 0;
+            for seq in 0..EVENTS_PER_LOG {
+                let repeated = [event(1_000 + seq), event(0)];
+                if let Err(e) = store.append_events("dup", &repeated).await {
+                    assert!(matches!(e, StorageError::AlreadyExists { .. }), "{e}");
+                    refused += 1;
+                }
+            }
+            refused
+        })
+    };
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    assert_eq!(repeater.await.unwrap(), EVENTS_PER_LOG);
+    assert_eq!(
+        store.list_events("dup", None, 1_000).await.unwrap(),
+        [event(0)]
+    );
+    for log in 0..LOGS {
+        let seqs: Vec<u64> = store
+            .list_events(&format!("log{log}"), None, 1_000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, (0..EVENTS_PER_LOG).collect::<Vec<_>>(), "log{log}");
+    }
+}

@@ -48,7 +48,7 @@ macro_rules! conformance_suite {
             checkpoints_roll_back, cascade_delete_chat, cascade_delete_project,
             attachments_and_loader, files_as_vfs, runs_leases_and_events,
             tasks_agent_runs_conversations, waiting_agent_runs_and_decisions,
-            concurrent_appends_lose_nothing,
+            concurrent_appends_lose_nothing, concurrent_event_appends_land_in_order,
             concurrent_active_agent_runs,
             concurrent_totals_and_leases, large_messages, non_ascii_text,
             export_import_round_trip, users_create_list_get, user_tokens,
