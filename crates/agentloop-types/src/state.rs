@@ -40,7 +40,7 @@ pub struct RunState {
     pub schema_version: u32,
     /// Run id; message ids are derived from it.
     pub run_id: String,
-    /// The whole history (shared: cloning the state does not copy it).
+    /// The whole history.
     pub messages: History,
     /// Sum of all model turns.
     pub totals: TokenTotals,
