@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 
 use agentloop_types::{
-    ContentBlock, FINAL_OUTPUT_TOOL, ModelRequest, ProviderError, Role, ToolDefinition,
+    ContentBlock, FINAL_OUTPUT_TOOL, LoopOptions, ModelRequest, ProviderError, Role, ToolDefinition,
 };
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -32,6 +32,21 @@ pub(crate) fn system_text(request: &ModelRequest) -> Option<String> {
         }
     }
     (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// Refuses a prefill: only the Anthropic Messages API continues a
+/// started answer.
+pub(crate) fn refuse_prefill(options: &LoopOptions) -> Result<(), ProviderError> {
+    if options
+        .prefill_response
+        .as_deref()
+        .is_some_and(|p| !p.is_empty())
+    {
+        return Err(error::unsupported(
+            "prefill_response is supported only by the Anthropic Messages API",
+        ));
+    }
+    Ok(())
 }
 
 /// The tools to offer: all of them, or those named in `enabled_tools`

@@ -8,10 +8,9 @@ use serde_json::{Value, json};
 
 use super::{LOCAL_ID_PREFIX, PART, SIGNATURE};
 use crate::attachments::{Attachments, Resolved};
-use crate::error;
 use crate::request_common::{
-    ParametersSchema, input_object, offered_tools, system_text, temperature_number, write_body,
-    write_json,
+    ParametersSchema, input_object, offered_tools, refuse_prefill, system_text, temperature_number,
+    write_body, write_json,
 };
 use crate::wire_cache::{Segments, WireCache};
 
@@ -40,15 +39,7 @@ pub(crate) fn build(
     cache: &WireCache,
 ) -> Result<Vec<u8>, ProviderError> {
     let options = &request.options;
-    if options
-        .prefill_response
-        .as_deref()
-        .is_some_and(|p| !p.is_empty())
-    {
-        return Err(error::unsupported(
-            "prefill_response is supported only by the Anthropic Messages API",
-        ));
-    }
+    refuse_prefill(options)?;
     let mut tools = Vec::new();
     let declarations: Vec<Declaration<'_>> = offered_tools(request)
         .into_iter()

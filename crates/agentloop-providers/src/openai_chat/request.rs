@@ -13,8 +13,8 @@ use crate::attachments::{Attachments, Resolved};
 use crate::config::ProviderConfig;
 use crate::error;
 use crate::request_common::{
-    ArgumentsText, ParametersSchema, offered_tools, system_text, temperature_number, write_body,
-    write_json,
+    ArgumentsText, ParametersSchema, offered_tools, refuse_prefill, system_text,
+    temperature_number, write_body, write_json,
 };
 use crate::wire_cache::WireCache;
 
@@ -35,15 +35,7 @@ pub(crate) fn build(
     cache: &WireCache,
 ) -> Result<Vec<u8>, ProviderError> {
     let options = &request.options;
-    if options
-        .prefill_response
-        .as_deref()
-        .is_some_and(|p| !p.is_empty())
-    {
-        return Err(error::unsupported(
-            "prefill_response is supported only by the Anthropic Messages API",
-        ));
-    }
+    refuse_prefill(options)?;
     if options.web_search_enabled {
         return Err(error::unsupported(
             "web search is not available through Chat Completions; use the Responses or Anthropic API",

@@ -11,8 +11,8 @@ use crate::config::ProviderConfig;
 use crate::error;
 use crate::openai_chat::request::effort_name;
 use crate::request_common::{
-    ParametersSchema, input_object, offered_tools, system_text, temperature_number, write_body,
-    write_json,
+    ParametersSchema, input_object, offered_tools, refuse_prefill, system_text, temperature_number,
+    write_body, write_json,
 };
 use crate::wire_cache::WireCache;
 
@@ -38,15 +38,7 @@ pub(crate) fn build(
     cache: &WireCache,
 ) -> Result<Vec<u8>, ProviderError> {
     let options = &request.options;
-    if options
-        .prefill_response
-        .as_deref()
-        .is_some_and(|p| !p.is_empty())
-    {
-        return Err(error::unsupported(
-            "prefill_response is supported only by the Anthropic Messages API",
-        ));
-    }
+    refuse_prefill(options)?;
     if !options.stop_sequences.is_empty() {
         return Err(error::unsupported(
             "the Responses API has no stop sequences",
