@@ -275,6 +275,20 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
     let provider = provider(&base)?;
     let client = reqwest::Client::new();
 
+    // `floor_bench profile loop|floor` runs only one side, many times, for
+    // a profiler.
+    if std::env::args().nth(1).as_deref() == Some("profile") {
+        let floor = std::env::args().nth(2).as_deref() == Some("floor");
+        for _ in 0..50 {
+            if floor {
+                floor_run(&client, &url, &tools, SHORT).await?;
+            } else {
+                loop_run(&provider, SHORT).await?;
+            }
+        }
+        return Ok(());
+    }
+
     // The floor must send what the loop sends: compare one run's bodies.
     *short.bodies.lock().map_err(|_| "poisoned")? = Some(Vec::new());
     loop_run(&provider, SHORT).await?;

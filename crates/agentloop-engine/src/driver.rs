@@ -257,11 +257,11 @@ async fn drive(
         if matches!(output.next, Step::Done) {
             // A suspended run's state is stored like any step's.
             if !machine.pending().is_empty() {
-                emitter.checkpoint(machine.state()).await;
+                emitter.checkpoint(|| machine.state().clone()).await;
             }
             return;
         }
-        emitter.checkpoint(machine.state()).await;
+        emitter.checkpoint(|| machine.state().clone()).await;
         if deps.cancel.is_cancelled() {
             input = cancelled();
             continue;

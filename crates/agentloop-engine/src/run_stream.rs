@@ -60,10 +60,12 @@ impl Emitter {
         let _ = self.tx.send(RunItem::Event(event)).await;
     }
 
-    /// Writes the run's state, when the consumer reads checkpoints.
-    pub(crate) async fn checkpoint(&mut self, state: &RunState) {
+    /// Writes the run's state, when the consumer reads checkpoints. The
+    /// state is only read then: reading it brings it up to date, which a
+    /// run nobody stores need not pay for every step.
+    pub(crate) async fn checkpoint(&mut self, state: impl FnOnce() -> RunState) {
         if self.checkpoints.load(Ordering::Relaxed) {
-            let _ = self.tx.send(RunItem::Checkpoint(state.clone())).await;
+            let _ = self.tx.send(RunItem::Checkpoint(state())).await;
         }
     }
 }

@@ -2,9 +2,12 @@
 //! chunks out. HTTP streaming, non-streaming responses (converted to the
 //! same events) and [`replay_sse`](crate::replay_sse) all go through it.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 
 use agentloop_types::{ApiKind, ModelChunk, ProviderError};
+use serde::de::{Deserialize, Deserializer, Visitor};
 use serde_json::Value;
 
 use crate::pricing::PricingTable;
@@ -90,4 +93,84 @@ pub(crate) fn parse_payload(
             request_id.clone(),
         )
     })
+}
+
+/// An optional string field of a typed wire event.
+pub(crate) type Text<'a> = Option<WireStr<'a>>;
+
+/// A string of a wire event, borrowed from the payload unless it holds
+/// escapes. serde borrows a bare `Cow<str>` field marked `#[serde(borrow)]`
+/// but copies one inside an `Option`; this type borrows wherever it sits.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireStr<'a>(Cow<'a, str>);
+
+impl WireStr<'_> {
+    /// The string, owned.
+    pub fn into_owned(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+impl std::ops::Deref for WireStr<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for WireStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Borrowing;
+
+        impl<'de> Visitor<'de> for Borrowing {
+            type Value = WireStr<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(WireStr(Cow::Borrowed(text)))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(WireStr(Cow::Owned(text.to_owned())))
+            }
+
+            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+                Ok(WireStr(Cow::Owned(text)))
+            }
+        }
+
+        deserializer.deserialize_str(Borrowing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize)]
+    struct Fields<'a> {
+        #[serde(borrow)]
+        plain: Text<'a>,
+        #[serde(borrow)]
+        escaped: Text<'a>,
+        #[serde(borrow)]
+        absent: Text<'a>,
+    }
+
+    #[test]
+    fn wire_strings_borrow_unless_escaped() {
+        let payload = r#"{"plain":"abc","escaped":"a\nb"}"#;
+        let fields: Fields = serde_json::from_str(payload).unwrap();
+        let plain = fields.plain.unwrap();
+        assert!(matches!(plain.0, Cow::Borrowed("abc")));
+        assert_eq!(fields.escaped.map(WireStr::into_owned).as_deref(), Some("a\nb"));
+        assert!(fields.absent.is_none());
+        let wrong = serde_json::from_str::<Fields>(r#"{"plain":1,"escaped":null}"#);
+        assert!(wrong.is_err());
+    }
 }

@@ -53,6 +53,10 @@ mod wire_cache;
 
 pub use cache::{CacheTtl, PromptCache};
 pub use config::{Auth, ProviderConfig};
+/// The borrowed string the typed decoders read; the SSE benchmark's
+/// serde-only reference reads the same.
+#[doc(hidden)]
+pub use decode::WireStr;
 pub use error::is_retryable;
 pub use pricing::{LongContextPrice, ModelLimits, ModelPrice, PricingTable, Rates};
 pub use provider::{HttpProvider, ensure_crypto_provider};

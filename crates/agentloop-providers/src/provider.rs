@@ -222,6 +222,27 @@ pub(crate) fn feed(decoder: &mut dyn Decoder, events: &[SseEvent], out: &mut Vec
     events.iter().any(|event| decoder.event(event, out))
 }
 
+/// Parses `bytes` (or, with `None`, the end of the body) and feeds each
+/// event to the decoder until the turn is over; `true` once it is.
+pub(crate) fn feed_bytes(
+    parser: &mut SseParser,
+    decoder: &mut dyn Decoder,
+    bytes: Option<&[u8]>,
+    out: &mut Vec<Item>,
+) -> bool {
+    let mut over = false;
+    let on_event = |event: &SseEvent| {
+        if !over {
+            over = decoder.event(event, out);
+        }
+    };
+    match bytes {
+        Some(bytes) => parser.push_each(bytes, on_event),
+        None => parser.finish_each(on_event),
+    }
+    over
+}
+
 impl Turn {
     async fn advance(&mut self) {
         let mut out = Vec::new();
@@ -246,17 +267,14 @@ impl Turn {
                     decoder,
                     request_id,
                 } = body.as_mut();
-                let mut events = Vec::new();
                 match response.chunk().await {
                     Ok(Some(bytes)) => {
-                        parser.push(&bytes, &mut events);
-                        if !feed(decoder.as_mut(), &events, &mut out) {
+                        if !feed_bytes(parser, decoder.as_mut(), Some(&bytes), &mut out) {
                             self.phase = Phase::Body(body);
                         }
                     }
                     Ok(None) => {
-                        parser.finish(&mut events);
-                        if !feed(decoder.as_mut(), &events, &mut out) {
+                        if !feed_bytes(parser, decoder.as_mut(), None, &mut out) {
                             decoder.end(&mut out);
                         }
                     }

@@ -7,7 +7,7 @@ use agentloop_types::{
 use crate::decode::{DecodeContext, decoder_for};
 use crate::error;
 use crate::pricing::PricingTable;
-use crate::provider::feed;
+use crate::provider::{feed, feed_bytes};
 use crate::sse::SseParser;
 
 /// What a replayed stream assembled into.
@@ -54,11 +54,10 @@ pub fn replay_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
     };
     let mut decoder = decoder_for(api, context);
     let mut parser = SseParser::new();
-    let mut events = Vec::new();
-    parser.push(body, &mut events);
-    parser.finish(&mut events);
     let mut items = Vec::new();
-    if !feed(decoder.as_mut(), &events, &mut items) {
+    let over = feed_bytes(&mut parser, decoder.as_mut(), Some(body), &mut items)
+        || feed_bytes(&mut parser, decoder.as_mut(), None, &mut items);
+    if !over {
         decoder.end(&mut items);
     }
     assemble(items)

@@ -29,16 +29,35 @@ pub struct SseEvent {
 }
 
 /// Incremental event-stream parser: feed bytes, collect events.
-#[derive(Debug, Default)]
+///
+/// [`push_each`](Self::push_each) hands each event out by reference from
+/// buffers the parser reuses, so a stream costs no allocation per event;
+/// [`push`](Self::push) collects owned copies.
+#[derive(Debug)]
 pub struct SseParser {
     line: Vec<u8>,
     skip_lf: bool,
     seen_first_line: bool,
-    event: String,
-    data: String,
+    /// The event being read; its `data` keeps a line end after each line.
+    pending: SseEvent,
     has_data: bool,
-    id: Option<String>,
-    retry: Option<u64>,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self {
+            line: Vec::new(),
+            skip_lf: false,
+            seen_first_line: false,
+            pending: SseEvent {
+                event: String::new(),
+                data: String::new(),
+                id: None,
+                retry: None,
+            },
+            has_data: false,
+        }
+    }
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -50,7 +69,18 @@ impl SseParser {
     }
 
     /// Feeds the next bytes, appending any completed events to `out`.
-    pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
+        self.push_each(bytes, |event| out.push(event.clone()));
+    }
+
+    /// Ends the stream: dispatches a pending event whose lines were all
+    /// terminated, and drops an unterminated last line.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        self.finish_each(|event| out.push(event.clone()));
+    }
+
+    /// Feeds the next bytes, calling `on_event` with each completed event.
+    pub fn push_each(&mut self, mut bytes: &[u8], mut on_event: impl FnMut(&SseEvent)) {
         if self.skip_lf && !bytes.is_empty() {
             self.skip_lf = false;
             if bytes[0] == b'\n' {
@@ -70,38 +100,33 @@ impl SseParser {
             }
             if self.line.is_empty() {
                 // The whole line is in this chunk: read in place, not copied.
-                self.handle_line(line, out);
+                self.handle_line(line, &mut on_event);
             } else {
                 self.line.extend_from_slice(line);
-                self.end_line(out);
+                // Taken out and put back so the buffer's capacity is reused.
+                let mut raw = std::mem::take(&mut self.line);
+                self.handle_line(&raw, &mut on_event);
+                raw.clear();
+                self.line = raw;
             }
         }
         self.line.extend_from_slice(bytes);
     }
 
-    /// Ends the stream: dispatches a pending event whose lines were all
-    /// terminated, and drops an unterminated last line.
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+    /// [`finish`](Self::finish), calling `on_event` with the last event.
+    pub fn finish_each(&mut self, mut on_event: impl FnMut(&SseEvent)) {
         self.line.clear();
-        self.dispatch(out);
+        self.dispatch(&mut on_event);
     }
 
-    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
-        // Taken out and put back so the buffer's capacity is reused.
-        let mut raw = std::mem::take(&mut self.line);
-        self.handle_line(&raw, out);
-        raw.clear();
-        self.line = raw;
-    }
-
-    fn handle_line(&mut self, raw: &[u8], out: &mut Vec<SseEvent>) {
+    fn handle_line(&mut self, raw: &[u8], on_event: &mut impl FnMut(&SseEvent)) {
         let mut line = raw;
         if !self.seen_first_line {
             self.seen_first_line = true;
             line = line.strip_prefix(BOM).unwrap_or(line);
         }
         if line.is_empty() {
-            self.dispatch(out);
+            self.dispatch(on_event);
             return;
         }
         if line.starts_with(b":") {
@@ -116,44 +141,40 @@ impl SseParser {
             Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
             None => (text.as_ref(), ""),
         };
+        let pending = &mut self.pending;
         match field {
-            "event" => self.event = value.to_owned(),
+            "event" => {
+                pending.event.clear();
+                pending.event.push_str(value);
+            }
             "data" => {
-                // Room for the line end too: one allocation for the usual
-                // single-line payload instead of two.
-                self.data.reserve(value.len() + 1);
-                self.data.push_str(value);
-                self.data.push('\n');
+                pending.data.push_str(value);
+                pending.data.push('\n');
                 self.has_data = true;
             }
-            "id" if !value.contains('\0') => self.id = Some(value.to_owned()),
+            "id" if !value.contains('\0') => pending.id = Some(value.to_owned()),
             "retry" => {
                 if let Ok(ms) = value.parse::<u64>() {
-                    self.retry = Some(ms);
+                    pending.retry = Some(ms);
                 }
             }
             _ => {}
         }
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
-        let event = std::mem::take(&mut self.event);
-        if !self.has_data {
-            return;
+    fn dispatch(&mut self, on_event: &mut impl FnMut(&SseEvent)) {
+        let pending = &mut self.pending;
+        if self.has_data {
+            self.has_data = false;
+            pending.data.pop();
+            if pending.event.is_empty() {
+                pending.event.push_str("message");
+            }
+            on_event(pending);
         }
-        self.has_data = false;
-        let mut data = std::mem::take(&mut self.data);
-        data.pop();
-        out.push(SseEvent {
-            event: if event.is_empty() {
-                "message".to_owned()
-            } else {
-                event
-            },
-            data,
-            id: self.id.clone(),
-            retry: self.retry,
-        });
+        // The id and retry carry over to later events; the rest does not.
+        pending.event.clear();
+        pending.data.clear();
     }
 }
 

@@ -44,6 +44,8 @@ pub(crate) async fn send(
     body: Vec<u8>,
     retries: &mut u32,
 ) -> Result<reqwest::Response, ProviderError> {
+    // Shared, so an attempt does not copy the body.
+    let body = bytes::Bytes::from(body);
     loop {
         let attempt = tracing::info_span!(
             "http.attempt",

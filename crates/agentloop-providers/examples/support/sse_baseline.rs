@@ -5,11 +5,14 @@
 
 use std::borrow::Cow;
 
+use agentloop_providers::WireStr;
 use agentloop_types::ApiKind;
 use serde::Deserialize;
 use serde_json::Value;
 
-type Text<'a> = Option<Cow<'a, str>>;
+/// Borrowed from the payload unless escaped (an `Option<Cow<str>>` would
+/// always copy).
+type Text<'a> = Option<WireStr<'a>>;
 
 #[derive(Deserialize)]
 struct AnthropicEvent<'a> {

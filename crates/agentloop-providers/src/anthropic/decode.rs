@@ -439,7 +439,7 @@ mod typed {
 
     use serde::Deserialize;
 
-    type Text<'a> = Option<Cow<'a, str>>;
+    use crate::decode::Text;
 
     #[derive(Deserialize)]
     pub(super) struct BlockDelta<'a> {

@@ -195,7 +195,7 @@ impl ChatDecoder {
     fn chunk(&mut self, chunk: typed::Chunk<'_>, out: &mut Vec<Item>) {
         // Every chunk repeats the model: copied only when it changes.
         if let Some(model) = chunk.model.filter(|m| !m.is_empty())
-            && self.model.as_deref() != Some(model.as_ref())
+            && self.model.as_deref() != Some(&*model)
         {
             self.model = Some(model.into_owned());
         }
@@ -428,13 +428,11 @@ struct CallView<'a> {
 /// an error) makes `parse` answer `None`, and the chunk is read again as a
 /// `Value` by the lenient path, so both paths decode every chunk alike.
 mod typed {
-    use std::borrow::Cow;
-
     use serde::Deserialize;
     use serde::de::IgnoredAny;
     use serde_json::Value;
 
-    type Text<'a> = Option<Cow<'a, str>>;
+    use crate::decode::Text;
 
     #[derive(Deserialize)]
     pub(super) struct Chunk<'a> {

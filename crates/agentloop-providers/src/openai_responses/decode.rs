@@ -502,14 +502,16 @@ mod typed {
 
     use serde::Deserialize;
 
+    use crate::decode::Text;
+
     #[derive(Deserialize)]
     pub(super) struct TextDelta<'a> {
         #[serde(rename = "type", borrow)]
         pub kind: Cow<'a, str>,
         #[serde(borrow)]
-        pub item_id: Option<Cow<'a, str>>,
+        pub item_id: Text<'a>,
         #[serde(borrow)]
-        pub delta: Option<Cow<'a, str>>,
+        pub delta: Text<'a>,
         pub content_index: Option<u64>,
     }
 }
