@@ -4,11 +4,11 @@ use agentloop_types::{
     ApiKind, ContentBlock, ModelChunk, ProviderError, StopReason, StreamAssembler, TokenTotals,
 };
 
-use crate::decode::{DecodeContext, decoder_for};
+use crate::decode::{DecodeContext, Item, decoder_for};
 use crate::error;
 use crate::pricing::PricingTable;
-use crate::provider::{feed, feed_bytes};
-use crate::sse::SseParser;
+use crate::provider::feed;
+use crate::sse::{SseEvent, SseParser};
 
 /// What a replayed stream assembled into.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,13 +54,23 @@ pub fn replay_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
     };
     let mut decoder = decoder_for(api, context);
     let mut parser = SseParser::new();
+    let mut assembly = Assembly::default();
     let mut items = Vec::new();
-    let over = feed_bytes(&mut parser, decoder.as_mut(), Some(body), &mut items)
-        || feed_bytes(&mut parser, decoder.as_mut(), None, &mut items);
+    let mut over = false;
+    // Each event's items are assembled as they come, as a live stream's are.
+    let mut on_event = |event: &SseEvent| {
+        if !over {
+            over = decoder.event(event, &mut items);
+            assembly.take(&mut items);
+        }
+    };
+    parser.push_each(body, &mut on_event);
+    parser.finish_each(&mut on_event);
     if !over {
         decoder.end(&mut items);
+        assembly.take(&mut items);
     }
-    assemble(items)
+    assembly.finish()
 }
 
 /// Decodes a whole non-streaming JSON response body of `api` the way
@@ -88,51 +98,79 @@ pub fn replay_response(api: ApiKind, body: &[u8]) -> ReplayOutcome {
             None,
         ))),
     }
-    assemble(items)
+    let mut assembly = Assembly::default();
+    assembly.take(&mut items);
+    assembly.finish()
 }
 
-/// Assembles decoder items into what the turn came to.
-fn assemble(items: Vec<crate::decode::Item>) -> ReplayOutcome {
-    let mut outcome = ReplayOutcome {
-        chunks: Vec::new(),
-        content: Vec::new(),
-        stop_reason: None,
-        usage: None,
-        error: None,
-    };
-    let mut assembler = StreamAssembler::new();
-    for item in items {
-        match item {
-            Ok(chunk) => {
-                match &chunk {
-                    ModelChunk::Delta(delta) => {
-                        if let Err(e) = assembler.apply(delta) {
-                            outcome.error = Some(error::decode(
-                                format!("adapter protocol violation: {e}"),
-                                None,
-                            ));
+/// Decoder items assembled into what the turn came to, as they arrive.
+struct Assembly {
+    outcome: ReplayOutcome,
+    assembler: StreamAssembler,
+    /// An error item ended the turn: later items are dropped.
+    stopped: bool,
+}
+
+impl Default for Assembly {
+    fn default() -> Self {
+        Self {
+            outcome: ReplayOutcome {
+                chunks: Vec::new(),
+                content: Vec::new(),
+                stop_reason: None,
+                usage: None,
+                error: None,
+            },
+            assembler: StreamAssembler::new(),
+            stopped: false,
+        }
+    }
+}
+
+impl Assembly {
+    /// Takes `items`, leaving the vector empty. Nothing after an error
+    /// item is kept.
+    fn take(&mut self, items: &mut Vec<Item>) {
+        let outcome = &mut self.outcome;
+        for item in items.drain(..) {
+            if self.stopped {
+                continue;
+            }
+            match item {
+                Ok(chunk) => {
+                    match &chunk {
+                        ModelChunk::Delta(delta) => {
+                            if let Err(e) = self.assembler.apply(delta) {
+                                outcome.error = Some(error::decode(
+                                    format!("adapter protocol violation: {e}"),
+                                    None,
+                                ));
+                            }
+                        }
+                        ModelChunk::Finish { stop_reason, usage } => {
+                            outcome.stop_reason = Some(stop_reason.clone());
+                            outcome.usage = Some(*usage);
                         }
                     }
-                    ModelChunk::Finish { stop_reason, usage } => {
-                        outcome.stop_reason = Some(stop_reason.clone());
-                        outcome.usage = Some(*usage);
+                    outcome.chunks.push(chunk);
+                }
+                Err(e) => {
+                    // A cut stream still says what it reported before the cut.
+                    if let Some(partial) = &e.partial {
+                        outcome.stop_reason = partial.stop_reason.clone();
+                        outcome.usage = partial.usage;
                     }
+                    outcome.error = Some(e);
+                    self.stopped = true;
                 }
-                outcome.chunks.push(chunk);
-            }
-            Err(e) => {
-                // A cut stream still says what it reported before the cut.
-                if let Some(partial) = &e.partial {
-                    outcome.stop_reason = partial.stop_reason.clone();
-                    outcome.usage = partial.usage;
-                }
-                outcome.error = Some(e);
-                break;
             }
         }
     }
-    outcome.content = assembler.finish();
-    outcome
+
+    fn finish(mut self) -> ReplayOutcome {
+        self.outcome.content = self.assembler.finish();
+        self.outcome
+    }
 }
 
 /// Frames a recording that holds one JSON event per line (the SSE framing

@@ -132,28 +132,32 @@ impl SseParser {
         if line.starts_with(b":") {
             return;
         }
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
         // Checked first: the lossy decoder is slower on valid text.
-        let text = match std::str::from_utf8(line) {
+        let value = match std::str::from_utf8(value) {
             Ok(text) => std::borrow::Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(line),
+            Err(_) => String::from_utf8_lossy(value),
         };
-        let (field, value) = match text.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (text.as_ref(), ""),
-        };
+        let value = value.as_ref();
         let pending = &mut self.pending;
         match field {
-            "event" => {
+            b"event" => {
                 pending.event.clear();
                 pending.event.push_str(value);
             }
-            "data" => {
+            b"data" => {
                 pending.data.push_str(value);
                 pending.data.push('\n');
                 self.has_data = true;
             }
-            "id" if !value.contains('\0') => pending.id = Some(value.to_owned()),
-            "retry" => {
+            b"id" if !value.contains('\0') => pending.id = Some(value.to_owned()),
+            b"retry" => {
                 if let Ok(ms) = value.parse::<u64>() {
                     pending.retry = Some(ms);
                 }

@@ -8,7 +8,7 @@
 //! stops: its `input_json_delta` fragments become its `input`, and other
 //! string deltas are appended to the field of the same name.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use agentloop_types::{
     ApiKind, BlockStart, ModelChunk, PartialTurn, RefusalDetails, StopReason, StreamDelta,
@@ -41,7 +41,8 @@ pub(crate) struct AnthropicDecoder {
     usage: TokenTotals,
     cache_write_1h: u64,
     stop_reason: Option<StopReason>,
-    open: HashMap<u32, Open>,
+    /// Open blocks by index: a handful at most, so no hashing.
+    open: BTreeMap<u32, Open>,
     started: bool,
     /// The code-execution container the turn ran in (`id`, `expires_at`).
     container: Option<Value>,
@@ -58,7 +59,7 @@ impl AnthropicDecoder {
             usage: TokenTotals::default(),
             cache_write_1h: 0,
             stop_reason: None,
-            open: HashMap::new(),
+            open: BTreeMap::new(),
             started: false,
             container: None,
         }
@@ -347,8 +348,7 @@ impl AnthropicDecoder {
     }
 
     fn finish(&mut self, out: &mut Vec<Item>) {
-        let mut open: Vec<u32> = self.open.keys().copied().collect();
-        open.sort_unstable();
+        let open: Vec<u32> = self.open.keys().copied().collect();
         for index in open {
             self.block_stop(index, out);
         }

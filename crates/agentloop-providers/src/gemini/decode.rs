@@ -39,6 +39,12 @@ struct OpenCall {
     unreadable: Vec<Value>,
 }
 
+/// What a part the adapter interprets holds.
+enum PartKind<'a> {
+    Call(&'a Value),
+    Text { text: &'a str, thought: bool },
+}
+
 /// Finish reasons that mean a safety system stopped the output.
 const SAFETY_REASONS: &[&str] = &[
     "SAFETY",
@@ -185,37 +191,48 @@ impl GeminiDecoder {
 
     fn part(&mut self, part: &Value, out: &mut Vec<Item>) {
         let signature = text(part, "thoughtSignature").filter(|s| !s.is_empty());
-        if let Some(call) = part.get("functionCall") {
-            self.function_call(call, signature, out);
-            return;
-        }
-        if let Some(fragment) = text(part, "text") {
-            let run = if part.get("thought").and_then(Value::as_bool) == Some(true) {
-                Run::Thought
-            } else {
-                Run::Text
-            };
-            if fragment.is_empty() {
-                // An empty part only matters for the signature it carries,
-                // which goes back in an empty part of its own.
-                if let Some(signature) = signature {
-                    self.close_call(out);
-                    self.close_run(out);
-                    self.signature(signature, true, out);
-                }
+        let kind = match (part.get("functionCall"), text(part, "text")) {
+            (Some(call), _) => PartKind::Call(call),
+            (None, Some(text)) => PartKind::Text {
+                text,
+                thought: part.get("thought").and_then(Value::as_bool) == Some(true),
+            },
+            (None, None) => {
+                // Code execution, inline data and parts added later: verbatim.
+                self.close_call(out);
+                self.close_run(out);
+                self.provider(json!({"type": PART, "part": part}), out);
                 return;
             }
-            self.append(run, fragment, out);
+        };
+        self.read_part(kind, signature, out);
+    }
+
+    /// A function call or text part, however it was read.
+    fn read_part(&mut self, kind: PartKind<'_>, signature: Option<&str>, out: &mut Vec<Item>) {
+        let (fragment, thought) = match kind {
+            PartKind::Call(call) => {
+                self.function_call(call, signature, out);
+                return;
+            }
+            PartKind::Text { text, thought } => (text, thought),
+        };
+        let run = if thought { Run::Thought } else { Run::Text };
+        if fragment.is_empty() {
+            // An empty part only matters for the signature it carries,
+            // which goes back in an empty part of its own.
             if let Some(signature) = signature {
+                self.close_call(out);
                 self.close_run(out);
-                self.signature(signature, false, out);
+                self.signature(signature, true, out);
             }
             return;
         }
-        // Code execution, inline data and parts added later: verbatim.
-        self.close_call(out);
-        self.close_run(out);
-        self.provider(json!({"type": PART, "part": part}), out);
+        self.append(run, fragment, out);
+        if let Some(signature) = signature {
+            self.close_run(out);
+            self.signature(signature, false, out);
+        }
     }
 
     fn function_call(&mut self, call: &Value, signature: Option<&str>, out: &mut Vec<Item>) {
@@ -310,6 +327,55 @@ impl GeminiDecoder {
         }
     }
 
+    /// The fast path: a chunk read into borrowed structs, when it holds
+    /// only what streams in the middle of a turn (text, thought and
+    /// function call parts, usage). `false` (nothing done) for anything
+    /// else, which the `Value` path then reads exactly as before.
+    fn fast_chunk(&mut self, data: &str, out: &mut Vec<Item>) -> bool {
+        let Ok(chunk) = serde_json::from_str::<typed::Chunk<'_>>(data) else {
+            return false;
+        };
+        let candidate = chunk.candidates.first();
+        let plain = chunk.error.is_none()
+            && chunk.prompt_feedback.is_none()
+            && candidate.is_none_or(|c| {
+                c.finish_reason.is_none()
+                    && c.grounding_metadata.is_none()
+                    && c.content.as_ref().is_none_or(|content| {
+                        content
+                            .parts
+                            .iter()
+                            .all(|p| p.function_call.is_some() || p.text.is_some())
+                    })
+            });
+        if !plain {
+            return false;
+        }
+        if let Some(model) = chunk.model_version {
+            self.model = Some(model.into_owned());
+        }
+        if let Some(id) = chunk.response_id {
+            self.response_id = Some(id.into_owned());
+        }
+        if let Some(usage) = chunk.usage_metadata.filter(Value::is_object) {
+            self.usage = Some(usage);
+        }
+        let parts = candidate.and_then(|c| c.content.as_ref());
+        for part in parts.map(|c| c.parts.as_slice()).unwrap_or_default() {
+            let kind = match (&part.function_call, &part.text) {
+                (Some(call), _) => PartKind::Call(call),
+                (None, Some(text)) => PartKind::Text {
+                    text,
+                    thought: part.thought == Some(true),
+                },
+                (None, None) => continue,
+            };
+            let signature = part.thought_signature.as_deref().filter(|s| !s.is_empty());
+            self.read_part(kind, signature, out);
+        }
+        true
+    }
+
     fn usage_totals(&self) -> TokenTotals {
         let usage = self.usage.as_ref().unwrap_or(&Value::Null);
         let count = |key: &str| num(usage, &[key]).unwrap_or(0);
@@ -381,6 +447,9 @@ impl GeminiDecoder {
 
 impl Decoder for GeminiDecoder {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Item>) -> bool {
+        if self.fast_chunk(&event.data, out) {
+            return false;
+        }
         let value = match parse_payload(event, &self.context.request_id) {
             Ok(value) => value,
             Err(e) => {
@@ -424,5 +493,61 @@ impl Decoder for GeminiDecoder {
 
     fn events_from_response(&self, body: &Value) -> Vec<SseEvent> {
         vec![synthetic("message", body)]
+    }
+}
+
+/// Borrowed structs for the fast path; see [`GeminiDecoder::fast_chunk`].
+mod typed {
+    use serde::Deserialize;
+    use serde::de::IgnoredAny;
+    use serde_json::Value;
+
+    use crate::decode::Text;
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Chunk<'a> {
+        #[serde(borrow, default)]
+        pub candidates: Vec<Candidate<'a>>,
+        pub usage_metadata: Option<Value>,
+        #[serde(borrow)]
+        pub model_version: Text<'a>,
+        #[serde(borrow)]
+        pub response_id: Text<'a>,
+        pub prompt_feedback: Option<IgnoredAny>,
+        pub error: Option<IgnoredAny>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Candidate<'a> {
+        #[serde(borrow)]
+        pub content: Option<Content<'a>>,
+        pub finish_reason: Option<IgnoredAny>,
+        pub grounding_metadata: Option<IgnoredAny>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Content<'a> {
+        #[serde(borrow, default)]
+        pub parts: Vec<Part<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Part<'a> {
+        #[serde(borrow)]
+        pub text: Text<'a>,
+        pub thought: Option<bool>,
+        #[serde(borrow)]
+        pub thought_signature: Text<'a>,
+        /// `Some(Null)` for `"functionCall": null`, which the `Value` path
+        /// reads as a call too.
+        #[serde(default, deserialize_with = "present")]
+        pub function_call: Option<Value>,
+    }
+
+    fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+        Value::deserialize(deserializer).map(Some)
     }
 }

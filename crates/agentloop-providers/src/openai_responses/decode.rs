@@ -21,7 +21,17 @@ use crate::decode::{DecodeContext, Decoder, Item, num, parse_payload, synthetic,
 use crate::error;
 use crate::sse::SseEvent;
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+/// The output item types the decoder tells apart.
+#[derive(Clone, Copy)]
+enum ItemKind {
+    FunctionCall,
+    Message,
+    Reasoning,
+    WebSearch,
+    Other,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Part {
     Content(u64),
     Summary(u64),
@@ -33,8 +43,9 @@ pub(crate) struct ResponsesDecoder {
     context: DecodeContext,
     model: Option<String>,
     next_index: u32,
-    /// Open parts: (item id, part) → block index.
-    parts: HashMap<(String, Part), u32>,
+    /// Open parts: (item id, part, block index). A few at a time, looked
+    /// up by the borrowed id of every delta without a copy or a hash.
+    parts: Vec<(String, Part, u32)>,
     /// Items whose parts were streamed (so `output_item.done` adds nothing).
     streamed: HashMap<String, bool>,
     /// Open function calls: item id → (block index, got arguments).
@@ -51,7 +62,7 @@ impl ResponsesDecoder {
             context,
             model: None,
             next_index: 0,
-            parts: HashMap::new(),
+            parts: Vec::new(),
             streamed: HashMap::new(),
             calls: HashMap::new(),
             saw_call: false,
@@ -74,7 +85,7 @@ impl ResponsesDecoder {
 
     /// The block of a part, opened on first use.
     fn part(&mut self, item: &str, part: Part, out: &mut Vec<Item>) -> u32 {
-        if let Some(index) = self.parts.get(&(item.to_owned(), part)) {
+        if let Some((_, _, index)) = self.parts.iter().find(|(i, p, _)| i == item && *p == part) {
             return *index;
         }
         self.streamed.insert(item.to_owned(), true);
@@ -83,12 +94,13 @@ impl ResponsesDecoder {
             Part::Summary(_) | Part::Reasoning(_) => BlockStart::Thinking,
         };
         let index = self.open_block(block, out);
-        self.parts.insert((item.to_owned(), part), index);
+        self.parts.push((item.to_owned(), part, index));
         index
     }
 
     fn close_part(&mut self, item: &str, part: Part, out: &mut Vec<Item>) {
-        if let Some(index) = self.parts.remove(&(item.to_owned(), part)) {
+        if let Some(position) = self.parts.iter().position(|(i, p, _)| i == item && *p == part) {
+            let (_, _, index) = self.parts.remove(position);
             Self::push(out, StreamDelta::BlockStop { index });
         }
     }
@@ -97,8 +109,8 @@ impl ResponsesDecoder {
         let mut open: Vec<(Part, u32)> = self
             .parts
             .iter()
-            .filter(|((id, _), _)| id == item)
-            .map(|((_, p), i)| (*p, *i))
+            .filter(|(id, _, _)| id == item)
+            .map(|(_, p, i)| (*p, *i))
             .collect();
         open.sort_by_key(|(_, index)| *index);
         for (part, _) in open {
@@ -119,16 +131,23 @@ impl ResponsesDecoder {
         }
     }
 
-    fn item_done(&mut self, item: &Value, out: &mut Vec<Item>) {
-        let id = text(item, "id").unwrap_or_default().to_owned();
+    fn item_done(&mut self, item: Value, out: &mut Vec<Item>) {
+        let id = text(&item, "id").unwrap_or_default().to_owned();
         let streamed = self.streamed.remove(&id).unwrap_or(false);
-        match text(item, "type").unwrap_or_default() {
-            "function_call" => {
+        let kind = match text(&item, "type").unwrap_or_default() {
+            "function_call" => ItemKind::FunctionCall,
+            "message" => ItemKind::Message,
+            "reasoning" => ItemKind::Reasoning,
+            "web_search_call" => ItemKind::WebSearch,
+            _ => ItemKind::Other,
+        };
+        match kind {
+            ItemKind::FunctionCall => {
                 if !self.calls.contains_key(&id) {
-                    self.item_added(item, out);
+                    self.item_added(&item, out);
                 }
                 if let Some((index, got_arguments)) = self.calls.remove(&id) {
-                    let arguments = text(item, "arguments").unwrap_or_default();
+                    let arguments = text(&item, "arguments").unwrap_or_default();
                     if !got_arguments && !arguments.is_empty() {
                         let partial_json = arguments.to_owned();
                         Self::push(
@@ -142,23 +161,23 @@ impl ResponsesDecoder {
                     Self::push(out, StreamDelta::BlockStop { index });
                 }
             }
-            "message" => {
+            ItemKind::Message => {
                 self.close_item_parts(&id, out);
                 if !streamed {
-                    self.message_from_item(item, out);
+                    self.message_from_item(&item, out);
                 }
                 if item.get("phase").is_some_and(|p| !p.is_null()) {
                     // The message's `phase` must go back with its text; the
                     // item without its content (the text blocks before it
                     // hold that) marks where the message ends.
-                    let mut marker = item.clone();
+                    let mut marker = item;
                     if let Some(obj) = marker.as_object_mut() {
                         obj.remove("content");
                     }
-                    self.provider_block(&marker, out);
+                    self.provider_block(marker, out);
                 }
             }
-            "reasoning" => {
+            ItemKind::Reasoning => {
                 self.close_item_parts(&id, out);
                 if !streamed {
                     for summary in item
@@ -182,8 +201,8 @@ impl ResponsesDecoder {
                 }
                 self.provider_block(item, out);
             }
-            kind => {
-                if kind == "web_search_call" {
+            ItemKind::WebSearch | ItemKind::Other => {
+                if matches!(kind, ItemKind::WebSearch) {
                     self.web_searches += 1;
                 }
                 self.provider_block(item, out);
@@ -191,10 +210,10 @@ impl ResponsesDecoder {
         }
     }
 
-    fn provider_block(&mut self, item: &Value, out: &mut Vec<Item>) {
+    fn provider_block(&mut self, item: Value, out: &mut Vec<Item>) {
         let block = BlockStart::Provider {
             api: ApiKind::OpenaiResponses,
-            block: item.clone(),
+            block: item,
         };
         let index = self.open_block(block, out);
         Self::push(out, StreamDelta::BlockStop { index });
@@ -244,8 +263,8 @@ impl ResponsesDecoder {
     fn finish(&mut self, response: &Value, out: &mut Vec<Item>) {
         let mut open: Vec<u32> = self
             .parts
-            .drain()
-            .map(|(_, i)| i)
+            .drain(..)
+            .map(|(_, _, i)| i)
             .chain(self.calls.drain().map(|(_, (i, _))| i))
             .collect();
         open.sort_unstable();
@@ -325,13 +344,17 @@ impl Decoder for ResponsesDecoder {
         if event.event == "response.output_text.delta" && self.fast_text_delta(&event.data, out) {
             return false;
         }
-        let value = match parse_payload(event, &self.context.request_id) {
+        let mut value = match parse_payload(event, &self.context.request_id) {
             Ok(value) => value,
             Err(e) => {
                 out.push(Err(e));
                 return true;
             }
         };
+        // Taken out, not copied: they become blocks or end the turn.
+        let item = value.get_mut("item").map(Value::take);
+        let response = value.get_mut("response").map(Value::take);
+        let annotation = value.get_mut("annotation").map(Value::take);
         let item_id = text(&value, "item_id").unwrap_or_default().to_owned();
         let delta = text(&value, "delta").unwrap_or_default();
         let content_index = num(&value, &["content_index"]).unwrap_or(0);
@@ -339,17 +362,17 @@ impl Decoder for ResponsesDecoder {
         match text(&value, "type").unwrap_or(event.event.as_str()) {
             "response.created" | "response.in_progress" => {
                 self.started = true;
-                if let Some(model) = value.get("response").and_then(|r| text(r, "model")) {
+                if let Some(model) = response.as_ref().and_then(|r| text(r, "model")) {
                     self.model = Some(model.to_owned());
                 }
             }
             "response.output_item.added" => {
-                if let Some(item) = value.get("item") {
+                if let Some(item) = &item {
                     self.item_added(item, out);
                 }
             }
             "response.output_item.done" => {
-                if let Some(item) = value.get("item") {
+                if let Some(item) = item {
                     self.item_done(item, out);
                 }
             }
@@ -377,15 +400,9 @@ impl Decoder for ResponsesDecoder {
                 );
             }
             "response.output_text.annotation.added" => {
-                if let Some(citation) = value.get("annotation") {
+                if let Some(citation) = annotation {
                     let index = self.part(&item_id, Part::Content(content_index), out);
-                    Self::push(
-                        out,
-                        StreamDelta::Citation {
-                            index,
-                            citation: citation.clone(),
-                        },
-                    );
+                    Self::push(out, StreamDelta::Citation { index, citation });
                 }
             }
             "response.reasoning_summary_part.added" => {
@@ -430,12 +447,11 @@ impl Decoder for ResponsesDecoder {
                 }
             }
             "response.completed" | "response.incomplete" => {
-                let response = value.get("response").cloned().unwrap_or(Value::Null);
-                self.finish(&response, out);
+                self.finish(&response.unwrap_or_default(), out);
                 return true;
             }
             "response.failed" => {
-                let response = value.get("response").unwrap_or(&Value::Null);
+                let response = response.unwrap_or_default();
                 let error = response.get("error").cloned().unwrap_or(json!({}));
                 self.fail(&error, out);
                 return true;
