@@ -10,18 +10,45 @@
 //! a consumer that stores runs reads them with
 //! [`RunStream::with_checkpoints`], others never see them.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use agentloop_types::{CancellationToken, EventKind, LoopEvent, LoopResult, RunPath, RunState};
-use futures::channel::mpsc;
 use futures::future::BoxFuture;
-use futures::{Future, SinkExt, Stream, StreamExt};
+use futures::{Future, Stream, StreamExt};
 
-/// Events buffered between the driver and the consumer.
+/// Items buffered between the driver and the consumer, at most.
 const BUFFER: usize = 64;
+
+/// Items the driver wrote and the consumer has not read. Not a channel:
+/// the driver is polled only by the stream's own `poll_next`, which takes
+/// from here first, so a full buffer needs no waker (the stream has items
+/// to hand out and polls the driver again once they are gone).
+#[derive(Default)]
+struct Buffer(Mutex<VecDeque<RunItem>>);
+
+impl Buffer {
+    fn pop(&self) -> Option<RunItem> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).pop_front()
+    }
+
+    /// Waits for room, then writes `item`.
+    async fn push(&self, item: RunItem) {
+        let mut item = Some(item);
+        futures::future::poll_fn(|_| {
+            let mut items = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            if items.len() >= BUFFER {
+                return Poll::Pending;
+            }
+            items.extend(item.take());
+            Poll::Ready(())
+        })
+        .await;
+    }
+}
 
 /// One item of a run read [`with_checkpoints`](RunStream::with_checkpoints).
 #[derive(Debug, Clone, PartialEq)]
@@ -36,7 +63,7 @@ pub enum RunItem {
 
 /// Writes events with strictly increasing `seq`.
 pub(crate) struct Emitter {
-    tx: mpsc::Sender<RunItem>,
+    buffer: Arc<Buffer>,
     seq: u64,
     checkpoints: Arc<AtomicBool>,
 }
@@ -55,9 +82,7 @@ impl Emitter {
             kind,
         };
         self.seq += 1;
-        // A send fails only when the consumer dropped the stream, which also
-        // drops this driver: nothing is left to tell.
-        let _ = self.tx.send(RunItem::Event(event)).await;
+        self.buffer.push(RunItem::Event(event)).await;
     }
 
     /// Writes the run's state, when the consumer reads checkpoints. The
@@ -65,7 +90,7 @@ impl Emitter {
     /// run nobody stores need not pay for every step.
     pub(crate) async fn checkpoint(&mut self, state: impl FnOnce() -> RunState) {
         if self.checkpoints.load(Ordering::Relaxed) {
-            let _ = self.tx.send(RunItem::Checkpoint(state())).await;
+            self.buffer.push(RunItem::Checkpoint(state())).await;
         }
     }
 }
@@ -73,7 +98,7 @@ impl Emitter {
 /// A running loop: a stream of events ending with the root run's
 /// `finished` event. Dropping it cancels the run.
 pub struct RunStream {
-    rx: mpsc::Receiver<RunItem>,
+    buffer: Arc<Buffer>,
     driver: Option<BoxFuture<'static, ()>>,
     cancel_on_drop: Option<CancellationToken>,
     checkpoints: Arc<AtomicBool>,
@@ -86,15 +111,15 @@ impl RunStream {
         F: FnOnce(Emitter) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let (tx, rx) = mpsc::channel(BUFFER);
+        let buffer = Arc::new(Buffer::default());
         let checkpoints = Arc::new(AtomicBool::new(false));
         let emitter = Emitter {
-            tx,
+            buffer: Arc::clone(&buffer),
             seq: 0,
             checkpoints: Arc::clone(&checkpoints),
         };
         Self {
-            rx,
+            buffer,
             driver: Some(Box::pin(drive(emitter))),
             cancel_on_drop: None,
             checkpoints,
@@ -110,18 +135,17 @@ impl RunStream {
 
     fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<RunItem>> {
         loop {
-            if let Poll::Ready(item) = self.rx.poll_next_unpin(cx) {
-                return Poll::Ready(item);
+            if let Some(item) = self.buffer.pop() {
+                return Poll::Ready(Some(item));
             }
             let Some(driver) = self.driver.as_mut() else {
                 return Poll::Ready(None);
             };
             match driver.as_mut().poll(cx) {
-                // The driver dropped its sender; the loop drains what is
-                // buffered and then sees the channel close.
+                // The driver is done; the loop hands out what it wrote last.
                 Poll::Ready(()) => self.driver = None,
-                // The driver may have sent before it paused.
-                Poll::Pending => return self.rx.poll_next_unpin(cx),
+                // The driver may have written before it paused.
+                Poll::Pending => return self.buffer.pop().map_or(Poll::Pending, |item| Poll::Ready(Some(item))),
             }
         }
     }

@@ -357,20 +357,20 @@ impl RunCore {
     /// Which calls run, with which option values, and alone or not; which
     /// the core answers instead: calls interrupted in a stopped process,
     /// unknown tools, bad arguments, configured options that do not fit.
-    fn plan_calls(&self, env: &Env, calls: &[ToolUseBlock]) -> Vec<ToolCall> {
+    fn plan_calls(&self, env: &Env, calls: Vec<ToolUseBlock>) -> Vec<ToolCall> {
         let offered: Vec<&str> = env
             .tools
             .iter()
             .map(|t| t.definition.name.as_str())
             .collect();
         calls
-            .iter()
+            .into_iter()
             .map(|call| {
                 let tool = env.find(&call.name);
                 let mut options = serde_json::Map::new();
                 let answer = if self.state.interrupted_calls.contains(&call.id) {
                     Some(interrupted(&call.name))
-                } else if let Some(refused) = refusal(call, &offered) {
+                } else if let Some(refused) = refusal(&call, &offered) {
                     Some(refused)
                 } else {
                     let specs = tool.map(|t| t.options.as_slice()).unwrap_or_default();
@@ -383,10 +383,11 @@ impl RunCore {
                         Err(message) => Some(ToolResult::error(message)),
                     }
                 };
+                let alone = tool.is_some_and(|t| t.runs_alone);
                 ToolCall {
-                    call: call.clone(),
+                    call,
                     answer,
-                    alone: tool.is_some_and(|t| t.runs_alone),
+                    alone,
                     options,
                     resume: None,
                 }

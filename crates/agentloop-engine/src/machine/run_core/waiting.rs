@@ -119,7 +119,7 @@ impl RunCore {
             })
             .collect();
         let mut run: Vec<ToolCall> = Vec::new();
-        for mut planned in self.plan_calls(env, &open) {
+        for mut planned in self.plan_calls(env, open) {
             let id = planned.call.id.clone();
             if let Some(child) = waiting.children.get(&id) {
                 planned.resume = Some(child.clone());
