@@ -200,8 +200,8 @@ impl Stream for CheckpointedRun {
 pub async fn collect(mut stream: RunStream) -> LoopResult {
     let mut last = None;
     while let Some(event) = stream.next().await {
-        if let Some(result) = event.root_result() {
-            last = Some(result.clone());
+        if let Some(result) = event.into_root_result() {
+            last = Some(result);
         }
     }
     // The driver always ends with a root `finished` event; this fallback

@@ -278,19 +278,28 @@ impl ProviderConfig {
     /// Gemini's URL depends on either: `models/<model>:streamGenerateContent?alt=sse`
     /// or `models/<model>:generateContent`).
     pub fn endpoint_for(&self, model: &str, stream: bool) -> String {
-        let path = match self.api {
-            ApiKind::AnthropicMessages => "messages".to_owned(),
-            ApiKind::OpenaiChat => "chat/completions".to_owned(),
-            ApiKind::OpenaiResponses => "responses".to_owned(),
-            ApiKind::Gemini if stream => format!("models/{model}:streamGenerateContent"),
-            ApiKind::Gemini => format!("models/{model}:generateContent"),
-        };
-        let mut query = self.query.clone();
-        if self.api == ApiKind::Gemini && stream {
-            query.insert(0, ("alt".to_owned(), "sse".to_owned()));
+        let mut url = String::with_capacity(self.base_url.len() + model.len() + 40);
+        url.push_str(self.base_url.trim_end_matches('/'));
+        url.push('/');
+        match self.api {
+            ApiKind::AnthropicMessages => url.push_str("messages"),
+            ApiKind::OpenaiChat => url.push_str("chat/completions"),
+            ApiKind::OpenaiResponses => url.push_str("responses"),
+            ApiKind::Gemini => {
+                url.push_str("models/");
+                url.push_str(model);
+                url.push_str(if stream {
+                    ":streamGenerateContent"
+                } else {
+                    ":generateContent"
+                });
+            }
         }
-        let mut url = format!("{}/{path}", self.base_url.trim_end_matches('/'));
-        for (i, (key, value)) in query.iter().enumerate() {
+        let sse = (self.api == ApiKind::Gemini && stream).then_some(("alt", "sse"));
+        let query = sse
+            .into_iter()
+            .chain(self.query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        for (i, (key, value)) in query.enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
             url.push_str(key);
             url.push('=');

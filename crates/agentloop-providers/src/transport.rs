@@ -3,7 +3,7 @@
 use std::error::Error as _;
 
 use agentloop_types::ProviderError;
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderName};
 use tracing::Instrument;
 
 use crate::config::{Auth, ProviderConfig};
@@ -12,9 +12,15 @@ use crate::retry;
 
 /// The provider's request id from the response headers, if it sent one.
 pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
-    ["request-id", "x-request-id", "apim-request-id"]
+    // Static names: a `&str` name is parsed and checked on every lookup.
+    static NAMES: [HeaderName; 3] = [
+        HeaderName::from_static("request-id"),
+        HeaderName::from_static("x-request-id"),
+        HeaderName::from_static("apim-request-id"),
+    ];
+    NAMES
         .iter()
-        .find_map(|name| headers.get(*name))
+        .find_map(|name| headers.get(name))
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
 }

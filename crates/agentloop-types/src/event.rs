@@ -77,6 +77,15 @@ impl LoopEvent {
             None
         }
     }
+
+    /// The result, when this is the terminal event of the root run, taken
+    /// out of the event.
+    pub fn into_root_result(self) -> Option<LoopResult> {
+        match self.kind {
+            EventKind::Finished(FinishedEvent { result }) if self.path.is_root() => Some(result),
+            _ => None,
+        }
+    }
 }
 
 /// What happened. Front ends match this exhaustively, so a new variant is a
