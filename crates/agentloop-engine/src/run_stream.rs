@@ -32,7 +32,10 @@ struct Buffer(Mutex<VecDeque<RunItem>>);
 
 impl Buffer {
     fn pop(&self) -> Option<RunItem> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).pop_front()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front()
     }
 
     /// Waits for room, then writes `item`.
@@ -145,7 +148,12 @@ impl RunStream {
                 // The driver is done; the loop hands out what it wrote last.
                 Poll::Ready(()) => self.driver = None,
                 // The driver may have written before it paused.
-                Poll::Pending => return self.buffer.pop().map_or(Poll::Pending, |item| Poll::Ready(Some(item))),
+                Poll::Pending => {
+                    return self
+                        .buffer
+                        .pop()
+                        .map_or(Poll::Pending, |item| Poll::Ready(Some(item)));
+                }
             }
         }
     }

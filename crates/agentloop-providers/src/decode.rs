@@ -112,6 +112,12 @@ impl WireStr<'_> {
     }
 }
 
+impl<'a> From<&'a str> for WireStr<'a> {
+    fn from(text: &'a str) -> Self {
+        Self(Cow::Borrowed(text))
+    }
+}
+
 impl std::ops::Deref for WireStr<'_> {
     type Target = str;
 
@@ -168,7 +174,10 @@ mod tests {
         let fields: Fields = serde_json::from_str(payload).unwrap();
         let plain = fields.plain.unwrap();
         assert!(matches!(plain.0, Cow::Borrowed("abc")));
-        assert_eq!(fields.escaped.map(WireStr::into_owned).as_deref(), Some("a\nb"));
+        assert_eq!(
+            fields.escaped.map(WireStr::into_owned).as_deref(),
+            Some("a\nb")
+        );
         assert!(fields.absent.is_none());
         let wrong = serde_json::from_str::<Fields>(r#"{"plain":1,"escaped":null}"#);
         assert!(wrong.is_err());

@@ -136,3 +136,51 @@ fn anthropic_redacted_thinking_pause_turn_and_refusal() {
         replay(ApiKind::AnthropicMessages, &refusal),
     ]);
 }
+
+/// Events the typed readers refuse (a field of an unexpected type) are read
+/// leniently, as the decoders always read them: the odd field counts as
+/// missing, and the turn is what it would be without it.
+#[test]
+fn fields_of_unexpected_types_are_read_as_missing() {
+    let created = json!({"type": "response.created", "response": {"id": "r1", "model": "gpt-4o"}});
+    let completed = json!({"type": "response.completed", "response": {"id": "r1", "model": "gpt-4o", "status": "completed", "usage": {"input_tokens": 3, "output_tokens": 2}}});
+    let plain = [
+        created.clone(),
+        json!({"type": "response.output_text.delta", "item_id": "m1", "content_index": 0, "delta": "Hi"}),
+        completed.clone(),
+    ];
+    let odd = [
+        created,
+        json!({"type": "response.output_text.delta", "item_id": "m1", "content_index": -1, "delta": "Hi"}),
+        completed,
+    ];
+    assert_eq!(
+        replay(ApiKind::OpenaiResponses, &odd),
+        replay(ApiKind::OpenaiResponses, &plain)
+    );
+
+    // An `error` event without an error object is described by the event
+    // itself.
+    let failed = replay(
+        ApiKind::OpenaiResponses,
+        &[
+            json!({"type": "error", "code": "rate_limit_exceeded", "message": "Slow down.", "error": null}),
+        ],
+    );
+    assert!(failed.to_string().contains("Slow down."), "{failed}");
+
+    // Gemini: `"functionCall": null` is a part with a call, as the `Value`
+    // reading has it, so its text is not taken as the part's.
+    let chunk =
+        |part: Value| json!({"candidates": [{"content": {"role": "model", "parts": [part]}}]});
+    let finish = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]});
+    let with_null_call = replay(
+        ApiKind::Gemini,
+        &[
+            chunk(json!({"text": "Hello", "functionCall": null})),
+            finish.clone(),
+        ],
+    );
+    let without_text = replay(ApiKind::Gemini, &[finish]);
+    assert_eq!(with_null_call, without_text);
+}

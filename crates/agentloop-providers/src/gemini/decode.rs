@@ -547,7 +547,9 @@ mod typed {
         pub function_call: Option<Value>,
     }
 
-    fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    fn present<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Value>, D::Error> {
         Value::deserialize(deserializer).map(Some)
     }
 }

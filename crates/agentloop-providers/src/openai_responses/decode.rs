@@ -99,7 +99,11 @@ impl ResponsesDecoder {
     }
 
     fn close_part(&mut self, item: &str, part: Part, out: &mut Vec<Item>) {
-        if let Some(position) = self.parts.iter().position(|(i, p, _)| i == item && *p == part) {
+        if let Some(position) = self
+            .parts
+            .iter()
+            .position(|(i, p, _)| i == item && *p == part)
+        {
             let (_, _, index) = self.parts.remove(position);
             Self::push(out, StreamDelta::BlockStop { index });
         }
@@ -305,29 +309,6 @@ impl ResponsesDecoder {
         }));
     }
 
-    /// The fast path for the most frequent event, a text delta,
-    /// deserialised into a borrowed struct. `false` (nothing done) when it
-    /// does not fit, and the lenient `Value` path reads the event as before.
-    fn fast_text_delta(&mut self, data: &str, out: &mut Vec<Item>) -> bool {
-        let Ok(event) = serde_json::from_str::<typed::TextDelta<'_>>(data) else {
-            return false;
-        };
-        if event.kind != "response.output_text.delta" {
-            return false;
-        }
-        let item_id = event.item_id.as_deref().unwrap_or_default();
-        let part = Part::Content(event.content_index.unwrap_or(0));
-        let index = self.part(item_id, part, out);
-        Self::push(
-            out,
-            StreamDelta::Text {
-                index,
-                text: event.delta.as_deref().unwrap_or_default().to_owned(),
-            },
-        );
-        true
-    }
-
     fn fail(&self, error: &Value, out: &mut Vec<Item>) {
         let (error_type, message) = error::error_fields(error);
         let message = message.unwrap_or_else(|| "the response failed".into());
@@ -341,25 +322,39 @@ impl ResponsesDecoder {
 
 impl Decoder for ResponsesDecoder {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Item>) -> bool {
-        if event.event == "response.output_text.delta" && self.fast_text_delta(&event.data, out) {
-            return false;
-        }
-        let mut value = match parse_payload(event, &self.context.request_id) {
-            Ok(value) => value,
-            Err(e) => {
-                out.push(Err(e));
-                return true;
-            }
+        let mut lenient;
+        let fields = match serde_json::from_str::<typed::Event<'_>>(&event.data) {
+            Ok(fields) => fields,
+            // A field of an unexpected type is read as missing.
+            Err(_) => match parse_payload(event, &self.context.request_id) {
+                Ok(value) => {
+                    lenient = value;
+                    typed::Event::lenient(&mut lenient)
+                }
+                Err(e) => {
+                    out.push(Err(e));
+                    return true;
+                }
+            },
         };
-        // Taken out, not copied: they become blocks or end the turn.
-        let item = value.get_mut("item").map(Value::take);
-        let response = value.get_mut("response").map(Value::take);
-        let annotation = value.get_mut("annotation").map(Value::take);
-        let item_id = text(&value, "item_id").unwrap_or_default().to_owned();
-        let delta = text(&value, "delta").unwrap_or_default();
-        let content_index = num(&value, &["content_index"]).unwrap_or(0);
-        let summary_index = num(&value, &["summary_index"]).unwrap_or(0);
-        match text(&value, "type").unwrap_or(event.event.as_str()) {
+        let typed::Event {
+            kind,
+            item_id,
+            delta,
+            content_index,
+            summary_index,
+            item,
+            part,
+            annotation,
+            response,
+            error,
+        } = fields;
+        let kind = kind.as_deref().unwrap_or(event.event.as_str());
+        let item_id = item_id.as_deref().unwrap_or_default();
+        let delta = delta.as_deref().unwrap_or_default();
+        let content_index = content_index.unwrap_or(0);
+        let summary_index = summary_index.unwrap_or(0);
+        match kind {
             "response.created" | "response.in_progress" => {
                 self.started = true;
                 if let Some(model) = response.as_ref().and_then(|r| text(r, "model")) {
@@ -377,20 +372,19 @@ impl Decoder for ResponsesDecoder {
                 }
             }
             "response.content_part.added" => {
-                let part = value.get("part").unwrap_or(&Value::Null);
-                if text(part, "type") == Some("refusal") {
+                if part.as_ref().and_then(|p| text(p, "type")) == Some("refusal") {
                     self.saw_refusal = true;
                 }
-                self.part(&item_id, Part::Content(content_index), out);
+                self.part(item_id, Part::Content(content_index), out);
             }
             "response.content_part.done" => {
-                self.close_part(&item_id, Part::Content(content_index), out)
+                self.close_part(item_id, Part::Content(content_index), out)
             }
             "response.output_text.delta" | "response.refusal.delta" => {
-                if text(&value, "type") == Some("response.refusal.delta") {
+                if kind == "response.refusal.delta" {
                     self.saw_refusal = true;
                 }
-                let index = self.part(&item_id, Part::Content(content_index), out);
+                let index = self.part(item_id, Part::Content(content_index), out);
                 Self::push(
                     out,
                     StreamDelta::Text {
@@ -401,18 +395,18 @@ impl Decoder for ResponsesDecoder {
             }
             "response.output_text.annotation.added" => {
                 if let Some(citation) = annotation {
-                    let index = self.part(&item_id, Part::Content(content_index), out);
+                    let index = self.part(item_id, Part::Content(content_index), out);
                     Self::push(out, StreamDelta::Citation { index, citation });
                 }
             }
             "response.reasoning_summary_part.added" => {
-                self.part(&item_id, Part::Summary(summary_index), out);
+                self.part(item_id, Part::Summary(summary_index), out);
             }
             "response.reasoning_summary_part.done" => {
-                self.close_part(&item_id, Part::Summary(summary_index), out)
+                self.close_part(item_id, Part::Summary(summary_index), out)
             }
             "response.reasoning_summary_text.delta" => {
-                let index = self.part(&item_id, Part::Summary(summary_index), out);
+                let index = self.part(item_id, Part::Summary(summary_index), out);
                 Self::push(
                     out,
                     StreamDelta::Thinking {
@@ -422,7 +416,7 @@ impl Decoder for ResponsesDecoder {
                 );
             }
             "response.reasoning_text.delta" => {
-                let index = self.part(&item_id, Part::Reasoning(content_index), out);
+                let index = self.part(item_id, Part::Reasoning(content_index), out);
                 Self::push(
                     out,
                     StreamDelta::Thinking {
@@ -432,7 +426,7 @@ impl Decoder for ResponsesDecoder {
                 );
             }
             "response.function_call_arguments.delta" => {
-                if let Some((index, got)) = self.calls.get_mut(&item_id) {
+                if let Some((index, got)) = self.calls.get_mut(item_id) {
                     *got = true;
                     if !delta.is_empty() {
                         let index = *index;
@@ -457,11 +451,10 @@ impl Decoder for ResponsesDecoder {
                 return true;
             }
             "error" => {
-                let error = value
-                    .get("error")
-                    .filter(|e| e.is_object())
-                    .unwrap_or(&value)
-                    .clone();
+                // Without an error object, the event itself describes it.
+                let error = error
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| serde_json::from_str(&event.data).unwrap_or_default());
                 self.fail(&error, out);
                 return true;
             }
@@ -512,22 +505,53 @@ impl Decoder for ResponsesDecoder {
     }
 }
 
-/// Borrowed structs for the fast path of `response.output_text.delta`.
+/// An event read into borrowed fields: the ones the decoder reads, with
+/// the objects that become blocks or end the turn as values.
 mod typed {
-    use std::borrow::Cow;
-
     use serde::Deserialize;
+    use serde_json::Value;
 
-    use crate::decode::Text;
+    use crate::decode::{Text, WireStr};
 
     #[derive(Deserialize)]
-    pub(super) struct TextDelta<'a> {
+    pub(super) struct Event<'a> {
         #[serde(rename = "type", borrow)]
-        pub kind: Cow<'a, str>,
+        pub kind: Text<'a>,
         #[serde(borrow)]
         pub item_id: Text<'a>,
         #[serde(borrow)]
         pub delta: Text<'a>,
         pub content_index: Option<u64>,
+        pub summary_index: Option<u64>,
+        pub item: Option<Value>,
+        pub part: Option<Value>,
+        pub annotation: Option<Value>,
+        pub response: Option<Value>,
+        pub error: Option<Value>,
+    }
+
+    impl<'a> Event<'a> {
+        /// The fields of an event whose fields have unexpected types: those
+        /// are missing, as `Value` accessors would read them.
+        pub(super) fn lenient(value: &'a mut Value) -> Self {
+            let mut take = |key| value.get_mut(key).map(Value::take);
+            let (item, part, annotation) = (take("item"), take("part"), take("annotation"));
+            let (response, error) = (take("response"), take("error"));
+            let value: &'a Value = value;
+            let text = |key| value.get(key).and_then(Value::as_str).map(WireStr::from);
+            let number = |key| value.get(key).and_then(Value::as_u64);
+            Self {
+                kind: text("type"),
+                item_id: text("item_id"),
+                delta: text("delta"),
+                content_index: number("content_index"),
+                summary_index: number("summary_index"),
+                item,
+                part,
+                annotation,
+                response,
+                error: error.filter(|e| !e.is_null()),
+            }
+        }
     }
 }
