@@ -85,12 +85,20 @@ impl HistoryCheck {
         if !unchanged {
             *self = Self::default();
         }
-        for i in self.checked..messages.len() {
+        let from = self.checked;
+        for i in from..messages.len() {
             let previous = i.checked_sub(1).map(|p| &messages[p]);
             let seen = &mut self.seen;
-            check_message(previous, &messages[i], |id| seen.insert(id.to_owned()))?;
-            self.checked = i + 1;
-            self.last_id = Some(messages[i].id.clone());
+            let checked = check_message(previous, &messages[i], |id| seen.insert(id.to_owned()));
+            if let Err(error) = checked {
+                self.last_id = i.checked_sub(1).map(|p| messages[p].id.clone());
+                self.checked = i;
+                return Err(error);
+            }
+        }
+        if messages.len() > from {
+            self.checked = messages.len();
+            self.last_id = messages.last().map(|m| m.id.clone());
         }
         // `extra` is checked against the prefix without joining it.
         let mut extra_ids = HashSet::new();

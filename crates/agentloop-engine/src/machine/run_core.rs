@@ -182,17 +182,21 @@ impl RunCore {
     }
 
     /// Appends a message to the history and reports it.
-    pub(crate) fn commit(&mut self, role: Role, content: Vec<ContentBlock>) -> Message {
+    pub(crate) fn commit(&mut self, role: Role, content: Vec<ContentBlock>) {
         let id = self.next_id();
-        self.commit_as(Message::new(id, role, content))
+        self.commit_as(Message::new(id, role, content));
     }
 
-    fn commit_as(&mut self, message: Message) -> Message {
-        self.state.messages.push(message.clone());
+    fn commit_as(&mut self, message: Message) {
         self.emit(EventKind::MessageCreated(MessageCreatedEvent {
             message: message.clone(),
         }));
-        message
+        self.state.messages.push(message);
+    }
+
+    /// The message committed last.
+    fn last_committed(&self) -> Option<Message> {
+        self.state.messages.last().cloned()
     }
 
     /// Commits tool results as the user message `id`.
@@ -533,8 +537,10 @@ impl RunCore {
             RunPhase::CallModel | RunPhase::Finished => {
                 let commits = call.is_some_and(|c| c.commit_turn);
                 if let Some(content) = partial_turn.filter(|c| commits && !c.is_empty()) {
-                    let message = self.commit(Role::Assistant, content);
-                    self.close_calls(&message, CANCELLED_NOT_RUN);
+                    self.commit(Role::Assistant, content);
+                    if let Some(message) = self.last_committed() {
+                        self.close_calls(&message, CANCELLED_NOT_RUN);
+                    }
                 }
             }
         }
@@ -610,7 +616,10 @@ impl RunCore {
     /// Commits a turn made with no tools offered and returns its text.
     /// Calls the model made anyway are answered as not run.
     pub(crate) fn commit_answer_turn(&mut self, content: Vec<ContentBlock>) -> String {
-        let message = self.commit(Role::Assistant, content);
+        self.commit(Role::Assistant, content);
+        let Some(message) = self.last_committed() else {
+            return String::new();
+        };
         self.close_calls(&message, "Not run: no tools are offered in this step.");
         message.text()
     }
