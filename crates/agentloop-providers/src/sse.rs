@@ -16,7 +16,7 @@
 //! the body is dropped, so a truncated JSON payload is never parsed.
 
 /// One dispatched server-sent event.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SseEvent {
     /// The `event` field, or `message` when none was given.
     pub event: String,
@@ -33,7 +33,7 @@ pub struct SseEvent {
 /// [`push_each`](Self::push_each) hands each event out by reference from
 /// buffers the parser reuses, so a stream costs no allocation per event;
 /// [`push`](Self::push) collects owned copies.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct SseParser {
     line: Vec<u8>,
     skip_lf: bool,
@@ -41,23 +41,6 @@ pub struct SseParser {
     /// The event being read; its `data` keeps a line end after each line.
     pending: SseEvent,
     has_data: bool,
-}
-
-impl Default for SseParser {
-    fn default() -> Self {
-        Self {
-            line: Vec::new(),
-            skip_lf: false,
-            seen_first_line: false,
-            pending: SseEvent {
-                event: String::new(),
-                data: String::new(),
-                id: None,
-                retry: None,
-            },
-            has_data: false,
-        }
-    }
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
