@@ -112,6 +112,11 @@ impl WireStr<'_> {
     }
 }
 
+/// The string of an optional field, owned (empty when it is missing).
+pub(crate) fn owned(text: Text<'_>) -> String {
+    text.map(WireStr::into_owned).unwrap_or_default()
+}
+
 impl<'a> From<&'a str> for WireStr<'a> {
     fn from(text: &'a str) -> Self {
         Self(Cow::Borrowed(text))

@@ -4,7 +4,7 @@
 //! Providers and consumers share one assembler, so what a front end shows
 //! while streaming is, by construction, what the final message renders to.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -214,8 +214,9 @@ struct Slot {
 #[derive(Default)]
 pub struct StreamAssembler {
     slots: Vec<Slot>,
-    /// Provider block index → position in `slots`.
-    by_index: HashMap<u32, usize>,
+    /// Provider block index → position in `slots`. A handful of blocks
+    /// per turn and a lookup per delta: ordered, so no hashing.
+    by_index: BTreeMap<u32, usize>,
     groups: Vec<RenderingBlockGroup>,
 }
 

@@ -16,7 +16,9 @@ use agentloop_types::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::decode::{DecodeContext, Decoder, Item, num, parse_payload, synthetic, text};
+use crate::decode::{
+    DecodeContext, Decoder, Item, Text, WireStr, num, owned, parse_payload, synthetic, text,
+};
 use crate::error;
 use crate::pricing::ExtraUsage;
 use crate::sse::SseEvent;
@@ -230,10 +232,10 @@ impl AnthropicDecoder {
         }
         let view = DeltaView {
             kind,
-            text: text(delta, "text"),
-            thinking: text(delta, "thinking"),
-            signature: text(delta, "signature"),
-            partial_json: text(delta, "partial_json"),
+            text: text(delta, "text").map(WireStr::from),
+            thinking: text(delta, "thinking").map(WireStr::from),
+            signature: text(delta, "signature").map(WireStr::from),
+            partial_json: text(delta, "partial_json").map(WireStr::from),
             citation: delta.get("citation"),
         };
         self.interpreted_delta(index, view, out);
@@ -252,7 +254,7 @@ impl AnthropicDecoder {
             Open::ToolUse { got_input, .. } => {
                 if let Some(fragment) = delta.partial_json {
                     *got_input = true;
-                    let partial_json = fragment.to_owned();
+                    let partial_json = fragment.into_owned();
                     Self::delta(
                         out,
                         StreamDelta::ToolInput {
@@ -266,15 +268,15 @@ impl AnthropicDecoder {
             // on, so a provider bug cannot break the assembled message.
             Open::Typed(typed) => match (typed, kind) {
                 (Typed::Text, "text_delta") => {
-                    let t = delta.text.unwrap_or_default().to_owned();
+                    let t = owned(delta.text);
                     Self::delta(out, StreamDelta::Text { index, text: t });
                 }
                 (Typed::Thinking, "thinking_delta") => {
-                    let t = delta.thinking.unwrap_or_default().to_owned();
+                    let t = owned(delta.thinking);
                     Self::delta(out, StreamDelta::Thinking { index, thinking: t });
                 }
                 (Typed::Thinking, "signature_delta") => {
-                    let s = delta.signature.unwrap_or_default().to_owned();
+                    let s = owned(delta.signature);
                     Self::delta(
                         out,
                         StreamDelta::Signature {
@@ -399,10 +401,10 @@ impl AnthropicDecoder {
         }
         let view = DeltaView {
             kind,
-            text: delta.text.as_deref(),
-            thinking: delta.thinking.as_deref(),
-            signature: delta.signature.as_deref(),
-            partial_json: delta.partial_json.as_deref(),
+            text: delta.text,
+            thinking: delta.thinking,
+            signature: delta.signature,
+            partial_json: delta.partial_json,
             citation: None,
         };
         self.interpreted_delta(index, view, out);
@@ -424,12 +426,14 @@ impl AnthropicDecoder {
 }
 
 /// The fields of a block delta an interpreted block reads.
+/// The strings are taken as they were read: a fragment serde already
+/// copied (it held escapes) becomes the delta without another copy.
 struct DeltaView<'a> {
     kind: &'a str,
-    text: Option<&'a str>,
-    thinking: Option<&'a str>,
-    signature: Option<&'a str>,
-    partial_json: Option<&'a str>,
+    text: Text<'a>,
+    thinking: Text<'a>,
+    signature: Text<'a>,
+    partial_json: Text<'a>,
     citation: Option<&'a Value>,
 }
 

@@ -18,7 +18,9 @@
 use agentloop_types::{BlockStart, ModelChunk, PartialTurn, StopReason, StreamDelta, TokenTotals};
 use serde_json::{Value, json};
 
-use crate::decode::{DecodeContext, Decoder, Item, num, parse_payload, synthetic, text};
+use crate::decode::{
+    DecodeContext, Decoder, Item, Text, WireStr, num, parse_payload, synthetic, text,
+};
 use crate::error;
 use crate::sse::SseEvent;
 
@@ -75,7 +77,7 @@ impl ChatDecoder {
         }
     }
 
-    fn append(&mut self, kind: Run, fragment: &str, out: &mut Vec<Item>) {
+    fn append(&mut self, kind: Run, fragment: WireStr<'_>, out: &mut Vec<Item>) {
         if fragment.is_empty() {
             return;
         }
@@ -94,7 +96,7 @@ impl ChatDecoder {
                 index
             }
         };
-        let text = fragment.to_owned();
+        let text = fragment.into_owned();
         let delta = match kind {
             Run::Thinking => StreamDelta::Thinking {
                 index,
@@ -165,9 +167,9 @@ impl ChatDecoder {
     /// blocks.
     fn fragments(
         &mut self,
-        reasoning: Option<&str>,
-        content: Option<&str>,
-        refusal: Option<&str>,
+        reasoning: Text<'_>,
+        content: Text<'_>,
+        refusal: Text<'_>,
         out: &mut Vec<Item>,
     ) {
         if let Some(fragment) = reasoning {
@@ -211,12 +213,7 @@ impl ChatDecoder {
         };
         if let Some(delta) = choice.delta {
             let reasoning = delta.reasoning_content.or(delta.reasoning);
-            self.fragments(
-                reasoning.as_deref(),
-                delta.content.as_deref(),
-                delta.refusal.as_deref(),
-                out,
-            );
+            self.fragments(reasoning, delta.content, delta.refusal, out);
             for call in delta.tool_calls.into_iter().flatten() {
                 let function = call.function.unwrap_or_default();
                 let view = CallView {
@@ -335,9 +332,9 @@ impl Decoder for ChatDecoder {
             // Servers name it differently; some send both with the same text.
             let reasoning = text(delta, "reasoning_content").or_else(|| text(delta, "reasoning"));
             self.fragments(
-                reasoning,
-                text(delta, "content"),
-                text(delta, "refusal"),
+                reasoning.map(WireStr::from),
+                text(delta, "content").map(WireStr::from),
+                text(delta, "refusal").map(WireStr::from),
                 out,
             );
             for call in delta

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use agentloop_types::{ApiKind, BlockStart, ModelChunk, StopReason, StreamDelta, TokenTotals};
 use serde_json::{Value, json};
 
-use crate::decode::{DecodeContext, Decoder, Item, num, parse_payload, synthetic, text};
+use crate::decode::{DecodeContext, Decoder, Item, num, owned, parse_payload, synthetic, text};
 use crate::error;
 use crate::sse::SseEvent;
 
@@ -351,7 +351,6 @@ impl Decoder for ResponsesDecoder {
         } = fields;
         let kind = kind.as_deref().unwrap_or(event.event.as_str());
         let item_id = item_id.as_deref().unwrap_or_default();
-        let delta = delta.as_deref().unwrap_or_default();
         let content_index = content_index.unwrap_or(0);
         let summary_index = summary_index.unwrap_or(0);
         match kind {
@@ -389,7 +388,7 @@ impl Decoder for ResponsesDecoder {
                     out,
                     StreamDelta::Text {
                         index,
-                        text: delta.to_owned(),
+                        text: owned(delta),
                     },
                 );
             }
@@ -411,7 +410,7 @@ impl Decoder for ResponsesDecoder {
                     out,
                     StreamDelta::Thinking {
                         index,
-                        thinking: delta.to_owned(),
+                        thinking: owned(delta),
                     },
                 );
             }
@@ -421,20 +420,20 @@ impl Decoder for ResponsesDecoder {
                     out,
                     StreamDelta::Thinking {
                         index,
-                        thinking: delta.to_owned(),
+                        thinking: owned(delta),
                     },
                 );
             }
             "response.function_call_arguments.delta" => {
                 if let Some((index, got)) = self.calls.get_mut(item_id) {
                     *got = true;
-                    if !delta.is_empty() {
+                    if let Some(delta) = delta.filter(|d| !d.is_empty()) {
                         let index = *index;
                         Self::push(
                             out,
                             StreamDelta::ToolInput {
                                 index,
-                                partial_json: delta.to_owned(),
+                                partial_json: delta.into_owned(),
                             },
                         );
                     }
