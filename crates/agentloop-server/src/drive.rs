@@ -1,6 +1,6 @@
-//! Executing one agent run on this instance, under its lease, then
-//! finishing it: status, workflow flag, notifications and the next link of
-//! the chain.
+//! Executing one agent run on this instance, under its lease (kept by the
+//! instance's [`heartbeat`](crate::heartbeat)), then finishing it: status,
+//! workflow flag, notifications and the next link of the chain.
 //!
 //! Takeover policy: a run taken over (after a crash or an expired lease)
 //! continues its chat from the last stored message through the runtime,
@@ -19,9 +19,7 @@ use agentloop_storage::model::{AgentRunStatus, AgentType, EndReason, RunStatus, 
 use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_tools::FsTool;
 use agentloop_tools::vfs::DirJail;
-use agentloop_types::{
-    CancellationToken, EventKind, LoopError, LoopEvent, LoopResult, LoopStatus, Tool,
-};
+use agentloop_types::{EventKind, LoopError, LoopEvent, LoopResult, LoopStatus, Tool};
 use serde_json::json;
 
 use crate::executor::{AgentJob, Outcome};
@@ -106,14 +104,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                             "agentRunId": run_id, "conversationId": conversation_id }),
                 );
                 let stop = state.shutdown.child_token();
-                let done = CancellationToken::new();
-                tokio::spawn(heartbeat(
-                    state.clone(),
-                    lease.clone(),
-                    local.cancel.clone(),
-                    stop.clone(),
-                    done.clone(),
-                ));
+                let watched = state.watch_lease(run_id, local.cancel.clone(), stop.clone());
                 let mut tools = tools(state, &ctx, run.agent_type, workflow_called.clone())?;
                 if let Some(mcp) = &mcp {
                     tools.extend(mcp.tools());
@@ -141,7 +132,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                     decisions,
                 };
                 let outcome = state.executor.execute(job).await;
-                done.cancel();
+                drop(watched);
                 if let Some(mcp) = mcp {
                     mcp.shutdown().await;
                 }
@@ -461,32 +452,4 @@ async fn project_mcp(state: &AppState, ctx: &TaskContext) -> Result<Option<McpSe
         .await
         .map(Some)
         .map_err(|e| format!("the project's MCP servers could not start: {e}"))
-}
-
-/// Renews the lease and watches the run's status until `done`: a lost
-/// lease stops the execution; a run no longer `running` in the store
-/// (cancelled or force-completed, possibly by another instance) is
-/// cancelled.
-async fn heartbeat(
-    state: AppState,
-    lease: Lease,
-    cancel: CancellationToken,
-    stop: CancellationToken,
-    done: CancellationToken,
-) {
-    loop {
-        tokio::select! {
-            () = done.cancelled() => return,
-            () = tokio::time::sleep(state.config.heartbeat) => {}
-        }
-        if lease.renew().await.is_err() {
-            stop.cancel();
-            return;
-        }
-        match state.store.get_agent_run(&lease.run_id).await {
-            Ok(run) if run.status != AgentRunStatus::Running => cancel.cancel(),
-            Ok(_) | Err(StorageError::Database(_)) => {}
-            Err(_) => cancel.cancel(),
-        }
-    }
 }
