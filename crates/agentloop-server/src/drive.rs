@@ -63,10 +63,13 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         return Ok(());
     }
     let run = store.get_agent_run(run_id).await?;
-    let ctx = load_task_context(store, &run.task_id).await?;
-    let run = prepare(store, &state.config, &ctx, run).await?;
+    // The steps before and after the execution are boxed: their futures
+    // would otherwise be inline in this one, which every executing run
+    // holds for as long as it runs.
+    let ctx = Box::pin(load_task_context(store, &run.task_id)).await?;
+    let run = Box::pin(prepare(store, &state.config, &ctx, run)).await?;
     if run.status != AgentRunStatus::Running {
-        close_record(store, run_id, run.status, None).await?;
+        Box::pin(close_record(store, run_id, run.status, None)).await?;
         store.release_lease(run_id, &lease.owner).await?;
         return Ok(());
     }
@@ -85,7 +88,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         .await?
         .chat_id
         .unwrap_or_default();
-    let logged = scan_log(store, run_id).await?;
+    let logged = Box::pin(scan_log(store, run_id)).await?;
     let decisions = store
         .list_agent_run_decisions(run_id)
         .await?
@@ -95,7 +98,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     let workflow_called = Arc::new(AtomicBool::new(false));
     let outcome = match logged.1 {
         Some(result) => Outcome::Finished(result),
-        None => match project_mcp(state, &ctx).await {
+        None => match Box::pin(project_mcp(state, &ctx)).await {
             Err(message) => Outcome::Failed(message),
             Ok(mcp) => {
                 state.notify(
@@ -134,7 +137,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                 let outcome = state.executor.execute(job).await;
                 drop(watched);
                 if let Some(mcp) = mcp {
-                    mcp.shutdown().await;
+                    Box::pin(mcp.shutdown()).await;
                 }
                 outcome
             }
@@ -148,7 +151,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             return Ok(());
         }
         Outcome::Waiting(pending) => {
-            return wait(
+            return Box::pin(wait(
                 state,
                 &ctx,
                 &run,
@@ -157,7 +160,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                 &pending,
                 false,
                 None,
-            )
+            ))
             .await;
         }
         Outcome::Finished(result) if matches!(result.status, LoopStatus::Suspended { .. }) => {
@@ -165,7 +168,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                 return Ok(());
             };
             let value = serde_json::to_value(&*result).ok();
-            return wait(
+            return Box::pin(wait(
                 state,
                 &ctx,
                 &run,
@@ -174,7 +177,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                 pending,
                 true,
                 value,
-            )
+            ))
             .await;
         }
         Outcome::Finished(result) => {
@@ -182,7 +185,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             (wanted, reason, serde_json::to_value(&*result).ok())
         }
         Outcome::AlreadyAnswered => {
-            let result = log_answered(state, run_id, &chat_id).await?;
+            let result = Box::pin(log_answered(state, run_id, &chat_id)).await?;
             (
                 AgentRunStatus::Completed,
                 None,
@@ -206,7 +209,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     } else {
         store.get_agent_run(run_id).await?.status
     };
-    close_record(store, run_id, status, result).await?;
+    Box::pin(close_record(store, run_id, status, result)).await?;
     store.release_lease(run_id, &lease.owner).await?;
     if ended_here {
         state
@@ -229,7 +232,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     );
     state.notify_run_status(&ctx.owner, &run, status);
     if ended_here && status == AgentRunStatus::Completed {
-        chain(state, &ctx, run.agent_type).await?;
+        Box::pin(chain(state, &ctx, run.agent_type)).await?;
     }
     Ok(())
 }
