@@ -39,7 +39,9 @@ use crate::error::RuntimeResult;
 use crate::gate::Gate;
 
 /// Events buffered before the log is written regardless of commit points.
-const LOG_BATCH: usize = 64;
+/// Small: a slowly streaming run holds its buffer between writes, and
+/// concurrent writes are committed together anyway.
+const LOG_BATCH: usize = 16;
 
 /// Persists one run's events.
 pub(crate) struct Persister {

@@ -316,9 +316,13 @@ impl ChatRuntime {
         chat_id: &str,
         observer: EventObserver<'_>,
     ) -> RuntimeResult<Option<RunOutcome>> {
-        self.ensure_idle(chat_id).await?;
-        if let Some(state) = self.resumable_run(chat_id).await? {
-            return self.run_state(chat_id, state, observer).await.map(Some);
+        // Boxed: these steps' futures would otherwise stay inline in this
+        // one for as long as the run goes on.
+        Box::pin(self.ensure_idle(chat_id)).await?;
+        if let Some(state) = Box::pin(self.resumable_run(chat_id)).await? {
+            return Box::pin(self.run_state(chat_id, state, observer))
+                .await
+                .map(Some);
         }
         let messages = self.store.list_messages(chat_id).await?;
         match messages.last() {

@@ -1,6 +1,6 @@
-//! Executing one agent run on this instance, under its lease, then
-//! finishing it: status, workflow flag, notifications and the next link of
-//! the chain.
+//! Executing one agent run on this instance, under its lease (kept by the
+//! instance's [`heartbeat`](crate::heartbeat)), then finishing it: status,
+//! workflow flag, notifications and the next link of the chain.
 //!
 //! Takeover policy: a run taken over (after a crash or an expired lease)
 //! continues its chat from the last stored message through the runtime,
@@ -19,9 +19,7 @@ use agentloop_storage::model::{AgentRunStatus, AgentType, EndReason, RunStatus, 
 use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_tools::FsTool;
 use agentloop_tools::vfs::DirJail;
-use agentloop_types::{
-    CancellationToken, EventKind, LoopError, LoopEvent, LoopResult, LoopStatus, Tool,
-};
+use agentloop_types::{EventKind, LoopError, LoopEvent, LoopResult, LoopStatus, Tool};
 use serde_json::json;
 
 use crate::executor::{AgentJob, Outcome};
@@ -65,10 +63,13 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         return Ok(());
     }
     let run = store.get_agent_run(run_id).await?;
-    let ctx = load_task_context(store, &run.task_id).await?;
-    let run = prepare(store, &state.config, &ctx, run).await?;
+    // The steps before and after the execution are boxed: their futures
+    // would otherwise be inline in this one, which every executing run
+    // holds for as long as it runs.
+    let ctx = Box::pin(load_task_context(store, &run.task_id)).await?;
+    let run = Box::pin(prepare(store, &state.config, &ctx, run)).await?;
     if run.status != AgentRunStatus::Running {
-        close_record(store, run_id, run.status, None).await?;
+        Box::pin(close_record(store, run_id, run.status, None)).await?;
         store.release_lease(run_id, &lease.owner).await?;
         return Ok(());
     }
@@ -87,7 +88,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         .await?
         .chat_id
         .unwrap_or_default();
-    let logged = scan_log(store, run_id).await?;
+    let logged = Box::pin(scan_log(store, run_id)).await?;
     let decisions = store
         .list_agent_run_decisions(run_id)
         .await?
@@ -97,7 +98,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     let workflow_called = Arc::new(AtomicBool::new(false));
     let outcome = match logged.1 {
         Some(result) => Outcome::Finished(result),
-        None => match project_mcp(state, &ctx).await {
+        None => match Box::pin(project_mcp(state, &ctx)).await {
             Err(message) => Outcome::Failed(message),
             Ok(mcp) => {
                 state.notify(
@@ -106,14 +107,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                             "agentRunId": run_id, "conversationId": conversation_id }),
                 );
                 let stop = state.shutdown.child_token();
-                let done = CancellationToken::new();
-                tokio::spawn(heartbeat(
-                    state.clone(),
-                    lease.clone(),
-                    local.cancel.clone(),
-                    stop.clone(),
-                    done.clone(),
-                ));
+                let watched = state.watch_lease(run_id, local.cancel.clone(), stop.clone());
                 let mut tools = tools(state, &ctx, run.agent_type, workflow_called.clone())?;
                 if let Some(mcp) = &mcp {
                     tools.extend(mcp.tools());
@@ -141,9 +135,9 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                     decisions,
                 };
                 let outcome = state.executor.execute(job).await;
-                done.cancel();
+                drop(watched);
                 if let Some(mcp) = mcp {
-                    mcp.shutdown().await;
+                    Box::pin(mcp.shutdown()).await;
                 }
                 outcome
             }
@@ -157,7 +151,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             return Ok(());
         }
         Outcome::Waiting(pending) => {
-            return wait(
+            return Box::pin(wait(
                 state,
                 &ctx,
                 &run,
@@ -166,7 +160,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                 &pending,
                 false,
                 None,
-            )
+            ))
             .await;
         }
         Outcome::Finished(result) if matches!(result.status, LoopStatus::Suspended { .. }) => {
@@ -174,7 +168,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                 return Ok(());
             };
             let value = serde_json::to_value(&*result).ok();
-            return wait(
+            return Box::pin(wait(
                 state,
                 &ctx,
                 &run,
@@ -183,7 +177,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                 pending,
                 true,
                 value,
-            )
+            ))
             .await;
         }
         Outcome::Finished(result) => {
@@ -191,7 +185,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             (wanted, reason, serde_json::to_value(&*result).ok())
         }
         Outcome::AlreadyAnswered => {
-            let result = log_answered(state, run_id, &chat_id).await?;
+            let result = Box::pin(log_answered(state, run_id, &chat_id)).await?;
             (
                 AgentRunStatus::Completed,
                 None,
@@ -215,7 +209,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     } else {
         store.get_agent_run(run_id).await?.status
     };
-    close_record(store, run_id, status, result).await?;
+    Box::pin(close_record(store, run_id, status, result)).await?;
     store.release_lease(run_id, &lease.owner).await?;
     if ended_here {
         state
@@ -238,7 +232,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     );
     state.notify_run_status(&ctx.owner, &run, status);
     if ended_here && status == AgentRunStatus::Completed {
-        chain(state, &ctx, run.agent_type).await?;
+        Box::pin(chain(state, &ctx, run.agent_type)).await?;
     }
     Ok(())
 }
@@ -461,32 +455,4 @@ async fn project_mcp(state: &AppState, ctx: &TaskContext) -> Result<Option<McpSe
         .await
         .map(Some)
         .map_err(|e| format!("the project's MCP servers could not start: {e}"))
-}
-
-/// Renews the lease and watches the run's status until `done`: a lost
-/// lease stops the execution; a run no longer `running` in the store
-/// (cancelled or force-completed, possibly by another instance) is
-/// cancelled.
-async fn heartbeat(
-    state: AppState,
-    lease: Lease,
-    cancel: CancellationToken,
-    stop: CancellationToken,
-    done: CancellationToken,
-) {
-    loop {
-        tokio::select! {
-            () = done.cancelled() => return,
-            () = tokio::time::sleep(state.config.heartbeat) => {}
-        }
-        if lease.renew().await.is_err() {
-            stop.cancel();
-            return;
-        }
-        match state.store.get_agent_run(&lease.run_id).await {
-            Ok(run) if run.status != AgentRunStatus::Running => cancel.cancel(),
-            Ok(_) | Err(StorageError::Database(_)) => {}
-            Err(_) => cancel.cancel(),
-        }
-    }
 }

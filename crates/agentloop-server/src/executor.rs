@@ -114,7 +114,9 @@ impl AgentExecutor for RuntimeExecutor {
             let mut observer = move |event: &LoopEvent| {
                 let _ = tx.send(Box::new(event.clone()));
             };
-            let pending = runtime.pending(&chat_id).await?;
+            // The steps around the run are boxed, so their futures are not
+            // held inline in this task for as long as the run goes on.
+            let pending = Box::pin(runtime.pending(&chat_id)).await?;
             if pending.is_empty() {
                 return runtime
                     .continue_chat(&chat_id, &mut observer)
@@ -128,8 +130,7 @@ impl AgentExecutor for RuntimeExecutor {
             if decided.len() < pending.len() {
                 return Ok(Ran::Waiting(pending));
             }
-            runtime
-                .resume_with(&chat_id, decided, &mut observer)
+            Box::pin(runtime.resume_with(&chat_id, decided, &mut observer))
                 .await
                 .map(|outcome| Ran::from(Some(outcome)))
         });

@@ -8,7 +8,9 @@
 //!
 //! - [`routes`]: the API; [`openapi`] describes it.
 //! - [`runner`] starts agent runs; [`drive`] executes one under its lease
-//!   and chains the next; [`recovery`] takes over runs whose lease expired.
+//!   and chains the next; [`heartbeat`] renews the leases of all runs
+//!   executing here at once; [`recovery`] takes over runs whose lease
+//!   expired.
 //! - [`executor`]: the [`AgentExecutor`] port and [`RuntimeExecutor`],
 //!   which runs the loop through `agentloop-runtime` (messages are stored
 //!   as they come); [`sink`] appends each run's events to its log.
@@ -42,6 +44,7 @@ pub mod error;
 pub mod executor;
 pub mod folders;
 pub mod follow;
+pub mod heartbeat;
 pub mod ids;
 pub mod listener;
 pub mod metrics;

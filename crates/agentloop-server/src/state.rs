@@ -12,6 +12,7 @@ use tokio::sync::broadcast;
 use crate::config::ServerConfig;
 use crate::executor::AgentExecutor;
 use crate::follow::AppendWakers;
+use crate::heartbeat::{Heartbeat, Renewer, Watched};
 use crate::metrics::Metrics;
 
 /// Capacity of the owner notification channel.
@@ -82,6 +83,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Wakes followers of runs executing elsewhere when their logs grow.
     pub appends: Arc<AppendWakers>,
+    /// Renews the leases of the runs executing here, all at once.
+    pub heartbeat: Arc<Heartbeat>,
 }
 
 impl AppState {
@@ -100,6 +103,7 @@ impl AppState {
             shutdown: CancellationToken::new(),
             metrics: Arc::new(Metrics::default()),
             appends: Arc::new(AppendWakers::default()),
+            heartbeat: Arc::new(Heartbeat::default()),
         }
     }
 
@@ -129,6 +133,29 @@ impl AppState {
             .unwrap_or_else(PoisonError::into_inner)
             .get(run_id)
             .cloned()
+    }
+
+    /// Keeps the lease of `run_id`, executing here, renewed until the
+    /// guard is dropped: a lost lease cancels `stop`, a run no longer
+    /// `running` in the store `cancel`.
+    pub fn watch_lease(
+        &self,
+        run_id: &str,
+        cancel: CancellationToken,
+        stop: CancellationToken,
+    ) -> Watched {
+        self.heartbeat.watch(
+            || Renewer {
+                store: self.store.clone(),
+                owner: self.config.instance_id.clone(),
+                interval: self.config.heartbeat,
+                ttl_ms: crate::runner::ttl_ms(self),
+                shutdown: self.shutdown.clone(),
+            },
+            run_id,
+            cancel,
+            stop,
+        )
     }
 
     /// How many runs execute here.

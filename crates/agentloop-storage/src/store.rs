@@ -8,8 +8,8 @@ use serde_json::Value;
 use crate::error::StorageResult;
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AttachmentMeta, Chat, Checkpoint,
-    Conversation, EndReason, FileRecord, Project, RunRecord, RunStatus, StoredMessage, Task, User,
-    UserToken,
+    Conversation, EndReason, FileRecord, LeaseRenewal, Project, RunRecord, RunStatus,
+    StoredMessage, Task, User, UserToken,
 };
 
 /// Projects. Deleting a project deletes everything it owns.
@@ -177,6 +177,19 @@ pub trait RunStore: Send + Sync {
         now: i64,
         expires_at: i64,
     ) -> StorageResult<bool>;
+    /// Renews, in one statement per batch, the leases `owner` holds on
+    /// `run_ids` until `expires_at`, and reads the status of each run's
+    /// agent run: one [`LeaseRenewal`] per id, in the order given. A lease
+    /// is renewed only while `owner` holds it (expired or not, as long as
+    /// nobody took it); a released or taken lease is
+    /// [`Lost`](LeaseRenewal::Lost), never taken back. One instance's
+    /// heartbeat renews all the runs it executes with this.
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        expires_at: i64,
+    ) -> StorageResult<Vec<LeaseRenewal>>;
     /// Releases the lease if `owner` holds it. Returns whether it did.
     async fn release_lease(&self, run_id: &str, owner: &str) -> StorageResult<bool>;
     /// Appends events to a run's log; each `seq` must be new for the run

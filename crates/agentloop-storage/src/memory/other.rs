@@ -8,7 +8,7 @@ use super::{MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AttachmentMeta, Conversation,
-    EndReason, FileRecord, RunRecord, RunStatus, Task,
+    EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task,
 };
 use crate::store::{AttachmentStore, FileStore, RunStore, TaskStore};
 
@@ -237,6 +237,33 @@ impl RunStore for MemoryStore {
         run.lease_owner = None;
         run.lease_expires_at = None;
         Ok(true)
+    }
+
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        expires_at: i64,
+    ) -> StorageResult<Vec<LeaseRenewal>> {
+        let mut state = self.lock();
+        let mut renewals = Vec::with_capacity(run_ids.len());
+        for id in run_ids {
+            let renewed = match state.runs.get_mut(id) {
+                Some(run) if run.lease_owner.as_deref() == Some(owner) => {
+                    run.lease_expires_at = Some(expires_at);
+                    true
+                }
+                _ => false,
+            };
+            renewals.push(if renewed {
+                LeaseRenewal::Renewed {
+                    agent_run: state.agent_runs.get(id).map(|r| r.status),
+                }
+            } else {
+                LeaseRenewal::Lost
+            });
+        }
+        Ok(renewals)
     }
 
     async fn append_events(&self, run_id: &str, events: &[LoopEvent]) -> StorageResult<()> {

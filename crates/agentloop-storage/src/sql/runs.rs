@@ -8,7 +8,8 @@ mod sql_runs {
     use crate::error::{StorageError, StorageResult};
     use crate::group_commit::{Append, CommitAppends, EventRow};
     use crate::model::{
-        AgentRun, AgentRunDecision, AgentRunStatus, Conversation, EndReason, RunRecord, RunStatus, Task,
+        AgentRun, AgentRunDecision, AgentRunStatus, Conversation, EndReason, LeaseRenewal, RunRecord,
+        RunStatus, Task,
     };
     use crate::sql::{db_err, found, insert_err, is_unique};
     use crate::store::{RunStore, TaskStore, from_json_text, json_text};
@@ -176,6 +177,62 @@ mod sql_runs {
             Ok(true)
         }
 
+        async fn renew_leases(
+            &self,
+            owner: &str,
+            run_ids: &[String],
+            expires_at: i64,
+        ) -> StorageResult<Vec<LeaseRenewal>> {
+            let mut found: std::collections::HashMap<String, Option<AgentRunStatus>> =
+                std::collections::HashMap::with_capacity(run_ids.len());
+            for batch in run_ids.chunks(LEASES_PER_RENEWAL) {
+                // One statement renews the batch and reads each renewed
+                // run's agent run status; rows not ours are not returned.
+                let mut renew = sqlx::QueryBuilder::<super::Db>::new(
+                    "UPDATE runs SET lease_expires_at = ",
+                );
+                renew
+                    .push_bind(expires_at)
+                    .push(" WHERE lease_owner = ")
+                    .push_bind(owner)
+                    .push(" AND id IN (");
+                let mut ids = renew.separated(", ");
+                for id in batch {
+                    ids.push_bind(id.as_str());
+                }
+                renew.push(
+                    ") RETURNING id, \
+                     (SELECT status FROM agent_runs WHERE agent_runs.id = runs.id) AS agent_status",
+                );
+                let rows = renew
+                    .build()
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                for row in &rows {
+                    let id: String = sqlx::Row::try_get(row, "id").map_err(db_err)?;
+                    let status: Option<String> =
+                        sqlx::Row::try_get(row, "agent_status").map_err(db_err)?;
+                    let status = status
+                        .map(|s| {
+                            AgentRunStatus::parse(&s)
+                                .ok_or_else(|| crate::sql::bad_value("status", &s))
+                        })
+                        .transpose()?;
+                    found.insert(id, status);
+                }
+            }
+            Ok(run_ids
+                .iter()
+                .map(|id| match found.get(id) {
+                    Some(agent_run) => LeaseRenewal::Renewed {
+                        agent_run: *agent_run,
+                    },
+                    None => LeaseRenewal::Lost,
+                })
+                .collect())
+        }
+
         async fn append_events(&self, run_id: &str, events: &[LoopEvent]) -> StorageResult<()> {
             if events.is_empty() {
                 self.get_run(run_id).await?;
@@ -226,6 +283,10 @@ mod sql_runs {
                 .collect()
         }
     }
+
+    /// Runs per lease renewal statement (one parameter each, under
+    /// SQLite's oldest limit of 999).
+    const LEASES_PER_RENEWAL: usize = 500;
 
     /// Rows per `INSERT` statement of a batch (three parameters each,
     /// under SQLite's oldest limit of 999).

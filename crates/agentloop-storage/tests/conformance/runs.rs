@@ -499,3 +499,104 @@ pub async fn concurrent_folder_claims(store: Arc<dyn Store>) {
         );
     }
 }
+
+pub async fn lease_renewals(store: Arc<dyn Store>) {
+    use agentloop_storage::model::LeaseRenewal;
+    project_with_chat(&*store).await;
+    for id in ["a", "b", "c", "d", "e"] {
+        store.create_run(&run_record(id, Some("c"))).await.unwrap();
+        assert!(store.acquire_lease(id, "me", 100, 200).await.unwrap());
+    }
+    // Agent runs share their record's id; each task has one running.
+    for id in ["a", "b", "c", "d"] {
+        let task_id = format!("t-{id}");
+        store.create_task(&task(&task_id, "p")).await.unwrap();
+        store
+            .create_agent_run(&agent_run(id, &task_id, AgentRunStatus::Running, 1))
+            .await
+            .unwrap();
+    }
+    // Another instance cancels b; c's lease expires and another owner
+    // takes it; d's lease is released; e has no agent run.
+    assert!(
+        store
+            .finish_agent_run("b", AgentRunStatus::Cancelled, 150, None)
+            .await
+            .unwrap()
+    );
+    assert!(store.acquire_lease("c", "other", 250, 400).await.unwrap());
+    assert!(store.release_lease("d", "me").await.unwrap());
+
+    let ids: Vec<String> = ["a", "b", "c", "d", "e", "nope"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    // a's lease expired at 200 but nobody took it: still ours.
+    let renewals = store.renew_leases("me", &ids, 500).await.unwrap();
+    assert_eq!(
+        renewals,
+        [
+            LeaseRenewal::Renewed {
+                agent_run: Some(AgentRunStatus::Running)
+            },
+            LeaseRenewal::Renewed {
+                agent_run: Some(AgentRunStatus::Cancelled)
+            },
+            LeaseRenewal::Lost,
+            LeaseRenewal::Lost,
+            LeaseRenewal::Renewed { agent_run: None },
+            LeaseRenewal::Lost,
+        ]
+    );
+    assert_eq!(lease_of(&*store, "a").await, (Some("me".into()), Some(500)));
+    assert_eq!(lease_of(&*store, "e").await, (Some("me".into()), Some(500)));
+    // Neither a lease of another owner nor a released one is taken.
+    assert_eq!(
+        lease_of(&*store, "c").await,
+        (Some("other".into()), Some(400))
+    );
+    assert_eq!(lease_of(&*store, "d").await, (None, None));
+    // The other owner renews its own and finds the rest lost.
+    assert_eq!(
+        store.renew_leases("other", &ids[..3], 600).await.unwrap(),
+        [
+            LeaseRenewal::Lost,
+            LeaseRenewal::Lost,
+            LeaseRenewal::Renewed {
+                agent_run: Some(AgentRunStatus::Running)
+            },
+        ]
+    );
+    assert!(store.renew_leases("me", &[], 700).await.unwrap().is_empty());
+
+    // More runs than one statement renews: the answers stay in order.
+    let many: Vec<String> = (0..1_100).map(|i| format!("m{i:04}")).collect();
+    for (i, id) in many.iter().enumerate() {
+        store.create_run(&run_record(id, Some("c"))).await.unwrap();
+        let owner = if i % 3 == 0 { "other" } else { "me" };
+        assert!(store.acquire_lease(id, owner, 100, 200).await.unwrap());
+    }
+    let renewals = store.renew_leases("me", &many, 800).await.unwrap();
+    assert_eq!(renewals.len(), many.len());
+    for (i, renewal) in renewals.iter().enumerate() {
+        let expected = if i % 3 == 0 {
+            LeaseRenewal::Lost
+        } else {
+            LeaseRenewal::Renewed { agent_run: None }
+        };
+        assert_eq!(*renewal, expected, "run {}", many[i]);
+    }
+    assert_eq!(
+        lease_of(&*store, "m1099").await,
+        (Some("me".into()), Some(800))
+    );
+    assert_eq!(
+        lease_of(&*store, "m1098").await,
+        (Some("other".into()), Some(200))
+    );
+}
+
+async fn lease_of(store: &dyn Store, id: &str) -> (Option<String>, Option<i64>) {
+    let run = store.get_run(id).await.unwrap();
+    (run.lease_owner, run.lease_expires_at)
+}
