@@ -12,7 +12,7 @@ use agentloop_types::{
 
 use crate::cancel::or_cancelled;
 use crate::machine::{Input, Machine, OfferedTool, Step, StrategyMachine};
-use crate::model_turn::{model_turn, summary_request, summary_turn};
+use crate::model_turn::{ModelTurn, summary_request, summary_turn};
 use crate::run_stream::{Emitter, RunStream};
 use crate::tool_exec::ToolRun;
 use tracing::Instrument;
@@ -230,17 +230,31 @@ fn drive_machine(
         agentloop.project_id = %options.project_id,
         agentloop.chat_id = options.chat_id.as_deref(),
     );
-    RunStream::new(move |emitter| drive(machine, options, deps, emitter, first).instrument(span))
+    let run = Box::new(Driven {
+        machine,
+        options,
+        deps,
+    });
+    RunStream::new(move |emitter| drive(run, emitter, first).instrument(span))
         .cancel_on_drop(cancel)
 }
 
-async fn drive(
-    mut machine: Machine,
+/// What a run's driver owns, boxed: an async fn holds each by-value
+/// argument twice in its future (the argument and its binding), and a
+/// server keeps one such future per run it executes.
+struct Driven {
+    machine: Machine,
     options: LoopOptions,
     deps: RunDeps,
-    mut emitter: Emitter,
-    first: Input,
-) {
+}
+
+async fn drive(run: Box<Driven>, mut emitter: Emitter, first: Input) {
+    let mut run = run;
+    let Driven {
+        machine,
+        options,
+        deps,
+    } = &mut *run;
     let run_id = machine.run_id().to_owned();
     let mut input = first;
     loop {
@@ -274,14 +288,6 @@ async fn drive(
                 tools,
                 output,
             } => {
-                let mut options = options.clone();
-                options.output_schema = output;
-                let request = ModelRequest {
-                    options,
-                    messages,
-                    tools,
-                    attachments: deps.attachments.clone(),
-                };
                 let span = tracing::info_span!(
                     "agentloop.model_turn",
                     iteration,
@@ -289,34 +295,42 @@ async fn drive(
                     gen_ai.output.messages = tracing::field::Empty,
                 );
                 let capture = crate::telemetry::capture_content();
-                if capture {
-                    span.record(
-                        "gen_ai.input.messages",
-                        json_text(&request.messages).as_str(),
-                    );
-                }
-                let input = model_turn(
-                    deps.provider.as_ref(),
-                    request,
-                    iteration,
-                    &deps.cancel,
-                    &mut emitter,
-                )
-                .instrument(span.clone())
-                .await;
+                // The request becomes the provider's stream here, before
+                // any await, so the turn's future does not hold it.
+                let turn = {
+                    let mut options = options.clone();
+                    options.output_schema = output;
+                    let request = ModelRequest {
+                        options,
+                        messages,
+                        tools,
+                        attachments: deps.attachments.clone(),
+                    };
+                    if capture {
+                        span.record(
+                            "gen_ai.input.messages",
+                            json_text(&request.messages).as_str(),
+                        );
+                    }
+                    ModelTurn::start(deps.provider.as_ref(), request, iteration)
+                };
+                let input = turn
+                    .run(&deps.cancel, &mut emitter)
+                    .instrument(span.clone())
+                    .await;
                 if capture && let Input::ModelTurn { content, .. } = &input {
                     span.record("gen_ai.output.messages", json_text(content).as_str());
                 }
                 input
             }
             Step::Summarise { messages } => {
-                let request = summary_request(&options, messages);
+                let request = summary_request(options, messages);
                 summary_turn(deps.provider.as_ref(), request, &deps.cancel).await
             }
             Step::RunTools { calls } => {
                 let run = ToolRun {
                     tools: &deps.tools,
-                    options: &options,
+                    options,
                     run_id: &run_id,
                     cancel: &deps.cancel,
                 };

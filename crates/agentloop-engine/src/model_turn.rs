@@ -7,8 +7,8 @@ use std::panic::AssertUnwindSafe;
 
 use agentloop_types::{
     BlockStart, CancellationToken, ContentBlock, EventKind, LoopError, LoopOptions, Message,
-    ModelChunk, ModelProvider, ModelRequest, ProviderError, ProviderErrorKind, StreamAssembler,
-    StreamDelta,
+    ModelChunk, ModelProvider, ModelRequest, ModelStream, ProviderError, ProviderErrorKind,
+    StreamAssembler, StreamDelta,
 };
 use futures::StreamExt;
 
@@ -16,81 +16,104 @@ use crate::cancel::or_cancelled;
 use crate::machine::Input;
 use crate::run_stream::Emitter;
 
-/// Streams one turn from `provider`, emitting `streaming_*` events.
-pub(crate) async fn model_turn(
-    provider: &dyn ModelProvider,
-    request: ModelRequest,
+/// One turn of `provider`: its stream, opened from the request, and what
+/// the turn adds to it.
+pub(crate) struct ModelTurn {
+    stream: ModelStream,
+    prefill: Vec<StreamDelta>,
     iteration: u32,
-    cancel: &CancellationToken,
-    emitter: &mut Emitter,
-) -> Input {
-    emitter
-        .emit(EventKind::StreamingStart(StreamingStartEvent { iteration }))
-        .await;
-    let prefill = prefill_deltas(request.options.prefill_response.as_deref());
-    let mut stream = AssertUnwindSafe(provider.stream(request)).catch_unwind();
-    let mut assembler = StreamAssembler::new();
-    let mut first_chunk = true;
-    loop {
-        let Some(next) = or_cancelled(cancel, stream.next()).await else {
+}
+
+impl ModelTurn {
+    /// Opens the turn's stream. Synchronous, so that the driver's future
+    /// never holds the request across an await.
+    pub(crate) fn start(
+        provider: &dyn ModelProvider,
+        request: ModelRequest,
+        iteration: u32,
+    ) -> Self {
+        let prefill = prefill_deltas(request.options.prefill_response.as_deref());
+        Self {
+            stream: provider.stream(request),
+            prefill,
+            iteration,
+        }
+    }
+
+    /// Streams the turn, emitting `streaming_*` events.
+    pub(crate) async fn run(self, cancel: &CancellationToken, emitter: &mut Emitter) -> Input {
+        let Self {
+            stream,
+            prefill,
+            iteration,
+        } = self;
+        emitter
+            .emit(EventKind::StreamingStart(StreamingStartEvent { iteration }))
+            .await;
+        let mut stream = AssertUnwindSafe(stream).catch_unwind();
+        let mut assembler = StreamAssembler::new();
+        let mut first_chunk = true;
+        loop {
+            let Some(next) = or_cancelled(cancel, stream.next()).await else {
+                emitter
+                    .emit(EventKind::StreamingEnd(StreamingEndEvent {
+                        stop_reason: None,
+                    }))
+                    .await;
+                return Input::Cancelled {
+                    partial_turn: Some(assembler.finish()),
+                    finished_tools: Vec::new(),
+                    child_tokens: Default::default(),
+                };
+            };
+            let failure = match next {
+                Some(Ok(Ok(ModelChunk::Delta(delta)))) => {
+                    if std::mem::take(&mut first_chunk) {
+                        first_content(&prefill, &mut assembler, emitter).await;
+                    }
+                    match assembler.apply(&delta) {
+                        Ok(()) => {
+                            emitter
+                                .emit(EventKind::StreamingChunk(StreamingChunkEvent { delta }))
+                                .await;
+                            continue;
+                        }
+                        Err(error) => LoopError::Assembly { error },
+                    }
+                }
+                Some(Ok(Ok(ModelChunk::Finish { stop_reason, usage }))) => {
+                    // A turn with no content of its own still starts with the
+                    // prefilled text.
+                    if std::mem::take(&mut first_chunk) && !prefill.is_empty() {
+                        first_content(&prefill, &mut assembler, emitter).await;
+                    }
+                    emitter
+                        .emit(EventKind::StreamingEnd(StreamingEndEvent {
+                            stop_reason: Some(stop_reason.clone()),
+                        }))
+                        .await;
+                    return Input::ModelTurn {
+                        content: assembler.finish(),
+                        stop_reason,
+                        usage,
+                    };
+                }
+                Some(Ok(Err(error))) => LoopError::Provider { error },
+                Some(Err(panic)) => LoopError::Provider {
+                    error: ProviderError::new(
+                        ProviderErrorKind::Connection,
+                        format!("the provider panicked: {}", crate::panic_message(&panic)),
+                    ),
+                },
+                None => LoopError::IncompleteStream,
+            };
             emitter
                 .emit(EventKind::StreamingEnd(StreamingEndEvent {
                     stop_reason: None,
                 }))
                 .await;
-            return Input::Cancelled {
-                partial_turn: Some(assembler.finish()),
-                finished_tools: Vec::new(),
-                child_tokens: Default::default(),
-            };
-        };
-        let failure = match next {
-            Some(Ok(Ok(ModelChunk::Delta(delta)))) => {
-                if std::mem::take(&mut first_chunk) {
-                    first_content(&prefill, &mut assembler, emitter).await;
-                }
-                match assembler.apply(&delta) {
-                    Ok(()) => {
-                        emitter
-                            .emit(EventKind::StreamingChunk(StreamingChunkEvent { delta }))
-                            .await;
-                        continue;
-                    }
-                    Err(error) => LoopError::Assembly { error },
-                }
-            }
-            Some(Ok(Ok(ModelChunk::Finish { stop_reason, usage }))) => {
-                // A turn with no content of its own still starts with the
-                // prefilled text.
-                if std::mem::take(&mut first_chunk) && !prefill.is_empty() {
-                    first_content(&prefill, &mut assembler, emitter).await;
-                }
-                emitter
-                    .emit(EventKind::StreamingEnd(StreamingEndEvent {
-                        stop_reason: Some(stop_reason.clone()),
-                    }))
-                    .await;
-                return Input::ModelTurn {
-                    content: assembler.finish(),
-                    stop_reason,
-                    usage,
-                };
-            }
-            Some(Ok(Err(error))) => LoopError::Provider { error },
-            Some(Err(panic)) => LoopError::Provider {
-                error: ProviderError::new(
-                    ProviderErrorKind::Connection,
-                    format!("the provider panicked: {}", crate::panic_message(&panic)),
-                ),
-            },
-            None => LoopError::IncompleteStream,
-        };
-        emitter
-            .emit(EventKind::StreamingEnd(StreamingEndEvent {
-                stop_reason: None,
-            }))
-            .await;
-        return Input::ModelFailed { error: failure };
+            return Input::ModelFailed { error: failure };
+        }
     }
 }
 

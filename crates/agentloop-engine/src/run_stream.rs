@@ -32,24 +32,25 @@ struct Buffer(Mutex<VecDeque<RunItem>>);
 
 impl Buffer {
     fn pop(&self) -> Option<RunItem> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop_front()
+        self.lock().pop_front()
     }
 
-    /// Waits for room, then writes `item`.
-    async fn push(&self, item: RunItem) {
-        let mut item = Some(item);
+    /// Writes `item` at once; the future waits until the buffer is back
+    /// within its bound. Not an `async fn`: the future holds only a
+    /// reference, not the item, and the driver awaits one at a time.
+    fn push(&self, item: RunItem) -> impl Future<Output = ()> + '_ {
+        self.lock().push_back(item);
         futures::future::poll_fn(|_| {
-            let mut items = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            if items.len() >= BUFFER {
-                return Poll::Pending;
+            if self.lock().len() > BUFFER {
+                Poll::Pending
+            } else {
+                Poll::Ready(())
             }
-            items.extend(item.take());
-            Poll::Ready(())
         })
-        .await;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<RunItem>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -73,19 +74,23 @@ pub(crate) struct Emitter {
 
 impl Emitter {
     /// Emits an event of the root run.
-    pub(crate) async fn emit(&mut self, kind: EventKind) {
-        self.emit_at(RunPath::root(), kind).await;
+    pub(crate) fn emit(&mut self, kind: EventKind) -> impl Future<Output = ()> + '_ {
+        self.emit_at(RunPath::root(), kind)
     }
 
     /// Emits an event of the run at `path`.
-    pub(crate) async fn emit_at(&mut self, path: RunPath, kind: EventKind) {
+    pub(crate) fn emit_at(
+        &mut self,
+        path: RunPath,
+        kind: EventKind,
+    ) -> impl Future<Output = ()> + '_ {
         let event = LoopEvent {
             seq: self.seq,
             path,
             kind,
         };
         self.seq += 1;
-        self.buffer.push(RunItem::Event(event)).await;
+        self.buffer.push(RunItem::Event(event))
     }
 
     /// Writes the run's state, when the consumer reads checkpoints. The

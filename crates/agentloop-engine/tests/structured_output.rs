@@ -222,7 +222,7 @@ async fn tool_mode_final_output_call_ends_the_run_with_its_input() {
             .iter()
             .find(|t| t.name == FINAL_OUTPUT_TOOL)
             .expect("final_output offered");
-        assert_eq!(final_tool.input_schema, city_schema().schema);
+        assert_eq!(*final_tool.input_schema, city_schema().schema);
     }
     // The final_output call streamed its arguments like any call.
     assert!(events.iter().any(|e| matches!(

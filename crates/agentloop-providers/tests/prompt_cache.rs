@@ -20,7 +20,7 @@ fn tool_run(api: ApiKind) -> ModelRequest {
         .map(|name| ToolDefinition {
             name: (*name).into(),
             description: format!("The {name} tool."),
-            input_schema: json!({"type": "object"}),
+            input_schema: json!({"type": "object"}).into(),
         })
         .collect();
     for step in 0..3 {

@@ -40,12 +40,12 @@ fn tools() -> Vec<ToolDefinition> {
         ToolDefinition {
             name: "calculator".into(),
             description: "Adds two numbers.".into(),
-            input_schema: json!({"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}),
+            input_schema: json!({"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}).into(),
         },
         ToolDefinition {
             name: "now".into(),
             description: "Current time.".into(),
-            input_schema: json!({}),
+            input_schema: json!({}).into(),
         },
     ]
 }
@@ -457,7 +457,13 @@ async fn output_schema_native_forms() {
     anthropic.tools = vec![agentloop_types::ToolDefinition {
         name: agentloop_types::FINAL_OUTPUT_TOOL.into(),
         description: "Give your final answer as this tool's input.".into(),
-        input_schema: anthropic.options.output_schema.clone().unwrap().schema,
+        input_schema: anthropic
+            .options
+            .output_schema
+            .clone()
+            .unwrap()
+            .schema
+            .into(),
     }];
     insta::assert_json_snapshot!(
         "output_schema_anthropic_final_output_tool",

@@ -11,7 +11,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agentloop_types::{ApprovalPolicy, Tool, ToolContext, ToolOptionSpec, ToolStream};
+use agentloop_types::{
+    ApprovalPolicy, Tool, ToolContext, ToolDefinition, ToolOptionSpec, ToolStream,
+};
 use futures::StreamExt;
 use futures::channel::oneshot;
 use serde_json::Value;
@@ -88,6 +90,9 @@ impl Tool for GatedTool {
     fn input_schema(&self) -> Value {
         self.inner.input_schema()
     }
+    fn definition(&self) -> ToolDefinition {
+        self.inner.definition()
+    }
     fn options(&self) -> Vec<ToolOptionSpec> {
         self.inner.options()
     }
@@ -118,8 +123,8 @@ impl Tool for GatedTool {
 mod approval_tests {
     use super::*;
 
-    /// A tool whose every call asks.
-    struct Asking;
+    /// A tool whose every call asks, with a schema it shares.
+    struct Asking(Arc<Value>);
 
     impl Tool for Asking {
         fn name(&self) -> &str {
@@ -129,7 +134,14 @@ mod approval_tests {
             "asks"
         }
         fn input_schema(&self) -> Value {
-            serde_json::json!({"type": "object"})
+            Value::clone(&self.0)
+        }
+        fn definition(&self) -> ToolDefinition {
+            ToolDefinition {
+                name: "asking".into(),
+                description: "asks".into(),
+                input_schema: self.0.clone(),
+            }
         }
         fn approval(&self) -> ApprovalPolicy {
             ApprovalPolicy::Always
@@ -140,9 +152,11 @@ mod approval_tests {
     }
 
     #[test]
-    fn a_gated_tool_keeps_the_approval_policy_of_the_tool_it_wraps() {
-        let fs: Arc<dyn Tool> = Arc::new(Asking);
-        let gated = GatedTool::wrap_all(&[fs], &Gate::default());
+    fn a_gated_tool_keeps_the_approval_policy_and_schema_of_the_tool_it_wraps() {
+        let schema = Arc::new(serde_json::json!({"type": "object"}));
+        let asking: Arc<dyn Tool> = Arc::new(Asking(schema.clone()));
+        let gated = GatedTool::wrap_all(&[asking], &Gate::default());
         assert_eq!(gated[0].approval(), ApprovalPolicy::Always);
+        assert!(Arc::ptr_eq(&gated[0].definition().input_schema, &schema));
     }
 }

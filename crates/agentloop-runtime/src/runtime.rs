@@ -179,18 +179,22 @@ impl ChatRuntime {
         decisions: Decisions,
         observer: EventObserver<'_>,
     ) -> RuntimeResult<RunOutcome> {
-        let chat = self.store.get_chat(chat_id).await?;
-        let options = self.loop_options(&chat).await?;
-        let (run, state) = self.claim_suspended(chat_id).await?;
-        let gate = Gate::default();
-        let context_len = state.messages.len();
-        let stream = agentloop_engine::decide(options, state.clone(), decisions, self.deps(&gate))
-            .map_err(RuntimeError::Decisions)?
-            .with_checkpoints();
-        self.close_suspended(run).await?;
-        let record = self.create_run_record(chat_id, Some(state)).await?;
-        self.drive(chat, record, gate, context_len, stream, observer)
-            .await
+        let (persister, stream) = Box::pin(async {
+            let chat = self.store.get_chat(chat_id).await?;
+            let options = self.loop_options(&chat).await?;
+            let (run, state) = self.claim_suspended(chat_id).await?;
+            let gate = Gate::default();
+            let context_len = state.messages.len();
+            let stream =
+                agentloop_engine::decide(options, state.clone(), decisions, self.deps(&gate))
+                    .map_err(RuntimeError::Decisions)?
+                    .with_checkpoints();
+            self.close_suspended(run).await?;
+            let record = self.create_run_record(chat_id, Some(state)).await?;
+            Ok::<_, RuntimeError>((self.persister(chat, record, gate, context_len), stream))
+        })
+        .await?;
+        self.drive(persister, stream, observer).await
     }
 
     /// Cancels the chat's suspended run: every call it waits on is answered
@@ -205,18 +209,22 @@ impl ChatRuntime {
         chat_id: &str,
         observer: EventObserver<'_>,
     ) -> RuntimeResult<RunOutcome> {
-        let chat = self.store.get_chat(chat_id).await?;
-        let options = self.loop_options(&chat).await?;
-        let (run, state) = self.claim_suspended(chat_id).await?;
-        let gate = Gate::default();
-        let context_len = state.messages.len();
-        let stream = agentloop_engine::cancel_waiting(options, state.clone(), self.deps(&gate))
-            .map_err(RuntimeError::Decisions)?
-            .with_checkpoints();
-        self.close_suspended(run).await?;
-        let record = self.create_run_record(chat_id, Some(state)).await?;
-        self.drive(chat, record, gate, context_len, stream, observer)
-            .await
+        let (persister, stream) = Box::pin(async {
+            let chat = self.store.get_chat(chat_id).await?;
+            let options = self.loop_options(&chat).await?;
+            let (run, state) = self.claim_suspended(chat_id).await?;
+            let gate = Gate::default();
+            let context_len = state.messages.len();
+            let stream =
+                agentloop_engine::cancel_waiting(options, state.clone(), self.deps(&gate))
+                    .map_err(RuntimeError::Decisions)?
+                    .with_checkpoints();
+            self.close_suspended(run).await?;
+            let record = self.create_run_record(chat_id, Some(state)).await?;
+            Ok::<_, RuntimeError>((self.persister(chat, record, gate, context_len), stream))
+        })
+        .await?;
+        self.drive(persister, stream, observer).await
     }
 
     /// The chat's suspended run and the state it resumes from.
@@ -416,22 +424,25 @@ impl ChatRuntime {
         chat_id: &str,
         observer: EventObserver<'_>,
     ) -> RuntimeResult<RunOutcome> {
-        let chat = self.store.get_chat(chat_id).await?;
-        let options = self.loop_options(&chat).await?;
-        let context: Vec<Message> = self
-            .store
-            .list_messages(chat_id)
-            .await?
-            .into_iter()
-            .map(|m| m.message)
-            .collect();
-        let run = self.create_run_record(chat_id, None).await?;
-        let gate = Gate::default();
-        let deps = self.deps(&gate).with_run_id(run.id.clone());
-        let context_len = context.len();
-        let stream = self.strategy.run(options, context, deps).with_checkpoints();
-        self.drive(chat, run, gate, context_len, stream, observer)
-            .await
+        let (persister, stream) = Box::pin(async {
+            let chat = self.store.get_chat(chat_id).await?;
+            let options = self.loop_options(&chat).await?;
+            let context: Vec<Message> = self
+                .store
+                .list_messages(chat_id)
+                .await?
+                .into_iter()
+                .map(|m| m.message)
+                .collect();
+            let run = self.create_run_record(chat_id, None).await?;
+            let gate = Gate::default();
+            let deps = self.deps(&gate).with_run_id(run.id.clone());
+            let context_len = context.len();
+            let stream = self.strategy.run(options, context, deps).with_checkpoints();
+            Ok::<_, RuntimeError>((self.persister(chat, run, gate, context_len), stream))
+        })
+        .await?;
+        self.drive(persister, stream, observer).await
     }
 
     /// Continues a stored run state through the engine, as a new run record
@@ -442,14 +453,18 @@ impl ChatRuntime {
         state: RunState,
         observer: EventObserver<'_>,
     ) -> RuntimeResult<RunOutcome> {
-        let chat = self.store.get_chat(chat_id).await?;
-        let options = self.loop_options(&chat).await?;
-        let run = self.create_run_record(chat_id, Some(state.clone())).await?;
-        let gate = Gate::default();
-        let context_len = state.messages.len();
-        let stream = agentloop_engine::resume(options, state, self.deps(&gate)).with_checkpoints();
-        self.drive(chat, run, gate, context_len, stream, observer)
-            .await
+        let (persister, stream) = Box::pin(async {
+            let chat = self.store.get_chat(chat_id).await?;
+            let options = self.loop_options(&chat).await?;
+            let run = self.create_run_record(chat_id, Some(state.clone())).await?;
+            let gate = Gate::default();
+            let context_len = state.messages.len();
+            let stream =
+                agentloop_engine::resume(options, state, self.deps(&gate)).with_checkpoints();
+            Ok::<_, RuntimeError>((self.persister(chat, run, gate, context_len), stream))
+        })
+        .await?;
+        self.drive(persister, stream, observer).await
     }
 
     /// The loop options of a chat, from its project's and its own settings.
@@ -503,19 +518,18 @@ impl ChatRuntime {
         }
     }
 
-    /// Reads a run to its end, persisting each event and checkpoint before
-    /// the next is read.
-    async fn drive(
+    /// The persister of `run`, boxed. Each run's preparation happens in
+    /// a future of its own, boxed and dropped before [`drive`](Self::drive)
+    /// starts, which holds only this pointer: a server keeps one drive
+    /// future per run it executes, for as long as the run goes on.
+    fn persister(
         &self,
         chat: Chat,
         run: RunRecord,
         gate: Gate,
         context_len: usize,
-        mut stream: CheckpointedRun,
-        observer: EventObserver<'_>,
-    ) -> RuntimeResult<RunOutcome> {
-        let run_id = run.id.clone();
-        let mut persister = Persister::new(
+    ) -> Box<Persister> {
+        Box::new(Persister::new(
             Arc::clone(&self.store),
             chat,
             run,
@@ -523,7 +537,18 @@ impl ChatRuntime {
             self.owner.clone(),
             self.lease_ms,
             context_len,
-        );
+        ))
+    }
+
+    /// Reads a run to its end, persisting each event and checkpoint before
+    /// the next is read.
+    async fn drive(
+        &self,
+        mut persister: Box<Persister>,
+        mut stream: CheckpointedRun,
+        observer: EventObserver<'_>,
+    ) -> RuntimeResult<RunOutcome> {
+        let run_id = persister.run.id.clone();
         persister.flush().await?;
         while let Some(item) = stream.next().await {
             let persisted = match &item {

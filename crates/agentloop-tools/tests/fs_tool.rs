@@ -463,3 +463,14 @@ async fn invalid_input() {
         8
     );
 }
+
+/// Every fs tool offers one schema: a server holding thousands of runs
+/// keeps one copy, not one per run.
+#[test]
+fn definitions_share_one_schema() {
+    let (_, first) = setup();
+    let (_, second) = setup();
+    let (a, b) = (first.definition(), second.definition());
+    assert!(Arc::ptr_eq(&a.input_schema, &b.input_schema));
+    assert_eq!(*a.input_schema, first.input_schema());
+}

@@ -159,8 +159,9 @@ pub struct ToolDefinition {
     pub name: String,
     /// What it does, for the model.
     pub description: String,
-    /// JSON schema of its input object.
-    pub input_schema: Value,
+    /// JSON schema of its input object, shared: every run that offers the
+    /// tool holds the same one.
+    pub input_schema: Arc<Value>,
 }
 
 /// What a tool call is given besides its input.
@@ -215,12 +216,14 @@ pub trait Tool: Send + Sync {
     /// [`ToolOutput::Done`]; dropping it abandons the call.
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream;
 
-    /// The definition offered to the model.
+    /// The definition offered to the model. A tool whose schema is costly
+    /// to build or large (a generated one) overrides this to hand out one
+    /// shared schema instead of a new one per run.
     fn definition(&self) -> ToolDefinition {
         ToolDefinition {
             name: self.name().to_owned(),
             description: self.description().to_owned(),
-            input_schema: self.input_schema(),
+            input_schema: Arc::new(self.input_schema()),
         }
     }
 }

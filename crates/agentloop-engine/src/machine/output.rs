@@ -33,7 +33,7 @@ impl OutputRules {
                  Calling it ends the run.",
                 schema.name
             ),
-            input_schema: schema.schema.clone(),
+            input_schema: schema.schema.clone().into(),
         });
         Some(Self { schema, tool })
     }

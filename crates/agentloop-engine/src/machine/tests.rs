@@ -24,7 +24,7 @@ fn echo_definition() -> ToolDefinition {
     ToolDefinition {
         name: "echo".into(),
         description: "echo".into(),
-        input_schema: json!({"type": "object"}),
+        input_schema: json!({"type": "object"}).into(),
     }
 }
 

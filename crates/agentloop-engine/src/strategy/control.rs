@@ -79,7 +79,7 @@ pub fn decide_next_tool() -> ToolDefinition {
                 "request_input": {"type": "string", "description": "A question for the user, when you need their input."}
             },
             "required": ["message"]
-        }),
+        }).into(),
     }
 }
 
@@ -96,7 +96,7 @@ pub fn observe_decide_tool() -> ToolDefinition {
                 "final_answer": {"type": "string", "description": "The answer, when you have it."}
             },
             "required": ["message", "should_continue"]
-        }),
+        }).into(),
     }
 }
 
@@ -111,7 +111,8 @@ pub fn plan_tool() -> ToolDefinition {
                 "steps": {"type": "array", "items": {"type": "string"}, "minItems": 1}
             },
             "required": ["steps"]
-        }),
+        })
+        .into(),
     }
 }
 

@@ -133,7 +133,8 @@ pub fn request_at(step: usize) -> ModelRequest {
         .map(|i| ToolDefinition {
             name: format!("tool_{i}"),
             description: format!("Tool number {i}. ").repeat(20),
-            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}})
+                .into(),
         })
         .collect();
     let mut messages = vec![Message::user_text("task", "Fix the failing tests.")];

@@ -7,8 +7,8 @@ mod search;
 use std::sync::Arc;
 
 use agentloop_types::{
-    ApprovalPolicy, ArgumentMatch, Tool, ToolContext, ToolOptionSpec, ToolResult, ToolStream, Vfs,
-    single_result,
+    ApprovalPolicy, ArgumentMatch, Tool, ToolContext, ToolDefinition, ToolOptionSpec, ToolResult,
+    ToolStream, Vfs, single_result,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -201,6 +201,15 @@ impl FsTool {
     }
 }
 
+/// The input schema, generated once: a server offers the tool to every run,
+/// and each copy of this schema is several kilobytes.
+fn shared_schema() -> Arc<Value> {
+    static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
+    SCHEMA
+        .get_or_init(|| Arc::new(input_schema::<FsInput>()))
+        .clone()
+}
+
 impl Tool for FsTool {
     fn name(&self) -> &str {
         "fs"
@@ -211,7 +220,15 @@ impl Tool for FsTool {
     }
 
     fn input_schema(&self) -> Value {
-        input_schema::<FsInput>()
+        Value::clone(&shared_schema())
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: self.name().to_owned(),
+            description: DESCRIPTION.to_owned(),
+            input_schema: shared_schema(),
+        }
     }
 
     fn options(&self) -> Vec<ToolOptionSpec> {
