@@ -4,7 +4,8 @@
 //! without the variable a row says it was skipped). For each backend it
 //! prints:
 //! - memory per active run: the growth of the process's RSS from before the
-//!   runs start to when every run streams, over the run count;
+//!   runs start to when every run streams, over the run count, and the
+//!   anonymous part of it (the rest maps files: SQLite's database);
 //! - SSE fan-out latency (p50, p99) to 100 clients following one of the
 //!   runs while all of them stream, from the instance's broadcast of an
 //!   event to its arrival at a client;
@@ -104,16 +105,34 @@ impl ModelProvider for HeldModel {
     }
 }
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+/// The process's resident memory in KiB: all of it, and the part that is
+/// anonymous (heap and stacks; the rest maps files, such as SQLite's
+/// memory-mapped database, whose pages the kernel can drop).
+#[derive(Clone, Copy)]
+struct Resident {
+    total: u64,
+    anonymous: u64,
+}
+
+fn resident() -> Resident {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    Resident {
+        total: field("VmRSS:"),
+        anonymous: field("RssAnon:"),
+    }
+}
+
+/// Growth from `before` to `after` per run, in KiB.
+fn per_run(before: u64, after: u64, runs: usize) -> f64 {
+    after.saturating_sub(before) as f64 / runs as f64
 }
 
 /// A backend under test.
@@ -370,7 +389,7 @@ async fn many_runs(backend: &Backend, runs: usize, chunk: Duration, repo: &std::
     let base = instance.base.clone();
     let project = client.project(&base, repo).await;
     let tasks = bounded(vec![(); runs], 32, |()| client.task(&base, &project)).await;
-    let before = rss_kib();
+    let before = resident();
     let started = Instant::now();
     let run_ids = bounded(tasks, 32, |task| {
         let (client, base) = (client.clone(), base.clone());
@@ -383,7 +402,7 @@ async fn many_runs(backend: &Backend, runs: usize, chunk: Duration, repo: &std::
     let start_time = started.elapsed().as_secs_f64();
     // Let every run reach its steady state (a few chunks each).
     tokio::time::sleep(chunk * 3).await;
-    let all_streaming = rss_kib();
+    let all_streaming = resident();
 
     let events_before = backend.event_count().await;
     let window_start = Instant::now();
@@ -395,7 +414,11 @@ async fn many_runs(backend: &Backend, runs: usize, chunk: Duration, repo: &std::
     let appended = backend.event_count().await - events_before;
     let window = window_start.elapsed().as_secs_f64();
     let active = instance.state.local_count();
-    let peak = rss_kib().max(all_streaming);
+    let now = resident();
+    let peak = Resident {
+        total: now.total.max(all_streaming.total),
+        anonymous: now.anonymous.max(all_streaming.anonymous),
+    };
 
     let _ = release.send(true);
     let mut finished = Vec::new();
@@ -407,12 +430,14 @@ async fn many_runs(backend: &Backend, runs: usize, chunk: Duration, repo: &std::
     println!("| {label} | runs active while measured | {active} |");
     println!("| {label} | time to start all runs | {start_time:.1} s |");
     println!(
-        "| {label} | memory per active run (RSS growth / runs) | {:.1} KiB |",
-        all_streaming.saturating_sub(before) as f64 / runs as f64
+        "| {label} | memory per active run (RSS growth / runs; anonymous) | {:.1} KiB ({:.1}) |",
+        per_run(before.total, all_streaming.total, runs),
+        per_run(before.anonymous, all_streaming.anonymous, runs)
     );
     println!(
-        "| {label} | peak RSS growth while {CLIENTS} clients follow / runs | {:.1} KiB |",
-        peak.saturating_sub(before) as f64 / runs as f64
+        "| {label} | peak RSS growth while {CLIENTS} clients follow / runs (anonymous) | {:.1} KiB ({:.1}) |",
+        per_run(before.total, peak.total, runs),
+        per_run(before.anonymous, peak.anonymous, runs)
     );
     println!(
         "| {label} | SSE fan-out to {CLIENTS} clients, p50 | {:.2} ms |",

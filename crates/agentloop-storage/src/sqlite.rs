@@ -37,8 +37,11 @@ impl SqliteStore {
             .foreign_keys(true)
             // Reads map the file instead of copying each page through
             // read(2), and each connection keeps more pages: a long chat
-            // is read from memory instead of page by page.
-            .pragma("mmap_size", "268435456")
+            // is read from memory instead of page by page. The map covers
+            // the first 64 MiB: mapped pages count in the process's
+            // resident memory, and a server appending thousands of events a
+            // second would otherwise map ever more of a growing file.
+            .pragma("mmap_size", "67108864")
             .pragma("cache_size", "-16384");
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
