@@ -39,9 +39,10 @@ use crate::error::RuntimeResult;
 use crate::gate::Gate;
 
 /// Events buffered before the log is written regardless of commit points.
-/// Small: a slowly streaming run holds its buffer between writes, and
-/// concurrent writes are committed together anyway.
-const LOG_BATCH: usize = 16;
+/// Small: a slowly streaming run holds its buffer (hundreds of bytes an
+/// event) between writes, and concurrent writes are committed together
+/// anyway.
+const LOG_BATCH: usize = 8;
 
 /// Persists one run's events.
 pub(crate) struct Persister {
