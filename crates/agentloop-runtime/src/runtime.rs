@@ -215,10 +215,9 @@ impl ChatRuntime {
             let (run, state) = self.claim_suspended(chat_id).await?;
             let gate = Gate::default();
             let context_len = state.messages.len();
-            let stream =
-                agentloop_engine::cancel_waiting(options, state.clone(), self.deps(&gate))
-                    .map_err(RuntimeError::Decisions)?
-                    .with_checkpoints();
+            let stream = agentloop_engine::cancel_waiting(options, state.clone(), self.deps(&gate))
+                .map_err(RuntimeError::Decisions)?
+                .with_checkpoints();
             self.close_suspended(run).await?;
             let record = self.create_run_record(chat_id, Some(state)).await?;
             Ok::<_, RuntimeError>((self.persister(chat, record, gate, context_len), stream))
