@@ -5,7 +5,9 @@
 //! structs holding the fields the decoder reads (the baseline; the ratio
 //! baseline time / our time is 1.0 when we are as fast). Also counts heap
 //! allocations per event. Prints markdown table rows; `cargo xtask bench`
-//! runs it in release mode.
+//! runs it in release mode. With `AGENTLOOP_SSE_PROFILE=<api>` it times
+//! nothing and runs ours and the baseline 100 times on that API's
+//! recording, for an instruction-count profiler.
 
 use std::alloc::System;
 use std::hint::black_box;
@@ -90,6 +92,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("{name} did not replay cleanly: {error}").into());
         }
         baseline::parse(*api, &data)?;
+        // `AGENTLOOP_SSE_PROFILE=<api>`: a fixed number of runs of ours and
+        // of the baseline for that API, untimed, for an instruction-count
+        // profiler (`valgrind --tool=callgrind`), which time budgets skew.
+        if let Ok(only) = std::env::var("AGENTLOOP_SSE_PROFILE") {
+            if only == api.as_str() {
+                for _ in 0..100 {
+                    black_box(replay_sse(*api, black_box(body)));
+                    black_box(baseline::parse(*api, black_box(&data)).ok());
+                }
+            }
+            continue;
+        }
         let parse = time_per_run(Duration::from_millis(700), || {
             black_box(replay_sse(*api, black_box(body)));
         });
