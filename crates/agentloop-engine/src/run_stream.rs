@@ -20,7 +20,8 @@ use agentloop_types::{CancellationToken, EventKind, LoopEvent, LoopResult, RunPa
 use futures::future::BoxFuture;
 use futures::{Future, Stream, StreamExt};
 
-/// Items buffered between the driver and the consumer, at most.
+/// Items buffered between the driver and the consumer: the driver waits
+/// while more than this many are.
 const BUFFER: usize = 64;
 
 /// Items the driver wrote and the consumer has not read. Not a channel:
@@ -226,4 +227,33 @@ pub async fn collect(mut stream: RunStream) -> LoopResult {
         messages: Vec::new(),
         tokens: Default::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// A driver that only emits fills the buffer one past its bound, then
+    /// waits for the consumer; every event arrives once, in order.
+    #[test]
+    fn a_driver_waits_once_the_buffer_is_past_its_bound() {
+        let written = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&written);
+        let mut stream = RunStream::new(move |mut emitter| async move {
+            for _ in 0..1_000 {
+                emitter.emit(EventKind::FirstChunk).await;
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let first = futures::executor::block_on(stream.next()).map(|e| e.seq);
+        assert_eq!(first, Some(0));
+        // The emit that went past the bound is still waiting.
+        assert_eq!(written.load(Ordering::SeqCst), BUFFER);
+        assert_eq!(stream.buffer.lock().len(), BUFFER);
+        let rest: Vec<u64> = futures::executor::block_on(stream.map(|e| e.seq).collect());
+        assert_eq!(rest, (1..1_000).collect::<Vec<u64>>());
+        assert_eq!(written.load(Ordering::SeqCst), 1_000);
+    }
 }
