@@ -248,8 +248,7 @@ struct Driven {
     deps: RunDeps,
 }
 
-async fn drive(run: Box<Driven>, mut emitter: Emitter, first: Input) {
-    let mut run = run;
+async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
     let Driven {
         machine,
         options,
@@ -312,7 +311,9 @@ async fn drive(run: Box<Driven>, mut emitter: Emitter, first: Input) {
                             json_text(&request.messages).as_str(),
                         );
                     }
-                    ModelTurn::start(deps.provider.as_ref(), request, iteration)
+                    // In the turn's span: a provider's own spans nest
+                    // under it.
+                    span.in_scope(|| ModelTurn::start(deps.provider.as_ref(), request, iteration))
                 };
                 let input = turn
                     .run(&deps.cancel, &mut emitter)

@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, collect, run};
-use agentloop_types::{LoopOptions, Message, ToolResult, ToolStream, single_result};
+use agentloop_types::{
+    LoopOptions, Message, ModelProvider, ModelRequest, ModelStream, ToolResult, ToolStream,
+    single_result,
+};
 use common::spans::{Layer, Span, Spans};
 use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
@@ -109,5 +112,49 @@ async fn spans_nest_as_the_runs_do() {
         turns
             .iter()
             .all(|(_, s)| !s.fields.contains_key("gen_ai.input.messages"))
+    );
+}
+
+/// A provider that notes the span it is asked to stream in.
+struct SpanNoting {
+    inner: Arc<ScriptedProvider>,
+    spans: std::sync::Mutex<Vec<String>>,
+}
+
+impl ModelProvider for SpanNoting {
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let name = tracing::Span::current()
+            .metadata()
+            .map_or("none", |m| m.name());
+        self.spans.lock().unwrap().push(name.to_owned());
+        self.inner.stream(request)
+    }
+}
+
+/// A provider's own spans (an HTTP provider's `gen_ai.request`) are children
+/// of the turn that asked for them: each turn is opened inside its span.
+#[tokio::test]
+async fn each_turn_is_opened_in_its_span() {
+    let spans = Arc::new(Spans::default());
+    let subscriber = tracing_subscriber::registry().with(Layer(spans));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let provider = Arc::new(SpanNoting {
+        inner: ScriptedProvider::new([
+            ScriptedTurn::new().tool_call("t1", "delegate", json!({})),
+            ScriptedTurn::new().text("done"),
+        ]),
+        spans: std::sync::Mutex::default(),
+    });
+    let deps = RunDeps::new(provider.clone()).with_tools([delegate()]);
+    let result = collect(run(
+        LoopOptions::default(),
+        vec![Message::user_text("u1", "go")],
+        deps,
+    ))
+    .await;
+    assert_eq!(result.status.name(), "complete");
+    assert_eq!(
+        *provider.spans.lock().unwrap(),
+        ["agentloop.model_turn", "agentloop.model_turn"]
     );
 }
