@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use agentloop_engine::strategy::NativeStrategy;
-use agentloop_engine::{CheckpointedRun, LoopStrategy, RunDeps, RunItem};
+use agentloop_engine::{CheckpointedRun, LoopStrategy, RunDeps, RunItem, RunStream};
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{StorageError, Store, StoreAttachmentLoader};
 use agentloop_types::{
-    CancellationToken, Decisions, LoopEvent, LoopOptions, LoopResult, Message, ModelProvider,
-    PendingCall, Role, RunState, Tool,
+    CancellationToken, DecisionError, Decisions, LoopEvent, LoopOptions, LoopResult, Message,
+    ModelProvider, PendingCall, Role, RunState, Tool,
 };
 use futures::StreamExt;
 
@@ -179,21 +179,10 @@ impl ChatRuntime {
         decisions: Decisions,
         observer: EventObserver<'_>,
     ) -> RuntimeResult<RunOutcome> {
-        let (persister, stream) = Box::pin(async {
-            let chat = self.store.get_chat(chat_id).await?;
-            let options = self.loop_options(&chat).await?;
-            let (run, state) = self.claim_suspended(chat_id).await?;
-            let gate = Gate::default();
-            let context_len = state.messages.len();
-            let stream =
-                agentloop_engine::decide(options, state.clone(), decisions, self.deps(&gate))
-                    .map_err(RuntimeError::Decisions)?
-                    .with_checkpoints();
-            self.close_suspended(run).await?;
-            let record = self.create_run_record(chat_id, Some(state)).await?;
-            Ok::<_, RuntimeError>((self.persister(chat, record, gate, context_len), stream))
-        })
-        .await?;
+        let continuation = self.suspended_continuation(chat_id, |options, state, deps| {
+            agentloop_engine::decide(options, state, decisions, deps)
+        });
+        let (persister, stream) = Box::pin(continuation).await?;
         self.drive(persister, stream, observer).await
     }
 
@@ -209,21 +198,29 @@ impl ChatRuntime {
         chat_id: &str,
         observer: EventObserver<'_>,
     ) -> RuntimeResult<RunOutcome> {
-        let (persister, stream) = Box::pin(async {
-            let chat = self.store.get_chat(chat_id).await?;
-            let options = self.loop_options(&chat).await?;
-            let (run, state) = self.claim_suspended(chat_id).await?;
-            let gate = Gate::default();
-            let context_len = state.messages.len();
-            let stream = agentloop_engine::cancel_waiting(options, state.clone(), self.deps(&gate))
-                .map_err(RuntimeError::Decisions)?
-                .with_checkpoints();
-            self.close_suspended(run).await?;
-            let record = self.create_run_record(chat_id, Some(state)).await?;
-            Ok::<_, RuntimeError>((self.persister(chat, record, gate, context_len), stream))
-        })
-        .await?;
+        let continuation = self.suspended_continuation(chat_id, agentloop_engine::cancel_waiting);
+        let (persister, stream) = Box::pin(continuation).await?;
         self.drive(persister, stream, observer).await
+    }
+
+    /// Claims the chat's suspended run and prepares what continues it as a
+    /// new run record: `start` turns its state into the run's stream.
+    async fn suspended_continuation(
+        &self,
+        chat_id: &str,
+        start: impl FnOnce(LoopOptions, RunState, RunDeps) -> Result<RunStream, DecisionError>,
+    ) -> RuntimeResult<(Box<Persister>, CheckpointedRun)> {
+        let chat = self.store.get_chat(chat_id).await?;
+        let options = self.loop_options(&chat).await?;
+        let (run, state) = self.claim_suspended(chat_id).await?;
+        let gate = Gate::default();
+        let context_len = state.messages.len();
+        let stream = start(options, state.clone(), self.deps(&gate))
+            .map_err(RuntimeError::Decisions)?
+            .with_checkpoints();
+        self.close_suspended(run).await?;
+        let record = self.create_run_record(chat_id, Some(state)).await?;
+        Ok((self.persister(chat, record, gate, context_len), stream))
     }
 
     /// The chat's suspended run and the state it resumes from.
