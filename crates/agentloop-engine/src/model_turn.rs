@@ -99,12 +99,7 @@ impl ModelTurn {
                     };
                 }
                 Some(Ok(Err(error))) => LoopError::Provider { error },
-                Some(Err(panic)) => LoopError::Provider {
-                    error: ProviderError::new(
-                        ProviderErrorKind::Connection,
-                        format!("the provider panicked: {}", crate::panic_message(&panic)),
-                    ),
-                },
+                Some(Err(panic)) => provider_panicked(&panic),
                 None => LoopError::IncompleteStream,
             };
             emitter
@@ -114,6 +109,16 @@ impl ModelTurn {
                 .await;
             return Input::ModelFailed { error: failure };
         }
+    }
+}
+
+/// A provider whose stream panicked: a connection failure of the turn.
+fn provider_panicked(panic: &Box<dyn std::any::Any + Send>) -> LoopError {
+    LoopError::Provider {
+        error: ProviderError::new(
+            ProviderErrorKind::Connection,
+            format!("the provider panicked: {}", crate::panic_message(panic)),
+        ),
     }
 }
 
@@ -216,12 +221,7 @@ pub(crate) async fn summary_turn(
                 return Input::Summary { text, usage };
             }
             Some(Ok(Err(error))) => LoopError::Provider { error },
-            Some(Err(panic)) => LoopError::Provider {
-                error: ProviderError::new(
-                    ProviderErrorKind::Connection,
-                    format!("the provider panicked: {}", crate::panic_message(&panic)),
-                ),
-            },
+            Some(Err(panic)) => provider_panicked(&panic),
             None => LoopError::IncompleteStream,
         };
         return Input::SummaryFailed { error };
