@@ -42,23 +42,34 @@ const RECORDINGS: &[(ApiKind, &str)] = &[
     ),
 ];
 
-/// Runs `work` in batches of about 20 ms for at least `budget`; returns
-/// seconds per run of the fastest batch. The fastest batch is the one least
-/// disturbed by other processes on a shared machine, so two figures taken
-/// this way compare fairly.
-fn time_per_run(budget: Duration, mut work: impl FnMut()) -> f64 {
-    let start = Instant::now();
-    let mut best = f64::INFINITY;
-    while start.elapsed() < budget || best.is_infinite() {
-        let batch = Instant::now();
-        let mut runs = 0u64;
-        while batch.elapsed() < Duration::from_millis(20) || runs < 3 {
-            work();
-            runs += 1;
-        }
-        best = best.min(batch.elapsed().as_secs_f64() / runs as f64);
+/// Seconds per run of one batch of about 20 ms of `work`.
+fn batch(mut work: impl FnMut()) -> f64 {
+    let started = Instant::now();
+    let mut runs = 0u64;
+    while started.elapsed() < Duration::from_millis(20) || runs < 3 {
+        work();
+        runs += 1;
     }
-    best
+    started.elapsed().as_secs_f64() / runs as f64
+}
+
+/// Times `ours` and `theirs` in alternating batches of about 20 ms for at
+/// least `budget`; returns seconds per run of each one's fastest batch.
+/// The fastest batch is the one least disturbed by other processes on a
+/// shared machine, and alternating puts both through the same states of
+/// the machine, so the two figures compare fairly.
+fn time_side_by_side(
+    budget: Duration,
+    mut ours: impl FnMut(),
+    mut theirs: impl FnMut(),
+) -> (f64, f64) {
+    let start = Instant::now();
+    let (mut best_ours, mut best_theirs) = (f64::INFINITY, f64::INFINITY);
+    while start.elapsed() < budget || best_ours.is_infinite() {
+        best_ours = best_ours.min(batch(&mut ours));
+        best_theirs = best_theirs.min(batch(&mut theirs));
+    }
+    (best_ours, best_theirs)
 }
 
 /// Heap allocations made by one call of `work`.
@@ -104,18 +115,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             continue;
         }
-        let parse = time_per_run(Duration::from_millis(700), || {
-            black_box(replay_sse(*api, black_box(body)));
-        });
-        let serde = time_per_run(Duration::from_millis(500), || {
-            black_box(baseline::parse(*api, black_box(&data)).ok());
-        });
-        let floor = time_per_run(Duration::from_millis(300), || {
-            let sum = black_box(body)
-                .iter()
-                .fold(0u64, |acc, b| acc.wrapping_add(u64::from(*b)));
-            black_box(sum);
-        });
+        let (parse, serde) = time_side_by_side(
+            Duration::from_millis(1200),
+            || {
+                black_box(replay_sse(*api, black_box(body)));
+            },
+            || {
+                black_box(baseline::parse(*api, black_box(&data)).ok());
+            },
+        );
+        let floor = (0..5)
+            .map(|_| {
+                batch(|| {
+                    let sum = black_box(body)
+                        .iter()
+                        .fold(0u64, |acc, b| acc.wrapping_add(u64::from(*b)));
+                    black_box(sum);
+                })
+            })
+            .fold(f64::INFINITY, f64::min);
         let ours = allocations(|| {
             black_box(replay_sse(*api, black_box(body)));
         });

@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use agentloop_types::{ApiKind, ModelChunk, ProviderError};
-use serde::de::{Deserialize, Deserializer, Visitor};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::pricing::PricingTable;
@@ -159,6 +159,39 @@ impl<'de: 'a, 'a> Deserialize<'de> for WireStr<'a> {
     }
 }
 
+/// The first element of a JSON array, read without collecting the others
+/// (they are skipped unread): decoders that read only the first candidate
+/// or choice neither allocate a list nor move its elements per event.
+pub(crate) struct First<T>(pub Option<T>);
+
+impl<T> Default for First<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FirstVisitor<T>(std::marker::PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for FirstVisitor<T> {
+            type Value = First<T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(First(first))
+            }
+        }
+
+        deserializer.deserialize_seq(FirstVisitor(std::marker::PhantomData))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +219,15 @@ mod tests {
         assert!(fields.absent.is_none());
         let wrong = serde_json::from_str::<Fields>(r#"{"plain":1,"escaped":null}"#);
         assert!(wrong.is_err());
+    }
+
+    #[test]
+    fn first_reads_the_first_element_and_skips_the_rest() {
+        let first: First<u32> = serde_json::from_str(r#"[7, "not a number", {"x": 1}]"#).unwrap();
+        assert_eq!(first.0, Some(7));
+        let empty: First<u32> = serde_json::from_str("[]").unwrap();
+        assert_eq!(empty.0, None);
+        assert!(serde_json::from_str::<First<u32>>("null").is_err());
+        assert!(serde_json::from_str::<First<u32>>(r#"["x"]"#).is_err());
     }
 }

@@ -55,10 +55,6 @@ pub fn replay_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
     let mut decoder = decoder_for(api, context);
     let mut parser = SseParser::new();
     let mut assembly = Assembly::default();
-    // About an item per event: room for them up front rather than growing
-    // (and copying) the list of a long stream.
-    let events = memchr::memmem::find_iter(body, b"data:").count();
-    assembly.outcome.chunks.reserve(events + 4);
     let mut items = Vec::new();
     let mut over = false;
     // Each event's items are assembled as they come, as a live stream's are.

@@ -1,5 +1,5 @@
 //! What a provider streams for one model turn, and the assembler that turns
-//! those deltas into content blocks and render groups.
+//! those deltas into content blocks (and, on demand, render groups).
 //!
 //! Providers and consumers share one assembler, so what a front end shows
 //! while streaming is, by construction, what the final message renders to.
@@ -10,9 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::message::{ApiKind, ContentBlock, ToolUseBlock};
-use crate::render::{
-    RenderingBlockGroup, RenderingContentBlock, categorize_block, push_grouped, render_block,
-};
+use crate::render::{RenderingBlockGroup, RenderingContentBlock, push_grouped, render_block};
 use crate::tokens::TokenTotals;
 
 pub use crate::stop::{RefusalDetails, StopReason};
@@ -201,23 +199,18 @@ pub fn parse_tool_input(json: &str) -> Value {
     serde_json::from_str(json).unwrap_or_else(|_| Value::String(json.to_owned()))
 }
 
-struct Slot {
-    block: PartialBlock,
-    group: usize,
-    position: usize,
-}
-
-/// Applies [`StreamDelta`]s, keeping both the content blocks and their
-/// render groups current in O(1) amortised per delta: blocks are found by
-/// index through a map, and text and argument fragments are appended, never
-/// copied again.
+/// Applies [`StreamDelta`]s to the content blocks of a turn in O(1)
+/// amortised per delta: blocks are found by index through a map, and text
+/// and argument fragments are appended, never copied again. The render
+/// groups are computed from the blocks when asked for
+/// ([`groups`](Self::groups)), so a consumer that never shows them does not
+/// pay for them per delta.
 #[derive(Default)]
 pub struct StreamAssembler {
-    slots: Vec<Slot>,
-    /// Provider block index → position in `slots`. A handful of blocks
+    blocks: Vec<PartialBlock>,
+    /// Provider block index → position in `blocks`. A handful of blocks
     /// per turn and a lookup per delta: ordered, so no hashing.
     by_index: BTreeMap<u32, usize>,
-    groups: Vec<RenderingBlockGroup>,
 }
 
 impl StreamAssembler {
@@ -226,96 +219,86 @@ impl StreamAssembler {
         Self::default()
     }
 
-    /// The render groups of everything applied so far.
-    pub fn groups(&self) -> &[RenderingBlockGroup] {
-        &self.groups
+    /// The render groups of everything applied so far, in O(content). A
+    /// tool call still streaming shows its raw arguments as a string; once
+    /// its block stops, the parsed value. After the last delta they equal
+    /// [`render_groups`](crate::render::render_groups) of
+    /// [`finish`](Self::finish)'s content.
+    pub fn groups(&self) -> Vec<RenderingBlockGroup> {
+        let mut groups = Vec::new();
+        for block in &self.blocks {
+            let rendered = match block {
+                PartialBlock::Text { text, .. } => RenderingContentBlock::Text { text: text.clone() },
+                PartialBlock::Thinking { thinking, .. } => RenderingContentBlock::Thinking {
+                    thinking: thinking.clone(),
+                },
+                PartialBlock::ToolUse {
+                    id,
+                    name,
+                    json,
+                    input,
+                } => RenderingContentBlock::ToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone().unwrap_or_else(|| Value::String(json.clone())),
+                },
+                PartialBlock::Done(block) => render_block(block, |_| None),
+            };
+            push_grouped(&mut groups, rendered);
+        }
+        groups
     }
 
     /// Whether no block has been opened.
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.blocks.is_empty()
     }
 
     /// Applies one delta.
     pub fn apply(&mut self, delta: &StreamDelta) -> Result<(), AssemblyError> {
         match delta {
             StreamDelta::BlockStart { index, block } => self.open(*index, block),
-            StreamDelta::Text { index, text } => {
-                let slot = self.slot(*index)?;
-                let PartialBlock::Text { text: acc, .. } = &mut slot.block else {
-                    return Err(wrong(*index, "text"));
-                };
-                acc.push_str(text);
-                let (group, position) = (slot.group, slot.position);
-                if let Some(RenderingContentBlock::Text { text: shown }) =
-                    self.render_slot(group, position)
-                {
-                    shown.push_str(text);
+            StreamDelta::Text { index, text } => match self.block(*index)? {
+                PartialBlock::Text { text: acc, .. } => {
+                    acc.push_str(text);
+                    Ok(())
                 }
-                Ok(())
-            }
-            StreamDelta::Thinking { index, thinking } => {
-                let slot = self.slot(*index)?;
-                let PartialBlock::Thinking { thinking: acc, .. } = &mut slot.block else {
-                    return Err(wrong(*index, "thinking"));
-                };
-                acc.push_str(thinking);
-                let (group, position) = (slot.group, slot.position);
-                if let Some(RenderingContentBlock::Thinking { thinking: shown }) =
-                    self.render_slot(group, position)
-                {
-                    shown.push_str(thinking);
+                _ => Err(wrong(*index, "text")),
+            },
+            StreamDelta::Thinking { index, thinking } => match self.block(*index)? {
+                PartialBlock::Thinking { thinking: acc, .. } => {
+                    acc.push_str(thinking);
+                    Ok(())
                 }
-                Ok(())
-            }
-            StreamDelta::Signature { index, signature } => {
-                let slot = self.slot(*index)?;
-                let PartialBlock::Thinking { signature: acc, .. } = &mut slot.block else {
-                    return Err(wrong(*index, "signature"));
-                };
-                acc.get_or_insert_with(String::new).push_str(signature);
-                Ok(())
-            }
+                _ => Err(wrong(*index, "thinking")),
+            },
+            StreamDelta::Signature { index, signature } => match self.block(*index)? {
+                PartialBlock::Thinking { signature: acc, .. } => {
+                    acc.get_or_insert_with(String::new).push_str(signature);
+                    Ok(())
+                }
+                _ => Err(wrong(*index, "signature")),
+            },
             StreamDelta::ToolInput {
                 index,
                 partial_json,
-            } => {
-                let slot = self.slot(*index)?;
-                let PartialBlock::ToolUse { json, .. } = &mut slot.block else {
-                    return Err(wrong(*index, "tool input"));
-                };
-                json.push_str(partial_json);
-                let (group, position) = (slot.group, slot.position);
-                // The rendering shows the raw arguments as a string until the
-                // block stops; the fragment is appended to it in place.
-                if let Some(RenderingContentBlock::ToolUse {
-                    input: Value::String(shown),
-                    ..
-                }) = self.render_slot(group, position)
-                {
-                    shown.push_str(partial_json);
+            } => match self.block(*index)? {
+                PartialBlock::ToolUse { json, .. } => {
+                    json.push_str(partial_json);
+                    Ok(())
                 }
-                Ok(())
-            }
-            StreamDelta::Citation { index, citation } => {
-                let slot = self.slot(*index)?;
-                let PartialBlock::Text { citations, .. } = &mut slot.block else {
-                    return Err(wrong(*index, "citation"));
-                };
-                citations.push(citation.clone());
-                Ok(())
-            }
+                _ => Err(wrong(*index, "tool input")),
+            },
+            StreamDelta::Citation { index, citation } => match self.block(*index)? {
+                PartialBlock::Text { citations, .. } => {
+                    citations.push(citation.clone());
+                    Ok(())
+                }
+                _ => Err(wrong(*index, "citation")),
+            },
             StreamDelta::BlockStop { index } => {
-                let slot = self.slot(*index)?;
-                if let PartialBlock::ToolUse { json, input, .. } = &mut slot.block {
-                    let parsed = parse_tool_input(json);
-                    *input = Some(parsed.clone());
-                    let (group, position) = (slot.group, slot.position);
-                    if let Some(RenderingContentBlock::ToolUse { input: shown, .. }) =
-                        self.render_slot(group, position)
-                    {
-                        *shown = parsed;
-                    }
+                if let PartialBlock::ToolUse { json, input, .. } = self.block(*index)? {
+                    *input = Some(parse_tool_input(json));
                 }
                 Ok(())
             }
@@ -325,15 +308,12 @@ impl StreamAssembler {
     /// The finished content blocks, in the order they were opened. Blocks
     /// never stopped (a cut stream) are finished as they are.
     pub fn finish(self) -> Vec<ContentBlock> {
-        self.slots.into_iter().map(|s| s.block.finish()).collect()
+        self.blocks.into_iter().map(PartialBlock::finish).collect()
     }
 
     /// The content assembled so far, without consuming the assembler.
     pub fn snapshot(&self) -> Vec<ContentBlock> {
-        self.slots
-            .iter()
-            .map(|s| s.block.clone().finish())
-            .collect()
+        self.blocks.iter().map(|b| b.clone().finish()).collect()
     }
 
     fn open(&mut self, index: u32, start: &BlockStart) -> Result<(), AssemblyError> {
@@ -363,37 +343,16 @@ impl StreamAssembler {
                 block: block.clone(),
             }),
         };
-        let rendered = match &block {
-            PartialBlock::ToolUse { id, name, .. } => RenderingContentBlock::ToolUse {
-                id: id.clone(),
-                name: name.clone(),
-                input: Value::String(String::new()),
-            },
-            other => render_block(&other.clone().finish(), |_| None),
-        };
-        let category = categorize_block(&rendered);
-        push_grouped(&mut self.groups, rendered);
-        let group = self.groups.len() - 1;
-        let position = self.groups[group].blocks.len() - 1;
-        debug_assert_eq!(self.groups[group].category, category);
-        self.by_index.insert(index, self.slots.len());
-        self.slots.push(Slot {
-            block,
-            group,
-            position,
-        });
+        self.by_index.insert(index, self.blocks.len());
+        self.blocks.push(block);
         Ok(())
     }
 
-    fn slot(&mut self, index: u32) -> Result<&mut Slot, AssemblyError> {
+    fn block(&mut self, index: u32) -> Result<&mut PartialBlock, AssemblyError> {
         self.by_index
             .get(&index)
-            .and_then(|&at| self.slots.get_mut(at))
+            .and_then(|&at| self.blocks.get_mut(at))
             .ok_or(AssemblyError::UnknownBlock { index })
-    }
-
-    fn render_slot(&mut self, group: usize, position: usize) -> Option<&mut RenderingContentBlock> {
-        self.groups.get_mut(group)?.blocks.get_mut(position)
     }
 }
 

@@ -101,7 +101,7 @@ fn streamed_groups_equal_final_message_groups() {
     assembler
         .apply(&StreamDelta::BlockStop { index: 5 })
         .unwrap();
-    let streamed = assembler.groups().to_vec();
+    let streamed = assembler.groups();
     let content = assembler.finish();
     assert_eq!(streamed, render_groups(&content));
     insta::assert_json_snapshot!(content);

@@ -4,60 +4,79 @@
 
 use serde_json::{Map, Value};
 
-/// One step of a JSON path.
-enum Step {
-    Key(String),
+/// One step of a JSON path, borrowed from it.
+enum Step<'a> {
+    Key(&'a str),
     Index(usize),
 }
 
-/// Parses `$.a.b[2]['c d']`; `None` when the path is not of that form.
-fn parse(path: &str) -> Option<Vec<Step>> {
-    let mut rest = path.strip_prefix('$')?;
-    let mut steps = Vec::new();
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix('.') {
-            let end = after.find(['.', '[']).unwrap_or(after.len());
-            steps.push(Step::Key(after[..end].to_owned()));
-            rest = &after[end..];
-        } else if let Some(after) = rest.strip_prefix("['") {
-            let end = after.find("']")?;
-            steps.push(Step::Key(after[..end].to_owned()));
-            rest = &after[end + 2..];
-        } else if let Some(after) = rest.strip_prefix('[') {
-            let end = after.find(']')?;
-            steps.push(Step::Index(after[..end].parse().ok()?));
-            rest = &after[end + 1..];
-        } else {
-            return None;
-        }
-    }
-    Some(steps)
+/// Most nulls an index may pad an array with. Streams fill arrays in
+/// order; a hostile index (`[4000000000]`) must not allocate gigabytes.
+const MAX_PADDING: usize = 1024;
+
+/// Splits the first step off `rest` (`.a`, `['c d']` or `[2]`); `None`
+/// when `rest` does not start with one.
+fn split_step<'a>(rest: &mut &'a str) -> Option<Step<'a>> {
+    let (step, after) = if let Some(after) = rest.strip_prefix('.') {
+        let end = after.find(['.', '[']).unwrap_or(after.len());
+        (Step::Key(&after[..end]), &after[end..])
+    } else if let Some(after) = rest.strip_prefix("['") {
+        let end = after.find("']")?;
+        (Step::Key(&after[..end]), &after[end + 2..])
+    } else if let Some(after) = rest.strip_prefix('[') {
+        let end = after.find(']')?;
+        (Step::Index(after[..end].parse().ok()?), &after[end + 1..])
+    } else {
+        return None;
+    };
+    *rest = after;
+    Some(step)
 }
 
-/// The slot at `steps` under `root`, created (objects, arrays padded
-/// with nulls) where missing; `None` when the path crosses a value of
-/// another shape.
-fn slot<'a>(root: &'a mut Value, steps: &[Step]) -> Option<&'a mut Value> {
+/// Whether `path` is of the form `$.a.b[2]['c d']`.
+fn is_path(path: &str) -> bool {
+    let Some(mut rest) = path.strip_prefix('$') else {
+        return false;
+    };
+    while !rest.is_empty() {
+        if split_step(&mut rest).is_none() {
+            return false;
+        }
+    }
+    true
+}
+
+/// The slot at `path` (checked by [`is_path`]) under `root`, created
+/// (objects, arrays padded with nulls) where missing; `None` when the path
+/// crosses a value of another shape or pads too far. Walks the path in
+/// place: an existing key costs no allocation.
+fn slot<'a>(root: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    let mut rest = path.strip_prefix('$')?;
     let mut at = root;
-    for step in steps {
+    while let Some(step) = split_step(&mut rest) {
         at = match step {
             Step::Key(key) => {
                 if at.is_null() {
                     *at = Value::Object(Map::new());
                 }
-                at.as_object_mut()?
-                    .entry(key.clone())
-                    .or_insert(Value::Null)
+                let fields = at.as_object_mut()?;
+                if !fields.contains_key(key) {
+                    fields.insert(key.to_owned(), Value::Null);
+                }
+                fields.get_mut(key)?
             }
             Step::Index(i) => {
                 if at.is_null() {
                     *at = Value::Array(Vec::new());
                 }
                 let items = at.as_array_mut()?;
-                if items.len() <= *i {
-                    items.resize(*i + 1, Value::Null);
+                if items.len() <= i {
+                    if i - items.len() > MAX_PADDING {
+                        return None;
+                    }
+                    items.resize(i + 1, Value::Null);
                 }
-                &mut items[*i]
+                &mut items[i]
             }
         };
     }
@@ -67,14 +86,14 @@ fn slot<'a>(root: &'a mut Value, steps: &[Step]) -> Option<&'a mut Value> {
 /// Applies one `partialArgs` entry to `args`; returns `false` when it
 /// could not be applied (an unreadable path or no value).
 pub(crate) fn apply(args: &mut Value, partial: &Value) -> bool {
-    let Some(steps) = partial
+    let Some(path) = partial
         .get("jsonPath")
         .and_then(Value::as_str)
-        .and_then(parse)
+        .filter(|path| is_path(path))
     else {
         return false;
     };
-    let Some(target) = slot(args, &steps) else {
+    let Some(target) = slot(args, path) else {
         return false;
     };
     if let Some(piece) = partial.get("stringValue").and_then(Value::as_str) {
@@ -134,5 +153,22 @@ mod tests {
             &mut args,
             &json!({"jsonPath": "$.recipe.ingredients.name", "stringValue": "x"})
         ));
+        // A malformed path changes nothing, also where its start is valid.
+        let before = args.clone();
+        assert!(!apply(
+            &mut args,
+            &json!({"jsonPath": "$.fresh.key[x]", "stringValue": "x"})
+        ));
+        assert_eq!(args, before);
+    }
+
+    #[test]
+    fn a_far_index_is_unreadable_not_allocated() {
+        let mut args = Value::Object(Map::new());
+        let far = json!({"jsonPath": "$.list[4000000000]", "stringValue": "x"});
+        assert!(!apply(&mut args, &far));
+        let near = json!({"jsonPath": "$.list[3]", "stringValue": "x"});
+        assert!(apply(&mut args, &near));
+        assert_eq!(args, json!({"list": [null, null, null, "x"]}));
     }
 }

@@ -335,7 +335,7 @@ impl GeminiDecoder {
         let Ok(chunk) = serde_json::from_str::<typed::Chunk<'_>>(data) else {
             return false;
         };
-        let candidate = chunk.candidates.first();
+        let candidate = chunk.candidates.0.as_ref();
         let plain = chunk.error.is_none()
             && chunk.prompt_feedback.is_none()
             && candidate.is_none_or(|c| {
@@ -351,10 +351,15 @@ impl GeminiDecoder {
         if !plain {
             return false;
         }
-        if let Some(model) = chunk.model_version {
+        // Every chunk repeats these: copied only when they change.
+        if let Some(model) = chunk.model_version
+            && self.model.as_deref() != Some(&*model)
+        {
             self.model = Some(model.into_owned());
         }
-        if let Some(id) = chunk.response_id {
+        if let Some(id) = chunk.response_id
+            && self.response_id.as_deref() != Some(&*id)
+        {
             self.response_id = Some(id.into_owned());
         }
         if let Some(usage) = chunk.usage_metadata.filter(Value::is_object) {
@@ -502,13 +507,14 @@ mod typed {
     use serde::de::IgnoredAny;
     use serde_json::Value;
 
-    use crate::decode::Text;
+    use crate::decode::{First, Text};
 
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     pub(super) struct Chunk<'a> {
+        /// Only the first candidate is read.
         #[serde(borrow, default)]
-        pub candidates: Vec<Candidate<'a>>,
+        pub candidates: First<Candidate<'a>>,
         pub usage_metadata: Option<Value>,
         #[serde(borrow)]
         pub model_version: Text<'a>,

@@ -118,9 +118,9 @@ impl ChildGroups {
             for group in live.groups() {
                 match groups.last_mut() {
                     Some(last) if last.category == group.category => {
-                        last.blocks.extend(group.blocks.iter().cloned())
+                        last.blocks.extend(group.blocks)
                     }
-                    _ => groups.push(group.clone()),
+                    _ => groups.push(group),
                 }
             }
         }
