@@ -298,3 +298,21 @@ fn unreadable_streamed_arguments_are_kept_not_guessed() {
         "{raw}"
     );
 }
+
+#[test]
+fn a_hostile_array_index_is_kept_as_unreadable_not_allocated() {
+    // Four billion nulls of padding would abort the process; the piece is
+    // kept verbatim instead and the call is answered with an error.
+    let outcome = replay(&[
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "save", "willContinue": true}}]}}]}),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"partialArgs": [{"jsonPath": "$.items[4000000000]", "stringValue": "x"}], "willContinue": true}}]}}]}),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {}}]}, "finishReason": "STOP"}]}),
+    ]);
+    let ContentBlock::ToolUse(call) = &outcome.content[0] else {
+        panic!("tool use expected");
+    };
+    let Value::String(raw) = &call.input else {
+        panic!("raw arguments expected: {:?}", call.input);
+    };
+    assert!(raw.contains("$.items[4000000000]"), "{raw}");
+}

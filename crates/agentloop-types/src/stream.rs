@@ -228,7 +228,9 @@ impl StreamAssembler {
         let mut groups = Vec::new();
         for block in &self.blocks {
             let rendered = match block {
-                PartialBlock::Text { text, .. } => RenderingContentBlock::Text { text: text.clone() },
+                PartialBlock::Text { text, .. } => {
+                    RenderingContentBlock::Text { text: text.clone() }
+                }
                 PartialBlock::Thinking { thinking, .. } => RenderingContentBlock::Thinking {
                     thinking: thinking.clone(),
                 },
