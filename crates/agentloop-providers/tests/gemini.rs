@@ -287,12 +287,7 @@ fn unreadable_streamed_arguments_are_kept_not_guessed() {
         json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"partialArgs": [{"jsonPath": "$.path.deeper", "stringValue": "x"}], "willContinue": true}}]}}]}),
         json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {}}]}, "finishReason": "STOP"}]}),
     ]);
-    let ContentBlock::ToolUse(call) = &outcome.content[0] else {
-        panic!("tool use expected");
-    };
-    let Value::String(raw) = &call.input else {
-        panic!("raw arguments expected: {:?}", call.input);
-    };
+    let raw = raw_arguments(&outcome.content[0]);
     assert!(
         raw.starts_with("{\"path\":\"a.txt\"}") && raw.contains("$.path.deeper"),
         "{raw}"
@@ -308,11 +303,17 @@ fn a_hostile_array_index_is_kept_as_unreadable_not_allocated() {
         json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"partialArgs": [{"jsonPath": "$.items[4000000000]", "stringValue": "x"}], "willContinue": true}}]}}]}),
         json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {}}]}, "finishReason": "STOP"}]}),
     ]);
-    let ContentBlock::ToolUse(call) = &outcome.content[0] else {
-        panic!("tool use expected");
+    let raw = raw_arguments(&outcome.content[0]);
+    assert!(raw.contains("$.items[4000000000]"), "{raw}");
+}
+
+/// The raw text a tool call kept for arguments it could not read.
+fn raw_arguments(block: &ContentBlock) -> &str {
+    let ContentBlock::ToolUse(call) = block else {
+        panic!("tool use expected, got {block:?}");
     };
     let Value::String(raw) = &call.input else {
         panic!("raw arguments expected: {:?}", call.input);
     };
-    assert!(raw.contains("$.items[4000000000]"), "{raw}");
+    raw
 }
