@@ -160,8 +160,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for WireStr<'a> {
 }
 
 /// The first element of a JSON array, read without collecting the others
-/// (they are skipped unread): decoders that read only the first candidate
-/// or choice neither allocate a list nor move its elements per event.
+/// (they are skipped unread): a decoder that reads only the first
+/// candidate neither allocates a list nor moves its elements per event.
 pub(crate) struct First<T>(pub Option<T>);
 
 impl<T> Default for First<T> {
