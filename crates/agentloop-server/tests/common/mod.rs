@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code, missing_docs)]
 
+pub mod approvals;
 pub mod gated;
 
 use std::sync::Arc;
