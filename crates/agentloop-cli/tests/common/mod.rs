@@ -1,7 +1,9 @@
 //! What the black-box tests of `agentloop serve` share: the binary with no
 //! provider keys from the environment, and a served process that is killed
-//! when dropped.
+//! when dropped; `served` drives a served process over raw HTTP.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod served;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

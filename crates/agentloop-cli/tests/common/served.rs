@@ -1,0 +1,193 @@
+//! A served `agentloop serve` process driven over raw HTTP/1.1: starting
+//! it on a scripted provider, creating projects and tasks, polling a run's
+//! status and reading its event stream.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::agentloop;
+
+/// A running `agentloop serve`, the address it listens on, and every line
+/// it wrote to stderr so far.
+pub struct Served {
+    pub child: Child,
+    pub address: String,
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+pub fn serve(db: &str, script: &Path, instance: &str) -> Served {
+    serve_with(db, script, instance, &[])
+}
+
+pub fn serve_with(db: &str, script: &Path, instance: &str, extra: &[&str]) -> Served {
+    let mut child = agentloop()
+        .args([
+            "serve",
+            "--db",
+            db,
+            "--bind",
+            "127.0.0.1:0",
+            "--provider",
+            &format!("scripted:{}", script.display()),
+            "--instance-id",
+            instance,
+            "--lease-ms",
+            "1000",
+            "--heartbeat-ms",
+            "100",
+            "--claim-interval-ms",
+            "100",
+            "--projects-root",
+            &script.parent().unwrap().display().to_string(),
+        ])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let lines = log.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            eprintln!("[server] {line}");
+            if let Some(rest) = line.split("serving on http://").nth(1) {
+                let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_owned());
+            }
+            lines.lock().unwrap().push(line);
+        }
+    });
+    let address = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    Served {
+        child,
+        address,
+        log,
+    }
+}
+
+/// One HTTP/1.1 request with `Connection: close`; returns status and JSON.
+pub fn http(
+    address: &str,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+pub fn task(address: &str, token: &str, repo: &Path) -> String {
+    task_with(address, token, repo, json!({}))
+}
+
+/// [`task`] in a project created with more fields (e.g. `approvals`).
+pub fn task_with(address: &str, token: &str, repo: &Path, extra: Value) -> String {
+    let mut body = json!({ "name": "demo", "repoFolder": repo });
+    for (key, value) in extra.as_object().cloned().unwrap_or_default() {
+        body[key] = value;
+    }
+    let (status, project) = http(address, token, "POST", "/api/projects", Some(body));
+    assert_eq!(status, 201, "{project}");
+    let path = format!("/api/projects/{}/tasks", project["id"].as_str().unwrap());
+    let (status, task) = http(address, token, "POST", &path, Some(json!({ "title": "t" })));
+    assert_eq!(status, 201, "{task}");
+    task["id"].as_str().unwrap().to_owned()
+}
+
+pub fn write_script(path: &Path, turns: Value) {
+    std::fs::write(path, turns.to_string()).unwrap();
+}
+
+pub fn slow_text(text: &str) -> Value {
+    json!({ "steps": [
+        { "type": "text", "chunks": ["Working"] },
+        { "type": "delay", "ms": 1500 },
+        { "type": "text", "chunks": [text] }
+    ] })
+}
+
+/// Polls an agent run over HTTP until it has `status` (bounded).
+pub fn until_status(address: &str, token: &str, run_id: &str, status: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..600 {
+        let (_, run) = http(
+            address,
+            token,
+            "GET",
+            &format!("/api/agent-runs/{run_id}"),
+            None,
+        );
+        if run["status"] == status {
+            return run;
+        }
+        last = run;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("agent run {run_id} never became {status}: {last}");
+}
+
+/// Reads a run's SSE stream until it closes; returns the event names and
+/// data, and how long the stream stayed open after `since`.
+pub fn read_sse(address: &str, token: &str, run_id: &str, cancel_at: &str) -> Vec<(String, Value)> {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET /api/agent-runs/{run_id}/events HTTP/1.1\r\nHost: {address}\r\n\
+Authorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut events = Vec::new();
+    let mut name = String::new();
+    let mut cancelled = false;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) => return events,
+            Ok(_) => {}
+            Err(e) => panic!("the event stream stayed open: {e}; events so far {events:?}"),
+        }
+        let line = line.trim_end();
+        if let Some(value) = line.strip_prefix("event:") {
+            name = value.trim().to_owned();
+        } else if let Some(data) = line.strip_prefix("data:") {
+            events.push((name.clone(), serde_json::from_str(data.trim()).unwrap()));
+            if name == cancel_at && !cancelled {
+                cancelled = true;
+                let (status, body) = http(
+                    address,
+                    token,
+                    "POST",
+                    &format!("/api/agent-runs/{run_id}/cancel"),
+                    Some(json!({})),
+                );
+                assert_eq!(status, 200, "{body}");
+            }
+        }
+    }
+}
