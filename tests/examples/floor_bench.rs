@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 const SHORT: usize = 200;
 const LONG: usize = 1_010;
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 21;
 const MODEL: &str = "bench";
 const MAX_TOKENS: u32 = 1024;
 

@@ -123,6 +123,12 @@ impl<'a> From<&'a str> for WireStr<'a> {
     }
 }
 
+impl From<String> for WireStr<'_> {
+    fn from(text: String) -> Self {
+        Self(Cow::Owned(text))
+    }
+}
+
 impl std::ops::Deref for WireStr<'_> {
     type Target = str;
 

@@ -15,7 +15,7 @@ use crate::config::ProviderConfig;
 use crate::decode::{DecodeContext, Decoder, Item, decoder_for};
 use crate::error::{self, is_retryable};
 use crate::sse::{SseEvent, SseParser};
-use crate::transport::{self, describe};
+use crate::transport::{self, ParsedEndpoint, describe};
 use crate::wire_cache::WireCache;
 
 /// A model provider reached over HTTP: Anthropic Messages, OpenAI Chat
@@ -36,6 +36,7 @@ pub struct HttpProvider {
     last_body_len: Arc<AtomicUsize>,
     /// History already written, for the next request of each run.
     wire_cache: Arc<WireCache>,
+    endpoint: Arc<ParsedEndpoint>,
 }
 
 impl HttpProvider {
@@ -61,6 +62,7 @@ impl HttpProvider {
             client,
             last_body_len: Arc::default(),
             wire_cache: Arc::default(),
+            endpoint: Arc::default(),
         }
     }
 
@@ -159,6 +161,7 @@ impl ModelProvider for HttpProvider {
                 request,
                 last_body_len: self.last_body_len.clone(),
                 wire_cache: self.wire_cache.clone(),
+                endpoint: self.endpoint.clone(),
             }),
             phase: Phase::Start,
             queue: VecDeque::new(),
@@ -187,6 +190,7 @@ struct Inputs {
     request: ModelRequest,
     last_body_len: Arc<AtomicUsize>,
     wire_cache: Arc<WireCache>,
+    endpoint: Arc<ParsedEndpoint>,
 }
 
 /// Where a turn is; `Over` once nothing more will be produced (whatever
@@ -365,6 +369,7 @@ async fn start(
         request,
         last_body_len,
         wire_cache,
+        endpoint,
     } = inputs;
     let attachments = Attachments::load(request).await?;
     let last = last_body_len.load(Ordering::Relaxed);
@@ -376,8 +381,10 @@ async fn start(
         wire_cache,
     )?;
     last_body_len.store(bytes.len(), Ordering::Relaxed);
-    let url = config.endpoint_for(&request.options.model, !request.options.disable_stream);
-    let response = transport::send(client, config, &url, bytes, retries).await?;
+    let url = endpoint.parse(
+        config.endpoint_for(&request.options.model, !request.options.disable_stream),
+    )?;
+    let response = transport::send(client, config, url, bytes, retries).await?;
     let request_id = transport::request_id(response.headers());
     let context = DecodeContext {
         model: request.options.model.clone(),

@@ -1,6 +1,7 @@
 //! Sending a request, with retries before any content exists.
 
 use std::error::Error as _;
+use std::sync::Mutex;
 
 use agentloop_types::ProviderError;
 use reqwest::header::{HeaderMap, HeaderName};
@@ -37,6 +38,35 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
     text
 }
 
+/// The endpoint last parsed, with its text: a run sends every request to
+/// one URL, which is then parsed once, not per request.
+#[derive(Debug, Default)]
+pub(crate) struct ParsedEndpoint(Mutex<Option<(String, reqwest::Url)>>);
+
+impl ParsedEndpoint {
+    /// `url` parsed, or an error naming why it is not a URL (not the URL
+    /// itself: its query may hold a key).
+    pub(crate) fn parse(&self, url: String) -> Result<reqwest::Url, ProviderError> {
+        let Ok(mut last) = self.0.lock() else {
+            return parse_url(&url);
+        };
+        match last.as_ref() {
+            Some((text, parsed)) if *text == url => Ok(parsed.clone()),
+            _ => {
+                let parsed = parse_url(&url)?;
+                *last = Some((url, parsed.clone()));
+                Ok(parsed)
+            }
+        }
+    }
+}
+
+fn parse_url(url: &str) -> Result<reqwest::Url, ProviderError> {
+    reqwest::Url::parse(url).map_err(|e| {
+        error::invalid_request(format!("the provider's endpoint is not a valid URL: {e}"))
+    })
+}
+
 /// Posts `body` to `url` and returns the successful response. Failed attempts that
 /// [`is_retryable`] allows are repeated per the config's [`RetryPolicy`]
 /// (`retry-after` honoured), counting in `retries` the retries the turn has
@@ -46,7 +76,7 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
 pub(crate) async fn send(
     client: &reqwest::Client,
     config: &ProviderConfig,
-    url: &str,
+    url: reqwest::Url,
     body: Vec<u8>,
     retries: &mut u32,
 ) -> Result<reqwest::Response, ProviderError> {
@@ -59,7 +89,7 @@ pub(crate) async fn send(
             http.response.status_code = tracing::field::Empty,
         );
         let mut builder = client
-            .post(url)
+            .post(url.clone())
             .header("content-type", "application/json")
             .body(body.clone());
         if let Some(key) = &config.api_key {

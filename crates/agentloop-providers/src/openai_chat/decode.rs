@@ -145,21 +145,14 @@ impl ChatDecoder {
                 index
             }
         };
-        if let Some(arguments) = arguments {
-            let partial_json = match arguments {
-                Value::String(s) => s.clone(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            if !partial_json.is_empty() {
-                Self::push(
-                    out,
-                    StreamDelta::ToolInput {
-                        index,
-                        partial_json,
-                    },
-                );
-            }
+        if let Some(arguments) = arguments.filter(|a| !a.is_empty()) {
+            Self::push(
+                out,
+                StreamDelta::ToolInput {
+                    index,
+                    partial_json: arguments.into_owned(),
+                },
+            );
         }
     }
 
@@ -201,8 +194,8 @@ impl ChatDecoder {
         {
             self.model = Some(model.into_owned());
         }
-        if let Some(usage) = chunk.usage.filter(Value::is_object) {
-            self.read_usage(&usage);
+        if let Some(usage) = chunk.usage {
+            self.read_usage(usage);
         }
         let Some(choice) = chunk
             .choices
@@ -220,7 +213,7 @@ impl ChatDecoder {
                     position: call.index.unwrap_or(0),
                     id: call.id.as_deref(),
                     name: function.name.as_deref(),
-                    arguments: function.arguments.as_ref(),
+                    arguments: function.arguments,
                 };
                 self.tool_call(view, out);
             }
@@ -231,24 +224,26 @@ impl ChatDecoder {
         );
     }
 
-    fn read_usage(&mut self, usage: &Value) {
-        let prompt = num(usage, &["prompt_tokens"]).unwrap_or(0);
-        let cached = num(usage, &["prompt_tokens_details", "cached_tokens"]).unwrap_or(0);
+    fn read_usage(&mut self, usage: typed::Usage) {
+        let prompt = usage.prompt_tokens.unwrap_or(0);
+        let details = usage.prompt_tokens_details.unwrap_or_default();
+        let cached = details.cached_tokens.unwrap_or(0);
         // OpenRouter counts cache writes of the providers behind it.
-        let written = num(usage, &["prompt_tokens_details", "cache_write_tokens"]).unwrap_or(0);
+        let written = details.cache_write_tokens.unwrap_or(0);
         // OpenRouter's own charge, unless the call ran on the caller's key
         // (then the upstream provider bills it).
-        let byok = usage.get("is_byok").and_then(Value::as_bool) == Some(true);
+        let byok = usage.is_byok == Some(true);
         self.reported_cost = usage
-            .get("cost")
-            .and_then(Value::as_f64)
+            .cost
             .filter(|c| c.is_finite() && *c >= 0.0 && !byok);
         self.usage = Some(TokenTotals {
             input_tokens: prompt.saturating_sub(cached).saturating_sub(written),
             cache_read_tokens: cached,
             cache_creation_tokens: written,
-            output_tokens: num(usage, &["completion_tokens"]).unwrap_or(0),
-            reasoning_tokens: num(usage, &["completion_tokens_details", "reasoning_tokens"])
+            output_tokens: usage.completion_tokens.unwrap_or(0),
+            reasoning_tokens: usage
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens)
                 .unwrap_or(0),
             ..TokenTotals::default()
         });
@@ -320,7 +315,7 @@ impl Decoder for ChatDecoder {
             self.model = Some(model.to_owned());
         }
         if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
-            self.read_usage(usage);
+            self.read_usage(typed::Usage::of(usage));
         }
         let choices = value.get("choices").and_then(Value::as_array);
         let Some(choice) =
@@ -348,7 +343,12 @@ impl Decoder for ChatDecoder {
                     position: num(call, &["index"]).unwrap_or(0),
                     id: text(call, "id"),
                     name: text(function, "name"),
-                    arguments: function.get("arguments"),
+                    arguments: match function.get("arguments") {
+                        None | Some(Value::Null) => None,
+                        Some(Value::String(arguments)) => Some(WireStr::from(arguments.as_str())),
+                        // Ollama sends them as an object.
+                        Some(other) => Some(WireStr::from(other.to_string())),
+                    },
                 };
                 self.tool_call(view, out);
             }
@@ -416,7 +416,7 @@ struct CallView<'a> {
     position: u64,
     id: Option<&'a str>,
     name: Option<&'a str>,
-    arguments: Option<&'a Value>,
+    arguments: Text<'a>,
 }
 
 /// The fast path: a chunk deserialised into borrowed structs holding only
@@ -429,7 +429,7 @@ mod typed {
     use serde::de::IgnoredAny;
     use serde_json::Value;
 
-    use crate::decode::Text;
+    use crate::decode::{Text, num};
 
     #[derive(Deserialize)]
     pub(super) struct Chunk<'a> {
@@ -437,7 +437,7 @@ mod typed {
         pub model: Text<'a>,
         #[serde(borrow, default)]
         pub choices: Vec<Choice<'a>>,
-        pub usage: Option<Value>,
+        pub usage: Option<Usage>,
         #[serde(borrow)]
         object: Text<'a>,
         error: Option<IgnoredAny>,
@@ -482,7 +482,52 @@ mod typed {
     pub(super) struct Function<'a> {
         #[serde(borrow)]
         pub name: Text<'a>,
-        pub arguments: Option<Value>,
+        /// Arguments sent as an object (Ollama) are read by the lenient
+        /// path.
+        #[serde(borrow)]
+        pub arguments: Text<'a>,
+    }
+
+    /// Token counts, with OpenRouter's `cost`, `is_byok` and cache writes.
+    #[derive(Deserialize)]
+    pub(super) struct Usage {
+        pub prompt_tokens: Option<u64>,
+        pub completion_tokens: Option<u64>,
+        pub prompt_tokens_details: Option<PromptDetails>,
+        pub completion_tokens_details: Option<CompletionDetails>,
+        pub cost: Option<f64>,
+        pub is_byok: Option<bool>,
+    }
+
+    #[derive(Deserialize, Default)]
+    pub(super) struct PromptDetails {
+        pub cached_tokens: Option<u64>,
+        pub cache_write_tokens: Option<u64>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct CompletionDetails {
+        pub reasoning_tokens: Option<u64>,
+    }
+
+    impl Usage {
+        /// The counts of a `usage` object read leniently: a field of
+        /// another type counts as missing.
+        pub(super) fn of(usage: &Value) -> Self {
+            Self {
+                prompt_tokens: num(usage, &["prompt_tokens"]),
+                completion_tokens: num(usage, &["completion_tokens"]),
+                prompt_tokens_details: Some(PromptDetails {
+                    cached_tokens: num(usage, &["prompt_tokens_details", "cached_tokens"]),
+                    cache_write_tokens: num(usage, &["prompt_tokens_details", "cache_write_tokens"]),
+                }),
+                completion_tokens_details: Some(CompletionDetails {
+                    reasoning_tokens: num(usage, &["completion_tokens_details", "reasoning_tokens"]),
+                }),
+                cost: usage.get("cost").and_then(Value::as_f64),
+                is_byok: usage.get("is_byok").and_then(Value::as_bool),
+            }
+        }
     }
 
     impl<'a> Chunk<'a> {
