@@ -211,6 +211,24 @@ async fn connection_refused_is_a_connection_error() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_endpoint_that_is_not_a_url_is_refused_at_once_without_its_query() {
+    let mut config = config(ApiKind::OpenaiChat, "http://bad host/v1");
+    config.query.push(("key".into(), "secret-in-query".into()));
+    let provider = HttpProvider::new(config.with_retry(RetryPolicy {
+        max_retries: 3,
+        ..RetryPolicy::default()
+    }))
+    .unwrap();
+    let started = tokio::time::Instant::now();
+    let turn = run(&provider, request(ApiKind::OpenaiChat, "gpt-5-nano")).await;
+    let error = turn.error.unwrap();
+    assert_eq!(error.kind, ProviderErrorKind::InvalidRequest);
+    assert!(error.message.contains("not a valid URL"), "{}", error.message);
+    assert!(!error.message.contains("secret-in-query"), "{}", error.message);
+    assert_eq!(started.elapsed(), Duration::ZERO, "no backoff: it is not retried");
+}
+
+#[tokio::test(start_paused = true)]
 async fn connection_failures_before_the_response_are_retried() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
