@@ -4,6 +4,7 @@
 
 use agentloop_types::{StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent};
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use agentloop_types::{
     BlockStart, CancellationToken, ContentBlock, EventKind, LoopError, LoopOptions, Message,
@@ -182,7 +183,7 @@ pub(crate) fn summary_request(options: &LoopOptions, messages: Vec<Message>) -> 
     ModelRequest {
         options,
         messages: messages.into(),
-        tools: Vec::new(),
+        tools: Arc::new([]),
         attachments: None,
     }
 }

@@ -381,9 +381,8 @@ async fn start(
         wire_cache,
     )?;
     last_body_len.store(bytes.len(), Ordering::Relaxed);
-    let url = endpoint.parse(
-        config.endpoint_for(&request.options.model, !request.options.disable_stream),
-    )?;
+    let url = endpoint
+        .parse(config.endpoint_for(&request.options.model, !request.options.disable_stream))?;
     let response = transport::send(client, config, url, bytes, retries).await?;
     let request_id = transport::request_id(response.headers());
     let context = DecodeContext {

@@ -223,9 +223,21 @@ async fn an_endpoint_that_is_not_a_url_is_refused_at_once_without_its_query() {
     let turn = run(&provider, request(ApiKind::OpenaiChat, "gpt-5-nano")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::InvalidRequest);
-    assert!(error.message.contains("not a valid URL"), "{}", error.message);
-    assert!(!error.message.contains("secret-in-query"), "{}", error.message);
-    assert_eq!(started.elapsed(), Duration::ZERO, "no backoff: it is not retried");
+    assert!(
+        error.message.contains("not a valid URL"),
+        "{}",
+        error.message
+    );
+    assert!(
+        !error.message.contains("secret-in-query"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "no backoff: it is not retried"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -114,7 +114,7 @@ async fn anthropic_breakpoints_follow_the_policy() {
 #[tokio::test]
 async fn a_prefill_or_no_tools_moves_no_mark_into_the_assistant_turn() {
     let mut request = tool_run(ApiKind::AnthropicMessages);
-    request.tools.clear();
+    request.tools = Default::default();
     request.options.system_prompt = None;
     request.options.prefill_response = Some("Done:".into());
     let body = body(ProviderConfig::anthropic("k"), &request).await;

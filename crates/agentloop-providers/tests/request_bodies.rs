@@ -151,7 +151,7 @@ fn full_request(api: ApiKind, model: &str) -> ModelRequest {
             ..LoopOptions::default()
         },
         messages: history().into(),
-        tools: tools(),
+        tools: tools().into(),
         attachments: Some(Arc::new(Loader)),
     }
 }
@@ -180,7 +180,7 @@ async fn anthropic_thinking_prefill_and_web_search() {
     request.options.prefill_response = Some("{\"answer\": ".into());
     request.options.web_search_enabled = true;
     request.options.enabled_tools = vec!["now".into()];
-    request.tools = tools();
+    request.tools = tools().into();
     request.options.disable_stream = true;
     insta::assert_json_snapshot!(body(ProviderConfig::anthropic("k"), &request).await);
 }
@@ -464,7 +464,8 @@ async fn output_schema_native_forms() {
             .unwrap()
             .schema
             .into(),
-    }];
+    }]
+    .into();
     insta::assert_json_snapshot!(
         "output_schema_anthropic_final_output_tool",
         body(ProviderConfig::anthropic("k"), &anthropic).await

@@ -19,8 +19,9 @@ pub struct ModelRequest {
     /// History to send, system messages included; thinking already trimmed
     /// per `thinking_keep_turns`. Shared with the run's state, not copied.
     pub messages: History,
-    /// Tools offered to the model.
-    pub tools: Vec<ToolDefinition>,
+    /// Tools offered to the model; shared between a run's requests, not
+    /// copied.
+    pub tools: Arc<[ToolDefinition]>,
     /// Resolves stored attachments referenced by the messages.
     pub attachments: Option<Arc<dyn AttachmentLoader>>,
 }

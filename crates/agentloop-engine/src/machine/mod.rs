@@ -75,6 +75,8 @@ mod output;
 mod run;
 pub(crate) mod run_core;
 
+use std::sync::Arc;
+
 use agentloop_types::{
     ApprovalPolicy, ChildResume, DecisionError, Decisions, FinishedEvent, PendingCall,
     check_decisions,
@@ -238,8 +240,8 @@ pub enum Step {
         /// `LoopOptions::compaction`, prompts of the step appended), shared
         /// with the run's state when nothing is trimmed or added.
         messages: History,
-        /// The tools to offer.
-        tools: Vec<ToolDefinition>,
+        /// The tools to offer, shared between a run's requests.
+        tools: Arc<[ToolDefinition]>,
         /// The schema the provider is asked to hold the answer to with its
         /// own structured-output form (the request's
         /// `LoopOptions::output_schema`); `None` leaves it out.
@@ -360,12 +362,13 @@ impl Machine {
 
     fn from_run(mut run: Run, options: LoopOptions, unreadable: Option<String>) -> Self {
         run.sync_state();
-        let mut env = Env::new(options, Vec::new());
         // Only the native loop finishes through an answer the core can hold
         // to a schema; the other strategies' prompts expect free text.
-        if matches!(run.machine, StrategyMachine::Native(_)) {
-            env.output = output::OutputRules::for_run(&env.options);
-        }
+        let output = match run.machine {
+            StrategyMachine::Native(_) => output::OutputRules::for_run(&options),
+            _ => None,
+        };
+        let env = Env::new(options, Vec::new(), output);
         Self {
             run,
             env,
@@ -380,8 +383,7 @@ impl Machine {
     pub fn with_tools<T: Into<OfferedTool>>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
         let tools = tools.into_iter().map(Into::into).collect();
         let output = self.env.output.take();
-        self.env = Env::new(self.env.options, tools);
-        self.env.output = output;
+        self.env = Env::new(self.env.options, tools, output);
         self
     }
 

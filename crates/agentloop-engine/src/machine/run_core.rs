@@ -3,6 +3,8 @@
 //! tool calls and emits the terminal event. Strategies decide *what* to do;
 //! they do it only through these methods.
 
+use std::sync::Arc;
+
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, FinishedEvent, MessageCreatedEvent,
     PendingToolResultEvent, TokensConsumedEvent,
@@ -38,21 +40,36 @@ pub(crate) struct Env {
     /// What the final answer is held to, when the run has an output schema
     /// and its strategy honours it.
     pub(crate) output: Option<OutputRules>,
+    /// The definitions offered with the run's tools (with the
+    /// `final_output` tool when the run asks through it), built once and
+    /// shared by every request.
+    offered: Arc<[ToolDefinition]>,
 }
 
 impl Env {
-    pub(crate) fn new(options: LoopOptions, available: Vec<OfferedTool>) -> Self {
-        let tools = available
+    pub(crate) fn new(
+        options: LoopOptions,
+        available: Vec<OfferedTool>,
+        output: Option<OutputRules>,
+    ) -> Self {
+        let tools: Vec<OfferedTool> = available
             .into_iter()
             .filter(|t| {
                 options.enabled_tools.is_empty()
                     || options.enabled_tools.contains(&t.definition.name)
             })
             .collect();
+        let offered = tools
+            .iter()
+            .map(|t| &t.definition)
+            .chain(output.as_ref().and_then(OutputRules::tool))
+            .cloned()
+            .collect();
         Self {
             options,
             tools,
-            output: None,
+            output,
+            offered,
         }
     }
 
@@ -644,17 +661,10 @@ pub(crate) fn return_value(ordered: &[(ToolUseBlock, ToolResult)]) -> Option<ser
 }
 
 /// The tools a model call offers.
-fn offered_tools(env: &Env, offer: &ToolOffer) -> Vec<ToolDefinition> {
+fn offered_tools(env: &Env, offer: &ToolOffer) -> Arc<[ToolDefinition]> {
     match offer {
-        // With the `final_output` tool when the run asks through it.
-        ToolOffer::RunTools => env
-            .tools
-            .iter()
-            .map(|t| &t.definition)
-            .chain(env.output.as_ref().and_then(OutputRules::tool))
-            .cloned()
-            .collect(),
-        ToolOffer::Nothing => Vec::new(),
-        ToolOffer::Control { tool } => vec![tool.clone()],
+        ToolOffer::RunTools => env.offered.clone(),
+        ToolOffer::Nothing => Arc::new([]),
+        ToolOffer::Control { tool } => Arc::new([tool.clone()]),
     }
 }

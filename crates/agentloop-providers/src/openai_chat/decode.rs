@@ -233,9 +233,7 @@ impl ChatDecoder {
         // OpenRouter's own charge, unless the call ran on the caller's key
         // (then the upstream provider bills it).
         let byok = usage.is_byok == Some(true);
-        self.reported_cost = usage
-            .cost
-            .filter(|c| c.is_finite() && *c >= 0.0 && !byok);
+        self.reported_cost = usage.cost.filter(|c| c.is_finite() && *c >= 0.0 && !byok);
         self.usage = Some(TokenTotals {
             input_tokens: prompt.saturating_sub(cached).saturating_sub(written),
             cache_read_tokens: cached,
@@ -519,10 +517,16 @@ mod typed {
                 completion_tokens: num(usage, &["completion_tokens"]),
                 prompt_tokens_details: Some(PromptDetails {
                     cached_tokens: num(usage, &["prompt_tokens_details", "cached_tokens"]),
-                    cache_write_tokens: num(usage, &["prompt_tokens_details", "cache_write_tokens"]),
+                    cache_write_tokens: num(
+                        usage,
+                        &["prompt_tokens_details", "cache_write_tokens"],
+                    ),
                 }),
                 completion_tokens_details: Some(CompletionDetails {
-                    reasoning_tokens: num(usage, &["completion_tokens_details", "reasoning_tokens"]),
+                    reasoning_tokens: num(
+                        usage,
+                        &["completion_tokens_details", "reasoning_tokens"],
+                    ),
                 }),
                 cost: usage.get("cost").and_then(Value::as_f64),
                 is_byok: usage.get("is_byok").and_then(Value::as_bool),

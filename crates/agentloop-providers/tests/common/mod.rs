@@ -118,7 +118,7 @@ pub fn request(api: ApiKind, model: &str) -> ModelRequest {
             ..LoopOptions::default()
         },
         messages: vec![Message::user_text("u1", "Hello")].into(),
-        tools: Vec::new(),
+        tools: Default::default(),
         attachments: None,
     }
 }
