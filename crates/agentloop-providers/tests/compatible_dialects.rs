@@ -6,7 +6,7 @@
 mod common;
 
 use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy, is_retryable};
-use agentloop_types::{ApiKind, ProviderErrorKind, StopReason};
+use agentloop_types::{ApiKind, ContentBlock, ProviderErrorKind, StopReason};
 use common::*;
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, method, path};
@@ -95,6 +95,36 @@ async fn ollama_reasoning_whole_tool_calls_and_errors() {
         "turn": render(&ok.chunks, None),
         "not_found": e,
     }));
+}
+
+#[test]
+fn tool_arguments_sent_as_an_object_are_kept_as_that_object() {
+    let call = json!({"id": "call_o", "index": 0, "type": "function",
+        "function": {"name": "get_weather", "arguments": {"city": "Paris"}}});
+    let chunks = [
+        ollama_chunk(
+            json!({"role": "assistant", "content": "", "tool_calls": [call]}),
+            Value::Null,
+        ),
+        ollama_chunk(json!({"role": "assistant", "content": ""}), json!("stop")),
+    ];
+    let outcome =
+        agentloop_providers::replay_sse(ApiKind::OpenaiChat, body("", &chunks).as_bytes());
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(outcome.stop_reason, Some(StopReason::ToolUse));
+    let calls: Vec<_> = outcome
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ToolUse(call) => Some(call),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (calls[0].name.as_str(), &calls[0].input),
+        ("get_weather", &json!({"city": "Paris"}))
+    );
 }
 
 fn vllm_chunk(delta: Value, finish: Value, stop: Value) -> Value {
