@@ -13,6 +13,7 @@ use agentloop_storage::model::AgentRunStatus;
 use agentloop_storage::{PostgresStore, Store};
 use agentloop_types::{EventKind, LoopStatus};
 use common::approvals::*;
+use common::gated::start_run;
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,6 +10,7 @@ use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_storage::model::{AgentRunStatus, AgentType};
 use agentloop_tools::AskUserTool;
 use common::approvals::*;
+use common::gated::start_run;
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

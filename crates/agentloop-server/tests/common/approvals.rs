@@ -18,18 +18,6 @@ pub fn create(id: &str, path: &str, text: &str) -> ScriptedTurn {
     )
 }
 
-pub async fn start_run(server: &TestServer, task_id: &str, agent: &str) -> String {
-    let (status, run) = server
-        .send(
-            "POST",
-            &format!("/api/tasks/{task_id}/agent-runs"),
-            json!({ "agentType": agent }),
-        )
-        .await;
-    assert_eq!(status, 201, "{run}");
-    run["id"].as_str().unwrap().to_owned()
-}
-
 /// Polls the run until it has `status` (bounded).
 pub async fn until_status(server: &TestServer, run_id: &str, status: &str) -> Value {
     let mut last = Value::Null;
