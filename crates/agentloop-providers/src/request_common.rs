@@ -173,15 +173,49 @@ pub(crate) fn write_body(
         out.pop();
     }
     out.push(b']');
-    let mut fields = Vec::new();
-    write_json(&mut fields, rest)?;
-    // Join the rest object's fields: drop its `{`.
-    match fields.get(1..) {
-        Some(b"}") | None => out.push(b'}'),
-        Some(fields) => {
-            out.push(b',');
-            out.extend_from_slice(fields);
-        }
+    // The rest object is written in place, then joined: its `{` becomes
+    // the `,` after the list, or, with no fields, `{}` becomes `}`.
+    let at = out.len();
+    write_json(&mut out, rest)?;
+    if out.len() - at <= 2 {
+        out.truncate(at);
+        out.push(b'}');
+    } else {
+        out[at] = b',';
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(head: &Value, rest: &Value) -> String {
+        let bytes = write_body(
+            0,
+            head,
+            "list",
+            |out| {
+                out.extend_from_slice(b"1,2,");
+                Ok(())
+            },
+            rest,
+        )
+        .unwrap_or_default();
+        String::from_utf8(bytes).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_list_is_joined_between_head_and_rest_fields() {
+        assert_eq!(
+            body(&json!({"a": 1}), &json!({"b": true, "c": "x"})),
+            r#"{"a":1,"list":[1,2],"b":true,"c":"x"}"#
+        );
+        assert_eq!(body(&json!({}), &json!({})), r#"{"list":[1,2]}"#);
+        assert_eq!(
+            body(&json!({"a": 1}), &json!({})),
+            r#"{"a":1,"list":[1,2]}"#
+        );
+    }
 }

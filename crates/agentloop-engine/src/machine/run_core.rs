@@ -362,10 +362,25 @@ impl RunCore {
         run: Vec<ToolUseBlock>,
     ) -> Step {
         let result_message_id = self.next_id();
+        self.emit_pending(&result_message_id, shown);
+        self.run_calls(env, result_message_id, run)
+    }
+
+    /// [`begin_tools`](Self::begin_tools) where every call shown runs.
+    pub(crate) fn begin_all_tools(&mut self, env: &Env, calls: Vec<ToolUseBlock>) -> Step {
+        let result_message_id = self.next_id();
+        self.emit_pending(&result_message_id, &calls);
+        self.run_calls(env, result_message_id, calls)
+    }
+
+    fn emit_pending(&mut self, message_id: &str, shown: &[ToolUseBlock]) {
         self.emit(EventKind::PendingToolResult(PendingToolResultEvent {
-            message_id: result_message_id.clone(),
+            message_id: message_id.to_owned(),
             blocks: shown.iter().map(|c| running_block(c, Vec::new())).collect(),
         }));
+    }
+
+    fn run_calls(&mut self, env: &Env, result_message_id: String, run: Vec<ToolUseBlock>) -> Step {
         self.waiting = None;
         let step = self.plan_step(env, &run);
         self.state.phase = RunPhase::RunTools {

@@ -166,5 +166,5 @@ fn model_turn(
     if let Some(step) = core.count_tool_calls(env, &calls) {
         return step;
     }
-    core.begin_tools(env, &calls, calls.clone())
+    core.begin_all_tools(env, calls)
 }

@@ -118,7 +118,7 @@ impl RunCore {
                 None => c.clone(),
             })
             .collect();
-        let mut run: Vec<ToolCall> = Vec::new();
+        let mut run: Vec<ToolCall> = Vec::with_capacity(open.len());
         for mut planned in self.plan_calls(env, open) {
             let id = planned.call.id.clone();
             if let Some(child) = waiting.children.get(&id) {
