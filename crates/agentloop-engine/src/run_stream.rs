@@ -36,6 +36,10 @@ impl Buffer {
         self.lock().pop_front()
     }
 
+    fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
     /// Writes `item` at once; the future waits until the buffer is back
     /// within its bound. Not an `async fn`: the future holds only a
     /// reference, not the item, and the driver awaits one at a time.
@@ -153,12 +157,18 @@ impl RunStream {
             match driver.as_mut().poll(cx) {
                 // The driver is done; the loop hands out what it wrote last.
                 Poll::Ready(()) => self.driver = None,
-                // The driver may have written before it paused.
+                // The driver paused, maybe on I/O it has just started (a
+                // request handed to its connection's task). If it wrote
+                // events first, yield once before handing them out, so
+                // that a single-threaded runtime runs that task (and the
+                // request leaves) before the consumer's work on the
+                // events, not after it. The next poll takes the events
+                // without polling the driver.
                 Poll::Pending => {
-                    return self
-                        .buffer
-                        .pop()
-                        .map_or(Poll::Pending, |item| Poll::Ready(Some(item)));
+                    if !self.buffer.is_empty() {
+                        cx.waker().wake_by_ref();
+                    }
+                    return Poll::Pending;
                 }
             }
         }
@@ -224,7 +234,7 @@ pub async fn collect(mut stream: RunStream) -> LoopResult {
         status: agentloop_types::LoopStatus::Error {
             error: agentloop_types::LoopError::IncompleteStream,
         },
-        messages: Vec::new(),
+        messages: Default::default(),
         tokens: Default::default(),
     })
 }
@@ -255,5 +265,57 @@ mod tests {
         let rest: Vec<u64> = futures::executor::block_on(stream.map(|e| e.seq).collect());
         assert_eq!(rest, (1..1_000).collect::<Vec<u64>>());
         assert_eq!(written.load(Ordering::SeqCst), 1_000);
+    }
+
+    struct CountWakes(AtomicUsize);
+
+    impl std::task::Wake for CountWakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A driver that wrote events and then paused (on a request it has
+    /// handed to another task) is yielded once before its events are
+    /// handed out; the events come next, without polling it again.
+    #[test]
+    fn events_written_before_a_pause_come_after_one_yield() {
+        let (release, released) = futures::channel::oneshot::channel::<()>();
+        let polls = Arc::new(AtomicUsize::new(0));
+        let driver_polls = Arc::clone(&polls);
+        let mut stream = RunStream::new(move |mut emitter| async move {
+            emitter.emit(EventKind::FirstChunk).await;
+            emitter.emit(EventKind::FirstChunk).await;
+            let mut released = released;
+            futures::future::poll_fn(|cx| {
+                driver_polls.fetch_add(1, Ordering::SeqCst);
+                Pin::new(&mut released).poll(cx)
+            })
+            .await
+            .ok();
+        });
+        let wakes = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let waker = std::task::Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        let mut next = || match Pin::new(&mut stream).poll_next(&mut cx) {
+            Poll::Ready(event) => Some(event.map(|e| e.seq)),
+            Poll::Pending => None,
+        };
+
+        assert_eq!(next(), None, "the first poll yields");
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "and wakes itself");
+        assert_eq!(next(), Some(Some(0)));
+        assert_eq!(next(), Some(Some(1)));
+        assert_eq!(
+            polls.load(Ordering::SeqCst),
+            1,
+            "the driver was not polled again"
+        );
+        // Nothing buffered: the stream waits on the driver alone.
+        assert_eq!(next(), None);
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+        assert_eq!(polls.load(Ordering::SeqCst), 2);
+        release.send(()).ok();
+        assert_eq!(next(), Some(None), "the driver ended");
     }
 }

@@ -11,6 +11,7 @@ use agentloop_types::{
     PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
     TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,12 +46,12 @@ impl ToolRun<'_> {
     }
 
     /// Runs `calls` and reports their outcomes, or the cancel.
-    pub(crate) async fn run(&self, calls: Vec<ToolCall>, emitter: &mut Emitter) -> Input {
+    pub(crate) async fn run(&self, mut calls: Vec<ToolCall>, emitter: &mut Emitter) -> Input {
         let mut finished: Vec<(String, ToolOutcome)> = Vec::with_capacity(calls.len());
         let mut child_tokens = TokenTotals::default();
         for batch in batches(&calls, |c| c.alone) {
             let completed = self
-                .run_batch(batch, emitter, &mut finished, &mut child_tokens)
+                .run_batch(&mut calls[batch], emitter, &mut finished, &mut child_tokens)
                 .await;
             if !completed {
                 return Input::Cancelled {
@@ -66,10 +67,11 @@ impl ToolRun<'_> {
         }
     }
 
-    /// Runs one batch; false when cancelled part-way.
+    /// Runs one batch; false when cancelled part-way. What a call's last
+    /// event carries is moved out of it, not copied: the call is done with.
     async fn run_batch(
         &self,
-        batch: &[ToolCall],
+        batch: &mut [ToolCall],
         emitter: &mut Emitter,
         finished: &mut Vec<(String, ToolOutcome)>,
         child_tokens: &mut TokenTotals,
@@ -103,16 +105,17 @@ impl ToolRun<'_> {
             let Some((index, item)) = next else {
                 return true;
             };
-            let planned = &batch[index];
-            let call = &planned.call;
+            let planned = &mut batch[index];
             let is_skill = self.is_skill(planned);
+            let call = &mut planned.call;
             match item {
                 CallItem::Started => {
                     emitter
                         .emit(EventKind::ToolStart(ToolStartEvent {
                             tool_use_id: call.id.clone(),
                             name: call.name.clone(),
-                            input: call.input.clone(),
+                            // The tool has its own copy.
+                            input: std::mem::take(&mut call.input),
                             is_skill,
                             depth: 1,
                         }))
@@ -138,13 +141,13 @@ impl ToolRun<'_> {
                     emitter
                         .emit(EventKind::ToolEnd(ToolEndEvent {
                             tool_use_id: call.id.clone(),
-                            name: call.name.clone(),
+                            name: std::mem::take(&mut call.name),
                             is_error: outcome.is_error(),
                             is_skill,
                             depth: 1,
                         }))
                         .await;
-                    finished.push((call.id.clone(), outcome));
+                    finished.push((std::mem::take(&mut call.id), outcome));
                 }
             }
         }
@@ -206,20 +209,20 @@ fn deepen(kind: EventKind) -> EventKind {
 
 /// Splits calls, in order, into batches that may run together: a run of
 /// calls that may share the turn, or one call that must run alone.
-fn batches<T>(calls: &[T], runs_alone: impl Fn(&T) -> bool) -> Vec<&[T]> {
+fn batches<T>(calls: &[T], runs_alone: impl Fn(&T) -> bool) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut start = 0;
     for (i, call) in calls.iter().enumerate() {
         if runs_alone(call) {
             if start < i {
-                out.push(&calls[start..i]);
+                out.push(start..i);
             }
-            out.push(&calls[i..=i]);
+            out.push(i..i + 1);
             start = i + 1;
         }
     }
     if start < calls.len() {
-        out.push(&calls[start..]);
+        out.push(start..calls.len());
     }
     out
 }
@@ -244,8 +247,8 @@ mod tests {
             .map(|id| call(id))
             .collect();
         let ids: Vec<Vec<&str>> = batches(&calls, |c| c.name == "solo")
-            .iter()
-            .map(|b| b.iter().map(|c| c.id.as_str()).collect())
+            .into_iter()
+            .map(|b| calls[b].iter().map(|c| c.id.as_str()).collect())
             .collect();
         assert_eq!(
             ids,

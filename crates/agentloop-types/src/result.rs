@@ -7,6 +7,7 @@ use serde_json::Value;
 use crate::approval::PendingCall;
 use crate::error::LoopError;
 use crate::message::{Message, Role};
+use crate::shared_history::History;
 use crate::state::RunState;
 use crate::tokens::TokenTotals;
 
@@ -89,8 +90,9 @@ pub struct LoopResult {
     /// How it ended.
     #[serde(flatten)]
     pub status: LoopStatus,
-    /// The whole history.
-    pub messages: Vec<Message>,
+    /// The whole history, shared with the run's final state rather than
+    /// copied from it.
+    pub messages: History,
     /// Sum of every model turn's tokens, children's included.
     pub tokens: TokenTotals,
 }

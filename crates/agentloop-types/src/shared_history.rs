@@ -148,6 +148,12 @@ impl PartialEq<Vec<Message>> for History {
     }
 }
 
+impl PartialEq<History> for Vec<Message> {
+    fn eq(&self, other: &History) -> bool {
+        *self == *other.messages
+    }
+}
+
 impl PartialEq<[Message]> for History {
     fn eq(&self, other: &[Message]) -> bool {
         self.messages.as_slice() == other

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::message::{Message, ToolUseBlock};
+use crate::message::ToolUseBlock;
 use crate::shared_history::History;
 use crate::tokens::TokenTotals;
 
@@ -70,7 +70,7 @@ pub struct RunState {
 
 impl RunState {
     /// The state of a run that has not started.
-    pub fn new(run_id: impl Into<String>, messages: Vec<Message>) -> Self {
+    pub fn new(run_id: impl Into<String>, messages: impl Into<History>) -> Self {
         Self {
             schema_version: RUN_STATE_SCHEMA_VERSION,
             run_id: run_id.into(),

@@ -87,7 +87,7 @@ fn events_and_results() {
             }],
             state: None,
         },
-        messages: vec![Message::user_text("u1", "go")],
+        messages: vec![Message::user_text("u1", "go")].into(),
         tokens: TokenTotals {
             input_tokens: 10,
             output_tokens: 5,

@@ -90,7 +90,7 @@ impl<S> TextDeltas<S> {
             status: LoopStatus::Error {
                 error: LoopError::IncompleteStream,
             },
-            messages: Vec::new(),
+            messages: Default::default(),
             tokens: Default::default(),
         });
         match result.status {

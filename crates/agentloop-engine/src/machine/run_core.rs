@@ -10,7 +10,7 @@ use agentloop_types::{
     PendingToolResultEvent, TokensConsumedEvent,
 };
 use agentloop_types::{
-    BreakLoop, ContentBlock, EventKind, HistoryCheck, LimitKind, LoopError, LoopOptions,
+    BreakLoop, ContentBlock, EventKind, History, HistoryCheck, LimitKind, LoopError, LoopOptions,
     LoopResult, LoopStatus, Message, Passage, Role, RunPhase, RunState, TokenTotals,
     ToolDefinition, ToolResult, ToolResultBlock, ToolUseBlock,
 };
@@ -237,8 +237,8 @@ impl RunCore {
 
     /// Replaces the history with the one a nested run ended with (it began
     /// from this run's history and committed under its own ids).
-    pub(crate) fn adopt_history(&mut self, messages: Vec<Message>) {
-        self.state.messages = messages.into();
+    pub(crate) fn adopt_history(&mut self, messages: History) {
+        self.state.messages = messages;
     }
 
     /// Inserts cited passages before the last message (sent with every
@@ -602,7 +602,7 @@ impl RunCore {
         self.emit(EventKind::Finished(FinishedEvent {
             result: LoopResult {
                 status,
-                messages: self.state.messages.to_vec(),
+                messages: self.state.messages.clone(),
                 tokens: self.state.totals,
             },
         }));
@@ -618,7 +618,7 @@ impl RunCore {
                 status: LoopStatus::Error {
                     error: LoopError::InvalidState { reason },
                 },
-                messages: self.state.messages.to_vec(),
+                messages: self.state.messages.clone(),
                 tokens: self.state.totals,
             },
         })

@@ -223,7 +223,7 @@ impl RunCore {
         let pending = waiting.pending.clone();
         waiting.suspended = true;
         self.waiting = Some(waiting);
-        Err(self.suspend(pending, self.state.messages.to_vec(), self.state.totals))
+        Err(self.suspend(pending, self.state.messages.clone(), self.state.totals))
     }
 
     /// Ends this part of the run `suspended` on `pending`: the terminal
@@ -232,7 +232,7 @@ impl RunCore {
     pub(crate) fn suspend(
         &mut self,
         pending: Vec<PendingCall>,
-        messages: Vec<agentloop_types::Message>,
+        messages: agentloop_types::History,
         tokens: TokenTotals,
     ) -> Step {
         self.emit(EventKind::Finished(FinishedEvent {
@@ -267,7 +267,7 @@ impl RunCore {
             suspended: true,
             ..Waiting::default()
         });
-        self.suspend(pending, self.state.messages.to_vec(), self.state.totals)
+        self.suspend(pending, self.state.messages.clone(), self.state.totals)
     }
 
     /// What the run waits for, when it has ended `suspended`.
@@ -336,7 +336,7 @@ impl RunCore {
             let pending = waiting.pending.clone();
             waiting.suspended = true;
             self.waiting = Some(waiting);
-            return self.suspend(pending, self.state.messages.to_vec(), self.state.totals);
+            return self.suspend(pending, self.state.messages.clone(), self.state.totals);
         }
         self.waiting = Some(waiting);
         self.plan_step(env, &calls)
