@@ -90,8 +90,8 @@ pub struct LoopResult {
     /// How it ended.
     #[serde(flatten)]
     pub status: LoopStatus,
-    /// The whole history, shared with the run's final state rather than
-    /// copied from it.
+    /// The whole history.
+    // Shared with the run's final state, not copied from it.
     pub messages: History,
     /// Sum of every model turn's tokens, children's included.
     pub tokens: TokenTotals,
