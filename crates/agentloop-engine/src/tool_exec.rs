@@ -20,6 +20,7 @@ use agentloop_types::{
     ToolStreamEvent,
 };
 use futures::StreamExt;
+use futures::future::Either;
 use futures::stream;
 
 use crate::cancel::or_cancelled;
@@ -96,8 +97,15 @@ impl ToolRun<'_> {
                     .map(move |item| (index, item))
             })
             .collect();
-        let mut merged =
-            stream::iter(streams).flatten_unordered(self.options.tool_concurrency.max(1));
+        // One call needs no merging: reading it in place spares the
+        // unordered set's allocations and wakers on every tool step.
+        let mut merged = if streams.len() == 1 {
+            Either::Left(stream::iter(streams).flatten())
+        } else {
+            Either::Right(
+                stream::iter(streams).flatten_unordered(self.options.tool_concurrency.max(1)),
+            )
+        };
         loop {
             let Some(next) = or_cancelled(self.cancel, merged.next()).await else {
                 return false;

@@ -4,6 +4,7 @@
 //! [`AttachmentLoader`](agentloop_types::AttachmentLoader) and base64-encoded
 //! once, so the body builders stay synchronous and pure.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use agentloop_types::{
@@ -54,13 +55,23 @@ impl Resolved {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Attachments {
     stored: HashMap<String, LoadedAttachment>,
+    /// Whether only the messages from some index on were read (those the
+    /// body's wire cache has not written yet).
+    partial: bool,
+    /// Set when a partial load was asked for an attachment it skipped.
+    missed: Cell<bool>,
 }
 
 impl Attachments {
-    /// Loads every stored attachment the request's messages reference.
-    pub(crate) async fn load(request: &ModelRequest) -> Result<Self, ProviderError> {
+    /// Loads every stored attachment the request's messages from index
+    /// `from` on reference. Messages before it were written into an
+    /// earlier body already (see `WireCache`), so reading only the new
+    /// ones keeps a step's cost from growing with the history; a body
+    /// that still needs an earlier one says so through
+    /// [`missed`](Self::missed), and its builder loads them all.
+    pub(crate) async fn load(request: &ModelRequest, from: usize) -> Result<Self, ProviderError> {
         let mut stored = HashMap::new();
-        for message in &request.messages {
+        for message in request.messages.iter().skip(from) {
             for block in &message.content {
                 let source = match block {
                     ContentBlock::Image { source } | ContentBlock::Document { source, .. } => {
@@ -86,7 +97,16 @@ impl Attachments {
                 stored.insert(id.clone(), loaded);
             }
         }
-        Ok(Self { stored })
+        Ok(Self {
+            stored,
+            partial: from > 0,
+            missed: Cell::new(false),
+        })
+    }
+
+    /// Whether the body asked for an attachment this partial load skipped.
+    pub(crate) fn missed(&self) -> bool {
+        self.missed.get()
     }
 
     /// Resolves one source.
@@ -99,6 +119,7 @@ impl Attachments {
             AttachmentSource::Url { url } => Ok(Resolved::Url(url.clone())),
             AttachmentSource::Stored { id } => {
                 let loaded = self.stored.get(id).ok_or_else(|| {
+                    self.missed.set(self.partial);
                     error::invalid_request(format!("attachment {id} was not loaded"))
                 })?;
                 Ok(Resolved::Base64 {

@@ -74,7 +74,7 @@ impl HttpProvider {
     /// The JSON body this provider would send for `request` (attachments
     /// loaded), without sending it.
     pub async fn request_body(&self, request: &ModelRequest) -> Result<Value, ProviderError> {
-        let attachments = Attachments::load(request).await?;
+        let attachments = Attachments::load(request, 0).await?;
         let bytes = build_body(
             &self.config,
             request,
@@ -356,6 +356,25 @@ fn provider_name(api: ApiKind) -> &'static str {
     }
 }
 
+/// The request's body, its stored attachments loaded: those of the
+/// messages the wire cache has not written yet, or, when the body needs an
+/// earlier one again (a message rewritten to carry a cache mark), all.
+async fn body_bytes(
+    config: &ProviderConfig,
+    request: &ModelRequest,
+    cache: &WireCache,
+    capacity: usize,
+) -> Result<Vec<u8>, ProviderError> {
+    let attachments = Attachments::load(request, cache.written(&request.messages)).await?;
+    match build_body(config, request, &attachments, capacity, cache) {
+        Err(_) if attachments.missed() => {
+            let attachments = Attachments::load(request, 0).await?;
+            build_body(config, request, &attachments, capacity, cache)
+        }
+        built => built,
+    }
+}
+
 /// Sends the request. Returns the body phase for a stream, or `None` when
 /// the whole turn was decoded into `out` already.
 async fn start(
@@ -371,15 +390,8 @@ async fn start(
         wire_cache,
         endpoint,
     } = inputs;
-    let attachments = Attachments::load(request).await?;
     let last = last_body_len.load(Ordering::Relaxed);
-    let bytes = build_body(
-        config,
-        request,
-        &attachments,
-        last + last / 8 + 1024,
-        wire_cache,
-    )?;
+    let bytes = body_bytes(config, request, wire_cache, last + last / 8 + 1024).await?;
     last_body_len.store(bytes.len(), Ordering::Relaxed);
     let url = endpoint
         .parse(config.endpoint_for(&request.options.model, !request.options.disable_stream))?;

@@ -88,6 +88,20 @@ impl WireCache {
         result
     }
 
+    /// How many messages of `history` (from its start) an earlier request
+    /// of the same origin wrote: the next body copies them.
+    pub(crate) fn written(&self, history: &History) -> usize {
+        let Ok(entries) = self.entries.lock() else {
+            return 0;
+        };
+        entries
+            .iter()
+            .find(|e| e.origin == history.origin())
+            // A longer entry is not this history's prefix: it is rewritten.
+            .map_or(0, |e| e.ends.len())
+            .min(history.len())
+    }
+
     fn take(&self, origin: u64) -> Option<Entry> {
         let mut entries = self.entries.lock().ok()?;
         let at = entries.iter().position(|e| e.origin == origin)?;

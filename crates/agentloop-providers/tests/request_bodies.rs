@@ -547,3 +547,81 @@ async fn a_growing_history_sends_what_a_fresh_build_would() {
         assert!(!text(&sent[2]).contains("What is in these?"), "{api:?}");
     }
 }
+
+/// Counts the attachments it loads.
+#[derive(Default)]
+struct CountingLoader(std::sync::atomic::AtomicUsize);
+
+#[async_trait::async_trait]
+impl AttachmentLoader for CountingLoader {
+    async fn load(&self, id: &str) -> Result<LoadedAttachment, AttachmentError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Loader.load(id).await
+    }
+}
+
+/// A request whose history grew from the last one's loads only the
+/// attachments of its new messages: the earlier ones are in the bytes the
+/// provider wrote before. When the body needs an earlier one again (the
+/// Anthropic cache mark rewrites the last user turns), it loads them all,
+/// and every body carries the attachment.
+#[tokio::test]
+async fn a_grown_history_loads_only_the_attachments_it_has_not_written() {
+    for (api, loads) in [(ApiKind::OpenaiChat, 1), (ApiKind::AnthropicMessages, 2)] {
+        let server = MockServer::start().await;
+        let body = match api {
+            ApiKind::AnthropicMessages => fixture_bodies("anthropic-text.chunks.txt").remove(0),
+            _ => fixture_bodies("openai-text.chunks.txt").remove(0),
+        };
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("content-type", "text/event-stream")
+                    .set_body_string(body),
+            )
+            .mount(&server)
+            .await;
+        let provider = HttpProvider::new(config(api, &server.uri())).unwrap();
+        let loader = Arc::new(CountingLoader::default());
+        let mut request = ModelRequest {
+            options: LoopOptions {
+                model: "m".into(),
+                api,
+                ..LoopOptions::default()
+            },
+            messages: vec![Message::new(
+                "u1",
+                Role::User,
+                vec![
+                    ContentBlock::text("What is this?"),
+                    ContentBlock::Image {
+                        source: AttachmentSource::Stored { id: "img-1".into() },
+                    },
+                ],
+            )]
+            .into(),
+            tools: Arc::new([]),
+            attachments: Some(loader.clone()),
+        };
+        let first = run(&provider, request.clone()).await;
+        assert!(first.error.is_none(), "{api:?}: {:?}", first.error);
+        request
+            .messages
+            .push(Message::assistant_text("a1", "A logo."));
+        request.messages.push(Message::user_text("u2", "Whose?"));
+        let second = run(&provider, request).await;
+        assert!(second.error.is_none(), "{api:?}: {:?}", second.error);
+
+        assert_eq!(
+            loader.0.load(std::sync::atomic::Ordering::SeqCst),
+            loads,
+            "{api:?}"
+        );
+        let received = server.received_requests().await.unwrap();
+        assert_eq!(received.len(), 2, "{api:?}");
+        for request in &received {
+            let sent = String::from_utf8_lossy(&request.body);
+            assert!(sent.contains("iVBORw=="), "{api:?}: {sent}");
+        }
+    }
+}
