@@ -434,6 +434,28 @@ fn with_output_schema(api: ApiKind, model: &str) -> ModelRequest {
     request
 }
 
+/// A server answering every request with a recorded streamed turn of `api`.
+async fn streaming_server(api: ApiKind) -> MockServer {
+    let server = MockServer::start().await;
+    let body = match api {
+        ApiKind::AnthropicMessages => fixture_bodies("anthropic-text.chunks.txt").remove(0),
+        ApiKind::OpenaiResponses => {
+            fixture_bodies("openai-reasoning-encrypted-content.1.chunks.txt").remove(3)
+        }
+        ApiKind::Gemini => fixture_bodies("google-text.chunks.txt").remove(0),
+        ApiKind::OpenaiChat => fixture_bodies("openai-text.chunks.txt").remove(0),
+    };
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(body),
+        )
+        .mount(&server)
+        .await;
+    server
+}
+
 #[tokio::test]
 async fn output_schema_native_forms() {
     let chat = with_output_schema(ApiKind::OpenaiChat, "gpt-4.1");
@@ -484,23 +506,7 @@ async fn a_growing_history_sends_what_a_fresh_build_would() {
         ApiKind::AnthropicMessages,
         ApiKind::Gemini,
     ] {
-        let server = MockServer::start().await;
-        let body = match api {
-            ApiKind::AnthropicMessages => fixture_bodies("anthropic-text.chunks.txt").remove(0),
-            ApiKind::OpenaiResponses => {
-                fixture_bodies("openai-reasoning-encrypted-content.1.chunks.txt").remove(3)
-            }
-            ApiKind::Gemini => fixture_bodies("google-text.chunks.txt").remove(0),
-            ApiKind::OpenaiChat => fixture_bodies("openai-text.chunks.txt").remove(0),
-        };
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200)
-                    .insert_header("content-type", "text/event-stream")
-                    .set_body_string(body),
-            )
-            .mount(&server)
-            .await;
+        let server = streaming_server(api).await;
         let provider = HttpProvider::new(config(api, &server.uri())).unwrap();
         let mut request = full_request(api, "gpt-5");
         let mut expected = Vec::new();
@@ -568,19 +574,7 @@ impl AttachmentLoader for CountingLoader {
 #[tokio::test]
 async fn a_grown_history_loads_only_the_attachments_it_has_not_written() {
     for (api, loads) in [(ApiKind::OpenaiChat, 1), (ApiKind::AnthropicMessages, 2)] {
-        let server = MockServer::start().await;
-        let body = match api {
-            ApiKind::AnthropicMessages => fixture_bodies("anthropic-text.chunks.txt").remove(0),
-            _ => fixture_bodies("openai-text.chunks.txt").remove(0),
-        };
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200)
-                    .insert_header("content-type", "text/event-stream")
-                    .set_body_string(body),
-            )
-            .mount(&server)
-            .await;
+        let server = streaming_server(api).await;
         let provider = HttpProvider::new(config(api, &server.uri())).unwrap();
         let loader = Arc::new(CountingLoader::default());
         let mut request = ModelRequest {
