@@ -3,8 +3,10 @@
 //! to merely read the same bytes (the floor), and the time serde_json
 //! alone takes to deserialise the same `data:` payloads into small borrowed
 //! structs holding the fields the decoder reads (the baseline; the ratio
-//! baseline time / our time is 1.0 when we are as fast). Also counts heap
-//! allocations per event. Prints markdown table rows; `cargo xtask bench`
+//! baseline time / our time is 1.0 when we are as fast). "Ours" parses,
+//! decodes and assembles each chunk and then drops it, as a live turn does
+//! (`assemble_sse`); `replay_sse`, which also keeps a list of every chunk,
+//! is timed beside it. Also counts heap allocations per event. Prints markdown table rows; `cargo xtask bench`
 //! runs it in release mode. With `AGENTLOOP_SSE_PROFILE=<api>` it times
 //! nothing and runs ours and the baseline 100 times on that API's
 //! recording, for an instruction-count profiler.
@@ -13,7 +15,7 @@ use std::alloc::System;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use agentloop_providers::{replay_sse, sse_from_json_lines};
+use agentloop_providers::{assemble_sse, replay_sse, sse_from_json_lines};
 use agentloop_types::ApiKind;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -53,23 +55,23 @@ fn batch(mut work: impl FnMut()) -> f64 {
     started.elapsed().as_secs_f64() / runs as f64
 }
 
-/// Times `ours` and `theirs` in alternating batches of about 20 ms for at
-/// least `budget`; returns seconds per run of each one's fastest batch.
-/// The fastest batch is the one least disturbed by other processes on a
-/// shared machine, and alternating puts both through the same states of
-/// the machine, so the two figures compare fairly.
-fn time_side_by_side(
+/// Times each of `works` in turn, in batches of about 20 ms, for at least
+/// `budget`; returns seconds per run of each one's fastest batch. The
+/// fastest batch is the one least disturbed by other processes on a shared
+/// machine, and taking turns puts all through the same states of the
+/// machine, so the figures compare fairly.
+fn time_side_by_side<const N: usize>(
     budget: Duration,
-    mut ours: impl FnMut(),
-    mut theirs: impl FnMut(),
-) -> (f64, f64) {
+    mut works: [&mut dyn FnMut(); N],
+) -> [f64; N] {
     let start = Instant::now();
-    let (mut best_ours, mut best_theirs) = (f64::INFINITY, f64::INFINITY);
-    while start.elapsed() < budget || best_ours.is_infinite() {
-        best_ours = best_ours.min(batch(&mut ours));
-        best_theirs = best_theirs.min(batch(&mut theirs));
+    let mut best = [f64::INFINITY; N];
+    while start.elapsed() < budget || best[0].is_infinite() {
+        for (work, best) in works.iter_mut().zip(&mut best) {
+            *best = best.min(batch(work));
+        }
     }
-    (best_ours, best_theirs)
+    best
 }
 
 /// Heap allocations made by one call of `work`.
@@ -102,6 +104,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Some(error) = outcome.error {
             return Err(format!("{name} did not replay cleanly: {error}").into());
         }
+        if assemble_sse(*api, body).content != outcome.content {
+            return Err(format!("{name}: assembling alone gave other content").into());
+        }
         baseline::parse(*api, &data)?;
         // `AGENTLOOP_SSE_PROFILE=<api>`: a fixed number of runs of ours and
         // of the baseline for that API, untimed, for an instruction-count
@@ -109,20 +114,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Ok(only) = std::env::var("AGENTLOOP_SSE_PROFILE") {
             if only == api.as_str() {
                 for _ in 0..100 {
-                    black_box(replay_sse(*api, black_box(body)));
+                    black_box(assemble_sse(*api, black_box(body)));
                     black_box(baseline::parse(*api, black_box(&data)).ok());
                 }
             }
             continue;
         }
-        let (parse, serde) = time_side_by_side(
-            Duration::from_millis(1200),
-            || {
-                black_box(replay_sse(*api, black_box(body)));
-            },
-            || {
-                black_box(baseline::parse(*api, black_box(&data)).ok());
-            },
+        let [parse, serde, kept] = time_side_by_side(
+            Duration::from_millis(2400),
+            [
+                &mut || {
+                    black_box(assemble_sse(*api, black_box(body)));
+                },
+                &mut || {
+                    black_box(baseline::parse(*api, black_box(&data)).ok());
+                },
+                &mut || {
+                    black_box(replay_sse(*api, black_box(body)));
+                },
+            ],
         );
         let floor = (0..5)
             .map(|_| {
@@ -135,7 +145,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .fold(f64::INFINITY, f64::min);
         let ours = allocations(|| {
-            black_box(replay_sse(*api, black_box(body)));
+            black_box(assemble_sse(*api, black_box(body)));
         });
         let theirs = allocations(|| {
             black_box(baseline::parse(*api, black_box(&data)).ok());
@@ -165,6 +175,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "| {label} | serde_json time / our time (target ≥ 0.7) | {:.2} |",
             serde / parse
+        );
+        println!(
+            "| {label} | the same, keeping every chunk as `replay_sse` does | {:.2} |",
+            serde / kept
         );
         println!(
             "| {label} | allocations per event (serde_json alone) | {:.1} ({:.1}) |",

@@ -60,5 +60,5 @@ pub use decode::WireStr;
 pub use error::is_retryable;
 pub use pricing::{LongContextPrice, ModelLimits, ModelPrice, PricingTable, Rates};
 pub use provider::{HttpProvider, ensure_crypto_provider};
-pub use replay::{ReplayOutcome, replay_response, replay_sse, sse_from_json_lines};
+pub use replay::{ReplayOutcome, assemble_sse, replay_response, replay_sse, sse_from_json_lines};
 pub use retry::RetryPolicy;

@@ -43,7 +43,7 @@ pub struct SseParser {
     has_data: bool,
 }
 
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+const BOM: char = '\u{FEFF}';
 
 impl SseParser {
     /// A parser at the start of a stream.
@@ -70,6 +70,28 @@ impl SseParser {
                 bytes = &bytes[1..];
             }
         }
+        if self.line.is_empty()
+            && let Some(last) = memchr::memrchr2(b'\n', b'\r', bytes)
+            // The lines wholly inside this chunk are checked as text in one
+            // pass, not line by line: a prefix that ends at a line end never
+            // cuts a character in two.
+            && let Ok(text) = simdutf8::basic::from_utf8(&bytes[..=last])
+        {
+            let mut rest = text;
+            while let Some(pos) = memchr::memchr2(b'\n', b'\r', rest.as_bytes()) {
+                let (line, end) = rest.split_at(pos);
+                rest = match end.strip_prefix("\r\n") {
+                    Some(after) => after,
+                    None => &end[1..],
+                };
+                self.handle_line(line, &mut on_event);
+            }
+            // A CR that ends the chunk may be the first half of a CRLF.
+            self.skip_lf = last + 1 == bytes.len() && bytes[last] == b'\r';
+            bytes = &bytes[last + 1..];
+        }
+        // What is left: lines that began in an earlier chunk, or a chunk
+        // that is not valid UTF-8.
         while let Some(pos) = memchr::memchr2(b'\n', b'\r', bytes) {
             let line = &bytes[..pos];
             let was_cr = bytes[pos] == b'\r';
@@ -83,12 +105,12 @@ impl SseParser {
             }
             if self.line.is_empty() {
                 // The whole line is in this chunk: read in place, not copied.
-                self.handle_line(line, &mut on_event);
+                self.handle_raw_line(line, &mut on_event);
             } else {
                 self.line.extend_from_slice(line);
                 // Taken out and put back so the buffer's capacity is reused.
                 let mut raw = std::mem::take(&mut self.line);
-                self.handle_line(&raw, &mut on_event);
+                self.handle_raw_line(&raw, &mut on_event);
                 raw.clear();
                 self.line = raw;
             }
@@ -102,8 +124,15 @@ impl SseParser {
         self.dispatch(&mut on_event);
     }
 
-    fn handle_line(&mut self, raw: &[u8], on_event: &mut impl FnMut(&SseEvent)) {
-        let mut line = raw;
+    /// A line as bytes: invalid UTF-8 is replaced, not refused.
+    fn handle_raw_line(&mut self, raw: &[u8], on_event: &mut impl FnMut(&SseEvent)) {
+        match simdutf8::basic::from_utf8(raw) {
+            Ok(line) => self.handle_line(line, on_event),
+            Err(_) => self.handle_line(&String::from_utf8_lossy(raw), on_event),
+        }
+    }
+
+    fn handle_line(&mut self, mut line: &str, on_event: &mut impl FnMut(&SseEvent)) {
         if !self.seen_first_line {
             self.seen_first_line = true;
             line = line.strip_prefix(BOM).unwrap_or(line);
@@ -112,35 +141,26 @@ impl SseParser {
             self.dispatch(on_event);
             return;
         }
-        if line.starts_with(b":") {
+        if line.starts_with(':') {
             return;
         }
-        let (field, value) = match memchr::memchr(b':', line) {
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
-            }
-            None => (line, &b""[..]),
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
         };
-        // Checked first: the lossy decoder is slower on valid text.
-        let value = match std::str::from_utf8(value) {
-            Ok(text) => std::borrow::Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(value),
-        };
-        let value = value.as_ref();
         let pending = &mut self.pending;
         match field {
-            b"event" => {
+            "event" => {
                 pending.event.clear();
                 pending.event.push_str(value);
             }
-            b"data" => {
+            "data" => {
                 pending.data.push_str(value);
                 pending.data.push('\n');
                 self.has_data = true;
             }
-            b"id" if !value.contains('\0') => pending.id = Some(value.to_owned()),
-            b"retry" => {
+            "id" if !value.contains('\0') => pending.id = Some(value.to_owned()),
+            "retry" => {
                 if let Ok(ms) = value.parse::<u64>() {
                     pending.retry = Some(ms);
                 }
@@ -253,6 +273,21 @@ mod tests {
             parser.push(&body[cut..], &mut out);
             parser.finish(&mut out);
             assert_eq!(out, vec![ev("message", "÷ 5 → 185")]);
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_in_any_chunking() {
+        let body = b"data: a\xFFb\r\n\r\nevent: e\xC3\ndata: ok\n\n";
+        let expected = vec![ev("message", "a\u{FFFD}b"), ev("e\u{FFFD}", "ok")];
+        assert_eq!(parse_all(body), expected);
+        for cut in 0..=body.len() {
+            let mut parser = SseParser::new();
+            let mut out = Vec::new();
+            parser.push(&body[..cut], &mut out);
+            parser.push(&body[cut..], &mut out);
+            parser.finish(&mut out);
+            assert_eq!(out, expected, "cut {cut}");
         }
     }
 

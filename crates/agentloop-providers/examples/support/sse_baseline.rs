@@ -120,8 +120,16 @@ struct ResponsesEvent<'a> {
     content_index: Option<u64>,
     summary_index: Option<u64>,
     item: Option<Value>,
+    #[serde(borrow)]
+    part: Option<ResponsesPart<'a>>,
     annotation: Option<Value>,
     response: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ResponsesPart<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Text<'a>,
 }
 
 #[derive(Deserialize)]
@@ -234,6 +242,7 @@ pub fn parse(api: ApiKind, payloads: &[&str]) -> Result<usize, serde_json::Error
                     + e.delta.map_or(0, |t| t.len())
                     + e.content_index.unwrap_or(0) as usize
                     + e.summary_index.unwrap_or(0) as usize
+                    + e.part.and_then(|p| p.kind).map_or(0, |t| t.len())
                     + usize::from(e.item.is_some())
                     + usize::from(e.annotation.is_some())
                     + usize::from(e.response.is_some())

@@ -281,7 +281,8 @@ impl ChatDecoder {
 
 impl Decoder for ChatDecoder {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Item>) -> bool {
-        if event.data.trim() == "[DONE]" {
+        // A chunk starts with `{`; only then is the trim skipped.
+        if !event.data.starts_with('{') && event.data.trim() == "[DONE]" {
             self.finish(out);
             return true;
         }

@@ -371,7 +371,7 @@ impl Decoder for ResponsesDecoder {
                 }
             }
             "response.content_part.added" => {
-                if part.as_ref().and_then(|p| text(p, "type")) == Some("refusal") {
+                if part.and_then(|p| p.kind).as_deref() == Some("refusal") {
                     self.saw_refusal = true;
                 }
                 self.part(item_id, Part::Content(content_index), out);
@@ -523,10 +523,19 @@ mod typed {
         pub content_index: Option<u64>,
         pub summary_index: Option<u64>,
         pub item: Option<Value>,
-        pub part: Option<Value>,
+        #[serde(borrow)]
+        pub part: Option<PartKind<'a>>,
         pub annotation: Option<Value>,
         pub response: Option<Value>,
         pub error: Option<Value>,
+    }
+
+    /// A content part is read for its type alone: a `.done` part repeats
+    /// the whole text, which the deltas already gave.
+    #[derive(Deserialize)]
+    pub(super) struct PartKind<'a> {
+        #[serde(rename = "type", borrow)]
+        pub kind: Text<'a>,
     }
 
     impl<'a> Event<'a> {
@@ -534,10 +543,16 @@ mod typed {
         /// are missing, as `Value` accessors would read them.
         pub(super) fn lenient(value: &'a mut Value) -> Self {
             let mut take = |key| value.get_mut(key).map(Value::take);
-            let (item, part, annotation) = (take("item"), take("part"), take("annotation"));
+            let (item, annotation) = (take("item"), take("annotation"));
             let (response, error) = (take("response"), take("error"));
             let value: &'a Value = value;
             let text = |key| value.get(key).and_then(Value::as_str).map(WireStr::from);
+            let part = value
+                .get("part")
+                .filter(|p| p.is_object())
+                .map(|p| PartKind {
+                    kind: p.get("type").and_then(Value::as_str).map(WireStr::from),
+                });
             let number = |key| value.get(key).and_then(Value::as_u64);
             Self {
                 kind: text("type"),
