@@ -4,12 +4,13 @@
 //! alone takes to deserialise the same `data:` payloads into small borrowed
 //! structs holding the fields the decoder reads (the baseline; the ratio
 //! baseline time / our time is 1.0 when we are as fast). "Ours" parses,
-//! decodes and assembles each chunk and then drops it, as a live turn does
-//! (`assemble_sse`); `replay_sse`, which also keeps a list of every chunk,
-//! is timed beside it. Also counts heap allocations per event. Prints markdown table rows; `cargo xtask bench`
-//! runs it in release mode. With `AGENTLOOP_SSE_PROFILE=<api>` it times
-//! nothing and runs ours and the baseline 100 times on that API's
-//! recording, for an instruction-count profiler.
+//! decodes and assembles each chunk and then drops it (`assemble_sse`):
+//! like a live turn, it keeps no list of every chunk. `replay_sse`, which
+//! keeps one, is timed beside it. Also counts heap allocations per event.
+//! Prints markdown table rows; `cargo xtask bench` runs it in release
+//! mode. With `AGENTLOOP_SSE_PROFILE=<api>` it times nothing and runs ours
+//! and the baseline 100 times on that API's recording, for an
+//! instruction-count profiler.
 
 use std::alloc::System;
 use std::hint::black_box;

@@ -51,8 +51,9 @@ pub fn replay_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
 }
 
 /// [`replay_sse`] without the list of chunks: each chunk is assembled and
-/// dropped, as a live turn's are. `chunks` is left empty. Reached by the
-/// SSE benchmark, which times what a live stream costs.
+/// then dropped, and `chunks` is left empty. A live turn keeps no such list
+/// either (the engine passes each chunk on), so the SSE benchmark times
+/// this.
 #[doc(hidden)]
 pub fn assemble_sse(api: ApiKind, body: &[u8]) -> ReplayOutcome {
     let assembly = Assembly {
