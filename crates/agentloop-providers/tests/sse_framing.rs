@@ -4,8 +4,8 @@
 
 mod common;
 
-use agentloop_providers::replay_sse;
 use agentloop_providers::sse::{SseParser, parse_all};
+use agentloop_providers::{ReplayOutcome, assemble_sse, replay_sse};
 use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -67,6 +67,35 @@ fn decorated_recordings_decode_to_the_same_turn() {
             let other = replay_sse(api, decorated(&body, ending).as_bytes());
             assert_eq!(other, plain, "{name} {ending:?}");
         }
+    }
+}
+
+#[test]
+fn assembling_alone_gives_the_replayed_turn_without_its_chunk_list() {
+    for name in [
+        "anthropic-web-search-tool.1.chunks.txt",
+        "openai-text.chunks.txt",
+        "openai-web-search-tool.1.chunks.txt",
+        "openai-error.1.chunks.txt",
+    ] {
+        let api = fixture_api(name);
+        let body = fixture_bodies(name).remove(0);
+        let replayed = replay_sse(api, body.as_bytes());
+        // The error recording fails before any chunk.
+        assert!(
+            !replayed.chunks.is_empty() || replayed.error.is_some(),
+            "{name}"
+        );
+        let assembled = assemble_sse(api, body.as_bytes());
+        assert!(assembled.chunks.is_empty(), "{name}");
+        assert_eq!(
+            ReplayOutcome {
+                chunks: Vec::new(),
+                ..replayed
+            },
+            assembled,
+            "{name}"
+        );
     }
 }
 

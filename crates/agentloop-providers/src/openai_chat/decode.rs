@@ -281,7 +281,7 @@ impl ChatDecoder {
 
 impl Decoder for ChatDecoder {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<Item>) -> bool {
-        // A chunk starts with `{`; only then is the trim skipped.
+        // Every chunk starts with `{`; only other payloads are trimmed.
         if !event.data.starts_with('{') && event.data.trim() == "[DONE]" {
             self.finish(out);
             return true;
