@@ -227,6 +227,16 @@ mod tests {
         ]
     }
 
+    /// The events of `body` fed as two chunks, cut at `cut`.
+    fn parse_in_two(body: &[u8], cut: usize) -> Vec<SseEvent> {
+        let mut parser = SseParser::new();
+        let mut out = Vec::new();
+        parser.push(&body[..cut], &mut out);
+        parser.push(&body[cut..], &mut out);
+        parser.finish(&mut out);
+        out
+    }
+
     fn with_line_ends(ending: &str) -> String {
         SAMPLE.replace('\n', ending)
     }
@@ -245,11 +255,7 @@ mod tests {
             let body = with_line_ends(ending);
             let bytes = body.as_bytes();
             for cut in 0..=bytes.len() {
-                let mut parser = SseParser::new();
-                let mut out = Vec::new();
-                parser.push(&bytes[..cut], &mut out);
-                parser.push(&bytes[cut..], &mut out);
-                parser.finish(&mut out);
+                let out = parse_in_two(bytes, cut);
                 assert_eq!(out, expected(), "ending {ending:?} cut {cut}");
             }
             // And one byte at a time.
@@ -267,11 +273,7 @@ mod tests {
     fn multibyte_text_split_inside_a_character() {
         let body = "data: ÷ 5 → 185\n\n".as_bytes();
         for cut in 0..=body.len() {
-            let mut parser = SseParser::new();
-            let mut out = Vec::new();
-            parser.push(&body[..cut], &mut out);
-            parser.push(&body[cut..], &mut out);
-            parser.finish(&mut out);
+            let out = parse_in_two(body, cut);
             assert_eq!(out, vec![ev("message", "÷ 5 → 185")]);
         }
     }
@@ -282,12 +284,7 @@ mod tests {
         let expected = vec![ev("message", "a\u{FFFD}b"), ev("e\u{FFFD}", "ok")];
         assert_eq!(parse_all(body), expected);
         for cut in 0..=body.len() {
-            let mut parser = SseParser::new();
-            let mut out = Vec::new();
-            parser.push(&body[..cut], &mut out);
-            parser.push(&body[cut..], &mut out);
-            parser.finish(&mut out);
-            assert_eq!(out, expected, "cut {cut}");
+            assert_eq!(parse_in_two(body, cut), expected, "cut {cut}");
         }
     }
 
