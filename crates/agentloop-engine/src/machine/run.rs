@@ -155,7 +155,7 @@ impl Run {
     }
 
     /// Advances by one input other than `Start`.
-    pub(crate) fn step(&mut self, env: &Env, input: Input) -> Step {
+    pub(crate) fn step(&mut self, env: &Env, mut input: Input) -> Step {
         // A summary answers the core of the run that asked for it: this one,
         // unless a nested run has I/O in flight.
         if self.machine.nested().is_none() {
@@ -168,6 +168,7 @@ impl Run {
             {
                 self.core.consume(usage);
             }
+            input = self.unique_call_ids(input);
             match input {
                 Input::Summary { text, usage } => {
                     return self.core.summarised(env, Ok((text, usage)));
@@ -187,6 +188,32 @@ impl Run {
             }
         }
         self.machine.step(&mut self.core, env, input)
+    }
+
+    /// A turn (or the part of one streamed before a cancel) with every
+    /// reused call id renamed, before any strategy commits it.
+    fn unique_call_ids(&self, input: Input) -> Input {
+        match input {
+            Input::ModelTurn {
+                content,
+                stop_reason,
+                usage,
+            } => Input::ModelTurn {
+                content: self.core.unique_call_ids(content),
+                stop_reason,
+                usage,
+            },
+            Input::Cancelled {
+                partial_turn,
+                finished_tools,
+                child_tokens,
+            } => Input::Cancelled {
+                partial_turn: partial_turn.map(|turn| self.core.unique_call_ids(turn)),
+                finished_tools,
+                child_tokens,
+            },
+            other => other,
+        }
     }
 
     /// What the innermost run waits for, when it ended `suspended`.

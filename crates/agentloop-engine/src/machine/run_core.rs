@@ -24,6 +24,7 @@ use super::compaction::{Compaction, PendingSummary};
 use super::output::OutputRules;
 pub(crate) use waiting::Waiting;
 
+mod call_ids;
 mod compact;
 mod waiting;
 use super::{OfferedTool, Step, ToolCall};

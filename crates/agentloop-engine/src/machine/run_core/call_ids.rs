@@ -1,0 +1,107 @@
+//! Call ids a turn arrives with: a provider may reuse one (twice in a turn,
+//! or an id an earlier turn of the history already has). Each call must
+//! keep an id of its own, or its result could not be told apart and the
+//! history would fail validation on every later request. So before a turn
+//! is committed, a reused id is renamed: `w1` becomes `w1_2` (or `w1_3`,
+//! … the first one free). The renamed call, its result and every later
+//! request then agree, and the provider gets back ids it accepts: suffixes
+//! use only `_` and digits (Anthropic's id pattern) and keep the id within
+//! 40 characters (OpenAI Chat's limit), truncating the original when it
+//! must; ids are compared byte for byte.
+
+use std::collections::HashSet;
+
+use agentloop_types::ContentBlock;
+
+use super::RunCore;
+
+/// Longest id a renamed call gets: OpenAI Chat rejects longer ones.
+const MAX_RENAMED_LEN: usize = 40;
+
+/// The stem a renamed call keeps when the reused id was empty.
+const EMPTY_ID_STEM: &str = "call";
+
+impl RunCore {
+    /// `content` with every tool call whose id the history or an earlier
+    /// call of the same turn already uses renamed to a free id.
+    /// Deterministic: the same history and turn give the same ids.
+    pub(crate) fn unique_call_ids(&self, mut content: Vec<ContentBlock>) -> Vec<ContentBlock> {
+        let is_call = |block: &ContentBlock| matches!(block, ContentBlock::ToolUse(_));
+        if !content.iter().any(is_call) {
+            return content;
+        }
+        let mut taken: HashSet<String> = self
+            .state
+            .messages
+            .iter()
+            .flat_map(|message| message.tool_uses())
+            .map(|call| call.id.clone())
+            .collect();
+        for block in &mut content {
+            if let ContentBlock::ToolUse(call) = block
+                && !taken.insert(call.id.clone())
+            {
+                let renamed = free_id(&call.id, &taken);
+                taken.insert(renamed.clone());
+                call.id = renamed;
+            }
+        }
+        content
+    }
+}
+
+/// The first of `{id}_2`, `{id}_3`, … not in `taken`, its stem cut so the
+/// whole stays within [`MAX_RENAMED_LEN`].
+fn free_id(id: &str, taken: &HashSet<String>) -> String {
+    let stem = if id.is_empty() { EMPTY_ID_STEM } else { id };
+    // `taken` is finite, so some suffix is free.
+    (2u64..)
+        .map(|n| {
+            let suffix = format!("_{n}");
+            let room = MAX_RENAMED_LEN.saturating_sub(suffix.len());
+            format!("{}{suffix}", prefix_within(stem, room))
+        })
+        .find(|candidate| !taken.contains(candidate))
+        .unwrap_or_default()
+}
+
+/// The longest prefix of `text` of at most `bytes` bytes that ends on a
+/// character boundary.
+fn prefix_within(text: &str, bytes: usize) -> &str {
+    let mut end = bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taken(ids: &[&str]) -> HashSet<String> {
+        ids.iter().map(|id| (*id).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_first_free_suffix_is_used() {
+        assert_eq!(free_id("w1", &taken(&["w1"])), "w1_2");
+        assert_eq!(free_id("w1", &taken(&["w1", "w1_2", "w1_3"])), "w1_4");
+    }
+
+    #[test]
+    fn a_renamed_id_stays_within_forty_characters() {
+        let long = "c".repeat(40);
+        let renamed = free_id(&long, &taken(&[&long]));
+        assert_eq!(renamed.len(), 40);
+        assert!(renamed.ends_with("_2"));
+        let multibyte = "é".repeat(20);
+        let renamed = free_id(&multibyte, &taken(&[&multibyte]));
+        assert!(renamed.len() <= 40 && renamed.ends_with("_2"), "{renamed}");
+    }
+
+    #[test]
+    fn an_empty_id_gets_a_stem() {
+        assert_eq!(free_id("", &taken(&[""])), "call_2");
+    }
+}
