@@ -16,6 +16,8 @@
 //!   as they come); [`sink`] appends each run's events to its log.
 //! - [`waiting`]: runs waiting for a person (approvals, answers): the
 //!   decisions people send, resuming, closing what a stopped run waits on.
+//! - [`listener`] accepts connections within bounds; [`unread_body`]
+//!   keeps a connection whose answer left the request body unread usable.
 //! - [`users`]: users and token hashes; [`config`]: provider, prompts,
 //!   leases and limits.
 //!
@@ -56,6 +58,7 @@ pub mod server;
 pub mod sink;
 pub mod state;
 pub mod tool;
+pub mod unread_body;
 pub mod users;
 pub mod waiting;
 pub mod web;
