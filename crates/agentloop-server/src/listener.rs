@@ -190,10 +190,7 @@ impl AsyncWrite for Lingering {
         }
     }
 
-    fn poll_shutdown(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<std::io::Result<()>> {
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.stream() {
             Ok(stream) => Pin::new(stream).poll_shutdown(cx),
             Err(e) => Poll::Ready(Err(e)),
