@@ -1,6 +1,6 @@
 //! Connections are bounded: slow or half-sent request heads and idle
 //! kept-alive connections are closed, and more of them than the cap do not
-//! lock anyone out.
+//! lock anyone out; a half-sent body is answered and its connection closed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -92,5 +92,37 @@ async fn an_idle_kept_alive_connection_is_closed() {
     assert!(String::from_utf8_lossy(&buffer[..n]).starts_with("HTTP/1.1 200"));
     let idle = closed_by_server(&mut stream, Duration::from_secs(10)).await;
     assert!(idle >= HEADER_TIMEOUT / 2, "closed too early: {idle:?}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_body_of_an_accepted_request_is_bounded_by_the_request_timeout() {
+    let mut config = common::config(ScriptedProvider::new([]));
+    config.request_timeout = Duration::from_millis(500);
+    let server = common::start_with(Arc::new(MemoryStore::new()), config).await;
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(&address).await.unwrap();
+    let started = Instant::now();
+    stream
+        .write_all(
+            format!(
+                "POST /api/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\
+Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{{\"name\": ",
+                server.token
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
+        .await
+        .expect("the server answered and closed");
+    read.expect("a clean close, not a reset");
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 408"), "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+    assert!(answer.contains("the request took too long"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(20));
     server.stop().await;
 }
