@@ -18,9 +18,12 @@ use agentloop_types::{
 use common::*;
 use serde_json::json;
 
+/// `(id, text)` pairs: a call's id and input text, or a result's.
+type Pairs = Vec<(String, String)>;
+
 /// Every call of `messages` as `(id, input text)`, and every result as
 /// `(id, content)`, in order.
-fn calls_and_results(messages: &[Message]) -> (Vec<(String, String)>, Vec<(String, String)>) {
+fn calls_and_results(messages: &[Message]) -> (Pairs, Pairs) {
     let calls = messages
         .iter()
         .flat_map(|m| m.tool_uses())
@@ -37,7 +40,7 @@ fn calls_and_results(messages: &[Message]) -> (Vec<(String, String)>, Vec<(Strin
     (calls, results)
 }
 
-fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+fn pairs(items: &[(&str, &str)]) -> Pairs {
     items
         .iter()
         .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
