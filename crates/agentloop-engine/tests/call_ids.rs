@@ -115,11 +115,12 @@ async fn an_id_reused_from_an_earlier_turn_of_a_stored_chat_is_renamed() {
         history = result.messages.into_vec();
     }
     let (calls, results) = calls_and_results(&history);
+    // The turn's own `w1_2` keeps its id; the renamed `w1` avoids it.
     let expected = pairs(&[
         ("w1", "first"),
-        ("w1_2", "second"),
-        ("w1_2_2", "third"),
-        ("w1_3", "fourth"),
+        ("w1_3", "second"),
+        ("w1_2", "third"),
+        ("w1_4", "fourth"),
     ]);
     assert_eq!(calls, expected);
     assert_eq!(results, expected);

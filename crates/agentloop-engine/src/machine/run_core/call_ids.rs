@@ -3,7 +3,8 @@
 //! keep an id of its own, or its result could not be told apart and the
 //! history would fail validation on every later request. So before a turn
 //! is committed, a reused id is renamed: `w1` becomes `w1_2` (or `w1_3`,
-//! … the first one free). The renamed call, its result and every later
+//! … the first one used nowhere in the history or the turn); the first
+//! call of the turn with an id not used before keeps it. The renamed call, its result and every later
 //! request then agree, and the provider gets back ids it accepts: suffixes
 //! use only `_` and digits (Anthropic's id pattern) and keep the id within
 //! 40 characters (OpenAI Chat's limit), truncating the original when it
@@ -30,38 +31,50 @@ impl RunCore {
         if !content.iter().any(is_call) {
             return content;
         }
-        let mut taken: HashSet<String> = self
+        let history: HashSet<&str> = self
             .state
             .messages
             .iter()
             .flat_map(|message| message.tool_uses())
-            .map(|call| call.id.clone())
+            .map(|call| call.id.as_str())
             .collect();
+        // A new name avoids every id the turn arrived with, so a call whose
+        // id was unique keeps it.
+        let arrived: HashSet<String> = content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolUse(call) => Some(call.id.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut given: HashSet<String> = HashSet::new();
         for block in &mut content {
-            if let ContentBlock::ToolUse(call) = block
-                && !taken.insert(call.id.clone())
-            {
-                let renamed = free_id(&call.id, &taken);
-                taken.insert(renamed.clone());
-                call.id = renamed;
+            let ContentBlock::ToolUse(call) = block else {
+                continue;
+            };
+            if history.contains(call.id.as_str()) || given.contains(&call.id) {
+                call.id = free_id(&call.id, |id| {
+                    history.contains(id) || arrived.contains(id) || given.contains(id)
+                });
             }
+            given.insert(call.id.clone());
         }
         content
     }
 }
 
-/// The first of `{id}_2`, `{id}_3`, … not in `taken`, its stem cut so the
+/// The first of `{id}_2`, `{id}_3`, … not `taken`, its stem cut so the
 /// whole stays within [`MAX_RENAMED_LEN`].
-fn free_id(id: &str, taken: &HashSet<String>) -> String {
+fn free_id(id: &str, taken: impl Fn(&str) -> bool) -> String {
     let stem = if id.is_empty() { EMPTY_ID_STEM } else { id };
-    // `taken` is finite, so some suffix is free.
+    // Finitely many ids are taken, so some suffix is free.
     (2u64..)
         .map(|n| {
             let suffix = format!("_{n}");
             let room = MAX_RENAMED_LEN.saturating_sub(suffix.len());
             format!("{}{suffix}", prefix_within(stem, room))
         })
-        .find(|candidate| !taken.contains(candidate))
+        .find(|candidate| !taken(candidate))
         .unwrap_or_default()
 }
 
@@ -79,8 +92,8 @@ fn prefix_within(text: &str, bytes: usize) -> &str {
 mod tests {
     use super::*;
 
-    fn taken(ids: &[&str]) -> HashSet<String> {
-        ids.iter().map(|id| (*id).to_owned()).collect()
+    fn taken<'a>(ids: &'a [&'a str]) -> impl Fn(&str) -> bool + 'a {
+        move |id| ids.contains(&id)
     }
 
     #[test]
