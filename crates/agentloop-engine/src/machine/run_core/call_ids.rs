@@ -98,23 +98,23 @@ mod tests {
 
     #[test]
     fn the_first_free_suffix_is_used() {
-        assert_eq!(free_id("w1", &taken(&["w1"])), "w1_2");
-        assert_eq!(free_id("w1", &taken(&["w1", "w1_2", "w1_3"])), "w1_4");
+        assert_eq!(free_id("w1", taken(&["w1"])), "w1_2");
+        assert_eq!(free_id("w1", taken(&["w1", "w1_2", "w1_3"])), "w1_4");
     }
 
     #[test]
     fn a_renamed_id_stays_within_forty_characters() {
         let long = "c".repeat(40);
-        let renamed = free_id(&long, &taken(&[&long]));
+        let renamed = free_id(&long, taken(&[&long]));
         assert_eq!(renamed.len(), 40);
         assert!(renamed.ends_with("_2"));
         let multibyte = "é".repeat(20);
-        let renamed = free_id(&multibyte, &taken(&[&multibyte]));
+        let renamed = free_id(&multibyte, taken(&[&multibyte]));
         assert!(renamed.len() <= 40 && renamed.ends_with("_2"), "{renamed}");
     }
 
     #[test]
     fn an_empty_id_gets_a_stem() {
-        assert_eq!(free_id("", &taken(&[""])), "call_2");
+        assert_eq!(free_id("", taken(&[""])), "call_2");
     }
 }
