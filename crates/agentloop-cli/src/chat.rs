@@ -127,7 +127,8 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies) -> Outcome {
             args.provider.as_deref(),
             args.model.as_deref(),
             args.base_url.as_deref(),
-        )?
+        )
+        .await?
     };
     let tool_names: Vec<String> = if demo && args.tools.is_empty() {
         demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()

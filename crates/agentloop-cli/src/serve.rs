@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use agentloop_server::listener::{ConnectionLimits, serve_bounded};
 use agentloop_server::{AgentPrompts, Server, ServerConfig, shutdown_signal};
+use agentloop_storage::StorageError;
 use agentloop_storage::model::now_millis;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
@@ -177,6 +178,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
                 args.model.as_deref(),
                 args.base_url.as_deref(),
             )
+            .await
         } else {
             eprintln!("agentloop: {}", crate::providers::NO_KEY);
             Ok(crate::providers::unconfigured(args.model.as_deref()))
@@ -266,7 +268,15 @@ pub async fn users(command: UsersCommand) -> Outcome {
             let store = db::open_for_write(args.db.db.as_deref()).await?;
             let (user, token) = agentloop_server::users::create_user(&*store, &args.name)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| match e {
+                    StorageError::AlreadyExists { id, .. } => Failure::usage(format!(
+                        "a user named {:?} already exists; user names are unique, so pick \
+                         another (`agentloop users list` shows the names taken)",
+                        crate::out::sanitize(&id)
+                    )),
+                    StorageError::Invalid(reason) => Failure::usage(reason),
+                    other => Failure::Runtime(other.to_string()),
+                })?;
             crate::out::note(format!("created user {} ({})", user.name, user.id));
             out.line(token)?;
         }
@@ -303,9 +313,13 @@ pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Outcome {
         .await
         .map_err(|e| e.to_string())?;
     Stdout::new().line(format!(
-        "task {}: workflow complete ({} running agent run(s) stopped)",
+        "task {}: workflow complete ({} stopped)",
         args.task_id,
-        completed.len()
+        crate::out::counted(
+            completed.len() as u64,
+            "running agent run",
+            "running agent runs"
+        )
     ))?;
     Ok(ExitCode::SUCCESS)
 }
