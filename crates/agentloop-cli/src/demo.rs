@@ -64,12 +64,11 @@ pub fn after_question() -> String {
 
 /// Refuses what a playing demo cannot honour: a model (`origin` says
 /// where it was asked for), a strategy other than native, an output
-/// schema, or a tool list without the fs tool the script calls.
+/// schema.
 pub fn refuse_unhonoured(
     model: Option<(&str, &str)>,
     strategy: &str,
     output_schema: bool,
-    tools: &[String],
 ) -> Result<(), Failure> {
     let why = "no model provider is configured, so the shipped demo would play, and it";
     let fix = "configure a provider (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, or \
@@ -90,12 +89,6 @@ pub fn refuse_unhonoured(
     if output_schema {
         return Err(Failure::usage(format!(
             "--output-schema asks for a value of its own shape, but {why} cannot give one; {fix}"
-        )));
-    }
-    if !tools.is_empty() && !tools.iter().any(|t| t.trim() == "fs") {
-        return Err(Failure::usage(format!(
-            "the tools asked for leave out fs, but {why} lists the folder with fs; {fix}, or \
-             add fs to the tools to watch the demo"
         )));
     }
     Ok(())

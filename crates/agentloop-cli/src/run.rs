@@ -75,7 +75,6 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
                 .map(|(model, origin)| (model.as_str(), *origin)),
             strategy.name(),
             args.output_schema.is_some(),
-            &args.tools,
         )?;
     }
     let chosen = if demo {

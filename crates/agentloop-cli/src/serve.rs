@@ -48,17 +48,17 @@ pub struct ServeArgs {
     /// Lease owner name of this instance (default: unique per process).
     #[arg(long)]
     pub instance_id: Option<String>,
-    /// Lease length in milliseconds.
-    #[arg(long, default_value_t = 30_000)]
+    /// Lease length in milliseconds (at least 1).
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub lease_ms: u64,
-    /// Lease renewal period in milliseconds.
-    #[arg(long, default_value_t = 5_000)]
+    /// Lease renewal period in milliseconds, shorter than the lease.
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_ms: u64,
-    /// How often to look for runs to take over, in milliseconds.
-    #[arg(long, default_value_t = 5_000)]
+    /// How often to look for runs to take over, in milliseconds (at least 1).
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub claim_interval_ms: u64,
-    /// Model turns per agent run.
-    #[arg(long, default_value_t = 50)]
+    /// Model turns per agent run (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: u32,
     /// The folder project folders are made in (a relative `repoFolder` is
     /// taken inside it; no project may use the folder itself, and no two
@@ -84,12 +84,12 @@ pub struct ServeArgs {
     /// allow it only where every user is trusted with that.
     #[arg(long)]
     pub allow_project_mcp: bool,
-    /// Connections served at once; more wait to be accepted.
-    #[arg(long, default_value_t = 512)]
+    /// Connections served at once (at least 1); more wait to be accepted.
+    #[arg(long, default_value_t = 512, value_parser = at_least_one)]
     pub max_connections: usize,
     /// Milliseconds a connection has to send a complete request head (new,
-    /// or idle between requests) before it is closed.
-    #[arg(long, default_value_t = 10_000)]
+    /// or idle between requests) before it is closed (at least 1).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub header_timeout_ms: u64,
     /// JSON file overriding agent prompts:
     /// `{"planification": "...", "implementation": "...", "review": "..."}`
@@ -156,6 +156,27 @@ fn prompts(path: Option<&PathBuf>) -> Result<AgentPrompts, String> {
         prompts.review = p;
     }
     Ok(prompts)
+}
+
+/// A count of at least one (`--max-connections`).
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("0 is not allowed: at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e}: a whole number, at least 1")),
+    }
+}
+
+/// Checks what one flag alone cannot: the lease outlives its renewal.
+pub fn check(args: &ServeArgs) -> Result<(), Failure> {
+    if args.heartbeat_ms >= args.lease_ms {
+        return Err(Failure::usage(format!(
+            "--heartbeat-ms {} must be shorter than --lease-ms {}, or leases run out \
+             between renewals",
+            args.heartbeat_ms, args.lease_ms
+        )));
+    }
+    Ok(())
 }
 
 /// Runs the server until SIGTERM or Ctrl-C.

@@ -489,7 +489,94 @@ fn tool_names_are_the_same_everywhere() {
     assert_one_line_error(
         &output,
         2,
-        "unknown tool nope; available: fs, memory, javascript",
+        "unknown tool \"nope\"; available: fs, memory, javascript",
+    );
+}
+
+/// The notes (`agentloop: ` lines) of `output`, with `home` shown as
+/// `[HOME]`.
+fn notes(output: &Output, home: &Path) -> String {
+    stderr(output)
+        .lines()
+        .filter(|line| line.starts_with("agentloop: "))
+        .map(|line| line.replace(&home.display().to_string(), "[HOME]"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_question_with_no_key_plays_the_demo_but_is_not_answered() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().display().to_string();
+    let output = run(
+        home.path(),
+        &["run", "what is here", "--tools", "fs", "--root", &root],
+    );
+    // Not a success a script could take for an answer.
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+    let shown = stderr(&output);
+    assert!(shown.contains("→ fs"), "the demo played: {shown}");
+    let notes = notes(&output, home.path());
+    assert!(
+        !notes.contains("agentloop run"),
+        "no command the user just typed is suggested: {notes}"
+    );
+    insta::assert_snapshot!(notes);
+    // Asked for, or with no question, the demo is a success.
+    for args in [&["run", "--demo"][..], &["run"][..]] {
+        let output = run(home.path(), args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(stdout(&output).contains("scripted demo"), "{args:?}");
+    }
+}
+
+#[test]
+fn the_demo_refuses_what_it_cannot_honour() {
+    let home = tempfile::tempdir().unwrap();
+    let schema = home.path().join("schema.json");
+    std::fs::write(&schema, r#"{"type": "object"}"#).unwrap();
+    let schema = schema.display().to_string();
+    for (args, needle) in [
+        (
+            vec!["run", "what is here", "--model", "nosuch-model"],
+            "--model asks for the model \"nosuch-model\", but no model provider is configured",
+        ),
+        (
+            vec!["run", "what is here", "--strategy", "react"],
+            "the react strategy is asked for, but no model provider is configured",
+        ),
+        (
+            vec!["run", "what is here", "--output-schema", &schema],
+            "--output-schema asks for a value of its own shape",
+        ),
+    ] {
+        let output = run(home.path(), &args);
+        assert_one_line_error(&output, 2, needle);
+        assert!(stderr(&output).contains("ANTHROPIC_API_KEY"), "{args:?}");
+    }
+    let output = command(home.path(), &["run", "what is here"])
+        .env("AGENTLOOP_MODEL", "from-env")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_one_line_error(
+        &output,
+        2,
+        "AGENTLOOP_MODEL asks for the model \"from-env\"",
+    );
+    // An explicit --demo with a model is a contradiction clap names.
+    let output = run(home.path(), &["run", "--demo", "--model", "x"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("'--demo' cannot be used with '--model <MODEL>'"),
+        "{}",
+        stderr(&output)
     );
 }
 
