@@ -286,7 +286,11 @@ fn database_mistakes_are_one_line_each() {
     // The import reads stdin first: an empty stdin is not an export.
     assert_one_line_error(&output, 2, "not a project export");
     let script = home.path().join("s.json");
-    std::fs::write(&script, "[]").unwrap();
+    std::fs::write(
+        &script,
+        r#"[{"steps": [{"type": "text", "chunks": ["not reached"]}]}]"#,
+    )
+    .unwrap();
     let provider = format!("scripted:{}", script.display());
     let output = run(
         home.path(),
@@ -666,4 +670,52 @@ fn ctrl_c_in_a_piped_chat_cancels_the_turn_then_ends_the_chat() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     drop(stdin);
+}
+
+#[test]
+fn counts_and_error_kinds_read_as_words() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    // One file of one line, a folder of one entry, then no turn left.
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[{"steps": [
+              {"type": "tool_call", "id": "t1", "name": "fs", "fragments": ["{\"command\": \"create\", \"path\": \"/a.txt\", \"file_text\": \"one\"}"]}
+            ]},
+            {"steps": [
+              {"type": "tool_call", "id": "t2", "name": "fs", "fragments": ["{\"command\": \"view\", \"path\": \"/\"}"]}
+            ]}]"#,
+    )
+    .unwrap();
+    let provider = format!("scripted:{}", script.display());
+    let root = root.display().to_string();
+    let output = run(
+        home.path(),
+        &[
+            "run",
+            "hi",
+            "--tools",
+            "fs",
+            "--approve",
+            "fs",
+            "--root",
+            &root,
+            "--provider",
+            &provider,
+        ],
+    );
+    let shown = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains("File created at /a.txt (1 line)."),
+        "{shown}"
+    );
+    assert!(shown.contains("Directory / (1 entry):"), "{shown}");
+    assert!(
+        shown.contains("provider error: invalid request: the scripted provider has no turns left"),
+        "{shown}"
+    );
+    assert!(!shown.contains("invalidrequest"), "{shown}");
 }
