@@ -167,7 +167,7 @@ pub struct RunArgs {
     pub json: bool,
     /// Loop strategy: native, react, llm-only, tool-first or
     /// plan-and-execute (default: $AGENTLOOP_AGENT_LOOP_STRATEGY, else native).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub strategy: Option<String>,
     /// Settings file: a JSON object of string settings, e.g.
     /// `{"agent.loop.strategy": "react"}`. `--strategy` and the environment
@@ -241,7 +241,7 @@ pub enum ToolCommand {
 
 #[derive(Args)]
 pub struct ToolCallArgs {
-    /// Tool name.
+    /// Tool name (see `agentloop tool list`).
     pub name: String,
     /// The tool input as JSON.
     #[arg(long)]

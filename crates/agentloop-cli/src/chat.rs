@@ -31,7 +31,7 @@ pub struct ChatArgs {
     #[arg(long)]
     pub db: Option<String>,
     /// Chat to continue (created with this id if it does not exist).
-    #[arg(long, conflicts_with = "continue_last")]
+    #[arg(long, conflicts_with = "continue_last", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub chat: Option<String>,
     /// Continue the most recently used chat.
     #[arg(long = "continue", short = 'c')]

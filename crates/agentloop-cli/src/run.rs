@@ -48,7 +48,7 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
         args.base_url.as_deref(),
     );
     // A question with no provider configured: the demo plays in its place,
-    // and the run does not pass for an answer (see `in_place_outcome`).
+    // and the run does not pass for an answer (no stdout, exit 2).
     let in_place = demo && !args.demo && prompt.is_some();
     let prompt = match prompt {
         Some(prompt) => prompt,
@@ -370,18 +370,20 @@ impl Show {
 }
 
 /// Starts the MCP servers of the configuration file, `--mcp` files and
-/// `--mcp-stdio` lines.
+/// `--mcp-stdio` lines; a file or line that says no server is a usage
+/// error, a server that fails to start a runtime one.
 async fn start_mcp(
     mut config: McpConfig,
     files: &[std::path::PathBuf],
     stdio: &[String],
     timeout_secs: u64,
-) -> Result<McpServers, String> {
+) -> Result<McpServers, Failure> {
     for path in files {
-        config.merge(McpConfig::load(path).map_err(|e| e.to_string())?);
+        config.merge(McpConfig::load(path).map_err(|e| Failure::usage(e.to_string()))?);
     }
     for line in stdio {
-        let (name, server) = parse_stdio_command(line).map_err(|e| e.to_string())?;
+        let (name, server) = parse_stdio_command(line)
+            .map_err(|e| Failure::usage(format!("--mcp-stdio {line:?}: {e}")))?;
         config.add(&name, ServerConfig::Stdio(server));
     }
     if config.servers.is_empty() {
@@ -393,7 +395,7 @@ async fn start_mcp(
     };
     McpServers::start(&config, options)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| Failure::Runtime(e.to_string()))
 }
 
 /// Reads a settings file: a JSON object of string values.

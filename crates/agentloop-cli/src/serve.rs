@@ -24,7 +24,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub db: Option<String>,
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8787")]
+    #[arg(long, default_value = "127.0.0.1:8787", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub bind: String,
     /// anthropic, openai-chat, openai-responses, openai-compatible, or
     /// scripted:FILE. Default: from the keys in the environment; with none,
@@ -108,7 +108,7 @@ pub enum UsersCommand {
 
 #[derive(Args)]
 pub struct UserCreateArgs {
-    /// Display name.
+    /// Display name, unique among the users.
     pub name: String,
     #[command(flatten)]
     pub db: DbArgs,
@@ -125,6 +125,7 @@ pub struct DbArgs {
 #[derive(Args)]
 pub struct CompleteWorkflowArgs {
     /// The task.
+    #[arg(value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub task_id: String,
     #[command(flatten)]
     pub db: DbArgs,

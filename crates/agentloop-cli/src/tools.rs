@@ -108,7 +108,8 @@ pub fn build(
                 "ask_user" => Arc::new(AskUserTool),
                 other => {
                     return Err(Failure::usage(format!(
-                        "unknown tool {other}; available: {}",
+                        "unknown tool {:?}; available: {}",
+                        crate::out::sanitize(other),
                         NAMES.join(", ")
                     )));
                 }
@@ -174,7 +175,7 @@ pub async fn call(args: ToolCallArgs) -> Outcome {
     for option in &args.options {
         let (key, value) = option
             .split_once('=')
-            .ok_or_else(|| Failure::usage(format!("--option {option} is not key=value")))?;
+            .ok_or_else(|| Failure::usage(format!("--option {option:?} is not key=value")))?;
         let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
         options.insert(key.to_owned(), value);
     }

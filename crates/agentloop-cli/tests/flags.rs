@@ -126,6 +126,38 @@ fn each_bad_flag_is_a_usage_error_naming_what_is_allowed() {
             vec!["has no turns: it needs at least one"],
         ),
         (
+            vec!["run", "hi", "--strategy", "", "--provider", &provider],
+            vec!["--strategy <STRATEGY>", "none was supplied"],
+        ),
+        (
+            vec!["run", "hi", "--mcp-stdio", "", "--provider", &provider],
+            vec!["--mcp-stdio \"\"", "empty MCP server command line"],
+        ),
+        (
+            vec!["chat", "--db", "", "--provider", &provider],
+            vec!["--db is empty", "sqlite:PATH, postgres://HOST/DB or memory"],
+        ),
+        (
+            vec!["chat", "--chat", "", "--provider", &provider],
+            vec!["--chat <CHAT>", "none was supplied"],
+        ),
+        (
+            vec!["tool", "call", "", "--input", "{}"],
+            vec!["unknown tool \"\"", tools],
+        ),
+        (
+            vec!["tool", "call", "fs", "--input", "{}", "--option", ""],
+            vec!["--option \"\" is not key=value"],
+        ),
+        (
+            vec!["complete-workflow", ""],
+            vec!["<TASK_ID>", "none was supplied"],
+        ),
+        (
+            vec!["serve", "--bind", ""],
+            vec!["--bind <BIND>", "none was supplied"],
+        ),
+        (
             vec!["serve", "--max-iterations", "0"],
             vec!["--max-iterations", "1.."],
         ),
