@@ -126,7 +126,8 @@ pub struct RunArgs {
     /// blank line. A terminal stdin is never read as the prompt.
     pub prompt: Option<String>,
     /// Play the shipped demo conversation (examples/demo.json): no key, no
-    /// network. Also what `run` does when no provider is configured.
+    /// network. Also what `run` does when no provider is configured: then
+    /// a question gets the demo in its place and exit code 2.
     #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "output_schema", "strategy"])]
     pub demo: bool,
     /// anthropic, openai-chat, openai-responses, openai-compatible, gemini,
@@ -135,7 +136,10 @@ pub struct RunArgs {
     /// keys in the environment, else the demo.
     #[arg(long)]
     pub provider: Option<String>,
-    /// Model id (default: $AGENTLOOP_MODEL, else a provider default).
+    /// Model id (default: $AGENTLOOP_MODEL, the configuration's model,
+    /// else the provider's default; an OpenAI-compatible server has none:
+    /// its only listed model is used, and with several the run stops
+    /// naming them).
     #[arg(long)]
     pub model: Option<String>,
     /// The provider's base URL, e.g. a proxy or a local OpenAI-compatible
