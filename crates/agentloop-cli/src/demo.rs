@@ -64,16 +64,28 @@ pub fn after_question() -> String {
 
 /// Refuses what a playing demo cannot honour: a model (`origin` says
 /// where it was asked for), a strategy other than native, an output
-/// schema.
+/// schema. `asked`: the demo is played because `--demo` said so (clap
+/// refuses `--model` and the like beside it; a model of the
+/// configuration or the environment is then not for the demo).
 pub fn refuse_unhonoured(
+    asked: bool,
     model: Option<(&str, &str)>,
     strategy: &str,
     output_schema: bool,
 ) -> Result<(), Failure> {
-    let why = "no model provider is configured, so the shipped demo would play, and it";
-    let fix = "configure a provider (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, or \
-               OPENAI_BASE_URL / --base-url for an OpenAI-compatible server)";
-    if let Some((model, origin)) = model {
+    let (why, fix) = if asked {
+        (
+            "--demo plays a fixed script, which",
+            "leave out --demo to use a configured provider",
+        )
+    } else {
+        (
+            "no model provider is configured, so the shipped demo would play, and it",
+            "configure a provider (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, or \
+             OPENAI_BASE_URL / --base-url for an OpenAI-compatible server)",
+        )
+    };
+    if let Some((model, origin)) = model.filter(|_| !asked) {
         return Err(Failure::usage(format!(
             "{origin} asks for the model {:?}, but {why} calls no model; {fix}, or leave out \
              the model to watch the demo",

@@ -70,6 +70,7 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
     if demo {
         let model = args.requested_model();
         demo::refuse_unhonoured(
+            args.demo,
             model
                 .as_ref()
                 .map(|(model, origin)| (model.as_str(), *origin)),

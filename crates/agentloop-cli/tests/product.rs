@@ -574,6 +574,23 @@ fn the_demo_refuses_what_it_cannot_honour() {
         2,
         "AGENTLOOP_MODEL asks for the model \"from-env\"",
     );
+    // With --demo, a model of the environment is not for the demo.
+    let output = command(home.path(), &["run", "--demo"])
+        .env("AGENTLOOP_MODEL", "from-env")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = command(home.path(), &["run", "--demo"])
+        .env("AGENTLOOP_AGENT_LOOP_STRATEGY", "react")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_one_line_error(
+        &output,
+        2,
+        "the react strategy is asked for, but --demo plays a fixed script",
+    );
     // An explicit --demo with a model is a contradiction clap names.
     let output = run(home.path(), &["run", "--demo", "--model", "x"]);
     assert_eq!(output.status.code(), Some(2));
