@@ -121,4 +121,22 @@ mod tests {
         assert_eq!(ids, expected);
         assert!(store.list_projects().await.unwrap().is_empty());
     }
+
+    #[tokio::test]
+    async fn a_name_is_required_and_taken_once() {
+        let store = MemoryStore::new();
+        create_user(&store, "alice").await.unwrap();
+        assert_eq!(
+            create_user(&store, " alice ").await.unwrap_err(),
+            StorageError::AlreadyExists {
+                kind: "user",
+                id: "alice".to_owned()
+            }
+        );
+        assert!(matches!(
+            create_user(&store, "  ").await,
+            Err(StorageError::Invalid(_))
+        ));
+        assert_eq!(list_users(&store).await.unwrap().len(), 1);
+    }
 }
