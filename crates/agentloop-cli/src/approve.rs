@@ -27,8 +27,10 @@ use crate::out::{Failure, Style, note, sanitize};
 /// asks), `none` (ask per policy), or tool names that never ask.
 pub fn policies(flag: Option<&str>, config: &Config) -> Result<ApprovalPolicies, Failure> {
     let mut policies = config.approvals.clone();
-    let Some(approve) = flag.or(config.approve.as_deref()) else {
-        return Ok(policies);
+    let (approve, origin) = match (flag, config.approve.as_deref()) {
+        (Some(flag), _) => (flag, "--approve"),
+        (None, Some(configured)) => (configured, "the configuration's approve"),
+        (None, None) => return Ok(policies),
     };
     match approve.trim() {
         "all" => {
@@ -41,7 +43,18 @@ pub fn policies(flag: Option<&str>, config: &Config) -> Result<ApprovalPolicies,
             for name in list.split(',').map(str::trim) {
                 if name.is_empty() || name == "all" || name == "none" {
                     return Err(Failure::usage(format!(
-                        "--approve takes all, none or tool names separated by commas, not {list:?}"
+                        "{origin} {:?} has an empty or misplaced name; it takes {}",
+                        sanitize(list),
+                        approvable()
+                    )));
+                }
+                // An MCP tool is `SERVER__TOOL`; its servers start later.
+                let known = crate::tools::NAMES.contains(&name) || name == "js";
+                if !known && !name.contains("__") {
+                    return Err(Failure::usage(format!(
+                        "{origin}: unknown tool {:?}; it takes {}",
+                        sanitize(name),
+                        approvable()
                     )));
                 }
                 let name = if name == "js" { "javascript" } else { name };
@@ -50,6 +63,15 @@ pub fn policies(flag: Option<&str>, config: &Config) -> Result<ApprovalPolicies,
         }
     }
     Ok(policies)
+}
+
+/// What `--approve` accepts, for its errors.
+fn approvable() -> String {
+    format!(
+        "all, none, or tool names separated by commas: {} (js for javascript; \
+         an MCP tool as SERVER__TOOL)",
+        crate::tools::NAMES.join(", ")
+    )
 }
 
 /// What the person said about a suspended run's pending calls.
@@ -403,6 +425,8 @@ mod tests {
             Default::default()
         );
         assert!(policies(Some("fs,,js"), &config).is_err());
+        assert!(policies(Some("nosuch"), &config).is_err());
+        assert!(policies(Some("files__read"), &config).is_ok());
     }
 
     #[test]

@@ -29,7 +29,9 @@ pub const EXIT_CODES: &str = "\
 Exit codes:
   0    done (a run that completed)
   1    runtime failure (a run that ended in an error, a database or provider that fails)
-  2    usage error (bad flags, unknown names, unreadable input files)
+  2    usage error (bad flags, unknown names, unreadable input files); also
+       a question asked with no model provider configured: the demo plays
+       in its place, then says what to set
   3    a run stopped at --max-iterations
   4    a run that ended waiting for a person (Ctrl-D at an approval or
        question prompt; a piped chat whose input ended before a question
@@ -39,11 +41,14 @@ Exit codes:
 
 Progress, notes and prompts go to stderr (or the terminal), answers to stdout.
 
-Approvals: in a terminal, a call that needs approval (fs writes, every
-javascript call, per --approve and the configuration) is asked: y yes, n no
-(+ a reason for the model), a always for this tool, e edit the arguments.
-Without a terminal (stdin not a tty) such calls are rejected, and the model
-is told no person could approve them.";
+Stdin: a terminal stdin is the person. A call that needs approval (fs
+writes, every javascript call, per --approve and the configuration) is
+asked there: y yes, n no (+ a reason for the model), a always for this
+tool, e edit the arguments. Stdin that is not a terminal (a pipe, a file,
+/dev/null) is input: `run` reads it as the prompt (or adds it after the
+PROMPT argument, past a blank line; `< /dev/null` adds nothing), `chat`
+reads one message a line, and calls that need approval are rejected (the
+model is told no person could approve them; --approve lets them run).";
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -116,12 +121,14 @@ pub enum ApiArg {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The user's message (with --demo: optional).
-    #[arg(required_unless_present = "demo")]
+    /// The user's message; `-` reads it from stdin. Piped stdin with no
+    /// PROMPT is the message; with a PROMPT it is added after it, past a
+    /// blank line. A terminal stdin is never read as the prompt.
     pub prompt: Option<String>,
     /// Play the shipped demo conversation (examples/demo.json): no key, no
-    /// network. Also what `run` does when no provider is configured.
-    #[arg(long, conflicts_with = "provider")]
+    /// network. Also what `run` does when no provider is configured: then
+    /// a question gets the demo in its place and exit code 2.
+    #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "output_schema", "strategy"])]
     pub demo: bool,
     /// anthropic, openai-chat, openai-responses, openai-compatible, gemini,
     /// or scripted:FILE (a JSON array of scripted turns, see
@@ -129,7 +136,10 @@ pub struct RunArgs {
     /// keys in the environment, else the demo.
     #[arg(long)]
     pub provider: Option<String>,
-    /// Model id (default: $AGENTLOOP_MODEL, else a provider default).
+    /// Model id (default: $AGENTLOOP_MODEL, the configuration's model,
+    /// else the provider's default; an OpenAI-compatible server has none:
+    /// its only listed model is used, and with several the run stops
+    /// naming them).
     #[arg(long)]
     pub model: Option<String>,
     /// The provider's base URL, e.g. a proxy or a local OpenAI-compatible
@@ -140,11 +150,11 @@ pub struct RunArgs {
     /// System prompt.
     #[arg(long)]
     pub system: Option<String>,
-    /// Output token cap per model turn.
-    #[arg(long, default_value_t = 4096)]
+    /// Output token cap per model turn (at least 1).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: u32,
-    /// Model turns before the run stops.
-    #[arg(long, default_value_t = 50)]
+    /// Model turns before the run stops (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: u32,
     /// What to do when a request would exceed 80% of the model's context
     /// window (known from the model table): none, summarise or drop-oldest.
@@ -161,7 +171,7 @@ pub struct RunArgs {
     pub json: bool,
     /// Loop strategy: native, react, llm-only, tool-first or
     /// plan-and-execute (default: $AGENTLOOP_AGENT_LOOP_STRATEGY, else native).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub strategy: Option<String>,
     /// Settings file: a JSON object of string settings, e.g.
     /// `{"agent.loop.strategy": "react"}`. `--strategy` and the environment
@@ -183,8 +193,8 @@ pub struct RunArgs {
     #[arg(long = "mcp-stdio", value_name = "COMMAND")]
     pub mcp_stdio: Vec<String>,
     /// Seconds one MCP tool call may take before its server counts as hung
-    /// (the call fails and the server is restarted).
-    #[arg(long, default_value_t = 300)]
+    /// (the call fails and the server is restarted; at least 1).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     pub mcp_timeout: u64,
     /// Which tool calls run without asking: all, none (ask as the tools'
     /// policies say: fs writes and javascript calls) or tool names,
@@ -195,6 +205,25 @@ pub struct RunArgs {
     /// validated value, and `--json` prints that value alone.
     #[arg(long, value_name = "FILE")]
     pub output_schema: Option<PathBuf>,
+    /// Whether `model` was given as `--model` (else it may come from the
+    /// configuration file): set before the file fills the arguments.
+    #[arg(skip)]
+    pub model_flag: bool,
+}
+
+impl RunArgs {
+    /// The model asked for and where: `--model`, the configuration's
+    /// `model`, else `AGENTLOOP_MODEL`.
+    pub fn requested_model(&self) -> Option<(String, &'static str)> {
+        match &self.model {
+            Some(model) if self.model_flag => Some((model.clone(), "--model")),
+            Some(model) => Some((model.clone(), "the configuration's model")),
+            None => std::env::var("AGENTLOOP_MODEL")
+                .ok()
+                .filter(|m| !m.trim().is_empty())
+                .map(|model| (model, "AGENTLOOP_MODEL")),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -216,7 +245,7 @@ pub enum ToolCommand {
 
 #[derive(Args)]
 pub struct ToolCallArgs {
-    /// Tool name.
+    /// Tool name (see `agentloop tool list`).
     pub name: String,
     /// The tool input as JSON.
     #[arg(long)]

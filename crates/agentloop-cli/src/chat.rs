@@ -31,7 +31,7 @@ pub struct ChatArgs {
     #[arg(long)]
     pub db: Option<String>,
     /// Chat to continue (created with this id if it does not exist).
-    #[arg(long, conflicts_with = "continue_last")]
+    #[arg(long, conflicts_with = "continue_last", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub chat: Option<String>,
     /// Continue the most recently used chat.
     #[arg(long = "continue", short = 'c')]
@@ -127,7 +127,8 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies) -> Outcome {
             args.provider.as_deref(),
             args.model.as_deref(),
             args.base_url.as_deref(),
-        )?
+        )
+        .await?
     };
     let tool_names: Vec<String> = if demo && args.tools.is_empty() {
         demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()

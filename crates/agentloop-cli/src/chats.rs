@@ -110,10 +110,10 @@ async fn list(args: DbArgs) -> Outcome {
             .map(|m| format!("  (minion of {})", m.parent_chat_id))
             .unwrap_or_default();
         out.line(format!(
-            "{}\t{}\t{} messages\t{} in / {} out tokens\t{}{}",
+            "{}\t{}\t{}\t{} in / {} out tokens\t{}{}",
             chat.id,
             chat.project_id,
-            messages,
+            crate::out::counted(messages as u64, "message", "messages"),
             chat.totals.input_tokens,
             chat.totals.output_tokens,
             crate::out::sanitize(&chat.title),

@@ -67,6 +67,11 @@ enum Target<'a> {
 }
 
 fn classify(target: &str) -> Result<Target<'_>, Failure> {
+    if target.trim().is_empty() {
+        return Err(Failure::usage(
+            "--db is empty; use a file path, sqlite:PATH, postgres://HOST/DB or memory",
+        ));
+    }
     if matches!(target, "memory" | "memory:" | ":memory:") {
         return Ok(Target::Memory);
     }
@@ -190,5 +195,6 @@ mod tests {
             Some(Target::Sqlite(Path::new("a.db")))
         );
         assert!(matches!(classify("mysql://x/y"), Err(Failure::Usage(_))));
+        assert!(matches!(classify(" "), Err(Failure::Usage(_))));
     }
 }

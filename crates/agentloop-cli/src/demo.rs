@@ -40,3 +40,68 @@ pub fn provider(model: Option<&str>) -> Result<Chosen, Failure> {
     );
     providers::scripted(&script, "examples/demo.json", model.map(str::to_owned))
 }
+
+/// What stderr says before the demo plays in place of a question, as
+/// `run` does when no provider is configured.
+pub const IN_PLACE_NOTICE: &str = "no model provider is configured, so your question goes to no \
+model: the shipped demo (examples/demo.json, a scripted conversation) plays in its place";
+
+/// What stderr says after the demo played in place of a question: what to
+/// set, and what to run then (the question itself the user has).
+pub fn after_question() -> String {
+    let keys = crate::keys::path().map_or_else(
+        |_| "keys.env beside the configuration file".to_owned(),
+        |path| path.display().to_string(),
+    );
+    format!(
+        "that was the demo, not an answer to your question. To ask a real model, set \
+         ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY (in the environment, or as \
+         NAME=value in {keys}, mode 600), or point OPENAI_BASE_URL (or --base-url) at an \
+         OpenAI-compatible server such as Ollama. Then `agentloop info` shows the provider \
+         found and `agentloop models` lists its models; ask your question again after that"
+    )
+}
+
+/// Refuses what a playing demo cannot honour: a model (`origin` says
+/// where it was asked for), a strategy other than native, an output
+/// schema. `asked`: the demo is played because `--demo` said so (clap
+/// refuses `--model` and the like beside it; a model of the
+/// configuration or the environment is then not for the demo).
+pub fn refuse_unhonoured(
+    asked: bool,
+    model: Option<(&str, &str)>,
+    strategy: &str,
+    output_schema: bool,
+) -> Result<(), Failure> {
+    let (why, fix) = if asked {
+        (
+            "--demo plays a fixed script, which",
+            "leave out --demo to use a configured provider",
+        )
+    } else {
+        (
+            "no model provider is configured, so the shipped demo would play, and it",
+            "configure a provider (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, or \
+             OPENAI_BASE_URL / --base-url for an OpenAI-compatible server)",
+        )
+    };
+    if let Some((model, origin)) = model.filter(|_| !asked) {
+        return Err(Failure::usage(format!(
+            "{origin} asks for the model {:?}, but {why} calls no model; {fix}, or leave out \
+             the model to watch the demo",
+            crate::out::sanitize(model)
+        )));
+    }
+    if strategy != agentloop_engine::strategy::NATIVE {
+        return Err(Failure::usage(format!(
+            "the {strategy} strategy is asked for, but {why} is scripted for the native one; \
+             {fix}, or leave out the strategy to watch the demo"
+        )));
+    }
+    if output_schema {
+        return Err(Failure::usage(format!(
+            "--output-schema asks for a value of its own shape, but {why} cannot give one; {fix}"
+        )));
+    }
+    Ok(())
+}

@@ -1,18 +1,14 @@
 //! Finding one's way: `agentloop info` (version and paths), `agentloop
 //! completions SHELL` and `agentloop models` (the provider's model list,
-//! from `GET {base}/models`: OpenAI-compatible and Anthropic answer
-//! `{"data": [{"id"}]}`, Gemini `{"models": [{"name": "models/..."}]}`).
+//! read by [`crate::model_list`]).
 
 use std::process::ExitCode;
-use std::time::Duration;
 
-use agentloop_providers::{Auth, ensure_crypto_provider};
 use clap::{Args, CommandFactory};
 use clap_complete::Shell;
-use serde_json::Value;
 
 use crate::out::{Failure, Outcome, Stdout};
-use crate::{config, db, providers};
+use crate::{config, db, model_list, providers};
 
 /// Arguments of `agentloop completions`.
 #[derive(Args)]
@@ -64,26 +60,28 @@ pub fn info() -> Outcome {
         "database: {database}{}",
         exists(std::path::Path::new(&database).exists())
     ))?;
-    let keys: Vec<&str> = [
-        "ANTHROPIC_API_KEY",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "GEMINI_API_KEY",
-        "GOOGLE_API_KEY",
-    ]
-    .into_iter()
-    .filter(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()))
-    .collect();
-    let configured = config::load()?.provider;
-    out.line(format!(
-        "provider: {}",
-        match (configured, keys.is_empty()) {
-            (Some(name), _) => format!("{name} (from the configuration file)"),
-            (None, true) => "none configured (run plays the demo)".to_owned(),
-            (None, false) => format!("from {}", keys.join(", ")),
-        }
-    ))?;
+    out.line(format!("provider: {}", provider_line()?))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which provider `run` would use, or why none: the key file refused for
+/// its mode says so with the fix, as `run` does.
+fn provider_line() -> Result<String, Failure> {
+    if let Err(refused) = crate::keys::load() {
+        return Ok(format!("none usable: {refused}"));
+    }
+    if let Some(name) = config::load()?.provider {
+        return Ok(format!("{name} (from the configuration file)"));
+    }
+    let found: Vec<String> = providers::SETTINGS
+        .iter()
+        .filter_map(|name| providers::setting_source(name).map(|from| format!("{name} ({from})")))
+        .collect();
+    Ok(if found.is_empty() {
+        "none configured (run plays the demo)".to_owned()
+    } else {
+        format!("from {}", found.join(", "))
+    })
 }
 
 /// `agentloop completions SHELL`.
@@ -104,85 +102,15 @@ pub async fn models(args: ModelsArgs) -> Outcome {
     let mut provider = args.provider;
     let mut base_url = args.base_url;
     config::load()?.fill(&mut provider, &mut None, &mut base_url, &mut Vec::new());
-    let (config, _) = providers::resolve(provider.as_deref(), base_url.as_deref())?;
-    ensure_crypto_provider();
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| format!("cannot start an HTTP client: {e}"))?;
-    let url = format!("{}/models", config.base_url.trim_end_matches('/'));
-    let mut request = client.get(&url);
-    if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-        request = match config.auth {
-            Auth::Bearer => request.bearer_auth(key),
-            Auth::XApiKey => request.header("x-api-key", key),
-            Auth::ApiKeyHeader => request.header("api-key", key),
-            Auth::GoogApiKey => request.header("x-goog-api-key", key),
-        };
-    }
-    for (name, value) in &config.headers {
-        request = request.header(name, value);
-    }
-    let response = request
-        .send()
-        .await
-        .map_err(|e| format!("cannot reach {url}: {e}"))?;
-    let status = response.status();
-    let body = response
-        .text()
-        .await
-        .map_err(|e| format!("cannot read the answer of {url}: {e}"))?;
-    if !status.is_success() {
-        let first: String = body.chars().take(200).collect();
-        return Err(Failure::Runtime(format!(
-            "{url} answered {status}: {}",
-            crate::out::sanitize(first.trim())
-        )));
-    }
-    let ids =
-        model_ids(&body).ok_or_else(|| format!("{url} did not answer with a list of models"))?;
+    let (config, _) = providers::resolve(
+        provider.as_deref(),
+        base_url.as_deref(),
+        providers::Purpose::ListModels,
+    )?;
+    let ids = model_list::fetch(&config).await?;
     let mut out = Stdout::new();
     for id in ids {
         out.line(crate::out::sanitize(&id))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The model ids of a `/models` answer.
-fn model_ids(body: &str) -> Option<Vec<String>> {
-    let value: Value = serde_json::from_str(body).ok()?;
-    if let Some(data) = value["data"].as_array() {
-        return Some(
-            data.iter()
-                .filter_map(|m| m["id"].as_str().map(str::to_owned))
-                .collect(),
-        );
-    }
-    let models = value["models"].as_array()?;
-    Some(
-        models
-            .iter()
-            .filter_map(|m| m["name"].as_str())
-            .map(|name| name.strip_prefix("models/").unwrap_or(name).to_owned())
-            .collect(),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn model_lists_of_every_shape_are_read() {
-        assert_eq!(
-            model_ids(r#"{"data": [{"id": "gpt-4.1"}, {"id": "o3"}]}"#),
-            Some(vec!["gpt-4.1".to_owned(), "o3".to_owned()])
-        );
-        assert_eq!(
-            model_ids(r#"{"models": [{"name": "models/gemini-2.5-flash"}]}"#),
-            Some(vec!["gemini-2.5-flash".to_owned()])
-        );
-        assert_eq!(model_ids(r#"{"error": "nope"}"#), None);
-    }
 }

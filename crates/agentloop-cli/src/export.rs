@@ -85,9 +85,9 @@ pub async fn import(args: ImportArgs) -> Outcome {
         .await
         .map_err(|e| e.to_string())?;
     crate::out::note(format!(
-        "imported project {} ({} chats)",
+        "imported project {} ({})",
         document.project.id,
-        document.chats.len()
+        crate::out::counted(document.chats.len() as u64, "chat", "chats")
     ));
     Ok(ExitCode::SUCCESS)
 }

@@ -80,6 +80,24 @@ pub fn init(
             .with_ansi(colour)
             .with_filter(filter)
             .boxed(),
+        // At the default level a notice is its message alone: its fields
+        // (a retry's count and wait) restate it. `-v` shows them.
+        LogFormat::Notices if !spans => tracing_subscriber::fmt::layer()
+            .without_time()
+            .with_target(false)
+            .fmt_fields(tracing_subscriber::fmt::format::debug_fn(
+                |writer, field, value| {
+                    if field.name() == "message" {
+                        write!(writer, "{value:?}")
+                    } else {
+                        Ok(())
+                    }
+                },
+            ))
+            .with_writer(std::io::stderr)
+            .with_ansi(colour)
+            .with_filter(filter)
+            .boxed(),
         LogFormat::Notices => tracing_subscriber::fmt::layer()
             .without_time()
             .with_target(false)

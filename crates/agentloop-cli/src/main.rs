@@ -23,8 +23,10 @@ mod export;
 mod keys;
 mod logging;
 mod markdown;
+mod model_list;
 mod out;
 mod output_schema;
+mod prompt;
 mod providers;
 mod render;
 mod repl;
@@ -83,6 +85,9 @@ fn main() -> ExitCode {
     }
     let outcome = match cli.command {
         Command::Run(mut args) => config::load().and_then(|config| {
+            tools::check_names(&args.tools, "--tools")?;
+            tools::check_names(&config.tools, "the configuration's tools")?;
+            args.model_flag = args.model.is_some();
             config.fill(
                 &mut args.provider,
                 &mut args.model,
@@ -95,10 +100,14 @@ fn main() -> ExitCode {
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
         Command::Tool(ToolCommand::Call(args)) => runtime.block_on(tools::call(args)),
-        Command::Serve(args) => serve::serve(args).map_err(Failure::from),
+        Command::Serve(args) => {
+            serve::check(&args).and_then(|()| serve::serve(args).map_err(Failure::from))
+        }
         Command::Users(command) => runtime.block_on(serve::users(command)),
         Command::CompleteWorkflow(args) => runtime.block_on(serve::complete_workflow(args)),
         Command::Chat(mut args) => config::load().and_then(|config| {
+            tools::check_names(&args.tools, "--tools")?;
+            tools::check_names(&config.tools, "the configuration's tools")?;
             config.fill(
                 &mut args.provider,
                 &mut args.model,

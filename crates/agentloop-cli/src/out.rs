@@ -114,6 +114,12 @@ pub fn note(text: impl fmt::Display) {
     let _ = writeln!(std::io::stderr(), "agentloop: {text}");
 }
 
+/// `1 chat`, `3 chats`: a count with its noun in the right number.
+pub fn counted(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// When to colour the output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {

@@ -52,6 +52,32 @@ pub const NO_KEY: &str = "no model provider is configured. Set ANTHROPIC_API_KEY
 OPENAI_API_KEY (OpenAI), GEMINI_API_KEY (Gemini), or OPENAI_BASE_URL (an OpenAI-compatible server \
 such as Ollama or vLLM), or pass --provider scripted:FILE to play a scripted conversation.";
 
+/// [`NO_KEY`] for `agentloop models`, which has no scripted provider to
+/// offer: a server address instead.
+pub const NO_KEY_FOR_MODELS: &str = "no model provider is configured. Set ANTHROPIC_API_KEY \
+(Anthropic), OPENAI_API_KEY (OpenAI), GEMINI_API_KEY (Gemini), or OPENAI_BASE_URL (an \
+OpenAI-compatible server such as Ollama or vLLM), or pass --base-url with the address of an \
+OpenAI-compatible server (e.g. --base-url http://localhost:11434/v1).";
+
+/// What the provider is resolved for: the hint given when no key is set
+/// differs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// A run, chat or server: a scripted provider is an alternative.
+    Run,
+    /// `agentloop models`: only a server can list models.
+    ListModels,
+}
+
+impl Purpose {
+    fn no_key(self) -> &'static str {
+        match self {
+            Self::Run => NO_KEY,
+            Self::ListModels => NO_KEY_FOR_MODELS,
+        }
+    }
+}
+
 /// A setting from the environment, else from the key file.
 fn env(name: &str) -> Option<String> {
     std::env::var(name)
@@ -60,17 +86,29 @@ fn env(name: &str) -> Option<String> {
         .or_else(|| crate::keys::get(name))
 }
 
+/// The settings that configure a provider.
+pub const SETTINGS: [&str; 5] = [
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+];
+
 /// Whether any provider is configured in the environment.
 pub fn configured_in_env() -> bool {
-    [
-        "ANTHROPIC_API_KEY",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "GEMINI_API_KEY",
-        "GOOGLE_API_KEY",
-    ]
-    .iter()
-    .any(|name| env(name).is_some())
+    SETTINGS.iter().any(|name| env(name).is_some())
+}
+
+/// Where a setting comes from: `environment`, `key file`, or `None`.
+pub fn setting_source(name: &str) -> Option<&'static str> {
+    if std::env::var(name).is_ok_and(|v| !v.trim().is_empty()) {
+        Some("environment")
+    } else if crate::keys::get(name).is_some() {
+        Some("key file")
+    } else {
+        None
+    }
 }
 
 /// Checks a base URL before anything is sent to it: `http(s)://host...`.
@@ -93,21 +131,41 @@ pub fn check_base_url(url: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Builds the provider named by `--provider` (or found in the environment).
-pub fn choose(
+/// Builds the provider named by `--provider` (or found in the
+/// environment). An OpenAI-compatible server with no model named is asked
+/// for its model list, and its only model is used.
+pub async fn choose(
     provider: Option<&str>,
     model: Option<&str>,
     base_url: Option<&str>,
 ) -> Result<Chosen, Failure> {
     let model = model.map(str::to_owned).or_else(|| env("AGENTLOOP_MODEL"));
     if let Some(path) = provider.and_then(|name| name.strip_prefix("scripted:")) {
+        if path.trim().is_empty() {
+            return Err(Failure::usage(
+                "--provider scripted: needs the script's path: scripted:FILE, FILE a JSON array \
+                 of scripted turns (see examples/README.md)",
+            ));
+        }
         let json = std::fs::read_to_string(path)
             .map_err(|e| Failure::usage(format!("cannot read the script {path}: {e}")))?;
         return scripted(&json, path, model);
     }
-    let (config, default_model) = resolve(provider, base_url)?;
+    let (config, default_model) = resolve(provider, base_url, Purpose::Run)?;
     let api = config.api;
-    let model = model.unwrap_or_else(|| default_model.to_owned());
+    let model = match model {
+        Some(model) => model,
+        None if default_model.is_none() => {
+            let only = crate::model_list::only_model(&config).await?;
+            crate::out::note(format!(
+                "using the model {} (the only one {} lists)",
+                crate::out::sanitize(&only),
+                crate::model_list::url(&config)
+            ));
+            only
+        }
+        None => default_model.unwrap_or_default().to_owned(),
+    };
     let context_window = config
         .model_limits(&model)
         .map(|limits| u32::try_from(limits.context_window).unwrap_or(u32::MAX));
@@ -122,11 +180,13 @@ pub fn choose(
 }
 
 /// The configuration of the HTTP provider named by `--provider` (or found
-/// in the environment) with its default model.
+/// in the environment) with its default model (none for an
+/// OpenAI-compatible server: which models it serves is its own).
 pub fn resolve(
     provider: Option<&str>,
     base_url: Option<&str>,
-) -> Result<(ProviderConfig, &'static str), Failure> {
+    purpose: Purpose,
+) -> Result<(ProviderConfig, Option<&'static str>), Failure> {
     let name = match provider {
         Some(name) => name.to_owned(),
         None if env("ANTHROPIC_API_KEY").is_some() => "anthropic".to_owned(),
@@ -137,7 +197,7 @@ pub fn resolve(
         None if env("GEMINI_API_KEY").is_some() || env("GOOGLE_API_KEY").is_some() => {
             "gemini".to_owned()
         }
-        None => return Err(Failure::usage(NO_KEY)),
+        None => return Err(Failure::usage(purpose.no_key())),
     };
     if name.starts_with("scripted:") {
         return Err(Failure::usage(
@@ -159,27 +219,30 @@ pub fn resolve(
         match env(var) {
             Some(key) => Ok(key),
             None if base_url.is_some() => Ok(String::new()),
-            None => Err(Failure::usage(format!("{var} is not set. {NO_KEY}"))),
+            None => Err(Failure::usage(format!(
+                "{var} is not set. {}",
+                purpose.no_key()
+            ))),
         }
     };
     let (mut config, default_model) = match name.as_str() {
         "anthropic" => (
             ProviderConfig::anthropic(key("ANTHROPIC_API_KEY")?),
-            "claude-sonnet-4-5",
+            Some("claude-sonnet-4-5"),
         ),
         "openai-chat" => (
             ProviderConfig::openai_chat(key("OPENAI_API_KEY")?),
-            "gpt-4.1",
+            Some("gpt-4.1"),
         ),
         "openai-responses" => (
             ProviderConfig::openai_responses(key("OPENAI_API_KEY")?),
-            "gpt-4.1",
+            Some("gpt-4.1"),
         ),
         "gemini" => {
             let key = env("GEMINI_API_KEY")
                 .or_else(|| env("GOOGLE_API_KEY"))
                 .map_or_else(|| key("GEMINI_API_KEY"), Ok)?;
-            (ProviderConfig::gemini(key), "gemini-2.5-flash")
+            (ProviderConfig::gemini(key), Some("gemini-2.5-flash"))
         }
         "openai-compatible" => {
             let url = base_url.clone().ok_or_else(|| {
@@ -187,12 +250,13 @@ pub fn resolve(
             })?;
             (
                 ProviderConfig::openai_compatible(url, env("OPENAI_API_KEY")),
-                "default",
+                None,
             )
         }
         other => {
             return Err(Failure::usage(format!(
-                "unknown provider {other}; use {NAMES} or scripted:FILE"
+                "unknown provider {:?}; use {NAMES} or scripted:FILE",
+                crate::out::sanitize(other)
             )));
         }
     };
@@ -213,6 +277,12 @@ pub fn scripted(json: &str, origin: &str, model: Option<String>) -> Result<Chose
             "the script {origin} is not a JSON array of turns: {e}"
         ))
     })?;
+    if provider.remaining() == 0 {
+        return Err(Failure::usage(format!(
+            "the script {origin} has no turns: it needs at least one, e.g. \
+             [{{\"steps\": [{{\"type\": \"text\", \"chunks\": [\"Hello.\"]}}]}}]"
+        )));
+    }
     Ok(Chosen {
         provider,
         api: ApiKind::AnthropicMessages,

@@ -345,8 +345,8 @@ impl View {
         if lines.len() > shown {
             writeln!(
                 out,
-                "{indent}    {dim}… {} more lines{reset}",
-                lines.len() - shown
+                "{indent}    {dim}… {}{reset}",
+                crate::out::counted((lines.len() - shown) as u64, "more line", "more lines")
             )?;
         }
         Ok(())

@@ -1,8 +1,11 @@
 //! `agentloop run`: one prompt through a loop strategy, drawn by
 //! [`render::View`] (or printed as JSON event lines with `--json`), with a
 //! spinner on a terminal's stderr while the model or a tool works. With no
-//! provider configured it plays the shipped demo ([`crate::demo`]). Ctrl-C
-//! cancels the run; the exit code follows its status ([`exit_code`]).
+//! provider configured it plays the shipped demo ([`crate::demo`]); a
+//! question asked then gets no answer, and the run exits 2 after saying
+//! what to set. The prompt comes from the argument and piped stdin
+//! ([`crate::prompt`]). Ctrl-C cancels the run; the exit code follows its
+//! status ([`exit_code`]).
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -22,7 +25,7 @@ use futures::StreamExt;
 
 use crate::args::RunArgs;
 use crate::out::{Failure, Outcome, Stdout, Style, sanitize};
-use crate::{approve, demo, out, output_schema, providers, render, skills, tools};
+use crate::{approve, demo, out, output_schema, prompt, providers, render, skills, tools};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
 /// for input), 5 usage limit, 130 cancelled (Ctrl-C).
@@ -38,11 +41,43 @@ pub fn exit_code(status: &LoopStatus) -> ExitCode {
 }
 
 pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: McpConfig) -> Outcome {
+    let prompt = prompt::read(args.prompt.as_deref())?;
     let demo = demo::wanted(
         args.demo,
         args.provider.as_deref(),
         args.base_url.as_deref(),
     );
+    // A question with no provider configured: the demo plays in its place,
+    // and the run does not pass for an answer (no stdout, exit 2).
+    let in_place = demo && !args.demo && prompt.is_some();
+    let prompt = match prompt {
+        Some(prompt) => prompt,
+        None if demo => demo::PROMPT.to_owned(),
+        None => {
+            return Err(Failure::usage(
+                "no prompt: give it as an argument (agentloop run \"question\"), pipe it in, \
+                 or pass - to read it from stdin",
+            ));
+        }
+    };
+    let settings = match &args.config {
+        Some(path) => read_settings(path).map_err(Failure::Usage)?,
+        None => Default::default(),
+    };
+    let strategy = StrategyRegistry::default()
+        .select(args.strategy.as_deref(), &settings)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    if demo {
+        let model = args.requested_model();
+        demo::refuse_unhonoured(
+            args.demo,
+            model
+                .as_ref()
+                .map(|(model, origin)| (model.as_str(), *origin)),
+            strategy.name(),
+            args.output_schema.is_some(),
+        )?;
+    }
     let chosen = if demo {
         demo::provider(args.model.as_deref())?
     } else {
@@ -50,7 +85,8 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
             args.provider.as_deref(),
             args.model.as_deref(),
             args.base_url.as_deref(),
-        )?
+        )
+        .await?
     };
     let tool_names: Vec<String> = if demo && args.tools.is_empty() {
         demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
@@ -90,13 +126,6 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
             on_interrupt.cancel();
         }
     });
-    let settings = match &args.config {
-        Some(path) => read_settings(path).map_err(Failure::Usage)?,
-        None => Default::default(),
-    };
-    let strategy = StrategyRegistry::default()
-        .select(args.strategy.as_deref(), &settings)
-        .map_err(|e| Failure::usage(e.to_string()))?;
     if args.output_schema.is_some() && strategy.name() != agentloop_engine::strategy::NATIVE {
         return Err(Failure::usage(format!(
             "--output-schema needs the native strategy, not {}",
@@ -107,14 +136,15 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
         Some(path) => skills::load(path, &tools).map_err(Failure::Usage)?,
         None => Vec::new(),
     };
-    if demo {
+    if in_place {
         // Said once the run is sure to start, so a mistake stays one line.
+        out::note(demo::IN_PLACE_NOTICE);
+    } else if demo {
         out::note(demo::NOTICE);
     }
     let deps = RunDeps::new(chosen.provider)
         .with_tools(tools)
         .with_cancel(cancel);
-    let prompt = args.prompt.unwrap_or_else(|| demo::PROMPT.to_owned());
     let context = vec![Message::user_text("user-1", prompt)];
     let mut options = options;
     options.output_schema = args
@@ -194,12 +224,23 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
         }
     } else if !args.json
         && !show.answer_live
+        && !in_place
         && let Some(answer) = result.as_ref().and_then(answer)
     {
+        // A demo played in place of a question is no answer to keep: it
+        // was shown on stderr.
         stdout.line(answer)?;
     }
     mcp.shutdown().await;
-    Ok(status.map_or(ExitCode::from(1), exit_code))
+    if in_place {
+        out::note(demo::after_question());
+    }
+    Ok(match status {
+        None => ExitCode::from(out::EXIT_FAILURE),
+        // The question got no answer: a script must not take it for one.
+        Some(LoopStatus::Complete { .. }) if in_place => ExitCode::from(out::EXIT_USAGE),
+        Some(status) => exit_code(status),
+    })
 }
 
 /// What a person answers with: the line editor on the terminal (prompts
@@ -330,18 +371,20 @@ impl Show {
 }
 
 /// Starts the MCP servers of the configuration file, `--mcp` files and
-/// `--mcp-stdio` lines.
+/// `--mcp-stdio` lines; a file or line that says no server is a usage
+/// error, a server that fails to start a runtime one.
 async fn start_mcp(
     mut config: McpConfig,
     files: &[std::path::PathBuf],
     stdio: &[String],
     timeout_secs: u64,
-) -> Result<McpServers, String> {
+) -> Result<McpServers, Failure> {
     for path in files {
-        config.merge(McpConfig::load(path).map_err(|e| e.to_string())?);
+        config.merge(McpConfig::load(path).map_err(|e| Failure::usage(e.to_string()))?);
     }
     for line in stdio {
-        let (name, server) = parse_stdio_command(line).map_err(|e| e.to_string())?;
+        let (name, server) = parse_stdio_command(line)
+            .map_err(|e| Failure::usage(format!("--mcp-stdio {line:?}: {e}")))?;
         config.add(&name, ServerConfig::Stdio(server));
     }
     if config.servers.is_empty() {
@@ -353,7 +396,7 @@ async fn start_mcp(
     };
     McpServers::start(&config, options)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| Failure::Runtime(e.to_string()))
 }
 
 /// Reads a settings file: a JSON object of string values.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use agentloop_server::listener::{ConnectionLimits, serve_bounded};
 use agentloop_server::{AgentPrompts, Server, ServerConfig, shutdown_signal};
+use agentloop_storage::StorageError;
 use agentloop_storage::model::now_millis;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
@@ -23,7 +24,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub db: Option<String>,
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8787")]
+    #[arg(long, default_value = "127.0.0.1:8787", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub bind: String,
     /// anthropic, openai-chat, openai-responses, openai-compatible, or
     /// scripted:FILE. Default: from the keys in the environment; with none,
@@ -47,17 +48,17 @@ pub struct ServeArgs {
     /// Lease owner name of this instance (default: unique per process).
     #[arg(long)]
     pub instance_id: Option<String>,
-    /// Lease length in milliseconds.
-    #[arg(long, default_value_t = 30_000)]
+    /// Lease length in milliseconds (at least 1).
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub lease_ms: u64,
-    /// Lease renewal period in milliseconds.
-    #[arg(long, default_value_t = 5_000)]
+    /// Lease renewal period in milliseconds, shorter than the lease.
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_ms: u64,
-    /// How often to look for runs to take over, in milliseconds.
-    #[arg(long, default_value_t = 5_000)]
+    /// How often to look for runs to take over, in milliseconds (at least 1).
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub claim_interval_ms: u64,
-    /// Model turns per agent run.
-    #[arg(long, default_value_t = 50)]
+    /// Model turns per agent run (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: u32,
     /// The folder project folders are made in (a relative `repoFolder` is
     /// taken inside it; no project may use the folder itself, and no two
@@ -83,12 +84,12 @@ pub struct ServeArgs {
     /// allow it only where every user is trusted with that.
     #[arg(long)]
     pub allow_project_mcp: bool,
-    /// Connections served at once; more wait to be accepted.
-    #[arg(long, default_value_t = 512)]
+    /// Connections served at once (at least 1); more wait to be accepted.
+    #[arg(long, default_value_t = 512, value_parser = at_least_one)]
     pub max_connections: usize,
     /// Milliseconds a connection has to send a complete request head (new,
-    /// or idle between requests) before it is closed.
-    #[arg(long, default_value_t = 10_000)]
+    /// or idle between requests) before it is closed (at least 1).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub header_timeout_ms: u64,
     /// JSON file overriding agent prompts:
     /// `{"planification": "...", "implementation": "...", "review": "..."}`
@@ -107,7 +108,7 @@ pub enum UsersCommand {
 
 #[derive(Args)]
 pub struct UserCreateArgs {
-    /// Display name.
+    /// Display name, unique among the users.
     pub name: String,
     #[command(flatten)]
     pub db: DbArgs,
@@ -124,6 +125,7 @@ pub struct DbArgs {
 #[derive(Args)]
 pub struct CompleteWorkflowArgs {
     /// The task.
+    #[arg(value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub task_id: String,
     #[command(flatten)]
     pub db: DbArgs,
@@ -157,6 +159,27 @@ fn prompts(path: Option<&PathBuf>) -> Result<AgentPrompts, String> {
     Ok(prompts)
 }
 
+/// A count of at least one (`--max-connections`).
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("0 is not allowed: at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e}: a whole number, at least 1")),
+    }
+}
+
+/// Checks what one flag alone cannot: the lease outlives its renewal.
+pub fn check(args: &ServeArgs) -> Result<(), Failure> {
+    if args.heartbeat_ms >= args.lease_ms {
+        return Err(Failure::usage(format!(
+            "--heartbeat-ms {} must be shorter than --lease-ms {}, or leases run out \
+             between renewals",
+            args.heartbeat_ms, args.lease_ms
+        )));
+    }
+    Ok(())
+}
+
 /// Runs the server until SIGTERM or Ctrl-C.
 pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     let _telemetry = crate::logging::init(args.log_format, &args.log_level, false, None)?;
@@ -177,6 +200,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
                 args.model.as_deref(),
                 args.base_url.as_deref(),
             )
+            .await
         } else {
             eprintln!("agentloop: {}", crate::providers::NO_KEY);
             Ok(crate::providers::unconfigured(args.model.as_deref()))
@@ -266,7 +290,15 @@ pub async fn users(command: UsersCommand) -> Outcome {
             let store = db::open_for_write(args.db.db.as_deref()).await?;
             let (user, token) = agentloop_server::users::create_user(&*store, &args.name)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| match e {
+                    StorageError::AlreadyExists { id, .. } => Failure::usage(format!(
+                        "a user named {:?} already exists; user names are unique, so pick \
+                         another (`agentloop users list` shows the names taken)",
+                        crate::out::sanitize(&id)
+                    )),
+                    StorageError::Invalid(reason) => Failure::usage(reason),
+                    other => Failure::Runtime(other.to_string()),
+                })?;
             crate::out::note(format!("created user {} ({})", user.name, user.id));
             out.line(token)?;
         }
@@ -303,9 +335,13 @@ pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Outcome {
         .await
         .map_err(|e| e.to_string())?;
     Stdout::new().line(format!(
-        "task {}: workflow complete ({} running agent run(s) stopped)",
+        "task {}: workflow complete ({} stopped)",
         args.task_id,
-        completed.len()
+        crate::out::counted(
+            completed.len() as u64,
+            "running agent run",
+            "running agent runs"
+        )
     ))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -30,6 +30,41 @@ fn canonical(name: &str) -> &str {
     }
 }
 
+/// Checks a tool list given on the command line (`--tools`, the
+/// configuration's `tools`): every name known, none empty, none twice
+/// (`js` and `javascript` are the same tool). `origin` names where the
+/// list came from in the error.
+pub fn check_names(names: &[String], origin: &str) -> Result<(), Failure> {
+    let available = || format!("available: {}", NAMES.join(", "));
+    let mut seen: Vec<&str> = Vec::new();
+    for name in names {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(Failure::usage(format!(
+                "{origin} holds an empty tool name; give tool names separated by commas \
+                 ({}), or leave {origin} out for none",
+                available()
+            )));
+        }
+        let tool = canonical(name);
+        if !NAMES.contains(&tool) {
+            return Err(Failure::usage(format!(
+                "{origin}: unknown tool {:?}; {}",
+                crate::out::sanitize(name),
+                available()
+            )));
+        }
+        if seen.contains(&tool) {
+            return Err(Failure::usage(format!(
+                "{origin} names the tool {tool} twice; name each tool once ({})",
+                available()
+            )));
+        }
+        seen.push(tool);
+    }
+    Ok(())
+}
+
 /// The model a minion's child loops run on: the run's provider and options.
 pub struct MinionModel {
     /// The provider.
@@ -62,7 +97,7 @@ pub fn build(
     };
     let tools = names
         .iter()
-        .map(|name| canonical(name))
+        .map(|name| canonical(name.trim()))
         .filter(|name| *name != "minion")
         .map(|name| -> Result<Arc<dyn Tool>, Failure> {
             Ok(match name {
@@ -73,14 +108,15 @@ pub fn build(
                 "ask_user" => Arc::new(AskUserTool),
                 other => {
                     return Err(Failure::usage(format!(
-                        "unknown tool {other}; available: {}",
+                        "unknown tool {:?}; available: {}",
+                        crate::out::sanitize(other),
                         NAMES.join(", ")
                     )));
                 }
             })
         })
         .collect::<Result<Vec<_>, Failure>>()?;
-    let Some(position) = names.iter().position(|n| n == "minion") else {
+    let Some(position) = names.iter().position(|n| n.trim() == "minion") else {
         return Ok(tools);
     };
     let model = model.ok_or("the minion tool needs a model provider")?;
@@ -113,7 +149,7 @@ pub async fn call(args: ToolCallArgs) -> Outcome {
     let input: Value = serde_json::from_str(&args.input)
         .map_err(|e| Failure::usage(format!("--input is not JSON: {e}")))?;
     let model = if args.name == "minion" {
-        let chosen = crate::providers::choose(None, None, None)?;
+        let chosen = crate::providers::choose(None, None, None).await?;
         let options = LoopOptions {
             model: chosen.model,
             api: chosen.api,
@@ -139,7 +175,7 @@ pub async fn call(args: ToolCallArgs) -> Outcome {
     for option in &args.options {
         let (key, value) = option
             .split_once('=')
-            .ok_or_else(|| Failure::usage(format!("--option {option} is not key=value")))?;
+            .ok_or_else(|| Failure::usage(format!("--option {option:?} is not key=value")))?;
         let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
         options.insert(key.to_owned(), value);
     }

@@ -223,7 +223,7 @@ fn run_with_a_scripted_provider_prints_json_events() {
 fn run_without_a_key_plays_the_demo_and_says_how_to_configure_one() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_string_lossy().into_owned();
-    let output = agentloop(&["run", "hello", "--root", &root]);
+    let output = agentloop(&["run", "--demo", "--root", &root]);
     assert_eq!(output.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -245,7 +245,7 @@ fn an_unknown_provider_is_a_usage_error() {
     let output = agentloop(&["run", "hello", "--provider", "nope"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("unknown provider nope"), "{stderr}");
+    assert!(stderr.contains("unknown provider \"nope\""), "{stderr}");
 }
 
 #[test]

@@ -236,12 +236,27 @@ async fn keys_come_from_a_private_key_file_and_never_from_a_readable_one() {
     let stderr = text(&output.stderr);
     assert!(stderr.contains("chmod 600"), "{stderr}");
     assert!(!stderr.contains("sk-from-file"), "{stderr}");
-    // `info` still works and names the file.
+    // `info` still works, names the file, and says why it is not used
+    // with the fix `run` gives.
     let output = agentloop(home.path(), &["info"], &[]);
     assert!(output.status.success());
-    assert!(text(&output.stdout).contains("keys.env"));
+    let shown = text(&output.stdout);
+    assert!(shown.contains("keys.env"));
+    let provider = shown.lines().find(|l| l.starts_with("provider:")).unwrap();
+    assert!(
+        provider.contains("none usable: the key file")
+            && provider.contains("can be read by others (mode 644); run: chmod 600"),
+        "{provider}"
+    );
 
     std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let output = agentloop(home.path(), &["info"], &[]);
+    assert!(
+        text(&output.stdout)
+            .contains("provider: from OPENAI_API_KEY (key file), OPENAI_BASE_URL (key file)"),
+        "{}",
+        text(&output.stdout)
+    );
     let output = agentloop(home.path(), &["models"], &[]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(text(&output.stdout), "from-the-key-file\n");
@@ -251,4 +266,27 @@ async fn keys_come_from_a_private_key_file_and_never_from_a_readable_one() {
         !output.status.success(),
         "the mock only knows the file's key"
     );
+}
+
+#[test]
+fn models_with_no_key_suggests_what_models_accepts() {
+    let home = tempfile::tempdir().unwrap();
+    let output = agentloop(home.path(), &["models"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("no model provider is configured") && stderr.contains("--base-url"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("scripted"),
+        "models takes no script: {stderr}"
+    );
+    // What it suggests is what it takes.
+    let output = agentloop(
+        home.path(),
+        &["models", "--provider", "scripted:x.json"],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(2));
 }

@@ -231,7 +231,10 @@ fn a_bad_mcp_config_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
     std::fs::write(&config, r#"{"mcpServers": {"x": {"args": []}}}"#).unwrap();
-    let provider = script(dir.path(), json!([]));
+    let provider = script(
+        dir.path(),
+        json!([{"steps": [{"type": "text", "chunks": ["not reached"]}]}]),
+    );
     let output = agentloop(&[
         "run",
         "hi",

@@ -77,7 +77,11 @@ fn no_fitting_answer_is_an_error() {
 #[test]
 fn only_the_native_strategy_takes_an_output_schema() {
     let dir = tempfile::tempdir().unwrap();
-    let output = run_with(dir.path(), "[]", &["--strategy", "react"]);
+    let output = run_with(
+        dir.path(),
+        r#"[{"steps": [{"type": "text", "chunks": ["not reached"]}]}]"#,
+        &["--strategy", "react"],
+    );
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

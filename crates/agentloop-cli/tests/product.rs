@@ -286,7 +286,11 @@ fn database_mistakes_are_one_line_each() {
     // The import reads stdin first: an empty stdin is not an export.
     assert_one_line_error(&output, 2, "not a project export");
     let script = home.path().join("s.json");
-    std::fs::write(&script, "[]").unwrap();
+    std::fs::write(
+        &script,
+        r#"[{"steps": [{"type": "text", "chunks": ["not reached"]}]}]"#,
+    )
+    .unwrap();
     let provider = format!("scripted:{}", script.display());
     let output = run(
         home.path(),
@@ -489,7 +493,111 @@ fn tool_names_are_the_same_everywhere() {
     assert_one_line_error(
         &output,
         2,
-        "unknown tool nope; available: fs, memory, javascript",
+        "unknown tool \"nope\"; available: fs, memory, javascript",
+    );
+}
+
+/// The notes (`agentloop: ` lines) of `output`, with `home` shown as
+/// `[HOME]`.
+fn notes(output: &Output, home: &Path) -> String {
+    stderr(output)
+        .lines()
+        .filter(|line| line.starts_with("agentloop: "))
+        .map(|line| line.replace(&home.display().to_string(), "[HOME]"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_question_with_no_key_plays_the_demo_but_is_not_answered() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().display().to_string();
+    let output = run(
+        home.path(),
+        &["run", "what is here", "--tools", "fs", "--root", &root],
+    );
+    // Not a success a script could take for an answer.
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+    let shown = stderr(&output);
+    assert!(shown.contains("→ fs"), "the demo played: {shown}");
+    let notes = notes(&output, home.path());
+    assert!(
+        !notes.contains("agentloop run"),
+        "no command the user just typed is suggested: {notes}"
+    );
+    insta::assert_snapshot!(notes);
+    // Asked for, or with no question, the demo is a success.
+    for args in [&["run", "--demo"][..], &["run"][..]] {
+        let output = run(home.path(), args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(stdout(&output).contains("scripted demo"), "{args:?}");
+    }
+}
+
+#[test]
+fn the_demo_refuses_what_it_cannot_honour() {
+    let home = tempfile::tempdir().unwrap();
+    let schema = home.path().join("schema.json");
+    std::fs::write(&schema, r#"{"type": "object"}"#).unwrap();
+    let schema = schema.display().to_string();
+    for (args, needle) in [
+        (
+            vec!["run", "what is here", "--model", "nosuch-model"],
+            "--model asks for the model \"nosuch-model\", but no model provider is configured",
+        ),
+        (
+            vec!["run", "what is here", "--strategy", "react"],
+            "the react strategy is asked for, but no model provider is configured",
+        ),
+        (
+            vec!["run", "what is here", "--output-schema", &schema],
+            "--output-schema asks for a value of its own shape",
+        ),
+    ] {
+        let output = run(home.path(), &args);
+        assert_one_line_error(&output, 2, needle);
+        assert!(stderr(&output).contains("ANTHROPIC_API_KEY"), "{args:?}");
+    }
+    let output = command(home.path(), &["run", "what is here"])
+        .env("AGENTLOOP_MODEL", "from-env")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_one_line_error(
+        &output,
+        2,
+        "AGENTLOOP_MODEL asks for the model \"from-env\"",
+    );
+    // With --demo, a model of the environment is not for the demo.
+    let output = command(home.path(), &["run", "--demo"])
+        .env("AGENTLOOP_MODEL", "from-env")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = command(home.path(), &["run", "--demo"])
+        .env("AGENTLOOP_AGENT_LOOP_STRATEGY", "react")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_one_line_error(
+        &output,
+        2,
+        "the react strategy is asked for, but --demo plays a fixed script",
+    );
+    // An explicit --demo with a model is a contradiction clap names.
+    let output = run(home.path(), &["run", "--demo", "--model", "x"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("'--demo' cannot be used with '--model <MODEL>'"),
+        "{}",
+        stderr(&output)
     );
 }
 
@@ -579,4 +687,52 @@ fn ctrl_c_in_a_piped_chat_cancels_the_turn_then_ends_the_chat() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     drop(stdin);
+}
+
+#[test]
+fn counts_and_error_kinds_read_as_words() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    // One file of one line, a folder of one entry, then no turn left.
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[{"steps": [
+              {"type": "tool_call", "id": "t1", "name": "fs", "fragments": ["{\"command\": \"create\", \"path\": \"/a.txt\", \"file_text\": \"one\"}"]}
+            ]},
+            {"steps": [
+              {"type": "tool_call", "id": "t2", "name": "fs", "fragments": ["{\"command\": \"view\", \"path\": \"/\"}"]}
+            ]}]"#,
+    )
+    .unwrap();
+    let provider = format!("scripted:{}", script.display());
+    let root = root.display().to_string();
+    let output = run(
+        home.path(),
+        &[
+            "run",
+            "hi",
+            "--tools",
+            "fs",
+            "--approve",
+            "fs",
+            "--root",
+            &root,
+            "--provider",
+            &provider,
+        ],
+    );
+    let shown = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains("File created at /a.txt (1 line)."),
+        "{shown}"
+    );
+    assert!(shown.contains("Directory / (1 entry):"), "{shown}");
+    assert!(
+        shown.contains("provider error: invalid request: the scripted provider has no turns left"),
+        "{shown}"
+    );
+    assert!(!shown.contains("invalidrequest"), "{shown}");
 }

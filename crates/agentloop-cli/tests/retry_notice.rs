@@ -1,5 +1,5 @@
 //! A retried model request is announced on stderr, in words a person reads:
-//! what failed, how long until the next try, which try of how many.
+//! what failed (once), how long until the next try, which try of how many.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
@@ -72,8 +72,12 @@ async fn a_rate_limited_request_is_announced_and_retried() {
         .lines()
         .find(|l| l.contains("retrying in"))
         .unwrap_or_else(|| panic!("no retry notice in: {stderr}"));
-    assert!(notice.contains("slow down"), "{notice}");
+    assert!(notice.contains("rate_limit_error"), "{notice}");
     assert!(notice.contains("(1/"), "{notice}");
+    // Said once, with no fields restating it.
+    assert_eq!(notice.matches("slow down").count(), 1, "{notice}");
+    assert!(!notice.contains("retry="), "{notice}");
+    assert!(!notice.contains("wait_ms="), "{notice}");
     assert!(
         !notice.contains("agentloop_providers"),
         "no module path: {notice}"

@@ -24,7 +24,11 @@ fn events(output: &Output) -> Vec<Value> {
 fn unknown_strategy_lists_the_valid_ones() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("s.json");
-    std::fs::write(&script, "[]").unwrap();
+    std::fs::write(
+        &script,
+        r#"[{"steps": [{"type": "text", "chunks": ["not reached"]}]}]"#,
+    )
+    .unwrap();
     let provider = format!("scripted:{}", script.display());
     let output = agentloop(&["run", "hi", "--provider", &provider, "--strategy", "yolo"]);
     assert_eq!(output.status.code(), Some(2));
@@ -126,7 +130,11 @@ fn skills_file_offers_skills_that_run_child_cycles() {
 fn skills_file_errors_are_clear() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("s.json");
-    std::fs::write(&script, "[]").unwrap();
+    std::fs::write(
+        &script,
+        r#"[{"steps": [{"type": "text", "chunks": ["not reached"]}]}]"#,
+    )
+    .unwrap();
     let provider = format!("scripted:{}", script.display());
     let cases = [
         (

@@ -102,8 +102,9 @@ pub(crate) fn notice_retry(
     max_retries: u32,
     delay: std::time::Duration,
 ) {
+    // The error is in the message only: a field with it too would print
+    // it twice on every notice line.
     tracing::warn!(
-        error = %failure,
         retry,
         wait_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
         "{failure}; retrying in {:.1} s ({retry}/{max_retries})",

@@ -13,8 +13,28 @@ use crate::ids::{new_id, new_token, token_hash};
 
 pub use agentloop_storage::model::User;
 
-/// Creates a user and returns it with its bearer token.
+/// Creates a user and returns it with its bearer token. A name is
+/// required and unique: an empty one is [`StorageError::Invalid`], one
+/// another user has is [`StorageError::AlreadyExists`] (kind `user`, the
+/// name as id), and nothing is created.
 pub async fn create_user(store: &dyn Store, name: &str) -> StorageResult<(User, String)> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(StorageError::Invalid(
+            "a user needs a name that is not empty".to_owned(),
+        ));
+    }
+    if store
+        .list_users()
+        .await?
+        .iter()
+        .any(|user| user.name == name)
+    {
+        return Err(StorageError::AlreadyExists {
+            kind: "user",
+            id: name.to_owned(),
+        });
+    }
     let user = User {
         id: new_id(),
         name: name.to_owned(),
@@ -100,5 +120,23 @@ mod tests {
         expected.sort();
         assert_eq!(ids, expected);
         assert!(store.list_projects().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_name_is_required_and_taken_once() {
+        let store = MemoryStore::new();
+        create_user(&store, "alice").await.unwrap();
+        assert_eq!(
+            create_user(&store, " alice ").await.unwrap_err(),
+            StorageError::AlreadyExists {
+                kind: "user",
+                id: "alice".to_owned()
+            }
+        );
+        assert!(matches!(
+            create_user(&store, "  ").await,
+            Err(StorageError::Invalid(_))
+        ));
+        assert_eq!(list_users(&store).await.unwrap().len(), 1);
     }
 }

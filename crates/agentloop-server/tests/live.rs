@@ -119,7 +119,12 @@ async fn sse_on_another_instance_follows_the_run_through_the_store() {
         turn = turn.delay_ms(10).text_chunks(&[chunk]);
     }
     let a = common::start(store.clone(), ScriptedProvider::new([turn])).await;
-    let b = common::start(store, ScriptedProvider::new([])).await;
+    let b = common::start_as(
+        store,
+        common::config(ScriptedProvider::new([])),
+        a.token.clone(),
+    )
+    .await;
     let (_, task_id) = a.project_and_task().await;
     let (status, run) = a
         .send(

@@ -1,5 +1,10 @@
 //! Text helpers shared by the file-editing tools.
 
+/// `1 line`, `3 lines`: a count with its noun in the right number.
+pub(crate) fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Numbers `lines` starting at `first` (1-based), `cat -n` style.
 pub(crate) fn number_lines<'a>(lines: impl IntoIterator<Item = &'a str>, first: usize) -> String {
     let mut out = String::new();

@@ -117,7 +117,7 @@ async fn create_and_overwrite() {
             json!({"command": "create", "path": "/new/dir/a.txt", "file_text": "c"})
         )
         .await,
-        "File overwritten at /new/dir/a.txt (1 lines)."
+        "File overwritten at /new/dir/a.txt (1 line)."
     );
     assert_eq!(vfs.read_to_string("/new/dir/a.txt").await.unwrap(), "c");
     assert!(
@@ -173,7 +173,7 @@ async fn insert_at_a_line() {
     let (vfs, tool) = setup();
     assert_eq!(
         ok(&tool, json!({"command": "insert", "path": "/README.md", "insert_line": 1, "insert_text": "inserted"})).await,
-        "Inserted 1 line(s) after line 1 of /README.md."
+        "Inserted 1 line after line 1 of /README.md."
     );
     ok(
         &tool,
@@ -269,7 +269,7 @@ async fn glob() {
     let (_, tool) = setup();
     assert_eq!(
         ok(&tool, json!({"command": "glob", "pattern": "**/*.md"})).await,
-        "2 file(s) under / match `**/*.md`:\n/README.md\n/notes/todo.md\n"
+        "2 files under / match `**/*.md`:\n/README.md\n/notes/todo.md\n"
     );
     assert_eq!(
         ok(
@@ -277,7 +277,7 @@ async fn glob() {
             json!({"command": "glob", "pattern": "*.{js,ts}", "path": "/src"})
         )
         .await,
-        "1 file(s) under /src match `*.{js,ts}`:\n/src/main.js\n"
+        "1 file under /src matches `*.{js,ts}`:\n/src/main.js\n"
     );
     assert!(
         ok(
@@ -382,7 +382,7 @@ async fn a_walk_stopped_early_still_lists_its_files_in_path_order() {
     });
     assert_eq!(
         ok(&tool, json!({"command": "glob", "pattern": "**/*"})).await,
-        "4 file(s) under / match `**/*`:\n/README.md\n/a/deep/x.md\n/notes/todo.md\n/src/main.js\n\
+        "4 files under / match `**/*`:\n/README.md\n/a/deep/x.md\n/notes/todo.md\n/src/main.js\n\
          [Search stopped early: too many files; search a smaller directory.]\n"
     );
 }
@@ -401,7 +401,7 @@ async fn no_matches_still_says_what_was_not_searched() {
             json!({"command": "grep", "pattern": "two", "path": "/notes/todo.md"})
         )
         .await,
-        "No matches for `two` under /notes/todo.md.\n[1 file(s) too large to search were skipped.]\n"
+        "No matches for `two` under /notes/todo.md.\n[1 file too large to search was skipped.]\n"
     );
     assert_eq!(
         ok(&tool, json!({"command": "glob", "pattern": "**/*.ts"})).await,

@@ -27,6 +27,28 @@ pub enum ProviderErrorKind {
     InvalidRequest,
 }
 
+impl ProviderErrorKind {
+    /// The kind in words, as error messages start: `api error`,
+    /// `invalid request`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Http => "http error",
+            Self::Api => "api error",
+            Self::Connection => "connection error",
+            Self::Truncated => "truncated stream",
+            Self::Decode => "decode error",
+            Self::Unsupported => "unsupported request",
+            Self::InvalidRequest => "invalid request",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
 /// A provider failure, with everything the provider said about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -54,7 +76,7 @@ pub struct ProviderError {
 impl ProviderError {
     /// One line with everything known: kind, status, type, message, request id.
     fn describe(&self) -> String {
-        let mut out = format!("{:?} error", self.kind).to_lowercase();
+        let mut out = self.kind.label().to_owned();
         if let Some(status) = self.status {
             out.push_str(&format!(" (HTTP {status})"));
         }

@@ -1,8 +1,10 @@
 //! What the black-box tests of `agentloop serve` share: the binary with no
 //! provider keys from the environment, and a served process that is killed
-//! when dropped; `served` drives a served process over raw HTTP.
+//! when dropped; `served` drives a served process over raw HTTP, and
+//! `openai` stands in for an OpenAI-compatible model server.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod openai;
 pub mod served;
 
 use std::io::{BufRead, BufReader};

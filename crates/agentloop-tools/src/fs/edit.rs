@@ -5,7 +5,7 @@ use agentloop_types::{EntryKind, Vfs, VfsError};
 
 use super::{FsCommand, FsInput, FsLimits};
 use crate::editor::{CreateMode, EditError, Editor, Viewed};
-use crate::text::{human_size, lines, snippet, view_range};
+use crate::text::{counted, human_size, lines, snippet, view_range};
 
 pub(super) type Outcome = Result<String, String>;
 
@@ -99,7 +99,10 @@ impl Fs<'_> {
 
     async fn view_dir(&self, path: &str) -> Outcome {
         let entries = self.vfs.list(path).await.map_err(vfs_error)?;
-        let mut out = format!("Directory {path} ({} entries):\n", entries.len());
+        let mut out = format!(
+            "Directory {path} ({}):\n",
+            counted(entries.len(), "entry", "entries")
+        );
         for entry in entries.iter().take(self.limits.max_results) {
             match entry.kind {
                 EntryKind::Directory => out.push_str(&format!("{}/\n", entry.name)),
@@ -128,8 +131,8 @@ impl Fs<'_> {
             .map_err(|e| edit_error(e, &path))?;
         let verb = if existed { "overwritten" } else { "created" };
         Ok(format!(
-            "File {verb} at {path} ({} lines).",
-            lines(&text).len()
+            "File {verb} at {path} ({}).",
+            counted(lines(&text).len(), "line", "lines")
         ))
     }
 
@@ -163,8 +166,8 @@ impl Fs<'_> {
             .await
             .map_err(|e| edit_error(e, &path))?;
         Ok(format!(
-            "Inserted {} line(s) after line {at} of {path}.",
-            lines(&text).len().max(1)
+            "Inserted {} after line {at} of {path}.",
+            counted(lines(&text).len().max(1), "line", "lines")
         ))
     }
 

@@ -8,6 +8,7 @@ use regex::Regex;
 use super::edit::{Fs, Outcome, checked, not_found, require, vfs_error};
 use super::glob::glob_to_regex;
 use super::{FsCommand, FsInput};
+use crate::text::counted;
 
 /// Longest line grep shows, in characters.
 const MAX_LINE_CHARS: usize = 300;
@@ -87,7 +88,11 @@ impl Fs<'_> {
             let none = format!("No files under {base} match `{pattern}`.");
             return Ok(with_notes(none, 0, walk.truncated));
         }
-        let mut out = format!("{} file(s) under {base} match `{pattern}`:\n", hits.len());
+        let mut out = format!(
+            "{} under {base} {} `{pattern}`:\n",
+            counted(hits.len(), "file", "files"),
+            if hits.len() == 1 { "matches" } else { "match" }
+        );
         for hit in hits.iter().take(self.limits.max_results) {
             out.push_str(hit);
             out.push('\n');
@@ -187,7 +192,9 @@ fn with_notes(mut out: String, skipped: usize, truncated: bool) -> String {
     }
     if skipped > 0 {
         out.push_str(&format!(
-            "[{skipped} file(s) too large to search were skipped.]\n"
+            "[{} too large to search {} skipped.]\n",
+            counted(skipped, "file", "files"),
+            if skipped == 1 { "was" } else { "were" }
         ));
     }
     if truncated {

@@ -1,0 +1,98 @@
+//! An OpenAI-compatible server for black-box runs: a wiremock that lists
+//! the given models at `GET /v1/models` and answers every chat completion
+//! with one streamed text, and the requests it received.
+
+use serde_json::Value;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// A served OpenAI-compatible API; its base URL ends in `/v1`.
+pub struct OpenAiServer {
+    pub server: MockServer,
+    pub base_url: String,
+}
+
+/// Starts a server listing `models` (`None`: `/v1/models` answers 404)
+/// and answering every completion with `answer`.
+pub async fn start(models: Option<&[&str]>, answer: &str) -> OpenAiServer {
+    let server = MockServer::start().await;
+    if let Some(models) = models {
+        let data: Vec<Value> = models
+            .iter()
+            .map(|id| serde_json::json!({"id": id, "object": "model"}))
+            .collect();
+        Mock::given(method("GET"))
+            .and(path("/v1/models"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(serde_json::json!({"object": "list", "data": data})),
+            )
+            .mount(&server)
+            .await;
+    }
+    let chunk = |delta: Value, finish: Value| {
+        let chunk = serde_json::json!({
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        });
+        format!("data: {chunk}\n\n")
+    };
+    let body = [
+        chunk(
+            serde_json::json!({"role": "assistant", "content": answer}),
+            Value::Null,
+        ),
+        chunk(serde_json::json!({}), Value::from("stop")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(body),
+        )
+        .mount(&server)
+        .await;
+    let base_url = format!("{}/v1", server.uri());
+    OpenAiServer { server, base_url }
+}
+
+impl OpenAiServer {
+    /// The JSON bodies of the chat completions received, oldest first.
+    pub async fn completions(&self) -> Vec<Value> {
+        self.server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.url.path() == "/v1/chat/completions")
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect()
+    }
+
+    /// The text of the last user message of the `n`th completion.
+    pub async fn user_text(&self, n: usize) -> String {
+        let request = &self.completions().await[n];
+        let user = request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .unwrap()
+            .clone();
+        match &user["content"] {
+            Value::String(text) => text.clone(),
+            parts => parts
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(""),
+        }
+    }
+}
