@@ -7,7 +7,7 @@ use crate::out::Failure;
 use crate::providers::{self, Chosen};
 
 /// The script, built into the binary so the demo runs from any folder.
-const SCRIPT: &str = include_str!("../../../examples/demo.json");
+const SCRIPT: &str = include_str!("../demo.json");
 
 /// The question the demo answers when none is given.
 pub const PROMPT: &str = "What is in this folder?";
