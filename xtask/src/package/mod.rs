@@ -134,13 +134,14 @@ pub fn run(args: &[String]) -> Result<(), Error> {
         names.len(),
         names.join(", ")
     );
-    let floors = workspace
+    let highest = workspace
         .publishable()
         .filter_map(|krate| msrv::floor(&workspace, krate))
-        .max_by_key(|floor| floor.version);
-    if let Some(floor) = floors {
+        .max_by_key(|floor| (floor.version, !floor.member));
+    if let Some(floor) = highest {
         println!(
-            "rust-version: no dependency declares more than {} ({})",
+            "rust-version: every crate declares at least what it builds with needs \
+             (highest: {}, {})",
             floor.version, floor.package
         );
     }

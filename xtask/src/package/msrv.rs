@@ -54,11 +54,15 @@ pub struct Floor {
     pub version: RustVersion,
     /// `name version` of the dependency.
     pub package: String,
+    /// Whether the dependency is a workspace sibling.
+    pub member: bool,
 }
 
 /// The highest `rust-version` among the packages `krate` builds with
-/// (normal and build dependencies, transitively; dev-dependencies only
-/// build its tests and are left out).
+/// (normal and build dependencies, transitively: workspace siblings and
+/// registry crates; dev-dependencies only build its tests and are left
+/// out). Of equal versions a registry crate is named, as the one that sets
+/// the floor.
 pub fn floor(workspace: &Workspace, krate: &Crate) -> Option<Floor> {
     let mut seen = BTreeSet::new();
     let mut stack = vec![krate.id.as_str()];
@@ -67,14 +71,18 @@ pub fn floor(workspace: &Workspace, krate: &Crate) -> Option<Floor> {
         if !seen.insert(id) {
             continue;
         }
+        let member = workspace.crates.iter().any(|member| member.id == id);
         if id != krate.id
             && let Some(package) = workspace.packages.get(id)
             && let Some(version) = package.rust_version.as_deref().and_then(RustVersion::parse)
-            && highest.as_ref().is_none_or(|floor| version > floor.version)
+            && highest.as_ref().is_none_or(|floor| {
+                version > floor.version || (version == floor.version && floor.member && !member)
+            })
         {
             highest = Some(Floor {
                 version,
                 package: format!("{} {}", package.name, package.version),
+                member,
             });
         }
         for edge in workspace.resolve.get(id).into_iter().flatten() {
@@ -149,6 +157,36 @@ mod tests {
               raise rust-version in the workspace Cargo.toml to at least 1.90.0"
             ]
         );
+    }
+
+    #[test]
+    fn a_sibling_declaring_a_newer_rust_raises_the_floor() {
+        let root = fixture::folder("msrv-siblings");
+        let base = fixture::library(&root, "base");
+        let mut top = fixture::library(&root, "top");
+        top.rust_version = Some("1.85".to_owned());
+        let mut workspace = fixture::workspace(vec![base, top]);
+        workspace.resolve.insert(
+            "top 0.1.0".to_owned(),
+            vec![super::super::workspace::Edge {
+                to: "base 0.1.0".to_owned(),
+                kinds: vec![DepKind::Normal],
+            }],
+        );
+        fixture::add_registry_dependency(
+            &mut workspace,
+            "top 0.1.0",
+            "same",
+            "1.88",
+            DepKind::Normal,
+        );
+        let floor = floor(&workspace, &workspace.crates[1]).unwrap();
+        assert_eq!(floor.version, RustVersion::parse("1.88").unwrap());
+        assert_eq!(
+            floor.package, "same 1.0.0",
+            "a registry crate is named over a sibling"
+        );
+        assert_eq!(check(&workspace).len(), 1);
     }
 
     #[test]
