@@ -7,9 +7,10 @@
 //! against the dependencies ([`msrv`]), that the fuzz crate stays
 //! unpublished, each package's file list ([`contents`]), then `cargo
 //! package --no-verify` and the size of each `.crate`. `--verify` lets
-//! cargo also build each package from its unpacked `.crate` (several
-//! minutes on two cores, so CI relies on the file-list and include checks
-//! instead).
+//! cargo also build each package from its unpacked `.crate`, alone, which
+//! also shows a dependency feature a crate uses but declares nowhere (the
+//! workspace's feature unification hides it); that takes tens of minutes
+//! on two cores, so CI runs without it and a release runs with it.
 
 mod contents;
 mod manifest;
