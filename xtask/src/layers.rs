@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::{Error, cargo, describe};
+use crate::Error;
 
 /// Dependency graph of workspace crates: crate name → names of the workspace
 /// crates it depends on directly.
@@ -256,24 +256,7 @@ pub fn graph_from_metadata(metadata: &Value) -> Result<Graph, Error> {
 
 /// Runs `cargo metadata` on the workspace and builds its [`Graph`].
 pub fn load_graph() -> Result<Graph, Error> {
-    let manifest = crate::workspace_root().join("Cargo.toml");
-    let mut command = cargo(&["metadata", "--format-version", "1", "--manifest-path"]);
-    command.arg(&manifest);
-    let output = command.output().map_err(|source| Error::Spawn {
-        command: describe(&command),
-        source,
-    })?;
-    if !output.status.success() {
-        return Err(Error::Metadata(format!(
-            "`{}` failed ({}):\n{}",
-            describe(&command),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        )));
-    }
-    let metadata: Value = serde_json::from_slice(&output.stdout)
-        .map_err(|err| Error::Metadata(format!("output is not valid JSON: {err}")))?;
-    graph_from_metadata(&metadata)
+    graph_from_metadata(&crate::cargo_metadata()?)
 }
 
 /// Loads the workspace graph, checks it and reports the outcome.

@@ -5,8 +5,12 @@
 //! - `layers`: checks the design card's crate layering from `cargo metadata`
 //!   (no crate below `agentloop-storage` depends on it, and every edge between
 //!   workspace crates is one the card allows);
-//! - `ci`: formatting, clippy, layers, nextest, doctests and docs, stopping at the
-//!   first failure; arguments after `--` go to `cargo nextest run`;
+//! - `ci`: formatting, clippy, layers, the schema, the fuzz targets' build,
+//!   packaging, nextest, doctests and docs, stopping at the first failure;
+//!   arguments after `--` go to `cargo nextest run`;
+//! - `package`: checks that every publishable crate's manifest, README,
+//!   LICENSE, docs.rs metadata and rust-version are in order and that it
+//!   packages (`--verify` also builds each package);
 //! - `bench`: runs the registered benchmarks;
 //! - `schema`: writes or checks the event stream's JSON Schema.
 //!
@@ -16,6 +20,7 @@
 mod bench;
 mod ci;
 mod layers;
+mod package;
 mod schema;
 
 use std::ffi::OsString;
@@ -28,7 +33,9 @@ usage: cargo xtask <command> [args]
 
 commands:
   layers              check the crate layering rules of the design card
-  ci [-- <args>...]   fmt, clippy, layers, nextest (extra args passed through), doctests, docs
+  ci [-- <args>...]   fmt, clippy, layers, schema, fuzz build, package, nextest (extra args
+                      passed through), doctests, docs
+  package [--verify]  check that every publishable crate packages (and with --verify builds)
   bench [args...]     run the benchmarks
   schema [--check]    write (or check) docs/events.schema.json
   help                print this message";
@@ -62,6 +69,7 @@ fn dispatch(args: &[String]) -> Result<(), Error> {
             layers::run()
         }
         "ci" => ci::run(rest),
+        "package" => package::run(rest),
         "bench" => bench::run(rest),
         "schema" => schema::run(rest),
         "help" | "-h" | "--help" => {
@@ -95,6 +103,8 @@ pub enum Error {
     Metadata(String),
     /// The workspace breaks the design card's layering rules.
     Layers(Vec<layers::Violation>),
+    /// Publishable crates are not ready to publish.
+    Package(Vec<package::Problem>),
     /// Any other failure, described by its message.
     Failed(String),
 }
@@ -118,6 +128,17 @@ impl fmt::Display for Error {
                 )?;
                 for violation in violations {
                     write!(f, "\n  - {violation}")?;
+                }
+                Ok(())
+            }
+            Error::Package(problems) => {
+                write!(
+                    f,
+                    "{} packaging problem(s) of publishable crates:",
+                    problems.len()
+                )?;
+                for problem in problems {
+                    write!(f, "\n  - {problem}")?;
                 }
                 Ok(())
             }
@@ -168,6 +189,28 @@ pub fn describe(command: &Command) -> String {
         line.push_str(&arg.to_string_lossy());
     }
     line
+}
+
+/// The workspace as `cargo metadata --format-version 1` describes it, with
+/// the resolved dependency graph of the lockfile.
+pub fn cargo_metadata() -> Result<serde_json::Value, Error> {
+    let manifest = workspace_root().join("Cargo.toml");
+    let mut command = cargo(&["metadata", "--format-version", "1", "--manifest-path"]);
+    command.arg(&manifest);
+    let output = command.output().map_err(|source| Error::Spawn {
+        command: describe(&command),
+        source,
+    })?;
+    if !output.status.success() {
+        return Err(Error::Metadata(format!(
+            "`{}` failed ({}):\n{}",
+            describe(&command),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        )));
+    }
+    serde_json::from_slice(&output.stdout)
+        .map_err(|err| Error::Metadata(format!("output is not valid JSON: {err}")))
 }
 
 /// Runs `command` with inherited stdio as the step called `step`; fails

@@ -35,3 +35,14 @@ fn ci_rejects_nextest_arguments_without_double_dash() {
     let output = xtask(&["ci", "--no-fail-fast"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn package_takes_only_verify() {
+    let output = xtask(&["package", "--frobnicate"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`package` takes only `--verify`"),
+        "{stderr}"
+    );
+}

@@ -12,9 +12,10 @@ use crate::demo_model::DemoModel;
 use crate::out::Failure;
 use crate::providers::{self, Chosen};
 
-/// The scripts, built into the binary so the demo runs from any folder.
-const SCRIPT: &str = include_str!("../../../examples/demo.json");
-const AGENT_SCRIPTS: &str = include_str!("../../../examples/demo-agents.json");
+/// The scripts, built into the binary so the demo runs from any folder
+/// (links to `examples/`, inside the package).
+const SCRIPT: &str = include_str!("../demo.json");
+const AGENT_SCRIPTS: &str = include_str!("../demo-agents.json");
 
 /// The question the demo answers when none is given.
 pub const PROMPT: &str = "What is in this folder?";

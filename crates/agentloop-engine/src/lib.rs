@@ -1,4 +1,5 @@
-//! The agentloop loop.
+//! The agentloop loop: the engine that runs an LLM agent (model turns, tool
+//! calls, their results back to the model) until it is done.
 //!
 //! A run is a sans-IO [`Machine`] (what happens next) driven by one thin
 //! async driver (calls the provider, runs tools concurrently, retrieves,
@@ -36,6 +37,12 @@
 //! assert_eq!(result.tokens.input_tokens, 12);
 //! # });
 //! ```
+//!
+//! # Cargo features
+//!
+//! None: the whole crate is always built.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cancel;
 mod driver;

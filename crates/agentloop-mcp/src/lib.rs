@@ -13,6 +13,12 @@
 //!   server is restarted for the next call.
 //! - Child processes are killed when their [`McpServer`] and its tools are
 //!   dropped.
+//!
+//! # Cargo features
+//!
+//! None: stdio and streamable HTTP servers are always supported.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod command_line;
 mod config;

@@ -31,6 +31,13 @@
 //! Responses, web search on Chat) are refused with a typed
 //! [`Unsupported`](agentloop_types::ProviderErrorKind::Unsupported) error
 //! where the API has no such feature.
+//!
+//! # Cargo features
+//!
+//! None: every API adapter is always built. TLS is rustls with the `ring`
+//! provider.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod anthropic;
 mod attachments;

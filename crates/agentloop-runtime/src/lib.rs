@@ -33,6 +33,12 @@
 //! # Ok::<(), agentloop_runtime::RuntimeError>(())
 //! # }).unwrap();
 //! ```
+//!
+//! # Cargo features
+//!
+//! None.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod error;
 mod gate;

@@ -396,11 +396,11 @@ pub(crate) async fn scan_log(
     loop {
         let events = store.list_events(run_id, after, PAGE).await?;
         for event in &events {
-            if let EventKind::Finished(FinishedEvent { result: r }) = &event.kind {
-                if event.path.is_root() {
-                    result = (!matches!(r.status, LoopStatus::Suspended { .. }))
-                        .then(|| Box::new(r.clone()));
-                }
+            if let EventKind::Finished(FinishedEvent { result: r }) = &event.kind
+                && event.path.is_root()
+            {
+                result = (!matches!(r.status, LoopStatus::Suspended { .. }))
+                    .then(|| Box::new(r.clone()));
             }
         }
         let len = events.len();

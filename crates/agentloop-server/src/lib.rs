@@ -39,6 +39,12 @@
 //! Server::new(store, config).serve(listener, shutdown_signal()).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! # Cargo features
+//!
+//! None.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod config;
 pub mod drive;

@@ -133,10 +133,10 @@ pub async fn claim_loop(state: AppState) {
         if let Err(e) = claim_once(&state).await {
             tracing::warn!(error = %e, "claiming runs failed; trying again");
         }
-        if pass % CHAIN_SCAN_EVERY == 0 {
-            if let Err(e) = resume_chains(&state).await {
-                tracing::warn!(error = %e, "resuming broken chains failed");
-            }
+        if pass.is_multiple_of(CHAIN_SCAN_EVERY)
+            && let Err(e) = resume_chains(&state).await
+        {
+            tracing::warn!(error = %e, "resuming broken chains failed");
         }
         pass += 1;
         tokio::select! {

@@ -56,10 +56,10 @@ impl LocalRun {
 
     /// Sends a stored event to the live followers, if any.
     pub fn send(&self, event: LoopEvent) {
-        if let Some(events) = self.events.get() {
-            if events.receiver_count() > 0 {
-                let _ = events.send(event);
-            }
+        if let Some(events) = self.events.get()
+            && events.receiver_count() > 0
+        {
+            let _ = events.send(event);
         }
     }
 }

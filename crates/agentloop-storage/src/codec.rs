@@ -29,7 +29,7 @@ pub fn encode_base64(data: &[u8]) -> String {
 /// Decodes standard padded base64.
 pub fn decode_base64(text: &str) -> Result<Vec<u8>, StorageError> {
     let bytes = text.as_bytes();
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(StorageError::Serialization("base64 length".into()));
     }
     let value = |c: u8| -> Result<u32, StorageError> {

@@ -34,6 +34,12 @@
 //! # Ok::<(), agentloop_storage::StorageError>(())
 //! # }).unwrap();
 //! ```
+//!
+//! # Cargo features
+//!
+//! None: the in-memory, SQLite and PostgreSQL backends are always built.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod codec;
 pub mod error;

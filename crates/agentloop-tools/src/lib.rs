@@ -35,6 +35,12 @@
 //! assert!(found.content.contains("/memories/todo.md:1: ship it"));
 //! # });
 //! ```
+//!
+//! # Cargo features
+//!
+//! None: every tool is always built.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod ask_user;
 mod editor;

@@ -19,6 +19,13 @@
 //! let event = LoopEvent { seq: 0, path: Default::default(), kind: EventKind::FirstChunk };
 //! assert_eq!(serde_json::to_string(&event).unwrap(), r#"{"seq":0,"type":"first_chunk"}"#);
 //! ```
+//!
+//! # Cargo features
+//!
+//! - `schema` (off by default): `schemars::JsonSchema` for the protocol
+//!   types, so a consumer can publish the event stream's JSON Schema.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod approval;
 pub mod cancel;

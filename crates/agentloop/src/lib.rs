@@ -1,9 +1,13 @@
-//! The front door of agentloop.
+//! The front door of agentloop, a library for running LLM agent loops: a
+//! model streams text and tool calls, the tools run, their results go back
+//! to the model, until it is done.
 //!
 //! One dependency for the common case: the layers re-exported behind
 //! features, an [`Agent`] builder that hides run ids, message ids and tool
 //! casts, [`TypedTool`], a tool whose arguments are a Rust type, and
 //! `Agent::run_typed`, a run whose answer is one.
+//!
+//! Its Cargo features choose the layers it brings in:
 //!
 //! | feature | default | gives |
 //! | --- | --- | --- |
@@ -51,6 +55,8 @@
 //! # Ok::<(), BuildError>(())
 //! # }).unwrap();
 //! ```
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use agentloop_types as types;
 pub use agentloop_types::{

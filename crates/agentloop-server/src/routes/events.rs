@@ -114,12 +114,11 @@ impl Follow {
                 self.after = Some(event.seq);
                 // A suspended result is not the end: the run goes on after
                 // its decisions and its log with it.
-                if let EventKind::Finished(FinishedEvent { result }) = &event.kind {
-                    if event.path.is_root()
-                        && !matches!(result.status, LoopStatus::Suspended { .. })
-                    {
-                        self.done = true;
-                    }
+                if let EventKind::Finished(FinishedEvent { result }) = &event.kind
+                    && event.path.is_root()
+                    && !matches!(result.status, LoopStatus::Suspended { .. })
+                {
+                    self.done = true;
                 }
                 return Some(event);
             }

@@ -102,10 +102,10 @@ pub(super) async fn create(
     };
     let planned =
         folders::plan(state.config.projects_root.as_deref(), requested).map_err(folder_error)?;
-    if let Some(owner) = folder_owner(&planned.path).await {
-        if owner != user.id {
-            return Err(folder_unavailable());
-        }
+    if let Some(owner) = folder_owner(&planned.path).await
+        && owner != user.id
+    {
+        return Err(folder_unavailable());
     }
     let mut settings = json!({ "owner": user.id, "repo_folder": planned.path });
     if let Some(model) = model {

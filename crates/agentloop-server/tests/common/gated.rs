@@ -61,10 +61,10 @@ impl ModelProvider for GatedProvider {
         let signal = DropSignal(self.dropped.clone());
         Box::pin(async_stream(move |tx| async move {
             let _signal = signal;
-            if let Some(first) = inner.next().await {
-                if tx.send(first).await.is_err() {
-                    return;
-                }
+            if let Some(first) = inner.next().await
+                && tx.send(first).await.is_err()
+            {
+                return;
             }
             let _permit = gate.acquire().await;
             while let Some(item) = inner.next().await {
