@@ -56,16 +56,6 @@ pub fn provider(model: Option<&str>) -> Result<Chosen, Failure> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_shipped_scripts_parse() {
-        assert!(provider(None).is_ok());
-    }
-}
-
 /// What stderr says before the demo plays in place of a question, as
 /// `run` does when no provider is configured.
 pub const IN_PLACE_NOTICE: &str = "no model provider is configured, so your question goes to no \
@@ -129,4 +119,14 @@ pub fn refuse_unhonoured(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_scripts_parse() {
+        assert!(provider(None).is_ok());
+    }
 }
