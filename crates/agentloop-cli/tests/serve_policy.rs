@@ -363,15 +363,20 @@ fn with_approvals_ask_the_same_write_waits() {
     let repo = dir.path().join("repo");
     let token = create_user(&db, "ada");
     let mut server = serve_with(&db, &script, "only", &["--approvals", "ask"]);
-    assert!(
+    // The line giving the address is logged as the address is read.
+    let says = |server: &Served| {
         server
             .log
             .lock()
             .unwrap()
             .iter()
-            .any(|line| line.contains("approvals: ask")),
-        "the server says its policy"
-    );
+            .any(|line| line.contains("approvals: ask"))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !says(&server) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(says(&server), "the server says its policy");
     let task_id = task(&server.address, &token, &repo);
     let project = project_of(&server.address, &token, &task_id);
     assert_eq!(project["approvals"], "ask", "{project}");
