@@ -88,6 +88,9 @@ fn serve(db: &str, script: &Path, root: &Path) -> (Killed, String) {
         "--projects-root",
         &root,
         "--minion",
+        // Task 4 approves a write on the page.
+        "--approvals",
+        "ask",
     ]);
     (server, base)
 }

@@ -8,7 +8,8 @@
 //!
 //! - [`routes`]: the API; [`openapi`] describes it.
 //! - [`runner`] starts agent runs; [`drive`] executes one under its lease
-//!   and chains the next; [`heartbeat`] renews the leases of all runs
+//!   and chains the next; [`ending`] decides how a run ends (status,
+//!   reason, and the result its record and terminal event carry); [`heartbeat`] renews the leases of all runs
 //!   executing here at once; [`recovery`] takes over runs whose lease
 //!   expired.
 //! - [`executor`]: the [`AgentExecutor`] port and [`RuntimeExecutor`],
@@ -18,6 +19,8 @@
 //!   decisions people send, resuming, closing what a stopped run waits on.
 //! - [`listener`] accepts connections within bounds; [`unread_body`]
 //!   keeps a connection whose answer left the request body unread usable.
+//! - [`policy`]: whether a project's fs writes and JavaScript calls wait
+//!   for a person (`ask`) or not (`unattended`, the server's default).
 //! - [`users`]: users and token hashes; [`config`]: provider, prompts,
 //!   leases and limits.
 //!
@@ -48,6 +51,7 @@
 
 pub mod config;
 pub mod drive;
+pub mod ending;
 pub mod error;
 pub mod executor;
 pub mod folders;
@@ -57,6 +61,7 @@ pub mod ids;
 pub mod listener;
 pub mod metrics;
 pub mod openapi;
+pub mod policy;
 pub mod recovery;
 pub mod routes;
 pub mod runner;

@@ -20,7 +20,9 @@ async fn a_write_waits_for_approval_and_the_chain_goes_on_after_it() {
         ScriptedTurn::new().text("Reviewed."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let mut socket = common::connect_ws(&server).await;
     let run_id = start_run(&server, &task_id, "implementation").await;
 
@@ -141,7 +143,9 @@ async fn decisions_come_one_by_one_and_a_rejection_reaches_the_model() {
         ScriptedTurn::new().text("Understood."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     let run = until_status(&server, &run_id, "waiting").await;
     let ids: Vec<&str> = run["pending"]
@@ -217,7 +221,9 @@ async fn edited_arguments_run_and_approve_always_covers_later_calls() {
         ScriptedTurn::new().text("Both written."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     until_status(&server, &run_id, "waiting").await;
     let edited = json!({ "command": "create", "path": "final.md", "file_text": "person's text" });
@@ -253,7 +259,9 @@ async fn edited_arguments_run_and_approve_always_covers_later_calls() {
         ScriptedTurn::new().text("Both written."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     until_status(&server, &run_id, "waiting").await;
     let (status, decided) = decide(
@@ -340,7 +348,9 @@ async fn decisions_are_validated() {
         ScriptedTurn::new().text("Done."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     until_status(&server, &run_id, "waiting").await;
     let path = format!("/api/agent-runs/{run_id}/decisions");

@@ -605,6 +605,7 @@ impl RunCore {
                 status,
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
+                stop: None,
             },
         }));
         Step::Done
@@ -621,6 +622,7 @@ impl RunCore {
                 },
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
+                stop: None,
             },
         })
     }
