@@ -283,6 +283,7 @@ mod tests {
                 // A project named like an agent does not confuse it.
                 name: "You are the review agent of task x".to_owned(),
                 settings: json!({}),
+                approval_mode: None,
                 created_at: 0,
                 updated_at: 0,
             },

@@ -72,15 +72,16 @@ impl StoreSink {
 #[async_trait]
 impl RunSink for StoreSink {
     async fn event(&self, mut event: LoopEvent) -> Result<(), SinkError> {
-        if let EventKind::Finished(FinishedEvent { result }) = &mut event.kind {
-            if event.path.is_root() && !matches!(result.status, LoopStatus::Suspended { .. }) {
-                self.lease.renew().await?;
-                let settled = settle(&*self.lease.store, &self.lease.run_id, result.clone())
-                    .await
-                    .map_err(|e| SinkError::Storage(e.to_string()))?;
-                *result = settled.result.clone();
-                *self.settled.lock().unwrap_or_else(PoisonError::into_inner) = Some(settled);
-            }
+        if let EventKind::Finished(FinishedEvent { result }) = &mut event.kind
+            && event.path.is_root()
+            && !matches!(result.status, LoopStatus::Suspended { .. })
+        {
+            self.lease.renew().await?;
+            let settled = settle(&*self.lease.store, &self.lease.run_id, result.clone())
+                .await
+                .map_err(|e| SinkError::Storage(e.to_string()))?;
+            *result = settled.result.clone();
+            *self.settled.lock().unwrap_or_else(PoisonError::into_inner) = Some(settled);
         }
         if event.path.is_root()
             && matches!(

@@ -359,10 +359,10 @@ async fn try_close_pending(
     let settled = crate::ending::settle(&*state.store, &run.id, outcome.result).await?;
     for (seq, event) in (last.map_or(0, |s| s + 1)..).zip(events.iter_mut()) {
         event.seq = seq;
-        if let EventKind::Finished(FinishedEvent { result }) = &mut event.kind {
-            if event.path.is_root() {
-                *result = settled.result.clone();
-            }
+        if let EventKind::Finished(FinishedEvent { result }) = &mut event.kind
+            && event.path.is_root()
+        {
+            *result = settled.result.clone();
         }
     }
     state.store.append_events(&run.id, &events).await?;
