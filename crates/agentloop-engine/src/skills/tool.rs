@@ -85,6 +85,7 @@ impl SkillTool {
             cancel: context.cancel.clone(),
             run_id: Some(run_id),
             retriever: None,
+            clock: Arc::new(crate::SystemClock),
         }
     }
 }
