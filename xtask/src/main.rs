@@ -4,7 +4,10 @@
 //!
 //! - `layers`: checks the design card's crate layering from `cargo metadata`
 //!   (no crate below `agentloop-storage` depends on it, and every edge between
-//!   workspace crates is one the card allows);
+//!   workspace crates is one the card allows), and the module rules inside
+//!   crates read from their sources (no import cycle among the engine's
+//!   modules; its sans-IO machine reaches nothing outside itself; only its
+//!   clock module reads the clock);
 //! - `ci`: formatting, clippy, layers, nextest, doctests and docs, stopping at the
 //!   first failure; arguments after `--` go to `cargo nextest run`;
 //! - `bench`: runs the registered benchmarks;
@@ -16,6 +19,7 @@
 mod bench;
 mod ci;
 mod layers;
+mod modules;
 mod schema;
 
 use std::ffi::OsString;
@@ -27,7 +31,7 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [args]
 
 commands:
-  layers              check the crate layering rules of the design card
+  layers              check the crate layering rules of the design card and module rules
   ci [-- <args>...]   fmt, clippy, layers, nextest (extra args passed through), doctests, docs
   bench [args...]     run the benchmarks
   schema [--check]    write (or check) docs/events.schema.json
@@ -95,6 +99,8 @@ pub enum Error {
     Metadata(String),
     /// The workspace breaks the design card's layering rules.
     Layers(Vec<layers::Violation>),
+    /// A crate's sources break the module rules.
+    Modules(Vec<modules::Violation>),
     /// Any other failure, described by its message.
     Failed(String),
 }
@@ -116,6 +122,13 @@ impl fmt::Display for Error {
                     "{} layering violation(s) of the design card:",
                     violations.len()
                 )?;
+                for violation in violations {
+                    write!(f, "\n  - {violation}")?;
+                }
+                Ok(())
+            }
+            Error::Modules(violations) => {
+                write!(f, "{} module rule violation(s):", violations.len())?;
                 for violation in violations {
                     write!(f, "\n  - {violation}")?;
                 }

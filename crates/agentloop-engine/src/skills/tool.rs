@@ -10,7 +10,9 @@ use agentloop_types::{
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{Skill, SkillCallArgs, SkillError, sanitize_prompt, skill_list};
+use super::args::{SkillCallArgs, SkillError};
+use super::sanitize::sanitize_prompt;
+use super::skill::{Skill, skill_list};
 use crate::{RunDeps, RunStream, decide, run};
 
 /// What every skill call of one root run shares.
