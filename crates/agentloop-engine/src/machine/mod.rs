@@ -68,6 +68,23 @@
 //! call, the same retrieval, the same tool calls — those listed in
 //! [`RunState::interrupted_calls`] are answered as interrupted instead of
 //! run again); a fresh state starts its strategy.
+//!
+//! # Shape
+//!
+//! This module is sans-IO by construction: no file under it reaches a
+//! module outside it (not the driver, not the strategies' entry points in
+//! [`strategy`](crate::strategy)), and none names async, I/O, clock or
+//! randomness machinery; `cargo xtask layers` checks both. Inside, lower
+//! modules never import higher ones: the protocol types ([`Input`],
+//! [`Step`], [`Output`], [`Awaiting`], [`StepError`]) and the pure helpers
+//! (answers, passages, output rules, compaction, waiting state) at the
+//! bottom, the run core over them, the strategies' machines
+//! (`strategies/`) over the core, and [`Machine`] on top.
+//!
+//! [`RunState`]: agentloop_types::RunState
+//! [`RunState::interrupted_calls`]: agentloop_types::RunState::interrupted_calls
+//! [`ApprovalPolicy`]: agentloop_types::ApprovalPolicy
+//! [`PendingCall`]: agentloop_types::PendingCall
 
 mod answers;
 mod compaction;

@@ -57,7 +57,7 @@ pub enum Input {
         error: LoopError,
     },
     /// A person decided every call a suspended run waits on (one decision
-    /// per call id, checked with [`Machine::check_decisions`]).
+    /// per call id, checked with [`Machine::check_decisions`](crate::machine::Machine::check_decisions)).
     Decisions {
         /// The decisions.
         decisions: Decisions,
