@@ -89,6 +89,7 @@ pub fn prepare(
     let env = Arc::new(tool::SkillEnv {
         provider: deps.provider.clone(),
         attachments: deps.attachments.clone(),
+        clock: deps.clock.clone(),
         // A skill's child run answers in prose; only the root run is held
         // to the output schema.
         options: LoopOptions {
