@@ -8,6 +8,8 @@
 //! 2. every crate named in [`DESIGN_CARD`] depends only on the workspace crates
 //!    the card allows it. Crates not in the card (`xtask`, `agentloop-tests`)
 //!    may depend on anything.
+//!
+//! Then the module rules inside crates ([`crate::modules`]).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -270,6 +272,19 @@ pub fn run() -> Result<(), Error> {
     println!(
         "layers ok: {} workspace crates, {layered} of them in the design card",
         graph.len()
+    );
+    let violations = crate::modules::check_workspace(&crate::workspace_root());
+    if !violations.is_empty() {
+        return Err(Error::Modules(violations));
+    }
+    println!(
+        "modules ok: no import cycle in {}; sans-IO: {}",
+        crate::modules::ACYCLIC.join(", "),
+        crate::modules::SANS_IO
+            .iter()
+            .map(|(krate, module)| format!("{krate}/{module}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(())
 }

@@ -4,7 +4,10 @@
 //!
 //! - `layers`: checks the design card's crate layering from `cargo metadata`
 //!   (no crate below `agentloop-storage` depends on it, and every edge between
-//!   workspace crates is one the card allows);
+//!   workspace crates is one the card allows), and the module rules inside
+//!   crates read from their sources (no import cycle among the engine's
+//!   modules; its sans-IO machine reaches nothing outside itself; only its
+//!   clock module reads the clock);
 //! - `ci`: formatting, clippy, layers, the schema, the fuzz targets' build,
 //!   packaging, nextest, doctests and docs, stopping at the first failure;
 //!   arguments after `--` go to `cargo nextest run`;
@@ -20,6 +23,7 @@
 mod bench;
 mod ci;
 mod layers;
+mod modules;
 mod package;
 mod schema;
 
@@ -32,7 +36,7 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [args]
 
 commands:
-  layers              check the crate layering rules of the design card
+  layers              check the crate layering rules of the design card and module rules
   ci [-- <args>...]   fmt, clippy, layers, schema, fuzz build, package, nextest (extra args
                       passed through), doctests, docs
   package [--verify]  check that every publishable crate packages (and with --verify builds)
@@ -103,6 +107,8 @@ pub enum Error {
     Metadata(String),
     /// The workspace breaks the design card's layering rules.
     Layers(Vec<layers::Violation>),
+    /// A crate's sources break the module rules.
+    Modules(Vec<modules::Violation>),
     /// Publishable crates are not ready to publish.
     Package(Vec<package::Problem>),
     /// Any other failure, described by its message.
@@ -139,6 +145,13 @@ impl fmt::Display for Error {
                 )?;
                 for problem in problems {
                     write!(f, "\n  - {problem}")?;
+                }
+                Ok(())
+            }
+            Error::Modules(violations) => {
+                write!(f, "{} module rule violation(s):", violations.len())?;
+                for violation in violations {
+                    write!(f, "\n  - {violation}")?;
                 }
                 Ok(())
             }

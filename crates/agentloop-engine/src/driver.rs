@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
-    AttachmentLoader, CancellationToken, DecisionError, Decisions, LoopOptions, Message,
+    AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, LoopOptions, Message,
     ModelProvider, ModelRequest, Retriever, RunState, Tool,
 };
 
 use crate::cancel::or_cancelled;
-use crate::machine::{Input, Machine, OfferedTool, Step, StrategyMachine};
+use crate::clock::{Clock, SystemClock};
+use crate::machine::{Input, Machine, OfferedTool, Step, StepError, StrategyMachine, ToolOutcome};
 use crate::model_turn::{ModelTurn, summary_request, summary_turn};
 use crate::run_stream::{Emitter, RunStream};
 use crate::tool_exec::ToolRun;
@@ -33,6 +34,8 @@ pub struct RunDeps {
     /// Answers the retrieval steps of strategies that use passages; with
     /// none, a retrieval finds nothing.
     pub retriever: Option<Arc<dyn Retriever>>,
+    /// The wall clock the run reads (to name a run given no id).
+    pub clock: Arc<dyn Clock>,
 }
 
 impl RunDeps {
@@ -45,6 +48,7 @@ impl RunDeps {
             cancel: CancellationToken::new(),
             run_id: None,
             retriever: None,
+            clock: Arc::new(SystemClock),
         }
     }
 
@@ -57,6 +61,12 @@ impl RunDeps {
     /// Sets the cancellation token.
     pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
+        self
+    }
+
+    /// Sets the clock.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
 
@@ -85,7 +95,10 @@ pub(crate) fn start(
     deps: RunDeps,
     strategy: StrategyMachine,
 ) -> RunStream {
-    let run_id = deps.run_id.clone().unwrap_or_else(generate_run_id);
+    let run_id = deps
+        .run_id
+        .clone()
+        .unwrap_or_else(|| generate_run_id(deps.clock.as_ref()));
     let machine = Machine::with_strategy(RunState::new(run_id, context), options.clone(), strategy);
     drive_machine(machine, options, deps, Input::Start)
 }
@@ -206,6 +219,63 @@ pub fn cancel_waiting(
         return Err(DecisionError::NotWaiting);
     }
     Ok(drive_machine(machine, options, deps, cancelled()))
+}
+
+/// How far [`settle`] took a stored run.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    /// The events of the steps taken, in order.
+    pub events: Vec<EventKind>,
+    /// The state after them, for storing.
+    pub state: RunState,
+    /// Why the machine refused to start (a finished run, or one that waits
+    /// for decisions): nothing was stepped.
+    pub refused: Option<StepError>,
+}
+
+/// Continues a stored run as far as it goes without I/O, and stops at the
+/// first step that needs the model, a tool, the retriever or a person
+/// (or at its end). Calls the core answers itself — those in
+/// [`RunState::interrupted_calls`] among them — get their answers straight
+/// back, with no tool events: nothing runs. A crashed run is repaired this
+/// way (its started calls closed and committed) before it is continued
+/// with [`resume`].
+pub fn settle<T: Into<OfferedTool>>(
+    options: LoopOptions,
+    state: RunState,
+    tools: impl IntoIterator<Item = T>,
+) -> Settled {
+    let mut machine = Machine::new(state, options).with_tools(tools);
+    let mut events = Vec::new();
+    let mut input = Input::Start;
+    let refused = loop {
+        let output = match machine.step(input) {
+            Ok(output) => output,
+            Err(error) => break Some(error),
+        };
+        events.extend(output.events);
+        input = match output.next {
+            Step::RunTools { calls } if calls.iter().all(|c| c.answer.is_some()) => {
+                Input::ToolsDone {
+                    results: calls
+                        .into_iter()
+                        .filter_map(|c| Some((c.call.id, ToolOutcome::Finished(c.answer?))))
+                        .collect(),
+                    child_tokens: Default::default(),
+                }
+            }
+            Step::CallModel { .. }
+            | Step::RunTools { .. }
+            | Step::Retrieve { .. }
+            | Step::Summarise { .. }
+            | Step::Done => break None,
+        };
+    };
+    Settled {
+        events,
+        state: machine.state().clone(),
+        refused,
+    }
 }
 
 fn drive_machine(
@@ -367,13 +437,11 @@ fn cancelled() -> Input {
     }
 }
 
-/// A process-unique run id. Not random: ids only need to be unique among
-/// the runs one store holds, and callers that need more pass their own.
-pub(crate) fn generate_run_id() -> String {
+/// A process-unique run id from the run's clock. Not random: ids only need
+/// to be unique among the runs one store holds, and callers that need more
+/// pass their own.
+fn generate_run_id(clock: &dyn Clock) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
+    let nanos = clock.since_epoch().as_nanos();
     format!("run-{nanos:x}-{}", COUNTER.fetch_add(1, Ordering::Relaxed))
 }

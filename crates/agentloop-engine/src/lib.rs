@@ -45,6 +45,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cancel;
+mod clock;
 mod driver;
 pub mod machine;
 mod model_turn;
@@ -58,7 +59,8 @@ pub mod telemetry;
 mod tool_call;
 mod tool_exec;
 
-pub use driver::{RunDeps, cancel_waiting, decide, resume, run};
+pub use clock::{Clock, SystemClock};
+pub use driver::{RunDeps, Settled, cancel_waiting, decide, resume, run, settle};
 pub use machine::{
     Awaiting, Input, Machine, OfferedTool, Output, Step, StepError, ToolCall, ToolOutcome,
 };

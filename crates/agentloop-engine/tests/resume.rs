@@ -1,6 +1,7 @@
 //! `engine::resume`, tested directly: a run of every built-in strategy,
 //! resumed from any of its checkpoints, ends exactly as the uninterrupted
-//! run did, and no tool call runs twice.
+//! run did, and no tool call runs twice; `engine::settle` takes a stored
+//! run to its next I/O without running anything.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -15,7 +16,9 @@ use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::strategy::{
     LlmOnlyStrategy, NativeStrategy, PlanExecuteStrategy, ReactStrategy, ToolFirstStrategy,
 };
-use agentloop_engine::{LoopStrategy, RunDeps, RunItem, collect, resume};
+use agentloop_engine::{
+    LoopStrategy, OfferedTool, RunDeps, RunItem, StepError, collect, resume, settle,
+};
 use agentloop_types::{
     EventKind, LoopError, LoopOptions, LoopResult, LoopStatus, RunPhase, RunState, TokenTotals,
     Tool, ToolResult, single_result, validate_history,
@@ -289,4 +292,106 @@ async fn a_finished_state_is_not_restarted() {
         }
     ));
     assert!(provider.requests().is_empty(), "no model call");
+}
+
+/// The react run of [`interrupted_calls_are_answered_not_run`], stored
+/// while its act call ran, with that call marked interrupted.
+async fn interrupted_act_step() -> (RunState, Vec<ScriptedTurn>) {
+    let turns = vec![
+        call("r1", "agent_decide_next", json!({"message": "echo a"})),
+        echo("t1", "a"),
+        call(
+            "o1",
+            "agent_observe_decide",
+            json!({"message": "cut", "should_continue": false, "final_answer": "no echo"}),
+        ),
+    ];
+    let (full, _) = items(&ReactStrategy::default(), turns.clone()).await;
+    let mut state = full
+        .iter()
+        .find_map(|item| match item {
+            RunItem::Checkpoint(state) if matches!(state.phase, RunPhase::RunTools { .. }) => {
+                Some(state.clone())
+            }
+            _ => None,
+        })
+        .expect("a checkpoint with the act call pending");
+    state.interrupted_calls = vec!["t1".into()];
+    (state, turns)
+}
+
+#[tokio::test]
+async fn settle_answers_interrupted_calls_and_stops_before_the_model() {
+    let (state, turns) = interrupted_act_step().await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let echo_tool = counting_echo(runs.clone());
+    let settled = settle(
+        LoopOptions::default(),
+        state,
+        [OfferedTool::of(echo_tool.as_ref())],
+    );
+    assert_eq!(settled.refused, None);
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
+    assert!(
+        !settled
+            .events
+            .iter()
+            .any(|e| matches!(e, EventKind::ToolStart(_) | EventKind::StreamingStart(_))),
+        "no tool started and no model turn streamed: {:?}",
+        settled.events
+    );
+    assert!(
+        !settled
+            .events
+            .iter()
+            .any(|e| matches!(e, EventKind::Finished(_))),
+        "the run is not over"
+    );
+    let answered = settled
+        .state
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .find(|r| r.tool_use_id == "t1")
+        .expect("the interrupted call has its result in the state");
+    assert!(answered.is_error && answered.content.contains("interrupted"));
+
+    // The settled state goes on with the observe call, in place.
+    let provider = ScriptedProvider::new(turns[2..].to_vec());
+    let events = resume(
+        LoopOptions::default(),
+        settled.state,
+        deps(provider.clone(), &runs),
+    )
+    .collect::<Vec<_>>()
+    .await;
+    let result = check_resumed(&events, None);
+    assert_eq!(result.final_text().as_deref(), Some("no echo"));
+    assert_eq!(provider.remaining(), 0, "only the observe call was made");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "the interrupted call never ran"
+    );
+}
+
+#[tokio::test]
+async fn settle_steps_nothing_of_a_finished_state() {
+    let (full, _) = items(&NativeStrategy::default(), vec![text("done")]).await;
+    let mut state = full
+        .iter()
+        .find_map(|item| match item {
+            RunItem::Checkpoint(state) => Some(state.clone()),
+            RunItem::Event(_) => None,
+        })
+        .unwrap();
+    state.phase = RunPhase::Finished;
+    let settled = settle(
+        LoopOptions::default(),
+        state.clone(),
+        Vec::<OfferedTool>::new(),
+    );
+    assert_eq!(settled.refused, Some(StepError::Finished));
+    assert!(settled.events.is_empty(), "{:?}", settled.events);
+    assert_eq!(settled.state.messages, state.messages);
 }

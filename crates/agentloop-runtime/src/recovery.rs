@@ -9,9 +9,9 @@
 //! A run of a built-in strategy is repaired through the engine: the calls
 //! of its pending tool step that had started (their `tool_start` is in the
 //! run's event log: they may have taken effect) are marked interrupted in
-//! its state, and the machine is stepped — without any I/O — until it
-//! needs the model or a tool: the interrupted calls get their results from
-//! the core, which are committed to the chat. The record is marked failed
+//! its state, and [`agentloop_engine::settle`] takes it — without any I/O —
+//! to the step where it needs the model or a tool: the interrupted calls
+//! get their results from the core, which are committed to the chat. The record is marked failed
 //! (`interrupted`, resumable) and keeps the advanced state;
 //! [`ChatRuntime::continue_chat`] then continues it with
 //! [`agentloop_engine::resume`] from that state, in the strategy and phase
@@ -25,7 +25,6 @@
 use agentloop_types::ToolStartEvent;
 use std::collections::HashSet;
 
-use agentloop_engine::{Input, Machine, Step, ToolOutcome};
 use agentloop_storage::model::{RunRecord, RunStatus, now_millis};
 use agentloop_types::{
     ContentBlock, EventKind, LoopEvent, Message, RunPath, RunPhase, RunState, close_dangling_calls,
@@ -168,7 +167,8 @@ impl ChatRuntime {
         state.interrupted_calls = closed_calls.iter().map(|c| c.tool_use_id.clone()).collect();
         let chat = self.store.get_chat(chat_id).await?;
         let options = self.loop_options(&chat).await?;
-        let mut machine = Machine::new(state, options).with_tools(self.offered_tools());
+        // A finished state refuses to start: nothing is stepped.
+        let settled = agentloop_engine::settle(options, state, self.offered_tools());
         let mut persister = Persister::new(
             self.store.clone(),
             chat,
@@ -178,37 +178,13 @@ impl ChatRuntime {
             self.lease_ms,
             messages.len(),
         );
-        let mut seq = log.next_seq;
-        let mut input = Input::Start;
-        // A finished state refuses to start: there is nothing to advance.
-        while let Ok(output) = machine.step(input) {
-            for kind in output.events {
-                let event = LoopEvent {
-                    seq,
-                    path: RunPath::root(),
-                    kind,
-                };
-                seq += 1;
-                persister.handle(&event).await?;
-            }
-            input = match output.next {
-                // Every call is answered by the core: no tool runs, so the
-                // answers go straight back.
-                Step::RunTools { calls } if calls.iter().all(|c| c.answer.is_some()) => {
-                    Input::ToolsDone {
-                        results: calls
-                            .into_iter()
-                            .filter_map(|c| Some((c.call.id, ToolOutcome::Finished(c.answer?))))
-                            .collect(),
-                        child_tokens: Default::default(),
-                    }
-                }
-                Step::CallModel { .. }
-                | Step::RunTools { .. }
-                | Step::Retrieve { .. }
-                | Step::Summarise { .. }
-                | Step::Done => break,
+        for (kind, seq) in settled.events.into_iter().zip(log.next_seq..) {
+            let event = LoopEvent {
+                seq,
+                path: RunPath::root(),
+                kind,
             };
+            persister.handle(&event).await?;
         }
         persister.flush().await?;
         if persister.take_result().is_none() {
@@ -219,7 +195,7 @@ impl ChatRuntime {
                 "closed_calls": &closed_calls,
                 "resumable": true,
             }));
-            record.state = Some(machine.state().clone());
+            record.state = Some(settled.state);
             record.updated_at = now_millis();
             self.store.update_run(&record).await?;
         }

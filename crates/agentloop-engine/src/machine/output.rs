@@ -3,21 +3,17 @@
 //! `final_output` call's input in tool mode) against the schema; a valid
 //! answer completes the run with it as `output`, an invalid one goes back
 //! to the model with the validation errors while retries remain, then
-//! ends the run `output_invalid`; a refusal ends it `refused`.
+//! ends the run `output_invalid`; a refusal ends it `refused`. This module
+//! holds the rules and the checks; the run core applies them
+//! (`run_core::final_answer`).
 
-use agentloop_types::{
-    ContentBlock, FINAL_OUTPUT_TOOL, LoopError, LoopOptions, LoopStatus, OutputSchema, Role,
-    StopReason, ToolDefinition, ToolResultBlock, ToolUseBlock,
-};
+use agentloop_types::{FINAL_OUTPUT_TOOL, LoopOptions, OutputSchema, ToolDefinition};
 use serde_json::Value;
-
-use super::Step;
-use super::run_core::{Env, RunCore, ToolOffer};
 
 /// What a run with an output schema is held to.
 #[derive(Debug, Clone)]
 pub(crate) struct OutputRules {
-    schema: OutputSchema,
+    pub(crate) schema: OutputSchema,
     /// The `final_output` tool, offered in tool mode.
     tool: Option<ToolDefinition>,
 }
@@ -51,13 +47,13 @@ impl OutputRules {
 }
 
 /// The verdict on one answer.
-enum Check {
+pub(crate) enum Check {
     Valid(Value),
     Invalid { answer: String, errors: Vec<String> },
 }
 
 /// Validates `value` (given as `answer`) against the schema.
-fn check_value(schema: &OutputSchema, value: Value, answer: String) -> Check {
+pub(crate) fn check_value(schema: &OutputSchema, value: Value, answer: String) -> Check {
     let validator = match jsonschema::validator_for(&schema.schema) {
         Ok(validator) => validator,
         Err(error) => {
@@ -87,7 +83,7 @@ fn check_value(schema: &OutputSchema, value: Value, answer: String) -> Check {
 
 /// Parses an answer text as JSON (a fenced code block around it is
 /// allowed) and validates it.
-fn check_text(schema: &OutputSchema, text: &str) -> Check {
+pub(crate) fn check_text(schema: &OutputSchema, text: &str) -> Check {
     match serde_json::from_str::<Value>(unfenced(text)) {
         Ok(value) => check_value(schema, value, text.to_owned()),
         Err(error) => Check::Invalid {
@@ -113,7 +109,7 @@ fn unfenced(text: &str) -> &str {
 }
 
 /// What the model reads when its answer did not fit.
-fn feedback(rules: &OutputRules, errors: &[String]) -> String {
+pub(crate) fn feedback(rules: &OutputRules, errors: &[String]) -> String {
     let list: String = errors.iter().map(|e| format!("\n- {e}")).collect();
     let ask = if rules.tool.is_some() {
         format!("Call the {FINAL_OUTPUT_TOOL} tool again with input that fits the schema.")
@@ -124,112 +120,6 @@ fn feedback(rules: &OutputRules, errors: &[String]) -> String {
         "Your answer does not fit the required output schema `{}`:{list}\n{ask}",
         rules.schema.name
     )
-}
-
-impl RunCore {
-    /// The run's answer turn ended with `text` and no tool call: completes
-    /// the run, with the validated `output` when it has an output schema.
-    /// An answer that does not fit is sent back with `retry` offered.
-    pub(crate) fn finish_answer(
-        &mut self,
-        env: &Env,
-        text: &str,
-        stop_reason: &StopReason,
-        retry: ToolOffer,
-    ) -> Step {
-        let Some(rules) = &env.output else {
-            return self.finish(LoopStatus::Complete {
-                return_value: None,
-                output: None,
-            });
-        };
-        if let StopReason::Refusal { details } = stop_reason {
-            let error = LoopError::Refused {
-                details: details.clone(),
-            };
-            return self.finish(LoopStatus::Error { error });
-        }
-        match check_text(&rules.schema, text) {
-            Check::Valid(value) => self.finish(LoopStatus::Complete {
-                return_value: None,
-                output: Some(value),
-            }),
-            Check::Invalid { answer, errors } => {
-                if self.output_retries >= rules.schema.max_retries {
-                    return self.output_invalid(answer, errors);
-                }
-                self.output_retries += 1;
-                let text = feedback(rules, &errors);
-                self.commit(Role::User, vec![ContentBlock::text(text)]);
-                self.call_model(env, Vec::new(), retry, true)
-            }
-        }
-    }
-
-    /// A committed turn whose calls include `final_output` (in tool mode):
-    /// every call of the turn is answered without running, and the call's
-    /// input is the answer. `None` when the turn did not call it.
-    pub(crate) fn final_output_called(
-        &mut self,
-        env: &Env,
-        calls: &[ToolUseBlock],
-        stop_reason: &StopReason,
-    ) -> Option<Step> {
-        let rules = env.output.as_ref().filter(|r| r.tool.is_some())?;
-        let call = calls.iter().find(|c| c.name == FINAL_OUTPUT_TOOL)?.clone();
-        let refused = matches!(stop_reason, StopReason::Refusal { .. });
-        let answer = serde_json::to_string(&call.input).unwrap_or_default();
-        let check = check_value(&rules.schema, call.input.clone(), answer);
-        let own_result = match &check {
-            _ if refused => ToolResultBlock::error(&call.id, "Not accepted: the model refused."),
-            Check::Valid(_) => ToolResultBlock::ok(&call.id, "Output accepted."),
-            Check::Invalid { errors, .. } => {
-                ToolResultBlock::error(&call.id, feedback(rules, errors))
-            }
-        };
-        let other = if matches!(check, Check::Valid(_)) {
-            "Not run: the run ended with its final output."
-        } else {
-            "Not run: the turn called final_output; call it alone once its input fits."
-        };
-        let results = calls
-            .iter()
-            .map(|c| {
-                if c.id == call.id {
-                    own_result.clone()
-                } else {
-                    ToolResultBlock::error(&c.id, other)
-                }
-            })
-            .collect();
-        let id = self.next_id();
-        self.commit_results(id, results);
-        if let StopReason::Refusal { details } = stop_reason {
-            let error = LoopError::Refused {
-                details: details.clone(),
-            };
-            return Some(self.finish(LoopStatus::Error { error }));
-        }
-        Some(match check {
-            Check::Valid(value) => self.finish(LoopStatus::Complete {
-                return_value: None,
-                output: Some(value),
-            }),
-            Check::Invalid { answer, errors } => {
-                if self.output_retries >= rules.schema.max_retries {
-                    self.output_invalid(answer, errors)
-                } else {
-                    self.output_retries += 1;
-                    self.call_model(env, Vec::new(), ToolOffer::RunTools, true)
-                }
-            }
-        })
-    }
-
-    fn output_invalid(&mut self, answer: String, errors: Vec<String>) -> Step {
-        let error = LoopError::OutputInvalid { answer, errors };
-        self.finish(LoopStatus::Error { error })
-    }
 }
 
 #[cfg(test)]

@@ -1,148 +1,46 @@
 //! One run as a machine: the shared [`RunCore`] and the strategy deciding
 //! over it. Plan-and-execute nests one per step.
 
-use agentloop_types::RunState;
+use agentloop_types::{LoopError, PendingCall, RunPhase, RunState};
 use serde::{Deserialize, Serialize};
 
-use super::compaction::{Compaction, PendingSummary};
-use super::run_core::{Env, ModelCall, Retrieval, RunCore, Waiting};
-use super::{Input, Step};
-use crate::strategy::llm_only::LlmOnlyMachine;
-use crate::strategy::native::NativeMachine;
-use crate::strategy::plan::PlanMachine;
-use crate::strategy::react::ReactMachine;
-use crate::strategy::tool_first::ToolFirstMachine;
+use super::protocol::{Awaiting, Input, Step};
+use super::run_core::{Env, RunCore};
 
-/// The built-in strategies' machines and their phases.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "strategy", rename_all = "kebab-case")]
-pub(crate) enum StrategyMachine {
-    Native(NativeMachine),
-    React(ReactMachine),
-    LlmOnly(LlmOnlyMachine),
-    ToolFirst(ToolFirstMachine),
-    PlanAndExecute(PlanMachine),
-}
-
-impl StrategyMachine {
-    /// The strategy's name.
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            StrategyMachine::Native(_) => crate::strategy::NATIVE,
-            StrategyMachine::React(_) => crate::strategy::REACT,
-            StrategyMachine::LlmOnly(_) => crate::strategy::LLM_ONLY,
-            StrategyMachine::ToolFirst(_) => crate::strategy::TOOL_FIRST,
-            StrategyMachine::PlanAndExecute(_) => crate::strategy::PLAN_AND_EXECUTE,
-        }
-    }
-
-    fn start(&mut self, core: &mut RunCore, env: &Env) -> Step {
-        match self {
-            StrategyMachine::Native(m) => m.start(core, env),
-            StrategyMachine::React(m) => m.start(core, env),
-            StrategyMachine::LlmOnly(m) => m.start(core, env),
-            StrategyMachine::ToolFirst(m) => m.start(core, env),
-            StrategyMachine::PlanAndExecute(m) => m.start(core, env),
-        }
-    }
-
-    fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
-        match self {
-            StrategyMachine::Native(m) => m.step(core, env, input),
-            StrategyMachine::React(m) => m.step(core, env, input),
-            StrategyMachine::LlmOnly(m) => m.step(core, env, input),
-            StrategyMachine::ToolFirst(m) => m.step(core, env, input),
-            StrategyMachine::PlanAndExecute(m) => m.step(core, env, input),
-        }
-    }
-
+/// A strategy's decisions over a run core: what each built-in strategy's
+/// machine implements.
+pub(crate) trait Decider {
+    /// Begins a fresh run.
+    fn start(&mut self, core: &mut RunCore, env: &Env) -> Step;
+    /// Advances by one input other than `Start`.
+    fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step;
     /// The innermost run whose I/O is in flight: a plan step's nested run
     /// while it executes.
-    fn nested(&self) -> Option<&Run> {
-        match self {
-            StrategyMachine::PlanAndExecute(m) => m.nested(),
-            StrategyMachine::Native(_)
-            | StrategyMachine::React(_)
-            | StrategyMachine::LlmOnly(_)
-            | StrategyMachine::ToolFirst(_) => None,
-        }
+    fn nested(&self) -> Option<&dyn Nested> {
+        None
     }
+}
+
+/// What the machine reads of a nested run.
+pub(crate) trait Nested {
+    /// What the innermost run waits for, when it ended `suspended`.
+    fn pending(&self) -> Option<&[PendingCall]>;
+    /// What the run waits for.
+    fn awaiting(&self) -> Awaiting;
 }
 
 /// A core and the strategy deciding over it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Run {
+pub(crate) struct Run<M> {
     pub(crate) core: RunCore,
-    pub(crate) machine: StrategyMachine,
+    pub(crate) machine: M,
 }
 
-/// What a top-level run stores in [`RunState::strategy`]: the strategy's
-/// phase and the I/O in flight. (The rest of the core is the state itself.)
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Stored {
-    machine: StrategyMachine,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    model_call: Option<ModelCall>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    retrieval: Option<Retrieval>,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    output_retries: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    compaction: Option<Compaction>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    summary: Option<PendingSummary>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    waiting: Option<Waiting>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-impl Run {
-    pub(crate) fn new(state: RunState, machine: StrategyMachine) -> Self {
+impl<M: Decider> Run<M> {
+    pub(crate) fn new(state: RunState, machine: M) -> Self {
         Self {
             core: RunCore::new(state),
             machine,
-        }
-    }
-
-    /// The run stored in `state`: its strategy phase, or a native run when
-    /// the state names none.
-    pub(crate) fn from_state(mut state: RunState) -> Result<Self, String> {
-        let Some(value) = state.strategy.take() else {
-            return Ok(Self::new(
-                state,
-                StrategyMachine::Native(NativeMachine::default()),
-            ));
-        };
-        let stored: Stored = serde_json::from_value(value)
-            .map_err(|e| format!("the strategy phase cannot be read: {e}"))?;
-        let mut run = Self::new(state, stored.machine);
-        run.core.model_call = stored.model_call;
-        run.core.retrieval = stored.retrieval;
-        run.core.output_retries = stored.output_retries;
-        run.core.compaction = stored.compaction;
-        run.core.summary = stored.summary;
-        run.core.waiting = stored.waiting;
-        Ok(run)
-    }
-
-    /// Writes the strategy's phase into the state, for storing.
-    pub(crate) fn sync_state(&mut self) {
-        let stored = Stored {
-            machine: self.machine.clone(),
-            model_call: self.core.model_call.clone(),
-            retrieval: self.core.retrieval.clone(),
-            output_retries: self.core.output_retries,
-            compaction: self.core.compaction.clone(),
-            summary: self.core.summary.clone(),
-            waiting: self.core.waiting.clone(),
-        };
-        // These types always serialise; should one ever fail, the last
-        // stored phase is kept rather than one that reads as native.
-        if let Ok(value) = serde_json::to_value(&stored) {
-            self.core.state.strategy = Some(value);
         }
     }
 
@@ -162,7 +60,7 @@ impl Run {
             // A turn that failed after its usage arrived (a stream cut after
             // `message_delta`) was still billed: count it.
             if let Input::ModelFailed {
-                error: agentloop_types::LoopError::Provider { error },
+                error: LoopError::Provider { error },
             } = &input
                 && let Some(usage) = error.partial.as_ref().and_then(|p| p.usage)
             {
@@ -217,7 +115,7 @@ impl Run {
     }
 
     /// What the innermost run waits for, when it ended `suspended`.
-    pub(crate) fn pending(&self) -> Option<&[agentloop_types::PendingCall]> {
+    pub(crate) fn pending(&self) -> Option<&[PendingCall]> {
         match self.machine.nested() {
             Some(nested) => nested.pending(),
             None => self.core.pending(),
@@ -225,8 +123,7 @@ impl Run {
     }
 
     /// What the run waits for.
-    pub(crate) fn awaiting(&self) -> super::Awaiting {
-        use super::Awaiting;
+    pub(crate) fn awaiting(&self) -> Awaiting {
         if self.core.is_finished() {
             return Awaiting::Nothing;
         }
@@ -241,13 +138,20 @@ impl Run {
             Awaiting::Model
         } else if self.core.retrieval.is_some() {
             Awaiting::Retrieval
-        } else if matches!(
-            self.core.state.phase,
-            agentloop_types::RunPhase::RunTools { .. }
-        ) {
+        } else if matches!(self.core.state.phase, RunPhase::RunTools { .. }) {
             Awaiting::Tools
         } else {
             Awaiting::Start
         }
+    }
+}
+
+impl<M: Decider> Nested for Run<M> {
+    fn pending(&self) -> Option<&[PendingCall]> {
+        Run::pending(self)
+    }
+
+    fn awaiting(&self) -> Awaiting {
+        Run::awaiting(self)
     }
 }

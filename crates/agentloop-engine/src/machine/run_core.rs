@@ -22,13 +22,14 @@ use super::answers::{
 };
 use super::compaction::{Compaction, PendingSummary};
 use super::output::OutputRules;
-pub(crate) use waiting::Waiting;
+use super::passages::{inject_passages, last_user_text};
+use super::protocol::{OfferedTool, Step, ToolCall};
+use super::waits::Waiting;
 
 mod call_ids;
 mod compact;
+mod final_answer;
 mod waiting;
-use super::{OfferedTool, Step, ToolCall};
-use crate::retrieval::{inject_passages, last_user_text};
 
 /// What a run is given and never stores: its options and the tools it may
 /// offer.

@@ -2,6 +2,10 @@
 
 use super::answers::trim_thinking;
 use super::*;
+use agentloop_types::{
+    ContentBlock, EventKind, LoopError, LoopOptions, LoopStatus, Message, RUN_STATE_SCHEMA_VERSION,
+    RunState, StopReason, TokenTotals, ToolDefinition, ToolUseBlock,
+};
 use agentloop_types::{FinishedEvent, MessageCreatedEvent, PendingToolResultEvent};
 use agentloop_types::{Role, RunPhase};
 use serde_json::json;

@@ -10,13 +10,17 @@ use agentloop_types::{
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{Skill, SkillCallArgs, SkillError, sanitize_prompt, skill_list};
-use crate::{RunDeps, RunStream, decide, run};
+use super::args::{SkillCallArgs, SkillError};
+use super::sanitize::sanitize_prompt;
+use super::skill::{Skill, skill_list};
+use crate::{Clock, RunDeps, RunStream, decide, run};
 
 /// What every skill call of one root run shares.
 pub(crate) struct SkillEnv {
     pub(crate) provider: Arc<dyn ModelProvider>,
     pub(crate) attachments: Option<Arc<dyn AttachmentLoader>>,
+    /// The root run's clock, handed down to child runs.
+    pub(crate) clock: Arc<dyn Clock>,
     /// Options of child runs (no system prompt, no tool filter).
     pub(crate) options: LoopOptions,
     /// The root's agent prompt, the first system message of every child.
@@ -85,6 +89,7 @@ impl SkillTool {
             cancel: context.cancel.clone(),
             run_id: Some(run_id),
             retriever: None,
+            clock: self.env.clock.clone(),
         }
     }
 }

@@ -8,14 +8,16 @@
 
 use std::collections::HashMap;
 
+use crate::machine::strategies::names;
+
 /// The settings key naming the strategy.
 pub const STRATEGY_CONFIG_KEY: &str = "agent.loop.strategy";
 /// The environment variable naming the strategy.
 pub const STRATEGY_ENV_VAR: &str = "AGENTLOOP_AGENT_LOOP_STRATEGY";
 /// The library's default strategy.
-pub const DEFAULT_STRATEGY: &str = super::NATIVE;
+pub const DEFAULT_STRATEGY: &str = names::NATIVE;
 /// The strategy of seed 001's agent mode.
-pub const AGENT_MODE_STRATEGY: &str = super::REACT;
+pub const AGENT_MODE_STRATEGY: &str = names::REACT;
 
 /// The strategy name from an override, an environment value and settings.
 pub fn resolve_strategy_name(

@@ -1,24 +1,18 @@
-//! The native strategy: the engine's own loop. Every call of a turn runs,
-//! results go back to the model, until it answers without a call, a tool
-//! suspends or returns, a limit is reached or the caller cancels. With a
-//! retriever, the cited passages for the user's latest message are
-//! inserted before it first.
+//! The `native` strategy's entry point: builds its machine
+//! (`machine::strategies::native`) and starts it on the driver.
 
-use agentloop_types::{AgentErrorEvent, TokensConsumedEvent};
 use std::sync::Arc;
 
-use agentloop_types::{
-    ContentBlock, EventKind, LoopOptions, LoopStatus, Message, Retriever, Role, StopReason,
-    TokenTotals,
-};
-use serde::{Deserialize, Serialize};
+use agentloop_types::{LoopOptions, Message, Retriever};
 
-use super::LoopStrategy;
-use crate::machine::run_core::{Env, RunCore, ToolOffer, return_value};
-use crate::machine::{Input, Step, StrategyMachine, committed_block, text_of, tool_calls};
-use crate::{RunDeps, RunStream, driver};
+use super::loop_strategy::LoopStrategy;
+use crate::driver::{self, RunDeps};
+use crate::machine::StrategyMachine;
+use crate::machine::strategies::names;
+use crate::machine::strategies::native::NativeMachine;
+use crate::run_stream::RunStream;
 
-/// The engine's own loop; see the module docs.
+/// The engine's own loop; see the [strategy table](super).
 #[derive(Clone)]
 pub struct NativeStrategy {
     /// Passages for the first step, if any.
@@ -38,133 +32,14 @@ impl Default for NativeStrategy {
 
 impl LoopStrategy for NativeStrategy {
     fn name(&self) -> &str {
-        super::NATIVE
+        names::NATIVE
     }
 
     fn run(&self, options: LoopOptions, context: Vec<Message>, mut deps: RunDeps) -> RunStream {
-        let machine = NativeMachine {
-            retrieve: self.retriever.as_ref().map(|_| self.passages),
-        };
+        let machine = NativeMachine::new(self.retriever.as_ref().map(|_| self.passages));
         if let Some(retriever) = &self.retriever {
             deps.retriever = Some(Arc::clone(retriever));
         }
         driver::start(options, context, deps, StrategyMachine::Native(machine))
     }
-}
-
-/// The native loop's decisions. Between steps its only state beyond the
-/// core is whether passages are still to be retrieved.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct NativeMachine {
-    /// Passages to retrieve before the first call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) retrieve: Option<usize>,
-}
-
-impl NativeMachine {
-    pub(crate) fn start(&mut self, core: &mut RunCore, env: &Env) -> Step {
-        if let Some(limit) = self.retrieve.take()
-            && let Some(step) = core.retrieve(limit)
-        {
-            return step;
-        }
-        call(core, env)
-    }
-
-    pub(crate) fn step(&mut self, core: &mut RunCore, env: &Env, input: Input) -> Step {
-        match input {
-            Input::Start => core.invalid("a second start"),
-            // The run core takes decisions before they reach a strategy.
-            Input::Decisions { .. } => core.invalid("decisions outside a suspended step"),
-            // The run core answers summaries before they reach a strategy.
-            Input::Summary { .. } | Input::SummaryFailed { .. } => {
-                core.invalid("a summary outside a summarising step")
-            }
-            Input::Retrieved { passages } => {
-                core.take_retrieval();
-                match passages {
-                    Ok(passages) => core.inject_passages(&passages),
-                    Err(message) => {
-                        core.emit(EventKind::AgentError(AgentErrorEvent { message, step: 1 }))
-                    }
-                }
-                call(core, env)
-            }
-            Input::ModelTurn {
-                content,
-                stop_reason,
-                usage,
-            } => {
-                core.take_call();
-                model_turn(core, env, content, stop_reason, usage)
-            }
-            Input::ModelFailed { error } => {
-                core.take_call();
-                core.finish(LoopStatus::Error { error })
-            }
-            Input::ToolsDone {
-                results,
-                child_tokens,
-            } => {
-                let Some((id, ordered)) = core.tools_done(results, child_tokens) else {
-                    return core.invalid("tool results with no calls pending");
-                };
-                let value = return_value(&ordered);
-                let blocks = ordered
-                    .into_iter()
-                    .map(|(call, result)| committed_block(&call.id, result))
-                    .collect();
-                core.commit_tool_results(id, blocks);
-                match value {
-                    Some(value) => core.finish(LoopStatus::Complete {
-                        return_value: Some(value),
-                        output: None,
-                    }),
-                    None => call(core, env),
-                }
-            }
-            Input::Cancelled {
-                partial_turn,
-                finished_tools,
-                child_tokens,
-            } => core.cancel(partial_turn, finished_tools, child_tokens, Vec::new()),
-        }
-    }
-}
-
-fn call(core: &mut RunCore, env: &Env) -> Step {
-    core.call_model(env, Vec::new(), ToolOffer::RunTools, true)
-}
-
-fn model_turn(
-    core: &mut RunCore,
-    env: &Env,
-    content: Vec<ContentBlock>,
-    stop_reason: StopReason,
-    usage: TokenTotals,
-) -> Step {
-    let calls = tool_calls(&content);
-    let text = text_of(&content);
-    core.add_tokens(usage);
-    if !content.is_empty() {
-        core.commit(Role::Assistant, content);
-    }
-    core.emit(EventKind::TokensConsumed(TokensConsumedEvent {
-        tokens: usage,
-    }));
-    if calls.is_empty() {
-        return match stop_reason {
-            // The provider paused a long server-side turn: send the
-            // history back unchanged to let it continue.
-            StopReason::PauseTurn => call(core, env),
-            _ => core.finish_answer(env, &text, &stop_reason, ToolOffer::RunTools),
-        };
-    }
-    if let Some(step) = core.final_output_called(env, &calls, &stop_reason) {
-        return step;
-    }
-    if let Some(step) = core.count_tool_calls(env, &calls) {
-        return step;
-    }
-    core.begin_all_tools(env, calls)
 }

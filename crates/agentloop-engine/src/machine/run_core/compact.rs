@@ -7,10 +7,10 @@ use agentloop_types::{
     CompactionStrategy, EventKind, History, LoopError, TokenTotals, validate_history,
 };
 
-use super::super::Step;
-use super::super::answers::trim_thinking;
-use super::super::compaction::{self, Compaction, PendingSummary};
 use super::{Env, ModelCall, RunCore, offered_tools};
+use crate::machine::answers::trim_thinking;
+use crate::machine::compaction::{self, Compaction, PendingSummary};
+use crate::machine::protocol::Step;
 use agentloop_types::{AgentErrorEvent, ContextCompactedEvent};
 
 impl RunCore {

@@ -4,76 +4,16 @@
 //! the decisions resume the same step in place. Strategies never see a
 //! step that waits: they get its results once every call has one.
 
-use std::collections::BTreeMap;
-
 use agentloop_types::{
     ApprovalPolicy, ApprovalRequestedEvent, BreakLoop, ChildResume, Decision, Decisions, EventKind,
     FinishedEvent, LoopResult, LoopStatus, PendingCall, RunPath, RunPhase, TokenTotals, ToolResult,
     ToolUseBlock, Wait, approval_policy,
 };
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::super::answers::ToolOutcome;
-use super::super::{Input, Step, ToolCall};
 use super::{Env, RunCore};
-
-/// What a tool step that waits, or waited, for a person keeps between its
-/// rounds of calls.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Waiting {
-    /// Results of the step's calls that have one, in the order they came.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    done: Vec<(String, ToolResult)>,
-    /// Calls that wait for a person.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) pending: Vec<PendingCall>,
-    /// Whether the run has ended `suspended` and awaits decisions.
-    #[serde(default)]
-    pub(crate) suspended: bool,
-    /// Calls a person approved, with the arguments they run with.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    approved: BTreeMap<String, Value>,
-    /// Approved calls whose arguments a person edited.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    edited: Vec<String>,
-    /// Suspended child runs of calls (a minion's, a skill's), by call id,
-    /// with the decisions for them once given.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    children: BTreeMap<String, ChildResume>,
-}
-
-impl Waiting {
-    fn has(&self, id: &str) -> bool {
-        self.done.iter().any(|(done, _)| done == id)
-            || self
-                .pending
-                .iter()
-                .any(|p| p.path.is_root() && p.call.id == id)
-            || self
-                .children
-                .get(id)
-                .is_some_and(|c| c.decisions.is_empty())
-    }
-
-    /// The result a call already has.
-    pub(crate) fn result(&self, id: &str) -> Option<&ToolResult> {
-        self.done
-            .iter()
-            .find(|(done, _)| done == id)
-            .map(|(_, r)| r)
-    }
-
-    /// Whether the call waits for a person, itself or inside its child run.
-    pub(crate) fn waits(&self, id: &str) -> bool {
-        self.pending.iter().any(|p| {
-            p.path
-                .0
-                .first()
-                .map_or(p.call.id == id, |first| first == id)
-        })
-    }
-}
+use crate::machine::answers::ToolOutcome;
+use crate::machine::protocol::{Input, Step, ToolCall};
+use crate::machine::waits::Waiting;
 
 /// The result a rejected call (or a question declined) gets.
 fn rejected(wait: &Wait, reason: &str) -> ToolResult {

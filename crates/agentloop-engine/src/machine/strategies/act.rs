@@ -10,9 +10,10 @@ use agentloop_types::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::machine::answers::{ToolOutcome, committed_block, text_of, tool_calls};
+use crate::machine::passages::{RETRIEVED_MESSAGE_ID, cite_passages};
+use crate::machine::protocol::Step;
 use crate::machine::run_core::{Env, RunCore, ToolOffer};
-use crate::machine::{Step, ToolOutcome, committed_block, text_of, tool_calls};
-use crate::retrieval::{RETRIEVED_MESSAGE_ID, cite_passages};
 
 /// An act step whose call is running.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,245 @@
+//! What crosses the boundary between a [`Machine`](super::Machine) and its
+//! driver: the inputs it takes, the steps it asks for, the phases it
+//! awaits and the inputs it refuses.
+
+use std::sync::Arc;
+
+use agentloop_types::{
+    ApprovalPolicy, ChildResume, ContentBlock, DecisionError, Decisions, EventKind, History,
+    LoopError, Message, OutputSchema, Passage, StopReason, TokenTotals, Tool, ToolDefinition,
+    ToolOptionSpec, ToolResult, ToolUseBlock,
+};
+use serde_json::{Map, Value};
+
+use super::answers::ToolOutcome;
+
+/// What the driver reports back to the machine.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// Begin (or resume from a stored state). Always the first input.
+    Start,
+    /// A model turn finished.
+    ModelTurn {
+        /// The assembled assistant content.
+        content: Vec<ContentBlock>,
+        /// Why it ended.
+        stop_reason: StopReason,
+        /// Its tokens and cost.
+        usage: TokenTotals,
+    },
+    /// The model request failed.
+    ModelFailed {
+        /// Why.
+        error: LoopError,
+    },
+    /// Every call of a [`Step::RunTools`] finished.
+    ToolsDone {
+        /// One outcome per call id, in any order.
+        results: Vec<(String, ToolOutcome)>,
+        /// Tokens spent by child runs the tools drove.
+        child_tokens: TokenTotals,
+    },
+    /// The retriever answered a [`Step::Retrieve`].
+    Retrieved {
+        /// The passages, or why retrieval failed.
+        passages: Result<Vec<Passage>, String>,
+    },
+    /// The summarising call of a [`Step::Summarise`] answered.
+    Summary {
+        /// The text of its answer.
+        text: String,
+        /// Its tokens and cost.
+        usage: TokenTotals,
+    },
+    /// The summarising call failed.
+    SummaryFailed {
+        /// Why.
+        error: LoopError,
+    },
+    /// A person decided every call a suspended run waits on (one decision
+    /// per call id, checked with [`Machine::check_decisions`](crate::machine::Machine::check_decisions)).
+    Decisions {
+        /// The decisions.
+        decisions: Decisions,
+    },
+    /// The caller cancelled.
+    Cancelled {
+        /// The assistant content streamed before the cancel, if a model turn
+        /// was in flight.
+        partial_turn: Option<Vec<ContentBlock>>,
+        /// Outcomes of calls that finished before the cancel.
+        finished_tools: Vec<(String, ToolOutcome)>,
+        /// Tokens spent by child runs before the cancel.
+        child_tokens: TokenTotals,
+    },
+}
+
+impl Input {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Input::Start => "start",
+            Input::ModelTurn { .. } => "model_turn",
+            Input::ModelFailed { .. } => "model_failed",
+            Input::ToolsDone { .. } => "tools_done",
+            Input::Retrieved { .. } => "retrieved",
+            Input::Summary { .. } => "summary",
+            Input::SummaryFailed { .. } => "summary_failed",
+            Input::Decisions { .. } => "decisions",
+            Input::Cancelled { .. } => "cancelled",
+        }
+    }
+}
+
+/// One call of a [`Step::RunTools`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The call.
+    pub call: ToolUseBlock,
+    /// The core's answer when the call must not run (an unknown tool,
+    /// arguments that are not an object, configured options that do not
+    /// fit, a call interrupted in a stopped process). The driver reports it
+    /// as the call's outcome without running anything.
+    pub answer: Option<ToolResult>,
+    /// The tool must run with no other call beside it.
+    pub alone: bool,
+    /// The option values the call runs with (`ToolContext::options`).
+    pub options: Map<String, Value>,
+    /// The suspended child run the call resumes (`ToolContext::resume`).
+    pub resume: Option<ChildResume>,
+}
+
+/// A tool a machine may offer: what the model is shown, and what the core
+/// needs to plan its calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OfferedTool {
+    /// Name, description and input schema.
+    pub definition: ToolDefinition,
+    /// Its calls run with no other call beside them.
+    pub runs_alone: bool,
+    /// The options it accepts.
+    pub options: Vec<ToolOptionSpec>,
+    /// Which of its calls wait for approval, unless the run's options say
+    /// otherwise.
+    pub approval: ApprovalPolicy,
+}
+
+impl OfferedTool {
+    /// What `tool` declares.
+    pub fn of(tool: &dyn Tool) -> Self {
+        Self {
+            definition: tool.definition(),
+            runs_alone: tool.runs_alone(),
+            options: tool.options(),
+            approval: tool.approval(),
+        }
+    }
+}
+
+impl From<ToolDefinition> for OfferedTool {
+    /// A tool that may share its turn and takes no options.
+    fn from(definition: ToolDefinition) -> Self {
+        Self {
+            definition,
+            runs_alone: false,
+            options: Vec::new(),
+            approval: ApprovalPolicy::Never,
+        }
+    }
+}
+
+/// What the driver must do next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Request a model turn; report with [`Input::ModelTurn`] or
+    /// [`Input::ModelFailed`].
+    CallModel {
+        /// 1-based number of the run's model call.
+        iteration: u32,
+        /// The messages to send (thinking trimmed per
+        /// `thinking_keep_turns`, older turns compacted per
+        /// `LoopOptions::compaction`, prompts of the step appended), shared
+        /// with the run's state when nothing is trimmed or added.
+        messages: History,
+        /// The tools to offer, shared between a run's requests.
+        tools: Arc<[ToolDefinition]>,
+        /// The schema the provider is asked to hold the answer to with its
+        /// own structured-output form (the request's
+        /// `LoopOptions::output_schema`); `None` leaves it out.
+        output: Option<OutputSchema>,
+    },
+    /// Run these calls; report with [`Input::ToolsDone`].
+    RunTools {
+        /// The calls, in call order.
+        calls: Vec<ToolCall>,
+    },
+    /// Retrieve passages; report with [`Input::Retrieved`].
+    Retrieve {
+        /// The query.
+        query: String,
+        /// How many passages at most.
+        limit: usize,
+    },
+    /// Before a model call, summarise older turns to fit the context
+    /// window: request one turn over `messages`, with no tools, no system
+    /// prompt of the run's own and no streaming events; report its text
+    /// with [`Input::Summary`] or [`Input::SummaryFailed`].
+    Summarise {
+        /// The summarising request: its instruction (a system message) and
+        /// the transcript to summarise.
+        messages: Vec<Message>,
+    },
+    /// The run is over; the last event was `finished`.
+    Done,
+}
+
+/// Events to emit, then the next step.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use = "the events must be emitted and the next step performed"]
+pub struct Output {
+    /// Events, in order.
+    pub events: Vec<EventKind>,
+    /// What to do next.
+    pub next: Step,
+}
+
+/// The input a machine accepts next; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Awaiting {
+    /// [`Input::Start`].
+    Start,
+    /// The answer to a [`Step::CallModel`].
+    Model,
+    /// The answer to a [`Step::RunTools`].
+    Tools,
+    /// The answer to a [`Step::Retrieve`].
+    Retrieval,
+    /// The answer to a [`Step::Summarise`].
+    Summary,
+    /// [`Input::Decisions`]: the run ended `suspended` and waits for a
+    /// person.
+    Decisions,
+    /// Nothing: the run has finished.
+    Nothing,
+}
+
+/// An input the machine cannot take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    /// `Start` on a state that has finished: a finished run never restarts.
+    #[error("the run has finished; a finished run never restarts")]
+    Finished,
+    /// Decisions that do not fit what the run waits for.
+    #[error(transparent)]
+    Decisions(DecisionError),
+    /// `Start` on a suspended state: it resumes with [`Input::Decisions`].
+    #[error("the run waits for a person's decisions; it resumes with them")]
+    AwaitsDecisions,
+    /// An input out of phase: a driver bug.
+    #[error("input `{input}` is out of phase: the machine awaits {awaiting:?}")]
+    OutOfPhase {
+        /// The input given.
+        input: &'static str,
+        /// What the machine awaits.
+        awaiting: Awaiting,
+    },
+}

@@ -1,0 +1,224 @@
+//! The [`Machine`]: one run's decisions over its [`RunState`], stepped by
+//! the driver one [`Input`] at a time (see the [module docs](super)).
+
+use agentloop_types::{
+    DecisionError, Decisions, EventKind, FinishedEvent, LoopError, LoopOptions, LoopStatus,
+    PendingCall, RUN_STATE_SCHEMA_VERSION, RunState, check_decisions,
+};
+
+use super::output::OutputRules;
+use super::protocol::{Awaiting, Input, OfferedTool, Output, Step, StepError};
+use super::run::Run;
+use super::run_core::Env;
+use super::strategy_machine::StrategyMachine;
+
+/// The loop's decision logic over a [`RunState`]; see the module docs.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    run: Run<StrategyMachine>,
+    env: Env,
+    started: bool,
+    /// Why the stored state cannot be resumed, found when it was read.
+    unreadable: Option<String>,
+    /// Whether `RunState::strategy` holds the strategy's current phase;
+    /// it is written when the state is read, not after every step.
+    synced: bool,
+}
+
+impl Machine {
+    /// A machine for `state` under `options`, offering no tools: the
+    /// strategy stored in the state, or the native loop when it names none.
+    pub fn new(state: RunState, options: LoopOptions) -> Self {
+        let (run, unreadable) = match Run::from_state(state.clone()) {
+            Ok(run) => (run, None),
+            Err(reason) => (
+                Run::new(state, StrategyMachine::Native(Default::default())),
+                Some(reason),
+            ),
+        };
+        Self::from_run(run, options, unreadable)
+    }
+
+    /// A machine running `strategy` over a fresh `state`.
+    pub(crate) fn with_strategy(
+        state: RunState,
+        options: LoopOptions,
+        strategy: StrategyMachine,
+    ) -> Self {
+        Self::from_run(Run::new(state, strategy), options, None)
+    }
+
+    fn from_run(
+        mut run: Run<StrategyMachine>,
+        options: LoopOptions,
+        unreadable: Option<String>,
+    ) -> Self {
+        run.sync_state();
+        // Only the native loop finishes through an answer the core can hold
+        // to a schema; the other strategies' prompts expect free text.
+        let output = match run.machine {
+            StrategyMachine::Native(_) => OutputRules::for_run(&options),
+            _ => None,
+        };
+        let env = Env::new(options, Vec::new(), output);
+        Self {
+            run,
+            env,
+            started: false,
+            unreadable,
+            synced: true,
+        }
+    }
+
+    /// Offers these tools (narrowed by `LoopOptions::enabled_tools`).
+    /// Calls of other tools are answered as unknown.
+    pub fn with_tools<T: Into<OfferedTool>>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        let tools = tools.into_iter().map(Into::into).collect();
+        let output = self.env.output.take();
+        self.env = Env::new(self.env.options, tools, output);
+        self
+    }
+
+    /// The current state, for storing, with the strategy's phase written
+    /// into it.
+    pub fn state(&mut self) -> &RunState {
+        if !self.synced {
+            self.run.sync_state();
+            self.synced = true;
+        }
+        &self.run.core.state
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run.core.state.run_id
+    }
+
+    /// The name of the strategy deciding.
+    pub fn strategy(&self) -> &'static str {
+        self.run.machine.name()
+    }
+
+    /// The input the machine accepts next.
+    pub fn awaiting(&self) -> Awaiting {
+        let awaiting = self.run.awaiting();
+        if !self.started && !matches!(awaiting, Awaiting::Nothing | Awaiting::Decisions) {
+            return Awaiting::Start;
+        }
+        awaiting
+    }
+
+    /// What a suspended run waits for (empty for any other run).
+    pub fn pending(&self) -> &[PendingCall] {
+        self.run.pending().unwrap_or_default()
+    }
+
+    /// Whether `decisions` decide exactly what the run waits for.
+    pub fn check_decisions(&self, decisions: &Decisions) -> Result<(), DecisionError> {
+        check_decisions(self.pending(), decisions)
+    }
+
+    /// Advances the machine by one input. An out-of-phase input trips a
+    /// `debug_assert`; see [`StepError`].
+    pub fn step(&mut self, input: Input) -> Result<Output, StepError> {
+        let result = self.try_step(input);
+        debug_assert!(
+            !matches!(result, Err(StepError::OutOfPhase { .. })),
+            "{result:?}"
+        );
+        result
+    }
+
+    /// The terminal event a driver emits when [`step`](Self::step) refused
+    /// its input, so the run still ends with exactly one: an `error` result
+    /// over the state's messages. The machine is not changed.
+    pub fn refusal(&self, error: &StepError) -> EventKind {
+        self.run.core.refused(error.to_string())
+    }
+
+    /// [`step`](Self::step) without the `debug_assert`.
+    pub(crate) fn try_step(&mut self, input: Input) -> Result<Output, StepError> {
+        self.check_phase(&input)?;
+        let next = match input {
+            Input::Start => {
+                self.started = true;
+                self.start()
+            }
+            other => {
+                self.started = true;
+                self.run.step(&self.env, other)
+            }
+        };
+        self.synced = false;
+        let mut events = self.run.core.take_events();
+        // A suspended run's result carries the state it resumes from.
+        for event in &mut events {
+            if let EventKind::Finished(FinishedEvent { result }) = event
+                && let LoopStatus::Suspended { state, .. } = &mut result.status
+                && state.is_none()
+            {
+                if !self.synced {
+                    self.run.sync_state();
+                    self.synced = true;
+                }
+                *state = Some(Box::new(self.run.core.state.clone()));
+            }
+        }
+        Ok(Output { events, next })
+    }
+
+    fn check_phase(&self, input: &Input) -> Result<(), StepError> {
+        let awaiting = self.awaiting();
+        let fits = match (awaiting, input) {
+            (Awaiting::Start, Input::Start) => true,
+            (Awaiting::Nothing, Input::Start) if !self.started => {
+                return Err(StepError::Finished);
+            }
+            (Awaiting::Decisions, Input::Start) => return Err(StepError::AwaitsDecisions),
+            (Awaiting::Decisions, Input::Decisions { decisions }) => {
+                return self
+                    .check_decisions(decisions)
+                    .map_err(StepError::Decisions);
+            }
+            (Awaiting::Model, Input::ModelTurn { .. } | Input::ModelFailed { .. })
+            | (Awaiting::Tools, Input::ToolsDone { .. })
+            | (Awaiting::Retrieval, Input::Retrieved { .. })
+            | (Awaiting::Summary, Input::Summary { .. } | Input::SummaryFailed { .. })
+            | (
+                Awaiting::Model
+                | Awaiting::Tools
+                | Awaiting::Retrieval
+                | Awaiting::Summary
+                | Awaiting::Decisions,
+                Input::Cancelled { .. },
+            ) => true,
+            _ => false,
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(StepError::OutOfPhase {
+                input: input.name(),
+                awaiting,
+            })
+        }
+    }
+
+    fn start(&mut self) -> Step {
+        let core = &mut self.run.core;
+        let found = core.state.schema_version;
+        // Version 1 differs only by lacking the fields version 2 added.
+        if found != RUN_STATE_SCHEMA_VERSION && found != 1 {
+            let error = LoopError::UnsupportedState {
+                found,
+                expected: RUN_STATE_SCHEMA_VERSION,
+            };
+            return core.finish(LoopStatus::Error { error });
+        }
+        core.state.schema_version = RUN_STATE_SCHEMA_VERSION;
+        if let Some(reason) = self.unreadable.take() {
+            return core.invalid(&reason);
+        }
+        self.run.start(&self.env)
+    }
+}
