@@ -501,7 +501,8 @@ async function runView(id) {
   });
   function renderHeader() {
     const active = run.status === "running" || run.status === "waiting";
-    header.replaceChildren(
+    header.replaceChildren();
+    append(header, [
       h("p", {}, h("a", { href: `#/tasks/${run.task_id}` }, "← Task")),
       h("h1", {}, `${run.agent_type} run `, statusBadge(run.status)),
       active ? h("div", { class: "actions" }, h("button", {
@@ -513,7 +514,7 @@ async function runView(id) {
           refresh();
         },
       }, "Cancel run")) : null,
-    );
+    ]);
     if (run.status !== "waiting") view.resumed();
   }
   async function refresh() {

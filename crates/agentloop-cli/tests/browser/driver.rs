@@ -56,6 +56,12 @@ async fn start_chromedriver(path: &Path) -> (Killed, String) {
     (Killed(child), url)
 }
 
+/// Whether `error` says the element found is no longer in the page.
+fn is_stale(error: &fantoccini::error::CmdError) -> bool {
+    matches!(error, fantoccini::error::CmdError::Standard(e)
+        if e.error == fantoccini::error::ErrorStatus::StaleElementReference)
+}
+
 /// A Chromium window (1280×900) and the ChromeDriver that drives it.
 pub struct Page {
     pub client: Client,
@@ -148,10 +154,23 @@ impl Page {
         std::fs::write(folder.join(format!("{name}.png")), png).unwrap();
     }
 
+    /// Types `text` into the field `css` names, in place of its value.
+    /// A view renders again when its address changes, so a field found
+    /// may be replaced meanwhile: it is looked up again then.
     pub async fn fill(&self, css: &str, text: &str) {
-        let field = self.wait_for(css).await;
-        field.clear().await.unwrap();
-        field.send_keys(text).await.unwrap();
+        let mut attempts = 0;
+        loop {
+            let field = self.wait_for(css).await;
+            let typed = match field.clear().await {
+                Ok(()) => field.send_keys(text).await,
+                Err(e) => Err(e),
+            };
+            match typed {
+                Ok(()) => return,
+                Err(e) if is_stale(&e) && attempts < 10 => attempts += 1,
+                Err(e) => panic!("filling {css}: {e}"),
+            }
+        }
     }
 
     /// Chooses the option with `value` in the select `css`.
@@ -171,12 +190,7 @@ impl Page {
         loop {
             match self.wait_for(css).await.click().await {
                 Ok(()) => return,
-                Err(fantoccini::error::CmdError::Standard(e))
-                    if e.error == fantoccini::error::ErrorStatus::StaleElementReference
-                        && attempts < 10 =>
-                {
-                    attempts += 1;
-                }
+                Err(e) if is_stale(&e) && attempts < 10 => attempts += 1,
                 Err(e) => panic!("clicking {css}: {e}"),
             }
         }

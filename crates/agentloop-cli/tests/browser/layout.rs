@@ -8,13 +8,15 @@ use crate::driver::Page;
 use crate::site::{Site, finish_turn, text_turn};
 
 /// The gap between the Mark Done checkbox and the start of its label, in
-/// pixels; asserts they share a line.
+/// pixels; asserts they share a line and the checkbox's box is no wider
+/// than a checkbox (Chromium draws the mark in the middle of its box, so a
+/// wide box puts the mark far from its label).
 async fn mark_done_gap(page: &Page) -> f64 {
     let measured = page
         .run(
             "const box = document.getElementById('mark-done').getBoundingClientRect(); \
              const text = document.querySelector('label[for=mark-done] span').getBoundingClientRect(); \
-             return [text.left - box.right, box.top < text.bottom && text.top < box.bottom];",
+             return [text.left - box.right, box.top < text.bottom && text.top < box.bottom, box.width];",
         )
         .await;
     assert_eq!(
@@ -22,6 +24,8 @@ async fn mark_done_gap(page: &Page) -> f64 {
         json!(true),
         "the checkbox and its label share a line"
     );
+    let width = measured[2].as_f64().unwrap();
+    assert!(width <= 24.0, "the checkbox's box is {width}px wide");
     measured[0].as_f64().unwrap()
 }
 

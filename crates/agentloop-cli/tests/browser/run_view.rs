@@ -41,6 +41,11 @@ async fn a_failed_run_shows_why_it_failed() {
         .run("return document.querySelectorAll('#conversation .msg.assistant').length;")
         .await;
     assert_eq!(headings, json!(0), "no assistant message had content");
+    let shown = page.text_of("main").await;
+    assert!(
+        !shown.contains("null") && !shown.contains("undefined"),
+        "{shown}"
+    );
     page.screenshot("run-failed").await;
 
     // The record says the same.

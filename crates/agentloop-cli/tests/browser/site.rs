@@ -56,7 +56,7 @@ impl Site {
 
     /// Signs `page` in with the user's token; the projects list shows.
     pub async fn sign_in(&self, page: &Page) {
-        page.goto(&self.url("")).await;
+        page.goto(&self.url("#/")).await;
         page.fill("#token", &self.token).await;
         page.click("form button[type=submit]").await;
         page.wait_until("document.querySelector('h1')?.textContent === 'Projects'")
