@@ -493,12 +493,14 @@ async function runView(id) {
   const header = h("div", {});
   const conversation = h("div", { id: "conversation", "aria-live": "polite" });
   const totals = h("p", { class: "totals" });
-  let ending = null; // the "Run ended" panel, once the terminal event came
-  const view = new Conversation(conversation, totals, id, () => {
+  let ending = null; // the "Run ended" panel, once the run has ended
+  const showEnding = () => {
+    if (ending) return;
     ending = h("div", { class: "panel", id: "run-ended", role: "status" });
     conversation.append(ending);
     refresh();
-  });
+  };
+  const view = new Conversation(conversation, totals, id, showEnding);
   function renderHeader() {
     const active = run.status === "running" || run.status === "waiting";
     header.replaceChildren();
@@ -532,6 +534,17 @@ async function runView(id) {
       try { view.apply(JSON.parse(event.data)); } catch (error) { console.error(error); }
     });
   }
+  // The stream closes after the terminal event, or while the run waits. A
+  // run that ended before its loop began has no terminal event: its
+  // record says how it ended.
+  events.addEventListener("error", async () => {
+    if (ending) return;
+    await refresh();
+    if (run.status !== "running" && run.status !== "waiting") {
+      events.close();
+      showEnding();
+    }
+  });
   // This run's status changes, and the next run of the chain starting.
   const listener = (notice) => {
     if (notice.agentRunId === id || notice.taskId === run.task_id) refresh();
@@ -545,7 +558,7 @@ async function runView(id) {
 async function endedLines(run) {
   const lines = [h("p", {}, "Run ended: ", statusBadge(run.status))];
   if (run.status === "failed") {
-    lines.push(h("p", { class: "error", id: "run-error" }, "Why it failed: ",
+    lines.push(h("p", { class: "reason", id: "run-error" }, h("strong", {}, "Why it failed: "),
       run.error ? run.error.message : "the server recorded no reason"));
   }
   if (run.stopped_by === "workflow_complete") {

@@ -63,6 +63,30 @@ async fn a_failed_run_shows_why_it_failed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_a_server_with_no_model_says_how_to_configure_one() {
+    let Some(page) = Page::open().await else {
+        return;
+    };
+    let site = Site::without_a_model();
+    site.sign_in(&page).await;
+    let project = site.new_project(&page, "first", "first").await;
+    site.new_task(&page, &project, "Try it").await;
+    page.click("button[data-agent=implementation]").await;
+    page.click("tr[data-run] a").await;
+    let reason = page.text_of("#run-ended #run-error").await;
+    assert!(
+        reason.contains("ANTHROPIC_API_KEY") && reason.contains("--demo"),
+        "{reason}"
+    );
+    let headings = page
+        .run("return document.querySelectorAll('#conversation .msg.assistant').length;")
+        .await;
+    assert_eq!(headings, json!(0), "no empty assistant heading");
+    page.screenshot("run-no-model").await;
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_run_links_the_next_run_and_a_running_one_is_cancelled_or_marked_done() {
     let Some(page) = Page::open().await else {
         return;

@@ -23,22 +23,26 @@ impl Site {
     /// one user, `ada`.
     pub fn start(turns: Value, extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("agentloop.db").display().to_string();
         let script = dir.path().join("script.json");
         std::fs::write(&script, turns.to_string()).unwrap();
+        let provider = format!("scripted:{}", script.display());
+        let mut args = vec!["--provider", provider.as_str()];
+        args.extend_from_slice(extra);
+        Self::serve(dir, &args)
+    }
+
+    /// Serves with no model configured (and no key in the environment).
+    pub fn without_a_model() -> Self {
+        Self::serve(tempfile::tempdir().unwrap(), &[])
+    }
+
+    fn serve(dir: tempfile::TempDir, extra: &[&str]) -> Self {
+        let db = dir.path().join("agentloop.db").display().to_string();
         let root = dir.path().join("projects");
         std::fs::create_dir_all(&root).unwrap();
         let token = create_user(&db, "ada");
-        let provider = format!("scripted:{}", script.display());
         let root_arg = root.display().to_string();
-        let mut args = vec![
-            "--db",
-            &db,
-            "--provider",
-            &provider,
-            "--projects-root",
-            &root_arg,
-        ];
+        let mut args = vec!["--db", db.as_str(), "--projects-root", root_arg.as_str()];
         args.extend_from_slice(extra);
         let (server, base, _) = common::serve(&args);
         Self {
