@@ -190,3 +190,33 @@ async fn a_question_is_answered_on_the_page() {
     assert_eq!(runs[0]["status"], "completed", "{runs:?}");
     page.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_run_is_cancelled_from_its_page() {
+    let Some(page) = Page::open().await else {
+        return;
+    };
+    let site = Site::start(json!([create("w1", "never.md", "no")]), &[]);
+    site.sign_in(&page).await;
+    let project = site.new_project(&page, "cancels", "cancels").await;
+    page.select("#project-approvals", "ask").await;
+    page.wait_until("document.getElementById('approvals-policy').textContent.includes('Ask')")
+        .await;
+    let task = site.new_task(&page, &project, "Write, then not").await;
+    page.click("button[data-agent=implementation]").await;
+    page.click("tr[data-run] a").await;
+    page.wait_for(".tool[data-tool=w1] .pending").await;
+    page.wait_for("#waiting-notice").await;
+
+    page.click("#cancel-run").await;
+    page.wait_until("document.querySelector('h1 .badge').textContent.includes('cancelled')")
+        .await;
+    let ended = page.text_of("#run-ended").await;
+    assert!(ended.contains("Cancelled by a person"), "{ended}");
+    // Nothing on the page still offers a decision.
+    page.wait_until("!document.querySelector('#waiting-notice, .pending, #cancel-run')")
+        .await;
+    assert!(!site.root.join("cancels").join("never.md").exists());
+    assert_eq!(site.runs(&task).await[0]["status"], "cancelled");
+    page.close().await;
+}
