@@ -822,6 +822,12 @@ class ToolCard {
     };
     const button = (decision, cls, label, onclick) =>
       h("button", { type: "button", class: cls, "data-decision": decision, onclick }, label);
+    if (item.kind === "question") {
+      this.showDecisions(item, reason, status, null, [
+        button("answer", "", "Answer", () => send({ decision: "answer", text: reason.value })),
+        button("decline", "secondary", "Decline", () => send({ decision: "reject", reason: reason.value }))]);
+      return;
+    }
     // Approving with edited arguments: the text must be a JSON object.
     const edited = h("textarea", { class: "edit-args", "aria-label": "Arguments to run the call with (a JSON object)" });
     edited.value = JSON.stringify(item.call.input ?? {}, null, 2);
@@ -832,13 +838,14 @@ class ToolCard {
         if (parsed.error) status.replaceChildren(errorLine(new Error(parsed.error)));
         else send({ decision: "approve", arguments: parsed.value });
       })));
-    const buttons = item.kind === "question"
-      ? [button("answer", "", "Answer", () => send({ decision: "answer", text: reason.value })),
-        button("decline", "secondary", "Decline", () => send({ decision: "reject", reason: reason.value }))]
-      : [button("approve", "", "Approve", () => send({ decision: "approve" })),
-        button("approve_always", "secondary", `Always approve ${item.call.name} in this run`, () => send({ decision: "approve_always" })),
-        button("edit", "secondary", "Edit arguments…", () => { editor.hidden = !editor.hidden; if (!editor.hidden) edited.focus(); }),
-        button("reject", "danger", "Reject", () => send({ decision: "reject", reason: reason.value }))];
+    this.showDecisions(item, reason, status, editor, [
+      button("approve", "", "Approve", () => send({ decision: "approve" })),
+      button("approve_always", "secondary", `Always approve ${item.call.name} in this run`, () => send({ decision: "approve_always" })),
+      button("edit", "secondary", "Edit arguments…", () => { editor.hidden = !editor.hidden; if (!editor.hidden) edited.focus(); }),
+      button("reject", "danger", "Reject", () => send({ decision: "reject", reason: reason.value }))]);
+  }
+
+  showDecisions(item, reason, status, editor, buttons) {
     this.controls.replaceChildren(h("div", { class: "pending" },
       h("p", {}, item.kind === "question" ? `Question: ${item.question}` : `Needs approval: ${item.reason}`),
       h("label", {}, item.kind === "question" ? "Answer" : "Reason (sent to the model if you reject)", reason),
