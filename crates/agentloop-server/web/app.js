@@ -345,11 +345,12 @@ function deleteControl(what, label, question, remove) {
   }
   function showQuestion() {
     status.replaceChildren();
+    const keep = h("button", { type: "button", class: "secondary", onclick: reset }, "Keep it");
     box.replaceChildren(h("div", { class: "panel confirm", role: "group", "aria-label": label },
       h("p", {}, question),
       h("div", { class: "actions" },
-        h("button", { type: "button", class: "danger", id: `confirm-delete-${what}`, onclick: act }, label),
-        h("button", { type: "button", class: "secondary", onclick: reset }, "Keep it"))));
+        h("button", { type: "button", class: "danger", id: `confirm-delete-${what}`, onclick: act }, label), keep)));
+    keep.focus();
   }
   async function act() {
     status.replaceChildren();
