@@ -308,6 +308,7 @@ const APPROVALS = {
 // the server's default.
 function approvalsPanel(project) {
   const policy = h("p", { id: "approvals-policy" });
+  const perTool = h("p", { class: "muted" });
   const choice = h("select", { id: "project-approvals", name: "approvals" },
     h("option", { value: "" }, "Follow the server's default"),
     h("option", { value: "unattended" }, "Unattended"),
@@ -317,6 +318,10 @@ function approvalsPanel(project) {
     policy.replaceChildren(h("strong", {}, "Approvals: "), APPROVALS[current.approvals] || String(current.approvals),
       h("span", { class: "muted" }, current.approvals_source === "server" ? " (the server's default)" : " (set for this project)"));
     choice.value = current.approvals_source === "project" ? current.approvals : "";
+    // A project's per-tool rules win over the policy, tool by tool.
+    const tools = Object.keys(current.tool_approvals || {});
+    perTool.hidden = tools.length === 0;
+    perTool.textContent = `Per-tool rules win over it for: ${tools.join(", ")}`;
   }
   render(project);
   choice.addEventListener("change", async () => {
@@ -330,7 +335,7 @@ function approvalsPanel(project) {
       status.replaceChildren(errorLine(error));
     }
   });
-  return h("div", { class: "panel" }, policy,
+  return h("div", { class: "panel" }, policy, perTool,
     h("label", { for: "project-approvals" }, "Change the approval policy", choice), status);
 }
 
