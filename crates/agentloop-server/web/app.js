@@ -363,15 +363,21 @@ function deleteControl(what, label, question, remove) {
       await remove();
     } catch (error) {
       reset();
-      const run = error.body && (error.body.runningAgent || error.body.agentRun);
-      status.replaceChildren(error.status === 409
-        ? h("p", { class: "error", role: "alert" }, `Not deleted: ${error.message}. Cancel that run or let it end, then delete.`,
-          run ? [" ", h("a", { href: `#/runs/${run.id}` }, "Open the run")] : null)
-        : errorLine(error));
+      status.replaceChildren(error.status === 409 ? refusal(error) : errorLine(error));
     }
   }
   reset();
   return h("div", {}, h("h2", {}, label), box, status);
+}
+
+// A 409 for a delete: the server names the active run; the way out is to
+// cancel it, which its message may already say.
+function refusal(error) {
+  const message = /[.!]$/.test(error.message) ? error.message : `${error.message}.`;
+  const run = error.body && (error.body.runningAgent || error.body.agentRun);
+  return h("p", { class: "error", role: "alert" }, `Not deleted: ${message}`,
+    /cancel/i.test(message) ? null : " Cancel that run or let it end, then delete.",
+    run ? [" ", h("a", { href: `#/runs/${run.id}` }, "Open the run")] : null);
 }
 
 const AGENTS = [
