@@ -91,6 +91,7 @@ async fn chat_for(
                 id: CLI_PROJECT.to_owned(),
                 name: "agentloop cli".to_owned(),
                 settings: serde_json::json!({}),
+                approval_mode: None,
                 created_at: now,
                 updated_at: now,
             })

@@ -236,6 +236,7 @@ pub async fn collect(mut stream: RunStream) -> LoopResult {
         },
         messages: Default::default(),
         tokens: Default::default(),
+        stop: None,
     })
 }
 

@@ -260,6 +260,7 @@ impl Persister {
                 .cloned()
                 .collect(),
             tokens: result.tokens,
+            stop: result.stop.clone(),
         };
         self.run.status = run_status(&result.status);
         self.run.pending_tool_call = match &result.status {

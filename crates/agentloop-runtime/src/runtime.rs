@@ -102,6 +102,7 @@ impl ChatRuntime {
             id: new_id("project"),
             name: name.to_owned(),
             settings: to_value(settings)?,
+            approval_mode: None,
             created_at: now,
             updated_at: now,
         };

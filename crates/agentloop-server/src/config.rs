@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentloop_storage::model::AgentType;
+use agentloop_storage::model::{AgentType, ApprovalMode};
 use agentloop_types::{ApiKind, ModelProvider, Tool};
 
 use crate::listener::ConnectionLimits;
@@ -102,6 +102,10 @@ pub struct ServerConfig {
     /// Off by default: a stdio server is a program the server host runs, so
     /// only an operator who trusts every user turns it on.
     pub allow_project_mcp: bool,
+    /// The approval policy of projects that set none (see
+    /// [`crate::policy`]): `Unattended` by default, so a project's agents
+    /// work on inside its folder with no client attached.
+    pub approvals: ApprovalMode,
 }
 
 impl ServerConfig {
@@ -125,6 +129,7 @@ impl ServerConfig {
             live_capacity: 256,
             connections: ConnectionLimits::default(),
             allow_project_mcp: false,
+            approvals: ApprovalMode::Unattended,
         }
     }
 }

@@ -19,9 +19,10 @@ use agentloop_storage::model::{AgentRunStatus, AgentType, EndReason, RunStatus, 
 use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_tools::FsTool;
 use agentloop_tools::vfs::DirJail;
-use agentloop_types::{EventKind, LoopError, LoopEvent, LoopResult, LoopStatus, Tool};
+use agentloop_types::{EventKind, LoopEvent, LoopResult, LoopStatus, Tool};
 use serde_json::json;
 
+use crate::ending::{Settled, agreeing, finish, settle};
 use crate::executor::{AgentJob, Outcome};
 use crate::metrics::{RunMetrics, StatusLabels};
 use crate::runner::{
@@ -69,7 +70,12 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     let ctx = Box::pin(load_task_context(store, &run.task_id)).await?;
     let run = Box::pin(prepare(store, &state.config, &ctx, run)).await?;
     if run.status != AgentRunStatus::Running {
-        Box::pin(close_record(store, run_id, run.status, None)).await?;
+        // Ended by a person while no instance executed it: its log gets
+        // the terminal event it lacks.
+        let result = Box::pin(log_stopped(state, &run))
+            .await?
+            .and_then(|r| serde_json::to_value(r).ok());
+        Box::pin(close_record(store, run_id, run.status, result)).await?;
         store.release_lease(run_id, &lease.owner).await?;
         return Ok(());
     }
@@ -96,6 +102,16 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
         .map(|d| (d.call_id, d.decision))
         .collect();
     let workflow_called = Arc::new(AtomicBool::new(false));
+    let sink = Arc::new(StoreSink {
+        lease: lease.clone(),
+        local: local.clone(),
+        metrics: RunMetrics::new(
+            state.metrics.clone(),
+            state.config.api.as_str(),
+            crate::runner::run_model(&state.config, &ctx),
+        ),
+        settled: Default::default(),
+    });
     let outcome = match logged.1 {
         Some(result) => Outcome::Finished(result),
         None => match Box::pin(project_mcp(state, &ctx)).await {
@@ -123,15 +139,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
                     first_seq: logged.0.map_or(0, |s| s + 1),
                     cancel: local.cancel.clone(),
                     stop,
-                    sink: Arc::new(StoreSink {
-                        lease: lease.clone(),
-                        local: local.clone(),
-                        metrics: RunMetrics::new(
-                            state.metrics.clone(),
-                            state.config.api.as_str(),
-                            crate::runner::run_model(&state.config, &ctx),
-                        ),
-                    }),
+                    sink: sink.clone(),
                     decisions,
                 };
                 let outcome = state.executor.execute(job).await;
@@ -143,7 +151,7 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             }
         },
     };
-    let (wanted, reason, result) = match outcome {
+    let ended = match outcome {
         Outcome::Stopped | Outcome::Busy => {
             if state.shutdown.is_cancelled() || outcome == Outcome::Busy {
                 store.release_lease(run_id, &lease.owner).await?;
@@ -180,35 +188,41 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
             ))
             .await;
         }
-        Outcome::Finished(result) => {
-            let (wanted, reason) = ending(&result.status);
-            (wanted, reason, serde_json::to_value(&*result).ok())
-        }
+        Outcome::Finished(result) => match sink.take_settled() {
+            // The terminal event went through the sink, which ended the run.
+            Some(settled) => Ended::from(settled),
+            None => {
+                if lease.renew().await.is_err() {
+                    return Ok(());
+                }
+                Ended::from(Box::pin(settle(store, run_id, *result)).await?)
+            }
+        },
         Outcome::AlreadyAnswered => {
-            let result = Box::pin(log_answered(state, run_id, &chat_id)).await?;
-            (
-                AgentRunStatus::Completed,
-                None,
-                serde_json::to_value(&result).ok(),
-            )
+            if lease.renew().await.is_err() {
+                return Ok(());
+            }
+            Ended::from(Box::pin(log_answered(state, run_id, &chat_id)).await?)
         }
-        Outcome::Failed(error) => (
-            AgentRunStatus::Failed,
-            Some(EndReason::new("executor", error.clone())),
-            Some(json!({ "error": error })),
-        ),
+        Outcome::Failed(error) => {
+            if lease.renew().await.is_err() {
+                return Ok(());
+            }
+            let reason = EndReason::new("executor", error.clone());
+            let (status, _, ended_here) =
+                finish(store, run_id, AgentRunStatus::Failed, Some(reason)).await?;
+            Ended {
+                status,
+                ended_here,
+                result: Some(json!({ "error": error })),
+            }
+        }
     };
-    if lease.renew().await.is_err() {
-        return Ok(());
-    }
-    let ended_here = store
-        .finish_agent_run(run_id, wanted, now_millis(), reason.as_ref())
-        .await?;
-    let status = if ended_here {
-        wanted
-    } else {
-        store.get_agent_run(run_id).await?.status
-    };
+    let Ended {
+        status,
+        ended_here,
+        result,
+    } = ended;
     Box::pin(close_record(store, run_id, status, result)).await?;
     store.release_lease(run_id, &lease.owner).await?;
     if ended_here {
@@ -237,44 +251,20 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     Ok(())
 }
 
-/// The agent run status a loop result ends in, and why when it did not
-/// complete.
-fn ending(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
-    let failed =
-        |kind: &str, message: String| (AgentRunStatus::Failed, Some(EndReason::new(kind, message)));
-    match status {
-        LoopStatus::Complete { .. } => (AgentRunStatus::Completed, None),
-        LoopStatus::Cancelled => (
-            AgentRunStatus::Cancelled,
-            Some(EndReason::new("cancel", "the run was cancelled")),
-        ),
-        LoopStatus::Error { error } => {
-            let kind = match error {
-                LoopError::Provider { .. } => "provider",
-                LoopError::Assembly { .. } | LoopError::IncompleteStream => "model_stream",
-                LoopError::InvalidHistory { .. } => "history",
-                LoopError::UnsupportedState { .. } | LoopError::InvalidState { .. } => "state",
-                LoopError::OutputInvalid { .. } => "output_invalid",
-                LoopError::Refused { .. } => "refused",
-            };
-            failed(kind, error.to_string())
+/// What the record of an ended run is written from.
+struct Ended {
+    status: AgentRunStatus,
+    ended_here: bool,
+    result: Option<serde_json::Value>,
+}
+
+impl From<Settled> for Ended {
+    fn from(settled: Settled) -> Self {
+        Self {
+            status: settled.status,
+            ended_here: settled.ended_here,
+            result: serde_json::to_value(&settled.result).ok(),
         }
-        LoopStatus::MaxIterations => failed(
-            "max_iterations",
-            "the agent used every model turn it was allowed without finishing".to_owned(),
-        ),
-        LoopStatus::LimitExceeded { limit } => failed(
-            "limit_exceeded",
-            format!("the run reached its usage limit ({limit:?})"),
-        ),
-        // Handled before: a suspended run waits (see `wait`).
-        LoopStatus::Suspended { pending, .. } => failed(
-            "suspended",
-            format!(
-                "the agent stopped to wait for a person on {} call(s)",
-                pending.len()
-            ),
-        ),
     }
 }
 
@@ -345,25 +335,41 @@ async fn close_record(
     store.update_run(&record).await
 }
 
-/// Ends the log of a run whose chat already holds its final answer (the
-/// previous attempt stored it but stopped before logging the end): appends
-/// the terminal event with the chat's messages.
-async fn log_answered(state: &AppState, run_id: &str, chat_id: &str) -> StorageResult<LoopResult> {
+/// Ends a run whose chat already holds its final answer (the previous
+/// attempt stored it but stopped before logging the end): the run is
+/// settled and the terminal event, with the chat's messages, appended.
+async fn log_answered(state: &AppState, run_id: &str, chat_id: &str) -> StorageResult<Settled> {
     let store = &*state.store;
-    let messages = store
-        .list_messages(chat_id)
-        .await?
-        .into_iter()
-        .map(|m| m.message)
-        .collect();
     let result = LoopResult {
         status: LoopStatus::Complete {
             return_value: None,
             output: None,
         },
-        messages,
+        messages: chat_messages(store, chat_id).await?,
         tokens: store.get_chat(chat_id).await?.totals,
+        stop: None,
     };
+    let settled = settle(store, run_id, result).await?;
+    log_terminal(state, run_id, &settled.result).await?;
+    Ok(settled)
+}
+
+/// The messages of a chat, in order.
+async fn chat_messages(
+    store: &dyn Store,
+    chat_id: &str,
+) -> StorageResult<agentloop_types::History> {
+    Ok(store
+        .list_messages(chat_id)
+        .await?
+        .into_iter()
+        .map(|m| m.message)
+        .collect())
+}
+
+/// Appends `result` as the run's terminal event unless its log holds one.
+async fn log_terminal(state: &AppState, run_id: &str, result: &LoopResult) -> StorageResult<()> {
+    let store = &*state.store;
     let (last, logged) = scan_log(store, run_id).await?;
     if logged.is_none() {
         let event = LoopEvent {
@@ -380,7 +386,42 @@ async fn log_answered(state: &AppState, run_id: &str, chat_id: &str) -> StorageR
             local.send(event);
         }
     }
-    Ok(result)
+    Ok(())
+}
+
+/// Logs the end of a run a person ended (cancelled, or its task marked
+/// done) while nothing here executed it, e.g. after the instance that did
+/// crashed: unless its log holds a terminal event, one is built from its
+/// chat, agreeing with how the run ended. Returns the result logged.
+pub(crate) async fn log_stopped(
+    state: &AppState,
+    run: &agentloop_storage::model::AgentRun,
+) -> StorageResult<Option<LoopResult>> {
+    let store = &*state.store;
+    if let (_, Some(logged)) = scan_log(store, &run.id).await? {
+        return Ok(Some(*logged));
+    }
+    if !matches!(
+        run.status,
+        AgentRunStatus::Completed | AgentRunStatus::Cancelled
+    ) {
+        return Ok(None);
+    }
+    let Some(chat_id) = crate::waiting::run_chat(state, run).await? else {
+        return Ok(None);
+    };
+    let result = agreeing(
+        LoopResult {
+            status: LoopStatus::Cancelled,
+            messages: chat_messages(store, &chat_id).await?,
+            tokens: store.get_chat(&chat_id).await?.totals,
+            stop: None,
+        },
+        run.status,
+        run.end_reason.as_ref(),
+    );
+    log_terminal(state, &run.id, &result).await?;
+    Ok(Some(result))
 }
 
 /// The highest stored event seq and, if the log already holds it, the
@@ -413,7 +454,8 @@ pub(crate) async fn scan_log(
     }
 }
 
-/// The tools an agent run is offered (the project's MCP servers' aside).
+/// The tools an agent run is offered (the project's MCP servers' aside),
+/// under the project's approval policy.
 pub(crate) fn tools(
     state: &AppState,
     ctx: &TaskContext,
@@ -427,7 +469,8 @@ pub(crate) fn tools(
         tools.push(Arc::new(CompleteWorkflowTool::new(workflow_called)));
     }
     tools.extend(state.config.extra_tools.iter().cloned());
-    Ok(tools)
+    let (mode, _) = crate::policy::effective(&state.config, &ctx.project);
+    Ok(crate::policy::apply(mode, tools))
 }
 
 /// Starts the MCP servers the project names (`settings.mcp_servers`, the

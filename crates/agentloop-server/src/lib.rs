@@ -8,7 +8,8 @@
 //!
 //! - [`routes`]: the API; [`openapi`] describes it.
 //! - [`runner`] starts agent runs; [`drive`] executes one under its lease
-//!   and chains the next; [`heartbeat`] renews the leases of all runs
+//!   and chains the next; [`ending`] decides how a run ends (status,
+//!   reason, and the result its record and terminal event carry); [`heartbeat`] renews the leases of all runs
 //!   executing here at once; [`recovery`] takes over runs whose lease
 //!   expired.
 //! - [`executor`]: the [`AgentExecutor`] port and [`RuntimeExecutor`],
@@ -16,6 +17,8 @@
 //!   as they come); [`sink`] appends each run's events to its log.
 //! - [`waiting`]: runs waiting for a person (approvals, answers): the
 //!   decisions people send, resuming, closing what a stopped run waits on.
+//! - [`policy`]: whether a project's fs writes and JavaScript calls wait
+//!   for a person (`ask`) or not (`unattended`, the server's default).
 //! - [`users`]: users and token hashes; [`config`]: provider, prompts,
 //!   leases and limits.
 //!
@@ -40,6 +43,7 @@
 
 pub mod config;
 pub mod drive;
+pub mod ending;
 pub mod error;
 pub mod executor;
 pub mod folders;
@@ -49,6 +53,7 @@ pub mod ids;
 pub mod listener;
 pub mod metrics;
 pub mod openapi;
+pub mod policy;
 pub mod recovery;
 pub mod routes;
 pub mod runner;

@@ -157,7 +157,8 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
                         "description": "The project's folder. Relative paths are taken inside the server's projects folder; absolute ones must lie inside it. Refused (400, nothing created): `..` components, symbolic links anywhere below the projects folder, a path through a file, the projects folder itself. Refused (409): a folder equal to, inside, or around another project's folder, or one a deleted project of another user left behind."
                     },
                     "model": {"type": ["string", "null"], "pattern": "\\S"},
-                    "approvals": approvals_schema(),
+                    "approvals": approval_mode_schema(true),
+                    "tool_approvals": approvals_schema(),
                     "mcpServers": if allow_project_mcp {
                         json!({
                             "type": ["object", "null"],
@@ -186,6 +187,21 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
             "A project",
             ("200", "The project", Some(schema_ref("Project"))),
         ),
+        Operation {
+            body: Some(closed(
+                json!({
+                    "approvals": approval_mode_schema(false),
+                    "tool_approvals": approvals_schema(),
+                }),
+                &[],
+            )),
+            ..op(
+                "patch",
+                "/api/projects/{projectId}",
+                "Change a project's approval policy (`approvals`: `ask`, `unattended`, or null to follow the server's default) or its per-tool policies (`tool_approvals`, null for none). Runs follow the change at their next tool call; calls already waiting stay waiting. Other fields are refused (400).",
+                ("200", "The project", Some(schema_ref("Project"))),
+            )
+        },
         Operation {
             extra: vec![conflict("An agent is running in the project")],
             ..op(
@@ -247,7 +263,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
             ..op(
                 "put",
                 "/api/tasks/{taskId}/workflow-complete",
-                "Set workflow_complete. Setting it to true stops the task's running agent runs: each ends `cancelled` with `stopped_by: workflow_complete`, and the chain stops.",
+                "Set workflow_complete (Mark Done). Setting it to true force-completes the task's running and waiting agent runs: their model requests and tools stop at once (a waiting run's pending calls are each answered as cancelled), and each ends `completed` with `stopped_by: workflow_complete` and a `stop_message` — in the agent run, and in its terminal `finished` event, whose result is `complete` with the same `stopped_by` and `stop_message`, so it is not mistaken for a loop that finished on its own. The chain stops. Setting it to false changes no run.",
                 (
                     "200",
                     "The new flag",
@@ -345,7 +361,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
             ..op(
                 "get",
                 "/api/agent-runs/{runId}/events",
-                "The run's events as `text/event-stream` (`id:` is the event's seq; send `Last-Event-ID` to resume after it). The stream closes after the run's terminal `finished` event, or when the run starts waiting for a person (its `finished` event then has status `suspended`); once decisions resume it, the log goes on after that event, so reconnecting with `Last-Event-ID` shows the rest.",
+                "The run's events as `text/event-stream` (`id:` is the event's seq; send `Last-Event-ID` to resume after it). The stream closes after the run's terminal `finished` event (its `result.status` is the loop's: `complete`, `cancelled`, `error`, …; a run a person stopped says who in `result.stopped_by` and `result.stop_message`: `cancel` for a cancelled run, `workflow_complete` for one Mark Done force-completed, whose status is then `complete`), or when the run starts waiting for a person (its `finished` event then has status `suspended`); once decisions resume it, the log goes on after that event, so reconnecting with `Last-Event-ID` shows the rest.",
                 ("200", "The event stream", None),
             )
         },
@@ -387,7 +403,25 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
     ]
 }
 
-/// The `approvals` setting of a project: a policy per tool name.
+/// The `approvals` field of a project's create or change body: the
+/// project's approval policy (the create body also takes per-tool
+/// policies there, as `tool_approvals`, as it did before the policy).
+fn approval_mode_schema(on_create: bool) -> Value {
+    let description = "The project's approval policy: `unattended` (its runs' fs writes and JavaScript calls run without asking; the fs tool is jailed to the project folder, JavaScript is sandboxed), `ask` (they wait for a person's decision), or null to follow the server's default (`agentloop serve --approvals`, `unattended` unless the operator says otherwise). Tools it does not cover (MCP servers' tools, `minion`) keep their own rule. Any other value is refused (400).";
+    let mode = json!({"enum": ["ask", "unattended", null]});
+    if on_create {
+        json!({
+            "description": format!("{description} An object is taken as `tool_approvals`."),
+            "anyOf": [mode, approvals_schema()]
+        })
+    } else {
+        let mut mode = mode;
+        mode["description"] = json!(description);
+        mode
+    }
+}
+
+/// The `tool_approvals` setting of a project: a policy per tool name.
 fn approvals_schema() -> Value {
     let argument_match = closed(
         json!({"pointer": {"type": "string"}, "any_of": {"type": "array"}}),
@@ -395,7 +429,7 @@ fn approvals_schema() -> Value {
     );
     json!({
         "type": ["object", "null"],
-        "description": "Which tool calls of the project's runs wait for a person's approval, by tool name (`*`: every tool without an entry). A policy is `never`, `always`, `{\"when\": {\"pointer\": \"/command\", \"any_of\": [...]}}` (calls whose argument matches wait) or `{\"unless\": ...}` (calls whose argument does not match wait). Tools without an entry keep their own default: the fs tool's writes, every js call and the calls of MCP tools their server does not declare read-only wait.",
+        "description": "Which tool calls of the project's runs wait for a person's approval, by tool name (`*`: every tool without an entry); these win over the project's `approvals` policy. A policy is `never`, `always`, `{\"when\": {\"pointer\": \"/command\", \"any_of\": [...]}}` (calls whose argument matches wait) or `{\"unless\": ...}` (calls whose argument does not match wait). Tools without an entry follow the project's `approvals` policy for the fs tool and JavaScript, and keep their own default otherwise (the calls of MCP tools their server does not declare read-only wait).",
         "additionalProperties": {"oneOf": [
             {"enum": ["never", "always"]},
             closed(json!({"when": argument_match}), &["when"]),
@@ -419,9 +453,11 @@ fn schemas() -> Value {
         "Project": object(json!({
             "id": {"type": "string"}, "name": {"type": "string"},
             "repo_folder": {"type": ["string", "null"]}, "model": {"type": ["string", "null"]},
-            "approvals": {"type": "object", "description": "The project's approval policies by tool name (see `approvals` of the create body)"},
+            "approvals": {"enum": ["ask", "unattended"], "description": "The approval policy the project's runs follow: `unattended` (fs writes and JavaScript calls run without asking, jailed to the project folder and sandboxed) or `ask` (they wait for a person's decision)"},
+            "approvals_source": {"enum": ["project", "server"], "description": "Whether the project sets `approvals` or follows the server's default (`agentloop serve --approvals`)"},
+            "tool_approvals": {"type": "object", "description": "The project's approval policies by tool name, which win over `approvals` (see `tool_approvals` of the create body)"},
             "created_at": timestamp, "updated_at": timestamp
-        }), &["id", "name", "repo_folder", "model", "approvals", "created_at", "updated_at"]),
+        }), &["id", "name", "repo_folder", "model", "approvals", "approvals_source", "tool_approvals", "created_at", "updated_at"]),
         "Task": object(json!({
             "id": {"type": "string"}, "project_id": {"type": "string"}, "title": {"type": "string"},
             "workflow_complete": {"type": "boolean"}, "document_path": {"type": "string"},
@@ -435,7 +471,7 @@ fn schemas() -> Value {
             "conversation_id": {"type": ["string", "null"]},
             "created_at": timestamp, "completed_at": nullable_timestamp,
             "error": {"description": "Why a failed run failed", "oneOf": [reason, {"type": "null"}]},
-            "stopped_by": {"description": "Who stopped a cancelled run", "enum": ["cancel", "workflow_complete", null]},
+            "stopped_by": {"description": "Who stopped the run before its loop ended: `cancel` (a person cancelled it; it is `cancelled`) or `workflow_complete` (Mark Done force-completed it; it is `completed`). Null for a run whose loop ended on its own.", "enum": ["cancel", "workflow_complete", null]},
             "stop_message": {"type": ["string", "null"]},
             "pending": {"description": "What a waiting run waits for (only when `waiting`)", "type": "array", "items": schema_ref("PendingCall")},
             "tokens": {"description": "Tokens and cost the run spent so far (`input_tokens`, `output_tokens`, `cost` in USD, …); null before its conversation exists. Listed and single runs carry it; the answers of create and cancel do not.", "type": ["object", "null"]}

@@ -33,7 +33,10 @@ pub async fn adopt_orphans(state: &AppState) -> Result<(), StorageError> {
 /// Continues chains a crash broke: a task whose workflow is not complete,
 /// with no running run, whose last run is an implementation or review that
 /// ended on its own (its loop completed, it was not force-completed) more
-/// than a lease ago, gets the next run of the chain.
+/// than a lease ago, gets the next run of the chain. A last run that a
+/// person ended while it waited, from a process that could not close what
+/// it waited on (`agentloop complete-workflow`), gets its calls closed and
+/// its terminal event logged.
 pub async fn resume_chains(state: &AppState) -> Result<usize, StorageError> {
     let store = &*state.store;
     let settled_before = now_millis() - crate::runner::ttl_ms(state);
@@ -43,18 +46,21 @@ pub async fn resume_chains(state: &AppState) -> Result<usize, StorageError> {
             continue;
         }
         for task in store.list_tasks(&project.id).await? {
-            if task.workflow_complete {
-                continue;
-            }
             let runs = store.list_agent_runs(&task.id).await?;
-            if runs.iter().any(|r| r.status.is_active()) {
+            let Some(last) = runs.last() else { continue };
+            if last.end_reason.is_some() && !last.status.is_active() {
+                close_stranded_wait(state, last).await?;
+            }
+            if task.workflow_complete || runs.iter().any(|r| r.status.is_active()) {
                 continue;
             }
-            let Some(last) = runs.last() else { continue };
             let Some(next) = next_agent(last.agent_type) else {
                 continue;
             };
+            // A force-completed run (Mark Done) is `completed` with a
+            // reason: its chain was stopped on purpose.
             if last.status != AgentRunStatus::Completed
+                || last.end_reason.is_some()
                 || last.completed_at.is_none_or(|at| at > settled_before)
             {
                 continue;
@@ -85,6 +91,23 @@ pub async fn resume_chains(state: &AppState) -> Result<usize, StorageError> {
     Ok(started)
 }
 
+/// Closes the pending calls of `run`, ended while it waited, if its record
+/// still says it waits.
+async fn close_stranded_wait(
+    state: &AppState,
+    run: &agentloop_storage::model::AgentRun,
+) -> Result<(), StorageError> {
+    match state.store.get_run(&run.id).await {
+        Ok(record) if record.status == RunStatus::Suspended => {
+            let ctx = load_task_context(&*state.store, &run.task_id).await?;
+            crate::waiting::close_pending(state, &ctx, run).await;
+            Ok(())
+        }
+        Ok(_) | Err(StorageError::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// One pass: claims what can be claimed and starts executing it.
 pub async fn claim_once(state: &AppState) -> Result<usize, StorageError> {
     let now = now_millis();
@@ -101,7 +124,10 @@ pub async fn claim_once(state: &AppState) -> Result<usize, StorageError> {
             Err(StorageError::NotFound { .. }) => continue,
             Err(e) => return Err(e),
         };
-        if agent_run.status != AgentRunStatus::Running {
+        // A run that waits holds no lease; its record says so. A run a
+        // person ended while its instance was gone is taken over only to
+        // log its end (see `drive`).
+        if agent_run.status == AgentRunStatus::Waiting {
             let mut record = record;
             record.status = crate::runner::record_status(agent_run.status);
             record.updated_at = now;

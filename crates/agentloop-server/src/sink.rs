@@ -1,14 +1,15 @@
 //! [`StoreSink`]: appends an agent run's events to its log, under the
 //! run's lease, and fans them out to live followers.
 
-use agentloop_types::MessageCreatedEvent;
-use std::sync::Arc;
+use agentloop_types::{FinishedEvent, LoopStatus, MessageCreatedEvent};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use agentloop_storage::Store;
 use agentloop_storage::model::now_millis;
 use agentloop_types::{EventKind, LoopEvent};
 use async_trait::async_trait;
 
+use crate::ending::{Settled, settle};
 use crate::executor::{RunSink, SinkError};
 use crate::metrics::RunMetrics;
 use crate::state::LocalRun;
@@ -44,7 +45,9 @@ impl Lease {
 
 /// Appends events to the agent run's log and broadcasts them. The lease is
 /// checked whenever a message is committed, so an instance that lost the
-/// run stops writing its log.
+/// run stops writing its log. The run's terminal event ends the agent run
+/// first ([`crate::ending::settle`]) and is logged as it ended: a run
+/// cancelled or force-completed meanwhile is logged so.
 pub struct StoreSink {
     /// The agent run's lease.
     pub lease: Lease,
@@ -52,11 +55,33 @@ pub struct StoreSink {
     pub local: Arc<LocalRun>,
     /// The run's metrics.
     pub metrics: RunMetrics,
+    /// How the run ended, once its terminal event came.
+    pub settled: Mutex<Option<Settled>>,
+}
+
+impl StoreSink {
+    /// How the run ended, if its terminal event came.
+    pub fn take_settled(&self) -> Option<Settled> {
+        self.settled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
 }
 
 #[async_trait]
 impl RunSink for StoreSink {
-    async fn event(&self, event: LoopEvent) -> Result<(), SinkError> {
+    async fn event(&self, mut event: LoopEvent) -> Result<(), SinkError> {
+        if let EventKind::Finished(FinishedEvent { result }) = &mut event.kind {
+            if event.path.is_root() && !matches!(result.status, LoopStatus::Suspended { .. }) {
+                self.lease.renew().await?;
+                let settled = settle(&*self.lease.store, &self.lease.run_id, result.clone())
+                    .await
+                    .map_err(|e| SinkError::Storage(e.to_string()))?;
+                *result = settled.result.clone();
+                *self.settled.lock().unwrap_or_else(PoisonError::into_inner) = Some(settled);
+            }
+        }
         if event.path.is_root()
             && matches!(
                 event.kind,

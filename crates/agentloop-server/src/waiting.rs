@@ -15,7 +15,7 @@ use std::sync::Arc;
 use agentloop_runtime::{ChatRuntime, RuntimeError};
 use agentloop_storage::StorageResult;
 use agentloop_storage::model::{AgentRun, AgentRunDecision, AgentRunStatus, RunStatus, now_millis};
-use agentloop_types::{Decision, LoopEvent, PendingCall, Wait};
+use agentloop_types::{Decision, EventKind, FinishedEvent, LoopEvent, PendingCall, Wait};
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
@@ -306,7 +306,9 @@ fn already_decided(call_id: &str) -> ApiError {
 /// Closes the pending calls of a run that ended (cancelled, or its task
 /// marked done) while its chat waits for a person: each is answered as
 /// cancelled, the chat's run is stored `cancelled`, and the events go to
-/// the agent run's log. Nothing happens when the chat waits for nothing
+/// the agent run's log, ending with a terminal event that says how the
+/// run ended (`cancelled`, or `complete` stopped by `workflow_complete`),
+/// as its record does. Nothing happens when the chat waits for nothing
 /// (or another closer got there first).
 pub async fn close_pending(state: &AppState, ctx: &TaskContext, run: &AgentRun) {
     if let Err(e) = try_close_pending(state, ctx, run).await {
@@ -352,13 +354,21 @@ async fn try_close_pending(
         }
         Err(e) => return Err(e),
     };
+    // The run ended before its calls were closed: the terminal event says
+    // how (cancelled, or completed by Mark Done), as the record does.
+    let settled = crate::ending::settle(&*state.store, &run.id, outcome.result).await?;
     for (seq, event) in (last.map_or(0, |s| s + 1)..).zip(events.iter_mut()) {
         event.seq = seq;
+        if let EventKind::Finished(FinishedEvent { result }) = &mut event.kind {
+            if event.path.is_root() {
+                *result = settled.result.clone();
+            }
+        }
     }
     state.store.append_events(&run.id, &events).await?;
     let mut record = state.store.get_run(&run.id).await?;
-    record.status = RunStatus::Cancelled;
-    record.result = serde_json::to_value(&outcome.result).ok();
+    record.status = crate::runner::record_status(settled.status);
+    record.result = serde_json::to_value(&settled.result).ok();
     record.updated_at = now_millis();
     state.store.update_run(&record).await?;
     Ok(())

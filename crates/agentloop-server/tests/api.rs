@@ -259,10 +259,14 @@ async fn agent_runs_start_conflict_list_and_recover() {
     );
     let settled = server.settle(&task_id, 1).await;
     assert_eq!(settled.len(), 1);
-    // Marking the task done stops its running agent: it ends cancelled and
-    // says why.
-    assert_eq!(settled[0]["status"], "cancelled");
+    // Marking the task done stops its running agent: it is force-completed
+    // and says why.
+    assert_eq!(settled[0]["status"], "completed");
     assert_eq!(settled[0]["stopped_by"], "workflow_complete");
+    assert_eq!(
+        settled[0]["stop_message"],
+        "stopped because its task was marked done"
+    );
     assert!(settled[0]["completed_at"].is_string());
     let (status, body) = server.send("PUT", &wc, json!({ "complete": false })).await;
     assert_eq!(

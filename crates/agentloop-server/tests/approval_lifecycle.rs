@@ -25,7 +25,9 @@ async fn cancelling_or_marking_done_a_waiting_run_closes_its_pending_calls() {
         ScriptedTurn::new().text("This turn must never be requested."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (project_id, task_id) = server.project_and_task().await;
+    let (project_id, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "implementation").await;
     until_status(&server, &run_id, "waiting").await;
 
@@ -90,10 +92,19 @@ async fn cancelling_or_marking_done_a_waiting_run_closes_its_pending_calls() {
         .await;
     assert_eq!(status, 200);
     let (_, run) = server.get(&format!("/api/agent-runs/{run2}")).await;
-    assert_eq!(run["status"], "cancelled");
+    assert_eq!(run["status"], "completed");
     assert_eq!(run["stopped_by"], "workflow_complete");
     let log = events(&server, &run2, None).await;
-    assert_eq!(finished_statuses(&log), ["suspended", "cancelled"]);
+    assert_eq!(finished_statuses(&log), ["suspended", "complete"]);
+    // Its terminal event and its record say it was force-completed.
+    let terminal = &log.last().unwrap()["result"];
+    assert_eq!(terminal["stopped_by"], "workflow_complete", "{terminal}");
+    let record = store.get_run(&run2).await.unwrap();
+    assert_eq!(
+        record.status,
+        agentloop_storage::model::RunStatus::Completed
+    );
+    assert_eq!(record.result.unwrap()["stopped_by"], "workflow_complete");
     assert!(server.repo.path().is_dir());
     assert!(!server.repo.path().join("one.md").exists());
     assert!(!server.repo.path().join("two.md").exists());
@@ -126,11 +137,13 @@ async fn a_project_can_let_writes_run_without_asking() {
         ScriptedTurn::new().text("Written."),
     ]);
     let server = common::start(store.clone(), provider).await;
+    // A per-tool entry wins over the project's `ask` policy.
     let (project_id, task_id) = server
-        .project_and_task_with(json!({ "approvals": { "fs": "never" } }))
+        .project_and_task_with(json!({ "approvals": "ask", "tool_approvals": { "fs": "never" } }))
         .await;
     let (_, project) = server.get(&format!("/api/projects/{project_id}")).await;
-    assert_eq!(project["approvals"], json!({ "fs": "never" }));
+    assert_eq!(project["tool_approvals"], json!({ "fs": "never" }));
+    assert_eq!(project["approvals"], "ask");
     start_run(&server, &task_id, "planification").await;
     let runs = server.settle(&task_id, 1).await;
     assert_eq!(runs[0]["status"], "completed", "{runs:?}");
@@ -169,7 +182,9 @@ async fn a_run_taken_over_before_all_calls_are_decided_waits_again_keeping_its_d
         ScriptedTurn::new().text("Both written."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     until_status(&server, &run_id, "waiting").await;
     let (status, _) = decide(
@@ -221,7 +236,9 @@ async fn survives_a_restart(
 ) {
     let first = ScriptedProvider::new([create("w1", "notes.md", "hello")]);
     let mut server = common::start(open().await, first).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     until_status(&server, &run_id, "waiting").await;
     let token = server.token.clone();

@@ -23,7 +23,9 @@ async fn a_write_waits_for_approval_and_the_chain_goes_on_after_it() {
         ScriptedTurn::new().text("Reviewed."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let mut socket = common::connect_ws(&server).await;
     let run_id = start_run(&server, &task_id, "implementation").await;
 
@@ -144,7 +146,9 @@ async fn decisions_come_one_by_one_and_a_rejection_reaches_the_model() {
         ScriptedTurn::new().text("Understood."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     let run = until_status(&server, &run_id, "waiting").await;
     let ids: Vec<&str> = run["pending"]
@@ -220,7 +224,9 @@ async fn edited_arguments_run_and_approve_always_covers_later_calls() {
         ScriptedTurn::new().text("Both written."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     until_status(&server, &run_id, "waiting").await;
     let edited = json!({ "command": "create", "path": "final.md", "file_text": "person's text" });
@@ -256,7 +262,9 @@ async fn edited_arguments_run_and_approve_always_covers_later_calls() {
         ScriptedTurn::new().text("Both written."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     until_status(&server, &run_id, "waiting").await;
     let (status, decided) = decide(
@@ -285,7 +293,9 @@ async fn an_answer_resumes_a_question() {
     let mut config = common::config(provider.clone());
     config.extra_tools.push(Arc::new(AskUserTool));
     let server = common::start_with(store.clone(), config).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     let run = until_status(&server, &run_id, "waiting").await;
     assert_eq!(run["pending"][0]["kind"], "question");
@@ -345,7 +355,9 @@ async fn decisions_are_validated() {
         ScriptedTurn::new().text("Done."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
-    let (_, task_id) = server.project_and_task().await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
     let run_id = start_run(&server, &task_id, "planification").await;
     until_status(&server, &run_id, "waiting").await;
     let path = format!("/api/agent-runs/{run_id}/decisions");

@@ -1,6 +1,7 @@
-//! Cancel and force-complete stop the agent: the in-flight model request is
-//! dropped, no tool starts, a running tool sees the cancel, the log ends
-//! with one `finished` whose status agrees with the record, SSE followers
+//! Cancel and force-complete (Mark Done) stop the agent: the in-flight
+//! model request is dropped, no tool starts, a running tool sees the
+//! cancel, the log ends with one `finished` whose status agrees with the
+//! record (`cancelled`, or `complete` stopped by `workflow_complete`), SSE followers
 //! see it and their stream closes, and the model is never asked again.
 //! On SQLite here; `postgres.rs` repeats the cross-instance case.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use agentloop_engine::scripted::ScriptedTurn;
 use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
-use common::gated::{GatedProvider, assert_ended, follow_until, start_run};
+use common::gated::{GatedProvider, assert_ended, assert_force_completed, follow_until, start_run};
 use common::{config, start_with};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -208,9 +209,7 @@ async fn force_complete_stops_the_running_agent_and_does_not_chain() {
         .await;
     assert_eq!(code, 200, "{body}");
     sse.read_to_end(Duration::from_secs(1)).await;
-    assert_ended(&server, &run_id, &sse, "cancelled").await;
-    let (_, run) = server.get(&format!("/api/agent-runs/{run_id}")).await;
-    assert_eq!(run["stopped_by"], "workflow_complete", "{run}");
+    assert_force_completed(&server, &run_id, &sse).await;
     provider.open();
     let repo = server.repo.path().to_owned();
     let (_, runs) = server

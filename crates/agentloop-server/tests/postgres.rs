@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_storage::PostgresStore;
-use common::gated::{GatedProvider, assert_ended, follow_until, start_run};
+use common::gated::{GatedProvider, assert_ended, assert_force_completed, follow_until, start_run};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -35,6 +35,62 @@ async fn fifty_concurrent_posts_give_one_run_on_postgres() {
         "{statuses:?}"
     );
     server.stop().await;
+    store.close().await;
+    drop(database);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mark_done_on_one_instance_force_completes_the_run_on_another() {
+    let Some(database) =
+        common::postgres("mark_done_on_one_instance_force_completes_the_run_on_another").await
+    else {
+        return;
+    };
+    let store = Arc::new(PostgresStore::connect(&database.url).await.unwrap());
+    let provider = GatedProvider::new([
+        ScriptedTurn::new().text("working ").tool_call(
+            "c1",
+            "fs",
+            json!({ "command": "create", "path": "effect.txt", "file_text": "too late" }),
+        ),
+        ScriptedTurn::new().text("This turn must never be requested."),
+    ]);
+    let runner = common::start(store.clone(), provider.clone()).await;
+    let other = common::start_as(
+        store.clone(),
+        common::config(ScriptedProvider::new([])),
+        runner.token.clone(),
+    )
+    .await;
+    let (_, task_id) = runner.project_and_task().await;
+    let run_id = start_run(&runner, &task_id, "implementation").await;
+    let mut on_runner = follow_until(&runner, &run_id, "first_chunk").await;
+    let mut on_other = follow_until(&other, &run_id, "first_chunk").await;
+    let dropped = provider.dropped.notified();
+    let (code, body) = other
+        .send(
+            "PUT",
+            &format!("/api/tasks/{task_id}/workflow-complete"),
+            json!({ "complete": true }),
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    tokio::time::timeout(Duration::from_secs(1), dropped)
+        .await
+        .expect("the runner did not drop the model request within 1 s");
+    on_runner.read_to_end(Duration::from_secs(1)).await;
+    on_other.read_to_end(Duration::from_secs(2)).await;
+    assert_force_completed(&runner, &run_id, &on_runner).await;
+    assert_force_completed(&other, &run_id, &on_other).await;
+
+    provider.open();
+    let repo = runner.repo.path().to_owned();
+    let (_, runs) = other.get(&format!("/api/tasks/{task_id}/agent-runs")).await;
+    other.stop().await;
+    runner.stop().await;
+    assert_eq!(runs.as_array().unwrap().len(), 1, "no chained run: {runs}");
+    assert!(!repo.join("effect.txt").exists(), "no tool effect");
+    assert_eq!(provider.request_count(), 1, "no later model request");
     store.close().await;
     drop(database);
 }

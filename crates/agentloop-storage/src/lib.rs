@@ -21,7 +21,7 @@
 //! let store = MemoryStore::new();
 //! store.create_project(&Project {
 //!     id: "p1".into(), name: "demo".into(), settings: serde_json::json!({}),
-//!     created_at: 0, updated_at: 0,
+//!     approval_mode: None, created_at: 0, updated_at: 0,
 //! }).await?;
 //! store.create_chat(&Chat {
 //!     id: "c1".into(), project_id: "p1".into(), title: "hello".into(),

@@ -27,10 +27,44 @@ pub struct Project {
     pub name: String,
     /// Free-form settings (model defaults, tool options ...).
     pub settings: Value,
+    /// Whether its server runs ask a person before writing files or
+    /// running code; `None` follows the server's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_mode: Option<ApprovalMode>,
     /// Creation time (Unix ms).
     pub created_at: i64,
     /// Last update time (Unix ms).
     pub updated_at: i64,
+}
+
+/// Whether a project's server runs wait for a person before the calls
+/// that change things (fs writes, JavaScript).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// They wait for a person's decision.
+    Ask,
+    /// They run without asking, inside the project folder (the fs tool is
+    /// jailed there, JavaScript is sandboxed).
+    Unattended,
+}
+
+impl ApprovalMode {
+    /// Every mode, in the order they are listed to people.
+    pub const ALL: [Self; 2] = [Self::Ask, Self::Unattended];
+
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::Unattended => "unattended",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|mode| mode.as_str() == s)
+    }
 }
 
 /// The tool call that started a minion chat.
@@ -282,13 +316,14 @@ pub enum AgentRunStatus {
     /// questions. It holds no lease and nothing executes it; decisions
     /// resume it. It keeps its task's one active slot.
     Waiting,
-    /// Its loop completed.
+    /// Its loop completed, or it was force-completed when its task was
+    /// marked done (then [`AgentRun::end_reason`] says so and the chain
+    /// stops).
     Completed,
     /// Failed; the chain stops. [`AgentRun::end_reason`] says why.
     Failed,
-    /// Stopped before its loop ended: cancelled by a person, or
-    /// force-completed when its task was marked done
-    /// ([`AgentRun::end_reason`] says which); the chain stops.
+    /// Cancelled by a person before its loop ended
+    /// ([`AgentRun::end_reason`] says who); the chain stops.
     Cancelled,
 }
 
@@ -358,12 +393,13 @@ pub struct AgentRunDecision {
     pub decided_at: i64,
 }
 
-/// Why an agent run ended other than by completing.
+/// Why an agent run ended other than by its loop completing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EndReason {
-    /// A short machine-readable kind: for cancelled runs `cancel` (a
-    /// person cancelled it) or `workflow_complete` (its task was marked
-    /// done); for failed runs the kind of error (`provider`, `tool`, ...).
+    /// A short machine-readable kind: `cancel` for a run a person
+    /// cancelled, `workflow_complete` for a run force-completed because its
+    /// task was marked done; for failed runs the kind of error
+    /// (`provider`, `tool`, ...).
     pub kind: String,
     /// A sentence for people.
     pub message: String,

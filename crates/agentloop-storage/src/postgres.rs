@@ -39,6 +39,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0003_folders_and_end_reasons.sql"),
             include_str!("../migrations/postgres/0004_waiting_agent_runs.sql"),
             include_str!("../migrations/postgres/0005_message_revisions.sql"),
+            include_str!("../migrations/postgres/0006_project_approval_mode.sql"),
         ])
         .run(&pool)
         .await

@@ -92,6 +92,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0003_folders_and_end_reasons.sql"),
             include_str!("../migrations/sqlite/0004_waiting_agent_runs.sql"),
             include_str!("../migrations/sqlite/0005_message_revisions.sql"),
+            include_str!("../migrations/sqlite/0006_project_approval_mode.sql"),
         ])
         .run(&pool)
         .await

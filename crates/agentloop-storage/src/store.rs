@@ -21,7 +21,7 @@ pub trait ProjectStore: Send + Sync {
     async fn get_project(&self, id: &str) -> StorageResult<Project>;
     /// All projects, oldest first.
     async fn list_projects(&self) -> StorageResult<Vec<Project>>;
-    /// Replaces a project's name, settings and `updated_at`.
+    /// Replaces a project's name, settings, approval mode and `updated_at`.
     async fn update_project(&self, project: &Project) -> StorageResult<()>;
     /// Deletes a project with its chats, attachments, files, runs and tasks.
     async fn delete_project(&self, id: &str) -> StorageResult<()>;
@@ -220,9 +220,10 @@ pub trait TaskStore: Send + Sync {
     async fn get_task(&self, id: &str) -> StorageResult<Task>;
     /// A project's tasks, oldest first.
     async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>>;
-    /// Sets `workflow_complete`. Setting it to true also ends every running
-    /// or waiting agent run of the task (the recovery path) as `cancelled` with the
-    /// reason [`EndReason::workflow_complete`]; those are returned.
+    /// Sets `workflow_complete`. Setting it to true also force-completes
+    /// every running or waiting agent run of the task (the recovery path):
+    /// each ends `completed` with the reason
+    /// [`EndReason::workflow_complete`]; those are returned.
     async fn set_workflow_complete(
         &self,
         task_id: &str,

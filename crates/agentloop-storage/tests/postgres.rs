@@ -138,6 +138,7 @@ async fn a_database_from_before_users_gains_them_on_connect() {
         eprintln!("skipped a_database_from_before_users_gains_them_on_connect");
         return;
     };
+    conformance::reserve_users_project(&database.store).await;
     sqlx::raw_sql(conformance::DROP_USER_TABLES)
         .execute(database.store.pool())
         .await

@@ -95,6 +95,7 @@ async fn a_database_from_before_users_gains_them_on_open() {
     {
         let store = SqliteStore::open(&path).await.unwrap();
         conformance::project_with_chat(&store).await;
+        conformance::reserve_users_project(&store).await;
         sqlx::raw_sql(conformance::DROP_USER_TABLES)
             .execute(store.pool())
             .await

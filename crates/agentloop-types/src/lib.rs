@@ -69,7 +69,7 @@ pub use render::{
     BlockCategory, RenderingBlockGroup, RenderingContentBlock, ToolInfoRenderBlock,
     ToolResultRenderBlock, ToolResultStatus, categorize_block, render_groups,
 };
-pub use result::{LimitKind, LoopResult, LoopStatus};
+pub use result::{LimitKind, LoopResult, LoopStatus, RunStop};
 pub use retrieval::{Passage, RetrievalError, Retriever};
 pub use shared_history::History;
 pub use state::{RUN_STATE_SCHEMA_VERSION, RunPhase, RunState};

@@ -95,6 +95,24 @@ pub struct LoopResult {
     pub messages: History,
     /// Sum of every model turn's tokens, children's included.
     pub tokens: TokenTotals,
+    /// Who stopped the run from outside, when its host ended it rather
+    /// than the loop ending on its own; absent otherwise.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<RunStop>,
+}
+
+/// Why a host ended a run from outside (serialised flat into the result as
+/// `stopped_by` and `stop_message`). A run stopped because its work was
+/// declared done ends `complete` with one, so it is not mistaken for a
+/// loop that finished on its own; a run a person cancelled ends
+/// `cancelled` with one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RunStop {
+    /// What stopped it, machine-readable (`cancel`, `workflow_complete`).
+    pub stopped_by: String,
+    /// A sentence for people.
+    pub stop_message: String,
 }
 
 impl LoopResult {

@@ -94,6 +94,7 @@ fn events_and_results() {
             cost: 0.25,
             ..Default::default()
         },
+        stop: None,
     };
     let events = vec![
         LoopEvent {
@@ -238,4 +239,37 @@ fn context_compacted_and_compaction_options_shapes() {
         agentloop_types::LoopOptions::default().compaction.strategy,
         agentloop_types::CompactionStrategy::None
     );
+}
+
+#[test]
+fn a_stopped_run_carries_who_stopped_it_flat_in_its_result() {
+    let result = LoopResult {
+        status: LoopStatus::Complete {
+            return_value: None,
+            output: None,
+        },
+        messages: vec![Message::user_text("u1", "go")].into(),
+        tokens: TokenTotals::default(),
+        stop: Some(RunStop {
+            stopped_by: "workflow_complete".into(),
+            stop_message: "stopped because its task was marked done".into(),
+        }),
+    };
+    let value = serde_json::to_value(&result).unwrap();
+    assert_eq!(value["status"], "complete");
+    assert_eq!(value["stopped_by"], "workflow_complete");
+    assert_eq!(
+        value["stop_message"],
+        "stopped because its task was marked done"
+    );
+    let back: LoopResult = serde_json::from_value(value).unwrap();
+    assert_eq!(back, result);
+    // A loop that ended on its own says nothing of a stop.
+    let own = LoopResult {
+        stop: None,
+        ..result
+    };
+    let value = serde_json::to_value(&own).unwrap();
+    assert!(value.get("stopped_by").is_none(), "{value}");
+    assert_eq!(serde_json::from_value::<LoopResult>(value).unwrap(), own);
 }

@@ -92,6 +92,7 @@ impl<S> TextDeltas<S> {
             },
             messages: Default::default(),
             tokens: Default::default(),
+            stop: None,
         });
         match result.status {
             LoopStatus::Complete { .. } => None,

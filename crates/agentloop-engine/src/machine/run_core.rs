@@ -604,6 +604,7 @@ impl RunCore {
                 status,
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
+                stop: None,
             },
         }));
         Step::Done
@@ -620,6 +621,7 @@ impl RunCore {
                 },
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
+                stop: None,
             },
         })
     }

@@ -41,6 +41,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/projects"),
     ("get", "/api/projects/{projectId}"),
     ("delete", "/api/projects/{projectId}"),
+    ("patch", "/api/projects/{projectId}"),
     ("get", "/api/projects/{projectId}/tasks"),
     ("post", "/api/projects/{projectId}/tasks"),
     ("get", "/api/tasks/{taskId}"),
@@ -79,7 +80,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/projects", get(projects::list).post(projects::create))
         .route(
             "/api/projects/{project_id}",
-            get(projects::get_one).delete(projects::delete),
+            get(projects::get_one)
+                .delete(projects::delete)
+                .patch(projects::update),
         )
         .route(
             "/api/projects/{project_id}/tasks",
@@ -355,17 +358,22 @@ impl<S: Send + Sync> FromRequest<S> for ApiJson {
 }
 
 /// An agent run as the API shows it: seed 004's shape, plus why it ended
-/// when it did not complete: `error` (`{kind, message}`) for a failed run,
-/// `stopped_by` (`cancel` or `workflow_complete`) with `stop_message` for
-/// a cancelled one.
+/// when its loop did not end it: `error` (`{kind, message}`) for a failed
+/// run, `stopped_by` with `stop_message` for one a person stopped: `cancel`
+/// (it is `cancelled`) or `workflow_complete` (Mark Done: it is
+/// `completed`).
 pub fn agent_run_json(run: &AgentRun) -> Value {
     let reason = run.end_reason.as_ref();
     let failed = (run.status == AgentRunStatus::Failed)
         .then_some(reason)
         .flatten();
-    let stopped = (run.status == AgentRunStatus::Cancelled)
-        .then_some(reason)
-        .flatten();
+    // Cancelled by a person, or force-completed by Mark Done.
+    let stopped = matches!(
+        run.status,
+        AgentRunStatus::Cancelled | AgentRunStatus::Completed
+    )
+    .then_some(reason)
+    .flatten();
     json!({
         "id": run.id,
         "task_id": run.task_id,

@@ -1,7 +1,7 @@
 //! Projects: each belongs to a user and has a repository folder.
 
 use agentloop_storage::StorageError;
-use agentloop_storage::model::{Project, now_millis};
+use agentloop_storage::model::{ApprovalMode, Project, now_millis};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -11,6 +11,7 @@ use super::{ApiJson, AuthUser, check_id};
 use agentloop_tools::vfs::DirJail;
 use agentloop_types::vfs::{Vfs, VfsError};
 
+use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::folders::{self, FolderError};
 use crate::ids::{new_id, rfc3339};
@@ -18,17 +19,58 @@ use crate::runner::{project_owner, project_repo};
 use crate::state::AppState;
 use crate::users::User;
 
-/// A project as the API shows it.
-pub fn project_json(project: &Project) -> Value {
+/// A project as the API shows it: `approvals` is the approval policy its
+/// runs follow (see [`crate::policy`]), `approvals_source` whether the
+/// project sets it or follows the server; `tool_approvals` its per-tool
+/// approval policies.
+pub fn project_json(config: &ServerConfig, project: &Project) -> Value {
+    let (mode, source) = crate::policy::effective(config, project);
     json!({
         "id": project.id,
         "name": project.name,
         "repo_folder": project_repo(project),
         "model": project.settings.get("model"),
-        "approvals": project.settings.get("approvals").cloned().unwrap_or_else(|| json!({})),
+        "approvals": mode.as_str(),
+        "approvals_source": source.as_str(),
+        "tool_approvals": project.settings.get("approvals").cloned().unwrap_or_else(|| json!({})),
         "created_at": rfc3339(project.created_at),
         "updated_at": rfc3339(project.updated_at),
     })
+}
+
+/// What a request's `approvals` field asks for.
+enum ApprovalsField {
+    /// Absent: nothing changes.
+    Absent,
+    /// `"ask"`, `"unattended"`, or null (follow the server's default).
+    Mode(Option<ApprovalMode>),
+    /// An object: per-tool approval policies (what `tool_approvals` takes;
+    /// accepted here too, as before the policy existed).
+    PerTool(Value),
+}
+
+const APPROVALS_ALLOWED: &str = "approvals must be \"ask\", \"unattended\" or null (follow the \
+server's default); per-tool policies go in tool_approvals";
+
+fn approvals_field(body: &serde_json::Map<String, Value>) -> Result<ApprovalsField, ApiError> {
+    match body.get("approvals") {
+        None => Ok(ApprovalsField::Absent),
+        Some(Value::Null) => Ok(ApprovalsField::Mode(None)),
+        Some(Value::String(name)) => ApprovalMode::parse(name)
+            .map(|mode| ApprovalsField::Mode(Some(mode)))
+            .ok_or_else(|| ApiError::bad_request(format!("{APPROVALS_ALLOWED}, not {name:?}"))),
+        Some(value @ Value::Object(_)) => {
+            Ok(ApprovalsField::PerTool(tool_approvals(value, "approvals")?))
+        }
+        Some(_) => Err(ApiError::bad_request(APPROVALS_ALLOWED)),
+    }
+}
+
+/// Checks per-tool approval policies.
+fn tool_approvals(value: &Value, field: &str) -> Result<Value, ApiError> {
+    serde_json::from_value::<agentloop_types::ApprovalPolicies>(value.clone())
+        .map_err(|e| ApiError::bad_request(format!("{field}: {e}")))?;
+    Ok(value.clone())
 }
 
 /// The user's project with that id, or 404.
@@ -51,7 +93,7 @@ pub(super) async fn list(
         projects
             .iter()
             .filter(|p| project_owner(p) == Some(user.id.as_str()))
-            .map(project_json)
+            .map(|p| project_json(&state.config, p))
             .collect(),
     ))
 }
@@ -78,14 +120,15 @@ pub(super) async fn create(
         Some(Value::String(model)) if !model.trim().is_empty() => Some(model.clone()),
         Some(_) => return Err(ApiError::bad_request("model must be a non-empty string")),
     };
-    let approvals = match body.get("approvals") {
-        None | Some(Value::Null) => None,
-        Some(value) => {
-            serde_json::from_value::<agentloop_types::ApprovalPolicies>(value.clone())
-                .map_err(|e| ApiError::bad_request(format!("approvals: {e}")))?;
-            Some(value.clone())
-        }
+    let (approval_mode, mut approvals) = match approvals_field(&body)? {
+        ApprovalsField::Absent => (None, None),
+        ApprovalsField::Mode(mode) => (mode, None),
+        ApprovalsField::PerTool(value) => (None, Some(value)),
     };
+    match body.get("tool_approvals") {
+        None | Some(Value::Null) => {}
+        Some(value) => approvals = Some(tool_approvals(value, "tool_approvals")?),
+    }
     let mcp_servers = match body.get("mcpServers") {
         None | Some(Value::Null) => None,
         Some(servers) if state.config.allow_project_mcp => {
@@ -125,6 +168,7 @@ pub(super) async fn create(
         id: new_id(),
         name: name.to_owned(),
         settings,
+        approval_mode,
         created_at: now,
         updated_at: now,
     };
@@ -156,7 +200,10 @@ pub(super) async fn create(
             "cannot write into repoFolder: {e}"
         )));
     }
-    Ok((StatusCode::CREATED, Json(project_json(&project))))
+    Ok((
+        StatusCode::CREATED,
+        Json(project_json(&state.config, &project)),
+    ))
 }
 
 /// Where a project folder records its owner, so that a folder left behind
@@ -193,7 +240,63 @@ pub(super) async fn get_one(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let project = owned_project(&state, &user, &id).await?;
-    Ok(Json(project_json(&project)))
+    Ok(Json(project_json(&state.config, &project)))
+}
+
+/// `PATCH /api/projects/{id}`: changes the approval policy (`approvals`:
+/// `"ask"`, `"unattended"`, or null to follow the server's default) and
+/// the per-tool policies (`tool_approvals`: an object, or null for none).
+/// Runs follow the change from their next model turn that calls a tool.
+pub(super) async fn update(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(key) = body
+        .keys()
+        .find(|k| !matches!(k.as_str(), "approvals" | "tool_approvals"))
+    {
+        return Err(ApiError::bad_request(format!(
+            "unknown field {key:?} (a project changes approvals and tool_approvals)"
+        )));
+    }
+    let per_tool = match body.get("tool_approvals") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(value) => Some(Some(tool_approvals(value, "tool_approvals")?)),
+    };
+    let field = approvals_field(&body)?;
+    let mut project = owned_project(&state, &user, &id).await?;
+    match field {
+        ApprovalsField::Absent => {}
+        ApprovalsField::Mode(mode) => project.approval_mode = mode,
+        ApprovalsField::PerTool(value) => set_tool_approvals(&mut project, Some(value)),
+    }
+    if let Some(value) = per_tool {
+        set_tool_approvals(&mut project, value);
+    }
+    project.updated_at = now_millis();
+    state.store.update_project(&project).await?;
+    Ok(Json(project_json(&state.config, &project)))
+}
+
+/// Sets or removes a project's per-tool approval policies (kept in its
+/// settings, where the runtime reads them).
+fn set_tool_approvals(project: &mut Project, value: Option<Value>) {
+    if !project.settings.is_object() {
+        project.settings = json!({});
+    }
+    if let Some(settings) = project.settings.as_object_mut() {
+        match value {
+            Some(value) => {
+                settings.insert("approvals".to_owned(), value);
+            }
+            None => {
+                settings.remove("approvals");
+            }
+        }
+    }
 }
 
 pub(super) async fn delete(

@@ -187,12 +187,46 @@ impl SseReader {
 /// Asserts the run ended `status` in the record, the stored log and the
 /// SSE stream, with exactly one terminal event.
 pub async fn assert_ended(server: &TestServer, run_id: &str, sse: &SseReader, status: &str) {
+    assert_ended_as(server, run_id, sse, status, status).await;
+}
+
+/// Asserts Mark Done force-completed the run: `completed`, stopped by
+/// `workflow_complete`, in its agent run, its record and its terminal
+/// event (a `complete` result saying who stopped it).
+pub async fn assert_force_completed(server: &TestServer, run_id: &str, sse: &SseReader) {
+    assert_ended_as(server, run_id, sse, "completed", "complete").await;
+    let result = &sse.finished()[0]["result"];
+    assert_eq!(result["stopped_by"], "workflow_complete", "{result}");
+    assert_eq!(
+        result["stop_message"],
+        "stopped because its task was marked done"
+    );
+    let (_, run) = server.get(&format!("/api/agent-runs/{run_id}")).await;
+    assert_eq!(run["stopped_by"], "workflow_complete", "{run}");
+    let record = server.store.get_run(run_id).await.unwrap();
+    assert_eq!(
+        record.status,
+        agentloop_storage::model::RunStatus::Completed
+    );
+    assert_eq!(record.result.unwrap()["stopped_by"], "workflow_complete");
+}
+
+/// Asserts the run ended `run_status` (its agent run) with a terminal
+/// event of `result_status` in the stored log and the SSE stream, with
+/// exactly one terminal event.
+pub async fn assert_ended_as(
+    server: &TestServer,
+    run_id: &str,
+    sse: &SseReader,
+    run_status: &str,
+    result_status: &str,
+) {
     let finished = sse.finished();
     assert_eq!(finished.len(), 1, "one terminal event: {:?}", sse.events);
-    assert_eq!(finished[0]["result"]["status"], status);
+    assert_eq!(finished[0]["result"]["status"], result_status);
     let (code, run) = server.get(&format!("/api/agent-runs/{run_id}")).await;
     assert_eq!(code, 200);
-    assert_eq!(run["status"], status, "{run}");
+    assert_eq!(run["status"], run_status, "{run}");
     let logged = server
         .store
         .list_events(run_id, None, 10_000)

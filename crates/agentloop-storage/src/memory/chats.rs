@@ -43,6 +43,7 @@ impl ProjectStore for MemoryStore {
             .ok_or_else(|| StorageError::not_found("project", &project.id))?;
         stored.name.clone_from(&project.name);
         stored.settings.clone_from(&project.settings);
+        stored.approval_mode = project.approval_mode;
         stored.updated_at = project.updated_at;
         Ok(())
     }

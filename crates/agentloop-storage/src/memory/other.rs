@@ -362,7 +362,7 @@ impl TaskStore for MemoryStore {
         if complete {
             for run in state.agent_runs.values_mut() {
                 if run.task_id == task_id && run.status.is_active() {
-                    run.status = AgentRunStatus::Cancelled;
+                    run.status = AgentRunStatus::Completed;
                     run.completed_at = Some(now);
                     run.end_reason = Some(EndReason::workflow_complete());
                     finished.push(run.clone());

@@ -7,7 +7,7 @@ mod sql_chats {
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
     use crate::message_cache::{Lookup, MessageCursor};
-    use crate::model::{Chat, Checkpoint, Project, StoredMessage};
+    use crate::model::{ApprovalMode, Chat, Checkpoint, Project, StoredMessage};
     use crate::sql::{db_err, found, insert_err};
     use crate::store::{ChatStore, ProjectStore, folders_overlap, from_json_text, json_text};
 
@@ -15,12 +15,13 @@ mod sql_chats {
     impl ProjectStore for SqlStore {
         async fn create_project(&self, project: &Project) -> StorageResult<()> {
             sqlx::query(
-                "INSERT INTO projects (id, name, settings, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO projects (id, name, settings, approval_mode, created_at, \
+                 updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(&project.id)
             .bind(&project.name)
             .bind(json_text(&project.settings)?)
+            .bind(project.approval_mode.map(ApprovalMode::as_str))
             .bind(project.created_at)
             .bind(project.updated_at)
             .execute(&self.pool)
@@ -51,11 +52,13 @@ mod sql_chats {
 
         async fn update_project(&self, project: &Project) -> StorageResult<()> {
             let done = sqlx::query(
-                "UPDATE projects SET name = $2, settings = $3, updated_at = $4 WHERE id = $1",
+                "UPDATE projects SET name = $2, settings = $3, approval_mode = $4, \
+                 updated_at = $5 WHERE id = $1",
             )
             .bind(&project.id)
             .bind(&project.name)
             .bind(json_text(&project.settings)?)
+            .bind(project.approval_mode.map(ApprovalMode::as_str))
             .bind(project.updated_at)
             .execute(&self.pool)
             .await
@@ -100,12 +103,13 @@ mod sql_chats {
                 });
             }
             sqlx::query(
-                "INSERT INTO projects (id, name, settings, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO projects (id, name, settings, approval_mode, created_at, \
+                 updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(&project.id)
             .bind(&project.name)
             .bind(json_text(&project.settings)?)
+            .bind(project.approval_mode.map(ApprovalMode::as_str))
             .bind(project.created_at)
             .bind(project.updated_at)
             .execute(&mut *tx)

@@ -7,7 +7,7 @@ mod rows {
     use crate::codec::to_u64;
     use crate::error::StorageResult;
     use crate::model::{
-        AgentRun, AgentRunDecision, AgentRunStatus, AgentType, Attachment, AttachmentMeta, Chat, Checkpoint,
+        AgentRun, AgentRunDecision, AgentRunStatus, ApprovalMode, AgentType, Attachment, AttachmentMeta, Chat, Checkpoint,
         Conversation, FileRecord, MinionLink, Project, RunRecord, RunStatus, StoredMessage, Task,
         User,
     };
@@ -44,6 +44,11 @@ mod rows {
             id: text(row, "id")?,
             name: text(row, "name")?,
             settings: from_json_text(&text(row, "settings")?)?,
+            approval_mode: opt_text(row, "approval_mode")?
+                .map(|mode| {
+                    ApprovalMode::parse(&mode).ok_or_else(|| bad_value("approval_mode", &mode))
+                })
+                .transpose()?,
             created_at: int(row, "created_at")?,
             updated_at: int(row, "updated_at")?,
         })

@@ -408,7 +408,7 @@ mod sql_runs {
             let mut finished = Vec::new();
             if complete {
                 finished = sqlx::query(
-                    "UPDATE agent_runs SET status = 'cancelled', completed_at = $2, \
+                    "UPDATE agent_runs SET status = 'completed', completed_at = $2, \
                      end_reason = $3 WHERE task_id = $1 AND status IN ('running', 'waiting') \
                      RETURNING *",
                 )

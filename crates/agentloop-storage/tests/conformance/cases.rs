@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use agentloop_storage::model::{
-    AgentRunStatus, Attachment, AttachmentMeta, Checkpoint, RunRecord, RunStatus,
+    AgentRunStatus, ApprovalMode, Attachment, AttachmentMeta, Checkpoint, RunRecord, RunStatus,
 };
 use agentloop_storage::{ProjectFiles, StorageError, Store};
 use agentloop_types::{EventKind, LoopEvent, Message, RunPath, TokenTotals, Vfs};
@@ -47,6 +47,39 @@ pub async fn projects_crud(store: Arc<dyn Store>) {
         store.update_project(&a).await,
         Err(StorageError::NotFound { .. })
     ));
+}
+
+pub async fn project_approval_modes(store: Arc<dyn Store>) {
+    // None (follow the server) reads back as none, a mode as that mode,
+    // whether the project claimed a folder or not.
+    store.create_project(&project("n", 1)).await.unwrap();
+    assert_eq!(store.get_project("n").await.unwrap().approval_mode, None);
+    let mut asked = project("k", 2);
+    asked.approval_mode = Some(ApprovalMode::Ask);
+    store
+        .create_project_in_folder(&asked, "/r/k")
+        .await
+        .unwrap();
+    assert_eq!(store.get_project("k").await.unwrap(), asked);
+    // An update sets it, changes it and clears it again.
+    for mode in [
+        Some(ApprovalMode::Unattended),
+        Some(ApprovalMode::Ask),
+        None,
+    ] {
+        asked.approval_mode = mode;
+        asked.updated_at += 1;
+        store.update_project(&asked).await.unwrap();
+        assert_eq!(store.get_project("k").await.unwrap(), asked);
+    }
+    let mut listed = store.list_projects().await.unwrap();
+    listed.retain(|p| p.id == "k");
+    assert_eq!(listed, [asked]);
+    assert_eq!(
+        ApprovalMode::parse("unattended"),
+        Some(ApprovalMode::Unattended)
+    );
+    assert_eq!(ApprovalMode::parse("never"), None);
 }
 
 pub async fn chats_and_minion_chats(store: Arc<dyn Store>) {

@@ -44,7 +44,7 @@ impl Fixture {
 macro_rules! conformance_suite {
     ($open:expr) => {
         $crate::conformance_suite!(@cases $open;
-            projects_crud, chats_and_minion_chats, message_order_and_replace,
+            projects_crud, project_approval_modes, chats_and_minion_chats, message_order_and_replace,
             checkpoints_roll_back, cascade_delete_chat, cascade_delete_project,
             attachments_and_loader, files_as_vfs, runs_leases_and_events,
             tasks_agent_runs_conversations, waiting_agent_runs_and_decisions,
@@ -75,6 +75,7 @@ pub fn project(id: &str, created_at: i64) -> Project {
         id: id.into(),
         name: format!("project {id}"),
         settings: serde_json::json!({ "model": "m", "n": created_at }),
+        approval_mode: None,
         created_at,
         updated_at: created_at,
     }

@@ -214,7 +214,8 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
         .collect();
     assert_eq!(active, ["b1", "a2"]);
 
-    // The recovery path: marking the workflow complete stops running runs.
+    // The recovery path: marking the workflow complete force-completes
+    // running runs, saying why.
     let finished = store.set_workflow_complete("t", true, 50).await.unwrap();
     assert_eq!(finished.len(), 1);
     assert_eq!(
@@ -223,7 +224,7 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
             finished[0].status,
             finished[0].completed_at
         ),
-        ("a2", AgentRunStatus::Cancelled, Some(50))
+        ("a2", AgentRunStatus::Completed, Some(50))
     );
     assert_eq!(finished[0].end_reason, Some(EndReason::workflow_complete()));
     assert!(store.get_task("t").await.unwrap().workflow_complete);
@@ -401,7 +402,7 @@ pub async fn waiting_agent_runs_and_decisions(store: Arc<dyn Store>) {
             .iter()
             .map(|r| (r.id.as_str(), r.status))
             .collect::<Vec<_>>(),
-        [("a1", AgentRunStatus::Cancelled)]
+        [("a1", AgentRunStatus::Completed)]
     );
     store.create_task(&task("u", "p")).await.unwrap();
     store

@@ -224,7 +224,8 @@ pub async fn concurrent_user_creation(store: Arc<dyn Store>) {
 }
 
 /// Takes a store back to the schema before users had tables.
-pub const DROP_USER_TABLES: &str = "DROP INDEX messages_by_rev; \
+pub const DROP_USER_TABLES: &str = "ALTER TABLE projects DROP COLUMN approval_mode; \
+     DROP INDEX messages_by_rev; \
      ALTER TABLE messages DROP COLUMN rev; ALTER TABLE chats DROP COLUMN message_rev; \
      ALTER TABLE chats DROP COLUMN message_resets; \
      DROP TABLE agent_run_decisions; \
@@ -234,14 +235,25 @@ pub const DROP_USER_TABLES: &str = "DROP INDEX messages_by_rev; \
      ALTER TABLE agent_runs DROP COLUMN end_reason; DROP TABLE user_tokens; DROP TABLE users; \
      DELETE FROM _sqlx_migrations WHERE version > 20261122000001;";
 
+/// The reserved project servers kept users in before the users tables.
+const RESERVED: &str = "agentloop-server-users";
+
+/// Creates the reserved project users were kept in (and a project of
+/// people, which stays), before the schema is
+/// taken back ([`DROP_USER_TABLES`]) to a time when projects had fewer
+/// columns.
+pub async fn reserve_users_project(store: &dyn Store) {
+    store.create_project(&project(RESERVED, 1)).await.unwrap();
+    store.create_project(&project("kept", 4)).await.unwrap();
+}
+
 /// Writes users the way servers kept them before the users tables: as
-/// files of the reserved project `agentloop-server-users`.
+/// files of the reserved project `agentloop-server-users` (made by
+/// [`reserve_users_project`]).
 pub async fn write_users_as_files(store: &dyn Store) {
     use agentloop_storage::model::FileRecord;
     use agentloop_types::EntryKind;
 
-    const RESERVED: &str = "agentloop-server-users";
-    store.create_project(&project(RESERVED, 1)).await.unwrap();
     let file = |path: &str, data: serde_json::Value| FileRecord {
         path: path.into(),
         kind: EntryKind::File,
@@ -280,7 +292,6 @@ pub async fn write_users_as_files(store: &dyn Store) {
         .put_file(RESERVED, &file("/tokens/cc33", orphan))
         .await
         .unwrap();
-    store.create_project(&project("kept", 4)).await.unwrap();
 }
 
 /// Checks that the users [`write_users_as_files`] wrote were carried over

@@ -243,6 +243,7 @@ impl RunCore {
                 },
                 messages,
                 tokens,
+                stop: None,
             },
         }));
         Step::Done

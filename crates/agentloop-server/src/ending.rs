@@ -1,0 +1,206 @@
+//! How an agent run ends: the one place that decides the status an agent
+//! run ends with, why, and the loop result its record and its terminal
+//! event carry, so the three always agree.
+//!
+//! A loop that ends on its own asks for a status ([`wanted`]): `complete`
+//! gives `completed`, `cancelled` gives `cancelled`, every error, limit or
+//! exhausted turn count gives `failed`. The agent run is finished with it
+//! in one conditional update, unless a person ended it first: a cancel
+//! (`cancelled`, stopped by `cancel`) or Mark Done (`completed`, stopped
+//! by `workflow_complete`). Whatever the store holds then is the end, and
+//! the result is made to say it ([`agreeing`]): a force-completed run's
+//! result is `complete` with `stopped_by`, a cancelled one's `cancelled`
+//! with `stopped_by`.
+
+use agentloop_storage::model::{AgentRunStatus, EndReason, now_millis};
+use agentloop_storage::{StorageResult, Store};
+use agentloop_types::{LoopError, LoopResult, LoopStatus, RunStop};
+
+/// How an agent run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settled {
+    /// Its final status.
+    pub status: AgentRunStatus,
+    /// Why it ended, unless its loop completed on its own.
+    pub reason: Option<EndReason>,
+    /// Whether this call ended it (false: it had ended already).
+    pub ended_here: bool,
+    /// The loop result, agreeing with `status` and `reason`.
+    pub result: LoopResult,
+}
+
+/// Finishes agent run `run_id` with the end its loop's `result` asks for,
+/// unless it ended already; returns the end the store holds, with the
+/// result made to agree with it.
+pub async fn settle(store: &dyn Store, run_id: &str, result: LoopResult) -> StorageResult<Settled> {
+    let (status, reason) = wanted(&result.status);
+    let (status, reason, ended_here) = finish(store, run_id, status, reason).await?;
+    let result = agreeing(result, status, reason.as_ref());
+    Ok(Settled {
+        status,
+        reason,
+        ended_here,
+        result,
+    })
+}
+
+/// Finishes agent run `run_id` as `status` for `reason` unless it ended
+/// already; returns its final status and reason, and whether this call
+/// ended it.
+pub async fn finish(
+    store: &dyn Store,
+    run_id: &str,
+    status: AgentRunStatus,
+    reason: Option<EndReason>,
+) -> StorageResult<(AgentRunStatus, Option<EndReason>, bool)> {
+    if store
+        .finish_agent_run(run_id, status, now_millis(), reason.as_ref())
+        .await?
+    {
+        return Ok((status, reason, true));
+    }
+    let stored = store.get_agent_run(run_id).await?;
+    Ok((stored.status, stored.end_reason, false))
+}
+
+/// `result` made to say how the agent run ended: a run force-completed
+/// (`completed` with a reason) ends `complete` — keeping a return value
+/// its loop gave — stopped by that reason; a cancelled run ends
+/// `cancelled`, stopped by its reason. Other ends keep the loop's status.
+pub fn agreeing(
+    mut result: LoopResult,
+    status: AgentRunStatus,
+    reason: Option<&EndReason>,
+) -> LoopResult {
+    let stop = |reason: &EndReason| RunStop {
+        stopped_by: reason.kind.clone(),
+        stop_message: reason.message.clone(),
+    };
+    match (status, reason) {
+        (AgentRunStatus::Completed, Some(reason)) => {
+            if !matches!(result.status, LoopStatus::Complete { .. }) {
+                result.status = LoopStatus::Complete {
+                    return_value: None,
+                    output: None,
+                };
+            }
+            result.stop = Some(stop(reason));
+        }
+        (AgentRunStatus::Cancelled, reason) => {
+            result.status = LoopStatus::Cancelled;
+            result.stop = reason.map(stop);
+        }
+        (
+            AgentRunStatus::Completed
+            | AgentRunStatus::Failed
+            | AgentRunStatus::Running
+            | AgentRunStatus::Waiting,
+            _,
+        ) => {}
+    }
+    result
+}
+
+/// The agent run status a loop result asks for, and why when it did not
+/// complete.
+pub fn wanted(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
+    let failed =
+        |kind: &str, message: String| (AgentRunStatus::Failed, Some(EndReason::new(kind, message)));
+    match status {
+        LoopStatus::Complete { .. } => (AgentRunStatus::Completed, None),
+        LoopStatus::Cancelled => (
+            AgentRunStatus::Cancelled,
+            Some(EndReason::new("cancel", "the run was cancelled")),
+        ),
+        LoopStatus::Error { error } => {
+            let kind = match error {
+                LoopError::Provider { .. } => "provider",
+                LoopError::Assembly { .. } | LoopError::IncompleteStream => "model_stream",
+                LoopError::InvalidHistory { .. } => "history",
+                LoopError::UnsupportedState { .. } | LoopError::InvalidState { .. } => "state",
+                LoopError::OutputInvalid { .. } => "output_invalid",
+                LoopError::Refused { .. } => "refused",
+            };
+            failed(kind, error.to_string())
+        }
+        LoopStatus::MaxIterations => failed(
+            "max_iterations",
+            "the agent used every model turn it was allowed without finishing".to_owned(),
+        ),
+        LoopStatus::LimitExceeded { limit } => failed(
+            "limit_exceeded",
+            format!("the run reached its usage limit ({limit:?})"),
+        ),
+        // A suspended run waits instead of ending (see `crate::waiting`);
+        // one that reaches here could not wait.
+        LoopStatus::Suspended { pending, .. } => failed(
+            "suspended",
+            format!(
+                "the agent stopped to wait for a person on {} call(s)",
+                pending.len()
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(status: LoopStatus) -> LoopResult {
+        LoopResult {
+            status,
+            messages: Default::default(),
+            tokens: Default::default(),
+            stop: None,
+        }
+    }
+
+    #[test]
+    fn a_force_completed_run_ends_complete_saying_who_stopped_it() {
+        let shaped = agreeing(
+            result(LoopStatus::Cancelled),
+            AgentRunStatus::Completed,
+            Some(&EndReason::workflow_complete()),
+        );
+        assert!(matches!(shaped.status, LoopStatus::Complete { .. }));
+        let stop = shaped.stop.unwrap();
+        assert_eq!(stop.stopped_by, "workflow_complete");
+        assert_eq!(stop.stop_message, EndReason::workflow_complete().message);
+    }
+
+    #[test]
+    fn a_loop_that_completed_on_its_own_says_no_stop() {
+        let shaped = agreeing(
+            result(LoopStatus::Complete {
+                return_value: Some(serde_json::json!(1)),
+                output: None,
+            }),
+            AgentRunStatus::Completed,
+            None,
+        );
+        assert_eq!(shaped.stop, None);
+        assert!(matches!(
+            shaped.status,
+            LoopStatus::Complete {
+                return_value: Some(_),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_cancelled_run_ends_cancelled_by_its_reason_even_if_its_loop_completed() {
+        let reason = EndReason::new("cancel", "cancelled by ada");
+        let shaped = agreeing(
+            result(LoopStatus::Complete {
+                return_value: None,
+                output: None,
+            }),
+            AgentRunStatus::Cancelled,
+            Some(&reason),
+        );
+        assert_eq!(shaped.status, LoopStatus::Cancelled);
+        assert_eq!(shaped.stop.map(|s| s.stopped_by).as_deref(), Some("cancel"));
+    }
+}
