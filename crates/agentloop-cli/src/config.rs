@@ -1,6 +1,6 @@
 //! The configuration file, `$XDG_CONFIG_HOME/agentloop/config.toml` (else
 //! `~/.config/agentloop/config.toml`): defaults for `run`, `chat` and
-//! `models`. Flags win over the environment, which wins over the file.
+//! `models`, and under `[serve]` for `agentloop serve`. Flags win over the environment, which wins over the file.
 //! Keys never go in it: they stay in the environment.
 //!
 //! ```toml
@@ -20,6 +20,9 @@
 //!
 //! [mcp_servers.web]
 //! url = "http://localhost:3001/mcp"
+//!
+//! [serve]                       # defaults of `agentloop serve`
+//! approvals = "ask"             # projects' policy when they set none: unattended (default) or ask
 //! ```
 //!
 //! Keys go in the environment or in `keys.env` beside this file (see
@@ -61,6 +64,45 @@ pub struct Config {
     /// or `{url, headers}`), besides those of `--mcp` and `--mcp-stdio`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<serde_json::Value>,
+    /// Defaults of `agentloop serve`.
+    #[serde(default, skip_serializing_if = "ServeConfig::is_empty")]
+    pub serve: ServeConfig,
+}
+
+/// What the file may set for `agentloop serve` (its `[serve]` table).
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Default `--approvals`: the approval policy of projects that set
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<ServeApprovals>,
+}
+
+impl ServeConfig {
+    fn is_empty(&self) -> bool {
+        self.approvals.is_none()
+    }
+}
+
+/// The approval policy of a server's projects (`--approvals`, `[serve]
+/// approvals`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ServeApprovals {
+    /// File writes and JavaScript calls of server runs wait for a person.
+    Ask,
+    /// They run without asking, inside the project folder (the default).
+    Unattended,
+}
+
+impl From<ServeApprovals> for agentloop_storage::model::ApprovalMode {
+    fn from(value: ServeApprovals) -> Self {
+        match value {
+            ServeApprovals::Ask => Self::Ask,
+            ServeApprovals::Unattended => Self::Unattended,
+        }
+    }
 }
 
 /// `agentloop config ...`.
@@ -195,6 +237,19 @@ mod tests {
         assert_eq!(provider.as_deref(), Some("anthropic"));
         assert_eq!(base_url.as_deref(), Some("http://localhost:1/v1"));
         assert_eq!(tools, ["fs"]);
+    }
+
+    #[test]
+    fn the_serve_table_sets_the_servers_approval_policy() {
+        let config: Config = toml::from_str("[serve]\napprovals = \"ask\"\n").unwrap();
+        assert_eq!(config.serve.approvals, Some(ServeApprovals::Ask));
+        let wrong = toml::from_str::<Config>("[serve]\napprovals = \"sometimes\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            wrong.contains("ask") && wrong.contains("unattended"),
+            "{wrong}"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use agentloop_storage::model::now_millis;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
 
+use crate::config::ServeApprovals;
 use crate::db::{self, Access};
 use crate::logging::LogFormat;
 use crate::out::{Failure, Outcome, Stdout};
@@ -90,6 +91,13 @@ pub struct ServeArgs {
     /// or idle between requests) before it is closed.
     #[arg(long, default_value_t = 10_000)]
     pub header_timeout_ms: u64,
+    /// Whether projects' file writes and JavaScript calls wait for a
+    /// person: `unattended` (the default: they run without asking, the fs
+    /// tool jailed to the project folder and JavaScript sandboxed) or
+    /// `ask`. A project's own `approvals` setting wins. Default: the
+    /// configuration file's `[serve] approvals`, else `unattended`.
+    #[arg(long, value_enum)]
+    pub approvals: Option<ServeApprovals>,
     /// JSON file overriding agent prompts:
     /// `{"planification": "...", "implementation": "...", "review": "..."}`
     /// (`{task_doc_path}` and `{task_id}` are replaced).
@@ -212,6 +220,15 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         })?;
         config.projects_root = Some(projects_root.clone());
         config.allow_project_mcp = args.allow_project_mcp;
+        let approvals = match args.approvals {
+            Some(approvals) => approvals,
+            None => crate::config::load()
+                .map_err(|e| e.to_string())?
+                .serve
+                .approvals
+                .unwrap_or(ServeApprovals::Unattended),
+        };
+        config.approvals = approvals.into();
         config.connections = ConnectionLimits {
             max_connections: args.max_connections.max(1),
             header_timeout: Duration::from_millis(args.header_timeout_ms.max(1)),
@@ -229,9 +246,10 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             .local_addr()
             .map_err(|e| format!("cannot read the bound address: {e}"))?;
         eprintln!(
-            "agentloop: serving on http://{address} (store: {}, projects in {})",
+            "agentloop: serving on http://{address} (store: {}, projects in {}, approvals: {})",
             db::describe(args.db.as_deref()),
-            projects_root.display()
+            projects_root.display(),
+            config.approvals.as_str()
         );
         let server = Server::new(store, config);
         if let Some(bind) = &args.metrics_bind {
@@ -286,8 +304,8 @@ pub async fn users(command: UsersCommand) -> Outcome {
 }
 
 /// `agentloop complete-workflow TASK`: sets the task's `workflow_complete`
-/// and stops its running agent runs (they end `cancelled`), so its chain
-/// stops.
+/// and force-completes its running or waiting agent runs (they end
+/// `completed`, stopped by `workflow_complete`), so its chain stops.
 pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Outcome {
     let store = db::open(args.db.db.as_deref(), Access::Read)
         .await?

@@ -147,9 +147,30 @@ pub fn until_status(address: &str, token: &str, run_id: &str, status: &str) -> V
     panic!("agent run {run_id} never became {status}: {last}");
 }
 
-/// Reads a run's SSE stream until it closes; returns the event names and
-/// data, and how long the stream stayed open after `since`.
+/// Reads a run's SSE stream until it closes, cancelling the run when the
+/// first `cancel_at` event arrives; returns the event names and data.
 pub fn read_sse(address: &str, token: &str, run_id: &str, cancel_at: &str) -> Vec<(String, Value)> {
+    read_sse_acting(address, token, run_id, cancel_at, || {
+        let (status, body) = http(
+            address,
+            token,
+            "POST",
+            &format!("/api/agent-runs/{run_id}/cancel"),
+            Some(json!({})),
+        );
+        assert_eq!(status, 200, "{body}");
+    })
+}
+
+/// Reads a run's SSE stream until it closes, doing `act` when the first
+/// `at` event arrives; returns the event names and data.
+pub fn read_sse_acting(
+    address: &str,
+    token: &str,
+    run_id: &str,
+    at: &str,
+    act: impl FnOnce(),
+) -> Vec<(String, Value)> {
     let mut stream = TcpStream::connect(address).unwrap();
     write!(
         stream,
@@ -163,7 +184,7 @@ Authorization: Bearer {token}\r\nConnection: close\r\n\r\n"
     let mut reader = BufReader::new(stream);
     let mut events = Vec::new();
     let mut name = String::new();
-    let mut cancelled = false;
+    let mut act = Some(act);
     let mut line = String::new();
     loop {
         line.clear();
@@ -177,16 +198,10 @@ Authorization: Bearer {token}\r\nConnection: close\r\n\r\n"
             name = value.trim().to_owned();
         } else if let Some(data) = line.strip_prefix("data:") {
             events.push((name.clone(), serde_json::from_str(data.trim()).unwrap()));
-            if name == cancel_at && !cancelled {
-                cancelled = true;
-                let (status, body) = http(
-                    address,
-                    token,
-                    "POST",
-                    &format!("/api/agent-runs/{run_id}/cancel"),
-                    Some(json!({})),
-                );
-                assert_eq!(status, 200, "{body}");
+            if name == at {
+                if let Some(act) = act.take() {
+                    act();
+                }
             }
         }
     }
