@@ -18,6 +18,7 @@ mod chats;
 mod config;
 mod db;
 mod demo;
+mod demo_model;
 mod discover;
 mod export;
 mod keys;

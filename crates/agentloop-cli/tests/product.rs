@@ -580,3 +580,73 @@ fn ctrl_c_in_a_piped_chat_cancels_the_turn_then_ends_the_chat() {
     assert_eq!(status.code(), Some(130));
     drop(stdin);
 }
+
+/// Every `tool_use` id in a JSON value, in order.
+fn tool_use_ids(value: &serde_json::Value, ids: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map.get("type").and_then(|t| t.as_str()) == Some("tool_use") {
+                if let Some(id) = map.get("id").and_then(|i| i.as_str()) {
+                    ids.push(id.to_owned());
+                }
+            }
+            map.values().for_each(|v| tool_use_ids(v, ids));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| tool_use_ids(v, ids)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_demo_chat_answers_every_message_and_a_continued_chat_too() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("notes.txt"), "hello").unwrap();
+    let chat = |args: &[&str], lines: &str| {
+        let mut child = command(home.path(), args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(lines.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        output
+    };
+    let answer = "This folder holds the files listed above.";
+
+    let output = chat(&["chat", "--chat", "demo"], "one\ntwo\nthree\n");
+    let (out, err) = (stdout(&output), stderr(&output));
+    // A chat's replies, tool calls included, stream to stdout.
+    assert_eq!(out.matches(answer).count(), 3, "{out}\n{err}");
+    assert_eq!(out.matches("✓ fs Directory /").count(), 3, "{out}");
+    assert_eq!(out.matches("notes.txt").count(), 3, "{out}");
+    assert!(
+        !format!("{out}{err}").contains("provider error"),
+        "{out}\n{err}"
+    );
+
+    // A continued chat plays the demo again, after the stored history.
+    let output = chat(&["chat", "--continue"], "four\n");
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert_eq!(out.matches(answer).count(), 1, "{out}\n{err}");
+    assert!(
+        !format!("{out}{err}").contains("provider error"),
+        "{out}\n{err}"
+    );
+
+    // Four prompts, four answers, and no tool-call id used twice.
+    let shown = run(home.path(), &["chats", "show", "demo", "--json"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["messages"].as_array().unwrap().len(), 16, "{shown}");
+    let mut ids = Vec::new();
+    tool_use_ids(&shown["messages"], &mut ids);
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!((ids.len(), distinct.len()), (4, 4), "{ids:?}");
+}

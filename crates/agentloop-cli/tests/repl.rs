@@ -1,5 +1,6 @@
 //! `agentloop chat` through a real terminal (a pty): the prompt, `/cost`,
-//! Ctrl-C cancelling a turn, Ctrl-D leaving, and `--continue`.
+//! Ctrl-C cancelling a turn, Ctrl-D leaving, `--continue`, and the demo
+//! answering message after message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -7,21 +8,57 @@ use std::process::Command;
 
 use rexpect::session::{PtySession, spawn_command};
 
-fn chat(home: &Path, db: &str, script: &str, extra: &[&str]) -> PtySession {
-    let script_path = home.join(format!("script-{}.json", extra.len()));
-    std::fs::write(&script_path, script).unwrap();
-    let provider = format!("scripted:{}", script_path.display());
+/// `agentloop ARGS` on a pty, with no provider configured and its data
+/// and config folders inside `home`.
+fn on_a_terminal(home: &Path, args: &[&str]) -> PtySession {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
     command
-        .args(["chat", "--db", db, "--provider", &provider])
-        .args(extra)
+        .args(args)
+        .current_dir(home)
         .env("HOME", home)
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("TERM", "xterm")
         .env_remove("NO_COLOR");
+    for name in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "AGENTLOOP_MODEL",
+    ] {
+        command.env_remove(name);
+    }
     // Generous: a slow CI machine, not a performance bound.
     spawn_command(command, Some(30_000)).unwrap()
+}
+
+fn chat(home: &Path, db: &str, script: &str, extra: &[&str]) -> PtySession {
+    let script_path = home.join(format!("script-{}.json", extra.len()));
+    std::fs::write(&script_path, script).unwrap();
+    let provider = format!("scripted:{}", script_path.display());
+    let mut args = vec!["chat", "--db", db, "--provider", &provider];
+    args.extend_from_slice(extra);
+    on_a_terminal(home, &args)
+}
+
+#[test]
+fn the_demo_repl_answers_every_message() {
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("chats.db").display().to_string();
+    let mut p = on_a_terminal(home.path(), &["chat", "--db", &db]);
+    p.exp_string("this is a demo").unwrap();
+    for message in ["one", "two", "three"] {
+        p.exp_string("> ").unwrap();
+        p.send_line(message).unwrap();
+        // The tool call, then the end of the answer.
+        p.exp_string("Directory / (").unwrap();
+        p.exp_string("is what a real run shows.").unwrap();
+    }
+    p.exp_string("> ").unwrap();
+    p.send_line("/exit").unwrap();
+    p.exp_eof().unwrap();
 }
 
 #[test]

@@ -196,6 +196,13 @@ async fn logs_and_metrics_tell_an_operator_what_happened_and_keep_secrets() {
         })
         .unwrap_or_else(|| panic!("no request line for the run in:\n{log}"));
     assert_eq!(created["fields"]["http.response.status_code"], 201);
+    // Latencies are milliseconds to the microsecond, not a float's noise.
+    let latency = created["fields"]["latency_ms"].to_string();
+    let decimals = latency.split_once('.').map_or(0, |(_, d)| d.len());
+    assert!(
+        created["fields"]["latency_ms"].is_number() && decimals <= 3,
+        "latency_ms={latency}"
+    );
     assert_eq!(created["span"]["http.request.method"], "POST");
     assert!(created["span"]["user_id"].is_string(), "{created}");
     assert!(created["span"]["request_id"].is_string(), "{created}");

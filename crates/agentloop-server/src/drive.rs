@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig as McpServerConfig, ServerOptions};
 use agentloop_storage::model::{AgentRunStatus, AgentType, EndReason, RunStatus, now_millis};
 use agentloop_storage::{StorageError, StorageResult, Store};
-use agentloop_tools::FsTool;
 use agentloop_tools::vfs::DirJail;
+use agentloop_tools::{AskUserTool, FsTool};
 use agentloop_types::{EventKind, LoopEvent, LoopResult, LoopStatus, Tool};
 use serde_json::json;
 
@@ -464,7 +464,10 @@ pub(crate) fn tools(
 ) -> StorageResult<Vec<Arc<dyn Tool>>> {
     let jail = DirJail::new(&ctx.repo)
         .map_err(|e| StorageError::Invalid(format!("project folder: {e}")))?;
-    let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(FsTool::new(Arc::new(jail)))];
+    // `ask_user` suspends the run as `waiting` with a question, answered
+    // through the run's decisions like an approval.
+    let mut tools: Vec<Arc<dyn Tool>> =
+        vec![Arc::new(FsTool::new(Arc::new(jail))), Arc::new(AskUserTool)];
     if agent != AgentType::Planification {
         tools.push(Arc::new(CompleteWorkflowTool::new(workflow_called)));
     }

@@ -207,7 +207,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
             ..op(
                 "delete",
                 "/api/projects/{projectId}",
-                "Delete a project (its folder stays on disk)",
+                "Delete a project with its tasks and their agent runs (its folder stays on disk)",
                 ("204", "Deleted", None),
             )
         },
@@ -236,6 +236,17 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
             "A task",
             ("200", "The task", Some(schema_ref("Task"))),
         ),
+        Operation {
+            extra: vec![conflict(
+                "One of the task's agent runs is running or waiting (the error names it)",
+            )],
+            ..op(
+                "delete",
+                "/api/tasks/{taskId}",
+                "Delete a task with its agent runs, their conversations and event logs (its document stays on disk)",
+                ("204", "Deleted", None),
+            )
+        },
         Operation {
             extra: vec![conflict("The document cannot be read")],
             ..op(

@@ -206,14 +206,32 @@ pub fn chat_settings(
         "max_tokens": config.max_tokens,
         "max_iterations": config.max_iterations,
         "system_prompt": format!(
-            "You are the {} agent of task {} in project {}. The fs tool works in the project \
+            "{}{} in project {}. The fs tool works in the project \
     folder; the task document is {}.",
-            run.agent_type.as_str(),
+            agent_preamble(run.agent_type),
             ctx.task.id,
             ctx.project.name,
             crate::config::task_doc_path(&ctx.task.id)
         ),
     })
+}
+
+/// How the system prompt of an agent run's chat begins, naming its agent
+/// (the task id follows).
+fn agent_preamble(agent: AgentType) -> String {
+    format!("You are the {} agent of task ", agent.as_str())
+}
+
+/// The agent a system prompt of [`chat_settings`] names, if it is one: a
+/// model may act on which agent of the chain it is (the shipped demo does).
+pub fn agent_of_system_prompt(system_prompt: &str) -> Option<AgentType> {
+    [
+        AgentType::Planification,
+        AgentType::Implementation,
+        AgentType::Review,
+    ]
+    .into_iter()
+    .find(|agent| system_prompt.starts_with(&agent_preamble(*agent)))
 }
 
 /// The model a task's runs call: the project's `model` setting, else the
@@ -239,5 +257,58 @@ pub fn next_agent(agent: AgentType) -> Option<AgentType> {
         AgentType::Planification => None,
         AgentType::Implementation => Some(AgentType::Review),
         AgentType::Review => Some(AgentType::Implementation),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentloop_engine::scripted::ScriptedProvider;
+    use agentloop_types::ApiKind;
+
+    #[test]
+    fn the_system_prompt_names_its_agent() {
+        let config = ServerConfig::new(ScriptedProvider::new([]), ApiKind::AnthropicMessages, "m");
+        let ctx = TaskContext {
+            task: Task {
+                id: "t1".to_owned(),
+                project_id: "p1".to_owned(),
+                title: "t".to_owned(),
+                workflow_complete: false,
+                created_at: 0,
+                updated_at: 0,
+            },
+            project: Project {
+                id: "p1".to_owned(),
+                // A project named like an agent does not confuse it.
+                name: "You are the review agent of task x".to_owned(),
+                settings: json!({}),
+                approval_mode: None,
+                created_at: 0,
+                updated_at: 0,
+            },
+            owner: "u1".to_owned(),
+            repo: PathBuf::from("/tmp"),
+        };
+        for agent in [
+            AgentType::Planification,
+            AgentType::Implementation,
+            AgentType::Review,
+        ] {
+            let run = AgentRun {
+                id: "r1".to_owned(),
+                task_id: "t1".to_owned(),
+                agent_type: agent,
+                status: AgentRunStatus::Running,
+                conversation_id: None,
+                created_at: 0,
+                completed_at: None,
+                end_reason: None,
+            };
+            let settings = chat_settings(&config, &ctx, &run);
+            let prompt = settings["system_prompt"].as_str().unwrap_or_default();
+            assert_eq!(agent_of_system_prompt(prompt), Some(agent), "{prompt}");
+        }
+        assert_eq!(agent_of_system_prompt("You are a helpful assistant."), None);
     }
 }

@@ -4,11 +4,8 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_storage::model::{AgentRunStatus, AgentType};
-use agentloop_tools::AskUserTool;
 use common::approvals::*;
 use common::gated::start_run;
 use serde_json::{Value, json};
@@ -290,12 +287,8 @@ async fn an_answer_resumes_a_question() {
         ScriptedTurn::new().tool_call("q1", "ask_user", json!({ "question": "Which file name?" })),
         ScriptedTurn::new().text("Thanks."),
     ]);
-    let mut config = common::config(provider.clone());
-    config.extra_tools.push(Arc::new(AskUserTool));
-    let server = common::start_with(store.clone(), config).await;
-    let (_, task_id) = server
-        .project_and_task_with(json!({ "approvals": "ask" }))
-        .await;
+    let server = common::start_with(store.clone(), common::config(provider.clone())).await;
+    let (_, task_id) = server.project_and_task().await;
     let run_id = start_run(&server, &task_id, "planification").await;
     let run = until_status(&server, &run_id, "waiting").await;
     assert_eq!(run["pending"][0]["kind"], "question");

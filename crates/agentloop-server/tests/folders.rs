@@ -71,6 +71,9 @@ async fn refused_folders_create_nothing() {
     server.stop().await;
 }
 
+/// What a user is told of a folder another user has, or had, a project in.
+const NOT_AVAILABLE: &str = "repoFolder is not available; choose another folder";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_users_never_share_a_folder() {
     let root = tempfile::tempdir().unwrap();
@@ -93,6 +96,17 @@ async fn two_users_never_share_a_folder() {
         let (status, body) = create_as(&server, token, folder.clone()).await;
         assert_eq!(status, 409, "{folder}: {body}");
         assert!(!Path::new(&alpha).join("inner").exists());
+        // Another user learns only that the folder is not available; its
+        // owner is told which of their projects holds it.
+        let expected = if *token == ada {
+            format!(
+                "repoFolder is, contains or lies inside the folder of your project {}",
+                a["id"].as_str().unwrap()
+            )
+        } else {
+            NOT_AVAILABLE.to_owned()
+        };
+        assert_eq!(body["error"], expected.as_str(), "{folder}");
     }
     // Bob's project around Ada's folder is refused the same way.
     std::fs::create_dir_all(root.path().join("outer")).unwrap();
@@ -100,6 +114,7 @@ async fn two_users_never_share_a_folder() {
     assert_eq!(status, 201);
     let (status, body) = create_as(&server, &ada, "outer").await;
     assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"], NOT_AVAILABLE);
     // A sibling whose name merely starts the same is fine.
     let (status, body) = create_as(&server, &bob, "alphabet").await;
     assert_eq!(status, 201, "{body}");
@@ -113,6 +128,7 @@ async fn two_users_never_share_a_folder() {
     assert_eq!(status, 204);
     let (status, body) = create_as(&server, &bob, alpha.clone()).await;
     assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"], NOT_AVAILABLE);
     let (status, body) = create_as(&server, &ada, alpha.clone()).await;
     assert_eq!(status, 201, "{body}");
     server.stop().await;

@@ -218,6 +218,11 @@ pub trait TaskStore: Send + Sync {
     async fn create_task(&self, task: &Task) -> StorageResult<()>;
     /// Reads a task.
     async fn get_task(&self, id: &str) -> StorageResult<Task>;
+    /// Deletes a task with its agent runs (their records, event logs and
+    /// decisions) and its conversations with their chats. Fails with
+    /// `ActiveAgentRunExists`, deleting nothing, while one of its agent runs
+    /// is running or waiting.
+    async fn delete_task(&self, id: &str) -> StorageResult<()>;
     /// A project's tasks, oldest first.
     async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>>;
     /// Sets `workflow_complete`. Setting it to true also force-completes

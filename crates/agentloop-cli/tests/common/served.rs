@@ -21,6 +21,14 @@ pub struct Served {
     pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
+/// A test that fails midway leaves no server behind.
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 pub fn serve(db: &str, script: &Path, instance: &str) -> Served {
     serve_with(db, script, instance, &[])
 }

@@ -45,6 +45,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/projects/{projectId}/tasks"),
     ("post", "/api/projects/{projectId}/tasks"),
     ("get", "/api/tasks/{taskId}"),
+    ("delete", "/api/tasks/{taskId}"),
     ("get", "/api/tasks/{taskId}/document"),
     ("put", "/api/tasks/{taskId}/document"),
     ("put", "/api/tasks/{taskId}/workflow-complete"),
@@ -88,7 +89,10 @@ pub fn router(state: AppState) -> Router {
             "/api/projects/{project_id}/tasks",
             get(tasks::list).post(tasks::create),
         )
-        .route("/api/tasks/{task_id}", get(tasks::get_one))
+        .route(
+            "/api/tasks/{task_id}",
+            get(tasks::get_one).delete(tasks::delete),
+        )
         .route(
             "/api/tasks/{task_id}/document",
             get(tasks::get_document).put(tasks::put_document),
@@ -151,7 +155,7 @@ async fn log_request(State(state): State<AppState>, request: Request, next: Next
     span.in_scope(|| {
         tracing::info!(
             http.response.status_code = status,
-            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            latency_ms = log_millis(started.elapsed()),
             "request"
         );
     });
@@ -168,6 +172,16 @@ async fn log_request(State(state): State<AppState>, request: Request, next: Next
         response.headers_mut().insert("x-request-id", value);
     }
     response
+}
+
+/// A duration as logged: milliseconds to the microsecond (at most three
+/// decimals), not a float's full noise. (Metrics keep seconds, unrounded,
+/// as Prometheus expects.)
+fn log_millis(duration: std::time::Duration) -> f64 {
+    // Below 2^53 µs (285 years) the conversion is exact.
+    #[allow(clippy::cast_precision_loss)]
+    let micros = duration.as_micros() as f64;
+    micros / 1000.0
 }
 
 /// The methods [`ROUTES`] has for `path`, upper-case.
@@ -402,6 +416,27 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    #[test]
+    fn logged_latencies_keep_three_decimals_at_most() {
+        assert_eq!(
+            log_millis(Duration::from_nanos(61_100)).to_string(),
+            "0.061"
+        );
+        assert_eq!(
+            log_millis(Duration::from_nanos(61_101)).to_string(),
+            "0.061"
+        );
+        assert_eq!(
+            log_millis(Duration::from_micros(1_234_567)).to_string(),
+            "1234.567"
+        );
+        for micros in 0..100_000u64 {
+            let text = log_millis(Duration::from_micros(micros)).to_string();
+            let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
+            assert!(decimals <= 3, "{micros} µs logged as {text}");
+        }
+    }
 
     #[tokio::test]
     async fn a_slow_request_is_answered_408_with_json() {

@@ -147,10 +147,7 @@ pub(super) async fn create(
         folders::plan(state.config.projects_root.as_deref(), requested).map_err(folder_error)?;
     if let Some(owner) = folder_owner(&planned.path).await {
         if owner != user.id {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "repoFolder belonged to another user's project",
-            ));
+            return Err(folder_unavailable());
         }
     }
     let mut settings = json!({ "owner": user.id, "repo_folder": planned.path });
@@ -178,11 +175,23 @@ pub(super) async fn create(
         .await
     {
         Ok(()) => {}
-        Err(StorageError::FolderTaken { .. }) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "repoFolder is, contains or lies inside the folder of another project",
-            ));
+        Err(StorageError::FolderTaken { project_id, .. }) => {
+            let own = match state.store.get_project(&project_id).await {
+                Ok(other) => project_owner(&other) == Some(user.id.as_str()),
+                Err(StorageError::NotFound { .. }) => false,
+                Err(e) => return Err(e.into()),
+            };
+            return Err(if own {
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    format!(
+                        "repoFolder is, contains or lies inside the folder of your project \
+                         {project_id}"
+                    ),
+                )
+            } else {
+                folder_unavailable()
+            });
         }
         Err(e) => return Err(e.into()),
     }
@@ -204,6 +213,15 @@ pub(super) async fn create(
         StatusCode::CREATED,
         Json(project_json(&state.config, &project)),
     ))
+}
+
+/// The 409 for a folder another user has, or had, a project in: it says
+/// nothing of what is there.
+fn folder_unavailable() -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "repoFolder is not available; choose another folder",
+    )
 }
 
 /// Where a project folder records its owner, so that a folder left behind

@@ -1,6 +1,7 @@
 //! Tasks: each belongs to a project and has its document at
 //! `.agentloop/tasks/task-<id>.md` in the project folder.
 
+use agentloop_storage::StorageError;
 use agentloop_storage::model::{Task, now_millis};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -116,6 +117,44 @@ pub(super) async fn get_one(
 ) -> Result<Json<Value>, ApiError> {
     let ctx = owned_task(&state, &user, &task_id).await?;
     Ok(Json(task_json(&ctx.task)))
+}
+
+/// Deletes a task with its agent runs, their conversations (chats) and
+/// event logs; refused (409, naming the run) while one of them runs or
+/// waits. The task document stays in the project folder.
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(task_id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let ctx = owned_task(&state, &user, &task_id).await?;
+    let busy = |run: &agentloop_storage::model::AgentRun| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            format!(
+                "agent run {} is {} for this task; cancel it first",
+                run.id,
+                run.status.as_str()
+            ),
+        )
+    };
+    if let Some(run) = state.store.active_agent_run(&ctx.task.id).await? {
+        return Err(busy(&run));
+    }
+    match state.store.delete_task(&ctx.task.id).await {
+        Ok(()) => Ok(StatusCode::NO_CONTENT),
+        // A run started between the check and the delete.
+        Err(StorageError::ActiveAgentRunExists { .. }) => {
+            match state.store.active_agent_run(&ctx.task.id).await? {
+                Some(run) => Err(busy(&run)),
+                None => Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "an agent run of this task is running or waiting; cancel it first",
+                )),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 pub(super) async fn get_document(

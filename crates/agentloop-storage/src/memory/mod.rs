@@ -101,6 +101,17 @@ impl State {
 
     fn remove_task(&mut self, id: &str) {
         self.tasks.remove(id);
+        // An agent run's record and event log share its id.
+        let runs: Vec<String> = self
+            .agent_runs
+            .values()
+            .filter(|r| r.task_id == id)
+            .map(|r| r.id.clone())
+            .collect();
+        for run in &runs {
+            self.runs.remove(run);
+            self.events.remove(run);
+        }
         self.agent_runs.retain(|_, r| r.task_id != id);
         let runs = &self.agent_runs;
         self.decisions.retain(|run_id, _| runs.contains_key(run_id));

@@ -333,6 +333,33 @@ impl TaskStore for MemoryStore {
             .ok_or_else(|| StorageError::not_found("task", id))
     }
 
+    async fn delete_task(&self, id: &str) -> StorageResult<()> {
+        let mut state = self.lock();
+        if !state.tasks.contains_key(id) {
+            return Err(StorageError::not_found("task", id));
+        }
+        if state
+            .agent_runs
+            .values()
+            .any(|r| r.task_id == id && r.status.is_active())
+        {
+            return Err(StorageError::ActiveAgentRunExists {
+                task_id: id.to_owned(),
+            });
+        }
+        let chats: Vec<String> = state
+            .conversations
+            .values()
+            .filter(|c| c.task_id == id)
+            .filter_map(|c| c.chat_id.clone())
+            .collect();
+        for chat in chats {
+            state.remove_chat(&chat);
+        }
+        state.remove_task(id);
+        Ok(())
+    }
+
     async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>> {
         let mut all: Vec<Task> = self
             .lock()

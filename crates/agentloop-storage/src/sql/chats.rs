@@ -67,12 +67,24 @@ mod sql_chats {
         }
 
         async fn delete_project(&self, id: &str) -> StorageResult<()> {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            // The records of its tasks' agent runs (with their event logs)
+            // belong to no chat, so the project's cascade misses them.
+            sqlx::query(
+                "DELETE FROM runs WHERE id IN (SELECT agent_runs.id FROM agent_runs \
+                 JOIN tasks ON tasks.id = agent_runs.task_id WHERE tasks.project_id = $1)",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
             let done = sqlx::query("DELETE FROM projects WHERE id = $1")
                 .bind(id)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await
                 .map_err(db_err)?;
-            found(done.rows_affected(), "project", id)
+            found(done.rows_affected(), "project", id)?;
+            tx.commit().await.map_err(db_err)
         }
 
         async fn create_project_in_folder(

@@ -377,6 +377,56 @@ mod sql_runs {
             rows::task(&row)
         }
 
+        async fn delete_task(&self, id: &str) -> StorageResult<()> {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            // Writing the task row first takes its lock (the write lock on
+            // SQLite), so the check below and the deletes see one state.
+            let touched = sqlx::query("UPDATE tasks SET updated_at = updated_at WHERE id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            found(touched.rows_affected(), "task", id)?;
+            let active: Option<String> = sqlx::query_scalar(
+                "SELECT id FROM agent_runs WHERE task_id = $1 AND status IN ('running', 'waiting')",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if active.is_some() {
+                return Err(StorageError::ActiveAgentRunExists {
+                    task_id: id.to_owned(),
+                });
+            }
+            // The agent runs' records carry their event logs (which go
+            // with them); the conversations' chats carry the messages.
+            sqlx::query("DELETE FROM runs WHERE id IN (SELECT id FROM agent_runs WHERE task_id = $1)")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let chats: Vec<String> = sqlx::query_scalar(
+                "DELETE FROM chats WHERE id IN \
+                 (SELECT chat_id FROM conversations WHERE task_id = $1) RETURNING id",
+            )
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            // Agent runs, their decisions and the conversations go with it.
+            sqlx::query("DELETE FROM tasks WHERE id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+            for chat in chats {
+                self.message_cache.forget(&chat);
+            }
+            Ok(())
+        }
+
         async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>> {
             sqlx::query("SELECT * FROM tasks WHERE project_id = $1 ORDER BY created_at, id")
                 .bind(project_id)

@@ -54,7 +54,7 @@ macro_rules! conformance_suite {
             export_import_round_trip, users_create_list_get, user_tokens,
             non_ascii_user_names, concurrent_user_creation,
             project_folders_never_overlap, concurrent_folder_claims,
-            runs_by_status_and_last, lease_renewals,
+            runs_by_status_and_last, lease_renewals, cascade_delete_task,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(

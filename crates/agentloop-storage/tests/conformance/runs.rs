@@ -601,3 +601,174 @@ async fn lease_of(store: &dyn Store, id: &str) -> (Option<String>, Option<i64>) 
     let run = store.get_run(id).await.unwrap();
     (run.lease_owner, run.lease_expires_at)
 }
+
+pub async fn cascade_delete_task(store: Arc<dyn Store>) {
+    // Task `t` with two finished agent runs, each with a conversation whose
+    // chat has a message, a run record carrying its event log, and a
+    // decision; task `u` beside it keeps everything.
+    project_with_chat(&*store).await;
+    for (task_id, runs) in [("t", ["t1", "t2"]), ("u", ["u1", "u2"])] {
+        store.create_task(&task(task_id, "p")).await.unwrap();
+        for (n, run_id) in (0..).zip(runs) {
+            let chat_id = format!("chat-{run_id}");
+            store
+                .create_chat(&chat(&chat_id, "p", 2 + n))
+                .await
+                .unwrap();
+            store
+                .save_message(&chat_id, &Message::user_text(format!("m-{run_id}"), "go"))
+                .await
+                .unwrap();
+            let conversation = format!("conv-{run_id}");
+            store
+                .create_conversation(&Conversation {
+                    id: conversation.clone(),
+                    task_id: task_id.into(),
+                    chat_id: Some(chat_id),
+                    session_id: None,
+                    created_at: 2 + n,
+                })
+                .await
+                .unwrap();
+            store
+                .create_agent_run(&agent_run(
+                    run_id,
+                    task_id,
+                    AgentRunStatus::Completed,
+                    2 + n,
+                ))
+                .await
+                .unwrap();
+            store
+                .link_conversation(run_id, &conversation)
+                .await
+                .unwrap();
+            store.create_run(&run_record(run_id, None)).await.unwrap();
+            store
+                .append_events(run_id, &[event(0), event(1)])
+                .await
+                .unwrap();
+            let decision = AgentRunDecision {
+                call_id: "w1".into(),
+                decision: Decision::Approve { arguments: None },
+                decided_at: 3,
+            };
+            store
+                .add_agent_run_decision(run_id, &decision)
+                .await
+                .unwrap();
+        }
+    }
+
+    // A task whose run waits (or runs) is not deleted, nor is any of it.
+    store
+        .create_agent_run(&agent_run("t3", "t", AgentRunStatus::Running, 9))
+        .await
+        .unwrap();
+    store
+        .switch_agent_run("t3", AgentRunStatus::Running, AgentRunStatus::Waiting)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.delete_task("t").await,
+        Err(StorageError::ActiveAgentRunExists {
+            task_id: "t".into()
+        })
+    );
+    assert_eq!(store.list_agent_runs("t").await.unwrap().len(), 3);
+    assert_eq!(store.list_events("t1", None, 10).await.unwrap().len(), 2);
+    store
+        .finish_agent_run("t3", AgentRunStatus::Cancelled, 10, None)
+        .await
+        .unwrap();
+
+    store.delete_task("t").await.unwrap();
+    assert!(matches!(
+        store.get_task("t").await,
+        Err(StorageError::NotFound { .. })
+    ));
+    for run_id in ["t1", "t2", "t3"] {
+        assert!(matches!(
+            store.get_agent_run(run_id).await,
+            Err(StorageError::NotFound { .. })
+        ));
+        assert!(
+            store
+                .list_agent_run_decisions(run_id)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+    for run_id in ["t1", "t2"] {
+        assert!(matches!(
+            store.get_run(run_id).await,
+            Err(StorageError::NotFound { .. })
+        ));
+        // A record made again under the id finds no event of the old log.
+        store.create_run(&run_record(run_id, None)).await.unwrap();
+        assert!(
+            store
+                .list_events(run_id, None, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(matches!(
+            store.get_chat(&format!("chat-{run_id}")).await,
+            Err(StorageError::NotFound { .. })
+        ));
+        assert!(matches!(
+            store.get_conversation(&format!("conv-{run_id}")).await,
+            Err(StorageError::NotFound { .. })
+        ));
+    }
+    assert!(store.list_conversations("t").await.unwrap().is_empty());
+    assert_eq!(
+        store.delete_task("t").await,
+        Err(StorageError::NotFound {
+            kind: "task",
+            id: "t".into()
+        })
+    );
+
+    // The other task, the project and its other chat are untouched.
+    assert_eq!(store.list_tasks("p").await.unwrap().len(), 1);
+    assert_eq!(store.list_agent_runs("u").await.unwrap().len(), 2);
+    assert_eq!(store.list_conversations("u").await.unwrap().len(), 2);
+    for run_id in ["u1", "u2"] {
+        store.get_run(run_id).await.unwrap();
+        assert_eq!(store.list_events(run_id, None, 10).await.unwrap().len(), 2);
+        assert_eq!(
+            store.list_agent_run_decisions(run_id).await.unwrap().len(),
+            1
+        );
+        assert_eq!(
+            store
+                .list_messages(&format!("chat-{run_id}"))
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+    store.get_chat("c").await.unwrap();
+
+    // Deleting the project takes the other task's run records and event
+    // logs with it, though they belong to no chat.
+    store.delete_project("p").await.unwrap();
+    for run_id in ["u1", "u2"] {
+        assert!(matches!(
+            store.get_run(run_id).await,
+            Err(StorageError::NotFound { .. })
+        ));
+        store.create_run(&run_record(run_id, None)).await.unwrap();
+        assert!(
+            store
+                .list_events(run_id, None, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
