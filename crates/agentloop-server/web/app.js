@@ -817,6 +817,7 @@ class ToolCard {
   }
 
   decide(item, runId, onResumed) {
+    this.waiting(item.kind === "question" ? "waits for your answer" : "waits for approval");
     // A person sees exactly what they approve.
     const args = this.el.querySelector("details");
     if (args) args.open = true;
