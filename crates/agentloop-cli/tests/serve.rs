@@ -136,7 +136,7 @@ async fn a_run_waiting_for_approval_survives_sigkill_and_a_decision_resumes_it()
     let repo = dir.path().join("repo");
     let token = create_user(&db, "ada");
     let mut first = serve(&db, &script, "first");
-    let task_id = task(&first.address, &token, &repo);
+    let task_id = task_with(&first.address, &token, &repo, json!({ "approvals": "ask" }));
     let (status, run) = http(
         &first.address,
         &token,

@@ -120,6 +120,7 @@ async fn mark_done_force_completes_running_and_waiting_runs(db: &str, dir: &Path
             slow_write("c1", "early.txt"),
             fs_create("w1", "waited.md", "never"),
             slow_write("c3", "late.txt"),
+            fs_create("w4", "stranded.md", "never"),
         ]),
     );
     let token = create_user(db, "ada");
@@ -174,6 +175,31 @@ async fn mark_done_force_completes_running_and_waiting_runs(db: &str, dir: &Path
     assert_eq!(terminal_events(&events).len(), 1, "{events:?}");
     assert_force_completed(&address, &token, db, &run3, &events).await;
 
+    // A waiting run marked done by `agentloop complete-workflow`, which
+    // cannot close what it waits on: the server does, and logs the end.
+    let fourth = task_with(
+        &address,
+        &token,
+        &dir.join("four"),
+        json!({ "approvals": "ask" }),
+    );
+    let run4 = start(&address, &token, &fourth, "planification");
+    until_status(&address, &token, &run4, "waiting");
+    let output = agentloop()
+        .args(["complete-workflow", &fourth, "--db", db])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let events = loop {
+        let events = whole_stream(&address, &token, &run4);
+        if terminal_events(&events).len() == 2 || std::time::Instant::now() > deadline {
+            break events;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_force_completed(&address, &token, db, &run4, &events).await;
+
     let term = Command::new("kill")
         .args(["-TERM", &server.child.id().to_string()])
         .status()
@@ -184,6 +210,7 @@ async fn mark_done_force_completes_running_and_waiting_runs(db: &str, dir: &Path
         ("one", "early.txt"),
         ("two", "waited.md"),
         ("three", "late.txt"),
+        ("four", "stranded.md"),
     ] {
         assert!(!dir.join(folder).join(file).exists(), "{file} was written");
     }
@@ -363,15 +390,20 @@ fn with_approvals_ask_the_same_write_waits() {
     let repo = dir.path().join("repo");
     let token = create_user(&db, "ada");
     let mut server = serve_with(&db, &script, "only", &["--approvals", "ask"]);
-    assert!(
+    // The line giving the address is logged as the address is read.
+    let says = |server: &Served| {
         server
             .log
             .lock()
             .unwrap()
             .iter()
-            .any(|line| line.contains("approvals: ask")),
-        "the server says its policy"
-    );
+            .any(|line| line.contains("approvals: ask"))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !says(&server) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(says(&server), "the server says its policy");
     let task_id = task(&server.address, &token, &repo);
     let project = project_of(&server.address, &token, &task_id);
     assert_eq!(project["approvals"], "ask", "{project}");

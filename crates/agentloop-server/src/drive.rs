@@ -70,8 +70,8 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
     let ctx = Box::pin(load_task_context(store, &run.task_id)).await?;
     let run = Box::pin(prepare(store, &state.config, &ctx, run)).await?;
     if run.status != AgentRunStatus::Running {
-        // Ended by a person while no instance executed it: its log gets
-        // the terminal event it lacks.
+        // Ended while no instance executed it: its log gets the terminal
+        // event it lacks.
         let result = Box::pin(log_stopped(state, &run))
             .await?
             .and_then(|r| serde_json::to_value(r).ok());
@@ -389,10 +389,12 @@ async fn log_terminal(state: &AppState, run_id: &str, result: &LoopResult) -> St
     Ok(())
 }
 
-/// Logs the end of a run a person ended (cancelled, or its task marked
-/// done) while nothing here executed it, e.g. after the instance that did
-/// crashed: unless its log holds a terminal event, one is built from its
-/// chat, agreeing with how the run ended. Returns the result logged.
+/// Logs the end of a run that ended while no instance executed it: a
+/// person ended it (cancelled, or its task marked done) after the instance
+/// that executed it crashed, or that instance ended it and stopped before
+/// logging the end. Unless its log holds a terminal event, one is built
+/// from its chat, agreeing with how the run ended. Returns the result
+/// logged (none for a failed run, whose error is not known here).
 pub(crate) async fn log_stopped(
     state: &AppState,
     run: &agentloop_storage::model::AgentRun,
@@ -410,9 +412,17 @@ pub(crate) async fn log_stopped(
     let Some(chat_id) = crate::waiting::run_chat(state, run).await? else {
         return Ok(None);
     };
+    let status = if run.status == AgentRunStatus::Completed {
+        LoopStatus::Complete {
+            return_value: None,
+            output: None,
+        }
+    } else {
+        LoopStatus::Cancelled
+    };
     let result = agreeing(
         LoopResult {
-            status: LoopStatus::Cancelled,
+            status,
             messages: chat_messages(store, &chat_id).await?,
             tokens: store.get_chat(&chat_id).await?.totals,
             stop: None,

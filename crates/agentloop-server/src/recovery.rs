@@ -48,7 +48,11 @@ pub async fn resume_chains(state: &AppState) -> Result<usize, StorageError> {
         for task in store.list_tasks(&project.id).await? {
             let runs = store.list_agent_runs(&task.id).await?;
             let Some(last) = runs.last() else { continue };
-            if last.end_reason.is_some() && !last.status.is_active() {
+            let stopped = matches!(
+                last.status,
+                AgentRunStatus::Completed | AgentRunStatus::Cancelled
+            ) && last.end_reason.is_some();
+            if stopped {
                 close_stranded_wait(state, last).await?;
             }
             if task.workflow_complete || runs.iter().any(|r| r.status.is_active()) {

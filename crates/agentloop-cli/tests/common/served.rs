@@ -206,10 +206,10 @@ Authorization: Bearer {token}\r\nConnection: close\r\n\r\n"
             name = value.trim().to_owned();
         } else if let Some(data) = line.strip_prefix("data:") {
             events.push((name.clone(), serde_json::from_str(data.trim()).unwrap()));
-            if name == at {
-                if let Some(act) = act.take() {
-                    act();
-                }
+            if name == at
+                && let Some(act) = act.take()
+            {
+                act();
             }
         }
     }
