@@ -12,6 +12,7 @@ use crate::site::{Site, finish_turn, text_turn};
 /// than a checkbox (Chromium draws the mark in the middle of its box, so a
 /// wide box puts the mark far from its label).
 async fn mark_done_gap(page: &Page) -> f64 {
+    page.wait_for("label[for=mark-done] span").await;
     let measured = page
         .run(
             "const box = document.getElementById('mark-done').getBoundingClientRect(); \
