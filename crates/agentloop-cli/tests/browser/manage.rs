@@ -14,8 +14,23 @@ async fn a_project_shows_its_approval_policy_and_the_owner_changes_it() {
     };
     let site = Site::start(json!([]), &[]);
     site.sign_in(&page).await;
-    let project = site.new_project(&page, "policy", "policy").await;
+    // A name is the owner's text, shown as text: markup in it stays inert.
+    let name = "<img src=x onerror=\"window.__xss = 1\"> policy";
+    let project = site.new_project(&page, name, "policy").await;
     let path = format!("/api/projects/{project}");
+    page.wait_until(&format!(
+        "document.querySelector('h1')?.textContent === {}",
+        json!(name)
+    ))
+    .await;
+    let inert = page
+        .run("return [window.__xss === undefined, document.querySelectorAll('main img').length];")
+        .await;
+    assert_eq!(
+        inert,
+        json!([true, 0]),
+        "a project's name must not become markup"
+    );
 
     // The server's default: agents work unattended in their folder.
     let shown = page.text_of("#approvals-policy").await;
