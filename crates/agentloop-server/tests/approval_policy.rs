@@ -47,7 +47,12 @@ async fn a_project_shows_its_policy_and_patch_changes_it() {
     );
 
     // Bad values name what is allowed, on PATCH and on POST.
-    for bad in [json!("sometimes"), json!(true), json!(3)] {
+    for bad in [
+        json!("sometimes"),
+        json!(true),
+        json!(3),
+        json!({ "fs": "never" }),
+    ] {
         let (status, error) = server
             .send("PATCH", &path, json!({ "approvals": bad }))
             .await;

@@ -246,3 +246,51 @@ async fn a_chain_broken_by_a_crash_is_continued() {
     );
     assert!(store.get_task(&task_id).await.unwrap().workflow_complete);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_mark_done_force_completed_is_not_continued_when_the_task_is_reopened() {
+    let (_dir, store) = common::sqlite().await;
+    let server = start(store.clone(), ScriptedProvider::new([])).await;
+    let (_, task_id) = server.project_and_task().await;
+    // Mark Done force-completed an implementation run long ago; the person
+    // then unticked Mark Done. Recovery must not take that for a chain a
+    // crash broke: restarting is the person's call.
+    let stopped = agentloop_storage::model::EndReason::workflow_complete();
+    let run = agentloop_storage::model::AgentRun {
+        id: "stopped".to_owned(),
+        task_id: task_id.clone(),
+        agent_type: AgentType::Implementation,
+        status: AgentRunStatus::Completed,
+        conversation_id: None,
+        created_at: 1,
+        completed_at: Some(2),
+        end_reason: Some(stopped.clone()),
+    };
+    store.create_agent_run(&run).await.unwrap();
+    store
+        .create_run(&agentloop_storage::model::RunRecord {
+            id: "stopped".to_owned(),
+            chat_id: None,
+            status: agentloop_storage::model::RunStatus::Completed,
+            state: None,
+            result: Some(json!({ "status": "complete", "messages": [], "tokens": {},
+                                 "stopped_by": stopped.kind, "stop_message": stopped.message })),
+            pending_tool_call: None,
+            lease_owner: None,
+            lease_expires_at: None,
+            created_at: 1,
+            updated_at: 2,
+        })
+        .await
+        .unwrap();
+    let started = agentloop_server::recovery::resume_chains(&server.state)
+        .await
+        .unwrap();
+    assert_eq!(started, 0);
+    let (_, runs) = server
+        .get(&format!("/api/tasks/{task_id}/agent-runs"))
+        .await;
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    assert_eq!(runs[0]["stopped_by"], "workflow_complete");
+    server.stop().await;
+}

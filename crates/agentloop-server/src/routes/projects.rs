@@ -285,11 +285,14 @@ pub(super) async fn update(
         Some(value) => Some(Some(tool_approvals(value, "tool_approvals")?)),
     };
     let field = approvals_field(&body)?;
+    // Only a project's creation takes per-tool policies in `approvals`.
+    if matches!(field, ApprovalsField::PerTool(_)) {
+        return Err(ApiError::bad_request(APPROVALS_ALLOWED));
+    }
     let mut project = owned_project(&state, &user, &id).await?;
     match field {
-        ApprovalsField::Absent => {}
         ApprovalsField::Mode(mode) => project.approval_mode = mode,
-        ApprovalsField::PerTool(value) => set_tool_approvals(&mut project, Some(value)),
+        ApprovalsField::Absent | ApprovalsField::PerTool(_) => {}
     }
     if let Some(value) = per_tool {
         set_tool_approvals(&mut project, value);
