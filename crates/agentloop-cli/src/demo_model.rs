@@ -253,13 +253,16 @@ mod tests {
 
     #[test]
     fn empty_and_malformed_scripts_are_refused() {
-        let agents = r#"{"planification": [{}], "implementation": [{}], "review": []}"#;
-        let error = DemoModel::from_json(("c.json", "[{}]"), ("a.json", agents)).unwrap_err();
+        let turn = r#"{"steps": []}"#;
+        let agents =
+            format!(r#"{{"planification": [{turn}], "implementation": [{turn}], "review": []}}"#);
+        let chat = format!("[{turn}]");
+        let error = DemoModel::from_json(("c.json", &chat), ("a.json", &agents)).unwrap_err();
         assert_eq!(
             error.to_string(),
             "the demo script a.json has no turns for review"
         );
-        let error = DemoModel::from_json(("c.json", "{}"), ("a.json", agents)).unwrap_err();
+        let error = DemoModel::from_json(("c.json", "{}"), ("a.json", &agents)).unwrap_err();
         assert!(
             error
                 .to_string()

@@ -585,10 +585,10 @@ fn ctrl_c_in_a_piped_chat_cancels_the_turn_then_ends_the_chat() {
 fn tool_use_ids(value: &serde_json::Value, ids: &mut Vec<String>) {
     match value {
         serde_json::Value::Object(map) => {
-            if map.get("type").and_then(|t| t.as_str()) == Some("tool_use") {
-                if let Some(id) = map.get("id").and_then(|i| i.as_str()) {
-                    ids.push(id.to_owned());
-                }
+            if map.get("type").and_then(|t| t.as_str()) == Some("tool_use")
+                && let Some(id) = map.get("id").and_then(|i| i.as_str())
+            {
+                ids.push(id.to_owned());
             }
             map.values().for_each(|v| tool_use_ids(v, ids));
         }

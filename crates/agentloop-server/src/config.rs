@@ -76,7 +76,8 @@ pub struct ServerConfig {
     pub max_iterations: u32,
     /// The agent prompts.
     pub prompts: AgentPrompts,
-    /// Tools offered besides the jailed fs tool and `complete_workflow`.
+    /// Tools offered besides the jailed fs tool, `ask_user` and
+    /// `complete_workflow`.
     pub extra_tools: Vec<Arc<dyn Tool>>,
     /// This instance's lease owner name; unique per process.
     pub instance_id: String,
