@@ -281,6 +281,7 @@ async function projectView(id) {
     h("p", {}, h("a", { href: "#/" }, "← Projects")),
     h("h1", {}, project.name),
     h("p", { class: "muted" }, `Folder: ${project.repo_folder || "—"}`),
+    approvalsPanel(project),
     h("h2", {}, "Tasks"),
     tasks.length
       ? h("ul", { class: "list" }, tasks.map((t) =>
@@ -288,7 +289,95 @@ async function projectView(id) {
       : h("p", { class: "muted" }, "No tasks yet."),
     h("h2", {}, "New task"),
     create,
+    deleteControl("project", "Delete project",
+      "Delete this project and all its tasks, runs and conversations? Its folder stays on disk.",
+      async () => {
+        await api("DELETE", `/api/projects/${id}`);
+        toast("Project deleted");
+        location.hash = "#/";
+      }),
   );
+}
+
+const APPROVALS = {
+  unattended: "Unattended: file writes and JavaScript of this project's agents run without asking, jailed to its folder",
+  ask: "Ask: file writes and JavaScript wait for your approval on the run's page",
+};
+
+// The project's approval policy, with a control to change it: its own, or
+// the server's default.
+function approvalsPanel(project) {
+  const policy = h("p", { id: "approvals-policy" });
+  const perTool = h("p", { class: "muted" });
+  const choice = h("select", { id: "project-approvals", name: "approvals" },
+    h("option", { value: "" }, "Follow the server's default"),
+    h("option", { value: "unattended" }, "Unattended"),
+    h("option", { value: "ask" }, "Ask before file writes and JavaScript"));
+  const status = h("div", {});
+  function render(current) {
+    policy.replaceChildren(h("strong", {}, "Approvals: "), APPROVALS[current.approvals] || String(current.approvals),
+      h("span", { class: "muted" }, current.approvals_source === "server" ? " (the server's default)" : " (set for this project)"));
+    choice.value = current.approvals_source === "project" ? current.approvals : "";
+    // A project's per-tool rules win over the policy, tool by tool.
+    const tools = Object.keys(current.tool_approvals || {});
+    perTool.hidden = tools.length === 0;
+    perTool.textContent = `Per-tool rules win over it for: ${tools.join(", ")}`;
+  }
+  render(project);
+  choice.addEventListener("change", async () => {
+    status.replaceChildren();
+    try {
+      const changed = await api("PATCH", `/api/projects/${project.id}`, { approvals: choice.value || null });
+      render(changed);
+      toast("Approval policy saved");
+    } catch (error) {
+      render(project);
+      status.replaceChildren(errorLine(error));
+    }
+  });
+  return h("div", { class: "panel" }, policy, perTool,
+    h("label", { for: "project-approvals" }, "Change the approval policy", choice), status);
+}
+
+// A delete button that asks first, in the page, and says plainly why a
+// delete was refused (409: a run of it is still active).
+function deleteControl(what, label, question, remove) {
+  const box = h("div", { class: "actions" });
+  const status = h("div", {});
+  const ask = h("button", { type: "button", class: "secondary danger", id: `delete-${what}`, onclick: showQuestion }, `${label}…`);
+  function reset() {
+    box.replaceChildren(ask);
+  }
+  function showQuestion() {
+    status.replaceChildren();
+    const keep = h("button", { type: "button", class: "secondary", onclick: reset }, "Keep it");
+    box.replaceChildren(h("div", { class: "panel confirm", role: "group", "aria-label": label },
+      h("p", {}, question),
+      h("div", { class: "actions" },
+        h("button", { type: "button", class: "danger", id: `confirm-delete-${what}`, onclick: act }, label), keep)));
+    keep.focus();
+  }
+  async function act() {
+    status.replaceChildren();
+    try {
+      await remove();
+    } catch (error) {
+      reset();
+      status.replaceChildren(error.status === 409 ? refusal(error) : errorLine(error));
+    }
+  }
+  reset();
+  return h("div", {}, h("h2", {}, label), box, status);
+}
+
+// A 409 for a delete: the server names the active run; the way out is to
+// cancel it, which its message may already say.
+function refusal(error) {
+  const message = /[.!]$/.test(error.message) ? error.message : `${error.message}.`;
+  const run = error.body && (error.body.runningAgent || error.body.agentRun);
+  return h("p", { class: "error", role: "alert" }, `Not deleted: ${message}`,
+    /cancel/i.test(message) ? null : " Cancel that run or let it end, then delete.",
+    run ? [" ", h("a", { href: `#/runs/${run.id}` }, "Open the run")] : null);
 }
 
 const AGENTS = [
@@ -323,9 +412,13 @@ async function taskView(id) {
         await refreshRuns();
       } catch (error) {
         if (error.status === 409 && error.body && error.body.runningAgent) {
-          const running = error.body.runningAgent;
+          const active = error.body.runningAgent;
           conflict.replaceChildren(h("p", { class: "error", role: "alert" },
-            `An agent is already running: ${running.agent_type} (`, h("a", { href: `#/runs/${running.id}` }, "open it"), ").",));
+            active.status === "waiting"
+              ? `A run is waiting for your decision: ${active.agent_type} (`
+              : `An agent is already running: ${active.agent_type} (`,
+            h("a", { href: `#/runs/${active.id}` }, "open it"),
+            active.status === "waiting" ? "). Decide its pending calls or cancel it first." : ")."));
         } else {
           conflict.replaceChildren(errorLine(error));
         }
@@ -354,7 +447,8 @@ async function taskView(id) {
     h("p", {}, h("a", { href: `#/projects/${task.project_id}` }, "← Project")),
     h("h1", {}, task.title),
     h("div", { class: "actions" }, buttons),
-    h("label", { class: "panel check", for: "mark-done" }, done, h("span", {}, "Mark Done (stops the chain and any running agent)")),
+    h("div", { class: "panel" }, h("label", { class: "check", for: "mark-done" }, done,
+      h("span", {}, "Mark Done (stops the chain and any running agent)"))),
     conflict,
     h("h2", {}, "Agent runs"),
     runsBox,
@@ -372,6 +466,11 @@ async function taskView(id) {
         }
       },
     }, "Save document"), docStatus),
+    deleteControl("task", "Delete task", "Delete this task, its agent runs and their conversations?", async () => {
+      await api("DELETE", `/api/tasks/${id}`);
+      toast("Task deleted");
+      location.hash = `#/projects/${task.project_id}`;
+    }),
   );
   await refreshRuns();
 }
@@ -402,18 +501,44 @@ function runsTable(runs, refresh) {
 // ---------- Run view ----------
 
 async function runView(id) {
-  const run = await api("GET", `/api/agent-runs/${id}`);
+  let run = await api("GET", `/api/agent-runs/${id}`);
   const header = h("div", {});
   const conversation = h("div", { id: "conversation", "aria-live": "polite" });
   const totals = h("p", { class: "totals" });
-  const view = new Conversation(conversation, totals, id);
-  function renderHeader(current) {
-    header.replaceChildren(
-      h("p", {}, h("a", { href: `#/tasks/${current.task_id}` }, "← Task")),
-      h("h1", {}, `${current.agent_type} run `, statusBadge(current.status)),
-    );
+  let ending = null; // the "Run ended" panel, once the run has ended
+  const showEnding = () => {
+    if (ending) return;
+    ending = h("div", { class: "panel", id: "run-ended", role: "status" });
+    conversation.append(ending);
+    refresh();
+  };
+  const view = new Conversation(conversation, totals, id, showEnding);
+  function renderHeader() {
+    const active = run.status === "running" || run.status === "waiting";
+    header.replaceChildren();
+    append(header, [
+      h("p", {}, h("a", { href: `#/tasks/${run.task_id}` }, "← Task")),
+      h("h1", {}, `${run.agent_type} run `, statusBadge(run.status)),
+      active ? h("div", { class: "actions" }, h("button", {
+        type: "button",
+        class: "danger",
+        id: "cancel-run",
+        onclick: async () => {
+          try { await api("POST", `/api/agent-runs/${id}/cancel`); toast("Run cancelled"); } catch (error) { toast(error.message); }
+          refresh();
+        },
+      }, "Cancel run")) : null,
+    ]);
+    if (run.status !== "waiting") view.resumed();
   }
-  renderHeader(run);
+  async function refresh() {
+    try {
+      run = await api("GET", `/api/agent-runs/${id}`);
+      renderHeader();
+      if (ending) ending.replaceChildren(...await endedLines(run));
+    } catch { /* the next notice tries again */ }
+  }
+  renderHeader();
   show(header, conversation, totals);
   const events = new EventSource(`/api/agent-runs/${id}/events`);
   for (const name of EVENT_NAMES) {
@@ -421,11 +546,50 @@ async function runView(id) {
       try { view.apply(JSON.parse(event.data)); } catch (error) { console.error(error); }
     });
   }
+  // The stream closes after the terminal event, or while the run waits. A
+  // run that ended before its loop began has no terminal event: its
+  // record says how it ended.
+  events.addEventListener("error", async () => {
+    if (ending) return;
+    await refresh();
+    if (run.status !== "running" && run.status !== "waiting") {
+      events.close();
+      showEnding();
+    }
+  });
+  // This run's status changes, and the next run of the chain starting.
   const listener = (notice) => {
-    if (notice.agentRunId === id) api("GET", `/api/agent-runs/${id}`).then(renderHeader).catch(() => {});
+    if (notice.agentRunId === id || notice.taskId === run.task_id) refresh();
   };
   socketListeners.add(listener);
   leaveView = () => { events.close(); socketListeners.delete(listener); };
+}
+
+// How a run ended, from its record: its status, why it failed or who
+// stopped it, and the run the chain started after it.
+async function endedLines(run) {
+  const lines = [h("p", {}, "Run ended: ", statusBadge(run.status))];
+  if (run.status === "failed") {
+    lines.push(h("p", { class: "reason", id: "run-error" }, h("strong", {}, "Why it failed: "),
+      run.error ? run.error.message : "the server recorded no reason"));
+  }
+  if (run.stopped_by === "workflow_complete") {
+    lines.push(h("p", { class: "muted" }, "Stopped because the task was marked done."));
+  } else if (run.stopped_by === "cancel") {
+    lines.push(h("p", { class: "muted" }, "Cancelled by a person."));
+  }
+  if (run.status === "completed" && !run.stopped_by) {
+    const runs = await api("GET", `/api/tasks/${run.task_id}/agent-runs`);
+    const started = (r) => Date.parse(r.created_at);
+    const next = runs.filter((r) => r.id !== run.id && started(r) >= started(run))
+      .sort((x, y) => started(x) - started(y))[0];
+    if (next) {
+      const name = next.agent_type;
+      lines.push(h("p", { id: "chain-next" }, `${name[0].toUpperCase()}${name.slice(1)} has started: `,
+        h("a", { href: `#/runs/${next.id}` }, `open the ${name} run`), " ", statusBadge(next.status)));
+    }
+  }
+  return lines;
 }
 
 const EVENT_NAMES = ["streaming_start", "first_chunk", "streaming_chunk", "streaming_end", "message_created",
@@ -434,10 +598,12 @@ const EVENT_NAMES = ["streaming_start", "first_chunk", "streaming_chunk", "strea
   "agent_observe", "agent_completion", "agent_error", "context_compacted", "approval_requested", "finished"];
 
 class Conversation {
-  constructor(root, totals, runId) {
+  constructor(root, totals, runId, onEnd) {
     this.root = root;
     this.totalsLine = totals;
     this.runId = runId;
+    this.onEnd = onEnd;
+    this.waitingNotice = null;
     this.seen = new Set();
     this.tokens = { input: 0, output: 0, cost: 0 };
     this.streams = new Map(); // path key -> {el, blocks}
@@ -456,11 +622,14 @@ class Conversation {
     const path = event.path || [];
     const key = path.join("/");
     const into = this.container(path);
+    // Anything after the run's suspension means it went on.
+    if (!(event.type === "finished" && path.length === 0)) this.resumed();
     switch (event.type) {
       case "streaming_start": {
+        // Shown once its first block starts: a turn that fails before
+        // any content leaves no empty heading behind.
         const el = h("div", { class: "msg assistant" }, h("div", { class: "role" }, "assistant"));
-        into.append(el);
-        this.streams.set(key, { el, blocks: new Map() });
+        this.streams.set(key, { el, into, blocks: new Map() });
         break;
       }
       case "streaming_chunk": this.chunk(key, event.delta); break;
@@ -513,6 +682,7 @@ class Conversation {
       } else {
         el = h("div", { class: "streaming body" });
       }
+      if (!stream.el.isConnected) stream.into.append(stream.el);
       stream.el.append(el);
       stream.blocks.set(delta.index, el.querySelector(".streaming") || el);
       return;
@@ -527,13 +697,20 @@ class Conversation {
   message(key, into, message) {
     if (message.role === "assistant") {
       const stream = this.streams.get(key);
+      this.streams.delete(key);
       const el = h("div", { class: "msg assistant", "data-message": message.id }, h("div", { class: "role" }, "assistant"));
       for (const block of message.content) {
-        if (block.type === "text") el.append(markdown(block.text));
+        if (block.type === "text" && block.text.trim()) el.append(markdown(block.text));
         else if (block.type === "thinking") el.append(h("details", { class: "thinking" }, h("summary", {}, "Thinking"), h("div", { class: "streaming" }, block.thinking)));
         else if (block.type === "redacted_thinking") el.append(h("p", { class: "muted" }, "(thinking redacted by the provider)"));
       }
-      if (stream) { stream.el.replaceWith(el); this.streams.delete(key); } else into.append(el);
+      // A turn of tool calls only has no text of its own: its cards follow.
+      const visible = el.childElementCount > 1;
+      if (stream && stream.el.isConnected) {
+        if (visible) stream.el.replaceWith(el); else stream.el.remove();
+      } else if (visible) {
+        into.append(el);
+      }
       for (const block of message.content) {
         if (block.type === "tool_use") this.card(into, block.id, block.name, block.input);
       }
@@ -562,16 +739,24 @@ class Conversation {
   }
 
   finished(result) {
-    const status = result.status === "suspended"
-      ? h("p", { class: "panel", role: "status" }, statusBadge("waiting"), " The run waits for your decision on the calls above.")
-      : h("p", { class: "panel", role: "status" }, "Run ended: ", statusBadge(result.status === "complete" ? "completed" : result.status));
-    this.root.append(status);
-    if (result.status === "suspended") {
-      for (const item of result.pending || []) {
-        const card = this.tools.get(item.call.id) || this.card(this.container(item.path), item.call.id, item.call.name, item.call.input);
-        card.decide(item, this.runId);
-      }
+    this.streams.clear();
+    if (result.status !== "suspended") {
+      this.onEnd(result);
+      return;
     }
+    this.waitingNotice = h("p", { class: "panel", id: "waiting-notice", role: "status" },
+      statusBadge("waiting"), " The run waits for your decision on the calls above.");
+    this.root.append(this.waitingNotice);
+    for (const item of result.pending || []) {
+      const card = this.tools.get(item.call.id) || this.card(this.container(item.path), item.call.id, item.call.name, item.call.input);
+      card.decide(item, this.runId, () => this.resumed());
+    }
+  }
+
+  // The run no longer waits: its decisions were sent and it goes on.
+  resumed() {
+    if (this.waitingNotice) this.waitingNotice.remove();
+    this.waitingNotice = null;
   }
 
   showTotals() {
@@ -631,7 +816,8 @@ class ToolCard {
       h("span", { class: "muted" }, isError ? "Error: " : "Result: "), content));
   }
 
-  decide(item, runId) {
+  decide(item, runId, onResumed) {
+    this.waiting(item.kind === "question" ? "waits for your answer" : "waits for approval");
     // A person sees exactly what they approve.
     const args = this.el.querySelector("details");
     if (args) args.open = true;
@@ -640,22 +826,59 @@ class ToolCard {
     const send = async (decision) => {
       status.replaceChildren();
       try {
-        await api("POST", `/api/agent-runs/${runId}/decisions`, { decisions: [{ call_id: item.call.id, ...decision }] });
+        const answer = await api("POST", `/api/agent-runs/${runId}/decisions`, { decisions: [{ call_id: item.call.id, ...decision }] });
         this.controls.replaceChildren(h("p", { class: "muted" }, "Decision sent."));
+        if (answer && answer.resumed) onResumed();
       } catch (error) {
         status.replaceChildren(errorLine(error));
       }
     };
-    const buttons = item.kind === "question"
-      ? [h("button", { type: "button", onclick: () => send({ decision: "answer", text: reason.value }) }, "Answer"),
-        h("button", { type: "button", class: "secondary", onclick: () => send({ decision: "reject", reason: reason.value }) }, "Decline")]
-      : [h("button", { type: "button", onclick: () => send({ decision: "approve" }) }, "Approve"),
-        h("button", { type: "button", class: "danger", onclick: () => send({ decision: "reject", reason: reason.value }) }, "Reject")];
+    const button = (decision, cls, label, onclick) =>
+      h("button", { type: "button", class: cls, "data-decision": decision, onclick }, label);
+    if (item.kind === "question") {
+      this.showDecisions(item, reason, status, null, [
+        button("answer", "", "Answer", () => send({ decision: "answer", text: reason.value })),
+        button("decline", "secondary", "Decline", () => send({ decision: "reject", reason: reason.value }))]);
+      return;
+    }
+    // Approving with edited arguments: the text must be a JSON object.
+    const edited = h("textarea", { class: "edit-args", "aria-label": "Arguments to run the call with (a JSON object)" });
+    edited.value = JSON.stringify(item.call.input ?? {}, null, 2);
+    const editor = h("div", { hidden: true },
+      h("label", {}, "Arguments to run the call with (a JSON object)", edited),
+      h("div", { class: "actions" }, button("approve_edited", "", "Approve with these arguments", () => {
+        const parsed = jsonObject(edited.value);
+        if (parsed.error) status.replaceChildren(errorLine(new Error(parsed.error)));
+        else send({ decision: "approve", arguments: parsed.value });
+      })));
+    this.showDecisions(item, reason, status, editor, [
+      button("approve", "", "Approve", () => send({ decision: "approve" })),
+      button("approve_always", "secondary", `Always approve ${item.call.name} in this run`, () => send({ decision: "approve_always" })),
+      button("edit", "secondary", "Edit arguments…", () => { editor.hidden = !editor.hidden; if (!editor.hidden) edited.focus(); }),
+      button("reject", "danger", "Reject", () => send({ decision: "reject", reason: reason.value }))]);
+  }
+
+  showDecisions(item, reason, status, editor, buttons) {
     this.controls.replaceChildren(h("div", { class: "pending" },
       h("p", {}, item.kind === "question" ? `Question: ${item.question}` : `Needs approval: ${item.reason}`),
       h("label", {}, item.kind === "question" ? "Answer" : "Reason (sent to the model if you reject)", reason),
-      h("div", { class: "actions" }, buttons), status));
+      h("div", { class: "actions" }, buttons), editor, status));
   }
+}
+
+// `{value}` when `text` is a JSON object, else `{error}` saying what is wrong.
+function jsonObject(text) {
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { error: `The arguments are not valid JSON (${error.message}). Write a JSON object, like {"path": "notes.md"}.` };
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    const found = value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
+    return { error: `The arguments must be a JSON object ({...}), not ${found}.` };
+  }
+  return { value };
 }
 
 // ---------- Routing ----------
