@@ -1,5 +1,6 @@
-//! Starting agent runs and preparing what they run in: the conversation,
-//! its chat, the first message and the run record that carries the lease.
+//! What an agent run runs in: its task and project, and preparing the
+//! conversation, its chat, the first message and the run record that
+//! carries the lease; creating an agent run; the order of the chain.
 
 use std::path::PathBuf;
 
@@ -83,8 +84,9 @@ pub fn record_status(status: AgentRunStatus) -> RunStatus {
 }
 
 /// Creates an agent run (the database refuses a second running one per
-/// task), prepares it, and starts executing it in the background.
-pub async fn start_agent_run(
+/// task) and prepares it; [`crate::drive::start_agent_run`] then executes
+/// it.
+pub async fn create_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
@@ -110,21 +112,12 @@ pub async fn start_agent_run(
     }
     let run = prepare(store, &state.config, ctx, run).await?;
     state.notify_run_status(&ctx.owner, &run, run.status);
-    let lease = crate::sink::Lease {
-        store: state.store.clone(),
-        run_id: run.id.clone(),
-        owner: state.config.instance_id.clone(),
-        ttl_ms: ttl_ms(state),
-    };
-    if lease.renew().await.is_ok() {
-        tokio::spawn(crate::drive::drive_boxed(state.clone(), run.id.clone()));
-    }
     Ok(run)
 }
 
 /// The lease length in ms.
 pub fn ttl_ms(state: &AppState) -> i64 {
-    i64::try_from(state.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+    state.lease_ttl_ms()
 }
 
 /// Makes sure an agent run has its conversation (with a chat holding the
