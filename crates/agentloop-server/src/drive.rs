@@ -4,7 +4,7 @@
 //! lifecycle's entry points that set a run executing: [`start_agent_run`]
 //! and [`decide`] (the last decision resumes a waiting run).
 //!
-//! [`drive`] reads as its steps: take the lease, load the run and its
+//! `drive` reads as its steps: take the lease, load the run and its
 //! task, close a run that ended while nothing executed it, gather what
 //! earlier attempts left (chat, log, decisions), run the loop (MCP servers,
 //! tools, the executor), map its outcome to how the run ends, and close it

@@ -130,40 +130,58 @@ pub async fn prepare(
     ctx: &TaskContext,
     mut run: AgentRun,
 ) -> StorageResult<AgentRun> {
-    let now = now_millis();
     if run.conversation_id.is_none() {
-        let chat = Chat {
-            id: crate::ids::new_id(),
-            project_id: ctx.project.id.clone(),
-            title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
-            settings: chat_settings(config, ctx, &run),
-            totals: Default::default(),
-            minion: None,
-            created_at: now,
-            updated_at: now,
-        };
-        store.create_chat(&chat).await?;
-        // The first message is saved before the run is linked: a retry
-        // skips a linked run, so linking must come last.
-        store
-            .save_message(&chat.id, &first_message(&config.prompts, ctx, &run))
-            .await?;
-        let conversation = Conversation {
-            id: crate::ids::new_id(),
-            task_id: ctx.task.id.clone(),
-            chat_id: Some(chat.id.clone()),
-            session_id: None,
-            created_at: now,
-        };
-        store.create_conversation(&conversation).await?;
-        store.link_conversation(&run.id, &conversation.id).await?;
-        run.conversation_id = Some(conversation.id);
+        run.conversation_id = Some(create_conversation(store, config, ctx, &run).await?);
     }
-    match store.get_run(&run.id).await {
-        Ok(_) => {}
+    create_record(store, &run.id).await?;
+    Ok(run)
+}
+
+/// Creates an agent run's chat (holding its first message) and its
+/// conversation, and links the run to it. Returns the conversation's id.
+async fn create_conversation(
+    store: &dyn Store,
+    config: &ServerConfig,
+    ctx: &TaskContext,
+    run: &AgentRun,
+) -> StorageResult<String> {
+    let now = now_millis();
+    let chat = Chat {
+        id: crate::ids::new_id(),
+        project_id: ctx.project.id.clone(),
+        title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
+        settings: chat_settings(config, ctx, run),
+        totals: Default::default(),
+        minion: None,
+        created_at: now,
+        updated_at: now,
+    };
+    store.create_chat(&chat).await?;
+    // The first message is saved before the run is linked: a retry
+    // skips a linked run, so linking must come last.
+    store
+        .save_message(&chat.id, &first_message(&config.prompts, ctx, run))
+        .await?;
+    let conversation = Conversation {
+        id: crate::ids::new_id(),
+        task_id: ctx.task.id.clone(),
+        chat_id: Some(chat.id.clone()),
+        session_id: None,
+        created_at: now,
+    };
+    store.create_conversation(&conversation).await?;
+    store.link_conversation(&run.id, &conversation.id).await?;
+    Ok(conversation.id)
+}
+
+/// Creates the run record of an agent run unless it exists.
+async fn create_record(store: &dyn Store, run_id: &str) -> StorageResult<()> {
+    match store.get_run(run_id).await {
+        Ok(_) => Ok(()),
         Err(StorageError::NotFound { .. }) => {
+            let now = now_millis();
             let record = RunRecord {
-                id: run.id.clone(),
+                id: run_id.to_owned(),
                 chat_id: None,
                 status: RunStatus::Running,
                 state: None,
@@ -175,13 +193,12 @@ pub async fn prepare(
                 updated_at: now,
             };
             match store.create_run(&record).await {
-                Ok(()) | Err(StorageError::AlreadyExists { .. }) => {}
-                Err(e) => return Err(e),
+                Ok(()) | Err(StorageError::AlreadyExists { .. }) => Ok(()),
+                Err(e) => Err(e),
             }
         }
-        Err(e) => return Err(e),
+        Err(e) => Err(e),
     }
-    Ok(run)
 }
 
 /// The settings of an agent run's chat: the loop options the runtime
