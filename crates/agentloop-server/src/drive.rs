@@ -1,6 +1,14 @@
 //! Executing one agent run on this instance, under its lease (kept by the
 //! instance's [`heartbeat`](crate::heartbeat)), then finishing it: status,
-//! workflow flag, notifications and the next link of the chain.
+//! workflow flag, notifications and the next link of the chain. Also the
+//! lifecycle's entry points that set a run executing: [`start_agent_run`]
+//! and [`decide`] (the last decision resumes a waiting run).
+//!
+//! `drive` reads as its steps: take the lease, load the run and its
+//! task, close a run that ended while nothing executed it, gather what
+//! earlier attempts left (chat, log, decisions), run the loop (MCP servers,
+//! tools, the executor), map its outcome to how the run ends, and close it
+//! (record, lease, metric, workflow flag, notifications, chaining).
 //!
 //! Takeover policy: a run taken over (after a crash or an expired lease)
 //! continues its chat from the last stored message through the runtime,
@@ -10,27 +18,63 @@
 //! event, finishes the run without calling the model again. Events of every
 //! attempt go to one log, with seqs continuing.
 
-use agentloop_types::FinishedEvent;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agentloop_mcp::{McpConfig, McpServers, ServerConfig as McpServerConfig, ServerOptions};
-use agentloop_storage::model::{AgentRunStatus, AgentType, EndReason, RunStatus, now_millis};
-use agentloop_storage::{StorageError, StorageResult, Store};
-use agentloop_tools::vfs::DirJail;
-use agentloop_tools::{AskUserTool, FsTool};
-use agentloop_types::{EventKind, LoopEvent, LoopResult, LoopStatus, Tool};
+use agentloop_storage::model::{
+    AgentRun, AgentRunStatus, AgentType, EndReason, RunStatus, now_millis,
+};
+use agentloop_storage::{StorageResult, Store};
+use agentloop_types::{Decision, Decisions, LoopResult, LoopStatus, PendingCall, Tool};
 use serde_json::json;
 
-use crate::ending::{Settled, agreeing, finish, settle};
+use crate::ending::{Settled, finish, settle};
 use crate::executor::{AgentJob, Outcome};
 use crate::metrics::{RunMetrics, StatusLabels};
+use crate::run_log::{close_record, log_answered, log_stopped, scan_log};
+use crate::run_tools::{project_mcp, tools};
 use crate::runner::{
-    TaskContext, load_task_context, next_agent, prepare, record_status, start_agent_run, ttl_ms,
+    StartError, TaskContext, create_agent_run, load_task_context, next_agent, prepare, run_model,
 };
 use crate::sink::{Lease, StoreSink};
 use crate::state::{AppState, LocalRun};
-use crate::tool::CompleteWorkflowTool;
+use crate::waiting::{self, DecideError};
+
+/// Creates an agent run (the database refuses a second running one per
+/// task), prepares it, and starts executing it in the background.
+pub async fn start_agent_run(
+    state: &AppState,
+    ctx: &TaskContext,
+    agent: AgentType,
+) -> Result<AgentRun, StartError> {
+    let run = create_agent_run(state, ctx, agent).await?;
+    execute(state, &run.id).await;
+    Ok(run)
+}
+
+/// Records `decisions` for a waiting run (see [`waiting::decide`]) and,
+/// when they were the last it waited for, executes it again. Returns
+/// whether it resumed.
+pub async fn decide(
+    state: &AppState,
+    ctx: &TaskContext,
+    run: &AgentRun,
+    decisions: Vec<(String, Decision)>,
+) -> Result<bool, DecideError> {
+    let resumed = waiting::decide(state, ctx, run, decisions).await?;
+    if resumed {
+        execute(state, &run.id).await;
+    }
+    Ok(resumed)
+}
+
+/// Takes the lease of a run for this instance and executes it in the
+/// background; a run whose lease another instance holds is left to it.
+async fn execute(state: &AppState, run_id: &str) {
+    if Lease::of(state, run_id).renew().await.is_ok() {
+        tokio::spawn(drive_boxed(state.clone(), run_id.to_owned()));
+    }
+}
 
 /// [`drive_run`] as a boxed future, to spawn from code that `drive_run`
 /// itself reaches (chaining starts the next run).
@@ -52,203 +96,126 @@ pub async fn drive_run(state: AppState, run_id: String) {
     state.unregister_local(&run_id);
 }
 
+// The steps before and after the execution are boxed: their futures would
+// otherwise be inline in this one, which every executing run holds for as
+// long as it runs.
 async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> StorageResult<()> {
-    let store = &*state.store;
-    let lease = Lease {
-        store: state.store.clone(),
-        run_id: run_id.to_owned(),
-        owner: state.config.instance_id.clone(),
-        ttl_ms: ttl_ms(state),
-    };
+    let lease = Lease::of(state, run_id);
     if lease.renew().await.is_err() {
         return Ok(());
     }
+    let (run, ctx) = Box::pin(load_run(state, run_id)).await?;
+    if run.status != AgentRunStatus::Running {
+        return Box::pin(close_ended_elsewhere(state, &run, &lease)).await;
+    }
+    Box::pin(mark_record_running(&*state.store, run_id)).await?;
+    let (execution, earlier) = Box::pin(gather(state, local, lease, run, ctx)).await?;
+    let workflow_called = Arc::new(AtomicBool::new(false));
+    let sink = execution.sink();
+    let outcome = execution.run_loop(earlier, &sink, &workflow_called).await?;
+    let Some(ended) = Box::pin(execution.ending(outcome, &sink)).await? else {
+        return Ok(());
+    };
+    Box::pin(execution.close(ended, &workflow_called)).await
+}
+
+/// The agent run and its task, the run prepared (conversation, chat, first
+/// message, record) if it was not yet.
+async fn load_run(state: &AppState, run_id: &str) -> StorageResult<(AgentRun, TaskContext)> {
+    let store = &*state.store;
     let run = store.get_agent_run(run_id).await?;
-    // The steps before and after the execution are boxed: their futures
-    // would otherwise be inline in this one, which every executing run
-    // holds for as long as it runs.
     let ctx = Box::pin(load_task_context(store, &run.task_id)).await?;
     let run = Box::pin(prepare(store, &state.config, &ctx, run)).await?;
-    if run.status != AgentRunStatus::Running {
-        // Ended while no instance executed it: its log gets the terminal
-        // event it lacks.
-        let result = Box::pin(log_stopped(state, &run))
-            .await?
-            .and_then(|r| serde_json::to_value(r).ok());
-        Box::pin(close_record(store, run_id, run.status, result)).await?;
-        store.release_lease(run_id, &lease.owner).await?;
-        return Ok(());
-    }
-    // A run resumed after waiting may find its record still `suspended`
-    // (a claim pass read it waiting just before it resumed): an executing
-    // run's record must be claimable, or a crash now would strand it.
+    Ok((run, ctx))
+}
+
+/// Closes a run that ended while no instance executed it: its log gets the
+/// terminal event it lacks, its record the final status.
+async fn close_ended_elsewhere(
+    state: &AppState,
+    run: &AgentRun,
+    lease: &Lease,
+) -> StorageResult<()> {
+    let result = Box::pin(log_stopped(state, run))
+        .await?
+        .and_then(|r| serde_json::to_value(r).ok());
+    Box::pin(close_record(&*state.store, &run.id, run.status, result)).await?;
+    state.store.release_lease(&run.id, &lease.owner).await?;
+    Ok(())
+}
+
+/// A run resumed after waiting may find its record still `suspended` (a
+/// claim pass read it waiting just before it resumed): an executing run's
+/// record must be claimable, or a crash now would strand it.
+async fn mark_record_running(store: &dyn Store, run_id: &str) -> StorageResult<()> {
     let mut record = store.get_run(run_id).await?;
     if record.status != RunStatus::Running {
         record.status = RunStatus::Running;
         record.updated_at = now_millis();
         store.update_run(&record).await?;
     }
+    Ok(())
+}
+
+/// What earlier attempts of the run left: where its log stands and the
+/// decisions people recorded.
+struct Earlier {
+    /// The seq of the next event.
+    first_seq: u64,
+    /// The run's final result, if its log already holds it.
+    logged: Option<Box<LoopResult>>,
+    /// Recorded decisions, by call id.
+    decisions: Decisions,
+}
+
+/// One execution of an agent run here: what every step reads.
+struct Execution<'a> {
+    state: &'a AppState,
+    local: &'a Arc<LocalRun>,
+    lease: Lease,
+    run: AgentRun,
+    ctx: TaskContext,
+    conversation_id: String,
+    chat_id: String,
+}
+
+/// Reads the run's conversation and chat and what earlier attempts left.
+async fn gather<'a>(
+    state: &'a AppState,
+    local: &'a Arc<LocalRun>,
+    lease: Lease,
+    run: AgentRun,
+    ctx: TaskContext,
+) -> StorageResult<(Execution<'a>, Earlier)> {
+    let store = &*state.store;
     let conversation_id = run.conversation_id.clone().unwrap_or_default();
     let chat_id = store
         .get_conversation(&conversation_id)
         .await?
         .chat_id
         .unwrap_or_default();
-    let logged = Box::pin(scan_log(store, run_id)).await?;
+    let (last, logged) = Box::pin(scan_log(store, &run.id)).await?;
     let decisions = store
-        .list_agent_run_decisions(run_id)
+        .list_agent_run_decisions(&run.id)
         .await?
         .into_iter()
         .map(|d| (d.call_id, d.decision))
         .collect();
-    let workflow_called = Arc::new(AtomicBool::new(false));
-    let sink = Arc::new(StoreSink {
-        lease: lease.clone(),
-        local: local.clone(),
-        metrics: RunMetrics::new(
-            state.metrics.clone(),
-            state.config.api.as_str(),
-            crate::runner::run_model(&state.config, &ctx),
-        ),
-        settled: Default::default(),
-    });
-    let outcome = match logged.1 {
-        Some(result) => Outcome::Finished(result),
-        None => match Box::pin(project_mcp(state, &ctx)).await {
-            Err(message) => Outcome::Failed(message),
-            Ok(mcp) => {
-                state.notify(
-                    &ctx.owner,
-                    json!({ "type": "streaming-started", "taskId": ctx.task.id,
-                            "agentRunId": run_id, "conversationId": conversation_id }),
-                );
-                let stop = state.shutdown.child_token();
-                let watched = state.watch_lease(run_id, local.cancel.clone(), stop.clone());
-                let mut tools = tools(state, &ctx, run.agent_type, workflow_called.clone())?;
-                if let Some(mcp) = &mcp {
-                    tools.extend(mcp.tools());
-                }
-                let job = AgentJob {
-                    run_id: run_id.to_owned(),
-                    chat_id: chat_id.clone(),
-                    store: state.store.clone(),
-                    provider: state.config.provider.clone(),
-                    tools,
-                    owner: lease.owner.clone(),
-                    lease_ms: lease.ttl_ms,
-                    first_seq: logged.0.map_or(0, |s| s + 1),
-                    cancel: local.cancel.clone(),
-                    stop,
-                    sink: sink.clone(),
-                    decisions,
-                };
-                let outcome = state.executor.execute(job).await;
-                drop(watched);
-                if let Some(mcp) = mcp {
-                    Box::pin(mcp.shutdown()).await;
-                }
-                outcome
-            }
-        },
+    let execution = Execution {
+        state,
+        local,
+        lease,
+        run,
+        ctx,
+        conversation_id,
+        chat_id,
     };
-    let ended = match outcome {
-        Outcome::Stopped | Outcome::Busy => {
-            if state.shutdown.is_cancelled() || outcome == Outcome::Busy {
-                store.release_lease(run_id, &lease.owner).await?;
-            }
-            return Ok(());
-        }
-        Outcome::Waiting(pending) => {
-            return Box::pin(wait(
-                state,
-                &ctx,
-                &run,
-                &lease,
-                &conversation_id,
-                &pending,
-                false,
-                None,
-            ))
-            .await;
-        }
-        Outcome::Finished(result) if matches!(result.status, LoopStatus::Suspended { .. }) => {
-            let LoopStatus::Suspended { pending, .. } = &result.status else {
-                return Ok(());
-            };
-            let value = serde_json::to_value(&*result).ok();
-            return Box::pin(wait(
-                state,
-                &ctx,
-                &run,
-                &lease,
-                &conversation_id,
-                pending,
-                true,
-                value,
-            ))
-            .await;
-        }
-        Outcome::Finished(result) => match sink.take_settled() {
-            // The terminal event went through the sink, which ended the run.
-            Some(settled) => Ended::from(settled),
-            None => {
-                if lease.renew().await.is_err() {
-                    return Ok(());
-                }
-                Ended::from(Box::pin(settle(store, run_id, *result)).await?)
-            }
-        },
-        Outcome::AlreadyAnswered => {
-            if lease.renew().await.is_err() {
-                return Ok(());
-            }
-            Ended::from(Box::pin(log_answered(state, run_id, &chat_id)).await?)
-        }
-        Outcome::Failed(error) => {
-            if lease.renew().await.is_err() {
-                return Ok(());
-            }
-            let reason = EndReason::new("executor", error.clone());
-            let (status, _, ended_here) =
-                finish(store, run_id, AgentRunStatus::Failed, Some(reason)).await?;
-            Ended {
-                status,
-                ended_here,
-                result: Some(json!({ "error": error })),
-            }
-        }
+    let earlier = Earlier {
+        first_seq: last.map_or(0, |s| s + 1),
+        logged,
+        decisions,
     };
-    let Ended {
-        status,
-        ended_here,
-        result,
-    } = ended;
-    Box::pin(close_record(store, run_id, status, result)).await?;
-    store.release_lease(run_id, &lease.owner).await?;
-    if ended_here {
-        state
-            .metrics
-            .runs_finished
-            .get_or_create(&StatusLabels {
-                status: status.as_str(),
-            })
-            .inc();
-    }
-    if status == AgentRunStatus::Completed && workflow_called.load(Ordering::SeqCst) {
-        store
-            .set_workflow_complete(&ctx.task.id, true, now_millis())
-            .await?;
-    }
-    state.notify(
-        &ctx.owner,
-        json!({ "type": "streaming-ended", "taskId": ctx.task.id,
-                "agentRunId": run_id, "conversationId": conversation_id }),
-    );
-    state.notify_run_status(&ctx.owner, &run, status);
-    if ended_here && status == AgentRunStatus::Completed {
-        Box::pin(chain(state, &ctx, run.agent_type)).await?;
-    }
-    Ok(())
+    Ok((execution, earlier))
 }
 
 /// What the record of an ended run is written from.
@@ -268,33 +235,221 @@ impl From<Settled> for Ended {
     }
 }
 
-/// Ends an execution whose run waits for a person: the run is switched to
-/// `waiting` (see [`crate::waiting`]), its lease released, its owner told.
-#[allow(clippy::too_many_arguments)]
-async fn wait(
-    state: &AppState,
-    ctx: &TaskContext,
-    run: &agentloop_storage::model::AgentRun,
-    lease: &Lease,
-    conversation_id: &str,
-    pending: &[agentloop_types::PendingCall],
-    fresh: bool,
-    result: Option<serde_json::Value>,
-) -> StorageResult<()> {
-    if lease.renew().await.is_err() {
-        return Ok(());
+impl Execution<'_> {
+    /// The sink the run's events go through: appended to its log under
+    /// the lease, sent to live followers, read into the metrics.
+    fn sink(&self) -> Arc<StoreSink> {
+        Arc::new(StoreSink {
+            lease: self.lease.clone(),
+            local: self.local.clone(),
+            metrics: RunMetrics::new(
+                self.state.metrics.clone(),
+                self.state.config.api.as_str(),
+                run_model(&self.state.config, &self.ctx),
+            ),
+            settled: Default::default(),
+        })
     }
-    let status = crate::waiting::start_waiting(state, ctx, run, pending, fresh, result).await?;
-    state.store.release_lease(&run.id, &lease.owner).await?;
-    state.notify(
-        &ctx.owner,
-        json!({ "type": "streaming-ended", "taskId": ctx.task.id,
-                "agentRunId": run.id, "conversationId": conversation_id }),
-    );
-    if status != AgentRunStatus::Waiting {
-        state.notify_run_status(&ctx.owner, run, status);
+
+    /// Runs the loop, unless the log already holds the run's end: the
+    /// project's MCP servers started, the owner told, the lease watched,
+    /// the tools offered and the job handed to the executor.
+    async fn run_loop(
+        &self,
+        earlier: Earlier,
+        sink: &Arc<StoreSink>,
+        workflow_called: &Arc<AtomicBool>,
+    ) -> StorageResult<Outcome> {
+        if let Some(result) = earlier.logged {
+            return Ok(Outcome::Finished(result));
+        }
+        let mcp = match Box::pin(project_mcp(self.state, &self.ctx)).await {
+            Err(message) => return Ok(Outcome::Failed(message)),
+            Ok(mcp) => mcp,
+        };
+        self.notify_streaming("streaming-started");
+        let stop = self.state.shutdown.child_token();
+        let watched = self
+            .state
+            .watch_lease(&self.run.id, self.local.cancel.clone(), stop.clone());
+        let mut tools = tools(
+            self.state,
+            &self.ctx,
+            self.run.agent_type,
+            workflow_called.clone(),
+        )?;
+        if let Some(mcp) = &mcp {
+            tools.extend(mcp.tools());
+        }
+        let job = self.job(tools, earlier.first_seq, earlier.decisions, stop, sink);
+        let outcome = self.state.executor.execute(job).await;
+        drop(watched);
+        if let Some(mcp) = mcp {
+            Box::pin(mcp.shutdown()).await;
+        }
+        Ok(outcome)
     }
-    Ok(())
+
+    /// The job the executor runs.
+    fn job(
+        &self,
+        tools: Vec<Arc<dyn Tool>>,
+        first_seq: u64,
+        decisions: Decisions,
+        stop: agentloop_types::CancellationToken,
+        sink: &Arc<StoreSink>,
+    ) -> AgentJob {
+        AgentJob {
+            run_id: self.run.id.clone(),
+            chat_id: self.chat_id.clone(),
+            store: self.state.store.clone(),
+            provider: self.state.config.provider.clone(),
+            tools,
+            owner: self.lease.owner.clone(),
+            lease_ms: self.lease.ttl_ms,
+            first_seq,
+            cancel: self.local.cancel.clone(),
+            stop,
+            sink: sink.clone(),
+            decisions,
+        }
+    }
+
+    /// Maps the executor's outcome to how the run ended; `None` when
+    /// nothing more is done here: the run stopped without ending (shutdown,
+    /// lost lease, another instance executes it), waits for a person, or
+    /// this instance lost its lease.
+    async fn ending(&self, outcome: Outcome, sink: &StoreSink) -> StorageResult<Option<Ended>> {
+        let store = &*self.state.store;
+        let run_id = self.run.id.as_str();
+        match outcome {
+            Outcome::Stopped | Outcome::Busy => {
+                if self.state.shutdown.is_cancelled() || outcome == Outcome::Busy {
+                    store.release_lease(run_id, &self.lease.owner).await?;
+                }
+                Ok(None)
+            }
+            Outcome::Waiting(pending) => {
+                Box::pin(self.wait(&pending, false, None)).await?;
+                Ok(None)
+            }
+            Outcome::Finished(result) if matches!(result.status, LoopStatus::Suspended { .. }) => {
+                let LoopStatus::Suspended { pending, .. } = &result.status else {
+                    return Ok(None);
+                };
+                let value = serde_json::to_value(&*result).ok();
+                Box::pin(self.wait(pending, true, value)).await?;
+                Ok(None)
+            }
+            Outcome::Finished(result) => match sink.take_settled() {
+                // The terminal event went through the sink, which ended the run.
+                Some(settled) => Ok(Some(Ended::from(settled))),
+                None => {
+                    if self.lease.renew().await.is_err() {
+                        return Ok(None);
+                    }
+                    let settled = Box::pin(settle(store, run_id, *result)).await?;
+                    Ok(Some(Ended::from(settled)))
+                }
+            },
+            Outcome::AlreadyAnswered => {
+                if self.lease.renew().await.is_err() {
+                    return Ok(None);
+                }
+                let settled = Box::pin(log_answered(self.state, run_id, &self.chat_id)).await?;
+                Ok(Some(Ended::from(settled)))
+            }
+            Outcome::Failed(error) => {
+                if self.lease.renew().await.is_err() {
+                    return Ok(None);
+                }
+                let reason = EndReason::new("executor", error.clone());
+                let (status, _, ended_here) =
+                    finish(store, run_id, AgentRunStatus::Failed, Some(reason)).await?;
+                Ok(Some(Ended {
+                    status,
+                    ended_here,
+                    result: Some(json!({ "error": error })),
+                }))
+            }
+        }
+    }
+
+    /// Ends an execution whose run waits for a person: the run is switched
+    /// to `waiting` (see [`crate::waiting`]), its lease released, its owner
+    /// told.
+    async fn wait(
+        &self,
+        pending: &[PendingCall],
+        fresh: bool,
+        result: Option<serde_json::Value>,
+    ) -> StorageResult<()> {
+        if self.lease.renew().await.is_err() {
+            return Ok(());
+        }
+        let status =
+            waiting::start_waiting(self.state, &self.ctx, &self.run, pending, fresh, result)
+                .await?;
+        self.state
+            .store
+            .release_lease(&self.run.id, &self.lease.owner)
+            .await?;
+        self.notify_streaming("streaming-ended");
+        if status != AgentRunStatus::Waiting {
+            self.state
+                .notify_run_status(&self.ctx.owner, &self.run, status);
+        }
+        Ok(())
+    }
+
+    /// Closes an ended run: its record, its lease, the finished-runs
+    /// metric, the task's workflow flag, the owner's notifications and the
+    /// next link of the chain.
+    async fn close(&self, ended: Ended, workflow_called: &AtomicBool) -> StorageResult<()> {
+        let store = &*self.state.store;
+        let Ended {
+            status,
+            ended_here,
+            result,
+        } = ended;
+        Box::pin(close_record(store, &self.run.id, status, result)).await?;
+        store.release_lease(&self.run.id, &self.lease.owner).await?;
+        if ended_here {
+            self.count_finished(status);
+        }
+        if status == AgentRunStatus::Completed && workflow_called.load(Ordering::SeqCst) {
+            store
+                .set_workflow_complete(&self.ctx.task.id, true, now_millis())
+                .await?;
+        }
+        self.notify_streaming("streaming-ended");
+        self.state
+            .notify_run_status(&self.ctx.owner, &self.run, status);
+        if ended_here && status == AgentRunStatus::Completed {
+            Box::pin(chain(self.state, &self.ctx, self.run.agent_type)).await?;
+        }
+        Ok(())
+    }
+
+    /// Counts a run ended here in the finished-runs metric.
+    fn count_finished(&self, status: AgentRunStatus) {
+        self.state
+            .metrics
+            .runs_finished
+            .get_or_create(&StatusLabels {
+                status: status.as_str(),
+            })
+            .inc();
+    }
+
+    /// Tells the owner the run's stream started or ended (`kind`).
+    fn notify_streaming(&self, kind: &str) {
+        self.state.notify(
+            &self.ctx.owner,
+            json!({ "type": kind, "taskId": self.ctx.task.id,
+                    "agentRunId": self.run.id, "conversationId": self.conversation_id }),
+        );
+    }
 }
 
 /// Starts the next agent of the chain unless the workflow is complete.
@@ -314,201 +469,7 @@ async fn chain(state: &AppState, ctx: &TaskContext, agent: AgentType) -> Storage
         ..ctx.clone()
     };
     match start_agent_run(state, &ctx, next).await {
-        Ok(_) | Err(crate::runner::StartError::Conflict(_)) => Ok(()),
-        Err(crate::runner::StartError::Storage(e)) => Err(e),
+        Ok(_) | Err(StartError::Conflict(_)) => Ok(()),
+        Err(StartError::Storage(e)) => Err(e),
     }
-}
-
-/// Sets the run record's final status and result.
-async fn close_record(
-    store: &dyn Store,
-    run_id: &str,
-    status: AgentRunStatus,
-    result: Option<serde_json::Value>,
-) -> StorageResult<()> {
-    let mut record = store.get_run(run_id).await?;
-    record.status = record_status(status);
-    if result.is_some() {
-        record.result = result;
-    }
-    record.updated_at = now_millis();
-    store.update_run(&record).await
-}
-
-/// Ends a run whose chat already holds its final answer (the previous
-/// attempt stored it but stopped before logging the end): the run is
-/// settled and the terminal event, with the chat's messages, appended.
-async fn log_answered(state: &AppState, run_id: &str, chat_id: &str) -> StorageResult<Settled> {
-    let store = &*state.store;
-    let result = LoopResult {
-        status: LoopStatus::Complete {
-            return_value: None,
-            output: None,
-        },
-        messages: chat_messages(store, chat_id).await?,
-        tokens: store.get_chat(chat_id).await?.totals,
-        stop: None,
-    };
-    let settled = settle(store, run_id, result).await?;
-    log_terminal(state, run_id, &settled.result).await?;
-    Ok(settled)
-}
-
-/// The messages of a chat, in order.
-async fn chat_messages(
-    store: &dyn Store,
-    chat_id: &str,
-) -> StorageResult<agentloop_types::History> {
-    Ok(store
-        .list_messages(chat_id)
-        .await?
-        .into_iter()
-        .map(|m| m.message)
-        .collect())
-}
-
-/// Appends `result` as the run's terminal event unless its log holds one.
-async fn log_terminal(state: &AppState, run_id: &str, result: &LoopResult) -> StorageResult<()> {
-    let store = &*state.store;
-    let (last, logged) = scan_log(store, run_id).await?;
-    if logged.is_none() {
-        let event = LoopEvent {
-            seq: last.map_or(0, |s| s + 1),
-            path: Default::default(),
-            kind: EventKind::Finished(FinishedEvent {
-                result: result.clone(),
-            }),
-        };
-        store
-            .append_events(run_id, std::slice::from_ref(&event))
-            .await?;
-        if let Some(local) = state.local_run(run_id) {
-            local.send(event);
-        }
-    }
-    Ok(())
-}
-
-/// Logs the end of a run that ended while no instance executed it: a
-/// person ended it (cancelled, or its task marked done) after the instance
-/// that executed it crashed, or that instance ended it and stopped before
-/// logging the end. Unless its log holds a terminal event, one is built
-/// from its chat, agreeing with how the run ended. Returns the result
-/// logged (none for a failed run, whose error is not known here).
-pub(crate) async fn log_stopped(
-    state: &AppState,
-    run: &agentloop_storage::model::AgentRun,
-) -> StorageResult<Option<LoopResult>> {
-    let store = &*state.store;
-    if let (_, Some(logged)) = scan_log(store, &run.id).await? {
-        return Ok(Some(*logged));
-    }
-    if !matches!(
-        run.status,
-        AgentRunStatus::Completed | AgentRunStatus::Cancelled
-    ) {
-        return Ok(None);
-    }
-    let Some(chat_id) = crate::waiting::run_chat(state, run).await? else {
-        return Ok(None);
-    };
-    let status = if run.status == AgentRunStatus::Completed {
-        LoopStatus::Complete {
-            return_value: None,
-            output: None,
-        }
-    } else {
-        LoopStatus::Cancelled
-    };
-    let result = agreeing(
-        LoopResult {
-            status,
-            messages: chat_messages(store, &chat_id).await?,
-            tokens: store.get_chat(&chat_id).await?.totals,
-            stop: None,
-        },
-        run.status,
-        run.end_reason.as_ref(),
-    );
-    log_terminal(state, &run.id, &result).await?;
-    Ok(Some(result))
-}
-
-/// The highest stored event seq and, if the log already holds it, the
-/// run's final result (a suspended result is not final: the run goes on
-/// after its decisions, and its log with it).
-pub(crate) async fn scan_log(
-    store: &dyn Store,
-    run_id: &str,
-) -> StorageResult<(Option<u64>, Option<Box<LoopResult>>)> {
-    const PAGE: u32 = 1000;
-    let mut after = None;
-    let mut result = None;
-    loop {
-        let events = store.list_events(run_id, after, PAGE).await?;
-        for event in &events {
-            if let EventKind::Finished(FinishedEvent { result: r }) = &event.kind
-                && event.path.is_root()
-            {
-                result = (!matches!(r.status, LoopStatus::Suspended { .. }))
-                    .then(|| Box::new(r.clone()));
-            }
-        }
-        let len = events.len();
-        if let Some(last) = events.last() {
-            after = Some(last.seq);
-        }
-        if len < PAGE as usize {
-            return Ok((after, result));
-        }
-    }
-}
-
-/// The tools an agent run is offered (the project's MCP servers' aside),
-/// under the project's approval policy.
-pub(crate) fn tools(
-    state: &AppState,
-    ctx: &TaskContext,
-    agent: AgentType,
-    workflow_called: Arc<AtomicBool>,
-) -> StorageResult<Vec<Arc<dyn Tool>>> {
-    let jail = DirJail::new(&ctx.repo)
-        .map_err(|e| StorageError::Invalid(format!("project folder: {e}")))?;
-    // `ask_user` suspends the run as `waiting` with a question, answered
-    // through the run's decisions like an approval.
-    let mut tools: Vec<Arc<dyn Tool>> =
-        vec![Arc::new(FsTool::new(Arc::new(jail))), Arc::new(AskUserTool)];
-    if agent != AgentType::Planification {
-        tools.push(Arc::new(CompleteWorkflowTool::new(workflow_called)));
-    }
-    tools.extend(state.config.extra_tools.iter().cloned());
-    let (mode, _) = crate::policy::effective(&state.config, &ctx.project);
-    Ok(crate::policy::apply(mode, tools))
-}
-
-/// Starts the MCP servers the project names (`settings.mcp_servers`, the
-/// `mcpServers` map it was created with), stdio ones inside the project
-/// folder. They live for the run.
-async fn project_mcp(state: &AppState, ctx: &TaskContext) -> Result<Option<McpServers>, String> {
-    let Some(servers) = ctx.project.settings.get("mcp_servers") else {
-        return Ok(None);
-    };
-    if !state.config.allow_project_mcp {
-        return Err(
-            "the project names MCP servers, but this server does not run them \
-             (start it with --allow-project-mcp)"
-                .to_owned(),
-        );
-    }
-    let mut config = McpConfig::from_json(&json!({ "mcpServers": servers }).to_string())
-        .map_err(|e| format!("the project's MCP servers: {e}"))?;
-    for server in config.servers.values_mut() {
-        if let McpServerConfig::Stdio(stdio) = server {
-            stdio.cwd = Some(ctx.repo.clone());
-        }
-    }
-    McpServers::start(&config, ServerOptions::default())
-        .await
-        .map(Some)
-        .map_err(|e| format!("the project's MCP servers could not start: {e}"))
 }

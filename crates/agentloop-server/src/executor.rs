@@ -105,66 +105,90 @@ impl AgentExecutor for RuntimeExecutor {
             .with_cancel(job.cancel);
         // Boxed: the channel allocates slots 32 at a time, and an event
         // inline is hundreds of bytes, per run.
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Box<LoopEvent>>();
-        let chat_id = job.chat_id;
-        let job_decisions = job.decisions;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Box<LoopEvent>>();
         // The run goes on in its own task, so storing an event here never
         // waits on a transaction the run holds open.
-        let run = tokio::spawn(async move {
-            let mut observer = move |event: &LoopEvent| {
-                let _ = tx.send(Box::new(event.clone()));
-            };
-            // The steps around the run are boxed, so their futures are not
-            // held inline in this task for as long as the run goes on.
-            let pending = Box::pin(runtime.pending(&chat_id)).await?;
-            if pending.is_empty() {
-                return runtime
-                    .continue_chat(&chat_id, &mut observer)
-                    .await
-                    .map(Ran::from);
-            }
-            let decided: Decisions = job_decisions
-                .into_iter()
-                .filter(|(id, _)| pending.iter().any(|p| &p.call.id == id))
-                .collect();
-            if decided.len() < pending.len() {
-                return Ok(Ran::Waiting(pending));
-            }
-            Box::pin(runtime.resume_with(&chat_id, decided, &mut observer))
-                .await
-                .map(|outcome| Ran::from(Some(outcome)))
-        });
+        let run = tokio::spawn(run_chat(runtime, job.chat_id, job.decisions, tx));
         let abort = run.abort_handle();
-        let mut seq = job.first_seq;
-        loop {
-            tokio::select! {
-                biased;
-                () = job.stop.cancelled() => {
-                    abort.abort();
-                    return Outcome::Stopped;
-                }
-                event = rx.recv() => match event {
-                    Some(mut event) => {
-                        event.seq = seq;
-                        seq += 1;
-                        if job.sink.event(*event).await.is_err() {
-                            abort.abort();
-                            return Outcome::Stopped;
-                        }
+        let forwarded = forward_events(rx, &*job.sink, job.first_seq, &job.stop).await;
+        if forwarded.is_err() {
+            abort.abort();
+            return Outcome::Stopped;
+        }
+        outcome_of(run.await.ok())
+    }
+}
+
+/// Runs the chat: continues it, or resumes it when it waits for a person
+/// and `decisions` decide every pending call. Its events go to `tx`.
+async fn run_chat(
+    runtime: ChatRuntime,
+    chat_id: String,
+    decisions: Decisions,
+    tx: tokio::sync::mpsc::UnboundedSender<Box<LoopEvent>>,
+) -> Result<Ran, RuntimeError> {
+    let mut observer = move |event: &LoopEvent| {
+        let _ = tx.send(Box::new(event.clone()));
+    };
+    // The steps around the run are boxed, so their futures are not
+    // held inline in this task for as long as the run goes on.
+    let pending = Box::pin(runtime.pending(&chat_id)).await?;
+    if pending.is_empty() {
+        return runtime
+            .continue_chat(&chat_id, &mut observer)
+            .await
+            .map(Ran::from);
+    }
+    let decided: Decisions = decisions
+        .into_iter()
+        .filter(|(id, _)| pending.iter().any(|p| &p.call.id == id))
+        .collect();
+    if decided.len() < pending.len() {
+        return Ok(Ran::Waiting(pending));
+    }
+    Box::pin(runtime.resume_with(&chat_id, decided, &mut observer))
+        .await
+        .map(|outcome| Ran::from(Some(outcome)))
+}
+
+/// Hands the run's events to `sink`, numbered from `first_seq`, until the
+/// run stops sending. `Err` when the execution must stop: `stop` was
+/// cancelled or the sink refused an event.
+async fn forward_events(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Box<LoopEvent>>,
+    sink: &dyn RunSink,
+    first_seq: u64,
+    stop: &CancellationToken,
+) -> Result<(), ()> {
+    let mut seq = first_seq;
+    loop {
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => return Err(()),
+            event = rx.recv() => match event {
+                Some(mut event) => {
+                    event.seq = seq;
+                    seq += 1;
+                    if sink.event(*event).await.is_err() {
+                        return Err(());
                     }
-                    None => break,
-                },
-            }
+                }
+                None => return Ok(()),
+            },
         }
-        let ended = run.await.ok();
-        match ended {
-            Some(Ok(Ran::Finished(result))) => Outcome::Finished(result),
-            Some(Ok(Ran::AlreadyAnswered)) => Outcome::AlreadyAnswered,
-            Some(Ok(Ran::Waiting(pending))) => Outcome::Waiting(pending),
-            Some(Err(RuntimeError::RunInProgress { .. })) => Outcome::Busy,
-            Some(Err(e)) => Outcome::Failed(e.to_string()),
-            None => Outcome::Stopped,
-        }
+    }
+}
+
+/// The outcome of a run task that ended (`None`: it was aborted or
+/// panicked).
+fn outcome_of(ended: Option<Result<Ran, RuntimeError>>) -> Outcome {
+    match ended {
+        Some(Ok(Ran::Finished(result))) => Outcome::Finished(result),
+        Some(Ok(Ran::AlreadyAnswered)) => Outcome::AlreadyAnswered,
+        Some(Ok(Ran::Waiting(pending))) => Outcome::Waiting(pending),
+        Some(Err(RuntimeError::RunInProgress { .. })) => Outcome::Busy,
+        Some(Err(e)) => Outcome::Failed(e.to_string()),
+        None => Outcome::Stopped,
     }
 }
 

@@ -13,7 +13,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::sync::watch;
 
-use crate::state::AppState;
+use agentloop_storage::Store;
+use agentloop_types::CancellationToken;
 
 /// How long to wait before listening again after the listener failed.
 const RELISTEN: Duration = Duration::from_secs(1);
@@ -109,12 +110,15 @@ impl Drop for AppendWaiter {
 /// Listens to the store's announcements of appends until the instance
 /// shuts down, waking the followers of each announced run. Returns at once
 /// when the store makes none.
-pub async fn watch_appends(state: AppState) {
-    let wakers = state.appends.clone();
+pub async fn watch_appends(
+    store: Arc<dyn Store>,
+    wakers: Arc<AppendWakers>,
+    shutdown: CancellationToken,
+) {
     loop {
         let announced = tokio::select! {
-            () = state.shutdown.cancelled() => return,
-            announced = state.store.watch_appends() => announced,
+            () = shutdown.cancelled() => return,
+            announced = store.watch_appends() => announced,
         };
         match announced {
             Ok(None) => return,
@@ -122,7 +126,7 @@ pub async fn watch_appends(state: AppState) {
                 wakers.set_listening(true);
                 loop {
                     let next = tokio::select! {
-                        () = state.shutdown.cancelled() => None,
+                        () = shutdown.cancelled() => None,
                         next = runs.next() => next,
                     };
                     match next {
@@ -141,7 +145,7 @@ pub async fn watch_appends(state: AppState) {
             }
         }
         tokio::select! {
-            () = state.shutdown.cancelled() => return,
+            () = shutdown.cancelled() => return,
             () = tokio::time::sleep(RELISTEN) => {}
         }
     }

@@ -6,23 +6,30 @@
 //! executed under a lease and taken over by a live instance when the lease
 //! expires.
 //!
-//! - [`routes`]: the API; [`openapi`] describes it.
-//! - [`runner`] starts agent runs; [`drive`] executes one under its lease
-//!   and chains the next; [`ending`] decides how a run ends (status,
-//!   reason, and the result its record and terminal event carry); [`heartbeat`] renews the leases of all runs
-//!   executing here at once; [`recovery`] takes over runs whose lease
-//!   expired.
-//! - [`executor`]: the [`AgentExecutor`] port and [`RuntimeExecutor`],
-//!   which runs the loop through `agentloop-runtime` (messages are stored
-//!   as they come); [`sink`] appends each run's events to its log.
-//! - [`waiting`]: runs waiting for a person (approvals, answers): the
-//!   decisions people send, resuming, closing what a stopped run waits on.
-//! - [`listener`] accepts connections within bounds; [`unread_body`]
-//!   keeps a connection whose answer left the request body unread usable.
-//! - [`policy`]: whether a project's fs writes and JavaScript calls wait
-//!   for a person (`ask`) or not (`unattended`, the server's default).
-//! - [`users`]: users and token hashes; [`config`]: provider, prompts,
-//!   leases and limits.
+//! The crate reads top-down in three layers; no module imports from a
+//! layer above it:
+//!
+//! 1. **HTTP** ([`http`]): the router, one module per resource with its
+//!    own `router()`, the extractors, the one error answer
+//!    ([`ApiError`]), the OpenAPI document and the web page. [`server`]
+//!    wires it to a listener; [`listener`] accepts connections within
+//!    bounds and [`unread_body`] keeps a connection whose answer left the
+//!    request body unread usable.
+//! 2. **Run lifecycle**: [`drive`] starts an agent run, executes it under
+//!    its lease and chains the next, step by step; [`waiting`] holds runs
+//!    waiting for a person (approvals, answers); [`recovery`] takes over
+//!    runs whose lease expired. Below them: [`runner`] (a run's task
+//!    context, preparing it, creating it), [`run_log`] (its event log and
+//!    record at the end), [`run_tools`] (the tools it is offered),
+//!    [`sink`] (appending its events), [`executor`] (the
+//!    [`AgentExecutor`] port and [`RuntimeExecutor`], which runs the loop
+//!    through `agentloop-runtime`), [`ending`] (how a run ends),
+//!    [`heartbeat`] (renewing every lease here at once) and [`tool`].
+//! 3. **State**: [`state`] ([`AppState`], shared by both layers above),
+//!    [`follow`] (waking followers of runs executing elsewhere),
+//!    [`metrics`], [`shapes`] (JSON shapes of records for answers and
+//!    notifications), [`policy`] (whether fs writes and JavaScript calls
+//!    wait for a person), [`users`], [`folders`], [`ids`] and [`config`].
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -57,25 +64,31 @@ pub mod executor;
 pub mod folders;
 pub mod follow;
 pub mod heartbeat;
+pub mod http;
 pub mod ids;
 pub mod listener;
 pub mod metrics;
-pub mod openapi;
 pub mod policy;
 pub mod recovery;
-pub mod routes;
+pub mod run_log;
+pub mod run_tools;
 pub mod runner;
 pub mod server;
+pub mod shapes;
 pub mod sink;
 pub mod state;
 pub mod tool;
 pub mod unread_body;
 pub mod users;
 pub mod waiting;
-pub mod web;
+
+/// The HTTP layer under its former name.
+pub use http as routes;
+pub use http::{openapi, web};
 
 pub use config::{AgentPrompts, ServerConfig};
-pub use error::{ApiError, ServerError};
+pub use error::ServerError;
 pub use executor::{AgentExecutor, AgentJob, Outcome, RuntimeExecutor};
+pub use http::error::ApiError;
 pub use server::{Server, shutdown_signal};
 pub use state::AppState;

@@ -31,8 +31,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::state::AppState;
-
 /// Labels naming a model.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ModelLabels {
@@ -191,22 +189,43 @@ impl Metrics {
     }
 }
 
-/// The router of the metrics listener: `GET /metrics`.
-pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/metrics", get(scrape))
-        .with_state(state)
+/// What the metrics listener scrapes: the metrics, and how many runs
+/// execute here (the instance's state converts into it).
+#[derive(Clone)]
+pub struct Scraped {
+    metrics: Arc<Metrics>,
+    active_runs: Arc<dyn Fn() -> usize + Send + Sync>,
 }
 
-async fn scrape(State(state): State<AppState>) -> impl IntoResponse {
-    let active = i64::try_from(state.local_count()).unwrap_or(i64::MAX);
-    state.metrics.active_runs.set(active);
+impl Scraped {
+    /// `metrics`, with `active_runs` read at each scrape.
+    pub fn new(
+        metrics: Arc<Metrics>,
+        active_runs: impl Fn() -> usize + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            metrics,
+            active_runs: Arc::new(active_runs),
+        }
+    }
+}
+
+/// The router of the metrics listener: `GET /metrics`.
+pub fn router(source: impl Into<Scraped>) -> Router {
+    Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(source.into())
+}
+
+async fn scrape(State(source): State<Scraped>) -> impl IntoResponse {
+    let active = i64::try_from((source.active_runs)()).unwrap_or(i64::MAX);
+    source.metrics.active_runs.set(active);
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.encode(),
+        source.metrics.encode(),
     )
 }
 

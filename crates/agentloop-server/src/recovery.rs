@@ -8,7 +8,8 @@
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{AgentRunStatus, RunStatus, now_millis};
 
-use crate::runner::{StartError, load_task_context, next_agent, prepare, start_agent_run};
+use crate::drive::start_agent_run;
+use crate::runner::{StartError, load_task_context, next_agent, prepare};
 use crate::state::AppState;
 
 /// Runs looked at per pass.

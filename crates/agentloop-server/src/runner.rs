@@ -1,5 +1,6 @@
-//! Starting agent runs and preparing what they run in: the conversation,
-//! its chat, the first message and the run record that carries the lease.
+//! What an agent run runs in: its task and project, and preparing the
+//! conversation, its chat, the first message and the run record that
+//! carries the lease; creating an agent run; the order of the chain.
 
 use std::path::PathBuf;
 
@@ -83,8 +84,9 @@ pub fn record_status(status: AgentRunStatus) -> RunStatus {
 }
 
 /// Creates an agent run (the database refuses a second running one per
-/// task), prepares it, and starts executing it in the background.
-pub async fn start_agent_run(
+/// task) and prepares it; [`crate::drive::start_agent_run`] then executes
+/// it.
+pub async fn create_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
@@ -110,21 +112,12 @@ pub async fn start_agent_run(
     }
     let run = prepare(store, &state.config, ctx, run).await?;
     state.notify_run_status(&ctx.owner, &run, run.status);
-    let lease = crate::sink::Lease {
-        store: state.store.clone(),
-        run_id: run.id.clone(),
-        owner: state.config.instance_id.clone(),
-        ttl_ms: ttl_ms(state),
-    };
-    if lease.renew().await.is_ok() {
-        tokio::spawn(crate::drive::drive_boxed(state.clone(), run.id.clone()));
-    }
     Ok(run)
 }
 
 /// The lease length in ms.
 pub fn ttl_ms(state: &AppState) -> i64 {
-    i64::try_from(state.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+    state.lease_ttl_ms()
 }
 
 /// Makes sure an agent run has its conversation (with a chat holding the
@@ -137,40 +130,58 @@ pub async fn prepare(
     ctx: &TaskContext,
     mut run: AgentRun,
 ) -> StorageResult<AgentRun> {
-    let now = now_millis();
     if run.conversation_id.is_none() {
-        let chat = Chat {
-            id: crate::ids::new_id(),
-            project_id: ctx.project.id.clone(),
-            title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
-            settings: chat_settings(config, ctx, &run),
-            totals: Default::default(),
-            minion: None,
-            created_at: now,
-            updated_at: now,
-        };
-        store.create_chat(&chat).await?;
-        // The first message is saved before the run is linked: a retry
-        // skips a linked run, so linking must come last.
-        store
-            .save_message(&chat.id, &first_message(&config.prompts, ctx, &run))
-            .await?;
-        let conversation = Conversation {
-            id: crate::ids::new_id(),
-            task_id: ctx.task.id.clone(),
-            chat_id: Some(chat.id.clone()),
-            session_id: None,
-            created_at: now,
-        };
-        store.create_conversation(&conversation).await?;
-        store.link_conversation(&run.id, &conversation.id).await?;
-        run.conversation_id = Some(conversation.id);
+        run.conversation_id = Some(create_conversation(store, config, ctx, &run).await?);
     }
-    match store.get_run(&run.id).await {
-        Ok(_) => {}
+    create_record(store, &run.id).await?;
+    Ok(run)
+}
+
+/// Creates an agent run's chat (holding its first message) and its
+/// conversation, and links the run to it. Returns the conversation's id.
+async fn create_conversation(
+    store: &dyn Store,
+    config: &ServerConfig,
+    ctx: &TaskContext,
+    run: &AgentRun,
+) -> StorageResult<String> {
+    let now = now_millis();
+    let chat = Chat {
+        id: crate::ids::new_id(),
+        project_id: ctx.project.id.clone(),
+        title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
+        settings: chat_settings(config, ctx, run),
+        totals: Default::default(),
+        minion: None,
+        created_at: now,
+        updated_at: now,
+    };
+    store.create_chat(&chat).await?;
+    // The first message is saved before the run is linked: a retry
+    // skips a linked run, so linking must come last.
+    store
+        .save_message(&chat.id, &first_message(&config.prompts, ctx, run))
+        .await?;
+    let conversation = Conversation {
+        id: crate::ids::new_id(),
+        task_id: ctx.task.id.clone(),
+        chat_id: Some(chat.id.clone()),
+        session_id: None,
+        created_at: now,
+    };
+    store.create_conversation(&conversation).await?;
+    store.link_conversation(&run.id, &conversation.id).await?;
+    Ok(conversation.id)
+}
+
+/// Creates the run record of an agent run unless it exists.
+async fn create_record(store: &dyn Store, run_id: &str) -> StorageResult<()> {
+    match store.get_run(run_id).await {
+        Ok(_) => Ok(()),
         Err(StorageError::NotFound { .. }) => {
+            let now = now_millis();
             let record = RunRecord {
-                id: run.id.clone(),
+                id: run_id.to_owned(),
                 chat_id: None,
                 status: RunStatus::Running,
                 state: None,
@@ -182,13 +193,12 @@ pub async fn prepare(
                 updated_at: now,
             };
             match store.create_run(&record).await {
-                Ok(()) | Err(StorageError::AlreadyExists { .. }) => {}
-                Err(e) => return Err(e),
+                Ok(()) | Err(StorageError::AlreadyExists { .. }) => Ok(()),
+                Err(e) => Err(e),
             }
         }
-        Err(e) => return Err(e),
+        Err(e) => Err(e),
     }
-    Ok(run)
 }
 
 /// The settings of an agent run's chat: the loop options the runtime

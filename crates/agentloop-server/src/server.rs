@@ -48,13 +48,17 @@ impl Server {
     ) -> Result<(), ServerError> {
         let state = self.state;
         let claimer = tokio::spawn(crate::recovery::claim_loop(state.clone()));
-        tokio::spawn(crate::follow::watch_appends(state.clone()));
+        tokio::spawn(crate::follow::watch_appends(
+            state.store.clone(),
+            state.appends.clone(),
+            state.shutdown.clone(),
+        ));
         let stop = state.shutdown.clone();
         tokio::spawn(async move {
             shutdown.await;
             stop.cancel();
         });
-        let app = crate::routes::router(state.clone());
+        let app = crate::http::router(state.clone());
         serve_bounded(
             listener,
             app,

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use crate::ending::{Settled, settle};
 use crate::executor::{RunSink, SinkError};
 use crate::metrics::RunMetrics;
-use crate::state::LocalRun;
+use crate::state::{AppState, LocalRun};
 
 /// The lease an agent run is executed under.
 #[derive(Clone)]
@@ -28,6 +28,16 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// This instance's lease on `run_id`.
+    pub fn of(state: &AppState, run_id: &str) -> Self {
+        Self {
+            store: state.store.clone(),
+            run_id: run_id.to_owned(),
+            owner: state.config.instance_id.clone(),
+            ttl_ms: state.lease_ttl_ms(),
+        }
+    }
+
     /// Renews the lease; `LeaseLost` if another instance holds it.
     pub async fn renew(&self) -> Result<(), SinkError> {
         let now = now_millis();

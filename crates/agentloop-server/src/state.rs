@@ -13,7 +13,7 @@ use crate::config::ServerConfig;
 use crate::executor::AgentExecutor;
 use crate::follow::AppendWakers;
 use crate::heartbeat::{Heartbeat, Renewer, Watched};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Scraped};
 
 /// Capacity of the owner notification channel.
 const NOTICE_CHANNEL: usize = 1024;
@@ -149,13 +149,18 @@ impl AppState {
                 store: self.store.clone(),
                 owner: self.config.instance_id.clone(),
                 interval: self.config.heartbeat,
-                ttl_ms: crate::runner::ttl_ms(self),
+                ttl_ms: self.lease_ttl_ms(),
                 shutdown: self.shutdown.clone(),
             },
             run_id,
             cancel,
             stop,
         )
+    }
+
+    /// The lease length in ms.
+    pub fn lease_ttl_ms(&self) -> i64 {
+        i64::try_from(self.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
     }
 
     /// How many runs execute here.
@@ -189,5 +194,11 @@ impl AppState {
             json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,
                     "agentType": run.agent_type, "status": status }),
         );
+    }
+}
+
+impl From<AppState> for Scraped {
+    fn from(state: AppState) -> Self {
+        Scraped::new(state.metrics.clone(), move || state.local_count())
     }
 }

@@ -1,32 +1,41 @@
-//! The HTTP routes, their extractors and the request limits.
+//! The HTTP layer: the router and its middleware (request log and
+//! metric, JSON error bodies, time and size limits). Each resource module
+//! exposes its own `router()`; [`extract`] holds what handlers take from a
+//! request, [`error`] the one error answer, [`openapi`] the document that
+//! describes every route in [`ROUTES`], [`web`] the page.
+//!
+//! Nothing below this layer imports from it: handlers call the run
+//! lifecycle ([`crate::drive`], [`crate::waiting`], [`crate::runner`]) and
+//! the state, and turn their typed errors into [`ApiError`] here.
 
-mod agent_runs;
-mod events;
-mod projects;
-pub(crate) mod session;
-mod tasks;
-mod ws;
+pub mod agent_runs;
+pub mod error;
+pub mod events;
+pub mod extract;
+pub mod openapi;
+pub mod projects;
+pub mod session;
+pub mod tasks;
+pub mod web;
+pub mod ws;
 
 use std::time::Duration;
 
-use agentloop_storage::model::{AgentRun, AgentRunStatus};
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::StatusCode;
-use axum::http::request::Parts;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use tracing::Instrument;
 
-use crate::error::ApiError;
-use crate::ids::rfc3339;
 use crate::metrics::HttpLabels;
 use crate::state::AppState;
-use crate::users::{User, user_for_token};
+use crate::users::User;
+use error::ApiError;
+use extract::AuthUser;
 
 /// Every route as `(method, path)`, in OpenAPI path syntax; the OpenAPI
 /// document is checked against this list.
@@ -68,61 +77,20 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/openapi.json",
             get(|State(state): State<AppState>| async move {
-                Json(crate::openapi::document(state.config.allow_project_mcp))
+                Json(openapi::document(state.config.allow_project_mcp))
             }),
         )
         .route("/api/me", get(me))
-        .route(
-            "/api/session",
-            get(session::get_one)
-                .post(session::create)
-                .delete(session::delete),
-        )
-        .route("/api/projects", get(projects::list).post(projects::create))
-        .route(
-            "/api/projects/{project_id}",
-            get(projects::get_one)
-                .delete(projects::delete)
-                .patch(projects::update),
-        )
-        .route(
-            "/api/projects/{project_id}/tasks",
-            get(tasks::list).post(tasks::create),
-        )
-        .route(
-            "/api/tasks/{task_id}",
-            get(tasks::get_one).delete(tasks::delete),
-        )
-        .route(
-            "/api/tasks/{task_id}/document",
-            get(tasks::get_document).put(tasks::put_document),
-        )
-        .route(
-            "/api/tasks/{task_id}/workflow-complete",
-            put(tasks::workflow_complete),
-        )
-        .route(
-            "/api/tasks/{task_id}/agent-runs",
-            get(agent_runs::list).post(agent_runs::create),
-        )
-        .route("/api/agent-runs/{run_id}", get(agent_runs::get_one))
-        .route(
-            "/api/agent-runs/{run_id}/messages",
-            get(agent_runs::messages),
-        )
-        .route("/api/agent-runs/{run_id}/cancel", post(agent_runs::cancel))
-        .route("/api/agent-runs/{run_id}/pending", get(agent_runs::pending))
-        .route(
-            "/api/agent-runs/{run_id}/decisions",
-            post(agent_runs::decisions),
-        )
+        .merge(session::router())
+        .merge(projects::router())
+        .merge(tasks::router())
+        .merge(agent_runs::router())
         .layer(middleware::from_fn_with_state(timeout, time_limit));
-    let streaming = Router::new()
-        .route("/api/agent-runs/{run_id}/events", get(events::stream))
-        .route("/api/ws", get(ws::upgrade));
+    // Streams live as long as their client: no time limit.
+    let streaming = events::router().merge(ws::router());
     plain
         .merge(streaming)
-        .merge(crate::web::routes())
+        .merge(web::routes())
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(middleware::from_fn(json_errors))
@@ -264,153 +232,6 @@ async fn me(AuthUser(user): AuthUser) -> Json<User> {
     Json(user)
 }
 
-/// The authenticated user: `Authorization: Bearer <token>`, or the
-/// browser's session cookie (a change then needs the CSRF header too).
-pub struct AuthUser(pub User);
-
-impl FromRequestParts<AppState> for AuthUser {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if let Some(token) = bearer(parts) {
-            return Ok(Self(authenticate(state, &token).await?));
-        }
-        let session = session::session_cookie(&parts.headers).ok_or_else(ApiError::unauthorized)?;
-        session::check_csrf(parts, &session)?;
-        Ok(Self(authenticate(state, &session).await?))
-    }
-}
-
-/// The authenticated user of a WebSocket request: the bearer header, or
-/// `?token=` for browser clients, which cannot set headers on a WebSocket.
-/// Only the WebSocket route takes a token in the URL, where it would
-/// otherwise end up in logs and browser history.
-pub struct WsUser(pub User);
-
-impl FromRequestParts<AppState> for WsUser {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let query = parts.uri.query().and_then(|q| {
-            q.split('&')
-                .find_map(|pair| pair.strip_prefix("token=").map(str::to_owned))
-        });
-        let token = bearer(parts)
-            .or(query)
-            .or_else(|| {
-                same_origin(parts)
-                    .then(|| session::session_cookie(&parts.headers))
-                    .flatten()
-            })
-            .ok_or_else(ApiError::unauthorized)?;
-        Ok(Self(authenticate(state, &token).await?))
-    }
-}
-
-/// Whether a browser's request comes from a page of this server: its
-/// `Origin` names the host it was sent to. (A WebSocket is not bound by
-/// CORS, so the session cookie counts only for the page's own.)
-fn same_origin(parts: &Parts) -> bool {
-    let header = |name| {
-        parts
-            .headers
-            .get(name)
-            .and_then(|v: &axum::http::HeaderValue| v.to_str().ok())
-    };
-    match (
-        header(axum::http::header::ORIGIN),
-        header(axum::http::header::HOST),
-    ) {
-        (Some(origin), Some(host)) => origin
-            .split_once("://")
-            .is_some_and(|(_, rest)| rest == host),
-        _ => false,
-    }
-}
-
-fn bearer(parts: &Parts) -> Option<String> {
-    parts
-        .headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::to_owned)
-}
-
-pub(crate) async fn authenticate(state: &AppState, token: &str) -> Result<User, ApiError> {
-    let user = user_for_token(&*state.store, token.trim())
-        .await?
-        .ok_or_else(ApiError::unauthorized)?;
-    tracing::Span::current().record("user_id", user.id.as_str());
-    Ok(user)
-}
-
-/// A JSON request body; malformed JSON, a body over the limit or a
-/// non-object body is a 4xx with a JSON error.
-pub struct ApiJson(pub serde_json::Map<String, Value>);
-
-impl<S: Send + Sync> FromRequest<S> for ApiJson {
-    type Rejection = ApiError;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                let status = rejection.status();
-                if status == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(status, "the request body is too large")
-                } else {
-                    ApiError::new(status, rejection.body_text())
-                }
-            })?;
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(Value::Object(map)) => Ok(Self(map)),
-            Ok(_) => Err(ApiError::bad_request("the body must be a JSON object")),
-            Err(e) => Err(ApiError::bad_request(format!("malformed JSON: {e}"))),
-        }
-    }
-}
-
-/// An agent run as the API shows it: seed 004's shape, plus why it ended
-/// when its loop did not end it: `error` (`{kind, message}`) for a failed
-/// run, `stopped_by` with `stop_message` for one a person stopped: `cancel`
-/// (it is `cancelled`) or `workflow_complete` (Mark Done: it is
-/// `completed`).
-pub fn agent_run_json(run: &AgentRun) -> Value {
-    let reason = run.end_reason.as_ref();
-    let failed = (run.status == AgentRunStatus::Failed)
-        .then_some(reason)
-        .flatten();
-    // Cancelled by a person, or force-completed by Mark Done.
-    let stopped = matches!(
-        run.status,
-        AgentRunStatus::Cancelled | AgentRunStatus::Completed
-    )
-    .then_some(reason)
-    .flatten();
-    json!({
-        "id": run.id,
-        "task_id": run.task_id,
-        "agent_type": run.agent_type,
-        "status": run.status,
-        "conversation_id": run.conversation_id,
-        "created_at": rfc3339(run.created_at),
-        "completed_at": run.completed_at.map(rfc3339),
-        "error": failed,
-        "stopped_by": stopped.map(|r| &r.kind),
-        "stop_message": stopped.map(|r| &r.message),
-    })
-}
-
-/// 400 unless `id` is a valid id.
-pub fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
-    if crate::ids::valid_id(id) {
-        Ok(())
-    } else {
-        Err(ApiError::bad_request(format!("Invalid {what} ID")))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -458,7 +279,7 @@ mod tests {
         agentloop_providers::ensure_crypto_provider();
         let response = reqwest::get(&url).await.unwrap();
         assert_eq!(response.status().as_u16(), 408);
-        let body: Value = response.json().await.unwrap();
+        let body: serde_json::Value = response.json().await.unwrap();
         assert_eq!(body["error"], "the request took too long");
     }
 }

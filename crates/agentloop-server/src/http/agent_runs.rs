@@ -3,18 +3,33 @@
 
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, EndReason, now_millis};
-use axum::Json;
+use agentloop_types::Decision;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{Map, Value, json};
 
+use super::error::ApiError;
+use super::extract::{ApiJson, AuthUser, check_id};
 use super::tasks::owned_task;
-use super::{ApiJson, AuthUser, agent_run_json, check_id};
-use crate::error::ApiError;
-use crate::runner::{StartError, TaskContext, start_agent_run};
+use crate::drive::{decide, start_agent_run};
+use crate::runner::{StartError, TaskContext};
+use crate::shapes::{agent_run_json, pending_json};
 use crate::state::AppState;
 use crate::users::User;
-use crate::waiting;
+use crate::waiting::{self, DecideError};
+
+/// The agent run routes (their event streams aside, in [`super::events`]).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/tasks/{task_id}/agent-runs", get(list).post(create))
+        .route("/api/agent-runs/{run_id}", get(get_one))
+        .route("/api/agent-runs/{run_id}/messages", get(messages))
+        .route("/api/agent-runs/{run_id}/cancel", post(cancel))
+        .route("/api/agent-runs/{run_id}/pending", get(pending))
+        .route("/api/agent-runs/{run_id}/decisions", post(decisions))
+}
 
 const INVALID_TYPE: &str =
     "Invalid agent type. Must be one of: planification, implementation, review";
@@ -90,7 +105,7 @@ pub(super) async fn list(
 }
 
 /// An agent run as the API shows it, with `pending` (what it waits for,
-/// see [`waiting::pending_json`]) when it is waiting.
+/// see [`pending_json`]) when it is waiting.
 pub async fn agent_run_view(state: &AppState, run: &AgentRun) -> Result<Value, ApiError> {
     let mut value = agent_run_json(run);
     value["tokens"] = match run_chat(state, run).await? {
@@ -116,7 +131,7 @@ async fn pending_list(state: &AppState, run: &AgentRun) -> Result<Value, ApiErro
     Ok(Value::Array(
         pending
             .iter()
-            .map(|(item, decided)| waiting::pending_json(item, decided.as_ref()))
+            .map(|(item, decided)| pending_json(item, decided.as_ref()))
             .collect(),
     ))
 }
@@ -144,8 +159,8 @@ pub(super) async fn decisions(
     ApiJson(body): ApiJson,
 ) -> Result<Json<Value>, ApiError> {
     let (run, ctx) = owned_run(&state, &user, &run_id).await?;
-    let decisions = waiting::parse_decisions(&body)?;
-    let resumed = waiting::decide(&state, &ctx, &run, decisions).await?;
+    let decisions = parse_decisions(&body)?;
+    let resumed = decide(&state, &ctx, &run, decisions).await?;
     let run = state.store.get_agent_run(&run.id).await?;
     Ok(Json(json!({
         "agent_run": agent_run_json(&run),
@@ -211,4 +226,113 @@ pub(super) async fn cancel(
     state.notify_run_status(&ctx.owner, &run, AgentRunStatus::Cancelled);
     let run = state.store.get_agent_run(&run.id).await?;
     Ok(Json(agent_run_json(&run)))
+}
+
+impl From<DecideError> for ApiError {
+    fn from(err: DecideError) -> Self {
+        match err {
+            DecideError::NotWaiting(run) => ApiError {
+                status: StatusCode::CONFLICT,
+                body: json!({
+                    "error": format!("the agent run is not waiting for a decision (it is {})",
+                                     run.status.as_str()),
+                    "agentRun": agent_run_json(&run),
+                }),
+            },
+            DecideError::NotPending(_) | DecideError::Unfit { .. } => {
+                ApiError::bad_request(err.to_string())
+            }
+            DecideError::AlreadyDecided(_) => ApiError::new(StatusCode::CONFLICT, err.to_string()),
+            DecideError::Runtime(e) => e.into(),
+            DecideError::Storage(e) => e.into(),
+        }
+    }
+}
+
+/// The reason a model reads when a person rejects a call without saying
+/// why.
+const DEFAULT_REJECTION: &str = "the user rejected this call";
+
+/// Parses `{"decisions": [{"call_id", "decision", ...}, ...]}`: at least
+/// one decision, each call once, no unknown fields.
+fn parse_decisions(body: &Map<String, Value>) -> Result<Vec<(String, Decision)>, ApiError> {
+    if let Some(key) = body.keys().find(|k| k.as_str() != "decisions") {
+        return Err(ApiError::bad_request(format!("unknown field {key:?}")));
+    }
+    let items = match body.get("decisions") {
+        Some(Value::Array(items)) if !items.is_empty() => items,
+        Some(Value::Array(_)) => {
+            return Err(ApiError::bad_request("decisions must not be empty"));
+        }
+        _ => return Err(ApiError::bad_request("decisions must be an array")),
+    };
+    let mut parsed: Vec<(String, Decision)> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let (call_id, decision) =
+            parse_one(item).map_err(|m| ApiError::bad_request(format!("decisions[{i}]: {m}")))?;
+        if parsed.iter().any(|(id, _)| *id == call_id) {
+            return Err(ApiError::bad_request(format!(
+                "decisions[{i}]: call {call_id} is decided twice"
+            )));
+        }
+        parsed.push((call_id, decision));
+    }
+    Ok(parsed)
+}
+
+fn parse_one(item: &Value) -> Result<(String, Decision), String> {
+    let Value::Object(item) = item else {
+        return Err("a decision must be an object".to_owned());
+    };
+    let call_id = match item.get("call_id") {
+        Some(Value::String(id)) if !id.is_empty() => id.clone(),
+        _ => return Err("call_id must be a non-empty string".to_owned()),
+    };
+    let kind = item
+        .get("decision")
+        .and_then(Value::as_str)
+        .ok_or("decision must be one of approve, approve_always, reject, answer")?;
+    let allowed: &[&str] = match kind {
+        "approve" => &["arguments"],
+        "approve_always" => &[],
+        "reject" => &["reason"],
+        "answer" => &["text"],
+        other => {
+            return Err(format!(
+                "unknown decision {other:?} (approve, approve_always, reject or answer)"
+            ));
+        }
+    };
+    if let Some(key) = item
+        .keys()
+        .find(|k| !matches!(k.as_str(), "call_id" | "decision") && !allowed.contains(&k.as_str()))
+    {
+        return Err(format!("{key} does not go with decision {kind}"));
+    }
+    let decision = match kind {
+        "approve" => Decision::Approve {
+            arguments: match item.get("arguments") {
+                None | Some(Value::Null) => None,
+                Some(args @ Value::Object(_)) => Some(args.clone()),
+                Some(_) => return Err("arguments must be a JSON object".to_owned()),
+            },
+        },
+        "approve_always" => Decision::ApproveAlways,
+        "reject" => Decision::Reject {
+            reason: match item.get("reason") {
+                None | Some(Value::Null) => DEFAULT_REJECTION.to_owned(),
+                Some(Value::String(reason)) if !reason.trim().is_empty() => reason.clone(),
+                Some(Value::String(_)) => DEFAULT_REJECTION.to_owned(),
+                Some(_) => return Err("reason must be a string".to_owned()),
+            },
+        },
+        _ => Decision::Answer {
+            text: item
+                .get("text")
+                .and_then(Value::as_str)
+                .ok_or("text must be a string")?
+                .to_owned(),
+        },
+    };
+    Ok((call_id, decision))
 }

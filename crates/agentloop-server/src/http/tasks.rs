@@ -3,22 +3,38 @@
 
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{Task, now_millis};
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::routing::{get, put};
+use axum::{Json, Router};
 use serde_json::{Value, json};
 
+use super::extract::{ApiJson, AuthUser, check_id};
 use super::projects::owned_project;
-use super::{ApiJson, AuthUser, check_id};
 use agentloop_tools::vfs::DirJail;
 use agentloop_types::vfs::{Vfs, VfsError};
 
+use super::error::ApiError;
 use crate::config::task_doc_path;
-use crate::error::ApiError;
 use crate::ids::{new_id, rfc3339};
 use crate::runner::{TaskContext, load_task_context};
 use crate::state::AppState;
 use crate::users::User;
+
+/// The task routes: a project's tasks, a task, its document and its workflow flag.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/projects/{project_id}/tasks", get(list).post(create))
+        .route("/api/tasks/{task_id}", get(get_one).delete(delete))
+        .route(
+            "/api/tasks/{task_id}/document",
+            get(get_document).put(put_document),
+        )
+        .route(
+            "/api/tasks/{task_id}/workflow-complete",
+            put(workflow_complete),
+        )
+}
 
 fn task_json(task: &Task) -> Value {
     json!({

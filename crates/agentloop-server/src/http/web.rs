@@ -10,9 +10,9 @@ use axum::routing::get;
 
 use crate::state::AppState;
 
-const INDEX: &str = include_str!("../web/index.html");
-const APP_JS: &str = include_str!("../web/app.js");
-const APP_CSS: &str = include_str!("../web/app.css");
+const INDEX: &str = include_str!("../../web/index.html");
+const APP_JS: &str = include_str!("../../web/app.js");
+const APP_CSS: &str = include_str!("../../web/app.css");
 
 /// The policy every page response carries.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \

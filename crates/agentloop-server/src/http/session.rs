@@ -5,68 +5,25 @@
 //! `x-csrf-token`; the page reads it from this route, which no other site
 //! can (no CORS), and it cannot be derived without the cookie.
 
-use axum::Json;
 use axum::extract::State;
-use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::{ApiJson, AuthUser, authenticate};
-use crate::error::ApiError;
-use crate::ids::token_hash;
+use super::error::ApiError;
+use super::extract::{ApiJson, AuthUser, COOKIE, authenticate, csrf_token, session_cookie};
 use crate::state::AppState;
 use crate::users::{issue_token, revoke_token};
 
-/// The session cookie's name.
-pub(crate) const COOKIE: &str = "agentloop_session";
-/// The header a cookie-authenticated change carries.
-pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
+/// The session routes: `/api/session`.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/session", get(get_one).post(create).delete(delete))
+}
+
 /// How long a browser keeps the session cookie (30 days).
 const MAX_AGE_SECS: u64 = 30 * 24 * 3600;
-
-/// The CSRF token of a session.
-pub(crate) fn csrf_token(session: &str) -> String {
-    token_hash(&format!("csrf:{session}"))
-}
-
-/// The session token a request's cookie carries, if any.
-pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|pair| {
-            let (name, value) = pair.trim().split_once('=')?;
-            (name == COOKIE && !value.is_empty()).then(|| value.to_owned())
-        })
-}
-
-/// Whether a cookie-authenticated request may go on: reads always; a
-/// change only with the session's CSRF token.
-pub(crate) fn check_csrf(parts: &Parts, session: &str) -> Result<(), ApiError> {
-    if matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
-        return Ok(());
-    }
-    let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
-    if sent.is_some_and(|sent| constant_time_eq(sent, &csrf_token(session))) {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "missing or wrong x-csrf-token for a change made with the session cookie",
-        ))
-    }
-}
-
-fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
 
 fn cookie(value: &str, max_age: u64) -> Result<HeaderValue, ApiError> {
     HeaderValue::from_str(&format!(

@@ -718,7 +718,7 @@ mod tests {
     #[test]
     fn every_route_is_described_once() {
         let doc = super::document(false);
-        for (method, path) in crate::routes::ROUTES {
+        for (method, path) in super::super::ROUTES {
             assert!(
                 doc["paths"][*path][*method].is_object()
                     || doc["x-websockets"][*path][*method].is_object(),
@@ -732,6 +732,6 @@ mod tests {
             .filter_map(|p| p.as_object())
             .map(|p| p.len())
             .sum();
-        assert_eq!(described, crate::routes::ROUTES.len());
+        assert_eq!(described, super::super::ROUTES.len());
     }
 }

@@ -2,22 +2,33 @@
 
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{ApprovalMode, Project, now_millis};
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::{ApiJson, AuthUser, check_id};
+use super::extract::{ApiJson, AuthUser, check_id};
 use agentloop_tools::vfs::DirJail;
 use agentloop_types::vfs::{Vfs, VfsError};
 
+use super::error::ApiError;
 use crate::config::ServerConfig;
-use crate::error::ApiError;
 use crate::folders::{self, FolderError};
 use crate::ids::{new_id, rfc3339};
 use crate::runner::{project_owner, project_repo};
 use crate::state::AppState;
 use crate::users::User;
+
+/// The project routes: `/api/projects`, `/api/projects/{projectId}`.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/projects", get(list).post(create))
+        .route(
+            "/api/projects/{project_id}",
+            get(get_one).delete(delete).patch(update),
+        )
+}
 
 /// A project as the API shows it: `approvals` is the approval policy its
 /// runs follow (see [`crate::policy`]), `approvals_source` whether the

@@ -2,13 +2,20 @@
 //! `streaming-started`, `streaming-ended` and `agent-run-status` — as JSON
 //! text messages.
 
+use axum::Router;
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
+use axum::routing::get;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::WsUser;
+use super::extract::WsUser;
 use crate::state::AppState;
+
+/// The owner notification socket: `/api/ws`.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/ws", get(upgrade))
+}
 
 pub(super) async fn upgrade(
     State(state): State<AppState>,

@@ -1,0 +1,177 @@
+//! What handlers take from a request: the authenticated user (bearer
+//! token or session cookie, with its CSRF check), a JSON object body, and
+//! path ids checked before any store is asked.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use serde_json::Value;
+
+use super::error::ApiError;
+use crate::ids::token_hash;
+use crate::state::AppState;
+use crate::users::{User, user_for_token};
+
+/// The session cookie's name.
+pub(crate) const COOKIE: &str = "agentloop_session";
+/// The header a cookie-authenticated change carries.
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
+/// The CSRF token of a session.
+pub(crate) fn csrf_token(session: &str) -> String {
+    token_hash(&format!("csrf:{session}"))
+}
+
+/// The session token a request's cookie carries, if any.
+pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            (name == COOKIE && !value.is_empty()).then(|| value.to_owned())
+        })
+}
+
+/// Whether a cookie-authenticated request may go on: reads always; a
+/// change only with the session's CSRF token.
+pub(crate) fn check_csrf(parts: &Parts, session: &str) -> Result<(), ApiError> {
+    if matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        return Ok(());
+    }
+    let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+    if sent.is_some_and(|sent| constant_time_eq(sent, &csrf_token(session))) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "missing or wrong x-csrf-token for a change made with the session cookie",
+        ))
+    }
+}
+
+fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// The authenticated user: `Authorization: Bearer <token>`, or the
+/// browser's session cookie (a change then needs the CSRF header too).
+pub struct AuthUser(pub User);
+
+impl FromRequestParts<AppState> for AuthUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if let Some(token) = bearer(parts) {
+            return Ok(Self(authenticate(state, &token).await?));
+        }
+        let session = session_cookie(&parts.headers).ok_or_else(ApiError::unauthorized)?;
+        check_csrf(parts, &session)?;
+        Ok(Self(authenticate(state, &session).await?))
+    }
+}
+
+/// The authenticated user of a WebSocket request: the bearer header, or
+/// `?token=` for browser clients, which cannot set headers on a WebSocket.
+/// Only the WebSocket route takes a token in the URL, where it would
+/// otherwise end up in logs and browser history.
+pub struct WsUser(pub User);
+
+impl FromRequestParts<AppState> for WsUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let query = parts.uri.query().and_then(|q| {
+            q.split('&')
+                .find_map(|pair| pair.strip_prefix("token=").map(str::to_owned))
+        });
+        let token = bearer(parts)
+            .or(query)
+            .or_else(|| {
+                same_origin(parts)
+                    .then(|| session_cookie(&parts.headers))
+                    .flatten()
+            })
+            .ok_or_else(ApiError::unauthorized)?;
+        Ok(Self(authenticate(state, &token).await?))
+    }
+}
+
+/// Whether a browser's request comes from a page of this server: its
+/// `Origin` names the host it was sent to. (A WebSocket is not bound by
+/// CORS, so the session cookie counts only for the page's own.)
+fn same_origin(parts: &Parts) -> bool {
+    let header = |name| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v: &axum::http::HeaderValue| v.to_str().ok())
+    };
+    match (
+        header(axum::http::header::ORIGIN),
+        header(axum::http::header::HOST),
+    ) {
+        (Some(origin), Some(host)) => origin
+            .split_once("://")
+            .is_some_and(|(_, rest)| rest == host),
+        _ => false,
+    }
+}
+
+fn bearer(parts: &Parts) -> Option<String> {
+    parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned)
+}
+
+pub(crate) async fn authenticate(state: &AppState, token: &str) -> Result<User, ApiError> {
+    let user = user_for_token(&*state.store, token.trim())
+        .await?
+        .ok_or_else(ApiError::unauthorized)?;
+    tracing::Span::current().record("user_id", user.id.as_str());
+    Ok(user)
+}
+
+/// A JSON request body; malformed JSON, a body over the limit or a
+/// non-object body is a 4xx with a JSON error.
+pub struct ApiJson(pub serde_json::Map<String, Value>);
+
+impl<S: Send + Sync> FromRequest<S> for ApiJson {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                let status = rejection.status();
+                if status == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(status, "the request body is too large")
+                } else {
+                    ApiError::new(status, rejection.body_text())
+                }
+            })?;
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => Ok(Self(map)),
+            Ok(_) => Err(ApiError::bad_request("the body must be a JSON object")),
+            Err(e) => Err(ApiError::bad_request(format!("malformed JSON: {e}"))),
+        }
+    }
+}
+
+/// 400 unless `id` is a valid id.
+pub fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
+    if crate::ids::valid_id(id) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!("Invalid {what} ID")))
+    }
+}

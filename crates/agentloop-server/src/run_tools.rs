@@ -1,0 +1,71 @@
+//! The tools an agent run is offered: the project folder's file system,
+//! `ask_user`, `complete_workflow` (not for planning), the server's extra
+//! tools and the project's MCP servers, under the project's approval
+//! policy.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use agentloop_mcp::{McpConfig, McpServers, ServerConfig as McpServerConfig, ServerOptions};
+use agentloop_storage::model::AgentType;
+use agentloop_storage::{StorageError, StorageResult};
+use agentloop_tools::vfs::DirJail;
+use agentloop_tools::{AskUserTool, FsTool};
+use agentloop_types::Tool;
+use serde_json::json;
+
+use crate::runner::TaskContext;
+use crate::state::AppState;
+use crate::tool::CompleteWorkflowTool;
+
+/// The tools an agent run is offered (the project's MCP servers' aside),
+/// under the project's approval policy.
+pub fn tools(
+    state: &AppState,
+    ctx: &TaskContext,
+    agent: AgentType,
+    workflow_called: Arc<AtomicBool>,
+) -> StorageResult<Vec<Arc<dyn Tool>>> {
+    let jail = DirJail::new(&ctx.repo)
+        .map_err(|e| StorageError::Invalid(format!("project folder: {e}")))?;
+    // `ask_user` suspends the run as `waiting` with a question, answered
+    // through the run's decisions like an approval.
+    let mut tools: Vec<Arc<dyn Tool>> =
+        vec![Arc::new(FsTool::new(Arc::new(jail))), Arc::new(AskUserTool)];
+    if agent != AgentType::Planification {
+        tools.push(Arc::new(CompleteWorkflowTool::new(workflow_called)));
+    }
+    tools.extend(state.config.extra_tools.iter().cloned());
+    let (mode, _) = crate::policy::effective(&state.config, &ctx.project);
+    Ok(crate::policy::apply(mode, tools))
+}
+
+/// Starts the MCP servers the project names (`settings.mcp_servers`, the
+/// `mcpServers` map it was created with), stdio ones inside the project
+/// folder. They live for the run.
+pub async fn project_mcp(
+    state: &AppState,
+    ctx: &TaskContext,
+) -> Result<Option<McpServers>, String> {
+    let Some(servers) = ctx.project.settings.get("mcp_servers") else {
+        return Ok(None);
+    };
+    if !state.config.allow_project_mcp {
+        return Err(
+            "the project names MCP servers, but this server does not run them \
+             (start it with --allow-project-mcp)"
+                .to_owned(),
+        );
+    }
+    let mut config = McpConfig::from_json(&json!({ "mcpServers": servers }).to_string())
+        .map_err(|e| format!("the project's MCP servers: {e}"))?;
+    for server in config.servers.values_mut() {
+        if let McpServerConfig::Stdio(stdio) = server {
+            stdio.cwd = Some(ctx.repo.clone());
+        }
+    }
+    McpServers::start(&config, ServerOptions::default())
+        .await
+        .map(Some)
+        .map_err(|e| format!("the project's MCP servers could not start: {e}"))
+}
