@@ -2,6 +2,7 @@
 //! and its calls run on the server. Against
 //! `@modelcontextprotocol/server-everything` over stdio, installed by
 //! `scripts/install-mcp-servers.sh`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../../agentloop-mcp/tests/common/mod.rs"]
 mod mcp_common;

@@ -3,6 +3,7 @@
 //! `agentloop::` and is compiled here by rustc with `agentloop` as the only
 //! crate it may name. (A doctest or an example would not show this: they see
 //! every dependency of this package, serde and schemars included.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,7 +29,7 @@ fn agentloop_rlibs(deps: &Path) -> Vec<PathBuf> {
         })
         .map(|path| (path.metadata().unwrap().modified().unwrap(), path))
         .collect();
-    rlibs.sort_by(|a, b| b.0.cmp(&a.0));
+    rlibs.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
     rlibs.into_iter().map(|(_, path)| path).collect()
 }
 
