@@ -150,3 +150,8 @@ pub mod prelude {
 #[cfg(all(doctest, feature = "engine", feature = "providers", feature = "tools"))]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// This crate's README, compiled likewise.
+#[cfg(all(doctest, feature = "mcp", feature = "providers", feature = "tools"))]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;
