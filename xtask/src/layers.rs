@@ -71,7 +71,9 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     // so it may depend on each of them and nothing depends on it.
     (
         FACADE,
-        &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, RUNTIME, SERVER],
+        &[
+            TYPES, ENGINE, PROVIDERS, TOOLS, MCP, STORAGE, RUNTIME, SERVER,
+        ],
     ),
 ];
 
@@ -318,7 +320,9 @@ mod tests {
             (CLI, &[SERVER, RUNTIME, TYPES, MCP]),
             (
                 FACADE,
-                &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, RUNTIME, SERVER],
+                &[
+                    TYPES, ENGINE, PROVIDERS, TOOLS, MCP, STORAGE, RUNTIME, SERVER,
+                ],
             ),
             ("agentloop-testing", &[TYPES, ENGINE]),
             ("agentloop-tests", &[CLI, SERVER, RUNTIME, STORAGE, TOOLS]),

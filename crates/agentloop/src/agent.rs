@@ -21,6 +21,14 @@ pub enum BuildError {
     /// No model provider was given.
     #[error("an agent needs a model provider: call `.provider(..)` before `.build()`")]
     MissingProvider,
+    /// No model id was given (or only a blank one). There is no default: a
+    /// provider's servers decide which ids exist, and a model chosen by the
+    /// library would change cost and answers when the library changes.
+    #[error(
+        "an agent needs a model id: call `.model(..)` with one your provider serves \
+         (e.g. \"claude-sonnet-4-5\" on Anthropic, \"gpt-4.1\" on OpenAI) before `.build()`"
+    )]
+    MissingModel,
     /// Two tools share a name, so the model could not tell them apart.
     #[error("two tools are named {0:?}")]
     DuplicateTool(String),
@@ -48,7 +56,7 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// A builder; only the provider is required.
+    /// A builder; the provider and the model are required.
     pub fn builder() -> AgentBuilder {
         AgentBuilder::default()
     }
@@ -181,7 +189,7 @@ impl AgentBuilder {
         self
     }
 
-    /// The model id, as the provider knows it.
+    /// The model id, as the provider knows it; required.
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.options.model = model.into();
         self
@@ -203,6 +211,15 @@ impl AgentBuilder {
     /// Offers several shared tools (e.g. `agentloop::tools::standard_tools`).
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// Offers every tool the started MCP servers list now, each named
+    /// `<server>__<tool>` (feature `mcp`). The tools hold their servers, so
+    /// the servers run as long as the agent or a clone of it does.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_servers(mut self, servers: &agentloop_mcp::McpServers) -> Self {
+        self.tools.extend(servers.tools());
         self
     }
 
@@ -238,9 +255,13 @@ impl AgentBuilder {
         self
     }
 
-    /// The agent; fails without a provider or with two tools of one name.
+    /// The agent; fails without a provider, without a model id or with two
+    /// tools of one name.
     pub fn build(self) -> Result<Agent, BuildError> {
         let provider = self.provider.ok_or(BuildError::MissingProvider)?;
+        if self.options.model.trim().is_empty() {
+            return Err(BuildError::MissingModel);
+        }
         let mut names = std::collections::BTreeSet::new();
         for tool in &self.tools {
             if !names.insert(tool.name()) {

@@ -18,16 +18,33 @@
 //! | `storage` | no | `storage`: the storage backends |
 //! | `runtime` | no | `runtime`: persisted, resumable runs |
 //! | `server` | no | `server`: the HTTP server |
+//! | `mcp` | no | `mcp`: the tools of MCP servers (stdio, streamable HTTP) and `AgentBuilder::mcp_servers` |
+//!
+//! An agent needs a provider and a model id; [`AgentBuilder::build`] refuses
+//! one without either ([`BuildError::MissingModel`]). There is no default
+//! model: which ids exist is the provider's business, and a default chosen
+//! here would change cost and answers from one release to the next.
+//!
+//! A typed tool's argument and output types derive serde's and schemars'
+//! traits through this crate ([`Deserialize`], [`Serialize`], `JsonSchema`
+//! and the crates themselves, [`serde`], `schemars`, [`serde_json`]), so an
+//! application needs neither crate in its own `Cargo.toml`. The derives take
+//! a `crate` attribute naming the re-export, as below: serde's derive names
+//! its crate by absolute path otherwise.
 //!
 //! ```
 //! use agentloop::engine::scripted::{ScriptedProvider, ScriptedTurn};
 //! use agentloop::prelude::*;
-//! use serde_json::json;
+//! use agentloop::serde_json::json;
 //!
 //! /// Adds two numbers.
 //! struct Add;
 //!
-//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! // serde and schemars come re-exported; the `crate` attributes point
+//! // their derives at the re-exports.
+//! #[derive(agentloop::Deserialize, agentloop::JsonSchema)]
+//! #[serde(crate = "agentloop::serde")]
+//! #[schemars(crate = "agentloop::schemars")]
 //! struct Numbers {
 //!     a: i64,
 //!     b: i64,
@@ -49,7 +66,11 @@
 //!     ScriptedTurn::new().tool_call("t1", "add", json!({"a": 2, "b": 3})),
 //!     ScriptedTurn::new().text("5"),
 //! ]);
-//! let agent = Agent::builder().provider(provider).tool(Add).build()?;
+//! let agent = Agent::builder()
+//!     .provider(provider)
+//!     .model("claude-sonnet-4-5")
+//!     .tool(Add)
+//!     .build()?;
 //! let result = agent.run("What is 2 + 3?").await;
 //! assert_eq!(result.final_text().as_deref(), Some("5"));
 //! # Ok::<(), BuildError>(())
@@ -65,8 +86,20 @@ pub use agentloop_types::{
     StreamDelta, Tool, ToolContext, ToolResult, Wait,
 };
 
+// What a typed tool's argument and output types derive, so an application
+// needs no serde or schemars dependency of its own (the derives still need
+// `#[serde(crate = "agentloop::serde")]` and
+// `#[schemars(crate = "agentloop::schemars")]`: serde's derive names its crate
+// by absolute path).
+#[cfg(feature = "tools")]
+pub use schemars::{self, JsonSchema};
+pub use serde::{self, Deserialize, Serialize};
+pub use serde_json;
+
 #[cfg(feature = "engine")]
 pub use agentloop_engine as engine;
+#[cfg(feature = "mcp")]
+pub use agentloop_mcp as mcp;
 #[cfg(feature = "providers")]
 pub use agentloop_providers as providers;
 #[cfg(feature = "runtime")]
@@ -117,3 +150,8 @@ pub mod prelude {
 #[cfg(all(doctest, feature = "engine", feature = "providers", feature = "tools"))]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// This crate's README, compiled likewise.
+#[cfg(all(doctest, feature = "mcp", feature = "providers", feature = "tools"))]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;

@@ -120,7 +120,9 @@ impl Agent {
     /// use agentloop::Agent;
     /// use agentloop::engine::scripted::{ScriptedProvider, ScriptedTurn};
     ///
-    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// #[derive(agentloop::Deserialize, agentloop::JsonSchema)]
+    /// #[serde(crate = "agentloop::serde")]
+    /// #[schemars(crate = "agentloop::schemars")]
     /// struct City {
     ///     name: String,
     ///     population: u64,
@@ -130,6 +132,7 @@ impl Agent {
     /// let answer = r#"{"name": "Oslo", "population": 709000}"#;
     /// let agent = Agent::builder()
     ///     .provider(ScriptedProvider::new([ScriptedTurn::new().text(answer)]))
+    ///     .model("scripted")
     ///     .configure(|o| o.api = agentloop::types::ApiKind::OpenaiChat)
     ///     .build()
     ///     .unwrap();

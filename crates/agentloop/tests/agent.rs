@@ -94,6 +94,7 @@ async fn the_builder_runs_a_tool_loop_with_plain_and_typed_tools() {
     let calls = pay.calls.clone();
     let agent = Agent::builder()
         .provider(provider.clone())
+        .model("scripted")
         .system("You pay people.")
         .model("scripted")
         .tool(Clock)
@@ -154,6 +155,7 @@ async fn invalid_typed_arguments_are_an_error_result_naming_the_problem() {
     let calls = pay.calls.clone();
     let agent = Agent::builder()
         .provider(provider)
+        .model("scripted")
         .tool(pay)
         .build()
         .unwrap();
@@ -180,7 +182,11 @@ async fn invalid_typed_arguments_are_an_error_result_naming_the_problem() {
 async fn text_yields_root_deltas_and_the_result() {
     let provider =
         ScriptedProvider::new([ScriptedTurn::new().text_chunks(&["It ", "is ", "noon."])]);
-    let agent = Agent::builder().provider(provider).build().unwrap();
+    let agent = Agent::builder()
+        .provider(provider)
+        .model("scripted")
+        .build()
+        .unwrap();
 
     let mut text = agent.stream("Time?").text();
     let mut deltas = Vec::new();
@@ -200,7 +206,11 @@ async fn text_ends_with_an_error_when_the_run_fails() {
     let provider = ScriptedProvider::new([ScriptedTurn::new()
         .text("Partial")
         .error(ProviderError::new(ProviderErrorKind::Api, "overloaded"))]);
-    let agent = Agent::builder().provider(provider).build().unwrap();
+    let agent = Agent::builder()
+        .provider(provider)
+        .model("scripted")
+        .build()
+        .unwrap();
 
     let items: Vec<_> = agent.stream("Hi").text().collect().await;
 
@@ -222,6 +232,7 @@ async fn the_event_stream_of_a_typed_tool_call() {
     ]);
     let agent = Agent::builder()
         .provider(provider)
+        .model("scripted")
         .tool(Pay::default())
         .build()
         .unwrap();
@@ -244,12 +255,41 @@ fn build_refuses_a_missing_provider_and_duplicate_tool_names() {
     assert_eq!(
         Agent::builder()
             .provider(provider)
+            .model("scripted")
             .tool(Arc::new(Clock))
             .tool(shared)
             .build()
             .unwrap_err(),
         BuildError::DuplicateTool("clock".into())
     );
+}
+
+#[test]
+fn build_refuses_a_missing_or_blank_model_naming_the_fix() {
+    let missing = Agent::builder()
+        .provider(ScriptedProvider::new([]))
+        .build()
+        .unwrap_err();
+    assert_eq!(missing, BuildError::MissingModel);
+    assert!(
+        missing.to_string().contains("call `.model(..)`"),
+        "{missing}"
+    );
+    let blank = Agent::builder()
+        .provider(ScriptedProvider::new([]))
+        .model("  ")
+        .build()
+        .unwrap_err();
+    assert_eq!(blank, BuildError::MissingModel);
+    let from_options = Agent::builder()
+        .provider(ScriptedProvider::new([]))
+        .options(agentloop::LoopOptions {
+            model: "claude-sonnet-4-5".into(),
+            ..Default::default()
+        })
+        .build()
+        .unwrap();
+    assert_eq!(from_options.options().model, "claude-sonnet-4-5");
 }
 
 #[test]
@@ -287,6 +327,7 @@ async fn a_call_that_needs_approval_waits_and_resume_goes_on_in_place() {
     let calls = pay.calls.clone();
     let agent = Agent::builder()
         .provider(provider.clone())
+        .model("scripted")
         .tool(Clock)
         .tool(pay)
         .approval("pay", agentloop::ApprovalPolicy::Always)

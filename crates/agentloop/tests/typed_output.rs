@@ -22,6 +22,7 @@ fn agent(api: ApiKind, turns: Vec<ScriptedTurn>) -> (Agent, std::sync::Arc<Scrip
     let provider = ScriptedProvider::new(turns);
     let agent = Agent::builder()
         .provider(provider.clone())
+        .model("scripted")
         .configure(|o| o.api = api)
         .build()
         .unwrap();
@@ -88,6 +89,7 @@ async fn the_agents_mode_and_retries_are_kept() {
     let provider = ScriptedProvider::new([ScriptedTurn::new().text("Oslo!")]);
     let agent = Agent::builder()
         .provider(provider.clone())
+        .model("scripted")
         .configure(|o| {
             o.api = ApiKind::OpenaiChat;
             o.output_schema = Some(
