@@ -36,7 +36,9 @@ pub type Module = Vec<String>;
 pub const ACYCLIC: &[&str] = &[
     "crates/agentloop-engine/src",
     "crates/agentloop-types/src",
+    "crates/agentloop-providers/src",
     "crates/agentloop-mcp/src",
+    "crates/agentloop-cli/src",
 ];
 
 /// Sans-IO modules: (crate `src` folder, module). The engine's machine
