@@ -33,7 +33,18 @@ pub type Module = Vec<String>;
 
 /// Crates (their `src` folders, from the workspace root) whose modules must
 /// import each other without a cycle.
-pub const ACYCLIC: &[&str] = &["crates/agentloop-engine/src", "crates/agentloop-server/src"];
+pub const ACYCLIC: &[&str] = &[
+    "crates/agentloop-types/src",
+    "crates/agentloop-engine/src",
+    "crates/agentloop-providers/src",
+    "crates/agentloop-tools/src",
+    "crates/agentloop-mcp/src",
+    "crates/agentloop-storage/src",
+    "crates/agentloop-runtime/src",
+    "crates/agentloop-server/src",
+    "crates/agentloop-cli/src",
+    "crates/agentloop/src",
+];
 
 /// Sans-IO modules: (crate `src` folder, module). The engine's machine
 /// decides a run; the async driver and the strategies' entry points sit

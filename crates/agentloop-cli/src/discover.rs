@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 
 use crate::out::{Failure, Outcome, Stdout};
@@ -85,14 +85,10 @@ fn provider_line() -> Result<String, Failure> {
 }
 
 /// `agentloop completions SHELL`.
-pub fn completions(args: CompletionsArgs) -> Outcome {
+/// `cli` is the whole command line, which the script completes.
+pub fn completions(args: CompletionsArgs, mut cli: clap::Command) -> Outcome {
     let mut script = Vec::new();
-    clap_complete::generate(
-        args.shell,
-        &mut crate::args::Cli::command(),
-        "agentloop",
-        &mut script,
-    );
+    clap_complete::generate(args.shell, &mut cli, "agentloop", &mut script);
     std::io::Write::write_all(&mut Stdout::new(), &script).map_err(Failure::from_io)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use agentloop_storage::{ProjectExport, export_project, import_project};
 use clap::Args;
 
-use crate::chat::CLI_PROJECT;
 use crate::db::{self, Access};
 use crate::out::{Failure, Outcome, Stdout};
+use crate::session::CLI_PROJECT;
 
 #[derive(Args)]
 pub struct ExportArgs {

@@ -33,16 +33,19 @@ mod render;
 mod repl;
 mod replay;
 mod run;
+mod run_args;
 mod serve;
+mod session;
 mod skills;
 mod tools;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use crate::args::{Cli, Command, ToolCommand};
+use crate::args::{Cli, Command};
 use crate::out::Failure;
+use crate::tools::ToolCommand;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -122,7 +125,7 @@ fn main() -> ExitCode {
         Command::Export(args) => runtime.block_on(export::export(args)),
         Command::Import(args) => runtime.block_on(export::import(args)),
         Command::Config(command) => config::command(command),
-        Command::Completions(args) => discover::completions(args),
+        Command::Completions(args) => discover::completions(args, Cli::command()),
         Command::Info => discover::info(),
         Command::Models(args) => runtime.block_on(discover::models(args)),
     };

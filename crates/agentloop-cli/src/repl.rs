@@ -19,8 +19,8 @@ use rustyline::error::ReadlineError;
 use agentloop_types::PendingCall;
 
 use crate::approve::{Asker, Reply};
-use crate::chat::{Session, waiting_on};
 use crate::out::{Failure, Outcome, Stdout, Style, note};
+use crate::session::{Session, waiting_on};
 use crate::{db, render};
 
 /// The prompt of a new message.

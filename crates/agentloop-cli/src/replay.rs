@@ -7,14 +7,33 @@
 //! by its first non-empty line starting with `{` and framed as `api`'s
 //! server would have sent it.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agentloop_providers::{replay_sse, sse_from_json_lines};
 use agentloop_types::ApiKind;
+use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use crate::args::{ApiArg, ReplayArgs};
 use crate::out::{Failure, Outcome, Stdout};
+
+/// The wire protocols `replay-stream` understands.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ApiArg {
+    AnthropicMessages,
+    OpenaiChat,
+    OpenaiResponses,
+    Gemini,
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The API the recording comes from.
+    #[arg(long, value_enum)]
+    pub api: ApiArg,
+    /// File with the raw SSE body.
+    pub file: PathBuf,
+}
 
 /// Prints `{content, stop_reason, usage, error?}`; exits 1 when the stream
 /// carried an error. A stream cut before its end still shows the stop

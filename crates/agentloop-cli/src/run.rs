@@ -23,8 +23,8 @@ use agentloop_types::{
 };
 use futures::StreamExt;
 
-use crate::args::RunArgs;
 use crate::out::{Failure, Outcome, Stdout, Style, sanitize};
+use crate::run_args::RunArgs;
 use crate::{approve, demo, out, output_schema, prompt, providers, render, skills, tools};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting

@@ -11,15 +11,38 @@ use agentloop_types::{
     CancellationToken, LoopOptions, ModelProvider, RunPath, Tool, ToolContext, ToolOutput,
     ToolStreamEvent, Vfs,
 };
+use clap::{Args, Subcommand};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
-use crate::args::ToolCallArgs;
 use crate::out::{Failure, Outcome, Stdout};
 
 /// Names `--tools`, `tool call` and `tool list` use: each tool's own name,
 /// the one the model sees.
 pub const NAMES: &[&str] = &["fs", "memory", "javascript", "return", "ask_user", "minion"];
+
+#[derive(Subcommand)]
+pub enum ToolCommand {
+    /// List the tools with their descriptions.
+    List,
+    /// Run one tool call and print its progress and result as JSON lines.
+    Call(ToolCallArgs),
+}
+
+#[derive(Args)]
+pub struct ToolCallArgs {
+    /// Tool name (see `agentloop tool list`).
+    pub name: String,
+    /// The tool input as JSON.
+    #[arg(long)]
+    pub input: String,
+    /// Folder the fs and js tools work in (default: the current folder).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// A tool option, `key=value` (value parsed as JSON, else a string).
+    #[arg(long = "option")]
+    pub options: Vec<String>,
+}
 
 /// The tool a name given on the command line means (`js` is short for
 /// `javascript`).

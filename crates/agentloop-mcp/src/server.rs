@@ -1,12 +1,13 @@
 //! One configured MCP server: its session (restarted when it dies), its
 //! current tool list, and tool calls with progress, cancellation and a
-//! timeout.
+//! timeout. Its tools, as the model sees them, are built on top of it in
+//! the `tool` module.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use agentloop_types::{CancellationToken, Tool, ToolResult};
+use agentloop_types::{CancellationToken, ToolResult};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
     ClientNotification, JsonObject, ProgressNotificationParam, RequestId, ServerResult,
@@ -20,7 +21,6 @@ use crate::McpError;
 use crate::config::ServerConfig;
 use crate::connection::Connection;
 use crate::result::to_tool_result;
-use crate::tool::McpTool;
 
 /// How long a shutdown waits for cancellation notices still being sent.
 const NOTICE_GRACE: Duration = Duration::from_secs(2);
@@ -131,14 +131,6 @@ impl McpServer {
     /// `tools/list_changed` and after a restart.
     pub fn subscribe(&self) -> watch::Receiver<Vec<ListedTool>> {
         self.inner.tools.subscribe()
-    }
-
-    /// The tools the server offers now, as agentloop tools.
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.listed_tools()
-            .into_iter()
-            .map(|listed| Arc::new(McpTool::new(self.clone(), listed)) as Arc<dyn Tool>)
-            .collect()
     }
 
     /// The last lines the server process wrote to stderr.

@@ -1,4 +1,4 @@
-//! An MCP server's tool as an agentloop [`Tool`].
+//! An MCP server's tools as agentloop [`Tool`]s.
 
 use std::sync::Arc;
 
@@ -21,9 +21,18 @@ pub struct McpTool {
     listed: ListedTool,
 }
 
-impl McpTool {
-    pub(crate) fn new(server: McpServer, listed: ListedTool) -> Self {
-        Self { server, listed }
+impl McpServer {
+    /// The tools the server offers now, as agentloop tools.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.listed_tools()
+            .into_iter()
+            .map(|listed| {
+                Arc::new(McpTool {
+                    server: self.clone(),
+                    listed,
+                }) as Arc<dyn Tool>
+            })
+            .collect()
     }
 }
 

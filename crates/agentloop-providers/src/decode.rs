@@ -1,12 +1,14 @@
 //! The shape every wire-format decoder has: server-sent events in, model
-//! chunks out. HTTP streaming, non-streaming responses (converted to the
-//! same events) and [`replay_sse`](crate::replay_sse) all go through it.
+//! chunks out, and the small readers the decoders share. HTTP streaming,
+//! non-streaming responses (converted to the same events) and
+//! [`replay_sse`](crate::replay_sse) all go through it; `decoders` picks the
+//! decoder of an API.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use agentloop_types::{ApiKind, ModelChunk, ProviderError};
+use agentloop_types::{ModelChunk, ProviderError};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -41,20 +43,6 @@ pub(crate) trait Decoder: Send {
     /// Converts a whole non-streaming response body into the events the
     /// streaming API would have sent for it.
     fn events_from_response(&self, body: &Value) -> Vec<SseEvent>;
-}
-
-/// A decoder for `api`.
-pub(crate) fn decoder_for(api: ApiKind, context: DecodeContext) -> Box<dyn Decoder> {
-    match api {
-        ApiKind::AnthropicMessages => {
-            Box::new(crate::anthropic::decode::AnthropicDecoder::new(context))
-        }
-        ApiKind::OpenaiChat => Box::new(crate::openai_chat::decode::ChatDecoder::new(context)),
-        ApiKind::OpenaiResponses => Box::new(
-            crate::openai_responses::decode::ResponsesDecoder::new(context),
-        ),
-        ApiKind::Gemini => Box::new(crate::gemini::decode::GeminiDecoder::new(context)),
-    }
 }
 
 /// An SSE event with this name and JSON payload.

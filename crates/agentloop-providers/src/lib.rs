@@ -44,6 +44,7 @@ mod attachments;
 mod cache;
 mod config;
 mod decode;
+mod decoders;
 mod error;
 mod gemini;
 mod openai_chat;

@@ -12,7 +12,8 @@ use tracing::Instrument;
 
 use crate::attachments::Attachments;
 use crate::config::ProviderConfig;
-use crate::decode::{DecodeContext, Decoder, Item, decoder_for};
+use crate::decode::{DecodeContext, Decoder, Item};
+use crate::decoders::decoder_for;
 use crate::error::{self, is_retryable};
 use crate::sse::{SseEvent, SseParser};
 use crate::transport::{self, ParsedEndpoint, describe};

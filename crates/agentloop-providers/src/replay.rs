@@ -4,7 +4,8 @@ use agentloop_types::{
     ApiKind, ContentBlock, ModelChunk, ProviderError, StopReason, StreamAssembler, TokenTotals,
 };
 
-use crate::decode::{DecodeContext, Item, decoder_for};
+use crate::decode::{DecodeContext, Item};
+use crate::decoders::decoder_for;
 use crate::error;
 use crate::pricing::PricingTable;
 use crate::provider::feed;

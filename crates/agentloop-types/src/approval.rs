@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::RunPath;
 use crate::message::ToolUseBlock;
+use crate::run_path::RunPath;
 use crate::state::RunState;
 
 /// When a tool's calls wait for a person's approval.

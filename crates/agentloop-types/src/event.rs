@@ -7,50 +7,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::run_path::RunPath;
+
 use crate::message::Message;
 use crate::options::CompactionStrategy;
-use crate::render::ToolResultRenderBlock;
+use crate::render_blocks::ToolResultRenderBlock;
 use crate::result::LoopResult;
 use crate::stream::{StopReason, StreamDelta};
 use crate::tokens::TokenTotals;
-
-/// Where an event comes from: the tool-call ids that led from the root run
-/// to the run that emitted it. Empty for the root (depth 0).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(transparent)]
-pub struct RunPath(pub Vec<String>);
-
-impl RunPath {
-    /// The root run's path.
-    pub fn root() -> Self {
-        Self::default()
-    }
-
-    /// Nesting depth: 0 for the root.
-    pub fn depth(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether this is the root run.
-    pub fn is_root(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The path of a child run started by tool call `tool_use_id`.
-    pub fn child(&self, tool_use_id: &str) -> Self {
-        let mut segments = self.0.clone();
-        segments.push(tool_use_id.to_owned());
-        Self(segments)
-    }
-
-    /// This path placed under `prefix`.
-    pub fn under(&self, prefix: &RunPath) -> Self {
-        let mut segments = prefix.0.clone();
-        segments.extend(self.0.iter().cloned());
-        Self(segments)
-    }
-}
 
 /// One event of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -28,6 +28,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod approval;
+pub mod attachment;
 pub mod cancel;
 pub mod error;
 pub mod event;
@@ -36,8 +37,10 @@ pub mod message;
 pub mod options;
 pub mod ports;
 pub mod render;
+pub mod render_blocks;
 pub mod result;
 pub mod retrieval;
+pub mod run_path;
 pub mod shared_history;
 pub mod state;
 pub mod stop;

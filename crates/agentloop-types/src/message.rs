@@ -9,7 +9,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::render::RenderingBlockGroup;
+pub use crate::attachment::AttachmentSource;
+
+use crate::render_blocks::RenderingBlockGroup;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -140,32 +142,6 @@ impl ToolResultBlock {
             ..Self::ok(tool_use_id, content)
         }
     }
-}
-
-/// Where an attachment's bytes come from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum AttachmentSource {
-    /// Stored by the application; resolved through the
-    /// [`AttachmentLoader`](crate::ports::AttachmentLoader) port before each
-    /// provider request.
-    Stored {
-        /// Attachment id in the application's store.
-        id: String,
-    },
-    /// Inline bytes, base64-encoded.
-    Base64 {
-        /// IANA media type, e.g. `image/png`.
-        media_type: String,
-        /// Base64 (standard alphabet, padded) of the bytes.
-        data: String,
-    },
-    /// A URL the provider fetches itself.
-    Url {
-        /// The address.
-        url: String,
-    },
 }
 
 /// One block of message content.

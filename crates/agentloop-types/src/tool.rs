@@ -8,8 +8,9 @@ use serde_json::{Map, Value};
 
 use crate::approval::{ApprovalPolicy, ChildResume, ChildSuspension};
 use crate::cancel::CancellationToken;
-use crate::event::{LoopEvent, RunPath};
-use crate::render::RenderingBlockGroup;
+use crate::event::LoopEvent;
+use crate::render_blocks::RenderingBlockGroup;
+use crate::run_path::RunPath;
 
 /// How a tool result ends the loop, if it does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 use crate::event::{EventKind, LoopEvent};
 use crate::message::{ContentBlock, Message, Role};
-use crate::render::{ToolResultRenderBlock, ToolResultStatus};
+use crate::render_blocks::{ToolResultRenderBlock, ToolResultStatus};
 use crate::result::{LoopResult, LoopStatus};
 use crate::stream::{BlockStart, StreamDelta};
 use crate::tokens::TokenTotals;

@@ -3,7 +3,7 @@
 use agentloop_types::vfs::normalize_path;
 use agentloop_types::{EntryKind, Vfs, VfsError};
 
-use super::{FsCommand, FsInput, FsLimits};
+use super::input::{FsCommand, FsInput, FsLimits};
 use crate::editor::{CreateMode, EditError, Editor, Viewed};
 use crate::text::{counted, human_size, lines, snippet, view_range};
 

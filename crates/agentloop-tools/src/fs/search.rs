@@ -7,7 +7,7 @@ use regex::Regex;
 
 use super::edit::{Fs, Outcome, checked, not_found, require, vfs_error};
 use super::glob::glob_to_regex;
-use super::{FsCommand, FsInput};
+use super::input::{FsCommand, FsInput};
 use crate::text::counted;
 
 /// Longest line grep shows, in characters.

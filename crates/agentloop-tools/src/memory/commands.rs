@@ -4,7 +4,7 @@
 use agentloop_types::vfs::{is_within, normalize_path};
 use agentloop_types::{EntryKind, ToolResult, Vfs, VfsError};
 
-use super::{MEMORY_ROOT, MemoryCommand, MemoryInput};
+use super::input::{MEMORY_ROOT, MemoryCommand, MemoryInput};
 use crate::editor::{CreateMode, EditError, Editor, Viewed};
 use crate::text::{human_size, lines, number_lines, snippet, view_range};
 

@@ -1,0 +1,130 @@
+//! The arguments of `agentloop run`.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// How `run` compacts long requests.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum CompactionArg {
+    None,
+    Summarise,
+    DropOldest,
+}
+
+impl From<CompactionArg> for agentloop_types::CompactionStrategy {
+    fn from(arg: CompactionArg) -> Self {
+        match arg {
+            CompactionArg::None => Self::None,
+            CompactionArg::Summarise => Self::Summarise,
+            CompactionArg::DropOldest => Self::DropOldest,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The user's message; `-` reads it from stdin. Piped stdin with no
+    /// PROMPT is the message; with a PROMPT it is added after it, past a
+    /// blank line. A terminal stdin is never read as the prompt.
+    pub prompt: Option<String>,
+    /// Play the shipped demo conversation (examples/demo.json): no key, no
+    /// network. Also what `run` does when no provider is configured: then
+    /// a question gets the demo in its place and exit code 2.
+    #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "output_schema", "strategy"])]
+    pub demo: bool,
+    /// anthropic, openai-chat, openai-responses, openai-compatible, gemini,
+    /// or scripted:FILE (a JSON array of scripted turns, see
+    /// examples/README.md). Default: the configuration file, else from the
+    /// keys in the environment, else the demo.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id (default: $AGENTLOOP_MODEL, the configuration's model,
+    /// else the provider's default; an OpenAI-compatible server has none:
+    /// its only listed model is used, and with several the run stops
+    /// naming them).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The provider's base URL, e.g. a proxy or a local OpenAI-compatible
+    /// server (default: $ANTHROPIC_BASE_URL, $OPENAI_BASE_URL or
+    /// $GEMINI_BASE_URL by provider).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// System prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Output token cap per model turn (at least 1).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: u32,
+    /// Model turns before the run stops (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_iterations: u32,
+    /// What to do when a request would exceed 80% of the model's context
+    /// window (known from the model table): none, summarise or drop-oldest.
+    #[arg(long, value_enum, default_value_t = CompactionArg::None)]
+    pub compaction: CompactionArg,
+    /// Tools to offer, comma-separated (see `agentloop tool list`).
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// Folder the fs and js tools work in (default: the current folder).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Print every event as a JSON line instead of the terminal view.
+    #[arg(long)]
+    pub json: bool,
+    /// Loop strategy: native, react, llm-only, tool-first or
+    /// plan-and-execute (default: $AGENTLOOP_AGENT_LOOP_STRATEGY, else native).
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub strategy: Option<String>,
+    /// Settings file: a JSON object of string settings, e.g.
+    /// `{"agent.loop.strategy": "react"}`. `--strategy` and the environment
+    /// take precedence.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Skills to offer: a JSON file holding an array of
+    /// `{name, description, prompt, allowed_skills, tools}`.
+    #[arg(long)]
+    pub skills: Option<PathBuf>,
+    /// MCP servers whose tools to offer: a JSON file
+    /// `{"mcpServers": {"name": {"command", "args", "env"} | {"url", "headers"}}}`.
+    /// Tools are named `<name>__<tool>`. Repeatable.
+    #[arg(long = "mcp", value_name = "CONFIG")]
+    pub mcp: Vec<PathBuf>,
+    /// A stdio MCP server to start: `'[name=]command args'`, e.g.
+    /// `'npx -y @modelcontextprotocol/server-everything'` (named
+    /// `everything`). Repeatable.
+    #[arg(long = "mcp-stdio", value_name = "COMMAND")]
+    pub mcp_stdio: Vec<String>,
+    /// Seconds one MCP tool call may take before its server counts as hung
+    /// (the call fails and the server is restarted; at least 1).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    pub mcp_timeout: u64,
+    /// Which tool calls run without asking: all, none (ask as the tools'
+    /// policies say: fs writes and javascript calls) or tool names,
+    /// comma-separated (default: the configuration's `approve`, else none).
+    #[arg(long, value_name = "all|none|TOOL,...")]
+    pub approve: Option<String>,
+    /// A JSON Schema file the answer must fit; the run ends with the
+    /// validated value, and `--json` prints that value alone.
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<PathBuf>,
+    /// Whether `model` was given as `--model` (else it may come from the
+    /// configuration file): set before the file fills the arguments.
+    #[arg(skip)]
+    pub model_flag: bool,
+}
+
+impl RunArgs {
+    /// The model asked for and where: `--model`, the configuration's
+    /// `model`, else `AGENTLOOP_MODEL`.
+    pub fn requested_model(&self) -> Option<(String, &'static str)> {
+        match &self.model {
+            Some(model) if self.model_flag => Some((model.clone(), "--model")),
+            Some(model) => Some((model.clone(), "the configuration's model")),
+            None => std::env::var("AGENTLOOP_MODEL")
+                .ok()
+                .filter(|m| !m.trim().is_empty())
+                .map(|model| (model, "AGENTLOOP_MODEL")),
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! One stored conversation of the CLI and its turns: sending a message,
+//! resuming a waiting run with decisions, cancelling it, streaming each
+//! turn to the terminal view, and Ctrl-C cancelling the turn in progress.
+//! `chat` (piped) and `repl` (a terminal) drive it.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use agentloop_runtime::{ChatRuntime, ChatSettings};
+use agentloop_storage::model::{Chat, Project, now_millis};
+use agentloop_storage::{StorageError, Store};
+use agentloop_types::{
+    CancellationToken, Decisions, LoopEvent, LoopStatus, Message, ModelProvider, PendingCall,
+    TokenTotals, Tool,
+};
+use futures::StreamExt;
+
+use crate::out::{Failure, Stdout, Style};
+use crate::render;
+
+/// Id of the project the CLI keeps its chats in.
+pub const CLI_PROJECT: &str = "cli";
+
+/// The chat `id` (created when missing), or a new chat.
+pub async fn chat_for(
+    store: &Arc<dyn Store>,
+    id: Option<&str>,
+    settings: &ChatSettings,
+) -> Result<Chat, String> {
+    if let Some(id) = id {
+        match store.get_chat(id).await {
+            Ok(chat) => return Ok(chat),
+            Err(StorageError::NotFound { .. }) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let now = now_millis();
+    match store.get_project(CLI_PROJECT).await {
+        Ok(_) => {}
+        Err(StorageError::NotFound { .. }) => store
+            .create_project(&Project {
+                id: CLI_PROJECT.to_owned(),
+                name: "agentloop cli".to_owned(),
+                settings: serde_json::json!({}),
+                approval_mode: None,
+                created_at: now,
+                updated_at: now,
+            })
+            .await
+            .map_err(|e| e.to_string())?,
+        Err(e) => return Err(e.to_string()),
+    }
+    let chat = Chat {
+        id: id.map_or_else(|| agentloop_runtime::ids::new_id("chat"), str::to_owned),
+        project_id: CLI_PROJECT.to_owned(),
+        title: "agentloop chat".to_owned(),
+        settings: serde_json::to_value(settings).map_err(|e| e.to_string())?,
+        totals: Default::default(),
+        minion: None,
+        created_at: now,
+        updated_at: now,
+    };
+    store.create_chat(&chat).await.map_err(|e| e.to_string())?;
+    Ok(chat)
+}
+
+/// What a suspended status waits for; nothing for any other status.
+pub fn waiting_on(status: &LoopStatus) -> Vec<PendingCall> {
+    match status {
+        LoopStatus::Suspended { pending, .. } => pending.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// One conversation: where it is stored and what its turns run with.
+pub struct Session {
+    /// The database.
+    pub store: Arc<dyn Store>,
+    /// The model provider.
+    pub provider: Arc<dyn ModelProvider>,
+    /// The tools offered.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// The chat.
+    pub chat_id: String,
+    /// The settings a new chat gets.
+    pub settings: ChatSettings,
+    json: bool,
+    view: render::View,
+    /// Installed at the first need: the line editor sets up its own
+    /// signal handling when it starts, and must not replace this one.
+    interrupts: Option<Interrupts>,
+}
+
+/// What one turn does.
+enum Turn {
+    /// Sends a user message.
+    Send(Message),
+    /// Resumes the waiting run with decisions.
+    Resume(Decisions),
+    /// Cancels the waiting run.
+    Cancel,
+}
+
+/// Every Ctrl-C from the moment the chat starts, in order, so none is lost
+/// between turns: one during a turn cancels it, one while waiting for input
+/// ends a piped chat.
+pub struct Interrupts {
+    received: futures::channel::mpsc::UnboundedReceiver<()>,
+}
+
+impl Interrupts {
+    /// Starts listening; returns once the listener is installed.
+    async fn listen() -> Self {
+        let (sender, received) = futures::channel::mpsc::unbounded();
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if sender.unbounded_send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        // The listener subscribes when first polled: let it run once.
+        tokio::task::yield_now().await;
+        Self { received }
+    }
+
+    /// The next Ctrl-C.
+    pub async fn next(&mut self) -> Option<()> {
+        self.received.next().await
+    }
+}
+
+impl Session {
+    /// A session on chat `chat_id`; `json` prints every event as a JSON
+    /// line instead of the terminal view.
+    pub fn new(
+        store: Arc<dyn Store>,
+        provider: Arc<dyn ModelProvider>,
+        tools: Vec<Arc<dyn Tool>>,
+        chat_id: String,
+        settings: ChatSettings,
+        json: bool,
+    ) -> Self {
+        Self {
+            store,
+            provider,
+            tools,
+            chat_id,
+            settings,
+            json,
+            view: render::View::new(Style::stdout()),
+            interrupts: None,
+        }
+    }
+
+    /// The Ctrl-C listener, installed on first use; give it back with
+    /// [`Session::keep_interrupts`].
+    pub async fn take_interrupts(&mut self) -> Interrupts {
+        match self.interrupts.take() {
+            Some(interrupts) => interrupts,
+            None => Interrupts::listen().await,
+        }
+    }
+
+    /// Gives back the Ctrl-C listener taken with
+    /// [`Session::take_interrupts`].
+    pub fn keep_interrupts(&mut self, interrupts: Interrupts) {
+        self.interrupts = Some(interrupts);
+    }
+
+    /// Sends one user message and streams the reply; Ctrl-C meanwhile
+    /// cancels the turn (the run is then stored `cancelled`).
+    pub async fn send(&mut self, text: String) -> Result<LoopStatus, Failure> {
+        let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
+        self.turn(Turn::Send(message)).await
+    }
+
+    /// Resumes the chat's waiting run with a person's decisions and
+    /// streams what follows.
+    pub async fn resume(&mut self, decisions: Decisions) -> Result<LoopStatus, Failure> {
+        self.turn(Turn::Resume(decisions)).await
+    }
+
+    /// Cancels the chat's waiting run: its pending calls are closed.
+    pub async fn cancel_waiting(&mut self) -> Result<LoopStatus, Failure> {
+        self.turn(Turn::Cancel).await
+    }
+
+    /// What the chat's waiting run (if any) waits for.
+    pub async fn pending(&self) -> Result<Vec<PendingCall>, Failure> {
+        ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
+            .with_tools(self.tools.clone())
+            .pending(&self.chat_id)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))
+    }
+
+    /// Whether a person is asked about pending calls (the REPL): the view
+    /// then leaves them to the prompt.
+    pub fn set_asking(&mut self, asking: bool) {
+        self.view.set_asking(asking);
+    }
+
+    async fn turn(&mut self, turn: Turn) -> Result<LoopStatus, Failure> {
+        // A runtime per turn: its token, once cancelled, stays cancelled.
+        let cancel = CancellationToken::new();
+        let mut interrupts = self.take_interrupts().await;
+        let runtime = ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
+            .with_tools(self.tools.clone())
+            .with_cancel(cancel.clone());
+        let mut stdout = Stdout::new();
+        let mut failure = None;
+        let json = self.json;
+        let view = &mut self.view;
+        let mut on_event = |event: &LoopEvent| {
+            let written = if json {
+                serde_json::to_string(event)
+                    .map_err(|e| Failure::Runtime(e.to_string()))
+                    .and_then(|l| stdout.line(l))
+            } else {
+                view.event(&mut render::Sinks::one(&mut stdout), event)
+                    .map_err(Failure::from_io)
+            };
+            if let Err(e) = written {
+                failure.get_or_insert(e);
+            }
+        };
+        let outcome = {
+            let chat_id = self.chat_id.as_str();
+            let ran: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
+                match turn {
+                    Turn::Send(message) => {
+                        Box::pin(runtime.send_with(chat_id, message, &mut on_event))
+                    }
+                    Turn::Resume(decisions) => {
+                        Box::pin(runtime.resume_with(chat_id, decisions, &mut on_event))
+                    }
+                    Turn::Cancel => Box::pin(runtime.cancel_suspended(chat_id)),
+                };
+            tokio::pin!(ran);
+            // `biased`: a Ctrl-C already received cancels before the turn
+            // makes any progress.
+            tokio::select! {
+                biased;
+                Some(()) = interrupts.next() => {
+                    cancel.cancel();
+                    ran.await
+                }
+                outcome = &mut ran => outcome,
+            }
+        };
+        self.keep_interrupts(interrupts);
+        let outcome = outcome.map_err(|e| e.to_string())?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        stdout.flush().map_err(Failure::from_io)?;
+        Ok(outcome.result.status)
+    }
+
+    /// Starts a new chat with the same settings; returns its id.
+    pub async fn new_chat(&mut self) -> Result<String, Failure> {
+        let chat = chat_for(&self.store, None, &self.settings).await?;
+        self.chat_id = chat.id.clone();
+        Ok(chat.id)
+    }
+
+    /// The model the chat's turns use.
+    pub async fn model(&self) -> Result<Option<String>, Failure> {
+        let chat = self
+            .store
+            .get_chat(&self.chat_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let settings: ChatSettings = serde_json::from_value(chat.settings).unwrap_or_default();
+        Ok(settings.loop_settings.model)
+    }
+
+    /// Switches the chat's model for the next turns.
+    pub async fn set_model(&mut self, model: &str) -> Result<(), Failure> {
+        let mut chat = self
+            .store
+            .get_chat(&self.chat_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut settings: ChatSettings =
+            serde_json::from_value(chat.settings.clone()).unwrap_or_default();
+        settings.loop_settings.model = Some(model.to_owned());
+        self.settings.loop_settings.model = Some(model.to_owned());
+        chat.settings = serde_json::to_value(&settings).map_err(|e| e.to_string())?;
+        chat.updated_at = now_millis();
+        self.store
+            .update_chat(&chat)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// The chat's token and cost totals.
+    pub async fn totals(&self) -> Result<TokenTotals, Failure> {
+        let chat = self
+            .store
+            .get_chat(&self.chat_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(chat.totals)
+    }
+}
