@@ -80,9 +80,7 @@ impl HistoryCheck {
         extra: &[Message],
         allow_trailing_calls: bool,
     ) -> Result<(), HistoryError> {
-        let unchanged = self.checked <= messages.len()
-            && self.checked.checked_sub(1).map(|i| &messages[i].id) == self.last_id.as_ref();
-        if !unchanged {
+        if !self.is_prefix_of(messages) {
             *self = Self::default();
         }
         let from = self.checked;
@@ -121,6 +119,31 @@ impl HistoryCheck {
             }
             _ => Ok(()),
         }
+    }
+}
+
+impl HistoryCheck {
+    /// Whether `id` is the id of a tool call in `messages`. The prefix an
+    /// earlier [`check`](Self::check) passed is answered from its record,
+    /// so only what was appended since is read: a run asks this for every
+    /// call of every turn.
+    pub fn has_call_id(&self, messages: &[Message], id: &str) -> bool {
+        let (known, from) = if self.is_prefix_of(messages) {
+            (self.seen.contains(id), self.checked)
+        } else {
+            (false, 0)
+        };
+        known
+            || messages[from..]
+                .iter()
+                .flat_map(Message::tool_uses)
+                .any(|call| call.id == id)
+    }
+
+    /// Whether `messages` still begins with the prefix checked so far.
+    fn is_prefix_of(&self, messages: &[Message]) -> bool {
+        self.checked <= messages.len()
+            && self.checked.checked_sub(1).map(|i| &messages[i].id) == self.last_id.as_ref()
     }
 }
 
@@ -223,4 +246,55 @@ pub fn close_dangling_calls(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::{ContentBlock, ToolResultBlock, ToolUseBlock};
+
+    fn call(message_id: &str, call_id: &str) -> Message {
+        let call: ToolUseBlock =
+            serde_json::from_value(json!({"id": call_id, "name": "t", "input": {}})).unwrap();
+        Message::new(
+            message_id,
+            Role::Assistant,
+            vec![ContentBlock::ToolUse(call)],
+        )
+    }
+
+    fn result(message_id: &str, call_id: &str) -> Message {
+        Message::new(
+            message_id,
+            Role::User,
+            vec![ContentBlock::ToolResult(ToolResultBlock::ok(call_id, "ok"))],
+        )
+    }
+
+    #[test]
+    fn call_ids_are_found_in_the_checked_prefix_the_rest_and_a_replaced_history() {
+        let mut messages = vec![
+            Message::user_text("u", "hi"),
+            call("a1", "w1"),
+            result("r1", "w1"),
+        ];
+        let mut check = HistoryCheck::default();
+        check.check(&messages, &[], false).unwrap();
+        assert!(check.has_call_id(&messages, "w1"));
+        assert!(!check.has_call_id(&messages, "w2"));
+
+        // Appended after the check: read from the messages.
+        messages.push(call("a2", "w2"));
+        assert!(check.has_call_id(&messages, "w2"));
+
+        // A history that no longer begins with the checked prefix is read
+        // whole, not answered from the record.
+        let replaced = vec![Message::user_text("u2", "hi"), call("b1", "x1")];
+        assert!(check.has_call_id(&replaced, "x1"));
+        assert!(!check.has_call_id(&replaced, "w1"));
+    }
 }

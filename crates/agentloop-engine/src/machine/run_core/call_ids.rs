@@ -31,13 +31,9 @@ impl RunCore {
         if !content.iter().any(is_call) {
             return content;
         }
-        let history: HashSet<&str> = self
-            .state
-            .messages
-            .iter()
-            .flat_map(|message| message.tool_uses())
-            .map(|call| call.id.as_str())
-            .collect();
+        // The history's ids come from the pairing check's record of the
+        // prefix it passed, so a turn costs its own calls, not the history.
+        let in_history = |id: &str| self.history_check.0.has_call_id(&self.state.messages, id);
         // A new name avoids every id the turn arrived with, so a call whose
         // id was unique keeps it.
         let arrived: HashSet<String> = content
@@ -52,9 +48,9 @@ impl RunCore {
             let ContentBlock::ToolUse(call) = block else {
                 continue;
             };
-            if history.contains(call.id.as_str()) || given.contains(&call.id) {
+            if in_history(&call.id) || given.contains(&call.id) {
                 call.id = free_id(&call.id, |id| {
-                    history.contains(id) || arrived.contains(id) || given.contains(id)
+                    in_history(id) || arrived.contains(id) || given.contains(id)
                 });
             }
             given.insert(call.id.clone());
