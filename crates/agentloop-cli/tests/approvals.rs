@@ -4,9 +4,12 @@
 //! (plain pipes). The answer alone goes to stdout.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod common;
 
+use std::path::Path;
+use std::process::Command;
+
+use common::piped;
 use rexpect::process::wait::WaitStatus;
 use rexpect::session::{PtySession, spawn_command};
 
@@ -47,23 +50,6 @@ fn run_args(home: &Path) -> Vec<String> {
 fn on_a_terminal(command: Command) -> PtySession {
     // Generous: a slow CI machine, not a performance bound.
     spawn_command(command, Some(30_000)).unwrap()
-}
-
-fn piped(mut command: Command, stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
 }
 
 fn exit_code(p: &PtySession) -> i32 {

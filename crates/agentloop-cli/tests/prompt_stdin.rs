@@ -6,10 +6,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
+use common::piped;
 use rexpect::process::wait::WaitStatus;
 use rexpect::session::spawn_command;
 
@@ -25,23 +25,6 @@ fn command(home: &Path, args: &[&str]) -> Command {
         .env("NO_COLOR", "1")
         .env("TERM", "xterm");
     command
-}
-
-/// Runs `command` with `stdin` piped in (then closed).
-fn piped(mut command: Command, stdin: &str) -> Output {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
 }
 
 fn stderr(output: &Output) -> String {

@@ -15,7 +15,6 @@ use agentloop_types::EventKind;
 use common::served::*;
 use common::{agentloop, create_user};
 use serde_json::json;
-use sqlx::Connection;
 
 /// Every agent run's log holds exactly one terminal event and seqs 0..n.
 async fn assert_logs_whole(store: &dyn agentloop_storage::Store, task_id: &str) {
@@ -209,14 +208,8 @@ async fn two_servers_on_postgres_share_a_chain_and_run_each_step_once() {
         return;
     };
     let name = format!("agentloop_cli_{}", std::process::id());
-    // A plain connection: the admin database itself is never migrated.
-    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
-    sqlx_exec(&mut admin, &format!("DROP DATABASE IF EXISTS \"{name}\"")).await;
-    sqlx_exec(&mut admin, &format!("CREATE DATABASE \"{name}\"")).await;
-    let base = admin_url
-        .rsplit_once('/')
-        .map_or(admin_url.as_str(), |(b, _)| b);
-    let url = format!("{base}/{name}");
+    let database = ScratchDatabase::create(&admin_url, &name).await;
+    let url = database.url.clone();
 
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");
@@ -266,15 +259,7 @@ async fn two_servers_on_postgres_share_a_chain_and_run_each_step_once() {
     assert_logs_whole(&*store, &task_id).await;
     b.child.kill().unwrap();
     b.child.wait().unwrap();
-    sqlx_exec(
-        &mut admin,
-        &format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"),
-    )
-    .await;
-}
-
-async fn sqlx_exec(admin: &mut sqlx::PgConnection, sql: &str) {
-    sqlx::raw_sql(sql).execute(admin).await.unwrap();
+    database.remove().await;
 }
 
 #[tokio::test]

@@ -16,7 +16,6 @@ use agentloop_storage::model::RunStatus;
 use common::served::*;
 use common::{agentloop, create_user};
 use serde_json::{Value, json};
-use sqlx::Connection;
 
 fn fs_create(id: &str, path: &str, text: &str) -> Value {
     let input = json!({ "command": "create", "path": path, "file_text": text }).to_string();
@@ -32,18 +31,6 @@ fn slow_write(id: &str, path: &str) -> Value {
         { "type": "delay", "ms": 3000 },
         { "type": "tool_call", "id": id, "name": "fs", "fragments": [input] }
     ] })
-}
-
-fn start(address: &str, token: &str, task_id: &str, agent: &str) -> String {
-    let (status, run) = http(
-        address,
-        token,
-        "POST",
-        &format!("/api/tasks/{task_id}/agent-runs"),
-        Some(json!({ "agentType": agent })),
-    );
-    assert_eq!(status, 201, "{run}");
-    run["id"].as_str().unwrap().to_owned()
 }
 
 fn mark_done(address: &str, token: &str, task_id: &str) {
@@ -129,7 +116,7 @@ async fn mark_done_force_completes_running_and_waiting_runs(db: &str, dir: &Path
 
     // A running run, marked done on the API while it streams.
     let running = task(&address, &token, &dir.join("one"));
-    let run1 = start(&address, &token, &running, "implementation");
+    let run1 = start_run(&address, &token, &running, "implementation");
     let events = read_sse_acting(&address, &token, &run1, "first_chunk", || {
         mark_done(&address, &token, &running);
     });
@@ -151,7 +138,7 @@ async fn mark_done_force_completes_running_and_waiting_runs(db: &str, dir: &Path
         &dir.join("two"),
         json!({ "approvals": "ask" }),
     );
-    let run2 = start(&address, &token, &asking, "planification");
+    let run2 = start_run(&address, &token, &asking, "planification");
     until_status(&address, &token, &run2, "waiting");
     mark_done(&address, &token, &asking);
     let events = whole_stream(&address, &token, &run2);
@@ -164,7 +151,7 @@ async fn mark_done_force_completes_running_and_waiting_runs(db: &str, dir: &Path
 
     // A running run, marked done by `agentloop complete-workflow`.
     let third = task(&address, &token, &dir.join("three"));
-    let run3 = start(&address, &token, &third, "implementation");
+    let run3 = start_run(&address, &token, &third, "implementation");
     let events = read_sse_acting(&address, &token, &run3, "first_chunk", || {
         let output = agentloop()
             .args(["complete-workflow", &third, "--db", db])
@@ -183,7 +170,7 @@ async fn mark_done_force_completes_running_and_waiting_runs(db: &str, dir: &Path
         &dir.join("four"),
         json!({ "approvals": "ask" }),
     );
-    let run4 = start(&address, &token, &fourth, "planification");
+    let run4 = start_run(&address, &token, &fourth, "planification");
     until_status(&address, &token, &run4, "waiting");
     let output = agentloop()
         .args(["complete-workflow", &fourth, "--db", db])
@@ -234,24 +221,10 @@ async fn mark_done_force_completes_running_and_waiting_runs_on_postgres() {
         return;
     };
     let name = format!("agentloop_cli_mark_done_{}", std::process::id());
-    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
-    pg_exec(&mut admin, &format!("DROP DATABASE IF EXISTS \"{name}\"")).await;
-    pg_exec(&mut admin, &format!("CREATE DATABASE \"{name}\"")).await;
-    let base = admin_url
-        .rsplit_once('/')
-        .map_or(admin_url.as_str(), |(b, _)| b);
-    let url = format!("{base}/{name}");
+    let database = ScratchDatabase::create(&admin_url, &name).await;
     let dir = tempfile::tempdir().unwrap();
-    mark_done_force_completes_running_and_waiting_runs(&url, dir.path()).await;
-    pg_exec(
-        &mut admin,
-        &format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"),
-    )
-    .await;
-}
-
-async fn pg_exec(admin: &mut sqlx::PgConnection, sql: &str) {
-    sqlx::raw_sql(sql).execute(admin).await.unwrap();
+    mark_done_force_completes_running_and_waiting_runs(&database.url, dir.path()).await;
+    database.remove().await;
 }
 
 /// Polls the task's agent runs over HTTP until `count` exist and none
@@ -323,7 +296,7 @@ fn by_default_a_chain_writes_files_and_goes_on_to_review_with_no_person() {
     let project = project_of(&address, &token, &task_id);
     assert_eq!(project["approvals"], "unattended", "{project}");
     assert_eq!(project["approvals_source"], "server", "{project}");
-    start(&address, &token, &task_id, "implementation");
+    start_run(&address, &token, &task_id, "implementation");
 
     let runs = settled_runs(&address, &token, &task_id, 2);
     let kinds: Vec<(&Value, &Value)> = runs
@@ -374,7 +347,7 @@ fn by_default_a_chain_writes_files_and_goes_on_to_review_with_no_person() {
 /// Starts an implementation run whose first call writes a file and checks
 /// that it waits for a person and wrote nothing.
 fn the_write_waits(address: &str, token: &str, task_id: &str, repo: &Path) {
-    let run_id = start(address, token, task_id, "implementation");
+    let run_id = start_run(address, token, task_id, "implementation");
     let waiting = until_status(address, token, &run_id, "waiting");
     assert_eq!(waiting["pending"][0]["call_id"], "w1", "{waiting}");
     assert_eq!(waiting["pending"][0]["kind"], "approval", "{waiting}");

@@ -25,18 +25,6 @@ fn tool_result(messages: &Value, call_id: &str) -> Option<(String, bool)> {
     })
 }
 
-fn start_run(address: &str, token: &str, task_id: &str, agent: &str) -> String {
-    let (status, run) = http(
-        address,
-        token,
-        "POST",
-        &format!("/api/tasks/{task_id}/agent-runs"),
-        Some(json!({ "agentType": agent })),
-    );
-    assert_eq!(status, 201, "{run}");
-    run["id"].as_str().unwrap().to_owned()
-}
-
 #[test]
 fn a_question_waits_on_the_api_and_the_answer_continues_the_run() {
     let dir = tempfile::tempdir().unwrap();

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::served::{http, until_status};
+use common::served::{http, start_run, until_status};
 use common::{create_user, serve};
 
 fn served(dir: &std::path::Path, extra: &[&str]) -> (common::Killed, String, Vec<String>) {
@@ -211,18 +211,6 @@ fn new_task(address: &str, token: &str, folder: &std::path::Path) -> String {
     task["id"].as_str().unwrap().to_owned()
 }
 
-fn start(address: &str, token: &str, task_id: &str, agent: &str) -> String {
-    let (status, run) = http(
-        address,
-        token,
-        "POST",
-        &format!("/api/tasks/{task_id}/agent-runs"),
-        Some(json!({ "agentType": agent })),
-    );
-    assert_eq!(status, 201, "{run}");
-    run["id"].as_str().unwrap().to_owned()
-}
-
 #[test]
 fn with_demo_every_chain_runs_to_its_end_and_a_question_is_asked() {
     let dir = tempfile::tempdir().unwrap();
@@ -241,7 +229,7 @@ fn with_demo_every_chain_runs_to_its_end_and_a_question_is_asked() {
     for round in ["first", "second"] {
         let folder = dir.path().join(round);
         let task_id = new_task(address, &token, &folder);
-        start(address, &token, &task_id, "implementation");
+        start_run(address, &token, &task_id, "implementation");
         let runs = settled_chain(address, &token, &task_id);
         let shape: Vec<(&str, &str)> = runs
             .iter()
@@ -283,7 +271,7 @@ fn with_demo_every_chain_runs_to_its_end_and_a_question_is_asked() {
 
     // A planification agent asks a question; the answer lets it finish.
     let task_id = new_task(address, &token, &dir.path().join("third"));
-    let run_id = start(address, &token, &task_id, "planification");
+    let run_id = start_run(address, &token, &task_id, "planification");
     until_status(address, &token, &run_id, "waiting");
     let (_, pending) = http(
         address,

@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
@@ -159,43 +158,20 @@ async fn the_policy_decides_whether_a_write_waits() {
     server.stop().await;
 }
 
-fn fake_server() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../agentloop-mcp/tests/fixtures/fake_server.py")
-        .display()
-        .to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unattended_project_still_asks_before_its_mcp_tools_act() {
     let provider = ScriptedProvider::new([
         ScriptedTurn::new().tool_call("m1", "fake__wait", json!({})),
         ScriptedTurn::new().text("never requested"),
     ]);
-    let mut config = common::config(provider);
-    config.allow_project_mcp = true;
-    let server = common::start_with(Arc::new(MemoryStore::new()), config).await;
-    let (status, project) = server
-        .send(
-            "POST",
-            "/api/projects",
-            json!({
-                "name": "with tools",
-                "repoFolder": server.repo.path(),
-                "approvals": "unattended",
-                "mcpServers": { "fake": { "command": "python3", "args": [fake_server()] } }
-            }),
+    let server = common::start_with_project_mcp(provider).await;
+    let task_id = server
+        .mcp_task(
+            json!("unattended"),
+            json!({ "fake": { "command": "python3", "args": [common::fake_mcp_server()] } }),
         )
         .await;
-    assert_eq!(status, 201, "{project}");
-    let (_, task) = server
-        .send(
-            "POST",
-            &format!("/api/projects/{}/tasks", project["id"].as_str().unwrap()),
-            json!({ "title": "use the tool" }),
-        )
-        .await;
-    let run = start_run(&server, task["id"].as_str().unwrap(), "planification").await;
+    let run = start_run(&server, &task_id, "planification").await;
     let waiting = until_status(&server, &run, "waiting").await;
     assert_eq!(waiting["pending"][0]["tool"], "fake__wait", "{waiting}");
     assert_eq!(waiting["pending"][0]["kind"], "approval");

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_storage::PostgresStore;
-use common::gated::{GatedProvider, assert_ended, assert_force_completed, follow_until, start_run};
+use common::gated::{
+    GatedProvider, SseReader, assert_ended, assert_force_completed, follow_until, start_run,
+};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -39,13 +41,17 @@ async fn fifty_concurrent_posts_give_one_run_on_postgres() {
     drop(database);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mark_done_on_one_instance_force_completes_the_run_on_another() {
-    let Some(database) =
-        common::postgres("mark_done_on_one_instance_force_completes_the_run_on_another").await
-    else {
-        return;
-    };
+/// Two instances on one PostgreSQL store: `runner` runs a gated model that
+/// streams a little and then would write `effect.txt` (a later turn must
+/// never be requested); `other`, with the same user, runs no model.
+async fn two_instances(
+    database: &common::PgDatabase,
+) -> (
+    Arc<PostgresStore>,
+    Arc<GatedProvider>,
+    common::TestServer,
+    common::TestServer,
+) {
     let store = Arc::new(PostgresStore::connect(&database.url).await.unwrap());
     let provider = GatedProvider::new([
         ScriptedTurn::new().text("working ").tool_call(
@@ -62,24 +68,55 @@ async fn mark_done_on_one_instance_force_completes_the_run_on_another() {
         runner.token.clone(),
     )
     .await;
-    let (_, task_id) = runner.project_and_task().await;
-    let run_id = start_run(&runner, &task_id, "implementation").await;
-    let mut on_runner = follow_until(&runner, &run_id, "first_chunk").await;
-    let mut on_other = follow_until(&other, &run_id, "first_chunk").await;
+    (store, provider, runner, other)
+}
+
+/// Follows the run on both instances until its first chunk, sends the
+/// request that stops it to `other`, and waits (bounded) until the runner
+/// drops its model request and both streams have ended.
+async fn stop_from_other(
+    provider: &GatedProvider,
+    runner: &common::TestServer,
+    other: &common::TestServer,
+    run_id: &str,
+    method: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> (SseReader, SseReader) {
+    let mut on_runner = follow_until(runner, run_id, "first_chunk").await;
+    let mut on_other = follow_until(other, run_id, "first_chunk").await;
     let dropped = provider.dropped.notified();
-    let (code, body) = other
-        .send(
-            "PUT",
-            &format!("/api/tasks/{task_id}/workflow-complete"),
-            json!({ "complete": true }),
-        )
-        .await;
+    let (code, body) = other.send(method, path, body).await;
     assert_eq!(code, 200, "{body}");
+    // The runner learns it at its next heartbeat (50 ms in these tests).
     tokio::time::timeout(Duration::from_secs(1), dropped)
         .await
         .expect("the runner did not drop the model request within 1 s");
     on_runner.read_to_end(Duration::from_secs(1)).await;
     on_other.read_to_end(Duration::from_secs(2)).await;
+    (on_runner, on_other)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mark_done_on_one_instance_force_completes_the_run_on_another() {
+    let Some(database) =
+        common::postgres("mark_done_on_one_instance_force_completes_the_run_on_another").await
+    else {
+        return;
+    };
+    let (store, provider, runner, other) = two_instances(&database).await;
+    let (_, task_id) = runner.project_and_task().await;
+    let run_id = start_run(&runner, &task_id, "implementation").await;
+    let (on_runner, on_other) = stop_from_other(
+        &provider,
+        &runner,
+        &other,
+        &run_id,
+        "PUT",
+        &format!("/api/tasks/{task_id}/workflow-complete"),
+        json!({ "complete": true }),
+    )
+    .await;
     assert_force_completed(&runner, &run_id, &on_runner).await;
     assert_force_completed(&other, &run_id, &on_other).await;
 
@@ -102,45 +139,22 @@ async fn a_cancel_on_one_instance_stops_the_run_on_another() {
     else {
         return;
     };
-    let store = Arc::new(PostgresStore::connect(&database.url).await.unwrap());
-    let provider = GatedProvider::new([
-        ScriptedTurn::new().text("working ").tool_call(
-            "c1",
-            "fs",
-            json!({ "command": "create", "path": "effect.txt", "file_text": "too late" }),
-        ),
-        ScriptedTurn::new().text("This turn must never be requested."),
-    ]);
-    let runner = common::start(store.clone(), provider.clone()).await;
-    let other = common::start_as(
-        store.clone(),
-        common::config(ScriptedProvider::new([])),
-        runner.token.clone(),
-    )
-    .await;
+    let (store, provider, runner, other) = two_instances(&database).await;
     // Writes run without asking: a file on disk would show the stop came too late.
     let (_, task_id) = runner
         .project_and_task_with(json!({ "approvals": { "*": "never" } }))
         .await;
     let run_id = start_run(&runner, &task_id, "implementation").await;
-    let mut on_runner = follow_until(&runner, &run_id, "first_chunk").await;
-    let mut on_other = follow_until(&other, &run_id, "first_chunk").await;
-
-    let dropped = provider.dropped.notified();
-    let (code, body) = other
-        .send(
-            "POST",
-            &format!("/api/agent-runs/{run_id}/cancel"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(code, 200, "{body}");
-    // The runner learns it at its next heartbeat (50 ms in these tests).
-    tokio::time::timeout(Duration::from_secs(1), dropped)
-        .await
-        .expect("the runner did not drop the model request within 1 s");
-    on_runner.read_to_end(Duration::from_secs(1)).await;
-    on_other.read_to_end(Duration::from_secs(2)).await;
+    let (on_runner, on_other) = stop_from_other(
+        &provider,
+        &runner,
+        &other,
+        &run_id,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/cancel"),
+        json!({}),
+    )
+    .await;
     assert_ended(&runner, &run_id, &on_runner, "cancelled").await;
     assert_ended(&other, &run_id, &on_other, "cancelled").await;
 

@@ -14,13 +14,6 @@ use agentloop_storage::MemoryStore;
 use common::gated::{follow_until, start_run};
 use serde_json::json;
 
-fn fake_server() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../agentloop-mcp/tests/fixtures/fake_server.py")
-        .display()
-        .to_string()
-}
-
 /// Polls (bounded) until `path` holds `needle`.
 async fn wait_for(path: &Path, needle: &str) {
     for _ in 0..400 {
@@ -38,36 +31,20 @@ async fn a_project_mcp_server_runs_in_its_folder_and_hears_the_cancel() {
         ScriptedTurn::new().tool_call("w1", "fake__wait", json!({})),
         ScriptedTurn::new().text("never requested"),
     ]);
-    let mut config = common::config(provider);
-    config.allow_project_mcp = true;
-    let server = common::start_with(Arc::new(MemoryStore::new()), config).await;
-    let (status, project) = server
-        .send(
-            "POST",
-            "/api/projects",
-            json!({
-                "name": "with tools",
-                "repoFolder": server.repo.path(),
-                // An MCP tool not declared read-only waits for approval by
-                // default; this one is to run, so the cancel reaches it.
-                "approvals": { "fake__wait": "never" },
-                "mcpServers": { "fake": {
-                    "command": "python3",
-                    "args": [fake_server()],
-                    "env": { "FAKE_LOG": "fake-calls.jsonl" }
-                } }
-            }),
+    let server = common::start_with_project_mcp(provider).await;
+    let task_id = server
+        .mcp_task(
+            // An MCP tool not declared read-only waits for approval by
+            // default; this one is to run, so the cancel reaches it.
+            json!({ "fake__wait": "never" }),
+            json!({ "fake": {
+                "command": "python3",
+                "args": [common::fake_mcp_server()],
+                "env": { "FAKE_LOG": "fake-calls.jsonl" }
+            } }),
         )
         .await;
-    assert_eq!(status, 201, "{project}");
-    let (_, task) = server
-        .send(
-            "POST",
-            &format!("/api/projects/{}/tasks", project["id"].as_str().unwrap()),
-            json!({ "title": "use the tool" }),
-        )
-        .await;
-    let run_id = start_run(&server, task["id"].as_str().unwrap(), "review").await;
+    let run_id = start_run(&server, &task_id, "review").await;
     let mut sse = follow_until(&server, &run_id, "tool_start").await;
     // FAKE_LOG is relative: the call is logged in the project folder.
     let log = server.repo.path().join("fake-calls.jsonl");

@@ -7,8 +7,8 @@
 pub mod openai;
 pub mod served;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -36,6 +36,23 @@ pub fn agentloop() -> Command {
         command.env_remove(key);
     }
     command
+}
+
+/// Runs `command` with `stdin` piped in (then closed); returns its output.
+pub fn piped(mut command: Command, stdin: &str) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// Starts `agentloop serve --bind 127.0.0.1:0` with `args`; returns it, its

@@ -123,6 +123,19 @@ pub fn task_with(address: &str, token: &str, repo: &Path, extra: Value) -> Strin
     task["id"].as_str().unwrap().to_owned()
 }
 
+/// Starts an agent run of `agent` on the task; returns the run's id.
+pub fn start_run(address: &str, token: &str, task_id: &str, agent: &str) -> String {
+    let (status, run) = http(
+        address,
+        token,
+        "POST",
+        &format!("/api/tasks/{task_id}/agent-runs"),
+        Some(json!({ "agentType": agent })),
+    );
+    assert_eq!(status, 201, "{run}");
+    run["id"].as_str().unwrap().to_owned()
+}
+
 pub fn write_script(path: &Path, turns: Value) {
     std::fs::write(path, turns.to_string()).unwrap();
 }
@@ -213,4 +226,38 @@ Authorization: Bearer {token}\r\nConnection: close\r\n\r\n"
             }
         }
     }
+}
+
+/// A PostgreSQL database of one test's own, created on the server whose
+/// admin database `admin_url` names; [`remove`](Self::remove) removes it.
+pub struct ScratchDatabase {
+    admin: sqlx::PgConnection,
+    name: String,
+    pub url: String,
+}
+
+impl ScratchDatabase {
+    pub async fn create(admin_url: &str, name: &str) -> Self {
+        use sqlx::Connection;
+        // A plain connection: the admin database itself is never migrated.
+        let mut admin = sqlx::PgConnection::connect(admin_url).await.unwrap();
+        pg_exec(&mut admin, &format!("DROP DATABASE IF EXISTS \"{name}\"")).await;
+        pg_exec(&mut admin, &format!("CREATE DATABASE \"{name}\"")).await;
+        let base = admin_url.rsplit_once('/').map_or(admin_url, |(b, _)| b);
+        let url = format!("{base}/{name}");
+        Self {
+            admin,
+            name: name.to_owned(),
+            url,
+        }
+    }
+
+    pub async fn remove(mut self) {
+        let sql = format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name);
+        pg_exec(&mut self.admin, &sql).await;
+    }
+}
+
+async fn pg_exec(admin: &mut sqlx::PgConnection, sql: &str) {
+    sqlx::raw_sql(sql).execute(admin).await.unwrap();
 }

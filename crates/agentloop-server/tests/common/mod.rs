@@ -52,6 +52,21 @@ pub async fn start_with(store: Arc<dyn Store>, config: ServerConfig) -> TestServ
 }
 
 /// A second instance on the same store, used by the holder of `token`.
+/// A server on a memory store whose projects may name MCP servers.
+pub async fn start_with_project_mcp(provider: Arc<dyn ModelProvider>) -> TestServer {
+    let mut config = config(provider);
+    config.allow_project_mcp = true;
+    start_with(Arc::new(agentloop_storage::MemoryStore::new()), config).await
+}
+
+/// The stdio MCP server the MCP crate's tests script (a python file).
+pub fn fake_mcp_server() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../agentloop-mcp/tests/fixtures/fake_server.py")
+        .display()
+        .to_string()
+}
+
 pub async fn start_as(store: Arc<dyn Store>, config: ServerConfig, token: String) -> TestServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -146,6 +161,33 @@ impl TestServer {
             .await;
         assert_eq!(status, 201, "{task}");
         (project_id, task["id"].as_str().unwrap().to_owned())
+    }
+
+    /// A project named "with tools" over this server's temp folder, with
+    /// these `approvals` and `mcpServers`, and a task in it; returns the
+    /// task's id.
+    pub async fn mcp_task(&self, approvals: Value, mcp_servers: Value) -> String {
+        let (status, project) = self
+            .send(
+                "POST",
+                "/api/projects",
+                json!({
+                    "name": "with tools",
+                    "repoFolder": self.repo.path(),
+                    "approvals": approvals,
+                    "mcpServers": mcp_servers
+                }),
+            )
+            .await;
+        assert_eq!(status, 201, "{project}");
+        let (_, task) = self
+            .send(
+                "POST",
+                &format!("/api/projects/{}/tasks", project["id"].as_str().unwrap()),
+                json!({ "title": "use the tool" }),
+            )
+            .await;
+        task["id"].as_str().unwrap().to_owned()
     }
 
     /// Polls the task's agent runs until none is running and at least
