@@ -204,25 +204,32 @@ pub fn describe(command: &Command) -> String {
     line
 }
 
+/// What `command` prints on stdout; a failure to start is `Error::Spawn`,
+/// a failed exit `failed` with the command, its status and its stderr.
+pub fn stdout_of(command: &mut Command, failed: fn(String) -> Error) -> Result<Vec<u8>, Error> {
+    let output = command.output().map_err(|source| Error::Spawn {
+        command: describe(command),
+        source,
+    })?;
+    if !output.status.success() {
+        return Err(failed(format!(
+            "`{}` failed ({}):\n{}",
+            describe(command),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        )));
+    }
+    Ok(output.stdout)
+}
+
 /// The workspace as `cargo metadata --format-version 1` describes it, with
 /// the resolved dependency graph of the lockfile.
 pub fn cargo_metadata() -> Result<serde_json::Value, Error> {
     let manifest = workspace_root().join("Cargo.toml");
     let mut command = cargo(&["metadata", "--format-version", "1", "--manifest-path"]);
     command.arg(&manifest);
-    let output = command.output().map_err(|source| Error::Spawn {
-        command: describe(&command),
-        source,
-    })?;
-    if !output.status.success() {
-        return Err(Error::Metadata(format!(
-            "`{}` failed ({}):\n{}",
-            describe(&command),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        )));
-    }
-    serde_json::from_slice(&output.stdout)
+    let stdout = stdout_of(&mut command, Error::Metadata)?;
+    serde_json::from_slice(&stdout)
         .map_err(|err| Error::Metadata(format!("output is not valid JSON: {err}")))
 }
 

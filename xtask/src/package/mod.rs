@@ -22,7 +22,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::{Error, cargo, cargo_metadata, describe, run_step, workspace_root};
+use crate::{Error, cargo, cargo_metadata, describe, run_step, stdout_of, workspace_root};
 use workspace::{Crate, Workspace};
 
 /// The cargo-fuzz crate, a workspace of its own that is never published.
@@ -152,19 +152,8 @@ pub fn run(args: &[String]) -> Result<(), Error> {
 /// The files `cargo package --list` puts in `krate`'s package.
 fn package_files(krate: &Crate) -> Result<Vec<String>, Error> {
     let mut command = cargo(&["package", "--list", "--allow-dirty", "-p", &krate.name]);
-    let output = command.output().map_err(|source| Error::Spawn {
-        command: describe(&command),
-        source,
-    })?;
-    if !output.status.success() {
-        return Err(Error::Failed(format!(
-            "`{}` failed ({}):\n{}",
-            describe(&command),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout)
+    let stdout = stdout_of(&mut command, Error::Failed)?;
+    Ok(String::from_utf8_lossy(&stdout)
         .lines()
         .map(str::to_owned)
         .collect())
