@@ -10,8 +10,8 @@ use agentloop_runtime::{ChatRuntime, ChatSettings};
 use agentloop_storage::model::{Chat, Project, now_millis};
 use agentloop_storage::{StorageError, Store};
 use agentloop_types::{
-    CancellationToken, Decisions, LoopEvent, LoopStatus, Message, ModelProvider, PendingCall,
-    TokenTotals, Tool,
+    CancellationToken, Decisions, LoopStatus, Message, ModelProvider, PendingCall, TokenTotals,
+    Tool,
 };
 use futures::StreamExt;
 
@@ -210,52 +210,63 @@ impl Session {
             .with_cancel(cancel.clone());
         let mut stdout = Stdout::new();
         let mut failure = None;
-        let json = self.json;
-        let view = &mut self.view;
-        let mut on_event = |event: &LoopEvent| {
-            let written = if json {
-                serde_json::to_string(event)
+        let started = {
+            let chat_id = self.chat_id.as_str();
+            let start: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
+                match turn {
+                    Turn::Send(message) => Box::pin(runtime.send(chat_id, message)),
+                    Turn::Resume(decisions) => Box::pin(runtime.resume(chat_id, decisions)),
+                    Turn::Cancel => Box::pin(runtime.cancel_suspended(chat_id)),
+                };
+            start.await
+        };
+        let mut run = match started {
+            Ok(run) => run,
+            Err(e) => {
+                self.keep_interrupts(interrupts);
+                return Err(e.to_string().into());
+            }
+        };
+        let mut status = None;
+        let ended = loop {
+            // `biased`: a Ctrl-C already received cancels before the run
+            // makes any more progress.
+            let event = tokio::select! {
+                biased;
+                Some(()) = interrupts.next(), if !cancel.is_cancelled() => {
+                    cancel.cancel();
+                    continue;
+                }
+                event = run.next() => event,
+            };
+            let event = match event {
+                None => break Ok(()),
+                Some(Err(e)) => break Err(e),
+                Some(Ok(event)) => event,
+            };
+            let written = if self.json {
+                serde_json::to_string(&event)
                     .map_err(|e| Failure::Runtime(e.to_string()))
                     .and_then(|l| stdout.line(l))
             } else {
-                view.event(&mut render::Sinks::one(&mut stdout), event)
+                self.view
+                    .event(&mut render::Sinks::one(&mut stdout), &event)
                     .map_err(Failure::from_io)
             };
             if let Err(e) = written {
                 failure.get_or_insert(e);
             }
-        };
-        let outcome = {
-            let chat_id = self.chat_id.as_str();
-            let ran: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
-                match turn {
-                    Turn::Send(message) => {
-                        Box::pin(runtime.send_with(chat_id, message, &mut on_event))
-                    }
-                    Turn::Resume(decisions) => {
-                        Box::pin(runtime.resume_with(chat_id, decisions, &mut on_event))
-                    }
-                    Turn::Cancel => Box::pin(runtime.cancel_suspended(chat_id)),
-                };
-            tokio::pin!(ran);
-            // `biased`: a Ctrl-C already received cancels before the turn
-            // makes any progress.
-            tokio::select! {
-                biased;
-                Some(()) = interrupts.next() => {
-                    cancel.cancel();
-                    ran.await
-                }
-                outcome = &mut ran => outcome,
+            if let Some(result) = event.into_root_result() {
+                status = Some(result.status);
             }
         };
         self.keep_interrupts(interrupts);
-        let outcome = outcome.map_err(|e| e.to_string())?;
+        ended.map_err(|e| e.to_string())?;
         if let Some(e) = failure {
             return Err(e);
         }
         stdout.flush().map_err(Failure::from_io)?;
-        Ok(outcome.result.status)
+        status.ok_or_else(|| Failure::Runtime("the run ended without a result".to_owned()))
     }
 
     /// Starts a new chat with the same settings; returns its id.

@@ -70,6 +70,9 @@ async fn bench(label: &str, store: Arc<dyn Store>, reopen: Reopen<'_>) {
     runtime
         .send(&chat.id, Message::user_text("last", "one more"))
         .await
+        .unwrap()
+        .outcome()
+        .await
         .unwrap();
     println!(
         "| storage: {label} | runtime send on a {MESSAGES}-message chat (load, scripted turn, persist) | {:.1} ms |",
@@ -82,6 +85,9 @@ async fn bench(label: &str, store: Arc<dyn Store>, reopen: Reopen<'_>) {
         let started = Instant::now();
         runtime
             .send(&chat.id, Message::user_text(format!("turn{turn}"), "again"))
+            .await
+            .unwrap()
+            .outcome()
             .await
             .unwrap();
         last = started.elapsed().as_secs_f64() * 1e3;

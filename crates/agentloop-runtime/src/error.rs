@@ -51,6 +51,22 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+    /// Another worker holds the run's lease now: this one stopped writing
+    /// and left the run to it.
+    #[error("the lease of run {run_id} was lost to another worker")]
+    LeaseLost {
+        /// The run.
+        run_id: String,
+    },
+    /// The host of the run (a server recording agent runs) refused or
+    /// failed to record its end.
+    #[error("the host could not record the end of run {run_id}: {message}")]
+    Host {
+        /// The run.
+        run_id: String,
+        /// What failed.
+        message: String,
+    },
     /// A stored run record could not be read back.
     #[error("run {run_id} is corrupt: {message}")]
     CorruptRun {

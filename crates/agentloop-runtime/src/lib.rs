@@ -26,7 +26,7 @@
 //! let runtime = ChatRuntime::new(Arc::new(MemoryStore::new()), provider);
 //! let project = runtime.create_project("demo", &ProjectSettings::default()).await?;
 //! let chat = runtime.create_chat(&project.id, "hello", &ChatSettings::default()).await?;
-//! let outcome = runtime.send(&chat.id, Message::user_text("u1", "Hello")).await?;
+//! let outcome = runtime.send(&chat.id, Message::user_text("u1", "Hello")).await?.outcome().await?;
 //! assert_eq!(outcome.result.final_text().as_deref(), Some("Hi!"));
 //! assert_eq!(runtime.store().list_messages(&chat.id).await?.len(), 2);
 //! assert_eq!(runtime.store().get_chat(&chat.id).await?.totals.input_tokens, 5);
@@ -40,16 +40,24 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod chat_run;
+pub mod ending;
 pub mod error;
 mod gate;
+mod host;
 pub mod ids;
+pub mod log;
 mod persist;
 pub mod recovery;
 mod runtime;
 pub mod settings;
 
+pub use chat_run::{ChatRun, RunOutcome};
+pub use ending::{Decided, RunEnding};
 pub use error::{RuntimeError, RuntimeResult};
+pub use host::{Hosted, HostedRun};
+pub use log::RunLog;
 pub use persist::minion_chat_id;
 pub use recovery::{ClosedCall, RecoveredRun, RecoveryMode};
-pub use runtime::{ChatRuntime, DEFAULT_LEASE_MS, EventObserver, RunOutcome};
+pub use runtime::{ChatRuntime, DEFAULT_LEASE_MS};
 pub use settings::{ChatSettings, LoopSettings, ProjectSettings, build_loop_options};

@@ -1,11 +1,13 @@
-//! The consumer of one run: persists what the loop yields, event by event.
+//! The consumer of one run: persists what the loop yields, event by event,
+//! under the run's lease, and writes the run's one end.
 //!
 //! Order of writes per event (each awaited before the stream is polled
 //! again):
-//! - every event goes to the run's event log (batched; the batch is written
-//!   before any commit point below);
-//! - `message_created` → the message is saved (root: the chat; a child
-//!   path: that path's minion chat, created on first use);
+//! - every event is numbered to continue the run's log and goes to it
+//!   (batched; the batch is written before any commit point below);
+//! - `message_created` → the lease is checked (a worker that lost it stops
+//!   before committing anything), then the message is saved (root: the
+//!   chat; a child path: that path's minion chat, created on first use);
 //! - `tokens_consumed` → added to the chat's totals (and the minion chat's);
 //! - a checkpoint (the run's [`RunState`] between two steps, written by the
 //!   built-in strategies before the step's I/O) → the log is written, then
@@ -13,7 +15,10 @@
 //!   strategy that writes no checkpoints, `pending_tool_result` (root)
 //!   stores the tool-call intent instead: a state with phase `run_tools`;
 //! - `tool_start` → the log holding it is written, then the call is
-//!   released ([`Gate`]).
+//!   released ([`Gate`]);
+//! - the root `finished` → the run ends ([`Persister::finish`]): the host
+//!   decides the result, the log with the terminal event is written, then
+//!   the record, then the host's own record (see [`crate::ending`]).
 //!
 //! Every other event waits in the log batch.
 
@@ -35,7 +40,8 @@ use agentloop_types::{
     TokenTotals,
 };
 
-use crate::error::RuntimeResult;
+use crate::ending::{Decided, RunEnding};
+use crate::error::{RuntimeError, RuntimeResult};
 use crate::gate::Gate;
 
 /// Events buffered before the log is written regardless of commit points.
@@ -61,6 +67,12 @@ pub(crate) struct Persister {
     result: Option<LoopResult>,
     /// Whether the run writes checkpoints.
     checkpointed: bool,
+    /// The seq the next event gets: the log continues across attempts.
+    next_seq: u64,
+    /// The host's part in the run's end, if a host records more.
+    ending: Option<Arc<dyn RunEnding>>,
+    /// Events buffered before the log is written.
+    log_batch: usize,
 }
 
 impl Persister {
@@ -88,12 +100,37 @@ impl Persister {
             totals: TokenTotals::default(),
             result: None,
             checkpointed: false,
+            next_seq: 0,
+            ending: None,
+            log_batch: LOG_BATCH,
         }
     }
 
-    /// The root result, once the run finished.
-    pub(crate) fn take_result(&mut self) -> Option<LoopResult> {
-        self.result.take()
+    /// Numbers events from `next_seq`, continuing the run's log.
+    pub(crate) fn continuing_at(mut self: Box<Self>, next_seq: u64) -> Box<Self> {
+        self.next_seq = next_seq;
+        self
+    }
+
+    /// Lets a host take part in the run's end. A hosted run's log is
+    /// written event by event: its host's followers (other instances
+    /// included) read the log, so each event is durable before it is
+    /// yielded. (Concurrent runs' appends are committed together by the
+    /// store.)
+    pub(crate) fn with_ending(
+        mut self: Box<Self>,
+        ending: Option<Arc<dyn RunEnding>>,
+    ) -> Box<Self> {
+        if ending.is_some() {
+            self.log_batch = 1;
+        }
+        self.ending = ending;
+        self
+    }
+
+    /// Whether the run ended (its terminal event and record are written).
+    pub(crate) fn has_ended(&self) -> bool {
+        self.result.is_some()
     }
 
     /// Stores the run's state between two steps.
@@ -111,10 +148,28 @@ impl Persister {
         Ok(())
     }
 
-    /// Handles one event.
-    pub(crate) async fn handle(&mut self, event: &LoopEvent) -> RuntimeResult<()> {
-        self.log.push(event.clone());
+    /// Handles one event: numbers it, stores it and what it commits, and
+    /// returns it as stored (a root `finished` event carries the result
+    /// the run ended with, which its host may have decided).
+    pub(crate) async fn handle(&mut self, mut event: LoopEvent) -> RuntimeResult<LoopEvent> {
+        event.seq = self.next_seq;
+        self.next_seq += 1;
         let root = event.path.is_root();
+        if root && let EventKind::Finished(FinishedEvent { result }) = &mut event.kind {
+            // A worker that lost the run must not write its end.
+            self.renew_lease().await?;
+            let decided = self.decide(result.clone()).await?;
+            *result = decided.result.clone();
+            self.log.push(event.clone());
+            self.flush().await?;
+            self.finish(decided).await?;
+            return Ok(event);
+        }
+        if root && matches!(event.kind, EventKind::MessageCreated(_)) {
+            // A worker that lost the run commits nothing more of it.
+            self.renew_lease().await?;
+        }
+        self.log.push(event.clone());
         match &event.kind {
             EventKind::MessageCreated(MessageCreatedEvent { message }) => {
                 self.flush().await?;
@@ -151,15 +206,7 @@ impl Persister {
                 self.flush().await?;
                 self.gate.open(tool_use_id);
             }
-            EventKind::Finished(FinishedEvent { result }) => {
-                if root {
-                    self.flush().await?;
-                    self.finish(result).await?;
-                    self.result = Some(result.clone());
-                } else {
-                    self.flush_when_full().await?;
-                }
-            }
+            EventKind::Finished(FinishedEvent { .. }) => self.flush_when_full().await?,
             EventKind::StreamingStart(StreamingStartEvent { .. })
             | EventKind::FirstChunk
             | EventKind::StreamingChunk(StreamingChunkEvent { .. })
@@ -180,7 +227,7 @@ impl Persister {
                 self.flush_when_full().await?
             }
         }
-        Ok(())
+        Ok(event)
     }
 
     /// The tool-call intent of a run that writes no checkpoints: a state
@@ -211,7 +258,7 @@ impl Persister {
     }
 
     async fn flush_when_full(&mut self) -> RuntimeResult<()> {
-        if self.log.len() >= LOG_BATCH {
+        if self.log.len() >= self.log_batch {
             self.flush().await?;
         }
         Ok(())
@@ -223,28 +270,72 @@ impl Persister {
             self.store.append_events(&self.run.id, &self.log).await?;
             self.log.clear();
         }
-        let now = now_millis();
         if self
             .run
             .lease_expires_at
-            .is_none_or(|expires| expires - now < self.lease_ms / 2)
+            .is_none_or(|expires| expires - now_millis() < self.lease_ms / 2)
         {
-            let expires = now + self.lease_ms;
-            if self
-                .store
-                .acquire_lease(&self.run.id, &self.owner, now, expires)
-                .await?
-            {
-                self.run.lease_owner = Some(self.owner.clone());
-                self.run.lease_expires_at = Some(expires);
-            }
+            self.renew_lease().await?;
         }
         Ok(())
     }
 
-    /// Records the run's end: status, result (its own messages only: the
-    /// chat holds the rest) and pending call; releases the lease.
-    async fn finish(&mut self, result: &LoopResult) -> RuntimeResult<()> {
+    /// Takes the lease for another `lease_ms`; `LeaseLost` when another
+    /// worker holds it.
+    async fn renew_lease(&mut self) -> RuntimeResult<()> {
+        let now = now_millis();
+        let expires = now + self.lease_ms;
+        if !self
+            .store
+            .acquire_lease(&self.run.id, &self.owner, now, expires)
+            .await?
+        {
+            return Err(RuntimeError::LeaseLost {
+                run_id: self.run.id.clone(),
+            });
+        }
+        self.run.lease_owner = Some(self.owner.clone());
+        self.run.lease_expires_at = Some(expires);
+        Ok(())
+    }
+
+    /// The end of a run whose loop finished with `result`: the host's, or
+    /// the status the result itself asks for.
+    async fn decide(&self, result: LoopResult) -> RuntimeResult<Decided> {
+        match &self.ending {
+            Some(ending) if !matches!(result.status, LoopStatus::Suspended { .. }) => ending
+                .decide(result)
+                .await
+                .map_err(|message| self.host_error(message)),
+            _ => Ok(Decided {
+                status: run_status(&result.status),
+                result,
+            }),
+        }
+    }
+
+    fn host_error(&self, message: String) -> RuntimeError {
+        RuntimeError::Host {
+            run_id: self.run.id.clone(),
+            message,
+        }
+    }
+
+    /// Ends a run whose log already holds its end (`result`), written by
+    /// an attempt that stopped before it recorded it.
+    pub(crate) async fn finish_logged(&mut self, result: LoopResult) -> RuntimeResult<LoopResult> {
+        self.renew_lease().await?;
+        let decided = self.decide(result).await?;
+        let result = decided.result.clone();
+        self.finish(decided).await?;
+        Ok(result)
+    }
+
+    /// Records the run's end, its terminal event written: status, result
+    /// (its own messages only: the chat holds the rest) and pending call;
+    /// releases the lease; then the host commits it.
+    async fn finish(&mut self, decided: Decided) -> RuntimeResult<()> {
+        let result = &decided.result;
         // A suspended run's state is kept as the run's state, not twice.
         let mut status = result.status.clone();
         let waiting = match &mut status {
@@ -262,7 +353,7 @@ impl Persister {
             tokens: result.tokens,
             stop: result.stop.clone(),
         };
-        self.run.status = run_status(&result.status);
+        self.run.status = decided.status;
         self.run.pending_tool_call = match &result.status {
             LoopStatus::Suspended { pending, .. } => pending.first().map(|p| p.call.clone()),
             _ => None,
@@ -282,12 +373,26 @@ impl Persister {
         self.run.updated_at = now_millis();
         self.store.update_run(&self.run).await?;
         self.store.release_lease(&self.run.id, &self.owner).await?;
+        if let Some(ending) = &self.ending
+            && !matches!(result.status, LoopStatus::Suspended { .. })
+        {
+            ending
+                .commit(&decided)
+                .await
+                .map_err(|message| self.host_error(message))?;
+        }
+        self.result = Some(decided.result);
         Ok(())
     }
 
     /// Ends a run whose stream stopped without a result, or whose
-    /// persistence failed.
-    pub(crate) async fn abandon(&mut self, why: &str) {
+    /// persistence failed. A run whose lease was lost is left as it is:
+    /// it belongs to the worker that holds it now.
+    pub(crate) async fn abandon(&mut self, error: &RuntimeError) {
+        if matches!(error, RuntimeError::LeaseLost { .. }) {
+            return;
+        }
+        let why = error.to_string();
         let _ = self.flush().await;
         self.run.status = RunStatus::Failed;
         self.run.result = Some(serde_json::json!({ "status": "error", "error": why }));

@@ -22,23 +22,22 @@
 //! messages: the dangling calls of its last assistant message get
 //! synthesised results, and the chat is continued from its last message.
 
-use agentloop_types::ToolStartEvent;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use agentloop_storage::model::{RunRecord, RunStatus, now_millis};
 use agentloop_types::{
-    ContentBlock, EventKind, LoopEvent, Message, RunPath, RunPhase, RunState, close_dangling_calls,
+    ContentBlock, LoopEvent, Message, RunPath, RunPhase, RunState, close_dangling_calls,
 };
 use serde::{Deserialize, Serialize};
 
+use crate::ending::RunEnding;
 use crate::error::RuntimeResult;
 use crate::gate::Gate;
 use crate::ids::new_id;
+use crate::log::RunLog;
 use crate::persist::Persister;
 use crate::runtime::ChatRuntime;
-
-/// Events read per page when scanning a run's log.
-const PAGE: u32 = 500;
 
 /// Which runs count as interrupted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +119,7 @@ impl ChatRuntime {
         {
             return Ok(None);
         }
-        let log = self.scan_log(&run.id).await?;
+        let log = RunLog::read(&*self.store, &run.id).await?;
         let closed_calls = match run.state.clone().filter(is_resumable) {
             Some(state) => self.advance(&chat_id, run, state, &log).await?,
             None => {
@@ -151,9 +150,40 @@ impl ChatRuntime {
         &self,
         chat_id: &str,
         run: &RunRecord,
-        mut state: RunState,
+        state: RunState,
         log: &RunLog,
     ) -> RuntimeResult<Vec<ClosedCall>> {
+        let settled = self
+            .settle_interrupted(chat_id, run, state, log, None)
+            .await?;
+        if !settled.ended {
+            let mut record = settled.record;
+            record.status = RunStatus::Failed;
+            record.result = Some(serde_json::json!({
+                "status": "interrupted",
+                "closed_calls": &settled.closed_calls,
+                "resumable": true,
+            }));
+            record.state = Some(settled.state);
+            record.updated_at = now_millis();
+            self.store.update_run(&record).await?;
+        }
+        Ok(settled.closed_calls)
+    }
+
+    /// Answers the calls of an interrupted run that had started (their
+    /// `tool_start` is logged) as interrupted, and steps its machine —
+    /// without I/O — up to its next model request or tool run. The events
+    /// go to the run's own log and chat; the run may end on the way (then
+    /// `ending` takes part, as in any end).
+    pub(crate) async fn settle_interrupted(
+        &self,
+        chat_id: &str,
+        run: &RunRecord,
+        mut state: RunState,
+        log: &RunLog,
+        ending: Option<Arc<dyn RunEnding>>,
+    ) -> RuntimeResult<SettledRun> {
         let messages = self.chat_messages(chat_id).await?;
         let closed_calls: Vec<ClosedCall> = dangling_calls(&messages)
             .into_iter()
@@ -169,7 +199,7 @@ impl ChatRuntime {
         let options = self.loop_options(&chat).await?;
         // A finished state refuses to start: nothing is stepped.
         let settled = agentloop_engine::settle(options, state, self.offered_tools());
-        let mut persister = Persister::new(
+        let mut persister = Box::new(Persister::new(
             self.store.clone(),
             chat,
             run.clone(),
@@ -177,29 +207,24 @@ impl ChatRuntime {
             self.owner.clone(),
             self.lease_ms,
             messages.len(),
-        );
-        for (kind, seq) in settled.events.into_iter().zip(log.next_seq..) {
+        ))
+        .continuing_at(log.next_seq)
+        .with_ending(ending);
+        for kind in settled.events {
             let event = LoopEvent {
-                seq,
+                seq: 0,
                 path: RunPath::root(),
                 kind,
             };
-            persister.handle(&event).await?;
+            persister.handle(event).await?;
         }
         persister.flush().await?;
-        if persister.take_result().is_none() {
-            let mut record = persister.run.clone();
-            record.status = RunStatus::Failed;
-            record.result = Some(serde_json::json!({
-                "status": "interrupted",
-                "closed_calls": &closed_calls,
-                "resumable": true,
-            }));
-            record.state = Some(settled.state);
-            record.updated_at = now_millis();
-            self.store.update_run(&record).await?;
-        }
-        Ok(closed_calls)
+        Ok(SettledRun {
+            closed_calls,
+            state: settled.state,
+            ended: persister.has_ended(),
+            record: persister.run.clone(),
+        })
     }
 
     /// The chat's latest run when it is an interrupted run that can be
@@ -245,7 +270,7 @@ impl ChatRuntime {
 
     /// Closes the chat's dangling calls with results saying whether they
     /// had started.
-    async fn repair_dangling(
+    pub(crate) async fn repair_dangling(
         &self,
         chat_id: &str,
         started: &HashSet<String>,
@@ -286,38 +311,23 @@ impl ChatRuntime {
         }
         Ok(closed_calls)
     }
-
-    /// The calls whose `tool_start` is in the run's log, and the next free
-    /// sequence number of the log.
-    async fn scan_log(&self, run_id: &str) -> RuntimeResult<RunLog> {
-        let mut log = RunLog::default();
-        let mut after = None;
-        loop {
-            let page = self.store.list_events(run_id, after, PAGE).await?;
-            for event in &page {
-                if let EventKind::ToolStart(ToolStartEvent { tool_use_id, .. }) = &event.kind {
-                    log.started.insert(tool_use_id.clone());
-                }
-                log.next_seq = log.next_seq.max(event.seq + 1);
-            }
-            match page.last() {
-                Some(last) if page.len() == PAGE as usize => after = Some(last.seq),
-                _ => return Ok(log),
-            }
-        }
-    }
 }
 
-/// What recovery reads from a run's event log.
-#[derive(Default)]
-struct RunLog {
-    started: HashSet<String>,
-    next_seq: u64,
+/// An interrupted run after [`ChatRuntime::settle_interrupted`].
+pub(crate) struct SettledRun {
+    /// The calls answered as interrupted.
+    pub(crate) closed_calls: Vec<ClosedCall>,
+    /// The run's state, stepped up to its next I/O.
+    pub(crate) state: RunState,
+    /// Whether the run ended on the way.
+    pub(crate) ended: bool,
+    /// Its record as written.
+    pub(crate) record: RunRecord,
 }
 
 /// Whether a stored state can be continued by the engine: written by a
 /// built-in strategy's machine, and not finished.
-fn is_resumable(state: &RunState) -> bool {
+pub(crate) fn is_resumable(state: &RunState) -> bool {
     state.strategy.is_some() && state.phase != RunPhase::Finished
 }
 

@@ -3,35 +3,24 @@
 use std::sync::Arc;
 
 use agentloop_engine::strategy::NativeStrategy;
-use agentloop_engine::{CheckpointedRun, LoopStrategy, RunDeps, RunItem, RunStream};
+use agentloop_engine::{CheckpointedRun, LoopStrategy, RunDeps, RunStream};
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{StorageError, Store, StoreAttachmentLoader};
 use agentloop_types::{
-    CancellationToken, DecisionError, Decisions, LoopEvent, LoopOptions, LoopResult, Message,
-    ModelProvider, PendingCall, Role, RunState, Tool,
+    CancellationToken, DecisionError, Decisions, LoopOptions, Message, ModelProvider, PendingCall,
+    Role, RunState, Tool,
 };
-use futures::StreamExt;
 
+use crate::chat_run::ChatRun;
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::gate::{Gate, GatedTool};
 use crate::ids::new_id;
+use crate::log::RunLog;
 use crate::persist::Persister;
 use crate::settings::{ChatSettings, ProjectSettings, build_loop_options};
 
 /// Default lease of a running run: renewed while events flow.
 pub const DEFAULT_LEASE_MS: i64 = 30_000;
-
-/// What a caller sees of each event while a run goes on.
-pub type EventObserver<'a> = &'a mut (dyn FnMut(&LoopEvent) + Send);
-
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunOutcome {
-    /// The stored run's id.
-    pub run_id: String,
-    /// The loop's result (its `messages` are the whole history).
-    pub result: LoopResult,
-}
 
 /// Runs the loop for stored chats (seed 000's `useChat`, seed 001's
 /// `ChatService`): provider, tools and strategy are injected.
@@ -132,24 +121,14 @@ impl ChatRuntime {
         Ok(chat)
     }
 
-    /// Sends a user message: stores it, runs the loop over the chat's
-    /// history and stores what the run yields.
-    pub async fn send(&self, chat_id: &str, user_message: Message) -> RuntimeResult<RunOutcome> {
-        self.send_with(chat_id, user_message, &mut |_| {}).await
-    }
-
-    /// [`send`](Self::send), showing each event to `observer` after it is
-    /// persisted.
-    pub async fn send_with(
-        &self,
-        chat_id: &str,
-        user_message: Message,
-        observer: EventObserver<'_>,
-    ) -> RuntimeResult<RunOutcome> {
+    /// Sends a user message: stores it and starts a run of the loop over
+    /// the chat's history. Reading the returned [`ChatRun`] drives the run
+    /// and stores what it yields; [`ChatRun::outcome`] reads it to its end.
+    pub async fn send(&self, chat_id: &str, user_message: Message) -> RuntimeResult<ChatRun> {
         self.ensure_idle(chat_id).await?;
         self.supersede_interrupted(chat_id).await?;
         self.store.save_message(chat_id, &user_message).await?;
-        self.run_history(chat_id, observer).await
+        self.run_history(chat_id).await
     }
 
     /// What the chat's suspended run waits for: calls that need approval
@@ -169,59 +148,51 @@ impl ChatRuntime {
     /// decisions, one per pending call (see [`pending`](Self::pending)):
     /// approved calls run, rejected ones and answers become results. The
     /// decisions are checked before anything is stored or run.
-    pub async fn resume(&self, chat_id: &str, decisions: Decisions) -> RuntimeResult<RunOutcome> {
-        self.resume_with(chat_id, decisions, &mut |_| {}).await
-    }
-
-    /// [`resume`](Self::resume) with an event observer.
-    pub async fn resume_with(
-        &self,
-        chat_id: &str,
-        decisions: Decisions,
-        observer: EventObserver<'_>,
-    ) -> RuntimeResult<RunOutcome> {
-        let continuation = self.suspended_continuation(chat_id, |options, state, deps| {
-            agentloop_engine::decide(options, state, decisions, deps)
-        });
-        let (persister, stream) = Box::pin(continuation).await?;
-        self.drive(persister, stream, observer).await
+    pub async fn resume(&self, chat_id: &str, decisions: Decisions) -> RuntimeResult<ChatRun> {
+        let (run, state) = self.claim_suspended(chat_id).await?;
+        Box::pin(
+            self.continue_record(run, state, None, |options, state, deps| {
+                agentloop_engine::decide(options, state, decisions, deps)
+            }),
+        )
+        .await
     }
 
     /// Cancels the chat's suspended run: every call it waits on is answered
     /// as cancelled and the run is stored `cancelled`.
-    pub async fn cancel_suspended(&self, chat_id: &str) -> RuntimeResult<RunOutcome> {
-        self.cancel_suspended_with(chat_id, &mut |_| {}).await
-    }
-
-    /// [`cancel_suspended`](Self::cancel_suspended) with an event observer.
-    pub async fn cancel_suspended_with(
-        &self,
-        chat_id: &str,
-        observer: EventObserver<'_>,
-    ) -> RuntimeResult<RunOutcome> {
-        let continuation = self.suspended_continuation(chat_id, agentloop_engine::cancel_waiting);
-        let (persister, stream) = Box::pin(continuation).await?;
-        self.drive(persister, stream, observer).await
-    }
-
-    /// Claims the chat's suspended run and prepares what continues it as a
-    /// new run record: `start` turns its state into the run's stream.
-    async fn suspended_continuation(
-        &self,
-        chat_id: &str,
-        start: impl FnOnce(LoopOptions, RunState, RunDeps) -> Result<RunStream, DecisionError>,
-    ) -> RuntimeResult<(Box<Persister>, CheckpointedRun)> {
-        let chat = self.store.get_chat(chat_id).await?;
-        let options = self.loop_options(&chat).await?;
+    pub async fn cancel_suspended(&self, chat_id: &str) -> RuntimeResult<ChatRun> {
         let (run, state) = self.claim_suspended(chat_id).await?;
+        Box::pin(self.continue_record(run, state, None, agentloop_engine::cancel_waiting)).await
+    }
+
+    /// Continues the run of `record`, held under this worker's lease, from
+    /// `state` in the same record: `start` turns the state into the loop,
+    /// whose events continue the record's log.
+    pub(crate) async fn continue_record(
+        &self,
+        mut record: RunRecord,
+        state: RunState,
+        ending: Option<Arc<dyn crate::ending::RunEnding>>,
+        start: impl FnOnce(LoopOptions, RunState, RunDeps) -> Result<RunStream, DecisionError>,
+    ) -> RuntimeResult<ChatRun> {
+        let chat_id = record.chat_id.clone().unwrap_or_default();
+        let chat = self.store.get_chat(&chat_id).await?;
+        let options = self.loop_options(&chat).await?;
+        let log = RunLog::read(&*self.store, &record.id).await?;
         let gate = Gate::default();
         let context_len = state.messages.len();
-        let stream = start(options, state.clone(), self.deps(&gate))
+        let deps = self.deps(&gate).with_run_id(record.id.clone());
+        let stream = start(options, state, deps)
             .map_err(RuntimeError::Decisions)?
             .with_checkpoints();
-        self.close_suspended(run).await?;
-        let record = self.create_run_record(chat_id, Some(state)).await?;
-        Ok((self.persister(chat, record, gate, context_len), stream))
+        record.status = RunStatus::Running;
+        record.updated_at = now_millis();
+        self.store.update_run(&record).await?;
+        let persister = self
+            .persister(chat, record, gate, context_len)
+            .continuing_at(log.next_seq)
+            .with_ending(ending);
+        self.start(persister, stream).await
     }
 
     /// The chat's suspended run and the state it resumes from.
@@ -270,30 +241,9 @@ impl ChatRuntime {
         }
     }
 
-    /// The suspended record is done with: its run goes on as a new record.
-    /// (Its lease is kept until it expires, so a late resumer finds it
-    /// taken, then finds it completed.)
-    async fn close_suspended(&self, mut run: RunRecord) -> RuntimeResult<()> {
-        run.status = RunStatus::Completed;
-        run.updated_at = now_millis();
-        self.store.update_run(&run).await?;
-        Ok(())
-    }
-
     /// Seed 003's resend: drops every message after `message_id` (a user
     /// message) and runs again from there.
-    pub async fn resend_from(&self, chat_id: &str, message_id: &str) -> RuntimeResult<RunOutcome> {
-        self.resend_from_with(chat_id, message_id, &mut |_| {})
-            .await
-    }
-
-    /// [`resend_from`](Self::resend_from) with an event observer.
-    pub async fn resend_from_with(
-        &self,
-        chat_id: &str,
-        message_id: &str,
-        observer: EventObserver<'_>,
-    ) -> RuntimeResult<RunOutcome> {
+    pub async fn resend_from(&self, chat_id: &str, message_id: &str) -> RuntimeResult<ChatRun> {
         let stored = self.store.get_message(chat_id, message_id).await?;
         if stored.message.role != Role::User || stored.message.tool_results().next().is_some() {
             return Err(RuntimeError::NotResendable {
@@ -306,7 +256,7 @@ impl ChatRuntime {
         self.store
             .truncate_messages(chat_id, Some(stored.seq))
             .await?;
-        self.run_history(chat_id, observer).await
+        self.run_history(chat_id).await
     }
 
     /// Continues a chat after [`recover`](Self::recover) (interrupted runs
@@ -316,18 +266,12 @@ impl ChatRuntime {
     /// and phase it was in; otherwise the chat continues from its last
     /// committed message. `None` when the last message is a finished answer
     /// and there is nothing to continue.
-    pub async fn continue_chat(
-        &self,
-        chat_id: &str,
-        observer: EventObserver<'_>,
-    ) -> RuntimeResult<Option<RunOutcome>> {
+    pub async fn continue_chat(&self, chat_id: &str) -> RuntimeResult<Option<ChatRun>> {
         // Boxed: these steps' futures would otherwise stay inline in this
         // one for as long as the run goes on.
         Box::pin(self.ensure_idle(chat_id)).await?;
         if let Some(state) = Box::pin(self.resumable_run(chat_id)).await? {
-            return Box::pin(self.run_state(chat_id, state, observer))
-                .await
-                .map(Some);
+            return Box::pin(self.run_state(chat_id, state)).await.map(Some);
         }
         let messages = self.store.list_messages(chat_id).await?;
         match messages.last() {
@@ -340,7 +284,7 @@ impl ChatRuntime {
             }
             Some(_) => {}
         }
-        self.run_history(chat_id, observer).await.map(Some)
+        self.run_history(chat_id).await.map(Some)
     }
 
     /// Creates a checkpoint at the chat's last message with its totals.
@@ -415,41 +359,48 @@ impl ChatRuntime {
         Ok(())
     }
 
-    /// Runs the loop over the chat's stored history and persists it.
-    async fn run_history(
+    /// Runs the loop over the chat's stored history as a new run.
+    async fn run_history(&self, chat_id: &str) -> RuntimeResult<ChatRun> {
+        let record = self.create_run_record(chat_id, None).await?;
+        self.run_history_in(record, 0, None).await
+    }
+
+    /// Runs the loop over the chat's stored history in the run of
+    /// `record`, its events numbered from `next_seq`.
+    pub(crate) async fn run_history_in(
         &self,
-        chat_id: &str,
-        observer: EventObserver<'_>,
-    ) -> RuntimeResult<RunOutcome> {
+        record: RunRecord,
+        next_seq: u64,
+        ending: Option<Arc<dyn crate::ending::RunEnding>>,
+    ) -> RuntimeResult<ChatRun> {
         let (persister, stream) = Box::pin(async {
-            let chat = self.store.get_chat(chat_id).await?;
+            let chat_id = record.chat_id.clone().unwrap_or_default();
+            let chat = self.store.get_chat(&chat_id).await?;
             let options = self.loop_options(&chat).await?;
             let context: Vec<Message> = self
                 .store
-                .list_messages(chat_id)
+                .list_messages(&chat_id)
                 .await?
                 .into_iter()
                 .map(|m| m.message)
                 .collect();
-            let run = self.create_run_record(chat_id, None).await?;
             let gate = Gate::default();
-            let deps = self.deps(&gate).with_run_id(run.id.clone());
+            let deps = self.deps(&gate).with_run_id(record.id.clone());
             let context_len = context.len();
             let stream = self.strategy.run(options, context, deps).with_checkpoints();
-            Ok::<_, RuntimeError>((self.persister(chat, run, gate, context_len), stream))
+            let persister = self
+                .persister(chat, record, gate, context_len)
+                .continuing_at(next_seq)
+                .with_ending(ending);
+            Ok::<_, RuntimeError>((persister, stream))
         })
         .await?;
-        self.drive(persister, stream, observer).await
+        self.start(persister, stream).await
     }
 
     /// Continues a stored run state through the engine, as a new run record
     /// of the chat, and persists it.
-    pub(crate) async fn run_state(
-        &self,
-        chat_id: &str,
-        state: RunState,
-        observer: EventObserver<'_>,
-    ) -> RuntimeResult<RunOutcome> {
+    pub(crate) async fn run_state(&self, chat_id: &str, state: RunState) -> RuntimeResult<ChatRun> {
         let (persister, stream) = Box::pin(async {
             let chat = self.store.get_chat(chat_id).await?;
             let options = self.loop_options(&chat).await?;
@@ -461,7 +412,7 @@ impl ChatRuntime {
             Ok::<_, RuntimeError>((self.persister(chat, run, gate, context_len), stream))
         })
         .await?;
-        self.drive(persister, stream, observer).await
+        self.start(persister, stream).await
     }
 
     /// The loop options of a chat, from its project's and its own settings.
@@ -519,7 +470,7 @@ impl ChatRuntime {
     /// a future of its own, boxed and dropped before [`drive`](Self::drive)
     /// starts, which holds only this pointer: a server keeps one drive
     /// future per run it executes, for as long as the run goes on.
-    fn persister(
+    pub(crate) fn persister(
         &self,
         chat: Chat,
         run: RunRecord,
@@ -537,40 +488,18 @@ impl ChatRuntime {
         ))
     }
 
-    /// Reads a run to its end, persisting each event and checkpoint before
-    /// the next is read.
-    async fn drive(
+    /// Takes the run's lease and hands its stream to a [`ChatRun`], which
+    /// persists each event and checkpoint before the next is read.
+    async fn start(
         &self,
         mut persister: Box<Persister>,
-        mut stream: CheckpointedRun,
-        observer: EventObserver<'_>,
-    ) -> RuntimeResult<RunOutcome> {
-        let run_id = persister.run.id.clone();
-        persister.flush().await?;
-        while let Some(item) = stream.next().await {
-            let persisted = match &item {
-                RunItem::Event(event) => persister.handle(event).await,
-                RunItem::Checkpoint(state) => persister.checkpoint(state.clone()).await,
-            };
-            if let Err(err) = persisted {
-                drop(stream);
-                persister.abandon(&err.to_string()).await;
-                return Err(err);
-            }
-            if let RunItem::Event(event) = &item {
-                observer(event);
-            }
+        stream: CheckpointedRun,
+    ) -> RuntimeResult<ChatRun> {
+        if let Err(error) = persister.flush().await {
+            persister.abandon(&error).await;
+            return Err(error);
         }
-        match persister.take_result() {
-            Some(result) => Ok(RunOutcome { run_id, result }),
-            None => {
-                persister.abandon("the run ended without a result").await;
-                Err(RuntimeError::CorruptRun {
-                    run_id,
-                    message: "the run ended without a result".to_owned(),
-                })
-            }
-        }
+        Ok(ChatRun::new(persister, stream))
     }
 }
 

@@ -20,6 +20,7 @@ use agentloop_types::{LoopStatus, Message, Role, Tool};
 use serde_json::json;
 
 use common::Counter;
+use common::Finish;
 
 const DB_VAR: &str = "AGENTLOOP_CRASH_CHILD_DB";
 const CHAT_VAR: &str = "AGENTLOOP_CRASH_CHILD_CHAT";
@@ -69,6 +70,7 @@ async fn child_entry() {
     let runtime = ChatRuntime::new(store, provider).with_tools(tools(Path::new(&marker)));
     let _ = runtime
         .send(&chat_id, Message::user_text("u1", "count, then go slow"))
+        .finish()
         .await;
 }
 
@@ -179,10 +181,13 @@ async fn crash_mid_run_loses_nothing() {
     );
 
     let outcome = runtime
-        .continue_chat(&chat_id, &mut |_| {})
+        .continue_chat(&chat_id)
         .await
         .unwrap()
-        .expect("there is a run to continue");
+        .expect("there is a run to continue")
+        .outcome()
+        .await
+        .unwrap();
     assert!(matches!(outcome.result.status, LoopStatus::Complete { .. }));
     let last = store.list_messages(&chat_id).await.unwrap();
     assert_eq!(last.len(), 6);
@@ -196,11 +201,5 @@ async fn crash_mid_run_loses_nothing() {
         "a tool whose result was committed never runs again: {lines:?}"
     );
     assert_eq!(lines.iter().filter(|l| l.starts_with("slow")).count(), 1);
-    assert!(
-        runtime
-            .continue_chat(&chat_id, &mut |_| {})
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(runtime.continue_chat(&chat_id).await.unwrap().is_none());
 }

@@ -28,6 +28,7 @@ use agentloop_types::{EventKind, LoopStatus, Message, Role, Tool};
 use serde_json::json;
 
 use common::Counter;
+use common::Finish;
 
 const DB_VAR: &str = "AGENTLOOP_STRATEGY_CRASH_DB";
 const CHAT_VAR: &str = "AGENTLOOP_STRATEGY_CRASH_CHAT";
@@ -118,6 +119,7 @@ async fn child_entry() {
         .with_strategy(strategy(&name));
     let _ = runtime
         .send(&chat_id, Message::user_text("u1", "count, then go slow"))
+        .finish()
         .await;
 }
 
@@ -235,14 +237,14 @@ async fn crash(
 impl Crashed {
     /// Continues the chat; returns the events seen.
     async fn continue_run(&self) -> (agentloop_types::LoopResult, Vec<EventKind>) {
-        let mut events = Vec::new();
-        let outcome = self
+        let run = self
             .runtime
-            .continue_chat(&self.chat_id, &mut |e| events.push(e.kind.clone()))
+            .continue_chat(&self.chat_id)
             .await
             .unwrap()
             .expect("there is a run to continue");
-        (outcome.result, events)
+        let (events, result) = common::drain(run).await;
+        (result, events.into_iter().map(|e| e.kind).collect())
     }
 
     fn assert_each_tool_ran_once(&self) {
@@ -326,7 +328,7 @@ async fn react_killed_mid_step_resumes_from_its_stored_phase() {
     assert!(
         crashed
             .runtime
-            .continue_chat(&crashed.chat_id, &mut |_| {})
+            .continue_chat(&crashed.chat_id)
             .await
             .unwrap()
             .is_none()

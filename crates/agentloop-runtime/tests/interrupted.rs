@@ -19,6 +19,7 @@ use agentloop_types::{LoopStatus, Message, Tool};
 use serde_json::json;
 
 use common::Counter;
+use common::Finish;
 
 fn tools(marker: &Path) -> Vec<Arc<dyn Tool>> {
     let slow = Arc::new(Counter {
@@ -74,6 +75,7 @@ async fn interrupted() -> Interrupted {
         tokio::spawn(async move {
             let _ = runtime
                 .send(&chat_id, Message::user_text("u1", "slow, then count"))
+                .finish()
                 .await;
         })
     };
@@ -118,10 +120,13 @@ async fn continuing_runs_only_the_call_that_never_started() {
     let runtime =
         ChatRuntime::new(run.store.clone(), provider.clone()).with_tools(tools(&run.marker));
     let outcome = runtime
-        .continue_chat(&run.chat_id, &mut |_| {})
+        .continue_chat(&run.chat_id)
         .await
         .unwrap()
-        .expect("the interrupted run continues");
+        .expect("the interrupted run continues")
+        .outcome()
+        .await
+        .unwrap();
     assert!(matches!(outcome.result.status, LoopStatus::Complete { .. }));
 
     let lines = marker_lines(&run.marker);
@@ -143,6 +148,7 @@ async fn a_new_message_supersedes_the_interrupted_run() {
         ChatRuntime::new(run.store.clone(), provider.clone()).with_tools(tools(&run.marker));
     let outcome = runtime
         .send(&run.chat_id, Message::user_text("u2", "never mind"))
+        .finish()
         .await
         .unwrap();
     assert_eq!(outcome.result.final_text().as_deref(), Some("Hello again."));
@@ -161,11 +167,5 @@ async fn a_new_message_supersedes_the_interrupted_run() {
     assert_eq!(marker_lines(&run.marker), ["slow s1"], "nothing ran again");
     let runs = run.store.list_runs(&run.chat_id).await.unwrap();
     assert_eq!(runs[0].result.as_ref().unwrap()["resumable"], json!(false));
-    assert!(
-        runtime
-            .continue_chat(&run.chat_id, &mut |_| {})
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(runtime.continue_chat(&run.chat_id).await.unwrap().is_none());
 }

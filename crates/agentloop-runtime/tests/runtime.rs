@@ -15,7 +15,8 @@ use agentloop_types::{
 };
 use serde_json::{Value, json};
 
-use common::{Counter, chat, stores};
+use common::Finish;
+use common::{Counter, chat, drain, stores};
 
 #[tokio::test]
 async fn send_persists_messages_totals_and_events() {
@@ -44,15 +45,14 @@ async fn send_persists_messages_totals_and_events() {
             },
         };
         let chat_id = chat(&runtime, project, chat_settings).await;
-        let mut seen = Vec::new();
-        let outcome = runtime
-            .send_with(&chat_id, Message::user_text("u1", "count"), &mut |e| {
-                seen.push(e.kind.name())
-            })
+        let run = runtime
+            .send(&chat_id, Message::user_text("u1", "count"))
             .await
             .unwrap();
+        let (events, result) = drain(run).await;
+        let seen: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
         assert!(
-            matches!(outcome.result.status, LoopStatus::Complete { .. }),
+            matches!(result.status, LoopStatus::Complete { .. }),
             "{name}"
         );
         let stored: Vec<Message> = store
@@ -62,11 +62,11 @@ async fn send_persists_messages_totals_and_events() {
             .into_iter()
             .map(|m| m.message)
             .collect();
-        assert_eq!(stored, outcome.result.messages, "{name}");
+        assert_eq!(stored, result.messages, "{name}");
         assert_eq!(stored.len(), 4);
         assert_eq!(counter.calls.load(Ordering::SeqCst), 1);
         let totals = store.get_chat(&chat_id).await.unwrap().totals;
-        assert_eq!(totals, outcome.result.tokens);
+        assert_eq!(totals, result.tokens);
         assert_eq!(totals.input_tokens, 30);
         let request = &provider.requests()[0];
         assert_eq!(request.options.model, "chat-model");
@@ -86,6 +86,7 @@ async fn send_persists_messages_totals_and_events() {
         let runtime2 = ChatRuntime::new(store.clone(), provider2.clone());
         runtime2
             .send(&chat_id, Message::user_text("u2", "again"))
+            .finish()
             .await
             .unwrap();
         assert_eq!(provider2.requests()[0].messages.len(), 5);
@@ -134,6 +135,7 @@ async fn suspended_run_is_stored_and_resumed() {
         let chat_id = chat(&runtime, Default::default(), Default::default()).await;
         let first = runtime
             .send(&chat_id, Message::user_text("u1", "paint"))
+            .finish()
             .await
             .unwrap();
         assert!(
@@ -145,6 +147,7 @@ async fn suspended_run_is_stored_and_resumed() {
         assert_eq!(run.pending_tool_call.as_ref().unwrap().id, "a1");
         let busy = runtime
             .send(&chat_id, Message::user_text("u2", "hello?"))
+            .finish()
             .await
             .unwrap_err();
         assert!(matches!(busy, RuntimeError::Suspended { .. }));
@@ -158,6 +161,7 @@ async fn suspended_run_is_stored_and_resumed() {
         );
         let wrong = runtime
             .resume(&chat_id, answer("zz", "blue"))
+            .finish()
             .await
             .unwrap_err();
         assert!(
@@ -166,6 +170,7 @@ async fn suspended_run_is_stored_and_resumed() {
         );
         let done = runtime
             .resume(&chat_id, answer("a1", "blue"))
+            .finish()
             .await
             .unwrap();
         assert!(matches!(done.result.status, LoopStatus::Complete { .. }));
@@ -186,6 +191,7 @@ async fn suspended_run_is_stored_and_resumed() {
         );
         let err = runtime
             .resume(&chat_id, answer("a1", "red"))
+            .finish()
             .await
             .unwrap_err();
         assert!(matches!(err, RuntimeError::NotSuspended { .. }));
@@ -204,6 +210,7 @@ async fn resuming_a_run_whose_stored_state_is_unreadable_fails_cleanly() {
         let chat_id = chat(&runtime, Default::default(), Default::default()).await;
         let first = runtime
             .send(&chat_id, Message::user_text("u1", "paint"))
+            .finish()
             .await
             .unwrap();
         let mut run = store.get_run(&first.run_id).await.unwrap();
@@ -212,6 +219,7 @@ async fn resuming_a_run_whose_stored_state_is_unreadable_fails_cleanly() {
         let before = store.list_messages(&chat_id).await.unwrap().len();
         let err = runtime
             .resume(&chat_id, answer("a1", "blue"))
+            .finish()
             .await
             .unwrap_err();
         assert!(
@@ -244,6 +252,7 @@ async fn resend_and_checkpoints() {
         let chat_id = chat(&runtime, Default::default(), Default::default()).await;
         runtime
             .send(&chat_id, Message::user_text("u1", "first"))
+            .finish()
             .await
             .unwrap();
         let cp = runtime
@@ -253,11 +262,12 @@ async fn resend_and_checkpoints() {
         assert_eq!(cp.totals.input_tokens, 1);
         runtime
             .send(&chat_id, Message::user_text("u2", "second"))
+            .finish()
             .await
             .unwrap();
         assert_eq!(store.list_messages(&chat_id).await.unwrap().len(), 4);
 
-        let again = runtime.resend_from(&chat_id, "u2").await.unwrap();
+        let again = runtime.resend_from(&chat_id, "u2").finish().await.unwrap();
         let texts: Vec<String> = store
             .list_messages(&chat_id)
             .await
@@ -272,7 +282,7 @@ async fn resend_and_checkpoints() {
             .id
             .clone();
         assert!(matches!(
-            runtime.resend_from(&chat_id, &not_user).await,
+            runtime.resend_from(&chat_id, &not_user).finish().await,
             Err(RuntimeError::NotResendable { .. })
         ));
 
@@ -335,6 +345,7 @@ async fn minion_events_become_minion_chats() {
         let chat_id = chat(&runtime, Default::default(), Default::default()).await;
         let outcome = runtime
             .send(&chat_id, Message::user_text("u1", "delegate"))
+            .finish()
             .await
             .unwrap();
         assert!(
@@ -442,14 +453,13 @@ async fn consumer_with_a_mock_strategy() {
         let unused = ScriptedProvider::new([]);
         let runtime = ChatRuntime::new(store.clone(), unused.clone()).with_strategy(mock.clone());
         let chat_id = chat(&runtime, Default::default(), Default::default()).await;
-        let mut kinds = Vec::new();
-        let outcome = runtime
-            .send_with(&chat_id, Message::user_text("u1", "hi"), &mut |e| {
-                kinds.push(e.kind.name())
-            })
+        let run = runtime
+            .send(&chat_id, Message::user_text("u1", "hi"))
             .await
             .unwrap();
-        assert_eq!(outcome.result.final_text().as_deref(), Some("mock answer"));
+        let (events, result) = drain(run).await;
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+        assert_eq!(result.final_text().as_deref(), Some("mock answer"));
         assert!(
             unused.requests().is_empty(),
             "{name}: the injected strategy ran"
@@ -501,6 +511,7 @@ async fn a_waiting_run_survives_a_restart_and_takes_its_decision() {
         let chat_id = chat(&runtime, count_needs_approval(), Default::default()).await;
         let first = runtime
             .send(&chat_id, Message::user_text("u1", "count"))
+            .finish()
             .await
             .unwrap();
         assert!(matches!(first.result.status, LoopStatus::Suspended { .. }));
@@ -523,7 +534,11 @@ async fn a_waiting_run_survives_a_restart_and_takes_its_decision() {
         "c1".to_owned(),
         agentloop_types::Decision::Approve { arguments: None },
     )];
-    let done = runtime.resume(&chat_id, approve.into()).await.unwrap();
+    let done = runtime
+        .resume(&chat_id, approve.into())
+        .finish()
+        .await
+        .unwrap();
     assert_eq!(done.result.final_text().as_deref(), Some("Counted."));
     assert_eq!(counter.calls.load(Ordering::SeqCst), 1);
     let messages = store.list_messages(&chat_id).await.unwrap();
@@ -547,9 +562,10 @@ async fn cancelling_a_waiting_chat_closes_its_calls_and_frees_the_chat() {
         let chat_id = chat(&runtime, count_needs_approval(), Default::default()).await;
         runtime
             .send(&chat_id, Message::user_text("u1", "count"))
+            .finish()
             .await
             .unwrap();
-        let cancelled = runtime.cancel_suspended(&chat_id).await.unwrap();
+        let cancelled = runtime.cancel_suspended(&chat_id).finish().await.unwrap();
         assert!(
             matches!(cancelled.result.status, LoopStatus::Cancelled),
             "{name}"
@@ -566,6 +582,7 @@ async fn cancelling_a_waiting_chat_closes_its_calls_and_frees_the_chat() {
         // The chat takes a new message.
         let next = runtime
             .send(&chat_id, Message::user_text("u2", "hi"))
+            .finish()
             .await
             .unwrap();
         assert_eq!(

@@ -1,42 +1,39 @@
 //! Executing one agent run on this instance, under its lease (kept by the
-//! instance's [`heartbeat`](crate::heartbeat)), then finishing it: status,
+//! instance's [`heartbeat`](crate::heartbeat)), then closing it: metric,
 //! workflow flag, notifications and the next link of the chain. Also the
 //! lifecycle's entry points that set a run executing: [`start_agent_run`]
 //! and [`decide`] (the last decision resumes a waiting run).
 //!
-//! `drive` reads as its steps: take the lease, load the run and its
-//! task, close a run that ended while nothing executed it, gather what
-//! earlier attempts left (chat, log, decisions), run the loop (MCP servers,
-//! tools, the executor), map its outcome to how the run ends, and close it
-//! (record, lease, metric, workflow flag, notifications, chaining).
+//! `drive` reads as its steps: take the lease, load the run and its task,
+//! end a run a person ended while nothing executed it, execute it (MCP
+//! servers, tools, the runtime: see [`crate::hosting`]), see how it ended,
+//! and close it.
 //!
-//! Takeover policy: a run taken over (after a crash or an expired lease)
-//! continues its chat from the last stored message through the runtime,
-//! which first closes tool calls left without results with error results
-//! saying the run was interrupted. A chat that already ends with a final
-//! assistant message, or an event log that already holds the terminal
-//! event, finishes the run without calling the model again. Events of every
-//! attempt go to one log, with seqs continuing.
+//! The run's record, lease and event log are the runtime's: a run taken
+//! over after a crash or an expired lease continues in place from its
+//! record (its started calls answered as interrupted), a chat that already
+//! ends with a final answer ends the run without calling the model, and
+//! the events of every attempt continue one log. How the run ended is
+//! decided once, as its terminal event is written
+//! ([`crate::ending::AgentRunEnding`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agentloop_storage::model::{
-    AgentRun, AgentRunStatus, AgentType, EndReason, RunStatus, now_millis,
-};
-use agentloop_storage::{StorageResult, Store};
-use agentloop_types::{Decision, Decisions, LoopResult, LoopStatus, PendingCall, Tool};
+use agentloop_runtime::{HostedRun, RuntimeResult};
+use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, EndReason, now_millis};
+use agentloop_types::{Decision, Decisions, LoopStatus, PendingCall};
 use serde_json::json;
 
-use crate::ending::{Settled, finish, settle};
-use crate::executor::{AgentJob, Outcome};
+use crate::ending::{AgentRunEnding, Settled, finish, settle};
+use crate::hosting::{self, Outcome};
+use crate::lease::Lease;
 use crate::metrics::{RunMetrics, StatusLabels};
-use crate::run_log::{close_record, log_answered, log_stopped, scan_log};
+use crate::run_log::{close_record, end_answered, end_stopped};
 use crate::run_tools::{project_mcp, tools};
 use crate::runner::{
     StartError, TaskContext, create_agent_run, load_task_context, next_agent, prepare, run_model,
 };
-use crate::sink::{Lease, StoreSink};
 use crate::state::{AppState, LocalRun};
 use crate::waiting::{self, DecideError};
 
@@ -71,7 +68,7 @@ pub async fn decide(
 /// Takes the lease of a run for this instance and executes it in the
 /// background; a run whose lease another instance holds is left to it.
 async fn execute(state: &AppState, run_id: &str) {
-    if Lease::of(state, run_id).renew().await.is_ok() {
+    if state.lease(run_id).renew().await.unwrap_or(false) {
         tokio::spawn(drive_boxed(state.clone(), run_id.to_owned()));
     }
 }
@@ -99,21 +96,20 @@ pub async fn drive_run(state: AppState, run_id: String) {
 // The steps before and after the execution are boxed: their futures would
 // otherwise be inline in this one, which every executing run holds for as
 // long as it runs.
-async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> StorageResult<()> {
-    let lease = Lease::of(state, run_id);
-    if lease.renew().await.is_err() {
+async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> RuntimeResult<()> {
+    let lease = state.lease(run_id);
+    if !lease.renew().await? {
         return Ok(());
     }
     let (run, ctx) = Box::pin(load_run(state, run_id)).await?;
-    if run.status != AgentRunStatus::Running {
-        return Box::pin(close_ended_elsewhere(state, &run, &lease)).await;
+    let execution = Box::pin(Execution::new(state, local, lease, run, ctx)).await?;
+    if execution.run.status != AgentRunStatus::Running {
+        return Box::pin(execution.end_stopped()).await;
     }
-    Box::pin(mark_record_running(&*state.store, run_id)).await?;
-    let (execution, earlier) = Box::pin(gather(state, local, lease, run, ctx)).await?;
     let workflow_called = Arc::new(AtomicBool::new(false));
-    let sink = execution.sink();
-    let outcome = execution.run_loop(earlier, &sink, &workflow_called).await?;
-    let Some(ended) = Box::pin(execution.ending(outcome, &sink)).await? else {
+    let ending = Arc::new(AgentRunEnding::new(state.store.clone(), run_id));
+    let outcome = execution.run_loop(&ending, &workflow_called).await?;
+    let Some(ended) = Box::pin(execution.ended(outcome, &ending)).await? else {
         return Ok(());
     };
     Box::pin(execution.close(ended, &workflow_called)).await
@@ -121,51 +117,12 @@ async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> Storage
 
 /// The agent run and its task, the run prepared (conversation, chat, first
 /// message, record) if it was not yet.
-async fn load_run(state: &AppState, run_id: &str) -> StorageResult<(AgentRun, TaskContext)> {
+async fn load_run(state: &AppState, run_id: &str) -> RuntimeResult<(AgentRun, TaskContext)> {
     let store = &*state.store;
     let run = store.get_agent_run(run_id).await?;
     let ctx = Box::pin(load_task_context(store, &run.task_id)).await?;
     let run = Box::pin(prepare(store, &state.config, &ctx, run)).await?;
     Ok((run, ctx))
-}
-
-/// Closes a run that ended while no instance executed it: its log gets the
-/// terminal event it lacks, its record the final status.
-async fn close_ended_elsewhere(
-    state: &AppState,
-    run: &AgentRun,
-    lease: &Lease,
-) -> StorageResult<()> {
-    let result = Box::pin(log_stopped(state, run))
-        .await?
-        .and_then(|r| serde_json::to_value(r).ok());
-    Box::pin(close_record(&*state.store, &run.id, run.status, result)).await?;
-    state.store.release_lease(&run.id, &lease.owner).await?;
-    Ok(())
-}
-
-/// A run resumed after waiting may find its record still `suspended` (a
-/// claim pass read it waiting just before it resumed): an executing run's
-/// record must be claimable, or a crash now would strand it.
-async fn mark_record_running(store: &dyn Store, run_id: &str) -> StorageResult<()> {
-    let mut record = store.get_run(run_id).await?;
-    if record.status != RunStatus::Running {
-        record.status = RunStatus::Running;
-        record.updated_at = now_millis();
-        store.update_run(&record).await?;
-    }
-    Ok(())
-}
-
-/// What earlier attempts of the run left: where its log stands and the
-/// decisions people recorded.
-struct Earlier {
-    /// The seq of the next event.
-    first_seq: u64,
-    /// The run's final result, if its log already holds it.
-    logged: Option<Box<LoopResult>>,
-    /// Recorded decisions, by call id.
-    decisions: Decisions,
 }
 
 /// One execution of an agent run here: what every step reads.
@@ -179,50 +136,10 @@ struct Execution<'a> {
     chat_id: String,
 }
 
-/// Reads the run's conversation and chat and what earlier attempts left.
-async fn gather<'a>(
-    state: &'a AppState,
-    local: &'a Arc<LocalRun>,
-    lease: Lease,
-    run: AgentRun,
-    ctx: TaskContext,
-) -> StorageResult<(Execution<'a>, Earlier)> {
-    let store = &*state.store;
-    let conversation_id = run.conversation_id.clone().unwrap_or_default();
-    let chat_id = store
-        .get_conversation(&conversation_id)
-        .await?
-        .chat_id
-        .unwrap_or_default();
-    let (last, logged) = Box::pin(scan_log(store, &run.id)).await?;
-    let decisions = store
-        .list_agent_run_decisions(&run.id)
-        .await?
-        .into_iter()
-        .map(|d| (d.call_id, d.decision))
-        .collect();
-    let execution = Execution {
-        state,
-        local,
-        lease,
-        run,
-        ctx,
-        conversation_id,
-        chat_id,
-    };
-    let earlier = Earlier {
-        first_seq: last.map_or(0, |s| s + 1),
-        logged,
-        decisions,
-    };
-    Ok((execution, earlier))
-}
-
-/// What the record of an ended run is written from.
+/// What the close of an ended run reads.
 struct Ended {
     status: AgentRunStatus,
     ended_here: bool,
-    result: Option<serde_json::Value>,
 }
 
 impl From<Settled> for Ended {
@@ -230,48 +147,78 @@ impl From<Settled> for Ended {
         Self {
             status: settled.status,
             ended_here: settled.ended_here,
-            result: serde_json::to_value(&settled.result).ok(),
         }
     }
 }
 
-impl Execution<'_> {
-    /// The sink the run's events go through: appended to its log under
-    /// the lease, sent to live followers, read into the metrics.
-    fn sink(&self) -> Arc<StoreSink> {
-        Arc::new(StoreSink {
-            lease: self.lease.clone(),
-            local: self.local.clone(),
-            metrics: RunMetrics::new(
-                self.state.metrics.clone(),
-                self.state.config.api.as_str(),
-                run_model(&self.state.config, &self.ctx),
-            ),
-            settled: Default::default(),
+impl<'a> Execution<'a> {
+    /// The execution of `run`, with its conversation and chat read.
+    async fn new(
+        state: &'a AppState,
+        local: &'a Arc<LocalRun>,
+        lease: Lease,
+        run: AgentRun,
+        ctx: TaskContext,
+    ) -> RuntimeResult<Self> {
+        let conversation_id = run.conversation_id.clone().unwrap_or_default();
+        let chat_id = state
+            .store
+            .get_conversation(&conversation_id)
+            .await?
+            .chat_id
+            .unwrap_or_default();
+        Ok(Self {
+            state,
+            local,
+            lease,
+            run,
+            ctx,
+            conversation_id,
+            chat_id,
         })
     }
 
-    /// Runs the loop, unless the log already holds the run's end: the
-    /// project's MCP servers started, the owner told, the lease watched,
-    /// the tools offered and the job handed to the executor.
+    /// The run as the runtime hosts it, with `ending` taking part in its
+    /// end.
+    fn hosted(&self, decisions: Decisions, ending: Arc<AgentRunEnding>) -> HostedRun {
+        HostedRun {
+            run_id: self.run.id.clone(),
+            chat_id: self.chat_id.clone(),
+            decisions,
+            ending: Some(ending),
+        }
+    }
+
+    /// Ends a run that a person ended while no instance executed it (see
+    /// [`end_stopped`]), and releases it.
+    async fn end_stopped(&self) -> RuntimeResult<()> {
+        let ending = Arc::new(AgentRunEnding::new(self.state.store.clone(), &self.run.id));
+        let hosted = self.hosted(Decisions::default(), ending);
+        Box::pin(end_stopped(self.state, &self.run, hosted)).await?;
+        Ok(self.lease.release().await?)
+    }
+
+    /// Runs the loop: the project's MCP servers started, the owner told,
+    /// the lease watched, the tools offered and the run executed.
     async fn run_loop(
         &self,
-        earlier: Earlier,
-        sink: &Arc<StoreSink>,
+        ending: &Arc<AgentRunEnding>,
         workflow_called: &Arc<AtomicBool>,
-    ) -> StorageResult<Outcome> {
-        if let Some(result) = earlier.logged {
-            return Ok(Outcome::Finished(result));
-        }
+    ) -> RuntimeResult<Outcome> {
         let mcp = match Box::pin(project_mcp(self.state, &self.ctx)).await {
             Err(message) => return Ok(Outcome::Failed(message)),
             Ok(mcp) => mcp,
         };
-        self.notify_streaming("streaming-started");
-        let stop = self.state.shutdown.child_token();
-        let watched = self
+        let decisions = self
             .state
-            .watch_lease(&self.run.id, self.local.cancel.clone(), stop.clone());
+            .store
+            .list_agent_run_decisions(&self.run.id)
+            .await?
+            .into_iter()
+            .map(|d| (d.call_id, d.decision))
+            .collect();
+        self.notify_streaming("streaming-started");
+        let watched = self.state.watch_lease(&self.run.id, self.local.clone());
         let mut tools = tools(
             self.state,
             &self.ctx,
@@ -281,8 +228,13 @@ impl Execution<'_> {
         if let Some(mcp) = &mcp {
             tools.extend(mcp.tools());
         }
-        let job = self.job(tools, earlier.first_seq, earlier.decisions, stop, sink);
-        let outcome = self.state.executor.execute(job).await;
+        let metrics = RunMetrics::new(
+            self.state.metrics.clone(),
+            self.state.config.api.as_str(),
+            run_model(&self.state.config, &self.ctx),
+        );
+        let hosted = self.hosted(decisions, ending.clone());
+        let outcome = hosting::execute(self.state, self.local, hosted, tools, &metrics).await;
         drop(watched);
         if let Some(mcp) = mcp {
             Box::pin(mcp.shutdown()).await;
@@ -290,87 +242,55 @@ impl Execution<'_> {
         Ok(outcome)
     }
 
-    /// The job the executor runs.
-    fn job(
+    /// How the execution ended; `None` when nothing more is done here: the
+    /// run stopped without ending (shutdown, lost lease, another instance
+    /// executes it), or waits for a person.
+    async fn ended(
         &self,
-        tools: Vec<Arc<dyn Tool>>,
-        first_seq: u64,
-        decisions: Decisions,
-        stop: agentloop_types::CancellationToken,
-        sink: &Arc<StoreSink>,
-    ) -> AgentJob {
-        AgentJob {
-            run_id: self.run.id.clone(),
-            chat_id: self.chat_id.clone(),
-            store: self.state.store.clone(),
-            provider: self.state.config.provider.clone(),
-            tools,
-            owner: self.lease.owner.clone(),
-            lease_ms: self.lease.ttl_ms,
-            first_seq,
-            cancel: self.local.cancel.clone(),
-            stop,
-            sink: sink.clone(),
-            decisions,
-        }
-    }
-
-    /// Maps the executor's outcome to how the run ended; `None` when
-    /// nothing more is done here: the run stopped without ending (shutdown,
-    /// lost lease, another instance executes it), waits for a person, or
-    /// this instance lost its lease.
-    async fn ending(&self, outcome: Outcome, sink: &StoreSink) -> StorageResult<Option<Ended>> {
+        outcome: Outcome,
+        ending: &Arc<AgentRunEnding>,
+    ) -> RuntimeResult<Option<Ended>> {
         let store = &*self.state.store;
-        let run_id = self.run.id.as_str();
         match outcome {
             Outcome::Stopped | Outcome::Busy => {
                 if self.state.shutdown.is_cancelled() || outcome == Outcome::Busy {
-                    store.release_lease(run_id, &self.lease.owner).await?;
+                    self.lease.release().await?;
                 }
                 Ok(None)
             }
             Outcome::Waiting(pending) => {
-                Box::pin(self.wait(&pending, false, None)).await?;
+                Box::pin(self.wait(&pending, false)).await?;
                 Ok(None)
             }
-            Outcome::Finished(result) if matches!(result.status, LoopStatus::Suspended { .. }) => {
-                let LoopStatus::Suspended { pending, .. } = &result.status else {
+            Outcome::Finished(result) => {
+                if let LoopStatus::Suspended { pending, .. } = &result.status {
+                    Box::pin(self.wait(pending, true)).await?;
                     return Ok(None);
-                };
-                let value = serde_json::to_value(&*result).ok();
-                Box::pin(self.wait(pending, true, value)).await?;
-                Ok(None)
+                }
+                match ending.settled() {
+                    Some(settled) => Ok(Some(Ended::from(settled))),
+                    // The runtime always ends a finished run through the
+                    // ending; settled here only if it did not.
+                    None => Ok(Some(Ended::from(
+                        settle(store, &self.run.id, *result).await?,
+                    ))),
+                }
             }
-            Outcome::Finished(result) => match sink.take_settled() {
-                // The terminal event went through the sink, which ended the run.
-                Some(settled) => Ok(Some(Ended::from(settled))),
-                None => {
-                    if self.lease.renew().await.is_err() {
-                        return Ok(None);
-                    }
-                    let settled = Box::pin(settle(store, run_id, *result)).await?;
-                    Ok(Some(Ended::from(settled)))
-                }
-            },
-            Outcome::AlreadyAnswered => {
-                if self.lease.renew().await.is_err() {
-                    return Ok(None);
-                }
-                let settled = Box::pin(log_answered(self.state, run_id, &self.chat_id)).await?;
-                Ok(Some(Ended::from(settled)))
+            Outcome::Answered => {
+                let hosted = self.hosted(Decisions::default(), ending.clone());
+                Box::pin(end_answered(self.state, hosted)).await?;
+                Ok(ending.settled().map(Ended::from))
             }
             Outcome::Failed(error) => {
-                if self.lease.renew().await.is_err() {
+                if !self.lease.renew().await? {
                     return Ok(None);
                 }
                 let reason = EndReason::new("executor", error.clone());
                 let (status, _, ended_here) =
-                    finish(store, run_id, AgentRunStatus::Failed, Some(reason)).await?;
-                Ok(Some(Ended {
-                    status,
-                    ended_here,
-                    result: Some(json!({ "error": error })),
-                }))
+                    finish(store, &self.run.id, AgentRunStatus::Failed, Some(reason)).await?;
+                let result = Some(json!({ "error": error }));
+                Box::pin(close_record(store, &self.run.id, status, result)).await?;
+                Ok(Some(Ended { status, ended_here }))
             }
         }
     }
@@ -378,22 +298,13 @@ impl Execution<'_> {
     /// Ends an execution whose run waits for a person: the run is switched
     /// to `waiting` (see [`crate::waiting`]), its lease released, its owner
     /// told.
-    async fn wait(
-        &self,
-        pending: &[PendingCall],
-        fresh: bool,
-        result: Option<serde_json::Value>,
-    ) -> StorageResult<()> {
-        if self.lease.renew().await.is_err() {
+    async fn wait(&self, pending: &[PendingCall], fresh: bool) -> RuntimeResult<()> {
+        if !self.lease.renew().await? {
             return Ok(());
         }
         let status =
-            waiting::start_waiting(self.state, &self.ctx, &self.run, pending, fresh, result)
-                .await?;
-        self.state
-            .store
-            .release_lease(&self.run.id, &self.lease.owner)
-            .await?;
+            waiting::start_waiting(self.state, &self.ctx, &self.run, pending, fresh).await?;
+        self.lease.release().await?;
         self.notify_streaming("streaming-ended");
         if status != AgentRunStatus::Waiting {
             self.state
@@ -402,18 +313,14 @@ impl Execution<'_> {
         Ok(())
     }
 
-    /// Closes an ended run: its record, its lease, the finished-runs
-    /// metric, the task's workflow flag, the owner's notifications and the
-    /// next link of the chain.
-    async fn close(&self, ended: Ended, workflow_called: &AtomicBool) -> StorageResult<()> {
+    /// Closes an ended run: its lease, the finished-runs metric, the
+    /// task's workflow flag, the owner's notifications and the next link
+    /// of the chain. (Its record and terminal event were written as it
+    /// ended.)
+    async fn close(&self, ended: Ended, workflow_called: &AtomicBool) -> RuntimeResult<()> {
         let store = &*self.state.store;
-        let Ended {
-            status,
-            ended_here,
-            result,
-        } = ended;
-        Box::pin(close_record(store, &self.run.id, status, result)).await?;
-        store.release_lease(&self.run.id, &self.lease.owner).await?;
+        let Ended { status, ended_here } = ended;
+        self.lease.release().await?;
         if ended_here {
             self.count_finished(status);
         }
@@ -453,7 +360,7 @@ impl Execution<'_> {
 }
 
 /// Starts the next agent of the chain unless the workflow is complete.
-async fn chain(state: &AppState, ctx: &TaskContext, agent: AgentType) -> StorageResult<()> {
+async fn chain(state: &AppState, ctx: &TaskContext, agent: AgentType) -> RuntimeResult<()> {
     let Some(next) = next_agent(agent) else {
         return Ok(());
     };
@@ -470,6 +377,6 @@ async fn chain(state: &AppState, ctx: &TaskContext, agent: AgentType) -> Storage
     };
     match start_agent_run(state, &ctx, next).await {
         Ok(_) | Err(StartError::Conflict(_)) => Ok(()),
-        Err(StartError::Storage(e)) => Err(e),
+        Err(StartError::Storage(e)) => Err(e.into()),
     }
 }

@@ -12,9 +12,13 @@
 //! result is `complete` with `stopped_by`, a cancelled one's `cancelled`
 //! with `stopped_by`.
 
-use agentloop_storage::model::{AgentRunStatus, EndReason, now_millis};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agentloop_runtime::{Decided, RunEnding};
+use agentloop_storage::model::{AgentRunStatus, EndReason, RunStatus, now_millis};
 use agentloop_storage::{StorageResult, Store};
 use agentloop_types::{LoopError, LoopResult, LoopStatus, RunStop};
+use async_trait::async_trait;
 
 /// How an agent run ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +31,108 @@ pub struct Settled {
     pub ended_here: bool,
     /// The loop result, agreeing with `status` and `reason`.
     pub result: LoopResult,
+}
+
+/// The agent run's part in its run's one end (see
+/// [`agentloop_runtime::ending`]): the end is decided from the agent run
+/// as stored (a person's cancel or Mark Done wins), the runtime logs it,
+/// then the agent run is finished with it.
+pub struct AgentRunEnding {
+    store: Arc<dyn Store>,
+    run_id: String,
+    settled: Mutex<Option<Settled>>,
+}
+
+impl AgentRunEnding {
+    /// The ending of agent run `run_id`.
+    pub fn new(store: Arc<dyn Store>, run_id: &str) -> Self {
+        Self {
+            store,
+            run_id: run_id.to_owned(),
+            settled: Mutex::new(None),
+        }
+    }
+
+    /// How the run ended, once its end was committed.
+    pub fn settled(&self) -> Option<Settled> {
+        self.settled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn keep(&self, settled: Settled) {
+        *self.settled.lock().unwrap_or_else(PoisonError::into_inner) = Some(settled);
+    }
+}
+
+#[async_trait]
+impl RunEnding for AgentRunEnding {
+    async fn decide(&self, result: LoopResult) -> Result<Decided, String> {
+        let settled = decide(&*self.store, &self.run_id, result)
+            .await
+            .map_err(|e| e.to_string())?;
+        let decided = Decided {
+            result: settled.result.clone(),
+            status: record_status(settled.status),
+        };
+        self.keep(settled);
+        Ok(decided)
+    }
+
+    async fn commit(&self, _decided: &Decided) -> Result<(), String> {
+        let Some(mut settled) = self.settled() else {
+            return Err("the end was committed before it was decided".to_owned());
+        };
+        if settled.ended_here {
+            let (status, reason, ended_here) = finish(
+                &*self.store,
+                &self.run_id,
+                settled.status,
+                settled.reason.clone(),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            // A person who ended the run between the decision and now
+            // keeps their end in the agent run; the log says the loop's.
+            settled.status = status;
+            settled.reason = reason;
+            settled.ended_here = ended_here;
+        }
+        self.keep(settled);
+        Ok(())
+    }
+}
+
+/// The end agent run `run_id` takes when its loop ended with `result`,
+/// not yet recorded: the end a person recorded, if any (`ended_here`
+/// false), else the one the result asks for.
+pub async fn decide(store: &dyn Store, run_id: &str, result: LoopResult) -> StorageResult<Settled> {
+    let stored = store.get_agent_run(run_id).await?;
+    let (status, reason, ended_here) = if stored.status.is_active() {
+        let (status, reason) = wanted(&result.status);
+        (status, reason, true)
+    } else {
+        (stored.status, stored.end_reason, false)
+    };
+    let result = agreeing(result, status, reason.as_ref());
+    Ok(Settled {
+        status,
+        reason,
+        ended_here,
+        result,
+    })
+}
+
+/// The record status matching an agent run status.
+pub fn record_status(status: AgentRunStatus) -> RunStatus {
+    match status {
+        AgentRunStatus::Running => RunStatus::Running,
+        AgentRunStatus::Waiting => RunStatus::Suspended,
+        AgentRunStatus::Completed => RunStatus::Completed,
+        AgentRunStatus::Failed => RunStatus::Failed,
+        AgentRunStatus::Cancelled => RunStatus::Cancelled,
+    }
 }
 
 /// Finishes agent run `run_id` with the end its loop's `result` asks for,

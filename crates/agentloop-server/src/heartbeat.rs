@@ -2,9 +2,10 @@
 //! `heartbeat` interval one task renews all their leases
 //! ([`agentloop_storage::RunStore::renew_leases`], one statement per batch
 //! of runs) and learns each run's status from the same statement. A run
-//! whose lease was lost is stopped (left to the instance that holds it); a
-//! run no longer `running` in the store (cancelled or force-completed,
-//! possibly by another instance, or deleted) is cancelled. One task and one
+//! whose lease was lost is halted with [`Halt::Stop`] (left to the instance
+//! that holds it); a run no longer `running` in the store (cancelled or
+//! force-completed, possibly by another instance, or deleted) with
+//! [`Halt::Cancel`]. One task and one
 //! statement per batch instead of a task, a transaction and a read per run
 //! keep the database's load flat as runs grow.
 
@@ -17,6 +18,8 @@ use agentloop_storage::Store;
 use agentloop_storage::model::{AgentRunStatus, LeaseRenewal, now_millis};
 use agentloop_types::CancellationToken;
 
+use crate::local_run::{Halt, LocalRun};
+
 /// The runs this instance executes under a lease, by agent run id.
 #[derive(Default)]
 pub struct Heartbeat {
@@ -27,13 +30,10 @@ pub struct Heartbeat {
     started: OnceLock<()>,
 }
 
-/// What the heartbeat may do to one executing run.
+/// One executing run under the heartbeat.
 struct Beat {
     generation: u64,
-    /// Cancels the run: it ends `cancelled`.
-    cancel: CancellationToken,
-    /// Stops the execution where it is, leaving the run to the lease holder.
-    stop: CancellationToken,
+    run: Arc<LocalRun>,
 }
 
 /// Where the heartbeat renews leases, and how.
@@ -89,8 +89,7 @@ impl Heartbeat {
         self: &Arc<Self>,
         renewer: impl FnOnce() -> Renewer,
         run_id: &str,
-        cancel: CancellationToken,
-        stop: CancellationToken,
+        run: Arc<LocalRun>,
     ) -> Watched {
         self.started.get_or_init(|| {
             tokio::spawn(beat(Arc::downgrade(self), renewer()));
@@ -99,14 +98,7 @@ impl Heartbeat {
         self.runs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                run_id.to_owned(),
-                Beat {
-                    generation,
-                    cancel,
-                    stop,
-                },
-            );
+            .insert(run_id.to_owned(), Beat { generation, run });
         Watched {
             heartbeat: self.clone(),
             run_id: run_id.to_owned(),
@@ -133,8 +125,8 @@ impl Heartbeat {
                 LeaseRenewal::Renewed {
                     agent_run: Some(AgentRunStatus::Running),
                 } => {}
-                LeaseRenewal::Renewed { .. } => beat.cancel.cancel(),
-                LeaseRenewal::Lost => beat.stop.cancel(),
+                LeaseRenewal::Renewed { .. } => beat.run.halt(Halt::Cancel),
+                LeaseRenewal::Lost => beat.run.halt(Halt::Stop),
             }
         }
     }

@@ -19,12 +19,14 @@
 //!    its lease and chains the next, step by step; [`waiting`] holds runs
 //!    waiting for a person (approvals, answers); [`recovery`] takes over
 //!    runs whose lease expired. Below them: [`runner`] (a run's task
-//!    context, preparing it, creating it), [`run_log`] (its event log and
-//!    record at the end), [`run_tools`] (the tools it is offered),
-//!    [`sink`] (appending its events), [`executor`] (the
-//!    [`AgentExecutor`] port and [`RuntimeExecutor`], which runs the loop
-//!    through `agentloop-runtime`), [`ending`] (how a run ends),
-//!    [`heartbeat`] (renewing every lease here at once) and [`tool`].
+//!    context, preparing it, creating it), [`run_log`] (ending a run no
+//!    loop is left to end), [`hosting`] (executing the loop through
+//!    `agentloop-runtime`, which keeps the run's one record, lease and
+//!    event log, and reading its events to live followers), [`run_tools`]
+//!    (the tools it is offered), [`ending`] (how a run ends, decided once
+//!    as its terminal event is written), [`heartbeat`] (renewing every
+//!    lease here at once), [`local_run`] (a run executing here: its one
+//!    cancel token and why it was halted), [`lease`] and [`tool`].
 //! 3. **State**: [`state`] ([`AppState`], shared by both layers above),
 //!    [`follow`] (waking followers of runs executing elsewhere),
 //!    [`metrics`], [`shapes`] (JSON shapes of records for answers and
@@ -60,13 +62,15 @@ pub mod config;
 pub mod drive;
 pub mod ending;
 pub mod error;
-pub mod executor;
 pub mod folders;
 pub mod follow;
 pub mod heartbeat;
+pub mod hosting;
 pub mod http;
 pub mod ids;
+pub mod lease;
 pub mod listener;
+pub mod local_run;
 pub mod metrics;
 pub mod policy;
 pub mod recovery;
@@ -75,7 +79,6 @@ pub mod run_tools;
 pub mod runner;
 pub mod server;
 pub mod shapes;
-pub mod sink;
 pub mod state;
 pub mod tool;
 pub mod unread_body;
@@ -88,7 +91,6 @@ pub use http::{openapi, web};
 
 pub use config::{AgentPrompts, ServerConfig};
 pub use error::ServerError;
-pub use executor::{AgentExecutor, AgentJob, Outcome, RuntimeExecutor};
 pub use http::error::ApiError;
 pub use server::{Server, shutdown_signal};
 pub use state::AppState;

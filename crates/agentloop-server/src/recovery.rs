@@ -134,7 +134,7 @@ pub async fn claim_once(state: &AppState) -> Result<usize, StorageError> {
         // log its end (see `drive`).
         if agent_run.status == AgentRunStatus::Waiting {
             let mut record = record;
-            record.status = crate::runner::record_status(agent_run.status);
+            record.status = crate::ending::record_status(agent_run.status);
             record.updated_at = now;
             state.store.update_run(&record).await?;
             continue;

@@ -1,14 +1,16 @@
-//! An agent run's event log and record at its end: where the log stands
-//! (last seq, the terminal event if logged), appending a terminal event
-//! built from the run's chat when the loop could not, and writing the
-//! record's final status and result.
+//! Ending an agent run that no loop is left to end — its chat already
+//! holds the final answer, or a person ended it while nothing executed it
+//! — through the runtime's one end of a run (terminal event, record, agent
+//! run: see [`agentloop_runtime::ChatRuntime::end_hosted`]); and the record
+//! of a run that failed before its loop ran.
 
+use agentloop_runtime::{HostedRun, RuntimeResult};
 use agentloop_storage::model::{AgentRun, AgentRunStatus, now_millis};
 use agentloop_storage::{StorageResult, Store};
-use agentloop_types::{EventKind, FinishedEvent, LoopEvent, LoopResult, LoopStatus};
+use agentloop_types::{History, LoopResult, LoopStatus};
 
-use crate::ending::{Settled, agreeing, settle};
-use crate::runner::record_status;
+use crate::ending::{agreeing, record_status};
+use crate::hosting;
 use crate::state::AppState;
 
 /// The chat an agent run's loop runs in, once prepared.
@@ -19,7 +21,7 @@ pub async fn run_chat(state: &AppState, run: &AgentRun) -> StorageResult<Option<
     Ok(state.store.get_conversation(conversation_id).await?.chat_id)
 }
 
-/// Sets the run record's final status and result.
+/// Sets the record of a run that failed before its loop could end it.
 pub async fn close_record(
     store: &dyn Store,
     run_id: &str,
@@ -36,127 +38,72 @@ pub async fn close_record(
 }
 
 /// Ends a run whose chat already holds its final answer (the previous
-/// attempt stored it but stopped before logging the end): the run is
-/// settled and the terminal event, with the chat's messages, appended.
-pub async fn log_answered(state: &AppState, run_id: &str, chat_id: &str) -> StorageResult<Settled> {
-    let store = &*state.store;
-    let result = LoopResult {
-        status: LoopStatus::Complete {
+/// attempt stored it but stopped before it ended the run): it ends
+/// `complete` with the chat's messages.
+pub async fn end_answered(state: &AppState, hosted: HostedRun) -> RuntimeResult<()> {
+    let result = complete_from_chat(
+        state,
+        &hosted.chat_id,
+        LoopStatus::Complete {
             return_value: None,
             output: None,
         },
-        messages: chat_messages(store, chat_id).await?,
-        tokens: store.get_chat(chat_id).await?.totals,
-        stop: None,
-    };
-    let settled = settle(store, run_id, result).await?;
-    log_terminal(state, run_id, &settled.result).await?;
-    Ok(settled)
+    )
+    .await?;
+    end(state, hosted, result).await
 }
 
-/// The messages of a chat, in order.
-async fn chat_messages(
-    store: &dyn Store,
+/// Ends a run a person ended (cancelled, or its task marked done) while no
+/// instance executed it, unless its log already holds its end: the
+/// terminal event is built from its chat, agreeing with how the run ended.
+/// A run that failed gets its record's status only (its error is not
+/// known here).
+pub async fn end_stopped(state: &AppState, run: &AgentRun, hosted: HostedRun) -> RuntimeResult<()> {
+    let status = match run.status {
+        AgentRunStatus::Completed => LoopStatus::Complete {
+            return_value: None,
+            output: None,
+        },
+        AgentRunStatus::Cancelled => LoopStatus::Cancelled,
+        AgentRunStatus::Failed | AgentRunStatus::Running | AgentRunStatus::Waiting => {
+            return Ok(close_record(&*state.store, &run.id, run.status, None).await?);
+        }
+    };
+    let result = complete_from_chat(state, &hosted.chat_id, status).await?;
+    let result = agreeing(result, run.status, run.end_reason.as_ref());
+    end(state, hosted, result).await
+}
+
+/// A result with `status` and the chat's messages and totals.
+async fn complete_from_chat(
+    state: &AppState,
     chat_id: &str,
-) -> StorageResult<agentloop_types::History> {
-    Ok(store
+    status: LoopStatus,
+) -> StorageResult<LoopResult> {
+    let store = &*state.store;
+    let messages: History = store
         .list_messages(chat_id)
         .await?
         .into_iter()
         .map(|m| m.message)
-        .collect())
+        .collect();
+    Ok(LoopResult {
+        status,
+        messages,
+        tokens: store.get_chat(chat_id).await?.totals,
+        stop: None,
+    })
 }
 
-/// Appends `result` as the run's terminal event unless its log holds one.
-async fn log_terminal(state: &AppState, run_id: &str, result: &LoopResult) -> StorageResult<()> {
-    let store = &*state.store;
-    let (last, logged) = scan_log(store, run_id).await?;
-    if logged.is_none() {
-        let event = LoopEvent {
-            seq: last.map_or(0, |s| s + 1),
-            path: Default::default(),
-            kind: EventKind::Finished(FinishedEvent {
-                result: result.clone(),
-            }),
-        };
-        store
-            .append_events(run_id, std::slice::from_ref(&event))
-            .await?;
-        if let Some(local) = state.local_run(run_id) {
-            local.send(event);
-        }
+/// Ends `hosted` with `result` and sends its terminal event to the live
+/// followers.
+async fn end(state: &AppState, hosted: HostedRun, result: LoopResult) -> RuntimeResult<()> {
+    let run_id = hosted.run_id.clone();
+    let event = hosting::runtime(state, Vec::new(), None)
+        .end_hosted(hosted, result)
+        .await?;
+    if let Some(local) = state.local_run(&run_id) {
+        local.send(event);
     }
     Ok(())
-}
-
-/// Logs the end of a run that ended while no instance executed it: a
-/// person ended it (cancelled, or its task marked done) after the instance
-/// that executed it crashed, or that instance ended it and stopped before
-/// logging the end. Unless its log holds a terminal event, one is built
-/// from its chat, agreeing with how the run ended. Returns the result
-/// logged (none for a failed run, whose error is not known here).
-pub async fn log_stopped(state: &AppState, run: &AgentRun) -> StorageResult<Option<LoopResult>> {
-    let store = &*state.store;
-    if let (_, Some(logged)) = scan_log(store, &run.id).await? {
-        return Ok(Some(*logged));
-    }
-    if !matches!(
-        run.status,
-        AgentRunStatus::Completed | AgentRunStatus::Cancelled
-    ) {
-        return Ok(None);
-    }
-    let Some(chat_id) = run_chat(state, run).await? else {
-        return Ok(None);
-    };
-    let status = if run.status == AgentRunStatus::Completed {
-        LoopStatus::Complete {
-            return_value: None,
-            output: None,
-        }
-    } else {
-        LoopStatus::Cancelled
-    };
-    let result = agreeing(
-        LoopResult {
-            status,
-            messages: chat_messages(store, &chat_id).await?,
-            tokens: store.get_chat(&chat_id).await?.totals,
-            stop: None,
-        },
-        run.status,
-        run.end_reason.as_ref(),
-    );
-    log_terminal(state, &run.id, &result).await?;
-    Ok(Some(result))
-}
-
-/// The highest stored event seq and, if the log already holds it, the
-/// run's final result (a suspended result is not final: the run goes on
-/// after its decisions, and its log with it).
-pub async fn scan_log(
-    store: &dyn Store,
-    run_id: &str,
-) -> StorageResult<(Option<u64>, Option<Box<LoopResult>>)> {
-    const PAGE: u32 = 1000;
-    let mut after = None;
-    let mut result = None;
-    loop {
-        let events = store.list_events(run_id, after, PAGE).await?;
-        for event in &events {
-            if let EventKind::Finished(FinishedEvent { result: r }) = &event.kind
-                && event.path.is_root()
-            {
-                result = (!matches!(r.status, LoopStatus::Suspended { .. }))
-                    .then(|| Box::new(r.clone()));
-            }
-        }
-        let len = events.len();
-        if let Some(last) = events.last() {
-            after = Some(last.seq);
-        }
-        if len < PAGE as usize {
-            return Ok((after, result));
-        }
-    }
 }

@@ -72,17 +72,6 @@ pub enum StartError {
     Storage(#[from] StorageError),
 }
 
-/// The record status matching an agent run status.
-pub fn record_status(status: AgentRunStatus) -> RunStatus {
-    match status {
-        AgentRunStatus::Running => RunStatus::Running,
-        AgentRunStatus::Waiting => RunStatus::Suspended,
-        AgentRunStatus::Completed => RunStatus::Completed,
-        AgentRunStatus::Failed => RunStatus::Failed,
-        AgentRunStatus::Cancelled => RunStatus::Cancelled,
-    }
-}
-
 /// Creates an agent run (the database refuses a second running one per
 /// task) and prepares it; [`crate::drive::start_agent_run`] then executes
 /// it.
@@ -122,8 +111,9 @@ pub fn ttl_ms(state: &AppState) -> i64 {
 
 /// Makes sure an agent run has its conversation (with a chat holding the
 /// first message) and its run record; safe to repeat after a crash at any
-/// point. The agent run's record carries the lease and the event log; it is
-/// not tied to the chat, whose own run records belong to the runtime.
+/// point. The agent run's record is the one record of its run: the
+/// runtime executes it in the chat (see [`agentloop_runtime::HostedRun`]),
+/// under its lease, into its event log.
 pub async fn prepare(
     store: &dyn Store,
     config: &ServerConfig,
@@ -133,7 +123,9 @@ pub async fn prepare(
     if run.conversation_id.is_none() {
         run.conversation_id = Some(create_conversation(store, config, ctx, &run).await?);
     }
-    create_record(store, &run.id).await?;
+    let conversation_id = run.conversation_id.as_deref().unwrap_or_default();
+    let chat_id = store.get_conversation(conversation_id).await?.chat_id;
+    create_record(store, &run.id, chat_id).await?;
     Ok(run)
 }
 
@@ -174,15 +166,19 @@ async fn create_conversation(
     Ok(conversation.id)
 }
 
-/// Creates the run record of an agent run unless it exists.
-async fn create_record(store: &dyn Store, run_id: &str) -> StorageResult<()> {
+/// Creates the run record of an agent run in its chat unless it exists.
+async fn create_record(
+    store: &dyn Store,
+    run_id: &str,
+    chat_id: Option<String>,
+) -> StorageResult<()> {
     match store.get_run(run_id).await {
         Ok(_) => Ok(()),
         Err(StorageError::NotFound { .. }) => {
             let now = now_millis();
             let record = RunRecord {
                 id: run_id.to_owned(),
-                chat_id: None,
+                chat_id,
                 status: RunStatus::Running,
                 state: None,
                 result: None,

@@ -9,7 +9,6 @@ use tokio::net::TcpListener;
 
 use crate::config::ServerConfig;
 use crate::error::ServerError;
-use crate::executor::{AgentExecutor, RuntimeExecutor};
 use crate::listener::serve_bounded;
 use crate::state::AppState;
 
@@ -21,19 +20,10 @@ pub struct Server {
 }
 
 impl Server {
-    /// A server over a store with the runtime executor.
+    /// A server over a store.
     pub fn new(store: Arc<dyn Store>, config: ServerConfig) -> Self {
-        Self::with_executor(store, config, Arc::new(RuntimeExecutor))
-    }
-
-    /// A server with a chosen executor.
-    pub fn with_executor(
-        store: Arc<dyn Store>,
-        config: ServerConfig,
-        executor: Arc<dyn AgentExecutor>,
-    ) -> Self {
         Self {
-            state: AppState::new(store, config, executor),
+            state: AppState::new(store, config),
         }
     }
 

@@ -1,18 +1,19 @@
 //! Shared state of one server instance.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use agentloop_storage::Store;
 use agentloop_storage::model::{AgentRun, AgentRunStatus};
-use agentloop_types::{CancellationToken, LoopEvent};
+use agentloop_types::CancellationToken;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::config::ServerConfig;
-use crate::executor::AgentExecutor;
 use crate::follow::AppendWakers;
 use crate::heartbeat::{Heartbeat, Renewer, Watched};
+use crate::lease::Lease;
+pub use crate::local_run::{Halt, LocalRun};
 use crate::metrics::{Metrics, Scraped};
 
 /// Capacity of the owner notification channel.
@@ -27,43 +28,6 @@ pub struct Notice {
     pub message: Value,
 }
 
-/// A run executing in this instance.
-pub struct LocalRun {
-    /// Cancels the run (a person asked, or it was force-completed).
-    pub cancel: CancellationToken,
-    /// Live events, for SSE followers. Made when the first follower comes:
-    /// a channel holds its whole capacity from the start, and most runs
-    /// are never followed live.
-    events: OnceLock<broadcast::Sender<LoopEvent>>,
-    capacity: usize,
-}
-
-impl LocalRun {
-    fn new(capacity: usize) -> Self {
-        Self {
-            cancel: CancellationToken::new(),
-            events: OnceLock::new(),
-            capacity: capacity.max(1),
-        }
-    }
-
-    /// Receives the live events sent from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<LoopEvent> {
-        self.events
-            .get_or_init(|| broadcast::channel(self.capacity).0)
-            .subscribe()
-    }
-
-    /// Sends a stored event to the live followers, if any.
-    pub fn send(&self, event: LoopEvent) {
-        if let Some(events) = self.events.get()
-            && events.receiver_count() > 0
-        {
-            let _ = events.send(event);
-        }
-    }
-}
-
 /// State shared by handlers and background tasks.
 #[derive(Clone)]
 pub struct AppState {
@@ -71,8 +35,6 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     /// The configuration.
     pub config: Arc<ServerConfig>,
-    /// Runs agent runs.
-    pub executor: Arc<dyn AgentExecutor>,
     /// Runs executing here, by agent run id.
     pub local: Arc<Mutex<HashMap<String, Arc<LocalRun>>>>,
     /// Notifications for WebSocket clients.
@@ -88,16 +50,11 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// State around a store, a configuration and an executor.
-    pub fn new(
-        store: Arc<dyn Store>,
-        config: ServerConfig,
-        executor: Arc<dyn AgentExecutor>,
-    ) -> Self {
+    /// State around a store and a configuration.
+    pub fn new(store: Arc<dyn Store>, config: ServerConfig) -> Self {
         Self {
             store,
             config: Arc::new(config),
-            executor,
             local: Arc::new(Mutex::new(HashMap::new())),
             notices: broadcast::channel(NOTICE_CHANNEL).0,
             shutdown: CancellationToken::new(),
@@ -135,15 +92,10 @@ impl AppState {
             .cloned()
     }
 
-    /// Keeps the lease of `run_id`, executing here, renewed until the
-    /// guard is dropped: a lost lease cancels `stop`, a run no longer
-    /// `running` in the store `cancel`.
-    pub fn watch_lease(
-        &self,
-        run_id: &str,
-        cancel: CancellationToken,
-        stop: CancellationToken,
-    ) -> Watched {
+    /// Keeps the lease of `local`, executing here, renewed until the
+    /// guard is dropped: a lost lease stops it, a run no longer `running`
+    /// in the store is cancelled (see [`Halt`]).
+    pub fn watch_lease(&self, run_id: &str, local: Arc<LocalRun>) -> Watched {
         self.heartbeat.watch(
             || Renewer {
                 store: self.store.clone(),
@@ -153,9 +105,18 @@ impl AppState {
                 shutdown: self.shutdown.clone(),
             },
             run_id,
-            cancel,
-            stop,
+            local,
         )
+    }
+
+    /// This instance's lease on `run_id`.
+    pub fn lease(&self, run_id: &str) -> Lease {
+        Lease {
+            store: self.store.clone(),
+            run_id: run_id.to_owned(),
+            owner: self.config.instance_id.clone(),
+            ttl_ms: self.lease_ttl_ms(),
+        }
     }
 
     /// The lease length in ms.

@@ -3,24 +3,26 @@
 //! run once every pending call is decided, and closing the pending calls of
 //! a run cancelled while it waits.
 //!
-//! A run whose loop suspends is switched `running` → `waiting`: its run
-//! record is stored `suspended` (not claimable), its lease is released and
-//! nothing executes it. The last decision switches it back to `running`
-//! and starts executing it again as the same agent run; the executor then
-//! resumes the chat's suspended run with the recorded decisions, and its
-//! events continue the run's log.
+//! A run whose loop suspends is stored `suspended` by the runtime (not
+//! claimable) and switched `running` → `waiting` here; its lease is
+//! released and nothing executes it. The last decision switches it back
+//! to `running` and starts executing it again: the runtime resumes the
+//! same record in place with the recorded decisions, and its events
+//! continue the run's log.
 
 use std::sync::Arc;
 
-use agentloop_runtime::{ChatRuntime, RuntimeError};
+use agentloop_runtime::{ChatRuntime, HostedRun, RuntimeError};
 use agentloop_storage::StorageResult;
 use agentloop_storage::model::{AgentRun, AgentRunDecision, AgentRunStatus, RunStatus, now_millis};
-use agentloop_types::{Decision, EventKind, FinishedEvent, LoopEvent, PendingCall};
-use serde_json::{Value, json};
+use agentloop_types::{Decision, PendingCall};
+use serde_json::json;
 
-use crate::run_log::{run_chat, scan_log};
+use crate::ending::{AgentRunEnding, record_status};
+use crate::hosting;
+use crate::run_log::run_chat;
 use crate::run_tools::tools;
-use crate::runner::{TaskContext, record_status};
+use crate::runner::TaskContext;
 use crate::shapes::pending_json;
 use crate::state::AppState;
 
@@ -199,41 +201,22 @@ async fn try_close_pending(
         run.agent_type,
         Arc::new(std::sync::atomic::AtomicBool::new(false)),
     )?;
-    let runtime = ChatRuntime::new(state.store.clone(), state.config.provider.clone())
-        .with_tools(tools)
-        .with_lease(state.config.instance_id.clone(), state.lease_ttl_ms());
-    let (last, _) = scan_log(&*state.store, &run.id).await?;
-    let mut events: Vec<LoopEvent> = Vec::new();
-    let closed = runtime
-        .cancel_suspended_with(&chat_id, &mut |event: &LoopEvent| {
-            events.push(event.clone());
-        })
-        .await;
-    let outcome = match closed {
-        Ok(outcome) => outcome,
-        Err(RuntimeError::NotSuspended { .. } | RuntimeError::RunInProgress { .. }) => {
-            return Ok(());
-        }
-        Err(e) => return Err(e),
+    let hosted = HostedRun {
+        run_id: run.id.clone(),
+        chat_id,
+        decisions: Default::default(),
+        ending: Some(Arc::new(AgentRunEnding::new(state.store.clone(), &run.id))),
     };
     // The run ended before its calls were closed: the terminal event says
     // how (cancelled, or completed by Mark Done), as the record does.
-    let settled = crate::ending::settle(&*state.store, &run.id, outcome.result).await?;
-    for (seq, event) in (last.map_or(0, |s| s + 1)..).zip(events.iter_mut()) {
-        event.seq = seq;
-        if let EventKind::Finished(FinishedEvent { result }) = &mut event.kind
-            && event.path.is_root()
-        {
-            *result = settled.result.clone();
-        }
+    let closing = hosting::runtime(state, tools, None)
+        .cancel_waiting(hosted)
+        .await;
+    match closing {
+        Ok(closed) => closed.outcome().await.map(drop),
+        Err(RuntimeError::NotSuspended { .. } | RuntimeError::RunInProgress { .. }) => Ok(()),
+        Err(e) => Err(e),
     }
-    state.store.append_events(&run.id, &events).await?;
-    let mut record = state.store.get_run(&run.id).await?;
-    record.status = record_status(settled.status);
-    record.result = serde_json::to_value(&settled.result).ok();
-    record.updated_at = now_millis();
-    state.store.update_run(&record).await?;
-    Ok(())
 }
 
 /// Marks a run whose loop just suspended (or that found its chat still
@@ -247,7 +230,6 @@ pub async fn start_waiting(
     run: &AgentRun,
     pending: &[PendingCall],
     fresh: bool,
-    result: Option<Value>,
 ) -> StorageResult<AgentRunStatus> {
     let store = &*state.store;
     if fresh {
@@ -264,12 +246,11 @@ pub async fn start_waiting(
         store.get_agent_run(&run.id).await?.status
     };
     let mut record = store.get_run(&run.id).await?;
-    record.status = record_status(status);
-    if result.is_some() {
-        record.result = result;
+    if record.status != record_status(status) {
+        record.status = record_status(status);
+        record.updated_at = now_millis();
+        store.update_run(&record).await?;
     }
-    record.updated_at = now_millis();
-    store.update_run(&record).await?;
     if switched {
         tracing::info!(agent_run_id = %run.id, pending = pending.len(),
                        "agent run waits for a person");

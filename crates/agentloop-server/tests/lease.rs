@@ -37,17 +37,22 @@ async fn writes_stop_once_another_worker_holds_the_lease() {
             .unwrap()
     );
 
-    // The runtime stores the model's answer; this instance then finds the
-    // lease gone and writes nothing more for the run.
-    let path = format!("/api/agent-runs/{run_id}/messages");
+    // At the model's answer this instance finds the lease gone: it commits
+    // nothing more of the run and stops executing it.
     for _ in 0..400 {
-        let (_, messages) = server.get(&path).await;
-        if messages.as_array().is_some_and(|m| m.len() == 2) {
+        if server.state.local_run(&run_id).is_none() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        server.state.local_run(&run_id).is_none(),
+        "the run stopped here"
+    );
+    let (_, messages) = server
+        .get(&format!("/api/agent-runs/{run_id}/messages"))
+        .await;
+    assert_eq!(messages.as_array().map(Vec::len), Some(1), "{messages}");
     let agent_run = store.get_agent_run(&run_id).await.unwrap();
     assert_eq!(agent_run.status, AgentRunStatus::Running);
     let events = store.list_events(&run_id, None, 1000).await.unwrap();

@@ -57,6 +57,8 @@ pub struct PgDatabase {
     name: String,
     /// The store on it.
     pub store: PostgresStore,
+    /// Its URL.
+    pub url: String,
 }
 
 impl PgDatabase {
@@ -74,13 +76,13 @@ impl PgDatabase {
             .await
             .unwrap();
         let (base, _) = admin_url.rsplit_once('/').unwrap();
-        let store = PostgresStore::connect(&format!("{base}/{name}"))
-            .await
-            .unwrap();
+        let url = format!("{base}/{name}");
+        let store = PostgresStore::connect(&url).await.unwrap();
         Self {
             admin_url: admin_url.to_owned(),
             name,
             store,
+            url,
         }
     }
 }
@@ -163,4 +165,42 @@ impl Tool for Counter {
             ToolResult::ok(format!("{} call {n}", self.name))
         })
     }
+}
+
+/// Reads a started run to its end: `runtime.send(..).finish().await`.
+pub trait Finish {
+    /// The run's outcome, or why it could not start or go on.
+    fn finish(
+        self,
+    ) -> impl std::future::Future<
+        Output = agentloop_runtime::RuntimeResult<agentloop_runtime::RunOutcome>,
+    > + Send;
+}
+
+impl<F> Finish for F
+where
+    F: std::future::Future<Output = agentloop_runtime::RuntimeResult<agentloop_runtime::ChatRun>>
+        + Send,
+{
+    async fn finish(self) -> agentloop_runtime::RuntimeResult<agentloop_runtime::RunOutcome> {
+        self.await?.outcome().await
+    }
+}
+
+/// Reads a run to its end, keeping every event it yielded (each yielded
+/// after it was stored) and its result.
+pub async fn drain(
+    mut run: agentloop_runtime::ChatRun,
+) -> (Vec<agentloop_types::LoopEvent>, agentloop_types::LoopResult) {
+    use futures::StreamExt;
+    let mut events = Vec::new();
+    while let Some(event) = run.next().await {
+        events.push(event.unwrap());
+    }
+    let result = events
+        .last()
+        .cloned()
+        .and_then(|e| e.into_root_result())
+        .expect("the run ended with its terminal event");
+    (events, result)
 }

@@ -220,7 +220,7 @@ pub(super) async fn cancel(
         });
     }
     if let Some(local) = state.local_run(&run.id) {
-        local.cancel.cancel();
+        local.halt(crate::state::Halt::Cancel);
     }
     waiting::close_pending(&state, &ctx, &run).await;
     state.notify_run_status(&ctx.owner, &run, AgentRunStatus::Cancelled);

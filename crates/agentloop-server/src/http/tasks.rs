@@ -226,7 +226,7 @@ pub(super) async fn workflow_complete(
         .await?;
     for run in &completed {
         if let Some(local) = state.local_run(&run.id) {
-            local.cancel.cancel();
+            local.halt(crate::state::Halt::Cancel);
         }
         crate::waiting::close_pending(&state, &ctx, run).await;
         state.notify_run_status(&ctx.owner, run, run.status);

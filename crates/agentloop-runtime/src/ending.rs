@@ -1,0 +1,36 @@
+//! [`RunEnding`]: how a host that records more about a run than the
+//! runtime does (a server's agent run: its task, its chain, a person's
+//! cancel or Mark Done) takes part in the run's one end.
+//!
+//! A run's end is written once, by the runtime's persister, in this order:
+//! the host [`decide`](RunEnding::decide)s the result the run ends with
+//! (agreeing with an end a person recorded meanwhile), the terminal event
+//! carrying it is appended, the run record is written, and only then the
+//! host [`commit`](RunEnding::commit)s the end to its own record. So the
+//! terminal event is durable before any status says the run ended, and
+//! the record, the event and the host agree by construction.
+
+use agentloop_storage::model::RunStatus;
+use agentloop_types::LoopResult;
+use async_trait::async_trait;
+
+/// The end a host decided for a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    /// The result the terminal event and the record carry.
+    pub result: LoopResult,
+    /// The status the run record ends with.
+    pub status: RunStatus,
+}
+
+/// A host's part in ending a run; see the module docs.
+#[async_trait]
+pub trait RunEnding: Send + Sync {
+    /// The end of a run whose loop finished with `result` (never a
+    /// suspended one: a run that waits has not ended).
+    async fn decide(&self, result: LoopResult) -> Result<Decided, String>;
+
+    /// Records the end `decided` in the host's own record, after the
+    /// terminal event and the run record were written.
+    async fn commit(&self, decided: &Decided) -> Result<(), String>;
+}

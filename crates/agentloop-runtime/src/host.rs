@@ -1,0 +1,219 @@
+//! Runs whose record a host created: a server's agent run is one run of
+//! its chat, with one record, one lease and one event log, and this is how
+//! the runtime executes it — on a first start, after a person's decisions,
+//! and when another worker takes it over after a crash.
+//!
+//! [`ChatRuntime::host`] reads where the record stands and continues it in
+//! place, its events continuing the record's log:
+//! - the state waits for a person: resumed with the recorded decisions
+//!   once they decide every pending call, else nothing runs;
+//! - the state is a built-in strategy's, between two steps: the run was
+//!   interrupted; its started calls are answered as interrupted and the
+//!   machine goes on from its stored state (see [`crate::recovery`]);
+//! - otherwise the chat's dangling calls are closed and the loop runs over
+//!   the chat's history, unless the chat already ends with an answer.
+
+use std::sync::Arc;
+
+use agentloop_storage::model::RunRecord;
+use agentloop_types::{
+    Decisions, EventKind, FinishedEvent, LoopEvent, LoopResult, Message, PendingCall, Role,
+    RunPath, RunPhase,
+};
+
+use crate::chat_run::ChatRun;
+use crate::ending::RunEnding;
+use crate::error::{RuntimeError, RuntimeResult};
+use crate::gate::Gate;
+use crate::log::RunLog;
+use crate::recovery::is_resumable;
+use crate::runtime::ChatRuntime;
+
+/// A run a host created the record of.
+pub struct HostedRun {
+    /// The run record's id.
+    pub run_id: String,
+    /// The chat the run runs in.
+    pub chat_id: String,
+    /// Decisions recorded for the calls the run may wait on.
+    pub decisions: Decisions,
+    /// The host's part in the run's end.
+    pub ending: Option<Arc<dyn RunEnding>>,
+}
+
+/// What [`ChatRuntime::host`] made of a hosted run.
+#[derive(Debug)]
+pub enum Hosted {
+    /// The run goes on: read it to drive it.
+    Running(ChatRun),
+    /// The run's log already holds its end.
+    Ended(Box<LoopResult>),
+    /// The chat already ends with a final answer: nothing to run.
+    Answered,
+    /// The run waits for a person on these calls, and the decisions do not
+    /// decide them all.
+    Waiting(Vec<PendingCall>),
+}
+
+impl ChatRuntime {
+    /// Executes hosted run `run.run_id` from where its record stands (see
+    /// the module docs), under this worker's lease: `RunInProgress` when
+    /// another worker holds it.
+    pub async fn host(&self, run: HostedRun) -> RuntimeResult<Hosted> {
+        let record = self.claim_hosted(&run).await?;
+        let log = RunLog::read(&*self.store, &record.id).await?;
+        if let Some(ended) = log.ended {
+            let ended = self.end_logged(record, ended, run.ending).await?;
+            return Ok(Hosted::Ended(Box::new(ended)));
+        }
+        let state = record.state.clone();
+        if let Some(state) = state.filter(|s| s.phase != RunPhase::Finished) {
+            let pending = agentloop_engine::Machine::new(state.clone(), Default::default())
+                .pending()
+                .to_vec();
+            if !pending.is_empty() {
+                let decided: Decisions = run
+                    .decisions
+                    .into_iter()
+                    .filter(|(id, _)| pending.iter().any(|p| &p.call.id == id))
+                    .collect();
+                if decided.len() < pending.len() {
+                    return Ok(Hosted::Waiting(pending));
+                }
+                let decide =
+                    |options, state, deps| agentloop_engine::decide(options, state, decided, deps);
+                let running = self.continue_record(record, state, run.ending, decide);
+                return Box::pin(running).await.map(Hosted::Running);
+            }
+            if is_resumable(&state) {
+                let settled = Box::pin(self.settle_interrupted(
+                    &run.chat_id,
+                    &record,
+                    state,
+                    &log,
+                    run.ending.clone(),
+                ))
+                .await?;
+                if settled.ended {
+                    return Ok(Hosted::Ended(Box::new(self.logged_end(&record.id).await?)));
+                }
+                let resume =
+                    |options, state, deps| Ok(agentloop_engine::resume(options, state, deps));
+                let running =
+                    self.continue_record(settled.record, settled.state, run.ending, resume);
+                return Box::pin(running).await.map(Hosted::Running);
+            }
+        }
+        self.repair_dangling(&run.chat_id, &log.started).await?;
+        if self.ends_with_answer(&run.chat_id).await? {
+            return Ok(Hosted::Answered);
+        }
+        Box::pin(self.run_history_in(record, log.next_seq, run.ending))
+            .await
+            .map(Hosted::Running)
+    }
+
+    /// Closes what hosted run `run.run_id` waits for: every pending call is
+    /// answered as cancelled and the run ends, in place, as its host
+    /// decides (a person's cancel or Mark Done). `NotSuspended` when it
+    /// waits for nothing.
+    pub async fn cancel_waiting(&self, run: HostedRun) -> RuntimeResult<ChatRun> {
+        let record = self.claim_hosted(&run).await?;
+        let state = record
+            .state
+            .clone()
+            .filter(|s| s.phase != RunPhase::Finished)
+            .ok_or_else(|| RuntimeError::NotSuspended {
+                chat_id: run.chat_id.clone(),
+            })?;
+        let cancel = agentloop_engine::cancel_waiting;
+        Box::pin(self.continue_record(record, state, run.ending, cancel)).await
+    }
+
+    /// Ends hosted run `run.run_id` with `result`, as a finished loop
+    /// ends: the host decides, the terminal event is logged, the record
+    /// written, the host commits. Used when no loop is left to end it (its
+    /// chat already holds the answer, or a person ended it while nothing
+    /// executed it). A run whose log holds an end keeps it. Returns the
+    /// terminal event, as logged.
+    pub async fn end_hosted(&self, run: HostedRun, result: LoopResult) -> RuntimeResult<LoopEvent> {
+        let record = self.claim_hosted(&run).await?;
+        let log = RunLog::read(&*self.store, &record.id).await?;
+        let finished = |result| LoopEvent {
+            seq: log.next_seq.saturating_sub(1),
+            path: RunPath::root(),
+            kind: EventKind::Finished(FinishedEvent { result }),
+        };
+        if let Some(ended) = log.ended.clone() {
+            return Ok(finished(self.end_logged(record, ended, run.ending).await?));
+        }
+        let chat = self.store.get_chat(&run.chat_id).await?;
+        let mut persister = self
+            .persister(chat, record, Gate::default(), 0)
+            .continuing_at(log.next_seq)
+            .with_ending(run.ending);
+        persister.handle(finished(result)).await
+    }
+
+    /// Ends a run whose log holds its end (`ended`) but whose record may
+    /// not say so yet: the record and the host are brought to that end.
+    async fn end_logged(
+        &self,
+        record: RunRecord,
+        ended: LoopResult,
+        ending: Option<Arc<dyn RunEnding>>,
+    ) -> RuntimeResult<LoopResult> {
+        let chat_id = record.chat_id.clone().unwrap_or_default();
+        let chat = self.store.get_chat(&chat_id).await?;
+        let mut persister = self
+            .persister(chat, record, Gate::default(), 0)
+            .with_ending(ending);
+        persister.finish_logged(ended).await
+    }
+
+    /// Takes the lease of a hosted run and reads its record back; a record
+    /// from before runs were tied to their chat is tied to it now.
+    async fn claim_hosted(&self, run: &HostedRun) -> RuntimeResult<RunRecord> {
+        let now = agentloop_storage::model::now_millis();
+        if !self
+            .store
+            .acquire_lease(&run.run_id, &self.owner, now, now + self.lease_ms)
+            .await?
+        {
+            return Err(RuntimeError::RunInProgress {
+                chat_id: run.chat_id.clone(),
+                run_id: run.run_id.clone(),
+            });
+        }
+        let mut record = self.store.get_run(&run.run_id).await?;
+        if record.chat_id.as_deref() != Some(run.chat_id.as_str()) {
+            record.chat_id = Some(run.chat_id.clone());
+            self.store.update_run(&record).await?;
+        }
+        Ok(record)
+    }
+
+    /// The end the run's log holds.
+    async fn logged_end(&self, run_id: &str) -> RuntimeResult<LoopResult> {
+        RunLog::read(&*self.store, run_id)
+            .await?
+            .ended
+            .ok_or_else(|| RuntimeError::CorruptRun {
+                run_id: run_id.to_owned(),
+                message: "the run ended but its log holds no end".to_owned(),
+            })
+    }
+
+    /// Whether the chat's last message is an assistant's final answer.
+    async fn ends_with_answer(&self, chat_id: &str) -> RuntimeResult<bool> {
+        let messages = self.store.list_messages(chat_id).await?;
+        Ok(messages
+            .last()
+            .is_some_and(|last| is_final_answer(&last.message)))
+    }
+}
+
+/// An assistant message that calls no tool.
+pub(crate) fn is_final_answer(message: &Message) -> bool {
+    message.role == Role::Assistant && message.tool_uses().next().is_none()
+}

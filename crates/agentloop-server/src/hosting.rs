@@ -1,0 +1,122 @@
+//! Executing an agent run's loop here through the runtime: the run is
+//! one run of its chat with one record, lease and event log (see
+//! [`agentloop_runtime::HostedRun`]); the runtime stores each event before
+//! it reaches this module, which only reads the run — into the metrics and
+//! to live followers — and stops reading when the run is given up.
+
+use std::sync::Arc;
+
+use agentloop_runtime::{ChatRun, ChatRuntime, Hosted, HostedRun, RuntimeError};
+use agentloop_types::{LoopResult, PendingCall, Tool};
+use futures::StreamExt;
+
+use crate::local_run::{Halt, LocalRun};
+use crate::metrics::RunMetrics;
+use crate::state::AppState;
+
+/// How one execution of an agent run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The run ended with this result (already recorded and logged).
+    Finished(Box<LoopResult>),
+    /// The chat already ends with a final answer: nothing ran.
+    Answered,
+    /// The run waits for a person on these calls and the recorded
+    /// decisions do not decide them all: nothing ran.
+    Waiting(Vec<PendingCall>),
+    /// Another instance holds the run's lease; it is left to it.
+    Busy,
+    /// The execution was given up where it was (shutdown, lost lease).
+    Stopped,
+    /// The run could not be executed.
+    Failed(String),
+}
+
+/// The runtime agent runs are executed with: this instance's provider,
+/// lease owner and lease length, `tools`, and the run's cancel token.
+pub fn runtime(
+    state: &AppState,
+    tools: Vec<Arc<dyn Tool>>,
+    local: Option<&LocalRun>,
+) -> ChatRuntime {
+    let runtime = ChatRuntime::new(state.store.clone(), state.config.provider.clone())
+        .with_tools(tools)
+        .with_lease(state.config.instance_id.clone(), state.lease_ttl_ms());
+    match local {
+        Some(local) => runtime.with_cancel(local.token().clone()),
+        None => runtime,
+    }
+}
+
+/// Executes `hosted` from where its record stands and reads it to its end.
+pub async fn execute(
+    state: &AppState,
+    local: &LocalRun,
+    hosted: HostedRun,
+    tools: Vec<Arc<dyn Tool>>,
+    metrics: &RunMetrics,
+) -> Outcome {
+    let runtime = runtime(state, tools, Some(local));
+    match Box::pin(runtime.host(hosted)).await {
+        Ok(Hosted::Running(run)) => relay(state, local, run, metrics).await,
+        Ok(Hosted::Ended(result)) => Outcome::Finished(result),
+        Ok(Hosted::Answered) => Outcome::Answered,
+        Ok(Hosted::Waiting(pending)) => Outcome::Waiting(pending),
+        Err(error) => failed(error),
+    }
+}
+
+/// Reads a run to its end: each event, stored already, goes into the
+/// metrics and to live followers. A run halted with [`Halt::Stop`], or an
+/// instance shutting down, stops the reading and drops the run where it is.
+async fn relay(
+    state: &AppState,
+    local: &LocalRun,
+    mut run: ChatRun,
+    metrics: &RunMetrics,
+) -> Outcome {
+    let mut result = None;
+    let mut cancelled = false;
+    loop {
+        let event = tokio::select! {
+            biased;
+            () = state.shutdown.cancelled() => return Outcome::Stopped,
+            () = local.token().cancelled(), if !cancelled => {
+                if local.halted() == Some(Halt::Stop) {
+                    return Outcome::Stopped;
+                }
+                // A person's cancel: the loop hears the same token and
+                // ends the run, which is read on to its end.
+                cancelled = true;
+                continue;
+            }
+            event = run.next() => event,
+        };
+        match event {
+            None => break,
+            Some(Err(error)) => return failed(error),
+            Some(Ok(event)) => {
+                metrics.event(&event);
+                if event.path.is_root()
+                    && let agentloop_types::EventKind::Finished(finished) = &event.kind
+                {
+                    result = Some(Box::new(finished.result.clone()));
+                }
+                local.send(event);
+            }
+        }
+    }
+    match result {
+        Some(result) => Outcome::Finished(result),
+        None => Outcome::Failed("the run ended without a result".to_owned()),
+    }
+}
+
+/// The outcome of a run the runtime could not execute or go on with.
+fn failed(error: RuntimeError) -> Outcome {
+    match error {
+        RuntimeError::RunInProgress { .. } => Outcome::Busy,
+        RuntimeError::LeaseLost { .. } => Outcome::Stopped,
+        error => Outcome::Failed(error.to_string()),
+    }
+}

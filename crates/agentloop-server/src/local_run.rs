@@ -1,0 +1,79 @@
+//! [`LocalRun`]: a run executing in this instance — its one cancel token,
+//! why it was halted, and its live followers.
+
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use agentloop_types::{CancellationToken, LoopEvent};
+use tokio::sync::broadcast;
+
+/// Why a run executing here was halted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halt {
+    /// A person ended it (cancel, Mark Done): the loop stops and the run
+    /// ends as the person's end says.
+    Cancel,
+    /// This instance gives it up where it is (shutdown, lost lease): it
+    /// stays `running` for the instance that continues it.
+    Stop,
+}
+
+/// A run executing in this instance.
+pub struct LocalRun {
+    /// The run's one cancel token: the loop stops when it is cancelled.
+    cancel: CancellationToken,
+    /// Why it was cancelled; the first reason wins.
+    halt: Mutex<Option<Halt>>,
+    /// Live events, for SSE followers. Made when the first follower comes:
+    /// a channel holds its whole capacity from the start, and most runs
+    /// are never followed live.
+    events: OnceLock<broadcast::Sender<LoopEvent>>,
+    capacity: usize,
+}
+
+impl LocalRun {
+    /// A run whose live followers may fall `capacity` events behind.
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self {
+            cancel: CancellationToken::new(),
+            halt: Mutex::new(None),
+            events: OnceLock::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Halts the run for `why`; a run halted already keeps its first
+    /// reason.
+    pub fn halt(&self, why: Halt) {
+        self.halt
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(why);
+        self.cancel.cancel();
+    }
+
+    /// Why the run was halted, if it was.
+    pub fn halted(&self) -> Option<Halt> {
+        *self.halt.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The run's cancel token, for the loop.
+    pub fn token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Receives the live events sent from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<LoopEvent> {
+        self.events
+            .get_or_init(|| broadcast::channel(self.capacity).0)
+            .subscribe()
+    }
+
+    /// Sends a stored event to the live followers, if any.
+    pub fn send(&self, event: LoopEvent) {
+        if let Some(events) = self.events.get()
+            && events.receiver_count() > 0
+        {
+            let _ = events.send(event);
+        }
+    }
+}
