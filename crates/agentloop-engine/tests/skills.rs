@@ -11,7 +11,7 @@ use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::skills::{Skill, run_with_skills};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    EventKind, LoopEvent, LoopOptions, LoopStatus, Message, ModelRequest, Role, Tool,
+    EventKind, LoopEvent, LoopOptions, RequestOptions, LoopStatus, Message, ModelRequest, Role, Tool,
 };
 use common::*;
 use futures::StreamExt;
@@ -21,7 +21,10 @@ const AGENT: &str = "You are a careful agent.";
 
 fn options() -> LoopOptions {
     LoopOptions {
-        system_prompt: Some(AGENT.to_owned()),
+        request: RequestOptions {
+            system_prompt: Some(AGENT.to_owned()),
+            ..RequestOptions::default()
+        },
         ..LoopOptions::default()
     }
 }

@@ -33,9 +33,8 @@ fn city_schema() -> OutputSchema {
     )
 }
 
-fn options(api: ApiKind, schema: OutputSchema) -> LoopOptions {
+fn options(schema: OutputSchema) -> LoopOptions {
     LoopOptions {
-        api,
         output_schema: Some(schema),
         ..LoopOptions::default()
     }
@@ -67,13 +66,13 @@ const OSLO: &str = r#"{"name":"Oslo","population":709000}"#;
 
 #[tokio::test(start_paused = true)]
 async fn native_valid_answer_becomes_output() {
-    let provider = ScriptedProvider::new([ScriptedTurn::new()
+    let provider = ScriptedProvider::speaking(ApiKind::OpenaiChat, [ScriptedTurn::new()
         .text_chunks(&[r#"{"name":"Oslo","#, r#""population":709000}"#])
         .usage(10, 8)]);
     let events = run_events(
         provider.clone(),
         vec![echo()],
-        options(ApiKind::OpenaiChat, city_schema()),
+        options(city_schema()),
         user("The capital of Norway?"),
         CancellationToken::new(),
     )
@@ -85,8 +84,8 @@ async fn native_valid_answer_becomes_output() {
     );
     let requests = provider.requests();
     assert_eq!(
-        requests[0].options.output_schema.as_ref(),
-        Some(&city_schema()),
+        requests[0].response_format.as_deref(),
+        Some(&city_schema().response_format()),
         "the provider is asked for its native form"
     );
     let names: Vec<_> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
@@ -95,7 +94,7 @@ async fn native_valid_answer_becomes_output() {
 
 #[tokio::test(start_paused = true)]
 async fn native_invalid_then_valid_sends_the_errors_back() {
-    let provider = ScriptedProvider::new([
+    let provider = ScriptedProvider::speaking(ApiKind::OpenaiResponses, [
         ScriptedTurn::new()
             .text(r#"{"name":"Oslo","population":"about 700k"}"#)
             .usage(10, 8),
@@ -104,7 +103,7 @@ async fn native_invalid_then_valid_sends_the_errors_back() {
     let events = run_events(
         provider.clone(),
         vec![],
-        options(ApiKind::OpenaiResponses, city_schema()),
+        options(city_schema()),
         user("The capital of Norway?"),
         CancellationToken::new(),
     )
@@ -125,14 +124,14 @@ async fn native_invalid_then_valid_sends_the_errors_back() {
 
 #[tokio::test(start_paused = true)]
 async fn native_never_valid_ends_output_invalid_with_the_last_answer() {
-    let provider = ScriptedProvider::new([
+    let provider = ScriptedProvider::speaking(ApiKind::Gemini, [
         ScriptedTurn::new().text("Oslo, I think.").usage(10, 4),
         ScriptedTurn::new().text(r#"{"name":"Oslo"}"#).usage(20, 4),
     ]);
     let events = run_events(
         provider.clone(),
         vec![],
-        options(ApiKind::Gemini, city_schema().with_max_retries(1)),
+        options(city_schema().with_max_retries(1)),
         user("The capital of Norway?"),
         CancellationToken::new(),
     )
@@ -157,7 +156,7 @@ async fn a_refusal_is_a_refusal_not_invalid_output() {
         category: Some("cyber".into()),
         explanation: Some("I cannot help with that.".into()),
     };
-    let provider = ScriptedProvider::new([ScriptedTurn::new()
+    let provider = ScriptedProvider::speaking(ApiKind::OpenaiChat, [ScriptedTurn::new()
         .text("I cannot help with that.")
         .stop(StopReason::Refusal {
             details: Some(details.clone()),
@@ -166,7 +165,7 @@ async fn a_refusal_is_a_refusal_not_invalid_output() {
     let events = run_events(
         provider.clone(),
         vec![],
-        options(ApiKind::OpenaiChat, city_schema()),
+        options(city_schema()),
         user("Something not allowed"),
         CancellationToken::new(),
     )
@@ -185,7 +184,7 @@ async fn a_refusal_is_a_refusal_not_invalid_output() {
 
 #[tokio::test(start_paused = true)]
 async fn tool_mode_final_output_call_ends_the_run_with_its_input() {
-    let provider = ScriptedProvider::new([
+    let provider = ScriptedProvider::speaking(ApiKind::OpenaiChat, [
         ScriptedTurn::new()
             .tool_call("t1", "echo", json!({"text": "Oslo"}))
             .usage(10, 5),
@@ -201,9 +200,7 @@ async fn tool_mode_final_output_call_ends_the_run_with_its_input() {
     let events = run_events(
         provider.clone(),
         vec![echo()],
-        options(
-            ApiKind::OpenaiChat,
-            city_schema().with_mode(OutputMode::Tool),
+        options(city_schema().with_mode(OutputMode::Tool),
         ),
         user("The capital of Norway?"),
         CancellationToken::new(),
@@ -216,7 +213,7 @@ async fn tool_mode_final_output_call_ends_the_run_with_its_input() {
     );
     let requests = provider.requests();
     for request in &requests {
-        assert_eq!(request.options.output_schema, None, "no native form");
+        assert_eq!(request.response_format, None, "no native form");
         let final_tool = request
             .tools
             .iter()
@@ -235,7 +232,7 @@ async fn tool_mode_final_output_call_ends_the_run_with_its_input() {
 
 #[tokio::test(start_paused = true)]
 async fn tool_mode_invalid_input_is_answered_with_the_errors_then_retried() {
-    let provider = ScriptedProvider::new([
+    let provider = ScriptedProvider::speaking(ApiKind::OpenaiChat, [
         ScriptedTurn::new()
             .tool_call(
                 "t1",
@@ -255,9 +252,7 @@ async fn tool_mode_invalid_input_is_answered_with_the_errors_then_retried() {
     let events = run_events(
         provider.clone(),
         vec![echo()],
-        options(
-            ApiKind::OpenaiChat,
-            city_schema().with_mode(OutputMode::Tool),
+        options(city_schema().with_mode(OutputMode::Tool),
         ),
         user("The capital of Norway?"),
         CancellationToken::new(),
@@ -277,7 +272,7 @@ async fn tool_mode_invalid_input_is_answered_with_the_errors_then_retried() {
 
 #[tokio::test(start_paused = true)]
 async fn anthropic_uses_the_final_output_tool_in_native_mode() {
-    let provider = ScriptedProvider::new([ScriptedTurn::new()
+    let provider = ScriptedProvider::speaking(ApiKind::AnthropicMessages, [ScriptedTurn::new()
         .tool_call(
             "t1",
             FINAL_OUTPUT_TOOL,
@@ -287,7 +282,7 @@ async fn anthropic_uses_the_final_output_tool_in_native_mode() {
     let events = run_events(
         provider.clone(),
         vec![],
-        options(ApiKind::AnthropicMessages, city_schema()),
+        options(city_schema()),
         user("The capital of Norway?"),
         CancellationToken::new(),
     )
@@ -297,7 +292,7 @@ async fn anthropic_uses_the_final_output_tool_in_native_mode() {
         json!({"name": "Oslo", "population": 709000})
     );
     let request = &provider.requests()[0];
-    assert_eq!(request.options.output_schema, None);
+    assert_eq!(request.response_format, None);
     assert_eq!(request.tools[0].name, FINAL_OUTPUT_TOOL);
 }
 
@@ -327,11 +322,11 @@ async fn a_resumed_run_keeps_its_retry_count() {
         ScriptedTurn::new().text("Oslo").usage(10, 1),
         ScriptedTurn::new().text(r#"{"name":"Oslo"}"#).usage(10, 1),
     ];
-    let options = options(ApiKind::OpenaiChat, city_schema().with_max_retries(1));
+    let options = options(city_schema().with_max_retries(1));
     let full: Vec<RunItem> = run(
         options.clone(),
         user("The capital of Norway?"),
-        RunDeps::new(ScriptedProvider::new(turns.clone())).with_run_id("run"),
+        RunDeps::new(ScriptedProvider::speaking(ApiKind::OpenaiChat, turns.clone())).with_run_id("run"),
     )
     .with_checkpoints()
     .collect()
@@ -363,7 +358,7 @@ async fn a_resumed_run_keeps_its_retry_count() {
             .count();
         let stored: RunState =
             serde_json::from_str(&serde_json::to_string(state).unwrap()).unwrap();
-        let provider = ScriptedProvider::new(turns[calls_done..].to_vec());
+        let provider = ScriptedProvider::speaking(ApiKind::OpenaiChat, turns[calls_done..].to_vec());
         let events: Vec<LoopEvent> =
             resume(options.clone(), stored, RunDeps::new(provider.clone()))
                 .collect()

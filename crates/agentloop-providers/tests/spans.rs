@@ -106,7 +106,7 @@ async fn a_retried_request_has_a_turn_span_attempt_spans_and_no_key() {
     let guard = tracing::subscriber::set_default(subscriber);
     let turn = run(
         &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
+        request("claude-sonnet-4-5"),
     )
     .await;
     drop(guard);

@@ -99,6 +99,7 @@ mod strategy_machine;
 mod waits;
 
 pub use answers::ToolOutcome;
+pub use output::check_output_schema;
 pub(crate) use answers::running_block;
 pub use protocol::{Awaiting, Input, OfferedTool, Output, Step, StepError, ToolCall};
 pub use run_machine::Machine;

@@ -63,7 +63,7 @@ pub(crate) fn build(
                 },
             })
             .collect(),
-        response_format: options.output_schema.as_ref().map(|output| ResponseFormat {
+        response_format: request.response_format.as_deref().map(|output| ResponseFormat {
             kind: "json_schema",
             json_schema: JsonSchema {
                 name: &output.name,
