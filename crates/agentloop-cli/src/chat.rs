@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agentloop_runtime::{ChatRuntime, ChatSettings, LoopSettings, RecoveryMode};
 use agentloop_storage::model::Chat;
 use agentloop_storage::{StorageError, Store};
-use agentloop_types::{ApprovalPolicies, Decision, LoopOptions, RequestOptions, PendingCall, Wait};
+use agentloop_types::{ApprovalPolicies, Decision, LoopOptions, PendingCall, RequestOptions, Wait};
 use clap::Args;
 use futures::StreamExt;
 

@@ -17,9 +17,9 @@ use agentloop_engine::skills::prepare;
 use agentloop_engine::{RunDeps, StrategyRegistry};
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
 use agentloop_types::{
-    ApprovalPolicies, CancellationToken, CompactionOptions, EventKind, LoopOptions, RequestOptions, LoopStatus,
-    Message, MessageCreatedEvent, StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent,
-    ToolStartEvent,
+    ApprovalPolicies, CancellationToken, CompactionOptions, EventKind, LoopOptions, LoopStatus,
+    Message, MessageCreatedEvent, RequestOptions, StreamingEndEvent, StreamingStartEvent,
+    ToolBlockUpdateEvent, ToolStartEvent,
 };
 use futures::StreamExt;
 

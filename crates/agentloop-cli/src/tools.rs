@@ -8,8 +8,8 @@ use agentloop_engine::scripted::ScriptedProvider;
 use agentloop_tools::vfs::{DirJail, MemoryVfs};
 use agentloop_tools::{AskUserTool, FsTool, JsTool, MemoryTool, MinionTool, ReturnTool};
 use agentloop_types::{
-    CancellationToken, LoopOptions, RequestOptions, ModelProvider, RunPath, Tool, ToolContext, ToolOutput,
-    ToolStreamEvent, Vfs,
+    CancellationToken, LoopOptions, ModelProvider, RequestOptions, RunPath, Tool, ToolContext,
+    ToolOutput, ToolStreamEvent, Vfs,
 };
 use clap::{Args, Subcommand};
 use futures::StreamExt;

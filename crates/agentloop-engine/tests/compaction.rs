@@ -16,8 +16,8 @@ use agentloop_engine::{LoopStrategy, RunDeps, RunItem, resume, run};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
     ApiKind, CompactionOptions, CompactionStrategy, ContentBlock, EventKind, History, LoopEvent,
-    LoopOptions, RequestOptions, LoopResult, Message, ModelProvider, ModelRequest, ModelStream, ProviderError,
-    ProviderErrorKind, Role, RunState, TokenTotals, validate_history,
+    LoopOptions, LoopResult, Message, ModelProvider, ModelRequest, ModelStream, ProviderError,
+    ProviderErrorKind, RequestOptions, Role, RunState, TokenTotals, validate_history,
 };
 use futures::StreamExt;
 use serde_json::json;

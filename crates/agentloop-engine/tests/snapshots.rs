@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    CancellationToken, Decision, LoopOptions, RequestOptions, LoopStatus, ProviderError, ProviderErrorKind,
-    StopReason,
+    CancellationToken, Decision, LoopOptions, LoopStatus, ProviderError, ProviderErrorKind,
+    RequestOptions, StopReason,
 };
 use common::*;
 use serde_json::json;

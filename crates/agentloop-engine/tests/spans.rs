@@ -10,8 +10,8 @@ use std::sync::Arc;
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, collect, run};
 use agentloop_types::{
-    LoopOptions, RequestOptions, Message, ModelProvider, ModelRequest, ModelStream, ToolResult, ToolStream,
-    single_result,
+    LoopOptions, Message, ModelProvider, ModelRequest, ModelStream, RequestOptions, ToolResult,
+    ToolStream, single_result,
 };
 use common::spans::{Layer, Span, Spans};
 use serde_json::json;

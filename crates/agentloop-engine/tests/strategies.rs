@@ -14,7 +14,9 @@ use agentloop_engine::strategy::{
 };
 use agentloop_engine::{LoopStrategy, RunDeps, SessionRuns, StrategyError, StrategyRegistry, run};
 use agentloop_types::transcript::render_events;
-use agentloop_types::{LoopEvent, LoopOptions, RequestOptions, LoopStatus, ProviderError, ProviderErrorKind, Tool};
+use agentloop_types::{
+    LoopEvent, LoopOptions, LoopStatus, ProviderError, ProviderErrorKind, RequestOptions, Tool,
+};
 use common::*;
 use futures::StreamExt;
 use serde_json::json;

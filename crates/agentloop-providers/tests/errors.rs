@@ -47,11 +47,7 @@ async fn unauthorized_is_not_retried() {
         .mount(&server)
         .await;
     let provider = retrying(ApiKind::AnthropicMessages, &server.uri(), 2);
-    let turn = run(
-        &provider,
-        request("claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::Http);
     assert_eq!(error.status, Some(401));
@@ -151,11 +147,7 @@ async fn overloaded_is_retried_then_surfaced() {
         .mount(&server)
         .await;
     let provider = retrying(ApiKind::AnthropicMessages, &server.uri(), 2);
-    let turn = run(
-        &provider,
-        request("claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.status, Some(529));
     assert_eq!(error.error_type.as_deref(), Some("overloaded_error"));
@@ -247,11 +239,7 @@ async fn connection_failures_before_the_response_are_retried() {
     drop(listener);
     let provider = retrying(ApiKind::AnthropicMessages, &format!("http://{addr}"), 2);
     let started = tokio::time::Instant::now();
-    let turn = run(
-        &provider,
-        request("claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::Connection);
     // Two backoffs: about 0.5 s and 1 s, each with up to 25% jitter off.
     let waited = started.elapsed();
@@ -280,11 +268,7 @@ async fn connection_reset_mid_stream() {
         drop(socket);
     });
     let provider = retrying(ApiKind::AnthropicMessages, &format!("http://{addr}"), 2);
-    let turn = run(
-        &provider,
-        request("claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     server.await.unwrap();
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::Connection, "{error:?}");
@@ -313,11 +297,7 @@ async fn anthropic_stream_cut_before_message_stop() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::AnthropicMessages, &server.uri())).unwrap();
-    let turn = run(
-        &provider,
-        request("claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::Truncated);
     assert!(error.message.contains("message_stop"));
@@ -369,11 +349,7 @@ async fn malformed_json_event_is_a_decode_error() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::AnthropicMessages, &server.uri())).unwrap();
-    let turn = run(
-        &provider,
-        request("claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::Decode);
     assert!(
@@ -407,11 +383,7 @@ async fn unknown_events_and_blocks_are_kept_or_skipped_never_fatal() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::AnthropicMessages, &server.uri())).unwrap();
-    let turn = run(
-        &provider,
-        request("claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     assert!(turn.error.is_none());
     insta::assert_json_snapshot!(render(&turn.chunks, None));
 }
@@ -431,11 +403,7 @@ async fn anthropic_error_event_mid_stream() {
         .mount(&server)
         .await;
     let provider = retrying(ApiKind::AnthropicMessages, &server.uri(), 2);
-    let turn = run(
-        &provider,
-        request("claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::Api);
     assert_eq!(error.error_type.as_deref(), Some("overloaded_error"));
@@ -471,19 +439,11 @@ async fn overloaded_event_before_any_content_is_retried() {
         .mount(&server)
         .await;
     let provider = retrying(ApiKind::AnthropicMessages, &server.uri(), 2);
-    let turn = run(
-        &provider,
-        request("claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     assert!(turn.error.is_none(), "{:?}", turn.error);
     assert_eq!(server.received_requests().await.unwrap().len(), 2);
     // A request error event is not retried.
-    let turn = run(
-        &provider,
-        request("claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     assert_eq!(
         turn.error.unwrap().error_type.as_deref(),
         Some("invalid_request_error")

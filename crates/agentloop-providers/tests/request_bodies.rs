@@ -9,8 +9,7 @@ use agentloop_providers::{HttpProvider, ProviderConfig};
 use agentloop_types::{
     ApiKind, AttachmentError, AttachmentLoader, AttachmentSource, ContentBlock, LoadedAttachment,
     Message, ModelRequest, ProviderErrorKind, ReasoningEffort, ReasoningSummary, RequestOptions,
-    ResponseFormat, Role,
-    ToolDefinition, ToolResultBlock, ToolUseBlock,
+    ResponseFormat, Role, ToolDefinition, ToolResultBlock, ToolUseBlock,
 };
 use common::*;
 use serde_json::{Value, json};

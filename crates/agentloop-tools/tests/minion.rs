@@ -15,10 +15,10 @@ use agentloop_tools::minion::{MemoryMinionChats, MinionTool};
 use agentloop_tools::{AskUserTool, ReturnTool};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    ApiKind, BlockCategory, CancellationToken, ContentBlock, Decision, EventKind, LoopEvent, LoopOptions,
-    LoopResult, LoopStatus, Message, ModelProvider, ModelRequest, ModelStream, OutputSchema,
-    RenderingContentBlock, RunPath, TokenTotals, Tool, ToolContext, ToolOutput, ToolResult,
-    ToolResultBlock, ToolStream, ToolStreamEvent, Wait, single_result,
+    ApiKind, BlockCategory, CancellationToken, ContentBlock, Decision, EventKind, LoopEvent,
+    LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, ModelRequest, ModelStream,
+    OutputSchema, RenderingContentBlock, RunPath, TokenTotals, Tool, ToolContext, ToolOutput,
+    ToolResult, ToolResultBlock, ToolStream, ToolStreamEvent, Wait, single_result,
 };
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -627,8 +627,8 @@ async fn a_child_gets_no_output_schema() {
         enabled_tools: vec!["minion".into()],
         ..LoopOptions::default()
     };
-    let minion = MinionTool::new(child.clone(), vec![probe.clone() as Arc<dyn Tool>])
-        .with_options(base);
+    let minion =
+        MinionTool::new(child.clone(), vec![probe.clone() as Arc<dyn Tool>]).with_options(base);
     let result = call(minion, json!({"task": "The capital?"}), Map::new()).await;
     assert!(!result.is_error, "{}", result.content);
     assert_eq!(result.content, "Oslo, in prose.");

@@ -81,10 +81,8 @@ async fn an_answer_that_does_not_fit_is_retried_then_typed() {
 
 #[tokio::test]
 async fn the_agents_mode_and_retries_are_kept() {
-    let provider = ScriptedProvider::speaking(
-        ApiKind::OpenaiChat,
-        [ScriptedTurn::new().text("Oslo!")],
-    );
+    let provider =
+        ScriptedProvider::speaking(ApiKind::OpenaiChat, [ScriptedTurn::new().text("Oslo!")]);
     let agent = Agent::builder()
         .provider(provider.clone())
         .model("scripted")

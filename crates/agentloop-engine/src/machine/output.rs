@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use agentloop_types::{
-    ApiKind, FINAL_OUTPUT_TOOL, LoopError, LoopOptions, OutputSchema, ResponseFormat, ToolDefinition,
+    ApiKind, FINAL_OUTPUT_TOOL, LoopError, LoopOptions, OutputSchema, ResponseFormat,
+    ToolDefinition,
 };
 use serde_json::Value;
 

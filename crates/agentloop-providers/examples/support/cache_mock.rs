@@ -15,8 +15,8 @@ use std::hash::{Hash, Hasher};
 
 use agentloop_providers::{HttpProvider, PromptCache, ProviderConfig, replay_sse};
 use agentloop_types::{
-    ApiKind, ContentBlock, Message, ModelRequest, RequestOptions, Role, TokenTotals, ToolDefinition,
-    ToolResultBlock, ToolUseBlock,
+    ApiKind, ContentBlock, Message, ModelRequest, RequestOptions, Role, TokenTotals,
+    ToolDefinition, ToolResultBlock, ToolUseBlock,
 };
 use serde_json::{Value, json};
 

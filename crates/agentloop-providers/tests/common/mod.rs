@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy};
 use agentloop_types::{
-    ApiKind, ContentBlock, Message, ModelChunk, ModelProvider, ModelRequest,
-    ProviderError, RequestOptions, StreamAssembler, StreamDelta,
+    ApiKind, ContentBlock, Message, ModelChunk, ModelProvider, ModelRequest, ProviderError,
+    RequestOptions, StreamAssembler, StreamDelta,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
