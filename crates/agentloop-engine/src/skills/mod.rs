@@ -59,7 +59,7 @@ pub struct SkillRun {
 
 /// Prepares a root run with `skills`.
 ///
-/// The agent prompt is `options.system_prompt` when set (it moves into the
+/// The agent prompt is `options.request.system_prompt` when set (it moves into the
 /// history as the first system message so the list can follow it), else the
 /// first message of `context` when that is a system message. The skill list
 /// goes right after it; with no agent prompt, first.
