@@ -33,6 +33,8 @@ pub struct Machine {
 impl Machine {
     /// A machine for `state` under `options`, offering no tools: the
     /// strategy stored in the state, or the native loop when it names none.
+    /// Its provider names no API until [`with_api`](Self::with_api) says
+    /// which.
     pub fn new(state: RunState, options: LoopOptions) -> Self {
         let (run, unreadable) = match Run::from_state(state.clone()) {
             Ok(run) => (run, None),
