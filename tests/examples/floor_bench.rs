@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use agentloop_engine::{RunDeps, collect, run};
 use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy};
 use agentloop_types::{
-    ApiKind, LoopOptions, LoopStatus, Message, Tool, ToolContext, ToolResult, ToolStream,
-    single_result,
+    ApiKind, LoopOptions, LoopStatus, Message, RequestOptions, Tool, ToolContext, ToolResult,
+    ToolStream, single_result,
 };
 use axum::body::Bytes;
 use axum::extract::State;
@@ -208,9 +208,11 @@ async fn loop_run(
 ) -> Result<Timing, Box<dyn std::error::Error>> {
     let (wall, cpu) = (Instant::now(), thread_cpu());
     let options = LoopOptions {
-        api: ApiKind::OpenaiChat,
-        model: MODEL.into(),
-        max_tokens: MAX_TOKENS,
+        request: RequestOptions {
+            model: MODEL.into(),
+            max_tokens: MAX_TOKENS,
+            ..RequestOptions::default()
+        },
         max_iterations: steps as u32 + 1,
         ..LoopOptions::default()
     };

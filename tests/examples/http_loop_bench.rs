@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use agentloop_engine::{RunDeps, collect, run};
 use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy, sse_from_json_lines};
-use agentloop_types::{ApiKind, LoopOptions, LoopStatus, Message};
+use agentloop_types::{ApiKind, LoopOptions, LoopStatus, Message, RequestOptions};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -72,8 +72,10 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
         let looped = time_runs(|| {
             let deps = RunDeps::new(provider.clone());
             let options = LoopOptions {
-                api: *api,
-                model: "bench".into(),
+                request: RequestOptions {
+                    model: "bench".into(),
+                    ..RequestOptions::default()
+                },
                 ..LoopOptions::default()
             };
             async move {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use agentloop_engine::{RunDeps, collect, run};
 use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy};
 use agentloop_types::{
-    ApiKind, LoopOptions, LoopStatus, Message, Tool, ToolContext, ToolResult, ToolStream,
-    single_result,
+    ApiKind, LoopOptions, LoopStatus, Message, RequestOptions, Tool, ToolContext, ToolResult,
+    ToolStream, single_result,
 };
 use serde_json::{Value, json};
 use wiremock::matchers::method;
@@ -166,8 +166,10 @@ async fn two_step_loop(api: ApiKind, turns: [String; 2], call_id: &str) {
         });
     let provider = Arc::new(HttpProvider::new(config).unwrap());
     let options = LoopOptions {
-        api,
-        model: "test-model".into(),
+        request: RequestOptions {
+            model: "test-model".into(),
+            ..RequestOptions::default()
+        },
         ..LoopOptions::default()
     };
     let deps = RunDeps::new(provider).with_tools([Arc::new(Upper) as Arc<dyn Tool>]);

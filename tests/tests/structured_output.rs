@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use agentloop_engine::{RunDeps, collect, run};
 use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy};
-use agentloop_types::{ApiKind, LoopOptions, LoopStatus, Message, OutputSchema};
+use agentloop_types::{ApiKind, LoopOptions, LoopStatus, Message, OutputSchema, RequestOptions};
 use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -134,8 +134,10 @@ async fn typed_run(api: ApiKind, body: String) -> Value {
         });
     let provider = Arc::new(HttpProvider::new(config).unwrap());
     let options = LoopOptions {
-        api,
-        model: "test-model".into(),
+        request: RequestOptions {
+            model: "test-model".into(),
+            ..RequestOptions::default()
+        },
         output_schema: Some(schema()),
         ..LoopOptions::default()
     };

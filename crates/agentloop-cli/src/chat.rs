@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agentloop_runtime::{ChatRuntime, ChatSettings, LoopSettings, RecoveryMode};
 use agentloop_storage::model::Chat;
 use agentloop_storage::{StorageError, Store};
-use agentloop_types::{ApprovalPolicies, Decision, LoopOptions, PendingCall, Wait};
+use agentloop_types::{ApprovalPolicies, Decision, LoopOptions, PendingCall, RequestOptions, Wait};
 use clap::Args;
 use futures::StreamExt;
 
@@ -91,8 +91,10 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies) -> Outcome {
     let minion = tools::MinionModel {
         provider: chosen.provider.clone(),
         options: LoopOptions {
-            model: chosen.model.clone(),
-            api: chosen.api,
+            request: RequestOptions {
+                model: chosen.model.clone(),
+                ..RequestOptions::default()
+            },
             ..LoopOptions::default()
         },
     };
@@ -100,7 +102,6 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies) -> Outcome {
     let settings = ChatSettings {
         loop_settings: LoopSettings {
             model: Some(chosen.model.clone()),
-            api: Some(chosen.api),
             system_prompt: args.system.clone(),
             approvals: approvals.clone(),
             ..LoopSettings::default()

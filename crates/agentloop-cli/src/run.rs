@@ -18,8 +18,8 @@ use agentloop_engine::{RunDeps, StrategyRegistry};
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
 use agentloop_types::{
     ApprovalPolicies, CancellationToken, CompactionOptions, EventKind, LoopOptions, LoopStatus,
-    Message, MessageCreatedEvent, StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent,
-    ToolStartEvent,
+    Message, MessageCreatedEvent, RequestOptions, StreamingEndEvent, StreamingStartEvent,
+    ToolBlockUpdateEvent, ToolStartEvent,
 };
 use futures::StreamExt;
 
@@ -94,23 +94,38 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
         args.tools.clone()
     };
     let options = LoopOptions {
-        model: chosen.model,
-        api: chosen.api,
+        request: RequestOptions {
+            model: chosen.model,
+            system_prompt: args.system,
+            max_tokens: args.max_tokens,
+            ..RequestOptions::default()
+        },
         project_id: "cli".to_owned(),
-        system_prompt: args.system,
-        max_tokens: args.max_tokens,
         max_iterations: args.max_iterations,
         context_window: chosen.context_window,
         compaction: CompactionOptions {
             strategy: args.compaction.into(),
             ..CompactionOptions::default()
         },
+        output_schema: args
+            .output_schema
+            .as_deref()
+            .map(output_schema::load)
+            .transpose()
+            .map_err(Failure::Usage)?,
         ..LoopOptions::default()
     };
+    // Refused before anything starts: a strategy that cannot hold its
+    // answer to the schema (the engine's one rule).
+    agentloop_engine::check_output_schema(strategy.name(), &options)
+        .map_err(|error| Failure::usage(format!("--output-schema: {error}")))?;
     let minion = tools::MinionModel {
         provider: chosen.provider.clone(),
         options: LoopOptions {
-            system_prompt: None,
+            request: RequestOptions {
+                system_prompt: None,
+                ..options.request.clone()
+            },
             ..options.clone()
         },
     };
@@ -126,12 +141,6 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
             on_interrupt.cancel();
         }
     });
-    if args.output_schema.is_some() && strategy.name() != agentloop_engine::strategy::NATIVE {
-        return Err(Failure::usage(format!(
-            "--output-schema needs the native strategy, not {}",
-            strategy.name()
-        )));
-    }
     let skills = match &args.skills {
         Some(path) => skills::load(path, &tools).map_err(Failure::Usage)?,
         None => Vec::new(),
@@ -147,12 +156,6 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
         .with_cancel(cancel);
     let context = vec![Message::user_text("user-1", prompt)];
     let mut options = options;
-    options.output_schema = args
-        .output_schema
-        .as_deref()
-        .map(output_schema::load)
-        .transpose()
-        .map_err(Failure::Usage)?;
     let value_only = args.json && options.output_schema.is_some();
     options.approvals = approvals;
     let run = prepare(options, context, deps, &skills);

@@ -219,8 +219,10 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             .map_err(|e| e.to_string())?;
         let minion = args.minion.then(|| {
             let options = agentloop_types::LoopOptions {
-                model: chosen.model.clone(),
-                api: chosen.api,
+                request: agentloop_types::RequestOptions {
+                    model: chosen.model.clone(),
+                    ..Default::default()
+                },
                 ..Default::default()
             };
             std::sync::Arc::new(

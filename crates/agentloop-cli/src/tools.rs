@@ -8,8 +8,8 @@ use agentloop_engine::scripted::ScriptedProvider;
 use agentloop_tools::vfs::{DirJail, MemoryVfs};
 use agentloop_tools::{AskUserTool, FsTool, JsTool, MemoryTool, MinionTool, ReturnTool};
 use agentloop_types::{
-    CancellationToken, LoopOptions, ModelProvider, RunPath, Tool, ToolContext, ToolOutput,
-    ToolStreamEvent, Vfs,
+    CancellationToken, LoopOptions, ModelProvider, RequestOptions, RunPath, Tool, ToolContext,
+    ToolOutput, ToolStreamEvent, Vfs,
 };
 use clap::{Args, Subcommand};
 use futures::StreamExt;
@@ -174,8 +174,10 @@ pub async fn call(args: ToolCallArgs) -> Outcome {
     let model = if args.name == "minion" {
         let chosen = crate::providers::choose(None, None, None).await?;
         let options = LoopOptions {
-            model: chosen.model,
-            api: chosen.api,
+            request: RequestOptions {
+                model: chosen.model,
+                ..RequestOptions::default()
+            },
             project_id: "cli".to_owned(),
             ..LoopOptions::default()
         };

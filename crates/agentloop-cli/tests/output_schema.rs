@@ -43,8 +43,8 @@ fn run_with(dir: &std::path::Path, script: &str, extra: &[&str]) -> Output {
 #[test]
 fn json_prints_the_output_value_alone() {
     let dir = tempfile::tempdir().unwrap();
-    // The scripted provider speaks Anthropic's dialect: the answer comes
-    // through the final_output tool, after one answer that did not fit.
+    // The scripted provider names no wire API: the answer comes through
+    // the final_output tool, after one answer that did not fit.
     let output = run(
         dir.path(),
         r#"[
@@ -74,18 +74,39 @@ fn no_fitting_answer_is_an_error() {
     assert!(stderr.contains("output_invalid"), "{stderr}");
 }
 
+/// Every strategy but the native one answers in free text: asked for an
+/// output schema, the run is refused before it starts (a usage error, exit
+/// 2, with the typed error's message), never run with the schema dropped.
 #[test]
 fn only_the_native_strategy_takes_an_output_schema() {
+    for strategy in ["react", "llm-only", "tool-first", "plan-and-execute"] {
+        let dir = tempfile::tempdir().unwrap();
+        let output = run_with(
+            dir.path(),
+            r#"[{"steps": [{"type": "text", "chunks": ["not reached"]}]}]"#,
+            &["--strategy", strategy],
+        );
+        assert_eq!(output.status.code(), Some(2), "{strategy}");
+        assert!(output.stdout.is_empty(), "{strategy}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "--output-schema: an output schema needs the native strategy; the {strategy} \
+                 strategy cannot hold its answer to one"
+            )),
+            "{strategy}: {stderr}"
+        );
+    }
+    // The native strategy, named, takes it.
     let dir = tempfile::tempdir().unwrap();
     let output = run_with(
         dir.path(),
-        r#"[{"steps": [{"type": "text", "chunks": ["not reached"]}]}]"#,
-        &["--strategy", "react"],
+        r#"[{"steps": [{"type": "tool_call", "id": "t1", "name": "final_output", "fragments": ["{\"name\": \"Oslo\", \"population\": 709000}"]}]}]"#,
+        &["--strategy", "native"],
     );
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("--output-schema needs the native strategy"),
-        "{stderr}"
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
 }

@@ -288,14 +288,18 @@ fn drive_machine(
     // stream, without touching other runs that share the caller's token.
     let cancel = deps.cancel.child_token();
     deps.cancel = cancel.clone();
-    let machine = machine.with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())));
+    // How an output schema is asked for follows from the API the provider
+    // speaks, decided here once for the run.
+    let machine = machine
+        .with_api(deps.provider.api())
+        .with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())));
     // Child runs (a minion's, a skill's) are started inside their tool
     // call's span, so this span nests under it.
     let span = tracing::info_span!(
         "invoke_agent",
         otel.name = "invoke_agent",
         gen_ai.operation.name = "invoke_agent",
-        gen_ai.request.model = %options.model,
+        gen_ai.request.model = %options.request.model,
         agentloop.run_id = %machine.run_id(),
         agentloop.project_id = %options.project_id,
         agentloop.chat_id = options.chat_id.as_deref(),
@@ -355,7 +359,7 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 iteration,
                 messages,
                 tools,
-                output,
+                response_format,
             } => {
                 let span = tracing::info_span!(
                     "agentloop.model_turn",
@@ -367,10 +371,9 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 // The request becomes the provider's stream here, before
                 // any await, so the turn's future does not hold it.
                 let turn = {
-                    let mut options = options.clone();
-                    options.output_schema = output;
                     let request = ModelRequest {
-                        options,
+                        options: options.request.clone(),
+                        response_format,
                         messages,
                         tools,
                         attachments: deps.attachments.clone(),

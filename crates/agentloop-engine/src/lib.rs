@@ -63,6 +63,7 @@ pub use clock::{Clock, SystemClock};
 pub use driver::{RunDeps, Settled, cancel_waiting, decide, resume, run, settle};
 pub use machine::{
     Awaiting, Input, Machine, OfferedTool, Output, Step, StepError, ToolCall, ToolOutcome,
+    check_output_schema,
 };
 pub use run_stream::{CheckpointedRun, RunItem, RunStream, collect};
 pub use session::SessionRuns;

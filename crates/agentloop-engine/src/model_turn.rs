@@ -9,7 +9,7 @@ use std::sync::Arc;
 use agentloop_types::{
     BlockStart, CancellationToken, ContentBlock, EventKind, LoopError, LoopOptions, Message,
     ModelChunk, ModelProvider, ModelRequest, ModelStream, ProviderError, ProviderErrorKind,
-    StreamAssembler, StreamDelta,
+    RequestOptions, StreamAssembler, StreamDelta,
 };
 use futures::StreamExt;
 
@@ -171,17 +171,17 @@ fn prefill_deltas(prefill: Option<&str>) -> Vec<StreamDelta> {
 /// prefill, stop sequences, server tools, thinking, the output schema) and
 /// no tools.
 pub(crate) fn summary_request(options: &LoopOptions, messages: Vec<Message>) -> ModelRequest {
-    let options = LoopOptions {
+    let options = RequestOptions {
         system_prompt: None,
-        output_schema: None,
         prefill_response: None,
         stop_sequences: Vec::new(),
         web_search_enabled: false,
         enable_reasoning: false,
-        ..options.clone()
+        ..options.request.clone()
     };
     ModelRequest {
         options,
+        response_format: None,
         messages: messages.into(),
         tools: Arc::new([]),
         attachments: None,

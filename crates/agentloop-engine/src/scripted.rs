@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use agentloop_types::{
-    BlockStart, ModelChunk, ModelProvider, ModelRequest, ModelStream, ProviderError,
+    ApiKind, BlockStart, ModelChunk, ModelProvider, ModelRequest, ModelStream, ProviderError,
     ProviderErrorKind, StopReason, StreamDelta, TokenTotals,
 };
 use futures::StreamExt;
@@ -263,6 +263,7 @@ pub struct ScriptedProvider {
     turns: Mutex<VecDeque<ScriptedTurn>>,
     requests: Mutex<Vec<ModelRequest>>,
     record: bool,
+    api: Option<ApiKind>,
 }
 
 impl ScriptedProvider {
@@ -272,6 +273,20 @@ impl ScriptedProvider {
             turns: Mutex::new(turns.into_iter().collect()),
             requests: Mutex::new(Vec::new()),
             record: true,
+            api: None,
+        })
+    }
+
+    /// A provider that plays `turns` and says it speaks `api`
+    /// ([`ModelProvider::api`]), so a run with an output schema asks for
+    /// it as a run over that API would. [`new`](Self::new) names no API:
+    /// such a run asks through the `final_output` tool.
+    pub fn speaking(api: ApiKind, turns: impl IntoIterator<Item = ScriptedTurn>) -> Arc<Self> {
+        Arc::new(Self {
+            turns: Mutex::new(turns.into_iter().collect()),
+            requests: Mutex::new(Vec::new()),
+            record: true,
+            api: Some(api),
         })
     }
 
@@ -283,6 +298,7 @@ impl ScriptedProvider {
             turns: Mutex::new(turns.into_iter().collect()),
             requests: Mutex::new(Vec::new()),
             record: false,
+            api: None,
         })
     }
 
@@ -309,6 +325,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ModelProvider for ScriptedProvider {
+    fn api(&self) -> Option<ApiKind> {
+        self.api
+    }
+
     fn stream(&self, request: ModelRequest) -> ModelStream {
         if self.record {
             lock(&self.requests).push(request);

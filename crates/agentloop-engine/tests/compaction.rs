@@ -17,7 +17,7 @@ use agentloop_types::transcript::render_events;
 use agentloop_types::{
     ApiKind, CompactionOptions, CompactionStrategy, ContentBlock, EventKind, History, LoopEvent,
     LoopOptions, LoopResult, Message, ModelProvider, ModelRequest, ModelStream, ProviderError,
-    ProviderErrorKind, Role, RunState, TokenTotals, validate_history,
+    ProviderErrorKind, RequestOptions, Role, RunState, TokenTotals, validate_history,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -71,7 +71,10 @@ impl ModelProvider for Routed {
 /// Context window 2,000 tokens; compaction above half of it.
 fn options(strategy: CompactionStrategy) -> LoopOptions {
     LoopOptions {
-        system_prompt: Some("You echo notes.".into()),
+        request: RequestOptions {
+            system_prompt: Some("You echo notes.".into()),
+            ..RequestOptions::default()
+        },
         context_window: Some(2_000),
         compaction: CompactionOptions {
             strategy,

@@ -11,7 +11,8 @@ use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::skills::{Skill, run_with_skills};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    EventKind, LoopEvent, LoopOptions, LoopStatus, Message, ModelRequest, Role, Tool,
+    EventKind, LoopEvent, LoopOptions, LoopStatus, Message, ModelRequest, RequestOptions, Role,
+    Tool,
 };
 use common::*;
 use futures::StreamExt;
@@ -21,7 +22,10 @@ const AGENT: &str = "You are a careful agent.";
 
 fn options() -> LoopOptions {
     LoopOptions {
-        system_prompt: Some(AGENT.to_owned()),
+        request: RequestOptions {
+            system_prompt: Some(AGENT.to_owned()),
+            ..RequestOptions::default()
+        },
         ..LoopOptions::default()
     }
 }
@@ -347,4 +351,63 @@ async fn nested_skill_events_carry_depth_and_input() {
             )));
     }
     insta::assert_snapshot!("nested_skills", render_events(&events));
+}
+
+/// The root run's output schema is not a skill's: the skill's child run
+/// answers in prose, asked neither through `final_output` nor through the
+/// request's response format, while the root run is still held to it.
+#[tokio::test(start_paused = true)]
+async fn a_skills_child_run_gets_no_output_schema() {
+    let schema =
+        agentloop_types::OutputSchema::new("city", json!({"type": "object", "required": ["name"]}));
+    for api in [
+        agentloop_types::ApiKind::OpenaiChat,
+        agentloop_types::ApiKind::AnthropicMessages,
+    ] {
+        let root_answer = match api {
+            agentloop_types::ApiKind::AnthropicMessages => ScriptedTurn::new().tool_call(
+                "f1",
+                agentloop_types::FINAL_OUTPUT_TOOL,
+                json!({"name": "Oslo"}),
+            ),
+            _ => ScriptedTurn::new().text(r#"{"name": "Oslo"}"#),
+        };
+        let provider = ScriptedProvider::speaking(
+            api,
+            [
+                ScriptedTurn::new().tool_call("s1", "research", json!({"task": "Find it"})),
+                ScriptedTurn::new().text("Oslo, in prose."),
+                root_answer,
+            ],
+        );
+        let deps = RunDeps::new(provider.clone()).with_run_id("run");
+        let options = LoopOptions {
+            output_schema: Some(schema.clone()),
+            ..options()
+        };
+        let events: Vec<LoopEvent> = run_with_skills(options, user("Where?"), deps, &[research()])
+            .collect()
+            .await;
+        let result = check_invariants(&events);
+        assert_eq!(
+            result.status,
+            LoopStatus::Complete {
+                return_value: None,
+                output: Some(json!({"name": "Oslo"})),
+            },
+            "{api:?}"
+        );
+        let requests = provider.requests();
+        let child = &requests[1];
+        assert_eq!(child.response_format, None, "{api:?}");
+        assert_eq!(tool_names(child), ["echo"], "{api:?}");
+        let root = &requests[0];
+        match api {
+            agentloop_types::ApiKind::AnthropicMessages => {
+                assert_eq!(root.response_format, None);
+                assert!(tool_names(root).contains(&"final_output".to_owned()));
+            }
+            _ => assert!(root.response_format.is_some()),
+        }
+    }
 }

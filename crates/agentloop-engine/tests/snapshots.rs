@@ -10,7 +10,7 @@ use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
     CancellationToken, Decision, LoopOptions, LoopStatus, ProviderError, ProviderErrorKind,
-    StopReason,
+    RequestOptions, StopReason,
 };
 use common::*;
 use serde_json::json;
@@ -453,7 +453,10 @@ async fn undeclared_tool_option_is_an_error_result() {
 async fn prefill_starts_the_committed_answer() {
     let provider = ScriptedProvider::new([ScriptedTurn::new().text("\"a\": 1}")]);
     let options = LoopOptions {
-        prefill_response: Some("{".into()),
+        request: RequestOptions {
+            prefill_response: Some("{".into()),
+            ..RequestOptions::default()
+        },
         ..LoopOptions::default()
     };
     let events = run_events(
@@ -470,7 +473,10 @@ async fn prefill_starts_the_committed_answer() {
 
     let provider = ScriptedProvider::new([ScriptedTurn::new()]);
     let options = LoopOptions {
-        prefill_response: Some("{}".into()),
+        request: RequestOptions {
+            prefill_response: Some("{}".into()),
+            ..RequestOptions::default()
+        },
         ..LoopOptions::default()
     };
     let events = run_events(

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, collect, run};
 use agentloop_types::{
-    LoopOptions, Message, ModelProvider, ModelRequest, ModelStream, ToolResult, ToolStream,
-    single_result,
+    LoopOptions, Message, ModelProvider, ModelRequest, ModelStream, RequestOptions, ToolResult,
+    ToolStream, single_result,
 };
 use common::spans::{Layer, Span, Spans};
 use serde_json::json;
@@ -27,7 +27,10 @@ fn delegate() -> Arc<dyn agentloop_types::Tool> {
                 .with_cancel(context.cancel.child_token())
                 .with_run_id("child");
             let options = LoopOptions {
-                model: "child-model".into(),
+                request: RequestOptions {
+                    model: "child-model".into(),
+                    ..RequestOptions::default()
+                },
                 ..LoopOptions::default()
             };
             let result = collect(run(options, vec![Message::user_text("c1", "do it")], deps)).await;
@@ -55,7 +58,10 @@ async fn spans_nest_as_the_runs_do() {
         .with_tools([delegate()])
         .with_run_id("root");
     let options = LoopOptions {
-        model: "root-model".into(),
+        request: RequestOptions {
+            model: "root-model".into(),
+            ..RequestOptions::default()
+        },
         ..LoopOptions::default()
     };
     let result = collect(run(options, vec![Message::user_text("u1", "go")], deps)).await;

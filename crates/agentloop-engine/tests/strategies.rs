@@ -14,7 +14,9 @@ use agentloop_engine::strategy::{
 };
 use agentloop_engine::{LoopStrategy, RunDeps, SessionRuns, StrategyError, StrategyRegistry, run};
 use agentloop_types::transcript::render_events;
-use agentloop_types::{LoopEvent, LoopOptions, LoopStatus, ProviderError, ProviderErrorKind, Tool};
+use agentloop_types::{
+    LoopEvent, LoopOptions, LoopStatus, ProviderError, ProviderErrorKind, RequestOptions, Tool,
+};
 use common::*;
 use futures::StreamExt;
 use serde_json::json;
@@ -310,7 +312,10 @@ async fn react_calls_skills_in_its_act_step() {
     let deps = RunDeps::new(provider.clone()).with_run_id("run");
     let prepared = prepare(
         LoopOptions {
-            system_prompt: Some("Agent.".into()),
+            request: RequestOptions {
+                system_prompt: Some("Agent.".into()),
+                ..RequestOptions::default()
+            },
             ..LoopOptions::default()
         },
         user("Find it"),

@@ -7,7 +7,10 @@
 mod common;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
-use agentloop_engine::{RunDeps, RunItem, resume, run};
+use agentloop_engine::strategy::{
+    LlmOnlyStrategy, NATIVE, PlanExecuteStrategy, ReactStrategy, ToolFirstStrategy,
+};
+use agentloop_engine::{LoopStrategy, RunDeps, RunItem, check_output_schema, collect, resume, run};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
     ApiKind, CancellationToken, EventKind, FINAL_OUTPUT_TOOL, LoopError, LoopEvent, LoopOptions,
@@ -33,9 +36,8 @@ fn city_schema() -> OutputSchema {
     )
 }
 
-fn options(api: ApiKind, schema: OutputSchema) -> LoopOptions {
+fn options(schema: OutputSchema) -> LoopOptions {
     LoopOptions {
-        api,
         output_schema: Some(schema),
         ..LoopOptions::default()
     }
@@ -67,13 +69,16 @@ const OSLO: &str = r#"{"name":"Oslo","population":709000}"#;
 
 #[tokio::test(start_paused = true)]
 async fn native_valid_answer_becomes_output() {
-    let provider = ScriptedProvider::new([ScriptedTurn::new()
-        .text_chunks(&[r#"{"name":"Oslo","#, r#""population":709000}"#])
-        .usage(10, 8)]);
+    let provider = ScriptedProvider::speaking(
+        ApiKind::OpenaiChat,
+        [ScriptedTurn::new()
+            .text_chunks(&[r#"{"name":"Oslo","#, r#""population":709000}"#])
+            .usage(10, 8)],
+    );
     let events = run_events(
         provider.clone(),
         vec![echo()],
-        options(ApiKind::OpenaiChat, city_schema()),
+        options(city_schema()),
         user("The capital of Norway?"),
         CancellationToken::new(),
     )
@@ -85,8 +90,8 @@ async fn native_valid_answer_becomes_output() {
     );
     let requests = provider.requests();
     assert_eq!(
-        requests[0].options.output_schema.as_ref(),
-        Some(&city_schema()),
+        requests[0].response_format.as_deref(),
+        Some(&city_schema().response_format()),
         "the provider is asked for its native form"
     );
     let names: Vec<_> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
@@ -95,16 +100,19 @@ async fn native_valid_answer_becomes_output() {
 
 #[tokio::test(start_paused = true)]
 async fn native_invalid_then_valid_sends_the_errors_back() {
-    let provider = ScriptedProvider::new([
-        ScriptedTurn::new()
-            .text(r#"{"name":"Oslo","population":"about 700k"}"#)
-            .usage(10, 8),
-        ScriptedTurn::new().text(OSLO).usage(30, 8),
-    ]);
+    let provider = ScriptedProvider::speaking(
+        ApiKind::OpenaiResponses,
+        [
+            ScriptedTurn::new()
+                .text(r#"{"name":"Oslo","population":"about 700k"}"#)
+                .usage(10, 8),
+            ScriptedTurn::new().text(OSLO).usage(30, 8),
+        ],
+    );
     let events = run_events(
         provider.clone(),
         vec![],
-        options(ApiKind::OpenaiResponses, city_schema()),
+        options(city_schema()),
         user("The capital of Norway?"),
         CancellationToken::new(),
     )
@@ -125,14 +133,17 @@ async fn native_invalid_then_valid_sends_the_errors_back() {
 
 #[tokio::test(start_paused = true)]
 async fn native_never_valid_ends_output_invalid_with_the_last_answer() {
-    let provider = ScriptedProvider::new([
-        ScriptedTurn::new().text("Oslo, I think.").usage(10, 4),
-        ScriptedTurn::new().text(r#"{"name":"Oslo"}"#).usage(20, 4),
-    ]);
+    let provider = ScriptedProvider::speaking(
+        ApiKind::Gemini,
+        [
+            ScriptedTurn::new().text("Oslo, I think.").usage(10, 4),
+            ScriptedTurn::new().text(r#"{"name":"Oslo"}"#).usage(20, 4),
+        ],
+    );
     let events = run_events(
         provider.clone(),
         vec![],
-        options(ApiKind::Gemini, city_schema().with_max_retries(1)),
+        options(city_schema().with_max_retries(1)),
         user("The capital of Norway?"),
         CancellationToken::new(),
     )
@@ -157,16 +168,19 @@ async fn a_refusal_is_a_refusal_not_invalid_output() {
         category: Some("cyber".into()),
         explanation: Some("I cannot help with that.".into()),
     };
-    let provider = ScriptedProvider::new([ScriptedTurn::new()
-        .text("I cannot help with that.")
-        .stop(StopReason::Refusal {
-            details: Some(details.clone()),
-        })
-        .usage(10, 6)]);
+    let provider = ScriptedProvider::speaking(
+        ApiKind::OpenaiChat,
+        [ScriptedTurn::new()
+            .text("I cannot help with that.")
+            .stop(StopReason::Refusal {
+                details: Some(details.clone()),
+            })
+            .usage(10, 6)],
+    );
     let events = run_events(
         provider.clone(),
         vec![],
-        options(ApiKind::OpenaiChat, city_schema()),
+        options(city_schema()),
         user("Something not allowed"),
         CancellationToken::new(),
     )
@@ -185,26 +199,26 @@ async fn a_refusal_is_a_refusal_not_invalid_output() {
 
 #[tokio::test(start_paused = true)]
 async fn tool_mode_final_output_call_ends_the_run_with_its_input() {
-    let provider = ScriptedProvider::new([
-        ScriptedTurn::new()
-            .tool_call("t1", "echo", json!({"text": "Oslo"}))
-            .usage(10, 5),
-        ScriptedTurn::new()
-            .text("Here it is.")
-            .tool_call(
-                "t2",
-                FINAL_OUTPUT_TOOL,
-                json!({"name": "Oslo", "population": 709000}),
-            )
-            .usage(20, 9),
-    ]);
+    let provider = ScriptedProvider::speaking(
+        ApiKind::OpenaiChat,
+        [
+            ScriptedTurn::new()
+                .tool_call("t1", "echo", json!({"text": "Oslo"}))
+                .usage(10, 5),
+            ScriptedTurn::new()
+                .text("Here it is.")
+                .tool_call(
+                    "t2",
+                    FINAL_OUTPUT_TOOL,
+                    json!({"name": "Oslo", "population": 709000}),
+                )
+                .usage(20, 9),
+        ],
+    );
     let events = run_events(
         provider.clone(),
         vec![echo()],
-        options(
-            ApiKind::OpenaiChat,
-            city_schema().with_mode(OutputMode::Tool),
-        ),
+        options(city_schema().with_mode(OutputMode::Tool)),
         user("The capital of Norway?"),
         CancellationToken::new(),
     )
@@ -216,7 +230,7 @@ async fn tool_mode_final_output_call_ends_the_run_with_its_input() {
     );
     let requests = provider.requests();
     for request in &requests {
-        assert_eq!(request.options.output_schema, None, "no native form");
+        assert_eq!(request.response_format, None, "no native form");
         let final_tool = request
             .tools
             .iter()
@@ -235,30 +249,30 @@ async fn tool_mode_final_output_call_ends_the_run_with_its_input() {
 
 #[tokio::test(start_paused = true)]
 async fn tool_mode_invalid_input_is_answered_with_the_errors_then_retried() {
-    let provider = ScriptedProvider::new([
-        ScriptedTurn::new()
-            .tool_call(
-                "t1",
-                FINAL_OUTPUT_TOOL,
-                json!({"name": "Oslo", "population": -1}),
-            )
-            .tool_call("t2", "echo", json!({"text": "x"}))
-            .usage(10, 9),
-        ScriptedTurn::new()
-            .tool_call(
-                "t3",
-                FINAL_OUTPUT_TOOL,
-                json!({"name": "Oslo", "population": 709000}),
-            )
-            .usage(20, 9),
-    ]);
+    let provider = ScriptedProvider::speaking(
+        ApiKind::OpenaiChat,
+        [
+            ScriptedTurn::new()
+                .tool_call(
+                    "t1",
+                    FINAL_OUTPUT_TOOL,
+                    json!({"name": "Oslo", "population": -1}),
+                )
+                .tool_call("t2", "echo", json!({"text": "x"}))
+                .usage(10, 9),
+            ScriptedTurn::new()
+                .tool_call(
+                    "t3",
+                    FINAL_OUTPUT_TOOL,
+                    json!({"name": "Oslo", "population": 709000}),
+                )
+                .usage(20, 9),
+        ],
+    );
     let events = run_events(
         provider.clone(),
         vec![echo()],
-        options(
-            ApiKind::OpenaiChat,
-            city_schema().with_mode(OutputMode::Tool),
-        ),
+        options(city_schema().with_mode(OutputMode::Tool)),
         user("The capital of Norway?"),
         CancellationToken::new(),
     )
@@ -277,17 +291,20 @@ async fn tool_mode_invalid_input_is_answered_with_the_errors_then_retried() {
 
 #[tokio::test(start_paused = true)]
 async fn anthropic_uses_the_final_output_tool_in_native_mode() {
-    let provider = ScriptedProvider::new([ScriptedTurn::new()
-        .tool_call(
-            "t1",
-            FINAL_OUTPUT_TOOL,
-            json!({"name": "Oslo", "population": 709000}),
-        )
-        .usage(10, 9)]);
+    let provider = ScriptedProvider::speaking(
+        ApiKind::AnthropicMessages,
+        [ScriptedTurn::new()
+            .tool_call(
+                "t1",
+                FINAL_OUTPUT_TOOL,
+                json!({"name": "Oslo", "population": 709000}),
+            )
+            .usage(10, 9)],
+    );
     let events = run_events(
         provider.clone(),
         vec![],
-        options(ApiKind::AnthropicMessages, city_schema()),
+        options(city_schema()),
         user("The capital of Norway?"),
         CancellationToken::new(),
     )
@@ -297,7 +314,7 @@ async fn anthropic_uses_the_final_output_tool_in_native_mode() {
         json!({"name": "Oslo", "population": 709000})
     );
     let request = &provider.requests()[0];
-    assert_eq!(request.options.output_schema, None);
+    assert_eq!(request.response_format, None);
     assert_eq!(request.tools[0].name, FINAL_OUTPUT_TOOL);
 }
 
@@ -327,11 +344,15 @@ async fn a_resumed_run_keeps_its_retry_count() {
         ScriptedTurn::new().text("Oslo").usage(10, 1),
         ScriptedTurn::new().text(r#"{"name":"Oslo"}"#).usage(10, 1),
     ];
-    let options = options(ApiKind::OpenaiChat, city_schema().with_max_retries(1));
+    let options = options(city_schema().with_max_retries(1));
     let full: Vec<RunItem> = run(
         options.clone(),
         user("The capital of Norway?"),
-        RunDeps::new(ScriptedProvider::new(turns.clone())).with_run_id("run"),
+        RunDeps::new(ScriptedProvider::speaking(
+            ApiKind::OpenaiChat,
+            turns.clone(),
+        ))
+        .with_run_id("run"),
     )
     .with_checkpoints()
     .collect()
@@ -363,7 +384,8 @@ async fn a_resumed_run_keeps_its_retry_count() {
             .count();
         let stored: RunState =
             serde_json::from_str(&serde_json::to_string(state).unwrap()).unwrap();
-        let provider = ScriptedProvider::new(turns[calls_done..].to_vec());
+        let provider =
+            ScriptedProvider::speaking(ApiKind::OpenaiChat, turns[calls_done..].to_vec());
         let events: Vec<LoopEvent> =
             resume(options.clone(), stored, RunDeps::new(provider.clone()))
                 .collect()
@@ -373,4 +395,152 @@ async fn a_resumed_run_keeps_its_retry_count() {
         resumed_runs += 1;
     }
     assert!(resumed_runs >= 2, "a checkpoint before each model call");
+}
+
+/// Only the native strategy can hold its answer to a schema. A run of any
+/// other that asks for one ends at once with the typed error — no model
+/// request, one terminal event — and the engine's check says the same
+/// before a run starts.
+#[tokio::test(start_paused = true)]
+async fn other_strategies_refuse_an_output_schema() {
+    let strategies: Vec<Box<dyn LoopStrategy>> = vec![
+        Box::new(ReactStrategy::default()),
+        Box::new(LlmOnlyStrategy::default()),
+        Box::new(ToolFirstStrategy::default()),
+        Box::new(PlanExecuteStrategy::default()),
+    ];
+    for strategy in strategies {
+        let name = strategy.name().to_owned();
+        let refused = LoopError::OutputSchemaUnsupported {
+            strategy: name.clone(),
+        };
+        let provider =
+            ScriptedProvider::speaking(ApiKind::OpenaiChat, [ScriptedTurn::new().text(OSLO)]);
+        let events: Vec<LoopEvent> = strategy
+            .run(
+                options(city_schema()),
+                user("The capital of Norway?"),
+                RunDeps::new(provider.clone()),
+            )
+            .collect()
+            .await;
+        check_invariants(&events);
+        assert_eq!(events.len(), 1, "{name}: only the terminal event");
+        assert_eq!(
+            result(&events).status,
+            LoopStatus::Error {
+                error: refused.clone()
+            },
+            "{name}"
+        );
+        assert!(provider.requests().is_empty(), "{name}: no request");
+        assert_eq!(
+            check_output_schema(&name, &options(city_schema())),
+            Err(refused)
+        );
+        assert_eq!(check_output_schema(&name, &LoopOptions::default()), Ok(()));
+    }
+    assert_eq!(check_output_schema(NATIVE, &options(city_schema())), Ok(()));
+    assert_eq!(
+        LoopError::OutputSchemaUnsupported {
+            strategy: "react".into()
+        }
+        .to_string(),
+        "an output schema needs the native strategy; the react strategy cannot hold its \
+         answer to one"
+    );
+}
+
+/// The rule holds for a stored run too: a react state resumed with an
+/// output schema is refused and left as it was, and goes on without one.
+#[tokio::test(start_paused = true)]
+async fn a_resumed_run_of_another_strategy_refuses_an_output_schema() {
+    let reason = ScriptedTurn::new().tool_call(
+        "r1",
+        "agent_decide_next",
+        json!({"message": "I know it.", "final_answer": "Oslo"}),
+    );
+    let mut items = ReactStrategy::default()
+        .run(
+            LoopOptions::default(),
+            user("The capital of Norway?"),
+            RunDeps::new(ScriptedProvider::new([reason.clone()])),
+        )
+        .with_checkpoints();
+    let state = loop {
+        if let Some(RunItem::Checkpoint(state)) = items.next().await {
+            break state;
+        }
+    };
+    drop(items);
+    let provider = ScriptedProvider::speaking(ApiKind::OpenaiChat, [reason.clone()]);
+    let events: Vec<LoopEvent> = resume(
+        options(city_schema()),
+        state.clone(),
+        RunDeps::new(provider.clone()),
+    )
+    .collect()
+    .await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        result(&events).status,
+        LoopStatus::Error {
+            error: LoopError::OutputSchemaUnsupported {
+                strategy: "react".into()
+            }
+        }
+    );
+    assert!(provider.requests().is_empty());
+    let done = collect(resume(
+        LoopOptions::default(),
+        state,
+        RunDeps::new(ScriptedProvider::new([reason])),
+    ))
+    .await;
+    assert_eq!(done.final_text().as_deref(), Some("Oslo"));
+}
+
+/// Which form the schema is asked in follows the provider's API, not an
+/// option: the same options ask natively over OpenAI Chat and through
+/// `final_output` over a provider that names no API.
+#[tokio::test(start_paused = true)]
+async fn the_form_follows_the_providers_api() {
+    let native = ScriptedProvider::speaking(ApiKind::OpenaiChat, [ScriptedTurn::new().text(OSLO)]);
+    let result = collect(run(
+        options(city_schema()),
+        user("The capital of Norway?"),
+        RunDeps::new(native.clone()),
+    ))
+    .await;
+    assert!(matches!(
+        result.status,
+        LoopStatus::Complete {
+            output: Some(_),
+            ..
+        }
+    ));
+    assert!(native.requests()[0].response_format.is_some());
+    assert!(native.requests()[0].tools.is_empty());
+
+    let call = ScriptedTurn::new().tool_call(
+        "t1",
+        FINAL_OUTPUT_TOOL,
+        json!({"name": "Oslo", "population": 709000}),
+    );
+    let unnamed = ScriptedProvider::new([call]);
+    let result = collect(run(
+        options(city_schema()),
+        user("The capital of Norway?"),
+        RunDeps::new(unnamed.clone()),
+    ))
+    .await;
+    assert!(matches!(
+        result.status,
+        LoopStatus::Complete {
+            output: Some(_),
+            ..
+        }
+    ));
+    assert_eq!(unnamed.requests()[0].response_format, None);
+    assert_eq!(unnamed.requests()[0].tools[0].name, FINAL_OUTPUT_TOOL);
 }

@@ -138,6 +138,11 @@ pub(crate) fn build_body(
 }
 
 impl ModelProvider for HttpProvider {
+    /// The API of its configuration: the one its requests are built for.
+    fn api(&self) -> Option<ApiKind> {
+        Some(self.config.api)
+    }
+
     fn stream(&self, request: ModelRequest) -> ModelStream {
         // Named and attributed per the OpenTelemetry GenAI conventions; a
         // child of whatever span the caller (the engine's turn) is in.

@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 
 use agentloop_types::{
-    ContentBlock, FINAL_OUTPUT_TOOL, LoopOptions, ModelRequest, ProviderError, Role, ToolDefinition,
+    ContentBlock, ModelRequest, ProviderError, RequestOptions, Role, ToolDefinition,
 };
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -36,7 +36,7 @@ pub(crate) fn system_text(request: &ModelRequest) -> Option<String> {
 
 /// Refuses a prefill: only the Anthropic Messages API continues a
 /// started answer.
-pub(crate) fn refuse_prefill(options: &LoopOptions) -> Result<(), ProviderError> {
+pub(crate) fn refuse_prefill(options: &RequestOptions) -> Result<(), ProviderError> {
     if options
         .prefill_response
         .as_deref()
@@ -49,20 +49,11 @@ pub(crate) fn refuse_prefill(options: &LoopOptions) -> Result<(), ProviderError>
     Ok(())
 }
 
-/// The tools to offer: all of them, or those named in `enabled_tools`
-/// (the engine's `final_output` tool is always offered: the run asks for
-/// its answer through it).
+/// The tools to offer: the request's, as the engine chose them (narrowed
+/// to the run's enabled tools, with `final_output` when the run asks
+/// through it).
 pub(crate) fn offered_tools(request: &ModelRequest) -> Vec<&ToolDefinition> {
-    let enabled = &request.options.enabled_tools;
-    request
-        .tools
-        .iter()
-        .filter(|t| {
-            enabled.is_empty()
-                || t.name == FINAL_OUTPUT_TOOL
-                || enabled.iter().any(|name| name == &t.name)
-        })
-        .collect()
+    request.tools.iter().collect()
 }
 
 /// Tool arguments as a JSON object. Arguments kept as a string (a stream

@@ -37,7 +37,7 @@ async fn turn(base_path: &str, response: ResponseTemplate, model: &str) -> Turn 
     let config = ProviderConfig::openai_compatible(format!("{}{base_path}", server.uri()), None)
         .with_retry(RetryPolicy::none());
     let provider = HttpProvider::new(config).unwrap();
-    run(&provider, request(ApiKind::OpenaiChat, model)).await
+    run(&provider, request(model)).await
 }
 
 fn sse(body: String) -> ResponseTemplate {

@@ -47,11 +47,7 @@ async fn unauthorized_is_not_retried() {
         .mount(&server)
         .await;
     let provider = retrying(ApiKind::AnthropicMessages, &server.uri(), 2);
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::Http);
     assert_eq!(error.status, Some(401));
@@ -86,7 +82,7 @@ async fn rate_limit_honours_retry_after() {
 
     let provider = retrying(ApiKind::OpenaiChat, &server.uri(), 2);
     let started = tokio::time::Instant::now();
-    let turn = run(&provider, request(ApiKind::OpenaiChat, "gpt-5-nano")).await;
+    let turn = run(&provider, request("gpt-5-nano")).await;
     assert!(turn.error.is_none(), "{:?}", turn.error);
     assert!(
         started.elapsed() >= Duration::from_secs(7),
@@ -129,7 +125,7 @@ async fn retry_after_ms_wins_over_retry_after() {
         .await;
     let provider = retrying(ApiKind::OpenaiChat, &server.uri(), 1);
     let started = tokio::time::Instant::now();
-    let turn = run(&provider, request(ApiKind::OpenaiChat, "gpt-5-nano")).await;
+    let turn = run(&provider, request("gpt-5-nano")).await;
     assert!(turn.error.is_none());
     let waited = started.elapsed();
     assert!(
@@ -151,11 +147,7 @@ async fn overloaded_is_retried_then_surfaced() {
         .mount(&server)
         .await;
     let provider = retrying(ApiKind::AnthropicMessages, &server.uri(), 2);
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.status, Some(529));
     assert_eq!(error.error_type.as_deref(), Some("overloaded_error"));
@@ -171,7 +163,7 @@ async fn dropping_the_stream_ends_the_backoff() {
         .mount(&server)
         .await;
     let provider = retrying(ApiKind::OpenaiChat, &server.uri(), 5);
-    let mut stream = provider.stream(request(ApiKind::OpenaiChat, "gpt-5-nano"));
+    let mut stream = provider.stream(request("gpt-5-nano"));
     // Poll the turn without letting the paused clock move (no timers here)
     // until the first attempt was answered and the backoff sleep began:
     // the clock then auto-advances by the requested 30 s, so stop at 10 s.
@@ -206,7 +198,7 @@ async fn connection_refused_is_a_connection_error() {
     drop(listener);
     let provider =
         HttpProvider::new(config(ApiKind::OpenaiChat, &format!("http://{addr}"))).unwrap();
-    let turn = run(&provider, request(ApiKind::OpenaiChat, "gpt-5-nano")).await;
+    let turn = run(&provider, request("gpt-5-nano")).await;
     assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::Connection);
 }
 
@@ -220,7 +212,7 @@ async fn an_endpoint_that_is_not_a_url_is_refused_at_once_without_its_query() {
     }))
     .unwrap();
     let started = tokio::time::Instant::now();
-    let turn = run(&provider, request(ApiKind::OpenaiChat, "gpt-5-nano")).await;
+    let turn = run(&provider, request("gpt-5-nano")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::InvalidRequest);
     assert!(
@@ -247,11 +239,7 @@ async fn connection_failures_before_the_response_are_retried() {
     drop(listener);
     let provider = retrying(ApiKind::AnthropicMessages, &format!("http://{addr}"), 2);
     let started = tokio::time::Instant::now();
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::Connection);
     // Two backoffs: about 0.5 s and 1 s, each with up to 25% jitter off.
     let waited = started.elapsed();
@@ -280,11 +268,7 @@ async fn connection_reset_mid_stream() {
         drop(socket);
     });
     let provider = retrying(ApiKind::AnthropicMessages, &format!("http://{addr}"), 2);
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     server.await.unwrap();
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::Connection, "{error:?}");
@@ -313,11 +297,7 @@ async fn anthropic_stream_cut_before_message_stop() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::AnthropicMessages, &server.uri())).unwrap();
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::Truncated);
     assert!(error.message.contains("message_stop"));
@@ -337,7 +317,7 @@ async fn chat_stream_cut_before_done() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::OpenaiChat, &server.uri())).unwrap();
-    let turn = run(&provider, request(ApiKind::OpenaiChat, "gpt-4.1-nano")).await;
+    let turn = run(&provider, request("gpt-4.1-nano")).await;
     assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::Truncated);
 }
 
@@ -351,7 +331,7 @@ async fn responses_stream_cut_before_completed() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::OpenaiResponses, &server.uri())).unwrap();
-    let turn = run(&provider, request(ApiKind::OpenaiResponses, "gpt-5")).await;
+    let turn = run(&provider, request("gpt-5")).await;
     assert_eq!(turn.error.unwrap().kind, ProviderErrorKind::Truncated);
 }
 
@@ -369,11 +349,7 @@ async fn malformed_json_event_is_a_decode_error() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::AnthropicMessages, &server.uri())).unwrap();
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::Decode);
     assert!(
@@ -407,11 +383,7 @@ async fn unknown_events_and_blocks_are_kept_or_skipped_never_fatal() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::AnthropicMessages, &server.uri())).unwrap();
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     assert!(turn.error.is_none());
     insta::assert_json_snapshot!(render(&turn.chunks, None));
 }
@@ -431,11 +403,7 @@ async fn anthropic_error_event_mid_stream() {
         .mount(&server)
         .await;
     let provider = retrying(ApiKind::AnthropicMessages, &server.uri(), 2);
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     let error = turn.error.unwrap();
     assert_eq!(error.kind, ProviderErrorKind::Api);
     assert_eq!(error.error_type.as_deref(), Some("overloaded_error"));
@@ -471,19 +439,11 @@ async fn overloaded_event_before_any_content_is_retried() {
         .mount(&server)
         .await;
     let provider = retrying(ApiKind::AnthropicMessages, &server.uri(), 2);
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     assert!(turn.error.is_none(), "{:?}", turn.error);
     assert_eq!(server.received_requests().await.unwrap().len(), 2);
     // A request error event is not retried.
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     assert_eq!(
         turn.error.unwrap().error_type.as_deref(),
         Some("invalid_request_error")

@@ -56,9 +56,9 @@ async fn streams_and_whole_responses_over_the_wire() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::Gemini, &server.uri())).unwrap();
-    let streamed = run(&provider, request(ApiKind::Gemini, "gemini-3-pro-preview")).await;
+    let streamed = run(&provider, request("gemini-3-pro-preview")).await;
     assert!(streamed.error.is_none(), "{:?}", streamed.error);
-    let mut once = request(ApiKind::Gemini, "gemini-3-pro-preview");
+    let mut once = request("gemini-3-pro-preview");
     once.options.disable_stream = true;
     let whole_turn = run(&provider, once).await;
     assert!(whole_turn.error.is_none(), "{:?}", whole_turn.error);
@@ -69,7 +69,7 @@ async fn streams_and_whole_responses_over_the_wire() {
     assert_eq!(*stop_reason, StopReason::ToolUse);
 
     let body = provider
-        .request_body(&request(ApiKind::Gemini, "gemini-3-pro-preview"))
+        .request_body(&request("gemini-3-pro-preview"))
         .await
         .unwrap();
     let received = &server.received_requests().await.unwrap()[0];
@@ -99,7 +99,7 @@ async fn signatures_and_calls_go_back_where_they_came_from() {
             _ => None,
         })
         .collect();
-    let mut next = request(ApiKind::Gemini, "gemini-3-flash-preview");
+    let mut next = request("gemini-3-flash-preview");
     next.messages.push(Message::new(
         "a1",
         Role::Assistant,
@@ -246,7 +246,7 @@ async fn http_errors_in_googles_shape() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::Gemini, &server.uri())).unwrap();
-    let turn = run(&provider, request(ApiKind::Gemini, "gemini-2.5-flash")).await;
+    let turn = run(&provider, request("gemini-2.5-flash")).await;
     let e = turn.error.unwrap();
     assert_eq!((e.kind, e.status), (ProviderErrorKind::Http, Some(400)));
     assert_eq!(e.error_type.as_deref(), Some("INVALID_ARGUMENT"));
@@ -261,7 +261,7 @@ async fn a_signed_thought_goes_back_as_the_thought_part() {
         json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Answer."}]}, "finishReason": "STOP"}],
             "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2, "thoughtsTokenCount": 9}}),
     ]);
-    let mut next = request(ApiKind::Gemini, "gemini-2.5-flash");
+    let mut next = request("gemini-2.5-flash");
     next.messages
         .push(Message::new("a1", Role::Assistant, outcome.content));
     next.messages.push(Message::user_text("u2", "Thanks"));

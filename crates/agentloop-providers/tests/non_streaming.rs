@@ -21,7 +21,7 @@ async fn whole(api: ApiKind, model: &str, response: Value, disable_stream: bool)
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(api, &server.uri())).unwrap();
-    let mut request = request(api, model);
+    let mut request = request(model);
     request.options.disable_stream = disable_stream;
     let turn = run(&provider, request).await;
     let sent: Value =
@@ -127,7 +127,7 @@ async fn a_response_that_is_not_json_is_a_decode_error_not_retried() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::OpenaiChat, &server.uri())).unwrap();
-    let mut request = request(ApiKind::OpenaiChat, "gpt-4.1-nano");
+    let mut request = request("gpt-4.1-nano");
     request.options.disable_stream = true;
     let turn = run(&provider, request).await;
     let error = turn.error.expect("a decode error");

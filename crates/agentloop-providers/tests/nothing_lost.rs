@@ -131,7 +131,7 @@ async fn a_stream_cut_after_message_delta_keeps_usage_and_stop_reason() {
         .mount(&server)
         .await;
     let provider = HttpProvider::new(config(ApiKind::AnthropicMessages, &server.uri())).unwrap();
-    let turn = run(&provider, request(ApiKind::AnthropicMessages, "m")).await;
+    let turn = run(&provider, request("m")).await;
     assert_eq!(turn.error.as_ref().unwrap().partial, error.partial);
 
     // Cut before the stop reason: the input usage of message_start is kept.
@@ -193,7 +193,7 @@ async fn responses_phase_is_kept_and_sent_back() {
     events.push(json!({"type": "response.completed", "response": {"status": "completed", "usage": {"input_tokens": 30, "output_tokens": 3}}}));
     let second = replay(ApiKind::OpenaiResponses, &events);
 
-    let mut next = request(ApiKind::OpenaiResponses, "gpt-5.3-codex");
+    let mut next = request("gpt-5.3-codex");
     next.messages.extend([
         Message::new("a1", Role::Assistant, first.content.clone()),
         Message::new(
@@ -233,7 +233,7 @@ async fn the_code_execution_container_is_reused_until_it_expires() {
         fixture_bodies(name)[0].as_bytes(),
     );
     let next = |content: Vec<ContentBlock>| {
-        let mut next = request(ApiKind::AnthropicMessages, "claude-sonnet-4-5");
+        let mut next = request("claude-sonnet-4-5");
         next.messages.extend([
             Message::new("a1", Role::Assistant, content),
             Message::user_text("u2", "Now the cubes."),

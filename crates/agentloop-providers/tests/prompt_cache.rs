@@ -12,8 +12,8 @@ use common::*;
 use serde_json::{Value, json};
 
 /// A tool run three steps in: every step a call and its result.
-fn tool_run(api: ApiKind) -> ModelRequest {
-    let mut request = request(api, "claude-sonnet-4-5");
+fn tool_run() -> ModelRequest {
+    let mut request = request("claude-sonnet-4-5");
     request.options.system_prompt = Some("You are a careful coding agent.".into());
     request.tools = ["read_file", "run_tests"]
         .iter()
@@ -81,7 +81,7 @@ fn marks(value: &Value, at: &str, out: &mut Vec<String>) {
 
 #[tokio::test]
 async fn anthropic_breakpoints_follow_the_policy() {
-    let request = tool_run(ApiKind::AnthropicMessages);
+    let request = tool_run();
     let on = body(ProviderConfig::anthropic("k"), &request).await;
     let mut found = Vec::new();
     marks(&on, "", &mut found);
@@ -113,7 +113,7 @@ async fn anthropic_breakpoints_follow_the_policy() {
 
 #[tokio::test]
 async fn a_prefill_or_no_tools_moves_no_mark_into_the_assistant_turn() {
-    let mut request = tool_run(ApiKind::AnthropicMessages);
+    let mut request = tool_run();
     request.tools = Default::default();
     request.options.system_prompt = None;
     request.options.prefill_response = Some("Done:".into());
@@ -138,9 +138,9 @@ async fn openai_prompt_cache_key_is_configurable() {
     };
     for api in [ApiKind::OpenaiChat, ApiKind::OpenaiResponses] {
         let config = config(api, "http://unused.invalid");
-        let plain = body(config.clone(), &tool_run(api)).await;
+        let plain = body(config.clone(), &tool_run()).await;
         assert!(plain.get("prompt_cache_key").is_none());
-        let keyed = body(config.with_prompt_cache(cache.clone()), &tool_run(api)).await;
+        let keyed = body(config.with_prompt_cache(cache.clone()), &tool_run()).await;
         assert_eq!(keyed["prompt_cache_key"], "chat-42");
         let mut found = Vec::new();
         marks(&keyed, "", &mut found);

@@ -35,7 +35,7 @@ async fn replay_fixture(name: &str) -> Vec<serde_json::Value> {
             .mount(&server)
             .await;
         let provider = HttpProvider::new(config(api, &server.uri())).unwrap();
-        let turn = run(&provider, request(api, "test-model")).await;
+        let turn = run(&provider, request("test-model")).await;
         assert_eq!(turn.after_end, 0, "nothing after the end of the turn");
         if turn.error.is_none() {
             assert!(

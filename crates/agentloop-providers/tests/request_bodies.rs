@@ -8,8 +8,8 @@ use std::sync::Arc;
 use agentloop_providers::{HttpProvider, ProviderConfig};
 use agentloop_types::{
     ApiKind, AttachmentError, AttachmentLoader, AttachmentSource, ContentBlock, LoadedAttachment,
-    LoopOptions, Message, ModelRequest, ProviderErrorKind, ReasoningEffort, ReasoningSummary, Role,
-    ToolDefinition, ToolResultBlock, ToolUseBlock,
+    Message, ModelRequest, ProviderErrorKind, ReasoningEffort, ReasoningSummary, RequestOptions,
+    ResponseFormat, Role, ToolDefinition, ToolResultBlock, ToolUseBlock,
 };
 use common::*;
 use serde_json::{Value, json};
@@ -137,9 +137,8 @@ fn history() -> Vec<Message> {
 
 fn full_request(api: ApiKind, model: &str) -> ModelRequest {
     ModelRequest {
-        options: LoopOptions {
+        options: RequestOptions {
             model: model.into(),
-            api,
             system_prompt: Some("You are a test assistant.".into()),
             temperature: Some(0.5),
             max_tokens: 2048,
@@ -148,8 +147,9 @@ fn full_request(api: ApiKind, model: &str) -> ModelRequest {
             } else {
                 vec!["STOP".into()]
             },
-            ..LoopOptions::default()
+            ..RequestOptions::default()
         },
+        response_format: None,
         messages: history().into(),
         tools: tools().into(),
         attachments: Some(Arc::new(Loader)),
@@ -172,15 +172,15 @@ async fn anthropic_full_history() {
 
 #[tokio::test]
 async fn anthropic_thinking_prefill_and_web_search() {
-    let mut request = request(ApiKind::AnthropicMessages, "claude-sonnet-4-5");
+    let mut request = request("claude-sonnet-4-5");
     request.options.enable_reasoning = true;
     request.options.reasoning_budget_tokens = 4000;
     request.options.max_tokens = 1000;
     request.options.temperature = Some(0.2);
     request.options.prefill_response = Some("{\"answer\": ".into());
     request.options.web_search_enabled = true;
-    request.options.enabled_tools = vec!["now".into()];
-    request.tools = tools().into();
+    // The engine offers only the run's enabled tools.
+    request.tools = tools().into_iter().filter(|t| t.name == "now").collect();
     request.options.disable_stream = true;
     insta::assert_json_snapshot!(body(ProviderConfig::anthropic("k"), &request).await);
 }
@@ -193,7 +193,7 @@ async fn openai_chat_full_history() {
 
 #[tokio::test]
 async fn openai_compatible_reasoning_effort() {
-    let mut request = request(ApiKind::OpenaiChat, "qwen3:8b");
+    let mut request = request("qwen3:8b");
     request.options.reasoning_effort = Some(ReasoningEffort::Low);
     request.options.reasoning_summary = Some(ReasoningSummary::Auto);
     request.options.temperature = Some(0.2);
@@ -209,7 +209,7 @@ async fn openai_responses_full_history() {
 
 #[tokio::test]
 async fn openai_responses_reasoning_and_web_search() {
-    let mut request = request(ApiKind::OpenaiResponses, "gpt-5");
+    let mut request = request("gpt-5");
     request.options.reasoning_effort = Some(ReasoningEffort::High);
     request.options.reasoning_summary = Some(ReasoningSummary::Detailed);
     request.options.web_search_enabled = true;
@@ -234,7 +234,7 @@ async fn unsupported_options_are_typed_errors() {
         (ProviderConfig::openai_chat("k"), "web_search"),
     ];
     for (config, what) in cases {
-        let mut request = request(config.api, "m");
+        let mut request = request("m");
         match what {
             "prefill" => request.options.prefill_response = Some("{".into()),
             "stop" => request.options.stop_sequences = vec!["END".into()],
@@ -255,7 +255,7 @@ async fn unsupported_options_are_typed_errors() {
 
 #[tokio::test]
 async fn missing_attachment_is_an_invalid_request() {
-    let mut request = request(ApiKind::AnthropicMessages, "m");
+    let mut request = request("m");
     request.messages.push(Message::new(
         "u9",
         Role::User,
@@ -306,7 +306,7 @@ async fn wire_body_and_headers() {
         .mount(&server)
         .await;
         let provider = HttpProvider::new(config(api, &server.uri())).unwrap();
-        let request = request(api, "gpt-5");
+        let request = request("gpt-5");
         let expected = provider.request_body(&request).await.unwrap();
         let turn = run(&provider, request).await;
         assert!(turn.error.is_none(), "{api:?}: {:?}", turn.error);
@@ -338,7 +338,7 @@ async fn azure_uses_api_key_header_and_api_version() {
         "2025-04-01-preview",
     );
     let provider = HttpProvider::new(config).unwrap();
-    let turn = run(&provider, request(ApiKind::OpenaiChat, "model-router")).await;
+    let turn = run(&provider, request("model-router")).await;
     assert!(turn.error.is_none(), "{:?}", turn.error);
 }
 
@@ -353,7 +353,7 @@ async fn anthropic_thinking_round_trip_is_byte_exact() {
     else {
         panic!("thinking expected");
     };
-    let mut request = request(ApiKind::AnthropicMessages, "claude-sonnet-4-5");
+    let mut request = request("claude-sonnet-4-5");
     request
         .messages
         .push(Message::new("a1", Role::Assistant, outcome.content.clone()));
@@ -375,7 +375,7 @@ async fn responses_reasoning_item_goes_back_before_its_call() {
     else {
         panic!("reasoning item expected");
     };
-    let mut request = request(ApiKind::OpenaiResponses, "gpt-5.1-codex-max");
+    let mut request = request("gpt-5.1-codex-max");
     request
         .messages
         .push(Message::new("a1", Role::Assistant, outcome.content.clone()));
@@ -420,17 +420,23 @@ async fn body_of(api: ApiKind, request: &ModelRequest) -> Value {
         .unwrap()
 }
 
-fn with_output_schema(api: ApiKind, model: &str) -> ModelRequest {
-    let mut request = request(api, model);
-    request.options.output_schema = Some(agentloop_types::OutputSchema::new(
-        "city",
-        json!({
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "population": {"type": "integer"}},
-            "required": ["name", "population"],
-            "additionalProperties": false
-        }),
-    ));
+fn city_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["name", "population"],
+        "additionalProperties": false
+    })
+}
+
+/// A request whose answer the provider is asked to hold to a schema with
+/// the API's own structured-output field.
+fn with_output_schema(model: &str) -> ModelRequest {
+    let mut request = request(model);
+    request.response_format = Some(Arc::new(ResponseFormat {
+        name: "city".into(),
+        schema: city_schema(),
+    }));
     request
 }
 
@@ -458,34 +464,28 @@ async fn streaming_server(api: ApiKind) -> MockServer {
 
 #[tokio::test]
 async fn output_schema_native_forms() {
-    let chat = with_output_schema(ApiKind::OpenaiChat, "gpt-4.1");
+    let chat = with_output_schema("gpt-4.1");
     insta::assert_json_snapshot!(
         "output_schema_openai_chat",
         body(ProviderConfig::openai_chat("k"), &chat).await
     );
-    let responses = with_output_schema(ApiKind::OpenaiResponses, "gpt-5");
+    let responses = with_output_schema("gpt-5");
     insta::assert_json_snapshot!(
         "output_schema_openai_responses",
         body(ProviderConfig::openai_responses("k"), &responses).await
     );
-    let gemini = with_output_schema(ApiKind::Gemini, "gemini-2.5-flash");
+    let gemini = with_output_schema("gemini-2.5-flash");
     insta::assert_json_snapshot!(
         "output_schema_gemini",
         body(ProviderConfig::gemini("k"), &gemini).await
     );
-    // Anthropic has no such field: the engine offers `final_output` instead.
-    let mut anthropic = with_output_schema(ApiKind::AnthropicMessages, "claude-sonnet-4-5");
-    anthropic.options.enabled_tools = vec!["now".into()];
+    // Anthropic has no such field and sends nothing for one: the engine
+    // offers `final_output` instead.
+    let mut anthropic = with_output_schema("claude-sonnet-4-5");
     anthropic.tools = vec![agentloop_types::ToolDefinition {
         name: agentloop_types::FINAL_OUTPUT_TOOL.into(),
         description: "Give your final answer as this tool's input.".into(),
-        input_schema: anthropic
-            .options
-            .output_schema
-            .clone()
-            .unwrap()
-            .schema
-            .into(),
+        input_schema: city_schema().into(),
     }]
     .into();
     insta::assert_json_snapshot!(
@@ -578,11 +578,11 @@ async fn a_grown_history_loads_only_the_attachments_it_has_not_written() {
         let provider = HttpProvider::new(config(api, &server.uri())).unwrap();
         let loader = Arc::new(CountingLoader::default());
         let mut request = ModelRequest {
-            options: LoopOptions {
+            options: RequestOptions {
                 model: "m".into(),
-                api,
-                ..LoopOptions::default()
+                ..RequestOptions::default()
             },
+            response_format: None,
             messages: vec![Message::new(
                 "u1",
                 Role::User,

@@ -104,11 +104,7 @@ async fn a_retried_request_has_a_turn_span_attempt_spans_and_no_key() {
     let capture = Arc::new(Capture::default());
     let subscriber = tracing_subscriber::registry().with(Layer(capture.clone()));
     let guard = tracing::subscriber::set_default(subscriber);
-    let turn = run(
-        &provider,
-        request(ApiKind::AnthropicMessages, "claude-sonnet-4-5"),
-    )
-    .await;
+    let turn = run(&provider, request("claude-sonnet-4-5")).await;
     drop(guard);
     assert!(turn.error.is_none(), "{:?}", turn.error);
 

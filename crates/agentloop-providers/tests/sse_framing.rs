@@ -155,7 +155,7 @@ async fn tiny_http_chunks_with_crlf_and_bom() {
         let expected = replay_sse(api, body.as_bytes());
         let (base, server) = serve_in_pieces(decorated(&body, "\r\n").into_bytes(), piece).await;
         let provider = agentloop_providers::HttpProvider::new(config(api, &base)).unwrap();
-        let turn = run(&provider, request(api, "m")).await;
+        let turn = run(&provider, request("m")).await;
         server.await.unwrap();
         assert!(turn.error.is_none(), "{name}: {:?}", turn.error);
         assert_eq!(turn.chunks, expected.chunks, "{name}");

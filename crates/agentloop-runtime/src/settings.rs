@@ -2,13 +2,15 @@
 //! `buildAgenticLoopOptions`: flat [`LoopOptions`] from both.
 //!
 //! Settings are stored as JSON objects; every field is optional and unknown
-//! keys are ignored, so older and newer settings documents both parse. A
-//! chat's setting overrides its project's.
+//! keys are ignored, so older and newer settings documents both parse (an
+//! `api` key of older documents among them: the wire API is the provider's,
+//! [`ModelProvider::api`](agentloop_types::ModelProvider::api)). A chat's
+//! setting overrides its project's.
 
 use std::collections::BTreeMap;
 
 use agentloop_types::{
-    ApiKind, ApprovalPolicies, LoopOptions, ReasoningEffort, ReasoningSummary, UsageLimits,
+    ApprovalPolicies, LoopOptions, ReasoningEffort, ReasoningSummary, UsageLimits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -23,9 +25,6 @@ pub struct LoopSettings {
     /// Model id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Wire protocol.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub api: Option<ApiKind>,
     /// System prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
@@ -131,41 +130,38 @@ impl LoopSettings {
     /// Writes every value this level sets into `options`.
     pub fn apply(&self, options: &mut LoopOptions) {
         macro_rules! set {
-            ($($field:ident),*) => {$(
+            ($target:expr; $($field:ident),*) => {$(
                 if let Some(value) = &self.$field {
-                    options.$field = value.clone();
+                    $target.$field = value.clone();
                 }
             )*};
         }
         macro_rules! set_some {
-            ($($field:ident),*) => {$(
+            ($target:expr; $($field:ident),*) => {$(
                 if let Some(value) = &self.$field {
-                    options.$field = Some(value.clone());
+                    $target.$field = Some(value.clone());
                 }
             )*};
         }
         set!(
+            options.request;
             model,
-            api,
             max_tokens,
             web_search_enabled,
-            enabled_tools,
             disable_stream,
             enable_reasoning,
-            reasoning_budget_tokens,
-            max_iterations,
-            tool_concurrency,
-            limits
+            reasoning_budget_tokens
         );
         set_some!(
+            options.request;
             system_prompt,
             temperature,
             prefill_response,
-            thinking_keep_turns,
             reasoning_effort,
-            reasoning_summary,
-            tool_timeout_ms
+            reasoning_summary
         );
+        set!(options; enabled_tools, max_iterations, tool_concurrency, limits);
+        set_some!(options; thinking_keep_turns, tool_timeout_ms);
         for (tool, values) in &self.tool_options {
             let entry = options.tool_options.entry(tool.clone()).or_default();
             for (key, value) in values {
@@ -207,7 +203,8 @@ mod tests {
         let project = ProjectSettings::from_value(
             "p",
             &json!({"model": "m1", "system_prompt": "be brief", "max_tokens": 100,
-                    "tool_options": {"js": {"a": 1, "b": 2}}, "theme": "dark"}),
+                    "tool_options": {"js": {"a": 1, "b": 2}}, "theme": "dark",
+                    "api": "openai-chat"}),
         )
         .unwrap();
         let chat = ChatSettings::from_value(
@@ -216,9 +213,9 @@ mod tests {
         )
         .unwrap();
         let options = build_loop_options("p", Some("c"), &project, &chat);
-        assert_eq!(options.model, "m2");
-        assert_eq!(options.system_prompt.as_deref(), Some("be brief"));
-        assert_eq!(options.max_tokens, 100);
+        assert_eq!(options.request.model, "m2");
+        assert_eq!(options.request.system_prompt.as_deref(), Some("be brief"));
+        assert_eq!(options.request.max_tokens, 100);
         assert_eq!(options.chat_id.as_deref(), Some("c"));
         assert_eq!(options.tool_options["js"]["a"], json!(1));
         assert_eq!(options.tool_options["js"]["b"], json!(3));

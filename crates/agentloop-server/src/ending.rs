@@ -226,6 +226,7 @@ pub fn wanted(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
                 LoopError::UnsupportedState { .. } | LoopError::InvalidState { .. } => "state",
                 LoopError::OutputInvalid { .. } => "output_invalid",
                 LoopError::Refused { .. } => "refused",
+                LoopError::OutputSchemaUnsupported { .. } => "output_schema_unsupported",
             };
             failed(kind, error.to_string())
         }

@@ -15,10 +15,10 @@ use agentloop_tools::minion::{MemoryMinionChats, MinionTool};
 use agentloop_tools::{AskUserTool, ReturnTool};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    BlockCategory, CancellationToken, ContentBlock, Decision, EventKind, LoopEvent, LoopOptions,
-    LoopResult, LoopStatus, Message, ModelProvider, ModelRequest, ModelStream,
-    RenderingContentBlock, RunPath, TokenTotals, Tool, ToolContext, ToolOutput, ToolResult,
-    ToolResultBlock, ToolStream, ToolStreamEvent, Wait, single_result,
+    ApiKind, BlockCategory, CancellationToken, ContentBlock, Decision, EventKind, LoopEvent,
+    LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, ModelRequest, ModelStream,
+    OutputSchema, RenderingContentBlock, RunPath, TokenTotals, Tool, ToolContext, ToolOutput,
+    ToolResult, ToolResultBlock, ToolStream, ToolStreamEvent, Wait, single_result,
 };
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -585,9 +585,62 @@ async fn options_reach_the_child_and_child_errors_are_error_results() {
     let request = &child.requests()[0];
     assert_eq!(request.options.model, "small-model");
     assert_eq!(request.options.system_prompt.as_deref(), Some("Be terse."));
-    assert_eq!(request.options.chat_id.as_deref(), Some("minion_toolu_1"));
     let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(offered, ["ask_user"]);
+}
+
+/// A tool that records the chat id its calls see.
+struct ChatProbe(Mutex<Vec<Option<String>>>);
+
+impl Tool for ChatProbe {
+    fn name(&self) -> &str {
+        "probe"
+    }
+    fn description(&self) -> &str {
+        "Records its context."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn execute(self: Arc<Self>, _input: Value, context: ToolContext) -> ToolStream {
+        self.0.lock().unwrap().push(context.chat_id.clone());
+        single_result(async { ToolResult::ok("seen") })
+    }
+}
+
+/// The root run's output schema is not the child's: a minion's child
+/// answers in prose, neither asked through `final_output` nor through the
+/// request's response format, even over an API that has one; it runs in
+/// its own chat.
+#[tokio::test]
+async fn a_child_gets_no_output_schema() {
+    let child = ScriptedProvider::speaking(
+        ApiKind::OpenaiChat,
+        [
+            ScriptedTurn::new().tool_call("p1", "probe", json!({})),
+            ScriptedTurn::new().text("Oslo, in prose."),
+        ],
+    );
+    let probe = Arc::new(ChatProbe(Mutex::new(Vec::new())));
+    let base = LoopOptions {
+        output_schema: Some(OutputSchema::new("city", json!({"type": "object"}))),
+        enabled_tools: vec!["minion".into()],
+        ..LoopOptions::default()
+    };
+    let minion =
+        MinionTool::new(child.clone(), vec![probe.clone() as Arc<dyn Tool>]).with_options(base);
+    let result = call(minion, json!({"task": "The capital?"}), Map::new()).await;
+    assert!(!result.is_error, "{}", result.content);
+    assert_eq!(result.content, "Oslo, in prose.");
+    for request in child.requests() {
+        assert_eq!(request.response_format, None);
+        let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(offered, ["probe"], "every tool given, no final_output");
+    }
+    assert_eq!(
+        *probe.0.lock().unwrap(),
+        [Some("minion_toolu_1".to_owned())]
+    );
 }
 
 #[tokio::test]

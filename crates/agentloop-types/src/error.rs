@@ -147,6 +147,17 @@ pub enum LoopError {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         details: Option<RefusalDetails>,
     },
+    /// The run asked for an output schema, but its strategy answers in
+    /// free text and cannot be held to one (only the native strategy can).
+    /// Refused before the first model request.
+    #[error(
+        "an output schema needs the native strategy; the {strategy} strategy cannot hold its \
+         answer to one"
+    )]
+    OutputSchemaUnsupported {
+        /// The strategy the run was started with.
+        strategy: String,
+    },
     /// A resumed run state has a schema this version cannot read.
     #[error("run state schema {found} is not supported (expected {expected})")]
     UnsupportedState {

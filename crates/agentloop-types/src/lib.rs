@@ -70,7 +70,7 @@ pub use message::{
 };
 pub use options::{
     CompactionOptions, CompactionStrategy, FINAL_OUTPUT_TOOL, LoopOptions, OutputMode,
-    OutputSchema, ReasoningEffort, ReasoningSummary, UsageLimits,
+    OutputSchema, ReasoningEffort, ReasoningSummary, RequestOptions, ResponseFormat, UsageLimits,
 };
 pub use ports::{
     AttachmentError, AttachmentLoader, LoadedAttachment, ModelProvider, ModelRequest, ModelStream,

@@ -233,4 +233,14 @@ impl ApiKind {
             Self::Gemini => "gemini",
         }
     }
+
+    /// Whether the API has a structured-output request field (a
+    /// [`ResponseFormat`](crate::ResponseFormat) it enforces); Anthropic
+    /// Messages has none.
+    pub fn has_response_format(self) -> bool {
+        match self {
+            Self::AnthropicMessages => false,
+            Self::OpenaiChat | Self::OpenaiResponses | Self::Gemini => true,
+        }
+    }
 }

@@ -1,4 +1,8 @@
-//! Flat loop options (seed 000's `AgenticLoopOptions`) and usage limits.
+//! A run's options (seed 000's `AgenticLoopOptions`), in two parts: what
+//! the loop decides ([`LoopOptions`]: limits, tools, approvals, compaction,
+//! output validation) and what each model request carries
+//! ([`RequestOptions`]: model, sampling, reasoning, web search, streaming),
+//! which is all a provider reads.
 
 use std::collections::BTreeMap;
 
@@ -117,11 +121,35 @@ impl OutputSchema {
         self
     }
 
-    /// Whether a run over `api` asks through the [`FINAL_OUTPUT_TOOL`]:
-    /// in [`OutputMode::Tool`], and for an API with no native form.
-    pub fn uses_tool(&self, api: ApiKind) -> bool {
-        self.mode == OutputMode::Tool || api == ApiKind::AnthropicMessages
+    /// Whether a run whose provider speaks `api` asks through the
+    /// [`FINAL_OUTPUT_TOOL`]: in [`OutputMode::Tool`], for an API with no
+    /// structured-output field, and for a provider that names no API
+    /// ([`ModelProvider::api`](crate::ModelProvider::api) is `None`).
+    pub fn uses_tool(&self, api: Option<ApiKind>) -> bool {
+        self.mode == OutputMode::Tool || !api.is_some_and(ApiKind::has_response_format)
     }
+
+    /// The form a provider enforces natively: the name and the schema.
+    pub fn response_format(&self) -> ResponseFormat {
+        ResponseFormat {
+            name: self.name.clone(),
+            schema: self.schema.clone(),
+        }
+    }
+}
+
+/// A JSON Schema the provider holds the answer to with its API's own
+/// structured-output field (OpenAI Chat `response_format`, Responses
+/// `text.format`, Gemini `responseJsonSchema`). The engine sets it on a
+/// [`ModelRequest`](crate::ModelRequest) when a run's [`OutputSchema`] is
+/// enforced natively; a provider whose API has no such field ignores it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ResponseFormat {
+    /// Name of the schema (`json_schema.name`).
+    pub name: String,
+    /// The schema.
+    pub schema: Value,
 }
 
 /// How a run makes room when the next request would fill too much of the
@@ -177,20 +205,17 @@ impl Default for CompactionOptions {
     }
 }
 
-/// Everything one run needs, flat: no chat or project objects.
+/// What every model request of a run carries: the model, its sampling and
+/// reasoning settings, the prompt around the history and how the answer is
+/// delivered. Providers read only this part of a run's options
+/// ([`ModelRequest::options`](crate::ModelRequest::options)); the loop's own
+/// policy stays in [`LoopOptions`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
-pub struct LoopOptions {
+pub struct RequestOptions {
     /// Model id as the provider knows it.
     pub model: String,
-    /// Wire protocol of the provider; the run core uses it to choose how to
-    /// ask for structured output (natively, or through `final_output`).
-    pub api: ApiKind,
-    /// Project the run belongs to (tools use it to reach project data).
-    pub project_id: String,
-    /// Chat the run belongs to; `None` for standalone runs and sub-agents.
-    pub chat_id: Option<String>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
     /// Output token cap per model turn.
@@ -203,23 +228,60 @@ pub struct LoopOptions {
     pub stop_sequences: Vec<String>,
     /// Offer the provider's server-side web search.
     pub web_search_enabled: bool,
-    /// Names of the tools offered to the model; empty offers every tool the
-    /// run was given.
-    pub enabled_tools: Vec<String>,
     /// Ask for one whole response instead of a stream.
     pub disable_stream: bool,
     /// Anthropic extended thinking.
     pub enable_reasoning: bool,
     /// Anthropic thinking budget.
     pub reasoning_budget_tokens: u32,
-    /// Keep thinking blocks only in the last N assistant messages sent to the
-    /// provider; older thinking is left out of requests, never out of the
-    /// messages returned. `None` keeps all.
-    pub thinking_keep_turns: Option<u32>,
     /// OpenAI reasoning effort.
     pub reasoning_effort: Option<ReasoningEffort>,
     /// OpenAI reasoning summary.
     pub reasoning_summary: Option<ReasoningSummary>,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        Self {
+            model: String::new(),
+            temperature: None,
+            max_tokens: 4096,
+            system_prompt: None,
+            prefill_response: None,
+            stop_sequences: Vec::new(),
+            web_search_enabled: false,
+            disable_stream: false,
+            enable_reasoning: false,
+            reasoning_budget_tokens: 0,
+            reasoning_effort: None,
+            reasoning_summary: None,
+        }
+    }
+}
+
+/// Everything one run needs: what the loop decides, and the
+/// [`RequestOptions`] each model request carries. No chat or project
+/// objects. The serialised form is flat: the request options' fields sit
+/// beside the loop's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+pub struct LoopOptions {
+    /// What every model request carries (model, sampling, prompt,
+    /// reasoning, web search, streaming).
+    #[serde(flatten)]
+    pub request: RequestOptions,
+    /// Project the run belongs to (tools use it to reach project data).
+    pub project_id: String,
+    /// Chat the run belongs to; `None` for standalone runs and sub-agents.
+    pub chat_id: Option<String>,
+    /// Names of the tools offered to the model; empty offers every tool the
+    /// run was given.
+    pub enabled_tools: Vec<String>,
+    /// Keep thinking blocks only in the last N assistant messages sent to the
+    /// provider; older thinking is left out of requests, never out of the
+    /// messages returned. `None` keeps all.
+    pub thinking_keep_turns: Option<u32>,
     /// Model turns before the run ends with `max_iterations`.
     pub max_iterations: u32,
     /// How many tool calls of one turn run at once.
@@ -232,7 +294,13 @@ pub struct LoopOptions {
     /// declared defaults fill in what is missing.
     pub tool_options: BTreeMap<String, Map<String, Value>>,
     /// The shape the final answer must have; the completed result then
-    /// carries it as `output`. Honoured by the native strategy.
+    /// carries it as `output`. The engine validates the answer against it
+    /// and decides once, from the provider's API, whether the model is
+    /// asked through the [`FINAL_OUTPUT_TOOL`] or the request's
+    /// [`ResponseFormat`]. Only the native strategy honours it: a run of
+    /// another strategy that asks for one ends with
+    /// [`LoopError::OutputSchemaUnsupported`](crate::LoopError::OutputSchemaUnsupported)
+    /// before any request. Child runs never inherit it ([`Self::for_child`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<OutputSchema>,
     /// The model's context window in tokens, when known (callers fill it
@@ -249,23 +317,11 @@ pub struct LoopOptions {
 impl Default for LoopOptions {
     fn default() -> Self {
         Self {
-            model: String::new(),
-            api: ApiKind::AnthropicMessages,
+            request: RequestOptions::default(),
             project_id: String::new(),
             chat_id: None,
-            temperature: None,
-            max_tokens: 4096,
-            system_prompt: None,
-            prefill_response: None,
-            stop_sequences: Vec::new(),
-            web_search_enabled: false,
             enabled_tools: Vec::new(),
-            disable_stream: false,
-            enable_reasoning: false,
-            reasoning_budget_tokens: 0,
             thinking_keep_turns: None,
-            reasoning_effort: None,
-            reasoning_summary: None,
             max_iterations: 50,
             tool_concurrency: 8,
             tool_timeout_ms: None,
@@ -275,6 +331,21 @@ impl Default for LoopOptions {
             context_window: None,
             compaction: CompactionOptions::default(),
             approvals: ApprovalPolicies::new(),
+        }
+    }
+}
+
+impl LoopOptions {
+    /// The options a child run starts from — a run a tool starts inside
+    /// its call (a minion's, a skill's): the same request options and
+    /// policy, every tool the child is given offered (`enabled_tools`
+    /// cleared), and no output schema, since only the root run's answer is
+    /// held to one. The one place that rule is written.
+    pub fn for_child(&self) -> Self {
+        Self {
+            enabled_tools: Vec::new(),
+            output_schema: None,
+            ..self.clone()
         }
     }
 }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 
 use crate::error::ProviderError;
-use crate::options::LoopOptions;
+use crate::message::ApiKind;
+use crate::options::{RequestOptions, ResponseFormat};
 use crate::shared_history::History;
 use crate::stream::ModelChunk;
 use crate::tool::ToolDefinition;
@@ -14,8 +15,15 @@ use crate::tool::ToolDefinition;
 /// One model turn to request.
 #[derive(Clone)]
 pub struct ModelRequest {
-    /// The run's options (model, sampling, reasoning, web search ...).
-    pub options: LoopOptions,
+    /// What the run's requests carry (model, sampling, reasoning, web
+    /// search ...): the request part of its
+    /// [`LoopOptions`](crate::LoopOptions), never the loop's policy.
+    pub options: RequestOptions,
+    /// The schema to enforce with the API's structured-output field, when
+    /// the engine decided this run's answer is asked for natively (see
+    /// [`OutputSchema::uses_tool`](crate::OutputSchema::uses_tool)); `None`
+    /// sends none. Shared between a run's requests, not copied.
+    pub response_format: Option<Arc<ResponseFormat>>,
     /// History to send, system messages included; thinking already trimmed
     /// per `thinking_keep_turns`. Shared with the run's state, not copied.
     pub messages: History,
@@ -30,6 +38,7 @@ impl std::fmt::Debug for ModelRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ModelRequest")
             .field("options", &self.options)
+            .field("response_format", &self.response_format)
             .field("messages", &self.messages)
             .field("tools", &self.tools)
             .field("attachments", &self.attachments.is_some())
@@ -45,6 +54,16 @@ pub type ModelStream = BoxStream<'static, Result<ModelChunk, ProviderError>>;
 pub trait ModelProvider: Send + Sync {
     /// Starts one model turn.
     fn stream(&self, request: ModelRequest) -> ModelStream;
+
+    /// The wire API the provider speaks, when it is one of [`ApiKind`]. The
+    /// engine reads it once per run to decide how an output schema is asked
+    /// for: through the request's [`ResponseFormat`] where the API has that
+    /// field, else through the `final_output` tool. The default, `None`,
+    /// names no API, and a run asks through the tool, which any provider
+    /// that offers tools can honour.
+    fn api(&self) -> Option<ApiKind> {
+        None
+    }
 }
 
 /// Bytes and type of a stored attachment.

@@ -159,8 +159,23 @@ fn options_fill_defaults() {
     let options: LoopOptions =
         serde_json::from_value(json!({"model": "claude-sonnet-4-5"})).unwrap();
     assert_eq!(options.max_iterations, 50);
-    assert_eq!(options.model, "claude-sonnet-4-5");
+    assert_eq!(options.request.model, "claude-sonnet-4-5");
     insta::assert_json_snapshot!(LoopOptions::default());
+    // The form stays flat: the request options' fields sit beside the
+    // loop's, and it reads back the same. A document that still names an
+    // `api` (the provider decides it now) reads too.
+    let value = serde_json::to_value(LoopOptions::default()).unwrap();
+    assert_eq!(
+        serde_json::from_value::<LoopOptions>(value).unwrap(),
+        LoopOptions::default()
+    );
+    let older: LoopOptions = serde_json::from_value(json!({
+        "model": "gpt-4.1", "api": "openai-chat", "max_tokens": 100, "max_iterations": 3
+    }))
+    .unwrap();
+    assert_eq!(older.request.model, "gpt-4.1");
+    assert_eq!(older.request.max_tokens, 100);
+    assert_eq!(older.max_iterations, 3);
 }
 
 #[test]

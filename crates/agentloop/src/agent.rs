@@ -191,13 +191,13 @@ impl AgentBuilder {
 
     /// The model id, as the provider knows it; required.
     pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.options.model = model.into();
+        self.options.request.model = model.into();
         self
     }
 
     /// The system prompt.
     pub fn system(mut self, prompt: impl Into<String>) -> Self {
-        self.options.system_prompt = Some(prompt.into());
+        self.options.request.system_prompt = Some(prompt.into());
         self
     }
 
@@ -259,7 +259,7 @@ impl AgentBuilder {
     /// tools of one name.
     pub fn build(self) -> Result<Agent, BuildError> {
         let provider = self.provider.ok_or(BuildError::MissingProvider)?;
-        if self.options.model.trim().is_empty() {
+        if self.options.request.model.trim().is_empty() {
             return Err(BuildError::MissingModel);
         }
         let mut names = std::collections::BTreeSet::new();

@@ -82,8 +82,8 @@
 pub use agentloop_types as types;
 pub use agentloop_types::{
     ApprovalPolicy, CancellationToken, ContentBlock, Decision, DecisionError, Decisions, EventKind,
-    LoopEvent, LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, PendingCall, Role,
-    StreamDelta, Tool, ToolContext, ToolResult, Wait,
+    LoopEvent, LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, PendingCall,
+    RequestOptions, Role, StreamDelta, Tool, ToolContext, ToolResult, Wait,
 };
 
 // What a typed tool's argument and output types derive, so an application

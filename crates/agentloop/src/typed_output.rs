@@ -130,10 +130,15 @@ impl Agent {
     ///
     /// # futures::executor::block_on(async {
     /// let answer = r#"{"name": "Oslo", "population": 709000}"#;
+    /// // A provider speaking OpenAI Chat is asked through its
+    /// // `response_format` field.
+    /// let provider = ScriptedProvider::speaking(
+    ///     agentloop::types::ApiKind::OpenaiChat,
+    ///     [ScriptedTurn::new().text(answer)],
+    /// );
     /// let agent = Agent::builder()
-    ///     .provider(ScriptedProvider::new([ScriptedTurn::new().text(answer)]))
+    ///     .provider(provider)
     ///     .model("scripted")
-    ///     .configure(|o| o.api = agentloop::types::ApiKind::OpenaiChat)
     ///     .build()
     ///     .unwrap();
     /// let city: City = agent.run_typed("The capital of Norway?").await.unwrap();

@@ -284,12 +284,15 @@ fn build_refuses_a_missing_or_blank_model_naming_the_fix() {
     let from_options = Agent::builder()
         .provider(ScriptedProvider::new([]))
         .options(agentloop::LoopOptions {
-            model: "claude-sonnet-4-5".into(),
+            request: agentloop::RequestOptions {
+                model: "claude-sonnet-4-5".into(),
+                ..Default::default()
+            },
             ..Default::default()
         })
         .build()
         .unwrap();
-    assert_eq!(from_options.options().model, "claude-sonnet-4-5");
+    assert_eq!(from_options.options().request.model, "claude-sonnet-4-5");
 }
 
 #[test]

@@ -19,11 +19,10 @@ struct City {
 }
 
 fn agent(api: ApiKind, turns: Vec<ScriptedTurn>) -> (Agent, std::sync::Arc<ScriptedProvider>) {
-    let provider = ScriptedProvider::new(turns);
+    let provider = ScriptedProvider::speaking(api, turns);
     let agent = Agent::builder()
         .provider(provider.clone())
         .model("scripted")
-        .configure(|o| o.api = api)
         .build()
         .unwrap();
     (agent, provider)
@@ -47,11 +46,7 @@ async fn a_typed_answer_through_every_api_form() {
         let (agent, provider) = agent(api, vec![ScriptedTurn::new().text(text)]);
         let city: City = agent.run_typed("The capital of Norway?").await.unwrap();
         assert_eq!(city, oslo(), "{api:?}");
-        let sent = provider.requests()[0]
-            .options
-            .output_schema
-            .clone()
-            .unwrap();
+        let sent = provider.requests()[0].response_format.clone().unwrap();
         assert_eq!(sent.name, "City");
         assert_eq!(sent.schema["required"], json!(["name", "population"]));
         assert!(sent.schema.get("$schema").is_none());
@@ -66,7 +61,7 @@ async fn a_typed_answer_through_every_api_form() {
     let city: City = agent.run_typed("The capital of Norway?").await.unwrap();
     assert_eq!(city, oslo());
     let request = &provider.requests()[0];
-    assert_eq!(request.options.output_schema, None);
+    assert_eq!(request.response_format, None);
     assert_eq!(request.tools[0].name, FINAL_OUTPUT_TOOL);
 }
 
@@ -86,12 +81,12 @@ async fn an_answer_that_does_not_fit_is_retried_then_typed() {
 
 #[tokio::test]
 async fn the_agents_mode_and_retries_are_kept() {
-    let provider = ScriptedProvider::new([ScriptedTurn::new().text("Oslo!")]);
+    let provider =
+        ScriptedProvider::speaking(ApiKind::OpenaiChat, [ScriptedTurn::new().text("Oslo!")]);
     let agent = Agent::builder()
         .provider(provider.clone())
         .model("scripted")
         .configure(|o| {
-            o.api = ApiKind::OpenaiChat;
             o.output_schema = Some(
                 OutputSchema::new("unused", json!({}))
                     .with_mode(OutputMode::Tool)

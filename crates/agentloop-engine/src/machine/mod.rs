@@ -100,6 +100,7 @@ mod waits;
 
 pub use answers::ToolOutcome;
 pub(crate) use answers::running_block;
+pub use output::check_output_schema;
 pub use protocol::{Awaiting, Input, OfferedTool, Output, Step, StepError, ToolCall};
 pub use run_machine::Machine;
 pub(crate) use strategy_machine::StrategyMachine;

@@ -7,42 +7,114 @@
 //! holds the rules and the checks; the run core applies them
 //! (`run_core::final_answer`).
 
-use agentloop_types::{FINAL_OUTPUT_TOOL, LoopOptions, OutputSchema, ToolDefinition};
+use std::sync::Arc;
+
+use agentloop_types::{
+    ApiKind, FINAL_OUTPUT_TOOL, LoopError, LoopOptions, OutputSchema, ResponseFormat,
+    ToolDefinition,
+};
 use serde_json::Value;
 
-/// What a run with an output schema is held to.
+use super::strategies::names;
+
+/// What a run with an output schema is held to, and how the model is asked
+/// for it: decided once per run, from the schema's mode and the provider's
+/// API.
 #[derive(Debug, Clone)]
 pub(crate) struct OutputRules {
     pub(crate) schema: OutputSchema,
-    /// The `final_output` tool, offered in tool mode.
-    tool: Option<ToolDefinition>,
+    /// How the answer is asked for.
+    ask: Ask,
+}
+
+/// How the model is asked for a structured answer.
+#[derive(Debug, Clone)]
+enum Ask {
+    /// Through the `final_output` tool, offered with the run's tools.
+    Tool(ToolDefinition),
+    /// Through the request's structured-output field.
+    Native(Arc<ResponseFormat>),
+}
+
+/// What a run's options ask of its answer, for a run of a strategy whose
+/// provider speaks `api`.
+#[derive(Debug, Clone)]
+pub(crate) enum OutputPlan {
+    /// Free text: no output schema.
+    Free,
+    /// Held to a schema.
+    Held(OutputRules),
+    /// An output schema the strategy cannot honour: the run is refused
+    /// with this error before its first step.
+    Refused(LoopError),
+}
+
+impl OutputPlan {
+    /// The plan for a run of `strategy` under `options` whose provider
+    /// speaks `api`.
+    pub(crate) fn for_run(options: &LoopOptions, strategy: &str, api: Option<ApiKind>) -> Self {
+        let Some(schema) = &options.output_schema else {
+            return Self::Free;
+        };
+        match check_output_schema(strategy, options) {
+            Ok(()) => Self::Held(OutputRules::new(schema.clone(), api)),
+            Err(error) => Self::Refused(error),
+        }
+    }
+}
+
+/// The one rule for which runs an output schema applies to: a run of the
+/// native strategy, whose core validates the answer it finishes with. The
+/// other strategies' prompts expect free text (a plan step's nested run
+/// answers its plan, not the caller), so a run of one that asks for a
+/// schema is refused with [`LoopError::OutputSchemaUnsupported`] — by the
+/// machine before its first step, and by callers that check first with
+/// this function. Child runs started by tools never get a schema
+/// ([`LoopOptions::for_child`]).
+pub fn check_output_schema(strategy: &str, options: &LoopOptions) -> Result<(), LoopError> {
+    if options.output_schema.is_none() || strategy == names::NATIVE {
+        return Ok(());
+    }
+    Err(LoopError::OutputSchemaUnsupported {
+        strategy: strategy.to_owned(),
+    })
 }
 
 impl OutputRules {
-    /// The rules `options` ask for; `None` without an output schema.
-    pub(crate) fn for_run(options: &LoopOptions) -> Option<Self> {
-        let schema = options.output_schema.clone()?;
-        let tool = schema.uses_tool(options.api).then(|| ToolDefinition {
-            name: FINAL_OUTPUT_TOOL.to_owned(),
-            description: format!(
-                "Give your final answer as this tool's input, which must fit the `{}` schema. \
-                 Calling it ends the run.",
-                schema.name
-            ),
-            input_schema: schema.schema.clone().into(),
-        });
-        Some(Self { schema, tool })
+    /// How `schema` is asked for from a provider speaking `api`
+    /// ([`OutputSchema::uses_tool`]).
+    fn new(schema: OutputSchema, api: Option<ApiKind>) -> Self {
+        let ask = if schema.uses_tool(api) {
+            Ask::Tool(ToolDefinition {
+                name: FINAL_OUTPUT_TOOL.to_owned(),
+                description: format!(
+                    "Give your final answer as this tool's input, which must fit the `{}` schema. \
+                     Calling it ends the run.",
+                    schema.name
+                ),
+                input_schema: schema.schema.clone().into(),
+            })
+        } else {
+            Ask::Native(Arc::new(schema.response_format()))
+        };
+        Self { schema, ask }
     }
 
-    /// The schema the provider is asked to hold the answer to with its own
-    /// request form; `None` in tool mode.
-    pub(crate) fn native(&self) -> Option<&OutputSchema> {
-        self.tool.is_none().then_some(&self.schema)
+    /// The form the provider is asked to hold the answer to with its own
+    /// request field; `None` in tool mode.
+    pub(crate) fn native(&self) -> Option<&Arc<ResponseFormat>> {
+        match &self.ask {
+            Ask::Native(format) => Some(format),
+            Ask::Tool(_) => None,
+        }
     }
 
     /// The `final_output` tool, in tool mode.
     pub(crate) fn tool(&self) -> Option<&ToolDefinition> {
-        self.tool.as_ref()
+        match &self.ask {
+            Ask::Tool(tool) => Some(tool),
+            Ask::Native(_) => None,
+        }
     }
 }
 
@@ -111,7 +183,7 @@ fn unfenced(text: &str) -> &str {
 /// What the model reads when its answer did not fit.
 pub(crate) fn feedback(rules: &OutputRules, errors: &[String]) -> String {
     let list: String = errors.iter().map(|e| format!("\n- {e}")).collect();
-    let ask = if rules.tool.is_some() {
+    let ask = if rules.tool().is_some() {
         format!("Call the {FINAL_OUTPUT_TOOL} tool again with input that fits the schema.")
     } else {
         "Answer again with JSON that fits the schema, and nothing else.".to_owned()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agentloop_types::{
     ApprovalPolicy, ChildResume, ContentBlock, DecisionError, Decisions, EventKind, History,
-    LoopError, Message, OutputSchema, Passage, StopReason, TokenTotals, Tool, ToolDefinition,
+    LoopError, Message, Passage, ResponseFormat, StopReason, TokenTotals, Tool, ToolDefinition,
     ToolOptionSpec, ToolResult, ToolUseBlock,
 };
 use serde_json::{Map, Value};
@@ -163,9 +163,10 @@ pub enum Step {
         /// The tools to offer, shared between a run's requests.
         tools: Arc<[ToolDefinition]>,
         /// The schema the provider is asked to hold the answer to with its
-        /// own structured-output form (the request's
-        /// `LoopOptions::output_schema`); `None` leaves it out.
-        output: Option<OutputSchema>,
+        /// own structured-output field (the request's `response_format`),
+        /// when the run's output schema is asked for natively; `None` leaves
+        /// it out. Shared between a run's requests.
+        response_format: Option<Arc<ResponseFormat>>,
     },
     /// Run these calls; report with [`Input::ToolsDone`].
     RunTools {

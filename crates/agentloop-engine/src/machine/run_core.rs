@@ -75,6 +75,11 @@ impl Env {
         }
     }
 
+    /// The same env holding the answer to `output` instead.
+    pub(crate) fn with_output(self, output: Option<OutputRules>) -> Self {
+        Self::new(self.options, self.tools, output)
+    }
+
     fn find(&self, name: &str) -> Option<&OfferedTool> {
         self.tools.iter().find(|t| t.definition.name == name)
     }
@@ -315,7 +320,7 @@ impl RunCore {
             iteration: call.iteration,
             messages: self.sent_messages(env, call, self.compaction.as_ref()),
             tools: offered_tools(env, &call.offer),
-            output: env.output.as_ref().and_then(OutputRules::native).cloned(),
+            response_format: env.output.as_ref().and_then(OutputRules::native).cloned(),
         }
     }
 
@@ -616,11 +621,15 @@ impl RunCore {
     /// stored state that had finished, or a driver bug); the state is left
     /// as it is.
     pub(crate) fn refused(&self, reason: String) -> EventKind {
+        self.refused_with(LoopError::InvalidState { reason })
+    }
+
+    /// The terminal event for a run refused with `error` before its first
+    /// step; the state is left as it is.
+    pub(crate) fn refused_with(&self, error: LoopError) -> EventKind {
         EventKind::Finished(FinishedEvent {
             result: LoopResult {
-                status: LoopStatus::Error {
-                    error: LoopError::InvalidState { reason },
-                },
+                status: LoopStatus::Error { error },
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
                 stop: None,

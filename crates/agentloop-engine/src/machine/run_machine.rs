@@ -2,11 +2,11 @@
 //! the driver one [`Input`] at a time (see the [module docs](super)).
 
 use agentloop_types::{
-    DecisionError, Decisions, EventKind, FinishedEvent, LoopError, LoopOptions, LoopStatus,
-    PendingCall, RUN_STATE_SCHEMA_VERSION, RunState, check_decisions,
+    ApiKind, DecisionError, Decisions, EventKind, FinishedEvent, LoopError, LoopOptions,
+    LoopStatus, PendingCall, RUN_STATE_SCHEMA_VERSION, RunState, check_decisions,
 };
 
-use super::output::OutputRules;
+use super::output::OutputPlan;
 use super::protocol::{Awaiting, Input, OfferedTool, Output, Step, StepError};
 use super::run::Run;
 use super::run_core::Env;
@@ -23,11 +23,18 @@ pub struct Machine {
     /// Whether `RunState::strategy` holds the strategy's current phase;
     /// it is written when the state is read, not after every step.
     synced: bool,
+    /// Why the run is refused before its first step: an output schema its
+    /// strategy cannot honour.
+    refused: Option<LoopError>,
+    /// Whether the machine refused the run: it awaits nothing more.
+    ended: bool,
 }
 
 impl Machine {
     /// A machine for `state` under `options`, offering no tools: the
     /// strategy stored in the state, or the native loop when it names none.
+    /// Its provider names no API until [`with_api`](Self::with_api) says
+    /// which.
     pub fn new(state: RunState, options: LoopOptions) -> Self {
         let (run, unreadable) = match Run::from_state(state.clone()) {
             Ok(run) => (run, None),
@@ -54,20 +61,33 @@ impl Machine {
         unreadable: Option<String>,
     ) -> Self {
         run.sync_state();
-        // Only the native loop finishes through an answer the core can hold
-        // to a schema; the other strategies' prompts expect free text.
-        let output = match run.machine {
-            StrategyMachine::Native(_) => OutputRules::for_run(&options),
-            _ => None,
-        };
-        let env = Env::new(options, Vec::new(), output);
-        Self {
+        let machine = Self {
             run,
-            env,
+            env: Env::new(options, Vec::new(), None),
             started: false,
             unreadable,
             synced: true,
-        }
+            refused: None,
+            ended: false,
+        };
+        machine.with_api(None)
+    }
+
+    /// The wire API the run's provider speaks
+    /// ([`ModelProvider::api`](agentloop_types::ModelProvider::api)); the
+    /// driver sets it from the provider. It decides, once, how an output
+    /// schema is asked for: the request's response format where the API
+    /// has one, else the `final_output` tool (also when no API is named).
+    pub fn with_api(mut self, api: Option<ApiKind>) -> Self {
+        let plan = OutputPlan::for_run(&self.env.options, self.run.machine.name(), api);
+        let (output, refused) = match plan {
+            OutputPlan::Free => (None, None),
+            OutputPlan::Held(rules) => (Some(rules), None),
+            OutputPlan::Refused(error) => (None, Some(error)),
+        };
+        self.refused = refused;
+        self.env = self.env.with_output(output);
+        self
     }
 
     /// Offers these tools (narrowed by `LoopOptions::enabled_tools`).
@@ -101,6 +121,9 @@ impl Machine {
 
     /// The input the machine accepts next.
     pub fn awaiting(&self) -> Awaiting {
+        if self.ended {
+            return Awaiting::Nothing;
+        }
         let awaiting = self.run.awaiting();
         if !self.started && !matches!(awaiting, Awaiting::Nothing | Awaiting::Decisions) {
             return Awaiting::Start;
@@ -139,6 +162,18 @@ impl Machine {
     /// [`step`](Self::step) without the `debug_assert`.
     pub(crate) fn try_step(&mut self, input: Input) -> Result<Output, StepError> {
         self.check_phase(&input)?;
+        // A run its strategy cannot honour ends before its first step, its
+        // state left as it was.
+        if !self.started
+            && let Some(error) = self.refused.take()
+        {
+            self.started = true;
+            self.ended = true;
+            return Ok(Output {
+                events: vec![self.run.core.refused_with(error)],
+                next: Step::Done,
+            });
+        }
         let next = match input {
             Input::Start => {
                 self.started = true;

@@ -59,7 +59,7 @@ pub struct SkillRun {
 
 /// Prepares a root run with `skills`.
 ///
-/// The agent prompt is `options.system_prompt` when set (it moves into the
+/// The agent prompt is `options.request.system_prompt` when set (it moves into the
 /// history as the first system message so the list can follow it), else the
 /// first message of `context` when that is a system message. The skill list
 /// goes right after it; with no agent prompt, first.
@@ -69,7 +69,7 @@ pub fn prepare(
     mut deps: RunDeps,
     skills: &[Arc<Skill>],
 ) -> SkillRun {
-    let agent_prompt = match options.system_prompt.take() {
+    let agent_prompt = match options.request.system_prompt.take() {
         Some(prompt) => {
             context.insert(
                 0,
@@ -90,13 +90,8 @@ pub fn prepare(
         provider: deps.provider.clone(),
         attachments: deps.attachments.clone(),
         clock: deps.clock.clone(),
-        // A skill's child run answers in prose; only the root run is held
-        // to the output schema.
-        options: LoopOptions {
-            enabled_tools: Vec::new(),
-            output_schema: None,
-            ..options.clone()
-        },
+        // A child run: every tool it is given, and no output schema.
+        options: options.for_child(),
         agent_prompt,
     });
     if !options.enabled_tools.is_empty() {

@@ -15,8 +15,8 @@ use std::hash::{Hash, Hasher};
 
 use agentloop_providers::{HttpProvider, PromptCache, ProviderConfig, replay_sse};
 use agentloop_types::{
-    ApiKind, ContentBlock, LoopOptions, Message, ModelRequest, Role, TokenTotals, ToolDefinition,
-    ToolResultBlock, ToolUseBlock,
+    ApiKind, ContentBlock, Message, ModelRequest, RequestOptions, Role, TokenTotals,
+    ToolDefinition, ToolResultBlock, ToolUseBlock,
 };
 use serde_json::{Value, json};
 
@@ -161,12 +161,12 @@ pub fn request_at(step: usize) -> ModelRequest {
         ));
     }
     ModelRequest {
-        options: LoopOptions {
+        options: RequestOptions {
             model: "claude-sonnet-4-5".into(),
-            api: ApiKind::AnthropicMessages,
             system_prompt: Some(system),
-            ..LoopOptions::default()
+            ..RequestOptions::default()
         },
+        response_format: None,
         messages: messages.into(),
         tools,
         attachments: None,

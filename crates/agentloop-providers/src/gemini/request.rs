@@ -83,8 +83,8 @@ pub(crate) fn build(
             temperature: options.temperature.map(temperature_number),
             stop_sequences: &options.stop_sequences,
             thinking_config: (thinking != ThinkingConfig::default()).then_some(thinking),
-            response_mime_type: options.output_schema.as_ref().map(|_| "application/json"),
-            response_json_schema: options.output_schema.as_ref().map(|o| &o.schema),
+            response_mime_type: request.response_format.as_ref().map(|_| "application/json"),
+            response_json_schema: request.response_format.as_ref().map(|o| &o.schema),
         },
     };
     let history = &request.messages;

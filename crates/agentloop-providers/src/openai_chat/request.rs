@@ -63,14 +63,17 @@ pub(crate) fn build(
                 },
             })
             .collect(),
-        response_format: options.output_schema.as_ref().map(|output| ResponseFormat {
-            kind: "json_schema",
-            json_schema: JsonSchema {
-                name: &output.name,
-                schema: &output.schema,
-                strict: true,
-            },
-        }),
+        response_format: request
+            .response_format
+            .as_deref()
+            .map(|output| ResponseFormat {
+                kind: "json_schema",
+                json_schema: JsonSchema {
+                    name: &output.name,
+                    schema: &output.schema,
+                    strict: true,
+                },
+            }),
         prompt_cache_key: config.prompt_cache.key.as_deref(),
         stream: stream.then_some(true),
         stream_options: stream.then_some(StreamOptions {

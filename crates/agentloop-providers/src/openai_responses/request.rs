@@ -77,7 +77,7 @@ pub(crate) fn build(
         include: reasoning.as_ref().map(|_| ["reasoning.encrypted_content"]),
         reasoning,
         tools,
-        text: options.output_schema.as_ref().map(|output| Text {
+        text: request.response_format.as_deref().map(|output| Text {
             format: Format {
                 kind: "json_schema",
                 name: &output.name,

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy};
 use agentloop_types::{
-    ApiKind, ContentBlock, LoopOptions, Message, ModelChunk, ModelProvider, ModelRequest,
-    ProviderError, StreamAssembler, StreamDelta,
+    ApiKind, ContentBlock, Message, ModelChunk, ModelProvider, ModelRequest, ProviderError,
+    RequestOptions, StreamAssembler, StreamDelta,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -109,14 +109,14 @@ pub fn endpoint_path(api: ApiKind) -> &'static str {
     }
 }
 
-/// A small request for `api` and `model`.
-pub fn request(api: ApiKind, model: &str) -> ModelRequest {
+/// A small request for `model`.
+pub fn request(model: &str) -> ModelRequest {
     ModelRequest {
-        options: LoopOptions {
+        options: RequestOptions {
             model: model.into(),
-            api,
-            ..LoopOptions::default()
+            ..RequestOptions::default()
         },
+        response_format: None,
         messages: vec![Message::user_text("u1", "Hello")].into(),
         tools: Default::default(),
         attachments: None,

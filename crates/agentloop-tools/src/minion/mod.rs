@@ -113,7 +113,9 @@ impl MinionTool {
     }
 
     /// The child's loop options before the tool options apply (model,
-    /// limits, sampling). `enabled_tools` and `chat_id` are replaced per call.
+    /// limits, sampling). A child starts from
+    /// [`LoopOptions::for_child`] of them (every tool it is given, no output
+    /// schema); `chat_id` is replaced per call.
     pub fn with_options(mut self, options: LoopOptions) -> Self {
         self.base = options;
         self
@@ -174,15 +176,13 @@ impl MinionTool {
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
         };
-        let mut options = self.base.clone();
+        let mut options = self.base.for_child();
         if let Some(model) = text(MODEL_OPTION) {
-            options.model = model;
+            options.request.model = model;
         }
         if let Some(prompt) = text(SYSTEM_PROMPT_OPTION) {
-            options.system_prompt = Some(prompt);
+            options.request.system_prompt = Some(prompt);
         }
-        options.enabled_tools = Vec::new();
-        options.output_schema = None;
         options.chat_id = Some(chat_id.to_owned());
         if options.project_id.is_empty() {
             options.project_id = context.project_id.clone();

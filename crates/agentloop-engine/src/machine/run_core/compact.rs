@@ -36,7 +36,7 @@ impl RunCore {
     /// Estimated tokens of `call` under `compaction`.
     fn estimate(&self, env: &Env, call: &ModelCall, compaction: Option<&Compaction>) -> u64 {
         compaction::estimate_tokens(
-            env.options.system_prompt.as_deref(),
+            env.options.request.system_prompt.as_deref(),
             &self.sent_messages(env, call, compaction),
             &offered_tools(env, &call.offer),
         )
