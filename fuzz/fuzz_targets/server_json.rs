@@ -6,7 +6,6 @@
 
 use std::sync::{Arc, OnceLock};
 
-use agentloop_server::executor::{AgentExecutor, AgentJob, Outcome};
 use agentloop_server::{AppState, ServerConfig};
 use agentloop_storage::MemoryStore;
 use agentloop_types::{ApiKind, ModelProvider, ModelRequest, ModelStream};
@@ -17,21 +16,13 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use tower::ServiceExt;
 
+/// A model whose turns end at once without a word: runs fail at their
+/// first turn, since the target is about request bodies, not loops.
 struct NoModel;
 
 impl ModelProvider for NoModel {
     fn stream(&self, _request: ModelRequest) -> ModelStream {
         Box::pin(futures::stream::empty())
-    }
-}
-
-/// Runs end at once: the target is about request bodies, not loops.
-struct NoRun;
-
-#[async_trait::async_trait]
-impl AgentExecutor for NoRun {
-    async fn execute(&self, _job: AgentJob) -> Outcome {
-        Outcome::Failed("fuzzing".into())
     }
 }
 
@@ -98,7 +89,7 @@ fn fixture() -> &'static Fixture {
             // Project folders are created under this root, never elsewhere.
             config.projects_root = Some(base.clone());
             config.max_body_bytes = 64 * 1024;
-            let state = AppState::new(store, config, Arc::new(NoRun));
+            let state = AppState::new(store, config);
             let router = agentloop_server::routes::router(state);
             let (status, body) = call(
                 &router,
