@@ -22,7 +22,9 @@ use sqlx::Connection;
 
 const CALLS: usize = 20;
 
-/// Backends of this database waiting for a lock.
+/// Backends of this database waiting for a lock. Asked on a connection of
+/// its own, outside any transaction: within one, PostgreSQL answers from
+/// the snapshot its first question took.
 async fn lock_waiters(db: &mut sqlx::PgConnection) -> i64 {
     let (n,): (i64,) = sqlx::query_as(
         "SELECT count(*) FROM pg_stat_activity \
