@@ -21,6 +21,12 @@
 //! [mcp_servers.web]
 //! url = "http://localhost:3001/mcp"
 //!
+//! [shell]                       # the shell tool's sandbox (`--tools shell`)
+//! read = ["/srv/datasets"]      # more read-only paths, besides the system and toolchain list
+//! network = false               # true: commands keep the host's network
+//! env = ["RUST_LOG"]            # variables passed when set (names like *_KEY, *TOKEN* refused)
+//! timeout_secs = 300            # wall time of one command at most
+//!
 //! [serve]                       # defaults of `agentloop serve`
 //! approvals = "ask"             # projects' policy when they set none: unattended (default) or ask
 //! ```
@@ -67,6 +73,33 @@ pub struct Config {
     /// Defaults of `agentloop serve`.
     #[serde(default, skip_serializing_if = "ServeConfig::is_empty")]
     pub serve: ServeConfig,
+    /// The shell tool's sandbox (its `[shell]` table).
+    #[serde(default, skip_serializing_if = "ShellSection::is_empty")]
+    pub shell: ShellSection,
+}
+
+/// What the file may set for the shell tool (its `[shell]` table).
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellSection {
+    /// Absolute paths commands may read besides the built-in list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<PathBuf>,
+    /// Whether commands keep the host's network (default: none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
+    /// Variables passed from the environment when set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Most wall time of one command, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+impl ShellSection {
+    fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 /// What the file may set for `agentloop serve` (its `[serve]` table).

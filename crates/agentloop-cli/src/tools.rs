@@ -3,8 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentloop_engine::scripted::ScriptedProvider;
+use agentloop_tools::shell::{Launcher, ShellConfig, ShellConfigError, ShellLimits, ShellTool};
 use agentloop_tools::vfs::{DirJail, MemoryVfs};
 use agentloop_tools::{AskUserTool, FsTool, JsTool, MemoryTool, MinionTool, ReturnTool};
 use agentloop_types::{
@@ -19,7 +21,15 @@ use crate::out::{Failure, Outcome, Stdout};
 
 /// Names `--tools`, `tool call` and `tool list` use: each tool's own name,
 /// the one the model sees.
-pub const NAMES: &[&str] = &["fs", "memory", "javascript", "return", "ask_user", "minion"];
+pub const NAMES: &[&str] = &[
+    "fs",
+    "memory",
+    "javascript",
+    "shell",
+    "return",
+    "ask_user",
+    "minion",
+];
 
 #[derive(Subcommand)]
 pub enum ToolCommand {
@@ -36,7 +46,7 @@ pub struct ToolCallArgs {
     /// The tool input as JSON.
     #[arg(long)]
     pub input: String,
-    /// Folder the fs and js tools work in (default: the current folder).
+    /// Folder the fs, js and shell tools work in (default: the current folder).
     #[arg(long)]
     pub root: Option<PathBuf>,
     /// A tool option, `key=value` (value parsed as JSON, else a string).
@@ -127,6 +137,7 @@ pub fn build(
                 "fs" => Arc::new(FsTool::new(jail()?)),
                 "memory" => Arc::new(MemoryTool::new(Arc::new(MemoryVfs::new()))),
                 "javascript" => Arc::new(JsTool::new(jail()?)),
+                "shell" => Arc::new(shell_tool(&root)?),
                 "return" => Arc::new(ReturnTool),
                 "ask_user" => Arc::new(AskUserTool),
                 other => {
@@ -148,6 +159,24 @@ pub fn build(
     let mut all = tools;
     all.insert(position.min(all.len()), Arc::new(minion));
     Ok(all)
+}
+
+/// The shell tool working in `root`, sandboxed as the configuration's
+/// `[shell]` table says; the launcher is this binary, re-executed.
+fn shell_tool(root: &Path) -> Result<ShellTool, Failure> {
+    let section = crate::config::load()?.shell;
+    let usage = |e: ShellConfigError| Failure::usage(e.to_string());
+    let mut limits = ShellLimits::default();
+    if let Some(secs) = section.timeout_secs {
+        limits.timeout = Duration::from_secs(secs);
+    }
+    let config = ShellConfig::new(root, Launcher::current_exe().map_err(usage)?)
+        .and_then(|c| c.with_read_paths(section.read))
+        .and_then(|c| c.with_env(section.env))
+        .map_err(usage)?
+        .with_network(section.network)
+        .with_limits(limits);
+    Ok(ShellTool::new(config))
 }
 
 /// `agentloop tool list`.
