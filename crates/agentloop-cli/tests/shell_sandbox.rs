@@ -1,0 +1,649 @@
+//! Hostile black-box tests of the shell tool through `agentloop tool call
+//! shell`: each escape attempt is checked by its effect (no file written,
+//! no secret read, no connection received, no process left), not only by
+//! the exit code. The sandbox needs Landlock and unprivileged user
+//! namespaces; where the kernel lacks them these tests fail (the tool
+//! refuses to run), they never skip.
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// A scratch place: a project folder, a folder outside it with secrets,
+/// another project, and an empty configuration folder.
+struct Scene {
+    _dir: tempfile::TempDir,
+    project: PathBuf,
+    outside: PathBuf,
+    other_project: PathBuf,
+    config: PathBuf,
+}
+
+const SSH_KEY: &str = "BEGIN-PRIVATE-KEY-marker-7f3a";
+const OTHER_SECRET: &str = "other-project-secret-91c2";
+
+fn scene() -> Scene {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let outside = dir.path().join("home");
+    let other_project = dir.path().join("other-project");
+    let config = dir.path().join("config");
+    for folder in [&project, &outside, &other_project, &config] {
+        std::fs::create_dir_all(folder).unwrap();
+    }
+    std::fs::create_dir_all(outside.join(".ssh")).unwrap();
+    std::fs::write(outside.join(".ssh/id_ed25519"), SSH_KEY).unwrap();
+    std::fs::write(outside.join("notes.txt"), "unchanged\n").unwrap();
+    std::fs::write(other_project.join("secret.txt"), OTHER_SECRET).unwrap();
+    Scene {
+        project: project.canonicalize().unwrap(),
+        outside: outside.canonicalize().unwrap(),
+        other_project: other_project.canonicalize().unwrap(),
+        config: config.canonicalize().unwrap(),
+        _dir: dir,
+    }
+}
+
+/// What one call printed: its exit code, the result's text, how many
+/// progress lines came, and how long it took.
+struct Called {
+    code: Option<i32>,
+    content: String,
+    is_error: bool,
+    progress: Vec<String>,
+    took: Duration,
+}
+
+fn call(scene: &Scene, input: Value) -> Called {
+    call_with_env(scene, input, &[])
+}
+
+fn call_with_env(scene: &Scene, input: Value, env: &[(&str, &str)]) -> Called {
+    let started = Instant::now();
+    let mut command = common::agentloop();
+    command
+        .args([
+            "tool",
+            "call",
+            "shell",
+            "--input",
+            &input.to_string(),
+            "--root",
+        ])
+        .arg(&scene.project)
+        .env("XDG_CONFIG_HOME", &scene.config)
+        .current_dir(&scene.outside);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut progress = Vec::new();
+    let mut result = None;
+    for line in stdout.lines() {
+        let value: Value = serde_json::from_str(line).unwrap();
+        match value["type"].as_str() {
+            Some("groups_update") => progress.push(
+                value["groups"][0]["blocks"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+            Some("result") => result = Some(value["result"].clone()),
+            _ => {}
+        }
+    }
+    let result = result.unwrap_or_else(|| {
+        panic!(
+            "no result; stdout {stdout}, stderr {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let content = result["content"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        !content.starts_with("sandbox error"),
+        "the sandbox could not be set up on this machine (Landlock and unprivileged user \
+         namespaces are required): {content}"
+    );
+    Called {
+        code: output.status.code(),
+        is_error: result["is_error"].as_bool().unwrap_or(false),
+        content,
+        progress,
+        took,
+    }
+}
+
+/// Whether any process's command line holds `token`.
+fn process_with(token: &str) -> Option<String> {
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(token)
+        {
+            return Some(pid.to_owned());
+        }
+    }
+    None
+}
+
+/// Polls until no process holds `token`, for at most `within`.
+fn no_process_with(token: &str, within: Duration) -> bool {
+    let until = Instant::now() + within;
+    loop {
+        if process_with(token).is_none() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn unique(label: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{label}{}x{nanos}", std::process::id())
+}
+
+#[test]
+fn a_command_runs_and_reports_exit_status_output_and_duration() {
+    let scene = scene();
+    let called = call(
+        &scene,
+        json!({"command": "echo hello; echo oops >&2; echo kept > made.txt; exit 4"}),
+    );
+    assert_eq!(called.code, Some(1), "a failing command is an error result");
+    assert!(called.is_error);
+    assert!(
+        called.content.starts_with("exit code: 4\nduration: "),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.content.contains("stdout (6 bytes):\nhello\n"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.content.contains("stderr (5 bytes):\noops\n"),
+        "{}",
+        called.content
+    );
+    assert_eq!(
+        std::fs::read_to_string(scene.project.join("made.txt")).unwrap(),
+        "kept\n"
+    );
+}
+
+#[test]
+fn writes_outside_the_project_fail_by_absolute_path_dotdot_symlink_and_hard_link() {
+    let scene = scene();
+    std::os::unix::fs::symlink(&scene.outside, scene.project.join("door")).unwrap();
+    let absolute = scene.outside.join("absolute.txt");
+    let command = format!(
+        "echo x > {abs}; echo x > ../home/dotdot.txt; echo x > door/symlinked.txt; \
+         echo x >> door/notes.txt; ln ../home/notes.txt hard; ln door/notes.txt hard2; \
+         mkdir ../home/newdir; mv made ../home/moved 2>/dev/null; \
+         cp /bin/sh ../home/sh; touch /tmp/escaped-{pid}; true",
+        abs = absolute.display(),
+        pid = std::process::id()
+    );
+    let called = call(&scene, json!({"command": command}));
+    assert_eq!(called.code, Some(0), "{}", called.content);
+    for escaped in [
+        "absolute.txt",
+        "dotdot.txt",
+        "symlinked.txt",
+        "newdir",
+        "moved",
+        "sh",
+    ] {
+        assert!(
+            !scene.outside.join(escaped).exists(),
+            "{escaped} was written outside: {}",
+            called.content
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(scene.outside.join("notes.txt")).unwrap(),
+        "unchanged\n"
+    );
+    assert!(
+        !scene.project.join("hard").exists(),
+        "a hard link to an outside file was made"
+    );
+    assert!(
+        !scene.project.join("hard2").exists(),
+        "a hard link through the symlink was made"
+    );
+    assert!(!Path::new(&format!("/tmp/escaped-{}", std::process::id())).exists());
+    assert!(
+        called.content.contains("Permission denied"),
+        "{}",
+        called.content
+    );
+}
+
+#[test]
+fn files_outside_the_project_cannot_be_read_directly_or_through_links_or_proc() {
+    let scene = scene();
+    std::os::unix::fs::symlink(&scene.outside, scene.project.join("door")).unwrap();
+    let key = scene.outside.join(".ssh/id_ed25519");
+    let other = scene.other_project.join("secret.txt");
+    let command = format!(
+        "cat {key}; cat door/.ssh/id_ed25519; cat {other}; cp {key} ./copied; \
+         cat /proc/self/root{key}; ls {home}; \
+         read -r s < /proc/self/stat; set -- $s; launcher=$4; \
+         read -r s < /proc/$launcher/stat; set -- $s; caller=$4; \
+         cat /proc/$caller/cwd/.ssh/id_ed25519; ls /proc/$caller/cwd/; \
+         cat /proc/$launcher/environ /proc/$caller/environ; \
+         tar cf - /proc/$caller/root{home} 2>/dev/null | wc -c; true",
+        key = key.display(),
+        other = other.display(),
+        home = scene.outside.display(),
+    );
+    let called = call_with_env(
+        &scene,
+        json!({"command": command}),
+        &[("HIDDEN_API_KEY", "sk-hidden-env-marker-55")],
+    );
+    assert_eq!(called.code, Some(0), "{}", called.content);
+    for secret in [
+        SSH_KEY,
+        OTHER_SECRET,
+        "sk-hidden-env-marker-55",
+        "notes.txt",
+    ] {
+        assert!(
+            !called.content.contains(secret),
+            "{secret} leaked: {}",
+            called.content
+        );
+        for line in &called.progress {
+            assert!(!line.contains(secret), "{secret} leaked in progress");
+        }
+    }
+    assert!(!scene.project.join("copied").exists());
+}
+
+#[test]
+fn the_environment_is_scrubbed_of_keys_and_tokens() {
+    let scene = scene();
+    let called = call_with_env(
+        &scene,
+        json!({"command": "env; echo home=$HOME"}),
+        &[
+            ("OPENAI_API_KEY", "sk-env-marker-1"),
+            ("GITHUB_TOKEN", "ghp-env-marker-2"),
+            ("SOME_SECRET", "env-marker-3"),
+        ],
+    );
+    assert_eq!(called.code, Some(0), "{}", called.content);
+    for marker in ["sk-env-marker-1", "ghp-env-marker-2", "env-marker-3"] {
+        assert!(
+            !called.content.contains(marker),
+            "{marker}: {}",
+            called.content
+        );
+    }
+    assert!(called.content.contains("PATH="), "{}", called.content);
+    assert!(
+        !called.content.contains("home=/root\n"),
+        "{}",
+        called.content
+    );
+}
+
+#[test]
+fn a_secret_variable_named_in_the_configuration_is_refused() {
+    let scene = scene();
+    std::fs::create_dir_all(scene.config.join("agentloop")).unwrap();
+    std::fs::write(
+        scene.config.join("agentloop/config.toml"),
+        "[shell]\nenv = [\"ANTHROPIC_API_KEY\"]\n",
+    )
+    .unwrap();
+    let output = common::agentloop()
+        .args([
+            "tool",
+            "call",
+            "shell",
+            "--input",
+            r#"{"command":"true"}"#,
+            "--root",
+        ])
+        .arg(&scene.project)
+        .env("XDG_CONFIG_HOME", &scene.config)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("never passes ANTHROPIC_API_KEY"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn no_connection_leaves_the_sandbox_and_names_do_not_resolve() {
+    let scene = scene();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let command = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)\"; \
+         echo tcp=$?; \
+         python3 -c \"import socket; print(socket.getaddrinfo('localhost', 80)); print(socket.getaddrinfo('example.com', 80))\"; \
+         echo dns=$?; \
+         python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\"; echo out=$?"
+    );
+    let called = call(&scene, json!({"command": command}));
+    assert_eq!(called.code, Some(0), "{}", called.content);
+    assert!(called.content.contains("tcp=1"), "{}", called.content);
+    assert!(called.content.contains("dns=1"), "{}", called.content);
+    assert!(called.content.contains("out=1"), "{}", called.content);
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the listener was reached: {other:?}"),
+    }
+}
+
+#[test]
+fn a_fork_bomb_is_bounded_and_the_run_stops_within_its_time() {
+    let scene = scene();
+    let token = unique("bomb");
+    // The shell either waits in `sleep` until the time limit, or cannot
+    // fork `sleep` at all and ends: both end the whole namespace.
+    let command = format!(": {token}; bomb() {{ bomb | bomb & }}; bomb; sleep 100");
+    let called = call(&scene, json!({"command": command, "timeout_secs": 5}));
+    assert_eq!(called.code, Some(1));
+    assert!(
+        called.content.starts_with("stopped: timed out after 5s")
+            || called.content.starts_with("exit code: "),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.took < Duration::from_secs(20),
+        "took {:?}",
+        called.took
+    );
+    assert!(
+        called.content.to_lowercase().contains("fork"),
+        "the process limit was never hit: {}",
+        called.content
+    );
+    assert!(
+        no_process_with(&token, Duration::from_secs(5)),
+        "a bomb process outlived the call"
+    );
+}
+
+#[test]
+fn a_process_ignoring_sigterm_is_killed_at_the_time_limit() {
+    let scene = scene();
+    let token = unique("stubborn");
+    let command = format!(": {token}; trap '' TERM INT HUP; echo ready; while :; do sleep 1; done");
+    let called = call(&scene, json!({"command": command, "timeout_secs": 2}));
+    assert!(
+        called.content.starts_with("stopped: timed out after 2s"),
+        "{}",
+        called.content
+    );
+    assert!(called.content.contains("ready"), "{}", called.content);
+    assert!(
+        called.took < Duration::from_secs(15),
+        "took {:?}",
+        called.took
+    );
+    assert!(no_process_with(&token, Duration::from_secs(5)));
+}
+
+/// Reads a host pid the sandboxed command wrote, polling until it is there.
+fn written_pid(path: &Path) -> u32 {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{} holds no pid: {text:?}", path.display()))
+}
+
+/// Whether host process `pid` is gone (or is no longer the process that
+/// ran `marker`), polling for at most five seconds.
+fn gone(pid: u32, marker: &str) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let alive = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker));
+        if !alive {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn detached_processes_do_not_outlive_the_call() {
+    let scene = scene();
+    let marker = unique("detached");
+    let daemon = format!(
+        "import os, sys, time; open(sys.argv[1], 'w').write(os.readlink('/proc/self')); time.sleep(1000) # {marker}"
+    );
+    let command = format!(
+        "nohup python3 -c \"{daemon}\" nohup.pid >/dev/null 2>&1 & \
+         setsid python3 -c \"{daemon}\" setsid.pid >/dev/null 2>&1 & \
+         while [ ! -s nohup.pid ] || [ ! -s setsid.pid ]; do sleep 0.05; done; echo detached"
+    );
+    let called = call(&scene, json!({"command": command, "timeout_secs": 20}));
+    assert_eq!(called.code, Some(0), "{}", called.content);
+    for file in ["nohup.pid", "setsid.pid"] {
+        let pid = written_pid(&scene.project.join(file));
+        assert!(
+            gone(pid, &marker),
+            "{file}: process {pid} outlived the call"
+        );
+    }
+}
+
+#[test]
+fn killing_agentloop_mid_call_kills_the_command() {
+    let scene = scene();
+    let marker = unique("orphan");
+    let command = format!(
+        "python3 -c \"import os, time; open('alive.pid', 'w').write(os.readlink('/proc/self')); time.sleep(1000) # {marker}\""
+    );
+    let mut child = common::agentloop()
+        .args([
+            "tool",
+            "call",
+            "shell",
+            "--input",
+            &json!({"command": command}).to_string(),
+            "--root",
+        ])
+        .arg(&scene.project)
+        .env("XDG_CONFIG_HOME", &scene.config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = scene.project.join("alive.pid");
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&pid_file)
+        .unwrap_or_default()
+        .trim()
+        .is_empty()
+    {
+        assert!(Instant::now() < until, "the command never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = written_pid(&pid_file);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(gone(pid, &marker), "process {pid} outlived agentloop");
+}
+
+#[test]
+fn an_output_flood_is_stopped_and_the_cut_is_said() {
+    let scene = scene();
+    let called = call(
+        &scene,
+        json!({"command": "yes flood-line", "timeout_secs": 60}),
+    );
+    assert_eq!(called.code, Some(1));
+    assert!(
+        called.content.starts_with("stopped: output passed"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.content.contains("bytes cut ...]"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.content.len() < 40 * 1024,
+        "{} bytes kept",
+        called.content.len()
+    );
+    assert!(called.progress.iter().all(|p| p.len() < 5 * 1024));
+    assert!(
+        called.took < Duration::from_secs(50),
+        "took {:?}",
+        called.took
+    );
+}
+
+#[test]
+fn no_privilege_can_be_gained() {
+    let scene = scene();
+    let command = "id -u; grep -E '^(NoNewPrivs|CapEff|Seccomp):' /proc/self/status; \
+         python3 -c 'import os; os.setuid(0); print(\"became-root\")' 2>&1 | tail -1; \
+         su -c 'touch /tmp/su-was-here' root </dev/null; echo su=$?; \
+         unshare -r true; echo unshare=$?; \
+         python3 -c 'import ctypes; print(\"mount\", ctypes.CDLL(None, use_errno=True).mount(b\"none\", b\"/tmp\", b\"tmpfs\", 0, None), ctypes.get_errno())'";
+    let called = call(&scene, json!({"command": command}));
+    assert!(
+        called.content.contains("\n1000\n") || called.content.contains(":\n1000\n"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.content.contains("NoNewPrivs:\t1"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.content.contains("CapEff:\t0000000000000000"),
+        "{}",
+        called.content
+    );
+    assert!(called.content.contains("Seccomp:\t2"), "{}", called.content);
+    assert!(
+        !called.content.contains("became-root"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.content.contains("Error: [Errno"),
+        "setuid(0) fails: {}",
+        called.content
+    );
+    assert!(!called.content.contains("su=0"), "{}", called.content);
+    assert!(!called.content.contains("unshare=0"), "{}", called.content);
+    assert!(
+        called.content.contains("mount -1 1"),
+        "mount is refused with EPERM: {}",
+        called.content
+    );
+    assert!(!Path::new("/tmp/su-was-here").exists());
+}
+
+#[test]
+fn toolchains_run_inside_and_a_python_test_suite_reports_its_result() {
+    let scene = scene();
+    let called = call(
+        &scene,
+        json!({"command": "cargo --version && python3 --version"}),
+    );
+    assert_eq!(called.code, Some(0), "{}", called.content);
+    assert!(called.content.contains("cargo 1."), "{}", called.content);
+    assert!(called.content.contains("Python 3"), "{}", called.content);
+
+    let app = scene.project.join("calc");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::write(app.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    std::fs::write(
+        app.join("test_calc.py"),
+        "import unittest\nfrom calc import add\n\nclass AddTest(unittest.TestCase):\n    \
+         def test_small(self):\n        self.assertEqual(add(2, 3), 5)\n\n    \
+         def test_negative(self):\n        self.assertEqual(add(-2, -3), -5)\n",
+    )
+    .unwrap();
+    let passed = call(
+        &scene,
+        json!({"command": "python3 -m unittest -v", "cwd": "calc"}),
+    );
+    assert_eq!(passed.code, Some(0), "{}", passed.content);
+    assert!(
+        passed.content.starts_with("exit code: 0\n"),
+        "{}",
+        passed.content
+    );
+    assert!(passed.content.contains("Ran 2 tests"), "{}", passed.content);
+    assert!(passed.content.contains("\nOK"), "{}", passed.content);
+
+    // A different size, so Python's bytecode cache does not hide the change.
+    std::fs::write(
+        app.join("calc.py"),
+        "def add(a, b):\n    return a - b  # wrong\n",
+    )
+    .unwrap();
+    let failed = call(
+        &scene,
+        json!({"command": "python3 -m unittest", "cwd": "calc"}),
+    );
+    assert_eq!(failed.code, Some(1));
+    assert!(
+        failed.content.starts_with("exit code: 1\n"),
+        "{}",
+        failed.content
+    );
+    assert!(
+        failed.content.contains("FAILED (failures=2)"),
+        "{}",
+        failed.content
+    );
+}
+
+#[test]
+fn a_working_folder_outside_the_project_is_refused() {
+    let scene = scene();
+    let called = call(&scene, json!({"command": "pwd", "cwd": "../home"}));
+    assert!(called.is_error);
+    assert!(
+        called.content.contains("outside the project folder"),
+        "{}",
+        called.content
+    );
+}
