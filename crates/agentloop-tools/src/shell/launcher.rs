@@ -306,7 +306,9 @@ fn apply_seccomp() -> Result<(), SandboxError> {
         clone_rules.push(SeccompRule::new(vec![condition]).map_err(|e| failed(&e))?);
     }
     rules.insert(libc::SYS_clone, clone_rules);
-    // Pushing bytes into a terminal's input is refused.
+    // Pushing bytes into a terminal's input is refused. (The constant's
+    // type differs between targets.)
+    #[allow(clippy::unnecessary_cast)]
     let tiocsti = SeccompCondition::new(
         1,
         SeccompCmpArgLen::Dword,
