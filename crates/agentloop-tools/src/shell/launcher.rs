@@ -8,8 +8,11 @@
 //! Order, each step refusing to go on when it fails:
 //! 1. join the pids cgroup, if the tool made one (the caller is root);
 //! 2. mark itself not dumpable, so the command cannot read its memory;
-//! 3. `unshare(CLONE_NEWUSER | CLONE_NEWPID [| CLONE_NEWNET])` and map the
-//!    caller's uid and gid to one non-root id inside;
+//! 3. `unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWNET])`,
+//!    map the caller's uid and gid to one non-root id inside, and make
+//!    every mount read-only but bind mounts of the write roots (Landlock
+//!    does not cover `chmod`, `utimes` or extended attributes; a read-only
+//!    mount refuses them);
 //! 4. rlimits: processes, data memory, file size, open files, no core;
 //! 5. Landlock: reads (and execution) only below the read list, writes
 //!    only below the write list, no signals to or abstract sockets of
@@ -37,6 +40,7 @@ use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, Scope, path_beneath_rules,
 };
+use nix::mount::{MsFlags, mount};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::resource::{Resource, setrlimit};
@@ -219,7 +223,7 @@ fn spawn_error(e: std::io::Error) -> SandboxError {
 fn enter_namespaces(spec: &LaunchSpec) -> Result<(u32, u32), SandboxError> {
     let uid = getuid().as_raw();
     let gid = getgid().as_raw();
-    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID;
+    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNS;
     if !spec.network {
         flags |= CloneFlags::CLONE_NEWNET;
     }
@@ -234,7 +238,96 @@ fn enter_namespaces(spec: &LaunchSpec) -> Result<(u32, u32), SandboxError> {
         .map_err(|e| refused("uid_map", &e))?;
     std::fs::write("/proc/self/gid_map", format!("{inner_gid} {gid} 1"))
         .map_err(|e| refused("gid_map", &e))?;
+    read_only_mounts(&spec.write)?;
     Ok((inner_uid, inner_gid))
+}
+
+/// In the new mount namespace: every mount read-only except bind mounts
+/// of the write roots. Landlock does not govern `chmod`, `utimes` or
+/// extended attributes; a read-only mount refuses them outside the write
+/// roots. Mount flags already set (`nosuid`, `nodev`, `noexec`, atime) are
+/// kept, as the kernel requires of a user namespace.
+fn read_only_mounts(write: &[std::path::PathBuf]) -> Result<(), SandboxError> {
+    let failed = |what: String, e: nix::Error| SandboxError::Namespaces {
+        message: format!("{what}: {e}"),
+    };
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| failed("making / private".to_owned(), e))?;
+    let roots: Vec<&std::path::PathBuf> = write.iter().filter(|p| p.is_dir()).collect();
+    for root in &roots {
+        mount(
+            Some(root.as_path()),
+            root.as_path(),
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| failed(format!("binding {}", root.display()), e))?;
+    }
+    let table =
+        std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| SandboxError::Namespaces {
+            message: format!("reading mountinfo: {e}"),
+        })?;
+    for line in table.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let (Some(point), Some(options)) = (fields.get(4), fields.get(5)) else {
+            continue;
+        };
+        let point = std::path::PathBuf::from(unescape(point));
+        if roots.iter().any(|root| point.starts_with(root)) {
+            continue;
+        }
+        let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+        for option in options.split(',') {
+            flags |= match option {
+                "nosuid" => MsFlags::MS_NOSUID,
+                "nodev" => MsFlags::MS_NODEV,
+                "noexec" => MsFlags::MS_NOEXEC,
+                "noatime" => MsFlags::MS_NOATIME,
+                "nodiratime" => MsFlags::MS_NODIRATIME,
+                "relatime" => MsFlags::MS_RELATIME,
+                "strictatime" => MsFlags::MS_STRICTATIME,
+                _ => MsFlags::empty(),
+            };
+        }
+        match mount(None::<&str>, &point, None::<&str>, flags, None::<&str>) {
+            Ok(()) => {}
+            // A mount hidden under another one, or gone: nothing reaches
+            // it by path.
+            Err(nix::Error::ENOENT) | Err(nix::Error::EACCES) if !Path::new(&point).exists() => {
+                continue;
+            }
+            Err(e) => return Err(failed(format!("read-only {}", point.display()), e)),
+        }
+    }
+    Ok(())
+}
+
+/// A mount point as mountinfo writes it (`\040` for a space).
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && let Some(code) = field
+                .get(i + 1..i + 4)
+                .and_then(|digits| u8::from_str_radix(digits, 8).ok())
+        {
+            out.push(code);
+            i += 4;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn set_limits(spec: &LaunchSpec) -> Result<(), SandboxError> {
