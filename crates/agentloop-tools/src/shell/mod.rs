@@ -34,7 +34,10 @@
 //!   nothing else. Symlinks and `/proc/*/root` paths are checked as the
 //!   files they lead to; hard links to files outside cannot be made.
 //!   Landlock does not cover `stat`, `readlink` or path walking: the
-//!   command can learn that a path exists, not read it.
+//!   command can learn that a path exists, not read it. Nor does it cover
+//!   `chmod`, `utimes` or extended attributes: in the command's own mount
+//!   namespace every mount is read-only except bind mounts of the write
+//!   roots, which refuses those outside.
 //! - **Processes**: new user namespace (the caller's ids mapped to one
 //!   non-root id, so the command holds no capability), new PID namespace,
 //!   `no_new_privs` (setuid binaries do not gain privileges), not dumpable
