@@ -43,7 +43,7 @@ use landlock::{
 use nix::mount::{MsFlags, mount};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sched::{CloneFlags, unshare};
-use nix::sys::resource::{Resource, setrlimit};
+use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::{Pid, getgid, getpid, getuid};
@@ -339,6 +339,12 @@ fn set_limits(spec: &LaunchSpec) -> Result<(), SandboxError> {
         (Resource::RLIMIT_CORE, 0, "core dumps"),
     ];
     for (resource, value, what) in limits {
+        // Never above the hard limit in force: raising it needs a
+        // privilege the launcher does not have.
+        let (_, hard) = getrlimit(resource).map_err(|e| SandboxError::Limits {
+            message: format!("{what}: {e}"),
+        })?;
+        let value = value.min(hard);
         setrlimit(resource, value, value).map_err(|e| SandboxError::Limits {
             message: format!("{what}: {e}"),
         })?;

@@ -776,6 +776,35 @@ fn unique_name(prefix: &str) -> String {
     )
 }
 
+/// Removes what calls of processes that are gone left in `base` (a
+/// process killed mid-call cannot clean up after itself): entries named
+/// `agentloop-shell-PID-…` whose PID is not running. Folders are removed
+/// with their contents when `recursive`, else only when empty (cgroups).
+fn sweep_stale(base: &Path, recursive: bool) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("agentloop-shell-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let _ = if recursive {
+            std::fs::remove_dir_all(entry.path())
+        } else {
+            std::fs::remove_dir(entry.path())
+        };
+    }
+}
+
 /// The command's private temporary folder, removed with its contents.
 struct TempFolder {
     path: PathBuf,
@@ -784,6 +813,7 @@ struct TempFolder {
 impl TempFolder {
     fn new() -> std::io::Result<Self> {
         use std::os::unix::fs::DirBuilderExt;
+        sweep_stale(&std::env::temp_dir(), true);
         let path = std::env::temp_dir().join(unique_name("agentloop-shell"));
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(Self { path })
@@ -819,6 +849,7 @@ impl PidsCgroup {
                     .to_owned(),
             );
         };
+        sweep_stale(&base, false);
         let path = base.join(unique_name("agentloop-shell"));
         let refused = |e: std::io::Error| {
             format!(
