@@ -502,9 +502,34 @@ fn killing_agentloop_mid_call_kills_the_command() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let pid = written_pid(&pid_file);
+    let caller = child.id();
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(gone(pid, &marker), "process {pid} outlived agentloop");
+    // The killed process could not remove its temporary folder or cgroup;
+    // the next call sweeps them.
+    let left = |base: &Path| {
+        std::fs::read_dir(base).map_or(0, |entries| {
+            entries
+                .flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with(&format!("agentloop-shell-{caller}-"))
+                })
+                .count()
+        })
+    };
+    let temp = std::env::temp_dir();
+    assert_eq!(left(&temp), 1, "the killed call's temporary folder");
+    let next = call(&scene, json!({"command": "true"}));
+    assert_eq!(next.code, Some(0), "{}", next.content);
+    assert_eq!(left(&temp), 0, "a stale temporary folder was not swept");
+    assert_eq!(
+        left(Path::new("/sys/fs/cgroup/pids")),
+        0,
+        "a stale cgroup was not swept"
+    );
 }
 
 #[test]
@@ -649,5 +674,70 @@ fn a_working_folder_outside_the_project_is_refused() {
         called.content.contains("outside the project folder"),
         "{}",
         called.content
+    );
+}
+
+/// One turn calling shell, then a closing text.
+const SHELL_TURN: &str = r#"[
+  {"steps": [{"type": "tool_call", "id": "t1", "name": "shell", "fragments": ["{\"command\": \"echo ran > marker.txt; cat marker.txt\"}"]}]},
+  {"steps": [{"type": "text", "chunks": ["Done."]}]}
+]"#;
+
+/// `agentloop run --tools shell` on a scripted model, in `scene.project`.
+fn run_command(scene: &Scene, extra: &[&str]) -> std::process::Command {
+    let script = scene.config.join("script.json");
+    std::fs::write(&script, SHELL_TURN).unwrap();
+    let mut command = common::agentloop();
+    command
+        .args(["run", "run it", "--tools", "shell", "--root"])
+        .arg(&scene.project)
+        .args(["--provider", &format!("scripted:{}", script.display())])
+        .args(extra)
+        .env("XDG_CONFIG_HOME", &scene.config)
+        .env("XDG_DATA_HOME", scene.config.join("data"))
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1");
+    command
+}
+
+#[test]
+fn on_a_terminal_a_shell_call_asks_first_showing_the_command() {
+    let scene = scene();
+    let mut p = rexpect::session::spawn_command(run_command(&scene, &[]), Some(30_000)).unwrap();
+    let shown = p.exp_string("[e]dit arguments: ").unwrap();
+    assert!(shown.contains("? shell"), "{shown:?}");
+    assert!(
+        shown.contains("command: echo ran > marker.txt; cat marker.txt"),
+        "{shown:?}"
+    );
+    assert!(
+        !scene.project.join("marker.txt").exists(),
+        "nothing runs before the answer"
+    );
+    p.send_line("y").unwrap();
+    p.exp_string("Done.").unwrap();
+    p.exp_eof().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(scene.project.join("marker.txt")).unwrap(),
+        "ran\n"
+    );
+}
+
+#[test]
+fn without_a_terminal_a_shell_call_is_rejected_unless_approved() {
+    let scene = scene();
+    let output = common::piped(run_command(&scene, &[]), "");
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        !scene.project.join("marker.txt").exists(),
+        "a rejected call ran"
+    );
+    let output = common::piped(run_command(&scene, &["--approve", "shell"]), "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Done.\n");
+    assert_eq!(
+        std::fs::read_to_string(scene.project.join("marker.txt")).unwrap(),
+        "ran\n"
     );
 }
