@@ -10,6 +10,7 @@
 mod common;
 
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -238,6 +239,27 @@ fn writes_outside_the_project_fail_by_absolute_path_dotdot_symlink_and_hard_link
         "a hard link through the symlink was made"
     );
     assert!(!Path::new(&format!("/tmp/escaped-{}", std::process::id())).exists());
+    let notes = std::fs::metadata(scene.outside.join("notes.txt")).unwrap();
+    assert_eq!(
+        notes.permissions().mode() & 0o777,
+        before.permissions().mode() & 0o777,
+        "chmod outside"
+    );
+    assert_eq!(
+        notes.modified().unwrap(),
+        before.modified().unwrap(),
+        "utimes outside"
+    );
+    let xattrs = std::process::Command::new("python3")
+        .args(["-c", "import os, sys; print(os.listxattr(sys.argv[1]))"])
+        .arg(scene.outside.join("notes.txt"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&xattrs.stdout),
+        "[]\n",
+        "an extended attribute was set outside"
+    );
     // The read-only mounts refuse first; Landlock stands behind them.
     assert!(
         called.content.contains("Read-only file system"),
@@ -522,6 +544,25 @@ fn killing_agentloop_mid_call_kills_the_command() {
     };
     let temp = std::env::temp_dir();
     assert_eq!(left(&temp), 1, "the killed call's temporary folder");
+    // The orphaned launcher ends on its own once it has killed the command;
+    // until then its cgroup is busy.
+    let until = Instant::now() + Duration::from_secs(10);
+    while let Ok(entries) = std::fs::read_dir("/sys/fs/cgroup/pids") {
+        let busy = entries.flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("agentloop-shell-{caller}-"))
+                && !std::fs::read_to_string(e.path().join("cgroup.procs"))
+                    .unwrap_or_default()
+                    .trim()
+                    .is_empty()
+        });
+        if !busy {
+            break;
+        }
+        assert!(Instant::now() < until, "the orphaned launcher did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let next = call(&scene, json!({"command": "true"}));
     assert_eq!(next.code, Some(0), "{}", next.content);
     assert_eq!(left(&temp), 0, "a stale temporary folder was not swept");
