@@ -782,3 +782,54 @@ fn without_a_terminal_a_shell_call_is_rejected_unless_approved() {
         "ran\n"
     );
 }
+
+#[test]
+fn output_streams_as_progress_while_the_command_runs() {
+    let scene = scene();
+    let called = call(
+        &scene,
+        json!({"command": "echo first; sleep 1; echo second"}),
+    );
+    assert_eq!(called.code, Some(0), "{}", called.content);
+    let first = called.progress.first().expect("no progress before the end");
+    let header = "$ echo first; sleep 1; echo second\n";
+    assert_eq!(
+        first,
+        &format!("{header}first\n"),
+        "the first line shows before the second"
+    );
+    assert_eq!(
+        called.progress.last(),
+        Some(&format!("{header}first\nsecond\n")),
+        "the live view ends with the last output"
+    );
+}
+
+#[test]
+fn the_configuration_can_allow_the_network_and_bound_the_time() {
+    let scene = scene();
+    std::fs::create_dir_all(scene.config.join("agentloop")).unwrap();
+    std::fs::write(
+        scene.config.join("agentloop/config.toml"),
+        "[shell]\nnetwork = true\ntimeout_secs = 2\n",
+    )
+    .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let command = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'hi')\""
+    );
+    let called = call(&scene, json!({"command": command}));
+    assert_eq!(called.code, Some(0), "{}", called.content);
+    let (mut stream, _) = listener.accept().unwrap();
+    let mut got = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut got).unwrap();
+    assert_eq!(got, "hi");
+    // A call cannot ask for more time than the configuration gives.
+    let called = call(&scene, json!({"command": "sleep 30", "timeout_secs": 60}));
+    assert!(
+        called.content.starts_with("stopped: timed out after 2s"),
+        "{}",
+        called.content
+    );
+}

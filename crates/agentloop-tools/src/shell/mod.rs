@@ -581,6 +581,11 @@ impl Running {
                 self.stop = Some(Stop::OutputLimit);
                 self.control = None;
             }
+            if self.eof && self.dirty {
+                // The live view ends with the last output.
+                self.dirty = false;
+                return Some(ToolOutput::Event(self.progress()));
+            }
             if self.eof {
                 let _ = self.child.wait().await;
                 self.finished = true;
