@@ -833,3 +833,46 @@ fn the_configuration_can_allow_the_network_and_bound_the_time() {
         called.content
     );
 }
+
+#[test]
+fn a_launcher_the_kernel_refuses_namespaces_fails_typed_and_runs_nothing() {
+    // Inside the sandbox the seccomp filter refuses unshare: a launcher
+    // started there stands for a kernel without user namespaces.
+    let scene = scene();
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_agentloop"));
+    std::fs::create_dir_all(scene.config.join("agentloop")).unwrap();
+    std::fs::write(
+        scene.config.join("agentloop/config.toml"),
+        format!("[shell]\nread = [{:?}]\n", binary.display().to_string()),
+    )
+    .unwrap();
+    let spec = json!({
+        "command": "touch inner-ran",
+        "cwd": scene.project,
+        "read": ["/usr", "/bin", "/lib", "/lib64"],
+        "write": [scene.project],
+        "network": false,
+        "env": [],
+        "timeout_ms": 5000,
+        "max_processes": 16,
+        "max_memory_bytes": 1_000_000_000u64,
+        "max_file_bytes": 1_000_000u64,
+        "max_open_files": 64,
+    });
+    let command = format!(
+        "{} __agentloop-shell-launcher '{}' < /dev/zero; echo launcher=$?",
+        binary.display(),
+        spec
+    );
+    let called = call(&scene, json!({"command": command}));
+    assert!(
+        called.content.contains(r#""kind":"namespaces""#),
+        "{}",
+        called.content
+    );
+    assert!(called.content.contains("launcher=3"), "{}", called.content);
+    assert!(
+        !scene.project.join("inner-ran").exists(),
+        "the command ran unsandboxed"
+    );
+}

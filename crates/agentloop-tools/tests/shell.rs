@@ -102,23 +102,55 @@ async fn writes_outside_the_project_are_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelling_a_call_stops_it() {
+async fn cancelling_a_call_stops_it_once_it_has_started() {
     let project = tempfile::tempdir().unwrap();
     let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
     let started = std::time::Instant::now();
-    let call = tokio::spawn(call(
-        tool(project.path(), ShellLimits::default()),
+    let tool = tool(project.path(), ShellLimits::default());
+    let mut stream = tool.execute(
         json!({"command": "echo started; sleep 1000"}),
-        cancel,
-    ));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    trigger.cancel();
-    let (_, result) = call.await.unwrap();
+        context(cancel.clone()),
+    );
+    let mut result = None;
+    while let Some(output) = stream.next().await {
+        match output {
+            // The first progress says the command runs: cancel it.
+            ToolOutput::Event(_) => cancel.cancel(),
+            ToolOutput::Done(done) => {
+                result = Some(done);
+                break;
+            }
+        }
+    }
+    let result = result.expect("no result");
+    assert!(result.is_error);
     assert!(
         result.content.starts_with("stopped: cancelled"),
         "{}",
         result.content
     );
+    assert!(result.content.contains("started"), "{}", result.content);
     assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kernel_refusal_is_a_typed_error_and_nothing_runs() {
+    // A launcher that cannot be started stands for a machine without the
+    // sandbox: the call fails, it never runs the command some other way.
+    let project = tempfile::tempdir().unwrap();
+    let config = ShellConfig::new(project.path(), Launcher::binary("/nonexistent/launcher"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, result) = call(
+        Arc::new(ShellTool::new(config)),
+        json!({"command": "touch ran"}),
+        CancellationToken::new(),
+    )
+    .await;
+    assert!(result.is_error);
+    assert!(
+        result.content.contains("cannot start the sandbox launcher"),
+        "{}",
+        result.content
+    );
+    assert!(!project.path().join("ran").exists());
 }

@@ -54,7 +54,7 @@ use seccompiler::{
 
 use super::protocol::{
     LAUNCHER_ARG, LaunchExit, LaunchSpec, LaunchStop, SandboxError, TAG_EXIT, TAG_FAILURE,
-    TAG_STDERR, TAG_STDOUT, frame,
+    TAG_STARTED, TAG_STDERR, TAG_STDOUT, frame,
 };
 
 /// The id the command has inside its user namespace when the caller is
@@ -209,6 +209,7 @@ fn run(spec: &LaunchSpec) -> Result<LaunchExit, SandboxError> {
         .gid(inner_gid);
     let child = command.spawn().map_err(spawn_error)?;
     drop(command);
+    emit(TAG_STARTED, &child.id().to_le_bytes());
     Ok(relay(spec, child, out_read, err_read, &signals))
 }
 

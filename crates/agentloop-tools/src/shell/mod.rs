@@ -121,7 +121,7 @@ impl Default for ShellLimits {
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(300),
-            kept_output_bytes: 32 * 1024,
+            kept_output_bytes: 16 * 1024,
             max_output_bytes: 16 * 1024 * 1024,
             max_processes: 512,
             max_memory_bytes: 8 * 1024 * 1024 * 1024,
@@ -501,6 +501,7 @@ fn start(
         timeout,
         hard_deadline: tokio::time::Instant::from_std(now + timeout + LAUNCHER_GRACE),
         launcher_killed: false,
+        command_pid: None,
         cancel,
         stop: None,
         exit: None,
@@ -554,6 +555,8 @@ struct Running {
     timeout: Duration,
     hard_deadline: tokio::time::Instant,
     launcher_killed: bool,
+    /// The command's PID 1, once the launcher has said it.
+    command_pid: Option<i32>,
     cancel: CancellationToken,
     stop: Option<Stop>,
     exit: Option<LaunchExit>,
@@ -608,6 +611,15 @@ impl Running {
                     self.control = None;
                 }
                 _ = tokio::time::sleep_until(self.hard_deadline), if !self.launcher_killed => {
+                    // The launcher missed its own deadline: kill the
+                    // command's PID 1 (and with it the namespace) from
+                    // here, then the launcher.
+                    if let Some(pid) = self.command_pid {
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::from_raw(pid),
+                            nix::sys::signal::Signal::SIGKILL,
+                        );
+                    }
                     let _ = self.child.start_kill();
                     self.launcher_killed = true;
                     self.stop.get_or_insert(Stop::Timeout);
@@ -630,6 +642,11 @@ impl Running {
                 let excess = self.live.len().saturating_sub(LIVE_BYTES);
                 self.live.drain(..excess);
                 self.dirty = true;
+            }
+            protocol::TAG_STARTED => {
+                if let Ok(bytes) = <[u8; 4]>::try_from(payload.as_slice()) {
+                    self.command_pid = Some(i32::from_le_bytes(bytes));
+                }
             }
             protocol::TAG_EXIT => {
                 self.exit = serde_json::from_slice(&payload).ok();

@@ -14,6 +14,9 @@ pub const LAUNCHER_ARG: &str = "__agentloop-shell-launcher";
 pub(crate) const TAG_STDOUT: u8 = b'o';
 /// A chunk of the command's stderr.
 pub(crate) const TAG_STDERR: u8 = b'e';
+/// The command started: its PID (4 bytes, little-endian) as the caller's
+/// PID namespace numbers it.
+pub(crate) const TAG_STARTED: u8 = b's';
 /// The command ended: a JSON [`LaunchExit`].
 pub(crate) const TAG_EXIT: u8 = b'x';
 /// The sandbox could not be set up: a JSON [`SandboxError`].
