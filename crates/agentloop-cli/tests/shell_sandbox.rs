@@ -726,8 +726,13 @@ const SHELL_TURN: &str = r#"[
 
 /// `agentloop run --tools shell` on a scripted model, in `scene.project`.
 fn run_command(scene: &Scene, extra: &[&str]) -> std::process::Command {
+    run_script(scene, SHELL_TURN, extra)
+}
+
+/// `agentloop run --tools shell` on the scripted model `turns`.
+fn run_script(scene: &Scene, turns: &str, extra: &[&str]) -> std::process::Command {
     let script = scene.config.join("script.json");
-    std::fs::write(&script, SHELL_TURN).unwrap();
+    std::fs::write(&script, turns).unwrap();
     let mut command = common::agentloop();
     command
         .args(["run", "run it", "--tools", "shell", "--root"])
@@ -875,4 +880,82 @@ fn a_launcher_the_kernel_refuses_namespaces_fails_typed_and_runs_nothing() {
         !scene.project.join("inner-ran").exists(),
         "the command ran unsandboxed"
     );
+}
+
+#[test]
+fn always_on_a_terminal_approves_the_command_prefix_not_every_command() {
+    let scene = scene();
+    let script = scene.config.join("prefix.json");
+    std::fs::write(
+        &script,
+        r#"[
+      {"steps": [{"type": "tool_call", "id": "t1", "name": "shell", "fragments": ["{\"command\": \"touch a.txt\"}"]}]},
+      {"steps": [{"type": "tool_call", "id": "t2", "name": "shell", "fragments": ["{\"command\": \"touch b.txt\"}"]}]},
+      {"steps": [{"type": "tool_call", "id": "t3", "name": "shell", "fragments": ["{\"command\": \"touch c.txt; touch d.txt\"}"]}]},
+      {"steps": [{"type": "text", "chunks": ["Done."]}]}
+    ]"#,
+    )
+    .unwrap();
+    let mut command = common::agentloop();
+    command
+        .args(["run", "touch them", "--tools", "shell", "--root"])
+        .arg(&scene.project)
+        .args(["--provider", &format!("scripted:{}", script.display())])
+        .env("XDG_CONFIG_HOME", &scene.config)
+        .env("XDG_DATA_HOME", scene.config.join("data"))
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1");
+    let mut p = rexpect::session::spawn_command(command, Some(30_000)).unwrap();
+    let first = p.exp_string("[e]dit arguments: ").unwrap();
+    assert!(first.contains("[a]lways for `touch`"), "{first:?}");
+    p.send_line("a").unwrap();
+    // `touch b.txt` runs without asking; the chained command asks again.
+    let second = p.exp_string("[e]dit arguments: ").unwrap();
+    assert!(
+        second.contains("approved: always for `touch`"),
+        "{second:?}"
+    );
+    assert!(second.contains("touch c.txt; touch d.txt"), "{second:?}");
+    assert!(second.contains("[a]lways for this call only"), "{second:?}");
+    assert!(!scene.project.join("c.txt").exists());
+    p.send_line("n").unwrap();
+    p.exp_string("reason for the model").unwrap();
+    p.send_line("").unwrap();
+    p.exp_string("Done.").unwrap();
+    p.exp_eof().unwrap();
+    assert!(scene.project.join("a.txt").exists());
+    assert!(scene.project.join("b.txt").exists());
+    assert!(
+        !scene.project.join("c.txt").exists(),
+        "the chained command ran"
+    );
+}
+
+#[test]
+fn an_approvals_policy_can_let_command_prefixes_run_without_asking() {
+    let scene = scene();
+    std::fs::create_dir_all(scene.config.join("agentloop")).unwrap();
+    std::fs::write(
+        scene.config.join("agentloop/config.toml"),
+        "[approvals]\nshell = { unless = { pointer = \"/command\", command_prefixes = [\"echo\"] } }\n",
+    )
+    .unwrap();
+    // `echo ran > marker.txt; cat marker.txt` chains: it still asks, and
+    // without a terminal it is rejected.
+    let output = common::piped(run_command(&scene, &[]), "");
+    assert_eq!(output.status.code(), Some(0));
+    assert!(!scene.project.join("marker.txt").exists());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("needs approval"), "{stderr}");
+    // A plain `echo` command runs without asking, even without a terminal.
+    let plain = r#"[
+      {"steps": [{"type": "tool_call", "id": "t1", "name": "shell", "fragments": ["{\"command\": \"echo plain-ran\"}"]}]},
+      {"steps": [{"type": "text", "chunks": ["Done."]}]}
+    ]"#;
+    let command = run_script(&scene, plain, &[]);
+    let output = common::piped(command, "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("needs approval"), "{stderr}");
+    assert!(stderr.contains("plain-ran"), "the call ran: {stderr}");
 }
