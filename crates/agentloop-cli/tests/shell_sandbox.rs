@@ -393,6 +393,32 @@ fn no_connection_leaves_the_sandbox_and_names_do_not_resolve() {
 }
 
 #[test]
+fn named_unix_sockets_outside_cannot_be_reached() {
+    // A listener's socket file in a folder the command may not read: a
+    // database's socket, say, which Landlock does not check on connect.
+    let scene = scene();
+    let socket = scene.outside.join("db.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let command = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); s.sendall(b'x')\"; \
+         echo unix=$?; python3 -c \"import socket; a, b = socket.socketpair(); a.sendall(b'ok'); print(b.recv(2))\"",
+        socket.display()
+    );
+    let called = call(&scene, json!({"command": command}));
+    assert!(called.content.contains("unix=1"), "{}", called.content);
+    assert!(
+        called.content.contains("b'ok'"),
+        "socket pairs work: {}",
+        called.content
+    );
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the socket was reached: {other:?}"),
+    }
+}
+
+#[test]
 fn a_fork_bomb_is_bounded_and_the_run_stops_within_its_time() {
     let scene = scene();
     let token = unique("bomb");

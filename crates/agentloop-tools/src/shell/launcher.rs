@@ -65,9 +65,11 @@ const INNER_ID_FOR_ROOT: u32 = 1000;
 /// debugging other processes, mounting, the kernel keyring, BPF,
 /// performance counters, kernel modules and kexec, leaving or making
 /// namespaces, userfaultfd, handle-based opens that bypass paths, and
-/// system administration. `clone` with a namespace flag is refused too,
-/// and `clone3` fails with `ENOSYS` so libc falls back to `clone`, whose
-/// flags a filter can read.
+/// system administration, io_uring. `clone` with a namespace flag is
+/// refused too, and so is `socket(AF_UNIX, …)` (named Unix sockets are
+/// reached by path and Landlock up to ABI 7 does not check that;
+/// `socketpair` stays allowed); `clone3` fails with `ENOSYS` so libc falls
+/// back to `clone`, whose flags a filter can read.
 pub const DENIED: &[(&str, i64)] = &[
     ("ptrace", libc::SYS_ptrace),
     ("process_vm_readv", libc::SYS_process_vm_readv),
@@ -105,6 +107,10 @@ pub const DENIED: &[(&str, i64)] = &[
     ("name_to_handle_at", libc::SYS_name_to_handle_at),
     ("syslog", libc::SYS_syslog),
     ("vhangup", libc::SYS_vhangup),
+    // io_uring runs operations (sockets, opens) the filter never sees.
+    ("io_uring_setup", libc::SYS_io_uring_setup),
+    ("io_uring_enter", libc::SYS_io_uring_enter),
+    ("io_uring_register", libc::SYS_io_uring_register),
     #[cfg(target_arch = "x86_64")]
     ("iopl", libc::SYS_iopl),
     #[cfg(target_arch = "x86_64")]
@@ -406,6 +412,20 @@ fn apply_seccomp() -> Result<(), SandboxError> {
         clone_rules.push(SeccompRule::new(vec![condition]).map_err(|e| failed(&e))?);
     }
     rules.insert(libc::SYS_clone, clone_rules);
+    // Named Unix sockets are reached by path, which Landlock (up to ABI 7)
+    // does not check on connect: a database's or container engine's socket
+    // would be an open door. Socket pairs (`socketpair`) stay allowed.
+    let unix = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        libc::AF_UNIX as u64,
+    )
+    .map_err(|e| failed(&e))?;
+    rules.insert(
+        libc::SYS_socket,
+        vec![SeccompRule::new(vec![unix]).map_err(|e| failed(&e))?],
+    );
     // Pushing bytes into a terminal's input is refused. (The constant's
     // type differs between targets.)
     #[allow(clippy::unnecessary_cast)]

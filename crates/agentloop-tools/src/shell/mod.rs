@@ -45,7 +45,9 @@
 //! - **Network**: a new, empty network namespace (no interface but a
 //!   down loopback) unless [`ShellConfig::with_network`] allows it.
 //! - **System calls**: the seccomp filter of [`launcher::DENIED`], plus
-//!   namespace flags on `clone`, `clone3` (so libc uses `clone`) and
+//!   namespace flags on `clone`, `socket(AF_UNIX, …)` (a named socket, a
+//!   database's say, is reached by path and Landlock does not check
+//!   connect; `socketpair` works), `clone3` (so libc uses `clone`) and
 //!   `TIOCSTI`.
 //! - **Limits**: wall time, output size, processes (`RLIMIT_NPROC`; a pids
 //!   cgroup when the caller is root, whom that rlimit does not bind), data
@@ -58,9 +60,8 @@
 //! When the kernel lacks a piece (no Landlock, namespaces refused, no
 //! seccomp) the call fails with the [`SandboxError`] that says which; the
 //! command never runs unsandboxed. Known limits: `/proc` lists the host's
-//! processes and their command lines; a Unix socket file inside a
-//! readable folder can be connected to (none of the default read paths
-//! holds one that grants anything).
+//! processes and their command lines; programs that need named Unix
+//! sockets of their own (a test starting a server on one) fail.
 
 pub mod launcher;
 pub mod policy;
