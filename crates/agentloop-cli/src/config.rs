@@ -26,6 +26,9 @@
 //! network = false               # true: commands keep the host's network
 //! env = ["RUST_LOG"]            # variables passed when set (names like *_KEY, *TOKEN* refused)
 //! timeout_secs = 300            # wall time of one command at most
+//! max_processes = 512           # processes at once
+//! max_memory_mb = 8192          # data memory of one process
+//! max_total_memory_mb = 8192    # of all its processes (where a memory cgroup can be made)
 //!
 //! [serve]                       # defaults of `agentloop serve`
 //! approvals = "ask"             # projects' policy when they set none: unattended (default) or ask
@@ -94,6 +97,16 @@ pub struct ShellSection {
     /// Most wall time of one command, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// Most processes of one command at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_processes: Option<u64>,
+    /// Most data memory of one process, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_mb: Option<u64>,
+    /// Most memory of all a command's processes together, in MiB (where a
+    /// memory cgroup can be made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_memory_mb: Option<u64>,
 }
 
 impl ShellSection {

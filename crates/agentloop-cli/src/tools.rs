@@ -170,6 +170,16 @@ fn shell_tool(root: &Path) -> Result<ShellTool, Failure> {
     if let Some(secs) = section.timeout_secs {
         limits.timeout = Duration::from_secs(secs);
     }
+    const MIB: u64 = 1024 * 1024;
+    if let Some(max) = section.max_processes {
+        limits.max_processes = max;
+    }
+    if let Some(mb) = section.max_memory_mb {
+        limits.max_memory_bytes = mb.saturating_mul(MIB);
+    }
+    if let Some(mb) = section.max_total_memory_mb {
+        limits.max_total_memory_bytes = mb.saturating_mul(MIB);
+    }
     let config = ShellConfig::new(root, Launcher::current_exe().map_err(usage)?)
         .and_then(|c| c.with_read_paths(section.read))
         .and_then(|c| c.with_env(section.env))

@@ -195,6 +195,17 @@ fn a_command_runs_and_reports_exit_status_output_and_duration() {
 }
 
 #[test]
+fn background_jobs_can_be_waited_for() {
+    let scene = scene();
+    let called = call(
+        &scene,
+        json!({"command": "sleep 0.2 & a=$!; (exit 3) & b=$!; wait $a; echo a=$?; wait $b; echo b=$?; wait", "timeout_secs": 20}),
+    );
+    assert_eq!(called.code, Some(0), "{}", called.content);
+    assert!(called.content.contains("a=0\nb=3\n"), "{}", called.content);
+}
+
+#[test]
 fn writes_outside_the_project_fail_by_absolute_path_dotdot_symlink_and_hard_link() {
     let scene = scene();
     std::os::unix::fs::symlink(&scene.outside, scene.project.join("door")).unwrap();
@@ -984,4 +995,54 @@ fn an_approvals_policy_can_let_command_prefixes_run_without_asking() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("needs approval"), "{stderr}");
     assert!(stderr.contains("plain-ran"), "the call ran: {stderr}");
+}
+
+#[test]
+fn memory_is_bounded_per_process() {
+    let scene = scene();
+    std::fs::create_dir_all(scene.config.join("agentloop")).unwrap();
+    std::fs::write(
+        scene.config.join("agentloop/config.toml"),
+        "[shell]\nmax_memory_mb = 256\n",
+    )
+    .unwrap();
+    let called = call(
+        &scene,
+        json!({"command": "python3 -c 'b = bytearray(1024 * 1024 * 1024); print(\"allocated\")'; echo status=$?"}),
+    );
+    assert!(called.content.contains("MemoryError"), "{}", called.content);
+    assert!(!called.content.contains("allocated"), "{}", called.content);
+    assert!(called.content.contains("status=1"), "{}", called.content);
+}
+
+#[test]
+fn memory_of_all_processes_together_is_bounded_where_a_memory_cgroup_can_be_made() {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    if !root || !Path::new("/sys/fs/cgroup/memory/cgroup.procs").exists() {
+        let why = "the total memory bound needs root and a cgroup v1 memory hierarchy";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("NOT CHECKED HERE: {why}");
+        return;
+    }
+    let scene = scene();
+    std::fs::create_dir_all(scene.config.join("agentloop")).unwrap();
+    std::fs::write(
+        scene.config.join("agentloop/config.toml"),
+        "[shell]\nmax_total_memory_mb = 300\n",
+    )
+    .unwrap();
+    let hog = "python3 -c 'import time; b = bytearray(200 * 1024 * 1024); time.sleep(3)'";
+    let command = format!(
+        "{hog} & a=$!; {hog} & b=$!; {hog} & c=$!; \
+         wait $a; echo a=$?; wait $b; echo b=$?; wait $c; echo c=$?"
+    );
+    let called = call(&scene, json!({"command": command, "timeout_secs": 60}));
+    assert!(
+        called.content.contains("=137"),
+        "one of three 200 MiB processes is killed under a 300 MiB bound: {}",
+        called.content
+    );
 }

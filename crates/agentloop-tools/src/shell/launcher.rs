@@ -6,7 +6,8 @@
 //! fork and exec.
 //!
 //! Order, each step refusing to go on when it fails:
-//! 1. join the pids cgroup, if the tool made one (the caller is root);
+//! 1. join the cgroups the tool made (pids when the caller is root;
+//!    memory where the controller is at hand);
 //! 2. mark itself not dumpable, so the command cannot read its memory;
 //! 3. `unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWNET])`,
 //!    map the caller's uid and gid to one non-root id inside, and make
@@ -18,10 +19,11 @@
 //!    only below the write list, no signals to or abstract sockets of
 //!    processes outside the sandbox (ABI 6, when the kernel has it);
 //! 6. seccomp: the refused system calls (see [`DENIED`]);
-//! 7. spawn `/bin/sh -c COMMAND` (a plain fork: the child is PID 1) and
-//!    relay its stdout and stderr as frames, until it ends, the wall time
-//!    runs out or the tool closes the control pipe (stdin). Killing PID 1
-//!    kills every process of the namespace, detached ones included.
+//! 7. spawn a shell as PID 1 (a plain fork) that runs `/bin/sh -c COMMAND`
+//!    as its child, and relay their stdout and stderr as frames, until it
+//!    ends, the wall time runs out or the tool closes the control pipe
+//!    (stdin). Killing PID 1 kills every process of the namespace,
+//!    detached ones included.
 //!
 //! A process whose PID-namespace-for-children differs from its own cannot
 //! start threads, so the relay is one `poll` loop over the two output
@@ -117,6 +119,12 @@ pub const DENIED: &[(&str, i64)] = &[
     ("ioperm", libc::SYS_ioperm),
 ];
 
+/// PID 1 of the namespace: a shell that runs the command's shell as its
+/// child and exits with its status. The command's own shell is not PID 1,
+/// whose signal rules (no default action for signals sent from inside)
+/// would keep its `wait` builtin from ever waking.
+const INIT_SCRIPT: &str = "/bin/sh -c \"$1\"; exit $?";
+
 /// Namespace flags `clone` may not carry.
 const NAMESPACE_FLAGS: &[libc::c_int] = &[
     libc::CLONE_NEWUSER,
@@ -172,10 +180,10 @@ fn emit(tag: u8, payload: &[u8]) {
 }
 
 fn run(spec: &LaunchSpec) -> Result<LaunchExit, SandboxError> {
-    if let Some(cgroup) = &spec.cgroup {
+    for cgroup in &spec.cgroups {
         std::fs::write(cgroup.join("cgroup.procs"), getpid().to_string()).map_err(|e| {
             SandboxError::Limits {
-                message: format!("joining the pids cgroup: {e}"),
+                message: format!("joining the cgroup {}: {e}", cgroup.display()),
             }
         })?;
     }
@@ -202,6 +210,8 @@ fn run(spec: &LaunchSpec) -> Result<LaunchExit, SandboxError> {
     let mut command = Command::new("/bin/sh");
     command
         .arg("-c")
+        .arg(INIT_SCRIPT)
+        .arg("agentloop-init")
         .arg(&spec.command)
         .current_dir(&spec.cwd)
         .env_clear()

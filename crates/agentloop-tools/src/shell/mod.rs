@@ -10,7 +10,8 @@
 //! own `agentloop-shell-launcher` bin target does nothing else). The
 //! launcher is a fresh, single-threaded process: it enters new user, PID
 //! and network namespaces, sets rlimits, Landlock and seccomp on itself,
-//! and starts `/bin/sh -c COMMAND` as PID 1 of the new PID namespace (see
+//! and starts `/bin/sh -c COMMAND` under a shell that is PID 1 of the new
+//! PID namespace (see
 //! [`launcher`] for the steps). It relays the command's stdout and stderr
 //! to the tool as frames and ends with the exit status. The command is
 //! given as one string to `/bin/sh -c`, so pipes, `&&` and redirections
@@ -51,7 +52,8 @@
 //!   `TIOCSTI`.
 //! - **Limits**: wall time, output size, processes (`RLIMIT_NPROC`; a pids
 //!   cgroup when the caller is root, whom that rlimit does not bind), data
-//!   memory per process, file size, open files.
+//!   memory per process (and of all processes together where a memory
+//!   cgroup can be made), file size, open files.
 //! - **Environment**: only `PATH`, `HOME`, `TMPDIR`, `TERM`, `LANG`, the
 //!   toolchain homes, [`policy::PASSED_ENV`] and the variables named with
 //!   [`ShellConfig::with_env`]; a name that looks like a secret
@@ -112,6 +114,9 @@ pub struct ShellLimits {
     pub max_processes: u64,
     /// Data memory of one process, in bytes.
     pub max_memory_bytes: u64,
+    /// Memory of all the command's processes together, where a memory
+    /// cgroup can be made (the caller is root on cgroup v1).
+    pub max_total_memory_bytes: u64,
     /// Largest file written, in bytes.
     pub max_file_bytes: u64,
     /// Open files of one process.
@@ -126,6 +131,7 @@ impl Default for ShellLimits {
             max_output_bytes: 16 * 1024 * 1024,
             max_processes: 512,
             max_memory_bytes: 8 * 1024 * 1024 * 1024,
+            max_total_memory_bytes: 8 * 1024 * 1024 * 1024,
             max_file_bytes: 4 * 1024 * 1024 * 1024,
             max_open_files: 4096,
         }
@@ -440,11 +446,15 @@ fn start(
     let temp = TempFolder::new().map_err(|e| {
         ToolResult::error(format!("cannot make the command's temporary folder: {e}"))
     })?;
-    let cgroup = if nix::unistd::geteuid().is_root() {
-        Some(PidsCgroup::new(config.limits.max_processes).map_err(ToolResult::error)?)
-    } else {
-        None
-    };
+    let mut cgroups = Vec::new();
+    if nix::unistd::geteuid().is_root() {
+        cgroups.push(Cgroup::pids(config.limits.max_processes).map_err(ToolResult::error)?);
+        // Best effort: each process's data memory is bounded by its rlimit
+        // either way.
+        if let Some(memory) = Cgroup::memory(config.limits.max_total_memory_bytes) {
+            cgroups.push(memory);
+        }
+    }
     let mut write = vec![config.root.clone(), temp.path.clone()];
     write.extend(policy::DEVICE_WRITE.iter().map(PathBuf::from));
     let spec = LaunchSpec {
@@ -459,7 +469,7 @@ fn start(
         max_memory_bytes: config.limits.max_memory_bytes,
         max_file_bytes: config.limits.max_file_bytes,
         max_open_files: config.limits.max_open_files,
-        cgroup: cgroup.as_ref().map(|c| c.path.clone()),
+        cgroups: cgroups.iter().map(|c| c.path.clone()).collect(),
     };
     let spec_json = serde_json::to_string(&spec)
         .map_err(|e| ToolResult::error(format!("cannot encode the launch spec: {e}")))?;
@@ -511,7 +521,7 @@ fn start(
         command: input.command,
         folder,
         finished: false,
-        _cgroup: cgroup,
+        _cgroups: cgroups,
         _temp: temp,
     })
 }
@@ -566,8 +576,8 @@ struct Running {
     command: String,
     folder: String,
     finished: bool,
-    // Dropped after the child: the cgroup can go once the launcher is gone.
-    _cgroup: Option<PidsCgroup>,
+    // Dropped after the child: the cgroups can go once the launcher is gone.
+    _cgroups: Vec<Cgroup>,
     _temp: TempFolder,
 }
 
@@ -849,18 +859,19 @@ impl Drop for TempFolder {
     }
 }
 
-/// A pids cgroup (v1 `pids` hierarchy or v2 with the `pids` controller)
-/// holding the call's processes, removed when the call ends.
-struct PidsCgroup {
+/// A cgroup holding the call's processes, removed when the call ends.
+struct Cgroup {
     path: PathBuf,
 }
 
-impl PidsCgroup {
-    fn new(max: u64) -> Result<Self, String> {
+impl Cgroup {
+    /// A pids cgroup (v1 `pids` hierarchy or v2 with the `pids`
+    /// controller) allowing `max` tasks.
+    fn pids(max: u64) -> Result<Self, String> {
         let unified = Path::new("/sys/fs/cgroup");
         let v1 = unified.join("pids");
         let base = if v1.join("cgroup.procs").exists() {
-            v1
+            v1.join(own_cgroup("pids"))
         } else if std::fs::read_to_string(unified.join("cgroup.subtree_control"))
             .is_ok_and(|c| c.split_whitespace().any(|c| c == "pids"))
         {
@@ -872,24 +883,48 @@ impl PidsCgroup {
                     .to_owned(),
             );
         };
-        sweep_stale(&base, false);
-        let path = base.join(unique_name("agentloop-shell"));
-        let refused = |e: std::io::Error| {
+        Self::make(&base, "pids.max", max).map_err(|e| {
             format!(
-                "sandbox error: cannot make the pids cgroup {}: {e}; the command did not run",
-                path.display()
+                "sandbox error: cannot make a pids cgroup in {}: {e}; the command did not run",
+                base.display()
             )
-        };
-        std::fs::create_dir(&path).map_err(refused)?;
+        })
+    }
+
+    /// A v1 memory cgroup below this process's own, holding all the
+    /// command's processes to `max` bytes together; None where there is
+    /// none to be had.
+    fn memory(max: u64) -> Option<Self> {
+        let v1 = Path::new("/sys/fs/cgroup/memory");
+        if !v1.join("cgroup.procs").exists() {
+            return None;
+        }
+        Self::make(&v1.join(own_cgroup("memory")), "memory.limit_in_bytes", max).ok()
+    }
+
+    fn make(base: &Path, limit_file: &str, max: u64) -> std::io::Result<Self> {
+        sweep_stale(base, false);
+        let path = base.join(unique_name("agentloop-shell"));
+        std::fs::create_dir(&path)?;
         let cgroup = Self { path };
-        std::fs::write(cgroup.path.join("pids.max"), max.to_string()).map_err(|e| {
-            format!("sandbox error: cannot set pids.max: {e}; the command did not run")
-        })?;
+        std::fs::write(cgroup.path.join(limit_file), max.to_string())?;
         Ok(cgroup)
     }
 }
 
-impl Drop for PidsCgroup {
+/// This process's cgroup in a v1 hierarchy (`/proc/self/cgroup`),
+/// relative; empty for the root.
+fn own_cgroup(controller: &str) -> PathBuf {
+    let table = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    table
+        .lines()
+        .filter_map(|line| line.splitn(3, ':').nth(1).zip(line.splitn(3, ':').nth(2)))
+        .find(|(controllers, _)| controllers.split(',').any(|c| c == controller))
+        .map(|(_, path)| PathBuf::from(path.trim_start_matches('/')))
+        .unwrap_or_default()
+}
+
+impl Drop for Cgroup {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.path);
     }

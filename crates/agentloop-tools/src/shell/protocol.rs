@@ -40,7 +40,7 @@ pub struct LaunchSpec {
     pub env: Vec<(String, String)>,
     /// Wall time, in milliseconds.
     pub timeout_ms: u64,
-    /// Most processes (`RLIMIT_NPROC`, and `pids.max` of `cgroup`).
+    /// Most processes (`RLIMIT_NPROC`, and `pids.max` of the pids cgroup).
     pub max_processes: u64,
     /// Most data memory of one process, in bytes (`RLIMIT_DATA`).
     pub max_memory_bytes: u64,
@@ -48,11 +48,12 @@ pub struct LaunchSpec {
     pub max_file_bytes: u64,
     /// Most open files of one process (`RLIMIT_NOFILE`).
     pub max_open_files: u64,
-    /// A pids cgroup the launcher joins before anything else, made by the
-    /// tool (needed when the caller is root, whom `RLIMIT_NPROC` does not
-    /// bind).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cgroup: Option<PathBuf>,
+    /// Cgroups the launcher joins before anything else, made by the tool:
+    /// a pids cgroup (needed when the caller is root, whom `RLIMIT_NPROC`
+    /// does not bind) and, where the memory controller is at hand, one
+    /// bounding the memory of all the command's processes together.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<PathBuf>,
 }
 
 /// Why the launcher stopped the command.
