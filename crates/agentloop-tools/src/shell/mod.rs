@@ -918,7 +918,11 @@ fn own_cgroup(controller: &str) -> PathBuf {
     let table = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     table
         .lines()
-        .filter_map(|line| line.splitn(3, ':').nth(1).zip(line.splitn(3, ':').nth(2)))
+        .filter_map(|line| {
+            let mut fields = line.splitn(3, ':');
+            fields.next();
+            fields.next().zip(fields.next())
+        })
         .find(|(controllers, _)| controllers.split(',').any(|c| c == controller))
         .map(|(_, path)| PathBuf::from(path.trim_start_matches('/')))
         .unwrap_or_default()
