@@ -744,6 +744,58 @@ fn toolchains_run_inside_and_a_python_test_suite_reports_its_result() {
 }
 
 #[test]
+fn a_rust_test_suite_runs_inside_and_its_result_is_reported() {
+    let scene = scene();
+    let crate_dir = scene.project.join("calc");
+    std::fs::create_dir_all(crate_dir.join("src")).unwrap();
+    std::fs::write(
+        crate_dir.join("Cargo.toml"),
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        crate_dir.join("src/lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n\
+         #[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 3), 5); }\n\
+         \n    #[test]\n    fn overflows_are_caught() { assert_eq!(super::add(-2, -3), -1); }\n}\n",
+    )
+    .unwrap();
+    let called = call(
+        &scene,
+        json!({"command": "cargo test --offline --lib", "cwd": "calc", "timeout_secs": 240}),
+    );
+    assert_eq!(called.code, Some(1), "{}", called.content);
+    assert!(
+        called.content.starts_with("exit code: 101\n"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.content.contains("test tests::adds ... ok"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called
+            .content
+            .contains("test tests::overflows_are_caught ... FAILED"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called
+            .content
+            .contains("test result: FAILED. 1 passed; 1 failed"),
+        "{}",
+        called.content
+    );
+    assert!(
+        crate_dir.join("target").is_dir(),
+        "the build stays in the project"
+    );
+}
+
+#[test]
 fn a_working_folder_outside_the_project_is_refused() {
     let scene = scene();
     let called = call(&scene, json!({"command": "pwd", "cwd": "../home"}));
