@@ -49,6 +49,7 @@ use crate::tools::ToolCommand;
 
 fn main() -> ExitCode {
     // The shell tool re-executes this binary as its sandbox launcher.
+    #[cfg(target_os = "linux")]
     if agentloop_tools::shell::is_launcher_invocation() {
         return agentloop_tools::shell::launcher_main();
     }

@@ -3,9 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+#[cfg(target_os = "linux")]
 use std::time::Duration;
 
 use agentloop_engine::scripted::ScriptedProvider;
+#[cfg(target_os = "linux")]
 use agentloop_tools::shell::{Launcher, ShellConfig, ShellConfigError, ShellLimits, ShellTool};
 use agentloop_tools::vfs::{DirJail, MemoryVfs};
 use agentloop_tools::{AskUserTool, FsTool, JsTool, MemoryTool, MinionTool, ReturnTool};
@@ -137,7 +139,15 @@ pub fn build(
                 "fs" => Arc::new(FsTool::new(jail()?)),
                 "memory" => Arc::new(MemoryTool::new(Arc::new(MemoryVfs::new()))),
                 "javascript" => Arc::new(JsTool::new(jail()?)),
+                #[cfg(target_os = "linux")]
                 "shell" => Arc::new(shell_tool(&root)?),
+                #[cfg(not(target_os = "linux"))]
+                "shell" => {
+                    return Err(Failure::usage(
+                        "the shell tool's sandbox needs Linux (Landlock, namespaces); \
+                         it is not offered on this system",
+                    ));
+                }
                 "return" => Arc::new(ReturnTool),
                 "ask_user" => Arc::new(AskUserTool),
                 other => {
@@ -161,6 +171,7 @@ pub fn build(
     Ok(all)
 }
 
+#[cfg(target_os = "linux")]
 /// The shell tool working in `root`, sandboxed as the configuration's
 /// `[shell]` table says; the launcher is this binary, re-executed.
 fn shell_tool(root: &Path) -> Result<ShellTool, Failure> {
@@ -191,7 +202,11 @@ fn shell_tool(root: &Path) -> Result<ShellTool, Failure> {
 
 /// `agentloop tool list`.
 pub fn list() -> Outcome {
-    let names: Vec<String> = NAMES.iter().map(|n| (*n).to_owned()).collect();
+    let names: Vec<String> = NAMES
+        .iter()
+        .filter(|n| cfg!(target_os = "linux") || **n != "shell")
+        .map(|n| (*n).to_owned())
+        .collect();
     let dir = std::env::temp_dir();
     let listing = MinionModel {
         provider: ScriptedProvider::new([]),
