@@ -566,7 +566,8 @@ fn killing_agentloop_mid_call_kills_the_command() {
     child.wait().unwrap();
     assert!(gone(pid, &marker), "process {pid} outlived agentloop");
     // The killed process could not remove its temporary folder or cgroup;
-    // the next call sweeps them.
+    // the next call sweeps them (a call of a test running alongside may
+    // sweep them first).
     let left = |base: &Path| {
         std::fs::read_dir(base).map_or(0, |entries| {
             entries
@@ -580,7 +581,6 @@ fn killing_agentloop_mid_call_kills_the_command() {
         })
     };
     let temp = std::env::temp_dir();
-    assert_eq!(left(&temp), 1, "the killed call's temporary folder");
     // The orphaned launcher ends on its own once it has killed the command;
     // until then its cgroup is busy.
     let until = Instant::now() + Duration::from_secs(10);
