@@ -131,6 +131,32 @@ pub fn without_person(pending: &[PendingCall]) -> Decisions {
 pub struct Asker {
     style: Style,
     always: BTreeSet<String>,
+    /// Shell command prefixes approved with `a` (see [`shell_prefix`]).
+    always_commands: BTreeSet<String>,
+}
+
+/// The tool whose `a` approves a command prefix rather than the tool.
+const SHELL: &str = "shell";
+
+/// The prefix `a` approves for a shell command: its program, and its
+/// subcommand when the second word looks like one (`cargo test`, `npm
+/// run`; `touch` for `touch a.txt`). None for a command that chains or
+/// redirects (`;`, `&&`, `|`, `$(…)`, `>`, …): such a command is approved
+/// once at most.
+pub fn shell_prefix(command: &str) -> Option<String> {
+    let mut words = command.split_whitespace();
+    let program = words.next()?;
+    let subcommand = words.next().filter(|word| {
+        !word.starts_with('-')
+            && word
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+    });
+    let prefix = match subcommand {
+        Some(subcommand) => format!("{program} {subcommand}"),
+        None => program.to_owned(),
+    };
+    agentloop_types::command_has_prefix(command, &prefix).then_some(prefix)
 }
 
 impl Asker {
@@ -139,6 +165,7 @@ impl Asker {
         Self {
             style,
             always: BTreeSet::new(),
+            always_commands: BTreeSet::new(),
         }
     }
 
@@ -183,6 +210,27 @@ impl Asker {
             ));
             return Ok(Asked::Decided(Decision::ApproveAlways));
         }
+        let command = (call.name == SHELL)
+            .then(|| call.input.get("command").and_then(Value::as_str))
+            .flatten();
+        if let Some(prefix) = command.and_then(|command| {
+            self.always_commands
+                .iter()
+                .find(|prefix| agentloop_types::command_has_prefix(command, prefix))
+        }) {
+            say(&format!(
+                "{cyan}✓ {what}{reset} {dim}approved: always for `{}`{reset}",
+                sanitize(prefix)
+            ));
+            return Ok(Asked::Decided(Decision::Approve { arguments: None }));
+        }
+        // For shell, `a` holds for the command's prefix, not every command.
+        let prefix = command.and_then(shell_prefix);
+        let always = match (call.name == SHELL, &prefix) {
+            (true, Some(prefix)) => format!("`{}`", sanitize(prefix)),
+            (true, None) => "this call only (it chains commands)".to_owned(),
+            (false, _) => sanitize(&call.name).into_owned(),
+        };
         let nested = if item.path.is_root() {
             ""
         } else {
@@ -194,10 +242,8 @@ impl Asker {
         );
         shown.push_str(&arguments_lines(&call.input, dim, reset));
         say(shown.trim_end());
-        let question = format!(
-            "allow? [y]es / [n]o (+ reason) / [a]lways for {} / [e]dit arguments: ",
-            sanitize(&call.name)
-        );
+        let question =
+            format!("allow? [y]es / [n]o (+ reason) / [a]lways for {always} / [e]dit arguments: ");
         loop {
             let line = match read(editor, &question, "")? {
                 Line::Text(line) => line,
@@ -210,6 +256,12 @@ impl Asker {
                 .map_or((line, ""), |(w, r)| (w, r.trim()));
             match word.to_lowercase().as_str() {
                 "y" | "yes" => return Ok(Asked::Decided(Decision::Approve { arguments: None })),
+                "a" | "always" if call.name == SHELL => {
+                    if let Some(prefix) = &prefix {
+                        self.always_commands.insert(prefix.clone());
+                    }
+                    return Ok(Asked::Decided(Decision::Approve { arguments: None }));
+                }
                 "a" | "always" => {
                     self.always.insert(call.name.clone());
                     return Ok(Asked::Decided(Decision::ApproveAlways));
@@ -400,6 +452,25 @@ fn run_editor(program: &str, text: &str) -> Result<String, Failure> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_shell_prefix_is_the_program_and_a_plain_subcommand_of_an_unchained_command() {
+        use super::shell_prefix;
+        assert_eq!(
+            shell_prefix("cargo test -p core").as_deref(),
+            Some("cargo test")
+        );
+        assert_eq!(shell_prefix("npm run build").as_deref(), Some("npm run"));
+        assert_eq!(shell_prefix("touch a.txt").as_deref(), Some("touch"));
+        assert_eq!(shell_prefix("ls -la").as_deref(), Some("ls"));
+        assert_eq!(
+            shell_prefix("python3 -m unittest").as_deref(),
+            Some("python3")
+        );
+        assert_eq!(shell_prefix("cargo test && rm -rf ~"), None);
+        assert_eq!(shell_prefix("echo hi > f"), None);
+        assert_eq!(shell_prefix("   "), None);
+    }
+
     use super::*;
 
     #[test]

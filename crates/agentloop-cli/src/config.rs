@@ -21,6 +21,15 @@
 //! [mcp_servers.web]
 //! url = "http://localhost:3001/mcp"
 //!
+//! [shell]                       # the shell tool's sandbox (`--tools shell`)
+//! read = ["/srv/datasets"]      # more read-only paths, besides the system and toolchain list
+//! network = false               # true: commands keep the host's network
+//! env = ["RUST_LOG"]            # variables passed when set (names like *_KEY, *TOKEN* refused)
+//! timeout_secs = 300            # wall time of one command at most
+//! max_processes = 512           # processes at once
+//! max_memory_mb = 8192          # data memory of one process
+//! max_total_memory_mb = 8192    # of all its processes (where a memory cgroup can be made)
+//!
 //! [serve]                       # defaults of `agentloop serve`
 //! approvals = "ask"             # projects' policy when they set none: unattended (default) or ask
 //! ```
@@ -67,6 +76,43 @@ pub struct Config {
     /// Defaults of `agentloop serve`.
     #[serde(default, skip_serializing_if = "ServeConfig::is_empty")]
     pub serve: ServeConfig,
+    /// The shell tool's sandbox (its `[shell]` table).
+    #[serde(default, skip_serializing_if = "ShellSection::is_empty")]
+    pub shell: ShellSection,
+}
+
+/// What the file may set for the shell tool (its `[shell]` table).
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellSection {
+    /// Absolute paths commands may read besides the built-in list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<PathBuf>,
+    /// Whether commands keep the host's network (default: none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
+    /// Variables passed from the environment when set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Most wall time of one command, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+    /// Most processes of one command at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_processes: Option<u64>,
+    /// Most data memory of one process, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_mb: Option<u64>,
+    /// Most memory of all a command's processes together, in MiB (where a
+    /// memory cgroup can be made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_memory_mb: Option<u64>,
+}
+
+impl ShellSection {
+    fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 /// What the file may set for `agentloop serve` (its `[serve]` table).

@@ -48,6 +48,11 @@ use crate::out::Failure;
 use crate::tools::ToolCommand;
 
 fn main() -> ExitCode {
+    // The shell tool re-executes this binary as its sandbox launcher.
+    #[cfg(target_os = "linux")]
+    if agentloop_tools::shell::is_launcher_invocation() {
+        return agentloop_tools::shell::launcher_main();
+    }
     let cli = Cli::parse();
     out::set_color(cli.color);
     // The OTLP exporter's HTTP client needs the TLS provider in place first.

@@ -3,8 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+#[cfg(target_os = "linux")]
+use std::time::Duration;
 
 use agentloop_engine::scripted::ScriptedProvider;
+#[cfg(target_os = "linux")]
+use agentloop_tools::shell::{Launcher, ShellConfig, ShellConfigError, ShellLimits, ShellTool};
 use agentloop_tools::vfs::{DirJail, MemoryVfs};
 use agentloop_tools::{AskUserTool, FsTool, JsTool, MemoryTool, MinionTool, ReturnTool};
 use agentloop_types::{
@@ -19,7 +23,15 @@ use crate::out::{Failure, Outcome, Stdout};
 
 /// Names `--tools`, `tool call` and `tool list` use: each tool's own name,
 /// the one the model sees.
-pub const NAMES: &[&str] = &["fs", "memory", "javascript", "return", "ask_user", "minion"];
+pub const NAMES: &[&str] = &[
+    "fs",
+    "memory",
+    "javascript",
+    "shell",
+    "return",
+    "ask_user",
+    "minion",
+];
 
 #[derive(Subcommand)]
 pub enum ToolCommand {
@@ -36,7 +48,7 @@ pub struct ToolCallArgs {
     /// The tool input as JSON.
     #[arg(long)]
     pub input: String,
-    /// Folder the fs and js tools work in (default: the current folder).
+    /// Folder the fs, js and shell tools work in (default: the current folder).
     #[arg(long)]
     pub root: Option<PathBuf>,
     /// A tool option, `key=value` (value parsed as JSON, else a string).
@@ -127,6 +139,15 @@ pub fn build(
                 "fs" => Arc::new(FsTool::new(jail()?)),
                 "memory" => Arc::new(MemoryTool::new(Arc::new(MemoryVfs::new()))),
                 "javascript" => Arc::new(JsTool::new(jail()?)),
+                #[cfg(target_os = "linux")]
+                "shell" => Arc::new(shell_tool(&root)?),
+                #[cfg(not(target_os = "linux"))]
+                "shell" => {
+                    return Err(Failure::usage(
+                        "the shell tool's sandbox needs Linux (Landlock, namespaces); \
+                         it is not offered on this system",
+                    ));
+                }
                 "return" => Arc::new(ReturnTool),
                 "ask_user" => Arc::new(AskUserTool),
                 other => {
@@ -150,9 +171,42 @@ pub fn build(
     Ok(all)
 }
 
+#[cfg(target_os = "linux")]
+/// The shell tool working in `root`, sandboxed as the configuration's
+/// `[shell]` table says; the launcher is this binary, re-executed.
+fn shell_tool(root: &Path) -> Result<ShellTool, Failure> {
+    let section = crate::config::load()?.shell;
+    let usage = |e: ShellConfigError| Failure::usage(e.to_string());
+    let mut limits = ShellLimits::default();
+    if let Some(secs) = section.timeout_secs {
+        limits.timeout = Duration::from_secs(secs);
+    }
+    const MIB: u64 = 1024 * 1024;
+    if let Some(max) = section.max_processes {
+        limits.max_processes = max;
+    }
+    if let Some(mb) = section.max_memory_mb {
+        limits.max_memory_bytes = mb.saturating_mul(MIB);
+    }
+    if let Some(mb) = section.max_total_memory_mb {
+        limits.max_total_memory_bytes = mb.saturating_mul(MIB);
+    }
+    let config = ShellConfig::new(root, Launcher::current_exe().map_err(usage)?)
+        .and_then(|c| c.with_read_paths(section.read))
+        .and_then(|c| c.with_env(section.env))
+        .map_err(usage)?
+        .with_network(section.network)
+        .with_limits(limits);
+    Ok(ShellTool::new(config))
+}
+
 /// `agentloop tool list`.
 pub fn list() -> Outcome {
-    let names: Vec<String> = NAMES.iter().map(|n| (*n).to_owned()).collect();
+    let names: Vec<String> = NAMES
+        .iter()
+        .filter(|n| cfg!(target_os = "linux") || **n != "shell")
+        .map(|n| (*n).to_owned())
+        .collect();
     let dir = std::env::temp_dir();
     let listing = MinionModel {
         provider: ScriptedProvider::new([]),

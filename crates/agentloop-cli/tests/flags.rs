@@ -45,7 +45,7 @@ fn each_bad_flag_is_a_usage_error_naming_what_is_allowed() {
     let empty = home.path().join("empty.json");
     std::fs::write(&empty, "[]").unwrap();
     let empty = format!("scripted:{}", empty.display());
-    let tools = "fs, memory, javascript, return, ask_user, minion";
+    let tools = "fs, memory, javascript, shell, return, ask_user, minion";
     // (arguments, what the error must say)
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (

@@ -218,6 +218,7 @@ async fn run_options_override_the_tools_defaults() {
         ApprovalPolicy::When(ArgumentMatch {
             pointer: "/text".into(),
             any_of: vec![json!("x")],
+            command_prefixes: Vec::new(),
         }),
     );
     let result = check_invariants(&start(&provider, &[echo(), write], &options).await);

@@ -12,6 +12,9 @@
 //! - [`js`]: JavaScript on QuickJS with time, memory and stack limits.
 //! - [`minion`]: a sub-agent that runs a task in a child loop of its own.
 //! - [`return_tool`] and [`ask_user`]: end or suspend the run.
+//! - [`shell`] (feature `shell`, Linux): a command run by `/bin/sh -c`
+//!   in a sandbox (user, PID and network namespaces, Landlock, seccomp,
+//!   rlimits) through a re-executed launcher process.
 //! - [`options`] and [`schema`]: typed tool options and input schemas
 //!   generated from the Rust input types.
 //!
@@ -38,7 +41,9 @@
 //!
 //! # Cargo features
 //!
-//! None: every tool is always built.
+//! - `shell`: the [`shell`] tool and its sandbox launcher (Linux only;
+//!   adds `landlock`, `seccompiler`, `nix` and tokio's process support).
+//!   Every other tool is always built.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -51,6 +56,9 @@ pub mod minion;
 pub mod options;
 pub mod return_tool;
 pub mod schema;
+#[cfg(all(feature = "shell", target_os = "linux"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "shell", target_os = "linux"))))]
+pub mod shell;
 mod text;
 pub mod vfs;
 
@@ -64,6 +72,8 @@ pub use js::JsTool;
 pub use memory::MemoryTool;
 pub use minion::MinionTool;
 pub use return_tool::ReturnTool;
+#[cfg(all(feature = "shell", target_os = "linux"))]
+pub use shell::ShellTool;
 
 /// The standard tools over one project VFS: memory, fs, javascript (with
 /// the VFS's `/lib/*.js` as its library), return and ask_user.

@@ -43,14 +43,46 @@ pub struct ArgumentMatch {
     /// JSON pointer into the call's arguments (`/command`).
     pub pointer: String,
     /// The argument matches when it equals one of these.
+    #[serde(default)]
     pub any_of: Vec<Value>,
+    /// The argument, a shell command, also matches when it starts with
+    /// one of these commands and chains nothing else (see
+    /// [`command_has_prefix`]): `cargo test` matches `cargo test -p core`,
+    /// not `cargo test; rm -rf ~` nor `cargo testing`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command_prefixes: Vec<String>,
+}
+
+/// Characters that let one shell command line run more than one command,
+/// substitute output or redirect: a line holding any of them matches no
+/// command prefix.
+const SHELL_CONTROL: &[char] = &[';', '&', '|', '`', '$', '(', ')', '<', '>', '\n', '\r'];
+
+/// Whether `command` is `prefix`, or `prefix` followed by whitespace and
+/// arguments, and holds no shell control character (`; & | ` `` ` `` `$ ( )
+/// < >` or a line break), so approving the prefix approves nothing
+/// chained to it.
+pub fn command_has_prefix(command: &str, prefix: &str) -> bool {
+    let command = command.trim();
+    let prefix = prefix.trim();
+    if prefix.is_empty() || command.contains(SHELL_CONTROL) {
+        return false;
+    }
+    command
+        .strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
 }
 
 impl ArgumentMatch {
     fn matches(&self, arguments: &Value) -> bool {
-        arguments
-            .pointer(&self.pointer)
-            .is_some_and(|value| self.any_of.contains(value))
+        arguments.pointer(&self.pointer).is_some_and(|value| {
+            self.any_of.contains(value)
+                || value.as_str().is_some_and(|command| {
+                    self.command_prefixes
+                        .iter()
+                        .any(|prefix| command_has_prefix(command, prefix))
+                })
+        })
     }
 
     fn argument(&self, arguments: &Value) -> String {
@@ -277,7 +309,48 @@ mod tests {
         ApprovalPolicy::Unless(ArgumentMatch {
             pointer: "/command".into(),
             any_of: vec![json!("view"), json!("glob")],
+            command_prefixes: Vec::new(),
         })
+    }
+
+    #[test]
+    fn a_command_prefix_matches_plain_commands_and_nothing_chained() {
+        for (command, expected) in [
+            ("cargo test", true),
+            ("  cargo test -p core --lib ", true),
+            ("cargo\ttest", false),
+            ("cargo testing", false),
+            ("cargo", false),
+            ("cargo test; rm -rf ~", false),
+            ("cargo test && curl x", false),
+            ("cargo test | sh", false),
+            ("cargo test $(rm -rf ~)", false),
+            ("cargo test `id`", false),
+            ("cargo test > /etc/passwd", false),
+            ("cargo test\nrm -rf ~", false),
+            ("cargo test & sleep 1", false),
+        ] {
+            assert_eq!(
+                command_has_prefix(command, "cargo test"),
+                expected,
+                "{command:?}"
+            );
+        }
+        assert!(!command_has_prefix("anything", " "));
+        let policy: ApprovalPolicy = serde_json::from_value(json!({
+            "unless": {"pointer": "/command", "command_prefixes": ["cargo test", "ls"]}
+        }))
+        .unwrap();
+        assert_eq!(
+            policy.requires("shell", &json!({"command": "ls -la src"})),
+            None
+        );
+        assert_eq!(
+            policy
+                .requires("shell", &json!({"command": "ls; rm -rf src"}))
+                .as_deref(),
+            Some("shell calls with command ls; rm -rf src need approval")
+        );
     }
 
     #[test]

@@ -53,6 +53,7 @@ pub mod vfs;
 pub use approval::{
     ApprovalPolicies, ApprovalPolicy, ArgumentMatch, ChildResume, ChildSuspension, Decision,
     DecisionError, Decisions, PendingCall, Wait, approval_policy, check_decisions,
+    command_has_prefix,
 };
 pub use cancel::CancellationToken;
 pub use error::{LoopError, ProviderError, ProviderErrorKind};

@@ -140,6 +140,7 @@ impl Tool for FsTool {
                 .iter()
                 .map(|c| Value::String(c.as_str().to_owned()))
                 .collect(),
+            command_prefixes: Vec::new(),
         })
     }
 
