@@ -85,6 +85,12 @@ pub struct ServeArgs {
     /// allow it only where every user is trusted with that.
     #[arg(long)]
     pub allow_project_mcp: bool,
+    /// Let projects enable the `shell` tool (`"shell": true`): their runs'
+    /// commands run in this host's sandbox (Landlock, user, PID and network
+    /// namespaces, seccomp; limits and read paths from the configuration
+    /// file's `[shell]` table) inside the project folder. Linux only.
+    #[arg(long)]
+    pub allow_shell: bool,
     /// Connections served at once (at least 1); more wait to be accepted.
     #[arg(long, default_value_t = 512, value_parser = at_least_one)]
     pub max_connections: usize,
@@ -246,6 +252,9 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         })?;
         config.projects_root = Some(projects_root.clone());
         config.allow_project_mcp = args.allow_project_mcp;
+        if args.allow_shell {
+            config.shell_tool = Some(crate::tools::shell_factory().map_err(|e| e.to_string())?);
+        }
         let approvals = match args.approvals {
             Some(approvals) => approvals,
             None => crate::config::load()

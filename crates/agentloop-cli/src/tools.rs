@@ -200,6 +200,27 @@ fn shell_tool(root: &Path) -> Result<ShellTool, Failure> {
     Ok(ShellTool::new(config))
 }
 
+/// What makes a server project's `shell` tool (`serve --allow-shell`): the
+/// tool as [`shell_tool`] makes it, for the project's folder.
+#[cfg(target_os = "linux")]
+pub fn shell_factory() -> Result<agentloop_server::config::ShellToolFactory, Failure> {
+    // Checked once at start, so a broken `[shell]` table stops `serve`.
+    shell_tool(Path::new("/"))?;
+    Ok(Arc::new(|root: &Path| {
+        shell_tool(root)
+            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+            .map_err(|e| e.to_string())
+    }))
+}
+
+/// `serve --allow-shell` off Linux: the sandbox does not exist there.
+#[cfg(not(target_os = "linux"))]
+pub fn shell_factory() -> Result<agentloop_server::config::ShellToolFactory, Failure> {
+    Err(Failure::usage(
+        "--allow-shell: the shell tool's sandbox needs Linux (Landlock, namespaces)",
+    ))
+}
+
 /// `agentloop tool list`.
 pub fn list() -> Outcome {
     let names: Vec<String> = NAMES

@@ -61,6 +61,11 @@ pub fn task_doc_path(task_id: &str) -> String {
     format!(".agentloop/tasks/task-{task_id}.md")
 }
 
+/// Makes a project's `shell` tool for its folder, or says why it cannot
+/// (the kernel lacks what the sandbox needs, the configuration is wrong).
+pub type ShellToolFactory =
+    Arc<dyn Fn(&std::path::Path) -> Result<Arc<dyn Tool>, String> + Send + Sync>;
+
 /// Everything the server needs besides its store.
 #[derive(Clone)]
 pub struct ServerConfig {
@@ -103,6 +108,12 @@ pub struct ServerConfig {
     /// Off by default: a stdio server is a program the server host runs, so
     /// only an operator who trusts every user turns it on.
     pub allow_project_mcp: bool,
+    /// Makes the `shell` tool of a project that enables it (`"shell":
+    /// true`), working in the project's folder; `None` (the default): this
+    /// server offers no shell tool, and a project that asks for it is a
+    /// 400. The host sets it (`serve --allow-shell`): the tool's sandbox
+    /// launcher is the host's own binary.
+    pub shell_tool: Option<ShellToolFactory>,
     /// The approval policy of projects that set none (see
     /// [`crate::policy`]): `Unattended` by default, so a project's agents
     /// work on inside its folder with no client attached.
@@ -130,6 +141,7 @@ impl ServerConfig {
             live_capacity: 256,
             connections: ConnectionLimits::default(),
             allow_project_mcp: false,
+            shell_tool: None,
             approvals: ApprovalMode::Unattended,
         }
     }

@@ -30,7 +30,7 @@ use crate::hosting::{self, Outcome};
 use crate::lease::Lease;
 use crate::metrics::{RunMetrics, StatusLabels};
 use crate::run_log::{close_record, end_answered, end_stopped};
-use crate::run_tools::{project_mcp, tools};
+use crate::run_tools::{project_mcp, project_shell, tools};
 use crate::runner::{
     StartError, TaskContext, create_agent_run, load_task_context, next_agent, prepare, run_model,
 };
@@ -205,6 +205,10 @@ impl<'a> Execution<'a> {
         ending: &Arc<AgentRunEnding>,
         workflow_called: &Arc<AtomicBool>,
     ) -> RuntimeResult<Outcome> {
+        let shell = match project_shell(self.state, &self.ctx) {
+            Err(message) => return Ok(Outcome::Failed(message)),
+            Ok(shell) => shell,
+        };
         let mcp = match Box::pin(project_mcp(self.state, &self.ctx)).await {
             Err(message) => return Ok(Outcome::Failed(message)),
             Ok(mcp) => mcp,
@@ -225,6 +229,7 @@ impl<'a> Execution<'a> {
             self.run.agent_type,
             workflow_called.clone(),
         )?;
+        tools.extend(shell);
         if let Some(mcp) = &mcp {
             tools.extend(mcp.tools());
         }

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::config::ServerConfig;
 
 /// The tools the policy covers: their calls run unattended under it.
-pub const COVERED_TOOLS: [&str; 2] = ["fs", "javascript"];
+pub const COVERED_TOOLS: [&str; 3] = ["fs", "javascript", "shell"];
 
 /// Where a project's effective policy comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -40,6 +40,35 @@ pub fn tools(
     Ok(crate::policy::apply(mode, tools))
 }
 
+/// The project's `shell` tool, if it enables one (`settings.shell`), under
+/// the project's approval policy; an error when the server no longer
+/// offers it or its sandbox cannot be made.
+pub fn project_shell(state: &AppState, ctx: &TaskContext) -> Result<Option<Arc<dyn Tool>>, String> {
+    if !shell_enabled(&ctx.project) {
+        return Ok(None);
+    }
+    let Some(factory) = &state.config.shell_tool else {
+        return Err(
+            "the project uses the shell tool, but this server does not offer it \
+                    (its operator can allow it with --allow-shell)"
+                .to_owned(),
+        );
+    };
+    let shell = factory(&ctx.repo)
+        .map_err(|e| format!("the project's shell tool could not be made: {e}"))?;
+    let (mode, _) = crate::policy::effective(&state.config, &ctx.project);
+    Ok(crate::policy::apply(mode, vec![shell]).pop())
+}
+
+/// Whether a project enables the `shell` tool.
+pub fn shell_enabled(project: &agentloop_storage::model::Project) -> bool {
+    project
+        .settings
+        .get("shell")
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+}
+
 /// Starts the MCP servers the project names (`settings.mcp_servers`, the
 /// `mcpServers` map it was created with), stdio ones inside the project
 /// folder. They live for the run.

@@ -300,8 +300,8 @@ async function projectView(id) {
 }
 
 const APPROVALS = {
-  unattended: "Unattended: file writes and JavaScript of this project's agents run without asking, jailed to its folder",
-  ask: "Ask: file writes and JavaScript wait for your approval on the run's page",
+  unattended: "Unattended: file writes, JavaScript and shell commands of this project's agents run without asking, jailed to its folder",
+  ask: "Ask: file writes, JavaScript and shell commands wait for your approval on the run's page",
 };
 
 // The project's approval policy, with a control to change it: its own, or
@@ -335,7 +335,9 @@ function approvalsPanel(project) {
       status.replaceChildren(errorLine(error));
     }
   });
-  return h("div", { class: "panel" }, policy, perTool,
+  const shell = h("p", { id: "project-shell" }, h("strong", {}, "Shell: "),
+    project.shell ? "on: its agents run commands in a sandbox inside the project folder" : "off");
+  return h("div", { class: "panel" }, policy, perTool, shell,
     h("label", { for: "project-approvals" }, "Change the approval policy", choice), status);
 }
 
@@ -770,15 +772,18 @@ class Conversation {
 class ToolCard {
   constructor(id, name, input) {
     this.id = id;
+    this.name = name;
     this.state = h("span", { class: "muted" }, "pending");
     this.info = h("div", {});
+    // A tool's live output (the shell's last lines), as text.
+    this.live = h("pre", { class: "live", hidden: true });
     this.nested = h("div", { class: "nested", hidden: true });
     this.outcome = h("div", {});
     this.controls = h("div", {});
     this.el = h("div", { class: "tool", "data-tool": id },
       h("div", { class: "head" }, h("span", { class: "name" }, name), this.state),
       h("details", {}, h("summary", {}, "Arguments"), h("pre", { class: "args" }, JSON.stringify(input, null, 2))),
-      this.info, this.nested, this.outcome, this.controls);
+      this.info, this.live, this.nested, this.outcome, this.controls);
     this.nestedObserver = new MutationObserver(() => { this.nested.hidden = this.nested.childElementCount === 0; });
     this.nestedObserver.observe(this.nested, { childList: true });
   }
@@ -796,7 +801,13 @@ class ToolCard {
   }
 
   update(block) {
-    const info = (block.rendering_groups || []).flatMap((g) => g.blocks || []).find((b) => b.type === "tool_info");
+    const blocks = (block.rendering_groups || []).flatMap((g) => g.blocks || []);
+    const output = blocks.filter((b) => b.type === "text").map((b) => b.text).join("\n");
+    if (output) {
+      this.live.hidden = false;
+      this.live.textContent = output;
+    }
+    const info = blocks.find((b) => b.type === "tool_info");
     if (info && info.input) {
       this.info.replaceChildren(h("div", { class: "info" },
         h("strong", {}, "Task: "), info.input,
@@ -811,7 +822,11 @@ class ToolCard {
 
   result(content, isError) {
     this.controls.replaceChildren();
-    this.state.replaceChildren(isError ? "✗ error" : "✓ done");
+    this.live.hidden = true;
+    // The shell's result says how its command ended; the card shows it.
+    const exit = this.name === "shell" && typeof content === "string" ? /^exit code: (-?\d+)$/m.exec(content) : null;
+    const ended = exit ? ` (exit ${exit[1]})` : "";
+    this.state.replaceChildren((isError ? "✗ error" : "✓ done") + ended);
     this.outcome.replaceChildren(h("div", { class: `result ${isError ? "bad" : "ok"}` },
       h("span", { class: "muted" }, isError ? "Error: " : "Result: "), content));
   }

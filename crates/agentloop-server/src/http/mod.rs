@@ -77,7 +77,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/openapi.json",
             get(|State(state): State<AppState>| async move {
-                Json(openapi::document(state.config.allow_project_mcp))
+                Json(openapi::document(openapi::Offers {
+                    project_mcp: state.config.allow_project_mcp,
+                    shell: state.config.shell_tool.is_some(),
+                }))
             }),
         )
         .route("/api/me", get(me))

@@ -59,7 +59,36 @@ fn text() -> Value {
 
 const AGENT_TYPES: [&str; 3] = ["planification", "implementation", "review"];
 
-fn operations(allow_project_mcp: bool) -> Vec<Operation> {
+/// What this server offers that changes the document: project MCP servers
+/// and the `shell` tool, each only where its operator allowed it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offers {
+    /// Projects may name MCP servers (`--allow-project-mcp`).
+    pub project_mcp: bool,
+    /// Projects may enable the `shell` tool (`--allow-shell`).
+    pub shell: bool,
+}
+
+/// The `shell` field of a project body.
+fn shell_schema(offered: bool) -> Value {
+    if offered {
+        json!({
+            "type": ["boolean", "null"],
+            "description": "Whether the project's runs get the `shell` tool: commands run in a sandbox (Landlock, namespaces, seccomp) inside the project folder, with no network unless the server allows it. Under the `ask` approval policy each command waits for a person."
+        })
+    } else {
+        json!({
+            "enum": [false, null],
+            "description": "The `shell` tool; this server does not offer it (its operator can allow it with --allow-shell)."
+        })
+    }
+}
+
+fn operations(offers: Offers) -> Vec<Operation> {
+    let Offers {
+        project_mcp: allow_project_mcp,
+        shell,
+    } = offers;
     let op = |method, path, summary, success| Operation {
         method,
         path,
@@ -159,6 +188,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
                     "model": {"type": ["string", "null"], "pattern": "\\S"},
                     "approvals": approval_mode_schema(true),
                     "tool_approvals": approvals_schema(),
+                    "shell": shell_schema(shell),
                     "mcpServers": if allow_project_mcp {
                         json!({
                             "type": ["object", "null"],
@@ -192,6 +222,7 @@ fn operations(allow_project_mcp: bool) -> Vec<Operation> {
                 json!({
                     "approvals": approval_mode_schema(false),
                     "tool_approvals": approvals_schema(),
+                    "shell": shell_schema(shell),
                 }),
                 &[],
             )),
@@ -467,8 +498,9 @@ fn schemas() -> Value {
             "approvals": {"enum": ["ask", "unattended"], "description": "The approval policy the project's runs follow: `unattended` (fs writes and JavaScript calls run without asking, jailed to the project folder and sandboxed) or `ask` (they wait for a person's decision)"},
             "approvals_source": {"enum": ["project", "server"], "description": "Whether the project sets `approvals` or follows the server's default (`agentloop serve --approvals`)"},
             "tool_approvals": {"type": "object", "description": "The project's approval policies by tool name, which win over `approvals` (see `tool_approvals` of the create body)"},
+            "shell": {"type": "boolean", "description": "Whether the project's runs get the sandboxed `shell` tool"},
             "created_at": timestamp, "updated_at": timestamp
-        }), &["id", "name", "repo_folder", "model", "approvals", "approvals_source", "tool_approvals", "created_at", "updated_at"]),
+        }), &["id", "name", "repo_folder", "model", "approvals", "approvals_source", "tool_approvals", "shell", "created_at", "updated_at"]),
         "Task": object(json!({
             "id": {"type": "string"}, "project_id": {"type": "string"}, "title": {"type": "string"},
             "workflow_complete": {"type": "boolean"}, "document_path": {"type": "string"},
@@ -668,10 +700,9 @@ fn describe(operation: Operation, all: &[(&str, &str)]) -> Value {
     Value::Object(out)
 }
 
-/// The OpenAPI document of a server that does or does not run projects'
-/// MCP servers.
-pub fn document(allow_project_mcp: bool) -> Value {
-    let operations = operations(allow_project_mcp);
+/// The OpenAPI document of a server offering `offers`.
+pub fn document(offers: Offers) -> Value {
+    let operations = operations(offers);
     let all: Vec<(&str, &str)> = operations.iter().map(|o| (o.method, o.path)).collect();
     let mut paths = Map::new();
     let mut websockets = Map::new();
@@ -717,7 +748,7 @@ pub fn document(allow_project_mcp: bool) -> Value {
 mod tests {
     #[test]
     fn every_route_is_described_once() {
-        let doc = super::document(false);
+        let doc = super::document(super::Offers::default());
         for (method, path) in super::super::ROUTES {
             assert!(
                 doc["paths"][*path][*method].is_object()

@@ -33,7 +33,8 @@ pub fn router() -> Router<AppState> {
 /// A project as the API shows it: `approvals` is the approval policy its
 /// runs follow (see [`crate::policy`]), `approvals_source` whether the
 /// project sets it or follows the server; `tool_approvals` its per-tool
-/// approval policies.
+/// approval policies; `shell` whether its runs get the sandboxed `shell`
+/// tool.
 pub fn project_json(config: &ServerConfig, project: &Project) -> Value {
     let (mode, source) = crate::policy::effective(config, project);
     json!({
@@ -44,6 +45,7 @@ pub fn project_json(config: &ServerConfig, project: &Project) -> Value {
         "approvals": mode.as_str(),
         "approvals_source": source.as_str(),
         "tool_approvals": project.settings.get("approvals").cloned().unwrap_or_else(|| json!({})),
+        "shell": crate::run_tools::shell_enabled(project),
         "created_at": rfc3339(project.created_at),
         "updated_at": rfc3339(project.updated_at),
     })
@@ -154,6 +156,7 @@ pub(super) async fn create(
             ));
         }
     };
+    let shell = shell_field(&state, &body)?;
     let planned =
         folders::plan(state.config.projects_root.as_deref(), requested).map_err(folder_error)?;
     if let Some(owner) = folder_owner(&planned.path).await
@@ -170,6 +173,9 @@ pub(super) async fn create(
     }
     if let Some(approvals) = approvals {
         settings["approvals"] = approvals;
+    }
+    if shell == Some(true) {
+        settings["shell"] = json!(true);
     }
     let now = now_millis();
     let project = Project {
@@ -273,9 +279,11 @@ pub(super) async fn get_one(
 }
 
 /// `PATCH /api/projects/{id}`: changes the approval policy (`approvals`:
-/// `"ask"`, `"unattended"`, or null to follow the server's default) and
-/// the per-tool policies (`tool_approvals`: an object, or null for none).
-/// Runs follow the change from their next model turn that calls a tool.
+/// `"ask"`, `"unattended"`, or null to follow the server's default), the
+/// per-tool policies (`tool_approvals`: an object, or null for none) and
+/// whether runs get the `shell` tool (`shell`: a boolean). Runs follow an
+/// approval change from their next model turn that calls a tool, a shell
+/// change from their next start.
 pub(super) async fn update(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
@@ -284,12 +292,13 @@ pub(super) async fn update(
 ) -> Result<Json<Value>, ApiError> {
     if let Some(key) = body
         .keys()
-        .find(|k| !matches!(k.as_str(), "approvals" | "tool_approvals"))
+        .find(|k| !matches!(k.as_str(), "approvals" | "tool_approvals" | "shell"))
     {
         return Err(ApiError::bad_request(format!(
-            "unknown field {key:?} (a project changes approvals and tool_approvals)"
+            "unknown field {key:?} (a project changes approvals, tool_approvals and shell)"
         )));
     }
+    let shell = shell_field(&state, &body)?;
     let per_tool = match body.get("tool_approvals") {
         None => None,
         Some(Value::Null) => Some(None),
@@ -308,6 +317,9 @@ pub(super) async fn update(
     if let Some(value) = per_tool {
         set_tool_approvals(&mut project, value);
     }
+    if let Some(shell) = shell {
+        set_setting(&mut project, "shell", shell.then_some(json!(true)));
+    }
     project.updated_at = now_millis();
     state.store.update_project(&project).await?;
     Ok(Json(project_json(&state.config, &project)))
@@ -316,18 +328,40 @@ pub(super) async fn update(
 /// Sets or removes a project's per-tool approval policies (kept in its
 /// settings, where the runtime reads them).
 fn set_tool_approvals(project: &mut Project, value: Option<Value>) {
+    set_setting(project, "approvals", value);
+}
+
+/// Sets or removes one of a project's settings.
+fn set_setting(project: &mut Project, key: &str, value: Option<Value>) {
     if !project.settings.is_object() {
         project.settings = json!({});
     }
     if let Some(settings) = project.settings.as_object_mut() {
         match value {
             Some(value) => {
-                settings.insert("approvals".to_owned(), value);
+                settings.insert(key.to_owned(), value);
             }
             None => {
-                settings.remove("approvals");
+                settings.remove(key);
             }
         }
+    }
+}
+
+/// A request's `shell` field: a boolean, `true` only where this server
+/// offers the shell tool.
+fn shell_field(
+    state: &AppState,
+    body: &serde_json::Map<String, Value>,
+) -> Result<Option<bool>, ApiError> {
+    match body.get("shell") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(true)) if state.config.shell_tool.is_none() => Err(ApiError::bad_request(
+            "shell: this server does not offer the shell tool \
+             (its operator can allow it with --allow-shell)",
+        )),
+        Some(Value::Bool(shell)) => Ok(Some(*shell)),
+        Some(_) => Err(ApiError::bad_request("shell must be a boolean")),
     }
 }
 
