@@ -25,7 +25,7 @@ use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, EndReason, n
 use agentloop_types::{Decision, Decisions, LoopStatus, PendingCall};
 use serde_json::json;
 
-use crate::ending::{AgentRunEnding, Settled, finish, settle};
+use crate::ending::{self, AgentRunEnding, Settled, finish};
 use crate::hosting::{self, Outcome};
 use crate::lease::Lease;
 use crate::metrics::{RunMetrics, StatusLabels};
@@ -276,9 +276,11 @@ impl<'a> Execution<'a> {
                     Some(settled) => Ok(Some(Ended::from(settled))),
                     // The runtime always ends a finished run through the
                     // ending; settled here only if it did not.
-                    None => Ok(Some(Ended::from(
-                        settle(store, &self.run.id, *result).await?,
-                    ))),
+                    None => {
+                        let decided = ending::decide(store, &self.run.id, *result).await?;
+                        let settled = ending::commit(store, &self.run.id, decided).await?;
+                        Ok(Some(Ended::from(settled)))
+                    }
                 }
             }
             Outcome::Answered => {

@@ -4,8 +4,9 @@
 //!
 //! A loop that ends on its own asks for a status ([`wanted`]): `complete`
 //! gives `completed`, `cancelled` gives `cancelled`, every error, limit or
-//! exhausted turn count gives `failed`. The agent run is finished with it
-//! in one conditional update, unless a person ended it first: a cancel
+//! exhausted turn count gives `failed`. The end is [`decide`]d from it, the
+//! terminal event logged, then the agent run is finished with it in one
+//! conditional update ([`commit`]), unless a person ended it first: a cancel
 //! (`cancelled`, stopped by `cancel`) or Mark Done (`completed`, stopped
 //! by `workflow_complete`). Whatever the store holds then is the end, and
 //! the result is made to say it ([`agreeing`]): a force-completed run's
@@ -81,24 +82,12 @@ impl RunEnding for AgentRunEnding {
     }
 
     async fn commit(&self, _decided: &Decided) -> Result<(), String> {
-        let Some(mut settled) = self.settled() else {
+        let Some(settled) = self.settled() else {
             return Err("the end was committed before it was decided".to_owned());
         };
-        if settled.ended_here {
-            let (status, reason, ended_here) = finish(
-                &*self.store,
-                &self.run_id,
-                settled.status,
-                settled.reason.clone(),
-            )
+        let settled = commit(&*self.store, &self.run_id, settled)
             .await
             .map_err(|e| e.to_string())?;
-            // A person who ended the run between the decision and now
-            // keeps their end in the agent run; the log says the loop's.
-            settled.status = status;
-            settled.reason = reason;
-            settled.ended_here = ended_here;
-        }
         self.keep(settled);
         Ok(())
     }
@@ -135,19 +124,22 @@ pub fn record_status(status: AgentRunStatus) -> RunStatus {
     }
 }
 
-/// Finishes agent run `run_id` with the end its loop's `result` asks for,
-/// unless it ended already; returns the end the store holds, with the
-/// result made to agree with it.
-pub async fn settle(store: &dyn Store, run_id: &str, result: LoopResult) -> StorageResult<Settled> {
-    let (status, reason) = wanted(&result.status);
-    let (status, reason, ended_here) = finish(store, run_id, status, reason).await?;
-    let result = agreeing(result, status, reason.as_ref());
-    Ok(Settled {
-        status,
-        reason,
-        ended_here,
-        result,
-    })
+/// Finishes agent run `run_id` with the end [`decide`] gave, unless a
+/// person ended it between the decision and now: then their end stays in
+/// the agent run (the log says the loop's).
+pub async fn commit(
+    store: &dyn Store,
+    run_id: &str,
+    mut settled: Settled,
+) -> StorageResult<Settled> {
+    if settled.ended_here {
+        let (status, reason, ended_here) =
+            finish(store, run_id, settled.status, settled.reason.clone()).await?;
+        settled.status = status;
+        settled.reason = reason;
+        settled.ended_here = ended_here;
+    }
+    Ok(settled)
 }
 
 /// Finishes agent run `run_id` as `status` for `reason` unless it ended
