@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
-    AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, LoopOptions, Message,
-    ModelProvider, ModelRequest, Retriever, RunState, Tool,
+    AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, Hook, Hooks,
+    LoopOptions, Message, ModelProvider, ModelRequest, Retriever, RunState, Tool,
 };
 
 use crate::cancel::or_cancelled;
@@ -36,6 +36,9 @@ pub struct RunDeps {
     pub retriever: Option<Arc<dyn Retriever>>,
     /// The wall clock the run reads (to name a run given no id).
     pub clock: Arc<dyn Clock>,
+    /// Lifecycle hooks, asked at the moments they want; their answers are
+    /// the machine's inputs.
+    pub hooks: Hooks,
 }
 
 impl RunDeps {
@@ -49,7 +52,14 @@ impl RunDeps {
             run_id: None,
             retriever: None,
             clock: Arc::new(SystemClock),
+            hooks: Hooks::default(),
         }
+    }
+
+    /// Adds a lifecycle hook after the others.
+    pub fn with_hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks.push(hook);
+        self
     }
 
     /// Adds tools.
@@ -268,6 +278,7 @@ pub fn settle<T: Into<OfferedTool>>(
             | Step::RunTools { .. }
             | Step::Retrieve { .. }
             | Step::Summarise { .. }
+            | Step::Hook { .. }
             | Step::Done => break None,
         };
     };
@@ -292,7 +303,8 @@ fn drive_machine(
     // speaks, decided here once for the run.
     let machine = machine
         .with_api(deps.provider.api())
-        .with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())));
+        .with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())))
+        .with_hooks(deps.hooks.points(), deps.hooks.max_continues);
     // Child runs (a minion's, a skill's) are started inside their tool
     // call's span, so this span nests under it.
     let span = tracing::info_span!(
@@ -409,6 +421,16 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                     cancel: &deps.cancel,
                 };
                 run.run(calls, &mut emitter).await
+            }
+            Step::Hook { requests } => {
+                let hooks = &deps.hooks;
+                let asked = futures::future::join_all(requests.iter().map(|r| hooks.answer(r)));
+                match or_cancelled(&deps.cancel, asked).await {
+                    None => cancelled(),
+                    Some(answers) => Input::Hooked {
+                        answers: answers.into_iter().flatten().collect(),
+                    },
+                }
             }
             Step::Retrieve { query, limit } => match &deps.retriever {
                 None => Input::Retrieved {

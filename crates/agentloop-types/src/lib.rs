@@ -33,6 +33,7 @@ pub mod cancel;
 pub mod error;
 pub mod event;
 pub mod history;
+pub mod hook;
 pub mod message;
 pub mod options;
 pub mod ports;
@@ -61,11 +62,14 @@ pub use event::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
     AgentTurnStartEvent, ApprovalRequestedEvent, ContextCompactedEvent, EventKind, FinishedEvent,
-    LoopEvent, MessageCreatedEvent, PendingToolResultEvent, RunPath, StreamingChunkEvent,
-    StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent, ToolBlockUpdateEvent,
-    ToolEndEvent, ToolStartEvent,
+    HookEvent, LoopEvent, MessageCreatedEvent, PendingToolResultEvent, RunPath,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
 pub use history::{HistoryCheck, HistoryError, close_dangling_calls, validate_history};
+pub use hook::{
+    FnHook, Hook, HookAnswer, HookDecision, HookError, HookInput, HookPoint, Hooks, hook_fn,
+};
 pub use message::{
     ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,
 };

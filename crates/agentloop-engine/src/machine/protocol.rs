@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use agentloop_types::{
     ApprovalPolicy, ChildResume, ContentBlock, DecisionError, Decisions, EventKind, History,
-    LoopError, Message, Passage, ResponseFormat, StopReason, TokenTotals, Tool, ToolDefinition,
-    ToolOptionSpec, ToolResult, ToolUseBlock,
+    HookAnswer, HookInput, LoopError, Message, Passage, ResponseFormat, StopReason, TokenTotals,
+    Tool, ToolDefinition, ToolOptionSpec, ToolResult, ToolUseBlock,
 };
 use serde_json::{Map, Value};
 
@@ -62,6 +62,13 @@ pub enum Input {
         /// The decisions.
         decisions: Decisions,
     },
+    /// The hooks answered a [`Step::Hook`]: every matching hook's answer
+    /// about each of its moments (none when no hook matched).
+    Hooked {
+        /// The answers, in the order of the step's moments, each moment's
+        /// in the hooks' registration order.
+        answers: Vec<HookAnswer>,
+    },
     /// The caller cancelled.
     Cancelled {
         /// The assistant content streamed before the cancel, if a model turn
@@ -85,6 +92,7 @@ impl Input {
             Input::Summary { .. } => "summary",
             Input::SummaryFailed { .. } => "summary_failed",
             Input::Decisions { .. } => "decisions",
+            Input::Hooked { .. } => "hooked",
             Input::Cancelled { .. } => "cancelled",
         }
     }
@@ -189,6 +197,13 @@ pub enum Step {
         /// the transcript to summarise.
         messages: Vec<Message>,
     },
+    /// Ask the run's hooks about these moments; report every matching
+    /// hook's answer with [`Input::Hooked`]. Asked only at moments some
+    /// hook wants ([`Machine::with_hooks`](crate::machine::Machine::with_hooks)).
+    Hook {
+        /// The moments, in order.
+        requests: Vec<HookInput>,
+    },
     /// The run is over; the last event was `finished`.
     Done,
 }
@@ -216,6 +231,8 @@ pub enum Awaiting {
     Retrieval,
     /// The answer to a [`Step::Summarise`].
     Summary,
+    /// The answer to a [`Step::Hook`].
+    Hooks,
     /// [`Input::Decisions`]: the run ended `suspended` and waits for a
     /// person.
     Decisions,
