@@ -303,7 +303,7 @@ pub struct HookAnswer {
 ///
 /// struct NoRm;
 ///
-/// #[async_trait::async_trait]
+/// #[agentloop_types::async_trait]
 /// impl Hook for NoRm {
 ///     fn name(&self) -> &str { "no-rm" }
 ///     fn points(&self) -> Vec<HookPoint> { vec![HookPoint::BeforeToolCall] }

@@ -56,6 +56,9 @@ pub use approval::{
     DecisionError, Decisions, PendingCall, Wait, approval_policy, check_decisions,
     command_has_prefix,
 };
+/// The attribute a [`Hook`] implementation (an async trait) is written
+/// under.
+pub use async_trait::async_trait;
 pub use cancel::CancellationToken;
 pub use error::{LoopError, ProviderError, ProviderErrorKind};
 pub use event::{
