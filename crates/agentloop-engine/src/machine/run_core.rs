@@ -32,7 +32,8 @@ mod final_answer;
 mod hooks;
 mod waiting;
 
-pub(crate) use hooks::{AfterHooks, HookConfig, PendingHook};
+pub(crate) use super::hook_steps::{AfterHooks, HookConfig, PendingHook};
+pub(crate) use super::offer::ToolOffer;
 
 /// What a run is given and never stores: its options and the tools it may
 /// offer.
@@ -93,21 +94,6 @@ impl Env {
     fn find(&self, name: &str) -> Option<&OfferedTool> {
         self.tools.iter().find(|t| t.definition.name == name)
     }
-}
-
-/// Which tools a model call offers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "offer", rename_all = "snake_case")]
-pub(crate) enum ToolOffer {
-    /// The run's offered tools.
-    RunTools,
-    /// None: a plain answer.
-    Nothing,
-    /// One control tool of the strategy.
-    Control {
-        /// Its definition.
-        tool: ToolDefinition,
-    },
 }
 
 /// A model call decided and not yet answered.
