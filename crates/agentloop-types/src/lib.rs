@@ -32,6 +32,7 @@ pub mod attachment;
 pub mod cancel;
 pub mod error;
 pub mod event;
+pub mod guardrail;
 pub mod history;
 pub mod hook;
 pub mod message;
@@ -69,6 +70,7 @@ pub use event::{
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
+pub use guardrail::{Guardrail, GuardrailVerdict, first_trip};
 pub use history::{HistoryCheck, HistoryError, close_dangling_calls, validate_history};
 pub use hook::{
     FnHook, Hook, HookAnswer, HookDecision, HookError, HookInput, HookPoint, Hooks, hook_fn,

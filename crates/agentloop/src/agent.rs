@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use agentloop_engine::{RunDeps, RunStream, collect, decide, run};
 use agentloop_types::{
-    ApprovalPolicy, CancellationToken, DecisionError, Decisions, Hook, Hooks, LoopEvent,
+    ApprovalPolicy, CancellationToken, DecisionError, Decisions, Guardrail, Hook, Hooks, LoopEvent,
     LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, Tool,
 };
 use futures::Stream;
@@ -44,6 +44,7 @@ pub struct Agent {
     options: LoopOptions,
     cancel: CancellationToken,
     hooks: Hooks,
+    guardrails: Vec<Arc<dyn Guardrail>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -125,6 +126,7 @@ impl Agent {
             .with_tools(self.tools.iter().cloned())
             .with_cancel(self.cancel.clone());
         deps.hooks = self.hooks.clone();
+        deps.guardrails = self.guardrails.clone();
         deps
     }
 
@@ -186,6 +188,7 @@ pub struct AgentBuilder {
     options: LoopOptions,
     cancel: Option<CancellationToken>,
     hooks: Hooks,
+    guardrails: Vec<Arc<dyn Guardrail>>,
 }
 
 impl AgentBuilder {
@@ -281,6 +284,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds an input guardrail: checked beside each run's first model
+    /// call; one that trips cancels the turn and ends the run `error`
+    /// (`blocked`, naming it). See [`agentloop_types::guardrail`].
+    pub fn guardrail(mut self, guardrail: Arc<dyn Guardrail>) -> Self {
+        self.guardrails.push(guardrail);
+        self
+    }
+
     /// How many times `run_end` hooks may send a finishing run back to
     /// the model (3 unless set).
     pub fn max_hook_continues(mut self, max: u32) -> Self {
@@ -313,6 +324,7 @@ impl AgentBuilder {
             options: self.options,
             cancel: self.cancel.unwrap_or_default(),
             hooks: self.hooks,
+            guardrails: self.guardrails,
         })
     }
 }

@@ -32,6 +32,17 @@ pub enum Input {
         /// Why.
         error: LoopError,
     },
+    /// An input guardrail run beside the turn
+    /// ([`Step::CallModel::guard_input`]) tripped: the turn was cancelled
+    /// and nothing of it is committed.
+    GuardrailTripped {
+        /// The guardrail's name.
+        guardrail: String,
+        /// Why it tripped.
+        reason: String,
+        /// The turn's tokens, when it had finished before the trip.
+        usage: Option<TokenTotals>,
+    },
     /// Every call of a [`Step::RunTools`] finished.
     ToolsDone {
         /// One outcome per call id, in any order.
@@ -87,6 +98,7 @@ impl Input {
             Input::Start => "start",
             Input::ModelTurn { .. } => "model_turn",
             Input::ModelFailed { .. } => "model_failed",
+            Input::GuardrailTripped { .. } => "guardrail_tripped",
             Input::ToolsDone { .. } => "tools_done",
             Input::Retrieved { .. } => "retrieved",
             Input::Summary { .. } => "summary",
@@ -175,6 +187,11 @@ pub enum Step {
         /// when the run's output schema is asked for natively; `None` leaves
         /// it out. Shared between a run's requests.
         response_format: Option<Arc<ResponseFormat>>,
+        /// Run the run's input guardrails beside the turn (its first model
+        /// call): one that trips cancels the turn and is reported with
+        /// [`Input::GuardrailTripped`]; the turn's answer is reported only
+        /// once every guardrail passed.
+        guard_input: bool,
     },
     /// Run these calls; report with [`Input::ToolsDone`].
     RunTools {

@@ -82,6 +82,11 @@ impl<M: Decider> Run<M> {
                     Ok(whole) => return self.machine.step(&mut self.core, env, whole),
                     Err(suspended) => return suspended,
                 },
+                Input::GuardrailTripped {
+                    guardrail,
+                    reason,
+                    usage,
+                } => return self.core.guardrail_tripped(guardrail, reason, usage),
                 // Hooks answer the core, which goes on with what it was
                 // about to do.
                 Input::Hooked { answers } => {

@@ -52,6 +52,8 @@ pub(crate) struct Env {
     offered: Arc<[ToolDefinition]>,
     /// Where the run asks its hooks.
     pub(crate) hooks: HookConfig,
+    /// Whether input guardrails run beside the run's first model call.
+    pub(crate) input_guardrails: bool,
 }
 
 impl Env {
@@ -79,14 +81,16 @@ impl Env {
             output,
             offered,
             hooks: HookConfig::default(),
+            input_guardrails: false,
         }
     }
 
     /// The same env holding the answer to `output` instead.
     pub(crate) fn with_output(self, output: Option<OutputRules>) -> Self {
-        let hooks = self.hooks;
+        let (hooks, input_guardrails) = (self.hooks, self.input_guardrails);
         Self {
             hooks,
+            input_guardrails,
             ..Self::new(self.options, self.tools, output)
         }
     }
@@ -342,7 +346,29 @@ impl RunCore {
             messages: self.sent_messages(env, call, self.compaction.as_ref()),
             tools: offered_tools(env, &call.offer),
             response_format: env.output.as_ref().and_then(OutputRules::native).cloned(),
+            guard_input: env.input_guardrails && call.iteration == 1 && !self.nested,
         }
+    }
+
+    /// An input guardrail tripped during the first model call: the turn
+    /// is dropped (its tokens counted when it had finished) and the run
+    /// ends `error`, naming the guardrail.
+    pub(crate) fn guardrail_tripped(
+        &mut self,
+        guardrail: String,
+        reason: String,
+        usage: Option<TokenTotals>,
+    ) -> Step {
+        self.model_call = None;
+        if let Some(usage) = usage {
+            self.consume(usage);
+        }
+        let error = LoopError::Blocked {
+            by: "guardrail".to_owned(),
+            name: guardrail,
+            reason,
+        };
+        self.finish(LoopStatus::Error { error })
     }
 
     /// Takes the model call a turn answers.

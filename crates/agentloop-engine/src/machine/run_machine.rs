@@ -96,8 +96,17 @@ impl Machine {
         let tools = tools.into_iter().map(Into::into).collect();
         let output = self.env.output.take();
         let hooks = std::mem::take(&mut self.env.hooks);
+        let guarded = self.env.input_guardrails;
         self.env = Env::new(self.env.options, tools, output);
         self.env.hooks = hooks;
+        self.env.input_guardrails = guarded;
+        self
+    }
+
+    /// Runs the run's input guardrails beside its first model call
+    /// ([`Step::CallModel`]'s `guard_input`).
+    pub fn with_input_guardrails(mut self, guarded: bool) -> Self {
+        self.env.input_guardrails = guarded;
         self
     }
 
@@ -232,7 +241,12 @@ impl Machine {
                     .check_decisions(decisions)
                     .map_err(StepError::Decisions);
             }
-            (Awaiting::Model, Input::ModelTurn { .. } | Input::ModelFailed { .. })
+            (
+                Awaiting::Model,
+                Input::ModelTurn { .. }
+                | Input::ModelFailed { .. }
+                | Input::GuardrailTripped { .. },
+            )
             | (Awaiting::Tools, Input::ToolsDone { .. })
             | (Awaiting::Retrieval, Input::Retrieved { .. })
             | (Awaiting::Summary, Input::Summary { .. } | Input::SummaryFailed { .. })

@@ -93,6 +93,7 @@ impl SkillTool {
             // A skill's run is part of its call: the parent's hooks saw
             // the call and see its result.
             hooks: Default::default(),
+            guardrails: Vec::new(),
         }
     }
 }

@@ -165,6 +165,7 @@ impl PlanMachine {
             Input::Start
             | Input::Decisions { .. }
             | Input::Hooked { .. }
+            | Input::GuardrailTripped { .. }
             | Input::ToolsDone { .. }
             | Input::Retrieved { .. }
             | Input::Summary { .. }
