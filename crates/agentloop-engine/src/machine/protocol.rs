@@ -33,7 +33,7 @@ pub enum Input {
         error: LoopError,
     },
     /// An input guardrail run beside the turn
-    /// ([`Step::CallModel::guard_input`]) tripped: the turn was cancelled
+    /// (`guard_input` of [`Step::CallModel`]) tripped: the turn was cancelled
     /// and nothing of it is committed.
     GuardrailTripped {
         /// The guardrail's name.
