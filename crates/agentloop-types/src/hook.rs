@@ -5,7 +5,7 @@
 //!
 //! A hook only *answers*: the engine's machine asks for the answers of
 //! every hook registered for a moment ([`HookPoint`]), records each as a
-//! `hook` event ([`HookEvent`]) and in the run's state, and decides what
+//! `hook` event ([`HookEvent`](crate::event::HookEvent)) and in the run's state, and decides what
 //! they mean together. A run resumed from a stored state never asks a hook
 //! again for a decision it already has.
 //!
