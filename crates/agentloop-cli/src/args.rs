@@ -89,4 +89,7 @@ pub enum Command {
     Info,
     /// List the models the provider offers.
     Models(crate::discover::ModelsArgs),
+    /// Show the command hooks the configuration file sets.
+    #[command(subcommand)]
+    Hooks(crate::hooks::HooksCommand),
 }

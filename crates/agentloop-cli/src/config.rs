@@ -79,6 +79,9 @@ pub struct Config {
     /// The shell tool's sandbox (its `[shell]` table).
     #[serde(default, skip_serializing_if = "ShellSection::is_empty")]
     pub shell: ShellSection,
+    /// Command hooks (`[[hooks]]`), asked in file order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<crate::hooks::HookEntry>,
 }
 
 /// What the file may set for the shell tool (its `[shell]` table).

@@ -21,6 +21,7 @@ mod demo;
 mod demo_model;
 mod discover;
 mod export;
+mod hooks;
 mod keys;
 mod logging;
 mod markdown;
@@ -86,7 +87,7 @@ fn main() -> ExitCode {
     // Commands that only show paths or scripts work whatever the key file.
     let needs_keys = !matches!(
         cli.command,
-        Command::Config(_) | Command::Completions(_) | Command::Info
+        Command::Config(_) | Command::Completions(_) | Command::Info | Command::Hooks(_)
     );
     if needs_keys && let Err(failure) = keys::load() {
         out::note(&failure);
@@ -104,7 +105,8 @@ fn main() -> ExitCode {
                 &mut args.tools,
             );
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
-            runtime.block_on(run::run(args, approvals, config.mcp()?))
+            let hooks = hooks::from_config(&config.hooks)?;
+            runtime.block_on(run::run(args, approvals, config.mcp()?, hooks))
         }),
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
@@ -133,6 +135,9 @@ fn main() -> ExitCode {
         Command::Completions(args) => discover::completions(args, Cli::command()),
         Command::Info => discover::info(),
         Command::Models(args) => runtime.block_on(discover::models(args)),
+        Command::Hooks(command) => {
+            config::load().and_then(|config| hooks::command(command, &config.hooks))
+        }
     };
     match outcome {
         Ok(code) => code,

@@ -14,10 +14,10 @@ use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
     AgentTurnStartEvent, ApprovalRequestedEvent, BlockStart, ContentBlock, ContextCompactedEvent,
-    EventKind, FinishedEvent, LoopEvent, LoopResult, LoopStatus, MessageCreatedEvent,
-    PendingToolResultEvent, StreamDelta, StreamingChunkEvent, StreamingEndEvent,
-    StreamingStartEvent, TokenTotals, TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent,
-    ToolStartEvent, Wait,
+    EventKind, FinishedEvent, HookDecision, HookEvent, LoopEvent, LoopResult, LoopStatus,
+    MessageCreatedEvent, PendingToolResultEvent, StreamDelta, StreamingChunkEvent,
+    StreamingEndEvent, StreamingStartEvent, TokenTotals, TokensConsumedEvent, ToolBlockUpdateEvent,
+    ToolEndEvent, ToolStartEvent, Wait,
 };
 
 use crate::markdown::MarkdownStream;
@@ -246,6 +246,35 @@ impl View {
                 "{indent}{dim}[context compacted ({}): ~{tokens_before} → ~{tokens_after} tokens]{reset}",
                 strategy.name()
             )?,
+            // A hook that let the moment pass says nothing.
+            EventKind::Hook(HookEvent {
+                decision: HookDecision::Pass,
+                error: None,
+                ..
+            }) => {}
+            EventKind::Hook(HookEvent {
+                hook,
+                point,
+                decision,
+                ignored,
+                error,
+                ..
+            }) => {
+                self.end_line(sinks)?;
+                let out = sinks.progress();
+                let ignored = if *ignored { " (ignored)" } else { "" };
+                let error = match error {
+                    Some(error) => format!(" after an error: {}", sanitize(error)),
+                    None => String::new(),
+                };
+                writeln!(
+                    out,
+                    "{indent}{dim}[hook {} at {}: {}{ignored}{error}]{reset}",
+                    sanitize(hook),
+                    point.name(),
+                    decision.name()
+                )?
+            }
             EventKind::Finished(FinishedEvent { result }) if !event.path.is_root() => {
                 writeln!(out, "{indent}{dim}sub-run {}{reset}", result.status.name())?
             }

@@ -17,9 +17,9 @@ use agentloop_engine::skills::prepare;
 use agentloop_engine::{RunDeps, StrategyRegistry};
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
 use agentloop_types::{
-    ApprovalPolicies, CancellationToken, CompactionOptions, EventKind, LoopOptions, LoopStatus,
-    Message, MessageCreatedEvent, RequestOptions, StreamingEndEvent, StreamingStartEvent,
-    ToolBlockUpdateEvent, ToolStartEvent,
+    ApprovalPolicies, CancellationToken, CompactionOptions, EventKind, Hooks, LoopOptions,
+    LoopStatus, Message, MessageCreatedEvent, RequestOptions, StreamingEndEvent,
+    StreamingStartEvent, ToolBlockUpdateEvent, ToolStartEvent,
 };
 use futures::StreamExt;
 
@@ -40,7 +40,12 @@ pub fn exit_code(status: &LoopStatus) -> ExitCode {
     })
 }
 
-pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: McpConfig) -> Outcome {
+pub async fn run(
+    args: RunArgs,
+    approvals: ApprovalPolicies,
+    configured_mcp: McpConfig,
+    hooks: Hooks,
+) -> Outcome {
     let prompt = prompt::read(args.prompt.as_deref())?;
     let demo = demo::wanted(
         args.demo,
@@ -151,9 +156,10 @@ pub async fn run(args: RunArgs, approvals: ApprovalPolicies, configured_mcp: Mcp
     } else if demo {
         out::note(demo::NOTICE);
     }
-    let deps = RunDeps::new(chosen.provider)
+    let mut deps = RunDeps::new(chosen.provider)
         .with_tools(tools)
         .with_cancel(cancel);
+    deps.hooks = hooks;
     let context = vec![Message::user_text("user-1", prompt)];
     let mut options = options;
     let value_only = args.json && options.output_schema.is_some();

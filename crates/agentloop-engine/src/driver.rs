@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
-    AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, LoopOptions, Message,
-    ModelProvider, ModelRequest, Retriever, RunState, Tool,
+    AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, Guardrail, Hook,
+    Hooks, LoopOptions, Message, ModelProvider, ModelRequest, Retriever, RunState, Tool,
 };
 
 use crate::cancel::or_cancelled;
@@ -36,6 +36,12 @@ pub struct RunDeps {
     pub retriever: Option<Arc<dyn Retriever>>,
     /// The wall clock the run reads (to name a run given no id).
     pub clock: Arc<dyn Clock>,
+    /// Lifecycle hooks, asked at the moments they want; their answers are
+    /// the machine's inputs.
+    pub hooks: Hooks,
+    /// Input guardrails, run beside the run's first model call (see
+    /// [`agentloop_types::guardrail`]).
+    pub guardrails: Vec<Arc<dyn Guardrail>>,
 }
 
 impl RunDeps {
@@ -49,7 +55,21 @@ impl RunDeps {
             run_id: None,
             retriever: None,
             clock: Arc::new(SystemClock),
+            hooks: Hooks::default(),
+            guardrails: Vec::new(),
         }
+    }
+
+    /// Adds an input guardrail.
+    pub fn with_guardrail(mut self, guardrail: Arc<dyn Guardrail>) -> Self {
+        self.guardrails.push(guardrail);
+        self
+    }
+
+    /// Adds a lifecycle hook after the others.
+    pub fn with_hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks.push(hook);
+        self
     }
 
     /// Adds tools.
@@ -268,6 +288,7 @@ pub fn settle<T: Into<OfferedTool>>(
             | Step::RunTools { .. }
             | Step::Retrieve { .. }
             | Step::Summarise { .. }
+            | Step::Hook { .. }
             | Step::Done => break None,
         };
     };
@@ -292,7 +313,9 @@ fn drive_machine(
     // speaks, decided here once for the run.
     let machine = machine
         .with_api(deps.provider.api())
-        .with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())));
+        .with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())))
+        .with_hooks(deps.hooks.points(), deps.hooks.max_continues)
+        .with_input_guardrails(!deps.guardrails.is_empty());
     // Child runs (a minion's, a skill's) are started inside their tool
     // call's span, so this span nests under it.
     let span = tracing::info_span!(
@@ -360,6 +383,7 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 messages,
                 tools,
                 response_format,
+                guard_input,
             } => {
                 let span = tracing::info_span!(
                     "agentloop.model_turn",
@@ -370,6 +394,8 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 let capture = crate::telemetry::capture_content();
                 // The request becomes the provider's stream here, before
                 // any await, so the turn's future does not hold it.
+                // What the input guardrails check: the same shared history.
+                let guarded = messages.clone();
                 let turn = {
                     let request = ModelRequest {
                         options: options.request.clone(),
@@ -388,10 +414,15 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                     // under it.
                     span.in_scope(|| ModelTurn::start(deps.provider.as_ref(), request, iteration))
                 };
-                let input = turn
-                    .run(&deps.cancel, &mut emitter)
-                    .instrument(span.clone())
-                    .await;
+                let input = if guard_input && !deps.guardrails.is_empty() {
+                    guarded_turn(turn, guarded, deps, &mut emitter)
+                        .instrument(span.clone())
+                        .await
+                } else {
+                    turn.run(&deps.cancel, &mut emitter)
+                        .instrument(span.clone())
+                        .await
+                };
                 if capture && let Input::ModelTurn { content, .. } = &input {
                     span.record("gen_ai.output.messages", json_text(content).as_str());
                 }
@@ -410,6 +441,16 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 };
                 run.run(calls, &mut emitter).await
             }
+            Step::Hook { requests } => {
+                let hooks = &deps.hooks;
+                let asked = futures::future::join_all(requests.iter().map(|r| hooks.answer(r)));
+                match or_cancelled(&deps.cancel, asked).await {
+                    None => cancelled(),
+                    Some(answers) => Input::Hooked {
+                        answers: answers.into_iter().flatten().collect(),
+                    },
+                }
+            }
             Step::Retrieve { query, limit } => match &deps.retriever {
                 None => Input::Retrieved {
                     passages: Ok(Vec::new()),
@@ -424,6 +465,42 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 }
             },
         };
+    }
+}
+
+/// A turn with the run's input guardrails beside it: a trip cancels the
+/// turn at once (through a child of the run's token) and is reported in
+/// place of its answer, which is reported only once every guardrail passed.
+async fn guarded_turn(
+    turn: ModelTurn,
+    messages: agentloop_types::History,
+    deps: &RunDeps,
+    emitter: &mut Emitter,
+) -> Input {
+    let turn_cancel = deps.cancel.child_token();
+    let checks = async {
+        let trip = or_cancelled(
+            &deps.cancel,
+            Box::pin(agentloop_types::first_trip(&deps.guardrails, &messages)),
+        )
+        .await
+        .flatten();
+        if trip.is_some() {
+            turn_cancel.cancel();
+        }
+        trip
+    };
+    let (input, trip) = futures::join!(turn.run(&turn_cancel, emitter), checks);
+    match trip {
+        Some((guardrail, reason)) => Input::GuardrailTripped {
+            guardrail,
+            reason,
+            usage: match &input {
+                Input::ModelTurn { usage, .. } => Some(*usage),
+                _ => None,
+            },
+        },
+        None => input,
     }
 }
 

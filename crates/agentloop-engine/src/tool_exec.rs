@@ -3,7 +3,6 @@
 //! call. The machine commits them in call order; calls it answered itself
 //! start and end like any other, without running anything.
 
-use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -11,6 +10,7 @@ use agentloop_types::{
     PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
     TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
+use agentloop_types::{ContextCompactedEvent, HookEvent};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
@@ -211,6 +211,7 @@ fn deepen(kind: EventKind) -> EventKind {
         | EventKind::AgentError(AgentErrorEvent { .. })
         | EventKind::ApprovalRequested(ApprovalRequestedEvent { .. })
         | EventKind::ContextCompacted(ContextCompactedEvent { .. })
+        | EventKind::Hook(HookEvent { .. })
         | EventKind::Finished(FinishedEvent { .. })) => kind,
     }
 }

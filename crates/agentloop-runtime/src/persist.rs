@@ -22,7 +22,6 @@
 //!
 //! Every other event waits in the log batch.
 
-use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -30,6 +29,7 @@ use agentloop_types::{
     PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
     TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
+use agentloop_types::{ContextCompactedEvent, HookEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -223,6 +223,7 @@ impl Persister {
             | EventKind::AgentObserve(AgentObserveEvent { .. })
             | EventKind::AgentCompletion(AgentCompletionEvent { .. })
             | EventKind::AgentError(AgentErrorEvent { .. })
+            | EventKind::Hook(HookEvent { .. })
             | EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {
                 self.flush_when_full().await?
             }

@@ -5,7 +5,6 @@
 //! Run metrics are read off the events each run stores ([`RunMetrics`]),
 //! so they count exactly what the event log holds.
 
-use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
@@ -13,6 +12,7 @@ use agentloop_types::{
     PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
     TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
+use agentloop_types::{ContextCompactedEvent, HookEvent};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -336,6 +336,7 @@ impl RunMetrics {
             | EventKind::AgentObserve(AgentObserveEvent { .. })
             | EventKind::AgentCompletion(AgentCompletionEvent { .. })
             | EventKind::AgentError(AgentErrorEvent { .. })
+            | EventKind::Hook(HookEvent { .. })
             | EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {}
         }
     }

@@ -158,6 +158,17 @@ pub enum LoopError {
         /// The strategy the run was started with.
         strategy: String,
     },
+    /// A hook (or a guardrail) blocked the run: its prompt, a model call,
+    /// or its answer. Nothing after the block was committed.
+    #[error("{by} `{name}` blocked the run: {reason}")]
+    Blocked {
+        /// What blocked it: `hook` or `guardrail`.
+        by: String,
+        /// The hook's or guardrail's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// A resumed run state has a schema this version cannot read.
     #[error("run state schema {found} is not supported (expected {expected})")]
     UnsupportedState {

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 pub use crate::run_path::RunPath;
 
+use crate::hook::{HookDecision, HookPoint};
 use crate::message::Message;
 use crate::options::CompactionStrategy;
 use crate::render_blocks::ToolResultRenderBlock;
@@ -105,6 +106,9 @@ pub enum EventKind {
     /// A call waits for a person's approval; the run runs the turn's other
     /// calls, then ends `suspended`.
     ApprovalRequested(ApprovalRequestedEvent),
+    /// A lifecycle hook decided about a moment of the run (see
+    /// [`hook`](crate::hook)).
+    Hook(HookEvent),
     /// The run ended. Exactly one per run path; the last event of the root.
     Finished(FinishedEvent),
 }
@@ -134,6 +138,7 @@ impl EventKind {
             Self::AgentError(AgentErrorEvent { .. }) => "agent_error",
             Self::ContextCompacted(ContextCompactedEvent { .. }) => "context_compacted",
             Self::ApprovalRequested(ApprovalRequestedEvent { .. }) => "approval_requested",
+            Self::Hook(HookEvent { .. }) => "hook",
             Self::Finished(FinishedEvent { .. }) => "finished",
         }
     }
@@ -360,4 +365,28 @@ pub struct ApprovalRequestedEvent {
     pub arguments: Value,
     /// Why it needs approval.
     pub reason: String,
+}
+
+/// A lifecycle hook decided about a moment of the run. Recorded before
+/// the decision takes effect; a resumed run never asks again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HookEvent {
+    /// The hook's name.
+    pub hook: String,
+    /// The moment.
+    pub point: HookPoint,
+    /// The tool call the moment is about, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// What it decided.
+    #[serde(flatten)]
+    pub decision: HookDecision,
+    /// The decision does not apply at this point and changed nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignored: bool,
+    /// Why the hook failed to answer, when it did (the decision is then
+    /// its configured default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }

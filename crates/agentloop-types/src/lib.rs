@@ -32,7 +32,9 @@ pub mod attachment;
 pub mod cancel;
 pub mod error;
 pub mod event;
+pub mod guardrail;
 pub mod history;
+pub mod hook;
 pub mod message;
 pub mod options;
 pub mod ports;
@@ -55,17 +57,24 @@ pub use approval::{
     DecisionError, Decisions, PendingCall, Wait, approval_policy, check_decisions,
     command_has_prefix,
 };
+/// The attribute a [`Hook`] implementation (an async trait) is written
+/// under.
+pub use async_trait::async_trait;
 pub use cancel::CancellationToken;
 pub use error::{LoopError, ProviderError, ProviderErrorKind};
 pub use event::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
     AgentTurnStartEvent, ApprovalRequestedEvent, ContextCompactedEvent, EventKind, FinishedEvent,
-    LoopEvent, MessageCreatedEvent, PendingToolResultEvent, RunPath, StreamingChunkEvent,
-    StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent, ToolBlockUpdateEvent,
-    ToolEndEvent, ToolStartEvent,
+    HookEvent, LoopEvent, MessageCreatedEvent, PendingToolResultEvent, RunPath,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
+pub use guardrail::{Guardrail, GuardrailVerdict, first_trip};
 pub use history::{HistoryCheck, HistoryError, close_dangling_calls, validate_history};
+pub use hook::{
+    FnHook, Hook, HookAnswer, HookDecision, HookError, HookInput, HookPoint, Hooks, hook_fn,
+};
 pub use message::{
     ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,
 };

@@ -8,7 +8,7 @@ use crate::{
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use crate::{ApprovalRequestedEvent, ContextCompactedEvent, Wait};
+use crate::{ApprovalRequestedEvent, ContextCompactedEvent, HookDecision, HookEvent, Wait};
 use std::fmt::Write;
 
 use crate::event::{EventKind, LoopEvent};
@@ -125,7 +125,47 @@ fn render_kind(kind: &EventKind) -> String {
             arguments,
             reason,
         }) => format!("{tool_use_id} {tool} {} {}", json(arguments), json(reason)),
+        EventKind::Hook(HookEvent {
+            hook,
+            point,
+            tool_use_id,
+            decision,
+            ignored,
+            error,
+        }) => {
+            let mut out = format!("{hook} {}", point.name());
+            if let Some(id) = tool_use_id {
+                out.push_str(&format!(" {id}"));
+            }
+            out.push_str(&format!(" {}", render_decision(decision)));
+            if *ignored {
+                out.push_str(" (ignored)");
+            }
+            if let Some(error) = error {
+                out.push_str(&format!(" error={}", json(error)));
+            }
+            out
+        }
         EventKind::Finished(FinishedEvent { result }) => render_result(result),
+    }
+}
+
+fn render_decision(decision: &HookDecision) -> String {
+    let name = decision.name();
+    match decision {
+        HookDecision::Pass => name.to_owned(),
+        HookDecision::Block { reason }
+        | HookDecision::Ask { reason }
+        | HookDecision::Continue { reason } => format!("{name} {}", json(reason)),
+        HookDecision::Rewrite { arguments } => format!("{name} {}", json(arguments)),
+        HookDecision::AddContext { text } => format!("{name} {}", json(text)),
+        HookDecision::Replace { result, is_error } => {
+            format!(
+                "{name} {}{}",
+                json(result),
+                if *is_error { " error" } else { "" }
+            )
+        }
     }
 }
 

@@ -7,8 +7,8 @@ use std::task::{Context, Poll};
 
 use agentloop_engine::{RunDeps, RunStream, collect, decide, run};
 use agentloop_types::{
-    ApprovalPolicy, CancellationToken, DecisionError, Decisions, LoopEvent, LoopOptions,
-    LoopResult, LoopStatus, Message, ModelProvider, Tool,
+    ApprovalPolicy, CancellationToken, DecisionError, Decisions, Guardrail, Hook, Hooks, LoopEvent,
+    LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, Tool,
 };
 use futures::Stream;
 
@@ -43,6 +43,8 @@ pub struct Agent {
     tools: Vec<Arc<dyn Tool>>,
     options: LoopOptions,
     cancel: CancellationToken,
+    hooks: Hooks,
+    guardrails: Vec<Arc<dyn Guardrail>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -51,6 +53,7 @@ impl std::fmt::Debug for Agent {
         f.debug_struct("Agent")
             .field("tools", &tools)
             .field("options", &self.options)
+            .field("hooks", &self.hooks)
             .finish_non_exhaustive()
     }
 }
@@ -112,11 +115,19 @@ impl Agent {
         else {
             return Err(DecisionError::NotWaiting);
         };
-        let deps = RunDeps::new(self.provider.clone())
-            .with_tools(self.tools.iter().cloned())
-            .with_cancel(self.cancel.clone());
+        let deps = self.deps();
         let inner = decide(self.options.clone(), (**state).clone(), decisions, deps)?;
         Ok(AgentStream { inner })
+    }
+
+    /// What every run of this agent calls out to.
+    fn deps(&self) -> RunDeps {
+        let mut deps = RunDeps::new(self.provider.clone())
+            .with_tools(self.tools.iter().cloned())
+            .with_cancel(self.cancel.clone());
+        deps.hooks = self.hooks.clone();
+        deps.guardrails = self.guardrails.clone();
+        deps
     }
 
     /// The options every run of this agent uses.
@@ -146,10 +157,7 @@ impl Agent {
         run_id: String,
         history: Vec<Message>,
     ) -> AgentStream {
-        let deps = RunDeps::new(self.provider.clone())
-            .with_tools(self.tools.iter().cloned())
-            .with_cancel(self.cancel.clone())
-            .with_run_id(run_id);
+        let deps = self.deps().with_run_id(run_id);
         AgentStream {
             inner: run(options, history, deps),
         }
@@ -179,6 +187,8 @@ pub struct AgentBuilder {
     tools: Vec<Arc<dyn Tool>>,
     options: LoopOptions,
     cancel: Option<CancellationToken>,
+    hooks: Hooks,
+    guardrails: Vec<Arc<dyn Guardrail>>,
 }
 
 impl AgentBuilder {
@@ -249,6 +259,46 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds a lifecycle hook (after the ones added before): asked at the
+    /// moments it names, its decisions recorded as `hook` events and in
+    /// the run's state. See [`agentloop_types::hook`] for what each
+    /// decision does where.
+    ///
+    /// ```
+    /// use agentloop::Agent;
+    /// use agentloop::types::{HookDecision, HookInput, HookPoint, hook_fn};
+    ///
+    /// let no_delete = hook_fn("no-delete", [HookPoint::BeforeToolCall], |input: HookInput| async move {
+    ///     Ok(match input {
+    ///         HookInput::BeforeToolCall { arguments, .. } if arguments["command"] == "delete" => {
+    ///             HookDecision::Block { reason: "deleting is not allowed".into() }
+    ///         }
+    ///         _ => HookDecision::Pass,
+    ///     })
+    /// });
+    /// let builder = Agent::builder().model("m").hook(no_delete);
+    /// # let _ = builder;
+    /// ```
+    pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Adds an input guardrail: checked beside each run's first model
+    /// call; one that trips cancels the turn and ends the run `error`
+    /// (`blocked`, naming it). See [`agentloop_types::guardrail`].
+    pub fn guardrail(mut self, guardrail: Arc<dyn Guardrail>) -> Self {
+        self.guardrails.push(guardrail);
+        self
+    }
+
+    /// How many times `run_end` hooks may send a finishing run back to
+    /// the model (3 unless set).
+    pub fn max_hook_continues(mut self, max: u32) -> Self {
+        self.hooks.max_continues = max;
+        self
+    }
+
     /// A token that cancels every run of the agent when cancelled.
     pub fn cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
@@ -273,6 +323,8 @@ impl AgentBuilder {
             tools: self.tools,
             options: self.options,
             cancel: self.cancel.unwrap_or_default(),
+            hooks: self.hooks,
+            guardrails: self.guardrails,
         })
     }
 }

@@ -374,3 +374,57 @@ async fn a_call_that_needs_approval_waits_and_resume_goes_on_in_place() {
         Some(agentloop::DecisionError::NotWaiting)
     );
 }
+
+#[tokio::test]
+async fn a_builder_hook_blocks_a_call_and_its_decision_is_an_event() {
+    use agentloop::types::{HookDecision, HookInput, HookPoint, hook_fn};
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call("p1", "pay", json!({"to": "eve", "cents": 900})),
+        ScriptedTurn::new().text("Not paid."),
+    ]);
+    let pay = Pay::default();
+    let calls = pay.calls.clone();
+    let no_eve = hook_fn(
+        "no-eve",
+        [HookPoint::BeforeToolCall],
+        |input: HookInput| async move {
+            Ok(match input {
+                HookInput::BeforeToolCall { arguments, .. } if arguments["to"] == "eve" => {
+                    HookDecision::Block {
+                        reason: "eve is not a payee".into(),
+                    }
+                }
+                _ => HookDecision::Pass,
+            })
+        },
+    );
+    let agent = Agent::builder()
+        .provider(provider.clone())
+        .model("scripted")
+        .tool(pay)
+        .hook(no_eve)
+        .build()
+        .unwrap();
+    let events: Vec<LoopEvent> = agent.stream("Pay eve").collect().await;
+    let hooks: Vec<String> = events
+        .iter()
+        .filter(|e| e.kind.name() == "hook")
+        .map(|e| serde_json::to_string(&e.kind).unwrap())
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            r#"{"type":"hook","hook":"no-eve","point":"before_tool_call","tool_use_id":"p1","decision":"block","reason":"eve is not a payee"}"#
+        ]
+    );
+    let done = events.last().unwrap().root_result().unwrap();
+    assert_eq!(done.final_text().as_deref(), Some("Not paid."));
+    assert!(
+        calls.lock().unwrap().is_empty(),
+        "the blocked payment never ran"
+    );
+    assert_eq!(
+        tool_results(done)[0].content,
+        "Blocked by hook `no-eve`: eve is not a payee"
+    );
+}

@@ -30,6 +30,7 @@
 //!                                        report every call's ToolOutcome */,
 //!         Step::Retrieve { query, limit } => /* ask the retriever */,
 //!         Step::Summarise { messages } => /* one quiet model turn: its text */,
+//!         Step::Hook { requests } => /* ask the hooks: Input::Hooked */,
 //!         Step::Done => break,                    // the last event was `finished`
 //!     };
 //!     // instead of any answer, the driver may send `Input::Cancelled`
@@ -48,6 +49,7 @@
 //! | `Tools` | [`Step::RunTools`] | [`Input::ToolsDone`], [`Input::Cancelled`] |
 //! | `Retrieval` | [`Step::Retrieve`] | [`Input::Retrieved`], [`Input::Cancelled`] |
 //! | `Summary` | [`Step::Summarise`] | [`Input::Summary`], [`Input::SummaryFailed`], [`Input::Cancelled`] |
+//! | `Hooks` | [`Step::Hook`] | [`Input::Hooked`], [`Input::Cancelled`] |
 //! | `Decisions` | [`Step::Done`] of a run that ended `suspended` | [`Input::Decisions`], [`Input::Cancelled`] |
 //! | `Nothing` | [`Step::Done`] | none: a finished run never restarts |
 //!
@@ -88,6 +90,8 @@
 
 mod answers;
 mod compaction;
+mod hook_steps;
+mod offer;
 mod output;
 pub(crate) mod passages;
 mod protocol;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use agentloop_types::{
     ApprovalPolicy, ChildResume, ContentBlock, DecisionError, Decisions, EventKind, History,
-    LoopError, Message, Passage, ResponseFormat, StopReason, TokenTotals, Tool, ToolDefinition,
-    ToolOptionSpec, ToolResult, ToolUseBlock,
+    HookAnswer, HookInput, LoopError, Message, Passage, ResponseFormat, StopReason, TokenTotals,
+    Tool, ToolDefinition, ToolOptionSpec, ToolResult, ToolUseBlock,
 };
 use serde_json::{Map, Value};
 
@@ -31,6 +31,17 @@ pub enum Input {
     ModelFailed {
         /// Why.
         error: LoopError,
+    },
+    /// An input guardrail run beside the turn
+    /// (`guard_input` of [`Step::CallModel`]) tripped: the turn was cancelled
+    /// and nothing of it is committed.
+    GuardrailTripped {
+        /// The guardrail's name.
+        guardrail: String,
+        /// Why it tripped.
+        reason: String,
+        /// The turn's tokens, when it had finished before the trip.
+        usage: Option<TokenTotals>,
     },
     /// Every call of a [`Step::RunTools`] finished.
     ToolsDone {
@@ -62,6 +73,13 @@ pub enum Input {
         /// The decisions.
         decisions: Decisions,
     },
+    /// The hooks answered a [`Step::Hook`]: every matching hook's answer
+    /// about each of its moments (none when no hook matched).
+    Hooked {
+        /// The answers, in the order of the step's moments, each moment's
+        /// in the hooks' registration order.
+        answers: Vec<HookAnswer>,
+    },
     /// The caller cancelled.
     Cancelled {
         /// The assistant content streamed before the cancel, if a model turn
@@ -80,11 +98,13 @@ impl Input {
             Input::Start => "start",
             Input::ModelTurn { .. } => "model_turn",
             Input::ModelFailed { .. } => "model_failed",
+            Input::GuardrailTripped { .. } => "guardrail_tripped",
             Input::ToolsDone { .. } => "tools_done",
             Input::Retrieved { .. } => "retrieved",
             Input::Summary { .. } => "summary",
             Input::SummaryFailed { .. } => "summary_failed",
             Input::Decisions { .. } => "decisions",
+            Input::Hooked { .. } => "hooked",
             Input::Cancelled { .. } => "cancelled",
         }
     }
@@ -167,6 +187,11 @@ pub enum Step {
         /// when the run's output schema is asked for natively; `None` leaves
         /// it out. Shared between a run's requests.
         response_format: Option<Arc<ResponseFormat>>,
+        /// Run the run's input guardrails beside the turn (its first model
+        /// call): one that trips cancels the turn and is reported with
+        /// [`Input::GuardrailTripped`]; the turn's answer is reported only
+        /// once every guardrail passed.
+        guard_input: bool,
     },
     /// Run these calls; report with [`Input::ToolsDone`].
     RunTools {
@@ -188,6 +213,13 @@ pub enum Step {
         /// The summarising request: its instruction (a system message) and
         /// the transcript to summarise.
         messages: Vec<Message>,
+    },
+    /// Ask the run's hooks about these moments; report every matching
+    /// hook's answer with [`Input::Hooked`]. Asked only at moments some
+    /// hook wants ([`Machine::with_hooks`](crate::machine::Machine::with_hooks)).
+    Hook {
+        /// The moments, in order.
+        requests: Vec<HookInput>,
     },
     /// The run is over; the last event was `finished`.
     Done,
@@ -216,6 +248,8 @@ pub enum Awaiting {
     Retrieval,
     /// The answer to a [`Step::Summarise`].
     Summary,
+    /// The answer to a [`Step::Hook`].
+    Hooks,
     /// [`Input::Decisions`]: the run ended `suspended` and waits for a
     /// person.
     Decisions,

@@ -5,7 +5,7 @@ use agentloop_types::{LoopError, PendingCall, RunPhase, RunState};
 use serde::{Deserialize, Serialize};
 
 use super::protocol::{Awaiting, Input, Step};
-use super::run_core::{Env, RunCore};
+use super::run_core::{AfterHooks, Env, RunCore};
 
 /// A strategy's decisions over a run core: what each built-in strategy's
 /// machine implements.
@@ -78,10 +78,29 @@ impl<M: Decider> Run<M> {
                 Input::ToolsDone {
                     results,
                     child_tokens,
-                } => match self.core.settle_tools(results, child_tokens) {
+                } => match self.core.settle_tools(env, results, child_tokens) {
                     Ok(whole) => return self.machine.step(&mut self.core, env, whole),
                     Err(suspended) => return suspended,
                 },
+                Input::GuardrailTripped {
+                    guardrail,
+                    reason,
+                    usage,
+                } => return self.core.guardrail_tripped(guardrail, reason, usage),
+                // Hooks answer the core, which goes on with what it was
+                // about to do.
+                Input::Hooked { answers } => {
+                    return match self.core.hooked(env, answers) {
+                        AfterHooks::Step(step) => step,
+                        AfterHooks::StartStrategy => self.machine.start(&mut self.core, env),
+                        AfterHooks::Settle => {
+                            match self.core.settle_tools(env, Vec::new(), Default::default()) {
+                                Ok(whole) => self.machine.step(&mut self.core, env, whole),
+                                Err(step) => step,
+                            }
+                        }
+                    };
+                }
                 _ => {}
             }
         }
@@ -130,7 +149,9 @@ impl<M: Decider> Run<M> {
         if let Some(nested) = self.machine.nested() {
             return nested.awaiting();
         }
-        if self.core.pending().is_some() {
+        if self.core.hook.is_some() {
+            Awaiting::Hooks
+        } else if self.core.pending().is_some() {
             Awaiting::Decisions
         } else if self.core.summary.is_some() {
             Awaiting::Summary

@@ -29,7 +29,11 @@ use super::waits::Waiting;
 mod call_ids;
 mod compact;
 mod final_answer;
+mod hooks;
 mod waiting;
+
+pub(crate) use super::hook_steps::{AfterHooks, HookConfig, PendingHook};
+pub(crate) use super::offer::ToolOffer;
 
 /// What a run is given and never stores: its options and the tools it may
 /// offer.
@@ -46,6 +50,10 @@ pub(crate) struct Env {
     /// `final_output` tool when the run asks through it), built once and
     /// shared by every request.
     offered: Arc<[ToolDefinition]>,
+    /// Where the run asks its hooks.
+    pub(crate) hooks: HookConfig,
+    /// Whether input guardrails run beside the run's first model call.
+    pub(crate) input_guardrails: bool,
 }
 
 impl Env {
@@ -72,32 +80,24 @@ impl Env {
             tools,
             output,
             offered,
+            hooks: HookConfig::default(),
+            input_guardrails: false,
         }
     }
 
     /// The same env holding the answer to `output` instead.
     pub(crate) fn with_output(self, output: Option<OutputRules>) -> Self {
-        Self::new(self.options, self.tools, output)
+        let (hooks, input_guardrails) = (self.hooks, self.input_guardrails);
+        Self {
+            hooks,
+            input_guardrails,
+            ..Self::new(self.options, self.tools, output)
+        }
     }
 
     fn find(&self, name: &str) -> Option<&OfferedTool> {
         self.tools.iter().find(|t| t.definition.name == name)
     }
-}
-
-/// Which tools a model call offers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "offer", rename_all = "snake_case")]
-pub(crate) enum ToolOffer {
-    /// The run's offered tools.
-    RunTools,
-    /// None: a plain answer.
-    Nothing,
-    /// One control tool of the strategy.
-    Control {
-        /// Its definition.
-        tool: ToolDefinition,
-    },
 }
 
 /// A model call decided and not yet answered.
@@ -144,6 +144,18 @@ pub(crate) struct RunCore {
     /// The tool step's calls that wait for a person, and what it has so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) waiting: Option<Waiting>,
+    /// A hook step in flight, and what comes after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) hook: Option<PendingHook>,
+    /// Whether the start hooks were asked (or had nothing to ask).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) hooks_started: bool,
+    /// Times `run_end` hooks sent the run back to the model.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) continues: u32,
+    /// A plan step's run inside another: no `run_end` hooks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) nested: bool,
     /// Events of the step in progress.
     #[serde(skip)]
     events: Vec<EventKind>,
@@ -174,6 +186,10 @@ impl RunCore {
             compaction: None,
             summary: None,
             waiting: None,
+            hook: None,
+            hooks_started: false,
+            continues: 0,
+            nested: false,
             events: Vec::new(),
             history_check: CheckedPrefix::default(),
         }
@@ -307,6 +323,15 @@ impl RunCore {
             commit_turn,
             failures: 0,
         };
+        if let Some(step) = self.model_call_hooks(env, call.iteration) {
+            self.model_call = Some(call);
+            return step;
+        }
+        self.send(env, call)
+    }
+
+    /// Sends `call` (after compacting what it sends, when needed).
+    fn send(&mut self, env: &Env, call: ModelCall) -> Step {
         let step = match self.compact(env, &call) {
             Some(summarise) => summarise,
             None => self.request(env, &call),
@@ -321,7 +346,29 @@ impl RunCore {
             messages: self.sent_messages(env, call, self.compaction.as_ref()),
             tools: offered_tools(env, &call.offer),
             response_format: env.output.as_ref().and_then(OutputRules::native).cloned(),
+            guard_input: env.input_guardrails && call.iteration == 1 && !self.nested,
         }
+    }
+
+    /// An input guardrail tripped during the first model call: the turn
+    /// is dropped (its tokens counted when it had finished) and the run
+    /// ends `error`, naming the guardrail.
+    pub(crate) fn guardrail_tripped(
+        &mut self,
+        guardrail: String,
+        reason: String,
+        usage: Option<TokenTotals>,
+    ) -> Step {
+        self.model_call = None;
+        if let Some(usage) = usage {
+            self.consume(usage);
+        }
+        let error = LoopError::Blocked {
+            by: "guardrail".to_owned(),
+            name: guardrail,
+            reason,
+        };
+        self.finish(LoopStatus::Error { error })
     }
 
     /// Takes the model call a turn answers.
@@ -442,6 +489,9 @@ impl RunCore {
     /// call, retrieval or tool calls (calls that may have started are
     /// answered, not run again). `None` when nothing was in flight.
     pub(crate) fn resume_pending(&mut self, env: &Env) -> Option<Step> {
+        if let Some(step) = self.resume_hook() {
+            return Some(step);
+        }
         if self.summary.is_some() {
             return self.summary_step();
         }
@@ -545,6 +595,7 @@ impl RunCore {
         self.state.totals += child_tokens;
         self.retrieval = None;
         self.summary = None;
+        self.hook = None;
         let call = self.model_call.take();
         let waiting = self.waiting.take().unwrap_or_default();
         match std::mem::replace(&mut self.state.phase, RunPhase::CallModel) {
@@ -606,6 +657,7 @@ impl RunCore {
         self.retrieval = None;
         self.summary = None;
         self.waiting = None;
+        self.hook = None;
         self.emit(EventKind::Finished(FinishedEvent {
             result: LoopResult {
                 status,

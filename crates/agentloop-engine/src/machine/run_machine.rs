@@ -2,14 +2,14 @@
 //! the driver one [`Input`] at a time (see the [module docs](super)).
 
 use agentloop_types::{
-    ApiKind, DecisionError, Decisions, EventKind, FinishedEvent, LoopError, LoopOptions,
+    ApiKind, DecisionError, Decisions, EventKind, FinishedEvent, HookPoint, LoopError, LoopOptions,
     LoopStatus, PendingCall, RUN_STATE_SCHEMA_VERSION, RunState, check_decisions,
 };
 
 use super::output::OutputPlan;
 use super::protocol::{Awaiting, Input, OfferedTool, Output, Step, StepError};
 use super::run::Run;
-use super::run_core::Env;
+use super::run_core::{Env, HookConfig};
 use super::strategy_machine::StrategyMachine;
 
 /// The loop's decision logic over a [`RunState`]; see the module docs.
@@ -95,7 +95,33 @@ impl Machine {
     pub fn with_tools<T: Into<OfferedTool>>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
         let tools = tools.into_iter().map(Into::into).collect();
         let output = self.env.output.take();
+        let hooks = std::mem::take(&mut self.env.hooks);
+        let guarded = self.env.input_guardrails;
         self.env = Env::new(self.env.options, tools, output);
+        self.env.hooks = hooks;
+        self.env.input_guardrails = guarded;
+        self
+    }
+
+    /// Runs the run's input guardrails beside its first model call
+    /// ([`Step::CallModel`]'s `guard_input`).
+    pub fn with_input_guardrails(mut self, guarded: bool) -> Self {
+        self.env.input_guardrails = guarded;
+        self
+    }
+
+    /// Asks hooks at these points ([`Step::Hook`]), and lets `run_end`
+    /// hooks send the run back to the model at most `max_continues`
+    /// times. With no points (the default) the machine never asks.
+    pub fn with_hooks(
+        mut self,
+        points: impl IntoIterator<Item = HookPoint>,
+        max_continues: u32,
+    ) -> Self {
+        self.env.hooks = HookConfig {
+            points: points.into_iter().collect(),
+            max_continues,
+        };
         self
     }
 
@@ -215,15 +241,22 @@ impl Machine {
                     .check_decisions(decisions)
                     .map_err(StepError::Decisions);
             }
-            (Awaiting::Model, Input::ModelTurn { .. } | Input::ModelFailed { .. })
+            (
+                Awaiting::Model,
+                Input::ModelTurn { .. }
+                | Input::ModelFailed { .. }
+                | Input::GuardrailTripped { .. },
+            )
             | (Awaiting::Tools, Input::ToolsDone { .. })
             | (Awaiting::Retrieval, Input::Retrieved { .. })
             | (Awaiting::Summary, Input::Summary { .. } | Input::SummaryFailed { .. })
+            | (Awaiting::Hooks, Input::Hooked { .. })
             | (
                 Awaiting::Model
                 | Awaiting::Tools
                 | Awaiting::Retrieval
                 | Awaiting::Summary
+                | Awaiting::Hooks
                 | Awaiting::Decisions,
                 Input::Cancelled { .. },
             ) => true,
@@ -253,6 +286,14 @@ impl Machine {
         core.state.schema_version = RUN_STATE_SCHEMA_VERSION;
         if let Some(reason) = self.unreadable.take() {
             return core.invalid(&reason);
+        }
+        // A fresh top-level run asks its start hooks before its strategy
+        // starts; a resumed one picks up what was in flight.
+        if let Some(step) = self.run.core.resume_pending(&self.env) {
+            return step;
+        }
+        if let Some(step) = self.run.core.start_hooks(&self.env) {
+            return step;
         }
         self.run.start(&self.env)
     }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::compaction::{Compaction, PendingSummary};
 use super::protocol::{Input, Step};
 use super::run::{Decider, Nested, Run};
-use super::run_core::{Env, ModelCall, Retrieval, RunCore};
+use super::run_core::{Env, ModelCall, PendingHook, Retrieval, RunCore};
 use super::strategies::llm_only::LlmOnlyMachine;
 use super::strategies::names;
 use super::strategies::native::NativeMachine;
@@ -89,6 +89,12 @@ struct Stored {
     summary: Option<PendingSummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     waiting: Option<Waiting>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hook: Option<PendingHook>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    hooks_started: bool,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    continues: u32,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -114,6 +120,9 @@ impl Run<StrategyMachine> {
         run.core.compaction = stored.compaction;
         run.core.summary = stored.summary;
         run.core.waiting = stored.waiting;
+        run.core.hook = stored.hook;
+        run.core.hooks_started = stored.hooks_started;
+        run.core.continues = stored.continues;
         Ok(run)
     }
 
@@ -127,6 +136,9 @@ impl Run<StrategyMachine> {
             compaction: self.core.compaction.clone(),
             summary: self.core.summary.clone(),
             waiting: self.core.waiting.clone(),
+            hook: self.core.hook.clone(),
+            hooks_started: self.core.hooks_started,
+            continues: self.core.continues,
         };
         // These types always serialise; should one ever fail, the last
         // stored phase is kept rather than one that reads as native.

@@ -30,6 +30,30 @@ pub(crate) struct Waiting {
     /// with the decisions for them once given.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) children: BTreeMap<String, ChildResume>,
+    /// What `before_tool_call` hooks decided, by call id: a call listed
+    /// here is never asked about again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) hooked: BTreeMap<String, ToolVerdict>,
+    /// Whether `after_tool_call` hooks have seen the step's results.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) reviewed: bool,
+}
+
+/// The `before_tool_call` hooks' combined decision about one call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ToolVerdict {
+    /// A hook blocked it: its result is in `done`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) blocked: bool,
+    /// A hook holds it for approval, with this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ask: Option<String>,
+    /// The arguments a hook rewrote it to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<Value>,
+    /// Context hooks added, appended to its result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) context: Option<String>,
 }
 
 impl Waiting {

@@ -90,6 +90,10 @@ impl SkillTool {
             run_id: Some(run_id),
             retriever: None,
             clock: self.env.clock.clone(),
+            // A skill's run is part of its call: the parent's hooks saw
+            // the call and see its result.
+            hooks: Default::default(),
+            guardrails: Vec::new(),
         }
     }
 }

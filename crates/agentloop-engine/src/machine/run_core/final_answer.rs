@@ -22,6 +22,23 @@ impl RunCore {
         stop_reason: &StopReason,
         retry: ToolOffer,
     ) -> Step {
+        if !matches!(stop_reason, StopReason::Refusal { .. })
+            && let Some(step) = self.end_hooks(env, text, stop_reason, &retry)
+        {
+            return step;
+        }
+        self.complete_answer(env, text, stop_reason, retry)
+    }
+
+    /// [`finish_answer`](Self::finish_answer) once the `run_end` hooks let
+    /// the run end.
+    pub(crate) fn complete_answer(
+        &mut self,
+        env: &Env,
+        text: &str,
+        stop_reason: &StopReason,
+        retry: ToolOffer,
+    ) -> Step {
         let Some(rules) = &env.output else {
             return self.finish(LoopStatus::Complete {
                 return_value: None,

@@ -50,22 +50,43 @@ impl RunCore {
         let open: Vec<ToolUseBlock> = calls
             .iter()
             .filter(|c| !waiting.has(&c.id))
-            .map(|c| match waiting.approved.get(&c.id) {
-                Some(arguments) => ToolUseBlock {
-                    input: arguments.clone(),
-                    ..c.clone()
-                },
-                None => c.clone(),
+            .map(|c| {
+                let rewritten = waiting.hooked.get(&c.id).and_then(|v| v.arguments.as_ref());
+                match waiting.approved.get(&c.id).or(rewritten) {
+                    Some(arguments) => ToolUseBlock {
+                        input: arguments.clone(),
+                        ..c.clone()
+                    },
+                    None => c.clone(),
+                }
             })
             .collect();
-        let mut run: Vec<ToolCall> = Vec::with_capacity(open.len());
-        for mut planned in self.plan_calls(env, open) {
+        let planned = self.plan_calls(env, open);
+        // Calls that will run (not answered by the core, not resuming a
+        // child run) go past the `before_tool_call` hooks first.
+        let asked: Vec<ToolUseBlock> = planned
+            .iter()
+            .filter(|p| p.answer.is_none() && !waiting.children.contains_key(&p.call.id))
+            .map(|p| p.call.clone())
+            .collect();
+        if let Some(step) = self.tool_hooks(env, &waiting, &asked) {
+            self.waiting = Some(waiting);
+            return step;
+        }
+        let mut run: Vec<ToolCall> = Vec::with_capacity(planned.len());
+        for mut planned in planned {
             let id = planned.call.id.clone();
+            if let Some(verdict) = waiting.hooked.get(&id)
+                && verdict.blocked
+            {
+                continue;
+            }
+            let hook_asks = waiting.hooked.get(&id).and_then(|v| v.ask.clone());
             if let Some(child) = waiting.children.get(&id) {
                 planned.resume = Some(child.clone());
             } else if planned.answer.is_none()
                 && !waiting.approved.contains_key(&id)
-                && let Some(reason) = self.needs_approval(env, &planned.call)
+                && let Some(reason) = hook_asks.or_else(|| self.needs_approval(env, &planned.call))
             {
                 self.emit(EventKind::ApprovalRequested(ApprovalRequestedEvent {
                     tool_use_id: id,
@@ -93,6 +114,7 @@ impl RunCore {
     /// whole step's results, as if every call had run in one round.
     pub(crate) fn settle_tools(
         &mut self,
+        env: &Env,
         results: Vec<(String, ToolOutcome)>,
         child_tokens: TokenTotals,
     ) -> Result<Input, Step> {
@@ -102,6 +124,7 @@ impl RunCore {
                 child_tokens,
             });
         };
+        let calls = calls.clone();
         let mut waiting = self.waiting.take().unwrap_or_default();
         for (id, outcome) in results {
             let Some(call) = calls.iter().find(|c| c.id == id) else {
@@ -135,6 +158,10 @@ impl RunCore {
                 }),
                 other => {
                     result.break_loop = other;
+                    if let Some(context) = waiting.hooked.get(&id).and_then(|v| v.context.as_ref())
+                    {
+                        result.content = format!("{}\n\n{context}", result.content);
+                    }
                     if let Some(pos) = waiting.edited.iter().position(|e| *e == id) {
                         waiting.edited.swap_remove(pos);
                         let arguments = waiting.approved.get(&id).cloned().unwrap_or_default();
@@ -149,6 +176,14 @@ impl RunCore {
         }
         self.state.totals += child_tokens;
         if waiting.pending.is_empty() {
+            if env.hooks.wants(agentloop_types::HookPoint::AfterToolCall) && !waiting.reviewed {
+                let requests = self.result_requests(&calls, &waiting);
+                waiting.reviewed = true;
+                if !requests.is_empty() {
+                    self.waiting = Some(waiting);
+                    return Err(self.ask_result_hooks(requests));
+                }
+            }
             let results = waiting
                 .done
                 .into_iter()

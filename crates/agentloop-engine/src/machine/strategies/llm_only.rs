@@ -45,6 +45,9 @@ impl Decider for LlmOnlyMachine {
             Input::Start => core.invalid("a second start"),
             // The run core takes decisions before they reach a strategy.
             Input::Decisions { .. } => core.invalid("decisions outside a suspended step"),
+            // The run core takes hook answers before they reach a strategy.
+            Input::Hooked { .. } => core.invalid("hook answers outside a hook step"),
+            Input::GuardrailTripped { .. } => core.invalid("a guardrail outside a model step"),
             // The run core answers summaries before they reach a strategy.
             Input::Summary { .. } | Input::SummaryFailed { .. } => {
                 core.invalid("a summary outside a summarising step")

@@ -18,7 +18,7 @@ use agentloop_types::{
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use agentloop_types::{ApprovalRequestedEvent, ContextCompactedEvent};
+use agentloop_types::{ApprovalRequestedEvent, ContextCompactedEvent, HookEvent};
 use std::collections::VecDeque;
 
 use agentloop_types::{ContentBlock, EventKind, LoopResult, LoopStatus, Role, RunState};
@@ -164,6 +164,8 @@ impl PlanMachine {
             } => core.cancel(partial_turn, finished_tools, child_tokens, Vec::new()),
             Input::Start
             | Input::Decisions { .. }
+            | Input::Hooked { .. }
+            | Input::GuardrailTripped { .. }
             | Input::ToolsDone { .. }
             | Input::Retrieved { .. }
             | Input::Summary { .. }
@@ -225,6 +227,7 @@ impl PlanMachine {
             core.messages().to_vec(),
         );
         let mut run = Run::new(state, StepMachine::Native(NativeMachine::default()));
+        run.core.nested = true;
         // The step sends the history as this run does, compacted alike.
         run.core.compaction = core.compaction.clone();
         let next = run.start(env);
@@ -262,6 +265,7 @@ impl PlanMachine {
                 | EventKind::AgentToolStart(AgentToolStartEvent { .. })
                 | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
                 | EventKind::AgentObserve(AgentObserveEvent { .. })
+                | EventKind::Hook(HookEvent { .. })
                 | EventKind::AgentCompletion(AgentCompletionEvent { .. })
                 | EventKind::AgentError(AgentErrorEvent { .. })
                 | EventKind::ContextCompacted(ContextCompactedEvent { .. })

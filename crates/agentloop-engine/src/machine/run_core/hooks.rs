@@ -1,0 +1,356 @@
+//! Lifecycle hooks as machine inputs. At a moment some hook wants, the
+//! core stops with [`Step::Hook`] and stores what it was about to do
+//! ([`PendingHook`]); the driver asks the hooks and answers
+//! [`Input::Hooked`](crate::machine::Input::Hooked); the core records each
+//! answer as a `hook` event, combines them (see [`agentloop_types::hook`])
+//! and goes on. What a decision changed is stored with the run (the tool
+//! step's [`Waiting`] record, committed messages, the continue count), so
+//! a resumed run never asks again for a decision it already has; a stored
+//! [`PendingHook`] is asked again, since its answers never arrived.
+
+use agentloop_types::{
+    ContentBlock, EventKind, HookAnswer, HookDecision, HookEvent, HookInput, HookPoint, LoopError,
+    LoopStatus, Role, StopReason, ToolResult, ToolUseBlock,
+};
+use serde_json::Value;
+
+use super::{Env, RunCore, ToolOffer};
+use crate::machine::hook_steps::{AfterHooks, HookStage, PendingHook};
+use crate::machine::protocol::Step;
+use crate::machine::waits::{ToolVerdict, Waiting};
+
+/// The answers about one moment, combined.
+#[derive(Debug, Default)]
+struct Combined {
+    /// The first block: the hook's name and reason.
+    block: Option<(String, String)>,
+    ask: Option<String>,
+    rewrite: Option<Value>,
+    context: Vec<String>,
+    replace: Option<(String, bool)>,
+    continues: Vec<String>,
+}
+
+impl RunCore {
+    fn ask_hooks(&mut self, stage: HookStage, requests: Vec<HookInput>) -> Step {
+        self.hook = Some(PendingHook {
+            stage,
+            requests: requests.clone(),
+        });
+        Step::Hook { requests }
+    }
+
+    /// The hook step in flight when a stored run resumes.
+    pub(crate) fn resume_hook(&self) -> Option<Step> {
+        let pending = self.hook.as_ref()?;
+        Some(Step::Hook {
+            requests: pending.requests.clone(),
+        })
+    }
+
+    /// At the start of a fresh top-level run: the `run_start` and
+    /// `user_prompt_submitted` hooks, when some are registered.
+    pub(crate) fn start_hooks(&mut self, env: &Env) -> Option<Step> {
+        let fresh = !self.hooks_started
+            && self.state.iteration == 0
+            && self.state.created_messages == 0
+            && self.hook.is_none();
+        if !fresh {
+            return None;
+        }
+        self.hooks_started = true;
+        let run_id = self.state.run_id.clone();
+        let mut requests = Vec::new();
+        if env.hooks.wants(HookPoint::RunStart) {
+            requests.push(HookInput::RunStart {
+                run_id: run_id.clone(),
+            });
+        }
+        if env.hooks.wants(HookPoint::UserPromptSubmitted)
+            && let Some(last) = self.state.messages.last()
+            && last.role == Role::User
+            && last.tool_results().next().is_none()
+        {
+            requests.push(HookInput::UserPromptSubmitted {
+                run_id,
+                prompt: last.text(),
+            });
+        }
+        if requests.is_empty() {
+            return None;
+        }
+        Some(self.ask_hooks(HookStage::Start, requests))
+    }
+
+    /// Before the model call just decided goes out: the
+    /// `before_model_call` hooks, when some are registered and it is not
+    /// a retry of a failed call.
+    pub(crate) fn model_call_hooks(&mut self, env: &Env, iteration: u32) -> Option<Step> {
+        if !env.hooks.wants(HookPoint::BeforeModelCall) {
+            return None;
+        }
+        let requests = vec![HookInput::BeforeModelCall {
+            run_id: self.state.run_id.clone(),
+            iteration,
+        }];
+        Some(self.ask_hooks(HookStage::ModelCall, requests))
+    }
+
+    /// Before the planned calls run: the `before_tool_call` hooks for the
+    /// calls no hook has decided yet. `waiting` is stored when they are
+    /// asked.
+    pub(crate) fn tool_hooks(
+        &mut self,
+        env: &Env,
+        waiting: &Waiting,
+        calls: &[ToolUseBlock],
+    ) -> Option<Step> {
+        if !env.hooks.wants(HookPoint::BeforeToolCall) {
+            return None;
+        }
+        let requests: Vec<HookInput> = calls
+            .iter()
+            .filter(|c| {
+                !waiting.hooked.contains_key(&c.id) && !waiting.approved.contains_key(&c.id)
+            })
+            .map(|c| HookInput::BeforeToolCall {
+                run_id: self.state.run_id.clone(),
+                tool_use_id: c.id.clone(),
+                tool: c.name.clone(),
+                arguments: c.input.clone(),
+            })
+            .collect();
+        if requests.is_empty() {
+            return None;
+        }
+        Some(self.ask_hooks(HookStage::Tools, requests))
+    }
+
+    /// The `after_tool_call` requests for the step's results.
+    pub(crate) fn result_requests(
+        &self,
+        calls: &[ToolUseBlock],
+        waiting: &Waiting,
+    ) -> Vec<HookInput> {
+        calls
+            .iter()
+            .filter(|c| !waiting.hooked.get(&c.id).is_some_and(|v| v.blocked))
+            .filter_map(|c| {
+                let result = waiting.result(&c.id)?;
+                let arguments = waiting
+                    .approved
+                    .get(&c.id)
+                    .or_else(|| waiting.hooked.get(&c.id).and_then(|v| v.arguments.as_ref()))
+                    .cloned()
+                    .unwrap_or_else(|| c.input.clone());
+                Some(HookInput::AfterToolCall {
+                    run_id: self.state.run_id.clone(),
+                    tool_use_id: c.id.clone(),
+                    tool: c.name.clone(),
+                    arguments,
+                    result: result.content.clone(),
+                    is_error: result.is_error,
+                })
+            })
+            .collect()
+    }
+
+    /// Asks the `after_tool_call` hooks, storing `waiting`.
+    pub(crate) fn ask_result_hooks(&mut self, requests: Vec<HookInput>) -> Step {
+        self.ask_hooks(HookStage::Results, requests)
+    }
+
+    /// Before completing with `text`: the `run_end` hooks, when some are
+    /// registered on a top-level run.
+    pub(crate) fn end_hooks(
+        &mut self,
+        env: &Env,
+        text: &str,
+        stop_reason: &StopReason,
+        retry: &ToolOffer,
+    ) -> Option<Step> {
+        if !env.hooks.wants(HookPoint::RunEnd) || self.nested {
+            return None;
+        }
+        let requests = vec![HookInput::RunEnd {
+            run_id: self.state.run_id.clone(),
+            answer: text.to_owned(),
+            continued: self.continues,
+        }];
+        let stage = HookStage::End {
+            text: text.to_owned(),
+            stop_reason: stop_reason.clone(),
+            retry: retry.clone(),
+        };
+        Some(self.ask_hooks(stage, requests))
+    }
+
+    /// Records the hooks' answers and applies them; returns what comes
+    /// next.
+    pub(crate) fn hooked(&mut self, env: &Env, answers: Vec<HookAnswer>) -> AfterHooks {
+        let Some(PendingHook { stage, requests }) = self.hook.take() else {
+            return AfterHooks::Step(self.invalid("hook answers with no hook step in flight"));
+        };
+        // One combined verdict per moment asked, in the order asked.
+        let mut combined: Vec<(HookInput, Combined)> = requests
+            .into_iter()
+            .map(|r| (r, Combined::default()))
+            .collect();
+        for answer in answers {
+            let Some((input, verdict)) = combined.iter_mut().find(|(input, _)| {
+                input.point() == answer.point
+                    && input.tool_use_id() == answer.tool_use_id.as_deref()
+            }) else {
+                // An answer about nothing asked: not a decision of this run.
+                continue;
+            };
+            let point = input.point();
+            let applies = answer.decision.applies_at(point)
+                && !(matches!(answer.decision, HookDecision::Continue { .. })
+                    && self.continues >= env.hooks.max_continues);
+            self.emit(EventKind::Hook(HookEvent {
+                hook: answer.hook.clone(),
+                point,
+                tool_use_id: answer.tool_use_id.clone(),
+                decision: answer.decision.clone(),
+                ignored: !applies,
+                error: answer.error.clone(),
+            }));
+            if applies {
+                verdict.add(answer.hook, answer.decision);
+            }
+        }
+        match stage {
+            HookStage::Start | HookStage::ModelCall => {
+                let mut context = Vec::new();
+                for (_, verdict) in combined {
+                    if let Some((name, reason)) = verdict.block {
+                        return AfterHooks::Step(self.blocked(name, reason));
+                    }
+                    context.extend(verdict.context);
+                }
+                if !context.is_empty() {
+                    self.commit(Role::User, vec![ContentBlock::text(context.join("\n\n"))]);
+                }
+                match stage {
+                    HookStage::ModelCall => match self.model_call.take() {
+                        Some(call) => AfterHooks::Step(self.send(env, call)),
+                        None => AfterHooks::Step(self.invalid("hook answers with no model call")),
+                    },
+                    _ => AfterHooks::StartStrategy,
+                }
+            }
+            HookStage::Tools => {
+                let mut waiting = self.waiting.take().unwrap_or_default();
+                for (input, verdict) in combined {
+                    let Some(id) = input.tool_use_id().map(str::to_owned) else {
+                        continue;
+                    };
+                    let blocked = verdict.block.is_some();
+                    if let Some((name, reason)) = verdict.block {
+                        let text = format!("Blocked by hook `{name}`: {reason}");
+                        waiting.done.push((id.clone(), ToolResult::error(text)));
+                    }
+                    waiting.hooked.insert(
+                        id,
+                        ToolVerdict {
+                            blocked,
+                            ask: verdict.ask,
+                            arguments: verdict.rewrite,
+                            context: (!verdict.context.is_empty())
+                                .then(|| verdict.context.join("\n\n")),
+                        },
+                    );
+                }
+                self.waiting = Some(waiting);
+                let calls = match &self.state.phase {
+                    agentloop_types::RunPhase::RunTools { calls, .. } => calls.clone(),
+                    _ => return AfterHooks::Step(self.invalid("tool hooks with no tool step")),
+                };
+                AfterHooks::Step(self.plan_step(env, &calls))
+            }
+            HookStage::Results => {
+                let mut waiting = self.waiting.take().unwrap_or_default();
+                for (input, verdict) in combined {
+                    let Some(id) = input.tool_use_id() else {
+                        continue;
+                    };
+                    let Some((_, result)) = waiting.done.iter_mut().find(|(done, _)| done == id)
+                    else {
+                        continue;
+                    };
+                    if let Some((name, reason)) = verdict.block {
+                        *result = ToolResult::error(format!(
+                            "The result was withheld by hook `{name}`: {reason}"
+                        ));
+                        continue;
+                    }
+                    if let Some((text, is_error)) = verdict.replace {
+                        let break_loop = result.break_loop.take();
+                        *result = if is_error {
+                            ToolResult::error(text)
+                        } else {
+                            ToolResult::ok(text)
+                        };
+                        result.break_loop = break_loop;
+                    }
+                    if !verdict.context.is_empty() {
+                        result.content =
+                            format!("{}\n\n{}", result.content, verdict.context.join("\n\n"));
+                    }
+                }
+                waiting.reviewed = true;
+                self.waiting = Some(waiting);
+                AfterHooks::Settle
+            }
+            HookStage::End {
+                text,
+                stop_reason,
+                retry,
+            } => {
+                let reasons: Vec<String> = combined
+                    .into_iter()
+                    .flat_map(|(_, v)| v.continues)
+                    .collect();
+                if reasons.is_empty() {
+                    return AfterHooks::Step(self.complete_answer(env, &text, &stop_reason, retry));
+                }
+                self.continues += 1;
+                self.commit(Role::User, vec![ContentBlock::text(reasons.join("\n\n"))]);
+                AfterHooks::Step(self.call_model(env, Vec::new(), retry, true))
+            }
+        }
+    }
+
+    /// The run ends `error`: hook `name` blocked it.
+    fn blocked(&mut self, name: String, reason: String) -> Step {
+        let error = LoopError::Blocked {
+            by: "hook".to_owned(),
+            name,
+            reason,
+        };
+        self.finish(LoopStatus::Error { error })
+    }
+}
+
+impl Combined {
+    fn add(&mut self, hook: String, decision: HookDecision) {
+        match decision {
+            HookDecision::Pass => {}
+            HookDecision::Block { reason } => {
+                if self.block.is_none() {
+                    self.block = Some((hook, reason));
+                }
+            }
+            HookDecision::Ask { reason } => {
+                if self.ask.is_none() {
+                    self.ask = Some(reason);
+                }
+            }
+            HookDecision::Rewrite { arguments } => self.rewrite = Some(arguments),
+            HookDecision::AddContext { text } => self.context.push(text),
+            HookDecision::Replace { result, is_error } => self.replace = Some((result, is_error)),
+            HookDecision::Continue { reason } => self.continues.push(reason),
+        }
+    }
+}
