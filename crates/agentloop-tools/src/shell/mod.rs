@@ -65,12 +65,13 @@
 //! processes and their command lines; programs that need named Unix
 //! sockets of their own (a test starting a server on one) fail.
 
+mod config;
+mod kept;
 pub mod launcher;
 pub mod policy;
 pub mod protocol;
 
 use std::collections::VecDeque;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -88,7 +89,9 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use crate::schema::input_schema;
+use kept::Kept;
 
+pub use config::{Launcher, ShellConfig, ShellConfigError, ShellLimits};
 pub use launcher::{is_launcher_invocation, launcher_main};
 pub use protocol::{LAUNCHER_ARG, LaunchExit, LaunchSpec, LaunchStop, SandboxError};
 
@@ -98,259 +101,6 @@ and read system programs, libraries and toolchains; nothing else. There is no ne
 operator allowed it. The result gives the exit code, whether the command was stopped (time or output \
 limit), how long it ran, and stdout and stderr (the middle of long output is cut and says so). \
 Processes the command leaves behind are killed when it ends.";
-
-/// Limits of one call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShellLimits {
-    /// Wall time of a call (a call may ask for less, never more).
-    pub timeout: Duration,
-    /// Output kept for the result per stream: half from the start, half
-    /// from the end.
-    pub kept_output_bytes: usize,
-    /// Output (stdout and stderr together) after which the command is
-    /// stopped.
-    pub max_output_bytes: u64,
-    /// Processes and threads at once.
-    pub max_processes: u64,
-    /// Data memory of one process, in bytes.
-    pub max_memory_bytes: u64,
-    /// Memory of all the command's processes together, where a memory
-    /// cgroup can be made (the caller is root on cgroup v1).
-    pub max_total_memory_bytes: u64,
-    /// Largest file written, in bytes.
-    pub max_file_bytes: u64,
-    /// Open files of one process.
-    pub max_open_files: u64,
-}
-
-impl Default for ShellLimits {
-    fn default() -> Self {
-        Self {
-            timeout: Duration::from_secs(300),
-            kept_output_bytes: 16 * 1024,
-            max_output_bytes: 16 * 1024 * 1024,
-            max_processes: 512,
-            max_memory_bytes: 8 * 1024 * 1024 * 1024,
-            max_total_memory_bytes: 8 * 1024 * 1024 * 1024,
-            max_file_bytes: 4 * 1024 * 1024 * 1024,
-            max_open_files: 4096,
-        }
-    }
-}
-
-/// The program started as the launcher, with the arguments before the
-/// spec (normally `[LAUNCHER_ARG]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Launcher {
-    /// The binary.
-    pub program: PathBuf,
-    /// Its first arguments.
-    pub args: Vec<OsString>,
-}
-
-impl Launcher {
-    /// This very binary, re-executed (it must call [`launcher_main`] when
-    /// [`is_launcher_invocation`]).
-    pub fn current_exe() -> Result<Self, ShellConfigError> {
-        let program = std::env::current_exe().map_err(|e| ShellConfigError::Launcher {
-            message: e.to_string(),
-        })?;
-        Ok(Self::binary(program))
-    }
-
-    /// A binary that runs [`launcher_main`] when given [`LAUNCHER_ARG`].
-    pub fn binary(program: impl Into<PathBuf>) -> Self {
-        Self {
-            program: program.into(),
-            args: vec![OsString::from(LAUNCHER_ARG)],
-        }
-    }
-}
-
-/// A configuration the tool refuses.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShellConfigError {
-    /// The project folder cannot be used.
-    #[error("cannot use {path} as the shell tool's project folder: {message}")]
-    Root {
-        /// The folder.
-        path: PathBuf,
-        /// Why.
-        message: String,
-    },
-    /// A variable named to be passed looks like a secret.
-    #[error("the shell tool never passes {name}: its name looks like a secret")]
-    SecretVariable {
-        /// The name.
-        name: String,
-    },
-    /// A read path is not absolute.
-    #[error("shell read paths must be absolute: {path}")]
-    RelativeReadPath {
-        /// The path.
-        path: PathBuf,
-    },
-    /// The launcher binary cannot be found.
-    #[error("cannot find the sandbox launcher: {message}")]
-    Launcher {
-        /// Why.
-        message: String,
-    },
-}
-
-/// What the shell tool may touch and how long it may run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShellConfig {
-    root: PathBuf,
-    read: Vec<PathBuf>,
-    network: bool,
-    env: Vec<String>,
-    limits: ShellLimits,
-    launcher: Launcher,
-}
-
-impl ShellConfig {
-    /// Commands work in `root` (the project folder), with the default read
-    /// list, no network and default limits, launched by `launcher`.
-    pub fn new(root: impl AsRef<Path>, launcher: Launcher) -> Result<Self, ShellConfigError> {
-        let root = root.as_ref();
-        let root_error = |message: String| ShellConfigError::Root {
-            path: root.to_path_buf(),
-            message,
-        };
-        let canonical = root.canonicalize().map_err(|e| root_error(e.to_string()))?;
-        if !canonical.is_dir() {
-            return Err(root_error("not a folder".to_owned()));
-        }
-        Ok(Self {
-            root: canonical,
-            read: Vec::new(),
-            network: false,
-            env: Vec::new(),
-            limits: ShellLimits::default(),
-            launcher,
-        })
-    }
-
-    /// Adds folders or files the command may read (absolute paths).
-    pub fn with_read_paths(
-        mut self,
-        paths: impl IntoIterator<Item = PathBuf>,
-    ) -> Result<Self, ShellConfigError> {
-        for path in paths {
-            if !path.is_absolute() {
-                return Err(ShellConfigError::RelativeReadPath { path });
-            }
-            self.read.push(path);
-        }
-        Ok(self)
-    }
-
-    /// Lets the command use the host's network.
-    pub fn with_network(mut self, allowed: bool) -> Self {
-        self.network = allowed;
-        self
-    }
-
-    /// Passes these variables from the caller's environment when set;
-    /// a name that looks like a secret is refused.
-    pub fn with_env(
-        mut self,
-        names: impl IntoIterator<Item = String>,
-    ) -> Result<Self, ShellConfigError> {
-        for name in names {
-            if policy::is_secret_name(&name) {
-                return Err(ShellConfigError::SecretVariable { name });
-            }
-            self.env.push(name);
-        }
-        Ok(self)
-    }
-
-    /// Replaces the limits.
-    pub fn with_limits(mut self, limits: ShellLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The project folder (canonical).
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// Whether the network is allowed.
-    pub fn network(&self) -> bool {
-        self.network
-    }
-
-    /// The limits.
-    pub fn limits(&self) -> &ShellLimits {
-        &self.limits
-    }
-
-    /// Every path the command may read: the system list, the toolchains
-    /// and the extra read paths.
-    pub fn read_paths(&self) -> Vec<PathBuf> {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let cargo_home = std::env::var_os("CARGO_HOME").map(PathBuf::from);
-        let mut paths: Vec<PathBuf> = policy::SYSTEM_READ.iter().map(PathBuf::from).collect();
-        paths.extend(policy::toolchain_read(
-            home.as_deref(),
-            cargo_home.as_deref(),
-        ));
-        paths.extend(self.read.iter().cloned());
-        paths.retain(|p| launcher::exists(p));
-        paths
-    }
-
-    /// The command's environment, with `temp` as its home.
-    fn environment(&self, temp: &Path) -> Vec<(String, String)> {
-        let get = |name: &str| std::env::var(name).ok();
-        let home = get("HOME").map(PathBuf::from);
-        let temp = temp.display().to_string();
-        let mut env = vec![
-            (
-                "PATH".to_owned(),
-                get("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned()),
-            ),
-            ("HOME".to_owned(), temp.clone()),
-            ("TMPDIR".to_owned(), temp),
-            ("TERM".to_owned(), "dumb".to_owned()),
-            (
-                "LANG".to_owned(),
-                get("LANG").unwrap_or_else(|| "C.UTF-8".to_owned()),
-            ),
-        ];
-        // Toolchains find themselves through these once HOME has moved.
-        for (name, default) in [
-            ("CARGO_HOME", ".cargo"),
-            ("RUSTUP_HOME", ".rustup"),
-            ("PYENV_ROOT", ".pyenv"),
-        ] {
-            let value = get(name).map(PathBuf::from).or_else(|| {
-                home.as_ref()
-                    .map(|h| h.join(default))
-                    .filter(|p| p.exists())
-            });
-            if let Some(value) = value {
-                env.push((name.to_owned(), value.display().to_string()));
-            }
-        }
-        for name in policy::PASSED_ENV
-            .iter()
-            .map(|n| (*n).to_owned())
-            .chain(self.env.iter().cloned())
-        {
-            if policy::is_secret_name(&name) || env.iter().any(|(n, _)| *n == name) {
-                continue;
-            }
-            if let Some(value) = get(&name) {
-                env.push((name, value));
-            }
-        }
-        env
-    }
-}
 
 /// The shell tool.
 pub struct ShellTool {
@@ -737,60 +487,6 @@ impl Running {
         } else {
             ToolResult::error(text)
         }
-    }
-}
-
-/// The start and end of one output stream.
-struct Kept {
-    head: Vec<u8>,
-    tail: VecDeque<u8>,
-    half: usize,
-    total: u64,
-}
-
-impl Kept {
-    fn new(limit: usize) -> Self {
-        Self {
-            head: Vec::new(),
-            tail: VecDeque::new(),
-            half: limit / 2,
-            total: 0,
-        }
-    }
-
-    fn push(&mut self, bytes: &[u8]) {
-        self.total += bytes.len() as u64;
-        let room = self.half.saturating_sub(self.head.len());
-        let (front, rest) = bytes.split_at(room.min(bytes.len()));
-        self.head.extend_from_slice(front);
-        self.tail.extend(rest.iter());
-        let excess = self.tail.len().saturating_sub(self.half);
-        self.tail.drain(..excess);
-    }
-
-    fn render(&self, name: &str) -> String {
-        let kept = (self.head.len() + self.tail.len()) as u64;
-        let cut = self.total - kept;
-        let mut out = if cut > 0 {
-            format!(
-                "{name} ({} bytes, {cut} cut from the middle):\n",
-                self.total
-            )
-        } else {
-            format!("{name} ({} bytes):\n", self.total)
-        };
-        out.push_str(&String::from_utf8_lossy(&self.head));
-        if cut > 0 {
-            out.push_str(&format!("\n[... {cut} bytes cut ...]\n"));
-        }
-        let (front, back) = self.tail.as_slices();
-        let mut tail = front.to_vec();
-        tail.extend_from_slice(back);
-        out.push_str(&String::from_utf8_lossy(&tail));
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out
     }
 }
 
