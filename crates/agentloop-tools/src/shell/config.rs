@@ -59,8 +59,8 @@ pub struct Launcher {
 }
 
 impl Launcher {
-    /// This very binary, re-executed (it must call [`launcher_main`] when
-    /// [`is_launcher_invocation`]).
+    /// This very binary, re-executed (it must call [`launcher_main`](super::launcher_main) when
+    /// [`is_launcher_invocation`](super::is_launcher_invocation)).
     pub fn current_exe() -> Result<Self, ShellConfigError> {
         let program = std::env::current_exe().map_err(|e| ShellConfigError::Launcher {
             message: e.to_string(),
@@ -68,7 +68,7 @@ impl Launcher {
         Ok(Self::binary(program))
     }
 
-    /// A binary that runs [`launcher_main`] when given [`LAUNCHER_ARG`].
+    /// A binary that runs [`launcher_main`](super::launcher_main) when given [`LAUNCHER_ARG`].
     pub fn binary(program: impl Into<PathBuf>) -> Self {
         Self {
             program: program.into(),
