@@ -334,7 +334,7 @@ impl Persister {
 
     /// Records the run's end, its terminal event written: status, result
     /// (its own messages only: the chat holds the rest) and pending call;
-    /// releases the lease; then the host commits it.
+    /// the host commits it; then the lease is released.
     async fn finish(&mut self, decided: Decided) -> RuntimeResult<()> {
         let result = &decided.result;
         // A suspended run's state is kept as the run's state, not twice.
@@ -373,7 +373,9 @@ impl Persister {
         })?);
         self.run.updated_at = now_millis();
         self.store.update_run(&self.run).await?;
-        self.store.release_lease(&self.run.id, &self.owner).await?;
+        // The host commits while the lease is still held: a host that
+        // watches its leases gives up a run whose lease is gone, and must
+        // not do so between the record and the commit.
         if let Some(ending) = &self.ending
             && !matches!(result.status, LoopStatus::Suspended { .. })
         {
@@ -382,6 +384,7 @@ impl Persister {
                 .await
                 .map_err(|message| self.host_error(message))?;
         }
+        self.store.release_lease(&self.run.id, &self.owner).await?;
         self.result = Some(decided.result);
         Ok(())
     }
