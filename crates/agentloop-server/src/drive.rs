@@ -235,7 +235,7 @@ impl<'a> Execution<'a> {
         }
         let metrics = RunMetrics::new(
             self.state.metrics.clone(),
-            self.state.config.api.as_str(),
+            self.state.config.provider.api(),
             run_model(&self.state.config, &self.ctx),
         );
         let hosted = self.hosted(decisions, ending.clone());
