@@ -33,6 +33,7 @@ pub const BELOW_STORAGE: &[&str] = &[
     "agentloop-providers",
     "agentloop-tools",
     "agentloop-mcp",
+    "agentloop-agui",
     "agentloop-testing",
 ];
 
@@ -41,6 +42,7 @@ const ENGINE: &str = "agentloop-engine";
 const PROVIDERS: &str = "agentloop-providers";
 const TOOLS: &str = "agentloop-tools";
 const MCP: &str = "agentloop-mcp";
+const AGUI: &str = "agentloop-agui";
 const RUNTIME: &str = "agentloop-runtime";
 const SERVER: &str = "agentloop-server";
 const CLI: &str = "agentloop-cli";
@@ -55,6 +57,8 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (TOOLS, &[TYPES, ENGINE]),
     // MCP client tools sit beside the tools: they implement the tool port only.
     (MCP, &[TYPES]),
+    // AG-UI: the protocol types' events in another protocol's words.
+    (AGUI, &[TYPES]),
     (STORAGE, &[TYPES]),
     (RUNTIME, &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
     (
@@ -314,6 +318,8 @@ mod tests {
             (PROVIDERS, &[TYPES]),
             (TOOLS, &[TYPES, ENGINE]),
             (MCP, &[TYPES]),
+            // AG-UI: the protocol types' events in another protocol's words.
+            (AGUI, &[TYPES]),
             (STORAGE, &[TYPES]),
             (RUNTIME, &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
             (SERVER, &[RUNTIME, STORAGE, TYPES]),
