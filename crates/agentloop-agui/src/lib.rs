@@ -23,6 +23,8 @@
 
 mod encoder;
 mod event;
+mod input;
 
 pub use encoder::Encoder;
 pub use event::{AgUiEvent, Interrupt, Outcome};
+pub use input::{ResumeEntry, ResumeError, ResumeStatus, RunAgentInput};
