@@ -63,7 +63,7 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (RUNTIME, &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
     (
         SERVER,
-        &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP],
+        &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, AGUI],
     ),
     (
         CLI,
