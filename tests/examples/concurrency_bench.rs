@@ -15,7 +15,9 @@
 //! far from saturation.
 //!
 //! `concurrency_bench [N…] [--http1|--http2]` (default: 100 and 1,000, both
-//! protocols). Prints markdown table rows; `cargo xtask bench` runs it in
+//! protocols). To profile one side: `concurrency_bench --mock` prints the
+//! mock's URL, then `concurrency_bench --child loop|floor --http1|--http2 N
+//! URL` runs that side alone. Prints markdown table rows; `cargo xtask bench` runs it in
 //! release mode.
 #![allow(clippy::expect_used)]
 
@@ -71,6 +73,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     raise_fd_limit()?;
     if args.first().map(String::as_str) == Some("--child") {
         return child(&args[1..]);
+    }
+    // `--mock`: only the mock, until killed (to profile one side alone
+    // with `--child`).
+    if args.first().map(String::as_str) == Some("--mock") {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        return runtime.block_on(async {
+            println!("{}", start_mock().await?);
+            std::future::pending::<()>().await;
+            Ok(())
+        });
     }
     let mut runs = Vec::new();
     let mut protos = Vec::new();
@@ -251,7 +265,7 @@ fn child(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             memory_kib: peak.saturating_sub(resident),
         })
     });
-    figures.map_err(|e| e.to_string())?.print();
+    figures.map_err(|e| chain(e.as_ref()))?.print();
     Ok(())
 }
 
@@ -308,7 +322,14 @@ async fn start_mock() -> Result<String, Box<dyn std::error::Error>> {
     let base = format!("http://{}/v1", listener.local_addr()?);
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     // Far above any N measured: the mock must never be the limit.
-    builder.http2().max_concurrent_streams(1_000_000);
+    // A connection window that takes every run's body at once: with the
+    // default (1 MB) 10,000 runs send their bodies in slivers as the window
+    // reopens, which the server's flood guard (too many small DATA frames)
+    // ends with a GOAWAY.
+    builder
+        .http2()
+        .max_concurrent_streams(1_000_000)
+        .initial_connection_window_size(256 << 20);
     let builder = Arc::new(builder);
     tokio::spawn(async move {
         loop {
@@ -321,9 +342,12 @@ async fn start_mock() -> Result<String, Box<dyn std::error::Error>> {
             tokio::spawn(async move {
                 let service =
                     hyper::service::service_fn(move |request| answer(request, responses.clone()));
-                let _ = builder
+                if let Err(e) = builder
                     .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                    .await
+                {
+                    eprintln!("mock: connection ended: {}", chain(e.as_ref()));
+                }
             });
         }
     });
@@ -353,6 +377,18 @@ fn count(haystack: &[u8], needle: &[u8]) -> usize {
         .windows(needle.len())
         .filter(|w| *w == needle)
         .count()
+}
+
+/// An error and its sources, for the report of a failed side.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// CPU time (user and system) of this process so far.
