@@ -20,6 +20,12 @@
 //! Token counts go in no event of their own (the run's result holds them),
 //! and a sub-agent's events are not sent: its work shows as the tool call
 //! that started it and that call's result.
+//!
+//! # Cargo features
+//!
+//! None.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod encoder;
 mod event;
