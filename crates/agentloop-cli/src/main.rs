@@ -11,6 +11,7 @@
 //! codes are listed in [`args::EXIT_CODES`]: 0 ok, 1 runtime failure, 2
 //! usage error, then the run statuses.
 
+mod agent;
 mod approve;
 mod args;
 mod chat;
@@ -20,6 +21,7 @@ mod db;
 mod demo;
 mod demo_model;
 mod discover;
+mod eval;
 mod export;
 mod hooks;
 mod keys;
@@ -107,6 +109,23 @@ fn main() -> ExitCode {
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks)?;
             runtime.block_on(run::run(args, approvals, config.mcp()?, hooks))
+        }),
+        Command::Eval(mut args) => config::load().and_then(|config| {
+            tools::check_names(&args.tools, "--tools")?;
+            tools::check_names(&config.tools, "the configuration's tools")?;
+            args.model_flag = args.model.is_some();
+            config.fill(
+                &mut args.provider,
+                &mut args.model,
+                &mut args.base_url,
+                &mut args.tools,
+            );
+            // Each case has a folder of its own: its calls run unasked
+            // unless --approve says otherwise.
+            let approvals =
+                approve::policies(Some(args.approve.as_deref().unwrap_or("all")), &config)?;
+            let hooks = hooks::from_config(&config.hooks)?;
+            runtime.block_on(eval::eval(args, approvals, hooks))
         }),
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
