@@ -224,7 +224,7 @@ pub fn parse(text: &str, format: Format, file: &Path) -> Result<Dataset, Dataset
                     strip_position(&e.to_string()),
                 )
             })?;
-            let lines = locate::case_lines(text, &dataset.cases);
+            let lines = locate::case_lines(text, dataset.cases.iter().map(|c| c.name.as_str()));
             (dataset, lines)
         }
         Format::Yaml => {
@@ -236,7 +236,7 @@ pub fn parse(text: &str, format: Format, file: &Path) -> Result<Dataset, Dataset
                     strip_position(&e.to_string()),
                 )
             })?;
-            let lines = locate::case_lines(text, &dataset.cases);
+            let lines = locate::case_lines(text, dataset.cases.iter().map(|c| c.name.as_str()));
             (dataset, lines)
         }
     };

@@ -2,16 +2,18 @@
 //! parsers keep no positions in the values they build). A heuristic over
 //! the text: each case's `name` key, in order.
 
-use super::Case;
-
-/// The line (1-based) each case's name is written on, where found.
-pub(super) fn case_lines(text: &str, cases: &[Case]) -> Vec<Option<usize>> {
+/// The line (1-based) each case's name is written on, where found; `names`
+/// in the dataset's order.
+pub(super) fn case_lines<'a>(
+    text: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Vec<Option<usize>> {
     let lines: Vec<&str> = text.lines().collect();
     let mut from = 0;
-    cases
-        .iter()
-        .map(|case| {
-            let found = (from..lines.len()).find(|&i| names(lines[i], &case.name));
+    names
+        .into_iter()
+        .map(|name| {
+            let found = (from..lines.len()).find(|&i| names_case(lines[i], name));
             if let Some(i) = found {
                 from = i + 1;
             }
@@ -51,7 +53,7 @@ pub(super) fn name_in_line(line: &str) -> Option<String> {
     (!value.is_empty()).then(|| value.to_owned())
 }
 
-fn names(line: &str, name: &str) -> bool {
+fn names_case(line: &str, name: &str) -> bool {
     name_in_line(line).as_deref() == Some(name)
 }
 
