@@ -156,16 +156,38 @@ fn subset(want: &Value, got: &Value) -> bool {
 /// The trajectory check: the run's tool calls against the expected ones.
 pub fn trajectory_verdict(expected: &Trajectory, calls: &[ToolCall]) -> Verdict {
     let made = || {
-        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
-        if names.is_empty() {
+        let shown: Vec<String> = calls
+            .iter()
+            .map(|c| format!("{} {}", c.name, short_json(&c.input)))
+            .collect();
+        if shown.is_empty() {
             "no tool calls".to_owned()
         } else {
-            format!("calls [{}]", names.join(", "))
+            format!("calls [{}]", shown.join(", "))
         }
     };
     let wanted = || {
-        let names: Vec<&str> = expected.calls.iter().map(CallMatcher::name).collect();
-        format!("[{}]", names.join(", "))
+        let shown: Vec<String> = expected
+            .calls
+            .iter()
+            .map(|e| match e {
+                CallMatcher::Name(name) => name.clone(),
+                CallMatcher::Call(spec) => {
+                    let mut matchers = serde_json::Map::new();
+                    if !spec.args.is_empty() {
+                        matchers.insert("args".to_owned(), Value::Object(spec.args.clone()));
+                    }
+                    if !spec.args_regex.is_empty() {
+                        matchers.insert(
+                            "args_regex".to_owned(),
+                            Value::Object(spec.args_regex.clone()),
+                        );
+                    }
+                    format!("{} {}", spec.name, short_json(&Value::Object(matchers)))
+                }
+            })
+            .collect();
+        format!("[{}]", shown.join(", "))
     };
     if expected.only
         && let Some(other) = calls
@@ -254,6 +276,17 @@ fn limit_verdicts(expect: &Expect, run: &Observation) -> Vec<Verdict> {
         }));
     }
     verdicts
+}
+
+/// A value's JSON, cut short for a reason.
+fn short_json(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > QUOTE {
+        let short: String = text.chars().take(QUOTE).collect();
+        format!("{short}…")
+    } else {
+        text
+    }
 }
 
 /// A short, quoted form of a text for a reason.

@@ -47,6 +47,10 @@
 //! println!("{}", agentloop_eval::table::render(&report));
 //! # });
 //! ```
+//!
+//! # Cargo features
+//!
+//! None: every format and evaluator is always built.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
