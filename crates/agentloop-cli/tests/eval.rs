@@ -326,3 +326,29 @@ fn malformed_datasets_are_refused_naming_file_line_and_case() {
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("cannot read the dataset"));
 }
+
+#[test]
+fn a_terminal_gets_a_progress_bar_and_a_pipe_does_not() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = format!("scripted:{}", fixture("lists-folder.json"));
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    command
+        .args(["eval", &fixture("folder.yaml"), "--provider", &provider])
+        .args(["--tools", "fs", "--concurrency", "1"])
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("TERM", "xterm");
+    // Generous: a slow CI machine, not a performance bound.
+    let mut p = rexpect::session::spawn_command(command, Some(30_000)).unwrap();
+    let shown = p.exp_string("cases passed").unwrap();
+    p.exp_eof().unwrap();
+    // The bar is redrawn in place after each run, then cleared.
+    for done in 1..=6 {
+        assert!(shown.contains(&format!(" {done}/6 runs\r")), "{shown:?}");
+    }
+    assert!(shown.contains("6/6 runs\r\u{1b}[2Kcase"), "{shown:?}");
+    // Piped (as in every other test here): the table alone.
+    let piped = folder_eval("lists-folder.json", &[]);
+    assert!(!text(&piped.stderr).contains("/6 runs"));
+    assert!(!text(&piped.stderr).contains('█'));
+}
