@@ -15,7 +15,9 @@ use agentloop_engine::{RunDeps, collect};
 use agentloop_eval::{
     CaseInput, Comparison, Judge, Progress, ProviderFactory, Report, Runner, Subject, SubjectError,
 };
-use agentloop_types::{ApprovalPolicies, Hooks, LoopResult, LoopStatus, ModelProvider};
+use agentloop_types::{
+    ApprovalPolicies, CancellationToken, Hooks, LoopResult, LoopStatus, ModelProvider,
+};
 use async_trait::async_trait;
 use clap::{Args, ValueEnum};
 
@@ -293,6 +295,15 @@ async fn judge(args: &EvalArgs, subject: &CliSubject) -> Result<Judge, Failure> 
     Ok(Judge::new(provider, chosen.model))
 }
 
+/// Stops a case's deadline timer when the run ends first.
+struct Deadline(tokio::task::JoinHandle<()>);
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The agent `run` builds, run on one case in its folder.
 struct CliSubject {
     agent: Agent,
@@ -313,8 +324,24 @@ impl Subject for CliSubject {
         options.approvals = self.approvals.clone();
         agentloop_engine::check_output_schema(self.agent.strategy.name(), &options)
             .map_err(|e| SubjectError(format!("output_schema: {e}")))?;
-        let mut deps = RunDeps::new(provider).with_tools(tools);
+        let cancel = CancellationToken::new();
+        let mut deps = RunDeps::new(provider)
+            .with_tools(tools)
+            .with_cancel(cancel.clone());
         deps.hooks = self.hooks.clone();
+        // A case's wall-time limit also ends its run (cancelled), so a
+        // run that hangs or runs away cannot hold the eval up.
+        let _deadline = input
+            .case
+            .expect
+            .max_seconds
+            .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+            .map(|limit| {
+                Deadline(tokio::spawn(async move {
+                    tokio::time::sleep(limit).await;
+                    cancel.cancel();
+                }))
+            });
         let mut events = self
             .agent
             .strategy

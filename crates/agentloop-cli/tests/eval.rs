@@ -352,3 +352,34 @@ fn a_terminal_gets_a_progress_bar_and_a_pipe_does_not() {
     assert!(!text(&piped.stderr).contains("/6 runs"));
     assert!(!text(&piped.stderr).contains('█'));
 }
+
+#[test]
+fn a_case_past_its_wall_time_is_cancelled_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join("slow.yaml");
+    std::fs::write(
+        &dataset,
+        "cases:\n  - name: hangs\n    prompt: hi\n    expect:\n      max_seconds: 0.3\n",
+    )
+    .unwrap();
+    let provider = format!("scripted:{}", fixture("hangs.json"));
+    let output = eval(&[
+        dataset.to_str().unwrap(),
+        "--provider",
+        &provider,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let run = &report["cases"][0]["runs"][0];
+    assert_eq!(run["status"], "cancelled");
+    let failed: Vec<&str> = run["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["passed"] == false)
+        .map(|v| v["evaluator"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["status", "max_seconds"]);
+}

@@ -44,7 +44,8 @@ pub struct Expect {
     /// At most this cost in US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost: Option<f64>,
-    /// At most this many seconds of wall time.
+    /// At most this many seconds of wall time (a subject may also end the
+    /// run then: `agentloop eval` cancels it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_seconds: Option<f64>,
     /// An LLM judge's verdict on the answer against a rubric.
