@@ -1,6 +1,7 @@
 //! `agentloop`: run an agent loop in a terminal (`run`), keep stored
 //! conversations (`chat`, a REPL on a terminal, `chats`, `export`,
 //! `import`), serve the HTTP API (`serve`, `users`, `complete-workflow`),
+//! run a dataset of cases against the agent and report (`eval`),
 //! check a recorded provider stream against the adapters (`replay-stream`),
 //! list or call tools directly (`tool`), and find one's way (`config`,
 //! `info`, `completions`, `models`). One module per command group; `main`
