@@ -160,7 +160,10 @@ pub async fn eval(args: EvalArgs, approvals: ApprovalPolicies, hooks: Hooks) -> 
         run_args.base_url.as_deref(),
     );
     if demo && !args.demo {
-        return Err(Failure::usage(providers::NO_KEY));
+        return Err(Failure::usage(format!(
+            "{} For an eval of the shipped demo, pass --demo.",
+            providers::NO_KEY
+        )));
     }
     let agent = agent::build(&run_args, demo).await?;
     let provider = source(args.provider.as_deref(), agent.chosen.provider.clone())?;

@@ -383,3 +383,16 @@ fn a_case_past_its_wall_time_is_cancelled_and_fails() {
         .collect();
     assert_eq!(failed, ["status", "max_seconds"]);
 }
+
+#[test]
+fn with_no_provider_configured_an_eval_says_what_to_set() {
+    let output = eval(&[&fixture("folder.yaml")]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("no model provider is configured"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("pass --demo"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}
