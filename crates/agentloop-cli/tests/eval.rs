@@ -17,10 +17,16 @@ fn fixture(name: &str) -> String {
         .to_string()
 }
 
+/// Runs `agentloop eval` with a home of its own: no configuration or key
+/// file of the machine's user applies.
 fn eval(args: &[&str]) -> Output {
+    let home = tempfile::tempdir().unwrap();
     common::agentloop()
         .arg("eval")
         .args(args)
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap()
