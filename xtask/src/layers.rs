@@ -46,6 +46,7 @@ const AGUI: &str = "agentloop-agui";
 const RUNTIME: &str = "agentloop-runtime";
 const SERVER: &str = "agentloop-server";
 const CLI: &str = "agentloop-cli";
+const EVAL: &str = "agentloop-eval";
 const FACADE: &str = "agentloop";
 
 /// The design card: each layered crate and the workspace crates it may depend
@@ -65,10 +66,13 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
         SERVER,
         &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, AGUI],
     ),
+    // Evals run agents through the loop; what builds the agent (tools,
+    // providers) is the caller's, so the eval layer needs only the loop.
+    (EVAL, &[TYPES, ENGINE]),
     (
         CLI,
         &[
-            SERVER, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP,
+            SERVER, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, EVAL,
         ],
     ),
     // The front door re-exports the layers (most behind opt-in features),
@@ -76,7 +80,7 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (
         FACADE,
         &[
-            TYPES, ENGINE, PROVIDERS, TOOLS, MCP, STORAGE, RUNTIME, SERVER,
+            TYPES, ENGINE, PROVIDERS, TOOLS, MCP, STORAGE, RUNTIME, SERVER, EVAL,
         ],
     ),
 ];

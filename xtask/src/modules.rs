@@ -43,6 +43,7 @@ pub const ACYCLIC: &[&str] = &[
     "crates/agentloop-storage/src",
     "crates/agentloop-runtime/src",
     "crates/agentloop-server/src",
+    "crates/agentloop-eval/src",
     "crates/agentloop-cli/src",
     "crates/agentloop/src",
 ];
