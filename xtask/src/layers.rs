@@ -322,8 +322,6 @@ mod tests {
             (PROVIDERS, &[TYPES]),
             (TOOLS, &[TYPES, ENGINE]),
             (MCP, &[TYPES]),
-            // AG-UI: the protocol types' events in another protocol's words.
-            (AGUI, &[TYPES]),
             (STORAGE, &[TYPES]),
             (RUNTIME, &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
             (SERVER, &[RUNTIME, STORAGE, TYPES]),
