@@ -3,7 +3,8 @@
 //! `import`), serve the HTTP API (`serve`, `users`, `complete-workflow`),
 //! check a recorded provider stream against the adapters (`replay-stream`),
 //! list or call tools directly (`tool`), and find one's way (`config`,
-//! `info`, `completions`, `models`). One module per command group; `main`
+//! `info`, `completions`, `models`), and offer the agent over MCP (`mcp
+//! serve`). One module per command group; `main`
 //! only dispatches.
 //!
 //! Answers go to stdout and progress to stderr; every stdout line goes
@@ -25,6 +26,7 @@ mod hooks;
 mod keys;
 mod logging;
 mod markdown;
+mod mcp_serve;
 mod model_list;
 mod out;
 mod output_schema;
@@ -107,6 +109,19 @@ fn main() -> ExitCode {
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks)?;
             runtime.block_on(run::run(args, approvals, config.mcp()?, hooks))
+        }),
+        Command::Mcp(mcp_serve::McpCommand::Serve(mut args)) => config::load().and_then(|config| {
+            tools::check_names(&args.tools, "--tools")?;
+            tools::check_names(&config.tools, "the configuration's tools")?;
+            config.fill(
+                &mut args.provider,
+                &mut args.model,
+                &mut args.base_url,
+                &mut args.tools,
+            );
+            let approvals = approve::policies(args.approve.as_deref(), &config)?;
+            let hooks = hooks::from_config(&config.hooks)?;
+            runtime.block_on(mcp_serve::serve(args, approvals, config.mcp()?, hooks))
         }),
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),

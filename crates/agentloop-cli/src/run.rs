@@ -382,7 +382,7 @@ impl Show {
 /// Starts the MCP servers of the configuration file, `--mcp` files and
 /// `--mcp-stdio` lines; a file or line that says no server is a usage
 /// error, a server that fails to start a runtime one.
-async fn start_mcp(
+pub async fn start_mcp(
     mut config: McpConfig,
     files: &[std::path::PathBuf],
     stdio: &[String],
@@ -409,7 +409,7 @@ async fn start_mcp(
 }
 
 /// Reads a settings file: a JSON object of string values.
-fn read_settings(path: &std::path::Path) -> Result<HashMap<String, String>, String> {
+pub fn read_settings(path: &std::path::Path) -> Result<HashMap<String, String>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the settings file {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| {
