@@ -296,7 +296,7 @@ impl AgentHost for CliAgent {
         (self.name.clone(), self.description.clone())
     }
 
-    fn ask(&self, request: AskRequest, caller: Caller) -> AskFuture {
+    fn ask(&self, request: AskRequest, caller: Arc<Caller>) -> AskFuture {
         let strategy = self.strategy.clone();
         let options = self.options.clone();
         let deps = self.deps.clone().with_cancel(caller.cancel_token());

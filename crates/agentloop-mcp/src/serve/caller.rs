@@ -1,6 +1,7 @@
 //! The client of one ask call, as the host sees it: where progress goes,
 //! who decides pending calls, and the token its cancellation trips.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{CancellationToken, Decision, Decisions, LoopEvent, PendingCall};
@@ -20,6 +21,9 @@ pub struct Caller {
     progress_token: Option<ProgressToken>,
     progress: AtomicU64,
     cancel: CancellationToken,
+    /// Why calls were refused for want of a person, told to the client
+    /// with the answer.
+    refusals: Mutex<Vec<String>>,
 }
 
 impl Caller {
@@ -35,6 +39,7 @@ impl Caller {
             progress_token,
             progress: AtomicU64::new(0),
             cancel,
+            refusals: Mutex::new(Vec::new()),
         }
     }
 
@@ -47,6 +52,7 @@ impl Caller {
             progress_token: None,
             progress: AtomicU64::new(0),
             cancel,
+            refusals: Mutex::new(Vec::new()),
         }
     }
 
@@ -94,11 +100,24 @@ impl Caller {
                         reason: "the run was cancelled while waiting for a person".to_owned(),
                     },
                 },
-                _ => refusal(item),
+                _ => {
+                    let decision = refusal(item);
+                    if let (Decision::Reject { reason }, Ok(mut refusals)) =
+                        (&decision, self.refusals.lock())
+                    {
+                        refusals.push(format!("{} was not run: {reason}", item.call.name));
+                    }
+                    decision
+                }
             };
             decisions.insert(item.call.id.clone(), decision);
         }
         decisions
+    }
+
+    /// What was refused for want of a person, in order.
+    pub(crate) fn refusals(&self) -> Vec<String> {
+        self.refusals.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
     async fn ask(&self, peer: &Peer<RoleServer>, pending: &PendingCall) -> Decision {

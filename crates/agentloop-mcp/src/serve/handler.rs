@@ -51,7 +51,8 @@ impl AgentServer {
                 "chat_id": {"type": "string"},
                 "status": {"type": "string"},
                 "answer": {"type": "string"},
-                "output": {}
+                "output": {},
+                "refused": {"type": "array", "items": {"type": "string"}}
             },
             "required": ["chat_id", "status"]
         });
@@ -94,7 +95,7 @@ fn parse(arguments: Option<&Map<String, Value>>) -> Result<AskRequest, String> {
     Ok(AskRequest { prompt, chat_id })
 }
 
-fn result(outcome: AskOutcome) -> CallToolResult {
+fn result(outcome: AskOutcome, refusals: Vec<String>) -> CallToolResult {
     let text = outcome
         .answer
         .clone()
@@ -109,10 +110,15 @@ fn result(outcome: AskOutcome) -> CallToolResult {
     if let Some(output) = outcome.output {
         structured["output"] = output;
     }
+    let mut content = vec![ContentBlock::text(text)];
+    if !refusals.is_empty() {
+        content.push(ContentBlock::text(refusals.join("\n")));
+        structured["refused"] = json!(refusals);
+    }
     let mut result = if outcome.is_error {
-        CallToolResult::error(vec![ContentBlock::text(text)])
+        CallToolResult::error(content)
     } else {
-        CallToolResult::success(vec![ContentBlock::text(text)])
+        CallToolResult::success(content)
     };
     result.structured_content = Some(structured);
     result
@@ -165,7 +171,8 @@ impl ServerHandler for AgentServer {
             context.meta.get_progress_token(),
             cancel.clone(),
         );
-        let run = self.host.ask(ask, caller);
+        let caller = Arc::new(caller);
+        let run = self.host.ask(ask, caller.clone());
         tokio::pin!(run);
         let outcome = tokio::select! {
             outcome = &mut run => outcome,
@@ -177,7 +184,7 @@ impl ServerHandler for AgentServer {
             }
         };
         Ok(match outcome {
-            Ok(outcome) => result(outcome),
+            Ok(outcome) => result(outcome, caller.refusals()),
             Err(error) => failure(error.message),
         }
         .into())

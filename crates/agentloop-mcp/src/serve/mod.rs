@@ -8,7 +8,8 @@
 //! progress notification when the client asked for progress; when the run
 //! waits for a person, [`Caller::decide`] asks the client through MCP
 //! elicitation, or rejects the calls with a clear reason when the client
-//! cannot elicit. A client's `notifications/cancelled` cancels the
+//! cannot elicit (the result then names them, in a second text block and
+//! `refused`). A client's `notifications/cancelled` cancels the
 //! caller's [`CancellationToken`], which the host gives to the run.
 
 mod caller;
@@ -19,6 +20,7 @@ mod transport;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -84,7 +86,7 @@ pub trait AgentHost: Send + Sync + 'static {
     /// `caller.event`, settles pending calls with `caller.decide`, and
     /// gives `caller.cancel_token()` to the run so a cancelled request
     /// stops it.
-    fn ask(&self, request: AskRequest, caller: Caller) -> AskFuture;
+    fn ask(&self, request: AskRequest, caller: Arc<Caller>) -> AskFuture;
 }
 
 /// What can go wrong serving.

@@ -16,7 +16,7 @@ use agentloop_types::{
 pub fn progress_message(event: &LoopEvent) -> Option<String> {
     let message = match &event.kind {
         EventKind::StreamingStart(StreamingStartEvent { iteration }) => {
-            format!("model turn {}", iteration + 1)
+            format!("model turn {iteration}")
         }
         EventKind::ToolStart(ToolStartEvent { name, .. }) => format!("tool {name} started"),
         EventKind::ToolEnd(ToolEndEvent { name, is_error, .. }) => {
