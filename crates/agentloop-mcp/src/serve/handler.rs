@@ -14,7 +14,7 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::{Map, Value, json};
 
 use super::caller::Caller;
-use super::{AgentHost, AskOutcome, AskRequest};
+use super::host::{AgentHost, AskOutcome, AskRequest};
 
 /// The name of the tool that asks the agent.
 pub const ASK_TOOL: &str = "ask";

@@ -9,102 +9,20 @@
 //! waits for a person, [`Caller::decide`] asks the client through MCP
 //! elicitation, or rejects the calls with a clear reason when the client
 //! cannot elicit (the result then names them, in a second text block and
-//! `refused`). A client's `notifications/cancelled` cancels the
-//! caller's [`CancellationToken`], which the host gives to the run.
+//! `refused`). A client's `notifications/cancelled` cancels the caller's
+//! [`CancellationToken`](agentloop_types::CancellationToken), which the
+//! host gives to the run.
 
 mod caller;
 mod elicit;
 mod handler;
+mod host;
 mod progress;
 mod transport;
-
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-
-use serde_json::Value;
 
 pub use caller::Caller;
 pub use elicit::{decision_from_reply, elicitation_for};
 pub use handler::{ASK_TOOL, AgentServer};
+pub use host::{AgentHost, AskError, AskFuture, AskOutcome, AskRequest, ServeError};
 pub use progress::progress_message;
 pub use transport::{HttpOptions, serve_http, serve_stdio};
-
-/// One call of the ask tool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AskRequest {
-    /// The user's message.
-    pub prompt: String,
-    /// The conversation to continue; `None` starts a new one.
-    pub chat_id: Option<String>,
-}
-
-/// How a call of the ask tool ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AskOutcome {
-    /// The conversation the turn belongs to: pass it again to go on.
-    pub chat_id: String,
-    /// The run's status, as its `Finished` event names it (`complete`,
-    /// `error`, `cancelled`, ...).
-    pub status: String,
-    /// The answer: the last assistant text, else the returned value.
-    pub answer: Option<String>,
-    /// The validated structured output or the return tool's value.
-    pub output: Option<Value>,
-    /// Whether the run failed (error, limits): the tool result says
-    /// `isError`.
-    pub is_error: bool,
-}
-
-/// What a host refuses an ask with: shown to the client as the tool's
-/// error result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct AskError {
-    /// What went wrong, for the client.
-    pub message: String,
-}
-
-impl AskError {
-    /// An error with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
-    }
-}
-
-/// The future an [`AgentHost`] answers with.
-pub type AskFuture = Pin<Box<dyn Future<Output = Result<AskOutcome, AskError>> + Send>>;
-
-/// Runs the agent for the MCP server: one turn of a conversation per call.
-pub trait AgentHost: Send + Sync + 'static {
-    /// The server's name and a one-line description, shown to clients.
-    fn describe(&self) -> (String, String);
-
-    /// Runs `request` to its end. The host passes each event to
-    /// `caller.event`, settles pending calls with `caller.decide`, and
-    /// gives `caller.cancel_token()` to the run so a cancelled request
-    /// stops it.
-    fn ask(&self, request: AskRequest, caller: Arc<Caller>) -> AskFuture;
-}
-
-/// What can go wrong serving.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// The transport failed (stdin closed early, a bind error, ...).
-    #[error("MCP server: {message}")]
-    Transport {
-        /// What failed.
-        message: String,
-    },
-    /// The address could not be bound or served.
-    #[error("MCP server on {address}: {source}")]
-    Io {
-        /// The address.
-        address: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}

@@ -15,7 +15,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use super::handler::AgentServer;
-use super::{AgentHost, ServeError};
+use super::host::{AgentHost, ServeError};
 
 /// Serves `host` over this process's stdin and stdout until the client
 /// closes stdin.
