@@ -84,6 +84,7 @@ pub mod tool;
 pub mod unread_body;
 pub mod users;
 pub mod waiting;
+pub mod webhooks;
 
 /// The HTTP layer under its former name.
 pub use http as routes;

@@ -17,6 +17,7 @@ pub mod projects;
 pub mod session;
 pub mod tasks;
 pub mod web;
+pub mod webhooks;
 pub mod ws;
 
 use std::time::Duration;
@@ -67,6 +68,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/agent-runs/{runId}/pending"),
     ("post", "/api/agent-runs/{runId}/decisions"),
     ("get", "/api/ws"),
+    ("get", "/api/projects/{projectId}/webhooks"),
+    ("put", "/api/projects/{projectId}/webhooks"),
+    ("delete", "/api/projects/{projectId}/webhooks"),
+    ("get", "/api/projects/{projectId}/webhooks/deliveries"),
 ];
 
 /// The server's router.
@@ -88,6 +93,7 @@ pub fn router(state: AppState) -> Router {
         .merge(projects::router())
         .merge(tasks::router())
         .merge(agent_runs::router())
+        .merge(webhooks::router())
         .layer(middleware::from_fn_with_state(timeout, time_limit));
     // Streams live as long as their client: no time limit.
     let streaming = events::router().merge(ws::router());
