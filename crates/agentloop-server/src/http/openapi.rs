@@ -436,7 +436,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
         Operation {
             body: Some(closed(
                 json!({
-                    "urls": {"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 2048}, "description": "Absolute http(s) URLs. Deliveries reach only public addresses unless the operator allows private ones (`agentloop serve --webhooks-allow-private`)."},
+                    "urls": {"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 2048, "pattern": "^https?://[A-Za-z0-9._~-]+(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?([/?#].*)?$"}, "description": "Absolute http(s) URLs with a host name or IPv4 address (or a bracketed IPv6 address) and no user info. Deliveries reach only public addresses unless the operator allows private ones (`agentloop serve --webhooks-allow-private`)."},
                     "events": {"type": ["array", "null"], "items": {"enum": crate::webhooks::EVENTS}, "description": "The events to hear (all when left out)"},
                     "rotate_secret": {"type": ["boolean", "null"], "description": "Make a new signing secret (the first registration always makes one)"}
                 }),

@@ -46,7 +46,7 @@ pub fn check(urls: &[String], events: Option<&[String]>) -> Result<Vec<String>, 
         return Err(format!("at most {MAX_URLS} urls"));
     }
     for url in urls {
-        if url.len() > MAX_URL_LEN {
+        if url.chars().count() > MAX_URL_LEN {
             return Err(format!("a url is longer than {MAX_URL_LEN} characters"));
         }
         target::parse(url).map_err(|e| e.to_string())?;

@@ -60,6 +60,9 @@ pub fn parse(url: &str) -> Result<Target, TargetError> {
     }
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
         let (host, after) = v6.split_once(']').ok_or_else(bad)?;
+        if host.parse::<Ipv6Addr>().is_err() {
+            return Err(bad());
+        }
         let port = match after.strip_prefix(':') {
             Some(p) => Some(p),
             None if after.is_empty() => None,
