@@ -48,7 +48,7 @@ pub struct AppState {
     /// Renews the leases of the runs executing here, all at once.
     pub heartbeat: Arc<Heartbeat>,
     /// The webhook deliveries made here.
-    pub webhooks: Arc<crate::webhooks::log::Deliveries>,
+    pub webhooks: Arc<crate::webhook_log::Deliveries>,
 }
 
 impl AppState {

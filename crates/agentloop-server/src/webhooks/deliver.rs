@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::log::{Attempt, Deliveries, Delivery, DeliveryState};
 use super::sign::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature};
 use super::target::{self, TargetError};
 use crate::config::WebhookSettings;
 use crate::ids::{new_id, rfc3339};
+use crate::webhook_log::{Attempt, Deliveries, Delivery, DeliveryState};
 
 /// What to deliver where.
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
-//! The delivery log: the last deliveries of each project on this
-//! instance, each with its attempts, for the API to show.
+//! The webhook delivery log (see [`crate::webhooks`]): the last
+//! deliveries of each project on this instance, each with its attempts,
+//! for the API to show.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
