@@ -148,13 +148,17 @@ struct Setup {
 }
 
 fn setup(extra: &[&str]) -> Setup {
+    setup_with(
+        extra,
+        json!([{ "steps": [{ "type": "text", "chunks": ["Planned."] }] }]),
+    )
+}
+
+fn setup_with(extra: &[&str], turns: Value) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.sqlite").display().to_string();
     let script = dir.path().join("script.json");
-    write_script(
-        &script,
-        json!([{ "steps": [{ "type": "text", "chunks": ["Planned."] }] }]),
-    );
+    write_script(&script, turns);
     let token = create_user(&db, "ada");
     let server = serve_with(&db, &script, "webhooks", extra);
     let task = task(&server.address, &token, &dir.path().join("repo"));
@@ -176,12 +180,16 @@ fn setup(extra: &[&str]) -> Setup {
 }
 
 fn register(setup: &Setup, url: &str) -> Value {
+    register_for(setup, url, &["run.ended"])
+}
+
+fn register_for(setup: &Setup, url: &str, events: &[&str]) -> Value {
     let (status, body) = http(
         &setup.server.address,
         &setup.token,
         "PUT",
         &format!("/api/projects/{}/webhooks", setup.project),
-        Some(json!({ "urls": [url], "events": ["run.ended"] })),
+        Some(json!({ "urls": [url], "events": events })),
     );
     assert_eq!(status, 200, "{body}");
     body
@@ -315,4 +323,58 @@ fn registrations_are_checked_and_kept_to_their_owner() {
     assert_eq!(status, 204);
     let (_, shown) = http(address, &setup.token, "GET", &path, None);
     assert_eq!(shown["secret"], Value::Null);
+}
+
+#[test]
+fn a_run_waiting_for_a_person_and_a_completed_chain_are_heard() {
+    let setup = setup_with(
+        &["--webhooks-allow-private"],
+        json!([
+            // Implementation asks a question and waits.
+            { "steps": [{ "type": "tool_call", "id": "q1", "name": "ask_user",
+                          "fragments": ["{\"question\": \"Which name?\"}"] }] },
+            { "steps": [{ "type": "text", "chunks": ["Built."] }] },
+            // Review completes the workflow: the chain ends.
+            { "steps": [{ "type": "tool_call", "id": "c1", "name": "complete_workflow", "fragments": ["{}"] }] },
+            { "steps": [{ "type": "text", "chunks": ["Approved."] }] }
+        ]),
+    );
+    let (url, heard) = receiver(vec![Answer::Succeed]);
+    register_for(&setup, &url, &["run.waiting", "chain.completed"]);
+    let address = &setup.server.address;
+    let run = start_run(address, &setup.token, &setup.task, "implementation");
+    until_status(address, &setup.token, &run, "waiting");
+    let waiting = heard.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(waiting.header("x-agentloop-event"), "run.waiting");
+    let body: Value = serde_json::from_str(&waiting.body).unwrap();
+    assert_eq!(body["agent_run_id"], run.as_str());
+    assert_eq!(body["status"], "waiting");
+
+    let (status, answer) = http(
+        address,
+        &setup.token,
+        "POST",
+        &format!("/api/agent-runs/{run}/decisions"),
+        Some(json!({ "decisions": [{ "call_id": "q1", "decision": "answer", "text": "x" }] })),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let done = heard.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(done.header("x-agentloop-event"), "chain.completed");
+    let body: Value = serde_json::from_str(&done.body).unwrap();
+    assert_eq!(body["agent_type"], "review");
+    assert_eq!(body["status"], "completed");
+    // Nothing else was registered for: run.ended is not sent.
+    let deliveries = deliveries_when(address, &setup.token, &setup.project, |d| {
+        d.as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["state"] == "delivered")
+    });
+    let events: Vec<&str> = deliveries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["run.waiting", "chain.completed"]);
 }
