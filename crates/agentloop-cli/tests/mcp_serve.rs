@@ -326,3 +326,20 @@ fn without_elicitation_an_approval_is_refused_with_a_reason() {
     );
     assert!(!setup.files().join("notes.txt").exists());
 }
+
+#[test]
+fn a_question_is_asked_through_elicitation_and_the_run_goes_on() {
+    let Some(python) = python() else { return };
+    let setup = Setup::new(json!([
+        {"steps": [
+            {"type": "tool_call", "id": "q1", "name": "ask_user", "fragments": ["{\"question\": \"Which colour?\"}"]}
+        ]},
+        {"steps": [{"type": "text", "chunks": ["Blue it is."]}]}
+    ]));
+    let seen = setup.stdio(&python, "answer", &["--tools", "ask_user"]);
+    let forms = seen["forms"].as_array().unwrap();
+    assert_eq!(forms.len(), 1, "{seen}");
+    assert_eq!(forms[0]["message"], "The agent asks: Which colour?");
+    assert_eq!(forms[0]["schema"]["required"], json!(["answer"]));
+    assert_eq!(seen["result"]["text"], "Blue it is.");
+}

@@ -7,6 +7,7 @@ Usage: client.py TRANSPORT TARGET SCENARIO
   SCENARIO   ask       list the tools, ask, go on with the chat
              cancel    ask, cancel at the first progress, ask again
              approve   ask with elicitation: approve every form
+             answer    ask with elicitation: answer every form "blue"
              no-elicit ask with no elicitation capability
 
 Prints one JSON object of what it saw on stdout.
@@ -91,6 +92,11 @@ async def approve_every_form(context, params):
     return types.ElicitResult(action="accept", content={"approve": True})
 
 
+async def answer_every_form(context, params):
+    FORMS.append({"message": params.message, "schema": params.requestedSchema})
+    return types.ElicitResult(action="accept", content={"answer": "blue"})
+
+
 async def approve(session, seen):
     result = await session.call_tool("ask", {"prompt": "Write the file."})
     seen["forms"] = FORMS
@@ -102,14 +108,21 @@ async def no_elicit(session, seen):
     seen["result"] = tool_result(result)
 
 
-SCENARIOS = {"ask": ask, "cancel": cancel, "approve": approve, "no-elicit": no_elicit}
+SCENARIOS = {
+    "ask": ask,
+    "cancel": cancel,
+    "approve": approve,
+    "answer": approve,
+    "no-elicit": no_elicit,
+}
+ELICIT = {"approve": approve_every_form, "answer": answer_every_form}
 
 
 async def main():
     transport, target, scenario = sys.argv[1:4]
     seen = {}
     # A callback makes the SDK declare the elicitation capability.
-    elicit = approve_every_form if scenario == "approve" else None
+    elicit = ELICIT.get(scenario)
 
     async def run(read, write):
         async with ClientSession(read, write, elicitation_callback=elicit) as session:
