@@ -88,7 +88,7 @@ mod tests {
             Some("tool fs_read started")
         );
         let turn = event(EventKind::StreamingStart(StreamingStartEvent {
-            iteration: 0,
+            iteration: 1,
         }));
         assert_eq!(progress_message(&turn).as_deref(), Some("model turn 1"));
     }
