@@ -108,7 +108,32 @@ async def no_elicit(session, seen):
     seen["result"] = tool_result(result)
 
 
+async def projects(session, seen):
+    listed = await session.list_tools()
+    seen["tools"] = sorted(t.name for t in listed.tools)
+    found = await session.call_tool("list_projects", {})
+    seen["projects"] = tool_result(found)
+    project_id = os.environ.get("MCP_PROJECT")
+    if project_id:
+        task = await session.call_tool("create_task", {"project_id": project_id, "title": "From MCP"})
+        seen["task"] = tool_result(task)
+        if not task.isError:
+            run = await session.call_tool(
+                "start_agent_run",
+                {"task_id": task.structuredContent["id"], "agent_type": "planification"},
+            )
+            seen["run"] = tool_result(run)
+            with anyio.fail_after(60):
+                while True:
+                    got = await session.call_tool("get_agent_run", {"run_id": run.structuredContent["id"]})
+                    if got.structuredContent["status"] not in ("running",):
+                        break
+                    await anyio.sleep(0.05)
+            seen["finished"] = tool_result(got)
+
+
 SCENARIOS = {
+    "projects": projects,
     "ask": ask,
     "cancel": cancel,
     "approve": approve,

@@ -12,6 +12,7 @@ pub mod agent_runs;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod mcp;
 pub mod openapi;
 pub mod projects;
 pub mod session;
@@ -96,7 +97,9 @@ pub fn router(state: AppState) -> Router {
         .merge(webhooks::router())
         .layer(middleware::from_fn_with_state(timeout, time_limit));
     // Streams live as long as their client: no time limit.
-    let streaming = events::router().merge(ws::router());
+    let streaming = events::router()
+        .merge(ws::router())
+        .merge(mcp::router(state.clone()));
     plain
         .merge(streaming)
         .merge(web::routes())

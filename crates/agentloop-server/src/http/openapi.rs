@@ -785,7 +785,7 @@ pub fn document(offers: Offers) -> Value {
         "info": {
             "title": "agentloop server",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Projects, tasks and chained agent runs (implementation ⇄ review until the workflow is complete). Every error answer is JSON `{\"error\": ...}`. The WebSocket route `/api/ws` is described under `x-websockets`."
+            "description": "Projects, tasks and chained agent runs (implementation ⇄ review until the workflow is complete). Every error answer is JSON `{\"error\": ...}`. The WebSocket route `/api/ws` is described under `x-websockets`, the MCP endpoint `/mcp` under `x-mcp`."
         },
         "components": {
             "securitySchemes": {
@@ -797,7 +797,13 @@ pub fn document(offers: Offers) -> Value {
         },
         "security": [{ "bearer": [] }, { "sessionCookie": [] }],
         "paths": paths,
-        "x-websockets": websockets
+        "x-websockets": websockets,
+        "x-mcp": {
+            "path": "/mcp",
+            "transport": "MCP streamable HTTP",
+            "description": "The caller's projects as MCP tools, behind the same authentication as the API (a bearer token, or the session cookie with its CSRF header); each tool answers as its route does, for the caller's own projects, tasks and runs only.",
+            "tools": ["list_projects", "list_tasks", "create_task", "start_agent_run", "get_agent_run"]
+        }
     })
 }
 
