@@ -12,6 +12,7 @@ use agentloop_types::{
 
 use crate::cancel::or_cancelled;
 use crate::clock::{Clock, SystemClock};
+use crate::handoff::Handoffs;
 use crate::machine::{Input, Machine, OfferedTool, Step, StepError, StrategyMachine, ToolOutcome};
 use crate::model_turn::{ModelTurn, summary_request, summary_turn};
 use crate::run_stream::{Emitter, RunStream};
@@ -42,6 +43,9 @@ pub struct RunDeps {
     /// Input guardrails, run beside the run's first model call (see
     /// [`agentloop_types::guardrail`]).
     pub guardrails: Vec<Arc<dyn Guardrail>>,
+    /// The agents the run hands the conversation between (see
+    /// [`agentloop_types::handoff`]); none by default.
+    pub handoffs: Option<Arc<Handoffs>>,
 }
 
 impl RunDeps {
@@ -57,7 +61,16 @@ impl RunDeps {
             clock: Arc::new(SystemClock),
             hooks: Hooks::default(),
             guardrails: Vec::new(),
+            handoffs: None,
         }
+    }
+
+    /// Lets the run's agent hand the conversation to the agents of
+    /// `handoffs` (the run's provider, options and tools are its root
+    /// agent's).
+    pub fn with_handoffs(mut self, handoffs: Handoffs) -> Self {
+        self.handoffs = Some(Arc::new(handoffs));
+        self
     }
 
     /// Adds an input guardrail.
@@ -315,7 +328,8 @@ fn drive_machine(
         .with_api(deps.provider.api())
         .with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())))
         .with_hooks(deps.hooks.points(), deps.hooks.max_continues)
-        .with_input_guardrails(!deps.guardrails.is_empty());
+        .with_input_guardrails(!deps.guardrails.is_empty())
+        .with_handoffs(deps.handoffs.as_deref().and_then(|h| h.plan().ok()));
     // Child runs (a minion's, a skill's) are started inside their tool
     // call's span, so this span nests under it.
     let span = tracing::info_span!(
@@ -376,6 +390,12 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
             input = cancelled();
             continue;
         }
+        // The agent the step is for, in a run that hands off.
+        let speaker = machine.speaker();
+        let agent = speaker
+            .as_deref()
+            .zip(deps.handoffs.as_deref())
+            .and_then(|(name, handoffs)| handoffs.agent(name));
         input = match output.next {
             Step::Done => return,
             Step::CallModel {
@@ -397,8 +417,18 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 // What the input guardrails check: the same shared history.
                 let guarded = messages.clone();
                 let turn = {
+                    let mut request_options = options.request.clone();
+                    if let Some(agent) = agent {
+                        request_options.system_prompt = agent.instructions.clone();
+                        if let Some(model) = &agent.model {
+                            request_options.model = model.clone();
+                        }
+                    }
+                    let provider = agent
+                        .and_then(|a| a.provider.as_deref())
+                        .unwrap_or(deps.provider.as_ref());
                     let request = ModelRequest {
-                        options: options.request.clone(),
+                        options: request_options,
                         response_format,
                         messages,
                         tools,
@@ -412,7 +442,7 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                     }
                     // In the turn's span: a provider's own spans nest
                     // under it.
-                    span.in_scope(|| ModelTurn::start(deps.provider.as_ref(), request, iteration))
+                    span.in_scope(|| ModelTurn::start(provider, request, iteration, speaker))
                 };
                 let input = if guard_input && !deps.guardrails.is_empty() {
                     guarded_turn(turn, guarded, deps, &mut emitter)
@@ -434,7 +464,7 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
             }
             Step::RunTools { calls } => {
                 let run = ToolRun {
-                    tools: &deps.tools,
+                    tools: agent.map_or(&deps.tools, |a| &a.tools),
                     options,
                     run_id: &run_id,
                     cancel: &deps.cancel,
