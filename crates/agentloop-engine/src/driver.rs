@@ -278,7 +278,21 @@ pub fn settle<T: Into<OfferedTool>>(
     state: RunState,
     tools: impl IntoIterator<Item = T>,
 ) -> Settled {
-    let mut machine = Machine::new(state, options).with_tools(tools);
+    settle_handing_off(options, state, tools, None)
+}
+
+/// [`settle`] for a run whose agents hand off to each other as `handoffs`
+/// says (the tools given are its root agent's): a run stored while
+/// another agent spoke goes on with that agent.
+pub fn settle_handing_off<T: Into<OfferedTool>>(
+    options: LoopOptions,
+    state: RunState,
+    tools: impl IntoIterator<Item = T>,
+    handoffs: Option<&Handoffs>,
+) -> Settled {
+    let mut machine = Machine::new(state, options)
+        .with_tools(tools)
+        .with_handoffs(handoffs.and_then(|h| h.plan().ok()));
     let mut events = Vec::new();
     let mut input = Input::Start;
     let refused = loop {

@@ -61,7 +61,9 @@ mod tool_call;
 mod tool_exec;
 
 pub use clock::{Clock, SystemClock};
-pub use driver::{RunDeps, Settled, cancel_waiting, decide, resume, run, settle};
+pub use driver::{
+    RunDeps, Settled, cancel_waiting, decide, resume, run, settle, settle_handing_off,
+};
 pub use handoff::{AgentProfile, Handoffs};
 pub use machine::{
     Awaiting, Input, Machine, OfferedTool, Output, Step, StepError, ToolCall, ToolOutcome,
