@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_types::{
     AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, Guardrail, Hook,
-    Hooks, LoopOptions, Message, ModelProvider, ModelRequest, Retriever, RunState, Tool,
+    Hooks, LoopOptions, Message, ModelProvider, ModelRequest, OutputGuardrail, Retriever, RunState,
+    Tool, ToolGuardrail, output_guardrail_hook, tool_guardrail_hook,
 };
 
 use crate::cancel::or_cancelled;
@@ -76,6 +77,20 @@ impl RunDeps {
     /// Adds an input guardrail.
     pub fn with_guardrail(mut self, guardrail: Arc<dyn Guardrail>) -> Self {
         self.guardrails.push(guardrail);
+        self
+    }
+
+    /// Adds an output guardrail: asked about the final answer (and its
+    /// structured output) before the run completes, as a `run_end` hook.
+    pub fn with_output_guardrail(mut self, guardrail: Arc<dyn OutputGuardrail>) -> Self {
+        self.hooks.push(output_guardrail_hook(guardrail));
+        self
+    }
+
+    /// Adds a tool guardrail: asked about each call before it runs and
+    /// its result after, as `before_tool_call` and `after_tool_call` hooks.
+    pub fn with_tool_guardrail(mut self, guardrail: Arc<dyn ToolGuardrail>) -> Self {
+        self.hooks.push(tool_guardrail_hook(guardrail));
         self
     }
 

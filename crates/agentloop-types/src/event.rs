@@ -397,6 +397,9 @@ pub struct HookEvent {
     /// its configured default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The hook is a guardrail (an output or tool guardrail).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guardrail: bool,
 }
 
 /// The agent speaking handed the conversation to another: the next model

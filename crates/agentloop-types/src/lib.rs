@@ -71,7 +71,10 @@ pub use event::{
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-pub use guardrail::{Guardrail, GuardrailVerdict, first_trip};
+pub use guardrail::{
+    Guardrail, GuardrailVerdict, OutputGuardrail, ToolGuardrail, first_trip, output_guardrail_hook,
+    tool_guardrail_hook,
+};
 pub use handoff::{
     HANDOFF_TOOL_PREFIX, HandoffError, HandoffHistory, HandoffTarget, MAX_HANDOFFS,
     check_agent_name, handoff_tool_name,

@@ -148,8 +148,13 @@ fn render_kind(kind: &EventKind) -> String {
             decision,
             ignored,
             error,
+            guardrail,
         }) => {
-            let mut out = format!("{hook} {}", point.name());
+            let mut out = if *guardrail {
+                format!("guardrail {hook} {}", point.name())
+            } else {
+                format!("{hook} {}", point.name())
+            };
             if let Some(id) = tool_use_id {
                 out.push_str(&format!(" {id}"));
             }

@@ -9,7 +9,8 @@ use agentloop_engine::{AgentProfile, Handoffs, RunDeps, RunStream, collect, deci
 use agentloop_types::{
     ApprovalPolicy, CancellationToken, DecisionError, Decisions, Guardrail, HandoffError,
     HandoffHistory, Hook, Hooks, LoopEvent, LoopOptions, LoopResult, LoopStatus, Message,
-    ModelProvider, Tool,
+    ModelProvider, OutputGuardrail, Tool, ToolGuardrail, output_guardrail_hook,
+    tool_guardrail_hook,
 };
 use futures::Stream;
 
@@ -398,6 +399,23 @@ impl AgentBuilder {
     /// (`blocked`, naming it). See [`agentloop_types::guardrail`].
     pub fn guardrail(mut self, guardrail: Arc<dyn Guardrail>) -> Self {
         self.guardrails.push(guardrail);
+        self
+    }
+
+    /// Adds an output guardrail: asked about the final answer (and its
+    /// validated structured output) before a run completes; one that trips
+    /// ends the run `error` (`blocked`, `by: "guardrail"`, naming it). See
+    /// [`agentloop_types::guardrail`].
+    pub fn output_guardrail(mut self, guardrail: Arc<dyn OutputGuardrail>) -> Self {
+        self.hooks.push(output_guardrail_hook(guardrail));
+        self
+    }
+
+    /// Adds a tool guardrail: asked about each call before it runs (a trip
+    /// answers the call with the reason, unrun) and about its result after
+    /// (a trip withholds it). See [`agentloop_types::guardrail`].
+    pub fn tool_guardrail(mut self, guardrail: Arc<dyn ToolGuardrail>) -> Self {
+        self.hooks.push(tool_guardrail_hook(guardrail));
         self
     }
 
