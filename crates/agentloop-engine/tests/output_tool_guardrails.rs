@@ -209,8 +209,10 @@ async fn structured_output_is_checked_as_text_and_through_final_output() {
     let native = |text: &str| {
         ScriptedProvider::speaking(ApiKind::OpenaiChat, [ScriptedTurn::new().text(text)])
     };
-    let mut options = LoopOptions::default();
-    options.output_schema = Some(city_schema());
+    let options = LoopOptions {
+        output_schema: Some(city_schema()),
+        ..Default::default()
+    };
     let forbid_paris = || -> Arc<dyn OutputGuardrail> {
         Arc::new(Forbid {
             name: "no-paris",
