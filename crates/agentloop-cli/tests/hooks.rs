@@ -221,6 +221,40 @@ on_error = "block"
 }
 
 #[test]
+fn a_hook_that_times_out_is_stopped_with_every_process_it_started() {
+    let home = tempfile::tempdir().unwrap();
+    let pid_file = home.path().join("sleeper.pid");
+    let config = format!(
+        r#"
+[[hooks]]
+event = "before_tool_call"
+name = "spawner"
+command = "sleep 60 & echo $! > '{}'; wait"
+timeout_ms = 500
+"#,
+        pid_file.display()
+    );
+    let output = run_with(home.path(), &config);
+    assert_eq!(hook_events(&output)[0]["error"], "no answer within 500 ms");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let proc_dir = std::path::Path::new("/proc").join(pid.trim());
+    // Killed with the hook's group: gone (or a zombie awaiting its reaper).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let state = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
+        let gone = state.is_empty() || state.split_whitespace().nth(2) == Some("Z");
+        if gone {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the hook's background process still runs: {state}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
 fn a_hook_that_crashes_is_reported_and_passes_by_default() {
     let home = tempfile::tempdir().unwrap();
     let config = r#"
