@@ -7,8 +7,8 @@ use agentloop_engine::{CheckpointedRun, Handoffs, LoopStrategy, RunDeps, RunStre
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{StorageError, Store, StoreAttachmentLoader};
 use agentloop_types::{
-    CancellationToken, DecisionError, Decisions, LoopOptions, Message, ModelProvider, PendingCall,
-    Role, RunState, Tool,
+    CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message, ModelProvider,
+    PendingCall, Role, RunState, Tool,
 };
 
 use crate::chat_run::ChatRun;
@@ -35,6 +35,8 @@ pub struct ChatRuntime {
     cancel: CancellationToken,
     /// The agents runs hand off between, when they do.
     pub(crate) handoffs: Option<Arc<Handoffs>>,
+    /// Lifecycle hooks every run asks.
+    hooks: Hooks,
 }
 
 impl ChatRuntime {
@@ -50,7 +52,16 @@ impl ChatRuntime {
             lease_ms: DEFAULT_LEASE_MS,
             cancel: CancellationToken::new(),
             handoffs: None,
+            hooks: Hooks::default(),
         }
+    }
+
+    /// Lifecycle hooks every run asks (see [`agentloop_types::hook`]);
+    /// their decisions are stored with each run's state and events, so a
+    /// resumed run never asks again for one it has.
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     /// Lets runs hand the conversation between the agents of `handoffs`
@@ -475,6 +486,7 @@ impl ChatRuntime {
         RunDeps {
             attachments: Some(Arc::new(StoreAttachmentLoader(Arc::clone(&self.store)))),
             handoffs: self.handoffs.clone(),
+            hooks: self.hooks.clone(),
             ..deps
         }
     }
