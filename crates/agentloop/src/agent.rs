@@ -14,7 +14,7 @@ use agentloop_types::{
 };
 use futures::Stream;
 
-use crate::handoffs::{Target, Team};
+use crate::handoffs::{Member, Target, Team};
 use crate::into::{IntoProvider, IntoTool};
 use crate::text::TextDeltas;
 
@@ -274,7 +274,11 @@ impl AgentBuilder {
     /// # });
     /// ```
     pub fn handoff(mut self, agent: Agent) -> Self {
-        self.team.targets.push(Target::Agent(Box::new(agent)));
+        let member = Member {
+            profile: agent.profile(),
+            team: agent.team,
+        };
+        self.team.targets.push(Target::Agent(Box::new(member)));
         self
     }
 

@@ -4,13 +4,19 @@
 use agentloop_engine::{AgentProfile, Handoffs};
 use agentloop_types::{HandoffError, HandoffHistory};
 
-use crate::agent::Agent;
+/// An agent handed to, as the set of agents needs it: what it answers
+/// with and whom it hands to in turn.
+#[derive(Clone, Debug)]
+pub(crate) struct Member {
+    pub(crate) profile: AgentProfile,
+    pub(crate) team: Team,
+}
 
 /// An agent an agent hands off to.
 #[derive(Clone, Debug)]
 pub(crate) enum Target {
     /// An agent given whole.
-    Agent(Box<Agent>),
+    Agent(Box<Member>),
     /// An agent given elsewhere in the set, by name.
     Name(String),
 }
@@ -43,7 +49,7 @@ impl Team {
         self.targets
             .iter()
             .map(|t| match t {
-                Target::Agent(agent) => agent.team.name.clone(),
+                Target::Agent(member) => member.team.name.clone(),
                 Target::Name(name) => name.clone(),
             })
             .collect()
@@ -55,20 +61,20 @@ impl Team {
     /// a name resolves only where this agent is itself handed to.
     pub(crate) fn handoffs(&self) -> Result<Option<Handoffs>, HandoffError> {
         let mut agents: Vec<AgentProfile> = Vec::new();
-        let mut queue: Vec<&Agent> = self.given();
-        while let Some(agent) = queue.pop() {
-            if agent.team.name == self.name {
+        let mut queue: Vec<&Member> = self.given();
+        while let Some(member) = queue.pop() {
+            if member.team.name == self.name {
                 // Only by name may an agent hand back to the root; a second
                 // agent of the root's name is a different one.
                 return Err(HandoffError::Duplicate {
-                    name: agent.team.name.clone(),
+                    name: member.team.name.clone(),
                 });
             }
-            if agents.iter().any(|a| a.name == agent.team.name) {
+            if agents.iter().any(|a| a.name == member.team.name) {
                 continue;
             }
-            agents.push(agent.profile());
-            queue.extend(agent.team.given());
+            agents.push(member.profile.clone());
+            queue.extend(member.team.given());
         }
         let mut names: Vec<String> = agents.iter().map(|a| a.name.clone()).collect();
         names.push(self.name.clone());
@@ -90,11 +96,11 @@ impl Team {
         }))
     }
 
-    fn given(&self) -> Vec<&Agent> {
+    fn given(&self) -> Vec<&Member> {
         self.targets
             .iter()
             .filter_map(|t| match t {
-                Target::Agent(agent) => Some(agent.as_ref()),
+                Target::Agent(member) => Some(member.as_ref()),
                 Target::Name(_) => None,
             })
             .collect()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use agentloop_types::{
     ContentBlock, HANDOFF_TOOL_PREFIX, HandoffError, HandoffHistory, HandoffTarget, Message, Role,
-    ToolDefinition, check_agent_name,
+    ToolDefinition, ToolResult, check_agent_name,
 };
 use serde::{Deserialize, Serialize};
 
@@ -222,4 +222,18 @@ pub(crate) fn filter_history(
     };
     kept.extend(after);
     kept
+}
+
+/// The answer to a handoff call: taken when it is the turn's first
+/// (`handed` then names its target), else not taken.
+pub(crate) fn handoff_answer(to: &str, handed: &mut Option<String>) -> ToolResult {
+    match handed {
+        None => {
+            *handed = Some(to.to_owned());
+            ToolResult::ok(format!("Transferred to `{to}`; it answers from now on."))
+        }
+        Some(first) => ToolResult::error(format!(
+            "Not taken: this turn already hands the conversation to `{first}`."
+        )),
+    }
 }

@@ -30,12 +30,11 @@ mod call_ids;
 mod compact;
 mod final_answer;
 mod handoff;
-use handoff::handoff_answer;
 mod hooks;
 mod waiting;
 
 pub(crate) use super::handoffs::TakenHandoff;
-use super::handoffs::{AgentTools, HandoffPlan};
+use super::handoffs::{AgentTools, HandoffPlan, handoff_answer};
 pub(crate) use super::hook_steps::{AfterHooks, HookConfig, PendingHook};
 pub(crate) use super::offer::ToolOffer;
 

@@ -6,26 +6,12 @@ use std::sync::Arc;
 
 use agentloop_types::{
     EventKind, HandoffEvent, HandoffHistory, LimitKind, LoopStatus, Message, ToolDefinition,
-    ToolResult, ToolUseBlock,
+    ToolUseBlock,
 };
 
 use super::{Env, RunCore, ToolOffer};
 use crate::machine::handoffs::{AgentTools, TakenHandoff, filter_history};
 use crate::machine::protocol::Step;
-
-/// The answer to a handoff call: taken when it is the turn's first
-/// (`handed` then names its target), else not taken.
-pub(super) fn handoff_answer(to: &str, handed: &mut Option<String>) -> ToolResult {
-    match handed {
-        None => {
-            *handed = Some(to.to_owned());
-            ToolResult::ok(format!("Transferred to `{to}`; it answers from now on."))
-        }
-        Some(first) => ToolResult::error(format!(
-            "Not taken: this turn already hands the conversation to `{first}`."
-        )),
-    }
-}
 
 impl RunCore {
     /// What the agent speaking offers.
