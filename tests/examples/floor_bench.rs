@@ -15,37 +15,19 @@ use std::time::{Duration, Instant};
 
 use agentloop_engine::{RunDeps, collect, run};
 use agentloop_providers::{HttpProvider, ProviderConfig, RetryPolicy};
-use agentloop_types::{
-    ApiKind, LoopOptions, LoopStatus, Message, RequestOptions, Tool, ToolContext, ToolResult,
-    ToolStream, single_result,
-};
+use agentloop_types::{ApiKind, LoopOptions, LoopStatus, Message, RequestOptions, Tool};
 use axum::body::Bytes;
 use axum::extract::State;
-use serde_json::{Value, json};
+use serde_json::Value;
+
+#[allow(dead_code)]
+#[path = "support/scripted.rs"]
+mod scripted;
+use scripted::{Echo, FloorBody, MAX_TOKENS, MODEL, ms, response};
 
 const SHORT: usize = 200;
 const LONG: usize = 1_010;
 const ROUNDS: usize = 21;
-const MODEL: &str = "bench";
-const MAX_TOKENS: u32 = 1024;
-
-struct Echo;
-
-impl Tool for Echo {
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn description(&self) -> &str {
-        "Echoes its text."
-    }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"text": {"type": "string"}}})
-    }
-    fn execute(self: Arc<Self>, input: Value, _: ToolContext) -> ToolStream {
-        let text = input["text"].as_str().unwrap_or_default().to_owned();
-        single_result(async move { ToolResult::ok(text) })
-    }
-}
 
 /// The mock's script: response `i` of a run of `steps` calls the tool,
 /// except the last, which answers in text.
@@ -54,39 +36,6 @@ struct Mock {
     next: AtomicUsize,
     arrivals: Mutex<Vec<Instant>>,
     bodies: Mutex<Option<Vec<Bytes>>>,
-}
-
-fn chunk(delta: Value, finish: Option<&str>) -> String {
-    let body = json!({
-        "id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    });
-    format!("data: {body}\n\n")
-}
-
-fn response(step: usize, steps: usize) -> Bytes {
-    let mut sse = chunk(json!({"role": "assistant", "content": ""}), None);
-    if step + 1 == steps {
-        sse += &chunk(json!({"content": "Finished."}), None);
-        sse += &chunk(json!({}), Some("stop"));
-    } else {
-        sse += &chunk(
-            json!({"tool_calls": [{"index": 0, "id": format!("call_{step}"), "type": "function",
-                "function": {"name": "echo", "arguments": ""}}]}),
-            None,
-        );
-        let arguments = json!({"text": format!("step {step}")}).to_string();
-        sse += &chunk(
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
-            None,
-        );
-        sse += &chunk(json!({}), Some("tool_calls"));
-    }
-    let usage = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
-        "model": MODEL, "choices": [],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}});
-    sse += &format!("data: {usage}\n\ndata: [DONE]\n\n");
-    Bytes::from(sse)
 }
 
 async fn answer(State(mock): State<Arc<Mock>>, body: Bytes) -> impl axum::response::IntoResponse {
@@ -133,43 +82,6 @@ fn thread_cpu() -> Duration {
     Duration::from_nanos(nanos)
 }
 
-/// The request body the floor sends before step `step`: the same fields,
-/// in the same order, as the loop's, grown by one call and one result per
-/// step.
-struct FloorBody {
-    head: String,
-    messages: String,
-    tail: String,
-}
-
-impl FloorBody {
-    fn new(tools: &Value) -> Self {
-        Self {
-            head: format!("{{\"model\":\"{MODEL}\",\"messages\":["),
-            messages: r#"{"role":"user","content":"go"}"#.to_owned(),
-            tail: format!(
-                "],\"max_completion_tokens\":{MAX_TOKENS},\"tools\":{tools},\"stream\":true,\"stream_options\":{{\"include_usage\":true}}}}"
-            ),
-        }
-    }
-
-    fn bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.head.len() + self.messages.len() + self.tail.len());
-        out.extend_from_slice(self.head.as_bytes());
-        out.extend_from_slice(self.messages.as_bytes());
-        out.extend_from_slice(self.tail.as_bytes());
-        out
-    }
-
-    fn push_step(&mut self, step: usize) {
-        use std::fmt::Write as _;
-        let _ = write!(
-            self.messages,
-            r#",{{"role":"assistant","content":null,"tool_calls":[{{"id":"call_{step}","type":"function","function":{{"name":"echo","arguments":"{{\"text\":\"step {step}\"}}"}}}}]}},{{"role":"tool","tool_call_id":"call_{step}","content":"step {step}"}}"#
-        );
-    }
-}
-
 /// One timed run: wall and CPU time.
 struct Timing {
     wall: Duration,
@@ -183,19 +95,7 @@ async fn floor_run(
     steps: usize,
 ) -> Result<Timing, Box<dyn std::error::Error>> {
     let (wall, cpu) = (Instant::now(), thread_cpu());
-    let mut body = FloorBody::new(tools);
-    for step in 0..steps {
-        let response = client
-            .post(url)
-            .bearer_auth("bench-key")
-            .header("content-type", "application/json")
-            .body(body.bytes())
-            .send()
-            .await?
-            .error_for_status()?;
-        response.bytes().await?;
-        body.push_step(step);
-    }
+    scripted::floor_run(client, url, tools, steps).await?;
     Ok(Timing {
         wall: wall.elapsed(),
         cpu: thread_cpu() - cpu,
@@ -238,10 +138,6 @@ fn median(mut values: Vec<Duration>) -> Duration {
     values[values.len() / 2]
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -269,8 +165,7 @@ fn provider(base: &str) -> Result<Arc<HttpProvider>, Box<dyn std::error::Error>>
 }
 
 async fn bench() -> Result<(), Box<dyn std::error::Error>> {
-    let tools = json!([{"type": "function", "function": {"name": "echo",
-        "description": "Echoes its text.", "parameters": Echo.input_schema()}}]);
+    let tools = scripted::tools();
     let short = mock(SHORT);
     let base = start_mock(short.clone())?;
     let url = format!("{base}/chat/completions");

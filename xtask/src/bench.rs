@@ -43,6 +43,10 @@ const BENCHMARKS: &[Benchmark] = &[
         example: "floor_bench",
     },
     Benchmark {
+        package: "agentloop-tests",
+        example: "concurrency_bench",
+    },
+    Benchmark {
         package: "agentloop-server",
         example: "server_bench",
     },

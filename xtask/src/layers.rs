@@ -33,6 +33,7 @@ pub const BELOW_STORAGE: &[&str] = &[
     "agentloop-providers",
     "agentloop-tools",
     "agentloop-mcp",
+    "agentloop-agui",
     "agentloop-testing",
 ];
 
@@ -41,9 +42,11 @@ const ENGINE: &str = "agentloop-engine";
 const PROVIDERS: &str = "agentloop-providers";
 const TOOLS: &str = "agentloop-tools";
 const MCP: &str = "agentloop-mcp";
+const AGUI: &str = "agentloop-agui";
 const RUNTIME: &str = "agentloop-runtime";
 const SERVER: &str = "agentloop-server";
 const CLI: &str = "agentloop-cli";
+const EVAL: &str = "agentloop-eval";
 const FACADE: &str = "agentloop";
 
 /// The design card: each layered crate and the workspace crates it may depend
@@ -55,16 +58,21 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (TOOLS, &[TYPES, ENGINE]),
     // MCP client tools sit beside the tools: they implement the tool port only.
     (MCP, &[TYPES]),
+    // AG-UI: the protocol types' events in another protocol's words.
+    (AGUI, &[TYPES]),
     (STORAGE, &[TYPES]),
     (RUNTIME, &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
     (
         SERVER,
-        &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP],
+        &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, AGUI],
     ),
+    // Evals run agents through the loop; what builds the agent (tools,
+    // providers) is the caller's, so the eval layer needs only the loop.
+    (EVAL, &[TYPES, ENGINE]),
     (
         CLI,
         &[
-            SERVER, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP,
+            SERVER, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, EVAL,
         ],
     ),
     // The front door re-exports the layers (most behind opt-in features),
@@ -72,7 +80,7 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (
         FACADE,
         &[
-            TYPES, ENGINE, PROVIDERS, TOOLS, MCP, STORAGE, RUNTIME, SERVER,
+            TYPES, ENGINE, PROVIDERS, TOOLS, MCP, STORAGE, RUNTIME, SERVER, EVAL,
         ],
     ),
 ];

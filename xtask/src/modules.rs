@@ -39,9 +39,11 @@ pub const ACYCLIC: &[&str] = &[
     "crates/agentloop-providers/src",
     "crates/agentloop-tools/src",
     "crates/agentloop-mcp/src",
+    "crates/agentloop-agui/src",
     "crates/agentloop-storage/src",
     "crates/agentloop-runtime/src",
     "crates/agentloop-server/src",
+    "crates/agentloop-eval/src",
     "crates/agentloop-cli/src",
     "crates/agentloop/src",
 ];

@@ -54,6 +54,10 @@ pub enum Command {
     /// Run one prompt through the agent loop, streaming to the terminal.
     #[command(after_help = EXIT_CODES)]
     Run(crate::run_args::RunArgs),
+    /// Run a dataset of cases against the agent and report how each did
+    /// (a table, JSON, JUnit XML; --compare names regressions).
+    #[command(after_help = crate::eval::EXIT_CODES)]
+    Eval(crate::eval::EvalArgs),
     /// Parse a raw SSE body (as an HTTP response carries it) through an
     /// adapter and print the assembled content, stop reason, usage and error
     /// as one JSON object.

@@ -6,8 +6,6 @@
 
 use std::sync::Arc;
 
-use agentloop_types::ApiKind;
-
 use crate::demo_model::DemoModel;
 use crate::out::Failure;
 use crate::providers::{self, Chosen};
@@ -50,7 +48,6 @@ pub fn provider(model: Option<&str>) -> Result<Chosen, Failure> {
     .map_err(|e| Failure::Runtime(e.to_string()))?;
     Ok(Chosen {
         provider: Arc::new(demo),
-        api: ApiKind::AnthropicMessages,
         model: model.map_or_else(|| "scripted".to_owned(), str::to_owned),
         context_window: None,
     })

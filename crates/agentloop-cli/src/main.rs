@@ -1,6 +1,7 @@
 //! `agentloop`: run an agent loop in a terminal (`run`), keep stored
 //! conversations (`chat`, a REPL on a terminal, `chats`, `export`,
 //! `import`), serve the HTTP API (`serve`, `users`, `complete-workflow`),
+//! run a dataset of cases against the agent and report (`eval`),
 //! check a recorded provider stream against the adapters (`replay-stream`),
 //! list or call tools directly (`tool`), and find one's way (`config`,
 //! `info`, `completions`, `models`). One module per command group; `main`
@@ -11,6 +12,7 @@
 //! codes are listed in [`args::EXIT_CODES`]: 0 ok, 1 runtime failure, 2
 //! usage error, then the run statuses.
 
+mod agent;
 mod approve;
 mod args;
 mod chat;
@@ -20,6 +22,7 @@ mod db;
 mod demo;
 mod demo_model;
 mod discover;
+mod eval;
 mod export;
 mod hooks;
 mod keys;
@@ -107,6 +110,23 @@ fn main() -> ExitCode {
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks)?;
             runtime.block_on(run::run(args, approvals, config.mcp()?, hooks))
+        }),
+        Command::Eval(mut args) => config::load().and_then(|config| {
+            tools::check_names(&args.tools, "--tools")?;
+            tools::check_names(&config.tools, "the configuration's tools")?;
+            args.model_flag = args.model.is_some();
+            config.fill(
+                &mut args.provider,
+                &mut args.model,
+                &mut args.base_url,
+                &mut args.tools,
+            );
+            // Each case has a folder of its own: its calls run unasked
+            // unless --approve says otherwise.
+            let approvals =
+                approve::policies(Some(args.approve.as_deref().unwrap_or("all")), &config)?;
+            let hooks = hooks::from_config(&config.hooks)?;
+            runtime.block_on(eval::eval(args, approvals, hooks))
         }),
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),

@@ -8,14 +8,13 @@ use std::sync::Arc;
 
 use agentloop_engine::scripted::ScriptedProvider;
 use agentloop_providers::{HttpProvider, ProviderConfig};
-use agentloop_types::{ApiKind, ModelProvider};
+use agentloop_types::ModelProvider;
 
 use crate::out::Failure;
 
-/// A provider ready to run, with its API and model.
+/// A provider ready to run, with its model.
 pub struct Chosen {
     pub provider: Arc<dyn ModelProvider>,
-    pub api: ApiKind,
     pub model: String,
     /// The model's context window, from the providers' model table.
     pub context_window: Option<u32>,
@@ -39,7 +38,6 @@ pub fn unconfigured(model: Option<&str>) -> Chosen {
     }
     Chosen {
         provider: Arc::new(Unconfigured),
-        api: ApiKind::AnthropicMessages,
         model: model.unwrap_or("unconfigured").to_owned(),
         context_window: None,
     }
@@ -152,7 +150,6 @@ pub async fn choose(
         return scripted(&json, path, model);
     }
     let (config, default_model) = resolve(provider, base_url, Purpose::Run)?;
-    let api = config.api;
     let model = match model {
         Some(model) => model,
         None if default_model.is_none() => {
@@ -173,7 +170,6 @@ pub async fn choose(
         .map_err(|e| Failure::Runtime(format!("cannot start the provider: {e}")))?;
     Ok(Chosen {
         provider: Arc::new(provider),
-        api,
         model,
         context_window,
     })
@@ -285,7 +281,6 @@ pub fn scripted(json: &str, origin: &str, model: Option<String>) -> Result<Chose
     }
     Ok(Chosen {
         provider,
-        api: ApiKind::AnthropicMessages,
         model: model.unwrap_or_else(|| "scripted".to_owned()),
         context_window: None,
     })

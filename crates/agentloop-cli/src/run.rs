@@ -7,25 +7,24 @@
 //! ([`crate::prompt`]). Ctrl-C cancels the run; the exit code follows its
 //! status ([`exit_code`]).
 
-use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 use std::time::Instant;
 
+use agentloop_engine::RunDeps;
 use agentloop_engine::skills::prepare;
-use agentloop_engine::{RunDeps, StrategyRegistry};
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
 use agentloop_types::{
-    ApprovalPolicies, CancellationToken, CompactionOptions, EventKind, Hooks, LoopOptions,
-    LoopStatus, Message, MessageCreatedEvent, RequestOptions, StreamingEndEvent,
-    StreamingStartEvent, ToolBlockUpdateEvent, ToolStartEvent,
+    ApprovalPolicies, CancellationToken, EventKind, Hooks, LoopStatus, Message,
+    MessageCreatedEvent, StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent,
+    ToolStartEvent,
 };
 use futures::StreamExt;
 
 use crate::out::{Failure, Outcome, Stdout, Style, sanitize};
 use crate::run_args::RunArgs;
-use crate::{approve, demo, out, output_schema, prompt, providers, render, skills, tools};
+use crate::{agent, approve, demo, out, output_schema, prompt, render, skills};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
 /// for input), 5 usage limit, 130 cancelled (Ctrl-C).
@@ -65,76 +64,14 @@ pub async fn run(
             ));
         }
     };
-    let settings = match &args.config {
-        Some(path) => read_settings(path).map_err(Failure::Usage)?,
-        None => Default::default(),
-    };
-    let strategy = StrategyRegistry::default()
-        .select(args.strategy.as_deref(), &settings)
-        .map_err(|e| Failure::usage(e.to_string()))?;
-    if demo {
-        let model = args.requested_model();
-        demo::refuse_unhonoured(
-            args.demo,
-            model
-                .as_ref()
-                .map(|(model, origin)| (model.as_str(), *origin)),
-            strategy.name(),
-            args.output_schema.is_some(),
-        )?;
-    }
-    let chosen = if demo {
-        demo::provider(args.model.as_deref())?
-    } else {
-        providers::choose(
-            args.provider.as_deref(),
-            args.model.as_deref(),
-            args.base_url.as_deref(),
-        )
-        .await?
-    };
-    let tool_names: Vec<String> = if demo && args.tools.is_empty() {
-        demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
-    } else {
-        args.tools.clone()
-    };
-    let options = LoopOptions {
-        request: RequestOptions {
-            model: chosen.model,
-            system_prompt: args.system,
-            max_tokens: args.max_tokens,
-            ..RequestOptions::default()
-        },
-        project_id: "cli".to_owned(),
-        max_iterations: args.max_iterations,
-        context_window: chosen.context_window,
-        compaction: CompactionOptions {
-            strategy: args.compaction.into(),
-            ..CompactionOptions::default()
-        },
-        output_schema: args
-            .output_schema
-            .as_deref()
-            .map(output_schema::load)
-            .transpose()
-            .map_err(Failure::Usage)?,
-        ..LoopOptions::default()
-    };
-    // Refused before anything starts: a strategy that cannot hold its
-    // answer to the schema (the engine's one rule).
-    agentloop_engine::check_output_schema(strategy.name(), &options)
-        .map_err(|error| Failure::usage(format!("--output-schema: {error}")))?;
-    let minion = tools::MinionModel {
-        provider: chosen.provider.clone(),
-        options: LoopOptions {
-            request: RequestOptions {
-                system_prompt: None,
-                ..options.request.clone()
-            },
-            ..options.clone()
-        },
-    };
-    let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    let agent = agent::build(&args, demo).await?;
+    let mut tools = agent.tools(args.root.as_deref(), agent.chosen.provider.clone())?;
+    let agent::Agent {
+        strategy,
+        chosen,
+        options,
+        ..
+    } = agent;
     // Kept until the run ends: dropping the servers stops their processes.
     let mcp = start_mcp(configured_mcp, &args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
     let mcp_tool_names: Vec<String> = mcp.tools().iter().map(|t| t.name().to_owned()).collect();
@@ -406,18 +343,6 @@ async fn start_mcp(
     McpServers::start(&config, options)
         .await
         .map_err(|e| Failure::Runtime(e.to_string()))
-}
-
-/// Reads a settings file: a JSON object of string values.
-fn read_settings(path: &std::path::Path) -> Result<HashMap<String, String>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the settings file {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "the settings file {} is not a JSON object of strings: {e}",
-            path.display()
-        )
-    })
 }
 
 /// A spinner with the elapsed seconds on stderr while waiting for the

@@ -236,7 +236,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
                     .with_options(options),
             ) as std::sync::Arc<dyn agentloop_types::Tool>
         });
-        let mut config = ServerConfig::new(chosen.provider, chosen.api, chosen.model);
+        let mut config = ServerConfig::new(chosen.provider, chosen.model);
         config.extra_tools.extend(minion);
         config.prompts = prompts(args.prompts.as_ref())?;
         config.max_iterations = args.max_iterations;

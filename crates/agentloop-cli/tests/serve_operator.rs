@@ -164,8 +164,8 @@ async fn logs_and_metrics_tell_an_operator_what_happened_and_keep_secrets() {
     for expected in [
         "agentloop_runs_finished_total{status=\"completed\"} 1",
         "agentloop_tool_errors_total{tool=\"fs\"} 1",
-        "agentloop_tokens_total{provider=\"anthropic-messages\",model=\"scripted\",kind=\"input\"} 12",
-        "agentloop_model_turn_seconds_count{provider=\"anthropic-messages\",model=\"scripted\"} 2",
+        "agentloop_tokens_total{provider=\"none\",model=\"scripted\",kind=\"input\"} 12",
+        "agentloop_model_turn_seconds_count{provider=\"none\",model=\"scripted\"} 2",
         "agentloop_tool_call_seconds_count{tool=\"fs\"} 1",
         "agentloop_sse_clients 0",
         "agentloop_http_requests_total{method=\"POST\",route=\"/api/tasks/{task_id}/agent-runs\",status=\"201\"} 1",

@@ -2,20 +2,32 @@
 //! a run's next request writes only the messages added since: each step
 //! then costs copying the bytes of the prefix, not serialising it again.
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use agentloop_types::{History, Message, ProviderError};
 
-/// Histories remembered at once (runs in flight on one provider).
-const ENTRIES: usize = 64;
+/// Histories remembered at once: one per run in flight on one provider,
+/// so it is far above the runs a process keeps in flight (a smaller bound
+/// would make every run past it write its whole history each step).
+const ENTRIES: usize = 16_384;
 /// Bytes remembered at most, over all entries.
 const MAX_BYTES: usize = 32 << 20;
 
-/// Written messages by [`History::origin`], most recent first.
+/// Written messages by [`History::origin`]; the least recently used go
+/// first when a bound is passed.
 #[derive(Debug, Default)]
 pub(crate) struct WireCache {
-    entries: Mutex<VecDeque<Entry>>,
+    inner: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    by_origin: HashMap<u64, Entry>,
+    /// Sum of the entries' `bytes` lengths.
+    bytes: usize,
+    /// Incremented at each keep: an entry's `used` orders it by recency.
+    clock: u64,
 }
 
 #[derive(Debug)]
@@ -25,6 +37,47 @@ struct Entry {
     ends: Vec<usize>,
     /// Their wire elements, each followed by a comma.
     bytes: Vec<u8>,
+    /// The clock when it was last kept.
+    used: u64,
+}
+
+impl Entries {
+    fn remove(&mut self, origin: u64) -> Option<Entry> {
+        let entry = self.by_origin.remove(&origin)?;
+        self.bytes -= entry.bytes.len();
+        Some(entry)
+    }
+
+    fn insert(&mut self, mut entry: Entry) {
+        self.clock += 1;
+        entry.used = self.clock;
+        self.bytes += entry.bytes.len();
+        if let Some(old) = self.by_origin.insert(entry.origin, entry) {
+            self.bytes -= old.bytes.len();
+        }
+        if self.by_origin.len() > ENTRIES || self.bytes > MAX_BYTES {
+            self.evict();
+        }
+    }
+
+    /// Drops the least recently used entries until both bounds are met
+    /// with an eighth to spare, so that eviction (a sort) is rare.
+    fn evict(&mut self) {
+        let mut by_age: Vec<(u64, u64)> = self
+            .by_origin
+            .values()
+            .map(|e| (e.used, e.origin))
+            .collect();
+        by_age.sort_unstable();
+        for (_, origin) in by_age {
+            if self.by_origin.len() <= ENTRIES - ENTRIES / 8
+                && self.bytes <= MAX_BYTES - MAX_BYTES / 8
+            {
+                break;
+            }
+            self.remove(origin);
+        }
+    }
 }
 
 /// The wire elements of every message of a history, each followed by a
@@ -75,6 +128,7 @@ impl WireCache {
                 origin,
                 ends: Vec::new(),
                 bytes: Vec::new(),
+                used: 0,
             });
         for (index, message) in history.iter().enumerate().skip(entry.ends.len()) {
             write(index, message, &mut entry.bytes)?;
@@ -91,38 +145,25 @@ impl WireCache {
     /// How many messages of `history` (from its start) an earlier request
     /// of the same origin wrote: the next body copies them.
     pub(crate) fn written(&self, history: &History) -> usize {
-        let Ok(entries) = self.entries.lock() else {
+        let Ok(inner) = self.inner.lock() else {
             return 0;
         };
-        entries
-            .iter()
-            .find(|e| e.origin == history.origin())
+        inner
+            .by_origin
+            .get(&history.origin())
             // A longer entry is not this history's prefix: it is rewritten.
             .map_or(0, |e| e.ends.len())
             .min(history.len())
     }
 
     fn take(&self, origin: u64) -> Option<Entry> {
-        let mut entries = self.entries.lock().ok()?;
-        let at = entries.iter().position(|e| e.origin == origin)?;
-        entries.remove(at)
+        self.inner.lock().ok()?.remove(origin)
     }
 
     fn keep(&self, entry: Entry) {
-        let Ok(mut entries) = self.entries.lock() else {
-            return;
-        };
-        entries.push_front(entry);
-        entries.truncate(ENTRIES);
-        let mut total = 0;
-        let fits = entries
-            .iter()
-            .take_while(|e| {
-                total += e.bytes.len();
-                total <= MAX_BYTES
-            })
-            .count();
-        entries.truncate(fits);
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.insert(entry);
+        }
     }
 }
 
@@ -172,5 +213,52 @@ mod tests {
             .write(&history, &mut out, write_text)
             .unwrap_or_default();
         assert_eq!(out, b"edited,");
+    }
+
+    /// Far more histories in flight than the old bound of 64: each one's
+    /// next request still writes only its new message.
+    #[test]
+    fn thousands_of_histories_in_flight_stay_written() {
+        let cache = WireCache::default();
+        let mut histories: Vec<History> = (0..2_000)
+            .map(|i| History::from(vec![Message::user_text("u1", format!("{i}"))]))
+            .collect();
+        for history in &histories {
+            cache
+                .write(history, &mut Vec::new(), write_text)
+                .unwrap_or_default();
+        }
+        for (i, history) in histories.iter_mut().enumerate() {
+            history.push(Message::user_text("u2", "next"));
+            let mut rewritten = 0;
+            let mut out = Vec::new();
+            cache
+                .write(history, &mut out, |index, m, out| {
+                    rewritten += 1;
+                    write_text(index, m, out)
+                })
+                .unwrap_or_default();
+            assert_eq!(out, format!("{i},next,").as_bytes());
+            assert_eq!(rewritten, 1, "history {i} was written again whole");
+        }
+    }
+
+    /// Past the byte bound the least recently used histories go first.
+    #[test]
+    fn the_least_recently_used_history_goes_first() {
+        let cache = WireCache::default();
+        let big = "x".repeat(MAX_BYTES / 4);
+        let histories: Vec<History> = (0..5)
+            .map(|_| History::from(vec![Message::user_text("u1", big.clone())]))
+            .collect();
+        for history in &histories {
+            cache
+                .write(history, &mut Vec::new(), write_text)
+                .unwrap_or_default();
+        }
+        let kept: Vec<usize> = histories.iter().map(|h| cache.written(h)).collect();
+        assert_eq!(kept, [0, 0, 1, 1, 1]);
+        let inner = cache.inner.lock().map(|i| i.bytes).unwrap_or_default();
+        assert_eq!(inner, 3 * (big.len() + 1));
     }
 }

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use agentloop_server::{AppState, Server, ServerConfig};
 use agentloop_storage::{PostgresStore, SqliteStore, Store};
 use agentloop_types::{
-    ApiKind, BlockStart, ModelChunk, ModelProvider, ModelRequest, ModelStream, RunPath, StopReason,
+    BlockStart, ModelChunk, ModelProvider, ModelRequest, ModelStream, RunPath, StopReason,
     StreamDelta, TokenTotals,
 };
 use futures::StreamExt;
@@ -175,7 +175,7 @@ struct Instance {
 
 impl Instance {
     async fn start(store: Arc<dyn Store>, model: HeldModel) -> Self {
-        let mut config = ServerConfig::new(Arc::new(model), ApiKind::AnthropicMessages, "scripted");
+        let mut config = ServerConfig::new(Arc::new(model), "scripted");
         config.max_iterations = 1;
         config.connections.max_connections = 100_000;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_storage::model::{AgentType, ApprovalMode};
-use agentloop_types::{ApiKind, ModelProvider, Tool};
+use agentloop_types::{ModelProvider, Tool};
 
 use crate::listener::ConnectionLimits;
 
@@ -71,8 +71,6 @@ pub type ShellToolFactory =
 pub struct ServerConfig {
     /// The model provider agent runs call.
     pub provider: Arc<dyn ModelProvider>,
-    /// Its wire protocol.
-    pub api: ApiKind,
     /// Default model id; a project's `settings.model` overrides it.
     pub model: String,
     /// Output token cap per model turn.
@@ -122,10 +120,9 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     /// A configuration with defaults around a provider.
-    pub fn new(provider: Arc<dyn ModelProvider>, api: ApiKind, model: impl Into<String>) -> Self {
+    pub fn new(provider: Arc<dyn ModelProvider>, model: impl Into<String>) -> Self {
         Self {
             provider,
-            api,
             model: model.into(),
             max_tokens: 4096,
             max_iterations: 50,

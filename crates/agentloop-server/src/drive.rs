@@ -84,13 +84,18 @@ pub fn drive_boxed(
 
 /// Executes an agent run here if it is not already executing here.
 pub async fn drive_run(state: AppState, run_id: String) {
-    let Some(local) = state.register_local(&run_id) else {
+    let Some(mut local) = state.register_local(&run_id) else {
         return;
     };
-    if let Err(e) = drive(&state, &run_id, &local).await {
-        tracing::error!(agent_run_id = %run_id, error = %e, "agent run could not be executed");
+    loop {
+        if let Err(e) = drive(&state, &run_id, &local).await {
+            tracing::error!(agent_run_id = %run_id, error = %e, "agent run could not be executed");
+        }
+        match state.unregister_local(&run_id) {
+            Some(next) => local = next,
+            None => return,
+        }
     }
-    state.unregister_local(&run_id);
 }
 
 // The steps before and after the execution are boxed: their futures would
@@ -235,7 +240,7 @@ impl<'a> Execution<'a> {
         }
         let metrics = RunMetrics::new(
             self.state.metrics.clone(),
-            self.state.config.api.as_str(),
+            self.state.config.provider.api(),
             run_model(&self.state.config, &self.ctx),
         );
         let hosted = self.hosted(decisions, ending.clone());

@@ -38,11 +38,10 @@
 //! use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 //! use agentloop_server::{Server, ServerConfig, shutdown_signal};
 //! use agentloop_storage::MemoryStore;
-//! use agentloop_types::ApiKind;
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let provider = ScriptedProvider::new([ScriptedTurn::new().text("Done.")]);
-//! let config = ServerConfig::new(provider, ApiKind::AnthropicMessages, "scripted");
+//! let config = ServerConfig::new(provider, "scripted");
 //! let store = Arc::new(MemoryStore::new());
 //! // Hand `token` to its user once: the store keeps only its hash.
 //! let (_user, token) = agentloop_server::users::create_user(&*store, "ada").await?;

@@ -1,6 +1,7 @@
 //! [`LocalRun`]: a run executing in this instance — its one cancel token,
 //! why it was halted, and its live followers.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use agentloop_types::{CancellationToken, LoopEvent};
@@ -28,6 +29,10 @@ pub struct LocalRun {
     /// are never followed live.
     events: OnceLock<broadcast::Sender<LoopEvent>>,
     capacity: usize,
+    /// Set when the run was asked to execute here while this execution
+    /// was still finishing: a decision that resumes it can come before the
+    /// execution that suspended it has ended.
+    again: AtomicBool,
 }
 
 impl LocalRun {
@@ -38,7 +43,18 @@ impl LocalRun {
             halt: Mutex::new(None),
             events: OnceLock::new(),
             capacity: capacity.max(1),
+            again: AtomicBool::new(false),
         }
+    }
+
+    /// Asks for the run to be executed once more after this execution.
+    pub(crate) fn execute_again(&self) {
+        self.again.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`Self::execute_again`] was asked, clearing it.
+    pub(crate) fn take_again(&self) -> bool {
+        self.again.swap(false, Ordering::SeqCst)
     }
 
     /// Halts the run for `why`; a run halted already keeps its first

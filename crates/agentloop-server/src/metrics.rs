@@ -12,7 +12,7 @@ use agentloop_types::{
     PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
     TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use agentloop_types::{ContextCompactedEvent, HandoffEvent, HookEvent};
+use agentloop_types::{ApiKind, ContextCompactedEvent, HandoffEvent, HookEvent};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -240,12 +240,14 @@ pub struct RunMetrics {
 }
 
 impl RunMetrics {
-    /// Metrics of a run calling `model` through `provider`.
-    pub fn new(metrics: Arc<Metrics>, provider: &str, model: &str) -> Self {
+    /// Metrics of a run calling `model` over the wire API `api`; the
+    /// `provider` label is that API's name, `none` for a provider that
+    /// speaks none (a scripted one).
+    pub fn new(metrics: Arc<Metrics>, api: Option<ApiKind>, model: &str) -> Self {
         Self {
             metrics,
             model: ModelLabels {
-                provider: provider.to_owned(),
+                provider: api.map_or("none", ApiKind::as_str).to_owned(),
                 model: model.to_owned(),
             },
             turns: Mutex::new(HashMap::new()),

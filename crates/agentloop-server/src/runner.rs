@@ -208,7 +208,6 @@ pub fn chat_settings(
     json!({
         "agent_run_id": run.id,
         "model": model,
-        "api": config.api,
         "max_tokens": config.max_tokens,
         "max_iterations": config.max_iterations,
         "system_prompt": format!(
@@ -270,11 +269,10 @@ pub fn next_agent(agent: AgentType) -> Option<AgentType> {
 mod tests {
     use super::*;
     use agentloop_engine::scripted::ScriptedProvider;
-    use agentloop_types::ApiKind;
 
     #[test]
     fn the_system_prompt_names_its_agent() {
-        let config = ServerConfig::new(ScriptedProvider::new([]), ApiKind::AnthropicMessages, "m");
+        let config = ServerConfig::new(ScriptedProvider::new([]), "m");
         let ctx = TaskContext {
             task: Task {
                 id: "t1".to_owned(),

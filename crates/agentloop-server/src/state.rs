@@ -64,10 +64,15 @@ impl AppState {
         }
     }
 
-    /// Registers a run executing here; `None` if it already is.
+    /// Registers a run executing here; `None` if it already is, and then
+    /// that execution executes it once more when it ends: a decision can
+    /// resume a run in the moment between its suspension and the end of
+    /// the execution that suspended it, and must not wait for the lease
+    /// to expire.
     pub fn register_local(&self, run_id: &str) -> Option<Arc<LocalRun>> {
         let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
-        if local.contains_key(run_id) {
+        if let Some(executing) = local.get(run_id) {
+            executing.execute_again();
             return None;
         }
         let run = Arc::new(LocalRun::new(self.config.live_capacity));
@@ -75,12 +80,21 @@ impl AppState {
         Some(run)
     }
 
-    /// Forgets a run that stopped executing here.
-    pub fn unregister_local(&self, run_id: &str) {
-        self.local
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(run_id);
+    /// Forgets a run whose execution here ended; or, when it was asked to
+    /// execute again meanwhile, registers and returns its next execution.
+    pub fn unregister_local(&self, run_id: &str) -> Option<Arc<LocalRun>> {
+        let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
+        match local.get(run_id) {
+            Some(ended) if ended.take_again() => {
+                let next = Arc::new(LocalRun::new(self.config.live_capacity));
+                local.insert(run_id.to_owned(), next.clone());
+                Some(next)
+            }
+            _ => {
+                local.remove(run_id);
+                None
+            }
+        }
     }
 
     /// The run executing here with that id.
@@ -161,5 +175,28 @@ impl AppState {
 impl From<AppState> for Scraped {
     fn from(state: AppState) -> Self {
         Scraped::new(state.metrics.clone(), move || state.local_count())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentloop_engine::scripted::ScriptedProvider;
+    use agentloop_storage::MemoryStore;
+
+    #[test]
+    fn a_run_asked_to_execute_while_it_ends_here_executes_once_more() {
+        let state = AppState::new(
+            Arc::new(MemoryStore::new()),
+            ServerConfig::new(ScriptedProvider::new([]), "m"),
+        );
+        let first = state.register_local("r").unwrap();
+        assert!(state.register_local("r").is_none());
+        let next = state.unregister_local("r").unwrap();
+        assert!(!Arc::ptr_eq(&first, &next));
+        assert!(Arc::ptr_eq(&state.local_run("r").unwrap(), &next));
+        assert!(state.unregister_local("r").is_none());
+        assert!(state.local_run("r").is_none());
+        assert!(state.register_local("r").is_some());
     }
 }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use agentloop_providers::{HttpProvider, ProviderConfig};
 use agentloop_storage::MemoryStore;
-use agentloop_types::ApiKind;
 use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -46,7 +45,6 @@ async fn a_run_streams_from_an_openai_compatible_server() {
     let config = ProviderConfig::openai_compatible(format!("{}/v1", mock.uri()), None);
     let provider = Arc::new(HttpProvider::new(config).unwrap());
     let mut server_config = common::config(provider);
-    server_config.api = ApiKind::OpenaiChat;
     server_config.model = "local".to_owned();
     let store = Arc::new(MemoryStore::new());
     let server = common::start_with(store.clone(), server_config).await;

@@ -464,6 +464,21 @@ impl AgentBuilder {
     }
 }
 
+/// An agent is the subject of an eval as it is: each case's messages go to
+/// [`Agent::stream_messages`]. Its tools are the ones it was built with, so
+/// a case's files and folder are not theirs; for tools rooted in each
+/// case's folder, use `eval::EngineSubject` with a tool factory.
+#[cfg(feature = "eval")]
+#[async_trait::async_trait]
+impl agentloop_eval::Subject for Agent {
+    async fn run(
+        &self,
+        input: agentloop_eval::CaseInput<'_>,
+    ) -> Result<LoopResult, agentloop_eval::SubjectError> {
+        Ok(collect(self.stream_messages(input.context).inner).await)
+    }
+}
+
 /// A running agent: a stream of [`LoopEvent`]s ending with the terminal
 /// `finished` event. Dropping it cancels the run.
 #[must_use = "a run does nothing unless its stream is polled"]

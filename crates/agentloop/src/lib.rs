@@ -19,6 +19,7 @@
 //! | `runtime` | no | `runtime`: persisted, resumable runs |
 //! | `server` | no | `server`: the HTTP server |
 //! | `mcp` | no | `mcp`: the tools of MCP servers (stdio, streamable HTTP) and `AgentBuilder::mcp_servers` |
+//! | `eval` | no | `eval`: datasets of cases run against an agent (an [`Agent`] is an `eval::Subject`), judged and reported |
 //!
 //! An agent needs a provider and a model id; [`AgentBuilder::build`] refuses
 //! one without either ([`BuildError::MissingModel`]). There is no default
@@ -98,6 +99,8 @@ pub use serde_json;
 
 #[cfg(feature = "engine")]
 pub use agentloop_engine as engine;
+#[cfg(feature = "eval")]
+pub use agentloop_eval as eval;
 #[cfg(feature = "mcp")]
 pub use agentloop_mcp as mcp;
 #[cfg(feature = "providers")]

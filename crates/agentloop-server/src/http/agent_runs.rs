@@ -70,9 +70,17 @@ pub(super) async fn create(
         .and_then(AgentType::parse)
         .ok_or_else(|| ApiError::bad_request(INVALID_TYPE))?;
     let ctx = owned_task(&state, &user, &task_id).await?;
-    match start_agent_run(&state, &ctx, agent).await {
-        Ok(run) => Ok((StatusCode::CREATED, Json(agent_run_json(&run)))),
-        Err(StartError::Conflict(active)) => Err(ApiError {
+    let run = start_agent_run(&state, &ctx, agent)
+        .await
+        .map_err(start_error)?;
+    Ok((StatusCode::CREATED, Json(agent_run_json(&run))))
+}
+
+/// A run that could not start: a 409 naming the task's active run, or the
+/// store's error.
+pub(super) fn start_error(err: StartError) -> ApiError {
+    match err {
+        StartError::Conflict(active) => ApiError {
             status: StatusCode::CONFLICT,
             body: json!({
                 "error": match active.as_deref() {
@@ -85,8 +93,8 @@ pub(super) async fn create(
                 },
                 "runningAgent": active.as_deref().map(agent_run_json),
             }),
-        }),
-        Err(StartError::Storage(e)) => Err(e.into()),
+        },
+        StartError::Storage(e) => e.into(),
     }
 }
 

@@ -46,7 +46,8 @@ const ANNOUNCED_POLL: Duration = Duration::from_secs(2);
 /// Events read from the store at once.
 const PAGE: u32 = 500;
 
-struct Follow {
+/// A run's stored events from a seq on, live: see the module's doc.
+pub(super) struct Follow {
     state: AppState,
     run_id: String,
     after: Option<u64>,
@@ -77,6 +78,22 @@ impl Drop for SseClient {
 }
 
 impl Follow {
+    /// Follows `run_id` from the event after `after` (from its first
+    /// event when `None`).
+    pub(super) fn new(state: AppState, run_id: String, after: Option<u64>) -> Self {
+        Self {
+            _client: SseClient::open(state.metrics.clone()),
+            appended: state.appends.waiter(&run_id),
+            state,
+            run_id,
+            after,
+            live: None,
+            buffer: VecDeque::new(),
+            stale: true,
+            done: false,
+        }
+    }
+
     fn next_seq(&self) -> u64 {
         self.after.map_or(0, |s| s + 1)
     }
@@ -112,7 +129,7 @@ impl Follow {
     }
 
     /// The next event to send, or `None` at the end.
-    async fn next(&mut self) -> Option<LoopEvent> {
+    pub(super) async fn next(&mut self) -> Option<LoopEvent> {
         loop {
             while let Some(event) = self.buffer.pop_front() {
                 if self.after.is_some_and(|after| event.seq <= after) {
@@ -202,17 +219,7 @@ pub(super) async fn stream(
                 .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be an event seq"))?,
         ),
     };
-    let follow = Follow {
-        _client: SseClient::open(state.metrics.clone()),
-        appended: state.appends.waiter(&run.id),
-        state,
-        run_id: run.id,
-        after,
-        live: None,
-        buffer: VecDeque::new(),
-        stale: true,
-        done: false,
-    };
+    let follow = Follow::new(state, run.id, after);
     let stream = futures::stream::unfold(follow, |mut follow| async move {
         let event = follow.next().await?;
         Some((Ok(to_sse(&event)), follow))

@@ -8,6 +8,7 @@
 //! lifecycle ([`crate::drive`], [`crate::waiting`], [`crate::runner`]) and
 //! the state, and turn their typed errors into [`ApiError`] here.
 
+pub mod ag_ui;
 pub mod agent_runs;
 pub mod error;
 pub mod events;
@@ -66,6 +67,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/agent-runs/{runId}/cancel"),
     ("get", "/api/agent-runs/{runId}/pending"),
     ("post", "/api/agent-runs/{runId}/decisions"),
+    ("post", "/api/tasks/{taskId}/ag-ui"),
     ("get", "/api/ws"),
 ];
 
@@ -90,7 +92,7 @@ pub fn router(state: AppState) -> Router {
         .merge(agent_runs::router())
         .layer(middleware::from_fn_with_state(timeout, time_limit));
     // Streams live as long as their client: no time limit.
-    let streaming = events::router().merge(ws::router());
+    let streaming = events::router().merge(ws::router()).merge(ag_ui::router());
     plain
         .merge(streaming)
         .merge(web::routes())

@@ -388,6 +388,62 @@ fn operations(offers: Offers) -> Vec<Operation> {
                 ),
             )
         },
+        Operation {
+            time_limited: false,
+            body: Some(object(
+                json!({
+                    "threadId": {"type": "string", "minLength": 1},
+                    "runId": {"type": "string", "minLength": 1},
+                    "messages": {"type": "array", "items": {"type": "object"}},
+                    "forwardedProps": {
+                        "type": "object",
+                        "properties": {"agentType": {"enum": AGENT_TYPES}}
+                    },
+                    "resume": {"type": "array", "items": {"anyOf": [
+                        object(
+                            json!({
+                                "interruptId": {"type": "string"},
+                                "status": {"enum": ["cancelled"]},
+                                "payload": {"type": "object"}
+                            }),
+                            &["interruptId", "status"],
+                        ),
+                        object(
+                            json!({
+                                "interruptId": {"type": "string"},
+                                "status": {"enum": ["resolved"]},
+                                "payload": {"anyOf": [
+                                    {
+                                        "type": "object",
+                                        "properties": {
+                                            "approved": {"type": "boolean"},
+                                            "arguments": {"type": "object"},
+                                            "reason": {"type": "string"}
+                                        },
+                                        "required": ["approved"],
+                                        "not": {"required": ["answer"]}
+                                    },
+                                    object(json!({"answer": {"type": "string"}}), &["answer"])
+                                ]}
+                            }),
+                            &["interruptId", "status", "payload"],
+                        )
+                    ]}}
+                }),
+                &["threadId", "runId"],
+            )),
+            extra: vec![(
+                "409",
+                "Without `resume`: an agent is already running or waiting on this task (`runningAgent` names it). With `resume`: no agent run of this task waits for a decision, or a call was decided before",
+                object(json!({"error": {"type": "string"}}), &["error"]),
+            )],
+            ..op(
+                "post",
+                "/api/tasks/{taskId}/ag-ui",
+                "The task's agent runs for an AG-UI client. The body is AG-UI's `RunAgentInput` (other fields are ignored); the answer is `text/event-stream`, one AG-UI event per `data:` line. Without `resume` it starts an agent run (`forwardedProps.agentType`, `implementation` by default; the task is the prompt, so `messages` are not read), as `POST /api/tasks/{taskId}/agent-runs` does. With `resume` it decides the calls the task's waiting run waits on — each entry's `interruptId` is a call id; `status: cancelled` rejects the call; a resolved entry's `payload` is `{\"approved\": bool, \"arguments\"?, \"reason\"?}` for an approval or `{\"answer\": string}` for a question; every waiting call must be answered (else a 400, the decisions given being kept) — and follows the run from there. The stream opens with `RUN_STARTED` (the input's `threadId` and `runId`) and a `CUSTOM` event `agentloop.agent_run` naming the agent run; a model turn is a step; text, thinking and tool calls stream as messages, reasoning and tool calls; tool results are `TOOL_CALL_RESULT`; other agentloop events come whole as `CUSTOM` `agentloop.<kind>`. It ends with `RUN_FINISHED` (outcome `success`, `cancelled`, or `interrupt` with one interrupt per waiting call: `id` the call id, `reason` `tool_approval` or `question`) or `RUN_ERROR` (`code` the agentloop status or error kind).",
+                ("200", "The AG-UI event stream", None),
+            )
+        },
         op(
             "get",
             "/api/agent-runs/{runId}/messages",

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agentloop_server::{Server, ServerConfig};
 use agentloop_storage::Store;
-use agentloop_types::{ApiKind, ModelProvider};
+use agentloop_types::ModelProvider;
 use serde_json::{Value, json};
 
 pub struct TestServer {
@@ -32,7 +32,7 @@ pub async fn sqlite() -> (tempfile::TempDir, Arc<dyn Store>) {
 }
 
 pub fn config(provider: Arc<dyn ModelProvider>) -> ServerConfig {
-    let mut config = ServerConfig::new(provider, ApiKind::AnthropicMessages, "scripted");
+    let mut config = ServerConfig::new(provider, "scripted");
     config.heartbeat = Duration::from_millis(50);
     config.lease_ttl = Duration::from_millis(1500);
     config.claim_interval = Duration::from_millis(100);

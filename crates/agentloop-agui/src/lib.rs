@@ -1,0 +1,36 @@
+//! A run's event stream as [AG-UI](https://docs.ag-ui.com) events: the
+//! protocol between an agent back end and the app its users see.
+//!
+//! [`Encoder`] is sans-IO: stored [`LoopEvent`](agentloop_types::LoopEvent)s
+//! in, [`AgUiEvent`]s out. How agentloop's events map:
+//!
+//! | agentloop | AG-UI |
+//! | --- | --- |
+//! | `streaming_start` / `streaming_end` | `STEP_STARTED` / `STEP_FINISHED` (`turn N`) |
+//! | a text block's deltas | `TEXT_MESSAGE_START` / `_CONTENT` / `_END` |
+//! | a thinking block's deltas | `REASONING_START`, `REASONING_MESSAGE_START` / `_CONTENT` / `_END`, `REASONING_END` |
+//! | a tool-use block's deltas | `TOOL_CALL_START` / `_ARGS` / `_END` |
+//! | a message holding tool results | one `TOOL_CALL_RESULT` per result |
+//! | `finished`: complete | `RUN_FINISHED`, outcome `success`, `result` the structured output |
+//! | `finished`: suspended | `RUN_FINISHED`, outcome `interrupt`, one interrupt per waiting call |
+//! | `finished`: cancelled | `RUN_FINISHED`, outcome `cancelled` |
+//! | `finished`: error, limits | `RUN_ERROR`, `code` the status or error kind |
+//! | tool progress, hooks, approvals, strategy events, compaction | `CUSTOM`, named `agentloop.<kind>`, the event whole |
+//!
+//! Token counts go in no event of their own (the run's result holds them),
+//! and a sub-agent's events are not sent: its work shows as the tool call
+//! that started it and that call's result.
+//!
+//! # Cargo features
+//!
+//! None.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod encoder;
+mod event;
+mod input;
+
+pub use encoder::Encoder;
+pub use event::{AgUiEvent, Interrupt, Outcome};
+pub use input::{ResumeEntry, ResumeError, ResumeStatus, RunAgentInput};

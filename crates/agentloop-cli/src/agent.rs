@@ -1,0 +1,131 @@
+//! The agent `run` and `eval` run, built from `run`'s flags: the loop
+//! strategy, the provider, the loop options and the tools. One path, so an
+//! eval runs exactly the agent `agentloop run` would.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use agentloop_engine::{LoopStrategy, StrategyRegistry};
+use agentloop_types::{CompactionOptions, LoopOptions, ModelProvider, RequestOptions, Tool};
+
+use crate::out::Failure;
+use crate::providers::Chosen;
+use crate::run_args::RunArgs;
+use crate::{demo, output_schema, providers, tools};
+
+/// An agent ready to run prompts.
+pub struct Agent {
+    /// How the loop runs.
+    pub strategy: Arc<dyn LoopStrategy>,
+    /// The provider and model.
+    pub chosen: Chosen,
+    /// The run's options (model, system prompt, limits, output schema).
+    pub options: LoopOptions,
+    /// The tools offered, by name.
+    pub tool_names: Vec<String>,
+}
+
+/// Builds the agent `args` describe; `demo` plays the shipped demo in
+/// place of a provider.
+pub async fn build(args: &RunArgs, demo: bool) -> Result<Agent, Failure> {
+    let settings = match &args.config {
+        Some(path) => read_settings(path).map_err(Failure::Usage)?,
+        None => Default::default(),
+    };
+    let strategy = StrategyRegistry::default()
+        .select(args.strategy.as_deref(), &settings)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    if demo {
+        let model = args.requested_model();
+        demo::refuse_unhonoured(
+            args.demo,
+            model
+                .as_ref()
+                .map(|(model, origin)| (model.as_str(), *origin)),
+            strategy.name(),
+            args.output_schema.is_some(),
+        )?;
+    }
+    let chosen = if demo {
+        demo::provider(args.model.as_deref())?
+    } else {
+        providers::choose(
+            args.provider.as_deref(),
+            args.model.as_deref(),
+            args.base_url.as_deref(),
+        )
+        .await?
+    };
+    let tool_names: Vec<String> = if demo && args.tools.is_empty() {
+        demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
+    } else {
+        args.tools.clone()
+    };
+    let options = LoopOptions {
+        request: RequestOptions {
+            model: chosen.model.clone(),
+            system_prompt: args.system.clone(),
+            max_tokens: args.max_tokens,
+            ..RequestOptions::default()
+        },
+        project_id: "cli".to_owned(),
+        max_iterations: args.max_iterations,
+        context_window: chosen.context_window,
+        compaction: CompactionOptions {
+            strategy: args.compaction.into(),
+            ..CompactionOptions::default()
+        },
+        output_schema: args
+            .output_schema
+            .as_deref()
+            .map(output_schema::load)
+            .transpose()
+            .map_err(Failure::Usage)?,
+        ..LoopOptions::default()
+    };
+    // Refused before anything starts: a strategy that cannot hold its
+    // answer to the schema (the engine's one rule).
+    agentloop_engine::check_output_schema(strategy.name(), &options)
+        .map_err(|error| Failure::usage(format!("--output-schema: {error}")))?;
+    Ok(Agent {
+        strategy,
+        chosen,
+        options,
+        tool_names,
+    })
+}
+
+impl Agent {
+    /// The named tools working in `root` (default: the current folder);
+    /// a minion's children ask `provider`.
+    pub fn tools(
+        &self,
+        root: Option<&Path>,
+        provider: Arc<dyn ModelProvider>,
+    ) -> Result<Vec<Arc<dyn Tool>>, Failure> {
+        let minion = tools::MinionModel {
+            provider,
+            options: LoopOptions {
+                request: RequestOptions {
+                    system_prompt: None,
+                    ..self.options.request.clone()
+                },
+                ..self.options.clone()
+            },
+        };
+        tools::build(&self.tool_names, root, Some(&minion))
+    }
+}
+
+/// Reads a settings file: a JSON object of string values.
+fn read_settings(path: &Path) -> Result<HashMap<String, String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the settings file {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "the settings file {} is not a JSON object of strings: {e}",
+            path.display()
+        )
+    })
+}

@@ -1,0 +1,165 @@
+//! `POST /api/tasks/{id}/ag-ui`: a task's agent runs for an AG-UI client.
+//!
+//! The body is AG-UI's `RunAgentInput`; the answer is the run's events as
+//! AG-UI events over SSE (see [`agentloop_agui`]). Without `resume`
+//! entries it starts an agent run of the task (`forwardedProps.agentType`,
+//! `implementation` by default) as `POST …/agent-runs` does — the task
+//! is the prompt, so the thread's messages are not read. With `resume`
+//! entries it decides the calls the task's waiting run waits on (as `POST
+//! /api/agent-runs/{id}/decisions` does) and follows the run from there.
+//! Either way the AG-UI run ends when the agent run ends or waits for a
+//! person again (`RUN_FINISHED` with outcome `interrupt`).
+
+use std::convert::Infallible;
+
+use agentloop_agui::{AgUiEvent, Encoder, RunAgentInput};
+use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType};
+use agentloop_types::Decision;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::post;
+use futures::Stream;
+use serde_json::{Value, json};
+
+use super::agent_runs::start_error;
+use super::error::ApiError;
+use super::events::Follow;
+use super::extract::{ApiJson, AuthUser};
+use super::tasks::owned_task;
+use crate::drive::{decide, start_agent_run};
+use crate::runner::TaskContext;
+use crate::state::AppState;
+
+/// The AG-UI route.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/tasks/{task_id}/ag-ui", post(run))
+}
+
+async fn run(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(task_id): Path<String>,
+    ApiJson(body): ApiJson,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let input: RunAgentInput = serde_json::from_value(Value::Object(body))
+        .map_err(|e| ApiError::bad_request(format!("not an AG-UI RunAgentInput: {e}")))?;
+    let ctx = owned_task(&state, &user, &task_id).await?;
+    let (run, after) = if input.resume.is_empty() {
+        (start(&state, &ctx, &input).await?, None)
+    } else {
+        resume(&state, &ctx, &input).await?
+    };
+    let encoder = Encoder::new(input.thread_id, input.run_id);
+    let opening = vec![
+        encoder.start(),
+        AgUiEvent::Custom {
+            name: "agentloop.agent_run".to_owned(),
+            value: json!({ "agentRunId": run.id, "taskId": ctx.task.id }),
+        },
+    ];
+    let follow = Follow::new(state, run.id, after);
+    let stream = futures::stream::unfold(
+        (follow, encoder, opening, false),
+        |(mut follow, mut encoder, mut ready, mut ended)| async move {
+            loop {
+                if !ready.is_empty() {
+                    let event = ready.remove(0);
+                    ended |= matches!(
+                        event,
+                        AgUiEvent::RunFinished { .. } | AgUiEvent::RunError { .. }
+                    );
+                    return Some((Ok(to_sse(&event)), (follow, encoder, ready, ended)));
+                }
+                if ended {
+                    return None;
+                }
+                ready = match follow.next().await {
+                    Some(event) => encoder.encode(&event),
+                    None => encoder.end(),
+                };
+            }
+        },
+    );
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Starts the agent run the input asks for.
+async fn start(
+    state: &AppState,
+    ctx: &TaskContext,
+    input: &RunAgentInput,
+) -> Result<AgentRun, ApiError> {
+    let agent = match input
+        .forwarded_props
+        .as_ref()
+        .and_then(|props| props.get("agentType"))
+    {
+        None => AgentType::Implementation,
+        Some(name) => name.as_str().and_then(AgentType::parse).ok_or_else(|| {
+            ApiError::bad_request(
+                "forwardedProps.agentType must be one of planification, implementation, review",
+            )
+        })?,
+    };
+    start_agent_run(state, ctx, agent)
+        .await
+        .map_err(start_error)
+}
+
+/// Decides the waiting run's calls from the input's resume entries; the
+/// run and the seq its log stood at, to follow it from there.
+async fn resume(
+    state: &AppState,
+    ctx: &TaskContext,
+    input: &RunAgentInput,
+) -> Result<(AgentRun, Option<u64>), ApiError> {
+    let decisions = input
+        .resume
+        .iter()
+        .map(|entry| Ok((entry.interrupt_id.clone(), entry.decision()?)))
+        .collect::<Result<Vec<(String, Decision)>, agentloop_agui::ResumeError>>()
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let waiting = state
+        .store
+        .list_agent_runs(&ctx.task.id)
+        .await?
+        .into_iter()
+        .rev()
+        .find(|run| run.status == AgentRunStatus::Waiting)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                "no agent run of this task waits for a decision",
+            )
+        })?;
+    // Read before deciding: once decided, the run appends again.
+    let after = last_seq(state, &waiting.id).await?;
+    if !decide(state, ctx, &waiting, decisions).await? {
+        return Err(ApiError::bad_request(
+            "the decisions were recorded, but the run waits on more calls: answer each of its interrupts",
+        ));
+    }
+    Ok((waiting, after))
+}
+
+/// The seq of the run's last stored event.
+async fn last_seq(state: &AppState, run_id: &str) -> Result<Option<u64>, ApiError> {
+    const PAGE: u32 = 500;
+    let mut after = None;
+    loop {
+        let events = state.store.list_events(run_id, after, PAGE).await?;
+        match events.last() {
+            Some(last) => after = Some(last.seq),
+            None => return Ok(after),
+        }
+        if events.len() < PAGE as usize {
+            return Ok(after);
+        }
+    }
+}
+
+fn to_sse(event: &AgUiEvent) -> Event {
+    Event::default().data(serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned()))
+}
