@@ -161,7 +161,8 @@ fn main() -> ExitCode {
                 &mut args.tools,
             );
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
-            runtime.block_on(chat::chat(args, approvals))
+            let hooks = hooks::from_config(&config.hooks)?;
+            runtime.block_on(chat::chat(args, approvals, hooks))
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
         Command::Export(args) => runtime.block_on(export::export(args)),

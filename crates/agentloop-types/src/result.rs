@@ -24,6 +24,9 @@ pub enum LimitKind {
     TotalTokens,
     /// `max_cost`.
     Cost,
+    /// The run's handoff limit (a cycle of agents handing off to each
+    /// other ends here).
+    Handoffs,
 }
 
 /// The status of a finished run and what goes with it.
