@@ -6,18 +6,20 @@ use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
     AgentTurnStartEvent, ApprovalRequestedEvent, ContextCompactedEvent, EventKind, FinishedEvent,
-    HookEvent, LoopEvent, MessageCreatedEvent, PendingToolResultEvent, StreamingChunkEvent,
-    StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent, ToolBlockUpdateEvent,
-    ToolEndEvent, ToolStartEvent,
+    HandoffEvent, HookEvent, LoopEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
 
 /// The progress message for `event`, or `None` when it is not worth one.
 /// Nested runs (a minion's, a skill's) are marked with their depth.
 pub fn progress_message(event: &LoopEvent) -> Option<String> {
     let message = match &event.kind {
-        EventKind::StreamingStart(StreamingStartEvent { iteration }) => {
-            format!("model turn {iteration}")
-        }
+        EventKind::StreamingStart(StreamingStartEvent { iteration, agent }) => match agent {
+            Some(agent) => format!("model turn {iteration} ({agent})"),
+            None => format!("model turn {iteration}"),
+        },
+        EventKind::Handoff(HandoffEvent { from, to, .. }) => format!("{from} hands off to {to}"),
         EventKind::ToolStart(ToolStartEvent { name, .. }) => format!("tool {name} started"),
         EventKind::ToolEnd(ToolEndEvent { name, is_error, .. }) => {
             if *is_error {
@@ -89,8 +91,17 @@ mod tests {
         );
         let turn = event(EventKind::StreamingStart(StreamingStartEvent {
             iteration: 1,
+            agent: None,
         }));
         assert_eq!(progress_message(&turn).as_deref(), Some("model turn 1"));
+        let handed = event(EventKind::StreamingStart(StreamingStartEvent {
+            iteration: 2,
+            agent: Some("billing".to_owned()),
+        }));
+        assert_eq!(
+            progress_message(&handed).as_deref(),
+            Some("model turn 2 (billing)")
+        );
     }
 
     #[test]
