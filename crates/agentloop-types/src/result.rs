@@ -11,7 +11,7 @@ use crate::shared_history::History;
 use crate::state::RunState;
 use crate::tokens::TokenTotals;
 
-/// Which usage limit ended a run.
+/// Which limit ended a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
@@ -24,6 +24,8 @@ pub enum LimitKind {
     TotalTokens,
     /// `max_cost`.
     Cost,
+    /// The run's wall-clock limit (`LoopOptions::timeout_ms`) passed.
+    Timeout,
 }
 
 /// The status of a finished run and what goes with it.
