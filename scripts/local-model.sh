@@ -182,8 +182,9 @@ start_server() {
     local log_file="$RUN_DIR/llama-server-$port.log"
     log "starting llama-server on 127.0.0.1:$port (log: $log_file)"
     # Small context and two slots: enough for tests, light on shared CPUs.
+    # Greedy sampling by default: the same question gets the same answer.
     nohup "$SERVER_BIN" -m "$MODEL_GGUF" --host 127.0.0.1 --port "$port" \
-        --alias "$MODEL_ALIAS" --jinja -c 8192 -np 2 -t 2 --no-webui >"$log_file" 2>&1 &
+        --alias "$MODEL_ALIAS" --jinja --temp 0 -c 8192 -np 2 -t 2 --no-webui >"$log_file" 2>&1 &
     local pid=$!
     echo "$pid" >"$RUN_DIR/llama-server-$port.pid"
     local deadline=$((SECONDS + 120))

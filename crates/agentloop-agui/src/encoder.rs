@@ -318,6 +318,7 @@ fn limit_name(limit: &LimitKind) -> &'static str {
         LimitKind::ToolCalls => "tool call",
         LimitKind::TotalTokens => "token",
         LimitKind::Cost => "cost",
+        LimitKind::Timeout => "time",
     }
 }
 

@@ -27,7 +27,7 @@ use crate::run_args::RunArgs;
 use crate::{agent, approve, demo, out, output_schema, prompt, render, skills};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
-/// for input), 5 usage limit, 130 cancelled (Ctrl-C).
+/// for input), 5 usage limit or `--timeout`, 130 cancelled (Ctrl-C).
 pub fn exit_code(status: &LoopStatus) -> ExitCode {
     ExitCode::from(match status {
         LoopStatus::Complete { .. } => 0,

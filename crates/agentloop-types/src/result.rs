@@ -28,6 +28,19 @@ pub enum LimitKind {
     Timeout,
 }
 
+impl LimitKind {
+    /// The snake_case name, as serialised.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Requests => "requests",
+            Self::ToolCalls => "tool_calls",
+            Self::TotalTokens => "total_tokens",
+            Self::Cost => "cost",
+            Self::Timeout => "timeout",
+        }
+    }
+}
+
 /// The status of a finished run and what goes with it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
