@@ -15,7 +15,9 @@
 #   scripts/local-model.sh stop  [PORT] stop a server this script started
 #
 # Environment: AGENTLOOP_LOCAL_MODEL_CACHE overrides the cache folder
-# (default ${XDG_CACHE_HOME:-~/.cache}/agentloop/local-model).
+# (default ${XDG_CACHE_HOME:-~/.cache}/agentloop/local-model). After a build
+# the cache's current.env names the server, the model and its alias for
+# `agentloop run --local`.
 set -euo pipefail
 
 LLAMA_CPP_PYTHON_VERSION=0.3.16
@@ -161,9 +163,20 @@ with_lock() {
     flock -u 9
 }
 
+# What `agentloop run --local` reads to start the server: the paths of
+# this cache's current versions, one KEY=value a line.
+write_current() {
+    {
+        print_paths
+        echo "LOCAL_MODEL_ALIAS=$MODEL_ALIAS"
+    } >"$CACHE/current.env.tmp"
+    mv "$CACHE/current.env.tmp" "$CACHE/current.env"
+}
+
 ensure_all() {
     build_server
     fetch_model
+    write_current
 }
 
 health_ok() {

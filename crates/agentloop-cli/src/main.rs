@@ -26,6 +26,7 @@ mod eval;
 mod export;
 mod hooks;
 mod keys;
+mod local_model;
 mod logging;
 mod markdown;
 mod model_list;

@@ -40,12 +40,20 @@ pub fn exit_code(status: &LoopStatus) -> ExitCode {
 }
 
 pub async fn run(
-    args: RunArgs,
+    mut args: RunArgs,
     approvals: ApprovalPolicies,
     configured_mcp: McpConfig,
     hooks: Hooks,
 ) -> Outcome {
     let prompt = prompt::read(args.prompt.as_deref())?;
+    if args.local {
+        let local = crate::local_model::ensure().await?;
+        args.provider = Some("openai-compatible".to_owned());
+        args.base_url = Some(local.base_url);
+        if !args.model_flag {
+            args.model = Some(local.model);
+        }
+    }
     let demo = demo::wanted(
         args.demo,
         args.provider.as_deref(),

@@ -34,6 +34,13 @@ pub struct RunArgs {
     /// a question gets the demo in its place and exit code 2.
     #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "output_schema", "strategy"])]
     pub demo: bool,
+    /// Run against the local model: llama.cpp's llama-server with
+    /// SmolLM2-135M-Instruct, as `scripts/local-model.sh build` installed
+    /// them (no key, no network). Reuses the server answering on
+    /// 127.0.0.1:8089 ($AGENTLOOP_LOCAL_MODEL_PORT), else starts it and
+    /// leaves it running for later runs.
+    #[arg(long, conflicts_with_all = ["demo", "provider", "base_url"])]
+    pub local: bool,
     /// anthropic, openai-chat, openai-responses, openai-compatible, gemini,
     /// or scripted:FILE (a JSON array of scripted turns, see
     /// examples/README.md). Default: the configuration file, else from the

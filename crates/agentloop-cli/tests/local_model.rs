@@ -325,3 +325,72 @@ fn a_run_past_its_timeout_ends_limit_exceeded() {
     assert_eq!(result["limit"], "timeout");
     assert_eq!(output.status.code(), Some(5));
 }
+
+/// Kills, when dropped, the server `--local` started (by the pid it wrote).
+struct StartedByRun(PathBuf);
+
+impl Drop for StartedByRun {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.0) {
+            let _ = Command::new("kill").arg(pid.trim()).status();
+        }
+        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(self.0.with_extension("log"));
+    }
+}
+
+#[test]
+fn run_local_starts_the_local_server_and_the_next_run_reuses_it() {
+    let Some((server, _)) = installed() else {
+        return;
+    };
+    let cache = server.parent().unwrap().parent().unwrap().to_owned();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let _started = StartedByRun(cache.join(format!("run/llama-server-{port}.pid")));
+    let local_run = || {
+        agentloop()
+            .args(["run", "--local", "--json", "--max-tokens", "16", "Say hi."])
+            .env("AGENTLOOP_LOCAL_MODEL_CACHE", &cache)
+            .env("AGENTLOOP_LOCAL_MODEL_PORT", &port)
+            .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY")
+            .output()
+            .unwrap()
+    };
+    let first = local_run();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(
+        result(&events(&first.stdout))["status"],
+        "complete",
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("starting the local model server"),
+        "{stderr}"
+    );
+    let second = local_run();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(
+        result(&events(&second.stdout))["status"],
+        "complete",
+        "{stderr}"
+    );
+    assert!(!stderr.contains("starting"), "not reused: {stderr}");
+}
+
+#[test]
+fn run_local_without_an_installed_model_says_how_to_install_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let output = agentloop()
+        .args(["run", "--local", "Say hi."])
+        .env("AGENTLOOP_LOCAL_MODEL_CACHE", empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("scripts/local-model.sh build"), "{stderr}");
+}
