@@ -127,6 +127,7 @@ impl EvalArgs {
         RunArgs {
             prompt: None,
             demo: self.demo,
+            local: false,
             provider: self.provider.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),
