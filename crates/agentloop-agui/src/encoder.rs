@@ -120,7 +120,8 @@ impl Encoder {
             | EventKind::AgentError(_)
             | EventKind::ContextCompacted(_)
             | EventKind::ApprovalRequested(_)
-            | EventKind::Hook(_) => out.push(custom(event)),
+            | EventKind::Hook(_)
+            | EventKind::Handoff(_) => out.push(custom(event)),
         }
         out
     }
@@ -319,6 +320,7 @@ fn limit_name(limit: &LimitKind) -> &'static str {
         LimitKind::TotalTokens => "token",
         LimitKind::Cost => "cost",
         LimitKind::Timeout => "time",
+        LimitKind::Handoffs => "handoff",
     }
 }
 

@@ -122,7 +122,7 @@ impl Agent {
 }
 
 /// Reads a settings file: a JSON object of string values.
-fn read_settings(path: &Path) -> Result<HashMap<String, String>, String> {
+pub fn read_settings(path: &Path) -> Result<HashMap<String, String>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the settings file {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| {

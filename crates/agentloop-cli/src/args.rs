@@ -93,6 +93,9 @@ pub enum Command {
     Info,
     /// List the models the provider offers.
     Models(crate::discover::ModelsArgs),
+    /// Offer the agent to other programs over MCP.
+    #[command(subcommand)]
+    Mcp(crate::mcp_serve::McpCommand),
     /// Show the command hooks the configuration file sets.
     #[command(subcommand)]
     Hooks(crate::hooks::HooksCommand),

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use agentloop_runtime::{ChatRuntime, ChatSettings, LoopSettings, RecoveryMode};
 use agentloop_storage::model::Chat;
 use agentloop_storage::{StorageError, Store};
-use agentloop_types::{ApprovalPolicies, Decision, LoopOptions, PendingCall, RequestOptions, Wait};
+use agentloop_types::{
+    ApprovalPolicies, Decision, Hooks, LoopOptions, PendingCall, RequestOptions, Wait,
+};
 use clap::Args;
 use futures::StreamExt;
 
@@ -65,7 +67,7 @@ pub struct ChatArgs {
     pub demo: bool,
 }
 
-pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies) -> Outcome {
+pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> Outcome {
     let store = db::open_for_write(args.db.as_deref()).await?;
     let demo = demo::wanted(
         args.demo,
@@ -120,6 +122,7 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies) -> Outcome {
     let where_stored = db::describe(args.db.as_deref());
     out::note(format!("chat {} (stored in {where_stored})", chat.id));
     let mut session = Session::new(store, chosen.provider, tools, chat.id, settings, args.json);
+    session.hooks = hooks;
     // What a turn waits for is settled by the chat (asked, answered from
     // the next line, or rejected), not drawn by the view.
     session.set_asking(true);

@@ -143,8 +143,12 @@ impl CommandHook {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
+            // A group of its own, so a hook that times out is stopped with
+            // everything it started.
+            .process_group(0)
             .spawn()
             .map_err(|e| HookError::new(format!("cannot start the hook command: {e}")))?;
+        let group = child.id();
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -169,6 +173,13 @@ impl CommandHook {
         let (out, err, status) = match tokio::time::timeout(self.timeout, answer).await {
             Ok(done) => done,
             Err(_) => {
+                if let Some(group) = group.and_then(|g| i32::try_from(g).ok()) {
+                    // The group may be gone already; nothing else to do then.
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(group),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
                 return Err(HookError::new(format!(
                     "no answer within {} ms",
                     self.timeout.as_millis()

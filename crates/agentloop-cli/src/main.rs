@@ -4,7 +4,8 @@
 //! run a dataset of cases against the agent and report (`eval`),
 //! check a recorded provider stream against the adapters (`replay-stream`),
 //! list or call tools directly (`tool`), and find one's way (`config`,
-//! `info`, `completions`, `models`). One module per command group; `main`
+//! `info`, `completions`, `models`), and offer the agent over MCP (`mcp
+//! serve`). One module per command group; `main`
 //! only dispatches.
 //!
 //! Answers go to stdout and progress to stderr; every stdout line goes
@@ -29,6 +30,7 @@ mod keys;
 mod local_model;
 mod logging;
 mod markdown;
+mod mcp_serve;
 mod model_list;
 mod out;
 mod output_schema;
@@ -129,6 +131,19 @@ fn main() -> ExitCode {
             let hooks = hooks::from_config(&config.hooks)?;
             runtime.block_on(eval::eval(args, approvals, hooks))
         }),
+        Command::Mcp(mcp_serve::McpCommand::Serve(mut args)) => config::load().and_then(|config| {
+            tools::check_names(&args.tools, "--tools")?;
+            tools::check_names(&config.tools, "the configuration's tools")?;
+            config.fill(
+                &mut args.provider,
+                &mut args.model,
+                &mut args.base_url,
+                &mut args.tools,
+            );
+            let approvals = approve::policies(args.approve.as_deref(), &config)?;
+            let hooks = hooks::from_config(&config.hooks)?;
+            runtime.block_on(mcp_serve::serve(args, approvals, config.mcp()?, hooks))
+        }),
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
         Command::Tool(ToolCommand::Call(args)) => runtime.block_on(tools::call(args)),
@@ -147,7 +162,8 @@ fn main() -> ExitCode {
                 &mut args.tools,
             );
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
-            runtime.block_on(chat::chat(args, approvals))
+            let hooks = hooks::from_config(&config.hooks)?;
+            runtime.block_on(chat::chat(args, approvals, hooks))
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
         Command::Export(args) => runtime.block_on(export::export(args)),

@@ -14,8 +14,8 @@ use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
     AgentTurnStartEvent, ApprovalRequestedEvent, BlockStart, ContentBlock, ContextCompactedEvent,
-    EventKind, FinishedEvent, HookDecision, HookEvent, LoopEvent, LoopResult, LoopStatus,
-    MessageCreatedEvent, PendingToolResultEvent, StreamDelta, StreamingChunkEvent,
+    EventKind, FinishedEvent, HandoffEvent, HookDecision, HookEvent, LoopEvent, LoopResult,
+    LoopStatus, MessageCreatedEvent, PendingToolResultEvent, StreamDelta, StreamingChunkEvent,
     StreamingEndEvent, StreamingStartEvent, TokenTotals, TokensConsumedEvent, ToolBlockUpdateEvent,
     ToolEndEvent, ToolStartEvent, Wait,
 };
@@ -273,6 +273,22 @@ impl View {
                     sanitize(hook),
                     point.name(),
                     decision.name()
+                )?
+            }
+            EventKind::Handoff(HandoffEvent {
+                from, to, reason, ..
+            }) => {
+                self.end_line(sinks)?;
+                let out = sinks.progress();
+                let reason = match reason {
+                    Some(reason) => format!(": {}", sanitize(reason)),
+                    None => String::new(),
+                };
+                writeln!(
+                    out,
+                    "{indent}{dim}[handoff {} → {}{reason}]{reset}",
+                    sanitize(from),
+                    sanitize(to)
                 )?
             }
             EventKind::Finished(FinishedEvent { result }) if !event.path.is_root() => {

@@ -327,7 +327,7 @@ impl Show {
 /// Starts the MCP servers of the configuration file, `--mcp` files and
 /// `--mcp-stdio` lines; a file or line that says no server is a usage
 /// error, a server that fails to start a runtime one.
-async fn start_mcp(
+pub async fn start_mcp(
     mut config: McpConfig,
     files: &[std::path::PathBuf],
     stdio: &[String],

@@ -86,6 +86,22 @@ pub struct ServeArgs {
     /// reaches it).
     #[arg(long)]
     pub metrics_bind: Option<String>,
+    /// Let webhook deliveries reach loopback and private addresses (off by
+    /// default, so a project's webhook cannot reach into this host's
+    /// network).
+    #[arg(long)]
+    pub webhooks_allow_private: bool,
+    /// Seconds one webhook delivery attempt waits for the receiver (at
+    /// least 1).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub webhook_timeout: u64,
+    /// Attempts per webhook delivery (at least 1); the wait between them
+    /// starts at --webhook-retry-ms and doubles.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub webhook_attempts: u32,
+    /// Milliseconds before a webhook delivery's second attempt (at least 1).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub webhook_retry_ms: u64,
     /// Let projects name MCP servers (`mcpServers`) that their runs start;
     /// stdio ones run as programs of this host, in the project folder, so
     /// allow it only where every user is trusted with that.
@@ -267,6 +283,12 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         })?;
         config.projects_root = Some(projects_root.clone());
         config.allow_project_mcp = args.allow_project_mcp;
+        config.webhooks = agentloop_server::config::WebhookSettings {
+            allow_private: args.webhooks_allow_private,
+            timeout: std::time::Duration::from_secs(args.webhook_timeout),
+            attempts: args.webhook_attempts,
+            retry_base: std::time::Duration::from_millis(args.webhook_retry_ms),
+        };
         if args.allow_shell {
             config.shell_tool = Some(crate::tools::shell_factory().map_err(|e| e.to_string())?);
         }

@@ -10,8 +10,8 @@ use agentloop_runtime::{ChatRuntime, ChatSettings};
 use agentloop_storage::model::{Chat, Project, now_millis};
 use agentloop_storage::{StorageError, Store};
 use agentloop_types::{
-    CancellationToken, Decisions, LoopStatus, Message, ModelProvider, PendingCall, TokenTotals,
-    Tool,
+    CancellationToken, Decisions, Hooks, LoopStatus, Message, ModelProvider, PendingCall,
+    TokenTotals, Tool,
 };
 use futures::StreamExt;
 
@@ -84,6 +84,8 @@ pub struct Session {
     pub chat_id: String,
     /// The settings a new chat gets.
     pub settings: ChatSettings,
+    /// Command hooks from the configuration, asked by every run.
+    pub hooks: Hooks,
     json: bool,
     view: render::View,
     /// Installed at the first need: the line editor sets up its own
@@ -147,6 +149,7 @@ impl Session {
             tools,
             chat_id,
             settings,
+            hooks: Hooks::default(),
             json,
             view: render::View::new(Style::stdout()),
             interrupts: None,
@@ -190,6 +193,7 @@ impl Session {
     pub async fn pending(&self) -> Result<Vec<PendingCall>, Failure> {
         ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
             .with_tools(self.tools.clone())
+            .with_hooks(self.hooks.clone())
             .pending(&self.chat_id)
             .await
             .map_err(|e| Failure::Runtime(e.to_string()))
@@ -207,6 +211,7 @@ impl Session {
         let mut interrupts = self.take_interrupts().await;
         let runtime = ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
             .with_tools(self.tools.clone())
+            .with_hooks(self.hooks.clone())
             .with_cancel(cancel.clone());
         let mut stdout = Stdout::new();
         let mut failure = None;

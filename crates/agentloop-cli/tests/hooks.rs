@@ -2,7 +2,8 @@
 //! that denies a write (exit 2, stderr as the reason), one that rewrites
 //! its arguments and one that adds context (JSON on stdout); a hook that
 //! hangs past its time limit and one that crashes, each answered with its
-//! configured default; `agentloop hooks list`.
+//! configured default; `agentloop hooks list`; `agentloop chat` asking the
+//! same hooks (a pipe).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -221,6 +222,40 @@ on_error = "block"
 }
 
 #[test]
+fn a_hook_that_times_out_is_stopped_with_every_process_it_started() {
+    let home = tempfile::tempdir().unwrap();
+    let pid_file = home.path().join("sleeper.pid");
+    let config = format!(
+        r#"
+[[hooks]]
+event = "before_tool_call"
+name = "spawner"
+command = "sleep 60 & echo $! > '{}'; wait"
+timeout_ms = 500
+"#,
+        pid_file.display()
+    );
+    let output = run_with(home.path(), &config);
+    assert_eq!(hook_events(&output)[0]["error"], "no answer within 500 ms");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let proc_dir = std::path::Path::new("/proc").join(pid.trim());
+    // Killed with the hook's group: gone (or a zombie awaiting its reaper).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let state = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
+        let gone = state.is_empty() || state.split_whitespace().nth(2) == Some("Z");
+        if gone {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the hook's background process still runs: {state}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
 fn a_hook_that_crashes_is_reported_and_passes_by_default() {
     let home = tempfile::tempdir().unwrap();
     let config = r#"
@@ -299,5 +334,90 @@ on_error = "block"
     assert!(
         stderr.contains("hooks[0]: unknown event \"before_everything\""),
         "{stderr}"
+    );
+}
+
+/// Two writes, one of a secret, then a closing text.
+const TWO_WRITES: &str = r#"[
+  {"steps": [
+    {"type": "tool_call", "id": "t1", "name": "fs", "fragments": ["{\"command\": \"create\", \"path\": \"/secret.txt\", \"file_text\": \"pw\"}"]},
+    {"type": "tool_call", "id": "t2", "name": "fs", "fragments": ["{\"command\": \"create\", \"path\": \"/notes.txt\", \"file_text\": \"hello\"}"]}
+  ]},
+  {"steps": [{"type": "text", "chunks": ["Done."]}]}
+]"#;
+
+#[test]
+fn chat_asks_the_command_hooks_that_deny_rewrite_and_add_context() {
+    let home = tempfile::tempdir().unwrap();
+    let config = r#"
+[[hooks]]
+event = "user_prompt_submitted"
+name = "rules"
+command = """echo '{"decision": "add_context", "text": "Project rule: keep notes short."}'"""
+
+[[hooks]]
+event = "before_tool_call"
+tool = "fs"
+name = "no-secrets"
+command = "if grep -q secret; then echo 'secrets stay out of files' >&2; exit 2; fi"
+
+[[hooks]]
+event = "before_tool_call"
+tool = "fs"
+name = "rewrite"
+command = """if grep -q notes; then echo '{"decision": "rewrite", "arguments": {"command": "create", "path": "/notes.txt", "file_text": "rewritten"}}'; fi"""
+"#;
+    let config_dir = home.path().join("config/agentloop");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::write(config_dir.join("config.toml"), config).unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(&script, TWO_WRITES).unwrap();
+    let root = home.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let db = home.path().join("chat.db").display().to_string();
+    let mut chat = command(home.path());
+    chat.args([
+        "chat",
+        "--db",
+        &db,
+        "--chat",
+        "c1",
+        "--tools",
+        "fs",
+        "--approve",
+        "all",
+    ])
+    .args(["--root", root.to_str().unwrap()])
+    .args(["--provider", &format!("scripted:{}", script.display())])
+    .current_dir(home.path());
+    let output = common::piped(chat, "write notes\n");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !root.join("secret.txt").exists(),
+        "the denied write never ran"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "rewritten"
+    );
+    let shown = command(home.path())
+        .args(["chats", "show", "c1", "--db", &db, "--json"])
+        .output()
+        .unwrap();
+    // The whole stored chat, as text: the added context and the denied
+    // call's result are among its messages.
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let stored = shown["messages"].to_string();
+    assert!(
+        stored.contains("Project rule: keep notes short."),
+        "{stored}"
+    );
+    assert!(
+        stored.contains("Blocked by hook `no-secrets`: secrets stay out of files"),
+        "{stored}"
     );
 }

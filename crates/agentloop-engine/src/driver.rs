@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use agentloop_types::{
     AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, Guardrail, Hook,
-    Hooks, LoopOptions, Message, ModelProvider, ModelRequest, Retriever, RunState, Tool,
+    Hooks, LoopOptions, Message, ModelProvider, ModelRequest, OutputGuardrail, Retriever, RunState,
+    Tool, ToolGuardrail, output_guardrail_hook, tool_guardrail_hook,
 };
 
 use crate::cancel::or_cancelled;
 use crate::clock::{Clock, SystemClock};
+use crate::handoff::Handoffs;
 use crate::machine::{Input, Machine, OfferedTool, Step, StepError, StrategyMachine, ToolOutcome};
 use crate::model_turn::{ModelTurn, summary_request, summary_turn};
 use crate::run_stream::{Emitter, RunStream};
@@ -43,6 +45,9 @@ pub struct RunDeps {
     /// Input guardrails, run beside the run's first model call (see
     /// [`agentloop_types::guardrail`]).
     pub guardrails: Vec<Arc<dyn Guardrail>>,
+    /// The agents the run hands the conversation between (see
+    /// [`agentloop_types::handoff`]); none by default.
+    pub handoffs: Option<Arc<Handoffs>>,
 }
 
 impl RunDeps {
@@ -58,12 +63,35 @@ impl RunDeps {
             clock: Arc::new(SystemClock),
             hooks: Hooks::default(),
             guardrails: Vec::new(),
+            handoffs: None,
         }
+    }
+
+    /// Lets the run's agent hand the conversation to the agents of
+    /// `handoffs` (the run's provider, options and tools are its root
+    /// agent's).
+    pub fn with_handoffs(mut self, handoffs: Handoffs) -> Self {
+        self.handoffs = Some(Arc::new(handoffs));
+        self
     }
 
     /// Adds an input guardrail.
     pub fn with_guardrail(mut self, guardrail: Arc<dyn Guardrail>) -> Self {
         self.guardrails.push(guardrail);
+        self
+    }
+
+    /// Adds an output guardrail: asked about the final answer (and its
+    /// structured output) before the run completes, as a `run_end` hook.
+    pub fn with_output_guardrail(mut self, guardrail: Arc<dyn OutputGuardrail>) -> Self {
+        self.hooks.push(output_guardrail_hook(guardrail));
+        self
+    }
+
+    /// Adds a tool guardrail: asked about each call before it runs and
+    /// its result after, as `before_tool_call` and `after_tool_call` hooks.
+    pub fn with_tool_guardrail(mut self, guardrail: Arc<dyn ToolGuardrail>) -> Self {
+        self.hooks.push(tool_guardrail_hook(guardrail));
         self
     }
 
@@ -266,7 +294,21 @@ pub fn settle<T: Into<OfferedTool>>(
     state: RunState,
     tools: impl IntoIterator<Item = T>,
 ) -> Settled {
-    let mut machine = Machine::new(state, options).with_tools(tools);
+    settle_handing_off(options, state, tools, None)
+}
+
+/// [`settle`] for a run whose agents hand off to each other as `handoffs`
+/// says (the tools given are its root agent's): a run stored while
+/// another agent spoke goes on with that agent.
+pub fn settle_handing_off<T: Into<OfferedTool>>(
+    options: LoopOptions,
+    state: RunState,
+    tools: impl IntoIterator<Item = T>,
+    handoffs: Option<&Handoffs>,
+) -> Settled {
+    let mut machine = Machine::new(state, options)
+        .with_tools(tools)
+        .with_handoffs(handoffs.and_then(|h| h.plan().ok()));
     let mut events = Vec::new();
     let mut input = Input::Start;
     let refused = loop {
@@ -316,7 +358,8 @@ fn drive_machine(
         .with_api(deps.provider.api())
         .with_tools(deps.tools.iter().map(|t| OfferedTool::of(t.as_ref())))
         .with_hooks(deps.hooks.points(), deps.hooks.max_continues)
-        .with_input_guardrails(!deps.guardrails.is_empty());
+        .with_input_guardrails(!deps.guardrails.is_empty())
+        .with_handoffs(deps.handoffs.as_deref().and_then(|h| h.plan().ok()));
     // Child runs (a minion's, a skill's) are started inside their tool
     // call's span, so this span nests under it.
     let span = tracing::info_span!(
@@ -428,6 +471,12 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
             input = cancelled();
             continue;
         }
+        // The agent the step is for, in a run that hands off.
+        let speaker = machine.speaker();
+        let agent = speaker
+            .as_deref()
+            .zip(deps.handoffs.as_deref())
+            .and_then(|(name, handoffs)| handoffs.agent(name));
         input = match output.next {
             Step::Done => return,
             Step::CallModel {
@@ -449,8 +498,18 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 // What the input guardrails check: the same shared history.
                 let guarded = messages.clone();
                 let turn = {
+                    let mut request_options = options.request.clone();
+                    if let Some(agent) = agent {
+                        request_options.system_prompt = agent.instructions.clone();
+                        if let Some(model) = &agent.model {
+                            request_options.model = model.clone();
+                        }
+                    }
+                    let provider = agent
+                        .and_then(|a| a.provider.as_deref())
+                        .unwrap_or(deps.provider.as_ref());
                     let request = ModelRequest {
-                        options: options.request.clone(),
+                        options: request_options,
                         response_format,
                         messages,
                         tools,
@@ -464,7 +523,7 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                     }
                     // In the turn's span: a provider's own spans nest
                     // under it.
-                    span.in_scope(|| ModelTurn::start(deps.provider.as_ref(), request, iteration))
+                    span.in_scope(|| ModelTurn::start(provider, request, iteration, speaker))
                 };
                 let input = if guard_input && !deps.guardrails.is_empty() {
                     guarded_turn(turn, guarded, deps, &mut emitter)
@@ -486,7 +545,7 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
             }
             Step::RunTools { calls } => {
                 let run = ToolRun {
-                    tools: &deps.tools,
+                    tools: agent.map_or(&deps.tools, |a| &a.tools),
                     options,
                     run_id: &run_id,
                     cancel: &deps.cancel,

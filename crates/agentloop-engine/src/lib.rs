@@ -47,6 +47,7 @@
 mod cancel;
 mod clock;
 mod driver;
+mod handoff;
 pub mod machine;
 mod model_turn;
 pub mod retrieval;
@@ -60,7 +61,10 @@ mod tool_call;
 mod tool_exec;
 
 pub use clock::{Clock, SystemClock};
-pub use driver::{RunDeps, Settled, cancel_waiting, decide, resume, run, settle};
+pub use driver::{
+    RunDeps, Settled, cancel_waiting, decide, resume, run, settle, settle_handing_off,
+};
+pub use handoff::{AgentProfile, Handoffs};
 pub use machine::{
     Awaiting, Input, Machine, OfferedTool, Output, Step, StepError, ToolCall, ToolOutcome,
     check_output_schema,

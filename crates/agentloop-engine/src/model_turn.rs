@@ -23,6 +23,7 @@ pub(crate) struct ModelTurn {
     stream: ModelStream,
     prefill: Vec<StreamDelta>,
     iteration: u32,
+    agent: Option<String>,
 }
 
 impl ModelTurn {
@@ -32,12 +33,14 @@ impl ModelTurn {
         provider: &dyn ModelProvider,
         request: ModelRequest,
         iteration: u32,
+        agent: Option<String>,
     ) -> Self {
         let prefill = prefill_deltas(request.options.prefill_response.as_deref());
         Self {
             stream: provider.stream(request),
             prefill,
             iteration,
+            agent,
         }
     }
 
@@ -47,9 +50,13 @@ impl ModelTurn {
             stream,
             prefill,
             iteration,
+            agent,
         } = self;
         emitter
-            .emit(EventKind::StreamingStart(StreamingStartEvent { iteration }))
+            .emit(EventKind::StreamingStart(StreamingStartEvent {
+                iteration,
+                agent,
+            }))
             .await;
         let mut stream = AssertUnwindSafe(stream).catch_unwind();
         let mut assembler = StreamAssembler::new();

@@ -6,7 +6,7 @@
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, ApprovalRequestedEvent, FinishedEvent, MessageCreatedEvent,
+    AgentTurnStartEvent, ApprovalRequestedEvent, FinishedEvent, HandoffEvent, MessageCreatedEvent,
     PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
     TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
@@ -212,6 +212,7 @@ fn deepen(kind: EventKind) -> EventKind {
         | EventKind::ApprovalRequested(ApprovalRequestedEvent { .. })
         | EventKind::ContextCompacted(ContextCompactedEvent { .. })
         | EventKind::Hook(HookEvent { .. })
+        | EventKind::Handoff(HandoffEvent { .. })
         | EventKind::Finished(FinishedEvent { .. })) => kind,
     }
 }

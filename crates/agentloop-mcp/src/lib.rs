@@ -14,9 +14,13 @@
 //! - Child processes are killed when their [`McpServer`] and its tools are
 //!   dropped.
 //!
+//! - With the `server` feature, [`serve`] offers an agent as an MCP server
+//!   (stdio or streamable HTTP), the other way round.
+//!
 //! # Cargo features
 //!
-//! None: stdio and streamable HTTP servers are always supported.
+//! - `server`: the [`serve`] module. The client side (stdio and streamable
+//!   HTTP servers) is always there.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -24,6 +28,9 @@ mod command_line;
 mod config;
 mod connection;
 mod result;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub mod serve;
 mod server;
 mod servers;
 mod tool;

@@ -29,7 +29,7 @@ use agentloop_types::{
     PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
     TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use agentloop_types::{ContextCompactedEvent, HookEvent};
+use agentloop_types::{ContextCompactedEvent, HandoffEvent, HookEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -224,6 +224,7 @@ impl Persister {
             | EventKind::AgentCompletion(AgentCompletionEvent { .. })
             | EventKind::AgentError(AgentErrorEvent { .. })
             | EventKind::Hook(HookEvent { .. })
+            | EventKind::Handoff(HandoffEvent { .. })
             | EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {
                 self.flush_when_full().await?
             }

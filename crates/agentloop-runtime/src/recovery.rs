@@ -198,7 +198,12 @@ impl ChatRuntime {
         let chat = self.store.get_chat(chat_id).await?;
         let options = self.loop_options(&chat).await?;
         // A finished state refuses to start: nothing is stepped.
-        let settled = agentloop_engine::settle(options, state, self.offered_tools());
+        let settled = agentloop_engine::settle_handing_off(
+            options,
+            state,
+            self.offered_tools(),
+            self.handoffs.as_deref(),
+        );
         let mut persister = Box::new(Persister::new(
             self.store.clone(),
             chat,

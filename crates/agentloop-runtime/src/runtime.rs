@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use agentloop_engine::strategy::NativeStrategy;
-use agentloop_engine::{CheckpointedRun, LoopStrategy, RunDeps, RunStream};
+use agentloop_engine::{CheckpointedRun, Handoffs, LoopStrategy, RunDeps, RunStream};
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{StorageError, Store, StoreAttachmentLoader};
 use agentloop_types::{
-    CancellationToken, DecisionError, Decisions, LoopOptions, Message, ModelProvider, PendingCall,
-    Role, RunState, Tool,
+    CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message, ModelProvider,
+    PendingCall, Role, RunState, Tool,
 };
 
 use crate::chat_run::ChatRun;
@@ -33,6 +33,10 @@ pub struct ChatRuntime {
     pub(crate) owner: String,
     pub(crate) lease_ms: i64,
     cancel: CancellationToken,
+    /// The agents runs hand off between, when they do.
+    pub(crate) handoffs: Option<Arc<Handoffs>>,
+    /// Lifecycle hooks every run asks.
+    hooks: Hooks,
 }
 
 impl ChatRuntime {
@@ -47,7 +51,26 @@ impl ChatRuntime {
             owner: new_id("worker"),
             lease_ms: DEFAULT_LEASE_MS,
             cancel: CancellationToken::new(),
+            handoffs: None,
+            hooks: Hooks::default(),
         }
+    }
+
+    /// Lifecycle hooks every run asks (see [`agentloop_types::hook`]);
+    /// their decisions are stored with each run's state and events, so a
+    /// resumed run never asks again for one it has.
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Lets runs hand the conversation between the agents of `handoffs`
+    /// (the runtime's provider, options and tools are the root agent's).
+    /// A run recovered or resumed goes on with the agent that was
+    /// speaking.
+    pub fn with_handoffs(mut self, handoffs: Handoffs) -> Self {
+        self.handoffs = Some(Arc::new(handoffs));
+        self
     }
 
     /// Adds tools offered to runs.
@@ -462,6 +485,8 @@ impl ChatRuntime {
             .with_cancel(self.cancel.child_token());
         RunDeps {
             attachments: Some(Arc::new(StoreAttachmentLoader(Arc::clone(&self.store)))),
+            handoffs: self.handoffs.clone(),
+            hooks: self.hooks.clone(),
             ..deps
         }
     }

@@ -116,6 +116,34 @@ pub struct ServerConfig {
     /// [`crate::policy`]): `Unattended` by default, so a project's agents
     /// work on inside its folder with no client attached.
     pub approvals: ApprovalMode,
+    /// How webhook deliveries are made (see [`crate::webhooks`]).
+    pub webhooks: WebhookSettings,
+}
+
+/// How webhook deliveries are made.
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    /// Whether deliveries may reach loopback and private addresses. Off by
+    /// default: a project's URL must not become a way into the server's
+    /// own network.
+    pub allow_private: bool,
+    /// How long one attempt waits for the receiver's answer.
+    pub timeout: Duration,
+    /// Attempts per delivery (at least one).
+    pub attempts: u32,
+    /// The wait before the second attempt; it doubles for each later one.
+    pub retry_base: Duration,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            allow_private: false,
+            timeout: Duration::from_secs(10),
+            attempts: 4,
+            retry_base: Duration::from_secs(2),
+        }
+    }
 }
 
 impl ServerConfig {
@@ -140,6 +168,7 @@ impl ServerConfig {
             allow_project_mcp: false,
             shell_tool: None,
             approvals: ApprovalMode::Unattended,
+            webhooks: WebhookSettings::default(),
         }
     }
 }

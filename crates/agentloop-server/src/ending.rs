@@ -219,6 +219,7 @@ pub fn wanted(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
                 LoopError::OutputInvalid { .. } => "output_invalid",
                 LoopError::Refused { .. } => "refused",
                 LoopError::OutputSchemaUnsupported { .. } => "output_schema_unsupported",
+                LoopError::HandoffsUnsupported { .. } => "handoffs_unsupported",
                 LoopError::Blocked { .. } => "blocked",
             };
             failed(kind, error.to_string())

@@ -18,8 +18,10 @@
 //! 2. **Run lifecycle**: [`drive`] starts an agent run, executes it under
 //!    its lease and chains the next, step by step; [`waiting`] holds runs
 //!    waiting for a person (approvals, answers); [`recovery`] takes over
-//!    runs whose lease expired. Below them: [`runner`] (a run's task
-//!    context, preparing it, creating it), [`run_log`] (ending a run no
+//!    runs whose lease expired; [`webhooks`] tells a project's registered
+//!    URLs when its runs end, wait for a person or end a chain. Below
+//!    them: [`runner`] (a run's task context, preparing it, creating it),
+//!    [`run_log`] (ending a run no
 //!    loop is left to end), [`hosting`] (executing the loop through
 //!    `agentloop-runtime`, which keeps the run's one record, lease and
 //!    event log, and reading its events to live followers), [`run_tools`]
@@ -31,7 +33,8 @@
 //!    [`follow`] (waking followers of runs executing elsewhere),
 //!    [`metrics`], [`shapes`] (JSON shapes of records for answers and
 //!    notifications), [`policy`] (whether fs writes and JavaScript calls
-//!    wait for a person), [`users`], [`folders`], [`ids`] and [`config`].
+//!    wait for a person), [`webhook_log`] (the deliveries made here),
+//!    [`users`], [`folders`], [`ids`] and [`config`].
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -83,6 +86,8 @@ pub mod tool;
 pub mod unread_body;
 pub mod users;
 pub mod waiting;
+pub mod webhook_log;
+pub mod webhooks;
 
 /// The HTTP layer under its former name.
 pub use http as routes;

@@ -12,7 +12,7 @@ use agentloop_types::{
     PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
     TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use agentloop_types::{ApiKind, ContextCompactedEvent, HookEvent};
+use agentloop_types::{ApiKind, ContextCompactedEvent, HandoffEvent, HookEvent};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -339,6 +339,7 @@ impl RunMetrics {
             | EventKind::AgentCompletion(AgentCompletionEvent { .. })
             | EventKind::AgentError(AgentErrorEvent { .. })
             | EventKind::Hook(HookEvent { .. })
+            | EventKind::Handoff(HandoffEvent { .. })
             | EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {}
         }
     }

@@ -38,6 +38,7 @@ impl Server {
     ) -> Result<(), ServerError> {
         let state = self.state;
         let claimer = tokio::spawn(crate::recovery::claim_loop(state.clone()));
+        crate::webhooks::spawn_dispatcher(state.clone());
         tokio::spawn(crate::follow::watch_appends(
             state.store.clone(),
             state.appends.clone(),

@@ -158,6 +158,14 @@ pub enum LoopError {
         /// The strategy the run was started with.
         strategy: String,
     },
+    /// The run's agents hand off to each other, but its strategy cannot
+    /// (only the native strategy can). Refused before the first model
+    /// request.
+    #[error("handoffs need the native strategy; the {strategy} strategy cannot hand off")]
+    HandoffsUnsupported {
+        /// The strategy the run was started with.
+        strategy: String,
+    },
     /// A hook (or a guardrail) blocked the run: its prompt, a model call,
     /// or its answer. Nothing after the block was committed.
     #[error("{by} `{name}` blocked the run: {reason}")]

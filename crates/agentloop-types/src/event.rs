@@ -109,6 +109,9 @@ pub enum EventKind {
     /// A lifecycle hook decided about a moment of the run (see
     /// [`hook`](crate::hook)).
     Hook(HookEvent),
+    /// The agent speaking handed the conversation to another agent (see
+    /// [`handoff`](crate::handoff)).
+    Handoff(HandoffEvent),
     /// The run ended. Exactly one per run path; the last event of the root.
     Finished(FinishedEvent),
 }
@@ -139,6 +142,7 @@ impl EventKind {
             Self::ContextCompacted(ContextCompactedEvent { .. }) => "context_compacted",
             Self::ApprovalRequested(ApprovalRequestedEvent { .. }) => "approval_requested",
             Self::Hook(HookEvent { .. }) => "hook",
+            Self::Handoff(HandoffEvent { .. }) => "handoff",
             Self::Finished(FinishedEvent { .. }) => "finished",
         }
     }
@@ -152,6 +156,10 @@ impl EventKind {
 pub struct StreamingStartEvent {
     /// 1-based model turn number within the run.
     pub iteration: u32,
+    /// The agent speaking, in a run whose agents hand off to each other
+    /// (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// Content arrived: a delta, never the whole message again.
@@ -389,4 +397,26 @@ pub struct HookEvent {
     /// its configured default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The hook is a guardrail (an output or tool guardrail).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guardrail: bool,
+}
+
+/// The agent speaking handed the conversation to another: the next model
+/// call is the target's. Recorded once, after the tool results of the turn
+/// that called the handoff tool; a resumed run never repeats it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HandoffEvent {
+    /// The agent that handed off.
+    pub from: String,
+    /// The agent that answers from now on.
+    pub to: String,
+    /// The handoff tool's call.
+    pub tool_use_id: String,
+    /// The reason the model gave, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Handoffs taken by the run so far, this one included.
+    pub handoffs: u32,
 }

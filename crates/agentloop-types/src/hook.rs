@@ -17,7 +17,7 @@
 //! | `before_model_call` | ✓ | run ends `error` (`blocked`) | | | a user message before the call | | |
 //! | `before_tool_call` | ✓ | the call does not run; its result is the reason | held for a person's approval | the call runs with these arguments | appended to the call's result | | |
 //! | `after_tool_call` | ✓ | the result becomes an error carrying the reason | | | appended to the result | the result's text | |
-//! | `run_end` | ✓ | | | | | | the model is called once more with the reason (bounded) |
+//! | `run_end` | ✓ | run ends `error` (`blocked`): the answer is withheld | | | | | the model is called once more with the reason (bounded) |
 //!
 //! A decision that does not apply at its point is recorded with
 //! `ignored: true` and changes nothing. With several hooks at one point,
@@ -139,6 +139,10 @@ pub enum HookInput {
         run_id: String,
         /// The answer's text.
         answer: String,
+        /// The validated structured output, when the run has an output
+        /// schema.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<Value>,
         /// How many times hooks already asked this run to go on.
         continued: u32,
     },
@@ -246,7 +250,7 @@ impl HookDecision {
         use HookPoint as P;
         match self {
             HookDecision::Pass => true,
-            HookDecision::Block { .. } => point != P::RunEnd,
+            HookDecision::Block { .. } => true,
             HookDecision::Ask { .. } | HookDecision::Rewrite { .. } => point == P::BeforeToolCall,
             HookDecision::AddContext { .. } => point != P::RunEnd,
             HookDecision::Replace { .. } => point == P::AfterToolCall,
@@ -291,6 +295,9 @@ pub struct HookAnswer {
     /// Why it failed to answer, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// It is a guardrail.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guardrail: bool,
 }
 
 /// A lifecycle hook. Implement [`call`](Hook::call); say which moments it
@@ -338,6 +345,12 @@ pub trait Hook: Send + Sync {
     /// The decision taken when [`call`](Hook::call) fails: pass by default.
     fn on_error(&self) -> HookDecision {
         HookDecision::Pass
+    }
+
+    /// Whether it is a guardrail (see [`guardrail`](crate::guardrail)):
+    /// its blocks then name a guardrail, not a hook.
+    fn is_guardrail(&self) -> bool {
+        false
     }
 }
 
@@ -464,6 +477,7 @@ impl Hooks {
                     tool_use_id: input.tool_use_id().map(str::to_owned),
                     decision,
                     error,
+                    guardrail: hook.is_guardrail(),
                 }
             });
         futures::future::join_all(asked).await

@@ -33,6 +33,7 @@ pub mod cancel;
 pub mod error;
 pub mod event;
 pub mod guardrail;
+pub mod handoff;
 pub mod history;
 pub mod hook;
 pub mod message;
@@ -66,11 +67,18 @@ pub use event::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
     AgentTurnStartEvent, ApprovalRequestedEvent, ContextCompactedEvent, EventKind, FinishedEvent,
-    HookEvent, LoopEvent, MessageCreatedEvent, PendingToolResultEvent, RunPath,
+    HandoffEvent, HookEvent, LoopEvent, MessageCreatedEvent, PendingToolResultEvent, RunPath,
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-pub use guardrail::{Guardrail, GuardrailVerdict, first_trip};
+pub use guardrail::{
+    Guardrail, GuardrailVerdict, OutputGuardrail, ToolGuardrail, first_trip, output_guardrail_hook,
+    tool_guardrail_hook,
+};
+pub use handoff::{
+    HANDOFF_TOOL_PREFIX, HandoffError, HandoffHistory, HandoffTarget, MAX_HANDOFFS,
+    check_agent_name, handoff_tool_name,
+};
 pub use history::{HistoryCheck, HistoryError, close_dangling_calls, validate_history};
 pub use hook::{
     FnHook, Hook, HookAnswer, HookDecision, HookError, HookInput, HookPoint, Hooks, hook_fn,

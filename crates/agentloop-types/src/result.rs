@@ -24,6 +24,9 @@ pub enum LimitKind {
     TotalTokens,
     /// `max_cost`.
     Cost,
+    /// The run's handoff limit (a cycle of agents handing off to each
+    /// other ends here).
+    Handoffs,
     /// The run's wall-clock limit (`LoopOptions::timeout_ms`) passed.
     Timeout,
 }
@@ -36,6 +39,7 @@ impl LimitKind {
             Self::ToolCalls => "tool_calls",
             Self::TotalTokens => "total_tokens",
             Self::Cost => "cost",
+            Self::Handoffs => "handoffs",
             Self::Timeout => "timeout",
         }
     }

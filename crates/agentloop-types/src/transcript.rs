@@ -8,7 +8,9 @@ use crate::{
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use crate::{ApprovalRequestedEvent, ContextCompactedEvent, HookDecision, HookEvent, Wait};
+use crate::{
+    ApprovalRequestedEvent, ContextCompactedEvent, HandoffEvent, HookDecision, HookEvent, Wait,
+};
 use std::fmt::Write;
 
 use crate::event::{EventKind, LoopEvent};
@@ -48,9 +50,10 @@ pub fn render_event(event: &LoopEvent) -> String {
 
 fn render_kind(kind: &EventKind) -> String {
     match kind {
-        EventKind::StreamingStart(StreamingStartEvent { iteration }) => {
-            format!("iteration={iteration}")
-        }
+        EventKind::StreamingStart(StreamingStartEvent { iteration, agent }) => match agent {
+            Some(agent) => format!("iteration={iteration} agent={agent}"),
+            None => format!("iteration={iteration}"),
+        },
         EventKind::FirstChunk => String::new(),
         EventKind::StreamingChunk(StreamingChunkEvent { delta }) => render_delta(delta),
         EventKind::StreamingEnd(StreamingEndEvent { stop_reason }) => match stop_reason {
@@ -125,6 +128,19 @@ fn render_kind(kind: &EventKind) -> String {
             arguments,
             reason,
         }) => format!("{tool_use_id} {tool} {} {}", json(arguments), json(reason)),
+        EventKind::Handoff(HandoffEvent {
+            from,
+            to,
+            tool_use_id,
+            reason,
+            handoffs,
+        }) => {
+            let mut out = format!("{from} -> {to} {tool_use_id} #{handoffs}");
+            if let Some(reason) = reason {
+                out.push_str(&format!(" {}", json(reason)));
+            }
+            out
+        }
         EventKind::Hook(HookEvent {
             hook,
             point,
@@ -132,8 +148,13 @@ fn render_kind(kind: &EventKind) -> String {
             decision,
             ignored,
             error,
+            guardrail,
         }) => {
-            let mut out = format!("{hook} {}", point.name());
+            let mut out = if *guardrail {
+                format!("guardrail {hook} {}", point.name())
+            } else {
+                format!("{hook} {}", point.name())
+            };
             if let Some(id) = tool_use_id {
                 out.push_str(&format!(" {id}"));
             }

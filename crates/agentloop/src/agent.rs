@@ -5,13 +5,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
-use agentloop_engine::{RunDeps, RunStream, collect, decide, run};
+use agentloop_engine::{AgentProfile, Handoffs, RunDeps, RunStream, collect, decide, run};
 use agentloop_types::{
-    ApprovalPolicy, CancellationToken, DecisionError, Decisions, Guardrail, Hook, Hooks, LoopEvent,
-    LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, Tool,
+    ApprovalPolicy, CancellationToken, DecisionError, Decisions, Guardrail, HandoffError,
+    HandoffHistory, Hook, Hooks, LoopEvent, LoopOptions, LoopResult, LoopStatus, Message,
+    ModelProvider, OutputGuardrail, Tool, ToolGuardrail, output_guardrail_hook,
+    tool_guardrail_hook,
 };
 use futures::Stream;
 
+use crate::handoffs::{Member, Target, Team};
 use crate::into::{IntoProvider, IntoTool};
 use crate::text::TextDeltas;
 
@@ -32,6 +35,10 @@ pub enum BuildError {
     /// Two tools share a name, so the model could not tell them apart.
     #[error("two tools are named {0:?}")]
     DuplicateTool(String),
+    /// The agents it hands off to do not fit together (a bad or repeated
+    /// name, a handoff to an agent not given).
+    #[error(transparent)]
+    Handoffs(#[from] HandoffError),
 }
 
 /// An agent: a model provider, the tools it may call and the options of
@@ -45,6 +52,9 @@ pub struct Agent {
     cancel: CancellationToken,
     hooks: Hooks,
     guardrails: Vec<Arc<dyn Guardrail>>,
+    pub(crate) team: Team,
+    /// The agents its runs hand off between, when it hands off.
+    handoffs: Option<Arc<Handoffs>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -54,6 +64,7 @@ impl std::fmt::Debug for Agent {
             .field("tools", &tools)
             .field("options", &self.options)
             .field("hooks", &self.hooks)
+            .field("name", &self.team.name)
             .finish_non_exhaustive()
     }
 }
@@ -127,7 +138,28 @@ impl Agent {
             .with_cancel(self.cancel.clone());
         deps.hooks = self.hooks.clone();
         deps.guardrails = self.guardrails.clone();
+        deps.handoffs = self.handoffs.clone();
         deps
+    }
+
+    /// Its name (as agents that hand off to it know it).
+    pub fn name(&self) -> &str {
+        &self.team.name
+    }
+
+    /// What it answers as an agent handed to: its name, description,
+    /// instructions, model, provider, tools and handoffs.
+    pub(crate) fn profile(&self) -> AgentProfile {
+        AgentProfile {
+            name: self.team.name.clone(),
+            description: self.team.description.clone(),
+            instructions: self.options.request.system_prompt.clone(),
+            model: Some(self.options.request.model.clone()),
+            provider: Some(self.provider.clone()),
+            tools: self.tools.clone(),
+            handoffs: self.team.handoff_names(),
+            history: self.team.history,
+        }
     }
 
     /// The options every run of this agent uses.
@@ -189,9 +221,91 @@ pub struct AgentBuilder {
     cancel: Option<CancellationToken>,
     hooks: Hooks,
     guardrails: Vec<Arc<dyn Guardrail>>,
+    team: Team,
 }
 
 impl AgentBuilder {
+    /// Its name: how agents that hand off to it call it (their tool is
+    /// `transfer_to_{name}`); `[A-Za-z0-9_-]{1,48}`, `agent` unless set.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.team.name = name.into();
+        self
+    }
+
+    /// What it is for, as a model that may hand off to it reads it.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.team.description = description.into();
+        self
+    }
+
+    /// Lets it hand the conversation to `agent`: the model sees a
+    /// `transfer_to_{name}` tool; calling it ends this agent's turn and the
+    /// same run goes on with `agent`'s instructions (system prompt), model,
+    /// provider and tools, and with the handoffs `agent` declares in turn.
+    /// The run's options, hooks and guardrails stay this agent's.
+    ///
+    /// ```
+    /// use agentloop::Agent;
+    /// use agentloop::engine::scripted::{ScriptedProvider, ScriptedTurn};
+    /// use serde_json::json;
+    ///
+    /// # futures::executor::block_on(async {
+    /// let provider = ScriptedProvider::new([
+    ///     ScriptedTurn::new().tool_call("h1", "transfer_to_billing", json!({})),
+    ///     ScriptedTurn::new().text("Your invoice is paid."),
+    /// ]);
+    /// let billing = Agent::builder()
+    ///     .name("billing")
+    ///     .description("Invoices and payments.")
+    ///     .provider(provider.clone())
+    ///     .model("m")
+    ///     .system("You answer billing questions.")
+    ///     .build()
+    ///     .unwrap();
+    /// let triage = Agent::builder()
+    ///     .name("triage")
+    ///     .provider(provider)
+    ///     .model("m")
+    ///     .handoff(billing)
+    ///     .build()
+    ///     .unwrap();
+    /// let result = triage.run("Is my invoice paid?").await;
+    /// assert_eq!(result.final_text().as_deref(), Some("Your invoice is paid."));
+    /// # });
+    /// ```
+    pub fn handoff(mut self, agent: Agent) -> Self {
+        let member = Member {
+            profile: agent.profile(),
+            team: agent.team,
+        };
+        self.team.targets.push(Target::Agent(Box::new(member)));
+        self
+    }
+
+    /// Lets it hand the conversation to the agent named `name`, given
+    /// whole elsewhere in the same set of agents (to hand back to the agent
+    /// that handed to it, say). The name resolves where the set is put
+    /// together — in the agent whose runs start there — and is left out of
+    /// a set that holds no agent of that name.
+    pub fn handoff_to_name(mut self, name: impl Into<String>) -> Self {
+        self.team.targets.push(Target::Name(name.into()));
+        self
+    }
+
+    /// What of the history before a handoff to it this agent sees (all of
+    /// it unless set).
+    pub fn handoff_history(mut self, history: HandoffHistory) -> Self {
+        self.team.history = history;
+        self
+    }
+
+    /// How many handoffs one run takes before it ends `limit_exceeded`
+    /// (limit `handoffs`); 8 unless set.
+    pub fn max_handoffs(mut self, max: u32) -> Self {
+        self.team.max_handoffs = Some(max);
+        self
+    }
+
     /// The model provider: a provider value, an `Arc` of one or an
     /// `Arc<dyn ModelProvider>`.
     pub fn provider<M>(mut self, provider: impl IntoProvider<M>) -> Self {
@@ -292,6 +406,23 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds an output guardrail: asked about the final answer (and its
+    /// validated structured output) before a run completes; one that trips
+    /// ends the run `error` (`blocked`, `by: "guardrail"`, naming it). See
+    /// [`agentloop_types::guardrail`].
+    pub fn output_guardrail(mut self, guardrail: Arc<dyn OutputGuardrail>) -> Self {
+        self.hooks.push(output_guardrail_hook(guardrail));
+        self
+    }
+
+    /// Adds a tool guardrail: asked about each call before it runs (a trip
+    /// answers the call with the reason, unrun) and about its result after
+    /// (a trip withholds it). See [`agentloop_types::guardrail`].
+    pub fn tool_guardrail(mut self, guardrail: Arc<dyn ToolGuardrail>) -> Self {
+        self.hooks.push(tool_guardrail_hook(guardrail));
+        self
+    }
+
     /// How many times `run_end` hooks may send a finishing run back to
     /// the model (3 unless set).
     pub fn max_hook_continues(mut self, max: u32) -> Self {
@@ -305,8 +436,8 @@ impl AgentBuilder {
         self
     }
 
-    /// The agent; fails without a provider, without a model id or with two
-    /// tools of one name.
+    /// The agent; fails without a provider, without a model id, with two
+    /// tools of one name, or with handoffs that do not fit together.
     pub fn build(self) -> Result<Agent, BuildError> {
         let provider = self.provider.ok_or(BuildError::MissingProvider)?;
         if self.options.request.model.trim().is_empty() {
@@ -318,14 +449,18 @@ impl AgentBuilder {
                 return Err(BuildError::DuplicateTool(tool.name().to_owned()));
             }
         }
-        Ok(Agent {
+        let mut agent = Agent {
             provider,
             tools: self.tools,
             options: self.options,
             cancel: self.cancel.unwrap_or_default(),
             hooks: self.hooks,
             guardrails: self.guardrails,
-        })
+            team: self.team,
+            handoffs: None,
+        };
+        agent.handoffs = agent.team.handoffs()?.map(Arc::new);
+        Ok(agent)
     }
 }
 

@@ -116,6 +116,7 @@ pub use agentloop_tools as tools;
 
 #[cfg(feature = "engine")]
 mod agent;
+mod handoffs;
 #[cfg(feature = "engine")]
 mod into;
 #[cfg(feature = "providers")]

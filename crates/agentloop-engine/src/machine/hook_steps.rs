@@ -36,6 +36,10 @@ pub(crate) enum HookStage {
     /// Complete with this answer.
     End {
         text: String,
+        /// The validated structured output, when the run has an output
+        /// schema: the run completes with it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<serde_json::Value>,
         stop_reason: StopReason,
         retry: ToolOffer,
     },

@@ -95,6 +95,7 @@
 
 mod answers;
 mod compaction;
+mod handoffs;
 mod hook_steps;
 mod offer;
 mod output;
@@ -109,6 +110,7 @@ mod waits;
 
 pub use answers::ToolOutcome;
 pub(crate) use answers::running_block;
+pub use handoffs::{AgentSpec, HandoffPlan};
 pub use output::check_output_schema;
 pub use protocol::{Awaiting, Input, OfferedTool, Output, Step, StepError, ToolCall};
 pub use run_machine::Machine;

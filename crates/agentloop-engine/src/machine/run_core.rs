@@ -10,9 +10,9 @@ use agentloop_types::{
     PendingToolResultEvent, TokensConsumedEvent,
 };
 use agentloop_types::{
-    BreakLoop, ContentBlock, EventKind, History, HistoryCheck, LimitKind, LoopError, LoopOptions,
-    LoopResult, LoopStatus, Message, Passage, Role, RunPhase, RunState, TokenTotals,
-    ToolDefinition, ToolResult, ToolResultBlock, ToolUseBlock,
+    BreakLoop, ContentBlock, EventKind, HandoffHistory, History, HistoryCheck, LimitKind,
+    LoopError, LoopOptions, LoopResult, LoopStatus, Message, Passage, Role, RunPhase, RunState,
+    TokenTotals, ToolResult, ToolResultBlock, ToolUseBlock, handoff_tool_name,
 };
 use serde::{Deserialize, Serialize};
 
@@ -29,9 +29,12 @@ use super::waits::Waiting;
 mod call_ids;
 mod compact;
 mod final_answer;
+mod handoff;
 mod hooks;
 mod waiting;
 
+pub(crate) use super::handoffs::TakenHandoff;
+use super::handoffs::{AgentTools, HandoffPlan, handoff_answer};
 pub(crate) use super::hook_steps::{AfterHooks, HookConfig, PendingHook};
 pub(crate) use super::offer::ToolOffer;
 
@@ -46,14 +49,17 @@ pub(crate) struct Env {
     /// What the final answer is held to, when the run has an output schema
     /// and its strategy honours it.
     pub(crate) output: Option<OutputRules>,
-    /// The definitions offered with the run's tools (with the
-    /// `final_output` tool when the run asks through it), built once and
-    /// shared by every request.
-    offered: Arc<[ToolDefinition]>,
     /// Where the run asks its hooks.
     pub(crate) hooks: HookConfig,
     /// Whether input guardrails run beside the run's first model call.
     pub(crate) input_guardrails: bool,
+    /// The agents the run hands off between, when it does.
+    pub(crate) handoffs: Option<Arc<HandoffPlan>>,
+    /// What the root agent offers (with the `final_output` tool when the
+    /// run asks through it), built once and shared by every request.
+    root: AgentTools,
+    /// What each other agent of the plan offers, in the plan's order.
+    agents: Vec<AgentTools>,
 }
 
 impl Env {
@@ -69,34 +75,93 @@ impl Env {
                     || options.enabled_tools.contains(&t.definition.name)
             })
             .collect();
-        let offered = tools
-            .iter()
-            .map(|t| &t.definition)
-            .chain(output.as_ref().and_then(OutputRules::tool))
-            .cloned()
-            .collect();
-        Self {
+        let mut env = Self {
             options,
             tools,
             output,
-            offered,
             hooks: HookConfig::default(),
             input_guardrails: false,
-        }
+            handoffs: None,
+            root: AgentTools::new(Vec::new(), Vec::new(), None, HandoffHistory::Full),
+            agents: Vec::new(),
+        };
+        env.build();
+        env
+    }
+
+    /// Builds what each agent offers from the tools, the output rules and
+    /// the handoff plan.
+    fn build(&mut self) {
+        let output_tool = self.output.as_ref().and_then(OutputRules::tool);
+        let plan = self.handoffs.as_deref();
+        let root_targets = plan
+            .map(|p| p.targets(&p.root_handoffs))
+            .unwrap_or_default();
+        self.root = AgentTools::new(
+            self.tools.clone(),
+            root_targets,
+            output_tool,
+            HandoffHistory::Full,
+        );
+        self.agents = plan
+            .map(|p| {
+                p.agents
+                    .iter()
+                    .map(|a| {
+                        AgentTools::new(
+                            a.tools.clone(),
+                            p.targets(&a.handoffs),
+                            output_tool,
+                            a.history,
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
     }
 
     /// The same env holding the answer to `output` instead.
-    pub(crate) fn with_output(self, output: Option<OutputRules>) -> Self {
-        let (hooks, input_guardrails) = (self.hooks, self.input_guardrails);
-        Self {
-            hooks,
-            input_guardrails,
-            ..Self::new(self.options, self.tools, output)
-        }
+    pub(crate) fn with_output(mut self, output: Option<OutputRules>) -> Self {
+        self.output = output;
+        self.build();
+        self
     }
 
-    fn find(&self, name: &str) -> Option<&OfferedTool> {
-        self.tools.iter().find(|t| t.definition.name == name)
+    /// The same env offering `tools` (narrowed by `enabled_tools`).
+    pub(crate) fn with_tools(self, tools: Vec<OfferedTool>) -> Self {
+        let Self {
+            options,
+            output,
+            hooks,
+            input_guardrails,
+            handoffs,
+            ..
+        } = self;
+        let mut env = Self::new(options, tools, output);
+        env.hooks = hooks;
+        env.input_guardrails = input_guardrails;
+        env.handoffs = handoffs;
+        env.build();
+        env
+    }
+
+    /// The same env handing off between the agents of `plan`.
+    pub(crate) fn with_handoffs(mut self, plan: Option<HandoffPlan>) -> Self {
+        self.handoffs = plan.map(Arc::new);
+        self.build();
+        self
+    }
+
+    /// What `agent` offers: the root's when it is `None` (or not in the
+    /// plan, which a resumed run refuses before its first step).
+    pub(crate) fn agent(&self, agent: Option<&str>) -> &AgentTools {
+        let found = agent
+            .zip(self.handoffs.as_deref())
+            .and_then(|(name, plan)| {
+                let at = plan.agents.iter().position(|a| a.name == name)?;
+                self.agents.get(at)
+            });
+        found.unwrap_or(&self.root)
     }
 }
 
@@ -156,6 +221,20 @@ pub(crate) struct RunCore {
     /// A plan step's run inside another: no `run_end` hooks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) nested: bool,
+    /// The agent speaking, when the root handed the conversation off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) agent: Option<String>,
+    /// Handoffs taken so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) handoffs: u32,
+    /// The id of the last message before the speaking agent took over:
+    /// what its history filter cuts at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) handoff_point: Option<String>,
+    /// A handoff the tool step in flight takes, made before the next model
+    /// call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) handoff_to: Option<TakenHandoff>,
     /// Events of the step in progress.
     #[serde(skip)]
     events: Vec<EventKind>,
@@ -190,6 +269,10 @@ impl RunCore {
             hooks_started: false,
             continues: 0,
             nested: false,
+            agent: None,
+            handoffs: 0,
+            handoff_point: None,
+            handoff_to: None,
             events: Vec::new(),
             history_check: CheckedPrefix::default(),
         }
@@ -298,6 +381,9 @@ impl RunCore {
         commit_turn: bool,
     ) -> Step {
         self.state.phase = RunPhase::CallModel;
+        if let Some(step) = self.hand_off(env) {
+            return step;
+        }
         let options = &env.options;
         if self.state.iteration >= options.max_iterations {
             return self.finish(LoopStatus::MaxIterations);
@@ -344,7 +430,7 @@ impl RunCore {
         Step::CallModel {
             iteration: call.iteration,
             messages: self.sent_messages(env, call, self.compaction.as_ref()),
-            tools: offered_tools(env, &call.offer),
+            tools: self.offered_tools(env, &call.offer),
             response_format: env.output.as_ref().and_then(OutputRules::native).cloned(),
             guard_input: env.input_guardrails && call.iteration == 1 && !self.nested,
         }
@@ -436,6 +522,7 @@ impl RunCore {
 
     fn run_calls(&mut self, env: &Env, result_message_id: String, run: Vec<ToolUseBlock>) -> Step {
         self.waiting = None;
+        self.note_handoff(env, &run);
         let step = self.plan_step(env, &run);
         self.state.phase = RunPhase::RunTools {
             result_message_id,
@@ -448,18 +535,30 @@ impl RunCore {
     /// the core answers instead: calls interrupted in a stopped process,
     /// unknown tools, bad arguments, configured options that do not fit.
     fn plan_calls(&self, env: &Env, calls: Vec<ToolUseBlock>) -> Vec<ToolCall> {
-        let offered: Vec<&str> = env
+        let agent = self.speaking(env);
+        let handoff_tools: Vec<String> = agent
+            .handoffs
+            .iter()
+            .map(|t| handoff_tool_name(&t.agent))
+            .collect();
+        let offered: Vec<&str> = agent
             .tools
             .iter()
             .map(|t| t.definition.name.as_str())
+            .chain(handoff_tools.iter().map(String::as_str))
             .collect();
+        let mut handed = None;
         calls
             .into_iter()
             .map(|call| {
-                let tool = env.find(&call.name);
+                let tool = agent.find(&call.name);
                 let mut options = serde_json::Map::new();
                 let answer = if self.state.interrupted_calls.contains(&call.id) {
                     Some(interrupted(&call.name))
+                } else if let Some(to) = agent.handoff(&call.name) {
+                    // The first handoff of a turn is taken; the others
+                    // are answered as not taken.
+                    Some(handoff_answer(to, &mut handed))
                 } else if let Some(refused) = refusal(&call, &offered) {
                     Some(refused)
                 } else {
@@ -596,6 +695,7 @@ impl RunCore {
         self.retrieval = None;
         self.summary = None;
         self.hook = None;
+        self.handoff_to = None;
         let call = self.model_call.take();
         let waiting = self.waiting.take().unwrap_or_default();
         match std::mem::replace(&mut self.state.phase, RunPhase::CallModel) {
@@ -658,6 +758,7 @@ impl RunCore {
         self.summary = None;
         self.waiting = None;
         self.hook = None;
+        self.handoff_to = None;
         self.emit(EventKind::Finished(FinishedEvent {
             result: LoopResult {
                 status,
@@ -737,14 +838,5 @@ pub(crate) fn return_value(ordered: &[(ToolUseBlock, ToolResult)]) -> Option<ser
     match &first.1.break_loop {
         Some(BreakLoop::Return { value }) => Some(value.clone()),
         _ => None,
-    }
-}
-
-/// The tools a model call offers.
-fn offered_tools(env: &Env, offer: &ToolOffer) -> Arc<[ToolDefinition]> {
-    match offer {
-        ToolOffer::RunTools => env.offered.clone(),
-        ToolOffer::Nothing => Arc::new([]),
-        ToolOffer::Control { tool } => Arc::new([tool.clone()]),
     }
 }

@@ -6,10 +6,12 @@ use agentloop_types::{
     LoopOptions, LoopStatus, PendingCall, RUN_STATE_SCHEMA_VERSION, RunState, check_decisions,
 };
 
+use super::handoffs::HandoffPlan;
 use super::output::OutputPlan;
 use super::protocol::{Awaiting, Input, OfferedTool, Output, Step, StepError};
 use super::run::Run;
 use super::run_core::{Env, HookConfig};
+use super::strategies::names;
 use super::strategy_machine::StrategyMachine;
 
 /// The loop's decision logic over a [`RunState`]; see the module docs.
@@ -94,13 +96,29 @@ impl Machine {
     /// Calls of other tools are answered as unknown.
     pub fn with_tools<T: Into<OfferedTool>>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
         let tools = tools.into_iter().map(Into::into).collect();
-        let output = self.env.output.take();
-        let hooks = std::mem::take(&mut self.env.hooks);
-        let guarded = self.env.input_guardrails;
-        self.env = Env::new(self.env.options, tools, output);
-        self.env.hooks = hooks;
-        self.env.input_guardrails = guarded;
+        self.env = self.env.with_tools(tools);
         self
+    }
+
+    /// Lets the run's agents hand the conversation to each other as `plan`
+    /// says: the root agent offers the run's tools (those of
+    /// [`with_tools`](Self::with_tools)) and its handoff tools. Only the
+    /// native strategy hands off; any other refuses the run before its
+    /// first step.
+    pub fn with_handoffs(mut self, plan: Option<HandoffPlan>) -> Self {
+        if plan.is_some() && self.run.machine.name() != names::NATIVE {
+            self.refused = Some(LoopError::HandoffsUnsupported {
+                strategy: self.run.machine.name().to_owned(),
+            });
+        }
+        self.env = self.env.with_handoffs(plan);
+        self
+    }
+
+    /// The agent speaking (the one the next model call or tool step is
+    /// for), in a run that hands off; `None` in one that does not.
+    pub fn speaker(&self) -> Option<String> {
+        self.run.core.speaker(&self.env)
     }
 
     /// Runs the run's input guardrails beside its first model call
@@ -305,6 +323,9 @@ impl Machine {
         }
         core.state.schema_version = RUN_STATE_SCHEMA_VERSION;
         if let Some(reason) = self.unreadable.take() {
+            return core.invalid(&reason);
+        }
+        if let Some(reason) = core.unknown_speaker(&self.env) {
             return core.invalid(&reason);
         }
         // A fresh top-level run asks its start hooks before its strategy

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::compaction::{Compaction, PendingSummary};
 use super::protocol::{Input, Step};
 use super::run::{Decider, Nested, Run};
-use super::run_core::{Env, ModelCall, PendingHook, Retrieval, RunCore};
+use super::run_core::{Env, ModelCall, PendingHook, Retrieval, RunCore, TakenHandoff};
 use super::strategies::llm_only::LlmOnlyMachine;
 use super::strategies::names;
 use super::strategies::native::NativeMachine;
@@ -95,6 +95,14 @@ struct Stored {
     hooks_started: bool,
     #[serde(default, skip_serializing_if = "is_zero")]
     continues: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    handoffs: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    handoff_point: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    handoff_to: Option<TakenHandoff>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -123,6 +131,10 @@ impl Run<StrategyMachine> {
         run.core.hook = stored.hook;
         run.core.hooks_started = stored.hooks_started;
         run.core.continues = stored.continues;
+        run.core.agent = stored.agent;
+        run.core.handoffs = stored.handoffs;
+        run.core.handoff_point = stored.handoff_point;
+        run.core.handoff_to = stored.handoff_to;
         Ok(run)
     }
 
@@ -139,6 +151,10 @@ impl Run<StrategyMachine> {
             hook: self.core.hook.clone(),
             hooks_started: self.core.hooks_started,
             continues: self.core.continues,
+            agent: self.core.agent.clone(),
+            handoffs: self.core.handoffs,
+            handoff_point: self.core.handoff_point.clone(),
+            handoff_to: self.core.handoff_to.clone(),
         };
         // These types always serialise; should one ever fail, the last
         // stored phase is kept rather than one that reads as native.

@@ -94,6 +94,7 @@ impl SkillTool {
             // the call and see its result.
             hooks: Default::default(),
             guardrails: Vec::new(),
+            handoffs: None,
         }
     }
 }

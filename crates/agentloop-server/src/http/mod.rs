@@ -13,11 +13,13 @@ pub mod agent_runs;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod mcp;
 pub mod openapi;
 pub mod projects;
 pub mod session;
 pub mod tasks;
 pub mod web;
+pub mod webhooks;
 pub mod ws;
 
 use std::time::Duration;
@@ -69,6 +71,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/agent-runs/{runId}/decisions"),
     ("post", "/api/tasks/{taskId}/ag-ui"),
     ("get", "/api/ws"),
+    ("get", "/api/projects/{projectId}/webhooks"),
+    ("put", "/api/projects/{projectId}/webhooks"),
+    ("delete", "/api/projects/{projectId}/webhooks"),
+    ("get", "/api/projects/{projectId}/webhooks/deliveries"),
 ];
 
 /// The server's router.
@@ -90,9 +96,13 @@ pub fn router(state: AppState) -> Router {
         .merge(projects::router())
         .merge(tasks::router())
         .merge(agent_runs::router())
+        .merge(webhooks::router())
         .layer(middleware::from_fn_with_state(timeout, time_limit));
     // Streams live as long as their client: no time limit.
-    let streaming = events::router().merge(ws::router()).merge(ag_ui::router());
+    let streaming = events::router()
+        .merge(ws::router())
+        .merge(ag_ui::router())
+        .merge(mcp::router(state.clone()));
     plain
         .merge(streaming)
         .merge(web::routes())

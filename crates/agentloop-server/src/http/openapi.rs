@@ -483,6 +483,44 @@ fn operations(offers: Offers) -> Vec<Operation> {
                 ),
             )
         },
+        op(
+            "get",
+            "/api/projects/{projectId}/webhooks",
+            "The project's webhooks: the URLs, the events they hear and the signing secret (`secret` null when none are registered)",
+            ("200", "The webhooks", Some(schema_ref("Webhooks"))),
+        ),
+        Operation {
+            body: Some(closed(
+                json!({
+                    "urls": {"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 2048, "pattern": "^https?://[A-Za-z0-9._~-]+(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?([/?#].*)?$"}, "description": "Absolute http(s) URLs with a host name or IPv4 address (or a bracketed IPv6 address) and no user info. Deliveries reach only public addresses unless the operator allows private ones (`agentloop serve --webhooks-allow-private`)."},
+                    "events": {"type": ["array", "null"], "items": {"enum": crate::webhooks::EVENTS}, "description": "The events to hear (all when left out)"},
+                    "rotate_secret": {"type": ["boolean", "null"], "description": "Make a new signing secret (the first registration always makes one)"}
+                }),
+                &["urls"],
+            )),
+            ..op(
+                "put",
+                "/api/projects/{projectId}/webhooks",
+                "Register the project's webhooks, replacing the URLs and events. Each delivery is a POST of a JSON `WebhookEvent`, with `x-agentloop-event`, `x-agentloop-delivery` (an id, the same on every attempt), `x-agentloop-timestamp` (Unix seconds) and `x-agentloop-signature: sha256=<hex HMAC-SHA256 with the secret over \"{timestamp}.{body}\">`; an answer other than 2xx, or none in time, is retried with backoff.",
+                ("200", "The webhooks", Some(schema_ref("Webhooks"))),
+            )
+        },
+        op(
+            "delete",
+            "/api/projects/{projectId}/webhooks",
+            "Remove the project's webhooks and their secret",
+            ("204", "Removed", None),
+        ),
+        op(
+            "get",
+            "/api/projects/{projectId}/webhooks/deliveries",
+            "The project's last webhook deliveries made by this server instance, oldest first, with every attempt",
+            (
+                "200",
+                "The deliveries",
+                Some(schema_ref("WebhookDeliveries")),
+            ),
+        ),
         Operation {
             access: Access::BearerOrQuery,
             time_limited: false,
@@ -585,6 +623,25 @@ fn schemas() -> Value {
             "path": {"type": "array", "items": {"type": "string"}, "description": "Tool-call ids leading to the nested run (a minion's, a skill's) that made the call; empty for the run's own calls"},
             "decision": {"description": "The decision recorded so far, or null", "oneOf": [schema_ref("Decision"), {"type": "null"}]}
         }), &["call_id", "tool", "arguments", "kind", "path", "decision"]),
+        "Webhooks": object(json!({
+            "urls": {"type": "array", "items": {"type": "string"}},
+            "events": {"type": "array", "items": {"enum": crate::webhooks::EVENTS}},
+            "secret": {"type": ["string", "null"], "description": "The HMAC-SHA256 key deliveries are signed with"}
+        }), &["urls", "events", "secret"]),
+        "WebhookDeliveries": object(json!({"deliveries": {"type": "array", "items": object(json!({
+            "id": {"type": "string"}, "event": {"enum": crate::webhooks::EVENTS}, "url": {"type": "string"},
+            "state": {"enum": ["pending", "delivered", "failed"]},
+            "attempts": {"type": "array", "items": object(json!({
+                "at": timestamp, "status": {"type": "integer", "description": "The receiver's HTTP status"},
+                "error": {"type": "string", "description": "Why the attempt failed (no answer in time, a refused address, ...)"}
+            }), &["at"])}
+        }), &["id", "event", "url", "state", "attempts"])}}), &["deliveries"]),
+        "WebhookEvent": object(json!({
+            "event": {"enum": crate::webhooks::EVENTS, "description": "`run.ended` (an agent run completed, failed or was cancelled), `run.waiting` (it waits for a person), `chain.completed` (a run completed and its task's workflow is complete)"},
+            "at": timestamp, "project_id": {"type": "string"}, "task_id": {"type": "string"},
+            "agent_run_id": {"type": "string"}, "agent_type": {"enum": AGENT_TYPES},
+            "status": {"enum": ["waiting", "completed", "failed", "cancelled"]}
+        }), &["event", "at", "project_id", "task_id", "agent_run_id", "agent_type", "status"]),
         "Decision": {
             "description": "A decision on one pending call (`call_id` in a request; left out where a call's recorded decision is shown). `approve` (optionally with edited `arguments`, a JSON object), `approve_always` (this call and every later call of the same tool in this run), `reject` (with a `reason` the model reads; a default one when left out), `answer` (a question's answer `text`).",
             "oneOf": [
@@ -784,7 +841,7 @@ pub fn document(offers: Offers) -> Value {
         "info": {
             "title": "agentloop server",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Projects, tasks and chained agent runs (implementation ⇄ review until the workflow is complete). Every error answer is JSON `{\"error\": ...}`. The WebSocket route `/api/ws` is described under `x-websockets`."
+            "description": "Projects, tasks and chained agent runs (implementation ⇄ review until the workflow is complete). Every error answer is JSON `{\"error\": ...}`. The WebSocket route `/api/ws` is described under `x-websockets`, the MCP endpoint `/mcp` under `x-mcp`."
         },
         "components": {
             "securitySchemes": {
@@ -796,7 +853,13 @@ pub fn document(offers: Offers) -> Value {
         },
         "security": [{ "bearer": [] }, { "sessionCookie": [] }],
         "paths": paths,
-        "x-websockets": websockets
+        "x-websockets": websockets,
+        "x-mcp": {
+            "path": "/mcp",
+            "transport": "MCP streamable HTTP",
+            "description": "The caller's projects as MCP tools, behind the same authentication as the API (a bearer token, or the session cookie with its CSRF header); each tool answers as its route does, for the caller's own projects, tasks and runs only.",
+            "tools": ["list_projects", "list_tasks", "create_task", "start_agent_run", "get_agent_run"]
+        }
     })
 }
 

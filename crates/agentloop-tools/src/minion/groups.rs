@@ -83,6 +83,7 @@ impl ChildGroups {
             | EventKind::AgentError(_)
             | EventKind::ContextCompacted(_)
             | EventKind::Hook(_)
+            | EventKind::Handoff(_)
             | EventKind::Finished(_) => false,
         }
     }
@@ -185,6 +186,7 @@ mod tests {
         let mut groups = ChildGroups::default();
         groups.observe(&event(EventKind::StreamingStart(StreamingStartEvent {
             iteration: 1,
+            agent: None,
         })));
         groups.observe(&chunk(StreamDelta::BlockStart {
             index: 0,

@@ -7,7 +7,7 @@ use agentloop_types::{
     CompactionStrategy, EventKind, History, LoopError, TokenTotals, validate_history,
 };
 
-use super::{Env, ModelCall, RunCore, offered_tools};
+use super::{Env, ModelCall, RunCore};
 use crate::machine::answers::trim_thinking;
 use crate::machine::compaction::{self, Compaction, PendingSummary};
 use crate::machine::protocol::Step;
@@ -23,12 +23,14 @@ impl RunCore {
         compaction: Option<&Compaction>,
     ) -> History {
         let keep = env.options.thinking_keep_turns;
-        if keep.is_none() && compaction.is_none() && call.extra.is_empty() {
+        let filtered = self.filters_history(env);
+        if keep.is_none() && compaction.is_none() && call.extra.is_empty() && !filtered {
             // The common case shares the history instead of copying it.
             return self.state.messages.clone();
         }
         let trimmed = trim_thinking(&self.state.messages, keep);
-        let mut messages = compaction::shape(trimmed, compaction, &self.state.run_id);
+        let shaped = compaction::shape(trimmed, compaction, &self.state.run_id);
+        let mut messages = self.filter_for_speaker(env, shaped);
         messages.extend(call.extra.iter().cloned());
         messages.into()
     }
@@ -38,7 +40,7 @@ impl RunCore {
         compaction::estimate_tokens(
             env.options.request.system_prompt.as_deref(),
             &self.sent_messages(env, call, compaction),
-            &offered_tools(env, &call.offer),
+            &self.offered_tools(env, &call.offer),
         )
     }
 

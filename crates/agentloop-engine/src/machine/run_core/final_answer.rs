@@ -22,12 +22,34 @@ impl RunCore {
         stop_reason: &StopReason,
         retry: ToolOffer,
     ) -> Step {
-        if !matches!(stop_reason, StopReason::Refusal { .. })
-            && let Some(step) = self.end_hooks(env, text, stop_reason, &retry)
+        // With an output schema the hooks see the answer once it is
+        // validated (in `complete_answer`).
+        if env.output.is_none()
+            && !matches!(stop_reason, StopReason::Refusal { .. })
+            && let Some(step) = self.end_hooks(env, text, None, stop_reason, &retry)
         {
             return step;
         }
         self.complete_answer(env, text, stop_reason, retry)
+    }
+
+    /// Completes with the validated `output`, once the `run_end` hooks
+    /// (output guardrails among them) let it.
+    fn complete_output(
+        &mut self,
+        env: &Env,
+        text: &str,
+        output: serde_json::Value,
+        stop_reason: &StopReason,
+        retry: &ToolOffer,
+    ) -> Step {
+        if let Some(step) = self.end_hooks(env, text, Some(&output), stop_reason, retry) {
+            return step;
+        }
+        self.finish(LoopStatus::Complete {
+            return_value: None,
+            output: Some(output),
+        })
     }
 
     /// [`finish_answer`](Self::finish_answer) once the `run_end` hooks let
@@ -52,10 +74,7 @@ impl RunCore {
             return self.finish(LoopStatus::Error { error });
         }
         match check_text(&rules.schema, text) {
-            Check::Valid(value) => self.finish(LoopStatus::Complete {
-                return_value: None,
-                output: Some(value),
-            }),
+            Check::Valid(value) => self.complete_output(env, text, value, stop_reason, &retry),
             Check::Invalid { answer, errors } => {
                 if self.output_retries >= rules.schema.max_retries {
                     return self.output_invalid(answer, errors);
@@ -81,7 +100,7 @@ impl RunCore {
         let call = calls.iter().find(|c| c.name == FINAL_OUTPUT_TOOL)?.clone();
         let refused = matches!(stop_reason, StopReason::Refusal { .. });
         let answer = serde_json::to_string(&call.input).unwrap_or_default();
-        let check = check_value(&rules.schema, call.input.clone(), answer);
+        let check = check_value(&rules.schema, call.input.clone(), answer.clone());
         let own_result = match &check {
             _ if refused => ToolResultBlock::error(&call.id, "Not accepted: the model refused."),
             Check::Valid(_) => ToolResultBlock::ok(&call.id, "Output accepted."),
@@ -113,10 +132,9 @@ impl RunCore {
             return Some(self.finish(LoopStatus::Error { error }));
         }
         Some(match check {
-            Check::Valid(value) => self.finish(LoopStatus::Complete {
-                return_value: None,
-                output: Some(value),
-            }),
+            Check::Valid(value) => {
+                self.complete_output(env, &answer, value, stop_reason, &ToolOffer::RunTools)
+            }
             Check::Invalid { answer, errors } => {
                 if self.output_retries >= rules.schema.max_retries {
                     self.output_invalid(answer, errors)

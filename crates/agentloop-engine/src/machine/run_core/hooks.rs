@@ -22,8 +22,9 @@ use crate::machine::waits::{ToolVerdict, Waiting};
 /// The answers about one moment, combined.
 #[derive(Debug, Default)]
 struct Combined {
-    /// The first block: the hook's name and reason.
-    block: Option<(String, String)>,
+    /// The first block: who blocked (`hook` or `guardrail`), its name and
+    /// reason.
+    block: Option<(&'static str, String, String)>,
     ask: Option<String>,
     rewrite: Option<Value>,
     context: Vec<String>,
@@ -166,6 +167,7 @@ impl RunCore {
         &mut self,
         env: &Env,
         text: &str,
+        output: Option<&Value>,
         stop_reason: &StopReason,
         retry: &ToolOffer,
     ) -> Option<Step> {
@@ -175,10 +177,12 @@ impl RunCore {
         let requests = vec![HookInput::RunEnd {
             run_id: self.state.run_id.clone(),
             answer: text.to_owned(),
+            output: output.cloned(),
             continued: self.continues,
         }];
         let stage = HookStage::End {
             text: text.to_owned(),
+            output: output.cloned(),
             stop_reason: stop_reason.clone(),
             retry: retry.clone(),
         };
@@ -215,17 +219,23 @@ impl RunCore {
                 decision: answer.decision.clone(),
                 ignored: !applies,
                 error: answer.error.clone(),
+                guardrail: answer.guardrail,
             }));
             if applies {
-                verdict.add(answer.hook, answer.decision);
+                let by = if answer.guardrail {
+                    "guardrail"
+                } else {
+                    "hook"
+                };
+                verdict.add(by, answer.hook, answer.decision);
             }
         }
         match stage {
             HookStage::Start | HookStage::ModelCall => {
                 let mut context = Vec::new();
                 for (_, verdict) in combined {
-                    if let Some((name, reason)) = verdict.block {
-                        return AfterHooks::Step(self.blocked(name, reason));
+                    if let Some((by, name, reason)) = verdict.block {
+                        return AfterHooks::Step(self.blocked(by, name, reason));
                     }
                     context.extend(verdict.context);
                 }
@@ -247,8 +257,8 @@ impl RunCore {
                         continue;
                     };
                     let blocked = verdict.block.is_some();
-                    if let Some((name, reason)) = verdict.block {
-                        let text = format!("Blocked by hook `{name}`: {reason}");
+                    if let Some((by, name, reason)) = verdict.block {
+                        let text = format!("Blocked by {by} `{name}`: {reason}");
                         waiting.done.push((id.clone(), ToolResult::error(text)));
                     }
                     waiting.hooked.insert(
@@ -279,9 +289,9 @@ impl RunCore {
                     else {
                         continue;
                     };
-                    if let Some((name, reason)) = verdict.block {
+                    if let Some((by, name, reason)) = verdict.block {
                         *result = ToolResult::error(format!(
-                            "The result was withheld by hook `{name}`: {reason}"
+                            "The result was withheld by {by} `{name}`: {reason}"
                         ));
                         continue;
                     }
@@ -305,15 +315,27 @@ impl RunCore {
             }
             HookStage::End {
                 text,
+                output,
                 stop_reason,
                 retry,
             } => {
-                let reasons: Vec<String> = combined
-                    .into_iter()
-                    .flat_map(|(_, v)| v.continues)
-                    .collect();
+                // A block withholds the answer; else a continue sends the
+                // run back to the model; else it completes.
+                let mut reasons: Vec<String> = Vec::new();
+                for (_, verdict) in combined {
+                    if let Some((by, name, reason)) = verdict.block {
+                        return AfterHooks::Step(self.blocked(by, name, reason));
+                    }
+                    reasons.extend(verdict.continues);
+                }
                 if reasons.is_empty() {
-                    return AfterHooks::Step(self.complete_answer(env, &text, &stop_reason, retry));
+                    return AfterHooks::Step(match output {
+                        Some(output) => self.finish(LoopStatus::Complete {
+                            return_value: None,
+                            output: Some(output),
+                        }),
+                        None => self.complete_answer(env, &text, &stop_reason, retry),
+                    });
                 }
                 self.continues += 1;
                 self.commit(Role::User, vec![ContentBlock::text(reasons.join("\n\n"))]);
@@ -322,10 +344,10 @@ impl RunCore {
         }
     }
 
-    /// The run ends `error`: hook `name` blocked it.
-    fn blocked(&mut self, name: String, reason: String) -> Step {
+    /// The run ends `error`: hook or guardrail `name` blocked it.
+    fn blocked(&mut self, by: &str, name: String, reason: String) -> Step {
         let error = LoopError::Blocked {
-            by: "hook".to_owned(),
+            by: by.to_owned(),
             name,
             reason,
         };
@@ -334,12 +356,12 @@ impl RunCore {
 }
 
 impl Combined {
-    fn add(&mut self, hook: String, decision: HookDecision) {
+    fn add(&mut self, by: &'static str, hook: String, decision: HookDecision) {
         match decision {
             HookDecision::Pass => {}
             HookDecision::Block { reason } => {
                 if self.block.is_none() {
-                    self.block = Some((hook, reason));
+                    self.block = Some((by, hook, reason));
                 }
             }
             HookDecision::Ask { reason } => {

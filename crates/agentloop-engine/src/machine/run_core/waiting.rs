@@ -36,7 +36,10 @@ impl RunCore {
             return None;
         }
         let never = ApprovalPolicy::Never;
-        let default = env.find(&call.name).map_or(&never, |t| &t.approval);
+        let default = self
+            .speaking(env)
+            .find(&call.name)
+            .map_or(&never, |t| &t.approval);
         approval_policy(&env.options.approvals, &call.name, default)
             .requires(&call.name, &call.input)
     }

@@ -14,7 +14,7 @@
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    AgentTurnStartEvent, FinishedEvent, HandoffEvent, MessageCreatedEvent, PendingToolResultEvent,
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
@@ -273,6 +273,7 @@ impl PlanMachine {
                 | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
                 | EventKind::AgentObserve(AgentObserveEvent { .. })
                 | EventKind::Hook(HookEvent { .. })
+                | EventKind::Handoff(HandoffEvent { .. })
                 | EventKind::AgentCompletion(AgentCompletionEvent { .. })
                 | EventKind::AgentError(AgentErrorEvent { .. })
                 | EventKind::ContextCompacted(ContextCompactedEvent { .. })

@@ -1,0 +1,211 @@
+//! A handoff across a crash: a child process runs a chat on a SQLite file
+//! in which the triage agent hands the conversation to billing, and is
+//! killed with SIGKILL while billing's slow tool runs. The file is
+//! reopened, the run recovered and continued: billing goes on speaking
+//! (its instructions, model and tools), the handoff is in the run's log
+//! exactly once, and no committed tool runs again.
+//!
+//! The child is this test binary again, running the ignored `child_entry`
+//! test with its parameters in the environment.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+use agentloop_engine::{AgentProfile, Handoffs};
+use agentloop_runtime::{ChatRuntime, RecoveryMode};
+use agentloop_storage::model::RunStatus;
+use agentloop_storage::{SqliteStore, Store};
+use agentloop_types::{EventKind, LoopStatus, Message, Tool};
+use serde_json::json;
+
+use common::{Counter, Finish};
+
+const DB_VAR: &str = "AGENTLOOP_HANDOFF_CRASH_DB";
+const CHAT_VAR: &str = "AGENTLOOP_HANDOFF_CRASH_CHAT";
+const MARKER_VAR: &str = "AGENTLOOP_HANDOFF_CRASH_MARKER";
+
+fn counter(name: &'static str, sleep_ms: u64, marker: &Path) -> Arc<dyn Tool> {
+    Arc::new(Counter {
+        name,
+        calls: Default::default(),
+        sleep_ms,
+        marker: Some(marker.to_owned()),
+    })
+}
+
+/// Triage offers `count`; billing offers `slow` (which hangs).
+fn runtime(store: Arc<dyn Store>, provider: Arc<ScriptedProvider>, marker: &Path) -> ChatRuntime {
+    let billing = AgentProfile::new("billing", "Invoices.")
+        .instructions("You are billing.")
+        .model("billing-model")
+        .tool(counter("slow", 600_000, marker));
+    let handoffs = Handoffs::new("triage", vec!["billing".into()], vec![billing]).unwrap();
+    ChatRuntime::new(store, provider)
+        .with_tools([counter("count", 0, marker)])
+        .with_handoffs(handoffs)
+}
+
+/// The child: runs until it is killed.
+#[tokio::test]
+#[ignore = "run by a_handoff_survives_a_sigkill in a child process"]
+async fn child_entry() {
+    let (Ok(db), Ok(chat_id), Ok(marker)) = (
+        std::env::var(DB_VAR),
+        std::env::var(CHAT_VAR),
+        std::env::var(MARKER_VAR),
+    ) else {
+        return;
+    };
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::connect(&db).await.unwrap());
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new()
+            .tool_call("c1", "count", json!({}))
+            .tool_call("h1", "transfer_to_billing", json!({"reason": "invoice"}))
+            .usage(10, 2),
+        ScriptedTurn::new()
+            .delay_ms(20)
+            .tool_call("s1", "slow", json!({}))
+            .usage(20, 2),
+        ScriptedTurn::new().text("unreachable").usage(1, 1),
+    ]);
+    let runtime = runtime(store, provider, Path::new(&marker));
+    let _ = runtime
+        .send(&chat_id, Message::user_text("u1", "my invoice"))
+        .finish()
+        .await;
+}
+
+fn marker_lines(marker: &Path) -> Vec<String> {
+    std::fs::read_to_string(marker)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn handoffs_in_log(store: &Arc<dyn Store>, run_id: &str) -> usize {
+    store
+        .list_events(run_id, None, 10_000)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Handoff(_)))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handoff_survives_a_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let db: PathBuf = dir.path().join("crash.db");
+    let marker = dir.path().join("marker.txt");
+    let db_str = db.to_str().unwrap().to_owned();
+
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::connect(&db_str).await.unwrap());
+    let setup = ChatRuntime::new(store.clone(), ScriptedProvider::new([]));
+    let chat_id = common::chat(&setup, Default::default(), Default::default()).await;
+
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_entry", "--ignored", "--test-threads=1"])
+        .env(DB_VAR, &db_str)
+        .env(CHAT_VAR, &chat_id)
+        .env(MARKER_VAR, &marker)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Killed once billing's slow call started: by then the prompt,
+    // triage's turn, its results and billing's turn are committed.
+    let give_up = Instant::now() + Duration::from_secs(120);
+    loop {
+        let messages = store.list_messages(&chat_id).await.unwrap();
+        if messages.len() >= 4 && marker_lines(&marker).iter().any(|l| l.starts_with("slow")) {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the child exited before the slow tool started"
+        );
+        assert!(Instant::now() < give_up, "the child made no progress");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(store);
+
+    // Reopen the file as a new process would.
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::connect(&db_str).await.unwrap());
+    let runs = store.list_runs(&chat_id).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, RunStatus::Running);
+    let state = runs[0].state.as_ref().expect("the run's state was stored");
+    assert_eq!(
+        state.strategy.as_ref().unwrap()["agent"],
+        "billing",
+        "the state names the agent speaking"
+    );
+    let crashed_run = runs[0].id.clone();
+    assert_eq!(handoffs_in_log(&store, &crashed_run).await, 1);
+
+    let provider = ScriptedProvider::new([ScriptedTurn::new().text("Billing: paid.").usage(5, 1)]);
+    let runtime = runtime(store.clone(), provider.clone(), &marker);
+    let recovered = runtime.recover(RecoveryMode::SingleProcess).await.unwrap();
+    assert_eq!(recovered.len(), 1);
+    assert_eq!(recovered[0].closed_calls.len(), 1);
+    assert_eq!(recovered[0].closed_calls[0].tool_use_id, "s1");
+    assert!(
+        provider.requests().is_empty(),
+        "recovery makes no model call"
+    );
+
+    let outcome = runtime
+        .continue_chat(&chat_id)
+        .await
+        .unwrap()
+        .expect("there is a run to continue")
+        .outcome()
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome.result.status, LoopStatus::Complete { .. }),
+        "{:?}",
+        outcome.result.status
+    );
+    assert_eq!(
+        outcome.result.final_text().as_deref(),
+        Some("Billing: paid.")
+    );
+    // Billing goes on speaking: its instructions, model and tools.
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].options.system_prompt.as_deref(),
+        Some("You are billing.")
+    );
+    assert_eq!(requests[0].options.model, "billing-model");
+    let tools: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, ["slow"]);
+    // No handoff repeated or lost in any run's log.
+    let runs = store.list_runs(&chat_id).await.unwrap();
+    let mut total = 0;
+    for run in &runs {
+        total += handoffs_in_log(&store, &run.id).await;
+    }
+    assert_eq!(total, 1, "the handoff is made once across the crash");
+    let lines = marker_lines(&marker);
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("count")).count(),
+        1,
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("slow")).count(),
+        1,
+        "{lines:?}"
+    );
+}
