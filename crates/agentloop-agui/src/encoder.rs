@@ -319,6 +319,7 @@ fn limit_name(limit: &LimitKind) -> &'static str {
         LimitKind::ToolCalls => "tool call",
         LimitKind::TotalTokens => "token",
         LimitKind::Cost => "cost",
+        LimitKind::Timeout => "time",
         LimitKind::Handoffs => "handoff",
     }
 }

@@ -66,11 +66,14 @@ pub async fn build(args: &RunArgs, demo: bool) -> Result<Agent, Failure> {
         request: RequestOptions {
             model: chosen.model.clone(),
             system_prompt: args.system.clone(),
-            max_tokens: args.max_tokens,
+            max_tokens: args.max_tokens.unwrap_or(chosen.max_tokens),
             ..RequestOptions::default()
         },
         project_id: "cli".to_owned(),
         max_iterations: args.max_iterations,
+        timeout_ms: args
+            .timeout
+            .map(|limit| u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)),
         context_window: chosen.context_window,
         compaction: CompactionOptions {
             strategy: args.compaction.into(),

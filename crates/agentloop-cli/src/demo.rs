@@ -50,6 +50,7 @@ pub fn provider(model: Option<&str>) -> Result<Chosen, Failure> {
         provider: Arc::new(demo),
         model: model.map_or_else(|| "scripted".to_owned(), str::to_owned),
         context_window: None,
+        max_tokens: agentloop_providers::KNOWN_MODEL_MAX_TOKENS,
     })
 }
 

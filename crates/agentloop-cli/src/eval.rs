@@ -93,9 +93,11 @@ pub struct EvalArgs {
     /// System prompt.
     #[arg(long)]
     pub system: Option<String>,
-    /// Output token cap per model turn (at least 1).
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_tokens: u32,
+    /// Output token cap per model turn (at least 1; default as for
+    /// `agentloop run`: from the model table, 1024 for a model it does not
+    /// know).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
     /// Model turns before a run stops (at least 1).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: u32,
@@ -125,11 +127,13 @@ impl EvalArgs {
         RunArgs {
             prompt: None,
             demo: self.demo,
+            local: false,
             provider: self.provider.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),
             system: self.system.clone(),
             max_tokens: self.max_tokens,
+            timeout: None,
             max_iterations: self.max_iterations,
             compaction: CompactionArg::None,
             tools: self.tools.clone(),

@@ -27,6 +27,7 @@ mod eval;
 mod export;
 mod hooks;
 mod keys;
+mod local_model;
 mod logging;
 mod markdown;
 mod mcp_serve;

@@ -18,6 +18,10 @@ pub struct Chosen {
     pub model: String,
     /// The model's context window, from the providers' model table.
     pub context_window: Option<u32>,
+    /// The output cap per turn when `--max-tokens` names none: from the
+    /// model table, 1024 for a model it knows no limit of
+    /// ([`agentloop_providers::UNKNOWN_MODEL_MAX_TOKENS`]).
+    pub max_tokens: u32,
 }
 
 /// The provider of a server started with no model configured: every
@@ -40,6 +44,7 @@ pub fn unconfigured(model: Option<&str>) -> Chosen {
         provider: Arc::new(Unconfigured),
         model: model.unwrap_or("unconfigured").to_owned(),
         context_window: None,
+        max_tokens: agentloop_providers::KNOWN_MODEL_MAX_TOKENS,
     }
 }
 
@@ -166,12 +171,14 @@ pub async fn choose(
     let context_window = config
         .model_limits(&model)
         .map(|limits| u32::try_from(limits.context_window).unwrap_or(u32::MAX));
+    let max_tokens = config.default_max_tokens(&model);
     let provider = HttpProvider::new(config)
         .map_err(|e| Failure::Runtime(format!("cannot start the provider: {e}")))?;
     Ok(Chosen {
         provider: Arc::new(provider),
         model,
         context_window,
+        max_tokens,
     })
 }
 
@@ -283,6 +290,7 @@ pub fn scripted(json: &str, origin: &str, model: Option<String>) -> Result<Chose
         provider,
         model: model.unwrap_or_else(|| "scripted".to_owned()),
         context_window: None,
+        max_tokens: agentloop_providers::KNOWN_MODEL_MAX_TOKENS,
     })
 }
 

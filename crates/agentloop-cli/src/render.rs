@@ -432,8 +432,10 @@ impl View {
                 output: None,
             }
             | LoopStatus::MaxIterations
-            | LoopStatus::Cancelled
-            | LoopStatus::LimitExceeded { .. } => {}
+            | LoopStatus::Cancelled => {}
+            LoopStatus::LimitExceeded { limit } => {
+                writeln!(out, "limit reached: {}", limit.name())?
+            }
         }
         writeln!(
             out,

@@ -27,7 +27,7 @@ use crate::run_args::RunArgs;
 use crate::{agent, approve, demo, out, output_schema, prompt, render, skills};
 
 /// Exit codes: 0 complete, 1 error, 3 max iterations, 4 suspended (waiting
-/// for input), 5 usage limit, 130 cancelled (Ctrl-C).
+/// for input), 5 usage limit or `--timeout`, 130 cancelled (Ctrl-C).
 pub fn exit_code(status: &LoopStatus) -> ExitCode {
     ExitCode::from(match status {
         LoopStatus::Complete { .. } => 0,
@@ -40,12 +40,20 @@ pub fn exit_code(status: &LoopStatus) -> ExitCode {
 }
 
 pub async fn run(
-    args: RunArgs,
+    mut args: RunArgs,
     approvals: ApprovalPolicies,
     configured_mcp: McpConfig,
     hooks: Hooks,
 ) -> Outcome {
     let prompt = prompt::read(args.prompt.as_deref())?;
+    if args.local {
+        let local = crate::local_model::ensure().await?;
+        args.provider = Some("openai-compatible".to_owned());
+        args.base_url = Some(local.base_url);
+        if !args.model_flag {
+            args.model = Some(local.model);
+        }
+    }
     let demo = demo::wanted(
         args.demo,
         args.provider.as_deref(),

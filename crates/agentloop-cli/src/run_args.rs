@@ -1,6 +1,7 @@
 //! The arguments of `agentloop run`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
@@ -33,6 +34,13 @@ pub struct RunArgs {
     /// a question gets the demo in its place and exit code 2.
     #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "output_schema", "strategy"])]
     pub demo: bool,
+    /// Run against the local model: llama.cpp's llama-server with
+    /// SmolLM2-135M-Instruct, as `scripts/local-model.sh build` installed
+    /// them (no key, no network). Reuses the server answering on
+    /// 127.0.0.1:8089 ($AGENTLOOP_LOCAL_MODEL_PORT), else starts it and
+    /// leaves it running for later runs.
+    #[arg(long, conflicts_with_all = ["demo", "provider", "base_url"])]
+    pub local: bool,
     /// anthropic, openai-chat, openai-responses, openai-compatible, gemini,
     /// or scripted:FILE (a JSON array of scripted turns, see
     /// examples/README.md). Default: the configuration file, else from the
@@ -53,9 +61,16 @@ pub struct RunArgs {
     /// System prompt.
     #[arg(long)]
     pub system: Option<String>,
-    /// Output token cap per model turn (at least 1).
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_tokens: u32,
+    /// Output token cap per model turn (at least 1). Default: 4096, or the
+    /// model's own lower limit, for a model in the model table; 1024 for
+    /// any other (a local or OpenAI-compatible server's model).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
+    /// Wall-clock limit for the whole run, e.g. 30s, 2m, 1h or 1500ms (a
+    /// bare number is seconds). When it passes the run stops as Ctrl-C
+    /// would and ends `limit_exceeded` (timeout), exit code 5.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
     /// Model turns before the run stops (at least 1).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: u32,
@@ -125,6 +140,60 @@ impl RunArgs {
                 .ok()
                 .filter(|m| !m.trim().is_empty())
                 .map(|model| (model, "AGENTLOOP_MODEL")),
+        }
+    }
+}
+
+/// A duration as `--timeout` takes it: a whole number with an optional
+/// unit, `ms`, `s`, `m` or `h` (none is seconds), greater than zero.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 30s, 2m or 1500ms"))?;
+    let millis = match unit.trim() {
+        "ms" => Some(number),
+        "" | "s" => number.checked_mul(1_000),
+        "m" => number.checked_mul(60_000),
+        "h" => number.checked_mul(3_600_000),
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}: use ms, s, m or h"
+            ));
+        }
+    }
+    .ok_or_else(|| format!("{text:?} is too long"))?;
+    if millis == 0 {
+        return Err("the duration must be greater than zero".to_owned());
+    }
+    Ok(Duration::from_millis(millis))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_their_units() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
+        for bad in [
+            "",
+            "s",
+            "0s",
+            "1.5s",
+            "10 days",
+            "-3s",
+            "99999999999999999999h",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
 }

@@ -36,6 +36,12 @@ pub struct ServeArgs {
     /// no key, no network.
     #[arg(long, conflicts_with = "provider")]
     pub demo: bool,
+    /// Runs use the local model (llama.cpp's llama-server with SmolLM2, as
+    /// `scripts/local-model.sh build` installed them): the server answering
+    /// on 127.0.0.1:8089 ($AGENTLOOP_LOCAL_MODEL_PORT), else one started
+    /// now and left running.
+    #[arg(long, conflicts_with_all = ["demo", "provider", "base_url"])]
+    pub local: bool,
     /// Offer agents the `minion` tool: a sub-agent on the same model, with
     /// no tools of its own, whose work shows nested in the conversation.
     #[arg(long)]
@@ -218,6 +224,15 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async move {
+        let mut args = args;
+        if args.local {
+            let local = crate::local_model::ensure()
+                .await
+                .map_err(|e| e.to_string())?;
+            args.provider = Some("openai-compatible".to_owned());
+            args.base_url = Some(local.base_url);
+            args.model.get_or_insert(local.model);
+        }
         let configured = args.provider.is_some()
             || args.base_url.is_some()
             || crate::providers::configured_in_env();

@@ -76,6 +76,14 @@ fn each_bad_flag_is_a_usage_error_naming_what_is_allowed() {
             vec!["--max-tokens", "1.."],
         ),
         (
+            vec!["run", "hi", "--timeout", "0s", "--provider", &provider],
+            vec!["--timeout", "greater than zero"],
+        ),
+        (
+            vec!["run", "hi", "--timeout", "3 days", "--provider", &provider],
+            vec!["--timeout", "unknown unit \"days\""],
+        ),
+        (
             vec!["run", "hi", "--mcp-timeout", "0", "--provider", &provider],
             vec!["--mcp-timeout", "1.."],
         ),

@@ -3,7 +3,8 @@
 //! decisions of its own: every strategy runs on it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use agentloop_types::{
     AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, Guardrail, Hook,
@@ -370,13 +371,62 @@ fn drive_machine(
         agentloop.project_id = %options.project_id,
         agentloop.chat_id = options.chat_id.as_deref(),
     );
+    let limit = options.timeout_ms.map(Duration::from_millis);
+    let deadline = Deadline::default();
     let run = Box::new(Driven {
         machine,
         options,
         deps,
+        deadline: deadline.clone(),
     });
-    RunStream::new(move |emitter| drive(run, emitter, first).instrument(span))
-        .cancel_on_drop(cancel)
+    let on_drop = cancel.clone();
+    RunStream::new(move |emitter| {
+        async move {
+            let Some(limit) = limit else {
+                return drive(run, emitter, first).await;
+            };
+            // The timer runs beside the drive and only cancels the run's
+            // token: the drive then reports the cancel as a passed deadline.
+            let timer = Box::pin(async move {
+                tokio::time::sleep(limit).await;
+                deadline.pass();
+                cancel.cancel();
+                std::future::pending::<()>().await;
+            });
+            let driving = Box::pin(drive(run, emitter, first));
+            futures::future::select(driving, timer).await;
+        }
+        .instrument(span)
+    })
+    .cancel_on_drop(on_drop)
+}
+
+/// Whether the run's wall-clock limit has passed: set by the timer, read by
+/// the drive when it reports a cancel.
+#[derive(Clone, Default)]
+struct Deadline(Arc<AtomicBool>);
+
+impl Deadline {
+    fn pass(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// `input` as the machine must see it: a cancel after the deadline
+    /// passed is [`Input::TimedOut`].
+    fn report(&self, input: Input) -> Input {
+        match input {
+            Input::Cancelled {
+                partial_turn,
+                finished_tools,
+                child_tokens,
+            } if self.0.load(Ordering::Acquire) => Input::TimedOut {
+                partial_turn,
+                finished_tools,
+                child_tokens,
+            },
+            other => other,
+        }
+    }
 }
 
 /// What a run's driver owns, boxed: an async fn holds each by-value
@@ -386,6 +436,7 @@ struct Driven {
     machine: Machine,
     options: LoopOptions,
     deps: RunDeps,
+    deadline: Deadline,
 }
 
 async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
@@ -393,11 +444,12 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
         machine,
         options,
         deps,
+        deadline,
     } = &mut *run;
     let run_id = machine.run_id().to_owned();
     let mut input = first;
     loop {
-        let output = match machine.step(input) {
+        let output = match machine.step(deadline.report(input)) {
             Ok(output) => output,
             Err(error) => {
                 emitter.emit(machine.refusal(&error)).await;

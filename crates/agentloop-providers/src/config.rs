@@ -261,6 +261,13 @@ impl ProviderConfig {
         self.pricing.limits(model)
     }
 
+    /// The output cap per turn to ask for `model` when the caller names
+    /// none ([`PricingTable::default_max_tokens`]): 1024 for a model the
+    /// table knows no output limit of.
+    pub fn default_max_tokens(&self, model: &str) -> u32 {
+        self.pricing.default_max_tokens(model)
+    }
+
     /// The same configuration with other prompt-caching settings.
     pub fn with_prompt_cache(mut self, prompt_cache: PromptCache) -> Self {
         self.prompt_cache = prompt_cache;

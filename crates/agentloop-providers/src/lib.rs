@@ -66,7 +66,10 @@ pub use config::{Auth, ProviderConfig};
 #[doc(hidden)]
 pub use decode::WireStr;
 pub use error::is_retryable;
-pub use pricing::{LongContextPrice, ModelLimits, ModelPrice, PricingTable, Rates};
+pub use pricing::{
+    KNOWN_MODEL_MAX_TOKENS, LongContextPrice, ModelLimits, ModelPrice, PricingTable, Rates,
+    UNKNOWN_MODEL_MAX_TOKENS,
+};
 pub use provider::{HttpProvider, ensure_crypto_provider};
 pub use replay::{ReplayOutcome, assemble_sse, replay_response, replay_sse, sse_from_json_lines};
 pub use retry::RetryPolicy;

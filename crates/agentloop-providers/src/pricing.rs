@@ -79,6 +79,18 @@ pub struct ModelLimits {
     pub max_output: Option<u64>,
 }
 
+/// The output cap per model turn for a model whose output limit the table
+/// does not know (a local or self-hosted model, an OpenAI-compatible
+/// server's): 1024 tokens. Without a cap such a server lets a turn run to
+/// the end of its context, and a small model that loops (repeating a tool
+/// argument, say) then spends minutes on one turn.
+pub const UNKNOWN_MODEL_MAX_TOKENS: u32 = 1024;
+
+/// The output cap per model turn asked for a model the table knows, when
+/// the caller names none: 4096 tokens, or the model's own limit when that
+/// is lower.
+pub const KNOWN_MODEL_MAX_TOKENS: u32 = 4096;
+
 /// The model table: a list of [`ModelPrice`] entries.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct PricingTable {
@@ -172,6 +184,19 @@ impl PricingTable {
         })
     }
 
+    /// The output cap per turn to ask for `model` when the caller names
+    /// none: [`KNOWN_MODEL_MAX_TOKENS`] (or the model's own lower limit)
+    /// for a model whose output limit the table knows, else
+    /// [`UNKNOWN_MODEL_MAX_TOKENS`].
+    pub fn default_max_tokens(&self, model: &str) -> u32 {
+        match self.lookup(model).and_then(|entry| entry.max_output) {
+            Some(max_output) => u32::try_from(max_output.min(u64::from(KNOWN_MODEL_MAX_TOKENS)))
+                .unwrap_or(KNOWN_MODEL_MAX_TOKENS)
+                .max(1),
+            None => UNKNOWN_MODEL_MAX_TOKENS,
+        }
+    }
+
     /// Sets `cost` and `cost_unreliable` on `usage` for `model`.
     pub fn apply(&self, model: &str, usage: &mut TokenTotals) {
         self.apply_extra(model, usage, ExtraUsage::default());
@@ -252,6 +277,19 @@ mod tests {
         // A newer model is not priced as an older one with a shared prefix.
         assert!(t.lookup("gpt-5.2").is_none());
         assert!(t.lookup("claude-opus-4-6").is_none());
+    }
+
+    #[test]
+    fn the_default_output_cap_follows_what_the_table_knows() {
+        let t = PricingTable::builtin();
+        assert_eq!(t.default_max_tokens("claude-sonnet-4-5"), 4096);
+        assert_eq!(t.default_max_tokens("smollm2-135m-instruct"), 1024);
+        assert_eq!(t.default_max_tokens(""), UNKNOWN_MODEL_MAX_TOKENS);
+        let small = PricingTable::from_json(
+            r#"{"models": [{"model": "tiny", "context_window": 2048, "max_output": 512}]}"#,
+        )
+        .unwrap();
+        assert_eq!(small.default_max_tokens("tiny"), 512);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The OpenAI-compatible adapter against the dialects of Ollama, vLLM and
-//! OpenRouter, from their documented stream shapes and error bodies,
+//! The OpenAI-compatible adapter against the dialects of Ollama, vLLM,
+//! OpenRouter and llama.cpp's llama-server, from their documented stream shapes and error bodies,
 //! served by a mock server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -271,4 +271,51 @@ async fn openrouter_comments_reported_cost_and_mid_stream_errors() {
         "turn": render(&ok.chunks, None),
         "mid_stream_error": render(&broken.chunks, Some(&mid_stream)),
     }));
+}
+
+fn llama_chunk(delta: Value, finish: Value) -> Value {
+    json!({"choices": [{"finish_reason": finish, "index": 0, "delta": delta}], "created": 1,
+        "id": "chatcmpl-l1", "model": "smollm2-135m-instruct", "system_fingerprint": "b1-4227c9b",
+        "object": "chat.completion.chunk"})
+}
+
+/// llama.cpp's `llama-server` (as built by `scripts/local-model.sh`, with
+/// `--jinja`): a `content: null` opening delta, arguments in pieces, and
+/// usage with its own `timings` on the chunk that finishes, not after it.
+#[test]
+fn llama_server_usage_on_the_finishing_chunk_and_a_null_opening_delta() {
+    let mut finish = llama_chunk(json!({}), json!("tool_calls"));
+    finish["usage"] = json!({"completion_tokens": 42, "prompt_tokens": 218, "total_tokens": 260});
+    finish["timings"] = json!({"prompt_n": 218, "prompt_ms": 1597.2, "predicted_n": 42});
+    let chunks = [
+        llama_chunk(json!({"role": "assistant", "content": null}), Value::Null),
+        llama_chunk(json!({"content": "Let me look."}), Value::Null),
+        llama_chunk(
+            json!({"tool_calls": [{"index": 0, "id": "rQ1", "type": "function",
+                "function": {"name": "fs", "arguments": "{\"command\": \"vi"}}]}),
+            Value::Null,
+        ),
+        llama_chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "ew\", \"path\": \"/\"}"}}]}),
+            Value::Null,
+        ),
+        finish,
+    ];
+    let outcome =
+        agentloop_providers::replay_sse(ApiKind::OpenaiChat, body("", &chunks).as_bytes());
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(outcome.stop_reason, Some(StopReason::ToolUse));
+    let usage = outcome.usage.unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (218, 42));
+    assert!(usage.cost_unreliable, "an unknown model has no price");
+    assert!(
+        matches!(&outcome.content[0], ContentBlock::Text { text, .. } if text == "Let me look.")
+    );
+    let ContentBlock::ToolUse(call) = &outcome.content[1] else {
+        panic!("{:?}", outcome.content);
+    };
+    assert_eq!(
+        (call.name.as_str(), &call.input),
+        ("fs", &json!({"command": "view", "path": "/"}))
+    );
 }

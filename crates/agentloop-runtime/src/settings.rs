@@ -70,6 +70,10 @@ pub struct LoopSettings {
     /// Wall-clock limit per tool call (ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_timeout_ms: Option<u64>,
+    /// Wall-clock limit per run (ms); past it the run ends
+    /// `limit_exceeded` (`timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
     /// Usage limits per run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limits: Option<UsageLimits>,
@@ -161,7 +165,7 @@ impl LoopSettings {
             reasoning_summary
         );
         set!(options; enabled_tools, max_iterations, tool_concurrency, limits);
-        set_some!(options; thinking_keep_turns, tool_timeout_ms);
+        set_some!(options; thinking_keep_turns, tool_timeout_ms, timeout_ms);
         for (tool, values) in &self.tool_options {
             let entry = options.tool_options.entry(tool.clone()).or_default();
             for (key, value) in values {
@@ -209,10 +213,11 @@ mod tests {
         .unwrap();
         let chat = ChatSettings::from_value(
             "c",
-            &json!({"model": "m2", "tool_options": {"js": {"b": 3}}}),
+            &json!({"model": "m2", "tool_options": {"js": {"b": 3}}, "timeout_ms": 30000}),
         )
         .unwrap();
         let options = build_loop_options("p", Some("c"), &project, &chat);
+        assert_eq!(options.timeout_ms, Some(30_000));
         assert_eq!(options.request.model, "m2");
         assert_eq!(options.request.system_prompt.as_deref(), Some("be brief"));
         assert_eq!(options.request.max_tokens, 100);

@@ -288,6 +288,14 @@ pub struct LoopOptions {
     pub tool_concurrency: usize,
     /// Wall-clock limit for one tool call, in milliseconds.
     pub tool_timeout_ms: Option<u64>,
+    /// Wall-clock limit for the whole run, in milliseconds, counted by the
+    /// driver from when the run's stream is first polled (a resumed run
+    /// gets the limit afresh). When it passes, the run stops as a cancel
+    /// would (every open call answered, nothing more started) and ends
+    /// with [`LoopStatus::LimitExceeded`](crate::result::LoopStatus::LimitExceeded)
+    /// `{limit: timeout}`. `None` is unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
     /// Usage limits for the whole run.
     pub limits: UsageLimits,
     /// Option values per tool name (seed 003's tool options); each tool's
@@ -325,6 +333,7 @@ impl Default for LoopOptions {
             max_iterations: 50,
             tool_concurrency: 8,
             tool_timeout_ms: None,
+            timeout_ms: None,
             limits: UsageLimits::default(),
             tool_options: BTreeMap::new(),
             output_schema: None,
@@ -339,12 +348,15 @@ impl LoopOptions {
     /// The options a child run starts from — a run a tool starts inside
     /// its call (a minion's, a skill's): the same request options and
     /// policy, every tool the child is given offered (`enabled_tools`
-    /// cleared), and no output schema, since only the root run's answer is
-    /// held to one. The one place that rule is written.
+    /// cleared), no output schema, since only the root run's answer is
+    /// held to one, and no wall-clock limit of its own: the parent's
+    /// deadline cancels the call, and the child with it. The one place
+    /// that rule is written.
     pub fn for_child(&self) -> Self {
         Self {
             enabled_tools: Vec::new(),
             output_schema: None,
+            timeout_ms: None,
             ..self.clone()
         }
     }

@@ -11,7 +11,7 @@ use crate::shared_history::History;
 use crate::state::RunState;
 use crate::tokens::TokenTotals;
 
-/// Which usage limit ended a run.
+/// Which limit ended a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
@@ -27,6 +27,22 @@ pub enum LimitKind {
     /// The run's handoff limit (a cycle of agents handing off to each
     /// other ends here).
     Handoffs,
+    /// The run's wall-clock limit (`LoopOptions::timeout_ms`) passed.
+    Timeout,
+}
+
+impl LimitKind {
+    /// The snake_case name, as serialised.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Requests => "requests",
+            Self::ToolCalls => "tool_calls",
+            Self::TotalTokens => "total_tokens",
+            Self::Cost => "cost",
+            Self::Handoffs => "handoffs",
+            Self::Timeout => "timeout",
+        }
+    }
 }
 
 /// The status of a finished run and what goes with it.

@@ -34,6 +34,7 @@
 //!         Step::Done => break,                    // the last event was `finished`
 //!     };
 //!     // instead of any answer, the driver may send `Input::Cancelled`
+//!     // (or `Input::TimedOut` once the run's deadline passed)
 //! }
 //! ```
 //!
@@ -52,6 +53,10 @@
 //! | `Hooks` | [`Step::Hook`] | [`Input::Hooked`], [`Input::Cancelled`] |
 //! | `Decisions` | [`Step::Done`] of a run that ended `suspended` | [`Input::Decisions`], [`Input::Cancelled`] |
 //! | `Nothing` | [`Step::Done`] | none: a finished run never restarts |
+//!
+//! [`Input::TimedOut`] is accepted wherever [`Input::Cancelled`] is: the
+//! driver sends it when the run's wall-clock limit passed, and the run ends
+//! `limit_exceeded` (`timeout`) instead of `cancelled`.
 //!
 //! Any other input is out of phase: a bug in the driver. It trips a
 //! `debug_assert` and, in release builds, returns

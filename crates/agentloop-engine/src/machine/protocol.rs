@@ -90,6 +90,19 @@ pub enum Input {
         /// Tokens spent by child runs before the cancel.
         child_tokens: TokenTotals,
     },
+    /// The run's wall-clock limit (`LoopOptions::timeout_ms`) passed: taken
+    /// where [`Input::Cancelled`] is, with the same fields, and handled the
+    /// same way, except that the run ends `limit_exceeded` with
+    /// [`LimitKind::Timeout`](agentloop_types::LimitKind::Timeout). The
+    /// driver measures the time; the machine reads no clock.
+    TimedOut {
+        /// The assistant content streamed before the deadline.
+        partial_turn: Option<Vec<ContentBlock>>,
+        /// Outcomes of calls that finished before the deadline.
+        finished_tools: Vec<(String, ToolOutcome)>,
+        /// Tokens spent by child runs before the deadline.
+        child_tokens: TokenTotals,
+    },
 }
 
 impl Input {
@@ -106,6 +119,7 @@ impl Input {
             Input::Decisions { .. } => "decisions",
             Input::Hooked { .. } => "hooked",
             Input::Cancelled { .. } => "cancelled",
+            Input::TimedOut { .. } => "timed_out",
         }
     }
 }

@@ -2,8 +2,8 @@
 //! the driver one [`Input`] at a time (see the [module docs](super)).
 
 use agentloop_types::{
-    ApiKind, DecisionError, Decisions, EventKind, FinishedEvent, HookPoint, LoopError, LoopOptions,
-    LoopStatus, PendingCall, RUN_STATE_SCHEMA_VERSION, RunState, check_decisions,
+    ApiKind, DecisionError, Decisions, EventKind, FinishedEvent, HookPoint, LimitKind, LoopError,
+    LoopOptions, LoopStatus, PendingCall, RUN_STATE_SCHEMA_VERSION, RunState, check_decisions,
 };
 
 use super::handoffs::HandoffPlan;
@@ -205,6 +205,23 @@ impl Machine {
 
     /// [`step`](Self::step) without the `debug_assert`.
     pub(crate) fn try_step(&mut self, input: Input) -> Result<Output, StepError> {
+        // A passed deadline stops the run as a cancel does; only the
+        // status it ends with differs.
+        let (input, timed_out) = match input {
+            Input::TimedOut {
+                partial_turn,
+                finished_tools,
+                child_tokens,
+            } => (
+                Input::Cancelled {
+                    partial_turn,
+                    finished_tools,
+                    child_tokens,
+                },
+                true,
+            ),
+            other => (other, false),
+        };
         self.check_phase(&input)?;
         // A run its strategy cannot honour ends before its first step, its
         // state left as it was.
@@ -230,6 +247,9 @@ impl Machine {
         };
         self.synced = false;
         let mut events = self.run.core.take_events();
+        if timed_out {
+            mark_timed_out(&mut events);
+        }
         // A suspended run's result carries the state it resumes from.
         for event in &mut events {
             if let EventKind::Finished(FinishedEvent { result }) = event
@@ -317,5 +337,22 @@ impl Machine {
             return step;
         }
         self.run.start(&self.env)
+    }
+}
+
+/// Turns the run's `cancelled` end into the `limit_exceeded` end of a
+/// passed deadline. Only the last terminal event is the run's own: nested
+/// runs' ends come before it.
+fn mark_timed_out(events: &mut [EventKind]) {
+    let last = events.iter_mut().rev().find_map(|event| match event {
+        EventKind::Finished(FinishedEvent { result }) => Some(result),
+        _ => None,
+    });
+    if let Some(result) = last
+        && result.status == LoopStatus::Cancelled
+    {
+        result.status = LoopStatus::LimitExceeded {
+            limit: LimitKind::Timeout,
+        };
     }
 }

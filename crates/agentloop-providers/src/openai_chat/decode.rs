@@ -13,7 +13,11 @@
 //! the call ran on the caller's key), cache writes
 //! (`prompt_tokens_details.cache_write_tokens`) and mid-stream failures as
 //! an `error` field with `finish_reason: "error"`; Ollama sends reasoning
-//! as `reasoning` and tool calls whole, finishing with `stop`.
+//! as `reasoning` and tool calls whole, finishing with `stop`; llama.cpp's
+//! `llama-server` opens with a `content: null` delta, puts `usage` (and its
+//! own `timings`, ignored) on the chunk that carries `finish_reason` rather
+//! than on a chunk of its own, and offers tool calls only when started with
+//! `--jinja` (it then streams their arguments in pieces, as OpenAI does).
 
 use agentloop_types::{BlockStart, ModelChunk, PartialTurn, StopReason, StreamDelta, TokenTotals};
 use serde_json::{Value, json};

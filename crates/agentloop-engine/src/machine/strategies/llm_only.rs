@@ -64,7 +64,14 @@ impl Decider for LlmOnlyMachine {
             }
             Input::ModelFailed { error } => core.retry_or_fail(env, error, 1, self.max_retries),
             Input::ToolsDone { .. } => core.invalid("tool results in an llm-only run"),
+            // The machine hands a passed deadline on as a cancel; the
+            // arm takes both so the match stays exhaustive.
             Input::Cancelled {
+                partial_turn,
+                finished_tools,
+                child_tokens,
+            }
+            | Input::TimedOut {
                 partial_turn,
                 finished_tools,
                 child_tokens,

@@ -95,7 +95,14 @@ impl Decider for NativeMachine {
                     None => call(core, env),
                 }
             }
+            // The machine hands a passed deadline on as a cancel; the
+            // arm takes both so the match stays exhaustive.
             Input::Cancelled {
+                partial_turn,
+                finished_tools,
+                child_tokens,
+            }
+            | Input::TimedOut {
                 partial_turn,
                 finished_tools,
                 child_tokens,

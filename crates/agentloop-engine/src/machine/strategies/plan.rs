@@ -157,7 +157,14 @@ impl PlanMachine {
                 };
                 core.retry_or_fail(env, error, step, self.max_retries)
             }
+            // The machine hands a passed deadline on as a cancel; the
+            // arm takes both so the match stays exhaustive.
             Input::Cancelled {
+                partial_turn,
+                finished_tools,
+                child_tokens,
+            }
+            | Input::TimedOut {
                 partial_turn,
                 finished_tools,
                 child_tokens,

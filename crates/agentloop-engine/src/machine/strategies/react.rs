@@ -179,7 +179,14 @@ impl ReactMachine {
                     }
                 }
             }
+            // The machine hands a passed deadline on as a cancel; the
+            // arm takes both so the match stays exhaustive.
             Input::Cancelled {
+                partial_turn,
+                finished_tools,
+                child_tokens,
+            }
+            | Input::TimedOut {
                 partial_turn,
                 finished_tools,
                 child_tokens,

@@ -1,0 +1,194 @@
+//! `--local`: a real model with no key. Reuses the llama.cpp server already
+//! answering on the local port, or starts the one `scripts/local-model.sh
+//! build` installed (its cache's `current.env` names the server binary, the
+//! GGUF model and the model's alias). A server started here keeps running
+//! for the next run, detached from this process; its log and pid sit in the
+//! cache's `run/` folder.
+//!
+//! Settings: `AGENTLOOP_LOCAL_MODEL_CACHE` (the cache folder, default
+//! `$XDG_CACHE_HOME/agentloop/local-model` or `~/.cache/agentloop/local-model`),
+//! `AGENTLOOP_LOCAL_MODEL_PORT` (default 8089).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::out::Failure;
+
+/// The port the local server listens on when none is configured.
+pub const DEFAULT_PORT: u16 = 8089;
+
+/// How long a starting server may take to load its model.
+const READY_WITHIN: Duration = Duration::from_secs(120);
+
+/// A local server ready to answer.
+pub struct Local {
+    /// Its OpenAI-compatible base URL.
+    pub base_url: String,
+    /// The model id it answers to.
+    pub model: String,
+}
+
+/// What a build left in the cache.
+struct Installed {
+    server: PathBuf,
+    model: PathBuf,
+    alias: String,
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = set("AGENTLOOP_LOCAL_MODEL_CACHE") {
+        return Some(PathBuf::from(dir));
+    }
+    let base = set("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| set("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("agentloop").join("local-model"))
+}
+
+fn port() -> Result<u16, Failure> {
+    match std::env::var("AGENTLOOP_LOCAL_MODEL_PORT") {
+        Ok(text) if !text.trim().is_empty() => text.trim().parse().map_err(|_| {
+            Failure::usage(format!(
+                "AGENTLOOP_LOCAL_MODEL_PORT {text:?} is not a port number"
+            ))
+        }),
+        _ => Ok(DEFAULT_PORT),
+    }
+}
+
+const NOT_INSTALLED: &str = "the local model is not installed: run `scripts/local-model.sh build` \
+from a clone of agentloop (it builds llama.cpp's llama-server and fetches the SmolLM2 model \
+into the cache, once per machine)";
+
+fn installed(cache: &Path) -> Result<Installed, Failure> {
+    let text = std::fs::read_to_string(cache.join("current.env"))
+        .map_err(|_| Failure::usage(format!("{NOT_INSTALLED}; looked in {}", cache.display())))?;
+    let value = |key: &str| {
+        text.lines()
+            .rev()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
+            .map(str::to_owned)
+    };
+    let (Some(server), Some(model), Some(alias)) = (
+        value("LLAMA_SERVER"),
+        value("LOCAL_MODEL_GGUF"),
+        value("LOCAL_MODEL_ALIAS"),
+    ) else {
+        return Err(Failure::usage(format!(
+            "{NOT_INSTALLED}; {} is incomplete",
+            cache.join("current.env").display()
+        )));
+    };
+    let installed = Installed {
+        server: PathBuf::from(server),
+        model: PathBuf::from(model),
+        alias,
+    };
+    if !installed.server.is_file() || !installed.model.is_file() {
+        return Err(Failure::usage(format!(
+            "{NOT_INSTALLED}; {} or {} is missing",
+            installed.server.display(),
+            installed.model.display()
+        )));
+    }
+    Ok(installed)
+}
+
+/// Whether a server on `port` answers `GET /health` with 200.
+async fn healthy(port: u16) -> bool {
+    let check = async {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        stream
+            .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .await?;
+        let mut head = [0u8; 16];
+        let read = stream.read(&mut head).await?;
+        Ok::<bool, std::io::Error>(head[..read].starts_with(b"HTTP/1.1 200"))
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), check).await,
+        Ok(Ok(true))
+    )
+}
+
+/// The local server: the one answering on the port, else one started now.
+pub async fn ensure() -> Result<Local, Failure> {
+    let cache = cache_dir().ok_or_else(|| {
+        Failure::usage("--local: no cache folder (set HOME or AGENTLOOP_LOCAL_MODEL_CACHE)")
+    })?;
+    let installed = installed(&cache)?;
+    let port = port()?;
+    let local = Local {
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+        model: installed.alias.clone(),
+    };
+    if healthy(port).await {
+        return Ok(local);
+    }
+    let run_dir = cache.join("run");
+    std::fs::create_dir_all(&run_dir)
+        .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
+    let log_path = run_dir.join(format!("llama-server-{port}.log"));
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+    let mut command = Command::new(&installed.server);
+    command
+        .arg("-m")
+        .arg(&installed.model)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--alias", &installed.alias])
+        // Tool calls need the model's chat template; greedy sampling makes
+        // the same question get the same answer.
+        .args([
+            "--jinja",
+            "--temp",
+            "0",
+            "-c",
+            "8192",
+            "-np",
+            "2",
+            "--no-webui",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    // Its own process group: Ctrl-C on this run leaves it serving.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", installed.server.display()))?;
+    let pid = child.id();
+    let pid_path = run_dir.join(format!("llama-server-{port}.pid"));
+    std::fs::write(&pid_path, format!("{pid}\n"))
+        .map_err(|e| format!("cannot write {}: {e}", pid_path.display()))?;
+    crate::out::note(format!(
+        "starting the local model server on 127.0.0.1:{port} (pid {pid}; it keeps running \
+         for later runs; log: {})",
+        log_path.display()
+    ));
+    let deadline = Instant::now() + READY_WITHIN;
+    loop {
+        if healthy(port).await {
+            return Ok(local);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(Failure::Runtime(format!(
+                "the local model server exited ({status}) before it was ready; see {}",
+                log_path.display()
+            )));
+        }
+        if Instant::now() >= deadline {
+            return Err(Failure::Runtime(format!(
+                "the local model server was not ready within {} s; see {}",
+                READY_WITHIN.as_secs(),
+                log_path.display()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -1,0 +1,396 @@
+//! `agentloop run` against a real model: llama.cpp's own OpenAI-compatible
+//! `llama-server` serving SmolLM2-135M-Instruct, both installed by
+//! `scripts/local-model.sh build` (which `.ci/run` calls). Each test starts
+//! its own server on a free loopback port and asks little of the model:
+//! it is tiny, the answers are greedy (`--temp 0`), and the checks are about
+//! the loop and the adapter (streaming, tool calls, structured output,
+//! usage, cancel, timeout), not the quality of the answers. Under `CI` a
+//! missing server is a failure; elsewhere the tests skip loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Killed, agentloop};
+use serde_json::Value;
+
+/// The model id the script's server answers to.
+const MODEL: &str = "smollm2-135m-instruct";
+
+/// A running llama-server, killed when dropped.
+struct LocalServer {
+    _process: Killed,
+    base_url: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The server binary and the model file, as the script reports them, or
+/// `None` after a loud notice (a failure under CI).
+fn installed() -> Option<(PathBuf, PathBuf)> {
+    let output = Command::new("bash")
+        .arg(workspace().join("scripts/local-model.sh"))
+        .arg("paths")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(key))
+            .map(PathBuf::from)
+    };
+    let (server, model) = (value("LLAMA_SERVER=")?, value("LOCAL_MODEL_GGUF=")?);
+    if server.is_file() && model.is_file() {
+        return Some((server, model));
+    }
+    let message = format!(
+        "SKIPPED: the local model is not installed ({} / {}); run scripts/local-model.sh build",
+        server.display(),
+        model.display()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("{message} (CI is set, so this is a failure)");
+    }
+    eprintln!("\n{0}\n{message}\n{0}\n", "*".repeat(72));
+    None
+}
+
+fn start() -> Option<LocalServer> {
+    let (server, model) = installed()?;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("llama-server.log");
+    let process = Command::new(server)
+        .args(["-m", model.to_str().unwrap(), "--host", "127.0.0.1"])
+        .args(["--port", &port.to_string(), "--alias", MODEL])
+        .args([
+            "--jinja", "--temp", "0", "-c", "4096", "-np", "1", "-t", "2",
+        ])
+        .arg("--no-webui")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let process = Killed(process);
+    let base_url = format!("http://127.0.0.1:{port}/v1");
+    let health = format!("http://127.0.0.1:{port}/health");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let ready = Command::new("curl")
+            .args(["-fsS", "--max-time", "2", &health])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ready {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "llama-server was not ready in 120 s:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Some(LocalServer {
+        _process: process,
+        base_url,
+        log,
+        _dir: dir,
+    })
+}
+
+impl LocalServer {
+    /// `agentloop run --json` against this server, the model named.
+    fn run(&self) -> Command {
+        let mut command = agentloop();
+        command
+            .args(["run", "--json", "--base-url", &self.base_url])
+            .args(["--model", MODEL])
+            .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY");
+        command
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+fn events(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+fn result(events: &[Value]) -> &Value {
+    &of_type(events, "finished")
+        .last()
+        .expect("no finished event")["result"]
+}
+
+#[test]
+fn text_streams_in_chunks_and_its_tokens_are_counted() {
+    let Some(server) = start() else { return };
+    let output = server
+        .run()
+        .args(["--max-tokens", "24", "Say hello in five words."])
+        .output()
+        .unwrap();
+    let events = events(&output.stdout);
+    let result = result(&events);
+    assert_eq!(
+        result["status"],
+        "complete",
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text_deltas = of_type(&events, "streaming_chunk")
+        .into_iter()
+        .filter(|e| e["delta"]["kind"] == "text")
+        .count();
+    assert!(text_deltas >= 2, "the text came in {text_deltas} chunk(s)");
+    let tokens = &result["tokens"];
+    assert!(tokens["input_tokens"].as_u64().unwrap() > 0, "{tokens}");
+    let output_tokens = tokens["output_tokens"].as_u64().unwrap();
+    assert!((1..=24).contains(&output_tokens), "{tokens}");
+    // A model the price table does not know has no reliable cost.
+    assert_eq!(tokens["cost_unreliable"], true);
+}
+
+#[test]
+fn the_demo_question_makes_a_real_fs_call_whose_result_goes_back_to_the_model() {
+    let Some(server) = start() else { return };
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(folder.path().join("fruit.txt"), "apples and pears\n").unwrap();
+    std::fs::write(folder.path().join("notes.md"), "# Notes\n").unwrap();
+    let output = server
+        .run()
+        .args(["--tools", "fs", "--root", folder.path().to_str().unwrap()])
+        .args(["--max-iterations", "2", "--max-tokens", "96"])
+        .args([
+            "--system",
+            "Look at the folder with the fs tool: call it with \
+             {\"command\": \"view\", \"path\": \"/\"}. Then name the files.",
+        ])
+        .arg("What is in this folder?")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let events = events(&output.stdout);
+    // The model's first turn is a real tool call, which the fs tool ran.
+    let call = of_type(&events, "tool_start")
+        .first()
+        .copied()
+        .unwrap_or_else(|| panic!("the model called no tool: {stderr}"))
+        .clone();
+    assert_eq!(call["name"], "fs");
+    let id = call["tool_use_id"].as_str().unwrap();
+    assert!(
+        of_type(&events, "tool_end")
+            .iter()
+            .any(|e| e["tool_use_id"] == id),
+        "the call did not finish"
+    );
+    // Its result was committed and the model was asked again with it.
+    let results_at = events
+        .iter()
+        .position(|e| {
+            e["type"] == "message_created"
+                && e["message"]["content"][0]["tool_use_id"].as_str() == Some(id)
+        })
+        .expect("no tool result committed");
+    assert!(
+        events[results_at..]
+            .iter()
+            .any(|e| e["type"] == "streaming_start" && e["iteration"] == 2),
+        "the model was not asked again after the tool result"
+    );
+    let result = result(&events);
+    let status = result["status"].as_str().unwrap();
+    assert!(
+        status == "complete" || status == "max_iterations",
+        "{status}: {stderr}"
+    );
+    let turns = of_type(&events, "tokens_consumed").len();
+    assert_eq!(turns, 2, "both turns report their tokens");
+}
+
+#[test]
+fn structured_output_comes_back_validated_against_the_schema() {
+    let Some(server) = start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "properties": {"colour": {"type": "string"}, "sure": {"type": "boolean"}},
+            "required": ["colour", "sure"], "additionalProperties": false}"#,
+    )
+    .unwrap();
+    let output = server
+        .run()
+        .args(["--output-schema", schema.to_str().unwrap()])
+        .args([
+            "--max-tokens",
+            "64",
+            "What colour is the sky on a clear day?",
+        ])
+        .output()
+        .unwrap();
+    // With --json and a schema, stdout is the validated value alone.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let value: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+    assert!(value["colour"].is_string(), "{value}");
+    assert!(value["sure"].is_boolean(), "{value}");
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn ctrl_c_mid_stream_cancels_the_run_and_the_server_sees_the_connection_drop() {
+    let Some(server) = start() else { return };
+    let mut child = server
+        .run()
+        .args(["--max-tokens", "1000", "Write a long story about a dragon."])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    // The first chunk of text: the stream is under way.
+    for line in lines.by_ref() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let streaming = event["type"] == "streaming_chunk";
+        seen.push(event);
+        if streaming {
+            break;
+        }
+    }
+    assert!(
+        seen.iter().any(|e| e["type"] == "streaming_chunk"),
+        "no chunk streamed"
+    );
+    let interrupted = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    seen.extend(lines.map(|line| serde_json::from_str(&line.unwrap()).unwrap()));
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(result(&seen)["status"], "cancelled");
+    // llama-server cancels a generation whose client went away.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server.log().contains("cancel task") {
+        assert!(
+            Instant::now() < deadline,
+            "the server never cancelled the generation:\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_run_past_its_timeout_ends_limit_exceeded() {
+    let Some(server) = start() else { return };
+    let output = server
+        .run()
+        .args(["--timeout", "1500ms", "--max-tokens", "1000"])
+        .arg("Write a long story about a dragon.")
+        .output()
+        .unwrap();
+    let events = events(&output.stdout);
+    let result = result(&events);
+    assert_eq!(result["status"], "limit_exceeded", "{result}");
+    assert_eq!(result["limit"], "timeout");
+    assert_eq!(output.status.code(), Some(5));
+}
+
+/// Kills, when dropped, the server `--local` started (by the pid it wrote).
+struct StartedByRun(PathBuf);
+
+impl Drop for StartedByRun {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.0) {
+            let _ = Command::new("kill").arg(pid.trim()).status();
+        }
+        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(self.0.with_extension("log"));
+    }
+}
+
+#[test]
+fn run_local_starts_the_local_server_and_the_next_run_reuses_it() {
+    let Some((server, _)) = installed() else {
+        return;
+    };
+    let cache = server.parent().unwrap().parent().unwrap().to_owned();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let _started = StartedByRun(cache.join(format!("run/llama-server-{port}.pid")));
+    let local_run = || {
+        agentloop()
+            .args(["run", "--local", "--json", "--max-tokens", "16", "Say hi."])
+            .env("AGENTLOOP_LOCAL_MODEL_CACHE", &cache)
+            .env("AGENTLOOP_LOCAL_MODEL_PORT", &port)
+            .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY")
+            .output()
+            .unwrap()
+    };
+    let first = local_run();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(
+        result(&events(&first.stdout))["status"],
+        "complete",
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("starting the local model server"),
+        "{stderr}"
+    );
+    let second = local_run();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(
+        result(&events(&second.stdout))["status"],
+        "complete",
+        "{stderr}"
+    );
+    assert!(!stderr.contains("starting"), "not reused: {stderr}");
+}
+
+#[test]
+fn run_local_without_an_installed_model_says_how_to_install_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let output = agentloop()
+        .args(["run", "--local", "Say hi."])
+        .env("AGENTLOOP_LOCAL_MODEL_CACHE", empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("scripts/local-model.sh build"), "{stderr}");
+}
