@@ -43,6 +43,7 @@ const TOOLS: &str = "agentloop-tools";
 const MCP: &str = "agentloop-mcp";
 const RUNTIME: &str = "agentloop-runtime";
 const SERVER: &str = "agentloop-server";
+const RESTATE: &str = "agentloop-restate";
 const CLI: &str = "agentloop-cli";
 const FACADE: &str = "agentloop";
 
@@ -61,10 +62,16 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
         SERVER,
         &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP],
     ),
+    // Runs as Restate workflows: a second host beside the server, which
+    // knows nothing of it (the binary wires the two).
+    (
+        RESTATE,
+        &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE],
+    ),
     (
         CLI,
         &[
-            SERVER, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP,
+            SERVER, RESTATE, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP,
         ],
     ),
     // The front door re-exports the layers (most behind opt-in features),

@@ -42,6 +42,7 @@ pub const ACYCLIC: &[&str] = &[
     "crates/agentloop-storage/src",
     "crates/agentloop-runtime/src",
     "crates/agentloop-server/src",
+    "crates/agentloop-restate/src",
     "crates/agentloop-cli/src",
     "crates/agentloop/src",
 ];
