@@ -36,6 +36,7 @@ mod replay;
 mod run;
 mod run_args;
 mod serve;
+mod serve_restate;
 mod session;
 mod skills;
 mod tools;

@@ -118,6 +118,9 @@ pub struct ServerConfig {
     /// [`crate::policy`]): `Unattended` by default, so a project's agents
     /// work on inside its folder with no client attached.
     pub approvals: ApprovalMode,
+    /// The durable engine runs are handed to instead of this instance's
+    /// lease scheduler (see [`crate::dispatch`]); `None`: executed here.
+    pub dispatch: Option<Arc<dyn crate::dispatch::RunDispatch>>,
 }
 
 impl ServerConfig {
@@ -143,6 +146,7 @@ impl ServerConfig {
             allow_project_mcp: false,
             shell_tool: None,
             approvals: ApprovalMode::Unattended,
+            dispatch: None,
         }
     }
 }

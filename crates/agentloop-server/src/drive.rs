@@ -67,7 +67,15 @@ pub async fn decide(
 
 /// Takes the lease of a run for this instance and executes it in the
 /// background; a run whose lease another instance holds is left to it.
+/// With a durable engine, the run is handed to it instead.
 async fn execute(state: &AppState, run_id: &str) {
+    if let Some(dispatch) = &state.config.dispatch {
+        if let Err(error) = dispatch.dispatch(run_id).await {
+            // Handed again by the claim loop once its lease is claimable.
+            tracing::error!(agent_run_id = %run_id, %error, "the durable engine refused the run");
+        }
+        return;
+    }
     if state.lease(run_id).renew().await.unwrap_or(false) {
         tokio::spawn(drive_boxed(state.clone(), run_id.to_owned()));
     }
