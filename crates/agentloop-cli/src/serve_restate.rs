@@ -46,6 +46,7 @@ struct Host(AppState);
 impl RunHost for Host {
     async fn step(&self, run_id: &str) -> Result<Step, String> {
         match execute_attempt(&self.0, run_id).await? {
+            Attempt::Stepped => Ok(Step::Continue),
             Attempt::Ended => Ok(Step::Ended),
             Attempt::Waiting => Ok(Step::Waiting),
         }

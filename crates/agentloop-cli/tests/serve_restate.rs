@@ -112,6 +112,23 @@ fn tool_results(events: &[(String, Value)], call_id: &str) -> usize {
         .count()
 }
 
+/// The `step` entries of the journal of run `run_id`'s workflow.
+fn journaled_steps(restate: &RestateServer, run_id: &str) -> usize {
+    assert!(
+        run_id.chars().all(|c| c.is_ascii_alphanumeric()),
+        "{run_id}"
+    );
+    let rows = restate_server::query(
+        &restate.admin,
+        &format!(
+            "SELECT j.name FROM sys_journal j JOIN sys_invocation i ON j.id = i.id \
+             WHERE i.target_service_name = 'AgentRun' AND i.target_service_key = '{run_id}' \
+             AND j.entry_type = 'Command: Run'"
+        ),
+    );
+    rows.matches("\"step\"").count()
+}
+
 fn chain_by_kind(runs: &[Value]) -> Vec<(String, String)> {
     let mut kinds: Vec<(String, String)> = runs
         .iter()
@@ -177,6 +194,15 @@ fn a_chain_completes_on_restate() {
         None,
     );
     assert_eq!(task["workflow_complete"], true, "{task}");
+    // Each run is its workflow in Restate, each model turn and tool step
+    // a journaled step: turn (a call), tools, turn (the answer).
+    for run in &runs {
+        assert_eq!(
+            journaled_steps(&restate, run["id"].as_str().unwrap()),
+            3,
+            "{run}"
+        );
+    }
 }
 
 #[test]

@@ -1,16 +1,24 @@
 //! Executing an agent run for an outside durable engine (see
-//! [`crate::dispatch`]): one attempt is one execution of the run here,
-//! from where its record stands, exactly as the lease scheduler executes
-//! it ([`crate::drive::drive_run`]). The engine retries an attempt that did
-//! not settle the run, on this instance or another.
+//! [`crate::dispatch`]), one step at a time: each attempt executes the
+//! run here from where its record stands, exactly as the lease scheduler
+//! executes it ([`crate::drive::drive_paced`]), but stops after one step (a
+//! model turn or a tool step) once that step's state is stored
+//! ([`Pace::OneStep`]). The engine journals each attempt's answer and
+//! asks for the next step; it retries an attempt that settled nothing, on
+//! this instance or another, and that attempt goes on from the last
+//! stored state (calls that had started and have no result are answered
+//! as interrupted, as in any recovery).
 
 use agentloop_storage::model::AgentRunStatus;
 
+use crate::hosting::Pace;
 use crate::state::AppState;
 
 /// Where a run stands after an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attempt {
+    /// One step was executed and stored; the run goes on.
+    Stepped,
     /// The run ended (its terminal event, record and agent run written).
     Ended,
     /// The run waits for a person.
@@ -25,7 +33,9 @@ pub async fn execute_attempt(state: &AppState, run_id: &str) -> Result<Attempt, 
     if state.shutdown.is_cancelled() {
         return Err("this instance is shutting down".to_owned());
     }
-    crate::drive::drive_run(state.clone(), run_id.to_owned()).await;
+    if crate::drive::drive_paced(state, run_id, Pace::OneStep).await {
+        return Ok(Attempt::Stepped);
+    }
     let run = state
         .store
         .get_agent_run(run_id)

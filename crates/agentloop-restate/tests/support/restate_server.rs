@@ -183,3 +183,35 @@ impl Drop for RestateServer {
         self.kill();
     }
 }
+
+/// Runs SQL on the admin API's `/query`; the rows as JSON text.
+pub fn query(admin: &str, sql: &str) -> String {
+    let address = admin.strip_prefix("http://").unwrap();
+    let body = format!("{{\"query\": {}}}", json_string(sql));
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        // HTTP/1.0: the answer comes whole, not in chunks.
+        "POST /query HTTP/1.0\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.contains(" 200 "), "{response}");
+    response.split_once("\r\n\r\n").unwrap().1.to_owned()
+}
+
+fn json_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
