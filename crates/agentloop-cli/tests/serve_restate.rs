@@ -323,3 +323,49 @@ fn a_cancel_ends_a_restate_run_within_a_second() {
     assert_eq!(finished.len(), 1, "{events:?}");
     assert_eq!(finished[0]["result"]["status"], "cancelled", "{events:?}");
 }
+
+#[test]
+fn a_run_goes_on_when_restate_server_restarts_mid_turn() {
+    let Some(mut restate) = RestateServer::start("serve-restart") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([
+            { "steps": [
+                { "type": "text", "chunks": ["Planning "] },
+                { "type": "delay", "ms": 3000 },
+                { "type": "text", "chunks": ["done."] }
+            ] },
+        ]),
+    );
+    let token = create_user(&db, "ada");
+    let server = worker(&db, &script, &restate, free_port());
+    let address = server.address.clone();
+    let task_id = task(&address, &token, &dir.path().join("repo"));
+    let run_id = start_run(&address, &token, &task_id, "planification");
+    let events = read_sse_acting(&address, &token, &run_id, "first_chunk", || {
+        restate.restart();
+        // Restarted while the turn still streams.
+        let (_, run) = http(
+            &address,
+            &token,
+            "GET",
+            &format!("/api/agent-runs/{run_id}"),
+            None,
+        );
+        assert_eq!(run["status"], "running", "{run}");
+    });
+    let run = until_status(&address, &token, &run_id, "completed");
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(root_finished(&events).len(), 1, "{events:?}");
+    // The turn that streamed while Restate was down is not asked again.
+    let starts = events
+        .iter()
+        .filter(|(name, _)| name == "streaming_start")
+        .count();
+    assert_eq!(starts, 1, "{events:?}");
+}

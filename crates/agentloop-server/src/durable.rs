@@ -33,7 +33,20 @@ pub async fn execute_attempt(state: &AppState, run_id: &str) -> Result<Attempt, 
     if state.shutdown.is_cancelled() {
         return Err("this instance is shutting down".to_owned());
     }
-    if crate::drive::drive_paced(state, run_id, Pace::OneStep).await {
+    // A task of its own: the engine may drop its call (its connection to
+    // this worker broke, Restate restarted), and a step dropped midway
+    // would leave the run registered here; the task takes the step to its
+    // checkpoint and lets go of the run, and the engine's retry finds it
+    // free.
+    let step = tokio::spawn({
+        let state = state.clone();
+        let run_id = run_id.to_owned();
+        async move { crate::drive::drive_paced(&state, &run_id, Pace::OneStep).await }
+    });
+    if step
+        .await
+        .map_err(|e| format!("the step of agent run {run_id} failed: {e}"))?
+    {
         return Ok(Attempt::Stepped);
     }
     let run = state
