@@ -86,6 +86,32 @@ fn settled_runs(address: &str, token: &str, task_id: &str, count: usize) -> Vec<
     }
 }
 
+/// Follows the run's SSE stream until an event carries `text`; the
+/// stream may then break (its server is killed).
+fn until_streamed(address: &str, token: &str, run_id: &str, text: &str) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET /api/agent-runs/{run_id}/events HTTP/1.1\r\nHost: {address}\r\n\
+         Authorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = reader.read_line(&mut line).unwrap();
+        assert!(read > 0, "the stream ended before {text:?} was streamed");
+        if line.starts_with("data:") && line.contains(text) {
+            return;
+        }
+    }
+}
+
 fn whole_stream(address: &str, token: &str, run_id: &str) -> Vec<(String, Value)> {
     read_sse_acting(address, token, run_id, "\u{0}never", || {})
 }
@@ -233,16 +259,8 @@ fn a_worker_killed_mid_run_is_restarted_and_the_run_completes_with_its_tool_run_
     let address = server.address.clone();
     let task_id = task(&address, &token, &repo);
     let run_id = start_run(&address, &token, &task_id, "planification");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if repo.join("effect.md").exists() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the tool never ran");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Let the second turn start streaming, then SIGKILL the worker.
-    std::thread::sleep(Duration::from_millis(300));
+    // SIGKILLed once the next turn has streamed "Half " and waits.
+    until_streamed(&address, &token, &run_id, "Half ");
     server.child.kill().unwrap();
     server.child.wait().unwrap();
 
