@@ -21,6 +21,11 @@ impl RestateClient {
     /// A client of the Restate whose ingress and admin API answer at these
     /// `http://` URLs.
     pub fn new(ingress: &str, admin: &str) -> RestateResult<Self> {
+        // See the manifest: a client built where reqwest uses rustls with
+        // no provider needs one installed first.
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
