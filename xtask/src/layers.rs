@@ -45,6 +45,7 @@ const MCP: &str = "agentloop-mcp";
 const AGUI: &str = "agentloop-agui";
 const RUNTIME: &str = "agentloop-runtime";
 const SERVER: &str = "agentloop-server";
+const RESTATE: &str = "agentloop-restate";
 const CLI: &str = "agentloop-cli";
 const EVAL: &str = "agentloop-eval";
 const FACADE: &str = "agentloop";
@@ -69,10 +70,16 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     // Evals run agents through the loop; what builds the agent (tools,
     // providers) is the caller's, so the eval layer needs only the loop.
     (EVAL, &[TYPES, ENGINE]),
+    // Runs as Restate workflows: a second host beside the server, which
+    // knows nothing of it (the binary wires the two).
+    (
+        RESTATE,
+        &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE],
+    ),
     (
         CLI,
         &[
-            SERVER, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, EVAL,
+            SERVER, RESTATE, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, EVAL,
         ],
     ),
     // The front door re-exports the layers (most behind opt-in features),

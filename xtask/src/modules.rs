@@ -44,6 +44,7 @@ pub const ACYCLIC: &[&str] = &[
     "crates/agentloop-runtime/src",
     "crates/agentloop-server/src",
     "crates/agentloop-eval/src",
+    "crates/agentloop-restate/src",
     "crates/agentloop-cli/src",
     "crates/agentloop/src",
 ];

@@ -32,6 +32,10 @@
 //!
 //! [serve]                       # defaults of `agentloop serve`
 //! approvals = "ask"             # projects' policy when they set none: unattended (default) or ask
+//! engine = "restate"            # how runs execute: builtin (default) or restate (durable workflows)
+//! restate_ingress = "http://127.0.0.1:8080"
+//! restate_admin = "http://127.0.0.1:9070"
+//! restate_bind = "127.0.0.1:9080"   # this process's Restate service endpoint
 //! ```
 //!
 //! Keys go in the environment or in `keys.env` beside this file (see
@@ -126,12 +130,43 @@ pub struct ServeConfig {
     /// none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvals: Option<ServeApprovals>,
+    /// Default `--engine`: how agent runs execute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<ServeEngine>,
+    /// Default `--restate-ingress`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restate_ingress: Option<String>,
+    /// Default `--restate-admin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restate_admin: Option<String>,
+    /// Default `--restate-bind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restate_bind: Option<String>,
+    /// Default `--restate-endpoint-url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restate_endpoint_url: Option<String>,
 }
 
 impl ServeConfig {
     fn is_empty(&self) -> bool {
         self.approvals.is_none()
+            && self.engine.is_none()
+            && self.restate_ingress.is_none()
+            && self.restate_admin.is_none()
+            && self.restate_bind.is_none()
+            && self.restate_endpoint_url.is_none()
     }
+}
+
+/// How a server's agent runs execute (`--engine`, `[serve] engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ServeEngine {
+    /// This instance's lease scheduler (several instances share runs
+    /// through leases in one PostgreSQL).
+    Builtin,
+    /// Durable Restate workflows.
+    Restate,
 }
 
 /// The approval policy of a server's projects (`--approvals`, `[serve]

@@ -42,6 +42,7 @@ mod replay;
 mod run;
 mod run_args;
 mod serve;
+mod serve_restate;
 mod session;
 mod skills;
 mod tools;

@@ -13,10 +13,11 @@ use agentloop_storage::model::now_millis;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
 
-use crate::config::ServeApprovals;
+use crate::config::{ServeApprovals, ServeConfig, ServeEngine};
 use crate::db::{self, Access};
 use crate::logging::LogFormat;
 use crate::out::{Failure, Outcome, Stdout};
+use crate::serve_restate::RestateSettings;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -132,6 +133,26 @@ pub struct ServeArgs {
     /// (`{task_doc_path}` and `{task_id}` are replaced).
     #[arg(long)]
     pub prompts: Option<PathBuf>,
+    /// How agent runs execute: `builtin` (this instance's leases; the
+    /// default) or `restate` (durable Restate workflows: needs
+    /// `--restate-ingress` and `--restate-admin`). Default: the
+    /// configuration file's `[serve] engine`, else `builtin`.
+    #[arg(long, value_enum)]
+    pub engine: Option<ServeEngine>,
+    /// Restate's ingress URL (`http://…`; `[serve] restate_ingress`).
+    #[arg(long)]
+    pub restate_ingress: Option<String>,
+    /// Restate's admin API URL (`http://…`; `[serve] restate_admin`).
+    #[arg(long)]
+    pub restate_admin: Option<String>,
+    /// Address the Restate service endpoint of this process listens on
+    /// (`[serve] restate_bind`; default 127.0.0.1:9080).
+    #[arg(long)]
+    pub restate_bind: Option<String>,
+    /// URL Restate reaches that endpoint at, when not `http://` and the
+    /// bound address (`[serve] restate_endpoint_url`).
+    #[arg(long)]
+    pub restate_endpoint_url: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -271,7 +292,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         config.extra_tools.extend(minion);
         config.prompts = prompts(args.prompts.as_ref())?;
         config.max_iterations = args.max_iterations;
-        let projects_root = match args.projects_root {
+        let projects_root = match args.projects_root.clone() {
             Some(root) => root,
             None => db::data_dir()?.join("projects"),
         };
@@ -292,14 +313,12 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         if args.allow_shell {
             config.shell_tool = Some(crate::tools::shell_factory().map_err(|e| e.to_string())?);
         }
-        let approvals = match args.approvals {
-            Some(approvals) => approvals,
-            None => crate::config::load()
-                .map_err(|e| e.to_string())?
-                .serve
-                .approvals
-                .unwrap_or(ServeApprovals::Unattended),
-        };
+        let serve_config = crate::config::load().map_err(|e| e.to_string())?.serve;
+        let approvals = args
+            .approvals
+            .or(serve_config.approvals)
+            .unwrap_or(ServeApprovals::Unattended);
+        let restate = restate_settings(&args, &serve_config)?;
         config.approvals = approvals.into();
         config.connections = ConnectionLimits {
             max_connections: args.max_connections.max(1),
@@ -323,7 +342,18 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             projects_root.display(),
             config.approvals.as_str()
         );
+        let restate_client = match &restate {
+            Some(settings) => {
+                let (client, dispatch) = crate::serve_restate::dispatcher(settings)?;
+                config.dispatch = Some(dispatch);
+                Some((settings, client))
+            }
+            None => None,
+        };
         let server = Server::new(store, config);
+        if let Some((settings, client)) = &restate_client {
+            crate::serve_restate::start_endpoint(settings, client, &server.state).await?;
+        }
         if let Some(bind) = &args.metrics_bind {
             let metrics = tokio::net::TcpListener::bind(bind)
                 .await
@@ -346,6 +376,37 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         eprintln!("agentloop: stopped");
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The Restate settings of `--engine restate` (flags over the
+/// configuration file), `None` for the built-in engine.
+fn restate_settings(
+    args: &ServeArgs,
+    config: &ServeConfig,
+) -> Result<Option<RestateSettings>, String> {
+    let engine = args
+        .engine
+        .or(config.engine)
+        .unwrap_or(ServeEngine::Builtin);
+    if engine == ServeEngine::Builtin {
+        return Ok(None);
+    }
+    let pick = |flag: &Option<String>, file: &Option<String>| flag.clone().or_else(|| file.clone());
+    let missing = |what: &str| {
+        format!(
+            "--engine restate needs --{what} (or `[serve] {}` in the configuration file)",
+            what.replace('-', "_")
+        )
+    };
+    Ok(Some(RestateSettings {
+        ingress: pick(&args.restate_ingress, &config.restate_ingress)
+            .ok_or_else(|| missing("restate-ingress"))?,
+        admin: pick(&args.restate_admin, &config.restate_admin)
+            .ok_or_else(|| missing("restate-admin"))?,
+        bind: pick(&args.restate_bind, &config.restate_bind)
+            .unwrap_or_else(|| "127.0.0.1:9080".to_owned()),
+        endpoint_url: pick(&args.restate_endpoint_url, &config.restate_endpoint_url),
+    }))
 }
 
 /// `agentloop users create|list`.

@@ -101,9 +101,26 @@ impl Emitter {
     /// Writes the run's state, when the consumer reads checkpoints. The
     /// state is only read then: reading it brings it up to date, which a
     /// run nobody stores need not pay for every step.
+    ///
+    /// The driver then waits until the consumer has read every item up to
+    /// the checkpoint, so it performs the next step only once the state
+    /// before it was handed out: a consumer that stops reading at a
+    /// checkpoint (a durable host executing one step at a time) stops the
+    /// run before the step it describes has started.
     pub(crate) async fn checkpoint(&mut self, state: impl FnOnce() -> RunState) {
         if self.checkpoints.load(Ordering::Relaxed) {
             self.buffer.push(RunItem::Checkpoint(state())).await;
+            let buffer = &self.buffer;
+            futures::future::poll_fn(|_| {
+                // No waker needed: the stream takes items before it polls
+                // the driver again (see `Buffer`).
+                if buffer.is_empty() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
         }
     }
 }

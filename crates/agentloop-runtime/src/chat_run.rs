@@ -11,6 +11,8 @@
 //! a crash: the record stays `running` for recovery or another worker.
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use agentloop_engine::{CheckpointedRun, RunItem};
@@ -36,15 +38,26 @@ pub struct RunOutcome {
 pub struct ChatRun {
     run_id: String,
     events: BoxStream<'static, RuntimeResult<LoopEvent>>,
+    pacing: Arc<Pacing>,
+}
+
+/// Whether a run stops after one step, and whether it did.
+#[derive(Default)]
+struct Pacing {
+    one_step: AtomicBool,
+    paused: AtomicBool,
 }
 
 impl ChatRun {
     /// Drives `stream`, persisting through `persister`.
     pub(crate) fn new(persister: Box<Persister>, stream: CheckpointedRun) -> Self {
         let run_id = persister.run.id.clone();
+        let pacing = Arc::new(Pacing::default());
         let driving = Driving {
             persister,
             stream: Some(stream),
+            pacing: pacing.clone(),
+            checkpoints: 0,
         };
         let events = futures::stream::unfold(driving, |mut driving| async move {
             let item = driving.next().await?;
@@ -53,7 +66,19 @@ impl ChatRun {
         Self {
             run_id,
             events: events.boxed(),
+            pacing,
         }
+    }
+
+    /// Ends the stream after the run's next step (see the module docs).
+    pub fn stop_after_step(self) -> Self {
+        self.pacing.one_step.store(true, Ordering::Relaxed);
+        self
+    }
+
+    /// Whether the stream ended after one step, the run not ended.
+    pub fn paused(&self) -> bool {
+        self.pacing.paused.load(Ordering::Relaxed)
     }
 
     /// The stored run's id.
@@ -100,6 +125,10 @@ impl std::fmt::Debug for ChatRun {
 struct Driving {
     persister: Box<Persister>,
     stream: Option<CheckpointedRun>,
+    pacing: Arc<Pacing>,
+    /// Checkpoints stored: the first is the state before the first step
+    /// performed here.
+    checkpoints: u32,
 }
 
 impl Driving {
@@ -110,7 +139,22 @@ impl Driving {
             let item = self.stream.as_mut()?.next().await;
             let stored = match item {
                 Some(RunItem::Checkpoint(state)) => {
-                    self.persister.checkpoint(state).await.map(|()| None)
+                    match self.persister.checkpoint(state).await {
+                        Ok(()) => {
+                            self.checkpoints += 1;
+                            if self.checkpoints >= 2 && self.pacing.one_step.load(Ordering::Relaxed)
+                            {
+                                // The driver waits for this checkpoint to be
+                                // read before the step it describes: dropped
+                                // here, it never starts it.
+                                self.stream = None;
+                                self.pacing.paused.store(true, Ordering::Relaxed);
+                                return None;
+                            }
+                            Ok(None)
+                        }
+                        Err(error) => Err(error),
+                    }
                 }
                 Some(RunItem::Event(event)) => self.persister.handle(event).await.map(Some),
                 None => Err(ended_without_result(&self.persister.run.id)),

@@ -118,6 +118,9 @@ pub struct ServerConfig {
     pub approvals: ApprovalMode,
     /// How webhook deliveries are made (see [`crate::webhooks`]).
     pub webhooks: WebhookSettings,
+    /// The durable engine runs are handed to instead of this instance's
+    /// lease scheduler (see [`crate::dispatch`]); `None`: executed here.
+    pub dispatch: Option<Arc<dyn crate::dispatch::RunDispatch>>,
 }
 
 /// How webhook deliveries are made.
@@ -169,6 +172,7 @@ impl ServerConfig {
             shell_tool: None,
             approvals: ApprovalMode::Unattended,
             webhooks: WebhookSettings::default(),
+            dispatch: None,
         }
     }
 }

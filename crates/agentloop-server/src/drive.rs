@@ -26,7 +26,7 @@ use agentloop_types::{Decision, Decisions, LoopStatus, PendingCall};
 use serde_json::json;
 
 use crate::ending::{self, AgentRunEnding, Settled, finish};
-use crate::hosting::{self, Outcome};
+use crate::hosting::{self, Outcome, Pace};
 use crate::lease::Lease;
 use crate::metrics::{RunMetrics, StatusLabels};
 use crate::run_log::{close_record, end_answered, end_stopped};
@@ -67,7 +67,15 @@ pub async fn decide(
 
 /// Takes the lease of a run for this instance and executes it in the
 /// background; a run whose lease another instance holds is left to it.
+/// With a durable engine, the run is handed to it instead.
 async fn execute(state: &AppState, run_id: &str) {
+    if let Some(dispatch) = &state.config.dispatch {
+        if let Err(error) = dispatch.dispatch(run_id).await {
+            // Handed again by the claim loop once its lease is claimable.
+            tracing::error!(agent_run_id = %run_id, %error, "the durable engine refused the run");
+        }
+        return;
+    }
     if state.lease(run_id).renew().await.unwrap_or(false) {
         tokio::spawn(drive_boxed(state.clone(), run_id.to_owned()));
     }
@@ -84,16 +92,29 @@ pub fn drive_boxed(
 
 /// Executes an agent run here if it is not already executing here.
 pub async fn drive_run(state: AppState, run_id: String) {
-    let Some(mut local) = state.register_local(&run_id) else {
-        return;
+    drive_paced(&state, &run_id, Pace::Whole).await;
+}
+
+/// Executes an agent run here at `pace`, if it is not already executing
+/// here; returns whether it paused after one step (see [`Pace`]). A run
+/// asked to execute while its execution here ends executes once more (see
+/// [`AppState::register_local`]) — at `Pace::Whole` only: a step of a
+/// durable engine is one step, and the engine asks for the next.
+pub async fn drive_paced(state: &AppState, run_id: &str, pace: Pace) -> bool {
+    let Some(mut local) = state.register_local(run_id) else {
+        return false;
     };
     loop {
-        if let Err(e) = drive(&state, &run_id, &local).await {
-            tracing::error!(agent_run_id = %run_id, error = %e, "agent run could not be executed");
-        }
-        match state.unregister_local(&run_id) {
+        let paused = match drive(state, run_id, &local, pace).await {
+            Ok(paused) => paused,
+            Err(e) => {
+                tracing::error!(agent_run_id = %run_id, error = %e, "agent run could not be executed");
+                false
+            }
+        };
+        match state.unregister_local(run_id, pace == Pace::Whole) {
             Some(next) => local = next,
-            None => return,
+            None => return paused,
         }
     }
 }
@@ -101,23 +122,36 @@ pub async fn drive_run(state: AppState, run_id: String) {
 // The steps before and after the execution are boxed: their futures would
 // otherwise be inline in this one, which every executing run holds for as
 // long as it runs.
-async fn drive(state: &AppState, run_id: &str, local: &Arc<LocalRun>) -> RuntimeResult<()> {
+async fn drive(
+    state: &AppState,
+    run_id: &str,
+    local: &Arc<LocalRun>,
+    pace: Pace,
+) -> RuntimeResult<bool> {
     let lease = state.lease(run_id);
     if !lease.renew().await? {
-        return Ok(());
+        return Ok(false);
     }
     let (run, ctx) = Box::pin(load_run(state, run_id)).await?;
     let execution = Box::pin(Execution::new(state, local, lease, run, ctx)).await?;
     if execution.run.status != AgentRunStatus::Running {
-        return Box::pin(execution.end_stopped()).await;
+        Box::pin(execution.end_stopped()).await?;
+        return Ok(false);
     }
     let workflow_called = Arc::new(AtomicBool::new(false));
     let ending = Arc::new(AgentRunEnding::new(state.store.clone(), run_id));
-    let outcome = execution.run_loop(&ending, &workflow_called).await?;
+    let outcome = execution.run_loop(&ending, &workflow_called, pace).await?;
+    if outcome == Outcome::Paused {
+        // The step is stored; whoever executes the next one takes the
+        // lease again.
+        execution.lease.release().await?;
+        return Ok(true);
+    }
     let Some(ended) = Box::pin(execution.ended(outcome, &ending)).await? else {
-        return Ok(());
+        return Ok(false);
     };
-    Box::pin(execution.close(ended, &workflow_called)).await
+    Box::pin(execution.close(ended, &workflow_called)).await?;
+    Ok(false)
 }
 
 /// The agent run and its task, the run prepared (conversation, chat, first
@@ -209,6 +243,7 @@ impl<'a> Execution<'a> {
         &self,
         ending: &Arc<AgentRunEnding>,
         workflow_called: &Arc<AtomicBool>,
+        pace: Pace,
     ) -> RuntimeResult<Outcome> {
         let shell = match project_shell(self.state, &self.ctx) {
             Err(message) => return Ok(Outcome::Failed(message)),
@@ -244,7 +279,7 @@ impl<'a> Execution<'a> {
             run_model(&self.state.config, &self.ctx),
         );
         let hosted = self.hosted(decisions, ending.clone());
-        let outcome = hosting::execute(self.state, self.local, hosted, tools, &metrics).await;
+        let outcome = hosting::execute(self.state, self.local, hosted, tools, &metrics, pace).await;
         drop(watched);
         if let Some(mcp) = mcp {
             Box::pin(mcp.shutdown()).await;
@@ -262,7 +297,7 @@ impl<'a> Execution<'a> {
     ) -> RuntimeResult<Option<Ended>> {
         let store = &*self.state.store;
         match outcome {
-            Outcome::Stopped | Outcome::Busy => {
+            Outcome::Stopped | Outcome::Busy | Outcome::Paused => {
                 if self.state.shutdown.is_cancelled() || outcome == Outcome::Busy {
                     self.lease.release().await?;
                 }
@@ -336,7 +371,13 @@ impl<'a> Execution<'a> {
         if ended_here {
             self.count_finished(status);
         }
-        if status == AgentRunStatus::Completed && workflow_called.load(Ordering::SeqCst) {
+        // A run executed in several attempts (taken over, or one step at a
+        // time by a durable engine) may have made the call in an earlier
+        // one: its chat says so.
+        let called = workflow_called.load(Ordering::SeqCst)
+            || (status == AgentRunStatus::Completed
+                && completed_workflow_in(store, &self.chat_id).await?);
+        if status == AgentRunStatus::Completed && called {
             store
                 .set_workflow_complete(&self.ctx.task.id, true, now_millis())
                 .await?;
@@ -369,6 +410,25 @@ impl<'a> Execution<'a> {
                     "agentRunId": self.run.id, "conversationId": self.conversation_id }),
         );
     }
+}
+
+/// Whether the chat holds a `complete_workflow` call answered without
+/// error.
+async fn completed_workflow_in(
+    store: &dyn agentloop_storage::Store,
+    chat_id: &str,
+) -> RuntimeResult<bool> {
+    let messages = store.list_messages(chat_id).await?;
+    let calls: Vec<&str> = messages
+        .iter()
+        .flat_map(|stored| stored.message.tool_uses())
+        .filter(|call| call.name == crate::tool::COMPLETE_WORKFLOW)
+        .map(|call| call.id.as_str())
+        .collect();
+    Ok(messages
+        .iter()
+        .flat_map(|stored| stored.message.tool_results())
+        .any(|result| !result.is_error && calls.contains(&result.tool_use_id.as_str())))
 }
 
 /// Starts the next agent of the chain unless the workflow is complete.

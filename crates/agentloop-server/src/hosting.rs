@@ -28,8 +28,21 @@ pub enum Outcome {
     Busy,
     /// The execution was given up where it was (shutdown, lost lease).
     Stopped,
+    /// One step was executed, as asked ([`Pace::OneStep`]), and stored;
+    /// the run goes on when it is executed again.
+    Paused,
     /// The run could not be executed.
     Failed(String),
+}
+
+/// How much of a run one execution goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// To its end, or until it waits for a person.
+    Whole,
+    /// One step (a model turn or a tool step), for a durable engine that
+    /// journals each (see [`crate::durable`]).
+    OneStep,
 }
 
 /// The runtime agent runs are executed with: this instance's provider,
@@ -55,10 +68,17 @@ pub async fn execute(
     hosted: HostedRun,
     tools: Vec<Arc<dyn Tool>>,
     metrics: &RunMetrics,
+    pace: Pace,
 ) -> Outcome {
     let runtime = runtime(state, tools, Some(local));
     match Box::pin(runtime.host(hosted)).await {
-        Ok(Hosted::Running(run)) => relay(state, local, run, metrics).await,
+        Ok(Hosted::Running(run)) => {
+            let run = match pace {
+                Pace::Whole => run,
+                Pace::OneStep => run.stop_after_step(),
+            };
+            relay(state, local, run, metrics).await
+        }
         Ok(Hosted::Ended(result)) => Outcome::Finished(result),
         Ok(Hosted::Answered) => Outcome::Answered,
         Ok(Hosted::Waiting(pending)) => Outcome::Waiting(pending),
@@ -108,6 +128,7 @@ async fn relay(
     }
     match result {
         Some(result) => Outcome::Finished(result),
+        None if run.paused() => Outcome::Paused,
         None => Outcome::Failed("the run ended without a result".to_owned()),
     }
 }

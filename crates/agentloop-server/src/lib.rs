@@ -29,6 +29,9 @@
 //!    as its terminal event is written), [`heartbeat`] (renewing every
 //!    lease here at once), [`local_run`] (a run executing here: its one
 //!    cancel token and why it was halted), [`lease`] and [`tool`].
+//!    [`dispatch`] and [`durable`] are the seams of an outside durable
+//!    engine (Restate): runs handed to it instead of this instance's
+//!    scheduler, and one attempt of a run executed for it.
 //! 3. **State**: [`state`] ([`AppState`], shared by both layers above),
 //!    [`follow`] (waking followers of runs executing elsewhere),
 //!    [`metrics`], [`shapes`] (JSON shapes of records for answers and
@@ -61,7 +64,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod config;
+pub mod dispatch;
 pub mod drive;
+pub mod durable;
 pub mod ending;
 pub mod error;
 pub mod folders;

@@ -139,6 +139,14 @@ pub async fn claim_once(state: &AppState) -> Result<usize, StorageError> {
             state.store.update_run(&record).await?;
             continue;
         }
+        if let Some(dispatch) = &state.config.dispatch {
+            // The durable engine executes it (and retries it); handing it
+            // again is idempotent.
+            if let Err(error) = dispatch.dispatch(&record.id).await {
+                tracing::warn!(agent_run_id = %record.id, %error, "handing a run to the durable engine failed");
+            }
+            continue;
+        }
         let ttl = crate::runner::ttl_ms(state);
         if state
             .store

@@ -84,11 +84,12 @@ impl AppState {
     }
 
     /// Forgets a run whose execution here ended; or, when it was asked to
-    /// execute again meanwhile, registers and returns its next execution.
-    pub fn unregister_local(&self, run_id: &str) -> Option<Arc<LocalRun>> {
+    /// execute again meanwhile and `again` allows it, registers and
+    /// returns its next execution.
+    pub fn unregister_local(&self, run_id: &str, again: bool) -> Option<Arc<LocalRun>> {
         let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
         match local.get(run_id) {
-            Some(ended) if ended.take_again() => {
+            Some(ended) if ended.take_again() && again => {
                 let next = Arc::new(LocalRun::new(self.config.live_capacity));
                 local.insert(run_id.to_owned(), next.clone());
                 Some(next)
@@ -195,11 +196,15 @@ mod tests {
         );
         let first = state.register_local("r").unwrap();
         assert!(state.register_local("r").is_none());
-        let next = state.unregister_local("r").unwrap();
+        let next = state.unregister_local("r", true).unwrap();
         assert!(!Arc::ptr_eq(&first, &next));
         assert!(Arc::ptr_eq(&state.local_run("r").unwrap(), &next));
-        assert!(state.unregister_local("r").is_none());
+        assert!(state.unregister_local("r", true).is_none());
         assert!(state.local_run("r").is_none());
+        // A durable engine's step executes once, whatever was asked.
         assert!(state.register_local("r").is_some());
+        assert!(state.register_local("r").is_none());
+        assert!(state.unregister_local("r", false).is_none());
+        assert!(state.local_run("r").is_none());
     }
 }

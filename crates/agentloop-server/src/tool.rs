@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
 use serde_json::{Value, json};
 
+/// The tool's name.
+pub const COMPLETE_WORKFLOW: &str = "complete_workflow";
+
 /// Marks the task's workflow complete once the run ends well. The flag is
 /// read by the server when the run finishes: the run is completed first,
 /// then `workflow_complete` is set, and the chain stops.
@@ -24,7 +27,7 @@ impl CompleteWorkflowTool {
 
 impl Tool for CompleteWorkflowTool {
     fn name(&self) -> &str {
-        "complete_workflow"
+        COMPLETE_WORKFLOW
     }
 
     fn description(&self) -> &str {

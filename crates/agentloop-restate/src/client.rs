@@ -1,0 +1,166 @@
+//! Talking to Restate over HTTP: registering this process's service
+//! endpoint with the admin API, and starting a run's workflow through the
+//! ingress.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::endpoint::SERVICE;
+use crate::error::{RestateError, RestateResult};
+
+/// Restate as this process reaches it.
+#[derive(Clone, Debug)]
+pub struct RestateClient {
+    http: reqwest::Client,
+    ingress: String,
+    admin: String,
+}
+
+impl RestateClient {
+    /// A client of the Restate whose ingress and admin API answer at these
+    /// `http://` URLs.
+    pub fn new(ingress: &str, admin: &str) -> RestateResult<Self> {
+        // See the manifest: a client built where reqwest uses rustls with
+        // no provider needs one installed first.
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| RestateError::InvalidUrl {
+                url: ingress.to_owned(),
+                reason: e.to_string(),
+            })?;
+        Ok(Self {
+            http,
+            ingress: base_url(ingress)?,
+            admin: base_url(admin)?,
+        })
+    }
+
+    /// Registers the service endpoint at `endpoint` (an `http://` URL
+    /// Restate reaches) with the admin API. Idempotent: the same endpoint
+    /// registered again replaces its own registration (`force`).
+    pub async fn register(&self, endpoint: &str) -> RestateResult<()> {
+        let endpoint = base_url(endpoint)?;
+        let url = format!("{}/deployments", self.admin);
+        let body = json!({ "uri": endpoint, "force": true });
+        self.send(
+            self.http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body.to_string()),
+            &url,
+            "the deployment's registration",
+        )
+        .await
+    }
+
+    /// Starts the workflow of run `run_id` (its `run` handler), without
+    /// waiting for it. Starting one that was started already is no error:
+    /// Restate keeps the one workflow per key.
+    pub async fn start(&self, run_id: &str) -> RestateResult<()> {
+        let url = format!(
+            "{}/{SERVICE}/{}/run/send",
+            self.ingress,
+            path_segment(run_id)
+        );
+        self.send(
+            // The handler takes no input: Restate wants no body at all.
+            self.http.post(&url),
+            &url,
+            "the run's start",
+        )
+        .await
+    }
+
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: &str,
+        what: &str,
+    ) -> RestateResult<()> {
+        let response = request
+            .send()
+            .await
+            .map_err(|e| RestateError::Unreachable {
+                url: url.to_owned(),
+                message: e.to_string(),
+            })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let mut body = response.text().await.unwrap_or_default();
+        if body.len() > 512 {
+            let mut cut = 512;
+            while !body.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            body.truncate(cut);
+        }
+        Err(RestateError::Refused {
+            what: what.to_owned(),
+            status: status.as_u16(),
+            body,
+        })
+    }
+}
+
+/// `url` without its trailing slash, refused unless it is `http://`.
+fn base_url(url: &str) -> RestateResult<String> {
+    let refuse = |reason: &str| RestateError::InvalidUrl {
+        url: url.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| refuse("only http:// URLs are supported"))?;
+    if rest.trim_end_matches('/').is_empty() {
+        return Err(refuse("the URL names no host"));
+    }
+    Ok(url.trim_end_matches('/').to_owned())
+}
+
+/// A run id as one path segment: ids are ours (letters, digits, `-`),
+/// anything else is percent-encoded.
+fn path_segment(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for byte in id.bytes() {
+        if byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_' {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_must_be_http_with_a_host() {
+        assert_eq!(
+            base_url("http://127.0.0.1:8080/").unwrap(),
+            "http://127.0.0.1:8080"
+        );
+        assert!(matches!(
+            base_url("https://x"),
+            Err(RestateError::InvalidUrl { .. })
+        ));
+        assert!(matches!(
+            base_url("http://"),
+            Err(RestateError::InvalidUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn odd_ids_are_one_path_segment() {
+        assert_eq!(path_segment("ab-1_2"), "ab-1_2");
+        assert_eq!(path_segment("a/b c"), "a%2Fb%20c");
+    }
+}

@@ -1,0 +1,32 @@
+//! [`RunHost`]: what a Restate workflow asks of the process that executes
+//! agent runs. The workflow knows Restate and nothing of HTTP or of a
+//! run's task; the host knows how to execute one step of a run from where
+//! its record stands (the server implements it over its run lifecycle,
+//! and the binary hands it to [`crate::AgentRunWorkflow`]).
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// Where a run stands after one step a host executed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// The step committed and the run goes on: the workflow asks for the
+    /// next one.
+    Continue,
+    /// The run ended (its terminal event and record are written).
+    Ended,
+    /// The run waits for a person; nothing more runs until they decide.
+    Waiting,
+}
+
+/// Executes runs one step at a time, each step from where the run's
+/// record stands (so a step retried after its worker died goes on from
+/// the last committed one).
+#[async_trait]
+pub trait RunHost: Send + Sync + 'static {
+    /// Executes the next step of run `run_id`. An error means the step did
+    /// not commit and is tried again (Restate retries it, here or on
+    /// another worker).
+    async fn step(&self, run_id: &str) -> Result<Step, String>;
+}

@@ -1,0 +1,20 @@
+//! [`RunDispatch`]: where agent runs go to be executed when an outside
+//! durable engine executes them instead of this instance's lease
+//! scheduler (`agentloop serve --engine restate`).
+//!
+//! With a dispatcher set ([`ServerConfig::dispatch`](crate::ServerConfig)),
+//! a run that must execute (started, taken over after its lease expired)
+//! is handed to it instead of being executed here; the engine then calls
+//! [`crate::durable::execute_attempt`] on one of the instances, which
+//! executes it through the same lifecycle as a local run (one record,
+//! lease, event log and cancel token, kept by the runtime).
+
+use async_trait::async_trait;
+
+/// Hands runs to the engine that executes them.
+#[async_trait]
+pub trait RunDispatch: Send + Sync {
+    /// Asks the engine to execute run `run_id`. Idempotent: a run the
+    /// engine executes already stays one execution.
+    async fn dispatch(&self, run_id: &str) -> Result<(), String>;
+}
