@@ -74,7 +74,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/projects/{projectId}/webhooks"),
     ("put", "/api/projects/{projectId}/webhooks"),
     ("delete", "/api/projects/{projectId}/webhooks"),
-    ("get", "/api/projects/{projectId}/webhooks/deliveries"),
+    ("get", "/api/projects/{projectId}/webhook-deliveries"),
 ];
 
 /// The server's router.

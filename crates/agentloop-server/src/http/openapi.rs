@@ -182,7 +182,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
                     "name": text(),
                     "repoFolder": {
                         "type": "string",
-                        "pattern": "\\S",
+                        "pattern": "^[^\\u0000]*\\S[^\\u0000]*$",
                         "description": "The project's folder. Relative paths are taken inside the server's projects folder; absolute ones must lie inside it. Refused (400, nothing created): `..` components, symbolic links anywhere below the projects folder, a path through a file, the projects folder itself. Refused (409): a folder equal to, inside, or around another project's folder, or one a deleted project of another user left behind."
                     },
                     "model": {"type": ["string", "null"], "pattern": "\\S"},
@@ -486,7 +486,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
         op(
             "get",
             "/api/projects/{projectId}/webhooks",
-            "The project's webhooks: the URLs, the events they hear and the signing secret (`secret` null when none are registered)",
+            "The project's webhooks: the URLs, the events they hear and the signing secret; a 404 when none are registered",
             ("200", "The webhooks", Some(schema_ref("Webhooks"))),
         ),
         Operation {
@@ -513,7 +513,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
         ),
         op(
             "get",
-            "/api/projects/{projectId}/webhooks/deliveries",
+            "/api/projects/{projectId}/webhook-deliveries",
             "The project's last webhook deliveries made by this server instance, oldest first, with every attempt",
             (
                 "200",

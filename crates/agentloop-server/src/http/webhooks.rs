@@ -1,6 +1,6 @@
 //! A project's webhooks: `GET`/`PUT`/`DELETE /api/projects/{id}/webhooks`
 //! (the URLs, the events they hear, the signing secret) and `GET
-//! /api/projects/{id}/webhooks/deliveries` (the delivery log of this
+//! /api/projects/{id}/webhook-deliveries` (the delivery log of this
 //! instance). Only the project's owner reaches them.
 
 use axum::extract::{Path, State};
@@ -24,16 +24,13 @@ pub fn router() -> Router<AppState> {
             get(show).put(set).delete(remove),
         )
         .route(
-            "/api/projects/{project_id}/webhooks/deliveries",
+            "/api/projects/{project_id}/webhook-deliveries",
             get(deliveries),
         )
 }
 
-fn shown(registration: Option<&Registration>) -> Value {
-    match registration {
-        Some(r) => json!({ "urls": r.urls, "events": r.events, "secret": r.secret }),
-        None => json!({ "urls": [], "events": [], "secret": null }),
-    }
+fn shown(registration: &Registration) -> Value {
+    json!({ "urls": registration.urls, "events": registration.events, "secret": registration.secret })
 }
 
 async fn show(
@@ -42,7 +39,10 @@ async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let project = owned_project(&state, &user, &id).await?;
-    Ok(Json(shown(Registration::of(&project.settings).as_ref())))
+    match Registration::of(&project.settings) {
+        Some(registration) => Ok(Json(shown(&registration))),
+        None => Err(ApiError::not_found("this project has no webhooks")),
+    }
 }
 
 /// `PUT`: `{"urls": [...], "events": [...]?, "rotate_secret": bool?}`.
@@ -90,7 +90,7 @@ async fn set(
     }
     project.updated_at = agentloop_storage::model::now_millis();
     state.store.update_project(&project).await?;
-    Ok(Json(shown(Some(&registration))))
+    Ok(Json(shown(&registration)))
 }
 
 async fn remove(
