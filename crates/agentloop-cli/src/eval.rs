@@ -80,6 +80,10 @@ pub struct EvalArgs {
     /// Play the shipped demo conversation as the agent: no key, no network.
     #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "strategy"])]
     pub demo: bool,
+    /// Evaluate the local model (as `agentloop run --local`): start or
+    /// reuse the llama-server that `scripts/local-model.sh` built.
+    #[arg(long, conflicts_with_all = ["demo", "provider", "base_url"])]
+    pub local: bool,
     /// The agent's provider, as `agentloop run --provider` takes it
     /// (scripted:FILE plays the script from its start for every run).
     #[arg(long)]
@@ -153,9 +157,19 @@ impl EvalArgs {
 }
 
 /// Runs the eval.
-pub async fn eval(args: EvalArgs, approvals: ApprovalPolicies, hooks: Hooks) -> Outcome {
+pub async fn eval(mut args: EvalArgs, approvals: ApprovalPolicies, hooks: Hooks) -> Outcome {
     let dataset =
         agentloop_eval::dataset::load(&args.dataset).map_err(|e| Failure::usage(e.to_string()))?;
+    if args.local {
+        let model_flag = args.model_flag;
+        crate::local_model::point_at(
+            &mut args.provider,
+            &mut args.base_url,
+            &mut args.model,
+            model_flag,
+        )
+        .await?;
+    }
     let earlier = args.compare.as_deref().map(read_report).transpose()?;
     let run_args = args.run_args();
     let demo = demo::wanted(

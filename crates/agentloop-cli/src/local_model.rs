@@ -115,6 +115,24 @@ async fn healthy(port: u16) -> bool {
     )
 }
 
+/// Points a command's provider flags at the local server (started or
+/// reused): the OpenAI-compatible provider at its address, its model
+/// unless `--model` named one.
+pub async fn point_at(
+    provider: &mut Option<String>,
+    base_url: &mut Option<String>,
+    model: &mut Option<String>,
+    model_flag: bool,
+) -> Result<(), Failure> {
+    let local = ensure().await?;
+    *provider = Some("openai-compatible".to_owned());
+    *base_url = Some(local.base_url);
+    if !model_flag {
+        *model = Some(local.model);
+    }
+    Ok(())
+}
+
 /// The local server: the one answering on the port, else one started now.
 pub async fn ensure() -> Result<Local, Failure> {
     let cache = cache_dir().ok_or_else(|| {

@@ -47,12 +47,14 @@ pub async fn run(
 ) -> Outcome {
     let prompt = prompt::read(args.prompt.as_deref())?;
     if args.local {
-        let local = crate::local_model::ensure().await?;
-        args.provider = Some("openai-compatible".to_owned());
-        args.base_url = Some(local.base_url);
-        if !args.model_flag {
-            args.model = Some(local.model);
-        }
+        let model_flag = args.model_flag;
+        crate::local_model::point_at(
+            &mut args.provider,
+            &mut args.base_url,
+            &mut args.model,
+            model_flag,
+        )
+        .await?;
     }
     let demo = demo::wanted(
         args.demo,

@@ -394,3 +394,48 @@ fn run_local_without_an_installed_model_says_how_to_install_it() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("scripts/local-model.sh build"), "{stderr}");
 }
+
+/// `examples/evals/local-*.yaml` through `agentloop eval` against the real
+/// model: every case passes, so a regression in the loop, the adapter or
+/// the fs tool shows up as a failing report.
+#[test]
+fn the_local_eval_examples_pass_against_the_real_model() {
+    let Some(server) = start() else { return };
+    for (dataset, tools) in [("local-text.yaml", None), ("local-fs.yaml", Some("fs"))] {
+        let path = workspace().join("examples/evals").join(dataset);
+        let mut command = agentloop();
+        command
+            .arg("eval")
+            .arg(&path)
+            .args(["--base-url", &server.base_url, "--model", MODEL])
+            .args(["--max-iterations", "2", "--max-tokens", "96"])
+            .args(["--format", "json"]);
+        if let Some(tools) = tools {
+            command.args(["--tools", tools]);
+        }
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{dataset}: no JSON report ({e}): {stderr}"));
+        let summary = &report["summary"];
+        assert!(summary["cases"].as_u64().unwrap() > 0, "{report}");
+        assert_eq!(summary["passed"], summary["cases"], "{dataset}: {report}");
+        assert!(output.status.success(), "{dataset}: {stderr}");
+    }
+}
+
+#[test]
+fn eval_local_without_an_installed_model_says_how_to_install_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let dataset = workspace().join("examples/evals/local-text.yaml");
+    let output = agentloop()
+        .arg("eval")
+        .arg(&dataset)
+        .arg("--local")
+        .env("AGENTLOOP_LOCAL_MODEL_CACHE", empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("scripts/local-model.sh build"), "{stderr}");
+}
