@@ -14,19 +14,18 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use agentloop_engine::skills::prepare;
-use agentloop_engine::{LoopStrategy, RunDeps, StrategyRegistry};
+use agentloop_engine::{LoopStrategy, RunDeps};
 use agentloop_mcp::McpConfig;
 use agentloop_mcp::serve::{AgentHost, AskError, AskFuture, AskOutcome, AskRequest, Caller};
 use agentloop_types::{
-    ApprovalPolicies, CompactionOptions, Hooks, LoopOptions, LoopResult, LoopStatus, Message,
-    RequestOptions,
+    ApprovalPolicies, Hooks, LoopOptions, LoopResult, LoopStatus, Message, RequestOptions,
 };
 use clap::{Args, Subcommand};
 use futures::StreamExt;
 
 use crate::out::{Failure, Outcome};
 use crate::run_args::CompactionArg;
-use crate::{out, output_schema, providers, run, skills, tools};
+use crate::{out, run, skills, tools};
 
 /// `agentloop mcp ...`.
 #[derive(Subcommand)]
@@ -74,9 +73,11 @@ pub struct McpServeArgs {
     /// System prompt.
     #[arg(long)]
     pub system: Option<String>,
-    /// Output token cap per model turn (at least 1).
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_tokens: u32,
+    /// Output token cap per model turn (at least 1; default as for
+    /// `agentloop run`: from the model table, 1024 for a model it does not
+    /// know).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
     /// Model turns before a run stops (at least 1).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: u32,
@@ -119,6 +120,37 @@ pub struct McpServeArgs {
     pub output_schema: Option<PathBuf>,
 }
 
+impl McpServeArgs {
+    /// `run`'s flags for the agent these flags describe.
+    fn run_args(&self) -> crate::run_args::RunArgs {
+        crate::run_args::RunArgs {
+            prompt: None,
+            demo: false,
+            local: false,
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            system: self.system.clone(),
+            max_tokens: self.max_tokens,
+            timeout: None,
+            max_iterations: self.max_iterations,
+            compaction: self.compaction,
+            tools: self.tools.clone(),
+            root: self.root.clone(),
+            json: false,
+            strategy: self.strategy.clone(),
+            config: self.config.clone(),
+            skills: self.skills.clone(),
+            mcp: self.mcp.clone(),
+            mcp_stdio: self.mcp_stdio.clone(),
+            mcp_timeout: self.mcp_timeout,
+            approve: self.approve.clone(),
+            output_schema: self.output_schema.clone(),
+            model_flag: self.model.is_some(),
+        }
+    }
+}
+
 /// Builds the agent and serves it until stdin closes (stdio) or Ctrl-C
 /// (HTTP).
 pub async fn serve(
@@ -127,43 +159,14 @@ pub async fn serve(
     configured_mcp: McpConfig,
     hooks: Hooks,
 ) -> Outcome {
-    let settings = match &args.config {
-        Some(path) => crate::agent::read_settings(path).map_err(Failure::Usage)?,
-        None => Default::default(),
-    };
-    let strategy = StrategyRegistry::default()
-        .select(args.strategy.as_deref(), &settings)
-        .map_err(|e| Failure::usage(e.to_string()))?;
-    let chosen = providers::choose(
-        args.provider.as_deref(),
-        args.model.as_deref(),
-        args.base_url.as_deref(),
-    )
-    .await?;
-    let mut options = LoopOptions {
-        request: RequestOptions {
-            model: chosen.model,
-            system_prompt: args.system.clone(),
-            max_tokens: args.max_tokens,
-            ..RequestOptions::default()
-        },
-        project_id: "mcp".to_owned(),
-        max_iterations: args.max_iterations,
-        context_window: chosen.context_window,
-        compaction: CompactionOptions {
-            strategy: args.compaction.into(),
-            ..CompactionOptions::default()
-        },
-        output_schema: args
-            .output_schema
-            .as_deref()
-            .map(output_schema::load)
-            .transpose()
-            .map_err(Failure::Usage)?,
-        ..LoopOptions::default()
-    };
-    agentloop_engine::check_output_schema(strategy.name(), &options)
-        .map_err(|error| Failure::usage(format!("--output-schema: {error}")))?;
+    // The agent `run` would build from the same flags.
+    let crate::agent::Agent {
+        strategy,
+        chosen,
+        mut options,
+        ..
+    } = crate::agent::build(&args.run_args(), false).await?;
+    options.project_id = "mcp".to_owned();
     let minion = tools::MinionModel {
         provider: chosen.provider.clone(),
         options: LoopOptions {
