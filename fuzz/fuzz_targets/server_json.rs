@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use agentloop_server::{AppState, ServerConfig};
 use agentloop_storage::MemoryStore;
-use agentloop_types::{ApiKind, ModelProvider, ModelRequest, ModelStream};
+use agentloop_types::{ModelProvider, ModelRequest, ModelStream};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request};
@@ -84,8 +84,7 @@ fn fixture() -> &'static Fixture {
             let (_, token) = agentloop_server::users::create_user(&*store, "fuzz")
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
-            let mut config =
-                ServerConfig::new(Arc::new(NoModel), ApiKind::AnthropicMessages, "none");
+            let mut config = ServerConfig::new(Arc::new(NoModel), "none");
             // Project folders are created under this root, never elsewhere.
             config.projects_root = Some(base.clone());
             config.max_body_bytes = 64 * 1024;
