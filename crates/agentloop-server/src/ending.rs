@@ -230,7 +230,7 @@ pub fn wanted(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
         ),
         LoopStatus::LimitExceeded { limit } => failed(
             "limit_exceeded",
-            format!("the run reached its usage limit ({limit:?})"),
+            format!("the run reached its usage limit ({})", limit.name()),
         ),
         // A suspended run waits instead of ending (see `crate::waiting`);
         // one that reaches here could not wait.

@@ -48,7 +48,7 @@ fn describe(status: &LoopStatus) -> String {
         LoopStatus::MaxIterations => "the run reached its max_iterations limit".to_owned(),
         LoopStatus::Cancelled => "the run was cancelled".to_owned(),
         LoopStatus::LimitExceeded { limit } => {
-            format!("the run reached a usage limit ({limit:?})")
+            format!("the run reached a usage limit ({})", limit.name())
         }
     }
 }
