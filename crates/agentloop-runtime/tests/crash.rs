@@ -10,7 +10,6 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_runtime::{ChatRuntime, RecoveryMode};
@@ -74,14 +73,6 @@ async fn child_entry() {
         .await;
 }
 
-fn marker_lines(marker: &Path) -> Vec<String> {
-    std::fs::read_to_string(marker)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_mid_run_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -93,33 +84,15 @@ async fn crash_mid_run_loses_nothing() {
     let setup = ChatRuntime::new(store.clone(), ScriptedProvider::new([]));
     let chat_id = common::chat(&setup, Default::default(), Default::default()).await;
 
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_entry", "--ignored", "--test-threads=1"])
-        .env(DB_VAR, &db_str)
-        .env(CHAT_VAR, &chat_id)
-        .env(MARKER_VAR, &marker)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = common::crash::spawn_child(&[
+        (DB_VAR, &db_str),
+        (CHAT_VAR, &chat_id),
+        (MARKER_VAR, marker.to_str().unwrap()),
+    ]);
 
     // Wait until the slow tool has started: by then the user message, two
     // assistant messages and the first results are committed.
-    let give_up = Instant::now() + Duration::from_secs(120);
-    let before = loop {
-        let messages = store.list_messages(&chat_id).await.unwrap();
-        if messages.len() >= 4 && marker_lines(&marker).iter().any(|l| l.starts_with("slow")) {
-            break messages;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the child exited before the slow tool started"
-        );
-        assert!(Instant::now() < give_up, "the child made no progress");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let before = common::crash::kill_in_slow_call(child, &*store, &chat_id, 4, &marker).await;
     drop(store);
 
     // Reopen the file as a new process would.
@@ -194,7 +167,7 @@ async fn crash_mid_run_loses_nothing() {
     assert_eq!(last[5].message.role, Role::Assistant);
     assert_eq!(last[5].message.text(), "All done.");
     assert_eq!(provider.requests()[0].messages.len(), 5);
-    let lines = marker_lines(&marker);
+    let lines = common::crash::marker_lines(&marker);
     assert_eq!(
         lines.iter().filter(|l| l.starts_with("count")).count(),
         1,

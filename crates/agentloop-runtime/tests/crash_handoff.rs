@@ -13,7 +13,6 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{AgentProfile, Handoffs};
@@ -80,14 +79,6 @@ async fn child_entry() {
         .await;
 }
 
-fn marker_lines(marker: &Path) -> Vec<String> {
-    std::fs::read_to_string(marker)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 async fn handoffs_in_log(store: &Arc<dyn Store>, run_id: &str) -> usize {
     store
         .list_events(run_id, None, 10_000)
@@ -109,33 +100,15 @@ async fn a_handoff_survives_a_sigkill() {
     let setup = ChatRuntime::new(store.clone(), ScriptedProvider::new([]));
     let chat_id = common::chat(&setup, Default::default(), Default::default()).await;
 
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_entry", "--ignored", "--test-threads=1"])
-        .env(DB_VAR, &db_str)
-        .env(CHAT_VAR, &chat_id)
-        .env(MARKER_VAR, &marker)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = common::crash::spawn_child(&[
+        (DB_VAR, &db_str),
+        (CHAT_VAR, &chat_id),
+        (MARKER_VAR, marker.to_str().unwrap()),
+    ]);
 
     // Killed once billing's slow call started: by then the prompt,
     // triage's turn, its results and billing's turn are committed.
-    let give_up = Instant::now() + Duration::from_secs(120);
-    loop {
-        let messages = store.list_messages(&chat_id).await.unwrap();
-        if messages.len() >= 4 && marker_lines(&marker).iter().any(|l| l.starts_with("slow")) {
-            break;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the child exited before the slow tool started"
-        );
-        assert!(Instant::now() < give_up, "the child made no progress");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    common::crash::kill_in_slow_call(child, &*store, &chat_id, 4, &marker).await;
     drop(store);
 
     // Reopen the file as a new process would.
@@ -197,7 +170,7 @@ async fn a_handoff_survives_a_sigkill() {
         total += handoffs_in_log(&store, &run.id).await;
     }
     assert_eq!(total, 1, "the handoff is made once across the crash");
-    let lines = marker_lines(&marker);
+    let lines = common::crash::marker_lines(&marker);
     assert_eq!(
         lines.iter().filter(|l| l.starts_with("count")).count(),
         1,

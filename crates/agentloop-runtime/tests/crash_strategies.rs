@@ -16,7 +16,6 @@ use agentloop_types::{
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use agentloop_engine::LoopStrategy;
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
@@ -123,14 +122,6 @@ async fn child_entry() {
         .await;
 }
 
-fn marker_lines(marker: &Path) -> Vec<String> {
-    std::fs::read_to_string(marker)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 /// What the parent finds after the crash and the continuation.
 struct Crashed {
     store: Arc<dyn Store>,
@@ -157,34 +148,14 @@ async fn crash(
     let setup = ChatRuntime::new(store.clone(), ScriptedProvider::new([]));
     let chat_id = common::chat(&setup, Default::default(), Default::default()).await;
 
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_entry", "--ignored", "--test-threads=1"])
-        .env(DB_VAR, &db_str)
-        .env(CHAT_VAR, &chat_id)
-        .env(MARKER_VAR, &marker)
-        .env(STRATEGY_VAR, name)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = common::crash::spawn_child(&[
+        (DB_VAR, &db_str),
+        (CHAT_VAR, &chat_id),
+        (MARKER_VAR, marker.to_str().unwrap()),
+        (STRATEGY_VAR, name),
+    ]);
 
-    let give_up = Instant::now() + Duration::from_secs(120);
-    loop {
-        let messages = store.list_messages(&chat_id).await.unwrap();
-        if messages.len() >= committed
-            && marker_lines(&marker).iter().any(|l| l.starts_with("slow"))
-        {
-            break;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the child exited before the slow tool started"
-        );
-        assert!(Instant::now() < give_up, "the child made no progress");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    common::crash::kill_in_slow_call(child, &*store, &chat_id, committed, &marker).await;
     drop(store);
 
     // Reopen the file as a new process would.
@@ -248,7 +219,7 @@ impl Crashed {
     }
 
     fn assert_each_tool_ran_once(&self) {
-        let lines = marker_lines(&self.marker);
+        let lines = common::crash::marker_lines(&self.marker);
         assert_eq!(
             lines.iter().filter(|l| l.starts_with("count")).count(),
             1,

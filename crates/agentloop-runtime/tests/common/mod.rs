@@ -11,6 +11,8 @@ use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
 use serde_json::{Value, json};
 use sqlx::Connection;
 
+pub mod crash;
+
 /// Keeps what a store needs alive: a temp folder, or a PostgreSQL test
 /// database dropped at the end.
 pub enum Guard {
