@@ -3,13 +3,13 @@
 //! Only the root run's events are encoded: a sub-agent's work shows as the
 //! tool call that started it and that call's result.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use agentloop_types::{
     BlockStart, ContentBlock, EventKind, LimitKind, LoopError, LoopEvent, LoopResult, LoopStatus,
-    PendingCall, StreamDelta, Wait,
+    PendingCall, StreamDelta, TokenTotals, Wait,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::event::{AgUiEvent, Interrupt, Outcome};
 
@@ -42,6 +42,14 @@ pub struct Encoder {
     open: BTreeMap<u32, Open>,
     /// Set once `RUN_FINISHED` or `RUN_ERROR` went out.
     ended: bool,
+    /// The names of the tools the client runs: a run waiting on their
+    /// calls finishes with outcome `success`, leaving the calls to it.
+    frontend_tools: BTreeSet<String>,
+    /// The state the run shares (see [`Encoder::with_state`]); `None` when
+    /// the application's state is no object, so none is sent.
+    state: Option<Map<String, Value>>,
+    /// The run's tokens and cost so far, for the shared state.
+    tokens: TokenTotals,
 }
 
 impl Encoder {
@@ -54,15 +62,56 @@ impl Encoder {
             in_turn: false,
             open: BTreeMap::new(),
             ended: false,
+            frontend_tools: BTreeSet::new(),
+            state: Some(Map::new()),
+            tokens: TokenTotals::default(),
         }
     }
 
-    /// The run's first event, `RUN_STARTED`.
-    pub fn start(&self) -> AgUiEvent {
-        AgUiEvent::RunStarted {
+    /// Starts the shared state from the application's (`RunAgentInput`'s
+    /// `state`): the run adds its progress under the key `agentloop`
+    /// (replacing a value of that key). A state that is no object is the
+    /// application's alone: then no state events are sent.
+    pub fn with_state(mut self, state: Option<Value>) -> Self {
+        self.state = match state {
+            None | Some(Value::Null) => Some(Map::new()),
+            Some(Value::Object(state)) => Some(state),
+            Some(_) => None,
+        };
+        self
+    }
+
+    /// Names the tools the client runs ([`crate::FrontendTool`]): when the
+    /// run waits on calls of them only, it finishes with outcome
+    /// `success`, and the client answers the calls in its next run.
+    pub fn with_frontend_tools(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.frontend_tools = names.into_iter().collect();
+        self
+    }
+
+    /// The run's first events: `RUN_STARTED`, then the shared state's
+    /// `STATE_SNAPSHOT`.
+    pub fn start(&self) -> Vec<AgUiEvent> {
+        let mut out = vec![AgUiEvent::RunStarted {
             thread_id: self.thread_id.clone(),
             run_id: self.run_id.clone(),
+        }];
+        if let Some(state) = &self.state {
+            let mut snapshot = state.clone();
+            snapshot.insert(
+                "agentloop".to_owned(),
+                json!({
+                    "status": "running",
+                    "turn": 0,
+                    "agent": Value::Null,
+                    "usage": usage(&self.tokens),
+                }),
+            );
+            out.push(AgUiEvent::StateSnapshot {
+                snapshot: Value::Object(snapshot),
+            });
         }
+        out
     }
 
     /// The AG-UI events `event` stands for; none for an event of a
@@ -73,13 +122,18 @@ impl Encoder {
         }
         let mut out = Vec::new();
         match &event.kind {
-            EventKind::StreamingStart(_) => {
+            EventKind::StreamingStart(start) => {
                 self.close_turn(&mut out);
                 self.turns += 1;
                 self.in_turn = true;
                 out.push(AgUiEvent::StepStarted {
                     step_name: self.step_name(),
                 });
+                let mut changes = vec![("turn", json!(start.iteration))];
+                if let Some(agent) = &start.agent {
+                    changes.push(("agent", json!(agent)));
+                }
+                self.state_delta(changes, &mut out);
             }
             EventKind::StreamingChunk(chunk) => self.delta(&chunk.delta, &mut out),
             EventKind::StreamingEnd(_) => self.close_turn(&mut out),
@@ -97,11 +151,21 @@ impl Encoder {
             }
             EventKind::Finished(finished) => {
                 self.close_turn(&mut out);
+                let status = json!(finished.result.status.name());
+                self.state_delta(vec![("status", status)], &mut out);
                 out.push(self.finished(&finished.result));
                 self.ended = true;
             }
-            // Counted in the run's result; AG-UI has no per-turn usage event.
-            EventKind::TokensConsumed(_) | EventKind::FirstChunk => {}
+            EventKind::TokensConsumed(consumed) => {
+                self.tokens += consumed.tokens;
+                let usage = usage(&self.tokens);
+                self.state_delta(vec![("usage", usage)], &mut out);
+            }
+            EventKind::Handoff(handoff) => {
+                out.push(custom(event));
+                self.state_delta(vec![("agent", json!(handoff.to))], &mut out);
+            }
+            EventKind::FirstChunk => {}
             // The tool's life after the model wrote the call, strategy
             // events, hooks, compaction, approvals (sent as the finished
             // run's interrupts): kept whole for clients that want them.
@@ -120,8 +184,7 @@ impl Encoder {
             | EventKind::AgentError(_)
             | EventKind::ContextCompacted(_)
             | EventKind::ApprovalRequested(_)
-            | EventKind::Hook(_)
-            | EventKind::Handoff(_) => out.push(custom(event)),
+            | EventKind::Hook(_) => out.push(custom(event)),
         }
         out
     }
@@ -140,6 +203,20 @@ impl Encoder {
         });
         self.ended = true;
         out
+    }
+
+    /// A `STATE_DELTA` replacing these keys of the run's progress.
+    fn state_delta(&self, changes: Vec<(&str, Value)>, out: &mut Vec<AgUiEvent>) {
+        if self.state.is_none() {
+            return;
+        }
+        let delta = changes
+            .into_iter()
+            .map(|(key, value)| {
+                json!({ "op": "replace", "path": format!("/agentloop/{key}"), "value": value })
+            })
+            .collect();
+        out.push(AgUiEvent::StateDelta { delta });
     }
 
     fn step_name(&self) -> String {
@@ -276,14 +353,31 @@ impl Encoder {
                 output,
             } => finished(
                 output.clone().or_else(|| return_value.clone()),
-                Outcome::Success,
-            ),
-            LoopStatus::Suspended { pending, .. } if !pending.is_empty() => finished(
-                None,
-                Outcome::Interrupt {
-                    interrupts: pending.iter().map(interrupt).collect(),
+                Outcome::Success {
+                    pending_tool_call_ids: Vec::new(),
                 },
             ),
+            LoopStatus::Suspended { pending, .. } if !pending.is_empty() => {
+                let (frontend, people): (Vec<&PendingCall>, Vec<&PendingCall>) =
+                    pending.iter().partition(|call| {
+                        call.path.is_root() && self.frontend_tools.contains(&call.call.name)
+                    });
+                if people.is_empty() {
+                    // Only the client's own tools are waited on: it runs
+                    // them from the calls it was sent.
+                    let pending_tool_call_ids =
+                        frontend.iter().map(|call| call.call.id.clone()).collect();
+                    finished(
+                        None,
+                        Outcome::Success {
+                            pending_tool_call_ids,
+                        },
+                    )
+                } else {
+                    let interrupts = people.into_iter().map(interrupt).collect();
+                    finished(None, Outcome::Interrupt { interrupts })
+                }
+            }
             LoopStatus::Suspended { .. } => AgUiEvent::RunError {
                 message: "the run suspended with no call waiting".to_owned(),
                 code: "suspended".to_owned(),
@@ -355,6 +449,16 @@ fn interrupt(pending: &PendingCall) -> Interrupt {
         tool_call_id: pending.call.id.clone(),
         response_schema,
     }
+}
+
+/// The run's tokens and cost as the shared state shows them.
+fn usage(tokens: &TokenTotals) -> Value {
+    json!({
+        "inputTokens": tokens.input_tokens,
+        "outputTokens": tokens.output_tokens,
+        "totalTokens": tokens.total_tokens(),
+        "costUsd": tokens.cost,
+    })
 }
 
 /// `event` whole, as a `CUSTOM` event named after its kind.

@@ -141,6 +141,17 @@ pub enum AgUiEvent {
         /// Always `tool`.
         role: &'static str,
     },
+    /// The whole shared state: the application's, with the run's progress
+    /// under `agentloop`.
+    StateSnapshot {
+        /// The state.
+        snapshot: Value,
+    },
+    /// A change of the shared state, as JSON Patch operations.
+    StateDelta {
+        /// The operations, in order.
+        delta: Vec<Value>,
+    },
     /// An agentloop event with no AG-UI counterpart, whole: `name` is
     /// `agentloop.` and the event's kind (`agentloop.hook`, …).
     Custom {
@@ -155,8 +166,15 @@ pub enum AgUiEvent {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Outcome {
-    /// The run completed.
-    Success,
+    /// The run completed, or waits only on calls of the client's own
+    /// tools, which it names.
+    #[serde(rename_all = "camelCase")]
+    Success {
+        /// The client's tool calls the run waits on: the client runs them
+        /// and answers each with a `tool` message in its next run.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pending_tool_call_ids: Vec<String>,
+    },
     /// The run waits for people: each interrupt is one call waiting for a
     /// decision or an answer. A new run whose `resume` entries answer them
     /// continues it.

@@ -5,6 +5,8 @@ use agentloop_types::Decision;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+use crate::frontend::FrontendToolSpec;
+
 /// A request to run an agent. Unknown fields are ignored, as the protocol
 /// asks of a consumer.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -26,6 +28,51 @@ pub struct RunAgentInput {
     /// Answers to the interrupts that ended the previous run.
     #[serde(default)]
     pub resume: Vec<ResumeEntry>,
+    /// Tools the client runs itself ([`crate::FrontendTool`]).
+    #[serde(default)]
+    pub tools: Vec<FrontendToolSpec>,
+    /// The application's state; the run's `STATE_SNAPSHOT` starts from it.
+    #[serde(default)]
+    pub state: Option<Value>,
+}
+
+impl RunAgentInput {
+    /// The results of front-end tool calls the client ran: one decision
+    /// per `tool` message, by the call's id, in message order. The
+    /// message's text becomes the call's result; a message with an
+    /// `error` tells the model the tool failed.
+    pub fn tool_answers(&self) -> Vec<(String, Decision)> {
+        self.messages
+            .iter()
+            .filter(|message| message.get("role").and_then(Value::as_str) == Some("tool"))
+            .filter_map(|message| {
+                let call_id = message.get("toolCallId")?.as_str()?.to_owned();
+                let content = message_text(message.get("content"));
+                let text = match message.get("error").and_then(Value::as_str) {
+                    Some(error) => format!("The tool failed: {error}\n{content}")
+                        .trim_end()
+                        .to_owned(),
+                    None => content,
+                };
+                Some((call_id, Decision::Answer { text }))
+            })
+            .collect()
+    }
+}
+
+/// A message's content as text: a string as it is, the text parts of a
+/// list of parts joined by new lines.
+fn message_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }
 
 /// An answer to one interrupt.
@@ -181,13 +228,44 @@ mod tests {
         }))
         .unwrap();
         assert!(input.resume.is_empty());
+        assert_eq!(input.state, Some(json!({})));
         for bad in [
             json!({"runId": "r"}),
             json!({"threadId": "", "runId": "r"}),
             json!({"threadId": "t", "runId": "r", "messages": [null]}),
             json!({"threadId": "t", "runId": "r", "forwardedProps": 5}),
+            json!({"threadId": "t", "runId": "r", "tools": [{"name": "x"}]}),
         ] {
             assert!(serde_json::from_value::<RunAgentInput>(bad).is_err());
         }
+    }
+
+    #[test]
+    fn tool_messages_answer_front_end_calls() {
+        let input: RunAgentInput = serde_json::from_value(json!({
+            "threadId": "t", "runId": "r",
+            "messages": [
+                {"id": "m1", "role": "user", "content": "chart it"},
+                {"id": "m2", "role": "tool", "toolCallId": "c1", "content": "shown"},
+                {"id": "m3", "role": "tool", "toolCallId": "c2",
+                 "content": [{"type": "text", "text": "a"}, {"type": "binary", "mimeType": "x"},
+                             {"type": "text", "text": "b"}]},
+                {"id": "m4", "role": "tool", "toolCallId": "c3", "content": "", "error": "no canvas"},
+                {"id": "m5", "role": "tool", "content": "no call id"}
+            ],
+            "tools": [{"name": "show_chart", "description": "Shows a chart",
+                       "parameters": {"type": "object"}}]
+        }))
+        .unwrap();
+        let answer = |text: &str| Decision::Answer { text: text.into() };
+        assert_eq!(
+            input.tool_answers(),
+            vec![
+                ("c1".to_owned(), answer("shown")),
+                ("c2".to_owned(), answer("a\nb")),
+                ("c3".to_owned(), answer("The tool failed: no canvas")),
+            ]
+        );
+        assert_eq!(input.tools[0].name, "show_chart");
     }
 }

@@ -29,8 +29,12 @@
 
 mod encoder;
 mod event;
+mod frontend;
 mod input;
 
 pub use encoder::Encoder;
 pub use event::{AgUiEvent, Interrupt, Outcome};
+pub use frontend::{
+    FrontendTool, FrontendToolError, FrontendToolSpec, MAX_FRONTEND_TOOLS, validate_frontend_tools,
+};
 pub use input::{ResumeEntry, ResumeError, ResumeStatus, RunAgentInput};

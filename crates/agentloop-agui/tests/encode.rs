@@ -60,7 +60,7 @@ async fn a_run_whose_stream_breaks_is_closed_and_reported_failed() {
         .expect("a text delta");
     let events: Vec<LoopEvent> = whole[..=cut].to_vec();
     let mut encoder = Encoder::new("thread-1", "run-1");
-    let mut out = vec![encoder.start()];
+    let mut out = encoder.start();
     for event in &events {
         out.extend(encoder.encode(event));
     }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agentloop_agui::{AgUiEvent, Encoder};
+use agentloop_agui::{AgUiEvent, Encoder, FrontendTool, FrontendToolSpec};
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, run};
 use agentloop_types::{
@@ -38,8 +38,13 @@ pub struct Case {
 }
 
 async fn events(turns: Vec<ScriptedTurn>, options: LoopOptions) -> Vec<LoopEvent> {
-    let deps =
-        RunDeps::new(ScriptedProvider::new(turns)).with_tools([Arc::new(Weather) as Arc<dyn Tool>]);
+    let chart = FrontendTool::new(FrontendToolSpec {
+        name: "show_chart".to_owned(),
+        description: "Shows a chart to the user.".to_owned(),
+        parameters: Some(json!({"type": "object", "properties": {"city": {"type": "string"}}})),
+    });
+    let deps = RunDeps::new(ScriptedProvider::new(turns))
+        .with_tools([Arc::new(Weather) as Arc<dyn Tool>, Arc::new(chart)]);
     run(
         options,
         vec![Message::user_text("u1", "Weather in Oslo?")],
@@ -97,16 +102,33 @@ pub async fn cases() -> Vec<Case> {
             .await,
         },
         Case {
+            // The client's own tool: the run waits on its call, and the
+            // AG-UI run ends `success`, leaving the call to the client.
+            name: "frontend_tool",
+            events: events(
+                vec![ScriptedTurn::new().tool_call(
+                    "call-2",
+                    "show_chart",
+                    json!({"city": "Oslo"}),
+                )],
+                LoopOptions::default(),
+            )
+            .await,
+        },
+        Case {
             name: "turn_limit",
             events: events(tool_turns(), one_turn).await,
         },
     ]
 }
 
-/// `events` as one AG-UI run.
+/// `events` as one AG-UI run of a client that runs `show_chart` itself
+/// and shares a state of its own.
 pub fn encode(events: &[LoopEvent]) -> Vec<AgUiEvent> {
-    let mut encoder = Encoder::new("thread-1", "run-1");
-    let mut out = vec![encoder.start()];
+    let mut encoder = Encoder::new("thread-1", "run-1")
+        .with_frontend_tools(["show_chart".to_owned()])
+        .with_state(Some(json!({"theme": "dark"})));
+    let mut out = encoder.start();
     for event in events {
         out.extend(encoder.encode(event));
     }
