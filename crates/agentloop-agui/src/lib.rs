@@ -12,13 +12,17 @@
 //! | a tool-use block's deltas | `TOOL_CALL_START` / `_ARGS` / `_END` |
 //! | a message holding tool results | one `TOOL_CALL_RESULT` per result |
 //! | `finished`: complete | `RUN_FINISHED`, outcome `success`, `result` the structured output |
-//! | `finished`: suspended | `RUN_FINISHED`, outcome `interrupt`, one interrupt per waiting call |
+//! | `finished`: suspended | `RUN_FINISHED`, outcome `interrupt`, one interrupt per waiting call; outcome `success` with `pendingToolCallIds` when only front-end tools' calls wait |
+//! | `streaming_start`, `tokens_consumed`, `handoff`, `finished` | `STATE_DELTA` of the run's progress (after a `STATE_SNAPSHOT` at the start) |
 //! | `finished`: cancelled | `RUN_FINISHED`, outcome `cancelled` |
 //! | `finished`: error, limits | `RUN_ERROR`, `code` the status or error kind |
 //! | tool progress, hooks, approvals, strategy events, compaction | `CUSTOM`, named `agentloop.<kind>`, the event whole |
 //!
-//! Token counts go in no event of their own (the run's result holds them),
-//! and a sub-agent's events are not sent: its work shows as the tool call
+//! Front-end tools ([`FrontendTool`]) are tools the client declares in its
+//! run input and runs itself: a call of one suspends the run, and the
+//! client's `tool` message answers it ([`RunAgentInput::tool_answers`]).
+//!
+//! A sub-agent's events are not sent: its work shows as the tool call
 //! that started it and that call's result.
 //!
 //! # Cargo features

@@ -1,8 +1,9 @@
 //! `agentloop serve`'s AG-UI route driven by the reference AG-UI client
 //! (`@ag-ui/client`'s `HttpAgent`, which verifies the event order itself;
 //! installed by `scripts/install-agui-client.sh`): a text answer, a tool
-//! call that waits for approval and runs once resumed, a model error; and
-//! the route's refusals over plain HTTP.
+//! call that waits for approval and runs once resumed, a model error, a
+//! front-end tool the client runs, the shared state; and the route's
+//! refusals over plain HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -105,7 +106,8 @@ fn an_agui_client_runs_a_task_waits_for_approval_and_resumes() {
     let (events, error) = agui_run(&modules, &address, &token, &text_task, planning.clone());
     assert_eq!(error, None, "{events:?}");
     assert_eq!(types(&events).first(), Some(&"RUN_STARTED"));
-    assert_eq!(events[1]["name"], "agentloop.agent_run", "{events:?}");
+    assert_eq!(events[1]["type"], "STATE_SNAPSHOT", "{events:?}");
+    assert_eq!(events[2]["name"], "agentloop.agent_run", "{events:?}");
     let text: String = events
         .iter()
         .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
@@ -161,6 +163,162 @@ fn an_agui_client_runs_a_task_waits_for_approval_and_resumes() {
     let (events, _) = agui_run(&modules, &address, &token, &failing, planning);
     assert_eq!(last(&events)["type"], "RUN_ERROR", "{events:?}");
     assert_eq!(last(&events)["code"], "provider");
+}
+
+#[test]
+fn a_frontend_tool_is_run_by_the_client_and_its_answer_resumes_the_run() {
+    let Some(modules) = client_modules() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    let arguments = json!({ "city": "Oslo" }).to_string();
+    write_script(
+        &script,
+        json!([
+            { "steps": [{ "type": "tool_call", "id": "call-1", "name": "show_chart", "fragments": [arguments] }] },
+            { "steps": [{ "type": "text", "chunks": ["The chart is on your screen."] }] },
+            { "steps": [{ "type": "tool_call", "id": "call-2", "name": "show_chart", "fragments": [arguments] }] }
+        ]),
+    );
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let token = create_user(&db, "ada");
+    let server = serve(&db, &script, "only");
+    let address = server.address.clone();
+    let task_id = task(&address, &token, &dir.path().join("repo"));
+    let chart = json!({
+        "name": "show_chart",
+        "description": "Shows a weather chart of a city to the user.",
+        "parameters": { "type": "object", "properties": { "city": { "type": "string" } } }
+    });
+
+    // The model calls the client's tool: the run waits, and the AG-UI run
+    // succeeds naming the call the client is to run.
+    let first = json!({
+        "tools": [chart],
+        "state": { "theme": "dark" },
+        "forwardedProps": { "agentType": "planification" }
+    });
+    let (events, error) = agui_run(&modules, &address, &token, &task_id, first);
+    assert_eq!(error, None, "{events:?}");
+    let snapshot = events
+        .iter()
+        .find(|e| e["type"] == "STATE_SNAPSHOT")
+        .unwrap_or_else(|| panic!("a state snapshot: {events:?}"));
+    assert_eq!(
+        snapshot["snapshot"]["theme"], "dark",
+        "the app's state is kept"
+    );
+    assert_eq!(snapshot["snapshot"]["agentloop"]["status"], "running");
+    let start = events
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_START")
+        .unwrap_or_else(|| panic!("the call: {events:?}"));
+    assert_eq!(start["toolCallName"], "show_chart");
+    let outcome = &last(&events)["outcome"];
+    assert_eq!(outcome["type"], "success", "{events:?}");
+    assert_eq!(outcome["pendingToolCallIds"], json!(["call-1"]));
+    let statuses: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "STATE_DELTA")
+        .flat_map(|e| e["delta"].as_array().unwrap())
+        .filter(|op| op["path"] == "/agentloop/status")
+        .map(|op| &op["value"])
+        .collect();
+    assert_eq!(statuses, vec![&json!("suspended")]);
+    let run = &http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/tasks/{task_id}/agent-runs"),
+        None,
+    )
+    .1[0];
+    assert_eq!(run["status"], "waiting", "{run}");
+
+    // The client ran it and sends its conversation with the tool's
+    // result: the call gets that result and the run goes on to its end.
+    let second = json!({
+        "messages": [
+            { "id": "a1", "role": "assistant", "toolCalls": [{
+                "id": "call-1", "type": "function",
+                "function": { "name": "show_chart", "arguments": arguments }
+            }] },
+            { "id": "t1", "role": "tool", "toolCallId": "call-1", "content": "chart shown" }
+        ],
+        "tools": [chart]
+    });
+    let (events, error) = agui_run(&modules, &address, &token, &task_id, second);
+    assert_eq!(error, None, "{events:?}");
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_RESULT")
+        .unwrap_or_else(|| panic!("the tool's result: {events:?}"));
+    assert_eq!(result["toolCallId"], "call-1");
+    assert_eq!(result["content"], "chart shown");
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "The chart is on your screen.");
+    assert_eq!(last(&events)["outcome"], json!({ "type": "success" }));
+
+    // A front-end tool may not take the name of one of the agent's tools.
+    let (status, body) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/tasks/{task_id}/ag-ui"),
+        Some(
+            json!({ "threadId": "t", "runId": "r2", "tools": [{ "name": "fs", "description": "mine" }] }),
+        ),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("\"fs\""), "{body}");
+
+    // A run waiting on the client's tool is cancelled like any waiting
+    // run: it ends, and the call is answered in its conversation.
+    let third = json!({ "tools": [chart], "forwardedProps": { "agentType": "planification" } });
+    let (events, error) = agui_run(&modules, &address, &token, &task_id, third);
+    assert_eq!(error, None, "{events:?}");
+    assert_eq!(
+        last(&events)["outcome"]["pendingToolCallIds"],
+        json!(["call-2"])
+    );
+    let run_id = events
+        .iter()
+        .find(|e| e["name"] == "agentloop.agent_run")
+        .map(|e| e["value"]["agentRunId"].as_str().unwrap().to_owned())
+        .unwrap();
+    let (status, body) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/cancel"),
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, run) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}"),
+        None,
+    );
+    assert_eq!(run["status"], "cancelled", "{run}");
+    let (_, messages) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/messages"),
+        None,
+    );
+    let answered = messages.to_string();
+    assert!(
+        answered.contains("\"tool_use_id\":\"call-2\""),
+        "the cancelled call has its result: {messages}"
+    );
 }
 
 #[test]

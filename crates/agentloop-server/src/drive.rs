@@ -20,6 +20,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use agentloop_agui::FrontendToolSpec;
 use agentloop_runtime::{HostedRun, RuntimeResult};
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, EndReason, now_millis};
 use agentloop_types::{Decision, Decisions, LoopStatus, PendingCall};
@@ -30,7 +31,7 @@ use crate::hosting::{self, Outcome, Pace};
 use crate::lease::Lease;
 use crate::metrics::{RunMetrics, StatusLabels};
 use crate::run_log::{close_record, end_answered, end_stopped};
-use crate::run_tools::{project_mcp, project_shell, tools};
+use crate::run_tools::{frontend_tools, project_mcp, project_shell, tools};
 use crate::runner::{
     StartError, TaskContext, create_agent_run, load_task_context, next_agent, prepare, run_model,
 };
@@ -43,8 +44,9 @@ pub async fn start_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
+    frontend_tools: &[FrontendToolSpec],
 ) -> Result<AgentRun, StartError> {
-    let run = create_agent_run(state, ctx, agent).await?;
+    let run = create_agent_run(state, ctx, agent, frontend_tools).await?;
     execute(state, &run.id).await;
     Ok(run)
 }
@@ -273,6 +275,9 @@ impl<'a> Execution<'a> {
         if let Some(mcp) = &mcp {
             tools.extend(mcp.tools());
         }
+        let chat = self.state.store.get_chat(&self.chat_id).await?;
+        let frontend = frontend_tools(&chat.settings, &tools);
+        tools.extend(frontend);
         let metrics = RunMetrics::new(
             self.state.metrics.clone(),
             self.state.config.provider.api(),
@@ -447,7 +452,7 @@ async fn chain(state: &AppState, ctx: &TaskContext, agent: AgentType) -> Runtime
         task,
         ..ctx.clone()
     };
-    match start_agent_run(state, &ctx, next).await {
+    match start_agent_run(state, &ctx, next, &[]).await {
         Ok(_) | Err(StartError::Conflict(_)) => Ok(()),
         Err(StartError::Storage(e)) => Err(e.into()),
     }

@@ -86,7 +86,7 @@ pub async fn resume_chains(state: &AppState) -> Result<usize, StorageError> {
                 continue;
             }
             let ctx = load_task_context(store, &task.id).await?;
-            match start_agent_run(state, &ctx, next).await {
+            match start_agent_run(state, &ctx, next, &[]).await {
                 Ok(_) => started += 1,
                 Err(StartError::Conflict(_)) => {}
                 Err(StartError::Storage(e)) => return Err(e),

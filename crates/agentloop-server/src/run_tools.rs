@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use agentloop_agui::FrontendTool;
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig as McpServerConfig, ServerOptions};
 use agentloop_storage::model::AgentType;
 use agentloop_storage::{StorageError, StorageResult};
@@ -38,6 +39,42 @@ pub fn tools(
     tools.extend(state.config.extra_tools.iter().cloned());
     let (mode, _) = crate::policy::effective(&state.config, &ctx.project);
     Ok(crate::policy::apply(mode, tools))
+}
+
+/// The tools the run's client runs itself (its chat's `settings`), left
+/// out where one of `offered` has the same name. A call of one suspends
+/// the run until the client answers it.
+pub fn frontend_tools(
+    settings: &serde_json::Value,
+    offered: &[Arc<dyn Tool>],
+) -> Vec<Arc<dyn Tool>> {
+    crate::runner::frontend_tool_specs(settings)
+        .into_iter()
+        .filter(|spec| {
+            let taken = offered.iter().any(|tool| tool.name() == spec.name);
+            if taken {
+                tracing::warn!(tool = %spec.name, "a front-end tool has the name of a tool of the run; it is not offered");
+            }
+            !taken
+        })
+        .map(|spec| Arc::new(FrontendTool::new(spec)) as Arc<dyn Tool>)
+        .collect()
+}
+
+/// The names a front-end tool of a run in this project may not take:
+/// the tools the server offers every run.
+pub fn reserved_tool_names(state: &AppState) -> Vec<String> {
+    let mut names: Vec<String> = ["fs", "ask_user", "complete_workflow", "shell"]
+        .map(str::to_owned)
+        .into();
+    names.extend(
+        state
+            .config
+            .extra_tools
+            .iter()
+            .map(|tool| tool.name().to_owned()),
+    );
+    names
 }
 
 /// The project's `shell` tool, if it enables one (`settings.shell`), under

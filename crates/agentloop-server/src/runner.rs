@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use agentloop_agui::FrontendToolSpec;
 use agentloop_storage::model::{
     AgentRun, AgentRunStatus, AgentType, Chat, Conversation, Project, RunRecord, RunStatus, Task,
     now_millis,
@@ -79,6 +80,7 @@ pub async fn create_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
+    frontend_tools: &[FrontendToolSpec],
 ) -> Result<AgentRun, StartError> {
     let store = &*state.store;
     let run = AgentRun {
@@ -99,7 +101,7 @@ pub async fn create_agent_run(
         }
         Err(e) => return Err(e.into()),
     }
-    let run = prepare(store, &state.config, ctx, run).await?;
+    let run = prepare_offering(store, &state.config, ctx, run, frontend_tools).await?;
     state.notify_run_status(&ctx.owner, &run, run.status);
     Ok(run)
 }
@@ -118,10 +120,23 @@ pub async fn prepare(
     store: &dyn Store,
     config: &ServerConfig,
     ctx: &TaskContext,
+    run: AgentRun,
+) -> StorageResult<AgentRun> {
+    prepare_offering(store, config, ctx, run, &[]).await
+}
+
+/// [`prepare`], a new chat offering `frontend_tools` (tools the client
+/// runs, kept in the chat's settings).
+async fn prepare_offering(
+    store: &dyn Store,
+    config: &ServerConfig,
+    ctx: &TaskContext,
     mut run: AgentRun,
+    frontend_tools: &[FrontendToolSpec],
 ) -> StorageResult<AgentRun> {
     if run.conversation_id.is_none() {
-        run.conversation_id = Some(create_conversation(store, config, ctx, &run).await?);
+        let conversation = create_conversation(store, config, ctx, &run, frontend_tools).await?;
+        run.conversation_id = Some(conversation);
     }
     let conversation_id = run.conversation_id.as_deref().unwrap_or_default();
     let chat_id = store.get_conversation(conversation_id).await?.chat_id;
@@ -136,13 +151,18 @@ async fn create_conversation(
     config: &ServerConfig,
     ctx: &TaskContext,
     run: &AgentRun,
+    frontend_tools: &[FrontendToolSpec],
 ) -> StorageResult<String> {
     let now = now_millis();
+    let mut settings = chat_settings(config, ctx, run);
+    if !frontend_tools.is_empty() {
+        settings[FRONTEND_TOOLS] = json!(frontend_tools);
+    }
     let chat = Chat {
         id: crate::ids::new_id(),
         project_id: ctx.project.id.clone(),
         title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
-        settings: chat_settings(config, ctx, run),
+        settings,
         totals: Default::default(),
         minion: None,
         created_at: now,
@@ -225,6 +245,19 @@ pub fn chat_settings(
 /// (the task id follows).
 fn agent_preamble(agent: AgentType) -> String {
     format!("You are the {} agent of task ", agent.as_str())
+}
+
+/// The chat settings' key holding the tools the client of the run runs
+/// itself (an AG-UI run's front-end tools).
+const FRONTEND_TOOLS: &str = "frontend_tools";
+
+/// The front-end tools a run's chat settings offer (none when the key is
+/// absent or unreadable; they were checked when the run was created).
+pub fn frontend_tool_specs(settings: &serde_json::Value) -> Vec<FrontendToolSpec> {
+    settings
+        .get(FRONTEND_TOOLS)
+        .and_then(|tools| serde_json::from_value(tools.clone()).ok())
+        .unwrap_or_default()
 }
 
 /// The agent a system prompt of [`chat_settings`] names, if it is one: a

@@ -12,7 +12,9 @@
 
 use std::convert::Infallible;
 
-use agentloop_agui::{AgUiEvent, Encoder, RunAgentInput};
+use agentloop_agui::{
+    AgUiEvent, Encoder, FrontendToolSpec, RunAgentInput, validate_frontend_tools,
+};
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType};
 use agentloop_types::Decision;
 use axum::Router;
@@ -29,8 +31,11 @@ use super::events::Follow;
 use super::extract::{ApiJson, AuthUser};
 use super::tasks::owned_task;
 use crate::drive::{decide, start_agent_run};
-use crate::runner::TaskContext;
+use crate::run_log::run_chat;
+use crate::run_tools::reserved_tool_names;
+use crate::runner::{TaskContext, frontend_tool_specs};
 use crate::state::AppState;
+use crate::waiting::pending_of;
 
 /// The AG-UI route.
 pub fn router() -> Router<AppState> {
@@ -45,20 +50,45 @@ async fn run(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let input: RunAgentInput = serde_json::from_value(Value::Object(body))
         .map_err(|e| ApiError::bad_request(format!("not an AG-UI RunAgentInput: {e}")))?;
+    let resumed = input
+        .resume
+        .iter()
+        .map(|entry| Ok((entry.interrupt_id.clone(), entry.decision()?)))
+        .collect::<Result<Vec<(String, Decision)>, agentloop_agui::ResumeError>>()
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let ctx = owned_task(&state, &user, &task_id).await?;
-    let (run, after) = if input.resume.is_empty() {
-        (start(&state, &ctx, &input).await?, None)
-    } else {
-        resume(&state, &ctx, &input).await?
+    let waiting = waiting_run(&state, &ctx).await?;
+    let answers = match &waiting {
+        Some(waiting) => frontend_answers(&state, waiting, &input).await?,
+        None => Vec::new(),
     };
-    let encoder = Encoder::new(input.thread_id, input.run_id);
-    let opening = vec![
-        encoder.start(),
-        AgUiEvent::Custom {
-            name: "agentloop.agent_run".to_owned(),
-            value: json!({ "agentRunId": run.id, "taskId": ctx.task.id }),
-        },
-    ];
+    let (run, after, frontend) = match waiting {
+        Some(waiting) if !resumed.is_empty() || !answers.is_empty() => {
+            let decisions = resumed.into_iter().chain(answers).collect();
+            let after = resume(&state, &ctx, &waiting, decisions).await?;
+            let frontend = offered_frontend_tools(&state, &waiting).await?;
+            (waiting, after, frontend)
+        }
+        _ if !resumed.is_empty() => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "no agent run of this task waits for a decision",
+            ));
+        }
+        _ => (
+            start(&state, &ctx, &input).await?,
+            None,
+            input.tools.clone(),
+        ),
+    };
+    let encoder = Encoder::new(input.thread_id, input.run_id)
+        .with_frontend_tools(frontend.into_iter().map(|tool| tool.name))
+        .with_state(input.state);
+    let mut opening = encoder.start();
+    opening.push(AgUiEvent::Custom {
+        name: "agentloop.agent_run".to_owned(),
+        value: json!({ "agentRunId": run.id, "taskId": ctx.task.id }),
+    });
     let follow = Follow::new(state, run.id, after);
     let stream = futures::stream::unfold(
         (follow, encoder, opening, false),
@@ -85,7 +115,7 @@ async fn run(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-/// Starts the agent run the input asks for.
+/// Starts the agent run the input asks for, offering the input's tools.
 async fn start(
     state: &AppState,
     ctx: &TaskContext,
@@ -103,45 +133,84 @@ async fn start(
             )
         })?,
     };
-    start_agent_run(state, ctx, agent)
+    let reserved = reserved_tool_names(state);
+    let reserved: Vec<&str> = reserved.iter().map(String::as_str).collect();
+    validate_frontend_tools(&input.tools, &reserved)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    start_agent_run(state, ctx, agent, &input.tools)
         .await
         .map_err(start_error)
 }
 
-/// Decides the waiting run's calls from the input's resume entries; the
-/// run and the seq its log stood at, to follow it from there.
-async fn resume(
-    state: &AppState,
-    ctx: &TaskContext,
-    input: &RunAgentInput,
-) -> Result<(AgentRun, Option<u64>), ApiError> {
-    let decisions = input
-        .resume
-        .iter()
-        .map(|entry| Ok((entry.interrupt_id.clone(), entry.decision()?)))
-        .collect::<Result<Vec<(String, Decision)>, agentloop_agui::ResumeError>>()
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let waiting = state
+/// The task's latest agent run waiting for a decision, if one does.
+async fn waiting_run(state: &AppState, ctx: &TaskContext) -> Result<Option<AgentRun>, ApiError> {
+    Ok(state
         .store
         .list_agent_runs(&ctx.task.id)
         .await?
         .into_iter()
         .rev()
-        .find(|run| run.status == AgentRunStatus::Waiting)
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::CONFLICT,
-                "no agent run of this task waits for a decision",
-            )
-        })?;
+        .find(|run| run.status == AgentRunStatus::Waiting))
+}
+
+/// The front-end tools the run was started with.
+async fn offered_frontend_tools(
+    state: &AppState,
+    run: &AgentRun,
+) -> Result<Vec<FrontendToolSpec>, ApiError> {
+    let Some(chat_id) = run_chat(state, run).await? else {
+        return Ok(Vec::new());
+    };
+    let chat = state.store.get_chat(&chat_id).await?;
+    Ok(frontend_tool_specs(&chat.settings))
+}
+
+/// The input's `tool` messages that answer calls of front-end tools the
+/// run waits on and has no decision for yet. The client sends its whole
+/// conversation each time, so answers to calls decided before are left
+/// out.
+async fn frontend_answers(
+    state: &AppState,
+    run: &AgentRun,
+    input: &RunAgentInput,
+) -> Result<Vec<(String, Decision)>, ApiError> {
+    let frontend = offered_frontend_tools(state, run).await?;
+    if frontend.is_empty() {
+        return Ok(Vec::new());
+    }
+    let open: Vec<String> = pending_of(state, run)
+        .await?
+        .into_iter()
+        .filter(|(call, decided)| {
+            decided.is_none() && frontend.iter().any(|tool| tool.name == call.call.name)
+        })
+        .map(|(call, _)| call.call.id)
+        .collect();
+    Ok(input
+        .tool_answers()
+        .into_iter()
+        .filter(|(call_id, _)| open.contains(call_id))
+        .collect())
+}
+
+/// Decides the waiting run's calls (the input's resume entries and the
+/// client's answers to its tools' calls); the seq its log stood at, to
+/// follow it from there.
+async fn resume(
+    state: &AppState,
+    ctx: &TaskContext,
+    waiting: &AgentRun,
+    decisions: Vec<(String, Decision)>,
+) -> Result<Option<u64>, ApiError> {
     // Read before deciding: once decided, the run appends again.
     let after = last_seq(state, &waiting.id).await?;
-    if !decide(state, ctx, &waiting, decisions).await? {
+    if !decide(state, ctx, waiting, decisions).await? {
         return Err(ApiError::bad_request(
-            "the decisions were recorded, but the run waits on more calls: answer each of its interrupts",
+            "the decisions were recorded, but the run waits on more calls: answer each of its \
+             interrupts and each call of the application's tools",
         ));
     }
-    Ok((waiting, after))
+    Ok(after)
 }
 
 /// The seq of the run's last stored event.

@@ -70,7 +70,7 @@ pub(super) async fn create(
         .and_then(AgentType::parse)
         .ok_or_else(|| ApiError::bad_request(INVALID_TYPE))?;
     let ctx = owned_task(&state, &user, &task_id).await?;
-    let run = start_agent_run(&state, &ctx, agent)
+    let run = start_agent_run(&state, &ctx, agent, &[])
         .await
         .map_err(start_error)?;
     Ok((StatusCode::CREATED, Json(agent_run_json(&run))))
