@@ -257,6 +257,28 @@ fn a_failing_then_hanging_receiver_gets_the_signed_delivery_on_a_later_attempt()
             &requests[0].body
         )
     );
+
+    // The log is stored: another server on the same database, after this
+    // one is killed, shows it.
+    let Setup {
+        _dir: dir,
+        server,
+        token,
+        project,
+        ..
+    } = setup;
+    drop(server);
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let again = serve_with(&db, &dir.path().join("script.json"), "webhooks-2", &[]);
+    let (status, body) = http(
+        &again.address,
+        &token,
+        "GET",
+        &format!("/api/projects/{project}/webhook-deliveries"),
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["deliveries"], deliveries);
 }
 
 #[test]

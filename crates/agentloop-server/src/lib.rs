@@ -36,8 +36,7 @@
 //!    [`follow`] (waking followers of runs executing elsewhere),
 //!    [`metrics`], [`shapes`] (JSON shapes of records for answers and
 //!    notifications), [`policy`] (whether fs writes and JavaScript calls
-//!    wait for a person), [`webhook_log`] (the deliveries made here),
-//!    [`users`], [`folders`], [`ids`] and [`config`].
+//!    wait for a person), [`users`], [`folders`], [`ids`] and [`config`].
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -91,7 +90,6 @@ pub mod tool;
 pub mod unread_body;
 pub mod users;
 pub mod waiting;
-pub mod webhook_log;
 pub mod webhooks;
 
 /// The HTTP layer under its former name.

@@ -47,8 +47,6 @@ pub struct AppState {
     pub appends: Arc<AppendWakers>,
     /// Renews the leases of the runs executing here, all at once.
     pub heartbeat: Arc<Heartbeat>,
-    /// The webhook deliveries made here.
-    pub webhooks: Arc<crate::webhook_log::Deliveries>,
 }
 
 impl AppState {
@@ -63,7 +61,6 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             appends: Arc::new(AppendWakers::default()),
             heartbeat: Arc::new(Heartbeat::default()),
-            webhooks: Arc::default(),
         }
     }
 

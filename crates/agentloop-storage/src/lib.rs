@@ -66,7 +66,7 @@ pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use store::{
     AppendWatch, AttachmentStore, ChatStore, FileStore, ProjectStore, RunStore, Store, TaskStore,
-    UserStore, folders_overlap,
+    UserStore, WEBHOOK_DELIVERIES_KEPT, WebhookStore, folders_overlap,
 };
 
 use agentloop_types::{AttachmentError, AttachmentLoader, LoadedAttachment};

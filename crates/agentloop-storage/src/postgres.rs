@@ -40,6 +40,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0004_waiting_agent_runs.sql"),
             include_str!("../migrations/postgres/0005_message_revisions.sql"),
             include_str!("../migrations/postgres/0006_project_approval_mode.sql"),
+            include_str!("../migrations/postgres/0007_webhook_deliveries.sql"),
         ])
         .run(&pool)
         .await
@@ -98,3 +99,4 @@ include!("sql/chats.rs");
 include!("sql/files.rs");
 include!("sql/runs.rs");
 include!("sql/users.rs");
+include!("sql/webhooks.rs");

@@ -93,6 +93,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0004_waiting_agent_runs.sql"),
             include_str!("../migrations/sqlite/0005_message_revisions.sql"),
             include_str!("../migrations/sqlite/0006_project_approval_mode.sql"),
+            include_str!("../migrations/sqlite/0007_webhook_deliveries.sql"),
         ])
         .run(&pool)
         .await
@@ -136,3 +137,4 @@ include!("sql/chats.rs");
 include!("sql/files.rs");
 include!("sql/runs.rs");
 include!("sql/users.rs");
+include!("sql/webhooks.rs");

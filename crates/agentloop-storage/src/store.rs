@@ -9,7 +9,7 @@ use crate::error::StorageResult;
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AttachmentMeta, Chat, Checkpoint,
     Conversation, EndReason, FileRecord, LeaseRenewal, Project, RunRecord, RunStatus,
-    StoredMessage, Task, User, UserToken,
+    StoredMessage, Task, User, UserToken, WebhookDelivery,
 };
 
 /// Projects. Deleting a project deletes everything it owns.
@@ -325,9 +325,37 @@ pub trait UserStore: Send + Sync {
     async fn revoke_token(&self, token_hash: &str) -> StorageResult<()>;
 }
 
+/// The webhook delivery log of each project: its last
+/// [`WEBHOOK_DELIVERIES_KEPT`] deliveries, deleted with the project.
+#[async_trait]
+pub trait WebhookStore: Send + Sync {
+    /// Stores a delivery as it stands now (created, or replacing the
+    /// stored one of its id), dropping the project's deliveries beyond the
+    /// newest [`WEBHOOK_DELIVERIES_KEPT`]. `Invalid` if the project does
+    /// not exist.
+    async fn save_webhook_delivery(&self, delivery: &WebhookDelivery) -> StorageResult<()>;
+    /// The project's newest `limit` deliveries, oldest first (by creation
+    /// time, then id).
+    async fn list_webhook_deliveries(
+        &self,
+        project_id: &str,
+        limit: u32,
+    ) -> StorageResult<Vec<WebhookDelivery>>;
+}
+
+/// Deliveries a project's log keeps.
+pub const WEBHOOK_DELIVERIES_KEPT: u32 = 100;
+
 /// Everything a backend stores.
 pub trait Store:
-    ProjectStore + ChatStore + AttachmentStore + FileStore + RunStore + TaskStore + UserStore
+    ProjectStore
+    + ChatStore
+    + AttachmentStore
+    + FileStore
+    + RunStore
+    + TaskStore
+    + UserStore
+    + WebhookStore
 {
 }
 
@@ -339,6 +367,7 @@ impl<T> Store for T where
         + RunStore
         + TaskStore
         + UserStore
+        + WebhookStore
         + ?Sized
 {
 }

@@ -514,7 +514,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
         op(
             "get",
             "/api/projects/{projectId}/webhook-deliveries",
-            "The project's last webhook deliveries made by this server instance, oldest first, with every attempt",
+            "The project's last 100 webhook deliveries (made by any instance sharing the store, kept across restarts), oldest first, with every attempt",
             (
                 "200",
                 "The deliveries",

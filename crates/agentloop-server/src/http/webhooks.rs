@@ -1,8 +1,9 @@
 //! A project's webhooks: `GET`/`PUT`/`DELETE /api/projects/{id}/webhooks`
 //! (the URLs, the events they hear, the signing secret) and `GET
-//! /api/projects/{id}/webhook-deliveries` (the delivery log of this
-//! instance). Only the project's owner reaches them.
+//! /api/projects/{id}/webhook-deliveries` (the project's delivery log as
+//! stored: every instance's deliveries, the last 100). Only the project's owner reaches them.
 
+use agentloop_storage::WEBHOOK_DELIVERIES_KEPT;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
@@ -114,9 +115,22 @@ async fn deliveries(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let project = owned_project(&state, &user, &id).await?;
-    Ok(Json(
-        json!({ "deliveries": state.webhooks.list(&project.id) }),
-    ))
+    let deliveries: Vec<Value> = state
+        .store
+        .list_webhook_deliveries(&project.id, WEBHOOK_DELIVERIES_KEPT)
+        .await?
+        .into_iter()
+        .map(|d| {
+            json!({
+                "id": d.id,
+                "event": d.event,
+                "url": d.url,
+                "state": d.state.as_str(),
+                "attempts": d.attempts,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "deliveries": deliveries })))
 }
 
 fn strings(value: Option<&Value>, field: &str) -> Result<Option<Vec<String>>, ApiError> {

@@ -1,15 +1,19 @@
 //! One delivery: the signed POST, retried with exponential backoff while
-//! the receiver fails or does not answer in time, each attempt written to
-//! the log. A URL that may not be reached is not retried.
+//! the receiver fails or does not answer in time, each attempt saved to
+//! the project's delivery log in the store (so every instance's API shows
+//! it, and a restart keeps it). A URL that may not be reached is not
+//! retried.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::sign::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature};
 use super::target::{self, TargetError};
+use agentloop_storage::Store;
+use agentloop_storage::model::{WebhookAttempt, WebhookDelivery, WebhookDeliveryState};
+
 use crate::config::WebhookSettings;
 use crate::ids::{new_id, rfc3339};
-use crate::webhook_log::{Attempt, Deliveries, Delivery, DeliveryState};
 
 /// What to deliver where.
 #[derive(Debug, Clone)]
@@ -26,25 +30,23 @@ pub struct Job {
     pub secret: String,
 }
 
-/// Delivers `job`, recording it in `log`; returns the final state.
-pub async fn deliver(settings: &WebhookSettings, log: &Arc<Deliveries>, job: Job) -> DeliveryState {
-    let id = new_id();
-    log.record(
-        &job.project,
-        Delivery {
-            id: id.clone(),
-            event: job.event.clone(),
-            url: job.url.clone(),
-            state: DeliveryState::Pending,
-            attempts: Vec::new(),
-        },
-    );
-    let note = |attempt: Attempt, state: DeliveryState| {
-        log.update(&job.project, &id, |d| {
-            d.attempts.push(attempt);
-            d.state = state;
-        });
+/// Delivers `job`, saving it to the project's log in `store` as it goes;
+/// returns the final state.
+pub async fn deliver(
+    settings: &WebhookSettings,
+    store: &Arc<dyn Store>,
+    job: Job,
+) -> WebhookDeliveryState {
+    let mut delivery = WebhookDelivery {
+        id: new_id(),
+        project_id: job.project.clone(),
+        event: job.event.clone(),
+        url: job.url.clone(),
+        state: WebhookDeliveryState::Pending,
+        attempts: Vec::new(),
+        created_at: now_millis(),
     };
+    save(store, &delivery).await;
     let attempts = settings.attempts.max(1);
     for n in 0..attempts {
         if n > 0 {
@@ -52,21 +54,39 @@ pub async fn deliver(settings: &WebhookSettings, log: &Arc<Deliveries>, job: Job
             tokio::time::sleep(settings.retry_base * 2u32.saturating_pow(n - 1)).await;
         }
         let at = rfc3339(now_millis());
-        match attempt(settings, &job, &id).await {
+        let (made, state) = match attempt(settings, &job, &delivery.id).await {
             Ok(status) if (200..300).contains(&status) => {
-                note(attempt_ok(at, status), DeliveryState::Delivered);
-                return DeliveryState::Delivered;
+                (attempt_ok(at, status), WebhookDeliveryState::Delivered)
             }
-            Ok(status) => note(attempt_ok(at, status), DeliveryState::Pending),
-            Err(Failure::Refused(error)) => {
-                note(attempt_err(at, error.to_string()), DeliveryState::Failed);
-                return DeliveryState::Failed;
-            }
-            Err(Failure::Send(error)) => note(attempt_err(at, error), DeliveryState::Pending),
+            Ok(status) => (attempt_ok(at, status), WebhookDeliveryState::Pending),
+            Err(Failure::Refused(error)) => (
+                attempt_err(at, error.to_string()),
+                WebhookDeliveryState::Failed,
+            ),
+            Err(Failure::Send(error)) => (attempt_err(at, error), WebhookDeliveryState::Pending),
+        };
+        delivery.attempts.push(made);
+        delivery.state = state;
+        if state != WebhookDeliveryState::Pending {
+            save(store, &delivery).await;
+            return state;
+        }
+        if n + 1 < attempts {
+            save(store, &delivery).await;
         }
     }
-    log.update(&job.project, &id, |d| d.state = DeliveryState::Failed);
-    DeliveryState::Failed
+    delivery.state = WebhookDeliveryState::Failed;
+    save(store, &delivery).await;
+    WebhookDeliveryState::Failed
+}
+
+/// Saves the delivery as it stands; a store that fails loses that step
+/// of the log, never the delivery itself.
+async fn save(store: &Arc<dyn Store>, delivery: &WebhookDelivery) {
+    if let Err(error) = store.save_webhook_delivery(delivery).await {
+        tracing::warn!(delivery = %delivery.id, project_id = %delivery.project_id, %error,
+                       "webhooks: the delivery log could not be saved");
+    }
 }
 
 enum Failure {
@@ -122,16 +142,16 @@ async fn attempt(settings: &WebhookSettings, job: &Job, id: &str) -> Result<u16,
     Ok(response.status().as_u16())
 }
 
-fn attempt_ok(at: String, status: u16) -> Attempt {
-    Attempt {
+fn attempt_ok(at: String, status: u16) -> WebhookAttempt {
+    WebhookAttempt {
         at,
         status: Some(status),
         error: None,
     }
 }
 
-fn attempt_err(at: String, error: String) -> Attempt {
-    Attempt {
+fn attempt_err(at: String, error: String) -> WebhookAttempt {
+    WebhookAttempt {
         at,
         status: None,
         error: Some(error),

@@ -83,9 +83,9 @@ async fn on_notice(state: &AppState, message: &Value) {
                 secret: registration.secret.clone(),
             };
             let settings = state.config.webhooks.clone();
-            let log = state.webhooks.clone();
+            let store = state.store.clone();
             tokio::spawn(async move {
-                deliver(&settings, &log, job).await;
+                deliver(&settings, &store, job).await;
             });
         }
     }

@@ -5,8 +5,8 @@
 //! instance sends, so it never sits in a run's way; each delivery is
 //! signed ([`sign`]), sent only to public addresses unless the operator
 //! allows private ones ([`target`]), retried with backoff ([`deliver`]) and
-//! recorded in the project's delivery log
-//! ([`crate::webhook_log`], on this instance).
+//! recorded in the project's delivery log in the store
+//! ([`agentloop_storage::WebhookStore`]).
 
 pub mod deliver;
 pub mod dispatch;
@@ -14,6 +14,5 @@ pub mod registry;
 pub mod sign;
 pub mod target;
 
-pub use crate::webhook_log::{Deliveries, Delivery};
 pub use dispatch::spawn_dispatcher;
 pub use registry::{EVENTS, Registration};

@@ -12,7 +12,7 @@ use agentloop_types::{LoopEvent, Message};
 
 use crate::model::{
     AgentRun, AgentRunDecision, Attachment, Chat, Checkpoint, Conversation, FileRecord, Project,
-    RunRecord, Task, User, UserToken,
+    RunRecord, Task, User, UserToken, WebhookDelivery,
 };
 
 /// The in-memory store.
@@ -43,6 +43,8 @@ struct State {
     /// Agent run id → its recorded decisions, oldest first.
     decisions: BTreeMap<String, Vec<AgentRunDecision>>,
     conversations: BTreeMap<String, Conversation>,
+    /// Every project's webhook deliveries, oldest first.
+    webhook_deliveries: Vec<WebhookDelivery>,
     users: BTreeMap<String, User>,
     tokens: BTreeMap<String, UserToken>,
     /// Project id → the folder it owns.
@@ -132,6 +134,7 @@ impl State {
         }
         self.attachments.retain(|_, a| a.meta.project_id != id);
         self.files.retain(|(project, _), _| project != id);
+        self.webhook_deliveries.retain(|d| d.project_id != id);
         let tasks: Vec<String> = self
             .tasks
             .values()

@@ -1,4 +1,5 @@
-//! Attachments, files, runs and tasks of the in-memory backend.
+//! Attachments, files, runs, tasks and webhook deliveries of the in-memory
+//! backend.
 
 use agentloop_types::LoopEvent;
 use agentloop_types::vfs::is_within;
@@ -8,9 +9,11 @@ use super::{MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AttachmentMeta, Conversation,
-    EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task,
+    EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task, WebhookDelivery,
 };
-use crate::store::{AttachmentStore, FileStore, RunStore, TaskStore};
+use crate::store::{
+    AttachmentStore, FileStore, RunStore, TaskStore, WEBHOOK_DELIVERIES_KEPT, WebhookStore,
+};
 
 #[async_trait]
 impl AttachmentStore for MemoryStore {
@@ -645,4 +648,56 @@ impl TaskStore for MemoryStore {
 fn running(runs: &std::collections::BTreeMap<String, AgentRun>, task_id: &str) -> bool {
     runs.values()
         .any(|r| r.task_id == task_id && r.status.is_active())
+}
+
+#[async_trait]
+impl WebhookStore for MemoryStore {
+    async fn save_webhook_delivery(&self, delivery: &WebhookDelivery) -> StorageResult<()> {
+        let mut state = self.lock();
+        if !state.projects.contains_key(&delivery.project_id) {
+            return Err(StorageError::Invalid(format!(
+                "project {} does not exist",
+                delivery.project_id
+            )));
+        }
+        let log = &mut state.webhook_deliveries;
+        match log.iter_mut().find(|d| d.id == delivery.id) {
+            Some(stored) => {
+                stored.state = delivery.state;
+                stored.attempts = delivery.attempts.clone();
+            }
+            None => log.push(delivery.clone()),
+        }
+        log.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let kept = WEBHOOK_DELIVERIES_KEPT as usize;
+        let mut beyond = log
+            .iter()
+            .filter(|d| d.project_id == delivery.project_id)
+            .count()
+            .saturating_sub(kept);
+        log.retain(|d| {
+            let drop = beyond > 0 && d.project_id == delivery.project_id;
+            if drop {
+                beyond -= 1;
+            }
+            !drop
+        });
+        Ok(())
+    }
+
+    async fn list_webhook_deliveries(
+        &self,
+        project_id: &str,
+        limit: u32,
+    ) -> StorageResult<Vec<WebhookDelivery>> {
+        let state = self.lock();
+        let all: Vec<WebhookDelivery> = state
+            .webhook_deliveries
+            .iter()
+            .filter(|d| d.project_id == project_id)
+            .cloned()
+            .collect();
+        let skip = all.len().saturating_sub(limit as usize);
+        Ok(all.into_iter().skip(skip).collect())
+    }
 }

@@ -53,13 +53,14 @@ const SCHEMA_VERSION: i64 = 20_261_122_000_001;
 
 /// The descriptions of the schema scripts, in version order: the scripts
 /// of both backends (`migrations/<backend>/000N_*.sql`) follow this list.
-const SCRIPT_DESCRIPTIONS: [&str; 6] = [
+const SCRIPT_DESCRIPTIONS: [&str; 7] = [
     "agentloop storage schema",
     "agentloop storage users",
     "agentloop storage folders and end reasons",
     "agentloop storage waiting agent runs",
     "agentloop storage message revisions",
     "agentloop storage project approval modes",
+    "agentloop storage webhook deliveries",
 ];
 
 /// The embedded schema scripts of one backend, in version order.

@@ -9,6 +9,7 @@ mod export;
 mod handles;
 mod runs;
 mod users;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -25,6 +26,7 @@ pub use export::*;
 pub use handles::*;
 pub use runs::*;
 pub use users::*;
+pub use webhooks::*;
 
 /// A store under test and whatever must be cleaned up after it.
 pub struct Fixture {
@@ -55,6 +57,7 @@ macro_rules! conformance_suite {
             non_ascii_user_names, concurrent_user_creation,
             project_folders_never_overlap, concurrent_folder_claims,
             runs_by_status_and_last, lease_renewals, cascade_delete_task,
+            webhook_deliveries_log,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(
