@@ -1,0 +1,28 @@
+//! [A2A](https://a2a-protocol.org) (Agent2Agent, protocol version 1.0,
+//! JSON-RPC binding) for agentloop: an agent's runs as A2A tasks.
+//!
+//! - [`wire`]: the protocol's objects as they go over JSON-RPC (agent
+//!   card, task, message, part, artifact, stream items, requests).
+//! - [`rpc`]: the JSON-RPC envelope, method names and error codes.
+//! - [`mapping`]: sans-IO, a run's result and events as a task's status,
+//!   artifacts and progress, and a client's reply to an input-required
+//!   task as decisions on the calls the run waits on.
+//!
+//! The server side is `agentloop-server`'s `POST /a2a` (a task is one agent
+//! run); this crate does no I/O.
+//!
+//! # Cargo features
+//!
+//! None.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod mapping;
+pub mod rpc;
+pub mod wire;
+
+pub use mapping::{Reply, TaskIds};
+pub use rpc::{ErrorCode, RpcError};
+pub use wire::{
+    AgentCard, Artifact, Message, Part, StreamResponse, Task, TaskState, TaskStatus,
+};
