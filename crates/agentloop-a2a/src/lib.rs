@@ -8,15 +8,21 @@
 //!   artifacts and progress, and a client's reply to an input-required
 //!   task as decisions on the calls the run waits on.
 //!
+//! - [`client`] (feature `client`): a remote A2A agent as a tool, its
+//!   progress the call's progress, cancel propagated.
+//!
 //! The server side is `agentloop-server`'s `POST /a2a` (a task is one agent
-//! run); this crate does no I/O.
+//! run); without `client` this crate does no I/O.
 //!
 //! # Cargo features
 //!
-//! None.
+//! - `client`: [`client::A2aAgentTool`] over reqwest.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
+pub mod client;
 pub mod mapping;
 pub mod rpc;
 pub mod wire;
