@@ -85,7 +85,7 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (
         CLI,
         &[
-            SERVER, RESTATE, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, EVAL,
+            SERVER, RESTATE, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, EVAL, A2A,
         ],
     ),
     // The front door re-exports the layers (most behind opt-in features),

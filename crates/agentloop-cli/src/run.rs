@@ -43,6 +43,7 @@ pub async fn run(
     mut args: RunArgs,
     approvals: ApprovalPolicies,
     configured_mcp: McpConfig,
+    remote_agents: Vec<agentloop_a2a::client::RemoteAgent>,
     hooks: Hooks,
 ) -> Outcome {
     let prompt = prompt::read(args.prompt.as_deref())?;
@@ -86,6 +87,7 @@ pub async fn run(
     let mcp = start_mcp(configured_mcp, &args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
     let mcp_tool_names: Vec<String> = mcp.tools().iter().map(|t| t.name().to_owned()).collect();
     tools.extend(mcp.tools());
+    tools.extend(crate::a2a_agents::tools(remote_agents).await?);
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
