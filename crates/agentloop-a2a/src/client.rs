@@ -263,11 +263,37 @@ impl SseFrames {
     }
 }
 
+/// A tool's calls still under way (each on its own task, so a cancelled
+/// call can still cancel its remote task after its stream was dropped).
+#[derive(Debug, Clone, Default)]
+pub struct CallTracker(Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>);
+
+impl CallTracker {
+    fn track(&self, handle: tokio::task::JoinHandle<()>) {
+        let mut calls = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        calls.retain(|call| !call.is_finished());
+        calls.push(handle);
+    }
+
+    /// Waits, at most `within`, for the calls under way to end (a host
+    /// about to exit lets cancelled calls cancel their remote tasks).
+    pub async fn settle(&self, within: std::time::Duration) {
+        let calls: Vec<_> = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain(..)
+            .collect();
+        let _ = tokio::time::timeout(within, futures::future::join_all(calls)).await;
+    }
+}
+
 /// A remote A2A agent as a tool, `a2a_<name>`.
 pub struct A2aAgentTool {
     client: A2aClient,
     name: String,
     description: String,
+    calls: CallTracker,
 }
 
 impl A2aAgentTool {
@@ -289,7 +315,13 @@ impl A2aAgentTool {
             client,
             name,
             description,
+            calls: CallTracker::default(),
         })
+    }
+
+    /// Its calls under way.
+    pub fn calls(&self) -> CallTracker {
+        self.calls.clone()
     }
 }
 
@@ -333,7 +365,8 @@ impl Tool for A2aAgentTool {
         let (out, rx) = mpsc::unbounded_channel();
         // The call runs on its own task, so a dropped stream (the run
         // stopped polling it) still cancels the remote task.
-        tokio::spawn(drive(self.client.clone(), input, context, out));
+        self.calls
+            .track(tokio::spawn(drive(self.client.clone(), input, context, out)));
         Box::pin(futures::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|item| (item, rx))
         }))

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agentloop_a2a::client::{A2aAgentTool, RemoteAgent};
+use agentloop_a2a::client::{A2aAgentTool, CallTracker, RemoteAgent};
 use agentloop_types::Tool;
 use serde::{Deserialize, Serialize};
 
@@ -94,15 +94,27 @@ fn check_name(name: &str, origin: &str) -> Result<(), Failure> {
 }
 
 /// Reads each agent's card and makes its tool; an agent that cannot be
-/// reached fails the command.
-pub async fn tools(agents: Vec<RemoteAgent>) -> Result<Vec<Arc<dyn Tool>>, Failure> {
+/// reached fails the command. Each tool's calls under way come with it,
+/// to be settled before the command exits.
+pub async fn tools(
+    agents: Vec<RemoteAgent>,
+) -> Result<(Vec<Arc<dyn Tool>>, Vec<CallTracker>), Failure> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(agents.len());
+    let mut calls = Vec::with_capacity(agents.len());
     for agent in agents {
         let name = agent.name.clone();
         let tool = A2aAgentTool::connect(agent)
             .await
             .map_err(|e| Failure::Runtime(format!("A2A agent {name}: {e}")))?;
+        calls.push(tool.calls());
         tools.push(Arc::new(tool));
     }
-    Ok(tools)
+    Ok((tools, calls))
+}
+
+/// Lets cancelled calls cancel their remote tasks (a few seconds at most).
+pub async fn settle(calls: &[CallTracker]) {
+    for call in calls {
+        call.settle(std::time::Duration::from_secs(5)).await;
+    }
 }
