@@ -133,7 +133,11 @@ impl A2aClient {
             .json(body)
     }
 
-    async fn call(&self, method: &str, params: &impl serde::Serialize) -> Result<Value, ClientError> {
+    async fn call(
+        &self,
+        method: &str,
+        params: &impl serde::Serialize,
+    ) -> Result<Value, ClientError> {
         let body = rpc::request(&new_request_id(), method, params);
         let response = self
             .post(&body)
@@ -256,7 +260,8 @@ impl SseFrames {
                     self.data.clear();
                 }
             } else if let Some(value) = line.strip_prefix("data:") {
-                self.data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+                self.data
+                    .push(value.strip_prefix(' ').unwrap_or(value).to_owned());
             }
         }
         out
@@ -270,7 +275,10 @@ pub struct CallTracker(Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>);
 
 impl CallTracker {
     fn track(&self, handle: tokio::task::JoinHandle<()>) {
-        let mut calls = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut calls = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         calls.retain(|call| !call.is_finished());
         calls.push(handle);
     }
@@ -360,13 +368,19 @@ impl Tool for A2aAgentTool {
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {
         let input: CallInput = match agentloop_types::parse_input(input) {
             Ok(input) => input,
-            Err(result) => return Box::pin(futures::stream::once(async { ToolOutput::Done(result) })),
+            Err(result) => {
+                return Box::pin(futures::stream::once(async { ToolOutput::Done(result) }));
+            }
         };
         let (out, rx) = mpsc::unbounded_channel();
         // The call runs on its own task, so a dropped stream (the run
         // stopped polling it) still cancels the remote task.
-        self.calls
-            .track(tokio::spawn(drive(self.client.clone(), input, context, out)));
+        self.calls.track(tokio::spawn(drive(
+            self.client.clone(),
+            input,
+            context,
+            out,
+        )));
         Box::pin(futures::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|item| (item, rx))
         }))
@@ -434,7 +448,9 @@ async fn drive(
     }
     let result = match sent {
         Some(Err(error)) if call.task_id.is_none() => ToolResult::error(error.to_string()),
-        Some(Err(error)) => ToolResult::error(format!("{}\n(the stream broke: {error})", call.report())),
+        Some(Err(error)) => {
+            ToolResult::error(format!("{}\n(the stream broke: {error})", call.report()))
+        }
         _ => call.result(),
     };
     let _ = out.send(ToolOutput::Done(result));
@@ -595,9 +611,9 @@ mod tests {
         let mut frames = SseFrames::default();
         assert!(frames.push(b"data: {\"a\":").is_empty());
         assert!(frames.push(b"1}\r\n").is_empty());
-        assert_eq!(frames.push(b"\r\n: keep-alive\n\nevent: error\ndata: x\ndata: y\n\n"), vec![
-            "{\"a\":1}".to_owned(),
-            "x\ny".to_owned()
-        ]);
+        assert_eq!(
+            frames.push(b"\r\n: keep-alive\n\nevent: error\ndata: x\ndata: y\n\n"),
+            vec!["{\"a\":1}".to_owned(), "x\ny".to_owned()]
+        );
     }
 }

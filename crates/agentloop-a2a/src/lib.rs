@@ -29,6 +29,4 @@ pub mod wire;
 
 pub use mapping::{Reply, TaskIds};
 pub use rpc::{ErrorCode, RpcError};
-pub use wire::{
-    AgentCard, Artifact, Message, Part, StreamResponse, Task, TaskState, TaskStatus,
-};
+pub use wire::{AgentCard, Artifact, Message, Part, StreamResponse, Task, TaskState, TaskStatus};

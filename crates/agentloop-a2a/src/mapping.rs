@@ -71,25 +71,32 @@ pub fn status_of(ids: &TaskIds, result: &LoopResult) -> TaskStatus {
         LoopStatus::Complete { .. } => ids.status(TaskState::Completed, None),
         LoopStatus::Suspended { pending, .. } => {
             let pending: Vec<&PendingCall> = pending.iter().collect();
-            ids.status(TaskState::InputRequired, Some(input_required(ids, &pending)))
+            ids.status(
+                TaskState::InputRequired,
+                Some(input_required(ids, &pending)),
+            )
         }
         LoopStatus::Cancelled => {
-            let why = result
-                .stop
-                .as_ref()
-                .map_or_else(|| "the run was cancelled".to_owned(), |s| s.stop_message.clone());
+            let why = result.stop.as_ref().map_or_else(
+                || "the run was cancelled".to_owned(),
+                |s| s.stop_message.clone(),
+            );
             ids.status(TaskState::Canceled, say("canceled", why))
         }
-        LoopStatus::Error { error } => {
-            ids.status(TaskState::Failed, say("failed", format!("the run failed: {error}")))
-        }
+        LoopStatus::Error { error } => ids.status(
+            TaskState::Failed,
+            say("failed", format!("the run failed: {error}")),
+        ),
         LoopStatus::MaxIterations => ids.status(
             TaskState::Failed,
             say("failed", "the run reached its turn limit".to_owned()),
         ),
         LoopStatus::LimitExceeded { limit } => ids.status(
             TaskState::Failed,
-            say("failed", format!("the run reached its {} limit", limit.name())),
+            say(
+                "failed",
+                format!("the run reached its {} limit", limit.name()),
+            ),
         ),
     }
 }
@@ -193,7 +200,9 @@ pub fn progress(ids: &TaskIds, event: &LoopEvent) -> Option<StreamResponse> {
         }
         EventKind::ToolStart(start) if start.depth <= 1 => (
             format!("running tool {}", start.name),
-            Some(json!({ "tool": start.name, "call_id": start.tool_use_id, "arguments": start.input })),
+            Some(
+                json!({ "tool": start.name, "call_id": start.tool_use_id, "arguments": start.input }),
+            ),
         ),
         _ => return None,
     };
@@ -240,7 +249,9 @@ pub fn decision_from_text(wait: &Wait, text: &str) -> Result<Decision, String> {
             let (word, rest) = trimmed.split_at(word_end);
             let reason = rest.trim_start_matches([':', ',', '.', '-', ' ']).trim();
             match word.to_ascii_lowercase().as_str() {
-                "approve" | "approved" | "yes" | "y" | "ok" => Ok(Decision::Approve { arguments: None }),
+                "approve" | "approved" | "yes" | "y" | "ok" => {
+                    Ok(Decision::Approve { arguments: None })
+                }
                 "reject" | "rejected" | "no" | "n" | "deny" => Ok(Decision::Reject {
                     reason: if reason.is_empty() {
                         "the user rejected this call".to_owned()

@@ -170,10 +170,7 @@ impl Request {
             } else {
                 "a request must be a JSON object"
             };
-            return Err((
-                Value::Null,
-                RpcError::new(ErrorCode::InvalidRequest, what),
-            ));
+            return Err((Value::Null, RpcError::new(ErrorCode::InvalidRequest, what)));
         };
         let id = match object.remove("id") {
             None | Some(Value::Null) => Value::Null,
@@ -199,7 +196,10 @@ impl Request {
             _ => {
                 return Err((
                     id,
-                    RpcError::new(ErrorCode::InvalidRequest, "method must be a non-empty string"),
+                    RpcError::new(
+                        ErrorCode::InvalidRequest,
+                        "method must be a non-empty string",
+                    ),
                 ));
             }
         };
@@ -207,10 +207,7 @@ impl Request {
             None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
             Some(params @ Value::Object(_)) => params,
             Some(_) => {
-                return Err((
-                    id,
-                    RpcError::invalid_params("params must be an object"),
-                ));
+                return Err((id, RpcError::invalid_params("params must be an object")));
             }
         };
         Ok(Self { id, method, params })
@@ -242,7 +239,9 @@ pub fn request(id: &str, method: &str, params: &impl Serialize) -> Value {
 /// error it carried.
 pub fn parse_answer(answer: Value) -> Result<Value, AnswerError> {
     let Value::Object(mut object) = answer else {
-        return Err(AnswerError::Malformed("an answer must be a JSON object".to_owned()));
+        return Err(AnswerError::Malformed(
+            "an answer must be a JSON object".to_owned(),
+        ));
     };
     if let Some(error) = object.remove("error").filter(|e| !e.is_null()) {
         return Err(match serde_json::from_value::<RpcError>(error) {

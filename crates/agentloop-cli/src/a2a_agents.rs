@@ -62,7 +62,9 @@ pub fn remote_agents(
         let (name, url) = flag
             .split_once('=')
             .filter(|(_, url)| url.starts_with("http://") || url.starts_with("https://"))
-            .ok_or_else(|| Failure::usage(format!("--a2a {flag:?}: expected NAME=URL (http or https)")))?;
+            .ok_or_else(|| {
+                Failure::usage(format!("--a2a {flag:?}: expected NAME=URL (http or https)"))
+            })?;
         check_name(name, "--a2a")?;
         agents.insert(
             name.to_owned(),

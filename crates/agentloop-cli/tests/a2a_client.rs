@@ -33,7 +33,9 @@ fn python() -> Option<PathBuf> {
         std::env::var_os("CI").is_none(),
         "a2a-sdk is not installed; .ci/run installs it into target/test-tools/py"
     );
-    eprintln!("SKIPPED: a2a-sdk is not installed (install .ci/python-test-tools.txt into target/test-tools/py)");
+    eprintln!(
+        "SKIPPED: a2a-sdk is not installed (install .ci/python-test-tools.txt into target/test-tools/py)"
+    );
     None
 }
 
@@ -85,7 +87,15 @@ fn call(id: &str, message: &str) -> Value {
 
 fn run_args<'a>(provider: &'a str, agent: &'a str) -> Vec<&'a str> {
     vec![
-        "run", "delegate", "--approve", "all", "--provider", provider, "--a2a", agent, "--json",
+        "run",
+        "delegate",
+        "--approve",
+        "all",
+        "--provider",
+        provider,
+        "--a2a",
+        agent,
+        "--json",
     ]
 }
 
@@ -101,7 +111,12 @@ fn result_of(events: &[Value], id: &str) -> Value {
     events
         .iter()
         .filter(|e| e["type"] == "message_created")
-        .flat_map(|e| e["message"]["content"].as_array().cloned().unwrap_or_default())
+        .flat_map(|e| {
+            e["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .find(|block| block["type"] == "tool_result" && block["tool_use_id"] == id)
         .unwrap_or_else(|| panic!("no tool result for {id}: {events:?}"))
 }
@@ -127,13 +142,23 @@ fn a_run_delegates_to_an_a2a_sdk_agent_with_progress_and_input_required() {
         .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY")
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let events = events(&output.stdout);
 
     // The answer artifact is the call's result.
     let echo = result_of(&events, "call-echo");
     assert_ne!(echo["is_error"], true, "{echo}");
-    assert!(echo["content"].as_str().unwrap().contains("echo: hello there"), "{echo}");
+    assert!(
+        echo["content"]
+            .as_str()
+            .unwrap()
+            .contains("echo: hello there"),
+        "{echo}"
+    );
     // The agent's working update was the call's progress.
     let progress: Vec<String> = events
         .iter()
@@ -141,7 +166,9 @@ fn a_run_delegates_to_an_a2a_sdk_agent_with_progress_and_input_required() {
         .map(|e| e.to_string())
         .collect();
     assert!(
-        progress.iter().any(|p| p.contains("thinking about hello there")),
+        progress
+            .iter()
+            .any(|p| p.contains("thinking about hello there")),
         "{progress:?}"
     );
 
@@ -149,7 +176,10 @@ fn a_run_delegates_to_an_a2a_sdk_agent_with_progress_and_input_required() {
     // names the task to reply to.
     let ask = result_of(&events, "call-ask");
     let text = ask["content"].as_str().unwrap();
-    assert!(text.contains("needs input") && text.contains("what colour?"), "{ask}");
+    assert!(
+        text.contains("needs input") && text.contains("what colour?"),
+        "{ask}"
+    );
     assert!(text.contains("task_id"), "{ask}");
 }
 
@@ -180,7 +210,10 @@ fn interrupting_a_run_cancels_the_remote_task() {
             break;
         }
     }
-    assert!(seen.last().is_some_and(|l| l.contains("step 1")), "{seen:?}");
+    assert!(
+        seen.last().is_some_and(|l| l.contains("step 1")),
+        "{seen:?}"
+    );
     // SIGINT, as Ctrl-C would.
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -190,7 +223,10 @@ fn interrupting_a_run_cancels_the_remote_task() {
     seen.extend(lines.map(Result::unwrap));
     let status = child.wait().unwrap();
     let finished = seen.last().unwrap();
-    assert!(finished.contains("\"cancelled\""), "{finished} ({status:?})");
+    assert!(
+        finished.contains("\"cancelled\""),
+        "{finished} ({status:?})"
+    );
 
     // The sample agent's cancel ran for its task.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -202,7 +238,10 @@ fn interrupting_a_run_cancels_the_remote_task() {
         if let Some(found) = found {
             break found.path();
         }
-        assert!(Instant::now() < deadline, "the remote task was never cancelled");
+        assert!(
+            Instant::now() < deadline,
+            "the remote task was never cancelled"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(std::fs::read_to_string(marker).unwrap(), "cancelled");

@@ -113,9 +113,8 @@ fn the_a2a_sdk_sends_streams_reads_and_answers_input_required() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let create = |path: &str| {
-        json!({ "command": "create", "path": path, "file_text": "hello" }).to_string()
-    };
+    let create =
+        |path: &str| json!({ "command": "create", "path": path, "file_text": "hello" }).to_string();
     let script = dir.path().join("script.json");
     write_script(
         &script,
@@ -154,7 +153,13 @@ fn the_a2a_sdk_sends_streams_reads_and_answers_input_required() {
     let first = task_id(&sent);
     let context = sent[0]["task"]["contextId"].as_str().unwrap().to_owned();
     // The context is the agentloop task the message created.
-    let (status, created) = http(&address, &token, "GET", &format!("/api/tasks/{context}"), None);
+    let (status, created) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/tasks/{context}"),
+        None,
+    );
     assert_eq!(status, 200, "{created}");
     assert_eq!(created["title"], "Plan the work");
 
@@ -168,20 +173,27 @@ fn the_a2a_sdk_sends_streams_reads_and_answers_input_required() {
     ));
     assert_eq!(streamed[0]["task"]["status"]["state"], "TASK_STATE_WORKING");
     assert!(
-        streamed.iter().any(|i| i["statusUpdate"]["status"]["message"]["parts"][0]["text"]
-            == "Streamed."),
+        streamed
+            .iter()
+            .any(|i| i["statusUpdate"]["status"]["message"]["parts"][0]["text"] == "Streamed."),
         "{streamed:?}"
     );
     let artifact = streamed
         .iter()
         .find(|i| i["artifactUpdate"].is_object())
         .unwrap_or_else(|| panic!("an artifact update: {streamed:?}"));
-    assert_eq!(artifact["artifactUpdate"]["artifact"]["parts"][0]["text"], "Streamed.");
+    assert_eq!(
+        artifact["artifactUpdate"]["artifact"]["parts"][0]["text"],
+        "Streamed."
+    );
     assert_eq!(last_state(&streamed), "TASK_STATE_COMPLETED");
 
     // GetTask reads the first task back.
     let got = client(&python, &address, &token, &["get", &first]);
-    assert_eq!(got["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{got}");
+    assert_eq!(
+        got["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{got}"
+    );
     assert_eq!(answer(&got["task"]["artifacts"]), "Planned it.");
 
     // A write that needs approval: the task needs input, the file is not
@@ -194,7 +206,11 @@ fn the_a2a_sdk_sends_streams_reads_and_answers_input_required() {
         &token,
         &["stream", &asking, "planification", "Write a2a.md"],
     ));
-    assert_eq!(last_state(&waiting), "TASK_STATE_INPUT_REQUIRED", "{waiting:?}");
+    assert_eq!(
+        last_state(&waiting),
+        "TASK_STATE_INPUT_REQUIRED",
+        "{waiting:?}"
+    );
     let waiting_id = task_id(&waiting);
     let last = waiting.last().unwrap();
     let pending = &last["statusUpdate"]["status"]["message"]["parts"][1]["data"]["pending"];
@@ -202,18 +218,37 @@ fn the_a2a_sdk_sends_streams_reads_and_answers_input_required() {
     assert_eq!(pending[0]["kind"], "approval");
     assert!(!repo.join("a2a.md").exists());
     let got = client(&python, &address, &token, &["get", &waiting_id]);
-    assert_eq!(got["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{got}");
+    assert_eq!(
+        got["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{got}"
+    );
 
     // A text reply approves it: the tool runs and the task completes.
-    let resumed = items(&client(&python, &address, &token, &["reply", &waiting_id, "approve"]));
+    let resumed = items(&client(
+        &python,
+        &address,
+        &token,
+        &["reply", &waiting_id, "approve"],
+    ));
     assert_eq!(last_state(&resumed), "TASK_STATE_COMPLETED", "{resumed:?}");
     assert_eq!(task_id(&resumed), waiting_id);
-    assert_eq!(std::fs::read_to_string(repo.join("a2a.md")).unwrap(), "hello");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a2a.md")).unwrap(),
+        "hello"
+    );
 
     // A completed task takes no more messages.
-    let again = client(&python, &address, &token, &["reply", &waiting_id, "approve"]);
+    let again = client(
+        &python,
+        &address,
+        &token,
+        &["reply", &waiting_id, "approve"],
+    );
     assert!(
-        again["error"].as_str().unwrap_or_default().starts_with("UnsupportedOperationError"),
+        again["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("UnsupportedOperationError"),
         "{again}"
     );
 
@@ -224,7 +259,11 @@ fn the_a2a_sdk_sends_streams_reads_and_answers_input_required() {
         &token,
         &["stream", &asking, "planification", "Write no.md"],
     ));
-    assert_eq!(last_state(&waiting), "TASK_STATE_INPUT_REQUIRED", "{waiting:?}");
+    assert_eq!(
+        last_state(&waiting),
+        "TASK_STATE_INPUT_REQUIRED",
+        "{waiting:?}"
+    );
     let decisions = json!({ "decisions": [
         { "call_id": "call-2", "decision": "reject", "reason": "not now" }
     ] });
@@ -234,7 +273,11 @@ fn the_a2a_sdk_sends_streams_reads_and_answers_input_required() {
         &token,
         &["reply-data", &task_id(&waiting), &decisions.to_string()],
     ));
-    assert_eq!(last_state(&rejected), "TASK_STATE_COMPLETED", "{rejected:?}");
+    assert_eq!(
+        last_state(&rejected),
+        "TASK_STATE_COMPLETED",
+        "{rejected:?}"
+    );
     assert!(!repo.join("no.md").exists());
 }
 
@@ -260,7 +303,12 @@ fn cancelling_an_a2a_task_stops_its_run_before_the_tool_writes() {
     let server = serve(&db, &script, "only");
     let address = server.address.clone();
     let repo = dir.path().join("one");
-    let unattended = project(&address, &token, &repo, json!({ "approvals": "unattended" }));
+    let unattended = project(
+        &address,
+        &token,
+        &repo,
+        json!({ "approvals": "unattended" }),
+    );
 
     // A second client cancels the task as soon as the stream names it; the
     // stream ends cancelled.
@@ -268,10 +316,18 @@ fn cancelling_an_a2a_task_stops_its_run_before_the_tool_writes() {
         &python,
         &address,
         &token,
-        &["stream-cancel", &unattended, "planification", "Write never.md"],
+        &[
+            "stream-cancel",
+            &unattended,
+            "planification",
+            "Write never.md",
+        ],
     );
     let streamed = items(&out);
-    assert_eq!(out["cancelled"]["status"]["state"], "TASK_STATE_CANCELED", "{out}");
+    assert_eq!(
+        out["cancelled"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{out}"
+    );
     assert_eq!(last_state(&streamed), "TASK_STATE_CANCELED", "{out}");
 
     // The run is cancelled, its model turn ended before the tool call,
@@ -289,12 +345,18 @@ fn cancelling_an_a2a_task_stops_its_run_before_the_tool_writes() {
     assert!(!messages.to_string().contains("never.md"), "{messages}");
     assert!(!repo.join("never.md").exists());
     let got = client(&python, &address, &token, &["get", &run_id]);
-    assert_eq!(got["task"]["status"]["state"], "TASK_STATE_CANCELED", "{got}");
+    assert_eq!(
+        got["task"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{got}"
+    );
 
     // An ended task cannot be cancelled again.
     let again = client(&python, &address, &token, &["cancel", &run_id]);
     assert!(
-        again["error"].as_str().unwrap_or_default().starts_with("TaskNotCancelableError"),
+        again["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("TaskNotCancelableError"),
         "{again}"
     );
 }
@@ -316,7 +378,12 @@ fn the_a2a_endpoint_refuses_other_users_no_token_and_bad_requests() {
     let server = serve(&db, &script, "only");
     let address = server.address.clone();
     let adas = project(&address, &ada, &dir.path().join("one"), json!({}));
-    let sent = items(&client(&python, &address, &ada, &["send", &adas, "planification", "Mine"]));
+    let sent = items(&client(
+        &python,
+        &address,
+        &ada,
+        &["send", &adas, "planification", "Mine"],
+    ));
     let adas_task = task_id(&sent);
 
     // Bob cannot read, cancel or answer Ada's task, nor start one in her
@@ -329,21 +396,38 @@ fn the_a2a_endpoint_refuses_other_users_no_token_and_bad_requests() {
     ] {
         let out = client(&python, &address, &bob, &args);
         assert!(
-            out["error"].as_str().unwrap_or_default().starts_with("TaskNotFoundError"),
+            out["error"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("TaskNotFoundError"),
             "{args:?}: {out}"
         );
     }
-    let out = client(&python, &address, &bob, &["send", &adas, "planification", "Hers"]);
+    let out = client(
+        &python,
+        &address,
+        &bob,
+        &["send", &adas, "planification", "Hers"],
+    );
     assert!(
-        out["error"].as_str().unwrap_or_default().starts_with("InvalidParamsError"),
+        out["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("InvalidParamsError"),
         "{out}"
     );
     let got = client(&python, &address, &ada, &["get", &adas_task]);
-    assert_eq!(got["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{got}");
+    assert_eq!(
+        got["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{got}"
+    );
 
     // Without a token the endpoint answers 401 (the card stays public).
     let out = client(&python, &address, "", &["get", &adas_task]);
-    assert!(out["error"].as_str().unwrap_or_default().contains("401"), "{out}");
+    assert!(
+        out["error"].as_str().unwrap_or_default().contains("401"),
+        "{out}"
+    );
     let (status, _) = http(&address, "wrong", "POST", "/a2a", Some(json!({})));
     assert_eq!(status, 401);
 
@@ -353,13 +437,22 @@ fn the_a2a_endpoint_refuses_other_users_no_token_and_bad_requests() {
     let answer = rpc(json!({ "jsonrpc": "2.0", "id": 1, "method": "Nope" }));
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
     assert_eq!(answer["id"], 1);
-    let answer = rpc(json!({ "jsonrpc": "2.0", "id": "x", "method": "GetTask", "params": { "id": 5 } }));
+    let answer =
+        rpc(json!({ "jsonrpc": "2.0", "id": "x", "method": "GetTask", "params": { "id": 5 } }));
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     let answer = rpc(json!([{ "jsonrpc": "2.0", "id": 1, "method": "GetTask" }]));
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
-    let answer = rpc(json!({ "jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {
+    let answer = rpc(
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {
         "message": { "messageId": "m", "role": "ROLE_USER", "parts": [{ "text": "hi" }] }
-    } }));
+    } }),
+    );
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
-    assert!(answer["error"]["message"].as_str().unwrap().contains("tenant"), "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tenant"),
+        "{answer}"
+    );
 }

@@ -128,8 +128,11 @@ async fn rpc_endpoint(
     let body = match body {
         Ok(body) => body,
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large")
-                .into_response();
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is too large",
+            )
+            .into_response();
         }
         Err(rejection) => {
             return ApiError::new(rejection.status(), rejection.body_text()).into_response();
@@ -241,7 +244,12 @@ impl Call {
                 "push notifications are not supported: register webhooks on the project instead",
             ));
         }
-        if params.message.parts.iter().any(|p| p.raw.is_some() || p.url.is_some()) {
+        if params
+            .message
+            .parts
+            .iter()
+            .any(|p| p.raw.is_some() || p.url.is_some())
+        {
             return Err(RpcError::new(
                 ErrorCode::ContentTypeNotSupported,
                 "only text and data parts are read; files are not",
@@ -281,7 +289,12 @@ impl Call {
             match result {
                 Some(result) => task_from_result(&ids, &result),
                 None => {
-                    let run = self.state.store.get_agent_run(&run.id).await.map_err(internal)?;
+                    let run = self
+                        .state
+                        .store
+                        .get_agent_run(&run.id)
+                        .await
+                        .map_err(internal)?;
                     task_of(&self.state, &run, &ids).await?
                 }
             }
@@ -290,7 +303,10 @@ impl Call {
     }
 
     /// Starts the run a message without `taskId` asks for.
-    async fn start(&self, params: &SendMessageRequest) -> Result<(AgentRun, TaskContext), RpcError> {
+    async fn start(
+        &self,
+        params: &SendMessageRequest,
+    ) -> Result<(AgentRun, TaskContext), RpcError> {
         let message = &params.message;
         let text = message
             .text()
@@ -363,7 +379,10 @@ impl Call {
             State(self.state.clone()),
             AuthUser(self.user.clone()),
             Path(ctx.task.id.clone()),
-            ApiJson(Map::from_iter([("content".to_owned(), Value::String(content))])),
+            ApiJson(Map::from_iter([(
+                "content".to_owned(),
+                Value::String(content),
+            )])),
         )
         .await
         .map(|_| ())
@@ -399,18 +418,24 @@ impl Call {
             .map(|(call, _)| call)
             .collect();
         let decisions = match mapping::reply(message) {
-            Some(Reply::Decisions(body)) => parse_decisions(&body)
-                .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?,
+            Some(Reply::Decisions(body)) => {
+                parse_decisions(&body).map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?
+            }
             Some(Reply::Text(text)) => match pending.as_slice() {
                 [call] => vec![(
                     call.call.id.clone(),
-                    mapping::decision_from_text(&call.wait, &text).map_err(RpcError::invalid_params)?,
+                    mapping::decision_from_text(&call.wait, &text)
+                        .map_err(RpcError::invalid_params)?,
                 )],
                 _ => {
                     return Err(RpcError::invalid_params(format!(
                         "{} calls wait: reply with a data part {{\"decisions\": [...]}} deciding each of {}",
                         pending.len(),
-                        pending.iter().map(|c| c.call.id.as_str()).collect::<Vec<_>>().join(", ")
+                        pending
+                            .iter()
+                            .map(|c| c.call.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )));
                 }
             },
@@ -543,7 +568,9 @@ impl Call {
                 }
             },
         );
-        Sse::new(items).keep_alive(KeepAlive::default()).into_response()
+        Sse::new(items)
+            .keep_alive(KeepAlive::default())
+            .into_response()
     }
 }
 
@@ -571,7 +598,11 @@ fn final_updates(ids: &TaskIds, result: &LoopResult) -> Vec<StreamResponse> {
 /// event it saw (a run cancelled while it waited, or a server stopping):
 /// the task as its record says.
 async fn ended_updates(state: &AppState, ids: &TaskIds) -> Result<Vec<StreamResponse>, RpcError> {
-    let run = state.store.get_agent_run(&ids.task_id).await.map_err(internal)?;
+    let run = state
+        .store
+        .get_agent_run(&ids.task_id)
+        .await
+        .map_err(internal)?;
     let task = task_of(state, &run, ids).await?;
     Ok(artifact_updates(ids, task.artifacts)
         .chain(std::iter::once(ids.update(task.status)))

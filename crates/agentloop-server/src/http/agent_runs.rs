@@ -275,7 +275,9 @@ const DEFAULT_REJECTION: &str = "the user rejected this call";
 
 /// Parses `{"decisions": [{"call_id", "decision", ...}, ...]}`: at least
 /// one decision, each call once, no unknown fields.
-pub(super) fn parse_decisions(body: &Map<String, Value>) -> Result<Vec<(String, Decision)>, ApiError> {
+pub(super) fn parse_decisions(
+    body: &Map<String, Value>,
+) -> Result<Vec<(String, Decision)>, ApiError> {
     if let Some(key) = body.keys().find(|k| k.as_str() != "decisions") {
         return Err(ApiError::bad_request(format!("unknown field {key:?}")));
     }

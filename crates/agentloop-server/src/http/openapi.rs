@@ -141,7 +141,14 @@ fn operations(offers: Offers) -> Vec<Operation> {
                             "capabilities": {"type": "object"},
                             "skills": {"type": "array", "items": {"type": "object"}}
                         }),
-                        &["name", "description", "version", "supportedInterfaces", "capabilities", "skills"],
+                        &[
+                            "name",
+                            "description",
+                            "version",
+                            "supportedInterfaces",
+                            "capabilities",
+                            "skills",
+                        ],
                     )),
                 ),
             )
