@@ -178,8 +178,10 @@ pub fn input_required(ids: &TaskIds, pending: &[&PendingCall]) -> Message {
             .to_owned()
     });
     let data = json!({ "pending": pending.iter().map(|c| pending_json(c)).collect::<Vec<_>>() });
+    // One status message per round of waiting: named by the calls it lists.
+    let calls: Vec<&str> = pending.iter().map(|c| c.call.id.as_str()).collect();
     ids.message(
-        "input-required",
+        &format!("input-required-{}", calls.join("-")),
         vec![Part::text(lines.join("\n")), Part::data(data)],
     )
 }
