@@ -34,6 +34,7 @@ pub const BELOW_STORAGE: &[&str] = &[
     "agentloop-tools",
     "agentloop-mcp",
     "agentloop-agui",
+    "agentloop-a2a",
     "agentloop-testing",
 ];
 
@@ -43,6 +44,7 @@ const PROVIDERS: &str = "agentloop-providers";
 const TOOLS: &str = "agentloop-tools";
 const MCP: &str = "agentloop-mcp";
 const AGUI: &str = "agentloop-agui";
+const A2A: &str = "agentloop-a2a";
 const RUNTIME: &str = "agentloop-runtime";
 const SERVER: &str = "agentloop-server";
 const RESTATE: &str = "agentloop-restate";
@@ -61,11 +63,15 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (MCP, &[TYPES]),
     // AG-UI: the protocol types' events in another protocol's words.
     (AGUI, &[TYPES]),
+    // A2A: runs as another protocol's tasks.
+    (A2A, &[TYPES]),
     (STORAGE, &[TYPES]),
     (RUNTIME, &[TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE]),
     (
         SERVER,
-        &[RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, AGUI],
+        &[
+            RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, AGUI, A2A,
+        ],
     ),
     // Evals run agents through the loop; what builds the agent (tools,
     // providers) is the caller's, so the eval layer needs only the loop.
@@ -79,7 +85,7 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (
         CLI,
         &[
-            SERVER, RESTATE, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, EVAL,
+            SERVER, RESTATE, RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, EVAL, A2A,
         ],
     ),
     // The front door re-exports the layers (most behind opt-in features),

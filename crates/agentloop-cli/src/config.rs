@@ -21,6 +21,11 @@
 //! [mcp_servers.web]
 //! url = "http://localhost:3001/mcp"
 //!
+//! [a2a_agents.reviewer]         # a remote A2A agent, offered to `run` as the tool a2a_reviewer
+//! url = "http://127.0.0.1:8080"  # its base URL (card at /.well-known/agent-card.json)
+//! token_env = "REVIEWER_TOKEN"  # the variable holding its bearer token
+//! tenant = "PROJECT_ID"         # for an agentloop server: the project its tasks go to
+//!
 //! [shell]                       # the shell tool's sandbox (`--tools shell`)
 //! read = ["/srv/datasets"]      # more read-only paths, besides the system and toolchain list
 //! network = false               # true: commands keep the host's network
@@ -77,6 +82,10 @@ pub struct Config {
     /// or `{url, headers}`), besides those of `--mcp` and `--mcp-stdio`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<serde_json::Value>,
+    /// Remote A2A agents every `run` offers as tools (`a2a_NAME`),
+    /// besides those of `--a2a`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub a2a_agents: std::collections::BTreeMap<String, crate::a2a_agents::A2aAgentEntry>,
     /// Defaults of `agentloop serve`.
     #[serde(default, skip_serializing_if = "ServeConfig::is_empty")]
     pub serve: ServeConfig,

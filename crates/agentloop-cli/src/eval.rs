@@ -148,6 +148,7 @@ impl EvalArgs {
             skills: None,
             mcp: Vec::new(),
             mcp_stdio: Vec::new(),
+            a2a: Vec::new(),
             mcp_timeout: 300,
             approve: self.approve.clone(),
             output_schema: None,

@@ -13,6 +13,7 @@
 //! codes are listed in [`args::EXIT_CODES`]: 0 ok, 1 runtime failure, 2
 //! usage error, then the run statuses.
 
+mod a2a_agents;
 mod agent;
 mod approve;
 mod args;
@@ -113,7 +114,8 @@ fn main() -> ExitCode {
             );
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks)?;
-            runtime.block_on(run::run(args, approvals, config.mcp()?, hooks))
+            let remote = a2a_agents::remote_agents(&config.a2a_agents, &args.a2a)?;
+            runtime.block_on(run::run(args, approvals, config.mcp()?, remote, hooks))
         }),
         Command::Eval(mut args) => config::load().and_then(|config| {
             tools::check_names(&args.tools, "--tools")?;

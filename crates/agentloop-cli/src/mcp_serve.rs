@@ -143,6 +143,7 @@ impl McpServeArgs {
             skills: self.skills.clone(),
             mcp: self.mcp.clone(),
             mcp_stdio: self.mcp_stdio.clone(),
+            a2a: Vec::new(),
             mcp_timeout: self.mcp_timeout,
             approve: self.approve.clone(),
             output_schema: self.output_schema.clone(),

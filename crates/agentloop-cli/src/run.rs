@@ -43,6 +43,7 @@ pub async fn run(
     mut args: RunArgs,
     approvals: ApprovalPolicies,
     configured_mcp: McpConfig,
+    remote_agents: Vec<agentloop_a2a::client::RemoteAgent>,
     hooks: Hooks,
 ) -> Outcome {
     let prompt = prompt::read(args.prompt.as_deref())?;
@@ -86,6 +87,8 @@ pub async fn run(
     let mcp = start_mcp(configured_mcp, &args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
     let mcp_tool_names: Vec<String> = mcp.tools().iter().map(|t| t.name().to_owned()).collect();
     tools.extend(mcp.tools());
+    let (a2a_tools, a2a_calls) = crate::a2a_agents::tools(remote_agents).await?;
+    tools.extend(a2a_tools);
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
@@ -188,6 +191,7 @@ pub async fn run(
         stdout.line(answer)?;
     }
     mcp.shutdown().await;
+    crate::a2a_agents::settle(&a2a_calls).await;
     if in_place {
         out::note(demo::after_question());
     }

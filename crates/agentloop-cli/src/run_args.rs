@@ -110,6 +110,12 @@ pub struct RunArgs {
     /// `everything`). Repeatable.
     #[arg(long = "mcp-stdio", value_name = "COMMAND")]
     pub mcp_stdio: Vec<String>,
+    /// A remote A2A agent to delegate to: `NAME=URL` (its base URL, the
+    /// card at `/.well-known/agent-card.json`), offered as the tool
+    /// `a2a_NAME`. Repeatable; tokens and tenants go in the
+    /// configuration's `[a2a_agents.NAME]`.
+    #[arg(long = "a2a", value_name = "NAME=URL")]
+    pub a2a: Vec<String>,
     /// Seconds one MCP tool call may take before its server counts as hung
     /// (the call fails and the server is restarted; at least 1).
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]

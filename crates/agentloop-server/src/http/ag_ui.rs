@@ -214,7 +214,7 @@ async fn resume(
 }
 
 /// The seq of the run's last stored event.
-async fn last_seq(state: &AppState, run_id: &str) -> Result<Option<u64>, ApiError> {
+pub(super) async fn last_seq(state: &AppState, run_id: &str) -> Result<Option<u64>, ApiError> {
     const PAGE: u32 = 500;
     let mut after = None;
     loop {

@@ -207,6 +207,19 @@ pub(super) async fn cancel(
     Path(run_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let (run, ctx) = owned_run(&state, &user, &run_id).await?;
+    let run = cancel_run(&state, &user, &ctx, &run).await?;
+    Ok(Json(agent_run_json(&run)))
+}
+
+/// Cancels the user's run: records it cancelled, halts it where it runs
+/// here, closes what it waited on and tells its owner. A run that has
+/// already ended is a 409 naming its status.
+pub(super) async fn cancel_run(
+    state: &AppState,
+    user: &User,
+    ctx: &TaskContext,
+    run: &AgentRun,
+) -> Result<AgentRun, ApiError> {
     let reason = EndReason::new("cancel", format!("cancelled by {}", user.name));
     let cancelled = state
         .store
@@ -230,10 +243,9 @@ pub(super) async fn cancel(
     if let Some(local) = state.local_run(&run.id) {
         local.halt(crate::state::Halt::Cancel);
     }
-    waiting::close_pending(&state, &ctx, &run).await;
-    state.notify_run_status(&ctx.owner, &run, AgentRunStatus::Cancelled);
-    let run = state.store.get_agent_run(&run.id).await?;
-    Ok(Json(agent_run_json(&run)))
+    waiting::close_pending(state, ctx, run).await;
+    state.notify_run_status(&ctx.owner, run, AgentRunStatus::Cancelled);
+    Ok(state.store.get_agent_run(&run.id).await?)
 }
 
 impl From<DecideError> for ApiError {
@@ -263,7 +275,9 @@ const DEFAULT_REJECTION: &str = "the user rejected this call";
 
 /// Parses `{"decisions": [{"call_id", "decision", ...}, ...]}`: at least
 /// one decision, each call once, no unknown fields.
-fn parse_decisions(body: &Map<String, Value>) -> Result<Vec<(String, Decision)>, ApiError> {
+pub(super) fn parse_decisions(
+    body: &Map<String, Value>,
+) -> Result<Vec<(String, Decision)>, ApiError> {
     if let Some(key) = body.keys().find(|k| k.as_str() != "decisions") {
         return Err(ApiError::bad_request(format!("unknown field {key:?}")));
     }

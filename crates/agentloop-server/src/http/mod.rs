@@ -8,6 +8,7 @@
 //! lifecycle ([`crate::drive`], [`crate::waiting`], [`crate::runner`]) and
 //! the state, and turn their typed errors into [`ApiError`] here.
 
+pub mod a2a;
 pub mod ag_ui;
 pub mod agent_runs;
 pub mod error;
@@ -70,6 +71,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/agent-runs/{runId}/pending"),
     ("post", "/api/agent-runs/{runId}/decisions"),
     ("post", "/api/tasks/{taskId}/ag-ui"),
+    ("get", "/.well-known/agent-card.json"),
+    ("post", "/a2a"),
     ("get", "/api/ws"),
     ("get", "/api/projects/{projectId}/webhooks"),
     ("put", "/api/projects/{projectId}/webhooks"),
@@ -102,6 +105,7 @@ pub fn router(state: AppState) -> Router {
     let streaming = events::router()
         .merge(ws::router())
         .merge(ag_ui::router())
+        .merge(a2a::router())
         .merge(mcp::router(state.clone()));
     plain
         .merge(streaming)

@@ -123,6 +123,36 @@ fn operations(offers: Offers) -> Vec<Operation> {
                 ("200", "OpenAPI 3.1", Some(json!({"type": "object"}))),
             )
         },
+        Operation {
+            access: Access::Public,
+            ..op(
+                "get",
+                "/.well-known/agent-card.json",
+                "The A2A agent card (protocol 1.0): the server's agents, reached over JSON-RPC at `POST /a2a` (described under `x-a2a`) with a bearer token",
+                (
+                    "200",
+                    "An A2A `AgentCard`",
+                    Some(object(
+                        json!({
+                            "name": {"type": "string"},
+                            "description": {"type": "string"},
+                            "version": {"type": "string"},
+                            "supportedInterfaces": {"type": "array", "items": {"type": "object"}},
+                            "capabilities": {"type": "object"},
+                            "skills": {"type": "array", "items": {"type": "object"}}
+                        }),
+                        &[
+                            "name",
+                            "description",
+                            "version",
+                            "supportedInterfaces",
+                            "capabilities",
+                            "skills",
+                        ],
+                    )),
+                ),
+            )
+        },
         op(
             "get",
             "/api/me",
@@ -813,6 +843,44 @@ fn describe(operation: Operation, all: &[(&str, &str)]) -> Value {
     Value::Object(out)
 }
 
+/// `POST /a2a`, which speaks JSON-RPC (its errors are JSON-RPC answers
+/// with HTTP 200), so it is described in an extension, not under `paths`.
+fn a2a() -> Value {
+    json!({
+        "/a2a": {
+            "post": {
+                "summary": "A2A 1.0 over JSON-RPC 2.0: the caller's agent runs as A2A tasks",
+                "description": "One JSON-RPC request per POST (no batches); send `A2A-Version: 1.0` (a missing header is read as 1.0, another major version is error -32009). Authentication and body size as for the API: 401 without a valid bearer token (or session cookie with `x-csrf-token`), 413 over the body limit; every other error is a JSON-RPC error answer. An A2A task is one agent run (`id` = agent run id) and its `contextId` the agentloop task. `SendMessage` without `message.taskId` starts a run: with `message.contextId` a new run of that task (the text is added to its document), otherwise a new task in the project named by `tenant` (the first text line is its title); `metadata.agentType` picks the agent (`implementation` by default). It answers `{\"task\": Task}` once the run ends or needs input (`configuration.returnImmediately`: at once). A message with `taskId` answers an input-required task: a data part `{\"decisions\": [{\"call_id\", \"decision\": \"approve\"|\"approve_always\"|\"reject\"|\"answer\", ...}]}` as `POST /api/agent-runs/{runId}/decisions` takes, or text when one call waits (`approve`, `reject[: reason]`, or the answer). `SendStreamingMessage` and `SubscribeToTask` answer `text/event-stream`, each `data:` a JSON-RPC answer whose result is a `StreamResponse` (`task`, then `statusUpdate`s while working, then `artifactUpdate`s and the last `statusUpdate`); the stream ends when the task ends or needs input. `GetTask` reads a task; `CancelTask` stops its run (-32002 when it has ended). States: `TASK_STATE_WORKING`, `TASK_STATE_INPUT_REQUIRED` (the status message lists the waiting calls), `TASK_STATE_COMPLETED` (artifacts `answer`, text, and `output`, the structured output), `TASK_STATE_FAILED`, `TASK_STATE_CANCELED`. Another user's task, or an unknown id, is -32001 Task not found.",
+                "methods": [
+                    agentloop_a2a::rpc::method::SEND_MESSAGE,
+                    agentloop_a2a::rpc::method::SEND_STREAMING_MESSAGE,
+                    agentloop_a2a::rpc::method::GET_TASK,
+                    agentloop_a2a::rpc::method::CANCEL_TASK,
+                    agentloop_a2a::rpc::method::SUBSCRIBE_TO_TASK
+                ],
+                "security": [{ "bearer": [] }, { "sessionCookie": [] }],
+                "requestBody": {
+                    "required": true,
+                    "content": { "application/json": { "schema": object(
+                        json!({
+                            "jsonrpc": {"const": "2.0"},
+                            "id": {"type": ["string", "integer", "null"]},
+                            "method": {"type": "string"},
+                            "params": {"type": "object"}
+                        }),
+                        &["jsonrpc", "method"],
+                    ) } }
+                },
+                "responses": {
+                    "200": { "description": "A JSON-RPC answer (`application/json`), or for the streaming methods `text/event-stream`" },
+                    "401": { "description": "Not authenticated" },
+                    "413": { "description": "The body is over the limit" }
+                }
+            }
+        }
+    })
+}
+
 /// The OpenAPI document of a server offering `offers`.
 pub fn document(offers: Offers) -> Value {
     let operations = operations(offers);
@@ -841,7 +909,7 @@ pub fn document(offers: Offers) -> Value {
         "info": {
             "title": "agentloop server",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Projects, tasks and chained agent runs (implementation ⇄ review until the workflow is complete). Every error answer is JSON `{\"error\": ...}`. The WebSocket route `/api/ws` is described under `x-websockets`, the MCP endpoint `/mcp` under `x-mcp`."
+            "description": "Projects, tasks and chained agent runs (implementation ⇄ review until the workflow is complete). Every error answer is JSON `{\"error\": ...}`. The WebSocket route `/api/ws` is described under `x-websockets`, the MCP endpoint `/mcp` under `x-mcp`, the A2A endpoint `/a2a` under `x-a2a`."
         },
         "components": {
             "securitySchemes": {
@@ -854,6 +922,7 @@ pub fn document(offers: Offers) -> Value {
         "security": [{ "bearer": [] }, { "sessionCookie": [] }],
         "paths": paths,
         "x-websockets": websockets,
+        "x-a2a": a2a(),
         "x-mcp": {
             "path": "/mcp",
             "transport": "MCP streamable HTTP",
@@ -871,11 +940,12 @@ mod tests {
         for (method, path) in super::super::ROUTES {
             assert!(
                 doc["paths"][*path][*method].is_object()
-                    || doc["x-websockets"][*path][*method].is_object(),
+                    || doc["x-websockets"][*path][*method].is_object()
+                    || doc["x-a2a"][*path][*method].is_object(),
                 "{method} {path} is missing from the OpenAPI document"
             );
         }
-        let described: usize = ["paths", "x-websockets"]
+        let described: usize = ["paths", "x-websockets", "x-a2a"]
             .iter()
             .filter_map(|section| doc[*section].as_object())
             .flat_map(|paths| paths.values())

@@ -1,0 +1,458 @@
+//! `agentloop serve`'s A2A endpoint driven by the reference Python SDK
+//! (`a2a-sdk`, pinned in `.ci/python-test-tools.txt`; its client reads
+//! the agent card at the well-known path and speaks JSON-RPC): a blocking
+//! send, a stream, reading a task, an approval as `input-required` that a
+//! reply resolves (text and a data part), a cancel that stops the run
+//! before its tool writes, and the refusals: another user's task, no
+//! token, a foreign project, a wrong protocol version, an unknown method.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::create_user;
+use common::served::*;
+use serde_json::{Value, json};
+
+/// The virtual environment's Python with `a2a-sdk`, or `None` (said
+/// loudly) when it is not installed; under CI that is a failure.
+fn python() -> Option<PathBuf> {
+    let dir = match std::env::var_os("AGENTLOOP_TEST_PYTHON_BIN") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/py/bin"),
+    };
+    let python = dir.join("python");
+    let has_sdk = Command::new(&python)
+        .args(["-c", "import a2a.client, a2a.server"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has_sdk {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "a2a-sdk is not installed; .ci/run installs it into target/test-tools/py"
+    );
+    eprintln!(
+        "SKIPPED: a2a-sdk is not installed \
+         (run .ci/run, or install .ci/python-test-tools.txt into target/test-tools/py)"
+    );
+    None
+}
+
+/// One run of the SDK client script; its last printed line, parsed.
+fn client(python: &Path, address: &str, token: &str, args: &[&str]) -> Value {
+    let output = Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_a2a/client.py"))
+        .arg(format!("http://{address}"))
+        .arg(token)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| {
+        panic!(
+            "the client printed no result ({e}); stdout:\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// A project of the user's in `repo`; its id.
+fn project(address: &str, token: &str, repo: &Path, extra: Value) -> String {
+    let mut body = json!({ "name": "a2a", "repoFolder": repo });
+    for (key, value) in extra.as_object().cloned().unwrap_or_default() {
+        body[key] = value;
+    }
+    let (status, project) = http(address, token, "POST", "/api/projects", Some(body));
+    assert_eq!(status, 201, "{project}");
+    project["id"].as_str().unwrap().to_owned()
+}
+
+fn items(out: &Value) -> Vec<Value> {
+    out["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("items: {out}"))
+        .clone()
+}
+
+/// The state the last item leaves the task in.
+fn last_state(items: &[Value]) -> String {
+    let last = items.last().expect("at least one item");
+    last["task"]["status"]["state"]
+        .as_str()
+        .or(last["statusUpdate"]["status"]["state"].as_str())
+        .unwrap_or_else(|| panic!("no state in {last}"))
+        .to_owned()
+}
+
+fn task_id(items: &[Value]) -> String {
+    items[0]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the first item is the task: {items:?}"))
+        .to_owned()
+}
+
+fn answer(artifacts: &Value) -> String {
+    artifacts
+        .as_array()
+        .unwrap_or_else(|| panic!("artifacts: {artifacts}"))
+        .iter()
+        .find(|a| a["artifactId"] == "answer")
+        .and_then(|a| a["parts"][0]["text"].as_str())
+        .unwrap_or_else(|| panic!("an answer artifact in {artifacts}"))
+        .to_owned()
+}
+
+#[test]
+fn the_a2a_sdk_sends_streams_reads_and_answers_input_required() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let create =
+        |path: &str| json!({ "command": "create", "path": path, "file_text": "hello" }).to_string();
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([
+            { "steps": [{ "type": "text", "chunks": ["Planned ", "it."] }] },
+            { "steps": [{ "type": "text", "chunks": ["Streamed."] }] },
+            { "steps": [{ "type": "tool_call", "id": "call-1", "name": "fs", "fragments": [create("a2a.md")] }] },
+            { "steps": [{ "type": "text", "chunks": ["Written."] }] },
+            { "steps": [{ "type": "tool_call", "id": "call-2", "name": "fs", "fragments": [create("no.md")] }] },
+            { "steps": [{ "type": "text", "chunks": ["Skipped."] }] }
+        ]),
+    );
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let token = create_user(&db, "ada");
+    let server = serve(&db, &script, "only");
+    let address = server.address.clone();
+    let plain = project(&address, &token, &dir.path().join("one"), json!({}));
+
+    // The card is public, at the well-known path.
+    let (status, card) = http(&address, "", "GET", "/.well-known/agent-card.json", None);
+    assert_eq!(status, 200, "{card}");
+    assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
+    assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
+    assert_eq!(card["capabilities"]["streaming"], true);
+
+    // A blocking send answers the completed task with its answer.
+    let sent = client(
+        &python,
+        &address,
+        &token,
+        &["send", &plain, "planification", "Plan the work"],
+    );
+    let sent = items(&sent);
+    assert_eq!(last_state(&sent), "TASK_STATE_COMPLETED", "{sent:?}");
+    assert_eq!(answer(&sent[0]["task"]["artifacts"]), "Planned it.");
+    let first = task_id(&sent);
+    let context = sent[0]["task"]["contextId"].as_str().unwrap().to_owned();
+    // The context is the agentloop task the message created.
+    let (status, created) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/tasks/{context}"),
+        None,
+    );
+    assert_eq!(status, 200, "{created}");
+    assert_eq!(created["title"], "Plan the work");
+
+    // A stream: the task, the model's words as a working update, the
+    // answer artifact, then completed.
+    let streamed = items(&client(
+        &python,
+        &address,
+        &token,
+        &["stream", &plain, "planification", "Stream the work"],
+    ));
+    assert_eq!(streamed[0]["task"]["status"]["state"], "TASK_STATE_WORKING");
+    assert!(
+        streamed
+            .iter()
+            .any(|i| i["statusUpdate"]["status"]["message"]["parts"][0]["text"] == "Streamed."),
+        "{streamed:?}"
+    );
+    let artifact = streamed
+        .iter()
+        .find(|i| i["artifactUpdate"].is_object())
+        .unwrap_or_else(|| panic!("an artifact update: {streamed:?}"));
+    assert_eq!(
+        artifact["artifactUpdate"]["artifact"]["parts"][0]["text"],
+        "Streamed."
+    );
+    assert_eq!(last_state(&streamed), "TASK_STATE_COMPLETED");
+
+    // GetTask reads the first task back.
+    let got = client(&python, &address, &token, &["get", &first]);
+    assert_eq!(
+        got["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{got}"
+    );
+    assert_eq!(answer(&got["task"]["artifacts"]), "Planned it.");
+
+    // A write that needs approval: the task needs input, the file is not
+    // written, and the status message names the call.
+    let repo = dir.path().join("two");
+    let asking = project(&address, &token, &repo, json!({ "approvals": "ask" }));
+    let waiting = items(&client(
+        &python,
+        &address,
+        &token,
+        &["stream", &asking, "planification", "Write a2a.md"],
+    ));
+    assert_eq!(
+        last_state(&waiting),
+        "TASK_STATE_INPUT_REQUIRED",
+        "{waiting:?}"
+    );
+    let waiting_id = task_id(&waiting);
+    let last = waiting.last().unwrap();
+    let pending = &last["statusUpdate"]["status"]["message"]["parts"][1]["data"]["pending"];
+    assert_eq!(pending[0]["call_id"], "call-1", "{last}");
+    assert_eq!(pending[0]["kind"], "approval");
+    assert!(!repo.join("a2a.md").exists());
+    let got = client(&python, &address, &token, &["get", &waiting_id]);
+    assert_eq!(
+        got["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{got}"
+    );
+
+    // A text reply approves it: the tool runs and the task completes.
+    let resumed = items(&client(
+        &python,
+        &address,
+        &token,
+        &["reply", &waiting_id, "approve"],
+    ));
+    assert_eq!(last_state(&resumed), "TASK_STATE_COMPLETED", "{resumed:?}");
+    assert_eq!(task_id(&resumed), waiting_id);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a2a.md")).unwrap(),
+        "hello"
+    );
+
+    // A completed task takes no more messages.
+    let again = client(
+        &python,
+        &address,
+        &token,
+        &["reply", &waiting_id, "approve"],
+    );
+    assert!(
+        again["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("UnsupportedOperationError"),
+        "{again}"
+    );
+
+    // A data part with decisions (the HTTP API's shape) rejects the next.
+    let waiting = items(&client(
+        &python,
+        &address,
+        &token,
+        &["stream", &asking, "planification", "Write no.md"],
+    ));
+    assert_eq!(
+        last_state(&waiting),
+        "TASK_STATE_INPUT_REQUIRED",
+        "{waiting:?}"
+    );
+    let decisions = json!({ "decisions": [
+        { "call_id": "call-2", "decision": "reject", "reason": "not now" }
+    ] });
+    let rejected = items(&client(
+        &python,
+        &address,
+        &token,
+        &["reply-data", &task_id(&waiting), &decisions.to_string()],
+    ));
+    assert_eq!(
+        last_state(&rejected),
+        "TASK_STATE_COMPLETED",
+        "{rejected:?}"
+    );
+    assert!(!repo.join("no.md").exists());
+}
+
+#[test]
+fn cancelling_an_a2a_task_stops_its_run_before_the_tool_writes() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let create =
+        json!({ "command": "create", "path": "never.md", "file_text": "late" }).to_string();
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([{ "steps": [
+            { "type": "text", "chunks": ["Thinking"] },
+            { "type": "delay", "ms": 3000 },
+            { "type": "tool_call", "id": "call-1", "name": "fs", "fragments": [create] }
+        ] }]),
+    );
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let token = create_user(&db, "ada");
+    let server = serve(&db, &script, "only");
+    let address = server.address.clone();
+    let repo = dir.path().join("one");
+    let unattended = project(
+        &address,
+        &token,
+        &repo,
+        json!({ "approvals": "unattended" }),
+    );
+
+    // A second client cancels the task as soon as the stream names it; the
+    // stream ends cancelled.
+    let out = client(
+        &python,
+        &address,
+        &token,
+        &[
+            "stream-cancel",
+            &unattended,
+            "planification",
+            "Write never.md",
+        ],
+    );
+    let streamed = items(&out);
+    assert_eq!(
+        out["cancelled"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{out}"
+    );
+    assert_eq!(last_state(&streamed), "TASK_STATE_CANCELED", "{out}");
+
+    // The run is cancelled, its model turn ended before the tool call,
+    // and the file was never written.
+    let run_id = task_id(&streamed);
+    let run = until_status(&address, &token, &run_id, "cancelled");
+    assert_eq!(run["stopped_by"], "cancel", "{run}");
+    let (_, messages) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/messages"),
+        None,
+    );
+    assert!(!messages.to_string().contains("never.md"), "{messages}");
+    assert!(!repo.join("never.md").exists());
+    let got = client(&python, &address, &token, &["get", &run_id]);
+    assert_eq!(
+        got["task"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{got}"
+    );
+
+    // An ended task cannot be cancelled again.
+    let again = client(&python, &address, &token, &["cancel", &run_id]);
+    assert!(
+        again["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("TaskNotCancelableError"),
+        "{again}"
+    );
+}
+
+#[test]
+fn the_a2a_endpoint_refuses_other_users_no_token_and_bad_requests() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([{ "steps": [{ "type": "text", "chunks": ["Mine."] }] }]),
+    );
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let ada = create_user(&db, "ada");
+    let bob = create_user(&db, "bob");
+    let server = serve(&db, &script, "only");
+    let address = server.address.clone();
+    let adas = project(&address, &ada, &dir.path().join("one"), json!({}));
+    let sent = items(&client(
+        &python,
+        &address,
+        &ada,
+        &["send", &adas, "planification", "Mine"],
+    ));
+    let adas_task = task_id(&sent);
+
+    // Bob cannot read, cancel or answer Ada's task, nor start one in her
+    // project: the task is "not found" as an unknown one is.
+    for args in [
+        vec!["get", adas_task.as_str()],
+        vec!["cancel", adas_task.as_str()],
+        vec!["reply", adas_task.as_str(), "approve"],
+        vec!["get", "no-such-task"],
+    ] {
+        let out = client(&python, &address, &bob, &args);
+        assert!(
+            out["error"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("TaskNotFoundError"),
+            "{args:?}: {out}"
+        );
+    }
+    let out = client(
+        &python,
+        &address,
+        &bob,
+        &["send", &adas, "planification", "Hers"],
+    );
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("InvalidParamsError"),
+        "{out}"
+    );
+    let got = client(&python, &address, &ada, &["get", &adas_task]);
+    assert_eq!(
+        got["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{got}"
+    );
+
+    // Without a token the endpoint answers 401 (the card stays public).
+    let out = client(&python, &address, "", &["get", &adas_task]);
+    assert!(
+        out["error"].as_str().unwrap_or_default().contains("401"),
+        "{out}"
+    );
+    let (status, _) = http(&address, "wrong", "POST", "/a2a", Some(json!({})));
+    assert_eq!(status, 401);
+
+    // JSON-RPC errors: an unknown method, bad params, a batch, a wrong
+    // protocol version.
+    let rpc = |body: Value| http(&address, &ada, "POST", "/a2a", Some(body)).1;
+    let answer = rpc(json!({ "jsonrpc": "2.0", "id": 1, "method": "Nope" }));
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    assert_eq!(answer["id"], 1);
+    let answer =
+        rpc(json!({ "jsonrpc": "2.0", "id": "x", "method": "GetTask", "params": { "id": 5 } }));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let answer = rpc(json!([{ "jsonrpc": "2.0", "id": 1, "method": "GetTask" }]));
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let answer = rpc(
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {
+        "message": { "messageId": "m", "role": "ROLE_USER", "parts": [{ "text": "hi" }] }
+    } }),
+    );
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tenant"),
+        "{answer}"
+    );
+}

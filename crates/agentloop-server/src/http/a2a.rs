@@ -1,0 +1,735 @@
+//! A2A (Agent2Agent, protocol 1.0, JSON-RPC binding): the server's agent
+//! runs as A2A tasks. `GET /.well-known/agent-card.json` is the public
+//! agent card; `POST /a2a` takes JSON-RPC requests from an authenticated
+//! user (bearer token, or the session cookie with its CSRF token).
+//!
+//! An A2A task is one agent run (task id = agent run id); its context is
+//! the agentloop task the run works on (context id = task id). A message
+//! without `taskId` starts a run:
+//! - with `contextId`, a new run of that task of the caller's (the
+//!   message's text is added to the task's document first);
+//! - otherwise a new task in the project `tenant` names (one of the
+//!   caller's), its title the text's first line, its document the text.
+//!
+//! The run's agent is `metadata.agentType` (of the message or the request;
+//! `implementation` by default). A message with `taskId` answers the run's
+//! input-required state: a data part `{"decisions": [...]}` (the HTTP
+//! API's decisions body) or, when one call waits, text ("approve",
+//! "reject: why", or a question's answer). Another user's run or task is
+//! "task not found", as an unknown id is. See [`agentloop_a2a::mapping`]
+//! for how a run's events and result read as A2A.
+
+use std::convert::Infallible;
+
+use agentloop_a2a::mapping::{self, Reply, TaskIds};
+use agentloop_a2a::rpc::{self, ErrorCode, Request, RequestId, RpcError, method};
+use agentloop_a2a::wire::{
+    self, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Message,
+    SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskArtifactUpdateEvent,
+    TaskIdRequest, TaskState,
+};
+use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, now_millis};
+use agentloop_types::{LoopResult, PendingCall};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Map, Value, json};
+
+use super::ag_ui::last_seq;
+use super::agent_runs::{cancel_run, owned_run, parse_decisions, start_error};
+use super::error::ApiError;
+use super::events::Follow;
+use super::extract::{ApiJson, AuthUser};
+use super::projects::owned_project;
+use super::tasks::{self, owned_task};
+use crate::drive::{decide, start_agent_run};
+use crate::ids::rfc3339;
+use crate::runner::TaskContext;
+use crate::state::AppState;
+use crate::users::User;
+use crate::waiting;
+
+/// The agent card's path and the JSON-RPC endpoint.
+pub const RPC_PATH: &str = "/a2a";
+
+/// The A2A routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(wire::AGENT_CARD_PATH, get(card))
+        .route(RPC_PATH, post(rpc_endpoint))
+}
+
+/// The public agent card: what the server's agents do, where and how to
+/// reach them (JSON-RPC at [`RPC_PATH`], bearer token).
+async fn card(headers: HeaderMap) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("localhost");
+    let scheme = match headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+    {
+        Some("https") => "https",
+        _ => "http",
+    };
+    let card = AgentCard {
+        name: "agentloop".to_owned(),
+        description: "Coding agents working on your agentloop projects. Each A2A task is one \
+                      agent run; its context is the agentloop task it works on. Start one with a \
+                      message whose tenant is the id of one of your projects (a new task) or \
+                      whose contextId is one of your tasks."
+            .to_owned(),
+        supported_interfaces: vec![AgentInterface {
+            url: format!("{scheme}://{host}{RPC_PATH}"),
+            protocol_binding: wire::JSONRPC_BINDING.to_owned(),
+            tenant: String::new(),
+            protocol_version: wire::PROTOCOL_VERSION.to_owned(),
+        }],
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extended_agent_card: Some(false),
+        },
+        security_schemes: Map::from_iter([(
+            "bearer".to_owned(),
+            json!({ "httpAuthSecurityScheme": { "scheme": "Bearer" } }),
+        )]),
+        security_requirements: vec![json!({ "schemes": { "bearer": { "list": [] } } })],
+        default_input_modes: vec!["text/plain".to_owned(), "application/json".to_owned()],
+        default_output_modes: vec!["text/plain".to_owned(), "application/json".to_owned()],
+        skills: vec![AgentSkill {
+            id: "task".to_owned(),
+            name: "Work on a task".to_owned(),
+            description: "Plans, implements or reviews a task in a project's folder, asking for \
+                          approval or answers when it needs them."
+                .to_owned(),
+            tags: vec!["coding".to_owned(), "agent".to_owned()],
+            examples: Vec::new(),
+        }],
+    };
+    axum::Json(card).into_response()
+}
+
+/// `POST /a2a`: one JSON-RPC request (no batches). Authentication and the
+/// body's size are checked as for the rest of the API (401 and 413 are
+/// HTTP answers); everything after is a JSON-RPC answer.
+async fn rpc_endpoint(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is too large",
+            )
+            .into_response();
+        }
+        Err(rejection) => {
+            return ApiError::new(rejection.status(), rejection.body_text()).into_response();
+        }
+    };
+    let request = match Request::parse(&body) {
+        Ok(request) => request,
+        Err((id, error)) => return answer_error(&id, &error),
+    };
+    if let Err(error) = check_version(&headers) {
+        return answer_error(&request.id, &error);
+    }
+    let call = Call {
+        state,
+        user,
+        id: request.id.clone(),
+    };
+    let outcome = match request.method.as_str() {
+        method::SEND_MESSAGE => call.send(&request, false).await,
+        method::SEND_STREAMING_MESSAGE => call.send(&request, true).await,
+        method::GET_TASK => call.get(&request).await,
+        method::CANCEL_TASK => call.cancel(&request).await,
+        method::SUBSCRIBE_TO_TASK => call.subscribe(&request).await,
+        method::LIST_TASKS => Err(RpcError::new(
+            ErrorCode::UnsupportedOperation,
+            "ListTasks is not served: list a project's tasks and their agent runs over the HTTP API",
+        )),
+        method::GET_EXTENDED_AGENT_CARD => Err(RpcError::new(
+            ErrorCode::ExtendedAgentCardNotConfigured,
+            "this agent has no extended card",
+        )),
+        name if method::PUSH_CONFIG.contains(&name) => Err(RpcError::new(
+            ErrorCode::PushNotificationNotSupported,
+            "push notifications are not supported: register webhooks on the project instead",
+        )),
+        name => Err(RpcError::new(
+            ErrorCode::MethodNotFound,
+            format!("no method {name:?}"),
+        )),
+    };
+    outcome.unwrap_or_else(|error| answer_error(&request.id, &error))
+}
+
+/// A missing `A2A-Version` is taken as 1.0; another major version is
+/// refused.
+fn check_version(headers: &HeaderMap) -> Result<(), RpcError> {
+    let Some(version) = headers
+        .get(wire::VERSION_HEADER)
+        .map(|v| v.to_str().unwrap_or_default().trim())
+    else {
+        return Ok(());
+    };
+    if version.is_empty() || version.split('.').next() == Some("1") {
+        Ok(())
+    } else {
+        Err(RpcError::new(
+            ErrorCode::VersionNotSupported,
+            format!(
+                "A2A version {version:?} is not supported: this server speaks {}",
+                wire::PROTOCOL_VERSION
+            ),
+        ))
+    }
+}
+
+fn answer_error(id: &RequestId, error: &RpcError) -> Response {
+    axum::Json(rpc::error(id, error)).into_response()
+}
+
+/// An API error as a JSON-RPC one: `missing` for a 404, invalid params for
+/// other refusals, internal otherwise.
+fn rpc_error(err: ApiError, missing: ErrorCode) -> RpcError {
+    let message = err
+        .body
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("request failed")
+        .to_owned();
+    let code = match err.status {
+        StatusCode::NOT_FOUND => missing,
+        status if status.is_client_error() => ErrorCode::InvalidParams,
+        _ => ErrorCode::InternalError,
+    };
+    RpcError::new(code, message)
+}
+
+fn now() -> Option<String> {
+    Some(rfc3339(now_millis()))
+}
+
+/// One request of one user.
+struct Call {
+    state: AppState,
+    user: User,
+    id: RequestId,
+}
+
+impl Call {
+    /// `SendMessage` / `SendStreamingMessage`.
+    async fn send(&self, request: &Request, stream: bool) -> Result<Response, RpcError> {
+        let params: SendMessageRequest = request.params()?;
+        if params
+            .configuration
+            .as_ref()
+            .is_some_and(|c| c.task_push_notification_config.is_some())
+        {
+            return Err(RpcError::new(
+                ErrorCode::PushNotificationNotSupported,
+                "push notifications are not supported: register webhooks on the project instead",
+            ));
+        }
+        if params
+            .message
+            .parts
+            .iter()
+            .any(|p| p.raw.is_some() || p.url.is_some())
+        {
+            return Err(RpcError::new(
+                ErrorCode::ContentTypeNotSupported,
+                "only text and data parts are read; files are not",
+            ));
+        }
+        let (run, ctx, after) = if params.message.task_id.is_empty() {
+            let (run, ctx) = self.start(&params).await?;
+            (run, ctx, None)
+        } else {
+            self.resume(&params.message).await?
+        };
+        let ids = TaskIds {
+            task_id: run.id.clone(),
+            context_id: ctx.task.id.clone(),
+        };
+        let first = StreamResponse::Task(working_task(&ids));
+        if stream {
+            return Ok(self.stream(ids, first, Follow::new(self.state.clone(), run.id, after)));
+        }
+        let immediately = params
+            .configuration
+            .as_ref()
+            .is_some_and(|c| c.return_immediately);
+        let task = if immediately {
+            task_of(&self.state, &run, &ids).await?
+        } else {
+            let mut follow = Follow::new(self.state.clone(), run.id.clone(), after);
+            let mut result = None;
+            while let Some(event) = follow.next().await {
+                if let Some(found) = event.root_result() {
+                    result = Some(found.clone());
+                    if !matches!(found.status, agentloop_types::LoopStatus::Suspended { .. }) {
+                        break;
+                    }
+                }
+            }
+            match result {
+                Some(result) => task_from_result(&ids, &result),
+                None => {
+                    let run = self
+                        .state
+                        .store
+                        .get_agent_run(&run.id)
+                        .await
+                        .map_err(internal)?;
+                    task_of(&self.state, &run, &ids).await?
+                }
+            }
+        };
+        Ok(axum::Json(rpc::result(&self.id, &SendMessageResponse::Task(task))).into_response())
+    }
+
+    /// Starts the run a message without `taskId` asks for.
+    async fn start(
+        &self,
+        params: &SendMessageRequest,
+    ) -> Result<(AgentRun, TaskContext), RpcError> {
+        let message = &params.message;
+        let text = message
+            .text()
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| RpcError::invalid_params("a new task needs a message with text"))?;
+        let agent = agent_type(message, params)?;
+        let ctx = if message.context_id.is_empty() {
+            self.new_task(&params.tenant, &text).await?
+        } else {
+            let ctx = owned_task(&self.state, &self.user, &message.context_id)
+                .await
+                .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
+            self.add_to_document(&ctx, &text).await?;
+            ctx
+        };
+        let run = start_agent_run(&self.state, &ctx, agent, &[])
+            .await
+            .map_err(|e| rpc_error(start_error(e), ErrorCode::InvalidParams))?;
+        Ok((run, ctx))
+    }
+
+    /// A new task in the tenant's project, from the message's text.
+    async fn new_task(&self, tenant: &str, text: &str) -> Result<TaskContext, RpcError> {
+        if tenant.is_empty() {
+            return Err(RpcError::invalid_params(
+                "a message without contextId starts a new task: set tenant to the id of one of your projects",
+            ));
+        }
+        let project = owned_project(&self.state, &self.user, tenant)
+            .await
+            .map_err(|_| RpcError::invalid_params("tenant names no project of yours"))?;
+        let title: String = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("A2A task")
+            .chars()
+            .take(120)
+            .collect();
+        let body = Map::from_iter([
+            ("title".to_owned(), Value::String(title)),
+            ("description".to_owned(), Value::String(text.to_owned())),
+        ]);
+        let (_, created) = tasks::create(
+            State(self.state.clone()),
+            AuthUser(self.user.clone()),
+            Path(project.id),
+            ApiJson(body),
+        )
+        .await
+        .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
+        let task_id = created.0["id"].as_str().unwrap_or_default().to_owned();
+        owned_task(&self.state, &self.user, &task_id)
+            .await
+            .map_err(|e| rpc_error(e, ErrorCode::InternalError))
+    }
+
+    /// Adds a message's text to the task's document, so the new run reads it.
+    async fn add_to_document(&self, ctx: &TaskContext, text: &str) -> Result<(), RpcError> {
+        let current = tasks::get_document(
+            State(self.state.clone()),
+            AuthUser(self.user.clone()),
+            Path(ctx.task.id.clone()),
+        )
+        .await
+        .map(|doc| doc.0["content"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default();
+        let content = format!("{}\n\n{}\n", current.trim_end(), text.trim());
+        tasks::put_document(
+            State(self.state.clone()),
+            AuthUser(self.user.clone()),
+            Path(ctx.task.id.clone()),
+            ApiJson(Map::from_iter([(
+                "content".to_owned(),
+                Value::String(content),
+            )])),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))
+    }
+
+    /// Decides the calls a waiting run waits on from the client's reply;
+    /// the run, its task and the seq its log stood at before.
+    async fn resume(
+        &self,
+        message: &Message,
+    ) -> Result<(AgentRun, TaskContext, Option<u64>), RpcError> {
+        let (run, ctx) = self.owned(&message.task_id).await?;
+        if run.status != AgentRunStatus::Waiting {
+            return Err(RpcError::new(
+                if run.status == AgentRunStatus::Running {
+                    ErrorCode::InvalidParams
+                } else {
+                    ErrorCode::UnsupportedOperation
+                },
+                format!(
+                    "task {} is {}: it takes a message only while input is required",
+                    run.id,
+                    run.status.as_str()
+                ),
+            ));
+        }
+        let pending: Vec<PendingCall> = waiting::pending_of(&self.state, &run)
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .filter(|(_, decided)| decided.is_none())
+            .map(|(call, _)| call)
+            .collect();
+        let decisions = match mapping::reply(message) {
+            Some(Reply::Decisions(body)) => {
+                parse_decisions(&body).map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?
+            }
+            Some(Reply::Text(text)) => match pending.as_slice() {
+                [call] => vec![(
+                    call.call.id.clone(),
+                    mapping::decision_from_text(&call.wait, &text)
+                        .map_err(RpcError::invalid_params)?,
+                )],
+                _ => {
+                    return Err(RpcError::invalid_params(format!(
+                        "{} calls wait: reply with a data part {{\"decisions\": [...]}} deciding each of {}",
+                        pending.len(),
+                        pending
+                            .iter()
+                            .map(|c| c.call.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+            },
+            None => {
+                return Err(RpcError::invalid_params(
+                    "the reply needs text or a data part with decisions",
+                ));
+            }
+        };
+        let after = last_seq(&self.state, &run.id)
+            .await
+            .map_err(|e| rpc_error(e, ErrorCode::InternalError))?;
+        let resumed = decide(&self.state, &ctx, &run, decisions)
+            .await
+            .map_err(|e| rpc_error(e.into(), ErrorCode::TaskNotFound))?;
+        if !resumed {
+            return Err(RpcError::invalid_params(
+                "the decisions were recorded, but the task waits on more calls: decide each of them",
+            ));
+        }
+        Ok((run, ctx, after))
+    }
+
+    /// The caller's run with that id, or "task not found".
+    async fn owned(&self, task_id: &str) -> Result<(AgentRun, TaskContext), RpcError> {
+        owned_run(&self.state, &self.user, task_id)
+            .await
+            .map_err(|e| match e.status {
+                StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST => RpcError::task_not_found(),
+                _ => rpc_error(e, ErrorCode::InternalError),
+            })
+    }
+
+    /// `GetTask`.
+    async fn get(&self, request: &Request) -> Result<Response, RpcError> {
+        let params: TaskIdRequest = request.params()?;
+        let (run, ctx) = self.owned(&params.id).await?;
+        let task = task_of(&self.state, &run, &ids_of(&run, &ctx)).await?;
+        Ok(axum::Json(rpc::result(&self.id, &task)).into_response())
+    }
+
+    /// `CancelTask`: the run stops (as `POST /api/agent-runs/{id}/cancel`).
+    async fn cancel(&self, request: &Request) -> Result<Response, RpcError> {
+        let params: TaskIdRequest = request.params()?;
+        let (run, ctx) = self.owned(&params.id).await?;
+        let run = cancel_run(&self.state, &self.user, &ctx, &run)
+            .await
+            .map_err(|e| match e.status {
+                StatusCode::CONFLICT => RpcError::new(
+                    ErrorCode::TaskNotCancelable,
+                    format!("task {} has already ended", params.id),
+                ),
+                _ => rpc_error(e, ErrorCode::TaskNotFound),
+            })?;
+        let task = task_of(&self.state, &run, &ids_of(&run, &ctx)).await?;
+        Ok(axum::Json(rpc::result(&self.id, &task)).into_response())
+    }
+
+    /// `SubscribeToTask`: the task, then its updates until it ends or
+    /// waits.
+    async fn subscribe(&self, request: &Request) -> Result<Response, RpcError> {
+        let params: TaskIdRequest = request.params()?;
+        let (run, ctx) = self.owned(&params.id).await?;
+        let ids = ids_of(&run, &ctx);
+        let task = task_of(&self.state, &run, &ids).await?;
+        if task.status.state.is_terminal() {
+            return Err(RpcError::new(
+                ErrorCode::UnsupportedOperation,
+                format!("task {} has ended: read it with GetTask", run.id),
+            ));
+        }
+        let after = last_seq(&self.state, &run.id)
+            .await
+            .map_err(|e| rpc_error(e, ErrorCode::InternalError))?;
+        let ends = task.status.state.ends_stream();
+        let follow = Follow::new(self.state.clone(), run.id, after);
+        let first = StreamResponse::Task(task);
+        if ends {
+            return Ok(self.sse(vec![first], None));
+        }
+        Ok(self.stream(ids, first, follow))
+    }
+
+    /// The SSE answer: `first`, then the run's progress, then its end.
+    fn stream(&self, ids: TaskIds, first: StreamResponse, follow: Follow) -> Response {
+        self.sse(vec![first], Some((ids, follow)))
+    }
+
+    fn sse(&self, ready: Vec<StreamResponse>, follow: Option<(TaskIds, Follow)>) -> Response {
+        let id = self.id.clone();
+        let state = self.state.clone();
+        let items = futures::stream::unfold(
+            (ready, follow, state),
+            move |(mut ready, mut follow, state)| {
+                let id = id.clone();
+                async move {
+                    loop {
+                        if !ready.is_empty() {
+                            let item = ready.remove(0);
+                            let event = Event::default().data(rpc::result(&id, &item).to_string());
+                            return Some((Ok::<_, Infallible>(event), (ready, follow, state)));
+                        }
+                        let (ids, mut run) = follow.take()?;
+                        match run.next().await {
+                            Some(event) => {
+                                if let Some(result) = event.root_result() {
+                                    // The run ended or waits: the stream ends
+                                    // with it.
+                                    ready = final_updates(&ids, result);
+                                    continue;
+                                }
+                                if let Some(update) = mapping::progress(&ids, &event) {
+                                    ready.push(stamp(update));
+                                }
+                                follow = Some((ids, run));
+                            }
+                            None => {
+                                ready = match ended_updates(&state, &ids).await {
+                                    Ok(updates) => updates,
+                                    Err(error) => {
+                                        let event = Event::default()
+                                            .event("error")
+                                            .data(rpc::error(&id, &error).to_string());
+                                        return Some((Ok(event), (Vec::new(), None, state)));
+                                    }
+                                };
+                            }
+                        }
+                    }
+                }
+            },
+        );
+        Sse::new(items)
+            .keep_alive(KeepAlive::default())
+            .into_response()
+    }
+}
+
+/// The status update with its timestamp set.
+fn stamp(update: StreamResponse) -> StreamResponse {
+    match update {
+        StreamResponse::StatusUpdate(mut update) => {
+            update.status.timestamp = now();
+            StreamResponse::StatusUpdate(update)
+        }
+        other => other,
+    }
+}
+
+/// What a stream sends when the run's root `finished` event comes: its
+/// artifacts, then its status.
+fn final_updates(ids: &TaskIds, result: &LoopResult) -> Vec<StreamResponse> {
+    let task = task_from_result(ids, result);
+    artifact_updates(ids, task.artifacts)
+        .chain(std::iter::once(ids.update(task.status)))
+        .collect()
+}
+
+/// What a stream sends when the run's log ended without a root `finished`
+/// event it saw (a run cancelled while it waited, or a server stopping):
+/// the task as its record says.
+async fn ended_updates(state: &AppState, ids: &TaskIds) -> Result<Vec<StreamResponse>, RpcError> {
+    let run = state
+        .store
+        .get_agent_run(&ids.task_id)
+        .await
+        .map_err(internal)?;
+    let task = task_of(state, &run, ids).await?;
+    Ok(artifact_updates(ids, task.artifacts)
+        .chain(std::iter::once(ids.update(task.status)))
+        .collect())
+}
+
+fn artifact_updates(
+    ids: &TaskIds,
+    artifacts: Vec<Artifact>,
+) -> impl Iterator<Item = StreamResponse> + '_ {
+    artifacts.into_iter().map(|artifact| {
+        StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: ids.task_id.clone(),
+            context_id: ids.context_id.clone(),
+            artifact,
+            append: false,
+            last_chunk: true,
+            metadata: None,
+        })
+    })
+}
+
+fn ids_of(run: &AgentRun, ctx: &TaskContext) -> TaskIds {
+    TaskIds {
+        task_id: run.id.clone(),
+        context_id: ctx.task.id.clone(),
+    }
+}
+
+fn internal(err: impl std::fmt::Display) -> RpcError {
+    RpcError::new(ErrorCode::InternalError, err.to_string())
+}
+
+/// The agent a new run is: `metadata.agentType` of the message, else of
+/// the request, else `implementation`.
+fn agent_type(message: &Message, params: &SendMessageRequest) -> Result<AgentType, RpcError> {
+    let named = message
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("agentType"))
+        .or_else(|| params.metadata.as_ref().and_then(|m| m.get("agentType")));
+    match named {
+        None => Ok(AgentType::Implementation),
+        Some(name) => name.as_str().and_then(AgentType::parse).ok_or_else(|| {
+            RpcError::invalid_params(
+                "metadata.agentType must be one of planification, implementation, review",
+            )
+        }),
+    }
+}
+
+/// A task just started or resumed.
+fn working_task(ids: &TaskIds) -> Task {
+    let mut status = ids.status(TaskState::Working, None);
+    status.timestamp = now();
+    Task {
+        id: ids.task_id.clone(),
+        context_id: ids.context_id.clone(),
+        status,
+        artifacts: Vec::new(),
+        history: Vec::new(),
+        metadata: None,
+    }
+}
+
+/// The task a run's result leaves.
+fn task_from_result(ids: &TaskIds, result: &LoopResult) -> Task {
+    let mut status = mapping::status_of(ids, result);
+    status.timestamp = now();
+    Task {
+        id: ids.task_id.clone(),
+        context_id: ids.context_id.clone(),
+        status,
+        artifacts: mapping::artifacts(result),
+        history: Vec::new(),
+        metadata: None,
+    }
+}
+
+/// The task as the run's records say now.
+async fn task_of(state: &AppState, run: &AgentRun, ids: &TaskIds) -> Result<Task, RpcError> {
+    let mut task = working_task(ids);
+    match run.status {
+        AgentRunStatus::Running => {}
+        AgentRunStatus::Waiting => {
+            let pending = waiting::pending_of(state, run).await.map_err(internal)?;
+            let undecided: Vec<&PendingCall> = pending
+                .iter()
+                .filter(|(_, decided)| decided.is_none())
+                .map(|(call, _)| call)
+                .collect();
+            task.status.state = TaskState::InputRequired;
+            task.status.message = Some(mapping::input_required(ids, &undecided));
+        }
+        AgentRunStatus::Completed | AgentRunStatus::Failed | AgentRunStatus::Cancelled => {
+            let record = state.store.get_run(&run.id).await.map_err(internal)?;
+            let result = record
+                .result
+                .and_then(|value| serde_json::from_value::<LoopResult>(value).ok());
+            if let Some(result) = result.as_ref() {
+                task = task_from_result(ids, result);
+            }
+            let (state_now, fallback) = match run.status {
+                AgentRunStatus::Completed => (TaskState::Completed, None),
+                AgentRunStatus::Failed => (TaskState::Failed, Some("the run failed")),
+                _ => (TaskState::Canceled, Some("the run was cancelled")),
+            };
+            // The record decides how the run ended (a person may have
+            // cancelled it after its loop's last event).
+            if task.status.state != state_now {
+                task.status.state = state_now;
+                task.artifacts.retain(|_| state_now == TaskState::Completed);
+                let why = run
+                    .end_reason
+                    .as_ref()
+                    .map(|r| r.message.clone())
+                    .or(fallback.map(str::to_owned));
+                task.status.message = why.map(|why| {
+                    Message::agent(
+                        format!("{}-{}", ids.task_id, "ended"),
+                        &ids.task_id,
+                        &ids.context_id,
+                        vec![wire::Part::text(why)],
+                    )
+                });
+            }
+        }
+    }
+    Ok(task)
+}
