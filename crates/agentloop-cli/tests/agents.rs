@@ -186,7 +186,7 @@ fn mistakes_in_agents_are_usage_errors() {
         ),
         (
             "[agents.a]\nhandoffs = [\"b\"]\n[agents.b]\n",
-            vec!["--strategy", "react"],
+            vec!["--agent", "a", "--strategy", "react"],
             "agent `a` hands off, which only the native strategy does (not react)",
         ),
     ];
@@ -251,7 +251,7 @@ async fn a_chat_killed_after_a_handoff_goes_on_with_the_agent_handed_to() {
     let mut child = chat_args(&first)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(home.path().join("first.stderr")).unwrap())
         .spawn()
         .unwrap();
     {
@@ -268,9 +268,15 @@ async fn a_chat_killed_after_a_handoff_goes_on_with_the_agent_handed_to() {
     let mut store: Option<Arc<dyn Store>> = None;
     loop {
         assert!(Instant::now() < deadline, "the handoff was never stored");
-        assert!(child.0.try_wait().unwrap().is_none(), "the chat ended early");
-        if store.is_none() && db.exists() {
-            // Opened once the chat made (and migrated) the file.
+        assert!(
+            child.0.try_wait().unwrap().is_none(),
+            "the chat ended early: {}",
+            std::fs::read_to_string(home.path().join("first.stderr")).unwrap()
+        );
+        let said = std::fs::read_to_string(home.path().join("first.stderr")).unwrap();
+        if store.is_none() && said.contains("chat c1 (stored in") {
+            // Opened once the chat made (and migrated) the file: two
+            // processes migrating one new file at once would collide.
             store = SqliteStore::connect(&db_arg)
                 .await
                 .ok()
