@@ -266,7 +266,11 @@ history = "last_user_message"
     fn mistakes_are_usage_errors_naming_what_is_wrong() {
         let agents_ok = agents(FILE);
         let unknown = starting(Some("nobody"), None, &agents_ok).unwrap_err();
-        assert!(unknown.to_string().contains("declared: billing, triage, unused"));
+        assert!(
+            unknown
+                .to_string()
+                .contains("declared: billing, triage, unused")
+        );
         let dangling = agents("[agents.a]\nhandoffs = [\"b\"]\n");
         let error = starting(None, None, &dangling).unwrap_err().to_string();
         assert!(error.contains("hands off to `b`"), "{error}");

@@ -131,8 +131,8 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> 
     let chat = use_approvals(&store, chat, &approvals).await?;
     // Recovered with the agents and tools the run had, so a run
     // interrupted after a handoff goes on with the agent speaking.
-    let mut recovery = ChatRuntime::new(Arc::clone(&store), chosen.provider.clone())
-        .with_tools(tools.clone());
+    let mut recovery =
+        ChatRuntime::new(Arc::clone(&store), chosen.provider.clone()).with_tools(tools.clone());
     if let Some(handoffs) = &handoffs {
         recovery = recovery.with_handoffs(handoffs.clone());
     }

@@ -114,7 +114,12 @@ fn main() -> ExitCode {
             );
             args.starting = config.starting_agent(args.agent.as_deref())?;
             if let Some(start) = &args.starting {
-                start.fill(&mut args.system, &mut args.model, args.model_flag, &mut args.tools);
+                start.fill(
+                    &mut args.system,
+                    &mut args.model,
+                    args.model_flag,
+                    &mut args.tools,
+                );
             }
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks)?;
@@ -170,7 +175,12 @@ fn main() -> ExitCode {
             );
             args.starting = config.starting_agent(args.agent.as_deref())?;
             if let Some(start) = &args.starting {
-                start.fill(&mut args.system, &mut args.model, model_flag, &mut args.tools);
+                start.fill(
+                    &mut args.system,
+                    &mut args.model,
+                    model_flag,
+                    &mut args.tools,
+                );
             }
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks)?;

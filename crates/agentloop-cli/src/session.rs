@@ -237,9 +237,15 @@ impl Session {
             let chat_id = self.chat_id.as_str();
             let start: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
                 match turn {
-                    Turn::Send(message) => Box::pin(async { runtime.send(chat_id, message).await.map(Ok) }),
-                    Turn::Resume(decisions) => Box::pin(async { runtime.resume(chat_id, decisions).await.map(Ok) }),
-                    Turn::Cancel => Box::pin(async { runtime.cancel_suspended(chat_id).await.map(Ok) }),
+                    Turn::Send(message) => {
+                        Box::pin(async { runtime.send(chat_id, message).await.map(Ok) })
+                    }
+                    Turn::Resume(decisions) => {
+                        Box::pin(async { runtime.resume(chat_id, decisions).await.map(Ok) })
+                    }
+                    Turn::Cancel => {
+                        Box::pin(async { runtime.cancel_suspended(chat_id).await.map(Ok) })
+                    }
                     Turn::Continue => Box::pin(async {
                         runtime.continue_chat(chat_id).await.map(|run| {
                             run.ok_or_else(|| "the chat has no run to continue".to_owned())

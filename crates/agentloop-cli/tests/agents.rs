@@ -293,7 +293,9 @@ async fn a_chat_killed_after_a_handoff_goes_on_with_the_agent_handed_to() {
                 .map(|s| s["agent"].clone());
             let events = store.list_events(&runs[0].id, None, 10_000).await.unwrap();
             if speaking == Some(Value::from("billing"))
-                && events.iter().any(|e| matches!(e.kind, EventKind::Handoff(_)))
+                && events
+                    .iter()
+                    .any(|e| matches!(e.kind, EventKind::Handoff(_)))
             {
                 break;
             }

@@ -66,7 +66,10 @@ fn the_implementation_agent_hands_off_to_a_project_specialist() {
         serde_json::from_str(AGENTS).unwrap(),
     );
     assert_eq!(status, 201, "{created}");
-    assert_eq!(created["agents"]["implementation"]["handoffs"], json!(["security"]));
+    assert_eq!(
+        created["agents"]["implementation"]["handoffs"],
+        json!(["security"])
+    );
     assert_eq!(created["agents"]["security"]["history"], "text_only");
     let project_id = created["id"].as_str().unwrap();
     let (status, task) = http(
@@ -140,7 +143,10 @@ fn mistakes_in_a_projects_agents_are_refused() {
             json!({"review": {"instructions": "Mine."}}),
             "`review` is one of the server's agents",
         ),
-        (json!({"security": {"colour": "red"}}), "unknown field `colour`"),
+        (
+            json!({"security": {"colour": "red"}}),
+            "unknown field `colour`",
+        ),
         (json!(["security"]), "agents:"),
     ];
     for (i, (agents, expected)) in cases.into_iter().enumerate() {
@@ -178,7 +184,13 @@ fn mistakes_in_a_projects_agents_are_refused() {
     );
     assert_eq!(status, 200, "{changed}");
     assert_eq!(changed["agents"]["security"]["model"], "security-model");
-    let (status, cleared) = http(&address, &token, "PATCH", &path, Some(json!({"agents": null})));
+    let (status, cleared) = http(
+        &address,
+        &token,
+        "PATCH",
+        &path,
+        Some(json!({"agents": null})),
+    );
     assert_eq!(status, 200, "{cleared}");
     assert_eq!(cleared["agents"], json!({}));
     server.child.kill().unwrap();

@@ -278,14 +278,11 @@ impl<'a> Execution<'a> {
             self.state.config.provider.api(),
             run_model(&self.state.config, &self.ctx),
         );
-        let handoffs = match crate::project_agents::handoffs(
-            &self.ctx.project,
-            self.run.agent_type,
-            &tools,
-        ) {
-            Ok(handoffs) => handoffs,
-            Err(error) => return Ok(Outcome::Failed(format!("the project's agents: {error}"))),
-        };
+        let handoffs =
+            match crate::project_agents::handoffs(&self.ctx.project, self.run.agent_type, &tools) {
+                Ok(handoffs) => handoffs,
+                Err(error) => return Ok(Outcome::Failed(format!("the project's agents: {error}"))),
+            };
         let hosted = self.hosted(decisions, ending.clone());
         let outcome = hosting::execute(
             self.state, self.local, hosted, tools, handoffs, &metrics, pace,

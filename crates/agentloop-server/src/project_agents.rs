@@ -60,7 +60,9 @@ pub enum AgentsError {
     #[error("agents: {0}")]
     Name(#[from] HandoffError),
     /// A handoff to an agent neither declared nor the server's.
-    #[error("agents: `{from}` hands off to `{to}`, which is neither declared nor one of the server's agents (planification, implementation, review)")]
+    #[error(
+        "agents: `{from}` hands off to `{to}`, which is neither declared nor one of the server's agents (planification, implementation, review)"
+    )]
     UnknownTarget {
         /// The agent handing off.
         from: String,
@@ -68,7 +70,9 @@ pub enum AgentsError {
         to: String,
     },
     /// Instructions or a model given to one of the server's own agents.
-    #[error("agents: `{name}` is one of the server's agents: only its handoffs, description and history may be set")]
+    #[error(
+        "agents: `{name}` is one of the server's agents: only its handoffs, description and history may be set"
+    )]
     ServerAgent {
         /// The agent.
         name: String,
@@ -140,8 +144,8 @@ pub fn handoffs(
         .iter()
         .filter_map(|name| {
             let section = agents.get(*name)?;
-            let mut profile = AgentProfile::new(*name, section.description.clone())
-                .history(section.history);
+            let mut profile =
+                AgentProfile::new(*name, section.description.clone()).history(section.history);
             profile.instructions.clone_from(&section.instructions);
             profile.model.clone_from(&section.model);
             profile.handoffs = section

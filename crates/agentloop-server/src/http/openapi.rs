@@ -563,17 +563,27 @@ fn approval_mode_schema(on_create: bool) -> Value {
 /// (the server's own among them) hands off to.
 fn agents_schema() -> Value {
     let name = json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,48}$"});
+    let mut specialist = json!({
+        "description": {"type": "string", "description": "What it is for, as a model handing to it reads it"},
+        "handoffs": {"type": "array", "items": name, "description": "The agents it may hand the conversation to: declared here or the server's"},
+        "history": {"enum": ["full", "text_only", "last_user_message"], "description": "What of the history before a handoff to it it sees (default full)"}
+    });
+    // The server's own agents keep the server's instructions and model.
+    let server_agent = closed(specialist.clone(), &[]);
+    specialist["instructions"] =
+        json!({"type": "string", "description": "A specialist's system prompt"});
+    specialist["model"] =
+        json!({"type": "string", "description": "A specialist's model (default: the run's)"});
     json!({
         "type": ["object", "null"],
         "description": "The project's agents and their handoffs (null or {} for none). A key names an agent: one of the server's agents (`planification`, `implementation`, `review`), which may set only `handoffs`, `description` and `history`, or a specialist with its own `instructions` and `model`. An agent that hands off offers the model one `transfer_to_{name}` tool per target; taking it, the same run goes on with the target (the run's tools, the target's instructions and model, the history filtered by its `history`), and the run's events say who speaks (`streaming_start.agent`, `handoff`). A run takes at most 8 handoffs (a cycle then ends it `limit_exceeded`, limit `handoffs`). Refused (400): a bad name, unknown fields, `instructions` or `model` on a server agent, a handoff to an agent neither declared nor the server's. A handoff to another of the server's agents than the run's own is not offered.",
         "propertyNames": name,
-        "additionalProperties": closed(json!({
-            "description": {"type": "string", "description": "What it is for, as a model handing to it reads it"},
-            "instructions": {"type": "string", "description": "A specialist's system prompt"},
-            "model": {"type": "string", "description": "A specialist's model (default: the run's)"},
-            "handoffs": {"type": "array", "items": name, "description": "The agents it may hand the conversation to: declared here or the server's"},
-            "history": {"enum": ["full", "text_only", "last_user_message"], "description": "What of the history before a handoff to it it sees (default full)"}
-        }), &[])
+        "properties": {
+            "planification": server_agent.clone(),
+            "implementation": server_agent.clone(),
+            "review": server_agent,
+        },
+        "additionalProperties": closed(specialist, &[])
     })
 }
 

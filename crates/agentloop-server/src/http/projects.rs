@@ -295,10 +295,12 @@ pub(super) async fn update(
     Path(id): Path<String>,
     ApiJson(body): ApiJson,
 ) -> Result<Json<Value>, ApiError> {
-    if let Some(key) = body
-        .keys()
-        .find(|k| !matches!(k.as_str(), "approvals" | "tool_approvals" | "shell" | "agents"))
-    {
+    if let Some(key) = body.keys().find(|k| {
+        !matches!(
+            k.as_str(),
+            "approvals" | "tool_approvals" | "shell" | "agents"
+        )
+    }) {
         return Err(ApiError::bad_request(format!(
             "unknown field {key:?} (a project changes approvals, tool_approvals, shell and \
              agents)"
