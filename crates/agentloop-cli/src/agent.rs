@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use agentloop_engine::{LoopStrategy, StrategyRegistry};
+use agentloop_engine::{Handoffs, LoopStrategy, StrategyRegistry};
 use agentloop_types::{CompactionOptions, LoopOptions, ModelProvider, RequestOptions, Tool};
 
 use crate::out::Failure;
@@ -107,7 +107,36 @@ impl Agent {
         root: Option<&Path>,
         provider: Arc<dyn ModelProvider>,
     ) -> Result<Vec<Arc<dyn Tool>>, Failure> {
-        let minion = tools::MinionModel {
+        tools::build(&self.tool_names, root, Some(&self.minion(provider)))
+    }
+
+    /// The agents `starting` hands off between, their tools working in
+    /// `root`; `None` when it hands to none. Only the native strategy
+    /// hands off: with another, declaring handoffs is a usage error.
+    pub fn handoffs(
+        &self,
+        starting: Option<&crate::agents::Starting>,
+        root: Option<&Path>,
+        provider: Arc<dyn ModelProvider>,
+    ) -> Result<Option<Handoffs>, Failure> {
+        let Some(starting) = starting else {
+            return Ok(None);
+        };
+        let handoffs = starting.handoffs(root, &self.minion(provider))?;
+        if handoffs.is_some() && self.strategy.name() != "native" {
+            return Err(Failure::usage(format!(
+                "agent `{}` hands off, which only the native strategy does (not {})",
+                starting.name,
+                self.strategy.name()
+            )));
+        }
+        Ok(handoffs)
+    }
+
+    /// What a minion's children ask: `provider`, with the run's options
+    /// and no system prompt.
+    fn minion(&self, provider: Arc<dyn ModelProvider>) -> tools::MinionModel {
+        tools::MinionModel {
             provider,
             options: LoopOptions {
                 request: RequestOptions {
@@ -116,8 +145,7 @@ impl Agent {
                 },
                 ..self.options.clone()
             },
-        };
-        tools::build(&self.tool_names, root, Some(&minion))
+        }
     }
 }
 

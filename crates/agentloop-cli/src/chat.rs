@@ -44,9 +44,19 @@ pub struct ChatArgs {
     /// The provider's base URL (default: the provider's `*_BASE_URL`).
     #[arg(long)]
     pub base_url: Option<String>,
-    /// System prompt of a new chat.
+    /// System prompt of a new chat (default: the starting agent's
+    /// instructions).
     #[arg(long)]
     pub system: Option<String>,
+    /// The agent declared in config.toml (`[agents.NAME]`) to start with:
+    /// its instructions, model and tools, and the agents it may hand the
+    /// conversation to (default: the configuration's `agent`, else none).
+    /// A chat continued goes on with the agent that was speaking.
+    #[arg(long, value_name = "NAME", conflicts_with = "demo")]
+    pub agent: Option<String>,
+    /// The starting agent, resolved from the configuration.
+    #[arg(skip)]
+    pub starting: Option<crate::agents::Starting>,
     /// Tools to offer, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,
@@ -101,6 +111,10 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> 
         },
     };
     let tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    let handoffs = match &args.starting {
+        Some(starting) => starting.handoffs(args.root.as_deref(), &minion)?,
+        None => None,
+    };
     let settings = ChatSettings {
         loop_settings: LoopSettings {
             model: Some(chosen.model.clone()),
@@ -115,14 +129,34 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> 
     };
     let chat = chat_for(&store, chat_id.as_deref(), &settings).await?;
     let chat = use_approvals(&store, chat, &approvals).await?;
-    ChatRuntime::new(Arc::clone(&store), chosen.provider.clone())
+    // Recovered with the agents and tools the run had, so a run
+    // interrupted after a handoff goes on with the agent speaking.
+    let mut recovery =
+        ChatRuntime::new(Arc::clone(&store), chosen.provider.clone()).with_tools(tools.clone());
+    if let Some(handoffs) = &handoffs {
+        recovery = recovery.with_handoffs(handoffs.clone());
+    }
+    recovery
         .recover(RecoveryMode::ExpiredLeases)
+        .await
+        .map_err(|e| e.to_string())?;
+    let interrupted = recovery
+        .has_interrupted_run(&chat.id)
         .await
         .map_err(|e| e.to_string())?;
     let where_stored = db::describe(args.db.as_deref());
     out::note(format!("chat {} (stored in {where_stored})", chat.id));
     let mut session = Session::new(store, chosen.provider, tools, chat.id, settings, args.json);
     session.hooks = hooks;
+    session.handoffs = handoffs;
+    // A run cut short (its process was killed) goes on first, from its
+    // last checkpoint, before any new message.
+    let continued = if interrupted {
+        out::note("continuing the run that was interrupted");
+        Some(session.continue_interrupted().await?)
+    } else {
+        None
+    };
     // What a turn waits for is settled by the chat (asked, answered from
     // the next line, or rejected), not drawn by the view.
     session.set_asking(true);
@@ -141,7 +175,7 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> 
     });
     // A chat continued while it waits: settle that first.
     let mut waiting = session.pending().await?;
-    let mut status = None;
+    let mut status = continued;
     loop {
         if !waiting.is_empty() {
             // Approvals are rejected (nobody can approve from a pipe);

@@ -35,6 +35,18 @@
 //! max_memory_mb = 8192          # data memory of one process
 //! max_total_memory_mb = 8192    # of all its processes (where a memory cgroup can be made)
 //!
+//! agent = "triage"              # default --agent: the declared agent runs start with
+//!
+//! [agents.triage]               # agents that hand off to each other (see `agents`)
+//! instructions = "Hand the customer to the specialist who can answer."
+//! handoffs = ["billing"]
+//!
+//! [agents.billing]
+//! description = "Invoices and refunds."
+//! instructions = "You answer billing questions."
+//! model = "claude-haiku-4-5"
+//! tools = ["fs"]
+//!
 //! [serve]                       # defaults of `agentloop serve`
 //! approvals = "ask"             # projects' policy when they set none: unattended (default) or ask
 //! engine = "restate"            # how runs execute: builtin (default) or restate (durable workflows)
@@ -95,6 +107,12 @@ pub struct Config {
     /// Command hooks (`[[hooks]]`), asked in file order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<crate::hooks::HookEntry>,
+    /// Default `--agent`: the declared agent `run` and `chat` start with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Declared agents (`[agents.NAME]`), which hand off to each other.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub agents: std::collections::BTreeMap<String, crate::agents::AgentSection>,
 }
 
 /// What the file may set for the shell tool (its `[shell]` table).
@@ -259,6 +277,15 @@ impl Config {
             Some(servers) => agentloop_mcp::McpConfig::from_servers(servers.clone())
                 .map_err(|e| Failure::usage(format!("the configuration's mcp_servers: {e}"))),
         }
+    }
+
+    /// The agent `run` or `chat` starts with: `flag` (`--agent`), else the
+    /// file's `agent`; `None` when neither names one.
+    pub fn starting_agent(
+        &self,
+        flag: Option<&str>,
+    ) -> Result<Option<crate::agents::Starting>, Failure> {
+        crate::agents::starting(flag, self.agent.as_deref(), &self.agents)
     }
 
     /// Fills what the flags left unset: `provider`, `base_url` and `tools`

@@ -136,6 +136,8 @@ impl EvalArgs {
             model: self.model.clone(),
             base_url: self.base_url.clone(),
             system: self.system.clone(),
+            agent: None,
+            starting: None,
             max_tokens: self.max_tokens,
             timeout: None,
             max_iterations: self.max_iterations,

@@ -15,6 +15,7 @@
 
 mod a2a_agents;
 mod agent;
+mod agents;
 mod approve;
 mod args;
 mod chat;
@@ -112,6 +113,15 @@ fn main() -> ExitCode {
                 &mut args.base_url,
                 &mut args.tools,
             );
+            args.starting = config.starting_agent(args.agent.as_deref())?;
+            if let Some(start) = &args.starting {
+                start.fill(
+                    &mut args.system,
+                    &mut args.model,
+                    args.model_flag,
+                    &mut args.tools,
+                );
+            }
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks)?;
             let remote = a2a_agents::remote_agents(&config.a2a_agents, &args.a2a)?;
@@ -158,12 +168,22 @@ fn main() -> ExitCode {
         Command::Chat(mut args) => config::load().and_then(|config| {
             tools::check_names(&args.tools, "--tools")?;
             tools::check_names(&config.tools, "the configuration's tools")?;
+            let model_flag = args.model.is_some();
             config.fill(
                 &mut args.provider,
                 &mut args.model,
                 &mut args.base_url,
                 &mut args.tools,
             );
+            args.starting = config.starting_agent(args.agent.as_deref())?;
+            if let Some(start) = &args.starting {
+                start.fill(
+                    &mut args.system,
+                    &mut args.model,
+                    model_flag,
+                    &mut args.tools,
+                );
+            }
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks)?;
             runtime.block_on(chat::chat(args, approvals, hooks))

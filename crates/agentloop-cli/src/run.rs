@@ -77,6 +77,11 @@ pub async fn run(
     };
     let agent = agent::build(&args, demo).await?;
     let mut tools = agent.tools(args.root.as_deref(), agent.chosen.provider.clone())?;
+    let handoffs = agent.handoffs(
+        args.starting.as_ref(),
+        args.root.as_deref(),
+        agent.chosen.provider.clone(),
+    )?;
     let agent::Agent {
         strategy,
         chosen,
@@ -110,6 +115,9 @@ pub async fn run(
         .with_tools(tools)
         .with_cancel(cancel);
     deps.hooks = hooks;
+    if let Some(handoffs) = handoffs {
+        deps = deps.with_handoffs(handoffs);
+    }
     let context = vec![Message::user_text("user-1", prompt)];
     let mut options = options;
     let value_only = args.json && options.output_schema.is_some();

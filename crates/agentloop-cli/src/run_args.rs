@@ -58,9 +58,17 @@ pub struct RunArgs {
     /// $GEMINI_BASE_URL by provider).
     #[arg(long)]
     pub base_url: Option<String>,
-    /// System prompt.
+    /// System prompt (default: the starting agent's instructions).
     #[arg(long)]
     pub system: Option<String>,
+    /// The agent declared in config.toml (`[agents.NAME]`) to start with:
+    /// its instructions, model and tools, and the agents it may hand the
+    /// conversation to (default: the configuration's `agent`, else none).
+    #[arg(long, value_name = "NAME", conflicts_with = "demo")]
+    pub agent: Option<String>,
+    /// The starting agent, resolved from the configuration.
+    #[arg(skip)]
+    pub starting: Option<crate::agents::Starting>,
     /// Output token cap per model turn (at least 1). Default: 4096, or the
     /// model's own lower limit, for a model in the model table; 1024 for
     /// any other (a local or OpenAI-compatible server's model).

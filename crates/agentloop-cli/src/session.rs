@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use agentloop_engine::Handoffs;
 use agentloop_runtime::{ChatRuntime, ChatSettings};
 use agentloop_storage::model::{Chat, Project, now_millis};
 use agentloop_storage::{StorageError, Store};
@@ -86,6 +87,8 @@ pub struct Session {
     pub settings: ChatSettings,
     /// Command hooks from the configuration, asked by every run.
     pub hooks: Hooks,
+    /// The agents runs hand off between (from the configuration's agents).
+    pub handoffs: Option<Handoffs>,
     json: bool,
     view: render::View,
     /// Installed at the first need: the line editor sets up its own
@@ -101,6 +104,8 @@ enum Turn {
     Resume(Decisions),
     /// Cancels the waiting run.
     Cancel,
+    /// Continues the interrupted run.
+    Continue,
 }
 
 /// Every Ctrl-C from the moment the chat starts, in order, so none is lost
@@ -150,6 +155,7 @@ impl Session {
             chat_id,
             settings,
             hooks: Hooks::default(),
+            handoffs: None,
             json,
             view: render::View::new(Style::stdout()),
             interrupts: None,
@@ -184,6 +190,12 @@ impl Session {
         self.turn(Turn::Resume(decisions)).await
     }
 
+    /// Continues the chat's interrupted run from its last checkpoint and
+    /// streams what follows.
+    pub async fn continue_interrupted(&mut self) -> Result<LoopStatus, Failure> {
+        self.turn(Turn::Continue).await
+    }
+
     /// Cancels the chat's waiting run: its pending calls are closed.
     pub async fn cancel_waiting(&mut self) -> Result<LoopStatus, Failure> {
         self.turn(Turn::Cancel).await
@@ -191,12 +203,21 @@ impl Session {
 
     /// What the chat's waiting run (if any) waits for.
     pub async fn pending(&self) -> Result<Vec<PendingCall>, Failure> {
-        ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
-            .with_tools(self.tools.clone())
-            .with_hooks(self.hooks.clone())
+        self.runtime()
             .pending(&self.chat_id)
             .await
             .map_err(|e| Failure::Runtime(e.to_string()))
+    }
+
+    /// The runtime a turn runs on: the session's tools, hooks and agents.
+    fn runtime(&self) -> ChatRuntime {
+        let runtime = ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
+            .with_tools(self.tools.clone())
+            .with_hooks(self.hooks.clone());
+        match &self.handoffs {
+            Some(handoffs) => runtime.with_handoffs(handoffs.clone()),
+            None => runtime,
+        }
     }
 
     /// Whether a person is asked about pending calls (the REPL): the view
@@ -209,24 +230,36 @@ impl Session {
         // A runtime per turn: its token, once cancelled, stays cancelled.
         let cancel = CancellationToken::new();
         let mut interrupts = self.take_interrupts().await;
-        let runtime = ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
-            .with_tools(self.tools.clone())
-            .with_hooks(self.hooks.clone())
-            .with_cancel(cancel.clone());
+        let runtime = self.runtime().with_cancel(cancel.clone());
         let mut stdout = Stdout::new();
         let mut failure = None;
         let started = {
             let chat_id = self.chat_id.as_str();
             let start: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
                 match turn {
-                    Turn::Send(message) => Box::pin(runtime.send(chat_id, message)),
-                    Turn::Resume(decisions) => Box::pin(runtime.resume(chat_id, decisions)),
-                    Turn::Cancel => Box::pin(runtime.cancel_suspended(chat_id)),
+                    Turn::Send(message) => {
+                        Box::pin(async { runtime.send(chat_id, message).await.map(Ok) })
+                    }
+                    Turn::Resume(decisions) => {
+                        Box::pin(async { runtime.resume(chat_id, decisions).await.map(Ok) })
+                    }
+                    Turn::Cancel => {
+                        Box::pin(async { runtime.cancel_suspended(chat_id).await.map(Ok) })
+                    }
+                    Turn::Continue => Box::pin(async {
+                        runtime.continue_chat(chat_id).await.map(|run| {
+                            run.ok_or_else(|| "the chat has no run to continue".to_owned())
+                        })
+                    }),
                 };
             start.await
         };
         let mut run = match started {
-            Ok(run) => run,
+            Ok(Ok(run)) => run,
+            Ok(Err(nothing)) => {
+                self.keep_interrupts(interrupts);
+                return Err(Failure::Runtime(nothing));
+            }
             Err(e) => {
                 self.keep_interrupts(interrupts);
                 return Err(e.to_string().into());

@@ -1,6 +1,8 @@
 //! `agentloop chat` through a real terminal (a pty): the prompt, `/cost`,
-//! Ctrl-C cancelling a turn, Ctrl-D leaving, `--continue`, and the demo
-//! answering message after message.
+//! Ctrl-C cancelling a turn, Ctrl-D leaving, `--continue`, the demo
+//! answering message after message, and command hooks from the
+//! configuration (deny, rewrite, add context, one that hangs and one that
+//! crashes) shown as they decide.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -130,4 +132,118 @@ fn the_repl_answers_reports_cost_survives_ctrl_c_and_continues() {
     p.exp_string("> ").unwrap();
     p.send_line("/exit").unwrap();
     p.exp_eof().unwrap();
+}
+
+#[test]
+fn chat_on_a_terminal_asks_command_hooks_and_shows_their_decisions() {
+    let home = tempfile::tempdir().unwrap();
+    let config_dir = home.path().join("config/agentloop");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::write(
+        config_dir.join("config.toml"),
+        r#"
+[[hooks]]
+event = "user_prompt_submitted"
+name = "rules"
+command = """echo '{"decision": "add_context", "text": "Project rule: keep notes short."}'"""
+
+[[hooks]]
+event = "before_tool_call"
+tool = "fs"
+name = "no-secrets"
+command = "if grep -q secret; then echo 'secrets stay out of files' >&2; exit 2; fi"
+
+[[hooks]]
+event = "before_tool_call"
+tool = "fs"
+name = "rewrite"
+command = """if grep -q notes; then echo '{"decision": "rewrite", "arguments": {"command": "create", "path": "/notes.txt", "file_text": "rewritten"}}'; fi"""
+
+[[hooks]]
+event = "before_tool_call"
+name = "slow"
+command = "if grep -q slow; then sleep 30; fi"
+timeout_ms = 300
+on_error = "block"
+
+[[hooks]]
+event = "before_tool_call"
+name = "crashy"
+command = "if grep -q crash; then kill -9 $$; fi"
+"#,
+    )
+    .unwrap();
+    let root = home.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let db = home.path().join("chats.db").display().to_string();
+    let write = |id: &str, path: &str| {
+        format!(
+            r#"{{"type": "tool_call", "id": "{id}", "name": "fs", "fragments": ["{{\"command\": \"create\", \"path\": \"/{path}\", \"file_text\": \"x\"}}"]}}"#
+        )
+    };
+    let script = format!(
+        r#"[
+          {{"steps": [{}, {}, {}, {}]}},
+          {{"steps": [{{"type": "text", "chunks": ["All written."]}}]}}
+        ]"#,
+        write("t1", "secret.txt"),
+        write("t2", "notes.txt"),
+        write("t3", "slow.txt"),
+        write("t4", "crash.txt"),
+    );
+    let started = std::time::Instant::now();
+    let mut p = chat(
+        home.path(),
+        &db,
+        &script,
+        &[
+            "--chat",
+            "hooked",
+            "--tools",
+            "fs",
+            "--approve",
+            "all",
+            "--root",
+            root.to_str().unwrap(),
+        ],
+    );
+    p.exp_string("chat hooked (stored in").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("write the files").unwrap();
+    // Each decision is drawn as it is taken, in the order of the calls.
+    p.exp_string("[hook rules at user_prompt_submitted: add_context]")
+        .unwrap();
+    p.exp_string("[hook no-secrets at before_tool_call: block]")
+        .unwrap();
+    p.exp_string("[hook rewrite at before_tool_call: rewrite]")
+        .unwrap();
+    p.exp_string("[hook slow at before_tool_call: block after an error: no answer within 300 ms]")
+        .unwrap();
+    p.exp_string("[hook crashy at before_tool_call: pass after an error: killed by a signal]")
+        .unwrap();
+    p.exp_string("All written.").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("/exit").unwrap();
+    p.exp_eof().unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "the chat waited for the hanging hook"
+    );
+    assert!(
+        !root.join("secret.txt").exists(),
+        "the denied write never ran"
+    );
+    assert!(
+        !root.join("slow.txt").exists(),
+        "the hung hook answered its default, block"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "rewritten"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("crash.txt")).unwrap(),
+        "x",
+        "the crashed hook answered its default, pass"
+    );
 }

@@ -65,6 +65,11 @@ async fn the_openapi_description_validates_and_a_fuzzer_finds_nothing() {
         // It keeps a cache in its working folder: not in the repository.
         .current_dir(dir.path())
         .args([
+            "--config-file",
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/schemathesis.toml"
+            ),
             "run",
             &format!("http://{}/api/openapi.json", server.address),
             "--header",

@@ -234,6 +234,13 @@ impl ChatRuntime {
 
     /// The chat's latest run when it is an interrupted run that can be
     /// continued from its stored state.
+    /// Whether the chat's last run was interrupted and is waiting for
+    /// [`continue_chat`](Self::continue_chat) (a new message would
+    /// supersede it instead).
+    pub async fn has_interrupted_run(&self, chat_id: &str) -> RuntimeResult<bool> {
+        Ok(self.resumable_run(chat_id).await?.is_some())
+    }
+
     pub(crate) async fn resumable_run(&self, chat_id: &str) -> RuntimeResult<Option<RunState>> {
         let Some(last) = self.store.last_run(chat_id).await? else {
             return Ok(None);

@@ -283,8 +283,16 @@ impl<'a> Execution<'a> {
             self.state.config.provider.api(),
             run_model(&self.state.config, &self.ctx),
         );
+        let handoffs =
+            match crate::project_agents::handoffs(&self.ctx.project, self.run.agent_type, &tools) {
+                Ok(handoffs) => handoffs,
+                Err(error) => return Ok(Outcome::Failed(format!("the project's agents: {error}"))),
+            };
         let hosted = self.hosted(decisions, ending.clone());
-        let outcome = hosting::execute(self.state, self.local, hosted, tools, &metrics, pace).await;
+        let outcome = hosting::execute(
+            self.state, self.local, hosted, tools, handoffs, &metrics, pace,
+        )
+        .await;
         drop(watched);
         if let Some(mcp) = mcp {
             Box::pin(mcp.shutdown()).await;

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use agentloop_engine::Handoffs;
 use agentloop_runtime::{ChatRun, ChatRuntime, Hosted, HostedRun, RuntimeError};
 use agentloop_types::{LoopResult, PendingCall, Tool};
 use futures::StreamExt;
@@ -61,16 +62,22 @@ pub fn runtime(
     }
 }
 
-/// Executes `hosted` from where its record stands and reads it to its end.
+/// Executes `hosted` from where its record stands and reads it to its end;
+/// `handoffs` are the project's agents the run hands off between.
 pub async fn execute(
     state: &AppState,
     local: &LocalRun,
     hosted: HostedRun,
     tools: Vec<Arc<dyn Tool>>,
+    handoffs: Option<Handoffs>,
     metrics: &RunMetrics,
     pace: Pace,
 ) -> Outcome {
-    let runtime = runtime(state, tools, Some(local));
+    let mut runtime = runtime(state, tools, Some(local));
+    if let Some(handoffs) = handoffs {
+        // The project's agents: the run goes on with whoever speaks.
+        runtime = runtime.with_handoffs(handoffs);
+    }
     match Box::pin(runtime.host(hosted)).await {
         Ok(Hosted::Running(run)) => {
             let run = match pace {

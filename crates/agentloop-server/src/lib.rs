@@ -79,6 +79,7 @@ pub mod listener;
 pub mod local_run;
 pub mod metrics;
 pub mod policy;
+pub mod project_agents;
 pub mod recovery;
 pub mod run_log;
 pub mod run_tools;

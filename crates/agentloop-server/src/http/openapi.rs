@@ -219,6 +219,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
                     "approvals": approval_mode_schema(true),
                     "tool_approvals": approvals_schema(),
                     "shell": shell_schema(shell),
+                    "agents": agents_schema(),
                     "mcpServers": if allow_project_mcp {
                         json!({
                             "type": ["object", "null"],
@@ -253,13 +254,14 @@ fn operations(offers: Offers) -> Vec<Operation> {
                     "approvals": approval_mode_schema(false),
                     "tool_approvals": approvals_schema(),
                     "shell": shell_schema(shell),
+                    "agents": agents_schema(),
                 }),
                 &[],
             )),
             ..op(
                 "patch",
                 "/api/projects/{projectId}",
-                "Change a project's approval policy (`approvals`: `ask`, `unattended`, or null to follow the server's default) or its per-tool policies (`tool_approvals`, null for none). Runs follow the change at their next tool call; calls already waiting stay waiting. Other fields are refused (400).",
+                "Change a project's approval policy (`approvals`: `ask`, `unattended`, or null to follow the server's default), its per-tool policies (`tool_approvals`, null for none), `shell`, or its agents (`agents`, null for none; runs started later follow them). Runs follow an approval change at their next tool call; calls already waiting stay waiting. Other fields are refused (400).",
                 ("200", "The project", Some(schema_ref("Project"))),
             )
         },
@@ -587,6 +589,34 @@ fn approval_mode_schema(on_create: bool) -> Value {
     }
 }
 
+/// The `agents` setting of a project: specialists, and whom each agent
+/// (the server's own among them) hands off to.
+fn agents_schema() -> Value {
+    let name = json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,48}$"});
+    let mut specialist = json!({
+        "description": {"type": "string", "description": "What it is for, as a model handing to it reads it"},
+        "handoffs": {"type": "array", "items": name, "description": "The agents it may hand the conversation to: declared here or the server's"},
+        "history": {"enum": ["full", "text_only", "last_user_message"], "description": "What of the history before a handoff to it it sees (default full)"}
+    });
+    // The server's own agents keep the server's instructions and model.
+    let server_agent = closed(specialist.clone(), &[]);
+    specialist["instructions"] =
+        json!({"type": "string", "description": "A specialist's system prompt"});
+    specialist["model"] =
+        json!({"type": "string", "description": "A specialist's model (default: the run's)"});
+    json!({
+        "type": ["object", "null"],
+        "description": "The project's agents and their handoffs (null or {} for none). A key names an agent: one of the server's agents (`planification`, `implementation`, `review`), which may set only `handoffs`, `description` and `history`, or a specialist with its own `instructions` and `model`. An agent that hands off offers the model one `transfer_to_{name}` tool per target; taking it, the same run goes on with the target (the run's tools, the target's instructions and model, the history filtered by its `history`), and the run's events say who speaks (`streaming_start.agent`, `handoff`). A run takes at most 8 handoffs (a cycle then ends it `limit_exceeded`, limit `handoffs`). Refused (400): a bad name, unknown fields, `instructions` or `model` on a server agent, a handoff to an agent neither declared nor the server's. A handoff to another of the server's agents than the run's own is not offered.",
+        "propertyNames": name,
+        "properties": {
+            "planification": server_agent.clone(),
+            "implementation": server_agent.clone(),
+            "review": server_agent,
+        },
+        "additionalProperties": closed(specialist, &[])
+    })
+}
+
 /// The `tool_approvals` setting of a project: a policy per tool name.
 fn approvals_schema() -> Value {
     let argument_match = closed(
@@ -623,8 +653,9 @@ fn schemas() -> Value {
             "approvals_source": {"enum": ["project", "server"], "description": "Whether the project sets `approvals` or follows the server's default (`agentloop serve --approvals`)"},
             "tool_approvals": {"type": "object", "description": "The project's approval policies by tool name, which win over `approvals` (see `tool_approvals` of the create body)"},
             "shell": {"type": "boolean", "description": "Whether the project's runs get the sandboxed `shell` tool"},
+            "agents": {"type": "object", "description": "The project's agents and their handoffs (see `agents` of the create body)"},
             "created_at": timestamp, "updated_at": timestamp
-        }), &["id", "name", "repo_folder", "model", "approvals", "approvals_source", "tool_approvals", "shell", "created_at", "updated_at"]),
+        }), &["id", "name", "repo_folder", "model", "approvals", "approvals_source", "tool_approvals", "shell", "agents", "created_at", "updated_at"]),
         "Task": object(json!({
             "id": {"type": "string"}, "project_id": {"type": "string"}, "title": {"type": "string"},
             "workflow_complete": {"type": "boolean"}, "document_path": {"type": "string"},

@@ -46,6 +46,7 @@ pub fn project_json(config: &ServerConfig, project: &Project) -> Value {
         "approvals_source": source.as_str(),
         "tool_approvals": project.settings.get("approvals").cloned().unwrap_or_else(|| json!({})),
         "shell": crate::run_tools::shell_enabled(project),
+        "agents": project.settings.get("agents").cloned().unwrap_or_else(|| json!({})),
         "created_at": rfc3339(project.created_at),
         "updated_at": rfc3339(project.updated_at),
     })
@@ -157,6 +158,7 @@ pub(super) async fn create(
         }
     };
     let shell = shell_field(&state, &body)?;
+    let agents = agents_field(&body)?;
     let planned =
         folders::plan(state.config.projects_root.as_deref(), requested).map_err(folder_error)?;
     if let Some(owner) = folder_owner(&planned.path).await
@@ -176,6 +178,9 @@ pub(super) async fn create(
     }
     if shell == Some(true) {
         settings["shell"] = json!(true);
+    }
+    if let Some(Some(agents)) = agents {
+        settings["agents"] = agents;
     }
     let now = now_millis();
     let project = Project {
@@ -290,15 +295,19 @@ pub(super) async fn update(
     Path(id): Path<String>,
     ApiJson(body): ApiJson,
 ) -> Result<Json<Value>, ApiError> {
-    if let Some(key) = body
-        .keys()
-        .find(|k| !matches!(k.as_str(), "approvals" | "tool_approvals" | "shell"))
-    {
+    if let Some(key) = body.keys().find(|k| {
+        !matches!(
+            k.as_str(),
+            "approvals" | "tool_approvals" | "shell" | "agents"
+        )
+    }) {
         return Err(ApiError::bad_request(format!(
-            "unknown field {key:?} (a project changes approvals, tool_approvals and shell)"
+            "unknown field {key:?} (a project changes approvals, tool_approvals, shell and \
+             agents)"
         )));
     }
     let shell = shell_field(&state, &body)?;
+    let agents = agents_field(&body)?;
     let per_tool = match body.get("tool_approvals") {
         None => None,
         Some(Value::Null) => Some(None),
@@ -319,6 +328,9 @@ pub(super) async fn update(
     }
     if let Some(shell) = shell {
         set_setting(&mut project, "shell", shell.then_some(json!(true)));
+    }
+    if let Some(agents) = agents {
+        set_setting(&mut project, "agents", agents);
     }
     project.updated_at = now_millis();
     state.store.update_project(&project).await?;
@@ -344,6 +356,20 @@ fn set_setting(project: &mut Project, key: &str, value: Option<Value>) {
             None => {
                 settings.remove(key);
             }
+        }
+    }
+}
+
+/// A request's `agents` field, checked (see [`crate::project_agents`]):
+/// `None` when absent, `Some(None)` when null or empty (no agents).
+fn agents_field(body: &serde_json::Map<String, Value>) -> Result<Option<Option<Value>>, ApiError> {
+    match body.get("agents") {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(value) => {
+            let agents = crate::project_agents::parse(value)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            Ok(Some((!agents.is_empty()).then(|| json!(agents))))
         }
     }
 }
