@@ -588,3 +588,28 @@ fn agent_type(message: &Message, params: &SendMessageRequest) -> Result<AgentTyp
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn version(value: Option<&str>) -> Result<(), RpcError> {
+        let mut headers = HeaderMap::new();
+        if let Some(value) = value {
+            headers.insert(wire::VERSION_HEADER, value.parse().unwrap());
+        }
+        check_version(&headers)
+    }
+
+    #[test]
+    fn protocol_1_is_served_and_others_are_refused() {
+        assert!(version(None).is_ok());
+        assert!(version(Some("1.0")).is_ok());
+        assert!(version(Some("1.2")).is_ok());
+        let refused = version(Some("0.3")).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::VersionNotSupported.code());
+        assert!(refused.message.contains("0.3"), "{}", refused.message);
+    }
+}
