@@ -8,7 +8,7 @@
 //!   artifacts and progress, and a client's reply to an input-required
 //!   task as decisions on the calls the run waits on.
 //!
-//! - [`client`] (feature `client`): a remote A2A agent as a tool, its
+//! - `client` (feature `client`): a remote A2A agent as a tool, its
 //!   progress the call's progress, cancel propagated.
 //!
 //! The server side is `agentloop-server`'s `POST /a2a` (a task is one agent
@@ -16,7 +16,7 @@
 //!
 //! # Cargo features
 //!
-//! - `client`: [`client::A2aAgentTool`] over reqwest.
+//! - `client`: `client::A2aAgentTool` over reqwest.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -149,7 +149,10 @@ fn requests_are_checked_before_any_method_runs() {
     let code = |body: &str| Request::parse(body.as_bytes()).unwrap_err().1.code;
     assert_eq!(code("{"), ErrorCode::ParseError.code());
     assert_eq!(code("[]"), ErrorCode::InvalidRequest.code());
-    assert_eq!(code(r#"{"id":1,"method":"GetTask"}"#), ErrorCode::InvalidRequest.code());
+    assert_eq!(
+        code(r#"{"id":1,"method":"GetTask"}"#),
+        ErrorCode::InvalidRequest.code()
+    );
     assert_eq!(
         code(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":[1]}"#),
         ErrorCode::InvalidParams.code()

@@ -456,3 +456,87 @@ fn the_a2a_endpoint_refuses_other_users_no_token_and_bad_requests() {
         "{answer}"
     );
 }
+
+#[test]
+fn an_agentloop_run_delegates_to_an_agentloop_server_over_a2a() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    // The server's implementation run answers; the review the chain starts
+    // after it answers too.
+    write_script(
+        &script,
+        json!([
+            { "steps": [{ "type": "text", "chunks": ["Peer ", "answer."] }] },
+            { "steps": [{ "type": "text", "chunks": ["Reviewed."] }] }
+        ]),
+    );
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let token = create_user(&db, "ada");
+    let server = serve(&db, &script, "only");
+    let address = server.address.clone();
+    let project_id = project(&address, &token, &dir.path().join("one"), json!({}));
+
+    // The delegating agent names the server in its configuration file.
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(config.join("agentloop")).unwrap();
+    std::fs::write(
+        config.join("agentloop/config.toml"),
+        format!(
+            "[a2a_agents.peer]\nurl = \"http://{address}\"\ntoken_env = \"PEER_TOKEN\"\ntenant = \"{project_id}\"\n"
+        ),
+    )
+    .unwrap();
+    let client_script = dir.path().join("client.json");
+    let call = json!({ "message": "Do the thing" }).to_string();
+    write_script(
+        &client_script,
+        json!([
+            { "steps": [{ "type": "tool_call", "id": "call-peer", "name": "a2a_peer", "fragments": [call] }] },
+            { "steps": [{ "type": "text", "chunks": ["done"] }] }
+        ]),
+    );
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentloop"))
+        .args([
+            "run",
+            "delegate",
+            "--approve",
+            "all",
+            "--json",
+            "--provider",
+        ])
+        .arg(format!("scripted:{}", client_script.display()))
+        .env("XDG_CONFIG_HOME", &config)
+        .env("PEER_TOKEN", &token)
+        .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let result = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "message_created")
+        .flat_map(|e| {
+            e["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == "call-peer")
+        .unwrap_or_else(|| panic!("no result for the delegated call: {stdout}"));
+    assert_eq!(result["content"], "Peer answer.", "{result}");
+
+    // The server made a task of the message in that project.
+    let (_, tasks) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/projects/{project_id}/tasks"),
+        None,
+    );
+    assert_eq!(tasks[0]["title"], "Do the thing", "{tasks}");
+}

@@ -24,12 +24,11 @@ use std::convert::Infallible;
 use agentloop_a2a::mapping::{self, Reply, TaskIds};
 use agentloop_a2a::rpc::{self, ErrorCode, Request, RequestId, RpcError, method};
 use agentloop_a2a::wire::{
-    self, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Message,
-    SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskArtifactUpdateEvent,
-    TaskIdRequest, TaskState,
+    self, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Message, SendMessageRequest,
+    SendMessageResponse, StreamResponse, TaskIdRequest,
 };
-use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, now_millis};
-use agentloop_types::{LoopResult, PendingCall};
+use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType};
+use agentloop_types::PendingCall;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -39,6 +38,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
+use super::a2a_task::{
+    ended_updates, final_updates, ids_of, internal, stamp, task_from_result, task_of, working_task,
+};
 use super::ag_ui::last_seq;
 use super::agent_runs::{cancel_run, owned_run, parse_decisions, start_error};
 use super::error::ApiError;
@@ -47,7 +49,6 @@ use super::extract::{ApiJson, AuthUser};
 use super::projects::owned_project;
 use super::tasks::{self, owned_task};
 use crate::drive::{decide, start_agent_run};
-use crate::ids::rfc3339;
 use crate::runner::TaskContext;
 use crate::state::AppState;
 use crate::users::User;
@@ -217,10 +218,6 @@ fn rpc_error(err: ApiError, missing: ErrorCode) -> RpcError {
         _ => ErrorCode::InternalError,
     };
     RpcError::new(code, message)
-}
-
-fn now() -> Option<String> {
-    Some(rfc3339(now_millis()))
 }
 
 /// One request of one user.
@@ -574,68 +571,6 @@ impl Call {
     }
 }
 
-/// The status update with its timestamp set.
-fn stamp(update: StreamResponse) -> StreamResponse {
-    match update {
-        StreamResponse::StatusUpdate(mut update) => {
-            update.status.timestamp = now();
-            StreamResponse::StatusUpdate(update)
-        }
-        other => other,
-    }
-}
-
-/// What a stream sends when the run's root `finished` event comes: its
-/// artifacts, then its status.
-fn final_updates(ids: &TaskIds, result: &LoopResult) -> Vec<StreamResponse> {
-    let task = task_from_result(ids, result);
-    artifact_updates(ids, task.artifacts)
-        .chain(std::iter::once(ids.update(task.status)))
-        .collect()
-}
-
-/// What a stream sends when the run's log ended without a root `finished`
-/// event it saw (a run cancelled while it waited, or a server stopping):
-/// the task as its record says.
-async fn ended_updates(state: &AppState, ids: &TaskIds) -> Result<Vec<StreamResponse>, RpcError> {
-    let run = state
-        .store
-        .get_agent_run(&ids.task_id)
-        .await
-        .map_err(internal)?;
-    let task = task_of(state, &run, ids).await?;
-    Ok(artifact_updates(ids, task.artifacts)
-        .chain(std::iter::once(ids.update(task.status)))
-        .collect())
-}
-
-fn artifact_updates(
-    ids: &TaskIds,
-    artifacts: Vec<Artifact>,
-) -> impl Iterator<Item = StreamResponse> + '_ {
-    artifacts.into_iter().map(|artifact| {
-        StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-            task_id: ids.task_id.clone(),
-            context_id: ids.context_id.clone(),
-            artifact,
-            append: false,
-            last_chunk: true,
-            metadata: None,
-        })
-    })
-}
-
-fn ids_of(run: &AgentRun, ctx: &TaskContext) -> TaskIds {
-    TaskIds {
-        task_id: run.id.clone(),
-        context_id: ctx.task.id.clone(),
-    }
-}
-
-fn internal(err: impl std::fmt::Display) -> RpcError {
-    RpcError::new(ErrorCode::InternalError, err.to_string())
-}
-
 /// The agent a new run is: `metadata.agentType` of the message, else of
 /// the request, else `implementation`.
 fn agent_type(message: &Message, params: &SendMessageRequest) -> Result<AgentType, RpcError> {
@@ -654,82 +589,27 @@ fn agent_type(message: &Message, params: &SendMessageRequest) -> Result<AgentTyp
     }
 }
 
-/// A task just started or resumed.
-fn working_task(ids: &TaskIds) -> Task {
-    let mut status = ids.status(TaskState::Working, None);
-    status.timestamp = now();
-    Task {
-        id: ids.task_id.clone(),
-        context_id: ids.context_id.clone(),
-        status,
-        artifacts: Vec::new(),
-        history: Vec::new(),
-        metadata: None,
-    }
-}
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-/// The task a run's result leaves.
-fn task_from_result(ids: &TaskIds, result: &LoopResult) -> Task {
-    let mut status = mapping::status_of(ids, result);
-    status.timestamp = now();
-    Task {
-        id: ids.task_id.clone(),
-        context_id: ids.context_id.clone(),
-        status,
-        artifacts: mapping::artifacts(result),
-        history: Vec::new(),
-        metadata: None,
-    }
-}
+    use super::*;
 
-/// The task as the run's records say now.
-async fn task_of(state: &AppState, run: &AgentRun, ids: &TaskIds) -> Result<Task, RpcError> {
-    let mut task = working_task(ids);
-    match run.status {
-        AgentRunStatus::Running => {}
-        AgentRunStatus::Waiting => {
-            let pending = waiting::pending_of(state, run).await.map_err(internal)?;
-            let undecided: Vec<&PendingCall> = pending
-                .iter()
-                .filter(|(_, decided)| decided.is_none())
-                .map(|(call, _)| call)
-                .collect();
-            task.status.state = TaskState::InputRequired;
-            task.status.message = Some(mapping::input_required(ids, &undecided));
+    fn version(value: Option<&str>) -> Result<(), RpcError> {
+        let mut headers = HeaderMap::new();
+        if let Some(value) = value {
+            headers.insert(wire::VERSION_HEADER, value.parse().unwrap());
         }
-        AgentRunStatus::Completed | AgentRunStatus::Failed | AgentRunStatus::Cancelled => {
-            let record = state.store.get_run(&run.id).await.map_err(internal)?;
-            let result = record
-                .result
-                .and_then(|value| serde_json::from_value::<LoopResult>(value).ok());
-            if let Some(result) = result.as_ref() {
-                task = task_from_result(ids, result);
-            }
-            let (state_now, fallback) = match run.status {
-                AgentRunStatus::Completed => (TaskState::Completed, None),
-                AgentRunStatus::Failed => (TaskState::Failed, Some("the run failed")),
-                _ => (TaskState::Canceled, Some("the run was cancelled")),
-            };
-            // The record decides how the run ended (a person may have
-            // cancelled it after its loop's last event).
-            if task.status.state != state_now {
-                task.status.state = state_now;
-                task.artifacts.retain(|_| state_now == TaskState::Completed);
-                let why = run
-                    .end_reason
-                    .as_ref()
-                    .map(|r| r.message.clone())
-                    .or(fallback.map(str::to_owned));
-                task.status.message = why.map(|why| {
-                    Message::agent(
-                        format!("{}-{}", ids.task_id, "ended"),
-                        &ids.task_id,
-                        &ids.context_id,
-                        vec![wire::Part::text(why)],
-                    )
-                });
-            }
-        }
+        check_version(&headers)
     }
-    Ok(task)
+
+    #[test]
+    fn protocol_1_is_served_and_others_are_refused() {
+        assert!(version(None).is_ok());
+        assert!(version(Some("1.0")).is_ok());
+        assert!(version(Some("1.2")).is_ok());
+        let refused = version(Some("0.3")).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::VersionNotSupported.code());
+        assert!(refused.message.contains("0.3"), "{}", refused.message);
+    }
 }
