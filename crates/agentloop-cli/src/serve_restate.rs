@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agentloop_restate::{RestateClient, RunHost, ServiceEndpoint, Step};
 use agentloop_server::AppState;
 use agentloop_server::dispatch::RunDispatch;
-use agentloop_server::durable::{Attempt, execute_attempt};
+use agentloop_server::durable::{Attempt, execute_attempt, stop_attempt};
 use async_trait::async_trait;
 
 /// Where Restate and this process's service endpoint are.
@@ -37,6 +37,14 @@ impl RunDispatch for Dispatch {
     async fn dispatch(&self, run_id: &str) -> Result<(), String> {
         self.0.start(run_id).await.map_err(|e| e.to_string())
     }
+
+    async fn wake(&self, run_id: &str, wait: &str) -> Result<(), String> {
+        self.0.wake(run_id, wait).await.map_err(|e| e.to_string())
+    }
+
+    async fn cancel(&self, run_id: &str) -> Result<(), String> {
+        self.0.cancel(run_id).await.map_err(|e| e.to_string())
+    }
 }
 
 /// Executes the steps Restate asks for through the server's lifecycle.
@@ -48,8 +56,12 @@ impl RunHost for Host {
         match execute_attempt(&self.0, run_id).await? {
             Attempt::Stepped => Ok(Step::Continue),
             Attempt::Ended => Ok(Step::Ended),
-            Attempt::Waiting => Ok(Step::Waiting),
+            Attempt::Waiting(wait) => Ok(Step::Waiting { wait }),
         }
+    }
+
+    async fn stop(&self, run_id: &str) -> Result<(), String> {
+        stop_attempt(&self.0, run_id).await
     }
 }
 

@@ -2,7 +2,10 @@
 //! real `restate-server` (installed by `scripts/install-restate.sh`; under
 //! `CI` a missing one fails): a chain (implementation → review) completes;
 //! a worker SIGKILLed mid-run is restarted and the run completes with its
-//! tool's effect once; a cancel ends a run within a second.
+//! tool's effect once; a cancel ends a run within a second and ends its
+//! workflow in Restate; an approval decided after the worker and
+//! `restate-server` both restarted resumes the run, its tool's effect
+//! once; Mark Done and the 409 rule behave as on the built-in engine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -153,6 +156,71 @@ fn journaled_steps(restate: &RestateServer, run_id: &str) -> usize {
         ),
     );
     rows.matches("\"step\"").count()
+}
+
+/// An `fs` insert of one line at the top of `path` (an effect that shows
+/// each time it happens).
+fn fs_insert(id: &str, path: &str, line: &str) -> Value {
+    let input = json!({ "command": "insert", "path": path, "insert_line": 0,
+                        "insert_text": format!("{line}\n") })
+    .to_string();
+    json!({ "steps": [{ "type": "tool_call", "id": id, "name": "fs", "fragments": [input] }] })
+}
+
+/// The status of run `run_id`'s workflow invocation in Restate (`""`
+/// when there is none).
+fn invocation_status(restate: &RestateServer, run_id: &str) -> String {
+    assert!(
+        run_id.chars().all(|c| c.is_ascii_alphanumeric()),
+        "{run_id}"
+    );
+    let rows = restate_server::query(
+        &restate.admin,
+        &format!(
+            "SELECT status FROM sys_invocation WHERE target_service_name = 'AgentRun' \
+             AND target_service_key = '{run_id}' AND target_handler_name = 'run'"
+        ),
+    );
+    let rows: Value = serde_json::from_str(&rows).unwrap();
+    rows["rows"][0]["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Polls until run `run_id`'s workflow invocation has `status`.
+fn until_invocation(restate: &RestateServer, run_id: &str, status: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = invocation_status(restate, run_id);
+        if now == status {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the workflow of {run_id} stayed {now:?}, never {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The named `Run` entries of the journal of run `run_id`'s workflow.
+fn journaled_runs(restate: &RestateServer, run_id: &str) -> Vec<String> {
+    let rows = restate_server::query(
+        &restate.admin,
+        &format!(
+            "SELECT j.name FROM sys_journal j JOIN sys_invocation i ON j.id = i.id \
+             WHERE i.target_service_name = 'AgentRun' AND i.target_service_key = '{run_id}' \
+             AND j.entry_type = 'Command: Run' ORDER BY j.index"
+        ),
+    );
+    let rows: Value = serde_json::from_str(&rows).unwrap();
+    rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 fn chain_by_kind(runs: &[Value]) -> Vec<(String, String)> {
@@ -310,11 +378,14 @@ fn a_cancel_ends_a_restate_run_within_a_second() {
     let script = dir.path().join("script.json");
     write_script(
         &script,
-        json!([{ "steps": [
-            { "type": "text", "chunks": ["Thinking "] },
-            { "type": "delay", "ms": 60000 },
-            { "type": "text", "chunks": ["too late."] }
-        ] }]),
+        json!([
+            { "steps": [
+                { "type": "text", "chunks": ["Thinking "] },
+                { "type": "delay", "ms": 60000 },
+                { "type": "text", "chunks": ["too late."] }
+            ] },
+            fs_create("c1", "after-cancel.md", "too late"),
+        ]),
     );
     let token = create_user(&db, "ada");
     let server = worker(&db, &script, &restate, free_port());
@@ -340,6 +411,233 @@ fn a_cancel_ends_a_restate_run_within_a_second() {
     let finished = root_finished(&events);
     assert_eq!(finished.len(), 1, "{events:?}");
     assert_eq!(finished[0]["result"]["status"], "cancelled", "{events:?}");
+    // The workflow ended in Restate: nothing retries the run, and the
+    // script's next turn (a write) is never asked for.
+    until_invocation(&restate, &run_id, "completed");
+    let (_, messages) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/messages"),
+        None,
+    );
+    assert!(!messages.to_string().contains("after-cancel"), "{messages}");
+    assert!(!dir.path().join("repo/after-cancel.md").exists());
+}
+
+#[test]
+fn an_approval_decided_after_the_worker_and_restate_restarted_resumes_the_run_once() {
+    let Some(mut restate) = RestateServer::start("serve-approval") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let repo = dir.path().join("repo");
+    let token = create_user(&db, "ada");
+    let endpoint = free_port();
+    let first = dir.path().join("first.json");
+    write_script(&first, json!([fs_insert("w1", "log.md", "effect")]));
+    let mut server = worker(&db, &first, &restate, endpoint);
+    let address = server.address.clone();
+    let task_id = task_with(&address, &token, &repo, json!({ "approvals": "ask" }));
+    std::fs::write(repo.join("log.md"), "end\n").unwrap();
+    let run_id = start_run(&address, &token, &task_id, "planification");
+    let waiting = until_status(&address, &token, &run_id, "waiting");
+    assert_eq!(waiting["pending"][0]["call_id"], "w1", "{waiting}");
+    // Parked in Restate on the wait's promise, not ended.
+    assert_ne!(invocation_status(&restate, &run_id), "completed");
+
+    // Every process goes down and comes back.
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    restate.restart();
+    let rest = dir.path().join("rest.json");
+    write_script(&rest, json!([text("Logged.")]));
+    let server = worker(&db, &rest, &restate, endpoint);
+    let address = server.address.clone();
+    let (_, pending) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/pending"),
+        None,
+    );
+    assert_eq!(pending["agent_run"]["status"], "waiting", "{pending}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("log.md")).unwrap(),
+        "end\n"
+    );
+
+    let (status, decided) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/decisions"),
+        Some(json!({ "decisions": [{ "call_id": "w1", "decision": "approve" }] })),
+    );
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(decided["resumed"], true, "{decided}");
+    let run = until_status(&address, &token, &run_id, "completed");
+    assert_eq!(run["status"], "completed", "{run}");
+    until_invocation(&restate, &run_id, "completed");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("log.md")).unwrap(),
+        "effect\nend\n"
+    );
+    let events = whole_stream(&address, &token, &run_id);
+    let statuses: Vec<&Value> = root_finished(&events)
+        .iter()
+        .map(|finished| &finished["result"]["status"])
+        .collect();
+    assert_eq!(
+        statuses,
+        [&json!("suspended"), &json!("complete")],
+        "{events:?}"
+    );
+    assert_eq!(tool_results(&events, "w1"), 1, "{events:?}");
+    // Turn (the call), the wait, then the approved tool step and the
+    // answer: four journaled steps, none twice.
+    assert_eq!(
+        journaled_runs(&restate, &run_id),
+        ["step", "step", "step", "step"]
+    );
+    // Deciding again is the 409 of a run that waits for nothing.
+    let (status, again) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/decisions"),
+        Some(json!({ "decisions": [{ "call_id": "w1", "decision": "approve" }] })),
+    );
+    assert_eq!(status, 409, "{again}");
+}
+
+#[test]
+fn a_cancel_of_a_waiting_run_ends_its_workflow_in_restate_and_the_call_never_runs() {
+    let Some(restate) = RestateServer::start("serve-cancel-waiting") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let repo = dir.path().join("repo");
+    let token = create_user(&db, "ada");
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([fs_insert("w1", "log.md", "effect"), text("Never asked.")]),
+    );
+    let server = worker(&db, &script, &restate, free_port());
+    let address = server.address.clone();
+    let task_id = task_with(&address, &token, &repo, json!({ "approvals": "ask" }));
+    std::fs::write(repo.join("log.md"), "end\n").unwrap();
+    let run_id = start_run(&address, &token, &task_id, "planification");
+    until_status(&address, &token, &run_id, "waiting");
+    assert_ne!(invocation_status(&restate, &run_id), "completed");
+
+    let (status, body) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/cancel"),
+        Some(json!({})),
+    );
+    assert_eq!(status, 200, "{body}");
+    // Restate's cancellation ends the parked workflow through its stop
+    // step; nothing is retried after.
+    until_invocation(&restate, &run_id, "completed");
+    assert_eq!(journaled_runs(&restate, &run_id), ["step", "step", "stop"]);
+    let events = whole_stream(&address, &token, &run_id);
+    let statuses: Vec<&Value> = root_finished(&events)
+        .iter()
+        .map(|finished| &finished["result"]["status"])
+        .collect();
+    assert_eq!(
+        statuses,
+        [&json!("suspended"), &json!("cancelled")],
+        "{events:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("log.md")).unwrap(),
+        "end\n"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|(name, data)| name == "streaming_start" && data["iteration"] == 2),
+        "the model was asked after the cancel: {events:?}"
+    );
+    // A second cancel is the 409 of an ended run.
+    let (status, again) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/cancel"),
+        Some(json!({})),
+    );
+    assert_eq!(status, 409, "{again}");
+}
+
+#[test]
+fn mark_done_and_the_409_rule_behave_on_restate_as_on_the_built_in_engine() {
+    let Some(restate) = RestateServer::start("serve-mark-done") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([{ "steps": [
+            { "type": "text", "chunks": ["Implementing "] },
+            { "type": "delay", "ms": 60000 },
+            { "type": "text", "chunks": ["never sent."] }
+        ] }]),
+    );
+    let token = create_user(&db, "ada");
+    let server = worker(&db, &script, &restate, free_port());
+    let address = server.address.clone();
+    let task_id = task(&address, &token, &dir.path().join("repo"));
+    let run_id = start_run(&address, &token, &task_id, "implementation");
+    let events = read_sse_acting(&address, &token, &run_id, "streaming_chunk", || {
+        // One active run per task: a second start is refused, naming it.
+        let (status, refused) = http(
+            &address,
+            &token,
+            "POST",
+            &format!("/api/tasks/{task_id}/agent-runs"),
+            Some(json!({ "agentType": "review" })),
+        );
+        assert_eq!(status, 409, "{refused}");
+        assert_eq!(refused["runningAgent"]["id"], run_id.as_str(), "{refused}");
+        let (status, done) = http(
+            &address,
+            &token,
+            "PUT",
+            &format!("/api/tasks/{task_id}/workflow-complete"),
+            Some(json!({ "complete": true })),
+        );
+        assert_eq!(status, 200, "{done}");
+    });
+    let run = until_status(&address, &token, &run_id, "completed");
+    assert_eq!(run["status"], "completed", "{run}");
+    let finished = root_finished(&events);
+    assert_eq!(finished.len(), 1, "{events:?}");
+    assert_eq!(finished[0]["result"]["status"], "complete", "{events:?}");
+    assert_eq!(
+        finished[0]["result"]["stopped_by"], "workflow_complete",
+        "{events:?}"
+    );
+    assert_eq!(run["stopped_by"], "workflow_complete", "{run}");
+    until_invocation(&restate, &run_id, "completed");
+    // Marked done: the chain stops here.
+    let (_, runs) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/tasks/{task_id}/agent-runs"),
+        None,
+    );
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
 }
 
 #[test]

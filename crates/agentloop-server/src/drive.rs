@@ -58,11 +58,28 @@ pub async fn decide(
     run: &AgentRun,
     decisions: Vec<(String, Decision)>,
 ) -> Result<bool, DecideError> {
+    // A durable engine parks the run on its wait, named while the run
+    // still waits (the record moves on once it resumes).
+    let wait = match &state.config.dispatch {
+        Some(_) => waiting::wait_key(state, &run.id).await?,
+        None => None,
+    };
     let resumed = waiting::decide(state, ctx, run, decisions).await?;
-    if resumed {
-        execute(state, &run.id).await;
+    if !resumed {
+        return Ok(false);
     }
-    Ok(resumed)
+    match (&state.config.dispatch, wait) {
+        (Some(dispatch), Some(wait)) => {
+            if let Err(error) = dispatch.wake(&run.id, &wait).await {
+                // The engine looks at a parked run again on its own
+                // (see `agentloop_restate::workflow`).
+                tracing::warn!(agent_run_id = %run.id, %error,
+                               "the durable engine could not be woken; it will find the run resumed");
+            }
+        }
+        _ => execute(state, &run.id).await,
+    }
+    Ok(true)
 }
 
 /// Takes the lease of a run for this instance and executes it in the
