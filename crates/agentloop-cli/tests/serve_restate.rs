@@ -5,9 +5,13 @@
 //! tool's effect once; a cancel ends a run within a second and ends its
 //! workflow in Restate; an approval decided after the worker and
 //! `restate-server` both restarted resumes the run, its tool's effect
-//! once; Mark Done and the 409 rule behave as on the built-in engine.
+//! once; Mark Done and the 409 rule behave as on the built-in engine; two
+//! workers behind one balancer share runs, and killing one moves its runs
+//! to the other with no committed step run twice.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/balancer.rs"]
+mod balancer;
 mod common;
 #[path = "../../agentloop-restate/tests/support/restate_server.rs"]
 mod restate_server;
@@ -48,22 +52,31 @@ fn free_port() -> u16 {
 /// endpoint on `endpoint` (a port kept across restarts, as Restate calls
 /// the registered URL).
 fn worker(db: &str, script: &Path, restate: &RestateServer, endpoint: u16) -> Served {
+    worker_with(db, script, restate, endpoint, "worker-1", &[])
+}
+
+/// [`worker`] named `instance`, with more flags.
+fn worker_with(
+    db: &str,
+    script: &Path,
+    restate: &RestateServer,
+    endpoint: u16,
+    instance: &str,
+    extra: &[&str],
+) -> Served {
     let bind = format!("127.0.0.1:{endpoint}");
-    serve_with(
-        db,
-        script,
-        "worker-1",
-        &[
-            "--engine",
-            "restate",
-            "--restate-ingress",
-            &restate.ingress,
-            "--restate-admin",
-            &restate.admin,
-            "--restate-bind",
-            &bind,
-        ],
-    )
+    let mut args = vec![
+        "--engine",
+        "restate",
+        "--restate-ingress",
+        &restate.ingress,
+        "--restate-admin",
+        &restate.admin,
+        "--restate-bind",
+        &bind,
+    ];
+    args.extend_from_slice(extra);
+    serve_with(db, script, instance, &args)
 }
 
 /// Polls the task's agent runs until `count` exist and none runs.
@@ -684,4 +697,143 @@ fn a_run_goes_on_when_restate_server_restarts_mid_turn() {
         .filter(|(name, _)| name == "streaming_start")
         .count();
     assert_eq!(starts, 1, "{events:?}");
+}
+
+/// One model turn that streams for a while and names the worker that
+/// played it.
+fn slow_answer(worker: &str) -> Value {
+    json!({ "steps": [
+        { "type": "text", "chunks": ["Working "] },
+        { "type": "delay", "ms": 1500 },
+        { "type": "text", "chunks": [format!("from {worker}.")] }
+    ] })
+}
+
+/// Starts a planification run in each of `count` new tasks of one
+/// project; their ids.
+fn start_runs(address: &str, token: &str, repo: &Path, count: usize) -> Vec<String> {
+    let (status, project) = http(
+        address,
+        token,
+        "POST",
+        "/api/projects",
+        Some(json!({ "name": "shared", "repoFolder": repo })),
+    );
+    assert_eq!(status, 201, "{project}");
+    let tasks = format!("/api/projects/{}/tasks", project["id"].as_str().unwrap());
+    (0..count)
+        .map(|i| {
+            let (status, task) = http(
+                address,
+                token,
+                "POST",
+                &tasks,
+                Some(json!({ "title": format!("t{i}") })),
+            );
+            assert_eq!(status, 201, "{task}");
+            start_run(
+                address,
+                token,
+                task["id"].as_str().unwrap(),
+                "planification",
+            )
+        })
+        .collect()
+}
+
+/// The committed answer of a completed run, and how many times its turn
+/// started (a turn cut by a dead worker starts again).
+fn answer_and_starts(address: &str, token: &str, run_id: &str) -> (String, usize) {
+    let events = whole_stream(address, token, run_id);
+    assert_eq!(root_finished(&events).len(), 1, "{events:?}");
+    let answers: Vec<String> = events
+        .iter()
+        .filter(|(name, data)| name == "message_created" && data["message"]["role"] == "assistant")
+        .map(|(_, data)| data["message"].to_string())
+        .collect();
+    assert_eq!(answers.len(), 1, "one committed answer: {events:?}");
+    let starts = events
+        .iter()
+        .filter(|(name, _)| name == "streaming_start")
+        .count();
+    (answers[0].clone(), starts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_behind_one_balancer_share_runs_and_a_killed_ones_runs_move_on() {
+    let Some(restate) = RestateServer::start("serve-two-workers") else {
+        return;
+    };
+    let admin_url = match std::env::var("AGENTLOOP_TEST_POSTGRES_URL") {
+        Ok(url) => url,
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("AGENTLOOP_TEST_POSTGRES_URL must be set under CI")
+        }
+        Err(_) => {
+            eprintln!("!!!! SKIPPED: AGENTLOOP_TEST_POSTGRES_URL is not set !!!!");
+            return;
+        }
+    };
+    let name = format!("agentloop_restate_{}", std::process::id());
+    let database = ScratchDatabase::create(&admin_url, &name).await;
+    let db = database.url.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let (one, two) = (free_port(), free_port());
+    let balancer =
+        balancer::Balancer::start(&[format!("127.0.0.1:{one}"), format!("127.0.0.1:{two}")]);
+    let url = format!("http://{}", balancer.address);
+    let flags = [
+        "--restate-protocol",
+        "http1",
+        "--restate-endpoint-url",
+        &url,
+    ];
+    let script = |worker: &str| {
+        let path = dir.path().join(format!("{worker}.json"));
+        write_script(&path, json!(vec![slow_answer(worker); 12]));
+        path
+    };
+    let (script_a, script_b) = (script("a"), script("b"));
+    let token = create_user(&db, "ada");
+    let mut a = worker_with(&db, &script_a, &restate, one, "worker-a", &flags);
+    let b = worker_with(&db, &script_b, &restate, two, "worker-b", &flags);
+    let address = b.address.clone();
+
+    // Runs spread: some turns are played by each worker.
+    let first = start_runs(&a.address, &token, &dir.path().join("one"), 4);
+    for run_id in &first {
+        until_status(&address, &token, run_id, "completed");
+    }
+    let answers: Vec<String> = first
+        .iter()
+        .map(|run_id| answer_and_starts(&address, &token, run_id).0)
+        .collect();
+    assert!(
+        answers.iter().any(|a| a.contains("from a."))
+            && answers.iter().any(|a| a.contains("from b.")),
+        "{answers:?}"
+    );
+
+    // Worker a dies while every run streams: its runs go on on b.
+    let second = start_runs(&address, &token, &dir.path().join("two"), 4);
+    for run_id in &second {
+        until_streamed(&address, &token, run_id, "Working");
+    }
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    for run_id in &second {
+        until_status(&address, &token, run_id, "completed");
+    }
+    let mut moved = 0;
+    for run_id in &second {
+        let (answer, starts) = answer_and_starts(&address, &token, run_id);
+        assert!(answer.contains("from b."), "{answer}");
+        // Cut on a: its turn started again on b, never committed twice.
+        assert!(starts <= 2, "{run_id}: {starts} starts");
+        moved += usize::from(starts == 2);
+        until_invocation(&restate, run_id, "completed");
+    }
+    assert!(moved >= 1, "no run was executing on the killed worker");
+    drop(b);
+    database.remove().await;
 }

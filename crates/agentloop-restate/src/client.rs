@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::endpoint::SERVICE;
+use crate::endpoint::{Protocol, SERVICE};
 use crate::error::{RestateError, RestateResult};
 
 /// Restate as this process reaches it.
@@ -41,12 +41,17 @@ impl RestateClient {
     }
 
     /// Registers the service endpoint at `endpoint` (an `http://` URL
-    /// Restate reaches) with the admin API. Idempotent: the same endpoint
-    /// registered again replaces its own registration (`force`).
-    pub async fn register(&self, endpoint: &str) -> RestateResult<()> {
+    /// Restate reaches, speaking `protocol`) with the admin API.
+    /// Idempotent: the same endpoint registered again replaces its own
+    /// registration (`force`).
+    pub async fn register(&self, endpoint: &str, protocol: Protocol) -> RestateResult<()> {
         let endpoint = base_url(endpoint)?;
         let url = format!("{}/deployments", self.admin);
-        let body = json!({ "uri": endpoint, "force": true });
+        let body = json!({
+            "uri": endpoint,
+            "force": true,
+            "use_http_11": protocol == Protocol::Http1,
+        });
         self.send(
             self.http
                 .post(&url)

@@ -50,7 +50,7 @@ pub mod host;
 pub mod workflow;
 
 pub use client::RestateClient;
-pub use endpoint::{SERVICE, ServiceEndpoint};
+pub use endpoint::{Protocol, SERVICE, ServiceEndpoint};
 pub use error::{RestateError, RestateResult};
 pub use host::{RunHost, Step};
 pub use workflow::AgentRunWorkflow;

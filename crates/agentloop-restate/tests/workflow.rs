@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentloop_restate::{RestateClient, RunHost, ServiceEndpoint, Step};
+use agentloop_restate::{Protocol, RestateClient, RunHost, ServiceEndpoint, Step};
 use restate_server::RestateServer;
 
 /// Ends each run at its third step; the first try of a run named
@@ -76,8 +76,8 @@ async fn a_run_asks_its_host_for_each_step_once_until_it_ends() {
     let stop = tokio_util_free_signal();
     tokio::spawn(endpoint.serve(stop.1));
     let client = RestateClient::new(&server.ingress, &server.admin).unwrap();
-    client.register(&url).await.unwrap();
-    client.register(&url).await.unwrap();
+    client.register(&url, Protocol::Http2).await.unwrap();
+    client.register(&url, Protocol::Http2).await.unwrap();
 
     client.start("run-1").await.unwrap();
     client.start("run-1").await.unwrap();
@@ -104,7 +104,10 @@ async fn a_refused_registration_is_a_typed_error() {
     };
     let client = RestateClient::new(&server.ingress, &server.admin).unwrap();
     // Nothing serves there: Restate cannot discover it and says so.
-    let error = client.register("http://127.0.0.1:9").await.unwrap_err();
+    let error = client
+        .register("http://127.0.0.1:9", Protocol::Http2)
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, agentloop_restate::RestateError::Refused { .. }),
         "{error}"
@@ -206,16 +209,18 @@ async fn until_seen(host: &Waiter, run_id: &str, steps: &[&str]) {
 
 async fn serve_waiter(
     server: &RestateServer,
+    protocol: Protocol,
 ) -> (Arc<Waiter>, RestateClient, tokio::sync::oneshot::Sender<()>) {
     let host = Arc::new(Waiter::default());
     let endpoint = ServiceEndpoint::bind("127.0.0.1:0", host.clone())
         .await
-        .unwrap();
+        .unwrap()
+        .with_protocol(protocol);
     let url = format!("http://{}", endpoint.local_addr().unwrap());
     let (guard, stop) = tokio_util_free_signal();
     tokio::spawn(endpoint.serve(stop));
     let client = RestateClient::new(&server.ingress, &server.admin).unwrap();
-    client.register(&url).await.unwrap();
+    client.register(&url, protocol).await.unwrap();
     (host, client, guard)
 }
 
@@ -224,7 +229,7 @@ async fn a_waiting_run_parks_its_workflow_until_it_is_woken() {
     let Some(server) = RestateServer::start("workflow-wake") else {
         return;
     };
-    let (host, client, _guard) = serve_waiter(&server).await;
+    let (host, client, _guard) = serve_waiter(&server, Protocol::Http2).await;
     client.start("wait-1").await.unwrap();
     // Parked on the wait's promise: asked nothing more until woken.
     until_seen(&host, "wait-1", &["continue", "waiting"]).await;
@@ -244,7 +249,7 @@ async fn restates_cancellation_stops_a_parked_workflow_through_one_stop_step() {
     let Some(server) = RestateServer::start("workflow-cancel") else {
         return;
     };
-    let (host, client, _guard) = serve_waiter(&server).await;
+    let (host, client, _guard) = serve_waiter(&server, Protocol::Http2).await;
     client.start("stuck-1").await.unwrap();
     until_seen(&host, "stuck-1", &["continue", "waiting"]).await;
 
@@ -254,6 +259,21 @@ async fn restates_cancellation_stops_a_parked_workflow_through_one_stop_step() {
     // Nothing open is left to cancel.
     client.cancel("stuck-1").await.unwrap();
     client.cancel("never-started").await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http1_a_run_steps_waits_and_is_woken_as_over_http2() {
+    let Some(server) = RestateServer::start("workflow-http1") else {
+        return;
+    };
+    let (host, client, _guard) = serve_waiter(&server, Protocol::Http1).await;
+    client.start("wait-1").await.unwrap();
+    until_seen(&host, "wait-1", &["continue", "waiting"]).await;
+    host.released
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    client.wake("wait-1", "w1").await.unwrap();
+    until_invocation(&server, "wait-1", "completed").await;
+    assert_eq!(host.seen("wait-1"), ["continue", "waiting", "ended"]);
 }
 
 /// A shutdown future and the guard that resolves it when dropped.
