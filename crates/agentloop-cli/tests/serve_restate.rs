@@ -7,11 +7,15 @@
 //! `restate-server` both restarted resumes the run, its tool's effect
 //! once; Mark Done and the 409 rule behave as on the built-in engine; two
 //! workers behind one balancer share runs, and killing one moves its runs
-//! to the other with no committed step run twice.
+//! to the other with no committed step run twice; a worker SIGKILLed eight
+//! times over an implementation ⇄ review chain (mid-stream and mid-tool)
+//! leaves every committed step done once and the chain complete.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/balancer.rs"]
 mod balancer;
+#[path = "support/chain_model.rs"]
+mod chain_model;
 mod common;
 #[path = "../../agentloop-restate/tests/support/restate_server.rs"]
 mod restate_server;
@@ -836,4 +840,197 @@ async fn two_workers_behind_one_balancer_share_runs_and_a_killed_ones_runs_move_
     assert!(moved >= 1, "no run was executing on the killed worker");
     drop(b);
     database.remove().await;
+}
+
+/// A worker on the chain model, the shell allowed, with the test's
+/// prompts (naming each agent for the model).
+fn chain_worker(
+    db: &str,
+    root: &Path,
+    model: &chain_model::ChainModel,
+    restate: &RestateServer,
+    endpoint: u16,
+) -> Served {
+    let bind = format!("127.0.0.1:{endpoint}");
+    let prompts = root.join("prompts.json");
+    let prompts_flag = prompts.display().to_string();
+    serve_provider(
+        db,
+        &[
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            &model.base_url,
+            "--model",
+            "mock",
+        ],
+        root,
+        "chain-worker",
+        &[
+            "--allow-shell",
+            "--prompts",
+            &prompts_flag,
+            "--engine",
+            "restate",
+            "--restate-ingress",
+            &restate.ingress,
+            "--restate-admin",
+            &restate.admin,
+            "--restate-bind",
+            &bind,
+        ],
+    )
+}
+
+/// Polls `check` (bounded) until it holds.
+fn until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !check() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_chain_completes_with_each_committed_step_once_though_its_worker_is_killed_eight_times() {
+    const ROUNDS: u32 = 4;
+    let Some(restate) = RestateServer::start("serve-eight-kills") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("prompts.json"),
+        json!({
+            "planification": "KIND=planification {task_id}",
+            "implementation": "KIND=implementation {task_id}",
+            "review": "KIND=review {task_id}",
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let db = root.join("db.sqlite").display().to_string();
+    let repo = root.join("repo");
+    let token = create_user(&db, "ada");
+    let model = chain_model::ChainModel::start(ROUNDS);
+    let endpoint = free_port();
+    let mut server = chain_worker(&db, root, &model, &restate, endpoint);
+    let task_id = task_with(&server.address, &token, &repo, json!({ "shell": true }));
+    start_run(&server.address, &token, &task_id, "implementation");
+
+    // One kill per run: mid-tool in the even runs (while the shell call
+    // sleeps between its `start` and `end`), mid-stream in the odd ones
+    // (while the answer waits in its slow part).
+    let mut stream_kills = Vec::new();
+    for index in 0..2 * ROUNDS {
+        let kind = if index % 2 == 0 {
+            "implementation"
+        } else {
+            "review"
+        };
+        let round = index / 2 + 1;
+        if index % 2 == 0 {
+            let call = chain_model::Turn {
+                kind: kind.to_owned(),
+                round,
+                turn: 0,
+            }
+            .call_id();
+            until(&format!("{call} started"), || {
+                std::fs::read_to_string(repo.join("effects.log"))
+                    .is_ok_and(|log| log.contains(&format!("start {call}\n")))
+            });
+        } else {
+            let last = kind == "review" && round == ROUNDS;
+            let turn = chain_model::Turn {
+                kind: kind.to_owned(),
+                round,
+                turn: if last { 2 } else { 1 },
+            };
+            until(&format!("{turn:?} streaming"), || {
+                model.seen.lock().unwrap().streaming.as_ref() == Some(&turn)
+            });
+            stream_kills.push(turn);
+        }
+        server.child.kill().unwrap();
+        server.child.wait().unwrap();
+        server = chain_worker(&db, root, &model, &restate, endpoint);
+    }
+    let address = server.address.clone();
+    let runs = settled_runs(&address, &token, &task_id, (2 * ROUNDS) as usize);
+    let mut kinds: Vec<(String, String)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["agent_type"].as_str().unwrap().to_owned(),
+                r["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    kinds.sort();
+    let mut expected = vec![("implementation".to_owned(), "completed".to_owned()); 4];
+    expected.extend(vec![("review".to_owned(), "completed".to_owned()); 4]);
+    assert_eq!(kinds, expected, "{runs:?}");
+    let (_, task) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/tasks/{task_id}"),
+        None,
+    );
+    assert_eq!(task["workflow_complete"], true, "{task}");
+
+    // Every tool call ran once, the interrupted ones included.
+    let effects = std::fs::read_to_string(repo.join("effects.log")).unwrap();
+    for round in 1..=ROUNDS {
+        for kind in ["implementation", "review"] {
+            let call = chain_model::Turn {
+                kind: kind.to_owned(),
+                round,
+                turn: 0,
+            }
+            .call_id();
+            let started = effects
+                .lines()
+                .filter(|line| *line == format!("start {call}"))
+                .count();
+            assert_eq!(started, 1, "{call} ran {started} times: {effects}");
+        }
+    }
+    // Every turn was answered whole once; only the turns cut mid-stream
+    // were asked again (once each).
+    let seen = model.seen.lock().unwrap();
+    let mut asked: std::collections::HashMap<&chain_model::Turn, (usize, usize)> =
+        std::collections::HashMap::new();
+    for (turn, whole) in &seen.requests {
+        let entry = asked.entry(turn).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(*whole);
+    }
+    for (turn, (requests, whole)) in &asked {
+        assert_eq!(*whole, 1, "{turn:?} answered whole {whole} times");
+        let cut = usize::from(stream_kills.contains(turn));
+        assert_eq!(*requests, 1 + cut, "{turn:?} asked {requests} times");
+    }
+    // Two turns per run, three for the last review.
+    assert_eq!(asked.len(), (4 * ROUNDS + 1) as usize, "{asked:?}");
+    drop(seen);
+
+    // A follower sees each committed event once: one end, each message
+    // once.
+    for run in &runs {
+        let run_id = run["id"].as_str().unwrap();
+        let events = whole_stream(&address, &token, run_id);
+        assert_eq!(root_finished(&events).len(), 1, "{events:?}");
+        let mut ids: Vec<String> = events
+            .iter()
+            .filter(|(name, _)| name == "message_created")
+            .map(|(_, data)| data["message"]["id"].to_string())
+            .collect();
+        let count = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), count, "a message twice: {events:?}");
+        until_invocation(&restate, run_id, "completed");
+    }
 }
