@@ -17,10 +17,10 @@
 //! table rows; `cargo xtask bench` collects them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../agentloop-restate/tests/support/restate_server.rs"]
-mod restate_server;
 #[path = "../tests/support/balancer.rs"]
 mod balancer;
+#[path = "../../agentloop-restate/tests/support/restate_server.rs"]
+mod restate_server;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -126,8 +126,13 @@ fn runs_per_minute(binary: &Path, restate: &RestateServer, admin: &str, workers:
         .map(|endpoint| {
             let mut flags = restate_flags(restate, endpoint);
             flags.extend(
-                ["--restate-protocol", "http1", "--restate-endpoint-url", &url]
-                    .map(str::to_owned),
+                [
+                    "--restate-protocol",
+                    "http1",
+                    "--restate-endpoint-url",
+                    &url,
+                ]
+                .map(str::to_owned),
             );
             Worker::start(binary, &db, dir.path(), &model.base_url, &flags)
         })
@@ -157,7 +162,10 @@ async fn scratch_database(admin: &str, name: &str, create: bool) -> String {
     use sqlx::Connection;
     let mut connection = sqlx::PgConnection::connect(admin).await.unwrap();
     let drop_it = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
-    sqlx::raw_sql(&drop_it).execute(&mut connection).await.unwrap();
+    sqlx::raw_sql(&drop_it)
+        .execute(&mut connection)
+        .await
+        .unwrap();
     if create {
         let sql = format!("CREATE DATABASE \"{name}\"");
         sqlx::raw_sql(&sql).execute(&mut connection).await.unwrap();
@@ -229,7 +237,11 @@ fn create_user(binary: &Path, db: &str) -> String {
         .args(["users", "create", "bench", "--db", db])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
@@ -261,20 +273,38 @@ fn task(address: &str, token: &str, repo: &Path, title: &str) -> String {
     let body = json!({ "name": title, "repoFolder": repo });
     let project = http(address, token, "POST", "/api/projects", Some(body));
     let path = format!("/api/projects/{}/tasks", project["id"].as_str().unwrap());
-    let task = http(address, token, "POST", &path, Some(json!({ "title": title })));
+    let task = http(
+        address,
+        token,
+        "POST",
+        &path,
+        Some(json!({ "title": title })),
+    );
     task["id"].as_str().unwrap().to_owned()
 }
 
 fn start_run(address: &str, token: &str, task: &str) -> String {
     let path = format!("/api/tasks/{task}/agent-runs");
-    let run = http(address, token, "POST", &path, Some(json!({ "agentType": "planification" })));
+    let run = http(
+        address,
+        token,
+        "POST",
+        &path,
+        Some(json!({ "agentType": "planification" })),
+    );
     run["id"].as_str().unwrap().to_owned()
 }
 
 fn until_completed(address: &str, token: &str, run: &str) {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
-        let now = http(address, token, "GET", &format!("/api/agent-runs/{run}"), None);
+        let now = http(
+            address,
+            token,
+            "GET",
+            &format!("/api/agent-runs/{run}"),
+            None,
+        );
         match now["status"].as_str() {
             Some("completed") => return,
             Some("running") | Some("waiting") => {}
