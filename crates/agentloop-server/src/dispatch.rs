@@ -10,11 +10,10 @@
 //! lease, event log and cancel token, kept by the runtime). A waiting run
 //! resumed by a decision is woken in the engine ([`RunDispatch::wake`]);
 //! a run a person ended (cancel, Mark Done) is cancelled in it
-//! ([`RunDispatch::cancel`]), so the engine stops retrying it.
+//! ([`RunDispatch::cancel`], see [`crate::drive::cancel_in_engine`]), so
+//! the engine stops retrying it.
 
 use async_trait::async_trait;
-
-use crate::state::AppState;
 
 /// Hands runs to the engine that executes them.
 #[async_trait]
@@ -32,16 +31,4 @@ pub trait RunDispatch: Send + Sync {
     /// ended; the engine logs the run's end if no instance does. An
     /// execution that ended already is left as it is.
     async fn cancel(&self, run_id: &str) -> Result<(), String>;
-}
-
-/// Cancels the engine's execution of a run a person ended (nothing without
-/// an engine). A failure is logged: the run's end is logged anyway by the
-/// engine's next attempt, which finds the run ended.
-pub async fn cancel_in_engine(state: &AppState, run_id: &str) {
-    if let Some(dispatch) = &state.config.dispatch
-        && let Err(error) = dispatch.cancel(run_id).await
-    {
-        tracing::warn!(agent_run_id = %run_id, %error,
-                       "the durable engine did not take the run's cancellation");
-    }
 }

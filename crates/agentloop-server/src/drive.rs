@@ -82,6 +82,18 @@ pub async fn decide(
     Ok(true)
 }
 
+/// Cancels the engine's execution of a run a person ended (nothing without
+/// an engine). A failure is logged: the run's end is logged anyway by the
+/// engine's next attempt, which finds the run ended.
+pub async fn cancel_in_engine(state: &AppState, run_id: &str) {
+    if let Some(dispatch) = &state.config.dispatch
+        && let Err(error) = dispatch.cancel(run_id).await
+    {
+        tracing::warn!(agent_run_id = %run_id, %error,
+                       "the durable engine did not take the run's cancellation");
+    }
+}
+
 /// Takes the lease of a run for this instance and executes it in the
 /// background; a run whose lease another instance holds is left to it.
 /// With a durable engine, the run is handed to it instead.

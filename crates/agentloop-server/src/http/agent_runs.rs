@@ -231,7 +231,7 @@ pub(super) async fn cancel(
         local.halt(crate::state::Halt::Cancel);
     }
     waiting::close_pending(&state, &ctx, &run).await;
-    crate::dispatch::cancel_in_engine(&state, &run.id).await;
+    crate::drive::cancel_in_engine(&state, &run.id).await;
     state.notify_run_status(&ctx.owner, &run, AgentRunStatus::Cancelled);
     let run = state.store.get_agent_run(&run.id).await?;
     Ok(Json(agent_run_json(&run)))
