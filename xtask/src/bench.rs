@@ -11,52 +11,70 @@ use std::process::Stdio;
 
 use crate::{Error, cargo, describe, workspace_root};
 
-/// A registered benchmark: the package and example that run it.
+/// A registered benchmark: the package and example that run it, and
+/// whether it drives the release `agentloop` binary (built first; its path
+/// in `AGENTLOOP_BIN`).
 struct Benchmark {
     package: &'static str,
     example: &'static str,
+    needs_binary: bool,
 }
 
 const BENCHMARKS: &[Benchmark] = &[
     Benchmark {
         package: "agentloop-types",
         example: "assembler_bench",
+        needs_binary: false,
     },
     Benchmark {
         package: "agentloop-engine",
         example: "loop_bench",
+        needs_binary: false,
     },
     Benchmark {
         package: "agentloop-providers",
         example: "sse_bench",
+        needs_binary: false,
     },
     Benchmark {
         package: "agentloop-providers",
         example: "cache_bench",
+        needs_binary: false,
     },
     Benchmark {
         package: "agentloop-tests",
         example: "http_loop_bench",
+        needs_binary: false,
     },
     Benchmark {
         package: "agentloop-tests",
         example: "floor_bench",
+        needs_binary: false,
     },
     Benchmark {
         package: "agentloop-tests",
         example: "concurrency_bench",
+        needs_binary: false,
     },
     Benchmark {
         package: "agentloop-server",
         example: "server_bench",
+        needs_binary: false,
     },
     Benchmark {
         package: "agentloop-tools",
         example: "tools_bench",
+        needs_binary: false,
     },
     Benchmark {
         package: "agentloop-runtime",
         example: "storage_bench",
+        needs_binary: false,
+    },
+    Benchmark {
+        package: "agentloop-cli",
+        example: "restate_bench",
+        needs_binary: true,
     },
 ];
 
@@ -72,6 +90,9 @@ pub fn run(args: &[String]) -> Result<(), Error> {
     }
     let mut rows = String::new();
     for benchmark in selected {
+        if benchmark.needs_binary {
+            build_binary()?;
+        }
         let mut command = cargo(&[
             "run",
             "--quiet",
@@ -82,6 +103,12 @@ pub fn run(args: &[String]) -> Result<(), Error> {
             benchmark.example,
         ]);
         command.stderr(Stdio::inherit());
+        if benchmark.needs_binary {
+            command.env(
+                "AGENTLOOP_BIN",
+                workspace_root().join("target/release/agentloop"),
+            );
+        }
         let line = describe(&command);
         println!("==> bench: {line}");
         let output = command.output().map_err(|source| Error::Spawn {
@@ -110,6 +137,32 @@ pub fn run(args: &[String]) -> Result<(), Error> {
     std::fs::write(&path, report)
         .map_err(|e| Error::Failed(format!("cannot write {}: {e}", path.display())))?;
     println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// Builds the release `agentloop` binary a benchmark drives.
+fn build_binary() -> Result<(), Error> {
+    let mut command = cargo(&[
+        "build",
+        "--quiet",
+        "--release",
+        "--package",
+        "agentloop-cli",
+        "--bin",
+        "agentloop",
+    ]);
+    let line = describe(&command);
+    println!("==> bench: {line}");
+    let status = command.status().map_err(|source| Error::Spawn {
+        command: line.clone(),
+        source,
+    })?;
+    if !status.success() {
+        return Err(Error::StepFailed {
+            step: "build the agentloop binary".to_owned(),
+            status,
+        });
+    }
     Ok(())
 }
 

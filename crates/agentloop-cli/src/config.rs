@@ -53,6 +53,7 @@
 //! restate_ingress = "http://127.0.0.1:8080"
 //! restate_admin = "http://127.0.0.1:9070"
 //! restate_bind = "127.0.0.1:9080"   # this process's Restate service endpoint
+//! restate_protocol = "http1"         # http2 (default) or http1 (one request per step)
 //! ```
 //!
 //! Keys go in the environment or in `keys.env` beside this file (see
@@ -172,6 +173,9 @@ pub struct ServeConfig {
     /// Default `--restate-endpoint-url`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restate_endpoint_url: Option<String>,
+    /// Default `--restate-protocol`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restate_protocol: Option<RestateProtocol>,
 }
 
 impl ServeConfig {
@@ -182,6 +186,7 @@ impl ServeConfig {
             && self.restate_admin.is_none()
             && self.restate_bind.is_none()
             && self.restate_endpoint_url.is_none()
+            && self.restate_protocol.is_none()
     }
 }
 
@@ -194,6 +199,19 @@ pub enum ServeEngine {
     Builtin,
     /// Durable Restate workflows.
     Restate,
+}
+
+/// How Restate reaches a worker's service endpoint (`--restate-protocol`,
+/// `[serve] restate_protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum RestateProtocol {
+    /// HTTP/2, one stream per attempt over one shared connection: one
+    /// worker, or workers behind a balancer that spreads HTTP/2 requests.
+    Http2,
+    /// HTTP/1.1, one request per step: workers behind any balancer that
+    /// spreads connections (a TCP one will do).
+    Http1,
 }
 
 /// The approval policy of a server's projects (`--approvals`, `[serve]

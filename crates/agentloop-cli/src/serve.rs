@@ -153,6 +153,12 @@ pub struct ServeArgs {
     /// bound address (`[serve] restate_endpoint_url`).
     #[arg(long)]
     pub restate_endpoint_url: Option<String>,
+    /// How Restate reaches that endpoint: `http2` (the default; one
+    /// connection for every run) or `http1` (one request per step, for
+    /// several workers behind a balancer that spreads connections;
+    /// `[serve] restate_protocol`).
+    #[arg(long, value_enum)]
+    pub restate_protocol: Option<crate::config::RestateProtocol>,
 }
 
 #[derive(Subcommand)]
@@ -406,6 +412,12 @@ fn restate_settings(
         bind: pick(&args.restate_bind, &config.restate_bind)
             .unwrap_or_else(|| "127.0.0.1:9080".to_owned()),
         endpoint_url: pick(&args.restate_endpoint_url, &config.restate_endpoint_url),
+        protocol: match args.restate_protocol.or(config.restate_protocol) {
+            Some(crate::config::RestateProtocol::Http1) => agentloop_restate::Protocol::Http1,
+            Some(crate::config::RestateProtocol::Http2) | None => {
+                agentloop_restate::Protocol::Http2
+            }
+        },
     }))
 }
 

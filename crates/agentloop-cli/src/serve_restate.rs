@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use agentloop_restate::{RestateClient, RunHost, ServiceEndpoint, Step};
+use agentloop_restate::{Protocol, RestateClient, RunHost, ServiceEndpoint, Step};
 use agentloop_server::AppState;
 use agentloop_server::dispatch::RunDispatch;
-use agentloop_server::durable::{Attempt, execute_attempt};
+use agentloop_server::durable::{Attempt, execute_attempt, stop_attempt};
 use async_trait::async_trait;
 
 /// Where Restate and this process's service endpoint are.
@@ -26,6 +26,8 @@ pub struct RestateSettings {
     /// URL Restate reaches the endpoint at (default: `http://` and the
     /// bound address).
     pub endpoint_url: Option<String>,
+    /// How Restate speaks to the endpoint.
+    pub protocol: Protocol,
 }
 
 /// Hands runs to Restate: each becomes the `AgentRun` workflow keyed by
@@ -36,6 +38,14 @@ struct Dispatch(RestateClient);
 impl RunDispatch for Dispatch {
     async fn dispatch(&self, run_id: &str) -> Result<(), String> {
         self.0.start(run_id).await.map_err(|e| e.to_string())
+    }
+
+    async fn wake(&self, run_id: &str, wait: &str) -> Result<(), String> {
+        self.0.wake(run_id, wait).await.map_err(|e| e.to_string())
+    }
+
+    async fn cancel(&self, run_id: &str) -> Result<(), String> {
+        self.0.cancel(run_id).await.map_err(|e| e.to_string())
     }
 }
 
@@ -48,8 +58,12 @@ impl RunHost for Host {
         match execute_attempt(&self.0, run_id).await? {
             Attempt::Stepped => Ok(Step::Continue),
             Attempt::Ended => Ok(Step::Ended),
-            Attempt::Waiting => Ok(Step::Waiting),
+            Attempt::Waiting(wait) => Ok(Step::Waiting { wait }),
         }
+    }
+
+    async fn stop(&self, run_id: &str) -> Result<(), String> {
+        stop_attempt(&self.0, run_id).await
     }
 }
 
@@ -72,7 +86,8 @@ pub async fn start_endpoint(
 ) -> Result<(), String> {
     let endpoint = ServiceEndpoint::bind(&settings.bind, Arc::new(Host(state.clone())))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?
+        .with_protocol(settings.protocol);
     let address = endpoint.local_addr().map_err(|e| e.to_string())?;
     let url = settings
         .endpoint_url
@@ -80,7 +95,10 @@ pub async fn start_endpoint(
         .unwrap_or_else(|| format!("http://{address}"));
     let shutdown = state.shutdown.clone();
     tokio::spawn(endpoint.serve(async move { shutdown.cancelled().await }));
-    client.register(&url).await.map_err(|e| e.to_string())?;
+    client
+        .register(&url, settings.protocol)
+        .await
+        .map_err(|e| e.to_string())?;
     eprintln!(
         "agentloop: runs execute on Restate (ingress {}, admin {}); service endpoint {url} registered",
         settings.ingress, settings.admin

@@ -2,9 +2,20 @@
 //! real `restate-server` (installed by `scripts/install-restate.sh`; under
 //! `CI` a missing one fails): a chain (implementation → review) completes;
 //! a worker SIGKILLed mid-run is restarted and the run completes with its
-//! tool's effect once; a cancel ends a run within a second.
+//! tool's effect once; a cancel ends a run within a second and ends its
+//! workflow in Restate; an approval decided after the worker and
+//! `restate-server` both restarted resumes the run, its tool's effect
+//! once; Mark Done and the 409 rule behave as on the built-in engine; two
+//! workers behind one balancer share runs, and killing one moves its runs
+//! to the other with no committed step run twice; a worker SIGKILLed eight
+//! times over an implementation ⇄ review chain (mid-stream and mid-tool)
+//! leaves every committed step done once and the chain complete.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/balancer.rs"]
+mod balancer;
+#[path = "support/chain_model.rs"]
+mod chain_model;
 mod common;
 #[path = "../../agentloop-restate/tests/support/restate_server.rs"]
 mod restate_server;
@@ -45,22 +56,31 @@ fn free_port() -> u16 {
 /// endpoint on `endpoint` (a port kept across restarts, as Restate calls
 /// the registered URL).
 fn worker(db: &str, script: &Path, restate: &RestateServer, endpoint: u16) -> Served {
+    worker_with(db, script, restate, endpoint, "worker-1", &[])
+}
+
+/// [`worker`] named `instance`, with more flags.
+fn worker_with(
+    db: &str,
+    script: &Path,
+    restate: &RestateServer,
+    endpoint: u16,
+    instance: &str,
+    extra: &[&str],
+) -> Served {
     let bind = format!("127.0.0.1:{endpoint}");
-    serve_with(
-        db,
-        script,
-        "worker-1",
-        &[
-            "--engine",
-            "restate",
-            "--restate-ingress",
-            &restate.ingress,
-            "--restate-admin",
-            &restate.admin,
-            "--restate-bind",
-            &bind,
-        ],
-    )
+    let mut args = vec![
+        "--engine",
+        "restate",
+        "--restate-ingress",
+        &restate.ingress,
+        "--restate-admin",
+        &restate.admin,
+        "--restate-bind",
+        &bind,
+    ];
+    args.extend_from_slice(extra);
+    serve_with(db, script, instance, &args)
 }
 
 /// Polls the task's agent runs until `count` exist and none runs.
@@ -153,6 +173,71 @@ fn journaled_steps(restate: &RestateServer, run_id: &str) -> usize {
         ),
     );
     rows.matches("\"step\"").count()
+}
+
+/// An `fs` insert of one line at the top of `path` (an effect that shows
+/// each time it happens).
+fn fs_insert(id: &str, path: &str, line: &str) -> Value {
+    let input = json!({ "command": "insert", "path": path, "insert_line": 0,
+                        "insert_text": format!("{line}\n") })
+    .to_string();
+    json!({ "steps": [{ "type": "tool_call", "id": id, "name": "fs", "fragments": [input] }] })
+}
+
+/// The status of run `run_id`'s workflow invocation in Restate (`""`
+/// when there is none).
+fn invocation_status(restate: &RestateServer, run_id: &str) -> String {
+    assert!(
+        run_id.chars().all(|c| c.is_ascii_alphanumeric()),
+        "{run_id}"
+    );
+    let rows = restate_server::query(
+        &restate.admin,
+        &format!(
+            "SELECT status FROM sys_invocation WHERE target_service_name = 'AgentRun' \
+             AND target_service_key = '{run_id}' AND target_handler_name = 'run'"
+        ),
+    );
+    let rows: Value = serde_json::from_str(&rows).unwrap();
+    rows["rows"][0]["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Polls until run `run_id`'s workflow invocation has `status`.
+fn until_invocation(restate: &RestateServer, run_id: &str, status: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = invocation_status(restate, run_id);
+        if now == status {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the workflow of {run_id} stayed {now:?}, never {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The named `Run` entries of the journal of run `run_id`'s workflow.
+fn journaled_runs(restate: &RestateServer, run_id: &str) -> Vec<String> {
+    let rows = restate_server::query(
+        &restate.admin,
+        &format!(
+            "SELECT j.name FROM sys_journal j JOIN sys_invocation i ON j.id = i.id \
+             WHERE i.target_service_name = 'AgentRun' AND i.target_service_key = '{run_id}' \
+             AND j.entry_type = 'Command: Run' ORDER BY j.index"
+        ),
+    );
+    let rows: Value = serde_json::from_str(&rows).unwrap();
+    rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 fn chain_by_kind(runs: &[Value]) -> Vec<(String, String)> {
@@ -310,11 +395,14 @@ fn a_cancel_ends_a_restate_run_within_a_second() {
     let script = dir.path().join("script.json");
     write_script(
         &script,
-        json!([{ "steps": [
-            { "type": "text", "chunks": ["Thinking "] },
-            { "type": "delay", "ms": 60000 },
-            { "type": "text", "chunks": ["too late."] }
-        ] }]),
+        json!([
+            { "steps": [
+                { "type": "text", "chunks": ["Thinking "] },
+                { "type": "delay", "ms": 60000 },
+                { "type": "text", "chunks": ["too late."] }
+            ] },
+            fs_create("c1", "after-cancel.md", "too late"),
+        ]),
     );
     let token = create_user(&db, "ada");
     let server = worker(&db, &script, &restate, free_port());
@@ -340,6 +428,233 @@ fn a_cancel_ends_a_restate_run_within_a_second() {
     let finished = root_finished(&events);
     assert_eq!(finished.len(), 1, "{events:?}");
     assert_eq!(finished[0]["result"]["status"], "cancelled", "{events:?}");
+    // The workflow ended in Restate: nothing retries the run, and the
+    // script's next turn (a write) is never asked for.
+    until_invocation(&restate, &run_id, "completed");
+    let (_, messages) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/messages"),
+        None,
+    );
+    assert!(!messages.to_string().contains("after-cancel"), "{messages}");
+    assert!(!dir.path().join("repo/after-cancel.md").exists());
+}
+
+#[test]
+fn an_approval_decided_after_the_worker_and_restate_restarted_resumes_the_run_once() {
+    let Some(mut restate) = RestateServer::start("serve-approval") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let repo = dir.path().join("repo");
+    let token = create_user(&db, "ada");
+    let endpoint = free_port();
+    let first = dir.path().join("first.json");
+    write_script(&first, json!([fs_insert("w1", "log.md", "effect")]));
+    let mut server = worker(&db, &first, &restate, endpoint);
+    let address = server.address.clone();
+    let task_id = task_with(&address, &token, &repo, json!({ "approvals": "ask" }));
+    std::fs::write(repo.join("log.md"), "end\n").unwrap();
+    let run_id = start_run(&address, &token, &task_id, "planification");
+    let waiting = until_status(&address, &token, &run_id, "waiting");
+    assert_eq!(waiting["pending"][0]["call_id"], "w1", "{waiting}");
+    // Parked in Restate on the wait's promise, not ended.
+    assert_ne!(invocation_status(&restate, &run_id), "completed");
+
+    // Every process goes down and comes back.
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    restate.restart();
+    let rest = dir.path().join("rest.json");
+    write_script(&rest, json!([text("Logged.")]));
+    let server = worker(&db, &rest, &restate, endpoint);
+    let address = server.address.clone();
+    let (_, pending) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/pending"),
+        None,
+    );
+    assert_eq!(pending["agent_run"]["status"], "waiting", "{pending}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("log.md")).unwrap(),
+        "end\n"
+    );
+
+    let (status, decided) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/decisions"),
+        Some(json!({ "decisions": [{ "call_id": "w1", "decision": "approve" }] })),
+    );
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(decided["resumed"], true, "{decided}");
+    let run = until_status(&address, &token, &run_id, "completed");
+    assert_eq!(run["status"], "completed", "{run}");
+    until_invocation(&restate, &run_id, "completed");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("log.md")).unwrap(),
+        "effect\nend\n"
+    );
+    let events = whole_stream(&address, &token, &run_id);
+    let statuses: Vec<&Value> = root_finished(&events)
+        .iter()
+        .map(|finished| &finished["result"]["status"])
+        .collect();
+    assert_eq!(
+        statuses,
+        [&json!("suspended"), &json!("complete")],
+        "{events:?}"
+    );
+    assert_eq!(tool_results(&events, "w1"), 1, "{events:?}");
+    // Turn (the call), the wait, then the approved tool step and the
+    // answer: four journaled steps, none twice.
+    assert_eq!(
+        journaled_runs(&restate, &run_id),
+        ["step", "step", "step", "step"]
+    );
+    // Deciding again is the 409 of a run that waits for nothing.
+    let (status, again) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/decisions"),
+        Some(json!({ "decisions": [{ "call_id": "w1", "decision": "approve" }] })),
+    );
+    assert_eq!(status, 409, "{again}");
+}
+
+#[test]
+fn a_cancel_of_a_waiting_run_ends_its_workflow_in_restate_and_the_call_never_runs() {
+    let Some(restate) = RestateServer::start("serve-cancel-waiting") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let repo = dir.path().join("repo");
+    let token = create_user(&db, "ada");
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([fs_insert("w1", "log.md", "effect"), text("Never asked.")]),
+    );
+    let server = worker(&db, &script, &restate, free_port());
+    let address = server.address.clone();
+    let task_id = task_with(&address, &token, &repo, json!({ "approvals": "ask" }));
+    std::fs::write(repo.join("log.md"), "end\n").unwrap();
+    let run_id = start_run(&address, &token, &task_id, "planification");
+    until_status(&address, &token, &run_id, "waiting");
+    assert_ne!(invocation_status(&restate, &run_id), "completed");
+
+    let (status, body) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/cancel"),
+        Some(json!({})),
+    );
+    assert_eq!(status, 200, "{body}");
+    // Restate's cancellation ends the parked workflow through its stop
+    // step; nothing is retried after.
+    until_invocation(&restate, &run_id, "completed");
+    assert_eq!(journaled_runs(&restate, &run_id), ["step", "step", "stop"]);
+    let events = whole_stream(&address, &token, &run_id);
+    let statuses: Vec<&Value> = root_finished(&events)
+        .iter()
+        .map(|finished| &finished["result"]["status"])
+        .collect();
+    assert_eq!(
+        statuses,
+        [&json!("suspended"), &json!("cancelled")],
+        "{events:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("log.md")).unwrap(),
+        "end\n"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|(name, data)| name == "streaming_start" && data["iteration"] == 2),
+        "the model was asked after the cancel: {events:?}"
+    );
+    // A second cancel is the 409 of an ended run.
+    let (status, again) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{run_id}/cancel"),
+        Some(json!({})),
+    );
+    assert_eq!(status, 409, "{again}");
+}
+
+#[test]
+fn mark_done_and_the_409_rule_behave_on_restate_as_on_the_built_in_engine() {
+    let Some(restate) = RestateServer::start("serve-mark-done") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([{ "steps": [
+            { "type": "text", "chunks": ["Implementing "] },
+            { "type": "delay", "ms": 60000 },
+            { "type": "text", "chunks": ["never sent."] }
+        ] }]),
+    );
+    let token = create_user(&db, "ada");
+    let server = worker(&db, &script, &restate, free_port());
+    let address = server.address.clone();
+    let task_id = task(&address, &token, &dir.path().join("repo"));
+    let run_id = start_run(&address, &token, &task_id, "implementation");
+    let events = read_sse_acting(&address, &token, &run_id, "streaming_chunk", || {
+        // One active run per task: a second start is refused, naming it.
+        let (status, refused) = http(
+            &address,
+            &token,
+            "POST",
+            &format!("/api/tasks/{task_id}/agent-runs"),
+            Some(json!({ "agentType": "review" })),
+        );
+        assert_eq!(status, 409, "{refused}");
+        assert_eq!(refused["runningAgent"]["id"], run_id.as_str(), "{refused}");
+        let (status, done) = http(
+            &address,
+            &token,
+            "PUT",
+            &format!("/api/tasks/{task_id}/workflow-complete"),
+            Some(json!({ "complete": true })),
+        );
+        assert_eq!(status, 200, "{done}");
+    });
+    let run = until_status(&address, &token, &run_id, "completed");
+    assert_eq!(run["status"], "completed", "{run}");
+    let finished = root_finished(&events);
+    assert_eq!(finished.len(), 1, "{events:?}");
+    assert_eq!(finished[0]["result"]["status"], "complete", "{events:?}");
+    assert_eq!(
+        finished[0]["result"]["stopped_by"], "workflow_complete",
+        "{events:?}"
+    );
+    assert_eq!(run["stopped_by"], "workflow_complete", "{run}");
+    until_invocation(&restate, &run_id, "completed");
+    // Marked done: the chain stops here.
+    let (_, runs) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/tasks/{task_id}/agent-runs"),
+        None,
+    );
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
 }
 
 #[test]
@@ -386,4 +701,336 @@ fn a_run_goes_on_when_restate_server_restarts_mid_turn() {
         .filter(|(name, _)| name == "streaming_start")
         .count();
     assert_eq!(starts, 1, "{events:?}");
+}
+
+/// One model turn that streams for a while and names the worker that
+/// played it.
+fn slow_answer(worker: &str) -> Value {
+    json!({ "steps": [
+        { "type": "text", "chunks": ["Working "] },
+        { "type": "delay", "ms": 1500 },
+        { "type": "text", "chunks": [format!("from {worker}.")] }
+    ] })
+}
+
+/// Starts a planification run in each of `count` new tasks of one
+/// project; their ids.
+fn start_runs(address: &str, token: &str, repo: &Path, count: usize) -> Vec<String> {
+    let (status, project) = http(
+        address,
+        token,
+        "POST",
+        "/api/projects",
+        Some(json!({ "name": "shared", "repoFolder": repo })),
+    );
+    assert_eq!(status, 201, "{project}");
+    let tasks = format!("/api/projects/{}/tasks", project["id"].as_str().unwrap());
+    (0..count)
+        .map(|i| {
+            let (status, task) = http(
+                address,
+                token,
+                "POST",
+                &tasks,
+                Some(json!({ "title": format!("t{i}") })),
+            );
+            assert_eq!(status, 201, "{task}");
+            start_run(
+                address,
+                token,
+                task["id"].as_str().unwrap(),
+                "planification",
+            )
+        })
+        .collect()
+}
+
+/// The committed answer of a completed run, and how many times its turn
+/// started (a turn cut by a dead worker starts again).
+fn answer_and_starts(address: &str, token: &str, run_id: &str) -> (String, usize) {
+    let events = whole_stream(address, token, run_id);
+    assert_eq!(root_finished(&events).len(), 1, "{events:?}");
+    let answers: Vec<String> = events
+        .iter()
+        .filter(|(name, data)| name == "message_created" && data["message"]["role"] == "assistant")
+        .map(|(_, data)| data["message"].to_string())
+        .collect();
+    assert_eq!(answers.len(), 1, "one committed answer: {events:?}");
+    let starts = events
+        .iter()
+        .filter(|(name, _)| name == "streaming_start")
+        .count();
+    (answers[0].clone(), starts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_behind_one_balancer_share_runs_and_a_killed_ones_runs_move_on() {
+    let Some(restate) = RestateServer::start("serve-two-workers") else {
+        return;
+    };
+    let admin_url = match std::env::var("AGENTLOOP_TEST_POSTGRES_URL") {
+        Ok(url) => url,
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("AGENTLOOP_TEST_POSTGRES_URL must be set under CI")
+        }
+        Err(_) => {
+            eprintln!("!!!! SKIPPED: AGENTLOOP_TEST_POSTGRES_URL is not set !!!!");
+            return;
+        }
+    };
+    let name = format!("agentloop_restate_{}", std::process::id());
+    let database = ScratchDatabase::create(&admin_url, &name).await;
+    let db = database.url.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let (one, two) = (free_port(), free_port());
+    let balancer =
+        balancer::Balancer::start(&[format!("127.0.0.1:{one}"), format!("127.0.0.1:{two}")]);
+    let url = format!("http://{}", balancer.address);
+    let flags = [
+        "--restate-protocol",
+        "http1",
+        "--restate-endpoint-url",
+        &url,
+    ];
+    let script = |worker: &str| {
+        let path = dir.path().join(format!("{worker}.json"));
+        write_script(&path, json!(vec![slow_answer(worker); 12]));
+        path
+    };
+    let (script_a, script_b) = (script("a"), script("b"));
+    let token = create_user(&db, "ada");
+    let mut a = worker_with(&db, &script_a, &restate, one, "worker-a", &flags);
+    let b = worker_with(&db, &script_b, &restate, two, "worker-b", &flags);
+    let address = b.address.clone();
+
+    // Runs spread: some turns are played by each worker.
+    let first = start_runs(&a.address, &token, &dir.path().join("one"), 4);
+    for run_id in &first {
+        until_status(&address, &token, run_id, "completed");
+    }
+    let answers: Vec<String> = first
+        .iter()
+        .map(|run_id| answer_and_starts(&address, &token, run_id).0)
+        .collect();
+    assert!(
+        answers.iter().any(|a| a.contains("from a."))
+            && answers.iter().any(|a| a.contains("from b.")),
+        "{answers:?}"
+    );
+
+    // Worker a dies while every run streams: its runs go on on b.
+    let second = start_runs(&address, &token, &dir.path().join("two"), 4);
+    for run_id in &second {
+        until_streamed(&address, &token, run_id, "Working");
+    }
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    for run_id in &second {
+        until_status(&address, &token, run_id, "completed");
+    }
+    let mut moved = 0;
+    for run_id in &second {
+        let (answer, starts) = answer_and_starts(&address, &token, run_id);
+        assert!(answer.contains("from b."), "{answer}");
+        // Cut on a: its turn started again on b, never committed twice.
+        assert!(starts <= 2, "{run_id}: {starts} starts");
+        moved += usize::from(starts == 2);
+        until_invocation(&restate, run_id, "completed");
+    }
+    assert!(moved >= 1, "no run was executing on the killed worker");
+    drop(b);
+    database.remove().await;
+}
+
+/// A worker on the chain model, the shell allowed, with the test's
+/// prompts (naming each agent for the model).
+fn chain_worker(
+    db: &str,
+    root: &Path,
+    model: &chain_model::ChainModel,
+    restate: &RestateServer,
+    endpoint: u16,
+) -> Served {
+    let bind = format!("127.0.0.1:{endpoint}");
+    let prompts = root.join("prompts.json");
+    let prompts_flag = prompts.display().to_string();
+    serve_provider(
+        db,
+        &[
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            &model.base_url,
+            "--model",
+            "mock",
+        ],
+        root,
+        "chain-worker",
+        &[
+            "--allow-shell",
+            "--prompts",
+            &prompts_flag,
+            "--engine",
+            "restate",
+            "--restate-ingress",
+            &restate.ingress,
+            "--restate-admin",
+            &restate.admin,
+            "--restate-bind",
+            &bind,
+        ],
+    )
+}
+
+/// Polls `check` (bounded) until it holds.
+fn until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !check() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_chain_completes_with_each_committed_step_once_though_its_worker_is_killed_eight_times() {
+    const ROUNDS: u32 = 4;
+    let Some(restate) = RestateServer::start("serve-eight-kills") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("prompts.json"),
+        json!({
+            "planification": "KIND=planification {task_id}",
+            "implementation": "KIND=implementation {task_id}",
+            "review": "KIND=review {task_id}",
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let db = root.join("db.sqlite").display().to_string();
+    let repo = root.join("repo");
+    let token = create_user(&db, "ada");
+    let model = chain_model::ChainModel::start(ROUNDS);
+    let endpoint = free_port();
+    let mut server = chain_worker(&db, root, &model, &restate, endpoint);
+    let task_id = task_with(&server.address, &token, &repo, json!({ "shell": true }));
+    start_run(&server.address, &token, &task_id, "implementation");
+
+    // One kill per run: mid-tool in the even runs (while the shell call
+    // sleeps between its `start` and `end`), mid-stream in the odd ones
+    // (while the answer waits in its slow part).
+    let mut stream_kills = Vec::new();
+    for index in 0..2 * ROUNDS {
+        let kind = if index % 2 == 0 {
+            "implementation"
+        } else {
+            "review"
+        };
+        let round = index / 2 + 1;
+        if index % 2 == 0 {
+            let call = chain_model::Turn {
+                kind: kind.to_owned(),
+                round,
+                turn: 0,
+            }
+            .call_id();
+            until(&format!("{call} started"), || {
+                std::fs::read_to_string(repo.join("effects.log"))
+                    .is_ok_and(|log| log.contains(&format!("start {call}\n")))
+            });
+        } else {
+            let last = kind == "review" && round == ROUNDS;
+            let turn = chain_model::Turn {
+                kind: kind.to_owned(),
+                round,
+                turn: if last { 2 } else { 1 },
+            };
+            until(&format!("{turn:?} streaming"), || {
+                model.seen.lock().unwrap().streaming.as_ref() == Some(&turn)
+            });
+            stream_kills.push(turn);
+        }
+        server.child.kill().unwrap();
+        server.child.wait().unwrap();
+        server = chain_worker(&db, root, &model, &restate, endpoint);
+    }
+    let address = server.address.clone();
+    let runs = settled_runs(&address, &token, &task_id, (2 * ROUNDS) as usize);
+    let mut kinds: Vec<(String, String)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["agent_type"].as_str().unwrap().to_owned(),
+                r["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    kinds.sort();
+    let mut expected = vec![("implementation".to_owned(), "completed".to_owned()); 4];
+    expected.extend(vec![("review".to_owned(), "completed".to_owned()); 4]);
+    assert_eq!(kinds, expected, "{runs:?}");
+    let (_, task) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/tasks/{task_id}"),
+        None,
+    );
+    assert_eq!(task["workflow_complete"], true, "{task}");
+
+    // Every tool call ran once, the interrupted ones included.
+    let effects = std::fs::read_to_string(repo.join("effects.log")).unwrap();
+    for round in 1..=ROUNDS {
+        for kind in ["implementation", "review"] {
+            let call = chain_model::Turn {
+                kind: kind.to_owned(),
+                round,
+                turn: 0,
+            }
+            .call_id();
+            let started = effects
+                .lines()
+                .filter(|line| *line == format!("start {call}"))
+                .count();
+            assert_eq!(started, 1, "{call} ran {started} times: {effects}");
+        }
+    }
+    // Every turn was answered whole once; only the turns cut mid-stream
+    // were asked again (once each).
+    let seen = model.seen.lock().unwrap();
+    let mut asked: std::collections::HashMap<&chain_model::Turn, (usize, usize)> =
+        std::collections::HashMap::new();
+    for (turn, whole) in &seen.requests {
+        let entry = asked.entry(turn).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(*whole);
+    }
+    for (turn, (requests, whole)) in &asked {
+        assert_eq!(*whole, 1, "{turn:?} answered whole {whole} times");
+        let cut = usize::from(stream_kills.contains(turn));
+        assert_eq!(*requests, 1 + cut, "{turn:?} asked {requests} times");
+    }
+    // Two turns per run, three for the last review.
+    assert_eq!(asked.len(), (4 * ROUNDS + 1) as usize, "{asked:?}");
+    drop(seen);
+
+    // A follower sees each committed event once: one end, each message
+    // once.
+    for run in &runs {
+        let run_id = run["id"].as_str().unwrap();
+        let events = whole_stream(&address, &token, run_id);
+        assert_eq!(root_finished(&events).len(), 1, "{events:?}");
+        let mut ids: Vec<String> = events
+            .iter()
+            .filter(|(name, _)| name == "message_created")
+            .map(|(_, data)| data["message"]["id"].to_string())
+            .collect();
+        let count = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), count, "a message twice: {events:?}");
+        until_invocation(&restate, run_id, "completed");
+    }
 }

@@ -1,12 +1,12 @@
 //! Talking to Restate over HTTP: registering this process's service
-//! endpoint with the admin API, and starting a run's workflow through the
-//! ingress.
+//! endpoint with the admin API; starting a run's workflow, waking it and
+//! cancelling it.
 
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::endpoint::SERVICE;
+use crate::endpoint::{Protocol, SERVICE};
 use crate::error::{RestateError, RestateResult};
 
 /// Restate as this process reaches it.
@@ -41,12 +41,17 @@ impl RestateClient {
     }
 
     /// Registers the service endpoint at `endpoint` (an `http://` URL
-    /// Restate reaches) with the admin API. Idempotent: the same endpoint
-    /// registered again replaces its own registration (`force`).
-    pub async fn register(&self, endpoint: &str) -> RestateResult<()> {
+    /// Restate reaches, speaking `protocol`) with the admin API.
+    /// Idempotent: the same endpoint registered again replaces its own
+    /// registration (`force`).
+    pub async fn register(&self, endpoint: &str, protocol: Protocol) -> RestateResult<()> {
         let endpoint = base_url(endpoint)?;
         let url = format!("{}/deployments", self.admin);
-        let body = json!({ "uri": endpoint, "force": true });
+        let body = json!({
+            "uri": endpoint,
+            "force": true,
+            "use_http_11": protocol == Protocol::Http1,
+        });
         self.send(
             self.http
                 .post(&url)
@@ -76,12 +81,88 @@ impl RestateClient {
         .await
     }
 
+    /// Wakes the workflow of run `run_id` waiting on `wait` (see
+    /// [`crate::Step::Waiting`]): its shared `wake` handler resolves the
+    /// wait's durable promise. Waking a wait that is over changes nothing.
+    pub async fn wake(&self, run_id: &str, wait: &str) -> RestateResult<()> {
+        let url = format!("{}/{SERVICE}/{}/wake", self.ingress, path_segment(run_id));
+        self.send(
+            self.http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(serde_json::Value::from(wait).to_string()),
+            &url,
+            "the run's wake-up",
+        )
+        .await
+    }
+
+    /// Cancels the workflow of run `run_id` with Restate's cancellation:
+    /// Restate stops retrying it, and the workflow logs the run's end (see
+    /// [`crate::workflow`]). A workflow that ended already, or never
+    /// started, is left as it is.
+    pub async fn cancel(&self, run_id: &str) -> RestateResult<()> {
+        let Some(invocation) = self.open_invocation(run_id).await? else {
+            return Ok(());
+        };
+        let url = format!(
+            "{}/invocations/{}/cancel",
+            self.admin,
+            path_segment(&invocation)
+        );
+        match self
+            .send(self.http.patch(&url), &url, "the run's cancellation")
+            .await
+        {
+            // 404: gone meanwhile; 409: it completed meanwhile.
+            Err(RestateError::Refused {
+                status: 404 | 409, ..
+            }) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// The id of the open invocation of run `run_id`'s workflow (its `run`
+    /// handler, not yet completed), read from the admin API's SQL view.
+    async fn open_invocation(&self, run_id: &str) -> RestateResult<Option<String>> {
+        let url = format!("{}/query", self.admin);
+        let sql = format!(
+            "SELECT id FROM sys_invocation WHERE target_service_name = '{SERVICE}' \
+             AND target_service_key = '{}' AND target_handler_name = 'run' \
+             AND status != 'completed'",
+            run_id.replace('\'', "''")
+        );
+        let request = self
+            .http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .body(json!({ "query": sql }).to_string());
+        let body = self.answer(request, &url, "the run's invocation").await?;
+        let rows: QueryRows = serde_json::from_str(&body).map_err(|e| RestateError::Refused {
+            what: "the run's invocation".to_owned(),
+            status: 200,
+            body: format!("unreadable answer: {e}"),
+        })?;
+        Ok(rows.rows.into_iter().next().map(|row| row.id))
+    }
+
     async fn send(
         &self,
         request: reqwest::RequestBuilder,
         url: &str,
         what: &str,
     ) -> RestateResult<()> {
+        self.answer(request, url, what).await.map(drop)
+    }
+
+    /// Sends `request`; the body of a successful answer.
+    async fn answer(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: &str,
+        what: &str,
+    ) -> RestateResult<String> {
         let response = request
             .send()
             .await
@@ -91,7 +172,13 @@ impl RestateClient {
             })?;
         let status = response.status();
         if status.is_success() {
-            return Ok(());
+            return response
+                .text()
+                .await
+                .map_err(|e| RestateError::Unreachable {
+                    url: url.to_owned(),
+                    message: e.to_string(),
+                });
         }
         let mut body = response.text().await.unwrap_or_default();
         if body.len() > 512 {
@@ -107,6 +194,17 @@ impl RestateClient {
             body,
         })
     }
+}
+
+/// Rows of the admin API's SQL view.
+#[derive(serde::Deserialize)]
+struct QueryRows {
+    rows: Vec<InvocationRow>,
+}
+
+#[derive(serde::Deserialize)]
+struct InvocationRow {
+    id: String,
 }
 
 /// `url` without its trailing slash, refused unless it is `http://`.

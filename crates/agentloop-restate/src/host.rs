@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 /// Where a run stands after one step a host executed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Step {
     /// The step committed and the run goes on: the workflow asks for the
@@ -17,7 +17,13 @@ pub enum Step {
     /// The run ended (its terminal event and record are written).
     Ended,
     /// The run waits for a person; nothing more runs until they decide.
-    Waiting,
+    Waiting {
+        /// Names this wait: the same for every attempt that finds the run
+        /// waiting on the same calls, different from any other wait of
+        /// the run. The decisions route wakes the workflow by this name
+        /// ([`crate::RestateClient::wake`]).
+        wait: String,
+    },
 }
 
 /// Executes runs one step at a time, each step from where the run's
@@ -29,4 +35,10 @@ pub trait RunHost: Send + Sync + 'static {
     /// not commit and is tried again (Restate retries it, here or on
     /// another worker).
     async fn step(&self, run_id: &str) -> Result<Step, String>;
+
+    /// Ends run `run_id`, whose workflow Restate cancelled: a run still
+    /// active is cancelled as a person's cancel would (a cancel from
+    /// Restate's own UI or CLI), and the answer is `Ok` once the run's end
+    /// is logged. An error is tried again.
+    async fn stop(&self, run_id: &str) -> Result<(), String>;
 }

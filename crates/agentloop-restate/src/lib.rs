@@ -9,7 +9,9 @@
 //! - [`ServiceEndpoint`]: serves the workflow (HTTP/2) in the process
 //!   that executes runs.
 //! - [`RestateClient`]: registers that endpoint with Restate's admin API
-//!   (idempotent) and starts a run's workflow through the ingress.
+//!   (idempotent), starts a run's workflow through the ingress, wakes a
+//!   workflow whose run waited for a person, and cancels one with
+//!   Restate's cancellation.
 //!
 //! The crate knows Restate and nothing of HTTP routes or tasks: the
 //! server implements [`RunHost`] over its run lifecycle, and the
@@ -24,6 +26,9 @@
 //! impl RunHost for Done {
 //!     async fn step(&self, _run_id: &str) -> Result<Step, String> {
 //!         Ok(Step::Ended)
+//!     }
+//!     async fn stop(&self, _run_id: &str) -> Result<(), String> {
+//!         Ok(())
 //!     }
 //! }
 //! let _host: Arc<dyn RunHost> = Arc::new(Done);
@@ -45,7 +50,7 @@ pub mod host;
 pub mod workflow;
 
 pub use client::RestateClient;
-pub use endpoint::{SERVICE, ServiceEndpoint};
+pub use endpoint::{Protocol, SERVICE, ServiceEndpoint};
 pub use error::{RestateError, RestateResult};
 pub use host::{RunHost, Step};
 pub use workflow::AgentRunWorkflow;

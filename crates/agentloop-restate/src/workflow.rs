@@ -1,14 +1,28 @@
 //! The `AgentRun` workflow: one workflow per agent run, keyed by the run's
 //! id. Its `run` handler asks the [`RunHost`] for the run's steps, each a
-//! journaled `ctx.run`, until the run ends or waits for a person.
+//! journaled `ctx.run`, until the run ends.
 //!
-//! Every journal entry is the same kind of entry (a step named `step`),
-//! and each step starts from where the run's record stands: a replay
-//! returns the journaled answers of the steps that committed, and the
-//! first step that did not (its worker died) is executed again, from the
-//! last state the runtime committed. That re-execution follows the
-//! runtime's recovery rule: calls that were started and not answered are
-//! answered as interrupted, unless the tool declares itself safe to retry.
+//! Every step entry is the same kind of entry (a step named `step`), and
+//! each step starts from where the run's record stands: a replay returns
+//! the journaled answers of the steps that committed, and the first step
+//! that did not (its worker died) is executed again, from the last state
+//! the runtime committed. That re-execution follows the runtime's
+//! recovery rule: calls that were started and not answered are answered
+//! as interrupted, unless the tool declares itself safe to retry.
+//!
+//! A run that waits for a person parks the workflow on a durable promise
+//! named after the wait (`wake:<wait>`, see [`Step::Waiting`]); the
+//! decisions route resolves it through the shared `wake` handler once the
+//! last decision is recorded. The promise lives in Restate, so a decision
+//! taken after every process restarted still resumes the run. A slow
+//! timer (5 s, doubling up to 5 min) looks at the run again in case a
+//! wake was lost (the instance taking the decision died between
+//! recording it and waking the workflow).
+//!
+//! Restate's cancellation (the cancel and Mark Done routes send it, as
+//! can Restate's UI or CLI) stops the workflow at its next step or while
+//! it waits; a last journaled step (`stop`) then makes sure the run's end
+//! is logged, so Restate neither retries the run nor leaves it open.
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +42,58 @@ impl AgentRunWorkflow {
     pub fn new(host: Arc<dyn RunHost>) -> Self {
         Self { host }
     }
+
+    /// Executes the run's steps until it ends; Restate's cancellation
+    /// comes out as a terminal error with code 409.
+    async fn drive(&self, ctx: &WorkflowContext<'_>, run_id: &str) -> Result<(), TerminalError> {
+        // The wait whose wake-up was received: a run found waiting on it
+        // again (a wake that came before its run could go on) is looked
+        // at again on the timer only.
+        let mut woken: Option<String> = None;
+        let mut recheck = FIRST_RECHECK;
+        loop {
+            let host = self.host.clone();
+            let id = run_id.to_owned();
+            let step = ctx
+                .run(|| async move {
+                    let step = host.step(&id).await.map_err(HandlerError::from)?;
+                    Ok(Json(step))
+                })
+                .name("step")
+                .retry_policy(step_retries())
+                .await?
+                .into_inner();
+            match step {
+                Step::Continue => {
+                    woken = None;
+                    recheck = FIRST_RECHECK;
+                }
+                Step::Ended => return Ok(()),
+                Step::Waiting { wait } => {
+                    if woken.as_deref() == Some(wait.as_str()) {
+                        ctx.sleep(recheck).await?;
+                    } else {
+                        let name = wake_promise(&wait);
+                        restate_sdk::select! {
+                            _ = ctx.promise::<String>(&name) => { woken = Some(wait); },
+                            _ = ctx.sleep(recheck) => {},
+                        }
+                    }
+                    recheck = (recheck * 2).min(LAST_RECHECK);
+                }
+            }
+        }
+    }
+}
+
+/// The first wait before a waiting run is looked at again without a wake.
+const FIRST_RECHECK: Duration = Duration::from_secs(5);
+/// The longest.
+const LAST_RECHECK: Duration = Duration::from_secs(300);
+
+/// The durable promise a run waiting on `wait` is woken by.
+fn wake_promise(wait: &str) -> String {
+    format!("wake:{wait}")
 }
 
 /// A step that did not commit is tried again for as long as it takes
@@ -39,30 +105,39 @@ fn step_retries() -> RunRetryPolicy {
         .max_delay(Duration::from_secs(2))
 }
 
+/// The status code of Restate's cancellation.
+const CANCELLED: u16 = 409;
+
 #[restate_sdk::workflow(name = "AgentRun", client_visibility = "pub(crate)")]
 impl AgentRunWorkflow {
-    /// Executes the run to its end, or until it waits for a person;
-    /// answers `ended` or `waiting`.
+    /// Executes the run to its end; answers `ended`, or `cancelled` when
+    /// Restate cancelled the workflow (the run's end is logged either
+    /// way).
     #[handler]
     async fn run(&self, ctx: WorkflowContext<'_>) -> Result<String, HandlerError> {
         let run_id = ctx.key().to_owned();
-        loop {
-            let host = self.host.clone();
-            let id = run_id.clone();
-            let step = ctx
-                .run(|| async move {
-                    let step = host.step(&id).await.map_err(HandlerError::from)?;
-                    Ok(Json(step))
+        match self.drive(&ctx, &run_id).await {
+            Ok(()) => Ok("ended".to_owned()),
+            Err(error) if error.code() == CANCELLED => {
+                let host = self.host.clone();
+                ctx.run(|| async move {
+                    host.stop(&run_id).await.map_err(HandlerError::from)?;
+                    Ok(())
                 })
-                .name("step")
+                .name("stop")
                 .retry_policy(step_retries())
-                .await?
-                .into_inner();
-            match step {
-                Step::Continue => {}
-                Step::Ended => return Ok("ended".to_owned()),
-                Step::Waiting => return Ok("waiting".to_owned()),
+                .await?;
+                Ok("cancelled".to_owned())
             }
+            Err(error) => Err(error.into()),
         }
+    }
+
+    /// Wakes the run waiting on `wait` (a person decided every call it
+    /// waits on). Waking a wait that is over, or twice, changes nothing.
+    #[handler]
+    async fn wake(&self, ctx: SharedWorkflowContext<'_>, wait: String) -> Result<(), HandlerError> {
+        ctx.resolve_promise::<String>(&wake_promise(&wait), wait);
+        Ok(())
     }
 }

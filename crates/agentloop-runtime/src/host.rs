@@ -46,7 +46,8 @@ pub struct HostedRun {
 pub enum Hosted {
     /// The run goes on: read it to drive it.
     Running(ChatRun),
-    /// The run's log already holds its end.
+    /// The run's log already holds its end, or settling its pending step
+    /// ended this execution (a suspension: calls that wait for a person).
     Ended(Box<LoopResult>),
     /// The chat already ends with a final answer: nothing to run.
     Answered,
@@ -95,7 +96,11 @@ impl ChatRuntime {
                 ))
                 .await?;
                 if settled.ended {
-                    return Ok(Hosted::Ended(Box::new(self.logged_end(&record.id).await?)));
+                    let ended = match settled.result {
+                        Some(result) => result,
+                        None => self.logged_end(&record.id).await?,
+                    };
+                    return Ok(Hosted::Ended(Box::new(ended)));
                 }
                 let resume =
                     |options, state, deps| Ok(agentloop_engine::resume(options, state, deps));

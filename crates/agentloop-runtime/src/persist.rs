@@ -133,6 +133,12 @@ impl Persister {
         self.result.is_some()
     }
 
+    /// How the run ended, once it has (a suspension included, which its
+    /// log does not count as an end).
+    pub(crate) fn ended_with(&self) -> Option<&LoopResult> {
+        self.result.as_ref()
+    }
+
     /// Stores the run's state between two steps.
     pub(crate) async fn checkpoint(&mut self, state: RunState) -> RuntimeResult<()> {
         // After the end (a suspended run's last state) the record is final:

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use agentloop_storage::model::{RunRecord, RunStatus, now_millis};
 use agentloop_types::{
-    ContentBlock, LoopEvent, Message, RunPath, RunPhase, RunState, close_dangling_calls,
+    ContentBlock, LoopEvent, LoopResult, Message, RunPath, RunPhase, RunState, close_dangling_calls,
 };
 use serde::{Deserialize, Serialize};
 
@@ -228,6 +228,7 @@ impl ChatRuntime {
             closed_calls,
             state: settled.state,
             ended: persister.has_ended(),
+            result: persister.ended_with().cloned(),
             record: persister.run.clone(),
         })
     }
@@ -333,6 +334,10 @@ pub(crate) struct SettledRun {
     pub(crate) state: RunState,
     /// Whether the run ended on the way.
     pub(crate) ended: bool,
+    /// How it ended, then: a suspension (the calls the settled step
+    /// decided to ask a person about) is an end of this execution that
+    /// the run's log does not hold as its end.
+    pub(crate) result: Option<LoopResult>,
     /// Its record as written.
     pub(crate) record: RunRecord,
 }

@@ -60,11 +60,40 @@ pub async fn decide(
     run: &AgentRun,
     decisions: Vec<(String, Decision)>,
 ) -> Result<bool, DecideError> {
+    // A durable engine parks the run on its wait, named while the run
+    // still waits (the record moves on once it resumes).
+    let wait = match &state.config.dispatch {
+        Some(_) => waiting::wait_key(state, &run.id).await?,
+        None => None,
+    };
     let resumed = waiting::decide(state, ctx, run, decisions).await?;
-    if resumed {
-        execute(state, &run.id).await;
+    if !resumed {
+        return Ok(false);
     }
-    Ok(resumed)
+    match (&state.config.dispatch, wait) {
+        (Some(dispatch), Some(wait)) => {
+            if let Err(error) = dispatch.wake(&run.id, &wait).await {
+                // The engine looks at a parked run again on its own
+                // (see `agentloop_restate::workflow`).
+                tracing::warn!(agent_run_id = %run.id, %error,
+                               "the durable engine could not be woken; it will find the run resumed");
+            }
+        }
+        _ => execute(state, &run.id).await,
+    }
+    Ok(true)
+}
+
+/// Cancels the engine's execution of a run a person ended (nothing without
+/// an engine). A failure is logged: the run's end is logged anyway by the
+/// engine's next attempt, which finds the run ended.
+pub async fn cancel_in_engine(state: &AppState, run_id: &str) {
+    if let Some(dispatch) = &state.config.dispatch
+        && let Err(error) = dispatch.cancel(run_id).await
+    {
+        tracing::warn!(agent_run_id = %run_id, %error,
+                       "the durable engine did not take the run's cancellation");
+    }
 }
 
 /// Takes the lease of a run for this instance and executes it in the

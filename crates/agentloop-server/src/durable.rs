@@ -8,27 +8,34 @@
 //! this instance or another, and that attempt goes on from the last
 //! stored state (calls that had started and have no result are answered
 //! as interrupted, as in any recovery).
+//!
+//! A run that waits for a person is answered with the name of its wait
+//! ([`crate::waiting::wait_key`]); the engine parks it until the last
+//! decision wakes it by that name ([`crate::dispatch::RunDispatch::wake`]).
+//! A run the engine itself cancelled is ended by [`stop_attempt`].
 
-use agentloop_storage::model::AgentRunStatus;
+use agentloop_storage::model::{AgentRunStatus, EndReason, RunStatus, now_millis};
 
 use crate::hosting::Pace;
-use crate::state::AppState;
+use crate::runner::load_task_context;
+use crate::state::{AppState, Halt};
 
 /// Where a run stands after an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Attempt {
     /// One step was executed and stored; the run goes on.
     Stepped,
     /// The run ended (its terminal event, record and agent run written).
     Ended,
-    /// The run waits for a person.
-    Waiting,
+    /// The run waits for a person, on the wait of this name.
+    Waiting(String),
 }
 
 /// Executes agent run `run_id` here, from where its record stands, and
 /// says where it stands after. An error means the attempt did not settle
 /// the run (another instance still holds its lease, this instance is
-/// shutting down, the store failed): the engine tries again.
+/// shutting down, the store failed, its end is not logged yet): the
+/// engine tries again.
 pub async fn execute_attempt(state: &AppState, run_id: &str) -> Result<Attempt, String> {
     if state.shutdown.is_cancelled() {
         return Err("this instance is shutting down".to_owned());
@@ -49,8 +56,8 @@ pub async fn execute_attempt(state: &AppState, run_id: &str) -> Result<Attempt, 
     {
         return Ok(Attempt::Stepped);
     }
-    let run = state
-        .store
+    let store = &*state.store;
+    let run = store
         .get_agent_run(run_id)
         .await
         .map_err(|e| e.to_string())?;
@@ -58,9 +65,61 @@ pub async fn execute_attempt(state: &AppState, run_id: &str) -> Result<Attempt, 
         AgentRunStatus::Running => Err(format!(
             "agent run {run_id} did not settle here (another instance holds it, or it stopped)"
         )),
-        AgentRunStatus::Waiting => Ok(Attempt::Waiting),
+        AgentRunStatus::Waiting => crate::waiting::wait_key(state, run_id)
+            .await
+            .map_err(|e| e.to_string())?
+            .map(Attempt::Waiting)
+            .ok_or_else(|| format!("agent run {run_id} waits, but its record names no tool step")),
         AgentRunStatus::Completed | AgentRunStatus::Failed | AgentRunStatus::Cancelled => {
+            // Ended by a person while another instance executed it: that
+            // instance (or, once its lease expires, the next attempt)
+            // logs the end.
+            let record = store.get_run(run_id).await.map_err(|e| e.to_string())?;
+            if matches!(record.status, RunStatus::Running | RunStatus::Pending) {
+                return Err(format!("the end of agent run {run_id} is not logged yet"));
+            }
             Ok(Attempt::Ended)
         }
+    }
+}
+
+/// Ends agent run `run_id`, whose execution the engine cancelled: a run
+/// still active is cancelled as a person's cancel would (the engine's own
+/// UI or CLI cancelled it), then its end is logged here unless the
+/// instance executing it logs it. `Ok` once the end is logged; an error
+/// is tried again.
+pub async fn stop_attempt(state: &AppState, run_id: &str) -> Result<(), String> {
+    let store = &*state.store;
+    let run = store
+        .get_agent_run(run_id)
+        .await
+        .map_err(|e| e.to_string())?;
+    if run.status.is_active() {
+        let reason = EndReason::new("cancel", "cancelled in the durable engine");
+        let cancelled = store
+            .finish_agent_run(
+                run_id,
+                AgentRunStatus::Cancelled,
+                now_millis(),
+                Some(&reason),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        if cancelled {
+            if let Some(local) = state.local_run(run_id) {
+                local.halt(Halt::Cancel);
+            }
+            let ctx = load_task_context(store, &run.task_id)
+                .await
+                .map_err(|e| e.to_string())?;
+            crate::waiting::close_pending(state, &ctx, &run).await;
+            state.notify_run_status(&ctx.owner, &run, AgentRunStatus::Cancelled);
+        }
+    }
+    match execute_attempt(state, run_id).await? {
+        Attempt::Ended => Ok(()),
+        other => Err(format!(
+            "agent run {run_id} was cancelled but is still {other:?}"
+        )),
     }
 }

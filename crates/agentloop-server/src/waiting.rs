@@ -15,7 +15,7 @@ use std::sync::Arc;
 use agentloop_runtime::{ChatRuntime, HostedRun, RuntimeError};
 use agentloop_storage::StorageResult;
 use agentloop_storage::model::{AgentRun, AgentRunDecision, AgentRunStatus, RunStatus, now_millis};
-use agentloop_types::{Decision, PendingCall};
+use agentloop_types::{Decision, PendingCall, RunPhase};
 use serde_json::json;
 
 use crate::ending::{AgentRunEnding, record_status};
@@ -89,6 +89,24 @@ pub async fn pending_of(
             (item, decided)
         })
         .collect())
+}
+
+/// The name of the wait agent run `run_id` is in, for a durable engine
+/// that parks the run until it is woken by that name: its record's pending
+/// tool step (the id of the message its results go into), its turn and
+/// how many calls it made, which differ from one wait of the run to the
+/// next. `None` when the record is at no tool step.
+pub async fn wait_key(state: &AppState, run_id: &str) -> StorageResult<Option<String>> {
+    let record = state.store.get_run(run_id).await?;
+    Ok(record.state.and_then(|run| match run.phase {
+        RunPhase::RunTools {
+            result_message_id, ..
+        } => Some(format!(
+            "{result_message_id}.{}.{}",
+            run.iteration, run.tool_calls
+        )),
+        RunPhase::CallModel | RunPhase::Finished => None,
+    }))
 }
 
 /// Resumes a waiting run whose pending calls are all decided: it is

@@ -34,15 +34,24 @@ pub fn serve(db: &str, script: &Path, instance: &str) -> Served {
 }
 
 pub fn serve_with(db: &str, script: &Path, instance: &str, extra: &[&str]) -> Served {
+    let provider = format!("scripted:{}", script.display());
+    let root = script.parent().unwrap();
+    serve_provider(db, &["--provider", &provider], root, instance, extra)
+}
+
+/// `agentloop serve` on the model `provider` flags name, its projects in
+/// `root`.
+pub fn serve_provider(
+    db: &str,
+    provider: &[&str],
+    root: &Path,
+    instance: &str,
+    extra: &[&str],
+) -> Served {
     let mut child = agentloop()
+        .args(["serve", "--db", db, "--bind", "127.0.0.1:0"])
+        .args(provider)
         .args([
-            "serve",
-            "--db",
-            db,
-            "--bind",
-            "127.0.0.1:0",
-            "--provider",
-            &format!("scripted:{}", script.display()),
             "--instance-id",
             instance,
             "--lease-ms",
@@ -52,7 +61,7 @@ pub fn serve_with(db: &str, script: &Path, instance: &str, extra: &[&str]) -> Se
             "--claim-interval-ms",
             "100",
             "--projects-root",
-            &script.parent().unwrap().display().to_string(),
+            &root.display().to_string(),
         ])
         .args(extra)
         .stderr(Stdio::piped())

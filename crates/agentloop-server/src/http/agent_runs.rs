@@ -244,6 +244,7 @@ pub(super) async fn cancel_run(
         local.halt(crate::state::Halt::Cancel);
     }
     waiting::close_pending(state, ctx, run).await;
+    crate::drive::cancel_in_engine(state, &run.id).await;
     state.notify_run_status(&ctx.owner, run, AgentRunStatus::Cancelled);
     Ok(state.store.get_agent_run(&run.id).await?)
 }

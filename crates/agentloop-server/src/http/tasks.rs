@@ -229,6 +229,7 @@ pub(super) async fn workflow_complete(
             local.halt(crate::state::Halt::Cancel);
         }
         crate::waiting::close_pending(&state, &ctx, run).await;
+        crate::drive::cancel_in_engine(&state, &run.id).await;
         state.notify_run_status(&ctx.owner, run, run.status);
     }
     Ok(Json(
