@@ -221,6 +221,20 @@ fn until_invocation(restate: &RestateServer, run_id: &str, status: &str) {
     }
 }
 
+/// The named `Run` entries of the journal of run `run_id`'s workflow once
+/// it holds `expected` of them (Restate's query tables can trail an
+/// invocation's completion), or as they stand at a deadline.
+fn journaled_runs_when(restate: &RestateServer, run_id: &str, expected: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let runs = journaled_runs(restate, run_id);
+        if runs.len() >= expected || Instant::now() >= deadline {
+            return runs;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The named `Run` entries of the journal of run `run_id`'s workflow.
 fn journaled_runs(restate: &RestateServer, run_id: &str) -> Vec<String> {
     let rows = restate_server::query(
@@ -515,7 +529,7 @@ fn an_approval_decided_after_the_worker_and_restate_restarted_resumes_the_run_on
     // Turn (the call), the wait, then the approved tool step and the
     // answer: four journaled steps, none twice.
     assert_eq!(
-        journaled_runs(&restate, &run_id),
+        journaled_runs_when(&restate, &run_id, 4),
         ["step", "step", "step", "step"]
     );
     // Deciding again is the 409 of a run that waits for nothing.
@@ -562,7 +576,10 @@ fn a_cancel_of_a_waiting_run_ends_its_workflow_in_restate_and_the_call_never_run
     // Restate's cancellation ends the parked workflow through its stop
     // step; nothing is retried after.
     until_invocation(&restate, &run_id, "completed");
-    assert_eq!(journaled_runs(&restate, &run_id), ["step", "step", "stop"]);
+    assert_eq!(
+        journaled_runs_when(&restate, &run_id, 3),
+        ["step", "step", "stop"]
+    );
     let events = whole_stream(&address, &token, &run_id);
     let statuses: Vec<&Value> = root_finished(&events)
         .iter()
