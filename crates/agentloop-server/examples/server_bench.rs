@@ -407,8 +407,7 @@ async fn many_runs(backend: &Backend, runs: usize, chunk: Duration, repo: &std::
     })
     .await;
     let answered = started.elapsed().as_secs_f64();
-    let (run_ids, mut start_latencies): (Vec<String>, Vec<f64>) =
-        timed_starts.into_iter().unzip();
+    let (run_ids, mut start_latencies): (Vec<String>, Vec<f64>) = timed_starts.into_iter().unzip();
     start_latencies.sort_by(f64::total_cmp);
     while streaming.load(Ordering::SeqCst) < runs || instance.state.local_count() < runs {
         tokio::time::sleep(Duration::from_millis(20)).await;
