@@ -28,6 +28,7 @@ use serde_json::json;
 use crate::ending::{self, AgentRunEnding, Settled, finish};
 use crate::hosting::{self, Outcome, Pace};
 use crate::lease::Lease;
+use crate::local_run::Halt;
 use crate::metrics::{RunMetrics, StatusLabels};
 use crate::run_log::{close_record, end_answered, end_stopped};
 use crate::run_tools::{project_mcp, project_shell, tools};
@@ -372,6 +373,21 @@ impl<'a> Execution<'a> {
     ) -> RuntimeResult<Option<Ended>> {
         let store = &*self.state.store;
         match outcome {
+            // The runtime gives the lease up as it logs the run's end (or
+            // its suspension), and the heartbeat reads a lease given up as
+            // lost: it may halt the reading between the two. The run then
+            // ended here (its ending settled), or it waits for a person
+            // and is executed again to say so (its lease is free).
+            Outcome::Stopped
+                if !self.state.shutdown.is_cancelled()
+                    && self.local.halted() == Some(Halt::Stop) =>
+            {
+                if let Some(settled) = ending.settled() {
+                    return Ok(Some(Ended::from(settled)));
+                }
+                self.local.execute_again();
+                Ok(None)
+            }
             Outcome::Stopped | Outcome::Busy | Outcome::Paused => {
                 if self.state.shutdown.is_cancelled() || outcome == Outcome::Busy {
                     self.lease.release().await?;
