@@ -15,6 +15,7 @@
 //!   LICENSE, docs.rs metadata and rust-version are in order and that it
 //!   packages (`--verify` also builds each package);
 //! - `bench`: runs the registered benchmarks;
+//! - `soak`: the 10-minute soak of the HTTP API on PostgreSQL;
 //! - `schema`: writes or checks the event stream's JSON Schema.
 //!
 //! Each command lives in its own module; this file only parses the command
@@ -26,6 +27,7 @@ mod layers;
 mod modules;
 mod package;
 mod schema;
+mod soak;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -41,6 +43,7 @@ commands:
                       passed through), doctests, docs
   package [--verify]  check that every publishable crate packages (and with --verify builds)
   bench [args...]     run the benchmarks
+  soak                soak the HTTP API on PostgreSQL for 10 minutes (200 users)
   schema [--check]    write (or check) docs/events.schema.json
   help                print this message";
 
@@ -76,6 +79,7 @@ fn dispatch(args: &[String]) -> Result<(), Error> {
         "package" => package::run(rest),
         "bench" => bench::run(rest),
         "schema" => schema::run(rest),
+        "soak" => soak::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())

@@ -3,6 +3,10 @@
 //! (`AGENTLOOP_TEST_POSTGRES_URL`; a fresh database, dropped at the end;
 //! without the variable a row says it was skipped). For each backend it
 //! prints:
+//! - how fast runs start: the time until every run streams, the rate at
+//!   which `POST /api/tasks/{id}/agent-runs` answered 32 clients starting
+//!   runs at once, and that route's latency (p50, p99) while the runs
+//!   already started stream;
 //! - memory per active run: the growth of the process's RSS from before the
 //!   runs start to when every run streams, over the run count, and the
 //!   anonymous part of it (the rest maps files: SQLite's database);
@@ -46,6 +50,8 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 const CLIENTS: usize = 100;
+/// How many clients start runs at once.
+const STARTERS: usize = 32;
 /// How long the fan-out and the server's append rate are measured.
 const WINDOW: Duration = Duration::from_secs(10);
 const APPEND_WRITERS: usize = 1_000;
@@ -391,11 +397,18 @@ async fn many_runs(backend: &Backend, runs: usize, chunk: Duration, repo: &std::
     let tasks = bounded(vec![(); runs], 32, |()| client.task(&base, &project)).await;
     let before = resident();
     let started = Instant::now();
-    let run_ids = bounded(tasks, 32, |task| {
+    let timed_starts = bounded(tasks, STARTERS, |task| {
         let (client, base) = (client.clone(), base.clone());
-        async move { client.start_run(&base, &task).await }
+        async move {
+            let sent = Instant::now();
+            let run_id = client.start_run(&base, &task).await;
+            (run_id, sent.elapsed().as_secs_f64() * 1e3)
+        }
     })
     .await;
+    let answered = started.elapsed().as_secs_f64();
+    let (run_ids, mut start_latencies): (Vec<String>, Vec<f64>) = timed_starts.into_iter().unzip();
+    start_latencies.sort_by(f64::total_cmp);
     while streaming.load(Ordering::SeqCst) < runs || instance.state.local_count() < runs {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -429,6 +442,18 @@ async fn many_runs(backend: &Backend, runs: usize, chunk: Duration, repo: &std::
 
     println!("| {label} | runs active while measured | {active} |");
     println!("| {label} | time to start all runs | {start_time:.1} s |");
+    println!(
+        "| {label} | starts answered ({STARTERS} clients at once) | {:.0} runs/s |",
+        runs as f64 / answered
+    );
+    println!(
+        "| {label} | `POST /api/tasks/{{id}}/agent-runs`, p50 | {:.1} ms |",
+        percentile(&start_latencies, 0.5)
+    );
+    println!(
+        "| {label} | `POST /api/tasks/{{id}}/agent-runs`, p99 | {:.1} ms |",
+        percentile(&start_latencies, 0.99)
+    );
     println!(
         "| {label} | memory per active run (RSS growth / runs; anonymous) | {:.1} KiB ({:.1}) |",
         per_run(before.total, all_streaming.total, runs),

@@ -29,26 +29,64 @@ use serde_json::json;
 use crate::ending::{self, AgentRunEnding, Settled, finish};
 use crate::hosting::{self, Outcome, Pace};
 use crate::lease::Lease;
+use crate::local_run::Halt;
 use crate::metrics::{RunMetrics, StatusLabels};
 use crate::run_log::{close_record, end_answered, end_stopped};
 use crate::run_tools::{frontend_tools, project_mcp, project_shell, tools};
 use crate::runner::{
-    StartError, TaskContext, create_agent_run, load_task_context, next_agent, prepare, run_model,
+    CreatedRun, StartError, TaskContext, create_agent_run, load_task_context, next_agent, prepare,
+    run_model,
 };
 use crate::state::{AppState, LocalRun};
 use crate::waiting::{self, DecideError};
 
-/// Creates an agent run (the database refuses a second running one per
-/// task), prepares it, and starts executing it in the background.
+/// Creates an agent run ready to execute (see [`create_agent_run`]) and
+/// starts executing it in the background, from what its creation wrote:
+/// nothing is read back. The run is registered as executing here before it
+/// is written, so a cancel that finds the run also finds its execution.
+/// With a durable engine, the run is handed to it instead.
 pub async fn start_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
     frontend_tools: &[FrontendToolSpec],
 ) -> Result<AgentRun, StartError> {
-    let run = create_agent_run(state, ctx, agent, frontend_tools).await?;
-    execute(state, &run.id).await;
+    let run_id = crate::ids::new_id();
+    let local = match &state.config.dispatch {
+        Some(_) => None,
+        None => state.register_local(&run_id),
+    };
+    let created = match create_agent_run(state, ctx, agent, &run_id, frontend_tools).await {
+        Ok(created) => created,
+        Err(error) => {
+            if local.is_some() {
+                state.unregister_local(&run_id, false);
+            }
+            return Err(error);
+        }
+    };
+    let run = created.run.clone();
+    match local {
+        Some(local) if created.leased => {
+            tokio::spawn(drive_created(state.clone(), local, created));
+        }
+        _ => execute(state, &run_id).await,
+    }
     Ok(run)
+}
+
+/// Executes a run this instance just created and registered (see
+/// [`start_agent_run`]), under the lease its creation took. Boxed, as
+/// [`drive_boxed`] is: the chain reaches this from a run's own execution.
+fn drive_created(
+    state: AppState,
+    local: Arc<LocalRun>,
+    created: CreatedRun,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        let run_id = created.run.id.clone();
+        drive_registered(&state, &run_id, local, Pace::Whole, Some(created)).await;
+    })
 }
 
 /// Records `decisions` for a waiting run (see [`waiting::decide`]) and,
@@ -132,11 +170,23 @@ pub async fn drive_run(state: AppState, run_id: String) {
 /// [`AppState::register_local`]) — at `Pace::Whole` only: a step of a
 /// durable engine is one step, and the engine asks for the next.
 pub async fn drive_paced(state: &AppState, run_id: &str, pace: Pace) -> bool {
-    let Some(mut local) = state.register_local(run_id) else {
+    let Some(local) = state.register_local(run_id) else {
         return false;
     };
+    drive_registered(state, run_id, local, pace, None).await
+}
+
+/// Executes a run registered here (see [`drive_paced`]); `created` is what
+/// its creation wrote, when this instance just created it.
+async fn drive_registered(
+    state: &AppState,
+    run_id: &str,
+    mut local: Arc<LocalRun>,
+    pace: Pace,
+    mut created: Option<CreatedRun>,
+) -> bool {
     loop {
-        let paused = match drive(state, run_id, &local, pace).await {
+        let paused = match drive(state, run_id, &local, pace, created.take()).await {
             Ok(paused) => paused,
             Err(e) => {
                 tracing::error!(agent_run_id = %run_id, error = %e, "agent run could not be executed");
@@ -158,13 +208,21 @@ async fn drive(
     run_id: &str,
     local: &Arc<LocalRun>,
     pace: Pace,
+    created: Option<CreatedRun>,
 ) -> RuntimeResult<bool> {
     let lease = state.lease(run_id);
-    if !lease.renew().await? {
-        return Ok(false);
-    }
-    let (run, ctx) = Box::pin(load_run(state, run_id)).await?;
-    let execution = Box::pin(Execution::new(state, local, lease, run, ctx)).await?;
+    let execution = match created {
+        // Created under this instance's lease a moment ago: nothing to
+        // read back.
+        Some(created) => Execution::created(state, local, lease, created),
+        None => {
+            if !lease.renew().await? {
+                return Ok(false);
+            }
+            let (run, ctx) = Box::pin(load_run(state, run_id)).await?;
+            Box::pin(Execution::new(state, local, lease, run, ctx)).await?
+        }
+    };
     if execution.run.status != AgentRunStatus::Running {
         Box::pin(execution.end_stopped()).await?;
         return Ok(false);
@@ -268,6 +326,24 @@ impl<'a> Execution<'a> {
         Ok(self.lease.release().await?)
     }
 
+    /// The execution of a run this instance just created.
+    fn created(
+        state: &'a AppState,
+        local: &'a Arc<LocalRun>,
+        lease: Lease,
+        created: CreatedRun,
+    ) -> Self {
+        Self {
+            state,
+            local,
+            lease,
+            conversation_id: created.run.conversation_id.clone().unwrap_or_default(),
+            chat_id: created.chat_id,
+            run: created.run,
+            ctx: created.ctx,
+        }
+    }
+
     /// Runs the loop: the project's MCP servers started, the owner told,
     /// the lease watched, the tools offered and the run executed.
     async fn run_loop(
@@ -339,6 +415,21 @@ impl<'a> Execution<'a> {
     ) -> RuntimeResult<Option<Ended>> {
         let store = &*self.state.store;
         match outcome {
+            // The runtime gives the lease up as it logs the run's end (or
+            // its suspension), and the heartbeat reads a lease given up as
+            // lost: it may halt the reading between the two. The run then
+            // ended here (its ending settled), or it waits for a person
+            // and is executed again to say so (its lease is free).
+            Outcome::Stopped
+                if !self.state.shutdown.is_cancelled()
+                    && self.local.halted() == Some(Halt::Stop) =>
+            {
+                if let Some(settled) = ending.settled() {
+                    return Ok(Some(Ended::from(settled)));
+                }
+                self.local.execute_again();
+                Ok(None)
+            }
             Outcome::Stopped | Outcome::Busy | Outcome::Paused => {
                 if self.state.shutdown.is_cancelled() || outcome == Outcome::Busy {
                     self.lease.release().await?;

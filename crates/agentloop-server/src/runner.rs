@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use agentloop_agui::FrontendToolSpec;
 use agentloop_storage::model::{
-    AgentRun, AgentRunStatus, AgentType, Chat, Conversation, Project, RunRecord, RunStatus, Task,
-    now_millis,
+    AgentRun, AgentRunStart, AgentRunStatus, AgentType, Chat, Conversation, Project, RunRecord,
+    RunStatus, Task, now_millis,
 };
 use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_types::Message;
@@ -73,27 +73,69 @@ pub enum StartError {
     Storage(#[from] StorageError),
 }
 
-/// Creates an agent run (the database refuses a second running one per
-/// task) and prepares it; [`crate::drive::start_agent_run`] then executes
-/// it.
+/// An agent run just created, with what executing it first reads: its task
+/// and the chat its conversation is held in.
+#[derive(Debug, Clone)]
+pub struct CreatedRun {
+    /// The agent run.
+    pub run: AgentRun,
+    /// Its task.
+    pub ctx: TaskContext,
+    /// The chat of its conversation.
+    pub chat_id: String,
+    /// Whether its record was created under this instance's lease.
+    pub leased: bool,
+}
+
+/// Creates an agent run ready to execute, in one write (see
+/// [`agentloop_storage::TaskStore::start_agent_run`]): the agent run
+/// linked to its conversation, the chat holding the first message, and the
+/// run record under this instance's lease (unless a durable engine
+/// executes runs: it takes the lease itself). The database refuses a
+/// second running one per task. [`crate::drive::start_agent_run`] then
+/// executes it. `run_id` is the new run's id.
 pub async fn create_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
+    run_id: &str,
     frontend_tools: &[FrontendToolSpec],
-) -> Result<AgentRun, StartError> {
+) -> Result<CreatedRun, StartError> {
     let store = &*state.store;
-    let run = AgentRun {
-        id: crate::ids::new_id(),
+    let now = now_millis();
+    let mut run = AgentRun {
+        id: run_id.to_owned(),
         task_id: ctx.task.id.clone(),
         agent_type: agent,
         status: AgentRunStatus::Running,
         conversation_id: None,
-        created_at: now_millis(),
+        created_at: now,
         completed_at: None,
         end_reason: None,
     };
-    match store.create_agent_run(&run).await {
+    let chat = new_chat(&state.config, ctx, &run, now, frontend_tools);
+    let conversation = Conversation {
+        id: crate::ids::new_id(),
+        task_id: ctx.task.id.clone(),
+        chat_id: Some(chat.id.clone()),
+        session_id: None,
+        created_at: now,
+    };
+    run.conversation_id = Some(conversation.id.clone());
+    let leased = state.config.dispatch.is_none();
+    let mut record = new_record(&run.id, Some(chat.id.clone()), now);
+    if leased {
+        record.lease_owner = Some(state.config.instance_id.clone());
+        record.lease_expires_at = Some(now + ttl_ms(state));
+    }
+    let start = AgentRunStart {
+        first_message: first_message(&state.config.prompts, ctx, &run),
+        agent_run: run,
+        chat,
+        conversation,
+        record,
+    };
+    match store.start_agent_run(&start).await {
         Ok(()) => {}
         Err(StorageError::ActiveAgentRunExists { .. }) => {
             let active = store.active_agent_run(&ctx.task.id).await?;
@@ -101,9 +143,16 @@ pub async fn create_agent_run(
         }
         Err(e) => return Err(e.into()),
     }
-    let run = prepare_offering(store, &state.config, ctx, run, frontend_tools).await?;
-    state.notify_run_status(&ctx.owner, &run, run.status);
-    Ok(run)
+    let AgentRunStart {
+        agent_run, chat, ..
+    } = start;
+    state.notify_run_status(&ctx.owner, &agent_run, agent_run.status);
+    Ok(CreatedRun {
+        run: agent_run,
+        ctx: ctx.clone(),
+        chat_id: chat.id,
+        leased,
+    })
 }
 
 /// The lease length in ms.
@@ -120,23 +169,10 @@ pub async fn prepare(
     store: &dyn Store,
     config: &ServerConfig,
     ctx: &TaskContext,
-    run: AgentRun,
-) -> StorageResult<AgentRun> {
-    prepare_offering(store, config, ctx, run, &[]).await
-}
-
-/// [`prepare`], a new chat offering `frontend_tools` (tools the client
-/// runs, kept in the chat's settings).
-async fn prepare_offering(
-    store: &dyn Store,
-    config: &ServerConfig,
-    ctx: &TaskContext,
     mut run: AgentRun,
-    frontend_tools: &[FrontendToolSpec],
 ) -> StorageResult<AgentRun> {
     if run.conversation_id.is_none() {
-        let conversation = create_conversation(store, config, ctx, &run, frontend_tools).await?;
-        run.conversation_id = Some(conversation);
+        run.conversation_id = Some(create_conversation(store, config, ctx, &run).await?);
     }
     let conversation_id = run.conversation_id.as_deref().unwrap_or_default();
     let chat_id = store.get_conversation(conversation_id).await?.chat_id;
@@ -151,23 +187,8 @@ async fn create_conversation(
     config: &ServerConfig,
     ctx: &TaskContext,
     run: &AgentRun,
-    frontend_tools: &[FrontendToolSpec],
 ) -> StorageResult<String> {
-    let now = now_millis();
-    let mut settings = chat_settings(config, ctx, run);
-    if !frontend_tools.is_empty() {
-        settings[FRONTEND_TOOLS] = json!(frontend_tools);
-    }
-    let chat = Chat {
-        id: crate::ids::new_id(),
-        project_id: ctx.project.id.clone(),
-        title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
-        settings,
-        totals: Default::default(),
-        minion: None,
-        created_at: now,
-        updated_at: now,
-    };
+    let chat = new_chat(config, ctx, run, now_millis(), &[]);
     store.create_chat(&chat).await?;
     // The first message is saved before the run is linked: a retry
     // skips a linked run, so linking must come last.
@@ -179,7 +200,7 @@ async fn create_conversation(
         task_id: ctx.task.id.clone(),
         chat_id: Some(chat.id.clone()),
         session_id: None,
-        created_at: now,
+        created_at: chat.created_at,
     };
     store.create_conversation(&conversation).await?;
     store.link_conversation(&run.id, &conversation.id).await?;
@@ -195,25 +216,54 @@ async fn create_record(
     match store.get_run(run_id).await {
         Ok(_) => Ok(()),
         Err(StorageError::NotFound { .. }) => {
-            let now = now_millis();
-            let record = RunRecord {
-                id: run_id.to_owned(),
-                chat_id,
-                status: RunStatus::Running,
-                state: None,
-                result: None,
-                pending_tool_call: None,
-                lease_owner: None,
-                lease_expires_at: None,
-                created_at: now,
-                updated_at: now,
-            };
+            let record = new_record(run_id, chat_id, now_millis());
             match store.create_run(&record).await {
                 Ok(()) | Err(StorageError::AlreadyExists { .. }) => Ok(()),
                 Err(e) => Err(e),
             }
         }
         Err(e) => Err(e),
+    }
+}
+
+/// The chat of a new agent run's conversation (it holds no message yet),
+/// its settings keeping the front-end tools the run offers.
+fn new_chat(
+    config: &ServerConfig,
+    ctx: &TaskContext,
+    run: &AgentRun,
+    now: i64,
+    frontend_tools: &[FrontendToolSpec],
+) -> Chat {
+    let mut settings = chat_settings(config, ctx, run);
+    if !frontend_tools.is_empty() {
+        settings[FRONTEND_TOOLS] = json!(frontend_tools);
+    }
+    Chat {
+        id: crate::ids::new_id(),
+        project_id: ctx.project.id.clone(),
+        title: format!("{} agent for task {}", run.agent_type.as_str(), ctx.task.id),
+        settings,
+        totals: Default::default(),
+        minion: None,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// A new agent run's record, in its chat, with no lease.
+fn new_record(run_id: &str, chat_id: Option<String>, now: i64) -> RunRecord {
+    RunRecord {
+        id: run_id.to_owned(),
+        chat_id,
+        status: RunStatus::Running,
+        state: None,
+        result: None,
+        pending_tool_call: None,
+        lease_owner: None,
+        lease_expires_at: None,
+        created_at: now,
+        updated_at: now,
     }
 }
 

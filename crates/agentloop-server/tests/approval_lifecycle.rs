@@ -309,3 +309,38 @@ async fn a_waiting_run_survives_a_restart_on_postgres() {
     .await;
     drop(database);
 }
+
+/// The runtime gives a run's lease up as it logs the run's suspension (or
+/// end), and the heartbeat reads a lease given up as lost: it halts the
+/// run's execution, which could happen before the execution read the
+/// suspension and switched the run to `waiting`. The run then stayed
+/// `running` with nothing executing it (its record suspended, so no
+/// instance claims it). With a heartbeat every millisecond the halt lands
+/// in that window for some of many runs; every run must come to wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_halted_for_a_lease_they_gave_up_themselves_still_come_to_wait() {
+    const RUNS: usize = 30;
+    let (_dir, store) = common::sqlite().await;
+    let turns: Vec<ScriptedTurn> = (0..RUNS)
+        .map(|i| create(&format!("w{i}"), "one.md", "1"))
+        .collect();
+    let mut config = common::config(ScriptedProvider::new(turns));
+    config.heartbeat = std::time::Duration::from_millis(1);
+    let server = common::start_with(store.clone(), config).await;
+    let (project_id, first_task) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
+    let mut runs = vec![start_run(&server, &first_task, "implementation").await];
+    while runs.len() < RUNS {
+        let path = format!("/api/projects/{project_id}/tasks");
+        let (status, task) = server.send("POST", &path, json!({ "title": "t" })).await;
+        assert_eq!(status, 201, "{task}");
+        let task_id = task["id"].as_str().unwrap();
+        runs.push(start_run(&server, task_id, "implementation").await);
+    }
+    for run_id in &runs {
+        until_status(&server, run_id, "waiting").await;
+        let log = events(&server, run_id, None).await;
+        assert_eq!(finished_statuses(&log), ["suspended"]);
+    }
+}

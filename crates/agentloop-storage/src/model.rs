@@ -380,6 +380,25 @@ pub struct AgentRun {
     pub end_reason: Option<EndReason>,
 }
 
+/// Everything a new agent run starts with, written together by
+/// [`TaskStore::start_agent_run`](crate::TaskStore::start_agent_run): the
+/// agent run linked to its conversation, the chat holding its first
+/// message, and the run record (the run's one record, with its lease).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRunStart {
+    /// The agent run; its `conversation_id` names `conversation`.
+    pub agent_run: AgentRun,
+    /// The chat the run's conversation is held in.
+    pub chat: Chat,
+    /// The chat's first message.
+    pub first_message: Message,
+    /// The conversation, in `chat`.
+    pub conversation: Conversation,
+    /// The run record: same id as the agent run, in `chat`, usually with
+    /// the lease of the instance that executes it.
+    pub record: RunRecord,
+}
+
 /// A person's decision on one call a waiting agent run waits on. Decisions
 /// may arrive one at a time; they are kept until the run resumes with all
 /// of them, so a restart in between loses none.

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use crate::error::StorageResult;
 use crate::model::{
-    AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AttachmentMeta, Chat, Checkpoint,
-    Conversation, EndReason, FileRecord, LeaseRenewal, Project, RunRecord, RunStatus,
+    AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta, Chat,
+    Checkpoint, Conversation, EndReason, FileRecord, LeaseRenewal, Project, RunRecord, RunStatus,
     StoredMessage, Task, User, UserToken, WebhookDelivery,
 };
 
@@ -239,6 +239,11 @@ pub trait TaskStore: Send + Sync {
     /// `ActiveAgentRunExists` when the task already has one running or
     /// waiting; the database enforces this.
     async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()>;
+    /// Starts an agent run in one write: the agent run, its chat with the
+    /// first message, its conversation and its run record are all stored,
+    /// or (on any error) none is. Fails with `ActiveAgentRunExists` when
+    /// the task already has a running or waiting agent run.
+    async fn start_agent_run(&self, start: &AgentRunStart) -> StorageResult<()>;
     /// Reads an agent run.
     async fn get_agent_run(&self, id: &str) -> StorageResult<AgentRun>;
     /// A task's agent runs, oldest first.

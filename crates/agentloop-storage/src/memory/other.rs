@@ -8,8 +8,9 @@ use async_trait::async_trait;
 use super::{MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{
-    AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AttachmentMeta, Conversation,
-    EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task, WebhookDelivery,
+    AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta,
+    Conversation, EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task,
+    WebhookDelivery,
 };
 use crate::store::{
     AttachmentStore, FileStore, RunStore, TaskStore, WEBHOOK_DELIVERIES_KEPT, WebhookStore,
@@ -420,6 +421,64 @@ impl TaskStore for MemoryStore {
             });
         }
         state.agent_runs.insert(run.id.clone(), run.clone());
+        Ok(())
+    }
+
+    async fn start_agent_run(&self, start: &AgentRunStart) -> StorageResult<()> {
+        let AgentRunStart {
+            agent_run,
+            chat,
+            first_message,
+            conversation,
+            record,
+        } = start;
+        let mut state = self.lock();
+        // Everything is checked before anything is written.
+        for task in [&agent_run.task_id, &conversation.task_id] {
+            if !state.tasks.contains_key(task) {
+                return Err(StorageError::Invalid(format!("task {task} does not exist")));
+            }
+        }
+        if !state.projects.contains_key(&chat.project_id) {
+            return Err(StorageError::Invalid(format!(
+                "project {} does not exist",
+                chat.project_id
+            )));
+        }
+        if state.chats.contains_key(&chat.id) {
+            return Err(StorageError::exists("chat", &chat.id));
+        }
+        if state.conversations.contains_key(&conversation.id) {
+            return Err(StorageError::exists("conversation", &conversation.id));
+        }
+        if state.runs.contains_key(&record.id) {
+            return Err(StorageError::exists("run", &record.id));
+        }
+        if state.agent_runs.contains_key(&agent_run.id) {
+            return Err(StorageError::exists("agent run", &agent_run.id));
+        }
+        if agent_run.status.is_active() && running(&state.agent_runs, &agent_run.task_id) {
+            return Err(StorageError::ActiveAgentRunExists {
+                task_id: agent_run.task_id.clone(),
+            });
+        }
+        state.chats.insert(
+            chat.id.clone(),
+            super::ChatRow {
+                chat: chat.clone(),
+                next_seq: 1,
+                messages: [(0, first_message.clone())].into(),
+                index: [(first_message.id.clone(), 0)].into(),
+                checkpoints: Vec::new(),
+            },
+        );
+        state
+            .conversations
+            .insert(conversation.id.clone(), conversation.clone());
+        state.runs.insert(record.id.clone(), record.clone());
+        state
+            .agent_runs
+            .insert(agent_run.id.clone(), agent_run.clone());
         Ok(())
     }
 

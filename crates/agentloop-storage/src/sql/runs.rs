@@ -8,8 +8,8 @@ mod sql_runs {
     use crate::error::{StorageError, StorageResult};
     use crate::group_commit::{Append, CommitAppends, EventRow};
     use crate::model::{
-        AgentRun, AgentRunDecision, AgentRunStatus, Conversation, EndReason, LeaseRenewal, RunRecord,
-        RunStatus, Task,
+        AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Conversation, EndReason,
+        LeaseRenewal, RunRecord, RunStatus, Task,
     };
     use crate::sql::{db_err, found, insert_err, is_unique};
     use crate::store::{RunStore, TaskStore, from_json_text, json_text};
@@ -502,6 +502,99 @@ mod sql_runs {
                 },
                 Err(e) => Err(db_err(e)),
             }
+        }
+
+        async fn start_agent_run(&self, start: &AgentRunStart) -> StorageResult<()> {
+            let AgentRunStart {
+                agent_run,
+                chat,
+                first_message,
+                conversation,
+                record,
+            } = start;
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            // A new chat holding one message: its counters start past it.
+            sqlx::query(
+                "INSERT INTO chats (id, project_id, title, settings, totals, parent_chat_id, \
+                 parent_tool_use_id, created_at, updated_at, next_seq, message_rev) \
+                 VALUES ($1, $2, $3, $4, $5, NULL, NULL, $6, $7, 1, 1)",
+            )
+            .bind(&chat.id)
+            .bind(&chat.project_id)
+            .bind(&chat.title)
+            .bind(json_text(&chat.settings)?)
+            .bind(json_text(&chat.totals)?)
+            .bind(chat.created_at)
+            .bind(chat.updated_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| insert_err(e, "chat", &chat.id))?;
+            sqlx::query("INSERT INTO messages (chat_id, seq, id, body, rev) VALUES ($1, 0, $2, $3, 1)")
+                .bind(&chat.id)
+                .bind(&first_message.id)
+                .bind(json_text(first_message)?)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| insert_err(e, "message", &first_message.id))?;
+            sqlx::query(
+                "INSERT INTO conversations (id, task_id, chat_id, session_id, created_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&conversation.id)
+            .bind(&conversation.task_id)
+            .bind(conversation.chat_id.as_deref())
+            .bind(conversation.session_id.as_deref())
+            .bind(conversation.created_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| insert_err(e, "conversation", &conversation.id))?;
+            sqlx::query(
+                "INSERT INTO runs (id, chat_id, status, state, result, pending_tool_call, \
+                 lease_owner, lease_expires_at, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(&record.id)
+            .bind(record.chat_id.as_deref())
+            .bind(record.status.as_str())
+            .bind(opt_json(record.state.as_ref())?)
+            .bind(opt_json(record.result.as_ref())?)
+            .bind(opt_json(record.pending_tool_call.as_ref())?)
+            .bind(record.lease_owner.as_deref())
+            .bind(record.lease_expires_at)
+            .bind(record.created_at)
+            .bind(record.updated_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| insert_err(e, "run", &record.id))?;
+            // The agent run goes last, as it names its conversation: a task
+            // with an active run refuses it here, and everything written
+            // before is rolled back.
+            let inserted = sqlx::query(
+                "INSERT INTO agent_runs (id, task_id, agent_type, status, conversation_id, \
+                 created_at, completed_at, end_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(&agent_run.id)
+            .bind(&agent_run.task_id)
+            .bind(agent_run.agent_type.as_str())
+            .bind(agent_run.status.as_str())
+            .bind(agent_run.conversation_id.as_deref())
+            .bind(agent_run.created_at)
+            .bind(agent_run.completed_at)
+            .bind(opt_json(agent_run.end_reason.as_ref())?)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if inserted.rows_affected() == 0 {
+                tx.rollback().await.map_err(db_err)?;
+                return match self.get_agent_run(&agent_run.id).await {
+                    Ok(_) => Err(StorageError::exists("agent run", &agent_run.id)),
+                    Err(_) => Err(StorageError::ActiveAgentRunExists {
+                        task_id: agent_run.task_id.clone(),
+                    }),
+                };
+            }
+            tx.commit().await.map_err(db_err)
         }
 
         async fn get_agent_run(&self, id: &str) -> StorageResult<AgentRun> {

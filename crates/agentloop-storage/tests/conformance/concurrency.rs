@@ -208,3 +208,36 @@ pub async fn concurrent_event_appends_land_in_order(store: Arc<dyn Store>) {
         assert_eq!(seqs, (0..EVENTS_PER_LOG).collect::<Vec<_>>(), "log{log}");
     }
 }
+
+pub async fn concurrent_agent_run_starts(store: Arc<dyn Store>) {
+    store.create_project(&project("p", 1)).await.unwrap();
+    store.create_task(&task("t", "p")).await.unwrap();
+    let mut handles = Vec::new();
+    for i in 0..WRITERS {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            let id = format!("start-{i}");
+            let started = store
+                .start_agent_run(&agent_run_start(&id, "t", "p", "worker"))
+                .await;
+            (id, started)
+        }));
+    }
+    let mut started = Vec::new();
+    for handle in handles {
+        match handle.await.unwrap() {
+            (id, Ok(())) => started.push(id),
+            (id, Err(StorageError::ActiveAgentRunExists { task_id })) => {
+                assert_eq!(task_id, "t");
+                assert_nothing_of_start(&*store, &id).await;
+            }
+            (_, Err(other)) => panic!("unexpected error {other:?}"),
+        }
+    }
+    assert_eq!(started.len(), 1);
+    let runs = store.list_agent_runs("t").await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].id, started[0]);
+    assert_eq!(store.list_conversations("t").await.unwrap().len(), 1);
+    assert_eq!(store.list_chats("p").await.unwrap().len(), 1);
+}

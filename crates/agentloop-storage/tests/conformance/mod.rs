@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use agentloop_storage::Store;
 use agentloop_storage::model::{
-    AgentRun, AgentRunStatus, AgentType, Chat, MinionLink, Project, Task,
+    AgentRun, AgentRunStart, AgentRunStatus, AgentType, Chat, Conversation, MinionLink, Project,
+    RunRecord, RunStatus, Task,
 };
 use agentloop_types::{ContentBlock, Message, Role, TokenTotals, ToolResultBlock, ToolUseBlock};
 
@@ -57,7 +58,8 @@ macro_rules! conformance_suite {
             non_ascii_user_names, concurrent_user_creation,
             project_folders_never_overlap, concurrent_folder_claims,
             runs_by_status_and_last, lease_renewals, cascade_delete_task,
-            webhook_deliveries_log,
+            webhook_deliveries_log, agent_run_starts_whole_or_not_at_all,
+            concurrent_agent_run_starts,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(
@@ -128,6 +130,40 @@ pub fn agent_run(id: &str, task_id: &str, status: AgentRunStatus, created_at: i6
         created_at,
         completed_at: None,
         end_reason: None,
+    }
+}
+
+/// Everything agent run `id` of task `task_id` (in project `project_id`)
+/// starts with, its record leased to `owner`: chat `{id}-chat`, message
+/// `{id}-first`, conversation `{id}-conv`.
+pub fn agent_run_start(id: &str, task_id: &str, project_id: &str, owner: &str) -> AgentRunStart {
+    let chat = chat(&format!("{id}-chat"), project_id, 1);
+    AgentRunStart {
+        agent_run: AgentRun {
+            conversation_id: Some(format!("{id}-conv")),
+            ..agent_run(id, task_id, AgentRunStatus::Running, 1)
+        },
+        first_message: Message::user_text(format!("{id}-first"), "plan the task"),
+        conversation: Conversation {
+            id: format!("{id}-conv"),
+            task_id: task_id.into(),
+            chat_id: Some(chat.id.clone()),
+            session_id: None,
+            created_at: 1,
+        },
+        record: RunRecord {
+            id: id.into(),
+            chat_id: Some(chat.id.clone()),
+            status: RunStatus::Running,
+            state: None,
+            result: None,
+            pending_tool_call: None,
+            lease_owner: Some(owner.into()),
+            lease_expires_at: Some(1_000),
+            created_at: 1,
+            updated_at: 1,
+        },
+        chat,
     }
 }
 

@@ -772,3 +772,104 @@ pub async fn cascade_delete_task(store: Arc<dyn Store>) {
         );
     }
 }
+
+pub async fn agent_run_starts_whole_or_not_at_all(store: Arc<dyn Store>) {
+    store.create_project(&project("p", 1)).await.unwrap();
+    store.create_task(&task("t", "p")).await.unwrap();
+    store.create_task(&task("u", "p")).await.unwrap();
+    let first = agent_run_start("s1", "t", "p", "worker-1");
+    store.start_agent_run(&first).await.unwrap();
+
+    // Each part reads back as written, linked to the others.
+    assert_eq!(store.get_agent_run("s1").await.unwrap(), first.agent_run);
+    assert_eq!(
+        store.get_conversation("s1-conv").await.unwrap(),
+        first.conversation
+    );
+    assert_eq!(store.get_chat("s1-chat").await.unwrap(), first.chat);
+    assert_eq!(store.get_run("s1").await.unwrap(), first.record);
+    let messages = store.list_messages("s1-chat").await.unwrap();
+    assert_eq!(messages.len(), 1);
+    assert_eq!(
+        (messages[0].seq, &messages[0].message),
+        (0, &first.first_message)
+    );
+    assert!(store.list_events("s1", None, 10).await.unwrap().is_empty());
+    // The chat's numbering goes on after the first message, and the
+    // record's lease is its owner's: another worker cannot take it.
+    let next = Message::user_text("s1-next", "go on");
+    assert_eq!(store.save_message("s1-chat", &next).await.unwrap(), 1);
+    assert!(!store.acquire_lease("s1", "worker-2", 2, 9).await.unwrap());
+    assert!(store.acquire_lease("s1", "worker-1", 2, 9).await.unwrap());
+
+    // A second start while the first is active writes none of its parts.
+    assert_eq!(
+        store
+            .start_agent_run(&agent_run_start("s2", "t", "p", "worker-1"))
+            .await,
+        Err(StorageError::ActiveAgentRunExists {
+            task_id: "t".into()
+        })
+    );
+    assert_nothing_of_start(&*store, "s2").await;
+    // So does a start whose record id is taken: nothing half-written.
+    store.create_run(&run_record("taken", None)).await.unwrap();
+    assert!(matches!(
+        store
+            .start_agent_run(&agent_run_start("taken", "u", "p", "worker-1"))
+            .await,
+        Err(StorageError::AlreadyExists { .. })
+    ));
+    assert!(matches!(
+        store.get_agent_run("taken").await,
+        Err(StorageError::NotFound { .. })
+    ));
+    assert!(store.list_conversations("u").await.unwrap().is_empty());
+    assert_eq!(store.active_agent_run("u").await.unwrap(), None);
+    // A start on a task that does not exist is refused whole as well.
+    assert!(
+        store
+            .start_agent_run(&agent_run_start("s3", "missing", "p", "worker-1"))
+            .await
+            .is_err()
+    );
+    assert_nothing_of_start(&*store, "s3").await;
+
+    // Once the first run ended, the task takes another.
+    assert!(
+        store
+            .finish_agent_run("s1", AgentRunStatus::Completed, 5, None)
+            .await
+            .unwrap()
+    );
+    store
+        .start_agent_run(&agent_run_start("s2", "t", "p", "worker-1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.active_agent_run("t").await.unwrap().map(|r| r.id),
+        Some("s2".to_owned())
+    );
+    assert_eq!(store.list_conversations("t").await.unwrap().len(), 2);
+}
+
+/// Asserts that no part of agent run start `id` (see [`agent_run_start`])
+/// was stored.
+pub async fn assert_nothing_of_start(store: &dyn Store, id: &str) {
+    assert!(matches!(
+        store.get_agent_run(id).await,
+        Err(StorageError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.get_run(id).await,
+        Err(StorageError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.get_chat(&format!("{id}-chat")).await,
+        Err(StorageError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.get_conversation(&format!("{id}-conv")).await,
+        Err(StorageError::NotFound { .. })
+    ));
+}
