@@ -524,7 +524,9 @@ async fn compacting_events(
     hooks: &[Arc<dyn Hook>],
 ) -> Vec<LoopEvent> {
     let deps = hooks.iter().fold(
-        RunDeps::new(provider).with_tools([echo()]).with_run_id("run"),
+        RunDeps::new(provider)
+            .with_tools([echo()])
+            .with_run_id("run"),
         |deps, hook| deps.with_hook(hook.clone()),
     );
     run(compacting(strategy), user("go"), deps).collect().await
@@ -575,14 +577,20 @@ async fn before_compaction_block_sends_the_request_uncompacted() {
 #[tokio::test]
 async fn before_compaction_context_is_kept_with_the_left_out_turns() {
     let provider = ScriptedProvider::new(long_script());
-    let (pass, _) = recording("watch", &[HookPoint::BeforeCompaction], |_| HookDecision::Pass);
+    let (pass, _) = recording("watch", &[HookPoint::BeforeCompaction], |_| {
+        HookDecision::Pass
+    });
     let (keep, _) = recording("keep-goal", &[HookPoint::BeforeCompaction], |_| {
         HookDecision::AddContext {
             text: "Keep in mind: the user wants every note echoed.".into(),
         }
     });
-    let events =
-        compacting_events(CompactionStrategy::DropOldest, provider.clone(), &[pass, keep]).await;
+    let events = compacting_events(
+        CompactionStrategy::DropOldest,
+        provider.clone(),
+        &[pass, keep],
+    )
+    .await;
     snapshot("hook_before_compaction_context", &events);
     assert!(compacted(&events) > 0);
     let last = stand_in(&provider, provider.requests().len() - 1).unwrap();
@@ -621,8 +629,10 @@ async fn before_compaction_context_is_kept_with_the_summary() {
 /// Blocks the compactions of even-numbered calls, keeps context with the
 /// others.
 fn alternating() -> (Vec<Arc<dyn Hook>>, Asked) {
-    let (hook, asked) = recording("alternate", &[HookPoint::BeforeCompaction], |input| {
-        match input {
+    let (hook, asked) = recording(
+        "alternate",
+        &[HookPoint::BeforeCompaction],
+        |input| match input {
             HookInput::BeforeCompaction { iteration, .. } if iteration % 2 == 0 => {
                 HookDecision::Block {
                     reason: "not now".into(),
@@ -632,8 +642,8 @@ fn alternating() -> (Vec<Arc<dyn Hook>>, Asked) {
                 text: format!("Kept at call {iteration}."),
             },
             _ => HookDecision::Pass,
-        }
-    });
+        },
+    );
     (vec![hook], asked)
 }
 
