@@ -30,8 +30,8 @@ use crate::out::{Failure, Outcome, Stdout};
 #[serde(deny_unknown_fields)]
 pub struct HookEntry {
     /// The moment: `run_start`, `user_prompt_submitted`,
-    /// `before_model_call`, `before_tool_call`, `after_tool_call` or
-    /// `run_end`.
+    /// `before_model_call`, `before_compaction`, `before_tool_call`,
+    /// `after_tool_call` or `run_end`.
     pub event: String,
     /// Tool names it is asked about (tool moments only): `*` any run of
     /// characters, `|` between alternatives; every tool when absent.

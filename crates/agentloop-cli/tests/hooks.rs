@@ -303,6 +303,10 @@ command = "./check.sh"
 timeout_ms = 500
 
 [[hooks]]
+event = "before_compaction"
+command = "./keep-goals.sh"
+
+[[hooks]]
 event = "run_end"
 command = "true"
 on_error = "block"
@@ -317,6 +321,7 @@ on_error = "block"
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "before_tool_call\ttool=fs\ttimeout=500ms\tmax_output=65536\ton_error=pass\t./check.sh\n\
+         before_compaction\ttool=*\ttimeout=10000ms\tmax_output=65536\ton_error=pass\t./keep-goals.sh\n\
          run_end\ttool=*\ttimeout=10000ms\tmax_output=65536\ton_error=block\ttrue\n"
     );
 
@@ -334,6 +339,10 @@ on_error = "block"
     assert!(
         stderr.contains("hooks[0]: unknown event \"before_everything\""),
         "{stderr}"
+    );
+    assert!(
+        stderr.contains("before_model_call, before_compaction, before_tool_call"),
+        "the error names every event: {stderr}"
     );
 }
 

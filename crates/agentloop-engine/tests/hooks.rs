@@ -11,8 +11,9 @@ use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, RunItem, collect, decide, resume, run};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    Decision, EventKind, Hook, HookDecision, HookEvent, HookInput, HookPoint, LoopError, LoopEvent,
-    LoopOptions, LoopResult, LoopStatus, RunState, hook_fn,
+    CompactionOptions, CompactionStrategy, Decision, EventKind, Hook, HookDecision, HookEvent,
+    HookInput, HookPoint, LoopError, LoopEvent, LoopOptions, LoopResult, LoopStatus, ModelProvider,
+    ModelRequest, ModelStream, RunState, hook_fn,
 };
 use common::*;
 use futures::StreamExt;
@@ -453,4 +454,241 @@ fn provider_after(state: &RunState) -> usize {
         .as_ref()
         .is_some_and(|s| s.get("model_call").is_some());
     state.iteration as usize - usize::from(in_flight)
+}
+
+// ---- before_compaction ----
+
+/// Plays the run's requests from a script and answers every summarising
+/// request with one summary.
+struct Summarising {
+    main: Arc<ScriptedProvider>,
+}
+
+fn is_summary(request: &ModelRequest) -> bool {
+    request
+        .messages
+        .first()
+        .is_some_and(|m| m.id.ends_with("-summary-instruction"))
+}
+
+impl ModelProvider for Summarising {
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        if is_summary(&request) {
+            ScriptedProvider::new([ScriptedTurn::new().text("The user asked for notes.")])
+                .stream(request)
+        } else {
+            self.main.stream(request)
+        }
+    }
+}
+
+/// Context window 2,000 tokens; compaction above half of it, keeping the
+/// last two turns.
+fn compacting(strategy: CompactionStrategy) -> LoopOptions {
+    LoopOptions {
+        context_window: Some(2_000),
+        compaction: CompactionOptions {
+            strategy,
+            threshold: 0.5,
+            keep_last_turns: 2,
+        },
+        ..LoopOptions::default()
+    }
+}
+
+/// Eight echo turns of some 170 tokens each, then the answer: the run
+/// crosses the threshold more than once.
+fn long_script() -> Vec<ScriptedTurn> {
+    let mut turns: Vec<ScriptedTurn> = (1..=8)
+        .map(|k| {
+            let note = format!("note {k}: {}", "lorem ipsum ".repeat(27));
+            echo_turn(&format!("t{k}"), &note)
+        })
+        .collect();
+    turns.push(ScriptedTurn::new().text("All echoed."));
+    turns
+}
+
+/// The text that stands in for the compacted turns in request `n`, if any.
+fn stand_in(provider: &ScriptedProvider, n: usize) -> Option<String> {
+    provider.requests()[n]
+        .messages
+        .iter()
+        .find(|m| m.id == "run-compaction")
+        .map(|m| m.text())
+}
+
+async fn compacting_events(
+    strategy: CompactionStrategy,
+    provider: Arc<dyn ModelProvider>,
+    hooks: &[Arc<dyn Hook>],
+) -> Vec<LoopEvent> {
+    let deps = hooks.iter().fold(
+        RunDeps::new(provider)
+            .with_tools([echo()])
+            .with_run_id("run"),
+        |deps, hook| deps.with_hook(hook.clone()),
+    );
+    run(compacting(strategy), user("go"), deps).collect().await
+}
+
+fn compacted(events: &[LoopEvent]) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::ContextCompacted(_)))
+        .count()
+}
+
+#[tokio::test]
+async fn before_compaction_block_sends_the_request_uncompacted() {
+    let provider = ScriptedProvider::new(long_script());
+    let (hook, asked) = recording("keep-all", &[HookPoint::BeforeCompaction], |_| {
+        HookDecision::Block {
+            reason: "the whole history matters".into(),
+        }
+    });
+    let events = compacting_events(CompactionStrategy::DropOldest, provider.clone(), &[hook]).await;
+    let result = snapshot("hook_before_compaction_block", &events);
+    assert_eq!(result.status.name(), "complete");
+    assert_eq!(compacted(&events), 0, "no compaction happened");
+    let asked = asked.lock().unwrap();
+    assert!(asked.len() > 1, "asked at every call over the threshold");
+    assert!(matches!(
+        &asked[0],
+        HookInput::BeforeCompaction {
+            strategy: CompactionStrategy::DropOldest,
+            messages_compacted,
+            tokens_before,
+            ..
+        } if *messages_compacted > 0 && *tokens_before > 1_000
+    ));
+    let requests = provider.requests();
+    assert!(
+        (0..requests.len()).all(|n| stand_in(&provider, n).is_none()),
+        "nothing stands in for older turns"
+    );
+    assert_eq!(
+        requests.last().unwrap().messages.len(),
+        result.messages.len() - 1,
+        "the last request sends the whole history"
+    );
+}
+
+#[tokio::test]
+async fn before_compaction_context_is_kept_with_the_left_out_turns() {
+    let provider = ScriptedProvider::new(long_script());
+    let (pass, _) = recording("watch", &[HookPoint::BeforeCompaction], |_| {
+        HookDecision::Pass
+    });
+    let (keep, _) = recording("keep-goal", &[HookPoint::BeforeCompaction], |_| {
+        HookDecision::AddContext {
+            text: "Keep in mind: the user wants every note echoed.".into(),
+        }
+    });
+    let events = compacting_events(
+        CompactionStrategy::DropOldest,
+        provider.clone(),
+        &[pass, keep],
+    )
+    .await;
+    snapshot("hook_before_compaction_context", &events);
+    assert!(compacted(&events) > 0);
+    let last = stand_in(&provider, provider.requests().len() - 1).unwrap();
+    assert_eq!(
+        last,
+        "Earlier turns of this conversation were left out to fit the context window.\n\n\
+         Keep in mind: the user wants every note echoed."
+    );
+}
+
+#[tokio::test]
+async fn before_compaction_context_is_kept_with_the_summary() {
+    let main = ScriptedProvider::new(long_script());
+    let provider = Arc::new(Summarising { main: main.clone() });
+    let (keep, asked) = recording("keep-goal", &[HookPoint::BeforeCompaction], |_| {
+        HookDecision::AddContext {
+            text: "Keep in mind: every note.".into(),
+        }
+    });
+    let events = compacting_events(CompactionStrategy::Summarise, provider, &[keep]).await;
+    snapshot("hook_before_compaction_summary", &events);
+    assert!(matches!(
+        asked.lock().unwrap()[0],
+        HookInput::BeforeCompaction {
+            strategy: CompactionStrategy::Summarise,
+            ..
+        }
+    ));
+    let last = stand_in(&main, main.requests().len() - 1).unwrap();
+    assert!(
+        last.ends_with("The user asked for notes.\n\nKeep in mind: every note."),
+        "{last}"
+    );
+}
+
+/// Blocks the compactions of even-numbered calls, keeps context with the
+/// others.
+fn alternating() -> (Vec<Arc<dyn Hook>>, Asked) {
+    let (hook, asked) = recording(
+        "alternate",
+        &[HookPoint::BeforeCompaction],
+        |input| match input {
+            HookInput::BeforeCompaction { iteration, .. } if iteration % 2 == 0 => {
+                HookDecision::Block {
+                    reason: "not now".into(),
+                }
+            }
+            HookInput::BeforeCompaction { iteration, .. } => HookDecision::AddContext {
+                text: format!("Kept at call {iteration}."),
+            },
+            _ => HookDecision::Pass,
+        },
+    );
+    (vec![hook], asked)
+}
+
+#[tokio::test]
+async fn compaction_decisions_survive_every_checkpoint() {
+    let (hooks, asked) = alternating();
+    let provider = ScriptedProvider::new(long_script());
+    let options = compacting(CompactionStrategy::DropOldest);
+    let mut items = run(options.clone(), user("go"), deps(&provider, &hooks)).with_checkpoints();
+    let mut events = Vec::new();
+    let mut checkpoints: Vec<(RunState, usize)> = Vec::new();
+    while let Some(item) = items.next().await {
+        match item {
+            RunItem::Event(event) => events.push(event),
+            RunItem::Checkpoint(state) => checkpoints.push((state, hook_events(&events).len())),
+        }
+    }
+    let whole = snapshot("hook_before_compaction_resumed", &events);
+    let total = asked.lock().unwrap().len();
+    let decided: Vec<&str> = hook_events(&events)
+        .iter()
+        .map(|e| e.decision.name())
+        .collect();
+    assert!(decided.contains(&"block") && decided.contains(&"add_context"));
+    let whole_requests = provider.requests();
+
+    for (n, (state, answered)) in checkpoints.into_iter().enumerate() {
+        let state: RunState =
+            serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
+        let (hooks, asked) = alternating();
+        let played = provider_after(&state);
+        let resumed = ScriptedProvider::new(long_script().split_off(played));
+        let result = collect(resume(options.clone(), state, deps(&resumed, &hooks))).await;
+        assert_eq!(result.messages, whole.messages, "checkpoint {n}");
+        let again = asked.lock().unwrap().len();
+        assert_eq!(
+            answered + again,
+            total,
+            "checkpoint {n}: {answered} answered before, {again} asked after"
+        );
+        // What was sent after the checkpoint is what the whole run sent.
+        let sent = resumed.requests();
+        let tail = &whole_requests[whole_requests.len() - sent.len()..];
+        for (a, b) in sent.iter().zip(tail) {
+            assert_eq!(a.messages, b.messages, "checkpoint {n}");
+        }
+    }
 }

@@ -15,6 +15,7 @@
 //! | --- | --- | --- | --- | --- | --- | --- | --- |
 //! | `run_start`, `user_prompt_submitted` | ✓ | run ends `error` (`blocked`) | | | a user message after the prompt | | |
 //! | `before_model_call` | ✓ | run ends `error` (`blocked`) | | | a user message before the call | | |
+//! | `before_compaction` | ✓ | the request goes out uncompacted | | | kept in what stands in for the compacted turns | | |
 //! | `before_tool_call` | ✓ | the call does not run; its result is the reason | held for a person's approval | the call runs with these arguments | appended to the call's result | | |
 //! | `after_tool_call` | ✓ | the result becomes an error carrying the reason | | | appended to the result | the result's text | |
 //! | `run_end` | ✓ | run ends `error` (`blocked`): the answer is withheld | | | | | the model is called once more with the reason (bounded) |
@@ -43,6 +44,11 @@ pub enum HookPoint {
     UserPromptSubmitted,
     /// A model request is about to go out.
     BeforeModelCall,
+    /// The request about to go out is over the context threshold and the
+    /// run is about to compact it (leave the oldest turns out, or
+    /// summarise them). Asked once per compaction, after
+    /// `before_model_call`.
+    BeforeCompaction,
     /// A tool call is about to run (after the engine's own checks: an
     /// unknown tool or bad arguments never reach a hook).
     BeforeToolCall,
@@ -55,10 +61,11 @@ pub enum HookPoint {
 
 impl HookPoint {
     /// Every point, in lifecycle order.
-    pub const ALL: [HookPoint; 6] = [
+    pub const ALL: [HookPoint; 7] = [
         HookPoint::RunStart,
         HookPoint::UserPromptSubmitted,
         HookPoint::BeforeModelCall,
+        HookPoint::BeforeCompaction,
         HookPoint::BeforeToolCall,
         HookPoint::AfterToolCall,
         HookPoint::RunEnd,
@@ -70,6 +77,7 @@ impl HookPoint {
             HookPoint::RunStart => "run_start",
             HookPoint::UserPromptSubmitted => "user_prompt_submitted",
             HookPoint::BeforeModelCall => "before_model_call",
+            HookPoint::BeforeCompaction => "before_compaction",
             HookPoint::BeforeToolCall => "before_tool_call",
             HookPoint::AfterToolCall => "after_tool_call",
             HookPoint::RunEnd => "run_end",
@@ -106,6 +114,19 @@ pub enum HookInput {
         run_id: String,
         /// 1-based number of the run's model call.
         iteration: u32,
+    },
+    /// The run is about to compact what it sends.
+    BeforeCompaction {
+        /// The run.
+        run_id: String,
+        /// 1-based number of the model call whose request is compacted.
+        iteration: u32,
+        /// How: the oldest turns left out, or summarised.
+        strategy: crate::options::CompactionStrategy,
+        /// The request's estimated tokens before compacting.
+        tokens_before: u64,
+        /// How many history messages the compaction stands in for.
+        messages_compacted: u32,
     },
     /// A tool call is about to run.
     BeforeToolCall {
@@ -155,6 +176,7 @@ impl HookInput {
             HookInput::RunStart { .. } => HookPoint::RunStart,
             HookInput::UserPromptSubmitted { .. } => HookPoint::UserPromptSubmitted,
             HookInput::BeforeModelCall { .. } => HookPoint::BeforeModelCall,
+            HookInput::BeforeCompaction { .. } => HookPoint::BeforeCompaction,
             HookInput::BeforeToolCall { .. } => HookPoint::BeforeToolCall,
             HookInput::AfterToolCall { .. } => HookPoint::AfterToolCall,
             HookInput::RunEnd { .. } => HookPoint::RunEnd,
@@ -169,6 +191,7 @@ impl HookInput {
             HookInput::RunStart { .. }
             | HookInput::UserPromptSubmitted { .. }
             | HookInput::BeforeModelCall { .. }
+            | HookInput::BeforeCompaction { .. }
             | HookInput::RunEnd { .. } => None,
         }
     }
@@ -182,6 +205,7 @@ impl HookInput {
             HookInput::RunStart { .. }
             | HookInput::UserPromptSubmitted { .. }
             | HookInput::BeforeModelCall { .. }
+            | HookInput::BeforeCompaction { .. }
             | HookInput::RunEnd { .. } => None,
         }
     }

@@ -22,7 +22,7 @@
 //! [`ATTACHMENT_TOKENS`]. Providers count differently; the estimate only
 //! has to be steady, and the threshold leaves the margin.
 
-use agentloop_types::{ContentBlock, Message, Role, ToolDefinition};
+use agentloop_types::{CompactionStrategy, ContentBlock, Message, Role, ToolDefinition};
 use serde::{Deserialize, Serialize};
 
 /// Characters per estimated token.
@@ -47,6 +47,22 @@ pub(crate) struct Compaction {
     /// left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) summary: Option<String>,
+    /// Context `before_compaction` hooks added: sent after the summary
+    /// (or the note that turns were left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) context: Option<String>,
+}
+
+/// A compaction decided and not yet carried out: what
+/// `before_compaction` hooks are asked about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PlannedCompaction {
+    /// How.
+    pub(crate) strategy: CompactionStrategy,
+    /// Id of the first history message it keeps verbatim.
+    pub(crate) kept_from: String,
+    /// The estimated request before compacting.
+    pub(crate) tokens_before: u64,
 }
 
 /// A summarising call decided and not yet answered.
@@ -56,6 +72,9 @@ pub(crate) struct PendingSummary {
     pub(crate) kept_from: String,
     /// The estimated request before compacting.
     pub(crate) tokens_before: u64,
+    /// Context `before_compaction` hooks added, kept with the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) context: Option<String>,
 }
 
 /// Estimated tokens of a request; see the module docs.
@@ -122,7 +141,7 @@ pub(crate) fn shape(
 
 /// The user message that stands in for the older history.
 fn compaction_item(compaction: &Compaction, run_id: &str) -> Message {
-    let text = match &compaction.summary {
+    let mut text = match &compaction.summary {
         Some(summary) => format!(
             "Summary of the earlier part of this conversation, compacted to fit the context \
              window:\n\n{summary}"
@@ -131,6 +150,10 @@ fn compaction_item(compaction: &Compaction, run_id: &str) -> Message {
             "Earlier turns of this conversation were left out to fit the context window.".to_owned()
         }
     };
+    if let Some(context) = &compaction.context {
+        text.push_str("\n\n");
+        text.push_str(context);
+    }
     Message::user_text(format!("{run_id}-compaction"), text)
 }
 
@@ -335,6 +358,7 @@ mod tests {
         let compaction = Compaction {
             kept_from: "a-3".into(),
             summary: Some("Two echoes ran.".into()),
+            context: None,
         };
         let sent = shape(messages.clone(), Some(&compaction), "r");
         let ids: Vec<&str> = sent.iter().map(|m| m.id.as_str()).collect();

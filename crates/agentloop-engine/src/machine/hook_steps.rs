@@ -4,6 +4,7 @@
 use agentloop_types::{HookInput, HookPoint, StopReason};
 use serde::{Deserialize, Serialize};
 
+use super::compaction::PlannedCompaction;
 use super::offer::ToolOffer;
 use super::protocol::Step;
 
@@ -29,6 +30,9 @@ pub(crate) enum HookStage {
     Start,
     /// Send the model call in flight.
     ModelCall,
+    /// Compact the request of the model call in flight as planned, then
+    /// send it.
+    Compaction { plan: PlannedCompaction },
     /// Plan the tool step's calls.
     Tools,
     /// Hand the tool step's results to the strategy.

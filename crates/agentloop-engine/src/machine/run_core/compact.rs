@@ -9,7 +9,7 @@ use agentloop_types::{
 
 use super::{Env, ModelCall, RunCore};
 use crate::machine::answers::trim_thinking;
-use crate::machine::compaction::{self, Compaction, PendingSummary};
+use crate::machine::compaction::{self, Compaction, PendingSummary, PlannedCompaction};
 use crate::machine::protocol::Step;
 use agentloop_types::{AgentErrorEvent, ContextCompactedEvent};
 
@@ -48,8 +48,19 @@ impl RunCore {
     /// fraction of the context window: leaves the oldest turns out at once
     /// (`drop_oldest`, as few as bring it under), or returns the
     /// summarising call to make first (`summarise`, everything before the
-    /// kept turns). Nothing happens when no cut is left to make.
+    /// kept turns). Nothing happens when no cut is left to make. When
+    /// `before_compaction` hooks are registered, the planned compaction
+    /// waits for their answers (see [`RunCore::compaction_hooks`]).
     pub(super) fn compact(&mut self, env: &Env, call: &ModelCall) -> Option<Step> {
+        let plan = self.plan_compaction(env, call)?;
+        if let Some(step) = self.compaction_hooks(env, call, &plan) {
+            return Some(step);
+        }
+        self.carry_out(env, call, plan, None)
+    }
+
+    /// The compaction `call`'s request needs, if any.
+    fn plan_compaction(&self, env: &Env, call: &ModelCall) -> Option<PlannedCompaction> {
         let options = &env.options;
         let window = options.context_window?;
         let policy = &options.compaction;
@@ -66,40 +77,68 @@ impl RunCore {
             .compaction
             .as_ref()
             .and_then(|c| compaction::position(messages, &c.kept_from));
+        let left_out = |kept: usize| Compaction {
+            kept_from: messages[kept].id.clone(),
+            summary: None,
+            context: None,
+        };
         let fits = |kept: usize| {
-            let candidate = Compaction {
-                kept_from: messages[kept].id.clone(),
-                summary: None,
-            };
-            validate_history(&self.sent_messages(env, call, Some(&candidate)), false).is_ok()
+            validate_history(&self.sent_messages(env, call, Some(&left_out(kept))), false).is_ok()
         };
         let cuts: Vec<usize> = compaction::cut_points(messages, current, policy.keep_last_turns)
             .into_iter()
             .filter(|&kept| fits(kept))
             .collect();
-        match policy.strategy {
+        let kept = match policy.strategy {
+            CompactionStrategy::None => return None,
+            CompactionStrategy::DropOldest => {
+                let under = cuts
+                    .iter()
+                    .copied()
+                    .find(|&kept| self.estimate(env, call, Some(&left_out(kept))) <= limit);
+                under.or_else(|| cuts.last().copied())?
+            }
+            CompactionStrategy::Summarise => *cuts.last()?,
+        };
+        Some(PlannedCompaction {
+            strategy: policy.strategy,
+            kept_from: messages[kept].id.clone(),
+            tokens_before: before,
+        })
+    }
+
+    /// Puts `plan` in effect, with the context hooks added: at once
+    /// (`drop_oldest`), or through the summarising call it returns
+    /// (`summarise`).
+    pub(in crate::machine) fn carry_out(
+        &mut self,
+        env: &Env,
+        call: &ModelCall,
+        plan: PlannedCompaction,
+        context: Option<String>,
+    ) -> Option<Step> {
+        match plan.strategy {
             CompactionStrategy::None => None,
             CompactionStrategy::DropOldest => {
-                let under = cuts.iter().copied().find(|&kept| {
-                    let candidate = Compaction {
-                        kept_from: messages[kept].id.clone(),
-                        summary: None,
-                    };
-                    self.estimate(env, call, Some(&candidate)) <= limit
-                });
-                let kept = under.or_else(|| cuts.last().copied())?;
                 let dropped = Compaction {
-                    kept_from: messages[kept].id.clone(),
+                    kept_from: plan.kept_from,
                     summary: None,
+                    context,
                 };
-                self.apply_compaction(env, call, dropped, before, CompactionStrategy::DropOldest);
+                self.apply_compaction(
+                    env,
+                    call,
+                    dropped,
+                    plan.tokens_before,
+                    CompactionStrategy::DropOldest,
+                );
                 None
             }
             CompactionStrategy::Summarise => {
-                let kept = *cuts.last()?;
                 self.summary = Some(PendingSummary {
-                    kept_from: messages[kept].id.clone(),
-                    tokens_before: before,
+                    kept_from: plan.kept_from,
+                    tokens_before: plan.tokens_before,
+                    context,
                 });
                 let step = self.summary_step();
                 if step.is_none() {
@@ -108,6 +147,16 @@ impl RunCore {
                 step
             }
         }
+    }
+
+    /// The history messages `plan` would stand in for.
+    pub(in crate::machine) fn compacted_by(&self, plan: &PlannedCompaction) -> u32 {
+        let planned = Compaction {
+            kept_from: plan.kept_from.clone(),
+            summary: None,
+            context: None,
+        };
+        compaction::compacted_count(&self.state.messages, &planned)
     }
 
     /// Puts `compaction` in effect and reports it.
@@ -182,6 +231,7 @@ impl RunCore {
         let compaction = Compaction {
             kept_from: pending.kept_from,
             summary,
+            context: pending.context,
         };
         self.apply_compaction(env, &call, compaction, pending.tokens_before, strategy);
         self.request(env, &call)

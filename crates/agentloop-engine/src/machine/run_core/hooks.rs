@@ -14,7 +14,8 @@ use agentloop_types::{
 };
 use serde_json::Value;
 
-use super::{Env, RunCore, ToolOffer};
+use super::{Env, ModelCall, RunCore, ToolOffer};
+use crate::machine::compaction::PlannedCompaction;
 use crate::machine::hook_steps::{AfterHooks, HookStage, PendingHook};
 use crate::machine::protocol::Step;
 use crate::machine::waits::{ToolVerdict, Waiting};
@@ -95,6 +96,29 @@ impl RunCore {
             iteration,
         }];
         Some(self.ask_hooks(HookStage::ModelCall, requests))
+    }
+
+    /// Before `plan` compacts `call`'s request: the `before_compaction`
+    /// hooks, when some are registered. The call is stored beside the
+    /// step (by `send`), so a resumed run sends it without asking again.
+    pub(crate) fn compaction_hooks(
+        &mut self,
+        env: &Env,
+        call: &ModelCall,
+        plan: &PlannedCompaction,
+    ) -> Option<Step> {
+        if !env.hooks.wants(HookPoint::BeforeCompaction) {
+            return None;
+        }
+        let requests = vec![HookInput::BeforeCompaction {
+            run_id: self.state.run_id.clone(),
+            iteration: call.iteration,
+            strategy: plan.strategy,
+            tokens_before: plan.tokens_before,
+            messages_compacted: self.compacted_by(plan),
+        }];
+        let stage = HookStage::Compaction { plan: plan.clone() };
+        Some(self.ask_hooks(stage, requests))
     }
 
     /// Before the planned calls run: the `before_tool_call` hooks for the
@@ -249,6 +273,25 @@ impl RunCore {
                     },
                     _ => AfterHooks::StartStrategy,
                 }
+            }
+            HookStage::Compaction { plan } => {
+                // A block sends the request uncompacted; added contexts
+                // are kept in what stands in for the compacted turns.
+                let Some(call) = self.model_call.clone() else {
+                    return AfterHooks::Step(self.invalid("compaction hooks with no model call"));
+                };
+                let mut context = Vec::new();
+                for (_, verdict) in combined {
+                    if verdict.block.is_some() {
+                        return AfterHooks::Step(self.request(env, &call));
+                    }
+                    context.extend(verdict.context);
+                }
+                let context = (!context.is_empty()).then(|| context.join("\n\n"));
+                let step = self
+                    .carry_out(env, &call, plan, context)
+                    .unwrap_or_else(|| self.request(env, &call));
+                AfterHooks::Step(step)
             }
             HookStage::Tools => {
                 let mut waiting = self.waiting.take().unwrap_or_default();
