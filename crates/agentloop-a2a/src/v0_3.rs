@@ -399,7 +399,12 @@ pub fn task(task: &Task) -> Value {
         value["artifacts"] = task.artifacts.iter().map(artifact).collect();
     }
     if !task.history.is_empty() {
-        value["history"] = task.history.iter().map(V03Message::from).map(|m| json!(m)).collect();
+        value["history"] = task
+            .history
+            .iter()
+            .map(V03Message::from)
+            .map(|m| json!(m))
+            .collect();
     }
     if let Some(metadata) = &task.metadata {
         value["metadata"] = json!(metadata);

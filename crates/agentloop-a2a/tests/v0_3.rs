@@ -20,13 +20,19 @@ fn ids() -> TaskIds {
 
 #[test]
 fn methods_map_to_their_1_0_counterparts() {
-    assert_eq!(v0_3::to_v1_method("message/send"), Some(method::SEND_MESSAGE));
+    assert_eq!(
+        v0_3::to_v1_method("message/send"),
+        Some(method::SEND_MESSAGE)
+    );
     assert_eq!(
         v0_3::to_v1_method("message/stream"),
         Some(method::SEND_STREAMING_MESSAGE)
     );
     assert_eq!(v0_3::to_v1_method("tasks/get"), Some(method::GET_TASK));
-    assert_eq!(v0_3::to_v1_method("tasks/cancel"), Some(method::CANCEL_TASK));
+    assert_eq!(
+        v0_3::to_v1_method("tasks/cancel"),
+        Some(method::CANCEL_TASK)
+    );
     assert_eq!(
         v0_3::to_v1_method("tasks/resubscribe"),
         Some(method::SUBSCRIBE_TO_TASK)
@@ -57,16 +63,23 @@ fn a_send_reads_as_the_1_0_request() {
     assert_eq!(request.message.role, Role::User);
     assert_eq!(request.message.task_id, "run-1");
     assert_eq!(request.message.parts[0], Part::text("approve"));
-    assert_eq!(request.message.parts[1], Part::data(json!({ "decisions": [] })));
+    assert_eq!(
+        request.message.parts[1],
+        Part::data(json!({ "decisions": [] }))
+    );
     assert_eq!(request.message.parts[2], Part::data(json!([1, 2])));
     let configuration = request.configuration.unwrap();
     assert!(configuration.return_immediately);
     assert_eq!(configuration.history_length, None);
 
-    let refused = v0_3::send_params("message/send", json!({ "message": { "parts": [] } }))
-        .unwrap_err();
+    let refused =
+        v0_3::send_params("message/send", json!({ "message": { "parts": [] } })).unwrap_err();
     assert_eq!(refused.code, ErrorCode::InvalidParams.code());
-    assert!(refused.message.starts_with("message/send params"), "{}", refused.message);
+    assert!(
+        refused.message.starts_with("message/send params"),
+        "{}",
+        refused.message
+    );
     let refused = v0_3::task_id_params("tasks/get", json!({ "id": 5 })).unwrap_err();
     assert_eq!(refused.code, ErrorCode::InvalidParams.code());
 }

@@ -703,6 +703,18 @@ fn an_a2a_0_3_client_sends_streams_reads_answers_and_cancels() {
     assert!(!repo.join("a2a.md").exists());
     let waiting_id = last["taskId"].as_str().unwrap().to_owned();
 
+    // tasks/resubscribe to a waiting task: the task, and the stream ends.
+    let wire = raw(
+        &python,
+        &address,
+        &ada,
+        &json!({ "jsonrpc": "2.0", "id": "r", "method": "tasks/resubscribe", "params": { "id": waiting_id } }),
+    );
+    let wire_items = items(&wire);
+    assert_eq!(wire_items.len(), 1, "{wire}");
+    assert_eq!(wire_items[0]["result"]["kind"], "task", "{wire}");
+    assert_eq!(wire_items[0]["result"]["status"]["state"], "input-required");
+
     // Another user's task is "not found", through the SDK as raw.
     for args in [
         vec!["get", waiting_id.as_str()],
@@ -734,7 +746,10 @@ fn an_a2a_0_3_client_sends_streams_reads_answers_and_cancels() {
     let resumed = items(&resumed);
     assert_eq!(last_state(&resumed), "TASK_STATE_COMPLETED", "{resumed:?}");
     assert_eq!(task_id(&resumed), waiting_id);
-    assert_eq!(std::fs::read_to_string(repo.join("a2a.md")).unwrap(), "hello");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a2a.md")).unwrap(),
+        "hello"
+    );
 
     // tasks/cancel from a second client while the stream runs: the run
     // stops before its tool writes.
@@ -749,7 +764,12 @@ fn an_a2a_0_3_client_sends_streams_reads_answers_and_cancels() {
         &python,
         &address,
         &ada,
-        &["stream-cancel", &unattended, "planification", "Write never.md"],
+        &[
+            "stream-cancel",
+            &unattended,
+            "planification",
+            "Write never.md",
+        ],
     );
     assert_eq!(methods, ["message/stream", "tasks/cancel"], "{out}");
     assert_eq!(
@@ -761,5 +781,4 @@ fn an_a2a_0_3_client_sends_streams_reads_answers_and_cancels() {
     let run_id = task_id(&streamed);
     until_status(&address, &ada, &run_id, "cancelled");
     assert!(!unattended_repo.join("never.md").exists());
-
 }

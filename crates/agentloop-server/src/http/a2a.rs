@@ -122,7 +122,9 @@ async fn card(headers: HeaderMap) -> Response {
     };
     match v0_3::card(&card) {
         Ok(card) => axum::Json(card).into_response(),
-        Err(err) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response(),
+        Err(err) => {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response()
+        }
     }
 }
 
@@ -626,7 +628,8 @@ impl Call {
                     loop {
                         if !ready.is_empty() {
                             let item = ready.remove(0);
-                            let event = Event::default().data(stream_answer(&id, &item, dialect).to_string());
+                            let event = Event::default()
+                                .data(stream_answer(&id, &item, dialect).to_string());
                             return Some((Ok::<_, Infallible>(event), (ready, follow, state)));
                         }
                         let (ids, mut run) = follow.take()?;
