@@ -25,6 +25,7 @@
 pub mod client;
 pub mod mapping;
 pub mod rpc;
+pub mod v0_3;
 pub mod wire;
 
 pub use mapping::{Reply, TaskIds};

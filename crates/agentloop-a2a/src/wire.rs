@@ -456,10 +456,12 @@ pub struct AgentCard {
 }
 
 impl AgentCard {
-    /// The first JSON-RPC interface it offers.
+    /// The first JSON-RPC interface it offers in protocol 1 (or in a
+    /// version it does not name).
     pub fn jsonrpc_interface(&self) -> Option<&AgentInterface> {
-        self.supported_interfaces
-            .iter()
-            .find(|i| i.protocol_binding == JSONRPC_BINDING)
+        self.supported_interfaces.iter().find(|i| {
+            let major = i.protocol_version.split('.').next().unwrap_or_default();
+            i.protocol_binding == JSONRPC_BINDING && (major.is_empty() || major == "1")
+        })
     }
 }

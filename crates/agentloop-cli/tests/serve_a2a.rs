@@ -5,6 +5,8 @@
 //! reply resolves (text and a data part), a cancel that stops the run
 //! before its tool writes, and the refusals: another user's task, no
 //! token, a foreign project, a wrong protocol version, an unknown method.
+//! The same through the SDK's A2A 0.3 compat transport (and raw 0.3
+//! JSON-RPC, to see 0.3's shapes on the wire).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -539,4 +541,244 @@ fn an_agentloop_run_delegates_to_an_agentloop_server_over_a2a() {
         None,
     );
     assert_eq!(tasks[0]["title"], "Do the thing", "{tasks}");
+}
+
+/// The SDK client speaking A2A 0.3 (`--v0.3`: the card's 0.3 interface,
+/// the SDK's compat JSON-RPC transport); the methods it sent.
+fn client_v03(python: &Path, address: &str, token: &str, args: &[&str]) -> (Value, Vec<String>) {
+    let output = Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_a2a/client.py"))
+        .arg("--v0.3")
+        .arg(format!("http://{address}"))
+        .arg(token)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    let out: Value = serde_json::from_str(line).unwrap_or_else(|e| {
+        panic!(
+            "the client printed no result ({e}); stdout:\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let methods = out["methods"]
+        .as_array()
+        .unwrap_or_else(|| panic!("methods: {out}"))
+        .iter()
+        .map(|m| m.as_str().unwrap().to_owned())
+        .collect();
+    (out, methods)
+}
+
+/// A raw A2A 0.3 JSON-RPC request (no SDK): the answer as it came.
+fn raw(python: &Path, address: &str, token: &str, body: &Value) -> Value {
+    client(python, address, token, &["raw", &body.to_string()])
+}
+
+#[test]
+fn an_a2a_0_3_client_sends_streams_reads_answers_and_cancels() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let create = |path: &str, text: &str| {
+        json!({ "command": "create", "path": path, "file_text": text }).to_string()
+    };
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([
+            { "steps": [{ "type": "text", "chunks": ["Planned ", "it."] }] },
+            { "steps": [{ "type": "text", "chunks": ["Streamed."] }] },
+            { "steps": [{ "type": "tool_call", "id": "call-1", "name": "fs", "fragments": [create("a2a.md", "hello")] }] },
+            { "steps": [{ "type": "text", "chunks": ["Written."] }] },
+            { "steps": [
+                { "type": "text", "chunks": ["Thinking"] },
+                { "type": "delay", "ms": 3000 },
+                { "type": "tool_call", "id": "call-2", "name": "fs", "fragments": [create("never.md", "late")] }
+            ] }
+        ]),
+    );
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let ada = create_user(&db, "ada");
+    let bob = create_user(&db, "bob");
+    let server = serve(&db, &script, "only");
+    let address = server.address.clone();
+    let plain = project(&address, &ada, &dir.path().join("one"), json!({}));
+
+    // The card names a 0.3 interface on the same endpoint, and carries
+    // 0.3's own fields for clients that read only those.
+    let (status, card) = http(&address, "", "GET", "/.well-known/agent-card.json", None);
+    assert_eq!(status, 200, "{card}");
+    assert_eq!(card["supportedInterfaces"][1]["protocolVersion"], "0.3");
+    assert_eq!(card["protocolVersion"], "0.3");
+    assert_eq!(card["preferredTransport"], "JSONRPC");
+    assert_eq!(card["url"], format!("http://{address}/a2a"));
+    assert_eq!(card["securitySchemes"]["bearer"]["type"], "http");
+    assert_eq!(card["security"][0]["bearer"], json!([]));
+
+    // message/send answers the completed task with its answer.
+    let (sent, methods) = client_v03(
+        &python,
+        &address,
+        &ada,
+        &["send", &plain, "planification", "Plan the work"],
+    );
+    assert_eq!(methods, ["message/send"], "{sent}");
+    let sent = items(&sent);
+    assert_eq!(last_state(&sent), "TASK_STATE_COMPLETED", "{sent:?}");
+    assert_eq!(answer(&sent[0]["task"]["artifacts"]), "Planned it.");
+    let first = task_id(&sent);
+
+    // message/stream: the task, the model's words, the answer, completed.
+    let (streamed, methods) = client_v03(
+        &python,
+        &address,
+        &ada,
+        &["stream", &plain, "planification", "Stream the work"],
+    );
+    assert_eq!(methods, ["message/stream"], "{streamed}");
+    let streamed = items(&streamed);
+    assert_eq!(streamed[0]["task"]["status"]["state"], "TASK_STATE_WORKING");
+    assert!(
+        streamed
+            .iter()
+            .any(|i| i["statusUpdate"]["status"]["message"]["parts"][0]["text"] == "Streamed."),
+        "{streamed:?}"
+    );
+    assert!(
+        streamed
+            .iter()
+            .any(|i| i["artifactUpdate"]["artifact"]["parts"][0]["text"] == "Streamed."),
+        "{streamed:?}"
+    );
+    assert_eq!(last_state(&streamed), "TASK_STATE_COMPLETED");
+
+    // tasks/get reads the first task back; on the wire it is 0.3's shape.
+    let (got, methods) = client_v03(&python, &address, &ada, &["get", &first]);
+    assert_eq!(methods, ["tasks/get"]);
+    assert_eq!(answer(&got["task"]["artifacts"]), "Planned it.", "{got}");
+    let wire = raw(
+        &python,
+        &address,
+        &ada,
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": { "id": first } }),
+    );
+    let task = &wire["answer"]["result"];
+    assert_eq!(task["kind"], "task", "{wire}");
+    assert_eq!(task["status"]["state"], "completed", "{wire}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0],
+        json!({ "kind": "text", "text": "Planned it." })
+    );
+
+    // A write that needs approval, streamed raw: the last item is a final
+    // status update, input-required, listing the call in a data part.
+    let repo = dir.path().join("two");
+    let asking = project(&address, &ada, &repo, json!({ "approvals": "ask" }));
+    let wire = raw(
+        &python,
+        &address,
+        &ada,
+        &json!({ "jsonrpc": "2.0", "id": "s", "method": "message/stream", "params": {
+            "message": {
+                "kind": "message", "messageId": "m-1", "role": "user",
+                "parts": [{ "kind": "text", "text": "Write a2a.md" }],
+                "metadata": { "tenant": asking, "agentType": "planification" }
+            }
+        } }),
+    );
+    let wire_items = items(&wire);
+    assert_eq!(wire_items[0]["result"]["kind"], "task", "{wire}");
+    assert_eq!(wire_items[0]["result"]["status"]["state"], "working");
+    let last = &wire_items.last().unwrap()["result"];
+    assert_eq!(last["kind"], "status-update", "{wire}");
+    assert_eq!(last["final"], true, "{wire}");
+    assert_eq!(last["status"]["state"], "input-required", "{wire}");
+    let parts = &last["status"]["message"]["parts"];
+    assert_eq!(parts[1]["kind"], "data", "{wire}");
+    assert_eq!(parts[1]["data"]["pending"][0]["call_id"], "call-1");
+    assert_eq!(last["status"]["message"]["role"], "agent");
+    assert!(!repo.join("a2a.md").exists());
+    let waiting_id = last["taskId"].as_str().unwrap().to_owned();
+
+    // tasks/resubscribe to a waiting task: the task, and the stream ends.
+    let wire = raw(
+        &python,
+        &address,
+        &ada,
+        &json!({ "jsonrpc": "2.0", "id": "r", "method": "tasks/resubscribe", "params": { "id": waiting_id } }),
+    );
+    let wire_items = items(&wire);
+    assert_eq!(wire_items.len(), 1, "{wire}");
+    assert_eq!(wire_items[0]["result"]["kind"], "task", "{wire}");
+    assert_eq!(wire_items[0]["result"]["status"]["state"], "input-required");
+
+    // Another user's task is "not found", through the SDK as raw.
+    for args in [
+        vec!["get", waiting_id.as_str()],
+        vec!["cancel", waiting_id.as_str()],
+        vec!["reply", waiting_id.as_str(), "approve"],
+    ] {
+        let (out, _) = client_v03(&python, &address, &bob, &args);
+        assert!(
+            out["error"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("TaskNotFoundError"),
+            "{args:?}: {out}"
+        );
+    }
+    let wire = raw(
+        &python,
+        &address,
+        &bob,
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": { "id": waiting_id } }),
+    );
+    assert_eq!(wire["answer"]["error"]["code"], -32001, "{wire}");
+    assert!(!repo.join("a2a.md").exists());
+
+    // Ada's reply resumes it: the tool runs and the task completes.
+    let (resumed, methods) =
+        client_v03(&python, &address, &ada, &["reply", &waiting_id, "approve"]);
+    assert_eq!(methods, ["message/stream"]);
+    let resumed = items(&resumed);
+    assert_eq!(last_state(&resumed), "TASK_STATE_COMPLETED", "{resumed:?}");
+    assert_eq!(task_id(&resumed), waiting_id);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a2a.md")).unwrap(),
+        "hello"
+    );
+
+    // tasks/cancel from a second client while the stream runs: the run
+    // stops before its tool writes.
+    let unattended_repo = dir.path().join("three");
+    let unattended = project(
+        &address,
+        &ada,
+        &unattended_repo,
+        json!({ "approvals": "unattended" }),
+    );
+    let (out, methods) = client_v03(
+        &python,
+        &address,
+        &ada,
+        &[
+            "stream-cancel",
+            &unattended,
+            "planification",
+            "Write never.md",
+        ],
+    );
+    assert_eq!(methods, ["message/stream", "tasks/cancel"], "{out}");
+    assert_eq!(
+        out["cancelled"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{out}"
+    );
+    let streamed = items(&out);
+    assert_eq!(last_state(&streamed), "TASK_STATE_CANCELED", "{out}");
+    let run_id = task_id(&streamed);
+    until_status(&address, &ada, &run_id, "cancelled");
+    assert!(!unattended_repo.join("never.md").exists());
 }

@@ -2,7 +2,12 @@
 (`a2a-sdk`'s `ClientFactory`): the card is read from the server's
 well-known path, every call goes through the SDK's JSON-RPC transport.
 
-Usage: client.py BASE_URL TOKEN COMMAND ARGS...
+With `--v0.3` first, the client speaks A2A 0.3: it keeps only the card's
+0.3 interface, so `ClientFactory` picks its compat JSON-RPC transport, and
+names the project in the message's `metadata.tenant` (0.3 has no tenant);
+the output then also lists the JSON-RPC methods sent (`methods`).
+
+Usage: client.py [--v0.3] BASE_URL TOKEN COMMAND ARGS...
   send TENANT AGENT TEXT         SendMessage (blocking), prints the task
   stream TENANT AGENT TEXT       SendStreamingMessage, prints every item
   reply TASK_ID TEXT             streams a reply to an input-required task
@@ -12,6 +17,9 @@ Usage: client.py BASE_URL TOKEN COMMAND ARGS...
   stream-cancel TENANT AGENT TEXT
                                  streams, cancels the task from a second
                                  client at its first item, reads the rest
+  raw JSON                       POSTs a JSON-RPC request as it is (no SDK),
+                                 prints {"answer": ...} or, for an SSE
+                                 answer, {"items": [...]} (each data line)
 
 Prints one JSON object on its last line: {"items": [...]} or
 {"task": ...}, or {"error": "<class>: <message>"} when the SDK raised.
@@ -26,7 +34,8 @@ import httpx
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
-from a2a.client import ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -41,11 +50,34 @@ def as_dict(message):
     return MessageToDict(message)
 
 
+LEGACY = False
+METHODS = []
+
+
+async def record_method(request):
+    """Notes the JSON-RPC method of every request the SDK sends."""
+    try:
+        METHODS.append(json.loads(request.content)["method"])
+    except (ValueError, KeyError, TypeError):
+        pass
+
+
 async def make_client(base, token, streaming=True):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    http = httpx.AsyncClient(headers=headers, timeout=60)
+    http = httpx.AsyncClient(
+        headers=headers, timeout=60, event_hooks={"request": [record_method]}
+    )
     config = ClientConfig(httpx_client=http, streaming=streaming)
-    return await ClientFactory(config).create_from_url(base), http
+    factory = ClientFactory(config)
+    if not LEGACY:
+        return await factory.create_from_url(base), http
+    card = await A2ACardResolver(http, base).get_agent_card()
+    legacy = [i for i in card.supported_interfaces if is_legacy_version(i.protocol_version)]
+    if not legacy:
+        raise SystemExit(f"the card lists no 0.3 interface: {card}")
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(legacy)
+    return factory.create(card), http
 
 
 def request(tenant, agent, text, task_id=None, data=None):
@@ -57,10 +89,15 @@ def request(tenant, agent, text, task_id=None, data=None):
     message = Message(message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=parts)
     if task_id:
         message.task_id = task_id
+    meta = {}
     if agent:
-        meta = Struct()
-        meta.update({"agentType": agent})
-        message.metadata.CopyFrom(meta)
+        meta["agentType"] = agent
+    if LEGACY and tenant:
+        meta["tenant"] = tenant
+    if meta:
+        struct = Struct()
+        struct.update(meta)
+        message.metadata.CopyFrom(struct)
     return SendMessageRequest(tenant=tenant or "", message=message)
 
 
@@ -68,8 +105,27 @@ async def collect(client, req):
     return [as_dict(item) for item in [i async for i in client.send_message(req)]]
 
 
+async def raw(base, token, body):
+    """A JSON-RPC request without the SDK: the answer as it came."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(headers=headers, timeout=60) as http:
+        async with http.stream("POST", f"{base}/a2a", json=body) as answer:
+            if answer.headers.get("content-type", "").startswith("text/event-stream"):
+                items = []
+                async for line in answer.aiter_lines():
+                    if line.startswith("data:"):
+                        items.append(json.loads(line[len("data:"):]))
+                return {"items": items}
+            return {"status": answer.status_code, "answer": json.loads(await answer.aread())}
+
+
 async def main():
-    base, token, command, *args = sys.argv[1:]
+    global LEGACY
+    argv = sys.argv[1:]
+    if argv and argv[0] == "--v0.3":
+        LEGACY = True
+        argv = argv[1:]
+    base, token, command, *args = argv
     try:
         if command == "send":
             tenant, agent, text = args
@@ -107,10 +163,15 @@ async def main():
                     task = await canceller.cancel_task(CancelTaskRequest(id=item.task.id))
                     cancelled = as_dict(task)
             out = {"items": items, "cancelled": cancelled}
+        elif command == "raw":
+            (body,) = args
+            out = await raw(base, token, json.loads(body))
         else:
             raise SystemExit(f"unknown command {command}")
     except Exception as e:  # the test reads what the SDK raised
         out = {"error": f"{type(e).__name__}: {e}"}
+    if LEGACY:
+        out["methods"] = METHODS
     print(json.dumps(out))
 
 

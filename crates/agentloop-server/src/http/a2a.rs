@@ -23,9 +23,10 @@ use std::convert::Infallible;
 
 use agentloop_a2a::mapping::{self, Reply, TaskIds};
 use agentloop_a2a::rpc::{self, ErrorCode, Request, RequestId, RpcError, method};
+use agentloop_a2a::v0_3;
 use agentloop_a2a::wire::{
     self, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Message, SendMessageRequest,
-    SendMessageResponse, StreamResponse, TaskIdRequest,
+    SendMessageResponse, StreamResponse, Task, TaskIdRequest,
 };
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType};
 use agentloop_types::PendingCall;
@@ -85,12 +86,17 @@ async fn card(headers: HeaderMap) -> Response {
                       message whose tenant is the id of one of your projects (a new task) or \
                       whose contextId is one of your tasks."
             .to_owned(),
-        supported_interfaces: vec![AgentInterface {
-            url: format!("{scheme}://{host}{RPC_PATH}"),
-            protocol_binding: wire::JSONRPC_BINDING.to_owned(),
-            tenant: String::new(),
-            protocol_version: wire::PROTOCOL_VERSION.to_owned(),
-        }],
+        // One endpoint, both protocol versions (their method names differ);
+        // 1.0 first, as preferred.
+        supported_interfaces: [wire::PROTOCOL_VERSION, v0_3::PROTOCOL_VERSION]
+            .into_iter()
+            .map(|version| AgentInterface {
+                url: format!("{scheme}://{host}{RPC_PATH}"),
+                protocol_binding: wire::JSONRPC_BINDING.to_owned(),
+                tenant: String::new(),
+                protocol_version: version.to_owned(),
+            })
+            .collect(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
@@ -114,7 +120,12 @@ async fn card(headers: HeaderMap) -> Response {
             examples: Vec::new(),
         }],
     };
-    axum::Json(card).into_response()
+    match v0_3::card(&card) {
+        Ok(card) => axum::Json(card).into_response(),
+        Err(err) => {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response()
+        }
+    }
 }
 
 /// `POST /a2a`: one JSON-RPC request (no batches). Authentication and the
@@ -141,15 +152,28 @@ async fn rpc_endpoint(
     };
     let request = match Request::parse(&body) {
         Ok(request) => request,
-        Err((id, error)) => return answer_error(&id, &error),
+        Err((id, error)) => return answer_error(&id, &error, Dialect::V1),
     };
-    if let Err(error) = check_version(&headers) {
-        return answer_error(&request.id, &error);
+    let dialect = if v0_3::to_v1_method(&request.method).is_some() {
+        Dialect::V0_3
+    } else {
+        Dialect::V1
+    };
+    if let Err(error) = check_version(&headers, dialect) {
+        return answer_error(&request.id, &error, dialect);
     }
+    let request = match dialect {
+        Dialect::V1 => request,
+        Dialect::V0_3 => match to_v1_request(request.clone()) {
+            Ok(request) => request,
+            Err(error) => return answer_error(&request.id, &error, dialect),
+        },
+    };
     let call = Call {
         state,
         user,
         id: request.id.clone(),
+        dialect,
     };
     let outcome = match request.method.as_str() {
         method::SEND_MESSAGE => call.send(&request, false).await,
@@ -174,33 +198,89 @@ async fn rpc_endpoint(
             format!("no method {name:?}"),
         )),
     };
-    outcome.unwrap_or_else(|error| answer_error(&request.id, &error))
+    outcome.unwrap_or_else(|error| answer_error(&request.id, &error, dialect))
 }
 
-/// A missing `A2A-Version` is taken as 1.0; another major version is
-/// refused.
-fn check_version(headers: &HeaderMap) -> Result<(), RpcError> {
+/// Which protocol version a request speaks: its method name tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    /// A2A 1.0 (`SendMessage`, ...).
+    V1,
+    /// A2A 0.3 (`message/send`, ...), answered in its shapes.
+    V0_3,
+}
+
+/// One stream item's SSE data in the request's dialect.
+fn stream_answer(id: &RequestId, item: &StreamResponse, dialect: Dialect) -> Value {
+    match dialect {
+        Dialect::V1 => rpc::result(id, item),
+        Dialect::V0_3 => rpc::result(id, &v0_3::stream_item(item)),
+    }
+}
+
+fn stream_error(id: &RequestId, error: &RpcError, dialect: Dialect) -> Value {
+    match dialect {
+        Dialect::V1 => rpc::error(id, error),
+        Dialect::V0_3 => rpc::error(id, &v0_3::error(error)),
+    }
+}
+
+/// A 0.3 request as the 1.0 request it stands for.
+fn to_v1_request(request: Request) -> Result<Request, RpcError> {
+    let Request { id, method, params } = request;
+    let v1 = v0_3::to_v1_method(&method)
+        .ok_or_else(|| RpcError::new(ErrorCode::MethodNotFound, format!("no method {method:?}")))?;
+    let params = match method.as_str() {
+        v0_3::method::SEND | v0_3::method::STREAM => {
+            serde_json::to_value(v0_3::send_params(&method, params)?)
+        }
+        v0_3::method::GET | v0_3::method::CANCEL | v0_3::method::RESUBSCRIBE => {
+            serde_json::to_value(v0_3::task_id_params(&method, params)?)
+        }
+        _ => Ok(params),
+    }
+    .map_err(internal)?;
+    Ok(Request {
+        id,
+        method: v1.to_owned(),
+        params,
+    })
+}
+
+/// A missing `A2A-Version` is taken as the version the method names; a
+/// version other than the method's is refused.
+fn check_version(headers: &HeaderMap, dialect: Dialect) -> Result<(), RpcError> {
     let Some(version) = headers
         .get(wire::VERSION_HEADER)
         .map(|v| v.to_str().unwrap_or_default().trim())
     else {
         return Ok(());
     };
-    if version.is_empty() || version.split('.').next() == Some("1") {
+    let fits = match dialect {
+        Dialect::V1 => version.split('.').next() == Some("1"),
+        Dialect::V0_3 => v0_3::is_version(version),
+    };
+    if version.is_empty() || fits {
         Ok(())
     } else {
         Err(RpcError::new(
             ErrorCode::VersionNotSupported,
             format!(
-                "A2A version {version:?} is not supported: this server speaks {}",
-                wire::PROTOCOL_VERSION
+                "A2A version {version:?} does not fit the method: this server speaks {} \
+                 (SendMessage, ...) and {} (message/send, ...)",
+                wire::PROTOCOL_VERSION,
+                v0_3::PROTOCOL_VERSION
             ),
         ))
     }
 }
 
-fn answer_error(id: &RequestId, error: &RpcError) -> Response {
-    axum::Json(rpc::error(id, error)).into_response()
+fn answer_error(id: &RequestId, error: &RpcError, dialect: Dialect) -> Response {
+    let error = match dialect {
+        Dialect::V1 => error.clone(),
+        Dialect::V0_3 => v0_3::error(error),
+    };
+    axum::Json(rpc::error(id, &error)).into_response()
 }
 
 /// An API error as a JSON-RPC one: `missing` for a 404, invalid params for
@@ -225,9 +305,20 @@ struct Call {
     state: AppState,
     user: User,
     id: RequestId,
+    dialect: Dialect,
 }
 
 impl Call {
+    /// A task as `GetTask` / `CancelTask` answer it, in the request's
+    /// dialect.
+    fn task_answer(&self, task: Task) -> Response {
+        let answer = match self.dialect {
+            Dialect::V1 => rpc::result(&self.id, &task),
+            Dialect::V0_3 => rpc::result(&self.id, &v0_3::task(&task)),
+        };
+        axum::Json(answer).into_response()
+    }
+
     /// `SendMessage` / `SendStreamingMessage`.
     async fn send(&self, request: &Request, stream: bool) -> Result<Response, RpcError> {
         let params: SendMessageRequest = request.params()?;
@@ -296,7 +387,11 @@ impl Call {
                 }
             }
         };
-        Ok(axum::Json(rpc::result(&self.id, &SendMessageResponse::Task(task))).into_response())
+        let answer = match self.dialect {
+            Dialect::V1 => rpc::result(&self.id, &SendMessageResponse::Task(task)),
+            Dialect::V0_3 => rpc::result(&self.id, &v0_3::task(&task)),
+        };
+        Ok(axum::Json(answer).into_response())
     }
 
     /// Starts the run a message without `taskId` asks for.
@@ -471,7 +566,7 @@ impl Call {
         let params: TaskIdRequest = request.params()?;
         let (run, ctx) = self.owned(&params.id).await?;
         let task = task_of(&self.state, &run, &ids_of(&run, &ctx)).await?;
-        Ok(axum::Json(rpc::result(&self.id, &task)).into_response())
+        Ok(self.task_answer(task))
     }
 
     /// `CancelTask`: the run stops (as `POST /api/agent-runs/{id}/cancel`).
@@ -488,7 +583,7 @@ impl Call {
                 _ => rpc_error(e, ErrorCode::TaskNotFound),
             })?;
         let task = task_of(&self.state, &run, &ids_of(&run, &ctx)).await?;
-        Ok(axum::Json(rpc::result(&self.id, &task)).into_response())
+        Ok(self.task_answer(task))
     }
 
     /// `SubscribeToTask`: the task, then its updates until it ends or
@@ -523,6 +618,7 @@ impl Call {
 
     fn sse(&self, ready: Vec<StreamResponse>, follow: Option<(TaskIds, Follow)>) -> Response {
         let id = self.id.clone();
+        let dialect = self.dialect;
         let state = self.state.clone();
         let items = futures::stream::unfold(
             (ready, follow, state),
@@ -532,7 +628,8 @@ impl Call {
                     loop {
                         if !ready.is_empty() {
                             let item = ready.remove(0);
-                            let event = Event::default().data(rpc::result(&id, &item).to_string());
+                            let event = Event::default()
+                                .data(stream_answer(&id, &item, dialect).to_string());
                             return Some((Ok::<_, Infallible>(event), (ready, follow, state)));
                         }
                         let (ids, mut run) = follow.take()?;
@@ -555,7 +652,7 @@ impl Call {
                                     Err(error) => {
                                         let event = Event::default()
                                             .event("error")
-                                            .data(rpc::error(&id, &error).to_string());
+                                            .data(stream_error(&id, &error, dialect).to_string());
                                         return Some((Ok(event), (Vec::new(), None, state)));
                                     }
                                 };
@@ -600,7 +697,7 @@ mod tests {
         if let Some(value) = value {
             headers.insert(wire::VERSION_HEADER, value.parse().unwrap());
         }
-        check_version(&headers)
+        check_version(&headers, Dialect::V1)
     }
 
     #[test]
@@ -611,5 +708,16 @@ mod tests {
         let refused = version(Some("0.3")).unwrap_err();
         assert_eq!(refused.code, ErrorCode::VersionNotSupported.code());
         assert!(refused.message.contains("0.3"), "{}", refused.message);
+    }
+
+    #[test]
+    fn protocol_0_3_methods_take_0_3_and_refuse_1() {
+        let mut headers = HeaderMap::new();
+        assert!(check_version(&headers, Dialect::V0_3).is_ok());
+        headers.insert(wire::VERSION_HEADER, "0.3".parse().unwrap());
+        assert!(check_version(&headers, Dialect::V0_3).is_ok());
+        headers.insert(wire::VERSION_HEADER, "1.0".parse().unwrap());
+        let refused = check_version(&headers, Dialect::V0_3).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::VersionNotSupported.code());
     }
 }
