@@ -29,42 +29,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use agentloop_engine::{AgentProfile, Handoffs};
-use agentloop_types::{HandoffHistory, check_agent_name};
-use serde::{Deserialize, Serialize};
+use agentloop_types::check_agent_name;
 
+use crate::config::AgentSection;
 use crate::out::Failure;
 use crate::tools::{self, MinionModel};
-
-/// One agent of the file (its `[agents.NAME]` table).
-#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgentSection {
-    /// What it is for, as a model handing to it reads it.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub description: String,
-    /// Its system prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instructions: Option<String>,
-    /// Its model (default: the run's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// The tools it offers, by name (see `agentloop tool list`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<String>,
-    /// The agents it may hand the conversation to.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub handoffs: Vec<String>,
-    /// What of the history before a handoff to it it sees.
-    #[serde(default, skip_serializing_if = "is_full")]
-    pub history: HandoffHistory,
-    /// How many handoffs one run takes when this agent starts it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_handoffs: Option<u32>,
-}
-
-fn is_full(history: &HandoffHistory) -> bool {
-    *history == HandoffHistory::Full
-}
 
 /// The starting agent, resolved: what the run takes from it, and the
 /// agents it hands off between.
@@ -224,6 +193,7 @@ impl Starting {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use serde::Deserialize;
 
     fn agents(text: &str) -> BTreeMap<String, AgentSection> {
         #[derive(Deserialize)]

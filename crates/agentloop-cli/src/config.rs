@@ -62,7 +62,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agentloop_types::ApprovalPolicies;
+use agentloop_types::{ApprovalPolicies, HandoffHistory};
 use clap::Subcommand;
 use serde::{Deserialize, Serialize};
 
@@ -113,7 +113,7 @@ pub struct Config {
     pub agent: Option<String>,
     /// Declared agents (`[agents.NAME]`), which hand off to each other.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub agents: std::collections::BTreeMap<String, crate::agents::AgentSection>,
+    pub agents: std::collections::BTreeMap<String, AgentSection>,
 }
 
 /// What the file may set for the shell tool (its `[shell]` table).
@@ -297,15 +297,6 @@ impl Config {
         }
     }
 
-    /// The agent `run` or `chat` starts with: `flag` (`--agent`), else the
-    /// file's `agent`; `None` when neither names one.
-    pub fn starting_agent(
-        &self,
-        flag: Option<&str>,
-    ) -> Result<Option<crate::agents::Starting>, Failure> {
-        crate::agents::starting(flag, self.agent.as_deref(), &self.agents)
-    }
-
     /// Fills what the flags left unset: `provider`, `base_url` and `tools`
     /// from the file; `model` too unless `AGENTLOOP_MODEL` is set.
     pub fn fill(
@@ -352,6 +343,37 @@ pub fn command(command: ConfigCommand) -> Outcome {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One agent of the file (its `[agents.NAME]` table).
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSection {
+    /// What it is for, as a model handing to it reads it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Its system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Its model (default: the run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The tools it offers, by name (see `agentloop tool list`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// The agents it may hand the conversation to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handoffs: Vec<String>,
+    /// What of the history before a handoff to it it sees.
+    #[serde(default, skip_serializing_if = "is_full")]
+    pub history: HandoffHistory,
+    /// How many handoffs one run takes when this agent starts it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_handoffs: Option<u32>,
+}
+
+fn is_full(history: &HandoffHistory) -> bool {
+    *history == HandoffHistory::Full
 }
 
 #[cfg(test)]

@@ -113,7 +113,11 @@ fn main() -> ExitCode {
                 &mut args.base_url,
                 &mut args.tools,
             );
-            args.starting = config.starting_agent(args.agent.as_deref())?;
+            args.starting = agents::starting(
+                args.agent.as_deref(),
+                config.agent.as_deref(),
+                &config.agents,
+            )?;
             if let Some(start) = &args.starting {
                 start.fill(
                     &mut args.system,
@@ -175,7 +179,11 @@ fn main() -> ExitCode {
                 &mut args.base_url,
                 &mut args.tools,
             );
-            args.starting = config.starting_agent(args.agent.as_deref())?;
+            args.starting = agents::starting(
+                args.agent.as_deref(),
+                config.agent.as_deref(),
+                &config.agents,
+            )?;
             if let Some(start) = &args.starting {
                 start.fill(
                     &mut args.system,
