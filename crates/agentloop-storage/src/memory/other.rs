@@ -9,8 +9,7 @@ use super::{MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta,
-    Conversation, EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task,
-    WebhookDelivery,
+    Conversation, EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task, WebhookDelivery,
 };
 use crate::store::{
     AttachmentStore, FileStore, RunStore, TaskStore, WEBHOOK_DELIVERIES_KEPT, WebhookStore,
