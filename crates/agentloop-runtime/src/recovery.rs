@@ -233,8 +233,6 @@ impl ChatRuntime {
         })
     }
 
-    /// The chat's latest run when it is an interrupted run that can be
-    /// continued from its stored state.
     /// Whether the chat's last run was interrupted and is waiting for
     /// [`continue_chat`](Self::continue_chat) (a new message would
     /// supersede it instead).
@@ -242,6 +240,8 @@ impl ChatRuntime {
         Ok(self.resumable_run(chat_id).await?.is_some())
     }
 
+    /// The state of the chat's latest run when it is an interrupted run
+    /// that can be continued from it.
     pub(crate) async fn resumable_run(&self, chat_id: &str) -> RuntimeResult<Option<RunState>> {
         let Some(last) = self.store.last_run(chat_id).await? else {
             return Ok(None);

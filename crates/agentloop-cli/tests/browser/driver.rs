@@ -143,8 +143,17 @@ impl Page {
         self.client.execute(script, vec![]).await.unwrap()
     }
 
+    /// The text of the element `css` names, looked up again when a
+    /// re-render replaces it between the lookup and the read.
     pub async fn text_of(&self, css: &str) -> String {
-        self.wait_for(css).await.text().await.unwrap()
+        let mut attempts = 0;
+        loop {
+            match self.wait_for(css).await.text().await {
+                Ok(text) => return text,
+                Err(e) if is_stale(&e) && attempts < 10 => attempts += 1,
+                Err(e) => panic!("reading {css}: {e}"),
+            }
+        }
     }
 
     pub async fn screenshot(&self, name: &str) {
