@@ -208,7 +208,10 @@ async fn before_subagent_blocks_rewrites_and_adds_context() {
     let result = snapshot("subagent_before_decisions", &events);
     assert_eq!(result.status.name(), "complete");
     assert_eq!(asked.lock().unwrap().len(), 3);
-    assert!(!child_ran(&events, "s1"), "a blocked sub-agent never starts");
+    assert!(
+        !child_ran(&events, "s1"),
+        "a blocked sub-agent never starts"
+    );
     assert!(
         !events.iter().any(|e| matches!(
             &e.kind,
@@ -228,8 +231,14 @@ async fn before_subagent_blocks_rewrites_and_adds_context() {
         EventKind::ToolStart(start) if start.tool_use_id == "s2" => Some(start.input.clone()),
         _ => None,
     });
-    assert_eq!(started, Some(json!({"task": "summarise the cleaned notes"})));
-    assert_eq!(results_sent(&provider, 3)[1], ("child answer".into(), false));
+    assert_eq!(
+        started,
+        Some(json!({"task": "summarise the cleaned notes"}))
+    );
+    assert_eq!(
+        results_sent(&provider, 3)[1],
+        ("child answer".into(), false)
+    );
     assert_eq!(
         results_sent(&provider, 3)[2],
         (
@@ -292,7 +301,10 @@ async fn after_subagent_blocks_replaces_and_adds_context() {
     let result = snapshot("subagent_after_decisions", &events);
     assert_eq!(result.status.name(), "complete");
     assert_eq!(asked.lock().unwrap().len(), 3);
-    assert!(child_ran(&events, "s1"), "the sub-agent ran before the block");
+    assert!(
+        child_ran(&events, "s1"),
+        "the sub-agent ran before the block"
+    );
     assert_eq!(
         results_sent(&provider, 3),
         [
@@ -316,12 +328,11 @@ async fn after_subagent_sees_what_after_tool_call_made_of_the_result() {
             is_error: false,
         }
     });
-    let (subagent_hook, asked) =
-        recording("subagent-review", &[HookPoint::AfterSubagent], |_| {
-            HookDecision::AddContext {
-                text: "(reviewed)".into(),
-            }
-        });
+    let (subagent_hook, asked) = recording("subagent-review", &[HookPoint::AfterSubagent], |_| {
+        HookDecision::AddContext {
+            text: "(reviewed)".into(),
+        }
+    });
     let events = events_of(&provider, &[tool_hook, subagent_hook]).await;
     check_invariants(&events);
     assert!(matches!(
@@ -377,7 +388,10 @@ async fn before_subagent_ask_holds_the_start_for_a_person_and_is_never_asked_aga
     }
     let suspended = snapshot("subagent_before_ask", &events);
     assert_eq!(asked.lock().unwrap().len(), 1);
-    assert!(!child_ran(&events, "s1"), "held: the sub-agent has not started");
+    assert!(
+        !child_ran(&events, "s1"),
+        "held: the sub-agent has not started"
+    );
     let (pending, state) = suspension(&suspended);
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].call.id, "s1");
@@ -394,7 +408,11 @@ async fn before_subagent_ask_holds_the_start_for_a_person_and_is_never_asked_aga
     .collect()
     .await;
     insta::assert_snapshot!("subagent_before_ask_resumed", render_events(&resumed));
-    assert_eq!(asked.lock().unwrap().len(), 1, "the hook is not asked again");
+    assert_eq!(
+        asked.lock().unwrap().len(),
+        1,
+        "the hook is not asked again"
+    );
     assert!(child_ran(&resumed, "s1"));
     assert_eq!(
         results_sent(&provider, 1),
@@ -414,11 +432,14 @@ async fn before_subagent_ask_holds_the_start_for_a_person_and_is_never_asked_aga
     assert_eq!(moments(&asked), [("before_subagent", "s1".to_owned())]);
     let (pending, state) = suspension(&result);
     assert_eq!(pending[0].call.id, "s1");
-    let state: RunState =
-        serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
+    let state: RunState = serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
     let result = collect(decide(LoopOptions::default(), state, approve(), deps()).unwrap()).await;
     assert_eq!(result.status.name(), "complete");
-    assert_eq!(asked.lock().unwrap().len(), 1, "the hook is not asked again");
+    assert_eq!(
+        asked.lock().unwrap().len(),
+        1,
+        "the hook is not asked again"
+    );
 }
 
 /// Every decision at both points over the three calls.

@@ -233,8 +233,7 @@ impl RunCore {
             .iter()
             .filter(|c| !waiting.hooked.get(&c.id).is_some_and(|v| v.blocked))
             .filter(|c| {
-                point != HookPoint::AfterSubagent
-                    || agent.find(&c.name).is_some_and(|t| t.subagent)
+                point != HookPoint::AfterSubagent || agent.find(&c.name).is_some_and(|t| t.subagent)
             })
             .filter_map(|c| {
                 let result = waiting.result(&c.id)?;
@@ -403,8 +402,12 @@ impl RunCore {
                     if verdict.rewrite.is_some() {
                         merged.arguments = verdict.rewrite;
                     }
-                    let context: Vec<String> =
-                        merged.context.take().into_iter().chain(verdict.context).collect();
+                    let context: Vec<String> = merged
+                        .context
+                        .take()
+                        .into_iter()
+                        .chain(verdict.context)
+                        .collect();
                     merged.context = (!context.is_empty()).then(|| context.join("\n\n"));
                 }
                 self.waiting = Some(waiting);
