@@ -3,7 +3,10 @@
 //! list`.
 //!
 //! A hook's command gets one JSON object on stdin — the moment
-//! (`agentloop_types::HookInput`, tagged by `event`) plus `cwd` — and
+//! (`agentloop_types::HookInput`, tagged by `event`: for the sub-agent
+//! moments `before_subagent` and `after_subagent`, the call's `tool`,
+//! `tool_use_id` and `arguments` — the sub-agent's task — and after it
+//! ends its `result` and `is_error`) plus `cwd` — and
 //! answers by its exit code: 0 passes (or, with a JSON object on stdout,
 //! decides: `{"decision": "block", "reason": ...}`, `{"decision":
 //! "rewrite", "arguments": {...}}`, `{"decision": "add_context", "text":
@@ -31,10 +34,13 @@ use crate::out::{Failure, Outcome, Stdout};
 pub struct HookEntry {
     /// The moment: `run_start`, `user_prompt_submitted`,
     /// `before_model_call`, `before_compaction`, `before_tool_call`,
-    /// `after_tool_call` or `run_end`.
+    /// `before_subagent`, `after_tool_call`, `after_subagent` or `run_end`.
+    /// The sub-agent moments are asked about calls of tools that start a
+    /// sub-agent (`minion`), after the tool-call moment of the same call.
     pub event: String,
-    /// Tool names it is asked about (tool moments only): `*` any run of
-    /// characters, `|` between alternatives; every tool when absent.
+    /// Tool names it is asked about (tool and sub-agent moments only): `*`
+    /// any run of characters, `|` between alternatives; every tool when
+    /// absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     /// The command, run with `/bin/sh -c` in the current folder.
@@ -106,11 +112,17 @@ impl CommandHook {
         if entry.command.trim().is_empty() {
             return Err("the command is empty".to_owned());
         }
-        if entry.tool.is_some()
-            && !matches!(point, HookPoint::BeforeToolCall | HookPoint::AfterToolCall)
-        {
+        let about_tools = matches!(
+            point,
+            HookPoint::BeforeToolCall
+                | HookPoint::AfterToolCall
+                | HookPoint::BeforeSubagent
+                | HookPoint::AfterSubagent
+        );
+        if entry.tool.is_some() && !about_tools {
             return Err(format!(
-                "`tool` applies to before_tool_call and after_tool_call, not {}",
+                "`tool` applies to before_tool_call, after_tool_call, before_subagent and \
+                 after_subagent, not {}",
                 point.name()
             ));
         }

@@ -430,3 +430,126 @@ command = """if grep -q notes; then echo '{"decision": "rewrite", "arguments": {
         "{stored}"
     );
 }
+
+/// `agentloop run --json` with the `minion` tool over `script` and the
+/// configuration `config`, its stdin a closed pipe. The minion's child
+/// runs on the same scripted provider, so it plays the turns after the
+/// parent's call.
+fn run_minion(home: &Path, config: &str, script: &str) -> Output {
+    let config_dir = home.join("config/agentloop");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::write(config_dir.join("config.toml"), config).unwrap();
+    let path = home.join("script.json");
+    std::fs::write(&path, script).unwrap();
+    let output = command(home)
+        .args(["run", "delegate the notes", "--json", "--tools", "minion"])
+        .args(["--provider", &format!("scripted:{}", path.display())])
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// The parent calls the minion (`t1`), then answers. With no block, the
+/// child would take the `Done.` turn and the parent would find no turn
+/// left.
+const MINION: &str = r#"[
+  {"steps": [{"type": "tool_call", "id": "t1", "name": "minion", "fragments": ["{\"task\": \"summarise notes.txt\"}"]}]},
+  {"steps": [{"type": "text", "chunks": ["Done."]}]}
+]"#;
+
+#[test]
+fn a_before_subagent_hook_that_exits_2_keeps_the_minion_from_starting() {
+    let home = tempfile::tempdir().unwrap();
+    let config = r#"
+[[hooks]]
+event = "before_subagent"
+tool = "minion"
+name = "no-minions"
+command = "cat > seen.json; echo 'no sub-agents in this folder' >&2; exit 2"
+"#;
+    let output = run_minion(home.path(), config, MINION);
+    assert_eq!(
+        hook_events(&output),
+        [json!({
+            "type": "hook", "hook": "no-minions", "point": "before_subagent",
+            "tool_use_id": "t1", "decision": "block", "reason": "no sub-agents in this folder"
+        })]
+    );
+    assert_eq!(
+        result_of_t1(&output),
+        (
+            "Blocked by hook `no-minions`: no sub-agents in this folder".to_owned(),
+            true
+        )
+    );
+    let all = events(&output);
+    assert!(
+        !all.iter().any(|e| e["type"] == "tool_start"),
+        "the minion never started"
+    );
+    let last = all.last().unwrap();
+    assert_eq!(last["type"], "finished");
+    assert_eq!(last["result"]["status"], "complete", "{last}");
+    // What the command read: the sub-agent moment with the minion's task.
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("seen.json")).unwrap())
+            .unwrap();
+    assert_eq!(seen["event"], "before_subagent");
+    assert_eq!(seen["tool"], "minion");
+    assert_eq!(seen["tool_use_id"], "t1");
+    assert_eq!(seen["arguments"]["task"], "summarise notes.txt");
+    assert!(seen["run_id"].is_string());
+
+    let listed = command(home.path())
+        .args(["hooks", "list"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).starts_with("before_subagent\ttool=minion\t"),
+        "{}",
+        String::from_utf8_lossy(&listed.stdout)
+    );
+}
+
+#[test]
+fn an_after_subagent_hook_replaces_the_minions_answer() {
+    let home = tempfile::tempdir().unwrap();
+    let config = r#"
+[[hooks]]
+event = "after_subagent"
+name = "review"
+command = """cat > seen.json; echo '{"decision": "replace", "result": "The minion found nothing to report."}'"""
+"#;
+    let script = r#"[
+  {"steps": [{"type": "tool_call", "id": "t1", "name": "minion", "fragments": ["{\"task\": \"summarise notes.txt\"}"]}]},
+  {"steps": [{"type": "text", "chunks": ["The notes mention a password."]}]},
+  {"steps": [{"type": "text", "chunks": ["Done."]}]}
+]"#;
+    let output = run_minion(home.path(), config, script);
+    assert_eq!(hook_events(&output)[0]["point"], "after_subagent");
+    assert_eq!(hook_events(&output)[0]["decision"], "replace");
+    assert_eq!(
+        result_of_t1(&output),
+        ("The minion found nothing to report.".to_owned(), false)
+    );
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("seen.json")).unwrap())
+            .unwrap();
+    assert_eq!(seen["event"], "after_subagent");
+    assert!(
+        seen["result"]
+            .as_str()
+            .unwrap()
+            .contains("The notes mention a password."),
+        "{seen}"
+    );
+    assert_eq!(seen["is_error"], false);
+}

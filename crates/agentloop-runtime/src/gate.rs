@@ -105,6 +105,9 @@ impl Tool for GatedTool {
     fn is_skill(&self) -> bool {
         self.inner.is_skill()
     }
+    fn runs_subagent(&self) -> bool {
+        self.inner.runs_subagent()
+    }
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {
         let gate = self.gate.clone();
         let inner = Arc::clone(&self.inner);

@@ -94,6 +94,9 @@ impl Tool for Unattended {
     fn is_skill(&self) -> bool {
         self.0.is_skill()
     }
+    fn runs_subagent(&self) -> bool {
+        self.0.runs_subagent()
+    }
     fn definition(&self) -> ToolDefinition {
         self.0.definition()
     }

@@ -17,8 +17,19 @@
 //! | `before_model_call` | ✓ | run ends `error` (`blocked`) | | | a user message before the call | | |
 //! | `before_compaction` | ✓ | the request goes out uncompacted | | | kept in what stands in for the compacted turns | | |
 //! | `before_tool_call` | ✓ | the call does not run; its result is the reason | held for a person's approval | the call runs with these arguments | appended to the call's result | | |
+//! | `before_subagent` | ✓ | the sub-agent never starts; its call's result is the reason | held for a person's approval | the sub-agent starts with these arguments | appended to the call's result | | |
 //! | `after_tool_call` | ✓ | the result becomes an error carrying the reason | | | appended to the result | the result's text | |
+//! | `after_subagent` | ✓ | the result becomes an error carrying the reason | | | appended to the result | the result's text | |
 //! | `run_end` | ✓ | run ends `error` (`blocked`): the answer is withheld | | | | | the model is called once more with the reason (bounded) |
+//!
+//! The sub-agent points are asked about calls of tools that run a child
+//! agent ([`Tool::runs_subagent`](crate::Tool::runs_subagent), the minion
+//! tool among them), after the tool-call point of the same call:
+//! `before_tool_call` first, then `before_subagent` (with the arguments a
+//! `before_tool_call` hook rewrote, and not for a call it blocked), then
+//! any approval; once the call has a result, `after_tool_call`, then
+//! `after_subagent` (seeing what `after_tool_call` hooks made of it). A
+//! call that resumes a suspended child run is not asked about again.
 //!
 //! A decision that does not apply at its point is recorded with
 //! `ignored: true` and changes nothing. With several hooks at one point,
@@ -52,8 +63,15 @@ pub enum HookPoint {
     /// A tool call is about to run (after the engine's own checks: an
     /// unknown tool or bad arguments never reach a hook).
     BeforeToolCall,
+    /// A call of a tool that runs a sub-agent is about to start it: asked
+    /// after `before_tool_call`, for the calls it let through.
+    BeforeSubagent,
     /// A tool call ran; its result is not committed yet.
     AfterToolCall,
+    /// A call of a tool that runs a sub-agent has its result (the
+    /// sub-agent ended); asked after `after_tool_call`, before the result
+    /// is committed.
+    AfterSubagent,
     /// The model answered without a tool call and the run is about to
     /// complete.
     RunEnd,
@@ -61,13 +79,15 @@ pub enum HookPoint {
 
 impl HookPoint {
     /// Every point, in lifecycle order.
-    pub const ALL: [HookPoint; 7] = [
+    pub const ALL: [HookPoint; 9] = [
         HookPoint::RunStart,
         HookPoint::UserPromptSubmitted,
         HookPoint::BeforeModelCall,
         HookPoint::BeforeCompaction,
         HookPoint::BeforeToolCall,
+        HookPoint::BeforeSubagent,
         HookPoint::AfterToolCall,
+        HookPoint::AfterSubagent,
         HookPoint::RunEnd,
     ];
 
@@ -79,7 +99,9 @@ impl HookPoint {
             HookPoint::BeforeModelCall => "before_model_call",
             HookPoint::BeforeCompaction => "before_compaction",
             HookPoint::BeforeToolCall => "before_tool_call",
+            HookPoint::BeforeSubagent => "before_subagent",
             HookPoint::AfterToolCall => "after_tool_call",
+            HookPoint::AfterSubagent => "after_subagent",
             HookPoint::RunEnd => "run_end",
         }
     }
@@ -139,6 +161,19 @@ pub enum HookInput {
         /// The arguments the model gave.
         arguments: Value,
     },
+    /// A call of a tool that runs a sub-agent is about to start it.
+    BeforeSubagent {
+        /// The run making the call (the sub-agent's parent).
+        run_id: String,
+        /// The call's id.
+        tool_use_id: String,
+        /// The tool.
+        tool: String,
+        /// The arguments the sub-agent starts with: its task (for the
+        /// minion tool, `task` and an optional `chat_id`), after any
+        /// `before_tool_call` rewrite.
+        arguments: Value,
+    },
     /// A tool call ran.
     AfterToolCall {
         /// The run.
@@ -152,6 +187,21 @@ pub enum HookInput {
         /// The result's text.
         result: String,
         /// Whether the result is an error.
+        is_error: bool,
+    },
+    /// A call of a tool that runs a sub-agent has its result.
+    AfterSubagent {
+        /// The run making the call (the sub-agent's parent).
+        run_id: String,
+        /// The call's id.
+        tool_use_id: String,
+        /// The tool.
+        tool: String,
+        /// The arguments the sub-agent ran with.
+        arguments: Value,
+        /// The result's text: the sub-agent's answer, or why it failed.
+        result: String,
+        /// Whether the result is an error (the sub-agent failed).
         is_error: bool,
     },
     /// The run is about to complete with the model's answer.
@@ -178,7 +228,9 @@ impl HookInput {
             HookInput::BeforeModelCall { .. } => HookPoint::BeforeModelCall,
             HookInput::BeforeCompaction { .. } => HookPoint::BeforeCompaction,
             HookInput::BeforeToolCall { .. } => HookPoint::BeforeToolCall,
+            HookInput::BeforeSubagent { .. } => HookPoint::BeforeSubagent,
             HookInput::AfterToolCall { .. } => HookPoint::AfterToolCall,
+            HookInput::AfterSubagent { .. } => HookPoint::AfterSubagent,
             HookInput::RunEnd { .. } => HookPoint::RunEnd,
         }
     }
@@ -187,7 +239,9 @@ impl HookInput {
     pub fn tool_use_id(&self) -> Option<&str> {
         match self {
             HookInput::BeforeToolCall { tool_use_id, .. }
-            | HookInput::AfterToolCall { tool_use_id, .. } => Some(tool_use_id),
+            | HookInput::BeforeSubagent { tool_use_id, .. }
+            | HookInput::AfterToolCall { tool_use_id, .. }
+            | HookInput::AfterSubagent { tool_use_id, .. } => Some(tool_use_id),
             HookInput::RunStart { .. }
             | HookInput::UserPromptSubmitted { .. }
             | HookInput::BeforeModelCall { .. }
@@ -199,9 +253,10 @@ impl HookInput {
     /// The tool it is about, if any.
     pub fn tool(&self) -> Option<&str> {
         match self {
-            HookInput::BeforeToolCall { tool, .. } | HookInput::AfterToolCall { tool, .. } => {
-                Some(tool)
-            }
+            HookInput::BeforeToolCall { tool, .. }
+            | HookInput::BeforeSubagent { tool, .. }
+            | HookInput::AfterToolCall { tool, .. }
+            | HookInput::AfterSubagent { tool, .. } => Some(tool),
             HookInput::RunStart { .. }
             | HookInput::UserPromptSubmitted { .. }
             | HookInput::BeforeModelCall { .. }
@@ -225,7 +280,8 @@ pub enum HookDecision {
         /// Why.
         reason: String,
     },
-    /// Hold the tool call for a person's approval, with this reason.
+    /// Hold the tool call (or the sub-agent's start) for a person's
+    /// approval, with this reason.
     Ask {
         /// Why.
         reason: String,
@@ -275,9 +331,11 @@ impl HookDecision {
         match self {
             HookDecision::Pass => true,
             HookDecision::Block { .. } => true,
-            HookDecision::Ask { .. } | HookDecision::Rewrite { .. } => point == P::BeforeToolCall,
+            HookDecision::Ask { .. } | HookDecision::Rewrite { .. } => {
+                matches!(point, P::BeforeToolCall | P::BeforeSubagent)
+            }
             HookDecision::AddContext { .. } => point != P::RunEnd,
-            HookDecision::Replace { .. } => point == P::AfterToolCall,
+            HookDecision::Replace { .. } => matches!(point, P::AfterToolCall | P::AfterSubagent),
             HookDecision::Continue { .. } => point == P::RunEnd,
         }
     }

@@ -213,6 +213,12 @@ pub trait Tool: Send + Sync {
     fn is_skill(&self) -> bool {
         false
     }
+    /// True when a call starts a sub-agent (a child agent run, as the
+    /// minion tool does): the run's `before_subagent` and `after_subagent`
+    /// hooks are asked about its calls.
+    fn runs_subagent(&self) -> bool {
+        false
+    }
     /// Starts a call. The stream yields progress and ends with
     /// [`ToolOutput::Done`]; dropping it abandons the call.
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream;

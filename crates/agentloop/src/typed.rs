@@ -60,6 +60,9 @@ pub trait TypedTool: Send + Sync + 'static {
     /// Whether a call must not run at the same time as other calls of its
     /// turn (see [`Tool::runs_alone`]).
     const RUNS_ALONE: bool = false;
+    /// Whether a call starts a sub-agent, so the run's `before_subagent`
+    /// and `after_subagent` hooks see it (see [`Tool::runs_subagent`]).
+    const RUNS_SUBAGENT: bool = false;
 
     /// The arguments; its JSON schema is what the model is shown.
     type Args: DeserializeOwned + JsonSchema + Send;
@@ -107,6 +110,10 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn runs_alone(&self) -> bool {
         T::RUNS_ALONE
+    }
+
+    fn runs_subagent(&self) -> bool {
+        T::RUNS_SUBAGENT
     }
 
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {

@@ -155,6 +155,9 @@ pub struct OfferedTool {
     /// Which of its calls wait for approval, unless the run's options say
     /// otherwise.
     pub approval: ApprovalPolicy,
+    /// Its calls start a sub-agent: the `before_subagent` and
+    /// `after_subagent` hooks are asked about them.
+    pub subagent: bool,
 }
 
 impl OfferedTool {
@@ -165,6 +168,7 @@ impl OfferedTool {
             runs_alone: tool.runs_alone(),
             options: tool.options(),
             approval: tool.approval(),
+            subagent: tool.runs_subagent(),
         }
     }
 }
@@ -177,6 +181,7 @@ impl From<ToolDefinition> for OfferedTool {
             runs_alone: false,
             options: Vec::new(),
             approval: ApprovalPolicy::Never,
+            subagent: false,
         }
     }
 }

@@ -358,6 +358,7 @@ fn the_core_resolves_options_and_says_which_calls_run_alone() {
             description: "shout".into(),
         }],
         approval: Default::default(),
+        subagent: false,
     };
     let mut options = LoopOptions::default();
     let mut configured = serde_json::Map::new();

@@ -1,7 +1,7 @@
 //! What a tool step that waits for a person keeps between its rounds of
 //! calls (the run core's methods over it are in `run_core::waiting`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use agentloop_types::{ChildResume, PendingCall, ToolResult};
 use serde::{Deserialize, Serialize};
@@ -30,16 +30,24 @@ pub(crate) struct Waiting {
     /// with the decisions for them once given.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) children: BTreeMap<String, ChildResume>,
-    /// What `before_tool_call` hooks decided, by call id: a call listed
-    /// here is never asked about again.
+    /// What `before_tool_call` hooks decided, by call id, merged with what
+    /// `before_subagent` hooks decided about the same call: a call listed
+    /// here is never asked about at `before_tool_call` again.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) hooked: BTreeMap<String, ToolVerdict>,
+    /// Calls `before_subagent` hooks were asked about: never asked again.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub(crate) subagents_asked: BTreeSet<String>,
     /// Whether `after_tool_call` hooks have seen the step's results.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) reviewed: bool,
+    /// Whether `after_subagent` hooks have seen the step's results.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) subagents_reviewed: bool,
 }
 
-/// The `before_tool_call` hooks' combined decision about one call.
+/// The combined decision of the hooks before one call runs
+/// (`before_tool_call`, then `before_subagent`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ToolVerdict {
     /// A hook blocked it: its result is in `done`.

@@ -450,6 +450,10 @@ impl Tool for MinionTool {
         input_schema::<MinionInput>()
     }
 
+    fn runs_subagent(&self) -> bool {
+        true
+    }
+
     fn options(&self) -> Vec<ToolOptionSpec> {
         vec![
             model_option(

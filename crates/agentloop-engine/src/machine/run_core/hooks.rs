@@ -3,7 +3,11 @@
 //! ([`PendingHook`]); the driver asks the hooks and answers
 //! [`Input::Hooked`](crate::machine::Input::Hooked); the core records each
 //! answer as a `hook` event, combines them (see [`agentloop_types::hook`])
-//! and goes on. What a decision changed is stored with the run (the tool
+//! and goes on. A tool step asks in rounds: `before_tool_call`, then
+//! `before_subagent` for calls of tools that run a sub-agent; once every
+//! call has a result, `after_tool_call`, then `after_subagent` (both
+//! sub-agent rounds reuse the tool stages: their decisions apply the same
+//! way). What a decision changed is stored with the run (the tool
 //! step's [`Waiting`] record, committed messages, the continue count), so
 //! a resumed run never asks again for a decision it already has; a stored
 //! [`PendingHook`] is asked again, since its answers never arrived.
@@ -18,7 +22,7 @@ use super::{Env, ModelCall, RunCore, ToolOffer};
 use crate::machine::compaction::PlannedCompaction;
 use crate::machine::hook_steps::{AfterHooks, HookStage, PendingHook};
 use crate::machine::protocol::Step;
-use crate::machine::waits::{ToolVerdict, Waiting};
+use crate::machine::waits::Waiting;
 
 /// The answers about one moment, combined.
 #[derive(Debug, Default)]
@@ -151,15 +155,86 @@ impl RunCore {
         Some(self.ask_hooks(HookStage::Tools, requests))
     }
 
-    /// The `after_tool_call` requests for the step's results.
-    pub(crate) fn result_requests(
+    /// After the `before_tool_call` hooks decided: the `before_subagent`
+    /// hooks for the calls of tools that run a sub-agent, when some are
+    /// registered, for the calls they have not been asked about that no
+    /// hook blocked and no person approved.
+    pub(crate) fn subagent_hooks(
+        &mut self,
+        env: &Env,
+        waiting: &Waiting,
+        calls: &[ToolUseBlock],
+    ) -> Option<Step> {
+        if !env.hooks.wants(HookPoint::BeforeSubagent) {
+            return None;
+        }
+        let agent = self.speaking(env);
+        let requests: Vec<HookInput> = calls
+            .iter()
+            .filter(|c| agent.find(&c.name).is_some_and(|t| t.subagent))
+            .filter(|c| {
+                !waiting.subagents_asked.contains(&c.id)
+                    && !waiting.approved.contains_key(&c.id)
+                    && !waiting.hooked.get(&c.id).is_some_and(|v| v.blocked)
+            })
+            .map(|c| HookInput::BeforeSubagent {
+                run_id: self.state.run_id.clone(),
+                tool_use_id: c.id.clone(),
+                tool: c.name.clone(),
+                arguments: c.input.clone(),
+            })
+            .collect();
+        if requests.is_empty() {
+            return None;
+        }
+        Some(self.ask_hooks(HookStage::Tools, requests))
+    }
+
+    /// Once every call of the step has a result: the `after_tool_call`
+    /// hooks, then the `after_subagent` hooks for the calls of tools that
+    /// run a sub-agent, each round when some hook is registered for it and
+    /// has not seen the results. What a round saw is noted in `waiting`,
+    /// which the caller stores.
+    pub(crate) fn result_hooks(
+        &mut self,
+        env: &Env,
+        calls: &[ToolUseBlock],
+        waiting: &mut Waiting,
+    ) -> Option<Step> {
+        if env.hooks.wants(HookPoint::AfterToolCall) && !waiting.reviewed {
+            waiting.reviewed = true;
+            let requests = self.result_requests(env, HookPoint::AfterToolCall, calls, waiting);
+            if !requests.is_empty() {
+                return Some(self.ask_hooks(HookStage::Results, requests));
+            }
+        }
+        if env.hooks.wants(HookPoint::AfterSubagent) && !waiting.subagents_reviewed {
+            waiting.subagents_reviewed = true;
+            let requests = self.result_requests(env, HookPoint::AfterSubagent, calls, waiting);
+            if !requests.is_empty() {
+                return Some(self.ask_hooks(HookStage::Results, requests));
+            }
+        }
+        None
+    }
+
+    /// The `after_tool_call` (or `after_subagent`) requests for the step's
+    /// results: every call with a result that no hook blocked before it
+    /// ran (`after_subagent`: of the calls of tools that run a sub-agent).
+    fn result_requests(
         &self,
+        env: &Env,
+        point: HookPoint,
         calls: &[ToolUseBlock],
         waiting: &Waiting,
     ) -> Vec<HookInput> {
+        let agent = self.speaking(env);
         calls
             .iter()
             .filter(|c| !waiting.hooked.get(&c.id).is_some_and(|v| v.blocked))
+            .filter(|c| {
+                point != HookPoint::AfterSubagent || agent.find(&c.name).is_some_and(|t| t.subagent)
+            })
             .filter_map(|c| {
                 let result = waiting.result(&c.id)?;
                 let arguments = waiting
@@ -168,21 +243,30 @@ impl RunCore {
                     .or_else(|| waiting.hooked.get(&c.id).and_then(|v| v.arguments.as_ref()))
                     .cloned()
                     .unwrap_or_else(|| c.input.clone());
-                Some(HookInput::AfterToolCall {
-                    run_id: self.state.run_id.clone(),
-                    tool_use_id: c.id.clone(),
-                    tool: c.name.clone(),
-                    arguments,
-                    result: result.content.clone(),
-                    is_error: result.is_error,
+                let (run_id, tool_use_id, tool) =
+                    (self.state.run_id.clone(), c.id.clone(), c.name.clone());
+                let (result, is_error) = (result.content.clone(), result.is_error);
+                Some(if point == HookPoint::AfterSubagent {
+                    HookInput::AfterSubagent {
+                        run_id,
+                        tool_use_id,
+                        tool,
+                        arguments,
+                        result,
+                        is_error,
+                    }
+                } else {
+                    HookInput::AfterToolCall {
+                        run_id,
+                        tool_use_id,
+                        tool,
+                        arguments,
+                        result,
+                        is_error,
+                    }
                 })
             })
             .collect()
-    }
-
-    /// Asks the `after_tool_call` hooks, storing `waiting`.
-    pub(crate) fn ask_result_hooks(&mut self, requests: Vec<HookInput>) -> Step {
-        self.ask_hooks(HookStage::Results, requests)
     }
 
     /// Before completing with `text`: the `run_end` hooks, when some are
@@ -294,26 +378,37 @@ impl RunCore {
                 AfterHooks::Step(step)
             }
             HookStage::Tools => {
+                // `before_tool_call` answers come first; `before_subagent`
+                // answers about the same call are merged into its verdict.
                 let mut waiting = self.waiting.take().unwrap_or_default();
                 for (input, verdict) in combined {
                     let Some(id) = input.tool_use_id().map(str::to_owned) else {
                         continue;
                     };
-                    let blocked = verdict.block.is_some();
-                    if let Some((by, name, reason)) = verdict.block {
-                        let text = format!("Blocked by {by} `{name}`: {reason}");
-                        waiting.done.push((id.clone(), ToolResult::error(text)));
+                    if input.point() == HookPoint::BeforeSubagent {
+                        waiting.subagents_asked.insert(id.clone());
                     }
-                    waiting.hooked.insert(
-                        id,
-                        ToolVerdict {
-                            blocked,
-                            ask: verdict.ask,
-                            arguments: verdict.rewrite,
-                            context: (!verdict.context.is_empty())
-                                .then(|| verdict.context.join("\n\n")),
-                        },
-                    );
+                    let merged = waiting.hooked.entry(id.clone()).or_default();
+                    if let Some((by, name, reason)) = verdict.block
+                        && !merged.blocked
+                    {
+                        merged.blocked = true;
+                        let text = format!("Blocked by {by} `{name}`: {reason}");
+                        waiting.done.push((id, ToolResult::error(text)));
+                    }
+                    if merged.ask.is_none() {
+                        merged.ask = verdict.ask;
+                    }
+                    if verdict.rewrite.is_some() {
+                        merged.arguments = verdict.rewrite;
+                    }
+                    let context: Vec<String> = merged
+                        .context
+                        .take()
+                        .into_iter()
+                        .chain(verdict.context)
+                        .collect();
+                    merged.context = (!context.is_empty()).then(|| context.join("\n\n"));
                 }
                 self.waiting = Some(waiting);
                 let calls = match &self.state.phase {
@@ -352,7 +447,6 @@ impl RunCore {
                             format!("{}\n\n{}", result.content, verdict.context.join("\n\n"));
                     }
                 }
-                waiting.reviewed = true;
                 self.waiting = Some(waiting);
                 AfterHooks::Settle
             }

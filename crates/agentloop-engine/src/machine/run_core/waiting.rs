@@ -72,7 +72,10 @@ impl RunCore {
             .filter(|p| p.answer.is_none() && !waiting.children.contains_key(&p.call.id))
             .map(|p| p.call.clone())
             .collect();
-        if let Some(step) = self.tool_hooks(env, &waiting, &asked) {
+        if let Some(step) = self
+            .tool_hooks(env, &waiting, &asked)
+            .or_else(|| self.subagent_hooks(env, &waiting, &asked))
+        {
             self.waiting = Some(waiting);
             return step;
         }
@@ -179,13 +182,9 @@ impl RunCore {
         }
         self.state.totals += child_tokens;
         if waiting.pending.is_empty() {
-            if env.hooks.wants(agentloop_types::HookPoint::AfterToolCall) && !waiting.reviewed {
-                let requests = self.result_requests(&calls, &waiting);
-                waiting.reviewed = true;
-                if !requests.is_empty() {
-                    self.waiting = Some(waiting);
-                    return Err(self.ask_result_hooks(requests));
-                }
+            if let Some(step) = self.result_hooks(env, &calls, &mut waiting) {
+                self.waiting = Some(waiting);
+                return Err(step);
             }
             let results = waiting
                 .done
