@@ -54,6 +54,8 @@
 //! restate_admin = "http://127.0.0.1:9070"
 //! restate_bind = "127.0.0.1:9080"   # this process's Restate service endpoint
 //! restate_protocol = "http1"         # http2 (default) or http1 (one request per step)
+//! rate_limit = 100              # requests a second per client (user, else address), or "off"
+//! rate_burst = 200              # requests at once above that (default: twice rate_limit)
 //! ```
 //!
 //! Keys go in the environment or in `keys.env` beside this file (see
@@ -176,6 +178,12 @@ pub struct ServeConfig {
     /// Default `--restate-protocol`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restate_protocol: Option<RestateProtocol>,
+    /// Default `--rate-limit`: requests a second per client, or `"off"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateSetting>,
+    /// Default `--rate-burst`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_burst: Option<std::num::NonZeroU32>,
 }
 
 impl ServeConfig {
@@ -187,6 +195,65 @@ impl ServeConfig {
             && self.restate_bind.is_none()
             && self.restate_endpoint_url.is_none()
             && self.restate_protocol.is_none()
+            && self.rate_limit.is_none()
+            && self.rate_burst.is_none()
+    }
+}
+
+/// A server's per-client request rate (`--rate-limit`, `[serve]
+/// rate_limit`): a number of requests a second, or off (`off`, or 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateSetting {
+    /// No limit.
+    Off,
+    /// This many requests a second per client.
+    PerSecond(std::num::NonZeroU32),
+}
+
+impl RateSetting {
+    fn from_count(count: u32) -> Self {
+        std::num::NonZeroU32::new(count).map_or(Self::Off, Self::PerSecond)
+    }
+}
+
+impl std::str::FromStr for RateSetting {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text.trim().eq_ignore_ascii_case("off") {
+            return Ok(Self::Off);
+        }
+        text.trim()
+            .parse::<u32>()
+            .map(Self::from_count)
+            .map_err(|e| format!("{e}: requests a second (a whole number), or `off` (or 0)"))
+    }
+}
+
+impl Serialize for RateSetting {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Off => serializer.serialize_str("off"),
+            Self::PerSecond(n) => serializer.serialize_u32(n.get()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RateSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Count(u32),
+            Text(String),
+        }
+        match Written::deserialize(deserializer) {
+            Ok(Written::Count(count)) => Ok(Self::from_count(count)),
+            Ok(Written::Text(text)) => text.parse().map_err(serde::de::Error::custom),
+            Err(_) => Err(serde::de::Error::custom(
+                "rate_limit: requests a second (a whole number), or \"off\" (or 0)",
+            )),
+        }
     }
 }
 
@@ -410,6 +477,28 @@ mod tests {
             wrong.contains("ask") && wrong.contains("unattended"),
             "{wrong}"
         );
+    }
+
+    #[test]
+    fn the_serve_table_sets_the_rate_limit_as_a_number_or_off() {
+        let config: Config = toml::from_str("[serve]\nrate_limit = 5\nrate_burst = 7\n").unwrap();
+        assert_eq!(
+            config.serve.rate_limit,
+            Some(RateSetting::PerSecond(5.try_into().unwrap()))
+        );
+        assert_eq!(config.serve.rate_burst, Some(7.try_into().unwrap()));
+        for off in ["rate_limit = \"off\"", "rate_limit = 0"] {
+            let config: Config = toml::from_str(&format!("[serve]\n{off}\n")).unwrap();
+            assert_eq!(config.serve.rate_limit, Some(RateSetting::Off), "{off}");
+        }
+        let shown = toml::to_string(&config.serve).unwrap();
+        assert!(shown.contains("rate_limit = 5"), "{shown}");
+        for wrong in ["rate_limit = \"fast\"", "rate_limit = -1", "rate_burst = 0"] {
+            assert!(
+                toml::from_str::<Config>(&format!("[serve]\n{wrong}\n")).is_err(),
+                "{wrong} was accepted"
+            );
+        }
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! the HTTP server of `agentloop-server` and the commands that manage its
 //! store directly.
 
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use agentloop_server::config::RateLimit;
 use agentloop_server::listener::{ConnectionLimits, serve_bounded};
 use agentloop_server::{AgentPrompts, Server, ServerConfig, shutdown_signal};
 use agentloop_storage::StorageError;
@@ -13,7 +15,7 @@ use agentloop_storage::model::now_millis;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
 
-use crate::config::{ServeApprovals, ServeConfig, ServeEngine};
+use crate::config::{RateSetting, ServeApprovals, ServeConfig, ServeEngine};
 use crate::db::{self, Access};
 use crate::logging::LogFormat;
 use crate::out::{Failure, Outcome, Stdout};
@@ -121,6 +123,17 @@ pub struct ServeArgs {
     /// or idle between requests) before it is closed (at least 1).
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub header_timeout_ms: u64,
+    /// Requests a second each client may keep up — a client is the user
+    /// a valid token (or session cookie) names, else the peer address —
+    /// past which it is answered 429 with `Retry-After`; a stream counts
+    /// once, when it opens. `off` (or 0): no limit. Default: the
+    /// configuration file's `[serve] rate_limit`, else 100.
+    #[arg(long, value_name = "PER_SECOND|off")]
+    pub rate_limit: Option<RateSetting>,
+    /// Requests a client may send at once above the steady rate (at least
+    /// 1). Default: `[serve] rate_burst`, else twice the rate.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_burst: Option<u32>,
     /// Whether projects' file writes and JavaScript calls wait for a
     /// person: `unattended` (the default: they run without asking, the fs
     /// tool jailed to the project folder and JavaScript sandboxed) or
@@ -330,6 +343,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             max_connections: args.max_connections.max(1),
             header_timeout: Duration::from_millis(args.header_timeout_ms.max(1)),
         };
+        config.rate_limit = rate_limit(&args, &serve_config);
         config.lease_ttl = Duration::from_millis(args.lease_ms.max(1));
         config.heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
         config.claim_interval = Duration::from_millis(args.claim_interval_ms.max(1));
@@ -343,10 +357,12 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             .local_addr()
             .map_err(|e| format!("cannot read the bound address: {e}"))?;
         eprintln!(
-            "agentloop: serving on http://{address} (store: {}, projects in {}, approvals: {})",
+            "agentloop: serving on http://{address} (store: {}, projects in {}, approvals: {}, \
+             rate limit: {})",
             db::describe(args.db.as_deref()),
             projects_root.display(),
-            config.approvals.as_str()
+            config.approvals.as_str(),
+            describe_rate(config.rate_limit)
         );
         let restate_client = match &restate {
             Some(settings) => {
@@ -382,6 +398,34 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         eprintln!("agentloop: stopped");
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The per-client rate (flags over the configuration file over the
+/// server's default); the burst defaults to twice the rate.
+fn rate_limit(args: &ServeArgs, config: &ServeConfig) -> Option<RateLimit> {
+    let per_second = match args.rate_limit.or(config.rate_limit) {
+        Some(RateSetting::Off) => return None,
+        Some(RateSetting::PerSecond(n)) => n,
+        None => RateLimit::default().per_second,
+    };
+    let burst = args
+        .rate_burst
+        .and_then(NonZeroU32::new)
+        .or(config.rate_burst)
+        .unwrap_or_else(|| {
+            NonZeroU32::new(per_second.get().saturating_mul(2)).unwrap_or(per_second)
+        });
+    Some(RateLimit { per_second, burst })
+}
+
+fn describe_rate(limit: Option<RateLimit>) -> String {
+    match limit {
+        Some(limit) => format!(
+            "{}/s per client, bursts of {}",
+            limit.per_second, limit.burst
+        ),
+        None => "off".to_owned(),
+    }
 }
 
 /// The Restate settings of `--engine restate` (flags over the

@@ -1,5 +1,5 @@
 //! Server configuration: the model provider, agent prompts, leases and
-//! request limits.
+//! request limits (size, time, rate).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +8,7 @@ use agentloop_storage::model::{AgentType, ApprovalMode};
 use agentloop_types::{ModelProvider, Tool};
 
 use crate::listener::ConnectionLimits;
+pub use crate::rate_limit::RateLimit;
 
 /// The three agent prompts (seed 004's `generate*Message`). `{task_doc_path}`
 /// and `{task_id}` are replaced in each.
@@ -102,6 +103,9 @@ pub struct ServerConfig {
     pub live_capacity: usize,
     /// Bounds on open connections and slow request heads.
     pub connections: ConnectionLimits,
+    /// Requests per client (user, else peer address; see
+    /// [`crate::rate_limit`]); `None`: no limit.
+    pub rate_limit: Option<RateLimit>,
     /// Whether projects may name MCP servers (`mcpServers`) for their runs.
     /// Off by default: a stdio server is a program the server host runs, so
     /// only an operator who trusts every user turns it on.
@@ -168,6 +172,7 @@ impl ServerConfig {
             projects_root: None,
             live_capacity: 256,
             connections: ConnectionLimits::default(),
+            rate_limit: Some(RateLimit::default()),
             allow_project_mcp: false,
             shell_tool: None,
             approvals: ApprovalMode::Unattended,

@@ -80,6 +80,7 @@ pub mod local_run;
 pub mod metrics;
 pub mod policy;
 pub mod project_agents;
+pub mod rate_limit;
 pub mod recovery;
 pub mod run_log;
 pub mod run_tools;

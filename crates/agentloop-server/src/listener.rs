@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use agentloop_types::CancellationToken;
 use axum::Router;
+use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -83,9 +84,9 @@ pub async fn serve_bounded(
             },
             () = shutdown.cancelled() => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(_) => {
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
                     continue;
@@ -99,9 +100,11 @@ pub async fn serve_bounded(
             linger: linger.clone(),
         });
         let routes = TowerToHyperService::new(app.clone());
-        // Each request carries its connection's flag to the middleware.
+        // Each request carries its connection's flag to the middleware,
+        // and its peer's address (as `axum::serve` would) to the rate limit.
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(linger.clone());
+            request.extensions_mut().insert(ConnectInfo(peer));
             hyper::service::Service::call(&routes, request)
         });
         let connection = http1::Builder::new()

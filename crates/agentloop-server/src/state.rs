@@ -15,6 +15,7 @@ use crate::heartbeat::{Heartbeat, Renewer, Watched};
 use crate::lease::Lease;
 pub use crate::local_run::{Halt, LocalRun};
 use crate::metrics::{Metrics, Scraped};
+use crate::rate_limit::ClientLimiter;
 
 /// Capacity of the owner notification channel.
 const NOTICE_CHANNEL: usize = 1024;
@@ -47,11 +48,17 @@ pub struct AppState {
     pub appends: Arc<AppendWakers>,
     /// Renews the leases of the runs executing here, all at once.
     pub heartbeat: Arc<Heartbeat>,
+    /// Each client's request rate; `None` when the configuration sets no
+    /// limit.
+    pub rates: Option<Arc<ClientLimiter>>,
 }
 
 impl AppState {
     /// State around a store and a configuration.
     pub fn new(store: Arc<dyn Store>, config: ServerConfig) -> Self {
+        let rates = config
+            .rate_limit
+            .map(|limit| Arc::new(ClientLimiter::new(limit)));
         Self {
             store,
             config: Arc::new(config),
@@ -61,6 +68,7 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             appends: Arc::new(AppendWakers::default()),
             heartbeat: Arc::new(Heartbeat::default()),
+            rates,
         }
     }
 

@@ -69,11 +69,11 @@ impl FromRequestParts<AppState> for AuthUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         if let Some(token) = bearer(parts) {
-            return Ok(Self(authenticate(state, &token).await?));
+            return Ok(Self(authenticate_request(parts, state, &token).await?));
         }
         let session = session_cookie(&parts.headers).ok_or_else(ApiError::unauthorized)?;
         check_csrf(parts, &session)?;
-        Ok(Self(authenticate(state, &session).await?))
+        Ok(Self(authenticate_request(parts, state, &session).await?))
     }
 }
 
@@ -87,19 +87,15 @@ impl FromRequestParts<AppState> for WsUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let query = parts.uri.query().and_then(|q| {
-            q.split('&')
-                .find_map(|pair| pair.strip_prefix("token=").map(str::to_owned))
-        });
         let token = bearer(parts)
-            .or(query)
+            .or_else(|| query_token(parts))
             .or_else(|| {
                 same_origin(parts)
                     .then(|| session_cookie(&parts.headers))
                     .flatten()
             })
             .ok_or_else(ApiError::unauthorized)?;
-        Ok(Self(authenticate(state, &token).await?))
+        Ok(Self(authenticate_request(parts, state, &token).await?))
     }
 }
 
@@ -121,6 +117,49 @@ fn same_origin(parts: &Parts) -> bool {
             .split_once("://")
             .is_some_and(|(_, rest)| rest == host),
         _ => false,
+    }
+}
+
+fn query_token(parts: &Parts) -> Option<String> {
+    parts.uri.query().and_then(|q| {
+        q.split('&')
+            .find_map(|pair| pair.strip_prefix("token=").map(str::to_owned))
+    })
+}
+
+/// The token a request presents, whichever way it does: the bearer header,
+/// the session cookie, or `?token=` (which only the WebSocket route
+/// accepts). Whether the route takes it that way is the extractors' call;
+/// this only says whose request it is.
+pub(crate) fn presented_token(parts: &Parts) -> Option<String> {
+    bearer(parts)
+        .or_else(|| session_cookie(&parts.headers))
+        .or_else(|| query_token(parts))
+}
+
+/// A token already looked up for this request (by the rate limit, which
+/// must know the user before any route runs), so the extractors do not
+/// ask the store again.
+#[derive(Debug, Clone)]
+pub(crate) struct KnownToken {
+    /// The token, trimmed as it was looked up.
+    pub token: String,
+    /// Its user; `None`: it authenticates no one.
+    pub user: Option<User>,
+}
+
+/// [`authenticate`], answered from the request's [`KnownToken`] when it
+/// is the same token.
+async fn authenticate_request(
+    parts: &Parts,
+    state: &AppState,
+    token: &str,
+) -> Result<User, ApiError> {
+    match parts.extensions.get::<KnownToken>() {
+        Some(known) if known.token == token.trim() => {
+            known.user.clone().ok_or_else(ApiError::unauthorized)
+        }
+        _ => authenticate(state, token).await,
     }
 }
 

@@ -1,5 +1,6 @@
 //! The HTTP layer: the router and its middleware (request log and
-//! metric, JSON error bodies, time and size limits). Each resource module
+//! metric, per-client rate limit, JSON error bodies, time and size
+//! limits). Each resource module
 //! exposes its own `router()`; [`extract`] holds what handlers take from a
 //! request, [`error`] the one error answer, [`openapi`] the document that
 //! describes every route in [`ROUTES`], [`web`] the page.
@@ -18,6 +19,7 @@ pub mod extract;
 pub mod mcp;
 pub mod openapi;
 pub mod projects;
+mod rate_limit;
 pub mod session;
 pub mod tasks;
 pub mod web;
@@ -92,6 +94,7 @@ pub fn router(state: AppState) -> Router {
                 Json(openapi::document(openapi::Offers {
                     project_mcp: state.config.allow_project_mcp,
                     shell: state.config.shell_tool.is_some(),
+                    rate_limited: state.rates.is_some(),
                 }))
             }),
         )
@@ -114,6 +117,11 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(middleware::from_fn(json_errors))
+        // Inside the log, so a refused request is logged and counted too.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            rate_limit::limit_rate,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
 }

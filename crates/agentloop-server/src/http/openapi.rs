@@ -3,7 +3,8 @@
 //! from its shape, so no status it returns goes undocumented: path
 //! parameters (declared from the path) add 400 for a malformed id and 404,
 //! a bearer token adds 401, a JSON body adds 400 and 413, a time-limited
-//! route 408, and every operation has a `default` error for 500.
+//! route 408, a server with a rate limit 429 (with `Retry-After`) on every
+//! route, and every operation has a `default` error for 500.
 
 use serde_json::{Map, Value, json};
 
@@ -60,13 +61,16 @@ fn text() -> Value {
 const AGENT_TYPES: [&str; 3] = ["planification", "implementation", "review"];
 
 /// What this server offers that changes the document: project MCP servers
-/// and the `shell` tool, each only where its operator allowed it.
+/// and the `shell` tool, each only where its operator allowed it, and
+/// whether a rate limit can answer 429.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Offers {
     /// Projects may name MCP servers (`--allow-project-mcp`).
     pub project_mcp: bool,
     /// Projects may enable the `shell` tool (`--allow-shell`).
     pub shell: bool,
+    /// Requests are rate limited per client (`--rate-limit`).
+    pub rate_limited: bool,
 }
 
 /// The `shell` field of a project body.
@@ -88,6 +92,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
     let Offers {
         project_mcp: allow_project_mcp,
         shell,
+        rate_limited: _,
     } = offers;
     let op = |method, path, summary, success| Operation {
         method,
@@ -780,7 +785,24 @@ fn links(method: &str, path: &str, all: &[(&str, &str)]) -> Option<Value> {
     Some(Value::Object(links))
 }
 
-fn describe(operation: Operation, all: &[(&str, &str)]) -> Value {
+/// The shared 429 answer, in `components.responses`.
+fn too_many_requests() -> Value {
+    json!({
+        "description": "Too many requests from this client (the user a valid token names, else the peer address); try again after `Retry-After` seconds",
+        "headers": {
+            "Retry-After": {
+                "description": "Whole seconds until a request will be accepted again",
+                "required": true,
+                "schema": { "type": "integer", "minimum": 1 }
+            }
+        },
+        "content": { "application/json": { "schema": schema_ref("Error") } }
+    })
+}
+
+const TOO_MANY_REQUESTS: &str = "#/components/responses/TooManyRequests";
+
+fn describe(operation: Operation, all: &[(&str, &str)], rate_limited: bool) -> Value {
     let params = path_params(operation.path);
     let mut responses = Map::new();
     let (code, description, schema) = operation.success;
@@ -809,6 +831,9 @@ fn describe(operation: Operation, all: &[(&str, &str)]) -> Value {
         error("408", "The request took too long");
     }
     error("default", "An unexpected error");
+    if rate_limited {
+        responses.insert("429".into(), json!({ "$ref": TOO_MANY_REQUESTS }));
+    }
     for (code, description, schema) in operation.extra {
         responses.insert(code.into(), response(description, Some(schema)));
     }
@@ -876,8 +901,8 @@ fn describe(operation: Operation, all: &[(&str, &str)]) -> Value {
 
 /// `POST /a2a`, which speaks JSON-RPC (its errors are JSON-RPC answers
 /// with HTTP 200), so it is described in an extension, not under `paths`.
-fn a2a() -> Value {
-    json!({
+fn a2a(rate_limited: bool) -> Value {
+    let mut described = json!({
         "/a2a": {
             "post": {
                 "summary": "A2A 1.0 over JSON-RPC 2.0: the caller's agent runs as A2A tasks",
@@ -914,7 +939,11 @@ fn a2a() -> Value {
                 }
             }
         }
-    })
+    });
+    if rate_limited {
+        described["/a2a"]["post"]["responses"]["429"] = json!({ "$ref": TOO_MANY_REQUESTS });
+    }
+    described
 }
 
 /// The OpenAPI document of a server offering `offers`.
@@ -932,7 +961,7 @@ pub fn document(offers: Offers) -> Value {
         } else {
             &mut paths
         };
-        let described = describe(operation, &all);
+        let described = describe(operation, &all, offers.rate_limited);
         let entry = target
             .entry(path)
             .or_insert_with(|| Value::Object(Map::new()));
@@ -953,12 +982,13 @@ pub fn document(offers: Offers) -> Value {
                 "queryToken": { "type": "apiKey", "in": "query", "name": "token" },
                 "sessionCookie": { "type": "apiKey", "in": "cookie", "name": "agentloop_session", "description": "From `POST /api/session`. A request that changes anything must also send the session's CSRF token as `x-csrf-token`." }
             },
-            "schemas": schemas()
+            "schemas": schemas(),
+            "responses": { "TooManyRequests": too_many_requests() }
         },
         "security": [{ "bearer": [] }, { "sessionCookie": [] }],
         "paths": paths,
         "x-websockets": websockets,
-        "x-a2a": a2a(),
+        "x-a2a": a2a(offers.rate_limited),
         "x-mcp": {
             "path": "/mcp",
             "transport": "MCP streamable HTTP",
@@ -989,5 +1019,30 @@ mod tests {
             .map(|p| p.len())
             .sum();
         assert_eq!(described, super::super::ROUTES.len());
+    }
+
+    #[test]
+    fn a_rate_limited_server_documents_429_on_every_route_and_an_unlimited_one_nowhere() {
+        for rate_limited in [true, false] {
+            let doc = super::document(super::Offers {
+                rate_limited,
+                ..super::Offers::default()
+            });
+            for (method, path) in super::super::ROUTES {
+                let operation = ["paths", "x-websockets", "x-a2a"]
+                    .iter()
+                    .map(|section| &doc[*section][*path][*method])
+                    .find(|o| o.is_object())
+                    .unwrap_or_else(|| panic!("{method} {path} undescribed"));
+                let answer = &operation["responses"]["429"];
+                if rate_limited {
+                    assert_eq!(answer["$ref"], super::TOO_MANY_REQUESTS, "{method} {path}");
+                } else {
+                    assert!(answer.is_null(), "{method} {path}");
+                }
+            }
+            let shared = &doc["components"]["responses"]["TooManyRequests"];
+            assert_eq!(shared["headers"]["Retry-After"]["required"], true);
+        }
     }
 }
