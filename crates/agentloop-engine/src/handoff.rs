@@ -147,6 +147,17 @@ impl Handoffs {
         self
     }
 
+    /// The same agents with each one's tools passed through `wrap`: a host
+    /// that wraps the run's tools (to hold each call until it has recorded
+    /// it, say) wraps the other agents' tools the same way.
+    pub fn map_tools(&self, wrap: impl Fn(&[Arc<dyn Tool>]) -> Vec<Arc<dyn Tool>>) -> Self {
+        let mut mapped = self.clone();
+        for agent in &mut mapped.agents {
+            agent.tools = wrap(&agent.tools);
+        }
+        mapped
+    }
+
     /// The root agent's name.
     pub fn root(&self) -> &str {
         &self.root

@@ -485,7 +485,12 @@ impl ChatRuntime {
             .with_cancel(self.cancel.child_token());
         RunDeps {
             attachments: Some(Arc::new(StoreAttachmentLoader(Arc::clone(&self.store)))),
-            handoffs: self.handoffs.clone(),
+            // The other agents' tools wait at the same gate as the run's:
+            // no call takes effect before its start is stored.
+            handoffs: self
+                .handoffs
+                .as_ref()
+                .map(|h| Arc::new(h.map_tools(|tools| GatedTool::wrap_all(tools, gate)))),
             hooks: self.hooks.clone(),
             ..deps
         }

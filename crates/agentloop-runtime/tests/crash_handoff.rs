@@ -7,6 +7,10 @@
 //!
 //! The child is this test binary again, running the ignored `child_entry`
 //! test with its parameters in the environment.
+//!
+//! What makes that hold: a specialist's tool, like the run's own, runs
+//! only once its call's `tool_start` is stored, so recovery knows the
+//! call may have taken effect.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -18,8 +22,11 @@ use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{AgentProfile, Handoffs};
 use agentloop_runtime::{ChatRuntime, RecoveryMode};
 use agentloop_storage::model::RunStatus;
-use agentloop_storage::{SqliteStore, Store};
-use agentloop_types::{EventKind, LoopStatus, Message, Tool};
+use agentloop_storage::{MemoryStore, SqliteStore, Store};
+use agentloop_types::{
+    EventKind, LoopStatus, Message, Tool, ToolContext, ToolResult, ToolStartEvent, ToolStream,
+    single_result,
+};
 use serde_json::json;
 
 use common::{Counter, Finish};
@@ -181,4 +188,64 @@ async fn a_handoff_survives_a_sigkill() {
         1,
         "{lines:?}"
     );
+}
+
+/// A tool that, as it runs, looks in the store for its call's
+/// `tool_start`.
+struct StartProbe {
+    store: Arc<dyn Store>,
+    found: Arc<std::sync::Mutex<Option<bool>>>,
+}
+
+impl Tool for StartProbe {
+    fn name(&self) -> &str {
+        "probe"
+    }
+    fn description(&self) -> &str {
+        "Looks for its own start in the run's log."
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        json!({"type": "object"})
+    }
+    fn execute(self: Arc<Self>, _input: serde_json::Value, ctx: ToolContext) -> ToolStream {
+        single_result(async move {
+            let events = self.store.list_events(&ctx.run_id, None, 10_000).await;
+            let stored = events.unwrap().iter().any(|e| {
+                matches!(&e.kind, EventKind::ToolStart(ToolStartEvent { tool_use_id, .. })
+                    if *tool_use_id == ctx.tool_use_id)
+            });
+            *self.found.lock().unwrap() = Some(stored);
+            ToolResult::ok("looked")
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_specialists_tool_runs_only_once_its_start_is_stored() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let found = Arc::new(std::sync::Mutex::new(None));
+    let probe = Arc::new(StartProbe {
+        store: store.clone(),
+        found: found.clone(),
+    });
+    let billing = AgentProfile::new("billing", "Invoices.").tool(probe);
+    let handoffs = Handoffs::new("triage", vec!["billing".into()], vec![billing]).unwrap();
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call("h1", "transfer_to_billing", json!({"reason": "invoice"})),
+        ScriptedTurn::new().tool_call("p1", "probe", json!({})),
+        ScriptedTurn::new().text("Billing: done."),
+    ]);
+    let runtime = ChatRuntime::new(store.clone(), provider).with_handoffs(handoffs);
+    let chat_id = common::chat(&runtime, Default::default(), Default::default()).await;
+    let outcome = runtime
+        .send(&chat_id, Message::user_text("u1", "my invoice"))
+        .finish()
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome.result.status, LoopStatus::Complete { .. }),
+        "{:?}",
+        outcome.result.status
+    );
+    assert_eq!(*found.lock().unwrap(), Some(true));
 }
