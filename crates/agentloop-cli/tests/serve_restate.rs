@@ -7,7 +7,8 @@
 //! `restate-server` both restarted resumes the run, its tool's effect
 //! once; Mark Done and the 409 rule behave as on the built-in engine; two
 //! workers behind one balancer share runs, and killing one moves its runs
-//! to the other with no committed step run twice; a worker SIGKILLed eight
+//! to the other with no committed step run twice, while a live SSE
+//! follower, reconnecting, sees each committed event once; a worker SIGKILLed eight
 //! times over an implementation ⇄ review chain (mid-stream and mid-tool)
 //! leaves every committed step done once and the chain complete.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -780,6 +781,80 @@ fn answer_and_starts(address: &str, token: &str, run_id: &str) -> (String, usize
     (answers[0].clone(), starts)
 }
 
+/// What a live follower of a run's SSE stream saw: each event's id (its
+/// seq), name and data, and how many connections it took.
+struct Followed {
+    events: Vec<(u64, String, Value)>,
+    connections: usize,
+}
+
+/// Follows the run's events live from the first of `addresses` up to the
+/// run's terminal event; when a stream breaks before it (its server
+/// died), reconnects to the next address with `Last-Event-ID`. Sends on
+/// `streaming` once an event carries the answer's first words.
+fn follow_across(
+    addresses: &[String],
+    token: &str,
+    run_id: &str,
+    streaming: &std::sync::mpsc::Sender<()>,
+) -> Followed {
+    use std::io::{BufRead, BufReader, Write};
+    let mut followed = Followed {
+        events: Vec::new(),
+        connections: 0,
+    };
+    let mut signalled = false;
+    for address in addresses {
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        followed.connections += 1;
+        let resume = followed
+            .events
+            .last()
+            .map(|(id, ..)| format!("Last-Event-ID: {id}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "GET /api/agent-runs/{run_id}/events HTTP/1.1\r\nHost: {address}\r\n\
+             Authorization: Bearer {token}\r\n{resume}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut reader = BufReader::new(stream);
+        let (mut id, mut name, mut line) = (None, String::new(), String::new());
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let line = line.trim_end();
+            if let Some(value) = line.strip_prefix("id:") {
+                id = value.trim().parse::<u64>().ok();
+            } else if let Some(value) = line.strip_prefix("event:") {
+                name = value.trim().to_owned();
+            } else if let Some(data) = line.strip_prefix("data:") {
+                let data: Value = serde_json::from_str(data.trim()).unwrap();
+                if !signalled && data.to_string().contains("Working") {
+                    signalled = true;
+                    streaming.send(()).unwrap();
+                }
+                let ended = name == "finished" && data.get("path").is_none();
+                let id = id.take().expect("every event has an id");
+                followed.events.push((id, name.clone(), data));
+                if ended {
+                    return followed;
+                }
+            }
+        }
+    }
+    panic!(
+        "the stream of {run_id} broke on every address before its end: {:?}",
+        followed.events
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_behind_one_balancer_share_runs_and_a_killed_ones_runs_move_on() {
     let Some(restate) = RestateServer::start("serve-two-workers") else {
@@ -835,10 +910,22 @@ async fn two_workers_behind_one_balancer_share_runs_and_a_killed_ones_runs_move_
         "{answers:?}"
     );
 
-    // Worker a dies while every run streams: its runs go on on b.
+    // Worker a dies while every run streams: its runs go on on b. Each
+    // run has a live follower on a, which reconnects to b when a dies.
     let second = start_runs(&address, &token, &dir.path().join("two"), 4);
-    for run_id in &second {
-        until_streamed(&address, &token, run_id, "Working");
+    let (streaming, streamed) = std::sync::mpsc::channel();
+    let followers: Vec<_> = second
+        .iter()
+        .map(|run_id| {
+            let addresses = vec![a.address.clone(), address.clone()];
+            let (token, run_id, streaming) = (token.clone(), run_id.clone(), streaming.clone());
+            std::thread::spawn(move || follow_across(&addresses, &token, &run_id, &streaming))
+        })
+        .collect();
+    for _ in &second {
+        streamed
+            .recv_timeout(Duration::from_secs(60))
+            .expect("every run streams");
     }
     a.child.kill().unwrap();
     a.child.wait().unwrap();
@@ -846,7 +933,19 @@ async fn two_workers_behind_one_balancer_share_runs_and_a_killed_ones_runs_move_
         until_status(&address, &token, run_id, "completed");
     }
     let mut moved = 0;
-    for run_id in &second {
+    for (run_id, follower) in second.iter().zip(followers) {
+        // The follower saw the committed log, each event once, though its
+        // stream broke with worker a.
+        let followed = follower.join().unwrap();
+        assert_eq!(followed.connections, 2, "{run_id}: reconnected once");
+        let ids: Vec<u64> = followed.events.iter().map(|(id, ..)| *id).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{run_id}: {ids:?}");
+        let live: Vec<(String, Value)> = followed
+            .events
+            .into_iter()
+            .map(|(_, name, data)| (name, data))
+            .collect();
+        assert_eq!(live, whole_stream(&address, &token, run_id), "{run_id}");
         let (answer, starts) = answer_and_starts(&address, &token, run_id);
         assert!(answer.contains("from b."), "{answer}");
         // Cut on a: its turn started again on b, never committed twice.
