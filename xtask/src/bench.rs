@@ -126,10 +126,16 @@ pub fn run(args: &[String]) -> Result<(), Error> {
         rows.push_str(&text);
     }
     let path = workspace_root().join("docs").join("benchmarks.md");
+    let previous = std::fs::read_to_string(&path).unwrap_or_default();
+    // A run of some benchmarks only refreshes their rows: the others stay.
+    let rows = if args.is_empty() {
+        rows
+    } else {
+        merge_rows(&previous, &rows)
+    };
     let mut report = report(&rows, &machine());
     // Sections recorded by hand (runs too long for every bench, the fuzzing
     // runs) are kept as they are.
-    let previous = std::fs::read_to_string(&path).unwrap_or_default();
     if let Some(at) = previous.find(KEPT_SECTION) {
         report.push('\n');
         report.push_str(&previous[at..]);
@@ -138,6 +144,34 @@ pub fn run(args: &[String]) -> Result<(), Error> {
         .map_err(|e| Error::Failed(format!("cannot write {}: {e}", path.display())))?;
     println!("wrote {}", path.display());
     Ok(())
+}
+
+/// The generated table's rows of `previous` (the report before this run,
+/// up to the section kept by hand) with `fresh` in place of those of the
+/// same benchmark and figure; fresh rows new to the table go at its end.
+fn merge_rows(previous: &str, fresh: &str) -> String {
+    let key = |row: &str| -> Option<String> {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        (cells.len() > 3).then(|| format!("{}|{}", cells[1], cells[2]))
+    };
+    let generated = previous
+        .find(KEPT_SECTION)
+        .map_or(previous, |at| &previous[..at]);
+    let mut fresh_rows: Vec<&str> = fresh.lines().filter(|l| l.starts_with("| ")).collect();
+    let mut merged = String::new();
+    for row in generated.lines().filter(|l| {
+        l.starts_with("| ") && !l.starts_with("| benchmark |") && !l.starts_with("| ---")
+    }) {
+        let replaced = fresh_rows.iter().position(|f| key(f) == key(row));
+        let line = replaced.map_or(row, |at| fresh_rows.remove(at));
+        merged.push_str(line);
+        merged.push('\n');
+    }
+    for row in fresh_rows {
+        merged.push_str(row);
+        merged.push('\n');
+    }
+    merged
 }
 
 /// Builds the release `agentloop` binary a benchmark drives.
@@ -207,5 +241,13 @@ mod tests {
         assert!(report.contains("`cargo xtask bench`"));
         assert!(report.contains("| --- | --- | --- |\n| a | b | 1 |\n"));
         assert!(report.contains("2 cores, test CPU"));
+    }
+
+    #[test]
+    fn a_run_of_some_benchmarks_refreshes_only_their_rows() {
+        let previous = report("| a | x | 1 |\n| b | y | 2 |\n", "cpu")
+            + &format!("\n{KEPT_SECTION}\n\n| c | z | 3 |\n");
+        let merged = merge_rows(&previous, "| b | y | 20 |\n| d | w | 4 |\n");
+        assert_eq!(merged, "| a | x | 1 |\n| b | y | 20 |\n| d | w | 4 |\n");
     }
 }
