@@ -126,7 +126,8 @@ impl Tool for GatedTool {
 mod approval_tests {
     use super::*;
 
-    /// A tool whose every call asks, with a schema it shares.
+    /// A tool whose every call asks and starts a sub-agent, with a schema
+    /// it shares.
     struct Asking(Arc<Value>);
 
     impl Tool for Asking {
@@ -149,17 +150,21 @@ mod approval_tests {
         fn approval(&self) -> ApprovalPolicy {
             ApprovalPolicy::Always
         }
+        fn runs_subagent(&self) -> bool {
+            true
+        }
         fn execute(self: Arc<Self>, _input: Value, _context: ToolContext) -> ToolStream {
             agentloop_types::single_result(async { agentloop_types::ToolResult::ok("done") })
         }
     }
 
     #[test]
-    fn a_gated_tool_keeps_the_approval_policy_and_schema_of_the_tool_it_wraps() {
+    fn a_gated_tool_keeps_the_approval_policy_schema_and_sub_agent_mark_of_the_tool_it_wraps() {
         let schema = Arc::new(serde_json::json!({"type": "object"}));
         let asking: Arc<dyn Tool> = Arc::new(Asking(schema.clone()));
         let gated = GatedTool::wrap_all(&[asking], &Gate::default());
         assert_eq!(gated[0].approval(), ApprovalPolicy::Always);
+        assert!(gated[0].runs_subagent());
         assert!(Arc::ptr_eq(&gated[0].definition().input_schema, &schema));
     }
 }

@@ -122,4 +122,31 @@ mod tests {
         assert_eq!(unattended[0].approval().requires("fs", &write), None);
         assert_eq!(unattended[0].name(), "fs");
     }
+
+    /// A tool that starts a sub-agent.
+    struct Delegating;
+
+    impl Tool for Delegating {
+        fn name(&self) -> &str {
+            "delegate"
+        }
+        fn description(&self) -> &str {
+            "Starts a sub-agent."
+        }
+        fn input_schema(&self) -> Value {
+            json!({ "type": "object" })
+        }
+        fn runs_subagent(&self) -> bool {
+            true
+        }
+        fn execute(self: Arc<Self>, _input: Value, _context: ToolContext) -> ToolStream {
+            agentloop_types::single_result(async { agentloop_types::ToolResult::ok("done") })
+        }
+    }
+
+    #[test]
+    fn unattended_keeps_the_sub_agent_mark() {
+        let unattended = apply(ApprovalMode::Unattended, vec![Arc::new(Delegating)]);
+        assert!(unattended[0].runs_subagent());
+    }
 }
