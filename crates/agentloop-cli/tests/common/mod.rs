@@ -1,10 +1,12 @@
 //! What the black-box tests of `agentloop serve` share: the binary with no
 //! provider keys from the environment, and a served process that is killed
-//! when dropped; `served` drives a served process over raw HTTP, and
-//! `openai` stands in for an OpenAI-compatible model server.
+//! when dropped; `served` drives a served process over raw HTTP,
+//! `openai` stands in for an OpenAI-compatible model server, and `python`
+//! finds the Python test tools.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod openai;
+pub mod python;
 pub mod served;
 
 use std::io::{BufRead, BufReader, Write};
