@@ -106,16 +106,7 @@ impl Setup {
             .arg(client_script())
             .args(args)
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"));
-        for key in [
-            "ANTHROPIC_API_KEY",
-            "OPENAI_API_KEY",
-            "OPENAI_BASE_URL",
-            "GEMINI_API_KEY",
-            "GOOGLE_API_KEY",
-            "AGENTLOOP_MODEL",
-        ] {
-            command.env_remove(key);
-        }
+        common::without_provider_keys(&mut command);
         for (key, value) in env {
             command.env(key, value);
         }

@@ -27,6 +27,13 @@ impl Drop for Killed {
 /// The binary, with no provider configured by the environment.
 pub fn agentloop() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    without_provider_keys(&mut command);
+    command
+}
+
+/// Removes from `command`'s environment the variables that would configure
+/// a provider for the binary (or for a binary it starts).
+pub fn without_provider_keys(command: &mut Command) -> &mut Command {
     for key in [
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
