@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::events;
 use serde_json::{Value, json};
 
 /// The virtual environment's Python with `a2a-sdk`, or `None` (said
@@ -82,13 +83,6 @@ fn run_args<'a>(provider: &'a str, agent: &'a str) -> Vec<&'a str> {
     ]
 }
 
-fn events(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The tool result block the model got for `id`.
 fn result_of(events: &[Value], id: &str) -> Value {
     events
@@ -130,7 +124,7 @@ fn a_run_delegates_to_an_a2a_sdk_agent_with_progress_and_input_required() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let events = events(&output.stdout);
+    let events = events(&output);
 
     // The answer artifact is the call's result.
     let echo = result_of(&events, "call-echo");

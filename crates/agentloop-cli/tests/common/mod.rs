@@ -47,6 +47,14 @@ pub fn without_provider_keys(command: &mut Command) -> &mut Command {
     command
 }
 
+/// The events a run printed with `--json`: each line of its stdout, parsed.
+pub fn events(output: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 /// Runs `command` with `stdin` piped in (then closed); returns its output.
 pub fn piped(mut command: Command, stdin: &str) -> Output {
     let mut child = command
