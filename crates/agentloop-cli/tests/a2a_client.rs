@@ -7,36 +7,20 @@
 //! task (the sample's `cancel` leaves a marker).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::events;
 use serde_json::{Value, json};
 
 /// The virtual environment's Python with `a2a-sdk`, or `None` (said
 /// loudly) when it is not installed; under CI that is a failure.
 fn python() -> Option<PathBuf> {
-    let dir = match std::env::var_os("AGENTLOOP_TEST_PYTHON_BIN") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/py/bin"),
-    };
-    let python = dir.join("python");
-    let has_sdk = Command::new(&python)
-        .args(["-c", "import a2a.server, uvicorn"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if has_sdk {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "a2a-sdk is not installed; .ci/run installs it into target/test-tools/py"
-    );
-    eprintln!(
-        "SKIPPED: a2a-sdk is not installed (install .ci/python-test-tools.txt into target/test-tools/py)"
-    );
-    None
+    common::python::python_with("a2a.server, uvicorn", "a2a-sdk")
 }
 
 /// The sample agent, killed when dropped.
@@ -99,13 +83,6 @@ fn run_args<'a>(provider: &'a str, agent: &'a str) -> Vec<&'a str> {
     ]
 }
 
-fn events(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The tool result block the model got for `id`.
 fn result_of(events: &[Value], id: &str) -> Value {
     events
@@ -147,7 +124,7 @@ fn a_run_delegates_to_an_a2a_sdk_agent_with_progress_and_input_required() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let events = events(&output.stdout);
+    let events = events(&output);
 
     // The answer artifact is the call's result.
     let echo = result_of(&events, "call-echo");

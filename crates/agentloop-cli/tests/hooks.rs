@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::events;
 use serde_json::{Value, json};
 
 /// One turn writing `/notes.txt`, then a closing text.
@@ -62,13 +63,6 @@ fn command(home: &Path) -> Command {
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("NO_COLOR", "1");
     command
-}
-
-fn events(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
 }
 
 fn hook_events(output: &Output) -> Vec<Value> {

@@ -4,9 +4,12 @@
 //! read-only waits for approval, and these tests are about MCP itself.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::events;
 use serde_json::{Value, json};
 
 fn agentloop(args: &[&str]) -> Output {
@@ -15,13 +18,6 @@ fn agentloop(args: &[&str]) -> Output {
         .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY")
         .output()
         .unwrap()
-}
-
-fn events(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// The installed server-everything entry script, or `None` after a loud

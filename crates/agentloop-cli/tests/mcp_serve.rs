@@ -19,27 +19,7 @@ use serde_json::{Value, json};
 /// The Python of the test tools `.ci/run` installs, when it has the MCP
 /// SDK; under CI a missing SDK fails the test, else it is skipped loudly.
 fn python() -> Option<PathBuf> {
-    let dir = match std::env::var_os("AGENTLOOP_TEST_PYTHON_BIN") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/py/bin"),
-    };
-    let python = dir.join("python");
-    let has_sdk = Command::new(&python)
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if has_sdk {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the Python MCP SDK is not installed; .ci/run installs it into target/test-tools/py"
-    );
-    eprintln!(
-        "SKIPPED: the Python MCP SDK is not installed \
-         (run .ci/run, or install .ci/python-test-tools.txt into target/test-tools/py)"
-    );
-    None
+    common::python::python_with("mcp", "the Python MCP SDK")
 }
 
 fn client_script() -> PathBuf {
@@ -126,16 +106,7 @@ impl Setup {
             .arg(client_script())
             .args(args)
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"));
-        for key in [
-            "ANTHROPIC_API_KEY",
-            "OPENAI_API_KEY",
-            "OPENAI_BASE_URL",
-            "GEMINI_API_KEY",
-            "GOOGLE_API_KEY",
-            "AGENTLOOP_MODEL",
-        ] {
-            command.env_remove(key);
-        }
+        common::without_provider_keys(&mut command);
         for (key, value) in env {
             command.env(key, value);
         }

@@ -21,27 +21,7 @@ use serde_json::{Value, json};
 /// The virtual environment's Python with `a2a-sdk`, or `None` (said
 /// loudly) when it is not installed; under CI that is a failure.
 fn python() -> Option<PathBuf> {
-    let dir = match std::env::var_os("AGENTLOOP_TEST_PYTHON_BIN") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/py/bin"),
-    };
-    let python = dir.join("python");
-    let has_sdk = Command::new(&python)
-        .args(["-c", "import a2a.client, a2a.server"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if has_sdk {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "a2a-sdk is not installed; .ci/run installs it into target/test-tools/py"
-    );
-    eprintln!(
-        "SKIPPED: a2a-sdk is not installed \
-         (run .ci/run, or install .ci/python-test-tools.txt into target/test-tools/py)"
-    );
-    None
+    common::python::python_with("a2a.client, a2a.server", "a2a-sdk")
 }
 
 /// One run of the SDK client script; its last printed line, parsed.
@@ -61,17 +41,6 @@ fn client(python: &Path, address: &str, token: &str, args: &[&str]) -> Value {
             String::from_utf8_lossy(&output.stderr)
         )
     })
-}
-
-/// A project of the user's in `repo`; its id.
-fn project(address: &str, token: &str, repo: &Path, extra: Value) -> String {
-    let mut body = json!({ "name": "a2a", "repoFolder": repo });
-    for (key, value) in extra.as_object().cloned().unwrap_or_default() {
-        body[key] = value;
-    }
-    let (status, project) = http(address, token, "POST", "/api/projects", Some(body));
-    assert_eq!(status, 201, "{project}");
-    project["id"].as_str().unwrap().to_owned()
 }
 
 fn items(out: &Value) -> Vec<Value> {

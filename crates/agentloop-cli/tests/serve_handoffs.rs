@@ -9,7 +9,7 @@
 mod common;
 
 use common::create_user;
-use common::served::{http, read_sse_acting, serve, start_run, until_status, write_script};
+use common::served::{http, serve, start_run, until_status, whole_stream, write_script};
 use serde_json::{Value, json};
 
 const AGENTS: &str = r#"{
@@ -84,7 +84,7 @@ fn the_implementation_agent_hands_off_to_a_project_specialist() {
 
     let run_id = start_run(&address, &token, task_id, "implementation");
     // A follower reads the run's stream from its start to its end.
-    let events = read_sse_acting(&address, &token, &run_id, "\u{0}never", || {});
+    let events = whole_stream(&address, &token, &run_id);
     let speakers: Vec<String> = events
         .iter()
         .filter_map(|(name, data)| match name.as_str() {

@@ -14,24 +14,7 @@ use common::served::*;
 use serde_json::{Value, json};
 
 fn python() -> Option<PathBuf> {
-    let dir = match std::env::var_os("AGENTLOOP_TEST_PYTHON_BIN") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/py/bin"),
-    };
-    let python = dir.join("python");
-    let has_sdk = Command::new(&python)
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if has_sdk {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the Python MCP SDK is not installed; .ci/run installs it into target/test-tools/py"
-    );
-    eprintln!("SKIPPED: the Python MCP SDK is not installed (run .ci/run)");
-    None
+    common::python::python_with("mcp", "the Python MCP SDK")
 }
 
 fn client(python: &Path, url: &str, token: &str, project: Option<&str>) -> Value {

@@ -7,7 +7,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -18,24 +17,14 @@ use serde_json::{Value, json};
 /// The folder of the Python test tools `.ci/run` installs (schemathesis,
 /// openapi-spec-validator), if present.
 fn python_tools() -> Option<std::path::PathBuf> {
-    let dir = match std::env::var_os("AGENTLOOP_TEST_PYTHON_BIN") {
-        Some(dir) => std::path::PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/py/bin"),
-    };
+    let dir = common::python::tools_bin();
     dir.join("schemathesis").exists().then_some(dir)
 }
 
 #[tokio::test]
 async fn the_openapi_description_validates_and_a_fuzzer_finds_nothing() {
     let Some(tools) = python_tools() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "schemathesis is not installed; .ci/run installs it into target/test-tools/py"
-        );
-        eprintln!(
-            "SKIPPED the OpenAPI fuzz test: schemathesis is not installed \
-             (run .ci/run, or install .ci/python-test-tools.txt into target/test-tools/py)"
-        );
+        common::python::missing("schemathesis");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -17,11 +17,6 @@ use common::served::*;
 use common::{agentloop, create_user};
 use serde_json::{Value, json};
 
-fn fs_create(id: &str, path: &str, text: &str) -> Value {
-    let input = json!({ "command": "create", "path": path, "file_text": text }).to_string();
-    json!({ "steps": [{ "type": "tool_call", "id": id, "name": "fs", "fragments": [input] }] })
-}
-
 /// A turn that streams a little, then takes long enough to be stopped in
 /// the middle, then would write `path`.
 fn slow_write(id: &str, path: &str) -> Value {
@@ -42,20 +37,6 @@ fn mark_done(address: &str, token: &str, task_id: &str) {
         Some(json!({ "complete": true })),
     );
     assert_eq!(status, 200, "{body}");
-}
-
-/// The root `finished` events of a stream, in order.
-fn terminal_events(events: &[(String, Value)]) -> Vec<&Value> {
-    events
-        .iter()
-        .filter(|(name, data)| name == "finished" && data.get("path").is_none())
-        .map(|(_, data)| data)
-        .collect()
-}
-
-/// The whole stream of a run that no longer runs.
-fn whole_stream(address: &str, token: &str, run_id: &str) -> Vec<(String, Value)> {
-    read_sse_acting(address, token, run_id, "\u{0}never", || {})
 }
 
 /// The run, its stream's terminal event and its stored record all say

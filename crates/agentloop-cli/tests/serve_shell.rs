@@ -13,18 +13,9 @@ use common::create_user;
 use common::served::*;
 use serde_json::{Value, json};
 
-fn fs_create(id: &str, path: &str, text: &str) -> Value {
-    let input = json!({ "command": "create", "path": path, "file_text": text }).to_string();
-    json!({ "steps": [{ "type": "tool_call", "id": id, "name": "fs", "fragments": [input] }] })
-}
-
 fn shell(id: &str, command: &str) -> Value {
     let input = json!({ "command": command }).to_string();
     json!({ "steps": [{ "type": "tool_call", "id": id, "name": "shell", "fragments": [input] }] })
-}
-
-fn text(text: &str) -> Value {
-    json!({ "steps": [{ "type": "text", "chunks": [text] }] })
 }
 
 const CALC: &str = "def add(a, b):\n    return a + b\n";

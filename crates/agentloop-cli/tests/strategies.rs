@@ -1,9 +1,11 @@
 //! `agentloop run --strategy` and `--skills`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use common::events;
 
 fn agentloop(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_agentloop"))
@@ -11,13 +13,6 @@ fn agentloop(args: &[&str]) -> Output {
         .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY")
         .output()
         .unwrap()
-}
-
-fn events(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]

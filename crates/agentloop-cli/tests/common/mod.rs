@@ -1,10 +1,12 @@
 //! What the black-box tests of `agentloop serve` share: the binary with no
 //! provider keys from the environment, and a served process that is killed
-//! when dropped; `served` drives a served process over raw HTTP, and
-//! `openai` stands in for an OpenAI-compatible model server.
+//! when dropped; `served` drives a served process over raw HTTP,
+//! `openai` stands in for an OpenAI-compatible model server, and `python`
+//! finds the Python test tools.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod openai;
+pub mod python;
 pub mod served;
 
 use std::io::{BufRead, BufReader, Write};
@@ -25,6 +27,13 @@ impl Drop for Killed {
 /// The binary, with no provider configured by the environment.
 pub fn agentloop() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    without_provider_keys(&mut command);
+    command
+}
+
+/// Removes from `command`'s environment the variables that would configure
+/// a provider for the binary (or for a binary it starts).
+pub fn without_provider_keys(command: &mut Command) -> &mut Command {
     for key in [
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
@@ -36,6 +45,14 @@ pub fn agentloop() -> Command {
         command.env_remove(key);
     }
     command
+}
+
+/// The events a run printed with `--json`: each line of its stdout, parsed.
+pub fn events(output: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
 }
 
 /// Runs `command` with `stdin` piped in (then closed); returns its output.

@@ -1,6 +1,6 @@
 //! A served `agentloop serve` process driven over raw HTTP/1.1: starting
-//! it on a scripted provider, creating projects and tasks, polling a run's
-//! status and reading its event stream.
+//! it on a scripted provider (and writing that provider's turns), creating
+//! projects and tasks, polling a run's status and reading its event stream.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -118,15 +118,22 @@ pub fn task(address: &str, token: &str, repo: &Path) -> String {
     task_with(address, token, repo, json!({}))
 }
 
-/// [`task`] in a project created with more fields (e.g. `approvals`).
-pub fn task_with(address: &str, token: &str, repo: &Path, extra: Value) -> String {
+/// A project of the user's in `repo`, created with the fields of `extra`
+/// too (e.g. `approvals`); its id.
+pub fn project(address: &str, token: &str, repo: &Path, extra: Value) -> String {
     let mut body = json!({ "name": "demo", "repoFolder": repo });
     for (key, value) in extra.as_object().cloned().unwrap_or_default() {
         body[key] = value;
     }
     let (status, project) = http(address, token, "POST", "/api/projects", Some(body));
     assert_eq!(status, 201, "{project}");
-    let path = format!("/api/projects/{}/tasks", project["id"].as_str().unwrap());
+    project["id"].as_str().unwrap().to_owned()
+}
+
+/// [`task`] in a project created with more fields (e.g. `approvals`).
+pub fn task_with(address: &str, token: &str, repo: &Path, extra: Value) -> String {
+    let project_id = project(address, token, repo, extra);
+    let path = format!("/api/projects/{project_id}/tasks");
     let (status, task) = http(address, token, "POST", &path, Some(json!({ "title": "t" })));
     assert_eq!(status, 201, "{task}");
     task["id"].as_str().unwrap().to_owned()
@@ -147,6 +154,17 @@ pub fn start_run(address: &str, token: &str, task_id: &str, agent: &str) -> Stri
 
 pub fn write_script(path: &Path, turns: Value) {
     std::fs::write(path, turns.to_string()).unwrap();
+}
+
+/// A model turn that only says `text`.
+pub fn text(text: &str) -> Value {
+    json!({ "steps": [{ "type": "text", "chunks": [text] }] })
+}
+
+/// A model turn that calls the fs tool to create `path` holding `text`.
+pub fn fs_create(id: &str, path: &str, text: &str) -> Value {
+    let input = json!({ "command": "create", "path": path, "file_text": text }).to_string();
+    json!({ "steps": [{ "type": "tool_call", "id": id, "name": "fs", "fragments": [input] }] })
 }
 
 pub fn slow_text(text: &str) -> Value {
@@ -190,6 +208,20 @@ pub fn read_sse(address: &str, token: &str, run_id: &str, cancel_at: &str) -> Ve
         );
         assert_eq!(status, 200, "{body}");
     })
+}
+
+/// The whole stream of a run that no longer runs.
+pub fn whole_stream(address: &str, token: &str, run_id: &str) -> Vec<(String, Value)> {
+    read_sse_acting(address, token, run_id, "\u{0}never", || {})
+}
+
+/// The root `finished` events of a stream, in order.
+pub fn terminal_events(events: &[(String, Value)]) -> Vec<&Value> {
+    events
+        .iter()
+        .filter(|(name, data)| name == "finished" && data.get("path").is_none())
+        .map(|(_, data)| data)
+        .collect()
 }
 
 /// Reads a run's SSE stream until it closes, doing `act` when the first

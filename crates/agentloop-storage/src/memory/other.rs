@@ -405,20 +405,7 @@ impl TaskStore for MemoryStore {
 
     async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {
         let mut state = self.lock();
-        if !state.tasks.contains_key(&run.task_id) {
-            return Err(StorageError::Invalid(format!(
-                "task {} does not exist",
-                run.task_id
-            )));
-        }
-        if state.agent_runs.contains_key(&run.id) {
-            return Err(StorageError::exists("agent run", &run.id));
-        }
-        if run.status.is_active() && running(&state.agent_runs, &run.task_id) {
-            return Err(StorageError::ActiveAgentRunExists {
-                task_id: run.task_id.clone(),
-            });
-        }
+        check_new_agent_run(&state, run)?;
         state.agent_runs.insert(run.id.clone(), run.clone());
         Ok(())
     }
@@ -453,14 +440,7 @@ impl TaskStore for MemoryStore {
         if state.runs.contains_key(&record.id) {
             return Err(StorageError::exists("run", &record.id));
         }
-        if state.agent_runs.contains_key(&agent_run.id) {
-            return Err(StorageError::exists("agent run", &agent_run.id));
-        }
-        if agent_run.status.is_active() && running(&state.agent_runs, &agent_run.task_id) {
-            return Err(StorageError::ActiveAgentRunExists {
-                task_id: agent_run.task_id.clone(),
-            });
-        }
+        check_new_agent_run(&state, agent_run)?;
         state.chats.insert(
             chat.id.clone(),
             super::ChatRow {
@@ -700,6 +680,26 @@ impl TaskStore for MemoryStore {
         conversation.session_id = Some(session_id.to_owned());
         Ok(())
     }
+}
+
+/// Refuses the new agent run `run` when its task does not exist, its id
+/// is taken, or it is active while its task already has an active run.
+fn check_new_agent_run(state: &super::State, run: &AgentRun) -> StorageResult<()> {
+    if !state.tasks.contains_key(&run.task_id) {
+        return Err(StorageError::Invalid(format!(
+            "task {} does not exist",
+            run.task_id
+        )));
+    }
+    if state.agent_runs.contains_key(&run.id) {
+        return Err(StorageError::exists("agent run", &run.id));
+    }
+    if run.status.is_active() && running(&state.agent_runs, &run.task_id) {
+        return Err(StorageError::ActiveAgentRunExists {
+            task_id: run.task_id.clone(),
+        });
+    }
+    Ok(())
 }
 
 /// Whether the task has a running or waiting agent run.

@@ -11,23 +11,92 @@ mod sql_chats {
     use crate::sql::{db_err, found, insert_err};
     use crate::store::{ChatStore, ProjectStore, folders_overlap, from_json_text, json_text};
 
+    /// Inserts `project`'s row (on the pool, or in a transaction).
+    async fn insert_project<'e>(
+        db: impl sqlx::Executor<'e, Database = super::Db>,
+        project: &Project,
+    ) -> StorageResult<()> {
+        sqlx::query(
+            "INSERT INTO projects (id, name, settings, approval_mode, created_at, \
+             updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&project.id)
+        .bind(&project.name)
+        .bind(json_text(&project.settings)?)
+        .bind(project.approval_mode.map(ApprovalMode::as_str))
+        .bind(project.created_at)
+        .bind(project.updated_at)
+        .execute(db)
+        .await
+        .map_err(|e| insert_err(e, "project", &project.id))?;
+        Ok(())
+    }
+
+    /// Inserts `chat`'s row with its message counters at `next_seq` and
+    /// `message_rev` (a chat created holding messages starts past them).
+    pub(super) async fn insert_chat<'e>(
+        db: impl sqlx::Executor<'e, Database = super::Db>,
+        chat: &Chat,
+        next_seq: i64,
+        message_rev: i64,
+    ) -> StorageResult<()> {
+        let (parent, tool_use) = match &chat.minion {
+            Some(link) => (
+                Some(link.parent_chat_id.as_str()),
+                Some(link.tool_use_id.as_str()),
+            ),
+            None => (None, None),
+        };
+        sqlx::query(
+            "INSERT INTO chats (id, project_id, title, settings, totals, parent_chat_id, \
+             parent_tool_use_id, created_at, updated_at, next_seq, message_rev) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        )
+        .bind(&chat.id)
+        .bind(&chat.project_id)
+        .bind(&chat.title)
+        .bind(json_text(&chat.settings)?)
+        .bind(json_text(&chat.totals)?)
+        .bind(parent)
+        .bind(tool_use)
+        .bind(chat.created_at)
+        .bind(chat.updated_at)
+        .bind(next_seq)
+        .bind(message_rev)
+        .execute(db)
+        .await
+        .map_err(|e| insert_err(e, "chat", &chat.id))?;
+        Ok(())
+    }
+
+    /// Inserts message `id` of chat `chat_id` at `seq`, its JSON `body`
+    /// written at the chat's revision `rev`.
+    pub(super) async fn insert_message<'e>(
+        db: impl sqlx::Executor<'e, Database = super::Db>,
+        chat_id: &str,
+        seq: i64,
+        id: &str,
+        body: &str,
+        rev: i64,
+    ) -> StorageResult<()> {
+        sqlx::query(
+            "INSERT INTO messages (chat_id, seq, id, body, rev) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(chat_id)
+        .bind(seq)
+        .bind(id)
+        .bind(body)
+        .bind(rev)
+        .execute(db)
+        .await
+        .map_err(|e| insert_err(e, "message", id))?;
+        Ok(())
+    }
+
     #[async_trait]
     impl ProjectStore for SqlStore {
         async fn create_project(&self, project: &Project) -> StorageResult<()> {
-            sqlx::query(
-                "INSERT INTO projects (id, name, settings, approval_mode, created_at, \
-                 updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&project.id)
-            .bind(&project.name)
-            .bind(json_text(&project.settings)?)
-            .bind(project.approval_mode.map(ApprovalMode::as_str))
-            .bind(project.created_at)
-            .bind(project.updated_at)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| insert_err(e, "project", &project.id))?;
-            Ok(())
+            insert_project(&self.pool, project).await
         }
 
         async fn get_project(&self, id: &str) -> StorageResult<Project> {
@@ -114,19 +183,7 @@ mod sql_chats {
                     project_id: other,
                 });
             }
-            sqlx::query(
-                "INSERT INTO projects (id, name, settings, approval_mode, created_at, \
-                 updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&project.id)
-            .bind(&project.name)
-            .bind(json_text(&project.settings)?)
-            .bind(project.approval_mode.map(ApprovalMode::as_str))
-            .bind(project.created_at)
-            .bind(project.updated_at)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| insert_err(e, "project", &project.id))?;
+            insert_project(&mut *tx, project).await?;
             sqlx::query("INSERT INTO project_folders (project_id, path) VALUES ($1, $2)")
                 .bind(&project.id)
                 .bind(folder)
@@ -140,31 +197,7 @@ mod sql_chats {
     #[async_trait]
     impl ChatStore for SqlStore {
         async fn create_chat(&self, chat: &Chat) -> StorageResult<()> {
-            let (parent, tool_use) = match &chat.minion {
-                Some(link) => (
-                    Some(link.parent_chat_id.as_str()),
-                    Some(link.tool_use_id.as_str()),
-                ),
-                None => (None, None),
-            };
-            sqlx::query(
-                "INSERT INTO chats (id, project_id, title, settings, totals, parent_chat_id, \
-                 parent_tool_use_id, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )
-            .bind(&chat.id)
-            .bind(&chat.project_id)
-            .bind(&chat.title)
-            .bind(json_text(&chat.settings)?)
-            .bind(json_text(&chat.totals)?)
-            .bind(parent)
-            .bind(tool_use)
-            .bind(chat.created_at)
-            .bind(chat.updated_at)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| insert_err(e, "chat", &chat.id))?;
-            Ok(())
+            insert_chat(&self.pool, chat, 0, 0).await
         }
 
         async fn get_chat(&self, id: &str) -> StorageResult<Chat> {
@@ -294,18 +327,7 @@ mod sql_chats {
                     .await
                     .map_err(db_err)?;
                     let seq: i64 = sqlx::Row::try_get(&row, "seq").map_err(db_err)?;
-                    sqlx::query(
-                        "INSERT INTO messages (chat_id, seq, id, body, rev) \
-                         VALUES ($1, $2, $3, $4, $5)",
-                    )
-                    .bind(chat_id)
-                    .bind(seq)
-                    .bind(&message.id)
-                    .bind(&body)
-                    .bind(rev)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| insert_err(e, "message", &message.id))?;
+                    insert_message(&mut *tx, chat_id, seq, &message.id, &body, rev).await?;
                     seq
                 }
             };
@@ -386,16 +408,9 @@ mod sql_chats {
             for stored in messages {
                 let seq = to_i64(stored.seq)?;
                 next = next.max(seq + 1);
-                sqlx::query(
-                    "INSERT INTO messages (chat_id, seq, id, body) VALUES ($1, $2, $3, $4)",
-                )
-                .bind(chat_id)
-                .bind(seq)
-                .bind(&stored.message.id)
-                .bind(json_text(&stored.message)?)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| insert_err(e, "message", &stored.message.id))?;
+                let body = json_text(&stored.message)?;
+                // Revision 0: the reset above makes readers read the chat whole.
+                insert_message(&mut *tx, chat_id, seq, &stored.message.id, &body, 0).await?;
             }
             sqlx::query(
                 "UPDATE chats SET next_seq = CASE WHEN next_seq > $2 THEN next_seq ELSE $2 END \

@@ -18,28 +18,93 @@ mod sql_runs {
         value.map(json_text).transpose()
     }
 
+    /// Inserts the run record `run` (on the pool, or in a transaction).
+    async fn insert_run<'e>(
+        db: impl sqlx::Executor<'e, Database = super::Db>,
+        run: &RunRecord,
+    ) -> StorageResult<()> {
+        sqlx::query(
+            "INSERT INTO runs (id, chat_id, status, state, result, pending_tool_call, \
+             lease_owner, lease_expires_at, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(&run.id)
+        .bind(run.chat_id.as_deref())
+        .bind(run.status.as_str())
+        .bind(opt_json(run.state.as_ref())?)
+        .bind(opt_json(run.result.as_ref())?)
+        .bind(opt_json(run.pending_tool_call.as_ref())?)
+        .bind(run.lease_owner.as_deref())
+        .bind(run.lease_expires_at)
+        .bind(run.created_at)
+        .bind(run.updated_at)
+        .execute(db)
+        .await
+        .map_err(|e| insert_err(e, "run", &run.id))?;
+        Ok(())
+    }
+
+    /// Inserts the agent run `run` unless a unique rule refuses it (its id
+    /// is taken, or its task already has an active run); whether it was
+    /// inserted. A refusal leaves the statement's transaction usable.
+    async fn insert_agent_run<'e>(
+        db: impl sqlx::Executor<'e, Database = super::Db>,
+        run: &AgentRun,
+    ) -> StorageResult<bool> {
+        let inserted = sqlx::query(
+            "INSERT INTO agent_runs (id, task_id, agent_type, status, conversation_id, \
+             created_at, completed_at, end_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&run.id)
+        .bind(&run.task_id)
+        .bind(run.agent_type.as_str())
+        .bind(run.status.as_str())
+        .bind(run.conversation_id.as_deref())
+        .bind(run.created_at)
+        .bind(run.completed_at)
+        .bind(opt_json(run.end_reason.as_ref())?)
+        .execute(db)
+        .await
+        .map_err(db_err)?;
+        Ok(inserted.rows_affected() > 0)
+    }
+
+    /// Why the agent run `run` was refused by [`insert_agent_run`]: its id
+    /// exists, or else its task already has an active run.
+    async fn agent_run_refused(store: &SqlStore, run: &AgentRun) -> StorageError {
+        match store.get_agent_run(&run.id).await {
+            Ok(_) => StorageError::exists("agent run", &run.id),
+            Err(_) => StorageError::ActiveAgentRunExists {
+                task_id: run.task_id.clone(),
+            },
+        }
+    }
+
+    /// Inserts `conversation` (on the pool, or in a transaction).
+    async fn insert_conversation<'e>(
+        db: impl sqlx::Executor<'e, Database = super::Db>,
+        conversation: &Conversation,
+    ) -> StorageResult<()> {
+        sqlx::query(
+            "INSERT INTO conversations (id, task_id, chat_id, session_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&conversation.id)
+        .bind(&conversation.task_id)
+        .bind(conversation.chat_id.as_deref())
+        .bind(conversation.session_id.as_deref())
+        .bind(conversation.created_at)
+        .execute(db)
+        .await
+        .map_err(|e| insert_err(e, "conversation", &conversation.id))?;
+        Ok(())
+    }
+
     #[async_trait]
     impl RunStore for SqlStore {
         async fn create_run(&self, run: &RunRecord) -> StorageResult<()> {
-            sqlx::query(
-                "INSERT INTO runs (id, chat_id, status, state, result, pending_tool_call, \
-                 lease_owner, lease_expires_at, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            )
-            .bind(&run.id)
-            .bind(run.chat_id.as_deref())
-            .bind(run.status.as_str())
-            .bind(opt_json(run.state.as_ref())?)
-            .bind(opt_json(run.result.as_ref())?)
-            .bind(opt_json(run.pending_tool_call.as_ref())?)
-            .bind(run.lease_owner.as_deref())
-            .bind(run.lease_expires_at)
-            .bind(run.created_at)
-            .bind(run.updated_at)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| insert_err(e, "run", &run.id))?;
-            Ok(())
+            insert_run(&self.pool, run).await
         }
 
         async fn get_run(&self, id: &str) -> StorageResult<RunRecord> {
@@ -478,29 +543,10 @@ mod sql_runs {
         }
 
         async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {
-            let inserted = sqlx::query(
-                "INSERT INTO agent_runs (id, task_id, agent_type, status, conversation_id, \
-                 created_at, completed_at, end_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(&run.id)
-            .bind(&run.task_id)
-            .bind(run.agent_type.as_str())
-            .bind(run.status.as_str())
-            .bind(run.conversation_id.as_deref())
-            .bind(run.created_at)
-            .bind(run.completed_at)
-            .bind(opt_json(run.end_reason.as_ref())?)
-            .execute(&self.pool)
-            .await;
-            match inserted {
-                Ok(_) => Ok(()),
-                Err(e) if is_unique(&e) => match self.get_agent_run(&run.id).await {
-                    Ok(_) => Err(StorageError::exists("agent run", &run.id)),
-                    Err(_) => Err(StorageError::ActiveAgentRunExists {
-                        task_id: run.task_id.clone(),
-                    }),
-                },
-                Err(e) => Err(db_err(e)),
+            if insert_agent_run(&self.pool, run).await? {
+                Ok(())
+            } else {
+                Err(agent_run_refused(self, run).await)
             }
         }
 
@@ -514,85 +560,18 @@ mod sql_runs {
             } = start;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             // A new chat holding one message: its counters start past it.
-            sqlx::query(
-                "INSERT INTO chats (id, project_id, title, settings, totals, parent_chat_id, \
-                 parent_tool_use_id, created_at, updated_at, next_seq, message_rev) \
-                 VALUES ($1, $2, $3, $4, $5, NULL, NULL, $6, $7, 1, 1)",
-            )
-            .bind(&chat.id)
-            .bind(&chat.project_id)
-            .bind(&chat.title)
-            .bind(json_text(&chat.settings)?)
-            .bind(json_text(&chat.totals)?)
-            .bind(chat.created_at)
-            .bind(chat.updated_at)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| insert_err(e, "chat", &chat.id))?;
-            sqlx::query("INSERT INTO messages (chat_id, seq, id, body, rev) VALUES ($1, 0, $2, $3, 1)")
-                .bind(&chat.id)
-                .bind(&first_message.id)
-                .bind(json_text(first_message)?)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| insert_err(e, "message", &first_message.id))?;
-            sqlx::query(
-                "INSERT INTO conversations (id, task_id, chat_id, session_id, created_at) \
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(&conversation.id)
-            .bind(&conversation.task_id)
-            .bind(conversation.chat_id.as_deref())
-            .bind(conversation.session_id.as_deref())
-            .bind(conversation.created_at)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| insert_err(e, "conversation", &conversation.id))?;
-            sqlx::query(
-                "INSERT INTO runs (id, chat_id, status, state, result, pending_tool_call, \
-                 lease_owner, lease_expires_at, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            )
-            .bind(&record.id)
-            .bind(record.chat_id.as_deref())
-            .bind(record.status.as_str())
-            .bind(opt_json(record.state.as_ref())?)
-            .bind(opt_json(record.result.as_ref())?)
-            .bind(opt_json(record.pending_tool_call.as_ref())?)
-            .bind(record.lease_owner.as_deref())
-            .bind(record.lease_expires_at)
-            .bind(record.created_at)
-            .bind(record.updated_at)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| insert_err(e, "run", &record.id))?;
+            super::sql_chats::insert_chat(&mut *tx, chat, 1, 1).await?;
+            let body = json_text(first_message)?;
+            super::sql_chats::insert_message(&mut *tx, &chat.id, 0, &first_message.id, &body, 1)
+                .await?;
+            insert_conversation(&mut *tx, conversation).await?;
+            insert_run(&mut *tx, record).await?;
             // The agent run goes last, as it names its conversation: a task
             // with an active run refuses it here, and everything written
             // before is rolled back.
-            let inserted = sqlx::query(
-                "INSERT INTO agent_runs (id, task_id, agent_type, status, conversation_id, \
-                 created_at, completed_at, end_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 ON CONFLICT DO NOTHING",
-            )
-            .bind(&agent_run.id)
-            .bind(&agent_run.task_id)
-            .bind(agent_run.agent_type.as_str())
-            .bind(agent_run.status.as_str())
-            .bind(agent_run.conversation_id.as_deref())
-            .bind(agent_run.created_at)
-            .bind(agent_run.completed_at)
-            .bind(opt_json(agent_run.end_reason.as_ref())?)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if inserted.rows_affected() == 0 {
+            if !insert_agent_run(&mut *tx, agent_run).await? {
                 tx.rollback().await.map_err(db_err)?;
-                return match self.get_agent_run(&agent_run.id).await {
-                    Ok(_) => Err(StorageError::exists("agent run", &agent_run.id)),
-                    Err(_) => Err(StorageError::ActiveAgentRunExists {
-                        task_id: agent_run.task_id.clone(),
-                    }),
-                };
+                return Err(agent_run_refused(self, agent_run).await);
             }
             tx.commit().await.map_err(db_err)
         }
@@ -788,19 +767,7 @@ mod sql_runs {
         }
 
         async fn create_conversation(&self, conversation: &Conversation) -> StorageResult<()> {
-            sqlx::query(
-                "INSERT INTO conversations (id, task_id, chat_id, session_id, created_at) \
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(&conversation.id)
-            .bind(&conversation.task_id)
-            .bind(conversation.chat_id.as_deref())
-            .bind(conversation.session_id.as_deref())
-            .bind(conversation.created_at)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| insert_err(e, "conversation", &conversation.id))?;
-            Ok(())
+            insert_conversation(&self.pool, conversation).await
         }
 
         async fn get_conversation(&self, id: &str) -> StorageResult<Conversation> {
