@@ -30,15 +30,6 @@ use common::served::*;
 use restate_server::RestateServer;
 use serde_json::{Value, json};
 
-fn fs_create(id: &str, path: &str, text: &str) -> Value {
-    let input = json!({ "command": "create", "path": path, "file_text": text }).to_string();
-    json!({ "steps": [{ "type": "tool_call", "id": id, "name": "fs", "fragments": [input] }] })
-}
-
-fn text(text: &str) -> Value {
-    json!({ "steps": [{ "type": "text", "chunks": [text] }] })
-}
-
 fn finish_workflow(id: &str) -> Value {
     json!({ "steps": [
         { "type": "tool_call", "id": id, "name": "complete_workflow", "fragments": ["{}"] }
@@ -131,18 +122,6 @@ fn until_streamed(address: &str, token: &str, run_id: &str, text: &str) {
             return;
         }
     }
-}
-
-fn whole_stream(address: &str, token: &str, run_id: &str) -> Vec<(String, Value)> {
-    read_sse_acting(address, token, run_id, "\u{0}never", || {})
-}
-
-fn root_finished(events: &[(String, Value)]) -> Vec<&Value> {
-    events
-        .iter()
-        .filter(|(name, data)| name == "finished" && data.get("path").is_none())
-        .map(|(_, data)| data)
-        .collect()
 }
 
 /// How many tool results answer `call_id` in the run's event log.
@@ -304,7 +283,7 @@ fn a_chain_completes_on_restate() {
     );
     for run in &runs {
         let events = whole_stream(&address, &token, run["id"].as_str().unwrap());
-        let finished = root_finished(&events);
+        let finished = terminal_events(&events);
         assert_eq!(finished.len(), 1, "{events:?}");
         assert_eq!(finished[0]["result"]["status"], "complete", "{events:?}");
     }
@@ -372,7 +351,7 @@ fn a_worker_killed_mid_run_is_restarted_and_the_run_completes_with_its_tool_run_
     let run = until_status(&address, &token, &run_id, "completed");
     assert_eq!(run["status"], "completed", "{run}");
     let events = whole_stream(&address, &token, &run_id);
-    assert_eq!(root_finished(&events).len(), 1, "{events:?}");
+    assert_eq!(terminal_events(&events).len(), 1, "{events:?}");
     assert_eq!(tool_results(&events, "i1"), 1, "{events:?}");
     // The turn the kill cut short stays in the log as it streamed, never
     // committed (no `streaming_end`, no message), and is superseded by the
@@ -440,7 +419,7 @@ fn a_cancel_ends_a_restate_run_within_a_second() {
     let took = cancelled_at.unwrap().elapsed();
     assert!(took < Duration::from_secs(1), "the cancel took {took:?}");
     assert_eq!(run["status"], "cancelled", "{run}");
-    let finished = root_finished(&events);
+    let finished = terminal_events(&events);
     assert_eq!(finished.len(), 1, "{events:?}");
     assert_eq!(finished[0]["result"]["status"], "cancelled", "{events:?}");
     // The workflow ended in Restate: nothing retries the run, and the
@@ -517,7 +496,7 @@ fn an_approval_decided_after_the_worker_and_restate_restarted_resumes_the_run_on
         "effect\nend\n"
     );
     let events = whole_stream(&address, &token, &run_id);
-    let statuses: Vec<&Value> = root_finished(&events)
+    let statuses: Vec<&Value> = terminal_events(&events)
         .iter()
         .map(|finished| &finished["result"]["status"])
         .collect();
@@ -582,7 +561,7 @@ fn a_cancel_of_a_waiting_run_ends_its_workflow_in_restate_and_the_call_never_run
         ["step", "step", "stop"]
     );
     let events = whole_stream(&address, &token, &run_id);
-    let statuses: Vec<&Value> = root_finished(&events)
+    let statuses: Vec<&Value> = terminal_events(&events)
         .iter()
         .map(|finished| &finished["result"]["status"])
         .collect();
@@ -655,7 +634,7 @@ fn mark_done_and_the_409_rule_behave_on_restate_as_on_the_built_in_engine() {
     });
     let run = until_status(&address, &token, &run_id, "completed");
     assert_eq!(run["status"], "completed", "{run}");
-    let finished = root_finished(&events);
+    let finished = terminal_events(&events);
     assert_eq!(finished.len(), 1, "{events:?}");
     assert_eq!(finished[0]["result"]["status"], "complete", "{events:?}");
     assert_eq!(
@@ -712,7 +691,7 @@ fn a_run_goes_on_when_restate_server_restarts_mid_turn() {
     });
     let run = until_status(&address, &token, &run_id, "completed");
     assert_eq!(run["status"], "completed", "{run}");
-    assert_eq!(root_finished(&events).len(), 1, "{events:?}");
+    assert_eq!(terminal_events(&events).len(), 1, "{events:?}");
     // The turn that streamed while Restate was down is not asked again.
     let starts = events
         .iter()
@@ -767,7 +746,7 @@ fn start_runs(address: &str, token: &str, repo: &Path, count: usize) -> Vec<Stri
 /// started (a turn cut by a dead worker starts again).
 fn answer_and_starts(address: &str, token: &str, run_id: &str) -> (String, usize) {
     let events = whole_stream(address, token, run_id);
-    assert_eq!(root_finished(&events).len(), 1, "{events:?}");
+    assert_eq!(terminal_events(&events).len(), 1, "{events:?}");
     let answers: Vec<String> = events
         .iter()
         .filter(|(name, data)| name == "message_created" && data["message"]["role"] == "assistant")
@@ -1137,7 +1116,7 @@ fn a_chain_completes_with_each_committed_step_once_though_its_worker_is_killed_e
     for run in &runs {
         let run_id = run["id"].as_str().unwrap();
         let events = whole_stream(&address, &token, run_id);
-        assert_eq!(root_finished(&events).len(), 1, "{events:?}");
+        assert_eq!(terminal_events(&events).len(), 1, "{events:?}");
         let mut ids: Vec<String> = events
             .iter()
             .filter(|(name, _)| name == "message_created")
