@@ -204,6 +204,9 @@ impl Worker {
             .arg(root)
             .args(["--lease-ms", "2000", "--heartbeat-ms", "500"])
             .args(["--max-iterations", "1000"])
+            // One client polling every 5 ms: the benchmark measures the
+            // engines, not the per-client rate limit.
+            .args(["--rate-limit", "off"])
             .args(flags)
             .env("RUST_LOG", "warn")
             .stderr(Stdio::piped())
