@@ -11,8 +11,8 @@ use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, RunItem, collect, decide, resume, run};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    CompactionOptions, CompactionStrategy, Decision, EventKind, Hook, HookDecision, HookEvent,
-    HookInput, HookPoint, LoopError, LoopEvent, LoopOptions, LoopResult, LoopStatus, ModelProvider,
+    CompactionOptions, CompactionStrategy, Decision, EventKind, Hook, HookDecision, HookInput,
+    HookPoint, LoopError, LoopEvent, LoopOptions, LoopResult, LoopStatus, ModelProvider,
     ModelRequest, ModelStream, RunState, hook_fn,
 };
 use common::*;
@@ -41,12 +41,7 @@ fn recording(
 }
 
 fn deps(provider: &Arc<ScriptedProvider>, hooks: &[Arc<dyn Hook>]) -> RunDeps {
-    hooks.iter().fold(
-        RunDeps::new(provider.clone())
-            .with_tools([echo()])
-            .with_run_id("run"),
-        |deps, hook| deps.with_hook(hook.clone()),
-    )
+    deps_with_hooks(provider, vec![echo()], hooks)
 }
 
 async fn events_of(provider: &Arc<ScriptedProvider>, hooks: &[Arc<dyn Hook>]) -> Vec<LoopEvent> {
@@ -63,26 +58,6 @@ fn snapshot(name: &str, events: &[LoopEvent]) -> LoopResult {
 
 fn echo_turn(id: &str, text: &str) -> ScriptedTurn {
     ScriptedTurn::new().tool_call(id, "echo", json!({ "text": text }))
-}
-
-/// The text of every tool result the model was sent in request `n`.
-fn results_sent(provider: &ScriptedProvider, n: usize) -> Vec<(String, bool)> {
-    provider.requests()[n]
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_results())
-        .map(|r| (r.content.clone(), r.is_error))
-        .collect()
-}
-
-fn hook_events(events: &[LoopEvent]) -> Vec<HookEvent> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Hook(event) => Some(event.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test]

@@ -14,8 +14,8 @@ use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, RunItem, collect, decide, resume, run};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    Decision, EventKind, Hook, HookDecision, HookEvent, HookInput, HookPoint, LoopEvent,
-    LoopOptions, LoopResult, RunState, Tool, ToolContext, ToolStream, hook_fn,
+    Decision, EventKind, Hook, HookDecision, HookInput, HookPoint, LoopEvent, LoopOptions,
+    LoopResult, RunState, Tool, ToolContext, ToolStream, hook_fn,
 };
 use common::*;
 use futures::StreamExt;
@@ -71,12 +71,7 @@ fn subagent() -> Arc<dyn Tool> {
 }
 
 fn deps(provider: &Arc<ScriptedProvider>, hooks: &[Arc<dyn Hook>]) -> RunDeps {
-    hooks.iter().fold(
-        RunDeps::new(provider.clone())
-            .with_tools([echo(), subagent()])
-            .with_run_id("run"),
-        |deps, hook| deps.with_hook(hook.clone()),
-    )
+    deps_with_hooks(provider, vec![echo(), subagent()], hooks)
 }
 
 async fn events_of(provider: &Arc<ScriptedProvider>, hooks: &[Arc<dyn Hook>]) -> Vec<LoopEvent> {
@@ -93,26 +88,6 @@ fn snapshot(name: &str, events: &[LoopEvent]) -> LoopResult {
 
 fn agent_turn(id: &str, task: &str) -> ScriptedTurn {
     ScriptedTurn::new().tool_call(id, "agent", json!({ "task": task }))
-}
-
-/// The text of every tool result the model was sent in request `n`.
-fn results_sent(provider: &ScriptedProvider, n: usize) -> Vec<(String, bool)> {
-    provider.requests()[n]
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_results())
-        .map(|r| (r.content.clone(), r.is_error))
-        .collect()
-}
-
-fn hook_events(events: &[LoopEvent]) -> Vec<HookEvent> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Hook(event) => Some(event.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Whether a child run of call `id` emitted anything.

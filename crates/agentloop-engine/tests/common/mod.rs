@@ -347,3 +347,39 @@ pub fn suspension(
         other => panic!("expected a suspension with its state, got {other:?}"),
     }
 }
+
+/// The scripted run's dependencies: `tools`, run id `run`, and `hooks`
+/// registered in order.
+pub fn deps_with_hooks(
+    provider: &Arc<ScriptedProvider>,
+    tools: Vec<Arc<dyn Tool>>,
+    hooks: &[Arc<dyn agentloop_types::Hook>],
+) -> RunDeps {
+    hooks.iter().fold(
+        RunDeps::new(provider.clone())
+            .with_tools(tools)
+            .with_run_id("run"),
+        |deps, hook| deps.with_hook(hook.clone()),
+    )
+}
+
+/// The text of every tool result the model was sent in request `n`.
+pub fn results_sent(provider: &ScriptedProvider, n: usize) -> Vec<(String, bool)> {
+    provider.requests()[n]
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .map(|r| (r.content.clone(), r.is_error))
+        .collect()
+}
+
+/// The `hook` events of a run, in order.
+pub fn hook_events(events: &[LoopEvent]) -> Vec<agentloop_types::HookEvent> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            agentloop_types::EventKind::Hook(event) => Some(event.clone()),
+            _ => None,
+        })
+        .collect()
+}
