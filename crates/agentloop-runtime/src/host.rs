@@ -12,10 +12,14 @@
 //!   machine goes on from its stored state (see [`crate::recovery`]);
 //! - otherwise the chat's dangling calls are closed and the loop runs over
 //!   the chat's history, unless the chat already ends with an answer.
+//!
+//! A host that created the record a moment ago, under this runtime's
+//! lease, hands over what it wrote ([`Written`]) and nothing is read back:
+//! the loop starts over the chat's first messages at once.
 
 use std::sync::Arc;
 
-use agentloop_storage::model::RunRecord;
+use agentloop_storage::model::{Chat, Project, RunRecord};
 use agentloop_types::{
     Decisions, EventKind, FinishedEvent, LoopEvent, LoopResult, Message, PendingCall, Role,
     RunPath, RunPhase,
@@ -39,6 +43,24 @@ pub struct HostedRun {
     pub decisions: Decisions,
     /// The host's part in the run's end.
     pub ending: Option<Arc<dyn RunEnding>>,
+    /// What the host wrote when it created the run a moment ago, if it
+    /// did: then nothing is read back before the run's first step.
+    pub written: Option<Box<Written>>,
+}
+
+/// What a host wrote as it created a run, in one write: the record, under
+/// this runtime's lease and with an empty log, and the chat (in `project`)
+/// holding `messages` only.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The run's record.
+    pub record: RunRecord,
+    /// The chat the run runs in.
+    pub chat: Chat,
+    /// The chat's project.
+    pub project: Project,
+    /// The chat's messages, in order.
+    pub messages: Vec<Message>,
 }
 
 /// What [`ChatRuntime::host`] made of a hosted run.
@@ -60,7 +82,20 @@ impl ChatRuntime {
     /// Executes hosted run `run.run_id` from where its record stands (see
     /// the module docs), under this worker's lease: `RunInProgress` when
     /// another worker holds it.
-    pub async fn host(&self, run: HostedRun) -> RuntimeResult<Hosted> {
+    pub async fn host(&self, mut run: HostedRun) -> RuntimeResult<Hosted> {
+        if let Some(written) = run.written.take()
+            && self.holds_lease(&written.record)
+        {
+            let Written {
+                record,
+                chat,
+                project,
+                messages,
+            } = *written;
+            let options = Self::options_of(&project, &chat)?;
+            let running = self.run_messages_in(chat, options, messages, record, 0, run.ending);
+            return Box::pin(running).await.map(Hosted::Running);
+        }
         let record = self.claim_hosted(&run).await?;
         let log = RunLog::read(&*self.store, &record.id).await?;
         if let Some(ended) = log.ended {
@@ -196,6 +231,14 @@ impl ChatRuntime {
             self.store.update_run(&record).await?;
         }
         Ok(record)
+    }
+
+    /// Whether `record` is under this runtime's lease, unexpired.
+    fn holds_lease(&self, record: &RunRecord) -> bool {
+        record.lease_owner.as_deref() == Some(self.owner.as_str())
+            && record
+                .lease_expires_at
+                .is_some_and(|expires| expires > agentloop_storage::model::now_millis())
     }
 
     /// The end the run's log holds.

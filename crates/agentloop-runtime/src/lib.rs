@@ -55,7 +55,7 @@ pub mod settings;
 pub use chat_run::{ChatRun, RunOutcome};
 pub use ending::{Decided, RunEnding};
 pub use error::{RuntimeError, RuntimeResult};
-pub use host::{Hosted, HostedRun};
+pub use host::{Hosted, HostedRun, Written};
 pub use log::RunLog;
 pub use persist::minion_chat_id;
 pub use recovery::{ClosedCall, RecoveredRun, RecoveryMode};

@@ -396,7 +396,7 @@ impl ChatRuntime {
         next_seq: u64,
         ending: Option<Arc<dyn crate::ending::RunEnding>>,
     ) -> RuntimeResult<ChatRun> {
-        let (persister, stream) = Box::pin(async {
+        let (chat, options, context) = Box::pin(async {
             let chat_id = record.chat_id.clone().unwrap_or_default();
             let chat = self.store.get_chat(&chat_id).await?;
             let options = self.loop_options(&chat).await?;
@@ -407,17 +407,32 @@ impl ChatRuntime {
                 .into_iter()
                 .map(|m| m.message)
                 .collect();
-            let gate = Gate::default();
-            let deps = self.deps(&gate).with_run_id(record.id.clone());
-            let context_len = context.len();
-            let stream = self.strategy.run(options, context, deps).with_checkpoints();
-            let persister = self
-                .persister(chat, record, gate, context_len)
-                .continuing_at(next_seq)
-                .with_ending(ending);
-            Ok::<_, RuntimeError>((persister, stream))
+            Ok::<_, RuntimeError>((chat, options, context))
         })
         .await?;
+        self.run_messages_in(chat, options, context, record, next_seq, ending)
+            .await
+    }
+
+    /// Runs the loop over `context`, the messages of `chat`, in the run of
+    /// `record`, its events numbered from `next_seq`.
+    pub(crate) async fn run_messages_in(
+        &self,
+        chat: Chat,
+        options: LoopOptions,
+        context: Vec<Message>,
+        record: RunRecord,
+        next_seq: u64,
+        ending: Option<Arc<dyn crate::ending::RunEnding>>,
+    ) -> RuntimeResult<ChatRun> {
+        let gate = Gate::default();
+        let deps = self.deps(&gate).with_run_id(record.id.clone());
+        let context_len = context.len();
+        let stream = self.strategy.run(options, context, deps).with_checkpoints();
+        let persister = self
+            .persister(chat, record, gate, context_len)
+            .continuing_at(next_seq)
+            .with_ending(ending);
         self.start(persister, stream).await
     }
 
@@ -441,6 +456,11 @@ impl ChatRuntime {
     /// The loop options of a chat, from its project's and its own settings.
     pub(crate) async fn loop_options(&self, chat: &Chat) -> RuntimeResult<LoopOptions> {
         let project = self.store.get_project(&chat.project_id).await?;
+        Self::options_of(&project, chat)
+    }
+
+    /// The loop options of `chat` in `project`.
+    pub(crate) fn options_of(project: &Project, chat: &Chat) -> RuntimeResult<LoopOptions> {
         Ok(build_loop_options(
             &project.id,
             Some(&chat.id),

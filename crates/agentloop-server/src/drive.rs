@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentloop_agui::FrontendToolSpec;
-use agentloop_runtime::{HostedRun, RuntimeResult};
+use agentloop_runtime::{HostedRun, RuntimeResult, Written};
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, EndReason, now_millis};
 use agentloop_types::{Decision, Decisions, LoopStatus, PendingCall};
 use serde_json::json;
@@ -211,7 +211,7 @@ async fn drive(
     created: Option<CreatedRun>,
 ) -> RuntimeResult<bool> {
     let lease = state.lease(run_id);
-    let execution = match created {
+    let mut execution = match created {
         // Created under this instance's lease a moment ago: nothing to
         // read back.
         Some(created) => Execution::created(state, local, lease, created),
@@ -262,6 +262,9 @@ struct Execution<'a> {
     ctx: TaskContext,
     conversation_id: String,
     chat_id: String,
+    /// What this instance wrote as it created the run a moment ago (see
+    /// [`Written`]): the first execution reads none of it back.
+    written: Option<Box<Written>>,
 }
 
 /// What the close of an ended run reads.
@@ -303,6 +306,7 @@ impl<'a> Execution<'a> {
             ctx,
             conversation_id,
             chat_id,
+            written: None,
         })
     }
 
@@ -314,6 +318,7 @@ impl<'a> Execution<'a> {
             chat_id: self.chat_id.clone(),
             decisions,
             ending: Some(ending),
+            written: None,
         }
     }
 
@@ -333,21 +338,36 @@ impl<'a> Execution<'a> {
         lease: Lease,
         created: CreatedRun,
     ) -> Self {
+        let CreatedRun {
+            run,
+            ctx,
+            chat,
+            first_message,
+            record,
+            ..
+        } = created;
+        let written = Written {
+            record,
+            chat,
+            project: ctx.project.clone(),
+            messages: vec![first_message],
+        };
         Self {
             state,
             local,
             lease,
-            conversation_id: created.run.conversation_id.clone().unwrap_or_default(),
-            chat_id: created.chat_id,
-            run: created.run,
-            ctx: created.ctx,
+            conversation_id: run.conversation_id.clone().unwrap_or_default(),
+            chat_id: written.chat.id.clone(),
+            run,
+            ctx,
+            written: Some(Box::new(written)),
         }
     }
 
     /// Runs the loop: the project's MCP servers started, the owner told,
     /// the lease watched, the tools offered and the run executed.
     async fn run_loop(
-        &self,
+        &mut self,
         ending: &Arc<AgentRunEnding>,
         workflow_called: &Arc<AtomicBool>,
         pace: Pace,
@@ -360,14 +380,19 @@ impl<'a> Execution<'a> {
             Err(message) => return Ok(Outcome::Failed(message)),
             Ok(mcp) => mcp,
         };
-        let decisions = self
-            .state
-            .store
-            .list_agent_run_decisions(&self.run.id)
-            .await?
-            .into_iter()
-            .map(|d| (d.call_id, d.decision))
-            .collect();
+        let written = self.written.take();
+        // A run created a moment ago has no decisions yet.
+        let decisions = match written {
+            Some(_) => Decisions::default(),
+            None => self
+                .state
+                .store
+                .list_agent_run_decisions(&self.run.id)
+                .await?
+                .into_iter()
+                .map(|d| (d.call_id, d.decision))
+                .collect(),
+        };
         self.notify_streaming("streaming-started");
         let watched = self.state.watch_lease(&self.run.id, self.local.clone());
         let mut tools = tools(
@@ -380,7 +405,10 @@ impl<'a> Execution<'a> {
         if let Some(mcp) = &mcp {
             tools.extend(mcp.tools());
         }
-        let chat = self.state.store.get_chat(&self.chat_id).await?;
+        let chat = match &written {
+            Some(written) => written.chat.clone(),
+            None => self.state.store.get_chat(&self.chat_id).await?,
+        };
         let frontend = frontend_tools(&chat.settings, &tools);
         tools.extend(frontend);
         let metrics = RunMetrics::new(
@@ -393,7 +421,10 @@ impl<'a> Execution<'a> {
                 Ok(handoffs) => handoffs,
                 Err(error) => return Ok(Outcome::Failed(format!("the project's agents: {error}"))),
             };
-        let hosted = self.hosted(decisions, ending.clone());
+        let hosted = HostedRun {
+            written,
+            ..self.hosted(decisions, ending.clone())
+        };
         let outcome = hosting::execute(
             self.state, self.local, hosted, tools, handoffs, &metrics, pace,
         )

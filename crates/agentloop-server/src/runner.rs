@@ -81,8 +81,12 @@ pub struct CreatedRun {
     pub run: AgentRun,
     /// Its task.
     pub ctx: TaskContext,
-    /// The chat of its conversation.
-    pub chat_id: String,
+    /// The chat of its conversation, holding its first message.
+    pub chat: Chat,
+    /// The chat's first message.
+    pub first_message: Message,
+    /// Its run record.
+    pub record: RunRecord,
     /// Whether its record was created under this instance's lease.
     pub leased: bool,
 }
@@ -144,13 +148,19 @@ pub async fn create_agent_run(
         Err(e) => return Err(e.into()),
     }
     let AgentRunStart {
-        agent_run, chat, ..
+        agent_run,
+        chat,
+        first_message,
+        record,
+        ..
     } = start;
     state.notify_run_status(&ctx.owner, &agent_run, agent_run.status);
     Ok(CreatedRun {
         run: agent_run,
         ctx: ctx.clone(),
-        chat_id: chat.id,
+        chat,
+        first_message,
+        record,
         leased,
     })
 }

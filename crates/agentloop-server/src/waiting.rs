@@ -224,6 +224,7 @@ async fn try_close_pending(
         chat_id,
         decisions: Default::default(),
         ending: Some(Arc::new(AgentRunEnding::new(state.store.clone(), &run.id))),
+        written: None,
     };
     // The run ended before its calls were closed: the terminal event says
     // how (cancelled, or completed by Mark Done), as the record does.
