@@ -57,6 +57,12 @@ impl PostgresStore {
         &self.pool
     }
 
+    /// PostgreSQL locks rows, not the whole database: its writers take no
+    /// turns (see `SqliteStore::write_turn`).
+    async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        None
+    }
+
     /// Closes the pool.
     pub async fn close(&self) {
         self.pool.close().await;

@@ -22,6 +22,8 @@ pub struct SqliteStore {
     message_cache: std::sync::Arc<crate::message_cache::MessageCache>,
     /// Batches concurrent event-log appends into shared transactions.
     writer: crate::group_commit::GroupCommit,
+    /// Whose turn it is to write (see [`write_turn`](Self::write_turn)).
+    write_turns: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl SqliteStore {
@@ -102,7 +104,19 @@ impl SqliteStore {
             pool,
             message_cache: Default::default(),
             writer: Default::default(),
+            write_turns: Default::default(),
         })
+    }
+
+    /// Waits for this store's turn to write, held until the write commits.
+    /// SQLite lets one connection write at a time, and a connection that
+    /// finds the database locked sleeps and retries (1 ms, 2 ms, 5 ms … up
+    /// to 100 ms a try): with writers from many runs at once, those sleeps
+    /// were most of a write's wait. Queued here instead, in order, each
+    /// writer starts the moment the previous one commits. (Writers in other
+    /// processes still meet the lock and its retries.)
+    async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        Some(self.write_turns.lock().await)
     }
 
     /// The connection pool.

@@ -96,6 +96,7 @@ mod sql_chats {
     #[async_trait]
     impl ProjectStore for SqlStore {
         async fn create_project(&self, project: &Project) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             insert_project(&self.pool, project).await
         }
 
@@ -120,6 +121,7 @@ mod sql_chats {
         }
 
         async fn update_project(&self, project: &Project) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let done = sqlx::query(
                 "UPDATE projects SET name = $2, settings = $3, approval_mode = $4, \
                  updated_at = $5 WHERE id = $1",
@@ -136,6 +138,7 @@ mod sql_chats {
         }
 
         async fn delete_project(&self, id: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             // The records of its tasks' agent runs (with their event logs)
             // belong to no chat, so the project's cascade misses them.
@@ -161,6 +164,7 @@ mod sql_chats {
             project: &Project,
             folder: &str,
         ) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             // Writing the one lock row first serialises every folder claim
             // (a row lock on PostgreSQL, the write lock on SQLite), so the
@@ -197,6 +201,7 @@ mod sql_chats {
     #[async_trait]
     impl ChatStore for SqlStore {
         async fn create_chat(&self, chat: &Chat) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             insert_chat(&self.pool, chat, 0, 0).await
         }
 
@@ -233,6 +238,7 @@ mod sql_chats {
         }
 
         async fn update_chat(&self, chat: &Chat) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let done = sqlx::query(
                 "UPDATE chats SET title = $2, settings = $3, totals = $4, updated_at = $5 \
                  WHERE id = $1",
@@ -254,6 +260,7 @@ mod sql_chats {
             delta: TokenTotals,
             updated_at: i64,
         ) -> StorageResult<TokenTotals> {
+            let _turn = self.write_turn().await;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             let locked = sqlx::query("UPDATE chats SET next_seq = next_seq WHERE id = $1")
                 .bind(chat_id)
@@ -280,6 +287,7 @@ mod sql_chats {
         }
 
         async fn delete_chat(&self, id: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             self.message_cache.forget(id);
             let done = sqlx::query("DELETE FROM chats WHERE id = $1")
                 .bind(id)
@@ -290,6 +298,7 @@ mod sql_chats {
         }
 
         async fn save_message(&self, chat_id: &str, message: &Message) -> StorageResult<u64> {
+            let _turn = self.write_turn().await;
             let body = json_text(message)?;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             // Writing the chat row first takes its lock, so appends to one
@@ -373,6 +382,7 @@ mod sql_chats {
             chat_id: &str,
             after_seq: Option<u64>,
         ) -> StorageResult<u64> {
+            let _turn = self.write_turn().await;
             let after = after_seq.map(to_i64).transpose()?.unwrap_or(-1);
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             reset_messages(&mut tx, chat_id).await?;
@@ -392,6 +402,7 @@ mod sql_chats {
             chat_id: &str,
             messages: &[StoredMessage],
         ) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             reset_messages(&mut tx, chat_id).await?;
             let existing = sqlx::query("SELECT seq FROM messages WHERE chat_id = $1 LIMIT 1")
@@ -427,6 +438,7 @@ mod sql_chats {
         }
 
         async fn create_checkpoint(&self, checkpoint: &Checkpoint) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             sqlx::query(
                 "INSERT INTO checkpoints (chat_id, name, message_seq, totals, created_at) \
                  VALUES ($1, $2, $3, $4, $5)",
@@ -458,6 +470,7 @@ mod sql_chats {
         }
 
         async fn delete_checkpoint(&self, chat_id: &str, name: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let done = sqlx::query("DELETE FROM checkpoints WHERE chat_id = $1 AND name = $2")
                 .bind(chat_id)
                 .bind(name)
@@ -472,6 +485,7 @@ mod sql_chats {
             chat_id: &str,
             name: &str,
         ) -> StorageResult<Checkpoint> {
+            let _turn = self.write_turn().await;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             reset_messages(&mut tx, chat_id).await?;
             let row = sqlx::query("SELECT * FROM checkpoints WHERE chat_id = $1 AND name = $2")

@@ -21,6 +21,7 @@ mod sql_files {
     #[async_trait]
     impl AttachmentStore for SqlStore {
         async fn put_attachment(&self, attachment: &Attachment) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let meta = &attachment.meta;
             sqlx::query(
                 "INSERT INTO attachments (id, project_id, chat_id, media_type, name, size, data, \
@@ -65,6 +66,7 @@ mod sql_files {
         }
 
         async fn delete_attachment(&self, id: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let done = sqlx::query("DELETE FROM attachments WHERE id = $1")
                 .bind(id)
                 .execute(&self.pool)
@@ -93,6 +95,7 @@ mod sql_files {
         }
 
         async fn put_file(&self, project_id: &str, record: &FileRecord) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             sqlx::query(
                 "INSERT INTO files (project_id, path, kind, data, modified_at) \
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project_id, path) DO UPDATE \
@@ -132,6 +135,7 @@ mod sql_files {
         }
 
         async fn delete_file_tree(&self, project_id: &str, path: &str) -> StorageResult<u64> {
+            let _turn = self.write_turn().await;
             let (low, high) = below(path);
             let done = sqlx::query(
                 "DELETE FROM files WHERE project_id = $1 \
@@ -153,6 +157,7 @@ mod sql_files {
             from: &str,
             to: &str,
         ) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let (low, high) = below(from);
             sqlx::query(
                 "UPDATE files SET path = $5 || substr(path, length($2) + 1) WHERE project_id = $1 \

@@ -104,6 +104,7 @@ mod sql_runs {
     #[async_trait]
     impl RunStore for SqlStore {
         async fn create_run(&self, run: &RunRecord) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             insert_run(&self.pool, run).await
         }
 
@@ -183,6 +184,7 @@ mod sql_runs {
         }
 
         async fn update_run(&self, run: &RunRecord) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let done = sqlx::query(
                 "UPDATE runs SET status = $2, state = $3, result = $4, pending_tool_call = $5, \
                  updated_at = $6 WHERE id = $1",
@@ -206,6 +208,7 @@ mod sql_runs {
             now: i64,
             expires_at: i64,
         ) -> StorageResult<bool> {
+            let _turn = self.write_turn().await;
             let done = sqlx::query(
                 "UPDATE runs SET lease_owner = $2, lease_expires_at = $4 WHERE id = $1 AND \
                  (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at IS NULL \
@@ -226,6 +229,7 @@ mod sql_runs {
         }
 
         async fn release_lease(&self, run_id: &str, owner: &str) -> StorageResult<bool> {
+            let _turn = self.write_turn().await;
             let done = sqlx::query(
                 "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL \
                  WHERE id = $1 AND lease_owner = $2",
@@ -248,6 +252,7 @@ mod sql_runs {
             run_ids: &[String],
             expires_at: i64,
         ) -> StorageResult<Vec<LeaseRenewal>> {
+            let _turn = self.write_turn().await;
             let mut found: std::collections::HashMap<String, Option<AgentRunStatus>> =
                 std::collections::HashMap::with_capacity(run_ids.len());
             for batch in run_ids.chunks(LEASES_PER_RENEWAL) {
@@ -383,6 +388,7 @@ mod sql_runs {
     #[async_trait]
     impl CommitAppends for SqlStore {
         async fn commit_batch(&self, batch: &[Append]) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             insert_events(&mut tx, batch).await.map_err(db_err)?;
             let mut runs: Vec<&str> = batch.iter().map(|a| a.run_id.as_str()).collect();
@@ -395,6 +401,7 @@ mod sql_runs {
         }
 
         async fn commit_one(&self, append: &Append) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             self.get_run(&append.run_id).await?;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             for row in &append.rows {
@@ -416,6 +423,7 @@ mod sql_runs {
     #[async_trait]
     impl TaskStore for SqlStore {
         async fn create_task(&self, task: &Task) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             sqlx::query(
                 "INSERT INTO tasks (id, project_id, title, workflow_complete, created_at, \
                  updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
@@ -443,6 +451,7 @@ mod sql_runs {
         }
 
         async fn delete_task(&self, id: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             // Writing the task row first takes its lock (the write lock on
             // SQLite), so the check below and the deletes see one state.
@@ -509,6 +518,7 @@ mod sql_runs {
             complete: bool,
             now: i64,
         ) -> StorageResult<Vec<AgentRun>> {
+            let _turn = self.write_turn().await;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             let done = sqlx::query(
                 "UPDATE tasks SET workflow_complete = $2, updated_at = $3 WHERE id = $1",
@@ -543,6 +553,7 @@ mod sql_runs {
         }
 
         async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             if insert_agent_run(&self.pool, run).await? {
                 Ok(())
             } else {
@@ -551,6 +562,7 @@ mod sql_runs {
         }
 
         async fn start_agent_run(&self, start: &AgentRunStart) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let AgentRunStart {
                 agent_run,
                 chat,
@@ -626,6 +638,7 @@ mod sql_runs {
             status: AgentRunStatus,
             completed_at: Option<i64>,
         ) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let done =
                 sqlx::query("UPDATE agent_runs SET status = $2, completed_at = $3 WHERE id = $1")
                     .bind(id)
@@ -652,6 +665,7 @@ mod sql_runs {
             completed_at: i64,
             reason: Option<&EndReason>,
         ) -> StorageResult<bool> {
+            let _turn = self.write_turn().await;
             if status.is_active() {
                 return Err(StorageError::Invalid(format!(
                     "an agent run cannot finish as {}",
@@ -682,6 +696,7 @@ mod sql_runs {
             from: AgentRunStatus,
             to: AgentRunStatus,
         ) -> StorageResult<bool> {
+            let _turn = self.write_turn().await;
             if !(from.is_active() && to.is_active()) {
                 return Err(StorageError::Invalid(
                     "an agent run switches only between running and waiting".into(),
@@ -706,6 +721,7 @@ mod sql_runs {
             agent_run_id: &str,
             decision: &AgentRunDecision,
         ) -> StorageResult<bool> {
+            let _turn = self.write_turn().await;
             let inserted = sqlx::query(
                 "INSERT INTO agent_run_decisions (agent_run_id, call_id, decision, decided_at) \
                  VALUES ($1, $2, $3, $4)",
@@ -744,6 +760,7 @@ mod sql_runs {
         }
 
         async fn clear_agent_run_decisions(&self, agent_run_id: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             sqlx::query("DELETE FROM agent_run_decisions WHERE agent_run_id = $1")
                 .bind(agent_run_id)
                 .execute(&self.pool)
@@ -757,6 +774,7 @@ mod sql_runs {
             agent_run_id: &str,
             conversation_id: &str,
         ) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let done = sqlx::query("UPDATE agent_runs SET conversation_id = $2 WHERE id = $1")
                 .bind(agent_run_id)
                 .bind(conversation_id)
@@ -767,6 +785,7 @@ mod sql_runs {
         }
 
         async fn create_conversation(&self, conversation: &Conversation) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             insert_conversation(&self.pool, conversation).await
         }
 
@@ -792,6 +811,7 @@ mod sql_runs {
         }
 
         async fn set_conversation_session(&self, id: &str, session_id: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let done = sqlx::query("UPDATE conversations SET session_id = $2 WHERE id = $1")
                 .bind(id)
                 .bind(session_id)

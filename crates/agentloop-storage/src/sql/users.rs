@@ -11,6 +11,7 @@ mod sql_users {
     #[async_trait]
     impl UserStore for SqlStore {
         async fn create_user(&self, user: &User) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             sqlx::query("INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3)")
                 .bind(&user.id)
                 .bind(&user.name)
@@ -42,6 +43,7 @@ mod sql_users {
         }
 
         async fn add_token(&self, token: &UserToken) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             sqlx::query(
                 "INSERT INTO user_tokens (token_hash, user_id, created_at) VALUES ($1, $2, $3)",
             )
@@ -68,6 +70,7 @@ mod sql_users {
         }
 
         async fn revoke_token(&self, token_hash: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let affected = sqlx::query("DELETE FROM user_tokens WHERE token_hash = $1")
                 .bind(token_hash)
                 .execute(&self.pool)

@@ -12,6 +12,7 @@ mod sql_webhooks {
     #[async_trait]
     impl WebhookStore for SqlStore {
         async fn save_webhook_delivery(&self, delivery: &WebhookDelivery) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             sqlx::query(
                 "INSERT INTO webhook_deliveries \
