@@ -37,13 +37,15 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(30))
             .foreign_keys(true)
-            // Reads map the file instead of copying each page through
-            // read(2), and each connection keeps more pages: a long chat
-            // is read from memory instead of page by page. The map covers
-            // the first 64 MiB: mapped pages count in the process's
-            // resident memory, and a server appending thousands of events a
-            // second would otherwise map ever more of a growing file.
-            .pragma("mmap_size", "67108864")
+            // Each connection keeps more pages: a long chat is read from
+            // memory instead of page by page. Reads copy pages through
+            // read(2) rather than mapping the file: with a file that grows
+            // with every append, a server starting and streaming 10,000
+            // runs spent its time in the kernel unmapping and remapping it
+            // for each of the pool's connections, and started runs 1.2x
+            // slower, for a first read of a 10,000-message chat 1.2x
+            // faster (`docs/benchmarks.md`).
+            .pragma("mmap_size", "0")
             .pragma("cache_size", "-16384");
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
