@@ -148,7 +148,8 @@ pub fn run(args: &[String]) -> Result<(), Error> {
 
 /// The generated table's rows of `previous` (the report before this run,
 /// up to the section kept by hand) with `fresh` in place of those of the
-/// same benchmark and figure; fresh rows new to the table go at its end.
+/// same benchmark and figure; a fresh row new to the table goes after the
+/// row it follows in the fresh run (at the table's end if it is first).
 fn merge_rows(previous: &str, fresh: &str) -> String {
     let key = |row: &str| -> Option<String> {
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
@@ -157,21 +158,28 @@ fn merge_rows(previous: &str, fresh: &str) -> String {
     let generated = previous
         .find(KEPT_SECTION)
         .map_or(previous, |at| &previous[..at]);
-    let mut fresh_rows: Vec<&str> = fresh.lines().filter(|l| l.starts_with("| ")).collect();
-    let mut merged = String::new();
-    for row in generated.lines().filter(|l| {
-        l.starts_with("| ") && !l.starts_with("| benchmark |") && !l.starts_with("| ---")
-    }) {
-        let replaced = fresh_rows.iter().position(|f| key(f) == key(row));
-        let line = replaced.map_or(row, |at| fresh_rows.remove(at));
-        merged.push_str(line);
-        merged.push('\n');
+    let mut merged: Vec<&str> = generated
+        .lines()
+        .filter(|l| {
+            l.starts_with("| ") && !l.starts_with("| benchmark |") && !l.starts_with("| ---")
+        })
+        .collect();
+    let mut after: Option<usize> = None;
+    for row in fresh.lines().filter(|l| l.starts_with("| ")) {
+        let at = match merged.iter().position(|m| key(m) == key(row)) {
+            Some(at) => {
+                merged[at] = row;
+                at
+            }
+            None => {
+                let at = after.map_or(merged.len(), |a| a + 1);
+                merged.insert(at, row);
+                at
+            }
+        };
+        after = Some(at);
     }
-    for row in fresh_rows {
-        merged.push_str(row);
-        merged.push('\n');
-    }
-    merged
+    merged.iter().map(|row| format!("{row}\n")).collect()
 }
 
 /// Builds the release `agentloop` binary a benchmark drives.
@@ -249,5 +257,18 @@ mod tests {
             + &format!("\n{KEPT_SECTION}\n\n| c | z | 3 |\n");
         let merged = merge_rows(&previous, "| b | y | 20 |\n| d | w | 4 |\n");
         assert_eq!(merged, "| a | x | 1 |\n| b | y | 20 |\n| d | w | 4 |\n");
+    }
+
+    #[test]
+    fn a_figure_new_to_the_table_goes_beside_its_benchmarks_rows() {
+        let previous = report("| a | x | 1 |\n| a | y | 2 |\n| b | z | 3 |\n", "cpu");
+        let merged = merge_rows(
+            &previous,
+            "| a | x | 10 |\n| a | new | 5 |\n| a | y | 20 |\n",
+        );
+        assert_eq!(
+            merged,
+            "| a | x | 10 |\n| a | new | 5 |\n| a | y | 20 |\n| b | z | 3 |\n"
+        );
     }
 }
