@@ -5,12 +5,15 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_runtime::{
     ChatRuntime, ChatSettings, Hosted, HostedRun, ProjectSettings, RuntimeError, Written,
 };
+use agentloop_storage::Store;
 use agentloop_storage::model::{RunRecord, RunStatus, now_millis};
-use agentloop_types::{LoopStatus, Message, Role};
+use agentloop_types::{LoopEvent, LoopStatus, Message, Role};
 
 use common::{drain, stores};
 
@@ -53,6 +56,27 @@ async fn created(runtime: &ChatRuntime, owner: &str, expires_at: i64, stored: &s
     }
 }
 
+/// A runtime whose lease owner is `worker-a`, and its model, which answers
+/// once.
+fn worker_a(store: &Arc<dyn Store>) -> (Arc<ScriptedProvider>, ChatRuntime) {
+    let provider = ScriptedProvider::new([ScriptedTurn::new().text("Done.")]);
+    let runtime = ChatRuntime::new(store.clone(), provider.clone()).with_lease("worker-a", 30_000);
+    (provider, runtime)
+}
+
+/// Hosts `written` and reads the run to its end, which must be complete.
+async fn host_to_the_end(runtime: &ChatRuntime, written: Written, name: &str) -> Vec<LoopEvent> {
+    let Hosted::Running(run) = runtime.host(hosted(written)).await.unwrap() else {
+        panic!("{name}: the run did not start");
+    };
+    let (events, result) = drain(run).await;
+    assert!(
+        matches!(result.status, LoopStatus::Complete { .. }),
+        "{name}: {result:?}"
+    );
+    events
+}
+
 fn hosted(written: Written) -> HostedRun {
     HostedRun {
         run_id: written.record.id.clone(),
@@ -79,24 +103,15 @@ fn asked(provider: &ScriptedProvider) -> String {
 #[tokio::test]
 async fn a_run_created_under_this_lease_starts_from_what_its_host_wrote() {
     for (name, store, _guard) in stores().await {
-        let provider = ScriptedProvider::new([ScriptedTurn::new().text("Done.")]);
-        let runtime =
-            ChatRuntime::new(store.clone(), provider.clone()).with_lease("worker-a", 30_000);
+        let (provider, runtime) = worker_a(&store);
         let mut written = created(&runtime, "worker-a", now_millis() + 60_000, "as stored").await;
         // What the host hands over is taken as is: a message the store
         // does not hold reaches the model only if nothing is read back.
         written.messages = vec![Message::user_text("m1", "as written")];
         let run_id = written.record.id.clone();
 
-        let Hosted::Running(run) = runtime.host(hosted(written)).await.unwrap() else {
-            panic!("{name}: the run did not start");
-        };
-        let (events, result) = drain(run).await;
+        let events = host_to_the_end(&runtime, written, name).await;
 
-        assert!(
-            matches!(result.status, LoopStatus::Complete { .. }),
-            "{name}: {result:?}"
-        );
         assert_eq!(asked(&provider), "as written", "{name}");
         // The run's events went to its log and its record was ended.
         let logged = store.list_events(&run_id, None, 10_000).await.unwrap();
@@ -109,9 +124,7 @@ async fn a_run_created_under_this_lease_starts_from_what_its_host_wrote() {
 #[tokio::test]
 async fn what_a_host_wrote_is_not_trusted_under_another_workers_lease() {
     for (name, store, _guard) in stores().await {
-        let provider = ScriptedProvider::new([ScriptedTurn::new().text("Done.")]);
-        let runtime =
-            ChatRuntime::new(store.clone(), provider.clone()).with_lease("worker-a", 30_000);
+        let (provider, runtime) = worker_a(&store);
         // The record is another worker's, its lease running: the run is
         // claimed as any hosted run, and the claim is refused.
         let written = created(&runtime, "worker-b", now_millis() + 60_000, "as stored").await;
@@ -132,23 +145,14 @@ async fn what_a_host_wrote_is_not_trusted_under_another_workers_lease() {
 #[tokio::test]
 async fn what_a_host_wrote_with_an_expired_lease_is_read_again_from_the_store() {
     for (name, store, _guard) in stores().await {
-        let provider = ScriptedProvider::new([ScriptedTurn::new().text("Done.")]);
-        let runtime =
-            ChatRuntime::new(store.clone(), provider.clone()).with_lease("worker-a", 30_000);
+        let (provider, runtime) = worker_a(&store);
         // Its lease ran out: another worker may have taken the run over
         // since, so what was written then is not trusted now.
         let mut written = created(&runtime, "worker-a", now_millis() - 1, "as stored").await;
         written.messages = vec![Message::user_text("m1", "as written")];
 
-        let Hosted::Running(run) = runtime.host(hosted(written)).await.unwrap() else {
-            panic!("{name}: the run did not start");
-        };
-        let (_, result) = drain(run).await;
+        host_to_the_end(&runtime, written, name).await;
 
-        assert!(
-            matches!(result.status, LoopStatus::Complete { .. }),
-            "{name}: {result:?}"
-        );
         assert_eq!(asked(&provider), "as stored", "{name}");
     }
 }
