@@ -68,7 +68,9 @@ pub async fn start_agent_run(
     let run = created.run.clone();
     match local {
         Some(local) if created.leased => {
-            tokio::spawn(drive_created(state.clone(), local, created));
+            // Boxed: the futures an execution nests each hold it until the
+            // run's first step, for as long as the run goes on.
+            tokio::spawn(drive_created(state.clone(), local, Box::new(created)));
         }
         _ => execute(state, &run_id).await,
     }
@@ -81,7 +83,7 @@ pub async fn start_agent_run(
 fn drive_created(
     state: AppState,
     local: Arc<LocalRun>,
-    created: CreatedRun,
+    created: Box<CreatedRun>,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
     Box::pin(async move {
         let run_id = created.run.id.clone();
@@ -183,7 +185,7 @@ async fn drive_registered(
     run_id: &str,
     mut local: Arc<LocalRun>,
     pace: Pace,
-    mut created: Option<CreatedRun>,
+    mut created: Option<Box<CreatedRun>>,
 ) -> bool {
     loop {
         let paused = match drive(state, run_id, &local, pace, created.take()).await {
@@ -208,7 +210,7 @@ async fn drive(
     run_id: &str,
     local: &Arc<LocalRun>,
     pace: Pace,
-    created: Option<CreatedRun>,
+    created: Option<Box<CreatedRun>>,
 ) -> RuntimeResult<bool> {
     let lease = state.lease(run_id);
     let mut execution = match created {
@@ -336,7 +338,7 @@ impl<'a> Execution<'a> {
         state: &'a AppState,
         local: &'a Arc<LocalRun>,
         lease: Lease,
-        created: CreatedRun,
+        created: Box<CreatedRun>,
     ) -> Self {
         let CreatedRun {
             run,
@@ -345,7 +347,7 @@ impl<'a> Execution<'a> {
             first_message,
             record,
             ..
-        } = created;
+        } = *created;
         let written = Written {
             record,
             chat,
