@@ -58,6 +58,9 @@ async fn a_stalled_store_stalls_the_run_instead_of_buffering_its_events() {
     let chat_id = chat(&runtime, Default::default(), Default::default()).await;
 
     let mut locker = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    // The locker's transaction would see the waiters as its first look
+    // found them: they are counted from a connection of their own.
+    let mut watcher = sqlx::PgConnection::connect(&db.url).await.unwrap();
     sqlx::raw_sql("BEGIN; LOCK TABLE run_events IN ACCESS EXCLUSIVE MODE")
         .execute(&mut locker)
         .await
@@ -79,13 +82,13 @@ async fn a_stalled_store_stalls_the_run_instead_of_buffering_its_events() {
 
     // The run's first append waits on the lock.
     for _ in 0..400 {
-        if lock_waiters(&mut locker).await > 0 {
+        if lock_waiters(&mut watcher).await > 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert_eq!(
-        lock_waiters(&mut locker).await,
+        lock_waiters(&mut watcher).await,
         1,
         "the run waits on the store"
     );
