@@ -50,16 +50,6 @@ async fn start(
     .await
 }
 
-/// The text of every tool result the model was sent in request `n`.
-fn results_sent(provider: &ScriptedProvider, n: usize) -> Vec<(String, bool)> {
-    provider.requests()[n]
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_results())
-        .map(|r| (r.content.clone(), r.is_error))
-        .collect()
-}
-
 #[tokio::test(start_paused = true)]
 async fn one_approval_suspends_then_the_call_runs() {
     let provider = ScriptedProvider::new([
