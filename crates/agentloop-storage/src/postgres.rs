@@ -100,9 +100,14 @@ async fn watch_appends(pool: &sqlx::PgPool) -> StorageResult<Option<crate::store
     Ok(Some(runs.boxed()))
 }
 
+/// Whether one query may hold several statements (see
+/// [`crate::sql::one_query`]): PostgreSQL takes one statement a query that has arguments.
+const SEVERAL_STATEMENTS_A_QUERY: bool = false;
+
 include!("sql/records.rs");
 include!("sql/chats.rs");
 include!("sql/files.rs");
 include!("sql/runs.rs");
+include!("sql/tasks.rs");
 include!("sql/users.rs");
 include!("sql/webhooks.rs");

@@ -49,6 +49,10 @@ impl SqliteStore {
             .pragma("cache_size", "-16384");
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            // A connection to a file cannot drop as a network one can, so
+            // it is not pinged each time the pool hands it out: the ping
+            // was one more trip to the connection's thread per statement.
+            .test_before_acquire(false)
             .connect_with(options)
             .await
             .map_err(db_err)?;
@@ -65,6 +69,7 @@ impl SqliteStore {
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
+            .test_before_acquire(false)
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_with(options)
@@ -148,9 +153,14 @@ async fn watch_appends(
     Ok(None)
 }
 
+/// Whether one query may hold several statements (see
+/// [`crate::sql::one_query`]): SQLite runs the statements of one query one after the other.
+const SEVERAL_STATEMENTS_A_QUERY: bool = true;
+
 include!("sql/records.rs");
 include!("sql/chats.rs");
 include!("sql/files.rs");
 include!("sql/runs.rs");
+include!("sql/tasks.rs");
 include!("sql/users.rs");
 include!("sql/webhooks.rs");

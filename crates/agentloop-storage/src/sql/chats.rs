@@ -8,7 +8,7 @@ mod sql_chats {
     use crate::error::{StorageError, StorageResult};
     use crate::message_cache::{Lookup, MessageCursor};
     use crate::model::{ApprovalMode, Chat, Checkpoint, Project, StoredMessage};
-    use crate::sql::{db_err, found, insert_err};
+    use crate::sql::{Query, db_err, found, insert_err};
     use crate::store::{ChatStore, ProjectStore, folders_overlap, from_json_text, json_text};
 
     /// Inserts `project`'s row (on the pool, or in a transaction).
@@ -32,14 +32,19 @@ mod sql_chats {
         Ok(())
     }
 
-    /// Inserts `chat`'s row with its message counters at `next_seq` and
-    /// `message_rev` (a chat created holding messages starts past them).
-    pub(super) async fn insert_chat<'e>(
-        db: impl sqlx::Executor<'e, Database = super::Db>,
-        chat: &Chat,
+    pub(super) const INSERT_CHAT: &str = "INSERT INTO chats (id, project_id, title, settings, \
+         totals, parent_chat_id, parent_tool_use_id, created_at, updated_at, next_seq, \
+         message_rev) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+
+    /// Binds [`INSERT_CHAT`]: `chat`'s row with its message counters at
+    /// `next_seq` and `message_rev` (a chat created holding messages
+    /// starts past them).
+    pub(super) fn bind_chat<'q>(
+        query: Query<'q, super::Db>,
+        chat: &'q Chat,
         next_seq: i64,
         message_rev: i64,
-    ) -> StorageResult<()> {
+    ) -> StorageResult<Query<'q, super::Db>> {
         let (parent, tool_use) = match &chat.minion {
             Some(link) => (
                 Some(link.parent_chat_id.as_str()),
@@ -47,31 +52,52 @@ mod sql_chats {
             ),
             None => (None, None),
         };
-        sqlx::query(
-            "INSERT INTO chats (id, project_id, title, settings, totals, parent_chat_id, \
-             parent_tool_use_id, created_at, updated_at, next_seq, message_rev) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        )
-        .bind(&chat.id)
-        .bind(&chat.project_id)
-        .bind(&chat.title)
-        .bind(json_text(&chat.settings)?)
-        .bind(json_text(&chat.totals)?)
-        .bind(parent)
-        .bind(tool_use)
-        .bind(chat.created_at)
-        .bind(chat.updated_at)
-        .bind(next_seq)
-        .bind(message_rev)
-        .execute(db)
-        .await
-        .map_err(|e| insert_err(e, "chat", &chat.id))?;
+        Ok(query
+            .bind(&chat.id)
+            .bind(&chat.project_id)
+            .bind(&chat.title)
+            .bind(json_text(&chat.settings)?)
+            .bind(json_text(&chat.totals)?)
+            .bind(parent)
+            .bind(tool_use)
+            .bind(chat.created_at)
+            .bind(chat.updated_at)
+            .bind(next_seq)
+            .bind(message_rev))
+    }
+
+    /// Inserts `chat`'s row (see [`bind_chat`]).
+    async fn insert_chat<'e>(
+        db: impl sqlx::Executor<'e, Database = super::Db>,
+        chat: &Chat,
+        next_seq: i64,
+        message_rev: i64,
+    ) -> StorageResult<()> {
+        bind_chat(sqlx::query(INSERT_CHAT), chat, next_seq, message_rev)?
+            .execute(db)
+            .await
+            .map_err(|e| insert_err(e, "chat", &chat.id))?;
         Ok(())
     }
 
-    /// Inserts message `id` of chat `chat_id` at `seq`, its JSON `body`
-    /// written at the chat's revision `rev`.
-    pub(super) async fn insert_message<'e>(
+    pub(super) const INSERT_MESSAGE: &str =
+        "INSERT INTO messages (chat_id, seq, id, body, rev) VALUES ($1, $2, $3, $4, $5)";
+
+    /// Binds [`INSERT_MESSAGE`]: message `id` of chat `chat_id` at `seq`,
+    /// its JSON `body` written at the chat's revision `rev`.
+    pub(super) fn bind_message<'q>(
+        query: Query<'q, super::Db>,
+        chat_id: &'q str,
+        seq: i64,
+        id: &'q str,
+        body: &'q str,
+        rev: i64,
+    ) -> Query<'q, super::Db> {
+        query.bind(chat_id).bind(seq).bind(id).bind(body).bind(rev)
+    }
+
+    /// Inserts a message's row (see [`bind_message`]).
+    async fn insert_message<'e>(
         db: impl sqlx::Executor<'e, Database = super::Db>,
         chat_id: &str,
         seq: i64,
@@ -79,17 +105,10 @@ mod sql_chats {
         body: &str,
         rev: i64,
     ) -> StorageResult<()> {
-        sqlx::query(
-            "INSERT INTO messages (chat_id, seq, id, body, rev) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(chat_id)
-        .bind(seq)
-        .bind(id)
-        .bind(body)
-        .bind(rev)
-        .execute(db)
-        .await
-        .map_err(|e| insert_err(e, "message", id))?;
+        bind_message(sqlx::query(INSERT_MESSAGE), chat_id, seq, id, body, rev)
+            .execute(db)
+            .await
+            .map_err(|e| insert_err(e, "message", id))?;
         Ok(())
     }
 

@@ -1,4 +1,4 @@
-/// Runs, run events, tasks, agent runs and conversations for this driver.
+/// Runs and run events for this driver.
 mod sql_runs {
     use agentloop_types::LoopEvent;
     use async_trait::async_trait;
@@ -7,105 +7,47 @@ mod sql_runs {
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
     use crate::group_commit::{Append, CommitAppends, EventRow};
-    use crate::model::{
-        AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Conversation, EndReason,
-        LeaseRenewal, RunRecord, RunStatus, Task,
-    };
-    use crate::sql::{db_err, found, insert_err, is_unique};
-    use crate::store::{RunStore, TaskStore, from_json_text, json_text};
+    use crate::model::{AgentRunStatus, LeaseRenewal, RunRecord, RunStatus};
+    use crate::sql::{Query, db_err, found, insert_err};
+    use crate::store::{RunStore, from_json_text, json_text};
 
-    fn opt_json<T: serde::Serialize>(value: Option<&T>) -> StorageResult<Option<String>> {
+    pub(super) fn opt_json<T: serde::Serialize>(
+        value: Option<&T>,
+    ) -> StorageResult<Option<String>> {
         value.map(json_text).transpose()
     }
 
-    /// Inserts the run record `run` (on the pool, or in a transaction).
-    async fn insert_run<'e>(
-        db: impl sqlx::Executor<'e, Database = super::Db>,
-        run: &RunRecord,
-    ) -> StorageResult<()> {
-        sqlx::query(
-            "INSERT INTO runs (id, chat_id, status, state, result, pending_tool_call, \
-             lease_owner, lease_expires_at, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(&run.id)
-        .bind(run.chat_id.as_deref())
-        .bind(run.status.as_str())
-        .bind(opt_json(run.state.as_ref())?)
-        .bind(opt_json(run.result.as_ref())?)
-        .bind(opt_json(run.pending_tool_call.as_ref())?)
-        .bind(run.lease_owner.as_deref())
-        .bind(run.lease_expires_at)
-        .bind(run.created_at)
-        .bind(run.updated_at)
-        .execute(db)
-        .await
-        .map_err(|e| insert_err(e, "run", &run.id))?;
-        Ok(())
-    }
+    pub(super) const INSERT_RUN: &str = "INSERT INTO runs (id, chat_id, status, state, result, \
+         pending_tool_call, lease_owner, lease_expires_at, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
-    /// Inserts the agent run `run` unless a unique rule refuses it (its id
-    /// is taken, or its task already has an active run); whether it was
-    /// inserted. A refusal leaves the statement's transaction usable.
-    async fn insert_agent_run<'e>(
-        db: impl sqlx::Executor<'e, Database = super::Db>,
-        run: &AgentRun,
-    ) -> StorageResult<bool> {
-        let inserted = sqlx::query(
-            "INSERT INTO agent_runs (id, task_id, agent_type, status, conversation_id, \
-             created_at, completed_at, end_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(&run.id)
-        .bind(&run.task_id)
-        .bind(run.agent_type.as_str())
-        .bind(run.status.as_str())
-        .bind(run.conversation_id.as_deref())
-        .bind(run.created_at)
-        .bind(run.completed_at)
-        .bind(opt_json(run.end_reason.as_ref())?)
-        .execute(db)
-        .await
-        .map_err(db_err)?;
-        Ok(inserted.rows_affected() > 0)
-    }
-
-    /// Why the agent run `run` was refused by [`insert_agent_run`]: its id
-    /// exists, or else its task already has an active run.
-    async fn agent_run_refused(store: &SqlStore, run: &AgentRun) -> StorageError {
-        match store.get_agent_run(&run.id).await {
-            Ok(_) => StorageError::exists("agent run", &run.id),
-            Err(_) => StorageError::ActiveAgentRunExists {
-                task_id: run.task_id.clone(),
-            },
-        }
-    }
-
-    /// Inserts `conversation` (on the pool, or in a transaction).
-    async fn insert_conversation<'e>(
-        db: impl sqlx::Executor<'e, Database = super::Db>,
-        conversation: &Conversation,
-    ) -> StorageResult<()> {
-        sqlx::query(
-            "INSERT INTO conversations (id, task_id, chat_id, session_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(&conversation.id)
-        .bind(&conversation.task_id)
-        .bind(conversation.chat_id.as_deref())
-        .bind(conversation.session_id.as_deref())
-        .bind(conversation.created_at)
-        .execute(db)
-        .await
-        .map_err(|e| insert_err(e, "conversation", &conversation.id))?;
-        Ok(())
+    /// Binds [`INSERT_RUN`]: the run record `run`.
+    pub(super) fn bind_run<'q>(
+        query: Query<'q, super::Db>,
+        run: &'q RunRecord,
+    ) -> StorageResult<Query<'q, super::Db>> {
+        Ok(query
+            .bind(&run.id)
+            .bind(run.chat_id.as_deref())
+            .bind(run.status.as_str())
+            .bind(opt_json(run.state.as_ref())?)
+            .bind(opt_json(run.result.as_ref())?)
+            .bind(opt_json(run.pending_tool_call.as_ref())?)
+            .bind(run.lease_owner.as_deref())
+            .bind(run.lease_expires_at)
+            .bind(run.created_at)
+            .bind(run.updated_at))
     }
 
     #[async_trait]
     impl RunStore for SqlStore {
         async fn create_run(&self, run: &RunRecord) -> StorageResult<()> {
             let _turn = self.write_turn().await;
-            insert_run(&self.pool, run).await
+            bind_run(sqlx::query(INSERT_RUN), run)?
+                .execute(&self.pool)
+                .await
+                .map_err(|e| insert_err(e, "run", &run.id))?;
+            Ok(())
         }
 
         async fn get_run(&self, id: &str) -> StorageResult<RunRecord> {
@@ -417,408 +359,6 @@ mod sql_runs {
                 .await
                 .map_err(db_err)?;
             tx.commit().await.map_err(db_err)
-        }
-    }
-
-    #[async_trait]
-    impl TaskStore for SqlStore {
-        async fn create_task(&self, task: &Task) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            sqlx::query(
-                "INSERT INTO tasks (id, project_id, title, workflow_complete, created_at, \
-                 updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&task.id)
-            .bind(&task.project_id)
-            .bind(&task.title)
-            .bind(task.workflow_complete)
-            .bind(task.created_at)
-            .bind(task.updated_at)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| insert_err(e, "task", &task.id))?;
-            Ok(())
-        }
-
-        async fn get_task(&self, id: &str) -> StorageResult<Task> {
-            let row = sqlx::query("SELECT * FROM tasks WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?
-                .ok_or_else(|| StorageError::not_found("task", id))?;
-            rows::task(&row)
-        }
-
-        async fn delete_task(&self, id: &str) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
-            // Writing the task row first takes its lock (the write lock on
-            // SQLite), so the check below and the deletes see one state.
-            let touched = sqlx::query("UPDATE tasks SET updated_at = updated_at WHERE id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            found(touched.rows_affected(), "task", id)?;
-            let active: Option<String> = sqlx::query_scalar(
-                "SELECT id FROM agent_runs WHERE task_id = $1 AND status IN ('running', 'waiting')",
-            )
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if active.is_some() {
-                return Err(StorageError::ActiveAgentRunExists {
-                    task_id: id.to_owned(),
-                });
-            }
-            // The agent runs' records carry their event logs (which go
-            // with them); the conversations' chats carry the messages.
-            sqlx::query("DELETE FROM runs WHERE id IN (SELECT id FROM agent_runs WHERE task_id = $1)")
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            let chats: Vec<String> = sqlx::query_scalar(
-                "DELETE FROM chats WHERE id IN \
-                 (SELECT chat_id FROM conversations WHERE task_id = $1) RETURNING id",
-            )
-            .bind(id)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            // Agent runs, their decisions and the conversations go with it.
-            sqlx::query("DELETE FROM tasks WHERE id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            tx.commit().await.map_err(db_err)?;
-            for chat in chats {
-                self.message_cache.forget(&chat);
-            }
-            Ok(())
-        }
-
-        async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>> {
-            sqlx::query("SELECT * FROM tasks WHERE project_id = $1 ORDER BY created_at, id")
-                .bind(project_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_err)?
-                .iter()
-                .map(rows::task)
-                .collect()
-        }
-
-        async fn set_workflow_complete(
-            &self,
-            task_id: &str,
-            complete: bool,
-            now: i64,
-        ) -> StorageResult<Vec<AgentRun>> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
-            let done = sqlx::query(
-                "UPDATE tasks SET workflow_complete = $2, updated_at = $3 WHERE id = $1",
-            )
-            .bind(task_id)
-            .bind(complete)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            found(done.rows_affected(), "task", task_id)?;
-            let mut finished = Vec::new();
-            if complete {
-                finished = sqlx::query(
-                    "UPDATE agent_runs SET status = 'completed', completed_at = $2, \
-                     end_reason = $3 WHERE task_id = $1 AND status IN ('running', 'waiting') \
-                     RETURNING *",
-                )
-                .bind(task_id)
-                .bind(now)
-                .bind(json_text(&EndReason::workflow_complete())?)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .iter()
-                .map(rows::agent_run)
-                .collect::<StorageResult<Vec<_>>>()?;
-            }
-            tx.commit().await.map_err(db_err)?;
-            finished.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-            Ok(finished)
-        }
-
-        async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            if insert_agent_run(&self.pool, run).await? {
-                Ok(())
-            } else {
-                Err(agent_run_refused(self, run).await)
-            }
-        }
-
-        async fn start_agent_run(&self, start: &AgentRunStart) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let AgentRunStart {
-                agent_run,
-                chat,
-                first_message,
-                conversation,
-                record,
-            } = start;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
-            // A new chat holding one message: its counters start past it.
-            super::sql_chats::insert_chat(&mut *tx, chat, 1, 1).await?;
-            let body = json_text(first_message)?;
-            super::sql_chats::insert_message(&mut *tx, &chat.id, 0, &first_message.id, &body, 1)
-                .await?;
-            insert_conversation(&mut *tx, conversation).await?;
-            insert_run(&mut *tx, record).await?;
-            // The agent run goes last, as it names its conversation: a task
-            // with an active run refuses it here, and everything written
-            // before is rolled back.
-            if !insert_agent_run(&mut *tx, agent_run).await? {
-                tx.rollback().await.map_err(db_err)?;
-                return Err(agent_run_refused(self, agent_run).await);
-            }
-            tx.commit().await.map_err(db_err)
-        }
-
-        async fn get_agent_run(&self, id: &str) -> StorageResult<AgentRun> {
-            let row = sqlx::query("SELECT * FROM agent_runs WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?
-                .ok_or_else(|| StorageError::not_found("agent run", id))?;
-            rows::agent_run(&row)
-        }
-
-        async fn list_agent_runs(&self, task_id: &str) -> StorageResult<Vec<AgentRun>> {
-            sqlx::query("SELECT * FROM agent_runs WHERE task_id = $1 ORDER BY created_at, id")
-                .bind(task_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_err)?
-                .iter()
-                .map(rows::agent_run)
-                .collect()
-        }
-
-        async fn active_agent_run(&self, task_id: &str) -> StorageResult<Option<AgentRun>> {
-            sqlx::query(
-                "SELECT * FROM agent_runs WHERE task_id = $1 AND status IN ('running', 'waiting')",
-            )
-            .bind(task_id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?
-                .as_ref()
-                .map(rows::agent_run)
-                .transpose()
-        }
-
-        async fn list_active_agent_runs(&self) -> StorageResult<Vec<AgentRun>> {
-            sqlx::query("SELECT * FROM agent_runs WHERE status = 'running' ORDER BY created_at, id")
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_err)?
-                .iter()
-                .map(rows::agent_run)
-                .collect()
-        }
-
-        async fn set_agent_run_status(
-            &self,
-            id: &str,
-            status: AgentRunStatus,
-            completed_at: Option<i64>,
-        ) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let done =
-                sqlx::query("UPDATE agent_runs SET status = $2, completed_at = $3 WHERE id = $1")
-                    .bind(id)
-                    .bind(status.as_str())
-                    .bind(completed_at)
-                    .execute(&self.pool)
-                    .await;
-            match done {
-                Ok(done) => found(done.rows_affected(), "agent run", id),
-                Err(e) if is_unique(&e) => {
-                    let run = self.get_agent_run(id).await?;
-                    Err(StorageError::ActiveAgentRunExists {
-                        task_id: run.task_id,
-                    })
-                }
-                Err(e) => Err(db_err(e)),
-            }
-        }
-
-        async fn finish_agent_run(
-            &self,
-            id: &str,
-            status: AgentRunStatus,
-            completed_at: i64,
-            reason: Option<&EndReason>,
-        ) -> StorageResult<bool> {
-            let _turn = self.write_turn().await;
-            if status.is_active() {
-                return Err(StorageError::Invalid(format!(
-                    "an agent run cannot finish as {}",
-                    status.as_str()
-                )));
-            }
-            let done = sqlx::query(
-                "UPDATE agent_runs SET status = $2, completed_at = $3, end_reason = $4 \
-                 WHERE id = $1 AND status IN ('running', 'waiting')",
-            )
-            .bind(id)
-            .bind(status.as_str())
-            .bind(completed_at)
-            .bind(opt_json(reason)?)
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
-            if done.rows_affected() == 0 {
-                self.get_agent_run(id).await?;
-                return Ok(false);
-            }
-            Ok(true)
-        }
-
-        async fn switch_agent_run(
-            &self,
-            id: &str,
-            from: AgentRunStatus,
-            to: AgentRunStatus,
-        ) -> StorageResult<bool> {
-            let _turn = self.write_turn().await;
-            if !(from.is_active() && to.is_active()) {
-                return Err(StorageError::Invalid(
-                    "an agent run switches only between running and waiting".into(),
-                ));
-            }
-            let done = sqlx::query("UPDATE agent_runs SET status = $3 WHERE id = $1 AND status = $2")
-                .bind(id)
-                .bind(from.as_str())
-                .bind(to.as_str())
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?;
-            if done.rows_affected() == 0 {
-                self.get_agent_run(id).await?;
-                return Ok(false);
-            }
-            Ok(true)
-        }
-
-        async fn add_agent_run_decision(
-            &self,
-            agent_run_id: &str,
-            decision: &AgentRunDecision,
-        ) -> StorageResult<bool> {
-            let _turn = self.write_turn().await;
-            let inserted = sqlx::query(
-                "INSERT INTO agent_run_decisions (agent_run_id, call_id, decision, decided_at) \
-                 VALUES ($1, $2, $3, $4)",
-            )
-            .bind(agent_run_id)
-            .bind(&decision.call_id)
-            .bind(json_text(&decision.decision)?)
-            .bind(decision.decided_at)
-            .execute(&self.pool)
-            .await;
-            match inserted {
-                Ok(_) => Ok(true),
-                Err(e) if is_unique(&e) => Ok(false),
-                Err(e) => {
-                    self.get_agent_run(agent_run_id).await?;
-                    Err(db_err(e))
-                }
-            }
-        }
-
-        async fn list_agent_run_decisions(
-            &self,
-            agent_run_id: &str,
-        ) -> StorageResult<Vec<AgentRunDecision>> {
-            sqlx::query(
-                "SELECT * FROM agent_run_decisions WHERE agent_run_id = $1 \
-                 ORDER BY decided_at, call_id",
-            )
-            .bind(agent_run_id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?
-            .iter()
-            .map(rows::agent_run_decision)
-            .collect()
-        }
-
-        async fn clear_agent_run_decisions(&self, agent_run_id: &str) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            sqlx::query("DELETE FROM agent_run_decisions WHERE agent_run_id = $1")
-                .bind(agent_run_id)
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?;
-            Ok(())
-        }
-
-        async fn link_conversation(
-            &self,
-            agent_run_id: &str,
-            conversation_id: &str,
-        ) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let done = sqlx::query("UPDATE agent_runs SET conversation_id = $2 WHERE id = $1")
-                .bind(agent_run_id)
-                .bind(conversation_id)
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?;
-            found(done.rows_affected(), "agent run", agent_run_id)
-        }
-
-        async fn create_conversation(&self, conversation: &Conversation) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            insert_conversation(&self.pool, conversation).await
-        }
-
-        async fn get_conversation(&self, id: &str) -> StorageResult<Conversation> {
-            let row = sqlx::query("SELECT * FROM conversations WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?
-                .ok_or_else(|| StorageError::not_found("conversation", id))?;
-            rows::conversation(&row)
-        }
-
-        async fn list_conversations(&self, task_id: &str) -> StorageResult<Vec<Conversation>> {
-            sqlx::query("SELECT * FROM conversations WHERE task_id = $1 ORDER BY created_at, id")
-                .bind(task_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_err)?
-                .iter()
-                .map(rows::conversation)
-                .collect()
-        }
-
-        async fn set_conversation_session(&self, id: &str, session_id: &str) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let done = sqlx::query("UPDATE conversations SET session_id = $2 WHERE id = $1")
-                .bind(id)
-                .bind(session_id)
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?;
-            found(done.rows_affected(), "conversation", id)
         }
     }
 }

@@ -1,0 +1,578 @@
+/// Tasks, agent runs and their conversations for this driver.
+mod sql_tasks {
+    use std::sync::LazyLock;
+
+    use async_trait::async_trait;
+
+    use super::sql_chats::{INSERT_CHAT, INSERT_MESSAGE, bind_chat, bind_message};
+    use super::sql_runs::{INSERT_RUN, bind_run, opt_json};
+    use super::{SqlStore, rows};
+    use crate::error::{StorageError, StorageResult};
+    use crate::model::{
+        AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Conversation, EndReason, Task,
+    };
+    use crate::sql::{Query, db_err, found, insert_err, is_unique, one_query};
+    use crate::store::{ChatStore, RunStore, TaskStore, json_text};
+
+    const INSERT_AGENT_RUN: &str = "INSERT INTO agent_runs (id, task_id, agent_type, status, \
+         conversation_id, created_at, completed_at, end_reason) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING";
+
+    /// Binds [`INSERT_AGENT_RUN`]: the agent run `run`, unless a unique
+    /// rule refuses it (its id is taken, or its task already has an active
+    /// run). A refusal writes nothing and leaves the transaction usable.
+    fn bind_agent_run<'q>(
+        query: Query<'q, super::Db>,
+        run: &'q AgentRun,
+    ) -> StorageResult<Query<'q, super::Db>> {
+        Ok(query
+            .bind(&run.id)
+            .bind(&run.task_id)
+            .bind(run.agent_type.as_str())
+            .bind(run.status.as_str())
+            .bind(run.conversation_id.as_deref())
+            .bind(run.created_at)
+            .bind(run.completed_at)
+            .bind(opt_json(run.end_reason.as_ref())?))
+    }
+
+    /// Inserts the agent run `run` (see [`bind_agent_run`]); whether it
+    /// was inserted.
+    async fn insert_agent_run<'e>(
+        db: impl sqlx::Executor<'e, Database = super::Db>,
+        run: &AgentRun,
+    ) -> StorageResult<bool> {
+        let inserted = bind_agent_run(sqlx::query(INSERT_AGENT_RUN), run)?
+            .execute(db)
+            .await
+            .map_err(db_err)?;
+        Ok(inserted.rows_affected() > 0)
+    }
+
+    /// Why the agent run `run` was refused: its id exists, or else its
+    /// task already has an active run.
+    async fn agent_run_refused(store: &SqlStore, run: &AgentRun) -> StorageError {
+        match store.get_agent_run(&run.id).await {
+            Ok(_) => StorageError::exists("agent run", &run.id),
+            Err(_) => StorageError::ActiveAgentRunExists {
+                task_id: run.task_id.clone(),
+            },
+        }
+    }
+
+    const INSERT_CONVERSATION: &str = "INSERT INTO conversations (id, task_id, chat_id, \
+         session_id, created_at) VALUES ($1, $2, $3, $4, $5)";
+
+    /// Binds [`INSERT_CONVERSATION`]: `conversation`.
+    fn bind_conversation<'q>(
+        query: Query<'q, super::Db>,
+        conversation: &'q Conversation,
+    ) -> Query<'q, super::Db> {
+        query
+            .bind(&conversation.id)
+            .bind(&conversation.task_id)
+            .bind(conversation.chat_id.as_deref())
+            .bind(conversation.session_id.as_deref())
+            .bind(conversation.created_at)
+    }
+
+    /// Why an agent run's start wrote nothing, short of a refusal.
+    enum StartInsertError {
+        /// A unique rule refused one of its parts: an id was taken.
+        Taken,
+        /// Anything else.
+        Other(StorageError),
+    }
+
+    impl From<StorageError> for StartInsertError {
+        fn from(e: StorageError) -> Self {
+            Self::Other(e)
+        }
+    }
+
+    impl From<sqlx::Error> for StartInsertError {
+        fn from(e: sqlx::Error) -> Self {
+            if is_unique(&e) {
+                Self::Taken
+            } else {
+                Self::Other(db_err(e))
+            }
+        }
+    }
+
+    /// The chat (past its first message), first message, conversation,
+    /// record and agent run of a start, in that order: each row names
+    /// those before it, and the agent run goes last, so that a task with
+    /// an active run refuses the start after everything else was checked.
+    const START_STATEMENTS: [&str; 5] = [
+        INSERT_CHAT,
+        INSERT_MESSAGE,
+        INSERT_CONVERSATION,
+        INSERT_RUN,
+        INSERT_AGENT_RUN,
+    ];
+
+    /// [`START_STATEMENTS`] as one query.
+    static START_QUERY: LazyLock<String> = LazyLock::new(|| one_query(&START_STATEMENTS));
+
+    /// Writes a start's rows in `tx` with one query (SQLite runs its five
+    /// statements in one call to the connection's thread, instead of one
+    /// exchange each while every other writer waits for the write turn);
+    /// whether the agent run was inserted rather than refused.
+    async fn insert_start_at_once(
+        tx: &mut sqlx::Transaction<'_, super::Db>,
+        start: &AgentRunStart,
+    ) -> Result<bool, StartInsertError> {
+        let body = json_text(&start.first_message)?;
+        let query = bind_chat(sqlx::query(&START_QUERY), &start.chat, 1, 1)?;
+        let query = bind_message(query, &start.chat.id, 0, &start.first_message.id, &body, 1);
+        let query = bind_conversation(query, &start.conversation);
+        let query = bind_run(query, &start.record)?;
+        let query = bind_agent_run(query, &start.agent_run)?;
+        let written = query.execute(&mut **tx).await?;
+        // The rows each statement wrote, added up: one less when the agent
+        // run was refused.
+        Ok(written.rows_affected() == START_STATEMENTS.len() as u64)
+    }
+
+    /// [`insert_start_at_once`], a statement at a time (PostgreSQL takes
+    /// one statement a query with arguments).
+    async fn insert_start_one_by_one(
+        tx: &mut sqlx::Transaction<'_, super::Db>,
+        start: &AgentRunStart,
+    ) -> Result<bool, StartInsertError> {
+        let body = json_text(&start.first_message)?;
+        let chat = &start.chat;
+        bind_chat(sqlx::query(INSERT_CHAT), chat, 1, 1)?
+            .execute(&mut **tx)
+            .await?;
+        bind_message(sqlx::query(INSERT_MESSAGE), &chat.id, 0, &start.first_message.id, &body, 1)
+            .execute(&mut **tx)
+            .await?;
+        bind_conversation(sqlx::query(INSERT_CONVERSATION), &start.conversation)
+            .execute(&mut **tx)
+            .await?;
+        bind_run(sqlx::query(INSERT_RUN), &start.record)?
+            .execute(&mut **tx)
+            .await?;
+        Ok(insert_agent_run(&mut **tx, &start.agent_run).await?)
+    }
+
+    /// Which part of `start` a unique rule refused, read after its
+    /// transaction was rolled back (the driver's error does not say which
+    /// statement of a query failed).
+    async fn start_part_taken(store: &SqlStore, start: &AgentRunStart) -> StorageError {
+        if store.get_run(&start.record.id).await.is_ok() {
+            StorageError::exists("run", &start.record.id)
+        } else if store.get_chat(&start.chat.id).await.is_ok() {
+            StorageError::exists("chat", &start.chat.id)
+        } else if store.get_conversation(&start.conversation.id).await.is_ok() {
+            StorageError::exists("conversation", &start.conversation.id)
+        } else {
+            StorageError::exists("message", &start.first_message.id)
+        }
+    }
+
+    #[async_trait]
+    impl TaskStore for SqlStore {
+        async fn create_task(&self, task: &Task) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            sqlx::query(
+                "INSERT INTO tasks (id, project_id, title, workflow_complete, created_at, \
+                 updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&task.id)
+            .bind(&task.project_id)
+            .bind(&task.title)
+            .bind(task.workflow_complete)
+            .bind(task.created_at)
+            .bind(task.updated_at)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| insert_err(e, "task", &task.id))?;
+            Ok(())
+        }
+
+        async fn get_task(&self, id: &str) -> StorageResult<Task> {
+            let row = sqlx::query("SELECT * FROM tasks WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("task", id))?;
+            rows::task(&row)
+        }
+
+        async fn delete_task(&self, id: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            // Writing the task row first takes its lock (the write lock on
+            // SQLite), so the check below and the deletes see one state.
+            let touched = sqlx::query("UPDATE tasks SET updated_at = updated_at WHERE id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            found(touched.rows_affected(), "task", id)?;
+            let active: Option<String> = sqlx::query_scalar(
+                "SELECT id FROM agent_runs WHERE task_id = $1 AND status IN ('running', 'waiting')",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if active.is_some() {
+                return Err(StorageError::ActiveAgentRunExists {
+                    task_id: id.to_owned(),
+                });
+            }
+            // The agent runs' records carry their event logs (which go
+            // with them); the conversations' chats carry the messages.
+            sqlx::query("DELETE FROM runs WHERE id IN (SELECT id FROM agent_runs WHERE task_id = $1)")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let chats: Vec<String> = sqlx::query_scalar(
+                "DELETE FROM chats WHERE id IN \
+                 (SELECT chat_id FROM conversations WHERE task_id = $1) RETURNING id",
+            )
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            // Agent runs, their decisions and the conversations go with it.
+            sqlx::query("DELETE FROM tasks WHERE id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+            for chat in chats {
+                self.message_cache.forget(&chat);
+            }
+            Ok(())
+        }
+
+        async fn list_tasks(&self, project_id: &str) -> StorageResult<Vec<Task>> {
+            sqlx::query("SELECT * FROM tasks WHERE project_id = $1 ORDER BY created_at, id")
+                .bind(project_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::task)
+                .collect()
+        }
+
+        async fn set_workflow_complete(
+            &self,
+            task_id: &str,
+            complete: bool,
+            now: i64,
+        ) -> StorageResult<Vec<AgentRun>> {
+            let _turn = self.write_turn().await;
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let done = sqlx::query(
+                "UPDATE tasks SET workflow_complete = $2, updated_at = $3 WHERE id = $1",
+            )
+            .bind(task_id)
+            .bind(complete)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            found(done.rows_affected(), "task", task_id)?;
+            let mut finished = Vec::new();
+            if complete {
+                finished = sqlx::query(
+                    "UPDATE agent_runs SET status = 'completed', completed_at = $2, \
+                     end_reason = $3 WHERE task_id = $1 AND status IN ('running', 'waiting') \
+                     RETURNING *",
+                )
+                .bind(task_id)
+                .bind(now)
+                .bind(json_text(&EndReason::workflow_complete())?)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::agent_run)
+                .collect::<StorageResult<Vec<_>>>()?;
+            }
+            tx.commit().await.map_err(db_err)?;
+            finished.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+            Ok(finished)
+        }
+
+        async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            if insert_agent_run(&self.pool, run).await? {
+                Ok(())
+            } else {
+                Err(agent_run_refused(self, run).await)
+            }
+        }
+
+        async fn start_agent_run(&self, start: &AgentRunStart) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let inserted = if super::SEVERAL_STATEMENTS_A_QUERY {
+                insert_start_at_once(&mut tx, start).await
+            } else {
+                insert_start_one_by_one(&mut tx, start).await
+            };
+            match inserted {
+                Ok(true) => tx.commit().await.map_err(db_err),
+                // Nothing written survives a refusal: the transaction is
+                // rolled back before the reason is looked up.
+                Ok(false) => {
+                    tx.rollback().await.map_err(db_err)?;
+                    Err(agent_run_refused(self, &start.agent_run).await)
+                }
+                Err(StartInsertError::Taken) => {
+                    tx.rollback().await.map_err(db_err)?;
+                    Err(start_part_taken(self, start).await)
+                }
+                Err(StartInsertError::Other(e)) => Err(e),
+            }
+        }
+
+        async fn get_agent_run(&self, id: &str) -> StorageResult<AgentRun> {
+            let row = sqlx::query("SELECT * FROM agent_runs WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("agent run", id))?;
+            rows::agent_run(&row)
+        }
+
+        async fn list_agent_runs(&self, task_id: &str) -> StorageResult<Vec<AgentRun>> {
+            sqlx::query("SELECT * FROM agent_runs WHERE task_id = $1 ORDER BY created_at, id")
+                .bind(task_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::agent_run)
+                .collect()
+        }
+
+        async fn active_agent_run(&self, task_id: &str) -> StorageResult<Option<AgentRun>> {
+            sqlx::query(
+                "SELECT * FROM agent_runs WHERE task_id = $1 AND status IN ('running', 'waiting')",
+            )
+            .bind(task_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .as_ref()
+                .map(rows::agent_run)
+                .transpose()
+        }
+
+        async fn list_active_agent_runs(&self) -> StorageResult<Vec<AgentRun>> {
+            sqlx::query("SELECT * FROM agent_runs WHERE status = 'running' ORDER BY created_at, id")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::agent_run)
+                .collect()
+        }
+
+        async fn set_agent_run_status(
+            &self,
+            id: &str,
+            status: AgentRunStatus,
+            completed_at: Option<i64>,
+        ) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            let done =
+                sqlx::query("UPDATE agent_runs SET status = $2, completed_at = $3 WHERE id = $1")
+                    .bind(id)
+                    .bind(status.as_str())
+                    .bind(completed_at)
+                    .execute(&self.pool)
+                    .await;
+            match done {
+                Ok(done) => found(done.rows_affected(), "agent run", id),
+                Err(e) if is_unique(&e) => {
+                    let run = self.get_agent_run(id).await?;
+                    Err(StorageError::ActiveAgentRunExists {
+                        task_id: run.task_id,
+                    })
+                }
+                Err(e) => Err(db_err(e)),
+            }
+        }
+
+        async fn finish_agent_run(
+            &self,
+            id: &str,
+            status: AgentRunStatus,
+            completed_at: i64,
+            reason: Option<&EndReason>,
+        ) -> StorageResult<bool> {
+            let _turn = self.write_turn().await;
+            if status.is_active() {
+                return Err(StorageError::Invalid(format!(
+                    "an agent run cannot finish as {}",
+                    status.as_str()
+                )));
+            }
+            let done = sqlx::query(
+                "UPDATE agent_runs SET status = $2, completed_at = $3, end_reason = $4 \
+                 WHERE id = $1 AND status IN ('running', 'waiting')",
+            )
+            .bind(id)
+            .bind(status.as_str())
+            .bind(completed_at)
+            .bind(opt_json(reason)?)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            if done.rows_affected() == 0 {
+                self.get_agent_run(id).await?;
+                return Ok(false);
+            }
+            Ok(true)
+        }
+
+        async fn switch_agent_run(
+            &self,
+            id: &str,
+            from: AgentRunStatus,
+            to: AgentRunStatus,
+        ) -> StorageResult<bool> {
+            let _turn = self.write_turn().await;
+            if !(from.is_active() && to.is_active()) {
+                return Err(StorageError::Invalid(
+                    "an agent run switches only between running and waiting".into(),
+                ));
+            }
+            let done = sqlx::query("UPDATE agent_runs SET status = $3 WHERE id = $1 AND status = $2")
+                .bind(id)
+                .bind(from.as_str())
+                .bind(to.as_str())
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            if done.rows_affected() == 0 {
+                self.get_agent_run(id).await?;
+                return Ok(false);
+            }
+            Ok(true)
+        }
+
+        async fn add_agent_run_decision(
+            &self,
+            agent_run_id: &str,
+            decision: &AgentRunDecision,
+        ) -> StorageResult<bool> {
+            let _turn = self.write_turn().await;
+            let inserted = sqlx::query(
+                "INSERT INTO agent_run_decisions (agent_run_id, call_id, decision, decided_at) \
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(agent_run_id)
+            .bind(&decision.call_id)
+            .bind(json_text(&decision.decision)?)
+            .bind(decision.decided_at)
+            .execute(&self.pool)
+            .await;
+            match inserted {
+                Ok(_) => Ok(true),
+                Err(e) if is_unique(&e) => Ok(false),
+                Err(e) => {
+                    self.get_agent_run(agent_run_id).await?;
+                    Err(db_err(e))
+                }
+            }
+        }
+
+        async fn list_agent_run_decisions(
+            &self,
+            agent_run_id: &str,
+        ) -> StorageResult<Vec<AgentRunDecision>> {
+            sqlx::query(
+                "SELECT * FROM agent_run_decisions WHERE agent_run_id = $1 \
+                 ORDER BY decided_at, call_id",
+            )
+            .bind(agent_run_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(rows::agent_run_decision)
+            .collect()
+        }
+
+        async fn clear_agent_run_decisions(&self, agent_run_id: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            sqlx::query("DELETE FROM agent_run_decisions WHERE agent_run_id = $1")
+                .bind(agent_run_id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            Ok(())
+        }
+
+        async fn link_conversation(
+            &self,
+            agent_run_id: &str,
+            conversation_id: &str,
+        ) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            let done = sqlx::query("UPDATE agent_runs SET conversation_id = $2 WHERE id = $1")
+                .bind(agent_run_id)
+                .bind(conversation_id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            found(done.rows_affected(), "agent run", agent_run_id)
+        }
+
+        async fn create_conversation(&self, conversation: &Conversation) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            bind_conversation(sqlx::query(INSERT_CONVERSATION), conversation)
+                .execute(&self.pool)
+                .await
+                .map_err(|e| insert_err(e, "conversation", &conversation.id))?;
+            Ok(())
+        }
+
+        async fn get_conversation(&self, id: &str) -> StorageResult<Conversation> {
+            let row = sqlx::query("SELECT * FROM conversations WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("conversation", id))?;
+            rows::conversation(&row)
+        }
+
+        async fn list_conversations(&self, task_id: &str) -> StorageResult<Vec<Conversation>> {
+            sqlx::query("SELECT * FROM conversations WHERE task_id = $1 ORDER BY created_at, id")
+                .bind(task_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(rows::conversation)
+                .collect()
+        }
+
+        async fn set_conversation_session(&self, id: &str, session_id: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            let done = sqlx::query("UPDATE conversations SET session_id = $2 WHERE id = $1")
+                .bind(id)
+                .bind(session_id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            found(done.rows_affected(), "conversation", id)
+        }
+    }
+}
