@@ -140,7 +140,17 @@ impl CancellationToken {
         };
         {
             let mut children = lock(&self.inner.children);
-            children.retain(|c| c.strong_count() > 0);
+            // Links to dropped children are pruned when the list is full,
+            // not on every call: a token that is the parent of every run in
+            // a process has thousands of children, and scanning them all
+            // for each new one made starting runs quadratic. Room for as
+            // many again is made after a prune, so a scan comes at most
+            // once every as many calls as it visits.
+            if children.len() == children.capacity() {
+                children.retain(|c| c.strong_count() > 0);
+                let live = children.len();
+                children.reserve(live.max(4));
+            }
             children.push(Arc::downgrade(&child.inner));
         }
         if self.is_cancelled() {
@@ -387,5 +397,20 @@ mod tests {
         let mut late = child.cancelled();
         assert_eq!(poll(&mut late, &waker), Poll::Ready(()));
         assert_eq!(child.waiter_count(), 0);
+    }
+
+    #[test]
+    fn links_to_dropped_children_are_pruned_and_live_ones_kept() {
+        let parent = CancellationToken::new();
+        let kept: Vec<_> = (0..100).map(|_| parent.child_token()).collect();
+        for _ in 0..10_000 {
+            drop(parent.child_token());
+        }
+        // The list holds the live children and at most as many dropped ones
+        // again (plus the growth a prune leaves room for).
+        let links = lock(&parent.inner.children).len();
+        assert!((100..=400).contains(&links), "{links} links");
+        parent.cancel();
+        assert!(kept.iter().all(CancellationToken::is_cancelled));
     }
 }
