@@ -9,6 +9,19 @@ use crate::sql::{db_err, migrator};
 type DbRow = sqlx::postgres::PgRow;
 type SqlStore = PostgresStore;
 
+/// A write's turn, given at once: transactions begin on a pooled
+/// connection.
+struct WriteTurn;
+
+impl WriteTurn {
+    async fn begin(
+        &mut self,
+        pool: &sqlx::PgPool,
+    ) -> Result<sqlx::Transaction<'static, Db>, sqlx::Error> {
+        pool.begin().await
+    }
+}
+
 /// A store in one PostgreSQL database.
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
@@ -59,8 +72,8 @@ impl PostgresStore {
 
     /// PostgreSQL locks rows, not the whole database: its writers take no
     /// turns (see `SqliteStore::write_turn`).
-    async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-        None
+    async fn write_turn(&self) -> WriteTurn {
+        WriteTurn
     }
 
     /// Closes the pool.

@@ -5,8 +5,11 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::ConnectOptions;
 use sqlx::Sqlite as Db;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
 
 use crate::error::{StorageError, StorageResult};
 use crate::sql::{db_err, migrator};
@@ -22,8 +25,27 @@ pub struct SqliteStore {
     message_cache: std::sync::Arc<crate::message_cache::MessageCache>,
     /// Batches concurrent event-log appends into shared transactions.
     writer: crate::group_commit::GroupCommit,
-    /// Whose turn it is to write (see [`write_turn`](Self::write_turn)).
-    write_turns: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Whose turn it is to write (see [`write_turn`](Self::write_turn)),
+    /// and the connection writes begin their transactions on (a file
+    /// store's own; none when the pool was given).
+    write_turns: std::sync::Arc<tokio::sync::Mutex<Option<SqliteConnection>>>,
+}
+
+/// A store's turn to write (see [`SqliteStore::write_turn`]).
+struct WriteTurn<'a>(tokio::sync::MutexGuard<'a, Option<SqliteConnection>>);
+
+impl WriteTurn<'_> {
+    /// Begins a transaction on the store's writing connection, or on a
+    /// pooled one when it has none.
+    async fn begin<'t>(
+        &'t mut self,
+        pool: &sqlx::SqlitePool,
+    ) -> Result<sqlx::Transaction<'t, Db>, sqlx::Error> {
+        match self.0.as_mut() {
+            Some(writer) => sqlx::Connection::begin(writer).await,
+            None => pool.begin().await,
+        }
+    }
 }
 
 impl SqliteStore {
@@ -47,6 +69,11 @@ impl SqliteStore {
             // faster (`docs/benchmarks.md`).
             .pragma("mmap_size", "0")
             .pragma("cache_size", "-16384");
+        // Transactions that write begin on a connection of their own: it
+        // is not handed out and back by the pool for each (with a ping on
+        // the way back), and as no other connection writes through it, the
+        // pages it reads stay in its cache between writes.
+        let writer = options.connect().await.map_err(db_err)?;
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             // A connection to a file cannot drop as a network one can, so
@@ -56,7 +83,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(db_err)?;
-        Self::from_pool(pool).await
+        Self::with_writer(pool, Some(writer)).await
     }
 
     /// A private in-memory database, gone when the store is dropped.
@@ -95,6 +122,13 @@ impl SqliteStore {
     /// Uses an existing pool (foreign keys must be on) and applies the
     /// embedded migrations.
     pub async fn from_pool(pool: sqlx::SqlitePool) -> StorageResult<Self> {
+        Self::with_writer(pool, None).await
+    }
+
+    async fn with_writer(
+        pool: sqlx::SqlitePool,
+        writer: Option<SqliteConnection>,
+    ) -> StorageResult<Self> {
         migrator([
             include_str!("../migrations/sqlite/0001_init.sql"),
             include_str!("../migrations/sqlite/0002_users.sql"),
@@ -111,7 +145,7 @@ impl SqliteStore {
             pool,
             message_cache: Default::default(),
             writer: Default::default(),
-            write_turns: Default::default(),
+            write_turns: std::sync::Arc::new(tokio::sync::Mutex::new(writer)),
         })
     }
 
@@ -122,8 +156,8 @@ impl SqliteStore {
     /// were most of a write's wait. Queued here instead, in order, each
     /// writer starts the moment the previous one commits. (Writers in other
     /// processes still meet the lock and its retries.)
-    async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-        Some(self.write_turns.lock().await)
+    async fn write_turn(&self) -> WriteTurn<'_> {
+        WriteTurn(self.write_turns.lock().await)
     }
 
     /// The connection pool.
@@ -131,9 +165,14 @@ impl SqliteStore {
         &self.pool
     }
 
-    /// Closes the pool.
+    /// Closes the pool and the writing connection: later calls fail.
     pub async fn close(&self) {
         self.pool.close().await;
+        // Without its writer, a write begins on the closed pool and fails.
+        if let Some(writer) = self.write_turns.lock().await.take() {
+            // Closing only says goodbye to SQLite: nothing is lost if it fails.
+            let _ = sqlx::Connection::close(writer).await;
+        }
     }
 }
 

@@ -157,8 +157,8 @@ mod sql_chats {
         }
 
         async fn delete_project(&self, id: &str) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             // The records of its tasks' agent runs (with their event logs)
             // belong to no chat, so the project's cascade misses them.
             sqlx::query(
@@ -183,8 +183,8 @@ mod sql_chats {
             project: &Project,
             folder: &str,
         ) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             // Writing the one lock row first serialises every folder claim
             // (a row lock on PostgreSQL, the write lock on SQLite), so the
             // overlap check below sees every committed folder.
@@ -279,8 +279,8 @@ mod sql_chats {
             delta: TokenTotals,
             updated_at: i64,
         ) -> StorageResult<TokenTotals> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             let locked = sqlx::query("UPDATE chats SET next_seq = next_seq WHERE id = $1")
                 .bind(chat_id)
                 .execute(&mut *tx)
@@ -317,9 +317,9 @@ mod sql_chats {
         }
 
         async fn save_message(&self, chat_id: &str, message: &Message) -> StorageResult<u64> {
-            let _turn = self.write_turn().await;
+            let mut turn = self.write_turn().await;
             let body = json_text(message)?;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             // Writing the chat row first takes its lock, so appends to one
             // chat are serialised on every backend, and numbers the write
             // for readers that keep a decoded copy.
@@ -401,9 +401,9 @@ mod sql_chats {
             chat_id: &str,
             after_seq: Option<u64>,
         ) -> StorageResult<u64> {
-            let _turn = self.write_turn().await;
+            let mut turn = self.write_turn().await;
             let after = after_seq.map(to_i64).transpose()?.unwrap_or(-1);
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             reset_messages(&mut tx, chat_id).await?;
             let done = sqlx::query("DELETE FROM messages WHERE chat_id = $1 AND seq > $2")
                 .bind(chat_id)
@@ -421,8 +421,8 @@ mod sql_chats {
             chat_id: &str,
             messages: &[StoredMessage],
         ) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             reset_messages(&mut tx, chat_id).await?;
             let existing = sqlx::query("SELECT seq FROM messages WHERE chat_id = $1 LIMIT 1")
                 .bind(chat_id)
@@ -504,8 +504,8 @@ mod sql_chats {
             chat_id: &str,
             name: &str,
         ) -> StorageResult<Checkpoint> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             reset_messages(&mut tx, chat_id).await?;
             let row = sqlx::query("SELECT * FROM checkpoints WHERE chat_id = $1 AND name = $2")
                 .bind(chat_id)

@@ -330,8 +330,8 @@ mod sql_runs {
     #[async_trait]
     impl CommitAppends for SqlStore {
         async fn commit_batch(&self, batch: &[Append]) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             insert_events(&mut tx, batch).await.map_err(db_err)?;
             let mut runs: Vec<&str> = batch.iter().map(|a| a.run_id.as_str()).collect();
             runs.sort_unstable();
@@ -343,9 +343,9 @@ mod sql_runs {
         }
 
         async fn commit_one(&self, append: &Append) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
+            let mut turn = self.write_turn().await;
             self.get_run(&append.run_id).await?;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             for row in &append.rows {
                 sqlx::query("INSERT INTO run_events (run_id, seq, body) VALUES ($1, $2, $3)")
                     .bind(&append.run_id)

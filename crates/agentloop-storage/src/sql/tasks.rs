@@ -204,8 +204,8 @@ mod sql_tasks {
         }
 
         async fn delete_task(&self, id: &str) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             // Writing the task row first takes its lock (the write lock on
             // SQLite), so the check below and the deletes see one state.
             let touched = sqlx::query("UPDATE tasks SET updated_at = updated_at WHERE id = $1")
@@ -271,8 +271,8 @@ mod sql_tasks {
             complete: bool,
             now: i64,
         ) -> StorageResult<Vec<AgentRun>> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             let done = sqlx::query(
                 "UPDATE tasks SET workflow_complete = $2, updated_at = $3 WHERE id = $1",
             )
@@ -315,8 +315,8 @@ mod sql_tasks {
         }
 
         async fn start_agent_run(&self, start: &AgentRunStart) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             let inserted = if super::SEVERAL_STATEMENTS_A_QUERY {
                 insert_start_at_once(&mut tx, start).await
             } else {

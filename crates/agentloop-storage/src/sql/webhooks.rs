@@ -12,8 +12,8 @@ mod sql_webhooks {
     #[async_trait]
     impl WebhookStore for SqlStore {
         async fn save_webhook_delivery(&self, delivery: &WebhookDelivery) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
             sqlx::query(
                 "INSERT INTO webhook_deliveries \
                  (id, project_id, event, url, state, attempts, created_at) \
