@@ -51,7 +51,7 @@ pub(crate) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as sqlx::Database
 
 /// Statements written to run alone, joined into one query (SQLite runs
 /// the statements of a query one after the other in one call to the
-/// connection's thread). Both drivers number placeholders across the whole
+/// connection's thread). Its driver numbers placeholders across the whole
 /// query, so each statement's `$n` becomes `$n` plus the count of those
 /// before it, as its arguments are bound after theirs.
 pub(crate) fn one_query(statements: &[&str]) -> String {
