@@ -9,6 +9,10 @@ use crate::sql::{db_err, migrator};
 type DbRow = sqlx::postgres::PgRow;
 type SqlStore = PostgresStore;
 
+/// How long a pooled connection may sit idle and still be handed out
+/// without a ping.
+const IDLE_BEFORE_PING: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A write's turn, given at once: transactions begin on a pooled
 /// connection.
 struct WriteTurn;
@@ -38,6 +42,21 @@ impl PostgresStore {
     pub async fn connect(url: &str) -> StorageResult<Self> {
         let pool = PgPoolOptions::new()
             .max_connections(16)
+            // The pool pings every connection as it comes back, so one
+            // handed out again at once is known to answer: pinging it again
+            // before each use was one more round trip to the database per
+            // call. One that sat idle for a while (the server may have
+            // restarted meanwhile) is pinged first, and replaced if it does
+            // not answer.
+            .test_before_acquire(false)
+            .before_acquire(|connection, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > IDLE_BEFORE_PING {
+                        sqlx::Connection::ping(connection).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect(url)
             .await
             .map_err(db_err)?;
@@ -114,7 +133,7 @@ async fn watch_appends(pool: &sqlx::PgPool) -> StorageResult<Option<crate::store
 }
 
 /// Whether one query may hold several statements (see
-/// [`crate::sql::one_query`]): PostgreSQL takes one statement a query that has arguments.
+/// `sql_tasks::START_QUERY`): PostgreSQL takes one statement a query that has arguments.
 const SEVERAL_STATEMENTS_A_QUERY: bool = false;
 
 include!("sql/records.rs");

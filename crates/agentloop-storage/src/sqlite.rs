@@ -193,7 +193,7 @@ async fn watch_appends(
 }
 
 /// Whether one query may hold several statements (see
-/// [`crate::sql::one_query`]): SQLite runs the statements of one query one after the other.
+/// `sql_tasks::START_QUERY`): SQLite runs the statements of one query one after the other.
 const SEVERAL_STATEMENTS_A_QUERY: bool = true;
 
 include!("sql/records.rs");

@@ -49,32 +49,31 @@ pub(crate) fn insert_err(err: sqlx::Error, kind: &'static str, id: &str) -> Stor
 /// A statement being bound, for the driver `DB`.
 pub(crate) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>;
 
-/// Statements written to run alone, joined into one query (SQLite runs
-/// the statements of a query one after the other in one call to the
-/// connection's thread). Its driver numbers placeholders across the whole
-/// query, so each statement's `$n` becomes `$n` plus the count of those
-/// before it, as its arguments are bound after theirs.
-pub(crate) fn one_query(statements: &[&str]) -> String {
-    let mut query = String::new();
+/// Statements written to run alone, numbered to run as one query: their
+/// arguments are bound one statement after another, so each statement's
+/// `$n` becomes `$n` plus the count of placeholders before it.
+pub(crate) fn numbered_in_turn(statements: &[&str]) -> Vec<String> {
     let mut before = 0;
+    let mut numbered = Vec::with_capacity(statements.len());
     for statement in statements {
         let mut highest = 0;
+        let mut text = String::with_capacity(statement.len());
         let mut rest = *statement;
         while let Some(at) = rest.find('$') {
-            query.push_str(&rest[..=at]);
+            text.push_str(&rest[..=at]);
             rest = &rest[at + 1..];
             let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
             if let Ok(n) = rest[..digits].parse::<usize>() {
                 highest = highest.max(n);
-                query.push_str(&(n + before).to_string());
+                text.push_str(&(n + before).to_string());
                 rest = &rest[digits..];
             }
         }
-        query.push_str(rest);
-        query.push_str(";\n");
+        text.push_str(rest);
+        numbered.push(text);
         before += highest;
     }
-    query
+    numbered
 }
 
 /// Version of the first schema script, dated so it does not collide with
@@ -125,19 +124,21 @@ pub(crate) fn bad_value(column: &str, value: &str) -> StorageError {
 
 #[cfg(test)]
 mod tests {
-    use super::one_query;
+    use super::numbered_in_turn;
 
     #[test]
-    fn joined_statements_number_their_placeholders_one_after_the_other() {
+    fn statements_number_their_placeholders_one_after_the_other() {
         assert_eq!(
-            one_query(&[
+            numbered_in_turn(&[
                 "INSERT INTO a (x, y) VALUES ($1, $2)",
                 "INSERT INTO b (z) VALUES ($1)",
                 "UPDATE c SET u = $2, v = $1 WHERE w = '$'",
             ]),
-            "INSERT INTO a (x, y) VALUES ($1, $2);\n\
-             INSERT INTO b (z) VALUES ($3);\n\
-             UPDATE c SET u = $5, v = $4 WHERE w = '$';\n"
+            [
+                "INSERT INTO a (x, y) VALUES ($1, $2)",
+                "INSERT INTO b (z) VALUES ($3)",
+                "UPDATE c SET u = $5, v = $4 WHERE w = '$'",
+            ]
         );
     }
 }

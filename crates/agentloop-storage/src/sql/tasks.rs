@@ -11,16 +11,16 @@ mod sql_tasks {
     use crate::model::{
         AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Conversation, EndReason, Task,
     };
-    use crate::sql::{Query, db_err, found, insert_err, is_unique, one_query};
+    use crate::sql::{Query, db_err, found, insert_err, is_unique, numbered_in_turn};
     use crate::store::{ChatStore, RunStore, TaskStore, json_text};
 
     const INSERT_AGENT_RUN: &str = "INSERT INTO agent_runs (id, task_id, agent_type, status, \
          conversation_id, created_at, completed_at, end_reason) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING";
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
-    /// Binds [`INSERT_AGENT_RUN`]: the agent run `run`, unless a unique
-    /// rule refuses it (its id is taken, or its task already has an active
-    /// run). A refusal writes nothing and leaves the transaction usable.
+    /// Binds [`INSERT_AGENT_RUN`]: the agent run `run`. A unique rule
+    /// refuses it when its id is taken or its task already has an active
+    /// run.
     fn bind_agent_run<'q>(
         query: Query<'q, super::Db>,
         run: &'q AgentRun,
@@ -34,19 +34,6 @@ mod sql_tasks {
             .bind(run.created_at)
             .bind(run.completed_at)
             .bind(opt_json(run.end_reason.as_ref())?))
-    }
-
-    /// Inserts the agent run `run` (see [`bind_agent_run`]); whether it
-    /// was inserted.
-    async fn insert_agent_run<'e>(
-        db: impl sqlx::Executor<'e, Database = super::Db>,
-        run: &AgentRun,
-    ) -> StorageResult<bool> {
-        let inserted = bind_agent_run(sqlx::query(INSERT_AGENT_RUN), run)?
-            .execute(db)
-            .await
-            .map_err(db_err)?;
-        Ok(inserted.rows_affected() > 0)
     }
 
     /// Why the agent run `run` was refused: its id exists, or else its
@@ -76,30 +63,6 @@ mod sql_tasks {
             .bind(conversation.created_at)
     }
 
-    /// Why an agent run's start wrote nothing, short of a refusal.
-    enum StartInsertError {
-        /// A unique rule refused one of its parts: an id was taken.
-        Taken,
-        /// Anything else.
-        Other(StorageError),
-    }
-
-    impl From<StorageError> for StartInsertError {
-        fn from(e: StorageError) -> Self {
-            Self::Other(e)
-        }
-    }
-
-    impl From<sqlx::Error> for StartInsertError {
-        fn from(e: sqlx::Error) -> Self {
-            if is_unique(&e) {
-                Self::Taken
-            } else {
-                Self::Other(db_err(e))
-            }
-        }
-    }
-
     /// The chat (past its first message), first message, conversation,
     /// record and agent run of a start, in that order: each row names
     /// those before it, and the agent run goes last, so that a task with
@@ -112,56 +75,51 @@ mod sql_tasks {
         INSERT_AGENT_RUN,
     ];
 
-    /// [`START_STATEMENTS`] as one query.
-    static START_QUERY: LazyLock<String> = LazyLock::new(|| one_query(&START_STATEMENTS));
+    /// [`START_STATEMENTS`] as one query, so that a start is one exchange
+    /// with the database while every other writer waits for the write
+    /// turn: on SQLite the five statements one after the other (SQLite
+    /// runs them in one call to the connection's thread), on PostgreSQL one
+    /// statement, the first four as data-modifying `WITH` clauses of the
+    /// last (one statement with arguments a query), written whole or not at
+    /// all.
+    static START_QUERY: LazyLock<String> = LazyLock::new(|| {
+        let mut statements = numbered_in_turn(&START_STATEMENTS);
+        if super::SEVERAL_STATEMENTS_A_QUERY {
+            return statements.join(";\n");
+        }
+        let last = statements.pop().unwrap_or_default();
+        let clauses: Vec<String> = statements
+            .iter()
+            .enumerate()
+            .map(|(i, statement)| format!("part_{i} AS ({statement})"))
+            .collect();
+        format!("WITH {} {last}", clauses.join(", "))
+    });
 
-    /// Writes a start's rows in `tx` with one query (SQLite runs its five
-    /// statements in one call to the connection's thread, instead of one
-    /// exchange each while every other writer waits for the write turn);
-    /// whether the agent run was inserted rather than refused.
-    async fn insert_start_at_once(
-        tx: &mut sqlx::Transaction<'_, super::Db>,
-        start: &AgentRunStart,
-    ) -> Result<bool, StartInsertError> {
-        let body = json_text(&start.first_message)?;
-        let query = bind_chat(sqlx::query(&START_QUERY), &start.chat, 1, 1)?;
-        let query = bind_message(query, &start.chat.id, 0, &start.first_message.id, &body, 1);
-        let query = bind_conversation(query, &start.conversation);
-        let query = bind_run(query, &start.record)?;
-        let query = bind_agent_run(query, &start.agent_run)?;
-        let written = query.execute(&mut **tx).await?;
-        // The rows each statement wrote, added up: one less when the agent
-        // run was refused.
-        Ok(written.rows_affected() == START_STATEMENTS.len() as u64)
+    /// Binds [`START_QUERY`] to `start`, its first message written as
+    /// `message_body`.
+    fn bind_start<'q>(
+        start: &'q AgentRunStart,
+        message_body: &'q str,
+    ) -> StorageResult<Query<'q, super::Db>> {
+        let AgentRunStart {
+            agent_run,
+            chat,
+            first_message,
+            conversation,
+            record,
+        } = start;
+        let query = bind_chat(sqlx::query(&START_QUERY), chat, 1, 1)?;
+        let query = bind_message(query, &chat.id, 0, &first_message.id, message_body, 1);
+        let query = bind_conversation(query, conversation);
+        let query = bind_run(query, record)?;
+        bind_agent_run(query, agent_run)
     }
 
-    /// [`insert_start_at_once`], a statement at a time (PostgreSQL takes
-    /// one statement a query with arguments).
-    async fn insert_start_one_by_one(
-        tx: &mut sqlx::Transaction<'_, super::Db>,
-        start: &AgentRunStart,
-    ) -> Result<bool, StartInsertError> {
-        let body = json_text(&start.first_message)?;
-        let chat = &start.chat;
-        bind_chat(sqlx::query(INSERT_CHAT), chat, 1, 1)?
-            .execute(&mut **tx)
-            .await?;
-        bind_message(sqlx::query(INSERT_MESSAGE), &chat.id, 0, &start.first_message.id, &body, 1)
-            .execute(&mut **tx)
-            .await?;
-        bind_conversation(sqlx::query(INSERT_CONVERSATION), &start.conversation)
-            .execute(&mut **tx)
-            .await?;
-        bind_run(sqlx::query(INSERT_RUN), &start.record)?
-            .execute(&mut **tx)
-            .await?;
-        Ok(insert_agent_run(&mut **tx, &start.agent_run).await?)
-    }
-
-    /// Which part of `start` a unique rule refused, read after its
-    /// transaction was rolled back (the driver's error does not say which
-    /// statement of a query failed).
-    async fn start_part_taken(store: &SqlStore, start: &AgentRunStart) -> StorageError {
+    /// Which part of `start` a unique rule refused, read once nothing of it
+    /// was written (the driver's error does not say which statement of a
+    /// query failed).
+    async fn start_refused(store: &SqlStore, start: &AgentRunStart) -> StorageError {
         if store.get_run(&start.record.id).await.is_ok() {
             StorageError::exists("run", &start.record.id)
         } else if store.get_chat(&start.chat.id).await.is_ok() {
@@ -169,7 +127,7 @@ mod sql_tasks {
         } else if store.get_conversation(&start.conversation.id).await.is_ok() {
             StorageError::exists("conversation", &start.conversation.id)
         } else {
-            StorageError::exists("message", &start.first_message.id)
+            agent_run_refused(store, &start.agent_run).await
         }
     }
 
@@ -307,34 +265,38 @@ mod sql_tasks {
 
         async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {
             let _turn = self.write_turn().await;
-            if insert_agent_run(&self.pool, run).await? {
-                Ok(())
-            } else {
-                Err(agent_run_refused(self, run).await)
+            match bind_agent_run(sqlx::query(INSERT_AGENT_RUN), run)?
+                .execute(&self.pool)
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(e) if is_unique(&e) => Err(agent_run_refused(self, run).await),
+                Err(e) => Err(db_err(e)),
             }
         }
 
         async fn start_agent_run(&self, start: &AgentRunStart) -> StorageResult<()> {
             let mut turn = self.write_turn().await;
-            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
-            let inserted = if super::SEVERAL_STATEMENTS_A_QUERY {
-                insert_start_at_once(&mut tx, start).await
+            let body = json_text(&start.first_message)?;
+            let query = bind_start(start, &body)?;
+            let written = if super::SEVERAL_STATEMENTS_A_QUERY {
+                // Several statements are written whole only in a
+                // transaction.
+                let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
+                match query.execute(&mut *tx).await {
+                    Ok(_) => tx.commit().await,
+                    Err(e) => {
+                        tx.rollback().await.map_err(db_err)?;
+                        Err(e)
+                    }
+                }
             } else {
-                insert_start_one_by_one(&mut tx, start).await
+                query.execute(&self.pool).await.map(drop)
             };
-            match inserted {
-                Ok(true) => tx.commit().await.map_err(db_err),
-                // Nothing written survives a refusal: the transaction is
-                // rolled back before the reason is looked up.
-                Ok(false) => {
-                    tx.rollback().await.map_err(db_err)?;
-                    Err(agent_run_refused(self, &start.agent_run).await)
-                }
-                Err(StartInsertError::Taken) => {
-                    tx.rollback().await.map_err(db_err)?;
-                    Err(start_part_taken(self, start).await)
-                }
-                Err(StartInsertError::Other(e)) => Err(e),
+            match written {
+                Ok(()) => Ok(()),
+                Err(e) if is_unique(&e) => Err(start_refused(self, start).await),
+                Err(e) => Err(db_err(e)),
             }
         }
 
