@@ -10,7 +10,7 @@ mod conformance;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use agentloop_storage::PostgresStore;
+use agentloop_storage::{PostgresStore, ProjectStore};
 use conformance::Fixture;
 use sqlx::Connection;
 
@@ -196,4 +196,35 @@ async fn appends_are_announced_to_other_stores_on_the_database() {
     // The listener holds a connection of the reader's pool until dropped.
     drop(announced);
     reader.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_the_server_ended_while_idle_are_replaced() {
+    let Some(database) = open_database().await else {
+        eprintln!("skipped connections_the_server_ended_while_idle_are_replaced");
+        return;
+    };
+    let store = &database.store;
+    store
+        .create_project(&conformance::project("p", 1))
+        .await
+        .unwrap();
+    // The server ends every connection of the store's pool, as a restart
+    // would.
+    let mut admin = sqlx::PgConnection::connect(&database.admin_url)
+        .await
+        .unwrap();
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
+    )
+    .bind(&database.name)
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert!(!ended.is_empty() && ended.iter().all(|e| *e), "{ended:?}");
+    admin.close().await.unwrap();
+    // A connection idle this long is pinged before it is handed out (the
+    // idle time is the condition itself, not a stand-in for one).
+    tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
+    assert_eq!(store.get_project("p").await.unwrap().id, "p");
 }
