@@ -78,10 +78,10 @@ mod sql_tasks {
     /// [`START_STATEMENTS`] as one query, so that a start is one exchange
     /// with the database while every other writer waits for the write
     /// turn: on SQLite the five statements one after the other (SQLite
-    /// runs them in one call to the connection's thread), on PostgreSQL one
+    /// runs them in one call to the connection's thread), on PostgreSQL
+    /// (which takes one statement a query when it has arguments) one
     /// statement, the first four as data-modifying `WITH` clauses of the
-    /// last (one statement with arguments a query), written whole or not at
-    /// all.
+    /// last, written whole or not at all.
     static START_QUERY: LazyLock<String> = LazyLock::new(|| {
         let mut statements = numbered_in_turn(&START_STATEMENTS);
         if super::SEVERAL_STATEMENTS_A_QUERY {
@@ -116,18 +116,27 @@ mod sql_tasks {
         bind_agent_run(query, agent_run)
     }
 
-    /// Which part of `start` a unique rule refused, read once nothing of it
-    /// was written (the driver's error does not say which statement of a
-    /// query failed).
+    /// Why a unique rule refused `start`, read once nothing of it was
+    /// written (the driver's error does not say which statement of a query
+    /// failed): most often its task's active run, asked about first;
+    /// otherwise an id it brought was taken.
     async fn start_refused(store: &SqlStore, start: &AgentRunStart) -> StorageError {
-        if store.get_run(&start.record.id).await.is_ok() {
+        let refused_for_active = StorageError::ActiveAgentRunExists {
+            task_id: start.agent_run.task_id.clone(),
+        };
+        if let Ok(Some(_)) = store.active_agent_run(&start.agent_run.task_id).await {
+            refused_for_active
+        } else if store.get_run(&start.record.id).await.is_ok() {
             StorageError::exists("run", &start.record.id)
         } else if store.get_chat(&start.chat.id).await.is_ok() {
             StorageError::exists("chat", &start.chat.id)
         } else if store.get_conversation(&start.conversation.id).await.is_ok() {
             StorageError::exists("conversation", &start.conversation.id)
+        } else if store.get_agent_run(&start.agent_run.id).await.is_ok() {
+            StorageError::exists("agent run", &start.agent_run.id)
         } else {
-            agent_run_refused(store, &start.agent_run).await
+            // No id was taken: the active run that refused it ended since.
+            refused_for_active
         }
     }
 
