@@ -29,11 +29,21 @@ const BUFFER: usize = 64;
 /// from here first, so a full buffer needs no waker (the stream has items
 /// to hand out and polls the driver again once they are gone).
 #[derive(Default)]
-struct Buffer(Mutex<VecDeque<RunItem>>);
+struct Buffer(Mutex<VecDeque<Buffered>>);
+
+/// A [`RunItem`] as the buffer holds it: a state is far larger than an
+/// event, and every slot of the buffer is as large as its largest item.
+enum Buffered {
+    Event(LoopEvent),
+    Checkpoint(Box<RunState>),
+}
 
 impl Buffer {
     fn pop(&self) -> Option<RunItem> {
-        self.lock().pop_front()
+        self.lock().pop_front().map(|item| match item {
+            Buffered::Event(event) => RunItem::Event(event),
+            Buffered::Checkpoint(state) => RunItem::Checkpoint(*state),
+        })
     }
 
     fn is_empty(&self) -> bool {
@@ -43,7 +53,7 @@ impl Buffer {
     /// Writes `item` at once; the future waits until the buffer is back
     /// within its bound. Not an `async fn`: the future holds only a
     /// reference, not the item, and the driver awaits one at a time.
-    fn push(&self, item: RunItem) -> impl Future<Output = ()> + '_ {
+    fn push(&self, item: Buffered) -> impl Future<Output = ()> + '_ {
         self.lock().push_back(item);
         futures::future::poll_fn(|_| {
             if self.lock().len() > BUFFER {
@@ -54,7 +64,7 @@ impl Buffer {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<RunItem>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Buffered>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -95,7 +105,7 @@ impl Emitter {
             kind,
         };
         self.seq += 1;
-        self.buffer.push(RunItem::Event(event))
+        self.buffer.push(Buffered::Event(event))
     }
 
     /// Writes the run's state, when the consumer reads checkpoints. The
@@ -109,7 +119,9 @@ impl Emitter {
     /// run before the step it describes has started.
     pub(crate) async fn checkpoint(&mut self, state: impl FnOnce() -> RunState) {
         if self.checkpoints.load(Ordering::Relaxed) {
-            self.buffer.push(RunItem::Checkpoint(state())).await;
+            self.buffer
+                .push(Buffered::Checkpoint(Box::new(state())))
+                .await;
             let buffer = &self.buffer;
             futures::future::poll_fn(|_| {
                 // No waker needed: the stream takes items before it polls

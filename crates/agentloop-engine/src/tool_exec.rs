@@ -133,7 +133,7 @@ impl ToolRun<'_> {
                     emitter
                         .emit(EventKind::ToolBlockUpdate(ToolBlockUpdateEvent {
                             tool_use_id: call.id.clone(),
-                            block: running_block(call, groups),
+                            block: Box::new(running_block(call, groups)),
                         }))
                         .await
                 }

@@ -45,7 +45,7 @@ fn options(schema: OutputSchema) -> LoopOptions {
 
 fn result(events: &[LoopEvent]) -> LoopResult {
     match &events.last().expect("a terminal event").kind {
-        EventKind::Finished(FinishedEvent { result }) => result.clone(),
+        EventKind::Finished(FinishedEvent { result }) => LoopResult::clone(result),
         other => panic!("last event is {other:?}"),
     }
 }

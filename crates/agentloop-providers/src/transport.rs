@@ -80,7 +80,13 @@ pub(crate) async fn send(
     body: Vec<u8>,
     retries: &mut u32,
 ) -> Result<reqwest::Response, ProviderError> {
-    // Shared, so an attempt does not copy the body.
+    // Shared, so an attempt does not copy the body. The body was written
+    // into room guessed from earlier requests: giving back what it did not
+    // use (allocators shrink in place) lets `Bytes` take the buffer as is,
+    // where spare room would cost it one more allocation and the request
+    // would hold the room while it is in flight.
+    let mut body = body;
+    body.shrink_to_fit();
     let body = bytes::Bytes::from(body);
     loop {
         let attempt = tracing::info_span!(

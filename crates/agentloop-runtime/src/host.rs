@@ -182,7 +182,9 @@ impl ChatRuntime {
         let finished = |result| LoopEvent {
             seq: log.next_seq.saturating_sub(1),
             path: RunPath::root(),
-            kind: EventKind::Finished(FinishedEvent { result }),
+            kind: EventKind::Finished(FinishedEvent {
+                result: Box::new(result),
+            }),
         };
         if let Some(ended) = log.ended.clone() {
             return Ok(finished(self.end_logged(record, ended, run.ending).await?));

@@ -38,7 +38,7 @@ impl RunLog {
                     }
                     EventKind::Finished(FinishedEvent { result }) if event.path.is_root() => {
                         log.ended = (!matches!(result.status, LoopStatus::Suspended { .. }))
-                            .then(|| result.clone());
+                            .then(|| LoopResult::clone(result));
                     }
                     _ => {}
                 }

@@ -164,8 +164,8 @@ impl Persister {
         if root && let EventKind::Finished(FinishedEvent { result }) = &mut event.kind {
             // A worker that lost the run must not write its end.
             self.renew_lease().await?;
-            let decided = self.decide(result.clone()).await?;
-            *result = decided.result.clone();
+            let decided = self.decide(LoopResult::clone(result)).await?;
+            **result = decided.result.clone();
             self.log.push(event.clone());
             self.flush().await?;
             self.finish(decided).await?;

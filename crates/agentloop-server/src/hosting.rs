@@ -127,7 +127,7 @@ async fn relay(
                 if event.path.is_root()
                     && let agentloop_types::EventKind::Finished(finished) = &event.kind
                 {
-                    result = Some(Box::new(finished.result.clone()));
+                    result = Some(finished.result.clone());
                 }
                 local.send(event);
             }

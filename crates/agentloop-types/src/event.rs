@@ -47,7 +47,7 @@ impl LoopEvent {
     /// out of the event.
     pub fn into_root_result(self) -> Option<LoopResult> {
         match self.kind {
-            EventKind::Finished(FinishedEvent { result }) if self.path.is_root() => Some(result),
+            EventKind::Finished(FinishedEvent { result }) if self.path.is_root() => Some(*result),
             _ => None,
         }
     }
@@ -228,8 +228,9 @@ pub struct ToolStartEvent {
 pub struct ToolBlockUpdateEvent {
     /// Call id.
     pub tool_use_id: String,
-    /// The block as it should now be shown.
-    pub block: ToolResultRenderBlock,
+    /// The block as it should now be shown; boxed, as
+    /// [`FinishedEvent::result`] is.
+    pub block: Box<ToolResultRenderBlock>,
 }
 
 /// A tool call ended (seed 002's `tool.end`).
@@ -340,8 +341,9 @@ pub struct AgentErrorEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FinishedEvent {
-    /// The result.
-    pub result: LoopResult,
+    /// The result, boxed: it is the largest payload of any event, and every
+    /// event is the size of the largest (a run buffers a step's events).
+    pub result: Box<LoopResult>,
 }
 
 /// What the run sends was compacted before a model call: older turns
@@ -419,4 +421,20 @@ pub struct HandoffEvent {
     pub reason: Option<String>,
     /// Handoffs taken by the run so far, this one included.
     pub handoffs: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event is as large as its largest kind, and a run buffers a
+    /// step's events: kinds with large payloads box them.
+    #[test]
+    fn an_event_stays_small() {
+        assert!(
+            std::mem::size_of::<EventKind>() <= 128,
+            "EventKind is {} bytes",
+            std::mem::size_of::<EventKind>()
+        );
+    }
 }

@@ -129,7 +129,9 @@ fn events_and_results() {
         LoopEvent {
             seq: 3,
             path: RunPath::root(),
-            kind: EventKind::Finished(FinishedEvent { result }),
+            kind: EventKind::Finished(FinishedEvent {
+                result: Box::new(result),
+            }),
         },
     ];
     insta::assert_json_snapshot!(events);

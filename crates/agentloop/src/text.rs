@@ -128,7 +128,7 @@ where
             {
                 return Poll::Ready(Some(Ok(text)));
             } else if let EventKind::Finished(FinishedEvent { result }) = event.kind {
-                this.result = Some(result);
+                this.result = Some(*result);
             }
         }
     }

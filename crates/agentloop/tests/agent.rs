@@ -11,7 +11,7 @@ use agentloop::types::transcript::render_events;
 use agentloop::types::{
     ContentBlock, ProviderError, ProviderErrorKind, ToolResultBlock, ToolStream, single_result,
 };
-use agentloop::{BuildError, LoopStatus, ToolResult};
+use agentloop::{BuildError, LoopStatus, ToolResult, Typed};
 use serde_json::{Value, json};
 
 /// A plain [`Tool`], offered by value.
@@ -242,6 +242,41 @@ async fn the_event_stream_of_a_typed_tool_call() {
     let result = events.last().and_then(LoopEvent::root_result).unwrap();
     let run_id = result.messages[0].id.strip_suffix("-prompt").unwrap();
     insta::assert_snapshot!(render_events(&events).replace(run_id, "RUN"));
+}
+
+#[test]
+fn a_typed_tool_offers_one_schema_shared_by_every_run() {
+    let first = Typed(Pay::default()).definition();
+    let second = Typed(Pay::default()).definition();
+    assert!(Arc::ptr_eq(&first.input_schema, &second.input_schema));
+    assert_eq!(*first.input_schema, Typed(Pay::default()).input_schema());
+    assert_eq!(
+        (first.name.as_str(), first.description.as_str()),
+        ("pay", "Pays an account.")
+    );
+    // Another typed tool gets its own schema, not the first one's.
+    let other = Typed(Shout).definition();
+    assert_eq!(*other.input_schema, Typed(Shout).input_schema());
+    assert_ne!(other.input_schema, first.input_schema);
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Loud {
+    /// What to say.
+    text: String,
+}
+
+struct Shout;
+
+impl TypedTool for Shout {
+    const NAME: &'static str = "shout";
+    const DESCRIPTION: &'static str = "Says it loud.";
+    type Args = Loud;
+    type Output = String;
+
+    async fn call(&self, args: Loud, _: &ToolContext) -> Result<String, ToolError> {
+        Ok(args.text.to_uppercase())
+    }
 }
 
 #[test]

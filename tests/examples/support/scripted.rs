@@ -2,10 +2,10 @@
 //! the `echo` tool, the mock's streamed responses, and the request body a
 //! bare client sends for each step (byte for byte what the loop sends).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
+use agentloop_types::{Tool, ToolContext, ToolDefinition, ToolResult, ToolStream, single_result};
 use axum::body::Bytes;
 use serde_json::{Value, json};
 
@@ -23,6 +23,16 @@ impl Tool for Echo {
     }
     fn input_schema(&self) -> Value {
         json!({"type": "object", "properties": {"text": {"type": "string"}}})
+    }
+    /// One schema for every run, as the floor builds its `tools` once (and
+    /// as typed tools do).
+    fn definition(&self) -> ToolDefinition {
+        static SCHEMA: OnceLock<Arc<Value>> = OnceLock::new();
+        ToolDefinition {
+            name: self.name().to_owned(),
+            description: self.description().to_owned(),
+            input_schema: SCHEMA.get_or_init(|| Arc::new(self.input_schema())).clone(),
+        }
     }
     fn execute(self: Arc<Self>, input: Value, _: ToolContext) -> ToolStream {
         let text = input["text"].as_str().unwrap_or_default().to_owned();

@@ -760,12 +760,12 @@ impl RunCore {
         self.hook = None;
         self.handoff_to = None;
         self.emit(EventKind::Finished(FinishedEvent {
-            result: LoopResult {
+            result: Box::new(LoopResult {
                 status,
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
                 stop: None,
-            },
+            }),
         }));
         Step::Done
     }
@@ -781,12 +781,12 @@ impl RunCore {
     /// step; the state is left as it is.
     pub(crate) fn refused_with(&self, error: LoopError) -> EventKind {
         EventKind::Finished(FinishedEvent {
-            result: LoopResult {
+            result: Box::new(LoopResult {
                 status: LoopStatus::Error { error },
                 messages: self.state.messages.clone(),
                 tokens: self.state.totals,
                 stop: None,
-            },
+            }),
         })
     }
 

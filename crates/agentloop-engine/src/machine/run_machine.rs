@@ -58,17 +58,18 @@ impl Machine {
     }
 
     fn from_run(
-        mut run: Run<StrategyMachine>,
+        run: Run<StrategyMachine>,
         options: LoopOptions,
         unreadable: Option<String>,
     ) -> Self {
-        run.sync_state();
         let machine = Self {
             run,
             env: Env::new(options, Vec::new(), None),
             started: false,
             unreadable,
-            synced: true,
+            // Written when the state is first read: a run nobody stores
+            // never serialises its strategy.
+            synced: false,
             refused: None,
             ended: false,
         };

@@ -19,6 +19,16 @@ use super::RunCore;
 /// Longest id a renamed call gets: OpenAI Chat rejects longer ones.
 const MAX_RENAMED_LEN: usize = 40;
 
+/// Up to this many calls in a turn, reused ids are looked for pairwise.
+const FEW_CALLS: usize = 16;
+
+fn call_id(block: &ContentBlock) -> Option<&str> {
+    match block {
+        ContentBlock::ToolUse(call) => Some(&call.id),
+        _ => None,
+    }
+}
+
 /// The stem a renamed call keeps when the reused id was empty.
 const EMPTY_ID_STEM: &str = "call";
 
@@ -27,13 +37,20 @@ impl RunCore {
     /// call of the same turn already uses renamed to a free id.
     /// Deterministic: the same history and turn give the same ids.
     pub(crate) fn unique_call_ids(&self, mut content: Vec<ContentBlock>) -> Vec<ContentBlock> {
-        let is_call = |block: &ContentBlock| matches!(block, ContentBlock::ToolUse(_));
-        if !content.iter().any(is_call) {
-            return content;
-        }
         // The history's ids come from the pairing check's record of the
         // prefix it passed, so a turn costs its own calls, not the history.
         let in_history = |id: &str| self.history_check.0.has_call_id(&self.state.messages, id);
+        // The usual turn reuses no id: that is found without building the
+        // sets below, comparing its calls pairwise while they are few.
+        let ids: Vec<&str> = content.iter().filter_map(call_id).collect();
+        let may_reuse = ids.len() > FEW_CALLS
+            || ids
+                .iter()
+                .enumerate()
+                .any(|(i, id)| in_history(id) || ids[..i].contains(id));
+        if !may_reuse {
+            return content;
+        }
         // A new name avoids every id the turn arrived with, so a call whose
         // id was unique keeps it.
         let arrived: HashSet<String> = content

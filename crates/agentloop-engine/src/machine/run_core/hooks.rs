@@ -132,7 +132,7 @@ impl RunCore {
         &mut self,
         env: &Env,
         waiting: &Waiting,
-        calls: &[ToolUseBlock],
+        calls: &[&ToolUseBlock],
     ) -> Option<Step> {
         if !env.hooks.wants(HookPoint::BeforeToolCall) {
             return None;
@@ -163,7 +163,7 @@ impl RunCore {
         &mut self,
         env: &Env,
         waiting: &Waiting,
-        calls: &[ToolUseBlock],
+        calls: &[&ToolUseBlock],
     ) -> Option<Step> {
         if !env.hooks.wants(HookPoint::BeforeSubagent) {
             return None;

@@ -67,10 +67,10 @@ impl RunCore {
         let planned = self.plan_calls(env, open);
         // Calls that will run (not answered by the core, not resuming a
         // child run) go past the `before_tool_call` hooks first.
-        let asked: Vec<ToolUseBlock> = planned
+        let asked: Vec<&ToolUseBlock> = planned
             .iter()
             .filter(|p| p.answer.is_none() && !waiting.children.contains_key(&p.call.id))
-            .map(|p| p.call.clone())
+            .map(|p| &p.call)
             .collect();
         if let Some(step) = self
             .tool_hooks(env, &waiting, &asked)
@@ -124,13 +124,29 @@ impl RunCore {
         results: Vec<(String, ToolOutcome)>,
         child_tokens: TokenTotals,
     ) -> Result<Input, Step> {
-        let RunPhase::RunTools { calls, .. } = &self.state.phase else {
-            return Ok(Input::ToolsDone {
+        // The step's calls are lent out of the phase while they settle
+        // (nothing below reads the phase) rather than copied.
+        let phase = std::mem::replace(&mut self.state.phase, RunPhase::CallModel);
+        let settled = match &phase {
+            RunPhase::RunTools { calls, .. } => {
+                self.settle_calls(env, calls, results, child_tokens)
+            }
+            _ => Ok(Input::ToolsDone {
                 results,
                 child_tokens,
-            });
+            }),
         };
-        let calls = calls.clone();
+        self.state.phase = phase;
+        settled
+    }
+
+    fn settle_calls(
+        &mut self,
+        env: &Env,
+        calls: &[ToolUseBlock],
+        results: Vec<(String, ToolOutcome)>,
+        child_tokens: TokenTotals,
+    ) -> Result<Input, Step> {
         let mut waiting = self.waiting.take().unwrap_or_default();
         for (id, outcome) in results {
             let Some(call) = calls.iter().find(|c| c.id == id) else {
@@ -182,7 +198,7 @@ impl RunCore {
         }
         self.state.totals += child_tokens;
         if waiting.pending.is_empty() {
-            if let Some(step) = self.result_hooks(env, &calls, &mut waiting) {
+            if let Some(step) = self.result_hooks(env, calls, &mut waiting) {
                 self.waiting = Some(waiting);
                 return Err(step);
             }
@@ -213,7 +229,7 @@ impl RunCore {
         tokens: TokenTotals,
     ) -> Step {
         self.emit(EventKind::Finished(FinishedEvent {
-            result: LoopResult {
+            result: Box::new(LoopResult {
                 status: LoopStatus::Suspended {
                     pending,
                     state: None,
@@ -221,7 +237,7 @@ impl RunCore {
                 messages,
                 tokens,
                 stop: None,
-            },
+            }),
         }));
         Step::Done
     }

@@ -290,7 +290,7 @@ impl PlanMachine {
                 let tokens = core.state.totals + result.tokens;
                 core.suspend(pending, result.messages, tokens)
             }
-            (Step::Done, Some(result)) => self.step_finished(core, env, result),
+            (Step::Done, Some(result)) => self.step_finished(core, env, *result),
             (Step::Done, None) => core.invalid("a plan step ended without a result"),
             (next, _) => next,
         }
