@@ -148,8 +148,8 @@ pub(crate) fn start(
         .run_id
         .clone()
         .unwrap_or_else(|| generate_run_id(deps.clock.as_ref()));
-    let machine = Machine::with_strategy(RunState::new(run_id, context), options.clone(), strategy);
-    drive_machine(machine, options, deps, Input::Start)
+    let machine = Machine::with_strategy(RunState::new(run_id, context), options, strategy);
+    drive_machine(machine, deps, Input::Start)
 }
 
 /// Continues a run from a stored [`RunState`] (see
@@ -195,12 +195,7 @@ pub(crate) fn start(
 /// # });
 /// ```
 pub fn resume(options: LoopOptions, state: RunState, deps: RunDeps) -> RunStream {
-    drive_machine(
-        Machine::new(state, options.clone()),
-        options,
-        deps,
-        Input::Start,
-    )
+    drive_machine(Machine::new(state, options), deps, Input::Start)
 }
 
 /// Resumes a run that ended `suspended` (the state its result carries)
@@ -246,14 +241,9 @@ pub fn decide(
     decisions: Decisions,
     deps: RunDeps,
 ) -> Result<RunStream, DecisionError> {
-    let machine = Machine::new(state, options.clone());
+    let machine = Machine::new(state, options);
     machine.check_decisions(&decisions)?;
-    Ok(drive_machine(
-        machine,
-        options,
-        deps,
-        Input::Decisions { decisions },
-    ))
+    Ok(drive_machine(machine, deps, Input::Decisions { decisions }))
 }
 
 /// Cancels a run that ended `suspended`: every call it waits on is
@@ -263,11 +253,11 @@ pub fn cancel_waiting(
     state: RunState,
     deps: RunDeps,
 ) -> Result<RunStream, DecisionError> {
-    let machine = Machine::new(state, options.clone());
+    let machine = Machine::new(state, options);
     if machine.pending().is_empty() {
         return Err(DecisionError::NotWaiting);
     }
-    Ok(drive_machine(machine, options, deps, cancelled()))
+    Ok(drive_machine(machine, deps, cancelled()))
 }
 
 /// How far [`settle`] took a stored run.
@@ -342,12 +332,7 @@ pub fn settle_handing_off<T: Into<OfferedTool>>(
     }
 }
 
-fn drive_machine(
-    machine: Machine,
-    options: LoopOptions,
-    mut deps: RunDeps,
-    first: Input,
-) -> RunStream {
+fn drive_machine(machine: Machine, mut deps: RunDeps, first: Input) -> RunStream {
     // The run's own token: cancelled with the caller's, and by dropping the
     // stream, without touching other runs that share the caller's token.
     let cancel = deps.cancel.child_token();
@@ -366,16 +351,15 @@ fn drive_machine(
         "invoke_agent",
         otel.name = "invoke_agent",
         gen_ai.operation.name = "invoke_agent",
-        gen_ai.request.model = %options.request.model,
+        gen_ai.request.model = %machine.options().request.model,
         agentloop.run_id = %machine.run_id(),
-        agentloop.project_id = %options.project_id,
-        agentloop.chat_id = options.chat_id.as_deref(),
+        agentloop.project_id = %machine.options().project_id,
+        agentloop.chat_id = machine.options().chat_id.as_deref(),
     );
-    let limit = options.timeout_ms.map(Duration::from_millis);
+    let limit = machine.options().timeout_ms.map(Duration::from_millis);
     let deadline = Deadline::default();
     let run = Box::new(Driven {
         machine,
-        options,
         deps,
         deadline: deadline.clone(),
     });
@@ -433,8 +417,8 @@ impl Deadline {
 /// argument twice in its future (the argument and its binding), and a
 /// server keeps one such future per run it executes.
 struct Driven {
+    /// Also what the run was given as options (`Machine::options`).
     machine: Machine,
-    options: LoopOptions,
     deps: RunDeps,
     deadline: Deadline,
 }
@@ -442,7 +426,6 @@ struct Driven {
 async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
     let Driven {
         machine,
-        options,
         deps,
         deadline,
     } = &mut *run;
@@ -498,7 +481,7 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 // What the input guardrails check: the same shared history.
                 let guarded = messages.clone();
                 let turn = {
-                    let mut request_options = options.request.clone();
+                    let mut request_options = machine.options().request.clone();
                     if let Some(agent) = agent {
                         request_options.system_prompt = agent.instructions.clone();
                         if let Some(model) = &agent.model {
@@ -540,13 +523,13 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 input
             }
             Step::Summarise { messages } => {
-                let request = summary_request(options, messages);
+                let request = summary_request(machine.options(), messages);
                 summary_turn(deps.provider.as_ref(), request, &deps.cancel).await
             }
             Step::RunTools { calls } => {
                 let run = ToolRun {
                     tools: agent.map_or(&deps.tools, |a| &a.tools),
-                    options,
+                    options: machine.options(),
                     run_id: &run_id,
                     cancel: &deps.cancel,
                 };

@@ -39,11 +39,8 @@ enum Buffered {
 }
 
 impl Buffer {
-    fn pop(&self) -> Option<RunItem> {
-        self.lock().pop_front().map(|item| match item {
-            Buffered::Event(event) => RunItem::Event(event),
-            Buffered::Checkpoint(state) => RunItem::Checkpoint(*state),
-        })
+    fn pop(&self) -> Option<Buffered> {
+        self.lock().pop_front()
     }
 
     fn is_empty(&self) -> bool {
@@ -175,7 +172,7 @@ impl RunStream {
         CheckpointedRun(self)
     }
 
-    fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<RunItem>> {
+    fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<Buffered>> {
         loop {
             if let Some(item) = self.buffer.pop() {
                 return Poll::Ready(Some(item));
@@ -228,8 +225,8 @@ impl Stream for RunStream {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<LoopEvent>> {
         loop {
             match self.poll_item(cx) {
-                Poll::Ready(Some(RunItem::Event(event))) => return Poll::Ready(Some(event)),
-                Poll::Ready(Some(RunItem::Checkpoint(_))) => continue,
+                Poll::Ready(Some(Buffered::Event(event))) => return Poll::Ready(Some(event)),
+                Poll::Ready(Some(Buffered::Checkpoint(_))) => continue,
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,
             }
@@ -245,7 +242,12 @@ impl Stream for CheckpointedRun {
     type Item = RunItem;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<RunItem>> {
-        self.0.poll_item(cx)
+        self.0.poll_item(cx).map(|item| {
+            item.map(|item| match item {
+                Buffered::Event(event) => RunItem::Event(event),
+                Buffered::Checkpoint(state) => RunItem::Checkpoint(*state),
+            })
+        })
     }
 }
 

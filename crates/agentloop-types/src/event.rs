@@ -228,8 +228,8 @@ pub struct ToolStartEvent {
 pub struct ToolBlockUpdateEvent {
     /// Call id.
     pub tool_use_id: String,
-    /// The block as it should now be shown; boxed, as
-    /// [`FinishedEvent::result`] is.
+    /// The block as it should now be shown.
+    // Boxed, as `FinishedEvent::result` is.
     pub block: Box<ToolResultRenderBlock>,
 }
 
@@ -341,8 +341,9 @@ pub struct AgentErrorEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FinishedEvent {
-    /// The result, boxed: it is the largest payload of any event, and every
-    /// event is the size of the largest (a run buffers a step's events).
+    /// The result.
+    // Boxed: it is the largest payload of any event, and every event is as
+    // large as the largest (a run buffers a step's events).
     pub result: Box<LoopResult>,
 }
 

@@ -207,11 +207,12 @@ pub(crate) struct RunCore {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) summary: Option<PendingSummary>,
     /// The tool step's calls that wait for a person, and what it has so far.
+    /// Boxed, as `hook` is: rare, and large beside the rest of a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) waiting: Option<Waiting>,
+    pub(crate) waiting: Option<Box<Waiting>>,
     /// A hook step in flight, and what comes after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) hook: Option<PendingHook>,
+    pub(crate) hook: Option<Box<PendingHook>>,
     /// Whether the start hooks were asked (or had nothing to ask).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) hooks_started: bool,
@@ -697,7 +698,7 @@ impl RunCore {
         self.hook = None;
         self.handoff_to = None;
         let call = self.model_call.take();
-        let waiting = self.waiting.take().unwrap_or_default();
+        let waiting = self.take_waiting();
         match std::mem::replace(&mut self.state.phase, RunPhase::CallModel) {
             RunPhase::RunTools {
                 result_message_id,

@@ -154,6 +154,11 @@ impl Machine {
         &self.run.core.state
     }
 
+    /// The options the run was given.
+    pub fn options(&self) -> &LoopOptions {
+        &self.env.options
+    }
+
     /// The run's id.
     pub fn run_id(&self) -> &str {
         &self.run.core.state.run_id

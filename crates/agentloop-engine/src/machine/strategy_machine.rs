@@ -88,9 +88,9 @@ struct Stored {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     summary: Option<PendingSummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    waiting: Option<Waiting>,
+    waiting: Option<Box<Waiting>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    hook: Option<PendingHook>,
+    hook: Option<Box<PendingHook>>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     hooks_started: bool,
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -39,10 +39,10 @@ struct Combined {
 
 impl RunCore {
     fn ask_hooks(&mut self, stage: HookStage, requests: Vec<HookInput>) -> Step {
-        self.hook = Some(PendingHook {
+        self.hook = Some(Box::new(PendingHook {
             stage,
             requests: requests.clone(),
-        });
+        }));
         Step::Hook { requests }
     }
 
@@ -300,7 +300,7 @@ impl RunCore {
     /// Records the hooks' answers and applies them; returns what comes
     /// next.
     pub(crate) fn hooked(&mut self, env: &Env, answers: Vec<HookAnswer>) -> AfterHooks {
-        let Some(PendingHook { stage, requests }) = self.hook.take() else {
+        let Some(PendingHook { stage, requests }) = self.hook.take().map(|h| *h) else {
             return AfterHooks::Step(self.invalid("hook answers with no hook step in flight"));
         };
         // One combined verdict per moment asked, in the order asked.
@@ -380,7 +380,7 @@ impl RunCore {
             HookStage::Tools => {
                 // `before_tool_call` answers come first; `before_subagent`
                 // answers about the same call are merged into its verdict.
-                let mut waiting = self.waiting.take().unwrap_or_default();
+                let mut waiting = self.take_waiting();
                 for (input, verdict) in combined {
                     let Some(id) = input.tool_use_id().map(str::to_owned) else {
                         continue;
@@ -410,7 +410,7 @@ impl RunCore {
                         .collect();
                     merged.context = (!context.is_empty()).then(|| context.join("\n\n"));
                 }
-                self.waiting = Some(waiting);
+                self.waiting = Some(Box::new(waiting));
                 let calls = match &self.state.phase {
                     agentloop_types::RunPhase::RunTools { calls, .. } => calls.clone(),
                     _ => return AfterHooks::Step(self.invalid("tool hooks with no tool step")),
@@ -418,7 +418,7 @@ impl RunCore {
                 AfterHooks::Step(self.plan_step(env, &calls))
             }
             HookStage::Results => {
-                let mut waiting = self.waiting.take().unwrap_or_default();
+                let mut waiting = self.take_waiting();
                 for (input, verdict) in combined {
                     let Some(id) = input.tool_use_id() else {
                         continue;
@@ -447,7 +447,7 @@ impl RunCore {
                             format!("{}\n\n{}", result.content, verdict.context.join("\n\n"));
                     }
                 }
-                self.waiting = Some(waiting);
+                self.waiting = Some(Box::new(waiting));
                 AfterHooks::Settle
             }
             HookStage::End {

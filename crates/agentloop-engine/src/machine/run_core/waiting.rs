@@ -29,6 +29,12 @@ fn rejected(wait: &Wait, reason: &str) -> ToolResult {
 }
 
 impl RunCore {
+    /// The tool step's waiting record, taken out to be worked on (a fresh
+    /// one when the step has none).
+    pub(crate) fn take_waiting(&mut self) -> Waiting {
+        self.waiting.take().map(|w| *w).unwrap_or_default()
+    }
+
     /// Why `call` must wait for approval before it runs; `None` when it
     /// runs at once.
     fn needs_approval(&self, env: &Env, call: &ToolUseBlock) -> Option<String> {
@@ -49,7 +55,7 @@ impl RunCore {
     /// `approval_requested` emitted); an approved call runs with its
     /// arguments; a call whose child run was decided resumes that run.
     pub(crate) fn plan_step(&mut self, env: &Env, calls: &[ToolUseBlock]) -> Step {
-        let mut waiting = self.waiting.take().unwrap_or_default();
+        let mut waiting = self.take_waiting();
         let open: Vec<ToolUseBlock> = calls
             .iter()
             .filter(|c| !waiting.has(&c.id))
@@ -76,7 +82,7 @@ impl RunCore {
             .tool_hooks(env, &waiting, &asked)
             .or_else(|| self.subagent_hooks(env, &waiting, &asked))
         {
-            self.waiting = Some(waiting);
+            self.waiting = Some(Box::new(waiting));
             return step;
         }
         let mut run: Vec<ToolCall> = Vec::with_capacity(planned.len());
@@ -110,7 +116,7 @@ impl RunCore {
             run.push(planned);
         }
         if waiting != Waiting::default() {
-            self.waiting = Some(waiting);
+            self.waiting = Some(Box::new(waiting));
         }
         Step::RunTools { calls: run }
     }
@@ -147,7 +153,7 @@ impl RunCore {
         results: Vec<(String, ToolOutcome)>,
         child_tokens: TokenTotals,
     ) -> Result<Input, Step> {
-        let mut waiting = self.waiting.take().unwrap_or_default();
+        let mut waiting = self.take_waiting();
         for (id, outcome) in results {
             let Some(call) = calls.iter().find(|c| c.id == id) else {
                 continue;
@@ -199,7 +205,7 @@ impl RunCore {
         self.state.totals += child_tokens;
         if waiting.pending.is_empty() {
             if let Some(step) = self.result_hooks(env, calls, &mut waiting) {
-                self.waiting = Some(waiting);
+                self.waiting = Some(Box::new(waiting));
                 return Err(step);
             }
             let results = waiting
@@ -215,7 +221,7 @@ impl RunCore {
         waiting.approved.clear();
         let pending = waiting.pending.clone();
         waiting.suspended = true;
-        self.waiting = Some(waiting);
+        self.waiting = Some(Box::new(waiting));
         Err(self.suspend(pending, self.state.messages.clone(), self.state.totals))
     }
 
@@ -256,11 +262,11 @@ impl RunCore {
             path: RunPath::root(),
             wait: Wait::Question { question },
         }];
-        self.waiting = Some(Waiting {
+        self.waiting = Some(Box::new(Waiting {
             pending: pending.clone(),
             suspended: true,
             ..Waiting::default()
-        });
+        }));
         self.suspend(pending, self.state.messages.clone(), self.state.totals)
     }
 
@@ -279,7 +285,7 @@ impl RunCore {
     /// [`pending`]: Self::pending
     pub(crate) fn decide(&mut self, env: &Env, decisions: Decisions) -> Step {
         let (Some(mut waiting), RunPhase::RunTools { calls, .. }) =
-            (self.waiting.take(), &self.state.phase)
+            (self.waiting.take().map(|w| *w), &self.state.phase)
         else {
             return self.invalid("decisions for a run that does not wait");
         };
@@ -329,10 +335,10 @@ impl RunCore {
             // Undecided calls: still waiting.
             let pending = waiting.pending.clone();
             waiting.suspended = true;
-            self.waiting = Some(waiting);
+            self.waiting = Some(Box::new(waiting));
             return self.suspend(pending, self.state.messages.clone(), self.state.totals);
         }
-        self.waiting = Some(waiting);
+        self.waiting = Some(Box::new(waiting));
         self.plan_step(env, &calls)
     }
 }
