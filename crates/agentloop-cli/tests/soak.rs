@@ -50,6 +50,8 @@ use user::{Shared, User};
 /// How much the server's resident memory may grow from the end of its
 /// warm-up to the end of the soak: a fraction of it, plus a fixed slack for
 /// caches that fill up to their bounds.
+/// How long, after the traffic, runs' end notices are awaited.
+const NOTICE_WAIT: Duration = Duration::from_secs(30);
 const MEMORY_GROWTH_ALLOWED: (f64, u64) = (0.25, 48 * 1024);
 
 fn setting(name: &str, default: u64) -> u64 {
@@ -190,9 +192,13 @@ async fn soak(admin_url: &str, seconds: u64, users: u64) {
             stats: stats.clone(),
         })
         .collect();
+    let told: Vec<follow::Told> = apis.iter().map(|_| Default::default()).collect();
     let sockets: Vec<_> = apis
         .iter()
-        .map(|api| tokio::spawn(follow::notices(api.clone(), stopped.clone())))
+        .zip(&told)
+        .map(|(api, told)| {
+            tokio::spawn(follow::notices(api.clone(), told.clone(), stopped.clone()))
+        })
         .collect();
 
     let started = Instant::now();
@@ -228,35 +234,51 @@ async fn soak(admin_url: &str, seconds: u64, users: u64) {
     let traffic = started.elapsed();
     let _ = stop_sampling.send(true);
     let samples = sampler.await.unwrap();
-    let _ = stop_sockets.send(true);
-    let mut notices = HashMap::new();
-    for (index, socket) in sockets.into_iter().enumerate() {
-        if let Some(seen) = socket.await.unwrap() {
-            notices.insert(index as u64, seen);
-        }
-    }
-
     // The store against what the users saw.
     let db = sqlx::PgPool::connect(&database.url).await.unwrap();
     let seen = std::mem::take(&mut *shared.runs.lock().unwrap());
+    // A run's owner is told of its end after its record and last event
+    // are written (its lease is released first), so a run that ended as
+    // the traffic stopped may not have been told yet: its notice is
+    // awaited, within a bound, before the sockets close.
+    let told_of = |run: &user::SeenRun, status: &str| {
+        told[run.user as usize]
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(id, s)| *id == run.run_id && s == status)
+            .count()
+    };
+    let waiting_from = Instant::now();
+    while waiting_from.elapsed() < NOTICE_WAIT {
+        let statuses = checks::statuses(&db, &seen).await;
+        if seen
+            .iter()
+            .zip(&statuses)
+            .all(|(run, status)| told_of(run, status) > 0)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = stop_sockets.send(true);
+    let mut open = HashMap::new();
+    for (index, socket) in sockets.into_iter().enumerate() {
+        open.insert(index as u64, socket.await.unwrap());
+    }
+
     let (checked, events) = checks::check_runs(&db, &seen, &stats).await;
     for (id, status) in checks::active_runs(&db).await.unwrap() {
         stats.finding(format!("run {id} is still {status} after the soak"));
     }
     let mut duplicated_notices = 0;
-    for run in &seen {
-        let Some(user_notices) = notices.get(&run.user) else {
+    let statuses = checks::statuses(&db, &seen).await;
+    for (run, status) in seen.iter().zip(&statuses) {
+        // A socket that broke was a finding already.
+        if !open.get(&run.user).copied().unwrap_or(false) {
             continue;
-        };
-        let status: String = sqlx::query_scalar("SELECT status FROM agent_runs WHERE id = $1")
-            .bind(&run.run_id)
-            .fetch_one(&db)
-            .await
-            .unwrap();
-        let told = user_notices
-            .iter()
-            .filter(|(id, s)| *id == run.run_id && *s == status)
-            .count();
+        }
+        let told = told_of(run, status);
         if told == 0 {
             stats.finding(format!(
                 "the WebSocket of user {} never told run {} ended {status}",

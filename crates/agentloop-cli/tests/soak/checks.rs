@@ -100,3 +100,20 @@ pub async fn active_runs(db: &PgPool) -> Result<Vec<(String, String)>, sqlx::Err
         .fetch_all(db)
         .await
 }
+
+/// The stored status of each run in `seen`, in order (`""` for a run the
+/// store does not hold, which `check_runs` reports).
+pub async fn statuses(db: &PgPool, seen: &[SeenRun]) -> Vec<String> {
+    let ids: Vec<&str> = seen.iter().map(|run| run.run_id.as_str()).collect();
+    let stored: std::collections::HashMap<String, String> =
+        sqlx::query_as("SELECT id, status FROM agent_runs WHERE id = ANY($1)")
+            .bind(&ids)
+            .fetch_all(db)
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
+    seen.iter()
+        .map(|run| stored.get(&run.run_id).cloned().unwrap_or_default())
+        .collect()
+}

@@ -1,6 +1,7 @@
 //! Followers of runs: an SSE client of one run's events (the seqs it saw,
 //! in order) and a WebSocket client of one user's notifications.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
@@ -81,10 +82,14 @@ pub async fn follow(api: &Api, run_id: &str, last_event_id: Option<u64>) -> Foll
 /// One `agent-run-status` notice: run id and status.
 pub type Notice = (String, String);
 
-/// Reads the user's notifications from `GET /api/ws` until `stop` turns
-/// true; returns the run status notices, in order, or `None` when the
-/// socket could not be opened or broke (a finding).
-pub async fn notices(api: Api, mut stop: watch::Receiver<bool>) -> Option<Vec<Notice>> {
+/// The notices a user's socket has read so far, shared with the test,
+/// which waits on them before it closes the socket.
+pub type Told = Arc<Mutex<Vec<Notice>>>;
+
+/// Reads the user's notifications from `GET /api/ws` into `told` until
+/// `stop` turns true; `false` when the socket could not be opened or broke
+/// (a finding).
+pub async fn notices(api: Api, told: Told, mut stop: watch::Receiver<bool>) -> bool {
     let url = format!(
         "{}/api/ws?token={}",
         api.base.replacen("http://", "ws://", 1),
@@ -95,10 +100,9 @@ pub async fn notices(api: Api, mut stop: watch::Receiver<bool>) -> Option<Vec<No
         Err(error) => {
             api.stats
                 .finding(format!("WebSocket did not open: {error}"));
-            return None;
+            return false;
         }
     };
-    let mut seen = Vec::new();
     loop {
         let message = tokio::select! {
             _ = stop.wait_for(|stop| *stop) => break,
@@ -108,7 +112,7 @@ pub async fn notices(api: Api, mut stop: watch::Receiver<bool>) -> Option<Vec<No
             Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text))) => {
                 let notice: Value = serde_json::from_str(&text).unwrap_or_default();
                 if notice["type"] == "agent-run-status" {
-                    seen.push((
+                    told.lock().unwrap().push((
                         notice["agentRunId"].as_str().unwrap_or_default().to_owned(),
                         notice["status"].as_str().unwrap_or_default().to_owned(),
                     ));
@@ -117,16 +121,16 @@ pub async fn notices(api: Api, mut stop: watch::Receiver<bool>) -> Option<Vec<No
             Some(Ok(_)) => {}
             Some(Err(error)) => {
                 api.stats.finding(format!("WebSocket broke: {error}"));
-                return None;
+                return false;
             }
             None => {
                 api.stats
                     .finding("WebSocket closed by the server".to_owned());
-                return None;
+                return false;
             }
         }
     }
     let _ = socket.close(None).await;
     let _ = socket.flush().await;
-    Some(seen)
+    true
 }
