@@ -259,6 +259,8 @@ async fn soak(admin_url: &str, seconds: u64, users: u64) {
         {
             break;
         }
+        // The notices arrive on the sockets' tasks and the statuses in the
+        // store: both are polled, within the bound above.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let _ = stop_sockets.send(true);
