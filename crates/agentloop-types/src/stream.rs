@@ -310,7 +310,13 @@ impl StreamAssembler {
     /// The finished content blocks, in the order they were opened. Blocks
     /// never stopped (a cut stream) are finished as they are.
     pub fn finish(self) -> Vec<ContentBlock> {
-        self.blocks.into_iter().map(PartialBlock::finish).collect()
+        let mut content: Vec<ContentBlock> =
+            self.blocks.into_iter().map(PartialBlock::finish).collect();
+        // The content is kept in the history for the rest of the run, and
+        // the collect reuses the room the partial blocks had (grown by
+        // pushes, and partial blocks are larger): give back what is unused.
+        content.shrink_to_fit();
+        content
     }
 
     /// The content assembled so far, without consuming the assembler.
