@@ -78,6 +78,7 @@ pub mod lease;
 pub mod listener;
 pub mod local_run;
 pub mod metrics;
+pub mod notices;
 pub mod policy;
 pub mod project_agents;
 pub mod rate_limit;

@@ -7,7 +7,6 @@ use agentloop_storage::Store;
 use agentloop_storage::model::{AgentRun, AgentRunStatus};
 use agentloop_types::CancellationToken;
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 
 use crate::config::ServerConfig;
 use crate::follow::AppendWakers;
@@ -15,19 +14,8 @@ use crate::heartbeat::{Heartbeat, Renewer, Watched};
 use crate::lease::Lease;
 pub use crate::local_run::{Halt, LocalRun};
 use crate::metrics::{Metrics, Scraped};
+use crate::notices::Notices;
 use crate::rate_limit::ClientLimiter;
-
-/// Capacity of the owner notification channel.
-const NOTICE_CHANNEL: usize = 1024;
-
-/// A notification for the WebSocket clients of one user.
-#[derive(Debug, Clone)]
-pub struct Notice {
-    /// The user it is for.
-    pub user_id: String,
-    /// The JSON message (`{type: "streaming-started", ...}`).
-    pub message: Value,
-}
 
 /// State shared by handlers and background tasks.
 #[derive(Clone)]
@@ -38,8 +26,8 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     /// Runs executing here, by agent run id.
     pub local: Arc<Mutex<HashMap<String, Arc<LocalRun>>>>,
-    /// Notifications for WebSocket clients.
-    pub notices: broadcast::Sender<Notice>,
+    /// Notifications for WebSocket clients and webhooks.
+    pub notices: Arc<Notices>,
     /// Cancelled when the instance shuts down: stop claiming, hand runs back.
     pub shutdown: CancellationToken,
     /// The instance's metrics.
@@ -63,7 +51,7 @@ impl AppState {
             store,
             config: Arc::new(config),
             local: Arc::new(Mutex::new(HashMap::new())),
-            notices: broadcast::channel(NOTICE_CHANNEL).0,
+            notices: Arc::default(),
             shutdown: CancellationToken::new(),
             metrics: Arc::new(Metrics::default()),
             appends: Arc::new(AppendWakers::default()),
@@ -155,12 +143,10 @@ impl AppState {
             .len()
     }
 
-    /// Sends a notification to a user's WebSocket clients.
+    /// Sends a notification to a user's WebSocket clients (and to the
+    /// webhook dispatcher).
     pub fn notify(&self, user_id: &str, message: Value) {
-        let _ = self.notices.send(Notice {
-            user_id: user_id.to_owned(),
-            message,
-        });
+        self.notices.send(user_id, message);
     }
 
     /// Tells the owner's WebSocket clients that an agent run now has

@@ -65,21 +65,7 @@ async fn the_owner_websocket_hears_streaming_and_status_notices() {
         .await;
     assert_eq!(status, 201);
     let run_id = run["id"].as_str().unwrap().to_owned();
-    let notices = tokio::task::spawn_blocking(move || {
-        let mut socket = socket;
-        let mut notices = Vec::new();
-        loop {
-            let notice: Value =
-                serde_json::from_str(&common::read_text_frame(&mut socket)).unwrap();
-            let done = notice["type"] == "agent-run-status" && notice["status"] == "completed";
-            notices.push(notice);
-            if done {
-                return notices;
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let notices = notices_until(socket, "completed").await;
     let kinds: Vec<(&str, &str)> = notices
         .iter()
         .map(|n| {
@@ -106,6 +92,110 @@ async fn the_owner_websocket_hears_streaming_and_status_notices() {
         .await
         .unwrap();
     assert_eq!(unauthorized.status().as_u16(), 401);
+    server.stop().await;
+}
+
+/// Reads `socket`'s notices until the one saying its run reached `status`.
+async fn notices_until(socket: std::net::TcpStream, status: &'static str) -> Vec<Value> {
+    tokio::task::spawn_blocking(move || {
+        let mut socket = socket;
+        let mut notices = Vec::new();
+        loop {
+            let notice: Value =
+                serde_json::from_str(&common::read_text_frame(&mut socket)).unwrap();
+            let done = notice["type"] == "agent-run-status" && notice["status"] == status;
+            notices.push(notice);
+            if done {
+                return notices;
+            }
+        }
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_websocket_hears_none_of_another_users_notices() {
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new().text("Alice's plan."),
+        ScriptedTurn::new().text("Bob's plan."),
+    ]);
+    let store: Arc<dyn agentloop_storage::Store> = Arc::new(MemoryStore::new());
+    let server = common::start(store.clone(), provider).await;
+    let (_, bob_token) = agentloop_server::users::create_user(&*store, "bob")
+        .await
+        .unwrap();
+    let alice_socket = common::connect_ws(&server).await;
+    let bob_socket = common::connect_ws_as(&server, &bob_token).await;
+
+    // Alice's run goes from start to end while Bob's socket is open.
+    let (_, alice_task) = server.project_and_task().await;
+    let (status, alice_run) = server
+        .send(
+            "POST",
+            &format!("/api/tasks/{alice_task}/agent-runs"),
+            json!({ "agentType": "planification" }),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let alice_notices = notices_until(alice_socket, "completed").await;
+    assert!(
+        alice_notices
+            .iter()
+            .all(|n| n["agentRunId"] == alice_run["id"])
+    );
+
+    // Then Bob's: the first notice his socket gets is about his own run,
+    // so none of Alice's, all sent before it, reached him.
+    let bob_folder = tempfile::tempdir().unwrap();
+    let as_bob = |method: reqwest::Method, path: String, body: Value| {
+        server
+            .client
+            .request(method, server.url(&path))
+            .bearer_auth(&bob_token)
+            .json(&body)
+            .send()
+    };
+    let (status, project) = common::decode(
+        as_bob(
+            reqwest::Method::POST,
+            "/api/projects".into(),
+            json!({ "name": "bob's", "repoFolder": bob_folder.path() }),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{project}");
+    let (status, task) = common::decode(
+        as_bob(
+            reqwest::Method::POST,
+            format!("/api/projects/{}/tasks", project["id"].as_str().unwrap()),
+            json!({ "title": "Bob's task" }),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{task}");
+    let (status, bob_run) = common::decode(
+        as_bob(
+            reqwest::Method::POST,
+            format!("/api/tasks/{}/agent-runs", task["id"].as_str().unwrap()),
+            json!({ "agentType": "planification" }),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{bob_run}");
+    let bob_notices = notices_until(bob_socket, "completed").await;
+    assert_eq!(bob_notices[0]["type"], "agent-run-status");
+    assert_eq!(bob_notices[0]["status"], "running");
+    assert!(
+        bob_notices.iter().all(|n| n["agentRunId"] == bob_run["id"]),
+        "{bob_notices:?}"
+    );
     server.stop().await;
 }
 

@@ -569,7 +569,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
             ..op(
                 "get",
                 "/api/ws",
-                "WebSocket of the caller's notices (`streaming-started`, `streaming-ended`, `agent-run-status`, and `agent-run-waiting` with `taskId`, `agentRunId`, `agentType` and `pending` when a run starts waiting for a person) as JSON text messages",
+                "WebSocket of the caller's notices (`streaming-started`, `streaming-ended`, `agent-run-status`, and `agent-run-waiting` with `taskId`, `agentRunId`, `agentType` and `pending` when a run starts waiting for a person) as JSON text messages; a socket that falls more than 1,024 notices behind gets `notices-missed` in place of those it missed, and should read its runs again",
                 ("101", "Switching protocols", None),
             )
         },

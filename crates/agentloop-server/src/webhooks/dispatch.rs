@@ -6,7 +6,6 @@
 //! nothing.
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::deliver::{Job, deliver};
 use super::registry::Registration;
@@ -15,7 +14,7 @@ use crate::state::AppState;
 
 /// Starts the dispatcher; it stops when the instance shuts down.
 pub fn spawn_dispatcher(state: AppState) {
-    let mut notices = state.notices.subscribe();
+    let mut notices = state.notices.dispatch();
     tokio::spawn(async move {
         loop {
             let notice = tokio::select! {
@@ -23,11 +22,8 @@ pub fn spawn_dispatcher(state: AppState) {
                 notice = notices.recv() => notice,
             };
             match notice {
-                Ok(notice) => on_notice(&state, &notice.message).await,
-                Err(RecvError::Lagged(missed)) => {
-                    tracing::warn!(missed, "webhooks: notifications missed under load");
-                }
-                Err(RecvError::Closed) => return,
+                Some(message) => on_notice(&state, &message).await,
+                None => return,
             }
         }
     });

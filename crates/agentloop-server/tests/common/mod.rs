@@ -317,9 +317,14 @@ pub async fn concurrent_posts(server: &TestServer, task_id: &str, n: usize) -> V
 /// Opens the owner WebSocket of `server`'s user (`?token=`), over a plain
 /// TCP stream read with [`read_text_frame`].
 pub async fn connect_ws(server: &TestServer) -> std::net::TcpStream {
+    connect_ws_as(server, &server.token).await
+}
+
+/// Opens the owner WebSocket of the user `token` names.
+pub async fn connect_ws_as(server: &TestServer, token: &str) -> std::net::TcpStream {
     use std::io::{Read, Write};
     let address = server.base.trim_start_matches("http://").to_owned();
-    let token = server.token.clone();
+    let token = token.to_owned();
     tokio::task::spawn_blocking(move || {
         let mut stream = std::net::TcpStream::connect(&address).unwrap();
         write!(
