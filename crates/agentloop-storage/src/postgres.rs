@@ -18,11 +18,29 @@ const IDLE_BEFORE_PING: std::time::Duration = std::time::Duration::from_secs(1);
 struct WriteTurn;
 
 impl WriteTurn {
+    /// PostgreSQL takes a start as one statement, no transaction sent
+    /// whole (see `sqlite::Writer::write_whole`).
+    fn whole(&mut self) -> Option<&mut Unwritten> {
+        None
+    }
+
     async fn begin(
         &mut self,
         pool: &sqlx::PgPool,
     ) -> Result<sqlx::Transaction<'static, Db>, sqlx::Error> {
         pool.begin().await
+    }
+}
+
+/// What no PostgreSQL write turn has: a transaction sent whole.
+enum Unwritten {}
+
+impl Unwritten {
+    async fn write_whole(
+        &mut self,
+        _query: sqlx::query::Query<'_, Db, sqlx::postgres::PgArguments>,
+    ) -> Result<(), sqlx::Error> {
+        match *self {}
     }
 }
 

@@ -26,13 +26,62 @@ pub struct SqliteStore {
     /// Batches concurrent event-log appends into shared transactions.
     writer: crate::group_commit::GroupCommit,
     /// Whose turn it is to write (see [`write_turn`](Self::write_turn)),
-    /// and the connection writes begin their transactions on (a file
-    /// store's own; none when the pool was given).
-    write_turns: std::sync::Arc<tokio::sync::Mutex<Option<SqliteConnection>>>,
+    /// and the connection writes begin their transactions on.
+    write_turns: std::sync::Arc<tokio::sync::Mutex<Writer>>,
+}
+
+/// The connection a file store writes through (none when the pool was
+/// given), and whether a transaction sent whole may have been left open.
+#[derive(Debug)]
+struct Writer {
+    connection: Option<SqliteConnection>,
+    /// Set while a [`write_whole`](Self::write_whole) is in flight: a
+    /// caller dropped before its answer came may have left the
+    /// transaction it began open, which the next turn rolls back.
+    unsettled: bool,
+}
+
+impl Writer {
+    /// Runs `query`, statements that begin a transaction, write and
+    /// commit it, in one exchange with the connection's thread (where
+    /// `BEGIN`, the statements and `COMMIT` apart are three). On a failure
+    /// the transaction is rolled back, so nothing of it is written.
+    async fn write_whole<'q>(
+        &mut self,
+        query: sqlx::query::Query<'q, Db, sqlx::sqlite::SqliteArguments<'q>>,
+    ) -> Result<(), sqlx::Error> {
+        let Some(connection) = self.connection.as_mut() else {
+            return Err(sqlx::Error::PoolClosed);
+        };
+        self.unsettled = true;
+        let written = query.execute(&mut *connection).await;
+        if written.is_err() {
+            rollback(connection).await;
+        }
+        self.unsettled = false;
+        written.map(drop)
+    }
+
+    /// Rolls back what a dropped [`write_whole`](Self::write_whole) may
+    /// have left open.
+    async fn settle(&mut self) {
+        if let (true, Some(connection)) = (self.unsettled, self.connection.as_mut()) {
+            rollback(connection).await;
+            self.unsettled = false;
+        }
+    }
+}
+
+/// Rolls back the connection's transaction, if one is open. Its error is
+/// not looked at: SQLite refuses a `ROLLBACK` only when no transaction is
+/// open (the `BEGIN` failed, the transaction committed, or a failure
+/// already rolled it back), which is the state wanted.
+async fn rollback(connection: &mut SqliteConnection) {
+    let _ = sqlx::query("ROLLBACK").execute(connection).await;
 }
 
 /// A store's turn to write (see [`SqliteStore::write_turn`]).
-struct WriteTurn<'a>(tokio::sync::MutexGuard<'a, Option<SqliteConnection>>);
+struct WriteTurn<'a>(tokio::sync::MutexGuard<'a, Writer>);
 
 impl WriteTurn<'_> {
     /// Begins a transaction on the store's writing connection, or on a
@@ -41,10 +90,16 @@ impl WriteTurn<'_> {
         &'t mut self,
         pool: &sqlx::SqlitePool,
     ) -> Result<sqlx::Transaction<'t, Db>, sqlx::Error> {
-        match self.0.as_mut() {
+        match self.0.connection.as_mut() {
             Some(writer) => sqlx::Connection::begin(writer).await,
             None => pool.begin().await,
         }
+    }
+
+    /// The writing connection, when the store has one, to send a
+    /// transaction to whole.
+    fn whole(&mut self) -> Option<&mut Writer> {
+        self.0.connection.is_some().then_some(&mut *self.0)
     }
 }
 
@@ -145,7 +200,10 @@ impl SqliteStore {
             pool,
             message_cache: Default::default(),
             writer: Default::default(),
-            write_turns: std::sync::Arc::new(tokio::sync::Mutex::new(writer)),
+            write_turns: std::sync::Arc::new(tokio::sync::Mutex::new(Writer {
+                connection: writer,
+                unsettled: false,
+            })),
         })
     }
 
@@ -157,7 +215,9 @@ impl SqliteStore {
     /// writer starts the moment the previous one commits. (Writers in other
     /// processes still meet the lock and its retries.)
     async fn write_turn(&self) -> WriteTurn<'_> {
-        WriteTurn(self.write_turns.lock().await)
+        let mut writer = self.write_turns.lock().await;
+        writer.settle().await;
+        WriteTurn(writer)
     }
 
     /// The connection pool.
@@ -169,7 +229,7 @@ impl SqliteStore {
     pub async fn close(&self) {
         self.pool.close().await;
         // Without its writer, a write begins on the closed pool and fails.
-        if let Some(writer) = self.write_turns.lock().await.take() {
+        if let Some(writer) = self.write_turns.lock().await.connection.take() {
             // Closing only says goodbye to SQLite: nothing is lost if it fails.
             let _ = sqlx::Connection::close(writer).await;
         }

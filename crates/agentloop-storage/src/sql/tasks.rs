@@ -96,9 +96,17 @@ mod sql_tasks {
         format!("WITH {} {last}", clauses.join(", "))
     });
 
-    /// Binds [`START_QUERY`] to `start`, its first message written as
-    /// `message_body`.
+    /// [`START_QUERY`] in a transaction of its own, for a connection that
+    /// takes it whole (on SQLite with a writing connection: one exchange
+    /// with the connection's thread where a transaction around it takes
+    /// three).
+    static START_WHOLE: LazyLock<String> =
+        LazyLock::new(|| format!("BEGIN;\n{};\nCOMMIT", START_QUERY.as_str()));
+
+    /// Binds `sql` ([`START_QUERY`] or [`START_WHOLE`]) to `start`, its
+    /// first message written as `message_body`.
     fn bind_start<'q>(
+        sql: &'q str,
         start: &'q AgentRunStart,
         message_body: &'q str,
     ) -> StorageResult<Query<'q, super::Db>> {
@@ -109,7 +117,7 @@ mod sql_tasks {
             conversation,
             record,
         } = start;
-        let query = bind_chat(sqlx::query(&START_QUERY), chat, 1, 1)?;
+        let query = bind_chat(sqlx::query(sql), chat, 1, 1)?;
         let query = bind_message(query, &chat.id, 0, &first_message.id, message_body, 1);
         let query = bind_conversation(query, conversation);
         let query = bind_run(query, record)?;
@@ -287,8 +295,12 @@ mod sql_tasks {
         async fn start_agent_run(&self, start: &AgentRunStart) -> StorageResult<()> {
             let mut turn = self.write_turn().await;
             let body = json_text(&start.first_message)?;
-            let query = bind_start(start, &body)?;
-            let written = if super::SEVERAL_STATEMENTS_A_QUERY {
+            let written = if let Some(writer) = turn.whole() {
+                writer
+                    .write_whole(bind_start(&START_WHOLE, start, &body)?)
+                    .await
+            } else if super::SEVERAL_STATEMENTS_A_QUERY {
+                let query = bind_start(&START_QUERY, start, &body)?;
                 // Several statements are written whole only in a
                 // transaction.
                 let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
@@ -300,7 +312,10 @@ mod sql_tasks {
                     }
                 }
             } else {
-                query.execute(&self.pool).await.map(drop)
+                bind_start(&START_QUERY, start, &body)?
+                    .execute(&self.pool)
+                    .await
+                    .map(drop)
             };
             match written {
                 Ok(()) => Ok(()),

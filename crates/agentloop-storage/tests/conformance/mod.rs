@@ -59,7 +59,7 @@ macro_rules! conformance_suite {
             project_folders_never_overlap, concurrent_folder_claims,
             runs_by_status_and_last, lease_renewals, cascade_delete_task,
             webhook_deliveries_log, agent_run_starts_whole_or_not_at_all,
-            concurrent_agent_run_starts,
+            a_start_dropped_unanswered_is_whole_or_absent, concurrent_agent_run_starts,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(

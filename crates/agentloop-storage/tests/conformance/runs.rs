@@ -853,6 +853,43 @@ pub async fn agent_run_starts_whole_or_not_at_all(store: Arc<dyn Store>) {
     assert_eq!(store.list_conversations("t").await.unwrap().len(), 2);
 }
 
+pub async fn a_start_dropped_unanswered_is_whole_or_absent(store: Arc<dyn Store>) {
+    store.create_project(&project("p", 1)).await.unwrap();
+    store.create_task(&task("t", "p")).await.unwrap();
+    store.create_task(&task("u", "p")).await.unwrap();
+    let dropped = agent_run_start("d1", "t", "p", "worker-1");
+    {
+        // Polled once, which sends the write, then dropped as a request
+        // whose client went away is: its answer is never read.
+        let mut start = std::pin::pin!(store.start_agent_run(&dropped));
+        let _ = futures::poll!(start.as_mut());
+    }
+    // The store goes on writing.
+    store
+        .start_agent_run(&agent_run_start("d2", "u", "p", "worker-1"))
+        .await
+        .unwrap();
+    store.create_project(&project("q", 2)).await.unwrap();
+    // The dropped start is stored whole or not at all.
+    match store.get_agent_run("d1").await {
+        Ok(run) => {
+            assert_eq!(run, dropped.agent_run);
+            assert_eq!(store.get_run("d1").await.unwrap(), dropped.record);
+            assert_eq!(store.get_chat("d1-chat").await.unwrap(), dropped.chat);
+            assert_eq!(
+                store.get_conversation("d1-conv").await.unwrap(),
+                dropped.conversation
+            );
+        }
+        Err(StorageError::NotFound { .. }) => {
+            assert_nothing_of_start(&*store, "d1").await;
+            // Nor does anything of it hold the task: it takes a start.
+            store.start_agent_run(&dropped).await.unwrap();
+        }
+        Err(other) => panic!("reading the dropped start failed: {other}"),
+    }
+}
+
 /// Asserts that no part of agent run start `id` (see [`agent_run_start`])
 /// was stored.
 pub async fn assert_nothing_of_start(store: &dyn Store, id: &str) {
