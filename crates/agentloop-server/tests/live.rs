@@ -148,52 +148,41 @@ async fn a_users_websocket_hears_none_of_another_users_notices() {
     // Then Bob's: the first notice his socket gets is about his own run,
     // so none of Alice's, all sent before it, reached him.
     let bob_folder = tempfile::tempdir().unwrap();
-    let as_bob = |method: reqwest::Method, path: String, body: Value| {
-        server
+    let created_by_bob = async |path: String, body: Value| {
+        let response = server
             .client
-            .request(method, server.url(&path))
+            .post(server.url(&path))
             .bearer_auth(&bob_token)
             .json(&body)
             .send()
+            .await
+            .unwrap();
+        let (status, created) = common::decode(response).await;
+        assert_eq!(status, 201, "{created}");
+        created["id"].as_str().unwrap().to_owned()
     };
-    let (status, project) = common::decode(
-        as_bob(
-            reqwest::Method::POST,
-            "/api/projects".into(),
-            json!({ "name": "bob's", "repoFolder": bob_folder.path() }),
-        )
-        .await
-        .unwrap(),
+    let project = created_by_bob(
+        "/api/projects".into(),
+        json!({ "name": "bob's", "repoFolder": bob_folder.path() }),
     )
     .await;
-    assert_eq!(status, 201, "{project}");
-    let (status, task) = common::decode(
-        as_bob(
-            reqwest::Method::POST,
-            format!("/api/projects/{}/tasks", project["id"].as_str().unwrap()),
-            json!({ "title": "Bob's task" }),
-        )
-        .await
-        .unwrap(),
+    let task = created_by_bob(
+        format!("/api/projects/{project}/tasks"),
+        json!({ "title": "Bob's task" }),
     )
     .await;
-    assert_eq!(status, 201, "{task}");
-    let (status, bob_run) = common::decode(
-        as_bob(
-            reqwest::Method::POST,
-            format!("/api/tasks/{}/agent-runs", task["id"].as_str().unwrap()),
-            json!({ "agentType": "planification" }),
-        )
-        .await
-        .unwrap(),
+    let bob_run = created_by_bob(
+        format!("/api/tasks/{task}/agent-runs"),
+        json!({ "agentType": "planification" }),
     )
     .await;
-    assert_eq!(status, 201, "{bob_run}");
     let bob_notices = notices_until(bob_socket, "completed").await;
     assert_eq!(bob_notices[0]["type"], "agent-run-status");
     assert_eq!(bob_notices[0]["status"], "running");
     assert!(
-        bob_notices.iter().all(|n| n["agentRunId"] == bob_run["id"]),
+        bob_notices
+            .iter()
+            .all(|n| n["agentRunId"] == bob_run.as_str()),
         "{bob_notices:?}"
     );
     server.stop().await;
