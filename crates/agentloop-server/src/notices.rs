@@ -86,8 +86,8 @@ pub struct UserNotices {
 }
 
 impl UserNotices {
-    /// The next notice as JSON text, or [`MISSED`] in place of those this
-    /// socket fell too far behind to get; `None` once the instance no
+    /// The next notice as JSON text, or `notices-missed` in place of those
+    /// this socket fell too far behind to get; `None` once the instance no
     /// longer sends any.
     pub async fn next(&mut self) -> Option<Arc<str>> {
         let receiver = self.receiver.as_mut()?;
