@@ -521,7 +521,7 @@ impl<'a> Execution<'a> {
         self.notify_streaming("streaming-ended");
         if status != AgentRunStatus::Waiting {
             self.state
-                .notify_run_status(&self.ctx.owner, &self.run, status);
+                .notify_run_status(&self.ctx.owner, &self.ctx.project, &self.run, status);
         }
         Ok(())
     }
@@ -550,7 +550,7 @@ impl<'a> Execution<'a> {
         }
         self.notify_streaming("streaming-ended");
         self.state
-            .notify_run_status(&self.ctx.owner, &self.run, status);
+            .notify_run_status(&self.ctx.owner, &self.ctx.project, &self.run, status);
         if ended_here && status == AgentRunStatus::Completed {
             Box::pin(chain(self.state, &self.ctx, self.run.agent_type)).await?;
         }

@@ -113,7 +113,7 @@ pub async fn stop_attempt(state: &AppState, run_id: &str) -> Result<(), String> 
                 .await
                 .map_err(|e| e.to_string())?;
             crate::waiting::close_pending(state, &ctx, &run).await;
-            state.notify_run_status(&ctx.owner, &run, AgentRunStatus::Cancelled);
+            state.notify_run_status(&ctx.owner, &ctx.project, &run, AgentRunStatus::Cancelled);
         }
     }
     match execute_attempt(state, run_id).await? {

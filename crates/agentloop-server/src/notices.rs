@@ -1,12 +1,15 @@
 //! Owner notifications (`streaming-started`, `agent-run-status` …): each
 //! user's WebSocket clients hear that user's notices only, and the webhook
-//! dispatcher hears every notice.
+//! dispatcher hears the run statuses of projects with webhooks.
 //!
 //! Each user with a socket open has a channel of their own, so a socket
 //! wakes only for its user's notices, and one that falls behind misses
 //! only its own user's notices — and is told so (see [`UserNotices::next`]).
 //! The dispatcher's queue is unbounded: a notice it has not read yet
-//! becomes a webhook delivery later, never a lost one.
+//! becomes a webhook delivery later, never a lost one. It is fed only what
+//! can become a delivery, so runs of projects without webhooks cost it
+//! nothing (fed every notice, it fell behind under load by two store reads
+//! a notice, and its queue grew without end).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -42,12 +45,16 @@ impl std::fmt::Debug for Notices {
 }
 
 impl Notices {
-    /// Sends `message` to the sockets of `user_id` and to the dispatcher.
-    pub fn send(&self, user_id: &str, message: Value) {
+    /// Sends `message` to the sockets of `user_id`.
+    pub fn send(&self, user_id: &str, message: &Value) {
         if let Some(channel) = lock(&self.users).get(user_id) {
             // Fails only when no socket listens any more: nothing to tell.
             let _ = channel.send(Arc::from(message.to_string()));
         }
+    }
+
+    /// Queues `message` for the webhook dispatcher.
+    pub fn to_webhooks(&self, message: Value) {
         if let Some(dispatcher) = lock(&self.dispatcher).as_ref() {
             // Fails only once the dispatcher stopped, at shutdown.
             let _ = dispatcher.send(message);
@@ -67,8 +74,8 @@ impl Notices {
         }
     }
 
-    /// Every notice from now on, for the webhook dispatcher; a later call
-    /// takes them from an earlier one.
+    /// Every notice queued [`to_webhooks`](Self::to_webhooks) from now on,
+    /// for the dispatcher; a later call takes them from an earlier one.
     pub fn dispatch(&self) -> mpsc::UnboundedReceiver<Value> {
         let (sender, receiver) = mpsc::unbounded_channel();
         *lock(&self.dispatcher) = Some(sender);
@@ -132,8 +139,8 @@ mod tests {
         let notices = Notices::default();
         let mut alice = notices.subscribe("alice");
         let mut bob = notices.subscribe("bob");
-        notices.send("bob", json!({ "type": "for-bob" }));
-        notices.send("alice", json!({ "type": "for-alice" }));
+        notices.send("bob", &json!({ "type": "for-bob" }));
+        notices.send("alice", &json!({ "type": "for-alice" }));
         assert_eq!(&*alice.next().await.unwrap(), r#"{"type":"for-alice"}"#);
         assert_eq!(&*bob.next().await.unwrap(), r#"{"type":"for-bob"}"#);
     }
@@ -143,7 +150,7 @@ mod tests {
         let notices = Notices::default();
         let mut socket = notices.subscribe("alice");
         for i in 0..PER_USER + 10 {
-            notices.send("alice", json!({ "n": i }));
+            notices.send("alice", &json!({ "n": i }));
         }
         assert_eq!(&*socket.next().await.unwrap(), MISSED);
         // Then the oldest notices the channel still holds, in order.
@@ -156,7 +163,7 @@ mod tests {
         let mut dispatcher = notices.dispatch();
         let sent = PER_USER * 3;
         for i in 0..sent {
-            notices.send(&format!("user-{}", i % 7), json!({ "n": i }));
+            notices.to_webhooks(json!({ "n": i }));
         }
         for i in 0..sent {
             assert_eq!(dispatcher.recv().await.unwrap(), json!({ "n": i }));

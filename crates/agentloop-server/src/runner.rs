@@ -154,7 +154,7 @@ pub async fn create_agent_run(
         record,
         ..
     } = start;
-    state.notify_run_status(&ctx.owner, &agent_run, agent_run.status);
+    state.notify_run_status(&ctx.owner, &ctx.project, &agent_run, agent_run.status);
     Ok(CreatedRun {
         run: agent_run,
         ctx: ctx.clone(),

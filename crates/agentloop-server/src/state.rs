@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentloop_storage::Store;
-use agentloop_storage::model::{AgentRun, AgentRunStatus};
+use agentloop_storage::model::{AgentRun, AgentRunStatus, Project};
 use agentloop_types::CancellationToken;
 use serde_json::{Value, json};
 
@@ -16,6 +16,7 @@ pub use crate::local_run::{Halt, LocalRun};
 use crate::metrics::{Metrics, Scraped};
 use crate::notices::Notices;
 use crate::rate_limit::ClientLimiter;
+use crate::webhooks::registry::Registration;
 
 /// State shared by handlers and background tasks.
 #[derive(Clone)]
@@ -143,15 +144,21 @@ impl AppState {
             .len()
     }
 
-    /// Sends a notification to a user's WebSocket clients (and to the
-    /// webhook dispatcher).
+    /// Sends a notification to a user's WebSocket clients.
     pub fn notify(&self, user_id: &str, message: Value) {
-        self.notices.send(user_id, message);
+        self.notices.send(user_id, &message);
     }
 
-    /// Tells the owner's WebSocket clients that an agent run now has
-    /// `status`.
-    pub fn notify_run_status(&self, owner: &str, run: &AgentRun, status: AgentRunStatus) {
+    /// Tells the owner's WebSocket clients that an agent run of `project`
+    /// now has `status`, and the webhook dispatcher when the project has
+    /// webhooks.
+    pub fn notify_run_status(
+        &self,
+        owner: &str,
+        project: &Project,
+        run: &AgentRun,
+        status: AgentRunStatus,
+    ) {
         tracing::info!(
             agent_run_id = %run.id,
             task_id = %run.task_id,
@@ -159,11 +166,13 @@ impl AppState {
             status = status.as_str(),
             "agent run status"
         );
-        self.notify(
-            owner,
-            json!({ "type": "agent-run-status", "taskId": run.task_id, "agentRunId": run.id,
-                    "agentType": run.agent_type, "status": status }),
-        );
+        let message = json!({ "type": "agent-run-status", "taskId": run.task_id,
+                              "agentRunId": run.id, "agentType": run.agent_type,
+                              "status": status });
+        self.notices.send(owner, &message);
+        if Registration::of(&project.settings).is_some() {
+            self.notices.to_webhooks(message);
+        }
     }
 }
 

@@ -128,7 +128,7 @@ pub async fn resume(state: &AppState, ctx: &TaskContext, run: &AgentRun) -> Stor
     {
         return Ok(false);
     }
-    state.notify_run_status(&ctx.owner, run, AgentRunStatus::Running);
+    state.notify_run_status(&ctx.owner, &ctx.project, run, AgentRunStatus::Running);
     Ok(true)
 }
 
@@ -273,7 +273,7 @@ pub async fn start_waiting(
     if switched {
         tracing::info!(agent_run_id = %run.id, pending = pending.len(),
                        "agent run waits for a person");
-        state.notify_run_status(&ctx.owner, run, status);
+        state.notify_run_status(&ctx.owner, &ctx.project, run, status);
         let decided = store.list_agent_run_decisions(&run.id).await?;
         state.notify(
             &ctx.owner,

@@ -245,7 +245,7 @@ pub(super) async fn cancel_run(
     }
     waiting::close_pending(state, ctx, run).await;
     crate::drive::cancel_in_engine(state, &run.id).await;
-    state.notify_run_status(&ctx.owner, run, AgentRunStatus::Cancelled);
+    state.notify_run_status(&ctx.owner, &ctx.project, run, AgentRunStatus::Cancelled);
     Ok(state.store.get_agent_run(&run.id).await?)
 }
 

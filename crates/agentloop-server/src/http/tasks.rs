@@ -230,7 +230,7 @@ pub(super) async fn workflow_complete(
         }
         crate::waiting::close_pending(&state, &ctx, run).await;
         crate::drive::cancel_in_engine(&state, &run.id).await;
-        state.notify_run_status(&ctx.owner, run, run.status);
+        state.notify_run_status(&ctx.owner, &ctx.project, run, run.status);
     }
     Ok(Json(
         json!({ "success": true, "workflow_complete": complete }),
