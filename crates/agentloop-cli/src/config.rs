@@ -184,6 +184,9 @@ pub struct ServeConfig {
     /// Default `--rate-burst`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_burst: Option<std::num::NonZeroU32>,
+    /// Default `--trust-proxy`: addresses and networks, as strings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_proxies: Option<Vec<agentloop_server::config::TrustedProxy>>,
 }
 
 impl ServeConfig {
@@ -197,6 +200,7 @@ impl ServeConfig {
             && self.restate_protocol.is_none()
             && self.rate_limit.is_none()
             && self.rate_burst.is_none()
+            && self.trusted_proxies.is_none()
     }
 }
 
@@ -499,6 +503,26 @@ mod tests {
                 "{wrong} was accepted"
             );
         }
+    }
+
+    #[test]
+    fn the_serve_table_lists_trusted_proxies_and_refuses_what_is_not_an_address() {
+        let config: Config =
+            toml::from_str("[serve]\ntrusted_proxies = [\"10.0.0.0/8\", \"::1\"]\n").unwrap();
+        let proxies: Vec<String> = config
+            .serve
+            .trusted_proxies
+            .iter()
+            .flatten()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(proxies, ["10.0.0.0/8", "::1"]);
+        let shown = toml::to_string(&config.serve).unwrap();
+        assert!(shown.contains("\"10.0.0.0/8\""), "{shown}");
+        let error = toml::from_str::<Config>("[serve]\ntrusted_proxies = [\"proxy.lan\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("\"proxy.lan\" is not an address"), "{error}");
     }
 
     #[test]

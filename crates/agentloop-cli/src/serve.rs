@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use agentloop_server::config::RateLimit;
+use agentloop_server::config::{RateLimit, TrustedProxies, TrustedProxy};
 use agentloop_server::listener::{ConnectionLimits, serve_bounded};
 use agentloop_server::{AgentPrompts, Server, ServerConfig, shutdown_signal};
 use agentloop_storage::StorageError;
@@ -134,6 +134,13 @@ pub struct ServeArgs {
     /// 1). Default: `[serve] rate_burst`, else twice the rate.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_burst: Option<u32>,
+    /// A reverse proxy (an address, or a network such as 10.0.0.0/8) whose
+    /// `X-Forwarded-For` names the client: unauthenticated requests then
+    /// count against that client's address rather than the proxy's.
+    /// Repeat for several. Default: `[serve] trusted_proxies`, else none
+    /// (the header is ignored: any client could write it).
+    #[arg(long = "trust-proxy", value_name = "ADDRESS[/LEN]")]
+    pub trust_proxy: Vec<TrustedProxy>,
     /// Whether projects' file writes and JavaScript calls wait for a
     /// person: `unattended` (the default: they run without asking, the fs
     /// tool jailed to the project folder and JavaScript sandboxed) or
@@ -344,6 +351,11 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             header_timeout: Duration::from_millis(args.header_timeout_ms.max(1)),
         };
         config.rate_limit = rate_limit(&args, &serve_config);
+        config.trusted_proxies = if args.trust_proxy.is_empty() {
+            TrustedProxies::new(serve_config.trusted_proxies.clone().unwrap_or_default())
+        } else {
+            TrustedProxies::new(args.trust_proxy.iter().copied())
+        };
         config.lease_ttl = Duration::from_millis(args.lease_ms.max(1));
         config.heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
         config.claim_interval = Duration::from_millis(args.claim_interval_ms.max(1));
@@ -358,11 +370,12 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("cannot read the bound address: {e}"))?;
         eprintln!(
             "agentloop: serving on http://{address} (store: {}, projects in {}, approvals: {}, \
-             rate limit: {})",
+             rate limit: {}{})",
             db::describe(args.db.as_deref()),
             projects_root.display(),
             config.approvals.as_str(),
-            describe_rate(config.rate_limit)
+            describe_rate(config.rate_limit),
+            describe_proxies(&config.trusted_proxies)
         );
         let restate_client = match &restate {
             Some(settings) => {
@@ -416,6 +429,15 @@ fn rate_limit(args: &ServeArgs, config: &ServeConfig) -> Option<RateLimit> {
             NonZeroU32::new(per_second.get().saturating_mul(2)).unwrap_or(per_second)
         });
     Some(RateLimit { per_second, burst })
+}
+
+/// The trusted proxies as the start-up line lists them; nothing when none.
+fn describe_proxies(proxies: &TrustedProxies) -> String {
+    if proxies.is_empty() {
+        return String::new();
+    }
+    let listed: Vec<String> = proxies.iter().map(ToString::to_string).collect();
+    format!(", clients named by proxies: {}", listed.join(", "))
 }
 
 fn describe_rate(limit: Option<RateLimit>) -> String {

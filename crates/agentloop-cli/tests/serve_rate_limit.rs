@@ -3,7 +3,9 @@
 //! answered 429 with `Retry-After` and the usual JSON error, logged like
 //! any request, while other clients go on; after `Retry-After` seconds it
 //! is served again. Sign-in attempts and forged tokens count against the
-//! address they come from.
+//! address they come from: behind a proxy given with `--trust-proxy`, the
+//! client's address that proxy names in `X-Forwarded-For`, which is
+//! ignored otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -42,11 +44,16 @@ impl Answer {
 }
 
 fn request(address: &str, method: &str, path: &str, token: Option<&str>, body: &str) -> Answer {
-    let mut stream = TcpStream::connect(address).unwrap();
     let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    request_with(address, method, path, &auth, body)
+}
+
+/// A request with `headers` (each line ending in CRLF) added.
+fn request_with(address: &str, method: &str, path: &str, headers: &str, body: &str) -> Answer {
+    let mut stream = TcpStream::connect(address).unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\n{auth}Content-Type: application/json\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\n{headers}Content-Type: application/json\r\n\
 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
@@ -345,7 +352,7 @@ fn the_configuration_file_sets_the_limit_and_flags_win() {
     std::fs::create_dir_all(config.join("agentloop")).unwrap();
     std::fs::write(
         config.join("agentloop/config.toml"),
-        "[serve]\nrate_limit = 7\nrate_burst = 9\n",
+        "[serve]\nrate_limit = 7\nrate_burst = 9\ntrusted_proxies = [\"10.0.0.0/8\"]\n",
     )
     .unwrap();
     let announced = |flags: &[&str]| {
@@ -384,6 +391,91 @@ fn the_configuration_file_sets_the_limit_and_flags_win() {
         from_flags.contains("rate limit: 3/s per client, bursts of 9"),
         "{from_flags}"
     );
+    assert!(
+        from_file.contains("clients named by proxies: 10.0.0.0/8)"),
+        "{from_file}"
+    );
+    let proxy_flags = announced(&["--trust-proxy", "::1", "--trust-proxy", "192.0.2.1"]);
+    assert!(
+        proxy_flags.contains("clients named by proxies: ::1, 192.0.2.1)"),
+        "{proxy_flags}"
+    );
     let off = announced(&["--rate-limit", "0"]);
     assert!(off.contains("rate limit: off"), "{off}");
+}
+
+/// An unauthenticated request that says, through `X-Forwarded-For`, that it
+/// was forwarded for `chain`.
+fn forwarded_for(address: &str, chain: &str) -> Answer {
+    let header = format!("X-Forwarded-For: {chain}\r\n");
+    request_with(address, "GET", "/api/health", &header, "")
+}
+
+#[test]
+fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_bucket() {
+    let dir = tempfile::tempdir().unwrap();
+    let (served, _) = start(
+        &dir,
+        &[],
+        &[
+            "--rate-limit",
+            "1",
+            "--rate-burst",
+            "3",
+            "--trust-proxy",
+            "127.0.0.0/8",
+        ],
+    );
+    let address = served.address.clone();
+    until_logged(&served, "clients named by proxies: 127.0.0.0/8");
+
+    // One client behind the proxy floods and is refused...
+    let (first, refused) = until_refused(200, || forwarded_for(&address, "203.0.113.5"));
+    assert_eq!(first, 3, "the burst is three requests");
+    assert_refused(&refused);
+    // ...whatever it writes in front of what the proxy appended.
+    assert_refused(&forwarded_for(&address, "198.51.100.77, 203.0.113.5"));
+    // Another client behind the same proxy, and the proxy's own requests,
+    // are served meanwhile.
+    let other = forwarded_for(&address, "203.0.113.6");
+    assert_eq!(other.status, 200, "{other:?}");
+    let own = request(&address, "GET", "/api/health", None, "");
+    assert_eq!(own.status, 200, "{own:?}");
+    // An entry that is no address leaves the request to the proxy's bucket.
+    let malformed = forwarded_for(&address, "unknown");
+    assert_eq!(malformed.status, 200, "{malformed:?}");
+}
+
+#[test]
+fn without_trust_a_forwarded_header_does_not_escape_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (served, _) = start(&dir, &[], &["--rate-limit", "1", "--rate-burst", "3"]);
+    let address = served.address.clone();
+    // Each request claims another client; all count against the peer.
+    let mut claimed = 0u32;
+    let (first, refused) = until_refused(200, || {
+        claimed += 1;
+        forwarded_for(&address, &format!("203.0.113.{claimed}"))
+    });
+    assert_eq!(first, 3);
+    assert_refused(&refused);
+    let log = served.log.lock().unwrap().join("\n");
+    assert!(!log.contains("clients named by proxies"), "{log}");
+}
+
+#[test]
+fn a_proxy_that_is_not_an_address_is_refused_before_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let output = agentloop()
+        .args(["serve", "--db", &db, "--bind", "127.0.0.1:0", "--demo"])
+        .args(["--trust-proxy", "proxy.lan"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("\"proxy.lan\" is not an address or a network"),
+        "{stderr}"
+    );
 }

@@ -8,6 +8,7 @@ use agentloop_storage::model::{AgentType, ApprovalMode};
 use agentloop_types::{ModelProvider, Tool};
 
 use crate::listener::ConnectionLimits;
+pub use crate::proxies::{TrustedProxies, TrustedProxy};
 pub use crate::rate_limit::RateLimit;
 
 /// The three agent prompts (seed 004's `generate*Message`). `{task_doc_path}`
@@ -106,6 +107,10 @@ pub struct ServerConfig {
     /// Requests per client (user, else peer address; see
     /// [`crate::rate_limit`]); `None`: no limit.
     pub rate_limit: Option<RateLimit>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client of an
+    /// unauthenticated request (see [`crate::proxies`]); none by default,
+    /// so the header is ignored.
+    pub trusted_proxies: TrustedProxies,
     /// Whether projects may name MCP servers (`mcpServers`) for their runs.
     /// Off by default: a stdio server is a program the server host runs, so
     /// only an operator who trusts every user turns it on.
@@ -173,6 +178,7 @@ impl ServerConfig {
             live_capacity: 256,
             connections: ConnectionLimits::default(),
             rate_limit: Some(RateLimit::default()),
+            trusted_proxies: TrustedProxies::default(),
             allow_project_mcp: false,
             shell_tool: None,
             approvals: ApprovalMode::Unattended,

@@ -81,6 +81,7 @@ pub mod metrics;
 pub mod notices;
 pub mod policy;
 pub mod project_agents;
+pub mod proxies;
 pub mod rate_limit;
 pub mod recovery;
 pub mod run_log;

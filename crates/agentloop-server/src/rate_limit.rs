@@ -1,7 +1,8 @@
 //! Per-client request rates: each client has a bucket of `burst` requests
 //! that refills at `per_second` (GCRA, from `governor`). A client is the
 //! authenticated user when a request carries a valid token, otherwise the
-//! peer address (an IPv6 peer by its /64, which one host usually holds
+//! address it comes from (its peer, or the client a trusted proxy names:
+//! [`crate::proxies`]; IPv6 by its /64, which one host usually holds
 //! whole), so a flood, a token guesser or a sign-in loop slows down alone
 //! while everyone else is served.
 //!
@@ -11,7 +12,7 @@
 //! is served): the map holds only the clients seen within about the last
 //! refill time plus that period.
 
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -48,24 +49,25 @@ impl Default for RateLimit {
 pub enum Client {
     /// An authenticated user, by id.
     User(String),
-    /// An unauthenticated peer, by address (see [`Client::peer`]).
-    Peer(IpAddr),
+    /// An unauthenticated request, by the address it comes from (see
+    /// [`Client::address`]).
+    Address(IpAddr),
     /// A request whose peer address was not recorded (the router served
     /// without connection info): all such requests share one bucket.
     UnknownPeer,
 }
 
 impl Client {
-    /// The client of an unauthenticated request from `peer`. IPv6 peers
-    /// count by their /64: a single host is commonly handed one whole, so
-    /// counting each address would give it billions of buckets.
-    pub fn peer(peer: Option<SocketAddr>) -> Self {
-        match peer.map(|p| p.ip().to_canonical()) {
+    /// The client of an unauthenticated request from `address`. IPv6
+    /// addresses count by their /64: a single host is commonly handed one
+    /// whole, so counting each address would give it billions of buckets.
+    pub fn address(address: Option<IpAddr>) -> Self {
+        match address.map(|a| a.to_canonical()) {
             Some(IpAddr::V6(v6)) => {
                 let bits = u128::from(v6) & !((1u128 << 64) - 1);
-                Self::Peer(IpAddr::V6(Ipv6Addr::from(bits)))
+                Self::Address(IpAddr::V6(Ipv6Addr::from(bits)))
             }
-            Some(v4) => Self::Peer(v4),
+            Some(v4) => Self::Address(v4),
             None => Self::UnknownPeer,
         }
     }
@@ -185,15 +187,15 @@ mod tests {
 
     #[test]
     fn ipv6_peers_count_by_their_64_and_mapped_ipv4_as_ipv4() {
-        let a: SocketAddr = "[2001:db8:1:2:aaaa::1]:1000".parse().unwrap();
-        let b: SocketAddr = "[2001:db8:1:2:bbbb::9]:2000".parse().unwrap();
-        let c: SocketAddr = "[2001:db8:1:3::1]:2000".parse().unwrap();
-        assert_eq!(Client::peer(Some(a)), Client::peer(Some(b)));
-        assert_ne!(Client::peer(Some(a)), Client::peer(Some(c)));
-        let mapped: SocketAddr = "[::ffff:192.0.2.7]:80".parse().unwrap();
-        let plain: SocketAddr = "192.0.2.7:81".parse().unwrap();
-        assert_eq!(Client::peer(Some(mapped)), Client::peer(Some(plain)));
-        assert_eq!(Client::peer(None), Client::UnknownPeer);
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(Client::address(Some(a)), Client::address(Some(b)));
+        assert_ne!(Client::address(Some(a)), Client::address(Some(c)));
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        let plain: IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(Client::address(Some(mapped)), Client::address(Some(plain)));
+        assert_eq!(Client::address(None), Client::UnknownPeer);
     }
 
     #[test]

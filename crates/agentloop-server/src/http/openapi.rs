@@ -788,7 +788,7 @@ fn links(method: &str, path: &str, all: &[(&str, &str)]) -> Option<Value> {
 /// The shared 429 answer, in `components.responses`.
 fn too_many_requests() -> Value {
     json!({
-        "description": "Too many requests from this client (the user a valid token names, else the peer address); try again after `Retry-After` seconds",
+        "description": "Too many requests from this client (the user a valid token names, else the address it comes from: the peer, or the client a trusted proxy names in `X-Forwarded-For`); try again after `Retry-After` seconds",
         "headers": {
             "Retry-After": {
                 "description": "Whole seconds until a request will be accepted again",

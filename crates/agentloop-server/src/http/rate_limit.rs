@@ -34,7 +34,8 @@ pub(super) async fn limit_rate(
     }
 }
 
-/// Whose request this is: the user its token authenticates, else its peer.
+/// Whose request this is: the user its token authenticates, else the
+/// address it comes from (its peer, or the client a trusted proxy names).
 /// The lookup is kept on the request for the route's own authentication.
 async fn client_of(state: &AppState, parts: &mut Parts) -> Client {
     if let Some(token) = presented_token(parts) {
@@ -52,12 +53,16 @@ async fn client_of(state: &AppState, parts: &mut Parts) -> Client {
             }
         }
     }
-    Client::peer(
-        parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|info| info.0),
-    )
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip());
+    Client::address(peer.map(|peer| {
+        state
+            .config
+            .trusted_proxies
+            .client_address(peer, &parts.headers)
+    }))
 }
 
 fn too_many_requests(retry_after: u64) -> Response {
