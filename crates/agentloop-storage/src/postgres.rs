@@ -44,6 +44,17 @@ impl Unwritten {
     }
 }
 
+/// PostgreSQL writes a start in one statement on any pooled connection,
+/// side by side with others: starts are not batched (`None`: the caller
+/// writes it alone).
+async fn start_in_batch(
+    _store: &PostgresStore,
+    _start: &crate::model::AgentRunStart,
+    _body: &str,
+) -> Option<StorageResult<()>> {
+    None
+}
+
 /// A store in one PostgreSQL database.
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
@@ -51,7 +62,7 @@ pub struct PostgresStore {
     /// Decoded copies of recently read chats.
     message_cache: std::sync::Arc<crate::message_cache::MessageCache>,
     /// Batches concurrent event-log appends into shared transactions.
-    writer: crate::group_commit::GroupCommit,
+    writer: crate::group_commit::GroupCommit<crate::group_commit::Append>,
 }
 
 impl PostgresStore {

@@ -12,7 +12,8 @@ use sqlx::sqlite::{
 };
 
 use crate::error::{StorageError, StorageResult};
-use crate::sql::{db_err, migrator};
+use crate::group_commit::{Append, Batched, CommitBatch, GroupCommit, QueuedStart};
+use crate::sql::{db_err, migrator, numbered_in_turn};
 
 type DbRow = sqlx::sqlite::SqliteRow;
 type SqlStore = SqliteStore;
@@ -24,7 +25,10 @@ pub struct SqliteStore {
     /// Decoded copies of recently read chats.
     message_cache: std::sync::Arc<crate::message_cache::MessageCache>,
     /// Batches concurrent event-log appends into shared transactions.
-    writer: crate::group_commit::GroupCommit,
+    writer: GroupCommit<Append>,
+    /// Batches concurrent starts of agent runs into shared transactions,
+    /// when the store has a writing connection (see [`start_in_batch`]).
+    starts: Option<GroupCommit<QueuedStart>>,
     /// Whose turn it is to write (see [`write_turn`](Self::write_turn)),
     /// and the connection writes begin their transactions on.
     write_turns: std::sync::Arc<tokio::sync::Mutex<Writer>>,
@@ -200,6 +204,7 @@ impl SqliteStore {
             pool,
             message_cache: Default::default(),
             writer: Default::default(),
+            starts: writer.is_some().then(GroupCommit::default),
             write_turns: std::sync::Arc::new(tokio::sync::Mutex::new(Writer {
                 connection: writer,
                 unsettled: false,
@@ -233,6 +238,64 @@ impl SqliteStore {
             // Closing only says goodbye to SQLite: nothing is lost if it fails.
             let _ = sqlx::Connection::close(writer).await;
         }
+    }
+}
+
+/// Starts of agent runs queue to be written in batches: each start is a
+/// few short inserts, and SQLite takes one writer at a time, so written
+/// one by one a start's own work was the smaller part of its turn (the
+/// trips to the connection's thread and back, and the wait for the async
+/// task holding the turn to be polled again). A batch is one transaction
+/// sent whole, so a dropped caller leaves it whole or absent, as a lone
+/// start. Without a writing connection (a pool given), each start is
+/// written alone (`None`: the caller writes it).
+async fn start_in_batch(
+    store: &SqliteStore,
+    start: &crate::model::AgentRunStart,
+    body: &str,
+) -> Option<StorageResult<()>> {
+    let starts = store.starts.as_ref()?;
+    let queued = QueuedStart {
+        start: start.clone(),
+        body: body.to_owned(),
+    };
+    Some(starts.write(store, queued).await)
+}
+
+/// `BEGIN`, the statements of a start once for each of `count` starts
+/// (their arguments bound one start after the other) and `COMMIT`: a batch
+/// of starts in one transaction, sent whole. Built once for each size.
+fn start_batch_sql(count: usize) -> &'static str {
+    static BATCHES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        (0..=QueuedStart::MAX_WEIGHT)
+            .map(|count| {
+                let statements = sql_tasks::START_STATEMENTS.repeat(count);
+                format!("BEGIN;\n{};\nCOMMIT", numbered_in_turn(&statements).join(";\n"))
+            })
+            .collect()
+    });
+    BATCHES
+        .get(count)
+        .or(BATCHES.last())
+        .map_or("", String::as_str)
+}
+
+#[async_trait::async_trait]
+impl CommitBatch<QueuedStart> for SqliteStore {
+    async fn commit_batch(&self, batch: &[QueuedStart]) -> StorageResult<()> {
+        let mut query = sqlx::query(start_batch_sql(batch.len()));
+        for queued in batch {
+            query = sql_tasks::bind_start(query, &queued.start, &queued.body)?;
+        }
+        let mut turn = self.write_turn().await;
+        let Some(writer) = turn.whole() else {
+            return Err(db_err(sqlx::Error::PoolClosed));
+        };
+        writer.write_whole(query).await.map_err(db_err)
+    }
+
+    async fn commit_one(&self, queued: &QueuedStart) -> StorageResult<()> {
+        sql_tasks::write_start(self, &queued.start, &queued.body).await
     }
 }
 

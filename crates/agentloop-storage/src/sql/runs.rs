@@ -6,7 +6,7 @@ mod sql_runs {
     use super::{SqlStore, rows};
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
-    use crate::group_commit::{Append, CommitAppends, EventRow};
+    use crate::group_commit::{Append, CommitBatch, EventRow};
     use crate::model::{AgentRunStatus, LeaseRenewal, RunRecord, RunStatus};
     use crate::sql::{Query, db_err, found, insert_err};
     use crate::store::{RunStore, from_json_text, json_text};
@@ -263,7 +263,7 @@ mod sql_runs {
                 run_id: run_id.to_owned(),
                 rows,
             };
-            self.writer.append(self, append).await
+            self.writer.write(self, append).await
         }
 
         async fn watch_appends(&self) -> StorageResult<Option<crate::store::AppendWatch>> {
@@ -328,7 +328,7 @@ mod sql_runs {
     }
 
     #[async_trait]
-    impl CommitAppends for SqlStore {
+    impl CommitBatch<Append> for SqlStore {
         async fn commit_batch(&self, batch: &[Append]) -> StorageResult<()> {
             let mut turn = self.write_turn().await;
             let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;

@@ -67,7 +67,7 @@ mod sql_tasks {
     /// record and agent run of a start, in that order: each row names
     /// those before it, and the agent run goes last, so that a task with
     /// an active run refuses the start after everything else was checked.
-    const START_STATEMENTS: [&str; 5] = [
+    pub(super) const START_STATEMENTS: [&str; 5] = [
         INSERT_CHAT,
         INSERT_MESSAGE,
         INSERT_CONVERSATION,
@@ -103,10 +103,11 @@ mod sql_tasks {
     static START_WHOLE: LazyLock<String> =
         LazyLock::new(|| format!("BEGIN;\n{};\nCOMMIT", START_QUERY.as_str()));
 
-    /// Binds `sql` ([`START_QUERY`] or [`START_WHOLE`]) to `start`, its
-    /// first message written as `message_body`.
-    fn bind_start<'q>(
-        sql: &'q str,
+    /// Binds `start` to `query`'s next arguments ([`START_QUERY`],
+    /// [`START_WHOLE`], or one start of a batch), its first message written
+    /// as `message_body`.
+    pub(super) fn bind_start<'q>(
+        query: Query<'q, super::Db>,
         start: &'q AgentRunStart,
         message_body: &'q str,
     ) -> StorageResult<Query<'q, super::Db>> {
@@ -117,7 +118,7 @@ mod sql_tasks {
             conversation,
             record,
         } = start;
-        let query = bind_chat(sqlx::query(sql), chat, 1, 1)?;
+        let query = bind_chat(query, chat, 1, 1)?;
         let query = bind_message(query, &chat.id, 0, &first_message.id, message_body, 1);
         let query = bind_conversation(query, conversation);
         let query = bind_run(query, record)?;
@@ -145,6 +146,42 @@ mod sql_tasks {
         } else {
             // No id was taken: the active run that refused it ended since.
             refused_for_active
+        }
+    }
+
+    /// Writes `start` in a transaction of its own, its first message
+    /// written as `body`.
+    pub(super) async fn write_start(
+        store: &SqlStore,
+        start: &AgentRunStart,
+        body: &str,
+    ) -> StorageResult<()> {
+        let mut turn = store.write_turn().await;
+        let written = if let Some(writer) = turn.whole() {
+            writer
+                .write_whole(bind_start(sqlx::query(&START_WHOLE), start, body)?)
+                .await
+        } else if super::SEVERAL_STATEMENTS_A_QUERY {
+            let query = bind_start(sqlx::query(&START_QUERY), start, body)?;
+            // Several statements are written whole only in a transaction.
+            let mut tx = turn.begin(&store.pool).await.map_err(db_err)?;
+            match query.execute(&mut *tx).await {
+                Ok(_) => tx.commit().await,
+                Err(e) => {
+                    tx.rollback().await.map_err(db_err)?;
+                    Err(e)
+                }
+            }
+        } else {
+            bind_start(sqlx::query(&START_QUERY), start, body)?
+                .execute(&store.pool)
+                .await
+                .map(drop)
+        };
+        match written {
+            Ok(()) => Ok(()),
+            Err(e) if is_unique(&e) => Err(start_refused(store, start).await),
+            Err(e) => Err(db_err(e)),
         }
     }
 
@@ -293,34 +330,10 @@ mod sql_tasks {
         }
 
         async fn start_agent_run(&self, start: &AgentRunStart) -> StorageResult<()> {
-            let mut turn = self.write_turn().await;
             let body = json_text(&start.first_message)?;
-            let written = if let Some(writer) = turn.whole() {
-                writer
-                    .write_whole(bind_start(&START_WHOLE, start, &body)?)
-                    .await
-            } else if super::SEVERAL_STATEMENTS_A_QUERY {
-                let query = bind_start(&START_QUERY, start, &body)?;
-                // Several statements are written whole only in a
-                // transaction.
-                let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
-                match query.execute(&mut *tx).await {
-                    Ok(_) => tx.commit().await,
-                    Err(e) => {
-                        tx.rollback().await.map_err(db_err)?;
-                        Err(e)
-                    }
-                }
-            } else {
-                bind_start(&START_QUERY, start, &body)?
-                    .execute(&self.pool)
-                    .await
-                    .map(drop)
-            };
-            match written {
-                Ok(()) => Ok(()),
-                Err(e) if is_unique(&e) => Err(start_refused(self, start).await),
-                Err(e) => Err(db_err(e)),
+            match super::start_in_batch(self, start, &body).await {
+                Some(written) => written,
+                None => write_start(self, start, &body).await,
             }
         }
 

@@ -241,3 +241,64 @@ pub async fn concurrent_agent_run_starts(store: Arc<dyn Store>) {
     assert_eq!(store.list_conversations("t").await.unwrap().len(), 1);
     assert_eq!(store.list_chats("p").await.unwrap().len(), 1);
 }
+
+/// Starts of many tasks at once (written together where the store
+/// batches them): each is stored whole, and a start its task refuses is
+/// refused alone, with nothing of it stored.
+pub async fn concurrent_starts_are_stored_or_refused_each_alone(store: Arc<dyn Store>) {
+    const TASKS: usize = 40;
+    const BUSY: usize = 10;
+    store.create_project(&project("p", 1)).await.unwrap();
+    for t in 0..TASKS {
+        store.create_task(&task(&format!("t{t}"), "p")).await.unwrap();
+    }
+    for t in 0..BUSY {
+        store
+            .start_agent_run(&agent_run_start(&format!("busy-{t}"), &format!("t{t}"), "p", "w"))
+            .await
+            .unwrap();
+    }
+    let handles: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let start = agent_run_start(&format!("new-{t}"), &format!("t{t}"), "p", "w");
+                let written = store.start_agent_run(&start).await;
+                (t, start, written)
+            })
+        })
+        .collect();
+    for handle in handles {
+        let (t, start, written) = handle.await.unwrap();
+        let id = &start.agent_run.id;
+        if t < BUSY {
+            match written {
+                Err(StorageError::ActiveAgentRunExists { task_id }) => {
+                    assert_eq!(task_id, format!("t{t}"));
+                }
+                other => panic!("{id}: {other:?}"),
+            }
+            assert_nothing_of_start(&*store, id).await;
+        } else {
+            written.unwrap();
+            assert_eq!(store.get_agent_run(id).await.unwrap(), start.agent_run);
+            assert_eq!(store.get_run(id).await.unwrap(), start.record);
+            assert_eq!(
+                store.get_chat(&format!("{id}-chat")).await.unwrap(),
+                start.chat
+            );
+            assert_eq!(
+                store.get_conversation(&format!("{id}-conv")).await.unwrap(),
+                start.conversation
+            );
+            let messages: Vec<Message> = store
+                .list_messages(&start.chat.id)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|stored| stored.message)
+                .collect();
+            assert_eq!(messages, [start.first_message.clone()], "{id}");
+        }
+    }
+}

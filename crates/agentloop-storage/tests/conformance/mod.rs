@@ -60,6 +60,7 @@ macro_rules! conformance_suite {
             runs_by_status_and_last, lease_renewals, cascade_delete_task,
             webhook_deliveries_log, agent_run_starts_whole_or_not_at_all,
             a_start_dropped_unanswered_is_whole_or_absent, concurrent_agent_run_starts,
+            concurrent_starts_are_stored_or_refused_each_alone,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(
