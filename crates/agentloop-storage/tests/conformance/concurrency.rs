@@ -298,7 +298,7 @@ pub async fn concurrent_starts_are_stored_or_refused_each_alone(store: Arc<dyn S
                 .into_iter()
                 .map(|stored| stored.message)
                 .collect();
-            assert_eq!(messages, [start.first_message.clone()], "{id}");
+            assert_eq!(messages, std::slice::from_ref(&start.first_message), "{id}");
         }
     }
 }
