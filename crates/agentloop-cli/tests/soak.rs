@@ -47,11 +47,12 @@ use stats::Stats;
 use tokio::sync::watch;
 use user::{Shared, User};
 
+/// How long, after the traffic, runs' end notices are awaited.
+const NOTICE_WAIT: Duration = Duration::from_secs(30);
+
 /// How much the server's resident memory may grow from the end of its
 /// warm-up to the end of the soak: a fraction of it, plus a fixed slack for
 /// caches that fill up to their bounds.
-/// How long, after the traffic, runs' end notices are awaited.
-const NOTICE_WAIT: Duration = Duration::from_secs(30);
 const MEMORY_GROWTH_ALLOWED: (f64, u64) = (0.25, 48 * 1024);
 
 fn setting(name: &str, default: u64) -> u64 {

@@ -202,7 +202,11 @@ mod tests {
             ip("203.0.113.9")
         );
         // Several lines are one list; ports and brackets are read.
-        let lines = headers(&["192.0.2.66", "[2001:db8::5]:443,203.0.113.9:5000", "10.2.2.2"]);
+        let lines = headers(&[
+            "192.0.2.66",
+            "[2001:db8::5]:443,203.0.113.9:5000",
+            "10.2.2.2",
+        ]);
         assert_eq!(
             trusted.client_address(ip("::ffff:10.0.0.1"), &lines),
             ip("203.0.113.9")

@@ -270,7 +270,10 @@ fn start_batch_sql(count: usize) -> &'static str {
         (0..=QueuedStart::MAX_WEIGHT)
             .map(|count| {
                 let statements = sql_tasks::START_STATEMENTS.repeat(count);
-                format!("BEGIN;\n{};\nCOMMIT", numbered_in_turn(&statements).join(";\n"))
+                format!(
+                    "BEGIN;\n{};\nCOMMIT",
+                    numbered_in_turn(&statements).join(";\n")
+                )
             })
             .collect()
     });

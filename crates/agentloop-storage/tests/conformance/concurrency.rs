@@ -250,11 +250,19 @@ pub async fn concurrent_starts_are_stored_or_refused_each_alone(store: Arc<dyn S
     const BUSY: usize = 10;
     store.create_project(&project("p", 1)).await.unwrap();
     for t in 0..TASKS {
-        store.create_task(&task(&format!("t{t}"), "p")).await.unwrap();
+        store
+            .create_task(&task(&format!("t{t}"), "p"))
+            .await
+            .unwrap();
     }
     for t in 0..BUSY {
         store
-            .start_agent_run(&agent_run_start(&format!("busy-{t}"), &format!("t{t}"), "p", "w"))
+            .start_agent_run(&agent_run_start(
+                &format!("busy-{t}"),
+                &format!("t{t}"),
+                "p",
+                "w",
+            ))
             .await
             .unwrap();
     }
