@@ -134,7 +134,7 @@ fuzz_target!(|input: Input| {
     }
     for block in assembler.finish() {
         if let ContentBlock::ToolUse(tool_use) = block {
-            parse_all_types(&tool_use.input);
+            parse_all_types(&tool_use.input.value());
         }
     }
 

@@ -49,7 +49,7 @@ fn approval(id: &str) -> PendingCall {
         call: ToolUseBlock {
             id: id.to_owned(),
             name: "fs".to_owned(),
-            input: json!({ "command": "create", "path": "a.md" }),
+            input: json!({ "command": "create", "path": "a.md" }).into(),
         },
         path: RunPath::default(),
         wait: Wait::Approval {

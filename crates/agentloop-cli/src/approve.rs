@@ -86,7 +86,7 @@ pub enum Reply {
 
 /// `fs create`: the tool and, when it has one, its `command` argument.
 pub fn describe(call: &ToolUseBlock) -> String {
-    match call.input.get("command").and_then(Value::as_str) {
+    match call.input.value().get("command").and_then(Value::as_str) {
         Some(command) => format!("{} {command}", call.name),
         None => call.name.clone(),
     }
@@ -210,8 +210,9 @@ impl Asker {
             ));
             return Ok(Asked::Decided(Decision::ApproveAlways));
         }
+        let arguments = call.input.value();
         let command = (call.name == SHELL)
-            .then(|| call.input.get("command").and_then(Value::as_str))
+            .then(|| arguments.get("command").and_then(Value::as_str))
             .flatten();
         if let Some(prefix) = command.and_then(|command| {
             self.always_commands
@@ -240,7 +241,7 @@ impl Asker {
             "{cyan}? {what}{reset}{nested} {dim}({}){reset}\n",
             sanitize(reason)
         );
-        shown.push_str(&arguments_lines(&call.input, dim, reset));
+        shown.push_str(&arguments_lines(&call.input.value(), dim, reset));
         say(shown.trim_end());
         let question =
             format!("allow? [y]es / [n]o (+ reason) / [a]lways for {always} / [e]dit arguments: ");
@@ -278,7 +279,7 @@ impl Asker {
                     };
                     return Ok(Asked::Decided(Decision::Reject { reason }));
                 }
-                "e" | "edit" => match edit(editor, &call.input)? {
+                "e" | "edit" => match edit(editor, &call.input.value())? {
                     Edited::Arguments(arguments) => {
                         return Ok(Asked::Decided(Decision::Approve {
                             arguments: Some(arguments),

@@ -174,7 +174,7 @@ mod tests {
             vec![ContentBlock::ToolUse(ToolUseBlock {
                 id: id.to_owned(),
                 name: "fs".to_owned(),
-                input: json!({}),
+                input: json!({}).into(),
             })],
         )
     }

@@ -76,7 +76,7 @@ impl CallStream {
                 context.options = planned.options.clone();
                 let tool = Arc::clone(tool);
                 let input = planned.call.input.clone();
-                let execute = || span.in_scope(|| tool.execute(input, context));
+                let execute = || span.in_scope(|| tool.execute(input.value(), context));
                 match catch_unwind(AssertUnwindSafe(execute)) {
                     Ok(stream) => (Some(stream), None),
                     Err(panic) => (None, immediate(panicked(&panic))),

@@ -246,7 +246,7 @@ mod tests {
         ToolUseBlock {
             id: id.into(),
             name: id.trim_end_matches(char::is_numeric).into(),
-            input: serde_json::json!({}),
+            input: serde_json::json!({}).into(),
         }
     }
 

@@ -28,7 +28,10 @@ fn calls_and_results(messages: &[Message]) -> (Pairs, Pairs) {
         .iter()
         .flat_map(|m| m.tool_uses())
         .map(|c| {
-            let text = c.input["text"].as_str().unwrap_or_default().to_owned();
+            let text = c.input.value()["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             (c.id.clone(), text)
         })
         .collect();

@@ -329,7 +329,7 @@ async fn nested_skill_events_carry_depth_and_input() {
                 name.as_str(),
                 *is_skill,
                 *depth,
-                input["task"].clone(),
+                input.value()["task"].clone(),
             )),
             _ => None,
         })

@@ -203,7 +203,7 @@ async fn before_subagent_blocks_rewrites_and_adds_context() {
     );
     // The rewritten task is what the sub-agent was started with.
     let started = events.iter().find_map(|e| match &e.kind {
-        EventKind::ToolStart(start) if start.tool_use_id == "s2" => Some(start.input.clone()),
+        EventKind::ToolStart(start) if start.tool_use_id == "s2" => Some(start.input.value()),
         _ => None,
     });
     assert_eq!(

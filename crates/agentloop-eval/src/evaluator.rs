@@ -57,7 +57,7 @@ impl Observation {
                 if let ContentBlock::ToolUse(call) = block {
                     tool_calls.push(ToolCall {
                         name: call.name.clone(),
-                        input: call.input.clone(),
+                        input: call.input.value(),
                     });
                 }
             }

@@ -1,9 +1,9 @@
 //! Request-building rules shared by the adapters.
 
-use std::cell::RefCell;
+use std::borrow::Cow;
 
 use agentloop_types::{
-    ContentBlock, ModelRequest, ProviderError, RequestOptions, Role, ToolDefinition,
+    ContentBlock, ModelRequest, ProviderError, RequestOptions, Role, ToolDefinition, ToolInput,
 };
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -60,14 +60,25 @@ pub(crate) fn offered_tools(request: &ModelRequest) -> Vec<&ToolDefinition> {
 /// cut mid-call) are parsed when they happen to be valid; otherwise the
 /// call is sent with no arguments, since providers reject anything but an
 /// object there.
-pub(crate) fn input_object(input: &Value) -> Value {
-    match input {
-        Value::Object(_) => input.clone(),
-        Value::String(raw) => match serde_json::from_str::<Value>(raw) {
+pub(crate) fn input_object(input: &ToolInput) -> Value {
+    match input.value() {
+        object @ Value::Object(_) => object,
+        Value::String(raw) => match serde_json::from_str::<Value>(&raw) {
             Ok(parsed @ Value::Object(_)) => parsed,
             _ => Value::Object(Map::new()),
         },
         _ => Value::Object(Map::new()),
+    }
+}
+
+/// Tool arguments as the text of a JSON object: the text the call holds
+/// (the model's own, byte for byte) when it is one, else
+/// [`input_object`]'s.
+pub(crate) fn arguments_text(input: &ToolInput) -> Cow<'_, str> {
+    if input.is_object() {
+        Cow::Borrowed(input.as_json())
+    } else {
+        Cow::Owned(input_object(input).to_string())
     }
 }
 
@@ -85,38 +96,13 @@ pub(crate) fn temperature_number(t: f32) -> f64 {
     format!("{t}").parse().unwrap_or(f64::from(t))
 }
 
-/// Tool arguments as the text of a JSON object. The object is written
-/// compactly into a reused buffer and then escaped into the body: two
-/// quick passes, no allocation per call once the buffer has grown.
-pub(crate) struct ArgumentsText<'a>(pub(crate) &'a Value);
-
-thread_local! {
-    static ARGUMENTS_BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
+/// Tool arguments as a JSON string holding [`arguments_text`], written
+/// without a copy.
+pub(crate) struct ArgumentsText<'a>(pub(crate) &'a ToolInput);
 
 impl Serialize for ArgumentsText<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let parsed;
-        let object = match self.0 {
-            Value::Object(_) => self.0,
-            other => {
-                parsed = input_object(other);
-                &parsed
-            }
-        };
-        ARGUMENTS_BUFFER.with(|buffer| {
-            // A nested call (never made today) gets a buffer of its own.
-            let mut fallback = Vec::new();
-            let mut borrowed = buffer.try_borrow_mut();
-            let text = match borrowed.as_deref_mut() {
-                Ok(reused) => reused,
-                Err(_) => &mut fallback,
-            };
-            text.clear();
-            serde_json::to_writer(&mut *text, object).map_err(serde::ser::Error::custom)?;
-            let text = std::str::from_utf8(text).map_err(serde::ser::Error::custom)?;
-            serializer.serialize_str(text)
-        })
+        serializer.serialize_str(&arguments_text(self.0))
     }
 }
 

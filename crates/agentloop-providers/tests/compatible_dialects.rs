@@ -122,7 +122,7 @@ fn tool_arguments_sent_as_an_object_are_kept_as_that_object() {
         .collect();
     assert_eq!(calls.len(), 1);
     assert_eq!(
-        (calls[0].name.as_str(), &calls[0].input),
+        (calls[0].name.as_str(), &calls[0].input.value()),
         ("get_weather", &json!({"city": "Paris"}))
     );
 }
@@ -315,7 +315,7 @@ fn llama_server_usage_on_the_finishing_chunk_and_a_null_opening_delta() {
         panic!("{:?}", outcome.content);
     };
     assert_eq!(
-        (call.name.as_str(), &call.input),
+        (call.name.as_str(), &call.input.value()),
         ("fs", &json!({"command": "view", "path": "/"}))
     );
 }

@@ -139,7 +139,7 @@ async fn signatures_and_calls_go_back_where_they_came_from() {
         vec![ContentBlock::ToolUse(ToolUseBlock {
             id: "toolu_1".into(),
             name: "read_theme".into(),
-            input: json!({}),
+            input: json!({}).into(),
         })],
     ));
     next.messages.push(Message::new(
@@ -308,11 +308,11 @@ fn a_hostile_array_index_is_kept_as_unreadable_not_allocated() {
 }
 
 /// The raw text a tool call kept for arguments it could not read.
-fn raw_arguments(block: &ContentBlock) -> &str {
+fn raw_arguments(block: &ContentBlock) -> String {
     let ContentBlock::ToolUse(call) = block else {
         panic!("tool use expected, got {block:?}");
     };
-    let Value::String(raw) = &call.input else {
+    let Value::String(raw) = call.input.value() else {
         panic!("raw arguments expected: {:?}", call.input);
     };
     raw

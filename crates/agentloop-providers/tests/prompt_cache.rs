@@ -35,7 +35,7 @@ fn tool_run() -> ModelRequest {
                 ContentBlock::ToolUse(ToolUseBlock {
                     id: format!("call_{step}"),
                     name: "read_file".into(),
-                    input: json!({"path": format!("src/{step}.rs")}),
+                    input: json!({"path": format!("src/{step}.rs")}).into(),
                 }),
             ],
         ));

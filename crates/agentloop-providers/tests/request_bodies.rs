@@ -113,12 +113,12 @@ fn history() -> Vec<Message> {
                 ContentBlock::ToolUse(ToolUseBlock {
                     id: "call_1".into(),
                     name: "calculator".into(),
-                    input: json!({"a": 1, "b": 2}),
+                    input: json!({"a": 1, "b": 2}).into(),
                 }),
                 ContentBlock::ToolUse(ToolUseBlock {
                     id: "call_2".into(),
                     name: "now".into(),
-                    input: json!("{\"cut"),
+                    input: json!("{\"cut").into(),
                 }),
             ],
         ),
@@ -519,7 +519,7 @@ async fn a_growing_history_sends_what_a_fresh_build_would() {
                         vec![ContentBlock::ToolUse(ToolUseBlock {
                             id: "call_9".into(),
                             name: "get_weather".into(),
-                            input: json!({"city": "Oslo \"north\""}),
+                            input: json!({"city": "Oslo \"north\""}).into(),
                         })],
                     ),
                     Message::new(

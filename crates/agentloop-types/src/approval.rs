@@ -398,7 +398,7 @@ mod tests {
                 call: ToolUseBlock {
                     id: "a".into(),
                     name: "fs".into(),
-                    input: json!({}),
+                    input: json!({}).into(),
                 },
                 path: RunPath::root(),
                 wait: Wait::Approval { reason: "r".into() },
@@ -407,7 +407,7 @@ mod tests {
                 call: ToolUseBlock {
                     id: "q".into(),
                     name: "ask_user".into(),
-                    input: json!({}),
+                    input: json!({}).into(),
                 },
                 path: RunPath::root(),
                 wait: Wait::Question {

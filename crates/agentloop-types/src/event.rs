@@ -16,6 +16,7 @@ use crate::render_blocks::ToolResultRenderBlock;
 use crate::result::LoopResult;
 use crate::stream::{StopReason, StreamDelta};
 use crate::tokens::TokenTotals;
+use crate::tool_input::ToolInput;
 
 /// One event of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,7 +216,7 @@ pub struct ToolStartEvent {
     /// Tool name.
     pub name: String,
     /// Arguments.
-    pub input: Value,
+    pub input: ToolInput,
     /// Whether the tool is a skill.
     pub is_skill: bool,
     /// Depth of the call: 1 for a call of the root run, +1 per nesting.

@@ -50,6 +50,7 @@ pub mod stop;
 pub mod stream;
 pub mod tokens;
 pub mod tool;
+pub mod tool_input;
 pub mod transcript;
 pub mod vfs;
 
@@ -108,4 +109,5 @@ pub use tool::{
     BreakLoop, Tool, ToolContext, ToolDefinition, ToolOptionKind, ToolOptionSpec, ToolOutput,
     ToolResult, ToolStream, ToolStreamEvent, parse_input, single_result,
 };
+pub use tool_input::ToolInput;
 pub use vfs::{DirEntry, EntryKind, Metadata, Vfs, VfsError, normalize_path};

@@ -12,6 +12,7 @@ use serde_json::Value;
 pub use crate::attachment::AttachmentSource;
 
 use crate::render_blocks::RenderingBlockGroup;
+use crate::tool_input::ToolInput;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -104,7 +105,7 @@ pub struct ToolUseBlock {
     /// Arguments. A JSON object when the model produced valid JSON; when it
     /// did not (a stream cut mid-call), the raw text as a JSON string, so
     /// nothing is lost and the engine answers the call with an error.
-    pub input: Value,
+    pub input: ToolInput,
 }
 
 /// The answer to one [`ToolUseBlock`].

@@ -24,7 +24,7 @@ pub fn render_block(
         ContentBlock::ToolUse(call) => RenderingContentBlock::ToolUse {
             id: call.id.clone(),
             name: call.name.clone(),
-            input: call.input.clone(),
+            input: call.input.value(),
         },
         ContentBlock::ToolResult(result) => {
             RenderingContentBlock::ToolResult(ToolResultRenderBlock {

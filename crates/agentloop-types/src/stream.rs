@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::message::{ApiKind, ContentBlock, ToolUseBlock};
 use crate::render::{RenderingBlockGroup, RenderingContentBlock, push_grouped, render_block};
 use crate::tokens::TokenTotals;
+use crate::tool_input::ToolInput;
 
 pub use crate::stop::{RefusalDetails, StopReason};
 
@@ -158,7 +159,7 @@ enum PartialBlock {
         id: String,
         name: String,
         json: String,
-        input: Option<Value>,
+        input: Option<ToolInput>,
     },
     Done(ContentBlock),
 }
@@ -182,7 +183,7 @@ impl PartialBlock {
             } => ContentBlock::ToolUse(ToolUseBlock {
                 id,
                 name,
-                input: input.unwrap_or_else(|| parse_tool_input(&json)),
+                input: input.unwrap_or_else(|| ToolInput::from_model_text(&json)),
             }),
             Self::Done(block) => block,
         }
@@ -193,10 +194,7 @@ impl PartialBlock {
 /// that is not valid JSON is kept as a JSON string so nothing is lost and the
 /// engine can answer the call with an error.
 pub fn parse_tool_input(json: &str) -> Value {
-    if json.trim().is_empty() {
-        return Value::Object(Default::default());
-    }
-    serde_json::from_str(json).unwrap_or_else(|_| Value::String(json.to_owned()))
+    ToolInput::from_model_text(json).value()
 }
 
 /// Applies [`StreamDelta`]s to the content blocks of a turn in O(1)
@@ -242,7 +240,9 @@ impl StreamAssembler {
                 } => RenderingContentBlock::ToolUse {
                     id: id.clone(),
                     name: name.clone(),
-                    input: input.clone().unwrap_or_else(|| Value::String(json.clone())),
+                    input: input
+                        .as_ref()
+                        .map_or_else(|| Value::String(json.clone()), ToolInput::value),
                 },
                 PartialBlock::Done(block) => render_block(block, |_| None),
             };
@@ -300,7 +300,8 @@ impl StreamAssembler {
             },
             StreamDelta::BlockStop { index } => {
                 if let PartialBlock::ToolUse { json, input, .. } = self.block(*index)? {
-                    *input = Some(parse_tool_input(json));
+                    // The text is kept once, in the input.
+                    *input = Some(ToolInput::from_model_text(&std::mem::take(json)));
                 }
                 Ok(())
             }

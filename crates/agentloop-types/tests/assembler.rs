@@ -182,7 +182,7 @@ fn history_validator_and_repair() {
         ContentBlock::ToolUse(ToolUseBlock {
             id: id.into(),
             name: "x".into(),
-            input: json!({}),
+            input: json!({}).into(),
         })
     };
     let result = |id: &str| ContentBlock::ToolResult(ToolResultBlock::ok(id, "ok"));
@@ -306,7 +306,7 @@ fn streaming_tool_arguments_render_as_they_grow_then_parsed() {
         vec![ContentBlock::ToolUse(ToolUseBlock {
             id: "t".into(),
             name: "fs".into(),
-            input: json!({ "path": path }),
+            input: json!({ "path": path }).into(),
         })]
     );
 }

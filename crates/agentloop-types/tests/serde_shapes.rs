@@ -42,7 +42,7 @@ fn sample_messages() -> Vec<Message> {
                 ContentBlock::ToolUse(ToolUseBlock {
                     id: "toolu_1".into(),
                     name: "memory".into(),
-                    input: json!({"command": "view", "path": "/memories"}),
+                    input: json!({"command": "view", "path": "/memories"}).into(),
                 }),
             ],
         ),
@@ -78,7 +78,7 @@ fn events_and_results() {
                 call: ToolUseBlock {
                     id: "toolu_2".into(),
                     name: "ask_user".into(),
-                    input: json!({"question": "Which file?"}),
+                    input: json!({"question": "Which file?"}).into(),
                 },
                 path: RunPath::root(),
                 wait: Wait::Question {
@@ -113,7 +113,7 @@ fn events_and_results() {
             kind: EventKind::ToolStart(ToolStartEvent {
                 tool_use_id: "toolu_10".into(),
                 name: "fs".into(),
-                input: json!({"command": "view"}),
+                input: json!({"command": "view"}).into(),
                 is_skill: false,
                 depth: 2,
             }),
@@ -148,7 +148,7 @@ fn run_state_has_schema_version() {
         calls: vec![ToolUseBlock {
             id: "t1".into(),
             name: "echo".into(),
-            input: json!({}),
+            input: json!({}).into(),
         }],
     };
     let value = serde_json::to_value(&state).unwrap();

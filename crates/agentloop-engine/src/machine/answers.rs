@@ -83,7 +83,7 @@ pub(crate) fn refusal(call: &ToolUseBlock, offered: &[&str]) -> Option<ToolResul
     if !call.input.is_object() {
         return Some(ToolResult::error(invalid_input_message(
             &call.name,
-            &call.input,
+            &call.input.value(),
         )));
     }
     None

@@ -304,7 +304,7 @@ mod tests {
             vec![ContentBlock::ToolUse(ToolUseBlock {
                 id: id.into(),
                 name: "echo".into(),
-                input: json!({"text": id}),
+                input: json!({"text": id}).into(),
             })],
         )
     }

@@ -37,7 +37,7 @@ fn call_turn(id: &str) -> Input {
         content: vec![ContentBlock::ToolUse(ToolUseBlock {
             id: id.into(),
             name: "echo".into(),
-            input: json!({}),
+            input: json!({}).into(),
         })],
         stop_reason: StopReason::ToolUse,
         usage: TokenTotals::default(),
@@ -159,17 +159,17 @@ fn unknown_tools_and_bad_arguments_are_answered_by_the_core() {
                 ContentBlock::ToolUse(ToolUseBlock {
                     id: "t1".into(),
                     name: "teleport".into(),
-                    input: json!({}),
+                    input: json!({}).into(),
                 }),
                 ContentBlock::ToolUse(ToolUseBlock {
                     id: "t2".into(),
                     name: "echo".into(),
-                    input: json!("{\"text\":"),
+                    input: json!("{\"text\":").into(),
                 }),
                 ContentBlock::ToolUse(ToolUseBlock {
                     id: "t3".into(),
                     name: "echo".into(),
-                    input: json!({}),
+                    input: json!({}).into(),
                 }),
             ],
             stop_reason: StopReason::ToolUse,

@@ -17,7 +17,7 @@ pub fn elicitation_for(pending: &PendingCall) -> ElicitRequestParams {
             let message = format!(
                 "The agent wants to run the tool `{}` with {}. It needs approval: {reason}",
                 pending.call.name,
-                shown_arguments(&pending.call.input)
+                shown_arguments(&pending.call.input.value())
             );
             let schema = ElicitationSchema::builder()
                 .required_bool_with("approve", |b| b.description("Run the call"))
@@ -114,7 +114,7 @@ mod tests {
             call: ToolUseBlock {
                 id: "t1".into(),
                 name: "fs_write".into(),
-                input: json!({"path": "a.txt"}),
+                input: json!({"path": "a.txt"}).into(),
             },
             path: Default::default(),
             wait: Wait::Approval {

@@ -81,7 +81,7 @@ mod tests {
         let start = event(EventKind::ToolStart(ToolStartEvent {
             tool_use_id: "t1".into(),
             name: "fs_read".into(),
-            input: serde_json::json!({}),
+            input: serde_json::json!({}).into(),
             is_skill: false,
             depth: 0,
         }));

@@ -147,7 +147,7 @@ pub fn request_at(step: usize) -> ModelRequest {
                 ContentBlock::ToolUse(ToolUseBlock {
                     id: format!("call_{i}"),
                     name: "tool_0".into(),
-                    input: json!({"path": format!("src/file_{i}.rs")}),
+                    input: json!({"path": format!("src/file_{i}.rs")}).into(),
                 }),
             ],
         ));

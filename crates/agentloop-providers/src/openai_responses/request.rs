@@ -11,8 +11,8 @@ use crate::config::ProviderConfig;
 use crate::error;
 use crate::openai_chat::request::effort_name;
 use crate::request_common::{
-    ParametersSchema, input_object, offered_tools, refuse_prefill, system_text, temperature_number,
-    write_body, write_json,
+    ParametersSchema, arguments_text, offered_tools, refuse_prefill, system_text,
+    temperature_number, write_body, write_json,
 };
 use crate::wire_cache::WireCache;
 
@@ -235,7 +235,7 @@ fn assistant_items(blocks: &[ContentBlock], out: &mut Vec<Value>) {
                     "type": "function_call",
                     "call_id": call.id,
                     "name": call.name,
-                    "arguments": input_object(&call.input).to_string(),
+                    "arguments": arguments_text(&call.input),
                 }));
             }
             ContentBlock::Provider {

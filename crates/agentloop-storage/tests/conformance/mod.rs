@@ -178,7 +178,7 @@ pub fn tool_exchange(prefix: &str, call_id: &str) -> (Message, Message) {
             ContentBlock::ToolUse(ToolUseBlock {
                 id: call_id.into(),
                 name: "minion".into(),
-                input: serde_json::json!({ "task": "look", "depth": 1 }),
+                input: serde_json::json!({ "task": "look", "depth": 1 }).into(),
             }),
         ],
     );

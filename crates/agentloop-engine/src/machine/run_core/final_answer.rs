@@ -100,7 +100,7 @@ impl RunCore {
         let call = calls.iter().find(|c| c.name == FINAL_OUTPUT_TOOL)?.clone();
         let refused = matches!(stop_reason, StopReason::Refusal { .. });
         let answer = serde_json::to_string(&call.input).unwrap_or_default();
-        let check = check_value(&rules.schema, call.input.clone(), answer.clone());
+        let check = check_value(&rules.schema, call.input.value(), answer.clone());
         let own_result = match &check {
             _ if refused => ToolResultBlock::error(&call.id, "Not accepted: the model refused."),
             Check::Valid(_) => ToolResultBlock::ok(&call.id, "Output accepted."),

@@ -45,6 +45,7 @@ impl RunCore {
                 tool_use_id: call.id.clone(),
                 reason: call
                     .input
+                    .value()
                     .get("reason")
                     .and_then(|r| r.as_str())
                     .filter(|r| !r.trim().is_empty())

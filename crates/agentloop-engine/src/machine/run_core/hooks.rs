@@ -146,7 +146,7 @@ impl RunCore {
                 run_id: self.state.run_id.clone(),
                 tool_use_id: c.id.clone(),
                 tool: c.name.clone(),
-                arguments: c.input.clone(),
+                arguments: c.input.value(),
             })
             .collect();
         if requests.is_empty() {
@@ -181,7 +181,7 @@ impl RunCore {
                 run_id: self.state.run_id.clone(),
                 tool_use_id: c.id.clone(),
                 tool: c.name.clone(),
-                arguments: c.input.clone(),
+                arguments: c.input.value(),
             })
             .collect();
         if requests.is_empty() {
@@ -242,7 +242,7 @@ impl RunCore {
                     .get(&c.id)
                     .or_else(|| waiting.hooked.get(&c.id).and_then(|v| v.arguments.as_ref()))
                     .cloned()
-                    .unwrap_or_else(|| c.input.clone());
+                    .unwrap_or_else(|| c.input.value());
                 let (run_id, tool_use_id, tool) =
                     (self.state.run_id.clone(), c.id.clone(), c.name.clone());
                 let (result, is_error) = (result.content.clone(), result.is_error);

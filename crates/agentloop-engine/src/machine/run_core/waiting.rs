@@ -46,8 +46,11 @@ impl RunCore {
             .speaking(env)
             .find(&call.name)
             .map_or(&never, |t| &t.approval);
-        approval_policy(&env.options.approvals, &call.name, default)
-            .requires(&call.name, &call.input)
+        match approval_policy(&env.options.approvals, &call.name, default) {
+            // Most calls: no need to read the arguments.
+            ApprovalPolicy::Never => None,
+            policy => policy.requires(&call.name, &call.input.value()),
+        }
     }
 
     /// The calls of the pending tool step that run now: those without a
@@ -63,7 +66,7 @@ impl RunCore {
                 let rewritten = waiting.hooked.get(&c.id).and_then(|v| v.arguments.as_ref());
                 match waiting.approved.get(&c.id).or(rewritten) {
                     Some(arguments) => ToolUseBlock {
-                        input: arguments.clone(),
+                        input: arguments.clone().into(),
                         ..c.clone()
                     },
                     None => c.clone(),
@@ -103,7 +106,7 @@ impl RunCore {
                 self.emit(EventKind::ApprovalRequested(ApprovalRequestedEvent {
                     tool_use_id: id,
                     tool: planned.call.name.clone(),
-                    arguments: planned.call.input.clone(),
+                    arguments: planned.call.input.value(),
                     reason: reason.clone(),
                 }));
                 waiting.pending.push(PendingCall {
@@ -308,14 +311,14 @@ impl RunCore {
                     if arguments.is_some() {
                         waiting.edited.push(id.clone());
                     }
-                    let arguments = arguments.unwrap_or(item.call.input);
+                    let arguments = arguments.unwrap_or_else(|| item.call.input.value());
                     waiting.approved.insert(id, arguments);
                 }
                 (Decision::ApproveAlways, Wait::Approval { .. }) => {
                     if !self.state.approved_tools.contains(&item.call.name) {
                         self.state.approved_tools.push(item.call.name);
                     }
-                    waiting.approved.insert(id, item.call.input);
+                    waiting.approved.insert(id, item.call.input.value());
                 }
                 (Decision::Answer { text }, Wait::Question { .. }) => {
                     waiting.done.push((id, ToolResult::ok(text)));

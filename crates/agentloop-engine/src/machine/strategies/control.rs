@@ -163,7 +163,7 @@ fn read<T: DeserializeOwned>(content: &[ContentBlock], tool: &str) -> Result<T, 
         ContentBlock::ToolUse(call) if call.name == tool => Some(call.input.clone()),
         _ => None,
     });
-    if let Some(parsed) = call.and_then(|input| serde_json::from_value(input).ok()) {
+    if let Some(parsed) = call.and_then(|input| serde_json::from_value(input.value()).ok()) {
         return Ok(parsed);
     }
     let text: String = content
@@ -225,7 +225,7 @@ mod tests {
         let call = vec![ContentBlock::ToolUse(ToolUseBlock {
             id: "c".into(),
             name: DECIDE_NEXT.into(),
-            input: json!({"message": "look it up"}),
+            input: json!({"message": "look it up"}).into(),
         })];
         assert_eq!(read_decision(&call).message, "look it up");
         let fenced = text(

@@ -323,7 +323,7 @@ fn request_input(core: &mut RunCore, step: u32, question: String) -> Step {
     let call = ToolUseBlock {
         id: format!("{}-input-{step}", core.run_id()),
         name: REQUEST_INPUT.to_owned(),
-        input: json!({ "question": question }),
+        input: json!({ "question": question }).into(),
     };
     core.commit(Role::Assistant, vec![ContentBlock::ToolUse(call.clone())]);
     core.emit(EventKind::AgentRequestInput(AgentRequestInputEvent {
