@@ -94,9 +94,12 @@ impl HistoryCheck {
                 return Err(error);
             }
         }
-        if messages.len() > from {
+        if let Some(last) = messages.get(from..).and_then(<[Message]>::last) {
             self.checked = messages.len();
-            self.last_id = messages.last().map(|m| m.id.clone());
+            // The id's room is reused: ids of one run have one length.
+            let last_id = self.last_id.get_or_insert_with(String::new);
+            last_id.clear();
+            last_id.push_str(&last.id);
         }
         // `extra` is checked against the prefix without joining it.
         let mut extra_ids = HashSet::new();
@@ -161,30 +164,30 @@ fn check_message(
             });
         }
     }
-    let previous_calls: Vec<&str> = match previous {
-        Some(prev) if prev.role == Role::Assistant => {
-            prev.tool_uses().map(|c| c.id.as_str()).collect()
-        }
-        _ => Vec::new(),
+    // Iterated, not collected: this runs for every message of every run,
+    // and a turn has a handful of calls.
+    let previous_calls = || {
+        previous
+            .filter(|prev| prev.role == Role::Assistant)
+            .into_iter()
+            .flat_map(Message::tool_uses)
+            .map(|c| c.id.as_str())
     };
-    let results: Vec<&str> = message
-        .tool_results()
-        .map(|r| r.tool_use_id.as_str())
-        .collect();
-    if let Some(orphan) = results.iter().find(|r| !previous_calls.contains(r)) {
+    let results = || message.tool_results().map(|r| r.tool_use_id.as_str());
+    if let Some(orphan) = results().find(|r| !previous_calls().any(|c| c == *r)) {
         return Err(HistoryError::OrphanResult {
             message_id: message.id.clone(),
-            tool_use_id: (*orphan).to_owned(),
+            tool_use_id: orphan.to_owned(),
         });
     }
-    if let (Some(prev), false) = (previous, previous_calls.is_empty()) {
-        if let Some(missing) = previous_calls.iter().find(|c| !results.contains(c)) {
+    if let Some(prev) = previous {
+        if let Some(missing) = previous_calls().find(|c| !results().any(|r| r == *c)) {
             return Err(HistoryError::MissingResult {
                 message_id: prev.id.clone(),
-                tool_use_id: (*missing).to_owned(),
+                tool_use_id: missing.to_owned(),
             });
         }
-        if results != previous_calls {
+        if !results().eq(previous_calls()) {
             return Err(HistoryError::OutOfOrder {
                 message_id: message.id.clone(),
             });

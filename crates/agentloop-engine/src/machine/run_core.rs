@@ -301,8 +301,12 @@ impl RunCore {
 
     /// A message id of this run: `{run_id}-{n}`.
     pub(crate) fn next_id(&mut self) -> String {
+        use std::fmt::Write as _;
         self.state.created_messages += 1;
-        format!("{}-{}", self.state.run_id, self.state.created_messages)
+        // Sized up front: `format!` guesses too small and grows once more.
+        let mut id = String::with_capacity(self.state.run_id.len() + 11);
+        let _ = write!(id, "{}-{}", self.state.run_id, self.state.created_messages);
+        id
     }
 
     /// Appends a message to the history and reports it.
