@@ -619,3 +619,67 @@ async fn a_grown_history_loads_only_the_attachments_it_has_not_written() {
         }
     }
 }
+
+/// Arguments a model streamed (its spacing, its key order) go back byte
+/// for byte where the API takes them as a string, and as the object they
+/// hold where it takes an object.
+#[tokio::test]
+async fn streamed_arguments_go_back_as_the_model_wrote_them() {
+    let written = r#"{"unit": "c",  "city": "Paris"}"#;
+    let (first, second) = written.split_at(12);
+    let chunk = |delta: Value, finish: Value| {
+        let chunk = json!({"id": "c1", "object": "chat.completion.chunk", "created": 0,
+            "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {chunk}\n\n")
+    };
+    let stream = [
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                "function": {"name": "weather", "arguments": first}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": second}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let outcome = agentloop_providers::replay_sse(ApiKind::OpenaiChat, stream.as_bytes());
+    let ContentBlock::ToolUse(call) = &outcome.content[0] else {
+        panic!("a tool call expected: {:?}", outcome.content);
+    };
+    assert_eq!(call.input.as_json(), written);
+    assert_eq!(call.input, json!({"city": "Paris", "unit": "c"}));
+
+    let mut request = request("m");
+    request
+        .messages
+        .push(Message::new("a1", Role::Assistant, outcome.content.clone()));
+    request.messages.push(Message::new(
+        "r1",
+        Role::User,
+        vec![ContentBlock::ToolResult(ToolResultBlock::ok(
+            "call_1", "sunny",
+        ))],
+    ));
+    let chat = body_of(ApiKind::OpenaiChat, &request).await;
+    assert_eq!(
+        chat["messages"][1]["tool_calls"][0]["function"]["arguments"],
+        written
+    );
+    let responses = body_of(ApiKind::OpenaiResponses, &request).await;
+    let call_item = responses["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "function_call")
+        .unwrap();
+    assert_eq!(call_item["arguments"], written);
+    let anthropic = body_of(ApiKind::AnthropicMessages, &request).await;
+    assert_eq!(
+        anthropic["messages"][1]["content"][0]["input"],
+        json!({"city": "Paris", "unit": "c"})
+    );
+}
