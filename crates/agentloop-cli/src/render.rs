@@ -247,19 +247,17 @@ impl View {
                 strategy.name()
             )?,
             // A hook that let the moment pass says nothing.
-            EventKind::Hook(HookEvent {
-                decision: HookDecision::Pass,
-                error: None,
-                ..
-            }) => {}
-            EventKind::Hook(HookEvent {
-                hook,
-                point,
-                decision,
-                ignored,
-                error,
-                ..
-            }) => {
+            EventKind::Hook(hook)
+                if matches!(hook.decision, HookDecision::Pass) && hook.error.is_none() => {}
+            EventKind::Hook(hook) => {
+                let HookEvent {
+                    hook,
+                    point,
+                    decision,
+                    ignored,
+                    error,
+                    ..
+                } = &**hook;
                 self.end_line(sinks)?;
                 let out = sinks.progress();
                 let ignored = if *ignored { " (ignored)" } else { "" };
@@ -275,9 +273,10 @@ impl View {
                     decision.name()
                 )?
             }
-            EventKind::Handoff(HandoffEvent {
-                from, to, reason, ..
-            }) => {
+            EventKind::Handoff(handoff) => {
+                let HandoffEvent {
+                    from, to, reason, ..
+                } = &**handoff;
                 self.end_line(sinks)?;
                 let out = sinks.progress();
                 let reason = match reason {
@@ -300,20 +299,20 @@ impl View {
                     self.summary(sinks.progress(), result)?
                 }
             }
-            EventKind::ApprovalRequested(ApprovalRequestedEvent {
-                tool_use_id, tool, ..
-            }) if self.asking => {
+            EventKind::ApprovalRequested(approval) if self.asking => {
                 // A rejected call never starts: its result line needs the
                 // name from here.
-                self.tool_names.insert(tool_use_id.clone(), tool.clone());
+                self.tool_names
+                    .insert(approval.tool_use_id.clone(), approval.tool.clone());
                 self.end_line(sinks)?
             }
-            EventKind::ApprovalRequested(ApprovalRequestedEvent {
-                tool_use_id,
-                tool,
-                reason,
-                ..
-            }) => {
+            EventKind::ApprovalRequested(approval) => {
+                let ApprovalRequestedEvent {
+                    tool_use_id,
+                    tool,
+                    reason,
+                    ..
+                } = &**approval;
                 self.tool_names.insert(tool_use_id.clone(), tool.clone());
                 self.end_line(sinks)?;
                 let out = sinks.progress();

@@ -209,10 +209,10 @@ fn deepen(kind: EventKind) -> EventKind {
         | EventKind::AgentObserve(AgentObserveEvent { .. })
         | EventKind::AgentCompletion(AgentCompletionEvent { .. })
         | EventKind::AgentError(AgentErrorEvent { .. })
-        | EventKind::ApprovalRequested(ApprovalRequestedEvent { .. })
+        | EventKind::ApprovalRequested(_)
         | EventKind::ContextCompacted(ContextCompactedEvent { .. })
-        | EventKind::Hook(HookEvent { .. })
-        | EventKind::Handoff(HandoffEvent { .. })
+        | EventKind::Hook(_)
+        | EventKind::Handoff(_)
         | EventKind::Finished(FinishedEvent { .. })) => kind,
     }
 }

@@ -90,7 +90,7 @@ fn handoff_events(events: &[LoopEvent]) -> Vec<HandoffEvent> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Handoff(event) => Some(event.clone()),
+            EventKind::Handoff(event) => Some((**event).clone()),
             _ => None,
         })
         .collect()

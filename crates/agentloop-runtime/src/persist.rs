@@ -223,14 +223,14 @@ impl Persister {
             | EventKind::AgentTurnStart(AgentTurnStartEvent { .. })
             | EventKind::AgentReason(AgentReasonEvent { .. })
             | EventKind::AgentRequestInput(AgentRequestInputEvent { .. })
-            | EventKind::ApprovalRequested(ApprovalRequestedEvent { .. })
+            | EventKind::ApprovalRequested(_)
             | EventKind::AgentToolStart(AgentToolStartEvent { .. })
             | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
             | EventKind::AgentObserve(AgentObserveEvent { .. })
             | EventKind::AgentCompletion(AgentCompletionEvent { .. })
             | EventKind::AgentError(AgentErrorEvent { .. })
-            | EventKind::Hook(HookEvent { .. })
-            | EventKind::Handoff(HandoffEvent { .. })
+            | EventKind::Hook(_)
+            | EventKind::Handoff(_)
             | EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {
                 self.flush_when_full().await?
             }

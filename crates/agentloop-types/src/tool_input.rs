@@ -118,6 +118,10 @@ impl<'de> Deserialize<'de> for ToolInput {
 
 #[cfg(feature = "schema")]
 impl schemars::JsonSchema for ToolInput {
+    fn inline_schema() -> bool {
+        true
+    }
+
     fn schema_name() -> std::borrow::Cow<'static, str> {
         Value::schema_name()
     }

@@ -122,34 +122,39 @@ fn render_kind(kind: &EventKind) -> String {
             "{} tokens={tokens_before}->{tokens_after} messages={messages_compacted}",
             strategy.name()
         ),
-        EventKind::ApprovalRequested(ApprovalRequestedEvent {
-            tool_use_id,
-            tool,
-            arguments,
-            reason,
-        }) => format!("{tool_use_id} {tool} {} {}", json(arguments), json(reason)),
-        EventKind::Handoff(HandoffEvent {
-            from,
-            to,
-            tool_use_id,
-            reason,
-            handoffs,
-        }) => {
+        EventKind::ApprovalRequested(event) => {
+            let ApprovalRequestedEvent {
+                tool_use_id,
+                tool,
+                arguments,
+                reason,
+            } = &**event;
+            format!("{tool_use_id} {tool} {} {}", json(arguments), json(reason))
+        }
+        EventKind::Handoff(event) => {
+            let HandoffEvent {
+                from,
+                to,
+                tool_use_id,
+                reason,
+                handoffs,
+            } = &**event;
             let mut out = format!("{from} -> {to} {tool_use_id} #{handoffs}");
             if let Some(reason) = reason {
                 out.push_str(&format!(" {}", json(reason)));
             }
             out
         }
-        EventKind::Hook(HookEvent {
-            hook,
-            point,
-            tool_use_id,
-            decision,
-            ignored,
-            error,
-            guardrail,
-        }) => {
+        EventKind::Hook(event) => {
+            let HookEvent {
+                hook,
+                point,
+                tool_use_id,
+                decision,
+                ignored,
+                error,
+                guardrail,
+            } = &**event;
             let mut out = if *guardrail {
                 format!("guardrail {hook} {}", point.name())
             } else {

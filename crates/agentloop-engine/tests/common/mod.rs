@@ -378,7 +378,7 @@ pub fn hook_events(events: &[LoopEvent]) -> Vec<agentloop_types::HookEvent> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            agentloop_types::EventKind::Hook(event) => Some(event.clone()),
+            agentloop_types::EventKind::Hook(event) => Some((**event).clone()),
             _ => None,
         })
         .collect()

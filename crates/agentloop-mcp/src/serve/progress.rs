@@ -19,7 +19,7 @@ pub fn progress_message(event: &LoopEvent) -> Option<String> {
             Some(agent) => format!("model turn {iteration} ({agent})"),
             None => format!("model turn {iteration}"),
         },
-        EventKind::Handoff(HandoffEvent { from, to, .. }) => format!("{from} hands off to {to}"),
+        EventKind::Handoff(handoff) => format!("{} hands off to {}", handoff.from, handoff.to),
         EventKind::ToolStart(ToolStartEvent { name, .. }) => format!("tool {name} started"),
         EventKind::ToolEnd(ToolEndEvent { name, is_error, .. }) => {
             if *is_error {
@@ -28,8 +28,8 @@ pub fn progress_message(event: &LoopEvent) -> Option<String> {
                 format!("tool {name} finished")
             }
         }
-        EventKind::ApprovalRequested(ApprovalRequestedEvent { tool, .. }) => {
-            format!("tool {tool} waits for approval")
+        EventKind::ApprovalRequested(approval) => {
+            format!("tool {} waits for approval", approval.tool)
         }
         EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {
             "earlier turns compacted".to_owned()
@@ -53,7 +53,7 @@ pub fn progress_message(event: &LoopEvent) -> Option<String> {
         | EventKind::AgentObserve(AgentObserveEvent { .. })
         | EventKind::AgentCompletion(AgentCompletionEvent { .. })
         | EventKind::AgentError(AgentErrorEvent { .. })
-        | EventKind::Hook(HookEvent { .. }) => return None,
+        | EventKind::Hook(_) => return None,
     };
     let depth = event.path.depth();
     Some(if depth == 0 {

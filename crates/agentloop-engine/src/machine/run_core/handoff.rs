@@ -69,13 +69,13 @@ impl RunCore {
         self.handoffs += 1;
         self.agent = plan.has(&taken.to).then(|| taken.to.clone());
         self.handoff_point = self.state.messages.last().map(|m| m.id.clone());
-        self.emit(EventKind::Handoff(HandoffEvent {
+        self.emit(EventKind::Handoff(Box::new(HandoffEvent {
             from,
             to: taken.to,
             tool_use_id: taken.tool_use_id,
             reason: taken.reason,
             handoffs: self.handoffs,
-        }));
+        })));
         None
     }
 

@@ -320,7 +320,7 @@ impl RunCore {
             let applies = answer.decision.applies_at(point)
                 && !(matches!(answer.decision, HookDecision::Continue { .. })
                     && self.continues >= env.hooks.max_continues);
-            self.emit(EventKind::Hook(HookEvent {
+            self.emit(EventKind::Hook(Box::new(HookEvent {
                 hook: answer.hook.clone(),
                 point,
                 tool_use_id: answer.tool_use_id.clone(),
@@ -328,7 +328,7 @@ impl RunCore {
                 ignored: !applies,
                 error: answer.error.clone(),
                 guardrail: answer.guardrail,
-            }));
+            })));
             if applies {
                 let by = if answer.guardrail {
                     "guardrail"

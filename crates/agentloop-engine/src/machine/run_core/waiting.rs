@@ -103,12 +103,14 @@ impl RunCore {
                 && !waiting.approved.contains_key(&id)
                 && let Some(reason) = hook_asks.or_else(|| self.needs_approval(env, &planned.call))
             {
-                self.emit(EventKind::ApprovalRequested(ApprovalRequestedEvent {
-                    tool_use_id: id,
-                    tool: planned.call.name.clone(),
-                    arguments: planned.call.input.value(),
-                    reason: reason.clone(),
-                }));
+                self.emit(EventKind::ApprovalRequested(Box::new(
+                    ApprovalRequestedEvent {
+                        tool_use_id: id,
+                        tool: planned.call.name.clone(),
+                        arguments: planned.call.input.value(),
+                        reason: reason.clone(),
+                    },
+                )));
                 waiting.pending.push(PendingCall {
                     call: planned.call,
                     path: RunPath::root(),

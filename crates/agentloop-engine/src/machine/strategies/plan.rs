@@ -272,12 +272,12 @@ impl PlanMachine {
                 | EventKind::AgentToolStart(AgentToolStartEvent { .. })
                 | EventKind::AgentToolComplete(AgentToolCompleteEvent { .. })
                 | EventKind::AgentObserve(AgentObserveEvent { .. })
-                | EventKind::Hook(HookEvent { .. })
-                | EventKind::Handoff(HandoffEvent { .. })
+                | EventKind::Hook(_)
+                | EventKind::Handoff(_)
                 | EventKind::AgentCompletion(AgentCompletionEvent { .. })
                 | EventKind::AgentError(AgentErrorEvent { .. })
                 | EventKind::ContextCompacted(ContextCompactedEvent { .. })
-                | EventKind::ApprovalRequested(ApprovalRequestedEvent { .. })) => core.emit(kind),
+                | EventKind::ApprovalRequested(_)) => core.emit(kind),
             }
         }
         match (next, result) {
