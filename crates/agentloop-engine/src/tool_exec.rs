@@ -3,14 +3,14 @@
 //! call. The machine commits them in call order; calls it answered itself
 //! start and end like any other, without running anything.
 
+use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, ApprovalRequestedEvent, FinishedEvent, HandoffEvent, MessageCreatedEvent,
-    PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
-    TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use agentloop_types::{ContextCompactedEvent, HookEvent};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;

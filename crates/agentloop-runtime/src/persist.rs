@@ -22,14 +22,14 @@
 //!
 //! Every other event waits in the log batch.
 
+use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, ApprovalRequestedEvent, FinishedEvent, MessageCreatedEvent,
-    PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
-    TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use agentloop_types::{ContextCompactedEvent, HandoffEvent, HookEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
 

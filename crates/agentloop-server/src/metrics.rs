@@ -8,11 +8,11 @@
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, ApprovalRequestedEvent, FinishedEvent, MessageCreatedEvent,
-    PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent,
-    TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use agentloop_types::{ApiKind, ContextCompactedEvent, HandoffEvent, HookEvent};
+use agentloop_types::{ApiKind, ContextCompactedEvent};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -5,10 +5,9 @@
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, ApprovalRequestedEvent, ContextCompactedEvent, EventKind, FinishedEvent,
-    HandoffEvent, HookEvent, LoopEvent, MessageCreatedEvent, PendingToolResultEvent,
-    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
-    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
+    AgentTurnStartEvent, ContextCompactedEvent, EventKind, FinishedEvent, LoopEvent,
+    MessageCreatedEvent, PendingToolResultEvent, StreamingChunkEvent, StreamingEndEvent,
+    StreamingStartEvent, TokensConsumedEvent, ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
 
 /// The progress message for `event`, or `None` when it is not worth one.

@@ -11,14 +11,14 @@
 //! and the decisions resume that step in place; a cancelled step ends the
 //! run the same way; a return-tool value completes it.
 
+use agentloop_types::ContextCompactedEvent;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, FinishedEvent, HandoffEvent, MessageCreatedEvent, PendingToolResultEvent,
+    AgentTurnStartEvent, FinishedEvent, MessageCreatedEvent, PendingToolResultEvent,
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use agentloop_types::{ApprovalRequestedEvent, ContextCompactedEvent, HookEvent};
 use std::collections::VecDeque;
 
 use agentloop_types::{ContentBlock, EventKind, LoopResult, LoopStatus, Role, RunState};
