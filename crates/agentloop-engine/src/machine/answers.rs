@@ -68,8 +68,12 @@ impl ToolOutcome {
 
 /// The answer to a call that must not run: an unknown tool or arguments
 /// that are not a JSON object. `None`: the call runs.
-pub(crate) fn refusal(call: &ToolUseBlock, offered: &[&str]) -> Option<ToolResult> {
-    if !offered.contains(&call.name.as_str()) {
+pub(crate) fn refusal<'a>(
+    call: &ToolUseBlock,
+    offered: impl Iterator<Item = &'a str> + Clone,
+) -> Option<ToolResult> {
+    if !offered.clone().any(|name| name == call.name) {
+        let offered: Vec<&str> = offered.collect();
         let available = if offered.is_empty() {
             "none".to_owned()
         } else {

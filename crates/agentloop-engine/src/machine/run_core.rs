@@ -546,12 +546,12 @@ impl RunCore {
             .iter()
             .map(|t| handoff_tool_name(&t.agent))
             .collect();
-        let offered: Vec<&str> = agent
+        // Not collected: read only when a call names a tool not offered.
+        let offered = agent
             .tools
             .iter()
             .map(|t| t.definition.name.as_str())
-            .chain(handoff_tools.iter().map(String::as_str))
-            .collect();
+            .chain(handoff_tools.iter().map(String::as_str));
         let mut handed = None;
         calls
             .into_iter()
@@ -564,7 +564,7 @@ impl RunCore {
                     // The first handoff of a turn is taken; the others
                     // are answered as not taken.
                     Some(handoff_answer(to, &mut handed))
-                } else if let Some(refused) = refusal(&call, &offered) {
+                } else if let Some(refused) = refusal(&call, offered.clone()) {
                     Some(refused)
                 } else {
                     let specs = tool.map(|t| t.options.as_slice()).unwrap_or_default();

@@ -90,22 +90,22 @@ impl RunCore {
         }
         let mut run: Vec<ToolCall> = Vec::with_capacity(planned.len());
         for mut planned in planned {
-            let id = planned.call.id.clone();
-            if let Some(verdict) = waiting.hooked.get(&id)
+            let id = &planned.call.id;
+            if let Some(verdict) = waiting.hooked.get(id)
                 && verdict.blocked
             {
                 continue;
             }
-            let hook_asks = waiting.hooked.get(&id).and_then(|v| v.ask.clone());
-            if let Some(child) = waiting.children.get(&id) {
+            let hook_asks = waiting.hooked.get(id).and_then(|v| v.ask.clone());
+            if let Some(child) = waiting.children.get(id) {
                 planned.resume = Some(child.clone());
             } else if planned.answer.is_none()
-                && !waiting.approved.contains_key(&id)
+                && !waiting.approved.contains_key(id)
                 && let Some(reason) = hook_asks.or_else(|| self.needs_approval(env, &planned.call))
             {
                 self.emit(EventKind::ApprovalRequested(Box::new(
                     ApprovalRequestedEvent {
-                        tool_use_id: id,
+                        tool_use_id: id.clone(),
                         tool: planned.call.name.clone(),
                         arguments: planned.call.input.value(),
                         reason: reason.clone(),
