@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
@@ -31,8 +32,8 @@ impl ToolInput {
         if text.is_empty() {
             return Self(Arc::from("{}"));
         }
-        // Checking the text allocates nothing; it is parsed when read.
-        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
+        // Checking the text keeps nothing; it is parsed when read.
+        if serde_json::from_str::<Checked>(text).is_ok() {
             Self(Arc::from(text))
         } else {
             Self::from(&Value::String(text.to_owned()))
@@ -44,16 +45,70 @@ impl ToolInput {
         &self.0
     }
 
-    /// The arguments, parsed. Text that passed the syntax check but holds
-    /// a number no JSON value can (`1e999`) reads as that text in a string,
-    /// as text that is not JSON does.
+    /// The arguments, parsed.
     pub fn value(&self) -> Value {
+        // The text was checked to parse when the input was made; the
+        // fallback only keeps this total.
         serde_json::from_str(&self.0).unwrap_or_else(|_| Value::String(self.0.to_string()))
     }
 
     /// Whether the arguments are a JSON object (what a tool expects).
     pub fn is_object(&self) -> bool {
         self.0.starts_with('{')
+    }
+}
+
+/// A JSON value read through serde_json's full parser and kept nowhere:
+/// text it accepts is exactly text a [`Value`] parses from. Its skip path
+/// (`IgnoredAny`) would not do: it accepts lone surrogate escapes and
+/// numbers beyond `f64`, which a `Value` refuses.
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Checked)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Checked, A::Error> {
+        while items.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Checked, A::Error> {
+        while entries.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
     }
 }
 
@@ -156,8 +211,12 @@ mod tests {
         let cut = ToolInput::from_model_text("{\"path\": \"/tm");
         assert_eq!(cut, json!("{\"path\": \"/tm"));
         assert!(!cut.is_object());
-        let overflow = ToolInput::from_model_text("1e999");
-        assert_eq!(overflow.value(), json!("1e999"));
+        // Text only a lenient parser takes is not JSON either.
+        for lenient in ["1e999", r#"{"a": "\ud800"}"#] {
+            let input = ToolInput::from_model_text(lenient);
+            assert_eq!(input.value(), json!(lenient));
+            assert!(!input.is_object());
+        }
     }
 
     #[test]
