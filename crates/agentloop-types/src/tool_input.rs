@@ -18,8 +18,8 @@ use serde_json::Value;
 /// from a [`Value`] are its compact serialisation.
 ///
 /// Read the arguments with [`value`](Self::value). Two inputs are equal
-/// when their JSON values are, and an input serialises as its value (a
-/// JSON object, not a string holding one).
+/// when their JSON values are, and an input displays and serialises as its
+/// value (a JSON object, not a string holding one).
 #[derive(Clone)]
 pub struct ToolInput(Arc<str>);
 
@@ -151,9 +151,10 @@ impl fmt::Debug for ToolInput {
 }
 
 impl fmt::Display for ToolInput {
-    /// The JSON text.
+    /// The value's compact JSON, on one line whatever the text (a model
+    /// may write its arguments over several), as a [`Value`] displays.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        self.value().fmt(f)
     }
 }
 
@@ -198,11 +199,13 @@ mod tests {
         assert_eq!(input.as_json(), "{\"b\": 1, \"a\": [true]}");
         assert_eq!(input, json!({"a": [true], "b": 1}));
         assert!(input.is_object());
-        // It serialises as the object, in the value's form.
+        // It serialises and displays as the object, in the value's form.
         assert_eq!(
             serde_json::to_string(&input).unwrap(),
             r#"{"a":[true],"b":1}"#
         );
+        let written_over_lines = ToolInput::from_model_text("{\n  \"path\": \"/\"\n}");
+        assert_eq!(written_over_lines.to_string(), r#"{"path":"/"}"#);
     }
 
     #[test]

@@ -91,8 +91,7 @@ pub(crate) fn estimate_tokens(
             ContentBlock::Thinking { thinking, .. } => chars += thinking.chars().count() as u64,
             ContentBlock::RedactedThinking { data } => chars += data.len() as u64,
             ContentBlock::ToolUse(call) => {
-                chars +=
-                    (call.name.chars().count() + call.input.to_string().chars().count()) as u64;
+                chars += (call.name.chars().count() + call.input.as_json().chars().count()) as u64;
             }
             ContentBlock::ToolResult(result) => chars += result.content.chars().count() as u64,
             ContentBlock::Image { .. } | ContentBlock::Document { .. } => attachments += 1,
