@@ -375,18 +375,12 @@ async fn responses_reasoning_item_goes_back_before_its_call() {
     else {
         panic!("reasoning item expected");
     };
-    let mut request = request("gpt-5.1-codex-max");
-    request
-        .messages
-        .push(Message::new("a1", Role::Assistant, outcome.content.clone()));
-    request.messages.push(Message::new(
-        "u2",
-        Role::User,
-        vec![ContentBlock::ToolResult(ToolResultBlock::ok(
-            "call_AB6AaRZ1FYZB2RwS6A5vbdqn",
-            "19",
-        ))],
-    ));
+    let request = after_tool_turn(
+        "gpt-5.1-codex-max",
+        &outcome.content,
+        "call_AB6AaRZ1FYZB2RwS6A5vbdqn",
+        "19",
+    );
     let sent = body_of(ApiKind::OpenaiResponses, &request).await;
     let input = sent["input"].as_array().unwrap();
     let kinds: Vec<&str> = input
@@ -410,6 +404,28 @@ async fn responses_reasoning_item_goes_back_before_its_call() {
             .starts_with("gAAAA")
     );
     assert_eq!(input[2]["arguments"], r#"{"a":12,"b":7,"op":"add"}"#);
+}
+
+/// A request for `model` after an assistant turn of `content` whose call
+/// `call_id` was answered with `result`.
+fn after_tool_turn(
+    model: &str,
+    content: &[ContentBlock],
+    call_id: &str,
+    result: &str,
+) -> ModelRequest {
+    let mut request = request(model);
+    request
+        .messages
+        .push(Message::new("a1", Role::Assistant, content.to_vec()));
+    request.messages.push(Message::new(
+        "u2",
+        Role::User,
+        vec![ContentBlock::ToolResult(ToolResultBlock::ok(
+            call_id, result,
+        ))],
+    ));
+    request
 }
 
 async fn body_of(api: ApiKind, request: &ModelRequest) -> Value {
@@ -653,17 +669,7 @@ async fn streamed_arguments_go_back_as_the_model_wrote_them() {
     assert_eq!(call.input.as_json(), written);
     assert_eq!(call.input, json!({"city": "Paris", "unit": "c"}));
 
-    let mut request = request("m");
-    request
-        .messages
-        .push(Message::new("a1", Role::Assistant, outcome.content.clone()));
-    request.messages.push(Message::new(
-        "r1",
-        Role::User,
-        vec![ContentBlock::ToolResult(ToolResultBlock::ok(
-            "call_1", "sunny",
-        ))],
-    ));
+    let request = after_tool_turn("m", &outcome.content, "call_1", "sunny");
     let chat = body_of(ApiKind::OpenaiChat, &request).await;
     assert_eq!(
         chat["messages"][1]["tool_calls"][0]["function"]["arguments"],
