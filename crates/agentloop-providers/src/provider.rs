@@ -255,7 +255,9 @@ pub(crate) fn feed_bytes(
 
 impl Turn {
     async fn advance(&mut self) {
-        let mut out = Vec::new();
+        // The queue is drained before each step: its buffer collects this
+        // step's items, so a turn allocates it once, not once a step.
+        let mut out = Vec::from(std::mem::take(&mut self.queue));
         // The turn is over unless a branch below (or a retry) sets a phase.
         match std::mem::replace(&mut self.phase, Phase::Over) {
             Phase::Start => {
@@ -335,7 +337,7 @@ impl Turn {
                 }
             }
         }
-        self.queue.extend(out);
+        self.queue = VecDeque::from(out);
     }
 }
 
@@ -423,9 +425,9 @@ async fn start(
         }))));
     }
     // A whole JSON response: asked for, or sent by a server that ignores
-    // `stream: true`.
-    let bytes = response
-        .bytes()
+    // `stream: true`. Its future is boxed: inline, it would make every
+    // turn's future larger.
+    let bytes = Box::pin(response.bytes())
         .await
         .map_err(|e| error::connection(describe(&e), request_id.clone()))?;
     let value: Value = serde_json::from_slice(&bytes)

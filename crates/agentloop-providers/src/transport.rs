@@ -113,27 +113,43 @@ pub(crate) async fn send(
         if let Ok(response) = &sent {
             attempt.record("http.response.status_code", response.status().as_u16());
         }
-        let (failure, wait) = match sent {
+        match sent {
             Ok(response) if response.status().is_success() => return Ok(response),
-            Ok(response) => {
-                let status = response.status().as_u16();
-                let headers = response.headers().clone();
-                let body = response.bytes().await.unwrap_or_default();
-                let failure = error::http(status, &body, request_id(&headers));
-                (failure, retry::retry_after(&headers))
-            }
-            Err(e) => (error::connection(describe(&e), None), None),
-        };
-        if *retries >= config.retry.max_retries || !is_retryable(&failure) {
-            return Err(failure);
+            // Boxed: the rare path's futures (reading an error body, the
+            // backoff) would otherwise make every turn's future larger.
+            failed => Box::pin(back_off(failed, config, *retries, &attempt)).await?,
         }
-        let Some(delay) = config.retry.delay(*retries, wait) else {
-            return Err(failure);
-        };
-        attempt.in_scope(|| {
-            retry::notice_retry(&failure, *retries + 1, config.retry.max_retries, delay);
-        });
-        tokio::time::sleep(delay).await;
         *retries += 1;
     }
+}
+
+/// After a failed attempt: the failure, when it is not retried (or the
+/// retries are used up); otherwise waits out the backoff.
+async fn back_off(
+    sent: Result<reqwest::Response, reqwest::Error>,
+    config: &ProviderConfig,
+    retries: u32,
+    attempt: &tracing::Span,
+) -> Result<(), ProviderError> {
+    let (failure, wait) = match sent {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let body = response.bytes().await.unwrap_or_default();
+            let failure = error::http(status, &body, request_id(&headers));
+            (failure, retry::retry_after(&headers))
+        }
+        Err(e) => (error::connection(describe(&e), None), None),
+    };
+    if retries >= config.retry.max_retries || !is_retryable(&failure) {
+        return Err(failure);
+    }
+    let Some(delay) = config.retry.delay(retries, wait) else {
+        return Err(failure);
+    };
+    attempt.in_scope(|| {
+        retry::notice_retry(&failure, retries + 1, config.retry.max_retries, delay);
+    });
+    tokio::time::sleep(delay).await;
+    Ok(())
 }
