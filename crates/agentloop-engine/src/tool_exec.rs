@@ -11,7 +11,6 @@ use agentloop_types::{
     StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokensConsumedEvent,
     ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent,
 };
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,10 +49,18 @@ impl ToolRun<'_> {
     pub(crate) async fn run(&self, mut calls: Vec<ToolCall>, emitter: &mut Emitter) -> Input {
         let mut finished: Vec<(String, ToolOutcome)> = Vec::with_capacity(calls.len());
         let mut child_tokens = TokenTotals::default();
-        for batch in batches(&calls, |c| c.alone) {
+        let mut start = 0;
+        while start < calls.len() {
+            let end = start + batch_len(&calls[start..], |c| c.alone);
             let completed = self
-                .run_batch(&mut calls[batch], emitter, &mut finished, &mut child_tokens)
+                .run_batch(
+                    &mut calls[start..end],
+                    emitter,
+                    &mut finished,
+                    &mut child_tokens,
+                )
                 .await;
+            start = end;
             if !completed {
                 return Input::Cancelled {
                     partial_turn: None,
@@ -78,33 +85,35 @@ impl ToolRun<'_> {
         child_tokens: &mut TokenTotals,
     ) -> bool {
         let timeout = self.options.tool_timeout_ms.map(Duration::from_millis);
-        let streams: Vec<_> = batch
-            .iter()
-            .enumerate()
-            .map(|(index, planned)| {
-                let call = &planned.call;
-                let context = ToolContext {
-                    run_id: self.run_id.to_owned(),
-                    project_id: self.options.project_id.clone(),
-                    chat_id: self.options.chat_id.clone(),
-                    tool_use_id: call.id.clone(),
-                    path: RunPath::root(),
-                    options: Default::default(),
-                    cancel: self.cancel.child_token(),
-                    resume: planned.resume.clone(),
-                };
-                CallStream::start(planned, self.find(&call.name), context, timeout)
-                    .map(move |item| (index, item))
-            })
-            .collect();
+        let start = |index: usize, planned: &ToolCall| {
+            let call = &planned.call;
+            let context = ToolContext {
+                run_id: self.run_id.to_owned(),
+                project_id: self.options.project_id.clone(),
+                chat_id: self.options.chat_id.clone(),
+                tool_use_id: call.id.clone(),
+                path: RunPath::root(),
+                options: Default::default(),
+                cancel: self.cancel.child_token(),
+                resume: planned.resume.clone(),
+            };
+            CallStream::start(planned, self.find(&call.name), context, timeout)
+                .map(move |item| (index, item))
+        };
         // One call needs no merging: reading it in place spares the
         // unordered set's allocations and wakers on every tool step.
-        let mut merged = if streams.len() == 1 {
-            Either::Left(stream::iter(streams).flatten())
-        } else {
-            Either::Right(
-                stream::iter(streams).flatten_unordered(self.options.tool_concurrency.max(1)),
-            )
+        let mut merged = match &*batch {
+            [only] => Either::Left(start(0, only)),
+            _ => {
+                let streams: Vec<_> = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(index, planned)| start(index, planned))
+                    .collect();
+                Either::Right(
+                    stream::iter(streams).flatten_unordered(self.options.tool_concurrency.max(1)),
+                )
+            }
         };
         loop {
             let Some(next) = or_cancelled(self.cancel, merged.next()).await else {
@@ -217,24 +226,14 @@ fn deepen(kind: EventKind) -> EventKind {
     }
 }
 
-/// Splits calls, in order, into batches that may run together: a run of
-/// calls that may share the turn, or one call that must run alone.
-fn batches<T>(calls: &[T], runs_alone: impl Fn(&T) -> bool) -> Vec<Range<usize>> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (i, call) in calls.iter().enumerate() {
-        if runs_alone(call) {
-            if start < i {
-                out.push(start..i);
-            }
-            out.push(i..i + 1);
-            start = i + 1;
-        }
+/// How many calls, from the first, may run together: a run of calls that
+/// may share the turn, or one call that must run alone.
+fn batch_len<T>(calls: &[T], runs_alone: impl Fn(&T) -> bool) -> usize {
+    match calls.iter().position(&runs_alone) {
+        Some(0) => 1,
+        Some(alone) => alone,
+        None => calls.len(),
     }
-    if start < calls.len() {
-        out.push(start..calls.len());
-    }
-    out
 }
 
 #[cfg(test)]
@@ -256,10 +255,13 @@ mod tests {
             .iter()
             .map(|id| call(id))
             .collect();
-        let ids: Vec<Vec<&str>> = batches(&calls, |c| c.name == "solo")
-            .into_iter()
-            .map(|b| calls[b].iter().map(|c| c.id.as_str()).collect())
-            .collect();
+        let mut ids: Vec<Vec<&str>> = Vec::new();
+        let mut rest = &calls[..];
+        while !rest.is_empty() {
+            let (batch, after) = rest.split_at(batch_len(rest, |c| c.name == "solo"));
+            ids.push(batch.iter().map(|c| c.id.as_str()).collect());
+            rest = after;
+        }
         assert_eq!(
             ids,
             vec![

@@ -42,12 +42,10 @@ impl RunCore {
         let in_history = |id: &str| self.history_check.0.has_call_id(&self.state.messages, id);
         // The usual turn reuses no id: that is found without building the
         // sets below, comparing its calls pairwise while they are few.
-        let ids: Vec<&str> = content.iter().filter_map(call_id).collect();
-        let may_reuse = ids.len() > FEW_CALLS
-            || ids
-                .iter()
-                .enumerate()
-                .any(|(i, id)| in_history(id) || ids[..i].contains(id));
+        let ids = || content.iter().filter_map(call_id);
+        let may_reuse = ids()
+            .enumerate()
+            .any(|(i, id)| i >= FEW_CALLS || in_history(id) || ids().take(i).any(|e| e == id));
         if !may_reuse {
             return content;
         }
