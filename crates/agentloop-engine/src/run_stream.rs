@@ -21,8 +21,12 @@ use futures::future::BoxFuture;
 use futures::{Future, Stream, StreamExt};
 
 /// Items buffered between the driver and the consumer: the driver waits
-/// while more than this many are.
-const BUFFER: usize = 64;
+/// while more than this many are. Small, because a run keeps the buffer's
+/// room for its whole life, idle or not: one past this bound is the
+/// smallest room a `VecDeque` of events takes (4 slots), so a run waiting
+/// on its model holds 0.4 KiB here, where a bound of 64 let a step's burst
+/// of events grow it to 1.6 KiB.
+const BUFFER: usize = 3;
 
 /// Items the driver wrote and the consumer has not read. Not a channel:
 /// the driver is polled only by the stream's own `poll_next`, which takes
@@ -47,13 +51,18 @@ impl Buffer {
         self.lock().is_empty()
     }
 
+    /// Whether the driver waits for the consumer to take items.
+    fn is_full(&self) -> bool {
+        self.lock().len() > BUFFER
+    }
+
     /// Writes `item` at once; the future waits until the buffer is back
     /// within its bound. Not an `async fn`: the future holds only a
     /// reference, not the item, and the driver awaits one at a time.
     fn push(&self, item: Buffered) -> impl Future<Output = ()> + '_ {
         self.lock().push_back(item);
         futures::future::poll_fn(|_| {
-            if self.lock().len() > BUFFER {
+            if self.is_full() {
                 Poll::Pending
             } else {
                 Poll::Ready(())
@@ -183,6 +192,8 @@ impl RunStream {
             match driver.as_mut().poll(cx) {
                 // The driver is done; the loop hands out what it wrote last.
                 Poll::Ready(()) => self.driver = None,
+                // The driver waits for the consumer: hand out at once.
+                Poll::Pending if self.buffer.is_full() => {}
                 // The driver paused, maybe on I/O it has just started (a
                 // request handed to its connection's task). If it wrote
                 // events first, yield once before handing them out, so
