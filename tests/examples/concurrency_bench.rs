@@ -11,8 +11,10 @@
 //! then the N concurrent runs. Figures per side: wall of the N runs over a
 //! single run's, CPU per step (process CPU over N × 10 model calls), and
 //! peak memory per run (peak resident set minus the resident set before the
-//! N runs, over N). The mock's CPU use is printed too, to show it stays
-//! far from saturation.
+//! N runs, over N). Each side runs three times, alternating with the
+//! other; every figure is the median of its side's three, and the loop's
+//! ratios to the floor are also printed round by round. The mock's CPU
+//! use is printed too, to show it stays far from saturation.
 //!
 //! `concurrency_bench [N…] [--http1|--http2]` (default: 100 and 1,000, both
 //! protocols). To profile one side: `concurrency_bench --mock` prints the
@@ -46,6 +48,9 @@ const STEPS: usize = 10;
 /// How long the mock takes to answer each turn.
 const TURN: Duration = Duration::from_millis(200);
 const DEFAULT_RUNS: &[usize] = &[100, 1_000];
+/// Times each side runs; its figures are the medians. CPU time of many
+/// runs on two shared cores moves by a fifth between runs of one build.
+const ROUNDS: usize = 3;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Proto {
@@ -117,51 +122,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 proto.name(),
                 TURN.as_millis()
             );
-            let mut figures = Vec::new();
-            for side in ["floor", "loop"] {
-                let mock_cpu = process_cpu();
-                let started = Instant::now();
-                let output = Command::new(&exe)
-                    .args(["--child", side, proto.arg(), &n.to_string(), &base])
-                    .stderr(std::process::Stdio::inherit())
-                    .output()?;
-                let wall = started.elapsed();
-                let mock_cpu = process_cpu() - mock_cpu;
-                if !output.status.success() {
-                    return Err(format!("the {side} side failed ({})", output.status).into());
+            // Rounds alternate the sides, so that drift in the machine's
+            // load falls on both; each figure is the median of its side's.
+            let mut rounds = Vec::with_capacity(ROUNDS);
+            for _ in 0..ROUNDS {
+                let mut round = Vec::with_capacity(2);
+                for side in ["floor", "loop"] {
+                    round.push(run_side(&exe, side, proto, n, &base)?);
                 }
-                let text = String::from_utf8(output.stdout)?;
-                let figure = Figures::parse(&text)
-                    .ok_or_else(|| format!("the {side} side printed {text:?}"))?;
-                figures.push((figure, mock_cpu.as_secs_f64() / wall.as_secs_f64()));
+                rounds.push(round);
             }
-            let [(floor, floor_mock), (looped, loop_mock)] = [figures[0], figures[1]];
+            let side = |index: usize, figure: &dyn Fn(&Figures) -> f64| {
+                median(rounds.iter().map(|round| figure(&round[index].0)))
+            };
+            let (floor, looped) = (0, 1);
             let steps = (n * STEPS) as f64;
             println!(
                 "| {label} | floor / loop: single run wall | {:.0} ms / {:.0} ms |",
-                scripted::ms(floor.single),
-                scripted::ms(looped.single)
+                side(floor, &|f| scripted::ms(f.single)),
+                side(looped, &|f| scripted::ms(f.single))
             );
+            let wall = |f: &Figures| f.wall.as_secs_f64() / f.single.as_secs_f64();
             println!(
                 "| {label} | floor / loop: wall of {n} runs / a single run | {:.2}× / {:.2}× |",
-                floor.wall.as_secs_f64() / floor.single.as_secs_f64(),
-                looped.wall.as_secs_f64() / looped.single.as_secs_f64()
+                side(floor, &wall),
+                side(looped, &wall)
             );
-            let (fc, lc) = (
-                floor.cpu.as_secs_f64() / steps * 1e6,
-                looped.cpu.as_secs_f64() / steps * 1e6,
-            );
+            let cpu = |f: &Figures| f.cpu.as_secs_f64() / steps * 1e6;
+            let (fc, lc) = (side(floor, &cpu), side(looped, &cpu));
             println!(
-                "| {label} | floor / loop: CPU per step | {fc:.0} µs / {lc:.0} µs (loop {:.2}× the floor) |",
-                lc / fc
+                "| {label} | floor / loop: CPU per step | {fc:.0} µs / {lc:.0} µs (loop {:.2}× the floor; by round {}) |",
+                lc / fc,
+                by_round(&rounds, &cpu)
             );
-            let (fm, lm) = (
-                floor.memory_kib as f64 / n as f64,
-                looped.memory_kib as f64 / n as f64,
-            );
+            let memory = |f: &Figures| f.memory_kib as f64 / n as f64;
+            let (fm, lm) = (side(floor, &memory), side(looped, &memory));
             println!(
-                "| {label} | floor / loop: peak memory per run | {fm:.1} KiB / {lm:.1} KiB (loop {:.2}× the floor) |",
-                lm / fm
+                "| {label} | floor / loop: peak memory per run | {fm:.1} KiB / {lm:.1} KiB (loop {:.2}× the floor; by round {}) |",
+                lm / fm,
+                by_round(&rounds, &memory)
+            );
+            let (floor_mock, loop_mock) = (
+                median(rounds.iter().map(|round| round[floor].1)),
+                median(rounds.iter().map(|round| round[looped].1)),
             );
             println!(
                 "| {label} | mock CPU during the floor / loop side (cores busy) | {floor_mock:.2} / {loop_mock:.2} |"
@@ -169,6 +172,47 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// Runs one side in a child process: its figures, and the mock's CPU use
+/// meanwhile (cores busy).
+fn run_side(
+    exe: &std::path::Path,
+    side: &str,
+    proto: Proto,
+    n: usize,
+    base: &str,
+) -> Result<(Figures, f64), Box<dyn std::error::Error>> {
+    let mock_cpu = process_cpu();
+    let started = Instant::now();
+    let output = Command::new(exe)
+        .args(["--child", side, proto.arg(), &n.to_string(), base])
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    let wall = started.elapsed();
+    let mock_cpu = process_cpu() - mock_cpu;
+    if !output.status.success() {
+        return Err(format!("the {side} side failed ({})", output.status).into());
+    }
+    let text = String::from_utf8(output.stdout)?;
+    let figures =
+        Figures::parse(&text).ok_or_else(|| format!("the {side} side printed {text:?}"))?;
+    Ok((figures, mock_cpu.as_secs_f64() / wall.as_secs_f64()))
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.collect();
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The loop's figure over the floor's in each round, as `1.62×, 1.70×, …`.
+fn by_round(rounds: &[Vec<(Figures, f64)>], figure: &dyn Fn(&Figures) -> f64) -> String {
+    rounds
+        .iter()
+        .map(|round| format!("{:.2}×", figure(&round[1].0) / figure(&round[0].0)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What a child reports.
