@@ -47,8 +47,8 @@ pub(crate) struct Env {
     /// `LoopOptions::enabled_tools`.
     pub(crate) tools: Vec<OfferedTool>,
     /// What the final answer is held to, when the run has an output schema
-    /// and its strategy honours it.
-    pub(crate) output: Option<OutputRules>,
+    /// and its strategy honours it (boxed: most runs have none).
+    pub(crate) output: Option<Box<OutputRules>>,
     /// Where the run asks its hooks.
     pub(crate) hooks: HookConfig,
     /// Whether input guardrails run beside the run's first model call.
@@ -66,7 +66,7 @@ impl Env {
     pub(crate) fn new(
         options: LoopOptions,
         available: Vec<OfferedTool>,
-        output: Option<OutputRules>,
+        output: Option<Box<OutputRules>>,
     ) -> Self {
         let tools: Vec<OfferedTool> = available
             .into_iter()
@@ -92,7 +92,7 @@ impl Env {
     /// Builds what each agent offers from the tools, the output rules and
     /// the handoff plan.
     fn build(&mut self) {
-        let output_tool = self.output.as_ref().and_then(OutputRules::tool);
+        let output_tool = self.output.as_deref().and_then(OutputRules::tool);
         let plan = self.handoffs.as_deref();
         let root_targets = plan
             .map(|p| p.targets(&p.root_handoffs))
@@ -122,7 +122,7 @@ impl Env {
 
     /// The same env holding the answer to `output` instead.
     pub(crate) fn with_output(mut self, output: Option<OutputRules>) -> Self {
-        self.output = output;
+        self.output = output.map(Box::new);
         self.build();
         self
     }
@@ -189,25 +189,26 @@ pub(crate) struct Retrieval {
     pub(crate) limit: usize,
 }
 
-/// The shared, serialisable core of a run; see the module docs.
+/// The shared, serialisable core of a run; see the module docs. Phases
+/// most runs never enter (a retrieval, a compaction, a summary, a handoff,
+/// a wait, a hook) are boxed: every run in flight holds this struct.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RunCore {
     pub(crate) state: RunState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) model_call: Option<ModelCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) retrieval: Option<Retrieval>,
+    pub(crate) retrieval: Option<Box<Retrieval>>,
     /// Answers sent back for not fitting the output schema.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) output_retries: u32,
     /// What requests send in place of the older history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) compaction: Option<Compaction>,
+    pub(crate) compaction: Option<Box<Compaction>>,
     /// A summarising call in flight, made before the model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) summary: Option<PendingSummary>,
+    pub(crate) summary: Option<Box<PendingSummary>>,
     /// The tool step's calls that wait for a person, and what it has so far.
-    /// Boxed, as `hook` is: rare, and large beside the rest of a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) waiting: Option<Box<Waiting>>,
     /// A hook step in flight, and what comes after it.
@@ -235,7 +236,7 @@ pub(crate) struct RunCore {
     /// A handoff the tool step in flight takes, made before the next model
     /// call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) handoff_to: Option<TakenHandoff>,
+    pub(crate) handoff_to: Option<Box<TakenHandoff>>,
     /// Events of the step in progress.
     #[serde(skip)]
     events: Vec<EventKind>,
@@ -367,7 +368,7 @@ impl RunCore {
             query: retrieval.query.clone(),
             limit,
         };
-        self.retrieval = Some(retrieval);
+        self.retrieval = Some(Box::new(retrieval));
         Some(step)
     }
 
@@ -434,9 +435,9 @@ impl RunCore {
     fn request(&self, env: &Env, call: &ModelCall) -> Step {
         Step::CallModel {
             iteration: call.iteration,
-            messages: self.sent_messages(env, call, self.compaction.as_ref()),
+            messages: self.sent_messages(env, call, self.compaction.as_deref()),
             tools: self.offered_tools(env, &call.offer),
-            response_format: env.output.as_ref().and_then(OutputRules::native).cloned(),
+            response_format: env.output.as_deref().and_then(OutputRules::native).cloned(),
             guard_input: env.input_guardrails && call.iteration == 1 && !self.nested,
         }
     }

@@ -26,8 +26,8 @@ pub struct Machine {
     /// it is written when the state is read, not after every step.
     synced: bool,
     /// Why the run is refused before its first step: an output schema its
-    /// strategy cannot honour.
-    refused: Option<LoopError>,
+    /// strategy cannot honour (boxed: rare).
+    refused: Option<Box<LoopError>>,
     /// Whether the machine refused the run: it awaits nothing more.
     ended: bool,
 }
@@ -88,7 +88,7 @@ impl Machine {
             OutputPlan::Held(rules) => (Some(rules), None),
             OutputPlan::Refused(error) => (None, Some(error)),
         };
-        self.refused = refused;
+        self.refused = refused.map(Box::new);
         self.env = self.env.with_output(output);
         self
     }
@@ -108,9 +108,9 @@ impl Machine {
     /// first step.
     pub fn with_handoffs(mut self, plan: Option<HandoffPlan>) -> Self {
         if plan.is_some() && self.run.machine.name() != names::NATIVE {
-            self.refused = Some(LoopError::HandoffsUnsupported {
+            self.refused = Some(Box::new(LoopError::HandoffsUnsupported {
                 strategy: self.run.machine.name().to_owned(),
-            });
+            }));
         }
         self.env = self.env.with_handoffs(plan);
         self
@@ -237,7 +237,7 @@ impl Machine {
             self.started = true;
             self.ended = true;
             return Ok(Output {
-                events: vec![self.run.core.refused_with(error)],
+                events: vec![self.run.core.refused_with(*error)],
                 next: Step::Done,
             });
         }

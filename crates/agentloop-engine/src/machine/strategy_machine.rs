@@ -21,10 +21,12 @@ use super::waits::Waiting;
 #[serde(tag = "strategy", rename_all = "kebab-case")]
 pub(crate) enum StrategyMachine {
     Native(NativeMachine),
-    React(ReactMachine),
+    // The larger machines are boxed: every run holds this enum, and most
+    // runs are native.
+    React(Box<ReactMachine>),
     LlmOnly(LlmOnlyMachine),
-    ToolFirst(ToolFirstMachine),
-    PlanAndExecute(PlanMachine),
+    ToolFirst(Box<ToolFirstMachine>),
+    PlanAndExecute(Box<PlanMachine>),
 }
 
 impl StrategyMachine {
@@ -80,13 +82,13 @@ struct Stored {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     model_call: Option<ModelCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    retrieval: Option<Retrieval>,
+    retrieval: Option<Box<Retrieval>>,
     #[serde(default, skip_serializing_if = "is_zero")]
     output_retries: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    compaction: Option<Compaction>,
+    compaction: Option<Box<Compaction>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    summary: Option<PendingSummary>,
+    summary: Option<Box<PendingSummary>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     waiting: Option<Box<Waiting>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,7 +104,7 @@ struct Stored {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     handoff_point: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    handoff_to: Option<TakenHandoff>,
+    handoff_to: Option<Box<TakenHandoff>>,
 }
 
 fn is_zero(n: &u32) -> bool {

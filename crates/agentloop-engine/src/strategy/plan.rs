@@ -42,7 +42,7 @@ impl LoopStrategy for PlanExecuteStrategy {
             options,
             context,
             deps,
-            StrategyMachine::PlanAndExecute(machine),
+            StrategyMachine::PlanAndExecute(Box::new(machine)),
         )
     }
 }

@@ -50,6 +50,11 @@ impl LoopStrategy for ReactStrategy {
         if let Some(retriever) = &self.retriever {
             deps.retriever = Some(Arc::clone(retriever));
         }
-        driver::start(options, context, deps, StrategyMachine::React(machine))
+        driver::start(
+            options,
+            context,
+            deps,
+            StrategyMachine::React(Box::new(machine)),
+        )
     }
 }

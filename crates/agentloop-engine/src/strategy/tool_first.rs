@@ -46,6 +46,11 @@ impl LoopStrategy for ToolFirstStrategy {
         if let Some(retriever) = &self.retriever {
             deps.retriever = Some(Arc::clone(retriever));
         }
-        driver::start(options, context, deps, StrategyMachine::ToolFirst(machine))
+        driver::start(
+            options,
+            context,
+            deps,
+            StrategyMachine::ToolFirst(Box::new(machine)),
+        )
     }
 }

@@ -68,7 +68,7 @@ impl RunCore {
             return None;
         }
         let limit = (f64::from(window) * f64::from(policy.threshold.clamp(0.0, 1.0))) as u64;
-        let before = self.estimate(env, call, self.compaction.as_ref());
+        let before = self.estimate(env, call, self.compaction.as_deref());
         if before <= limit {
             return None;
         }
@@ -135,11 +135,11 @@ impl RunCore {
                 None
             }
             CompactionStrategy::Summarise => {
-                self.summary = Some(PendingSummary {
+                self.summary = Some(Box::new(PendingSummary {
                     kept_from: plan.kept_from,
                     tokens_before: plan.tokens_before,
                     context,
-                });
+                }));
                 let step = self.summary_step();
                 if step.is_none() {
                     self.summary = None;
@@ -170,7 +170,7 @@ impl RunCore {
     ) {
         let tokens_after = self.estimate(env, call, Some(&compaction));
         let messages_compacted = compaction::compacted_count(&self.state.messages, &compaction);
-        self.compaction = Some(compaction);
+        self.compaction = Some(Box::new(compaction));
         self.emit(EventKind::ContextCompacted(ContextCompactedEvent {
             strategy,
             tokens_before,

@@ -96,7 +96,7 @@ impl RunCore {
         calls: &[ToolUseBlock],
         stop_reason: &StopReason,
     ) -> Option<Step> {
-        let rules = env.output.as_ref().filter(|r| r.tool().is_some())?;
+        let rules = env.output.as_deref().filter(|r| r.tool().is_some())?;
         let call = calls.iter().find(|c| c.name == FINAL_OUTPUT_TOOL)?.clone();
         let refused = matches!(stop_reason, StopReason::Refusal { .. });
         let answer = serde_json::to_string(&call.input).unwrap_or_default();

@@ -40,7 +40,7 @@ impl RunCore {
         let agent = self.speaking(env);
         self.handoff_to = calls.iter().find_map(|call| {
             let to = agent.handoff(&call.name)?;
-            Some(TakenHandoff {
+            Some(Box::new(TakenHandoff {
                 to: to.to_owned(),
                 tool_use_id: call.id.clone(),
                 reason: call
@@ -50,7 +50,7 @@ impl RunCore {
                     .and_then(|r| r.as_str())
                     .filter(|r| !r.trim().is_empty())
                     .map(str::to_owned),
-            })
+            }))
         });
     }
 
