@@ -98,6 +98,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Up to this many children, a token drops the links of dropped ones each
+/// time it makes a child.
+const FEW_CHILDREN: usize = 8;
+
 /// Cancels a run, a tool or a child run. Clones share state; a child token
 /// is cancelled with its parent but can be cancelled alone.
 #[derive(Clone, Default)]
@@ -140,13 +144,17 @@ impl CancellationToken {
         };
         {
             let mut children = lock(&self.inner.children);
-            // Links to dropped children are pruned when the list is full,
-            // not on every call: a token that is the parent of every run in
+            // A link to a dropped child keeps that child's allocation, so
+            // a token with few children (a run's, one per tool call) drops
+            // such links on every call. A token with many is pruned only
+            // when its list is full: one that is the parent of every run in
             // a process has thousands of children, and scanning them all
             // for each new one made starting runs quadratic. Room for as
             // many again is made after a prune, so a scan comes at most
             // once every as many calls as it visits.
-            if children.len() == children.capacity() {
+            if children.len() <= FEW_CHILDREN {
+                children.retain(|c| c.strong_count() > 0);
+            } else if children.len() == children.capacity() {
                 children.retain(|c| c.strong_count() > 0);
                 let live = children.len();
                 children.reserve(live.max(4));
@@ -412,5 +420,20 @@ mod tests {
         assert!((100..=400).contains(&links), "{links} links");
         parent.cancel();
         assert!(kept.iter().all(CancellationToken::is_cancelled));
+    }
+
+    /// A run's token makes one child per tool call: a dropped one's link
+    /// (and with it its allocation) goes when the next child is made.
+    #[test]
+    fn a_token_with_few_children_keeps_no_dropped_one() {
+        let parent = CancellationToken::new();
+        let kept = parent.child_token();
+        for _ in 0..100 {
+            let call = parent.child_token();
+            assert_eq!(lock(&parent.inner.children).len(), 2, "kept and this call");
+            drop(call);
+        }
+        parent.cancel();
+        assert!(kept.is_cancelled());
     }
 }
