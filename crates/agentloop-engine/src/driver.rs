@@ -358,16 +358,18 @@ fn drive_machine(machine: Machine, mut deps: RunDeps, first: Input) -> RunStream
     );
     let limit = machine.options().timeout_ms.map(Duration::from_millis);
     let deadline = Deadline::default();
-    let run = Box::new(Driven {
-        machine,
-        deps,
-        deadline: deadline.clone(),
-    });
     let on_drop = cancel.clone();
     RunStream::new(move |emitter| {
+        let run = Box::new(Driven {
+            machine,
+            deps,
+            deadline: deadline.clone(),
+            emitter,
+            first,
+        });
         async move {
             let Some(limit) = limit else {
-                return drive(run, emitter, first).await;
+                return drive(run).await;
             };
             // The timer runs beside the drive and only cancels the run's
             // token: the drive then reports the cancel as a passed deadline.
@@ -377,7 +379,7 @@ fn drive_machine(machine: Machine, mut deps: RunDeps, first: Input) -> RunStream
                 cancel.cancel();
                 std::future::pending::<()>().await;
             });
-            let driving = Box::pin(drive(run, emitter, first));
+            let driving = Box::pin(drive(run));
             futures::future::select(driving, timer).await;
         }
         .instrument(span)
@@ -414,23 +416,28 @@ impl Deadline {
 }
 
 /// What a run's driver owns, boxed: an async fn holds each by-value
-/// argument twice in its future (the argument and its binding), and a
-/// server keeps one such future per run it executes.
+/// argument twice in its future (the argument and its binding), and so
+/// does each async block around it; a server keeps one such future per
+/// run it executes.
 struct Driven {
     /// Also what the run was given as options (`Machine::options`).
     machine: Machine,
     deps: RunDeps,
     deadline: Deadline,
+    emitter: Emitter,
+    /// What the machine's first step is given; taken when the drive starts.
+    first: Input,
 }
 
-async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
+async fn drive(mut run: Box<Driven>) {
     let Driven {
         machine,
         deps,
         deadline,
+        emitter,
+        first,
     } = &mut *run;
-    let run_id = machine.run_id().to_owned();
-    let mut input = first;
+    let mut input = std::mem::replace(first, Input::Start);
     loop {
         let output = match machine.step(deadline.report(input)) {
             Ok(output) => output,
@@ -512,11 +519,11 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 // inline, they make the drive future, which every run holds
                 // for its whole life, 2.5 KiB instead of 1.6 (release).
                 let input = if guard_input && !deps.guardrails.is_empty() {
-                    Box::pin(guarded_turn(turn, guarded, deps, &mut emitter))
+                    Box::pin(guarded_turn(turn, guarded, deps, emitter))
                         .instrument(span.clone())
                         .await
                 } else {
-                    turn.run(&deps.cancel, &mut emitter)
+                    turn.run(&deps.cancel, emitter)
                         .instrument(span.clone())
                         .await
                 };
@@ -533,10 +540,10 @@ async fn drive(mut run: Box<Driven>, mut emitter: Emitter, first: Input) {
                 let run = ToolRun {
                     tools: agent.map_or(&deps.tools, |a| &a.tools),
                     options: machine.options(),
-                    run_id: &run_id,
+                    run_id: machine.run_id(),
                     cancel: &deps.cancel,
                 };
-                run.run(calls, &mut emitter).await
+                run.run(calls, emitter).await
             }
             Step::Hook { requests } => {
                 let hooks = &deps.hooks;
