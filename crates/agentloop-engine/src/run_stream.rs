@@ -310,6 +310,52 @@ mod tests {
         assert_eq!(written.load(Ordering::SeqCst), 1_000);
     }
 
+    /// A driver that waits for room (not for I/O) is handed out from at
+    /// once: a burst longer than the bound comes without a yield.
+    #[test]
+    fn a_burst_past_the_bound_comes_without_a_yield() {
+        let (release, released) = futures::channel::oneshot::channel::<()>();
+        let mut stream = RunStream::new(move |mut emitter| async move {
+            for _ in 0..10 {
+                emitter.emit(EventKind::FirstChunk).await;
+            }
+            released.await.ok();
+        });
+        let wakes = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let waker = std::task::Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        let mut next = || match Pin::new(&mut stream).poll_next(&mut cx) {
+            Poll::Ready(event) => Some(event.map(|e| e.seq)),
+            Poll::Pending => None,
+        };
+        // The driver writes until the buffer is past its bound, then waits
+        // for room; the bursts that fill it come without a yield.
+        let room = (BUFFER + 1) as u64;
+        let filled = 10 - 10 % room;
+        let burst: Vec<_> = (0..filled).map(|_| next()).collect();
+        assert_eq!(
+            burst,
+            (0..filled).map(|seq| Some(Some(seq))).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            wakes.0.load(Ordering::SeqCst),
+            0,
+            "no yield inside the bursts"
+        );
+        // The rest were written before the driver paused on its channel:
+        // they come after one yield, as any events before a pause do.
+        assert_eq!(next(), None);
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+        let rest: Vec<_> = (filled..10).map(|_| next()).collect();
+        assert_eq!(
+            rest,
+            (filled..10).map(|seq| Some(Some(seq))).collect::<Vec<_>>()
+        );
+        assert_eq!(next(), None, "the driver waits on its channel");
+        release.send(()).ok();
+        assert_eq!(next(), Some(None));
+    }
+
     struct CountWakes(AtomicUsize);
 
     impl std::task::Wake for CountWakes {
