@@ -315,45 +315,67 @@ mod tests {
     #[test]
     fn a_burst_past_the_bound_comes_without_a_yield() {
         let (release, released) = futures::channel::oneshot::channel::<()>();
-        let mut stream = RunStream::new(move |mut emitter| async move {
+        let stream = RunStream::new(move |mut emitter| async move {
             for _ in 0..10 {
                 emitter.emit(EventKind::FirstChunk).await;
             }
             released.await.ok();
         });
-        let wakes = Arc::new(CountWakes(AtomicUsize::new(0)));
-        let waker = std::task::Waker::from(Arc::clone(&wakes));
-        let mut cx = Context::from_waker(&waker);
-        let mut next = || match Pin::new(&mut stream).poll_next(&mut cx) {
-            Poll::Ready(event) => Some(event.map(|e| e.seq)),
-            Poll::Pending => None,
-        };
+        let mut polled = Polled::new(stream);
         // The driver writes until the buffer is past its bound, then waits
         // for room; the bursts that fill it come without a yield.
         let room = (BUFFER + 1) as u64;
         let filled = 10 - 10 % room;
-        let burst: Vec<_> = (0..filled).map(|_| next()).collect();
+        let burst: Vec<_> = (0..filled).map(|_| polled.next()).collect();
         assert_eq!(
             burst,
             (0..filled).map(|seq| Some(Some(seq))).collect::<Vec<_>>()
         );
-        assert_eq!(
-            wakes.0.load(Ordering::SeqCst),
-            0,
-            "no yield inside the bursts"
-        );
+        assert_eq!(polled.wakes(), 0, "no yield inside the bursts");
         // The rest were written before the driver paused on its channel:
         // they come after one yield, as any events before a pause do.
-        assert_eq!(next(), None);
-        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
-        let rest: Vec<_> = (filled..10).map(|_| next()).collect();
+        assert_eq!(polled.next(), None);
+        assert_eq!(polled.wakes(), 1);
+        let rest: Vec<_> = (filled..10).map(|_| polled.next()).collect();
         assert_eq!(
             rest,
             (filled..10).map(|seq| Some(Some(seq))).collect::<Vec<_>>()
         );
-        assert_eq!(next(), None, "the driver waits on its channel");
+        assert_eq!(polled.next(), None, "the driver waits on its channel");
         release.send(()).ok();
-        assert_eq!(next(), Some(None));
+        assert_eq!(polled.next(), Some(None));
+    }
+
+    /// A stream polled by hand with a waker that counts its wakes.
+    struct Polled {
+        stream: RunStream,
+        wakes: Arc<CountWakes>,
+        waker: std::task::Waker,
+    }
+
+    impl Polled {
+        fn new(stream: RunStream) -> Self {
+            let wakes = Arc::new(CountWakes(AtomicUsize::new(0)));
+            let waker = std::task::Waker::from(Arc::clone(&wakes));
+            Self {
+                stream,
+                wakes,
+                waker,
+            }
+        }
+
+        /// `None` when the stream is pending, else the next event's `seq`.
+        fn next(&mut self) -> Option<Option<u64>> {
+            let mut cx = Context::from_waker(&self.waker);
+            match Pin::new(&mut self.stream).poll_next(&mut cx) {
+                Poll::Ready(event) => Some(event.map(|e| e.seq)),
+                Poll::Pending => None,
+            }
+        }
+
+        fn wakes(&self) -> usize {
+            self.wakes.0.load(Ordering::SeqCst)
+        }
     }
 
     struct CountWakes(AtomicUsize);
@@ -372,7 +394,7 @@ mod tests {
         let (release, released) = futures::channel::oneshot::channel::<()>();
         let polls = Arc::new(AtomicUsize::new(0));
         let driver_polls = Arc::clone(&polls);
-        let mut stream = RunStream::new(move |mut emitter| async move {
+        let stream = RunStream::new(move |mut emitter| async move {
             emitter.emit(EventKind::FirstChunk).await;
             emitter.emit(EventKind::FirstChunk).await;
             let mut released = released;
@@ -383,28 +405,22 @@ mod tests {
             .await
             .ok();
         });
-        let wakes = Arc::new(CountWakes(AtomicUsize::new(0)));
-        let waker = std::task::Waker::from(Arc::clone(&wakes));
-        let mut cx = Context::from_waker(&waker);
-        let mut next = || match Pin::new(&mut stream).poll_next(&mut cx) {
-            Poll::Ready(event) => Some(event.map(|e| e.seq)),
-            Poll::Pending => None,
-        };
+        let mut polled = Polled::new(stream);
 
-        assert_eq!(next(), None, "the first poll yields");
-        assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "and wakes itself");
-        assert_eq!(next(), Some(Some(0)));
-        assert_eq!(next(), Some(Some(1)));
+        assert_eq!(polled.next(), None, "the first poll yields");
+        assert_eq!(polled.wakes(), 1, "and wakes itself");
+        assert_eq!(polled.next(), Some(Some(0)));
+        assert_eq!(polled.next(), Some(Some(1)));
         assert_eq!(
             polls.load(Ordering::SeqCst),
             1,
             "the driver was not polled again"
         );
         // Nothing buffered: the stream waits on the driver alone.
-        assert_eq!(next(), None);
-        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+        assert_eq!(polled.next(), None);
+        assert_eq!(polled.wakes(), 1);
         assert_eq!(polls.load(Ordering::SeqCst), 2);
         release.send(()).ok();
-        assert_eq!(next(), Some(None), "the driver ended");
+        assert_eq!(polled.next(), Some(None), "the driver ended");
     }
 }
