@@ -126,46 +126,45 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             // load falls on both; each figure is the median of its side's.
             let mut rounds = Vec::with_capacity(ROUNDS);
             for _ in 0..ROUNDS {
-                let mut round = Vec::with_capacity(2);
-                for side in ["floor", "loop"] {
-                    round.push(run_side(&exe, side, proto, n, &base)?);
-                }
-                rounds.push(round);
+                rounds.push(Round {
+                    floor: run_side(&exe, "floor", proto, n, &base)?,
+                    looped: run_side(&exe, "loop", proto, n, &base)?,
+                });
             }
-            let side = |index: usize, figure: &dyn Fn(&Figures) -> f64| {
-                median(rounds.iter().map(|round| figure(&round[index].0)))
+            let side = |side: PickSide, figure: &dyn Fn(&Ran) -> f64| {
+                median(rounds.iter().map(|round| figure(side(round))))
             };
-            let (floor, looped) = (0, 1);
+            let floor: PickSide = |r| &r.floor;
+            let looped: PickSide = |r| &r.looped;
             let steps = (n * STEPS) as f64;
+            let single = |r: &Ran| scripted::ms(r.figures.single);
             println!(
                 "| {label} | floor / loop: single run wall | {:.0} ms / {:.0} ms |",
-                side(floor, &|f| scripted::ms(f.single)),
-                side(looped, &|f| scripted::ms(f.single))
+                side(floor, &single),
+                side(looped, &single)
             );
-            let wall = |f: &Figures| f.wall.as_secs_f64() / f.single.as_secs_f64();
+            let wall = |r: &Ran| r.figures.wall.as_secs_f64() / r.figures.single.as_secs_f64();
             println!(
                 "| {label} | floor / loop: wall of {n} runs / a single run | {:.2}× / {:.2}× |",
                 side(floor, &wall),
                 side(looped, &wall)
             );
-            let cpu = |f: &Figures| f.cpu.as_secs_f64() / steps * 1e6;
+            let cpu = |r: &Ran| r.figures.cpu.as_secs_f64() / steps * 1e6;
             let (fc, lc) = (side(floor, &cpu), side(looped, &cpu));
             println!(
                 "| {label} | floor / loop: CPU per step | {fc:.0} µs / {lc:.0} µs (loop {:.2}× the floor; by round {}) |",
                 lc / fc,
                 by_round(&rounds, &cpu)
             );
-            let memory = |f: &Figures| f.memory_kib as f64 / n as f64;
+            let memory = |r: &Ran| r.figures.memory_kib as f64 / n as f64;
             let (fm, lm) = (side(floor, &memory), side(looped, &memory));
             println!(
                 "| {label} | floor / loop: peak memory per run | {fm:.1} KiB / {lm:.1} KiB (loop {:.2}× the floor; by round {}) |",
                 lm / fm,
                 by_round(&rounds, &memory)
             );
-            let (floor_mock, loop_mock) = (
-                median(rounds.iter().map(|round| round[floor].1)),
-                median(rounds.iter().map(|round| round[looped].1)),
-            );
+            let mock = |r: &Ran| r.mock_busy;
+            let (floor_mock, loop_mock) = (side(floor, &mock), side(looped, &mock));
             println!(
                 "| {label} | mock CPU during the floor / loop side (cores busy) | {floor_mock:.2} / {loop_mock:.2} |"
             );
@@ -174,15 +173,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Runs one side in a child process: its figures, and the mock's CPU use
+/// One side's run: what its child reported, and the mock's CPU use
 /// meanwhile (cores busy).
+struct Ran {
+    figures: Figures,
+    mock_busy: f64,
+}
+
+/// The floor's run and the loop's, one after the other.
+struct Round {
+    floor: Ran,
+    looped: Ran,
+}
+
+/// One side of a round.
+type PickSide = fn(&Round) -> &Ran;
+
+/// Runs one side in a child process.
 fn run_side(
     exe: &std::path::Path,
     side: &str,
     proto: Proto,
     n: usize,
     base: &str,
-) -> Result<(Figures, f64), Box<dyn std::error::Error>> {
+) -> Result<Ran, Box<dyn std::error::Error>> {
     let mock_cpu = process_cpu();
     let started = Instant::now();
     let output = Command::new(exe)
@@ -197,7 +211,10 @@ fn run_side(
     let text = String::from_utf8(output.stdout)?;
     let figures =
         Figures::parse(&text).ok_or_else(|| format!("the {side} side printed {text:?}"))?;
-    Ok((figures, mock_cpu.as_secs_f64() / wall.as_secs_f64()))
+    Ok(Ran {
+        figures,
+        mock_busy: mock_cpu.as_secs_f64() / wall.as_secs_f64(),
+    })
 }
 
 fn median(values: impl Iterator<Item = f64>) -> f64 {
@@ -207,10 +224,10 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// The loop's figure over the floor's in each round, as `1.62×, 1.70×, …`.
-fn by_round(rounds: &[Vec<(Figures, f64)>], figure: &dyn Fn(&Figures) -> f64) -> String {
+fn by_round(rounds: &[Round], figure: &dyn Fn(&Ran) -> f64) -> String {
     rounds
         .iter()
-        .map(|round| format!("{:.2}×", figure(&round[1].0) / figure(&round[0].0)))
+        .map(|round| format!("{:.2}×", figure(&round.looped) / figure(&round.floor)))
         .collect::<Vec<_>>()
         .join(", ")
 }
