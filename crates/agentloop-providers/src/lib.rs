@@ -54,6 +54,7 @@ mod provider;
 mod replay;
 mod request_common;
 mod retry;
+mod schema_texts;
 pub mod sse;
 mod timestamp;
 mod transport;

@@ -1,6 +1,7 @@
 //! Request-building rules shared by the adapters.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use agentloop_types::{
     ContentBlock, ModelRequest, ProviderError, RequestOptions, Role, ToolDefinition, ToolInput,
@@ -9,6 +10,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::error;
+use crate::schema_texts::SchemaTexts;
 
 /// The system prompt: `options.system_prompt`, then the text of every
 /// system message in order, joined by blank lines.
@@ -82,15 +84,6 @@ pub(crate) fn arguments_text(input: &ToolInput) -> Cow<'_, str> {
     }
 }
 
-/// A JSON schema usable as tool parameters: providers require an object
-/// schema, so an empty or missing one becomes `{"type":"object"}`.
-pub(crate) fn parameters_schema(schema: &Value) -> Value {
-    match schema {
-        Value::Object(map) if !map.is_empty() => schema.clone(),
-        _ => serde_json::json!({"type": "object", "properties": {}}),
-    }
-}
-
 /// A temperature without `f32` widening noise, as a number to serialise.
 pub(crate) fn temperature_number(t: f32) -> f64 {
     format!("{t}").parse().unwrap_or(f64::from(t))
@@ -106,15 +99,26 @@ impl Serialize for ArgumentsText<'_> {
     }
 }
 
-/// A tool's parameter schema (see [`parameters_schema`]), borrowed.
-pub(crate) struct ParametersSchema<'a>(pub(crate) &'a Value);
+/// A tool's parameter schema, written from the text [`SchemaTexts`] keeps
+/// for it.
+pub(crate) struct ParametersSchema<'a> {
+    schema: &'a Arc<Value>,
+    texts: &'a SchemaTexts,
+}
+
+impl<'a> ParametersSchema<'a> {
+    pub(crate) fn new(schema: &'a Arc<Value>, texts: &'a SchemaTexts) -> Self {
+        Self { schema, texts }
+    }
+}
 
 impl Serialize for ParametersSchema<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Object(map) if !map.is_empty() => self.0.serialize(serializer),
-            other => parameters_schema(other).serialize(serializer),
-        }
+        let text = self
+            .texts
+            .text(self.schema)
+            .map_err(serde::ser::Error::custom)?;
+        text.serialize(serializer)
     }
 }
 

@@ -1,11 +1,15 @@
 //! The wire form of history already sent, kept per history origin so that
 //! a run's next request writes only the messages added since: each step
 //! then costs copying the bytes of the prefix, not serialising it again.
+//! The tools' schemas, which every request repeats too, are kept beside it
+//! (`SchemaTexts`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use agentloop_types::{History, Message, ProviderError};
+
+use crate::schema_texts::SchemaTexts;
 
 /// Histories remembered at once: one per run in flight on one provider,
 /// so it is far above the runs a process keeps in flight (a smaller bound
@@ -19,6 +23,7 @@ const MAX_BYTES: usize = 32 << 20;
 #[derive(Debug, Default)]
 pub(crate) struct WireCache {
     inner: Mutex<Entries>,
+    schemas: SchemaTexts,
 }
 
 #[derive(Debug, Default)]
@@ -96,6 +101,11 @@ impl Segments<'_> {
 }
 
 impl WireCache {
+    /// The texts of the tools' schemas written so far.
+    pub(crate) fn schemas(&self) -> &SchemaTexts {
+        &self.schemas
+    }
+
     /// Appends the elements of every message of `history` to `out`, each
     /// followed by a comma: the prefix written for an earlier request of
     /// the same origin is copied, and `write` writes the rest (one

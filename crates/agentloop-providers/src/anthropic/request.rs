@@ -72,7 +72,7 @@ pub(crate) fn build(
         .map(|t| WireTool::Function {
             name: &t.name,
             description: &t.description,
-            input_schema: ParametersSchema(&t.input_schema),
+            input_schema: ParametersSchema::new(&t.input_schema, cache.schemas()),
             cache_control: None,
         })
         .collect();

@@ -46,7 +46,7 @@ pub(crate) fn build(
         .map(|t| Declaration {
             name: &t.name,
             description: &t.description,
-            parameters_json_schema: ParametersSchema(&t.input_schema),
+            parameters_json_schema: ParametersSchema::new(&t.input_schema, cache.schemas()),
         })
         .collect();
     if !declarations.is_empty() {

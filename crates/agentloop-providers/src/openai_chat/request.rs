@@ -59,7 +59,7 @@ pub(crate) fn build(
                 function: Function {
                     name: &t.name,
                     description: &t.description,
-                    parameters: ParametersSchema(&t.input_schema),
+                    parameters: ParametersSchema::new(&t.input_schema, cache.schemas()),
                 },
             })
             .collect(),

@@ -58,7 +58,7 @@ pub(crate) fn build(
         .map(|t| WireTool::Function {
             name: &t.name,
             description: &t.description,
-            parameters: ParametersSchema(&t.input_schema),
+            parameters: ParametersSchema::new(&t.input_schema, cache.schemas()),
         })
         .collect();
     if options.web_search_enabled {
