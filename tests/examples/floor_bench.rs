@@ -23,7 +23,7 @@ use serde_json::Value;
 #[allow(dead_code)]
 #[path = "support/scripted.rs"]
 mod scripted;
-use scripted::{Echo, FloorBody, MAX_TOKENS, MODEL, ms, response};
+use scripted::{Echo, FloorBody, Idle, MAX_TOKENS, MODEL, ms, response};
 
 const SHORT: usize = 200;
 const LONG: usize = 1_010;
@@ -104,6 +104,7 @@ async fn floor_run(
 
 async fn loop_run(
     provider: &Arc<HttpProvider>,
+    tools: &[Arc<dyn Tool>],
     steps: usize,
 ) -> Result<Timing, Box<dyn std::error::Error>> {
     let (wall, cpu) = (Instant::now(), thread_cpu());
@@ -116,7 +117,7 @@ async fn loop_run(
         max_iterations: steps as u32 + 1,
         ..LoopOptions::default()
     };
-    let deps = RunDeps::new(provider.clone()).with_tools([Arc::new(Echo) as Arc<dyn Tool>]);
+    let deps = RunDeps::new(provider.clone()).with_tools(tools.iter().cloned());
     let result = collect(run(options, vec![Message::user_text("u1", "go")], deps)).await;
     let timing = Timing {
         wall: wall.elapsed(),
@@ -164,13 +165,32 @@ fn provider(base: &str) -> Result<Arc<HttpProvider>, Box<dyn std::error::Error>>
     Ok(Arc::new(HttpProvider::new(config)?))
 }
 
+/// The tools a scenario offers: the loop's, and the `tools` array the
+/// floor sends for them.
+struct Offered {
+    tools: Vec<Arc<dyn Tool>>,
+    json: Value,
+}
+
+impl Offered {
+    /// `Echo`, then `idle` tools that are never called.
+    fn with_idle(idle: usize) -> Self {
+        let idle: Vec<Idle> = (1..=idle).map(Idle).collect();
+        let json = scripted::tools_with(&idle);
+        let tools = std::iter::once(Arc::new(Echo) as Arc<dyn Tool>)
+            .chain(idle.into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>))
+            .collect();
+        Self { tools, json }
+    }
+}
+
 async fn bench() -> Result<(), Box<dyn std::error::Error>> {
-    let tools = scripted::tools();
     let short = mock(SHORT);
     let base = start_mock(short.clone())?;
     let url = format!("{base}/chat/completions");
     let provider = provider(&base)?;
     let client = reqwest::Client::new();
+    let one = Offered::with_idle(0);
 
     // `floor_bench profile loop|floor` runs only one side, many times, for
     // a profiler.
@@ -178,66 +198,30 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
         let floor = std::env::args().nth(2).as_deref() == Some("floor");
         for _ in 0..50 {
             if floor {
-                floor_run(&client, &url, &tools, SHORT).await?;
+                floor_run(&client, &url, &one.json, SHORT).await?;
             } else {
-                loop_run(&provider, SHORT).await?;
+                loop_run(&provider, &one.tools, SHORT).await?;
             }
         }
         return Ok(());
     }
 
-    // The floor must send what the loop sends: compare one run's bodies.
-    *short.bodies.lock().map_err(|_| "poisoned")? = Some(Vec::new());
-    loop_run(&provider, SHORT).await?;
-    let sent = short.bodies.lock().map_err(|_| "poisoned")?.take();
-    let mut floor = FloorBody::new(&tools);
-    for (step, body) in sent.unwrap_or_default().iter().enumerate() {
-        let ours: Value = serde_json::from_slice(body)?;
-        let theirs: Value = serde_json::from_slice(&floor.bytes())?;
-        if ours != theirs {
-            return Err(format!(
-                "step {step}: the floor's body differs from the loop's:\n{theirs}\n{ours}"
-            )
-            .into());
-        }
-        floor.push_step(step);
-    }
-
-    let (mut floor_wall, mut floor_cpu, mut loop_wall, mut loop_cpu) =
-        (vec![], vec![], vec![], vec![]);
-    for _ in 0..ROUNDS {
-        let floor = floor_run(&client, &url, &tools, SHORT).await?;
-        floor_wall.push(floor.wall);
-        floor_cpu.push(floor.cpu);
-        let looped = loop_run(&provider, SHORT).await?;
-        loop_wall.push(looped.wall);
-        loop_cpu.push(looped.cpu);
-    }
-    let label = "floor: 200-step tool loop over HTTP, openai-chat, in-process mock";
-    let (fw, fc, lw, lc) = (
-        median(floor_wall),
-        median(floor_cpu),
-        median(loop_wall),
-        median(loop_cpu),
-    );
-    println!(
-        "| {label} | floor (raw reqwest) wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |",
-        ms(fw),
-        ms(fc)
-    );
-    println!(
-        "| {label} | loop wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |",
-        ms(lw),
-        ms(lc)
-    );
-    println!(
-        "| {label} | loop / floor, wall time | {:.2}× |",
-        lw.as_secs_f64() / fw.as_secs_f64()
-    );
-    println!(
-        "| {label} | loop / floor, CPU time | {:.2}× |",
-        lc.as_secs_f64() / fc.as_secs_f64()
-    );
+    let side = Side {
+        provider: &provider,
+        client: &client,
+        url: &url,
+        mock: &short,
+    };
+    side.by_side(
+        "floor: 200-step tool loop over HTTP, openai-chat, in-process mock",
+        &one,
+    )
+    .await?;
+    side.by_side(
+        "floor: 200-step tool loop over HTTP, openai-chat, in-process mock, 20 tools offered",
+        &Offered::with_idle(19),
+    )
+    .await?;
 
     // `floor_bench short` stops here (for profiling the short run alone).
     if std::env::args().nth(1).as_deref() == Some("short") {
@@ -251,9 +235,9 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
     for who in ["floor", "loop"] {
         long.arrivals.lock().map_err(|_| "poisoned")?.clear();
         if who == "floor" {
-            floor_run(&client, &url, &tools, LONG).await?;
+            floor_run(&client, &url, &one.json, LONG).await?;
         } else {
-            loop_run(&provider, LONG).await?;
+            loop_run(&provider, &one.tools, LONG).await?;
         }
         let arrivals = long.arrivals.lock().map_err(|_| "poisoned")?.clone();
         let step = |at: usize| {
@@ -272,4 +256,74 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
+}
+
+/// Where both sides of a scenario send their requests.
+struct Side<'a> {
+    provider: &'a Arc<HttpProvider>,
+    client: &'a reqwest::Client,
+    url: &'a str,
+    mock: &'a Mock,
+}
+
+impl Side<'_> {
+    /// Checks that the floor sends what the loop sends, then times both,
+    /// alternating, and prints the rows of `label`.
+    async fn by_side(
+        &self,
+        label: &str,
+        offered: &Offered,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        *self.mock.bodies.lock().map_err(|_| "poisoned")? = Some(Vec::new());
+        loop_run(self.provider, &offered.tools, SHORT).await?;
+        let sent = self.mock.bodies.lock().map_err(|_| "poisoned")?.take();
+        let mut floor = FloorBody::new(&offered.json);
+        for (step, body) in sent.unwrap_or_default().iter().enumerate() {
+            let ours: Value = serde_json::from_slice(body)?;
+            let theirs: Value = serde_json::from_slice(&floor.bytes())?;
+            if ours != theirs {
+                return Err(format!(
+                    "step {step}: the floor's body differs from the loop's:\n{theirs}\n{ours}"
+                )
+                .into());
+            }
+            floor.push_step(step);
+        }
+
+        let (mut floor_wall, mut floor_cpu, mut loop_wall, mut loop_cpu) =
+            (vec![], vec![], vec![], vec![]);
+        for _ in 0..ROUNDS {
+            let floor = floor_run(self.client, self.url, &offered.json, SHORT).await?;
+            floor_wall.push(floor.wall);
+            floor_cpu.push(floor.cpu);
+            let looped = loop_run(self.provider, &offered.tools, SHORT).await?;
+            loop_wall.push(looped.wall);
+            loop_cpu.push(looped.cpu);
+        }
+        let (fw, fc, lw, lc) = (
+            median(floor_wall),
+            median(floor_cpu),
+            median(loop_wall),
+            median(loop_cpu),
+        );
+        println!(
+            "| {label} | floor (raw reqwest) wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |",
+            ms(fw),
+            ms(fc)
+        );
+        println!(
+            "| {label} | loop wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |",
+            ms(lw),
+            ms(lc)
+        );
+        println!(
+            "| {label} | loop / floor, wall time | {:.2}× |",
+            lw.as_secs_f64() / fw.as_secs_f64()
+        );
+        println!(
+            "| {label} | loop / floor, CPU time | {:.2}× |",
+            lc.as_secs_f64() / fc.as_secs_f64()
+        );
+        Ok(())
+    }
 }

@@ -42,8 +42,56 @@ impl Tool for Echo {
 
 /// The `tools` array of the request body, as the loop writes it for `Echo`.
 pub fn tools() -> Value {
-    json!([{"type": "function", "function": {"name": "echo",
-        "description": "Echoes its text.", "parameters": Echo.input_schema()}}])
+    tools_with(&[])
+}
+
+/// A tool offered and never called, with a schema the size of a typical
+/// file tool's (about 440 bytes of JSON).
+pub struct Idle(pub usize);
+
+impl Tool for Idle {
+    fn name(&self) -> &str {
+        "lookup"
+    }
+    fn description(&self) -> &str {
+        "Reads part of a file of the workspace."
+    }
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": format!("The file to read, relative to the root of workspace {}.", self.0)},
+                "offset": {"type": "integer", "minimum": 0, "description": "First line to read, from 1."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Lines to read at most."},
+                "mode": {"type": "string", "enum": ["text", "bytes", "lines"], "description": "How to read it."}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+    /// Named by its number: a request offers tools of distinct names.
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: format!("lookup_{}", self.0),
+            description: self.description().to_owned(),
+            input_schema: Arc::new(self.input_schema()),
+        }
+    }
+    fn execute(self: Arc<Self>, _: Value, _: ToolContext) -> ToolStream {
+        single_result(async { ToolResult::error("never called in the benchmark") })
+    }
+}
+
+/// The `tools` array for `Echo` followed by `idle`.
+pub fn tools_with(idle: &[Idle]) -> Value {
+    let echo = json!({"type": "function", "function": {"name": "echo",
+        "description": "Echoes its text.", "parameters": Echo.input_schema()}});
+    let idle = idle.iter().map(|tool| {
+        let definition = tool.definition();
+        json!({"type": "function", "function": {"name": definition.name,
+            "description": definition.description, "parameters": definition.input_schema.as_ref().clone()}})
+    });
+    Value::Array(std::iter::once(echo).chain(idle).collect())
 }
 
 fn chunk(delta: Value, finish: Option<&str>) -> String {
