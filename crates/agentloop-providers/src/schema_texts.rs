@@ -14,25 +14,41 @@ use serde_json::value::RawValue;
 const MAX_BYTES: usize = 8 << 20;
 /// Schemas remembered at most.
 const MAX_ENTRIES: usize = 16_384;
+/// Entries past which the first purge of dropped schemas comes.
+const FIRST_PURGE: usize = 64;
 
 /// Texts by the address of the schema's `Arc`.
 ///
 /// An entry keeps a `Weak` to its schema: the allocation it holds cannot be
 /// reused while the entry exists, so an address names one schema, and a
 /// schema behind a shared `Arc` cannot change (`Arc::make_mut` moves it to
-/// another address). Past a bound, the entries of dropped schemas go
-/// first, and all go when the living ones alone are near it.
+/// another address). The entries of dropped schemas go each time the map
+/// has doubled since the last purge (a run's tools are often its own
+/// `Arc`s, dropped with it), and all go when the living ones alone are near
+/// a bound.
 #[derive(Debug)]
 pub(crate) struct SchemaTexts {
     inner: Mutex<Entries>,
     max_bytes: usize,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Entries {
     by_address: HashMap<usize, (Weak<Value>, Arc<RawValue>)>,
     /// Sum of the texts' lengths.
     bytes: usize,
+    /// The entry count at which dropped schemas are purged next.
+    purge_at: usize,
+}
+
+impl Default for Entries {
+    fn default() -> Self {
+        Self {
+            by_address: HashMap::new(),
+            bytes: 0,
+            purge_at: FIRST_PURGE,
+        }
+    }
 }
 
 impl Default for SchemaTexts {
@@ -86,7 +102,8 @@ impl Entries {
         if let Some((_, old)) = self.by_address.insert(address, (schema, text)) {
             self.bytes -= old.get().len();
         }
-        if self.bytes > max || self.by_address.len() > MAX_ENTRIES {
+        let entries = self.by_address.len();
+        if entries >= self.purge_at || entries > MAX_ENTRIES || self.bytes > max {
             self.by_address
                 .retain(|_, (schema, _)| schema.strong_count() > 0);
             self.bytes = self.by_address.values().map(|(_, t)| t.get().len()).sum();
@@ -95,6 +112,7 @@ impl Entries {
                 self.by_address.clear();
                 self.bytes = 0;
             }
+            self.purge_at = (2 * self.by_address.len()).max(FIRST_PURGE);
         }
     }
 }
@@ -157,6 +175,28 @@ mod tests {
                 Some(r#"{"properties":{},"type":"object"}"#)
             );
         }
+    }
+
+    #[test]
+    fn the_texts_of_dropped_schemas_do_not_pile_up() {
+        let texts = SchemaTexts::default();
+        let kept = Arc::new(json!({"type": "object", "title": "kept"}));
+        let _ = texts.text(&kept);
+        for n in 0..10_000 {
+            let dropped = Arc::new(json!({"type": "object", "title": format!("dropped {n}")}));
+            let _ = texts.text(&dropped);
+        }
+        let entries = texts.lock();
+        assert!(
+            entries.by_address.len() <= FIRST_PURGE,
+            "{} entries",
+            entries.by_address.len()
+        );
+        assert!(
+            entries
+                .by_address
+                .contains_key(&(Arc::as_ptr(&kept) as usize))
+        );
     }
 
     #[test]
