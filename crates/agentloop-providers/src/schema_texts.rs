@@ -89,8 +89,8 @@ impl SchemaTexts {
         Ok(text)
     }
 
-    /// A poisoned lock still holds whole entries: each change is one map
-    /// operation.
+    /// Nothing done under the lock can panic halfway through a change, so
+    /// a poisoned one still guards a whole map.
     fn lock(&self) -> MutexGuard<'_, Entries> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
