@@ -177,7 +177,7 @@ struct Offered {
 impl Offered {
     /// `Echo`, then `idle` tools that are never called.
     fn with_idle(idle: usize) -> Self {
-        let idle: Vec<Idle> = (1..=idle).map(Idle).collect();
+        let idle: Vec<Idle> = (1..=idle).map(Idle::new).collect();
         let json = scripted::tools_with(&idle);
         let tools = std::iter::once(Arc::new(Echo) as Arc<dyn Tool>)
             .chain(idle.into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>))

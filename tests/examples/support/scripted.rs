@@ -47,11 +47,24 @@ pub fn tools() -> Value {
 
 /// A tool offered and never called, with a schema the size of a typical
 /// file tool's (about 440 bytes of JSON).
-pub struct Idle(pub usize);
+pub struct Idle {
+    name: String,
+    workspace: usize,
+}
+
+impl Idle {
+    /// Tool `lookup_{n}`: a request offers tools of distinct names.
+    pub fn new(n: usize) -> Self {
+        Self {
+            name: format!("lookup_{n}"),
+            workspace: n,
+        }
+    }
+}
 
 impl Tool for Idle {
     fn name(&self) -> &str {
-        "lookup"
+        &self.name
     }
     fn description(&self) -> &str {
         "Reads part of a file of the workspace."
@@ -60,7 +73,7 @@ impl Tool for Idle {
         json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": format!("The file to read, relative to the root of workspace {}.", self.0)},
+                "path": {"type": "string", "description": format!("The file to read, relative to the root of workspace {}.", self.workspace)},
                 "offset": {"type": "integer", "minimum": 0, "description": "First line to read, from 1."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Lines to read at most."},
                 "mode": {"type": "string", "enum": ["text", "bytes", "lines"], "description": "How to read it."}
@@ -68,14 +81,6 @@ impl Tool for Idle {
             "required": ["path"],
             "additionalProperties": false
         })
-    }
-    /// Named by its number: a request offers tools of distinct names.
-    fn definition(&self) -> ToolDefinition {
-        ToolDefinition {
-            name: format!("lookup_{}", self.0),
-            description: self.description().to_owned(),
-            input_schema: Arc::new(self.input_schema()),
-        }
     }
     fn execute(self: Arc<Self>, _: Value, _: ToolContext) -> ToolStream {
         single_result(async { ToolResult::error("never called in the benchmark") })
@@ -87,9 +92,8 @@ pub fn tools_with(idle: &[Idle]) -> Value {
     let echo = json!({"type": "function", "function": {"name": "echo",
         "description": "Echoes its text.", "parameters": Echo.input_schema()}});
     let idle = idle.iter().map(|tool| {
-        let definition = tool.definition();
-        json!({"type": "function", "function": {"name": definition.name,
-            "description": definition.description, "parameters": definition.input_schema.as_ref().clone()}})
+        json!({"type": "function", "function": {"name": tool.name(),
+            "description": tool.description(), "parameters": tool.input_schema()}})
     });
     Value::Array(std::iter::once(echo).chain(idle).collect())
 }
