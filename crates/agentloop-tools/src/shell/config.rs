@@ -31,6 +31,12 @@ pub struct ShellLimits {
     pub max_file_bytes: u64,
     /// Open files of one process.
     pub max_open_files: u64,
+    /// Bytes (allocated blocks) a call may add to the project folder and
+    /// its temporary folder together.
+    pub max_write_bytes: u64,
+    /// Files a call may add to the project folder and its temporary folder
+    /// together.
+    pub max_write_files: u64,
 }
 
 impl Default for ShellLimits {
@@ -44,6 +50,8 @@ impl Default for ShellLimits {
             max_total_memory_bytes: 8 * 1024 * 1024 * 1024,
             max_file_bytes: 4 * 1024 * 1024 * 1024,
             max_open_files: 4096,
+            max_write_bytes: 4 * 1024 * 1024 * 1024,
+            max_write_files: 100_000,
         }
     }
 }

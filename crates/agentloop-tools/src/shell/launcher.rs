@@ -1,38 +1,40 @@
-//! The launcher: a fresh, single-threaded process that builds the sandbox
-//! around itself and then starts the command as PID 1 of a new PID
-//! namespace. Everything it sets (namespaces, rlimits, Landlock domain,
-//! seccomp filter, `no_new_privs`) is inherited by the command and all its
-//! descendants; nothing runs in the tool's multi-threaded process between
-//! fork and exec.
+//! The launcher: a fresh, single-threaded process that builds the
+//! namespaces around itself and then starts the command's PID 1 (this
+//! binary again, see [`super::init`]) inside them. It stays outside the
+//! command's reach: in the parent PID namespace (no PID inside names it),
+//! in a process group of its own, outside the Landlock domain and the
+//! seccomp filters, and not dumpable.
 //!
 //! Order, each step refusing to go on when it fails:
-//! 1. join the cgroups the tool made (pids when the caller is root;
+//! 1. close every inherited descriptor but stdin, stdout and stderr;
+//! 2. join the cgroups the tool made (pids when the caller is root;
 //!    memory where the controller is at hand);
-//! 2. mark itself not dumpable, so the command cannot read its memory;
 //! 3. `unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWNET])`,
-//!    map the caller's uid and gid to one non-root id inside, and make
-//!    every mount read-only but bind mounts of the write roots (Landlock
-//!    does not cover `chmod`, `utimes` or extended attributes; a read-only
-//!    mount refuses them);
+//!    map the caller's uid and gid to one non-root id inside (`setgroups`
+//!    denied first, as an unprivileged user namespace requires), then mark
+//!    itself not dumpable (a non-dumpable process cannot write its own
+//!    maps), and make every mount read-only but bind mounts of the write
+//!    roots, which are `nosuid` (see [`super::mounts`]);
 //! 4. rlimits: processes, data memory, file size, open files, no core;
-//! 5. Landlock: reads (and execution) only below the read list, writes
-//!    only below the write list, no signals to or abstract sockets of
-//!    processes outside the sandbox (ABI 6, when the kernel has it);
-//! 6. seccomp: the refused system calls (see [`DENIED`]);
-//! 7. spawn a shell as PID 1 (a plain fork) that runs `/bin/sh -c COMMAND`
-//!    as its child, and relay their stdout and stderr as frames, until it
-//!    ends, the wall time runs out or the tool closes the control pipe
-//!    (stdin). Killing PID 1 kills every process of the namespace,
-//!    detached ones included.
+//! 5. measure the write roots for the write quota (see [`super::quota`]);
+//! 6. start PID 1 under the non-root id, in a new process group, with a
+//!    socket to it as its stdin: PID 1 sets the parent-death signal,
+//!    Landlock and seccomp on itself, starts `/bin/sh -c COMMAND` and
+//!    says on the socket whether it did;
+//! 7. relay the command's stdout and stderr as frames until PID 1 ends,
+//!    the wall time or the write quota runs out, or the tool closes the
+//!    control pipe (stdin). Killing PID 1 kills every process of the
+//!    namespace, detached ones included; so does the end of the launcher
+//!    (PID 1's parent-death signal, and its socket hanging up).
 //!
 //! A process whose PID-namespace-for-children differs from its own cannot
 //! start threads, so the relay is one `poll` loop over the two output
 //! pipes, the control pipe and a signalfd for `SIGCHLD`.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -42,117 +44,55 @@ use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, Scope, path_beneath_rules,
 };
-use nix::mount::{MsFlags, mount};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::{Pid, getgid, getpid, getuid};
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
-};
 
+use super::init::close_inherited_files;
 use super::protocol::{
-    LAUNCHER_ARG, LaunchExit, LaunchSpec, LaunchStop, SandboxError, TAG_EXIT, TAG_FAILURE,
-    TAG_STARTED, TAG_STDERR, TAG_STDOUT, frame,
+    INIT_ARG, LAUNCHER_ARG, LaunchExit, LaunchSpec, LaunchStop, SandboxError, TAG_EXIT,
+    TAG_FAILURE, TAG_STARTED, TAG_STDERR, TAG_STDOUT, frame, take_frame,
 };
+use super::quota::Quota;
+use super::{init, mounts};
+
+pub use super::seccomp::DENIED;
 
 /// The id the command has inside its user namespace when the caller is
 /// root (any other caller keeps its own id).
 const INNER_ID_FOR_ROOT: u32 = 1000;
 
-/// System calls the command may not make (they fail with `EPERM`):
-/// debugging other processes, mounting, the kernel keyring, BPF,
-/// performance counters, kernel modules and kexec, leaving or making
-/// namespaces, userfaultfd, handle-based opens that bypass paths, and
-/// system administration, io_uring. `clone` with a namespace flag is
-/// refused too, and so is `socket(AF_UNIX, …)` (named Unix sockets are
-/// reached by path and Landlock up to ABI 7 does not check that;
-/// `socketpair` stays allowed); `clone3` fails with `ENOSYS` so libc falls
-/// back to `clone`, whose flags a filter can read.
-pub const DENIED: &[(&str, i64)] = &[
-    ("ptrace", libc::SYS_ptrace),
-    ("process_vm_readv", libc::SYS_process_vm_readv),
-    ("process_vm_writev", libc::SYS_process_vm_writev),
-    ("mount", libc::SYS_mount),
-    ("umount2", libc::SYS_umount2),
-    ("pivot_root", libc::SYS_pivot_root),
-    ("chroot", libc::SYS_chroot),
-    ("move_mount", libc::SYS_move_mount),
-    ("open_tree", libc::SYS_open_tree),
-    ("fsopen", libc::SYS_fsopen),
-    ("fsconfig", libc::SYS_fsconfig),
-    ("fsmount", libc::SYS_fsmount),
-    ("fspick", libc::SYS_fspick),
-    ("mount_setattr", libc::SYS_mount_setattr),
-    ("keyctl", libc::SYS_keyctl),
-    ("add_key", libc::SYS_add_key),
-    ("request_key", libc::SYS_request_key),
-    ("bpf", libc::SYS_bpf),
-    ("perf_event_open", libc::SYS_perf_event_open),
-    ("kexec_load", libc::SYS_kexec_load),
-    ("kexec_file_load", libc::SYS_kexec_file_load),
-    ("init_module", libc::SYS_init_module),
-    ("finit_module", libc::SYS_finit_module),
-    ("delete_module", libc::SYS_delete_module),
-    ("unshare", libc::SYS_unshare),
-    ("setns", libc::SYS_setns),
-    ("userfaultfd", libc::SYS_userfaultfd),
-    ("reboot", libc::SYS_reboot),
-    ("swapon", libc::SYS_swapon),
-    ("swapoff", libc::SYS_swapoff),
-    ("acct", libc::SYS_acct),
-    ("quotactl", libc::SYS_quotactl),
-    ("open_by_handle_at", libc::SYS_open_by_handle_at),
-    ("name_to_handle_at", libc::SYS_name_to_handle_at),
-    ("syslog", libc::SYS_syslog),
-    ("vhangup", libc::SYS_vhangup),
-    // io_uring runs operations (sockets, opens) the filter never sees.
-    ("io_uring_setup", libc::SYS_io_uring_setup),
-    ("io_uring_enter", libc::SYS_io_uring_enter),
-    ("io_uring_register", libc::SYS_io_uring_register),
-    #[cfg(target_arch = "x86_64")]
-    ("iopl", libc::SYS_iopl),
-    #[cfg(target_arch = "x86_64")]
-    ("ioperm", libc::SYS_ioperm),
-];
-
-/// PID 1 of the namespace: a shell that runs the command's shell as its
-/// child and exits with its status. The command's own shell is not PID 1,
-/// whose signal rules (no default action for signals sent from inside)
-/// would keep its `wait` builtin from ever waking.
-const INIT_SCRIPT: &str = "/bin/sh -c \"$1\"; exit $?";
-
-/// Namespace flags `clone` may not carry.
-const NAMESPACE_FLAGS: &[libc::c_int] = &[
-    libc::CLONE_NEWUSER,
-    libc::CLONE_NEWNS,
-    libc::CLONE_NEWPID,
-    libc::CLONE_NEWNET,
-    libc::CLONE_NEWUTS,
-    libc::CLONE_NEWIPC,
-    libc::CLONE_NEWCGROUP,
-];
+/// How long PID 1 gets to say whether the command started.
+const INIT_REPORT_WITHIN: Duration = Duration::from_secs(30);
 
 /// True when this process was started as the launcher.
 pub fn is_launcher_invocation() -> bool {
     std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == LAUNCHER_ARG)
+        .is_some_and(|a| a == LAUNCHER_ARG || a == INIT_ARG)
 }
 
-/// Runs the launcher with this process's arguments (`LAUNCHER_ARG SPEC`).
-/// A binary that offers the shell tool calls this first thing in `main`
-/// when [`is_launcher_invocation`] says so, and returns its exit code.
+/// Runs the launcher with this process's arguments (`LAUNCHER_ARG SPEC`),
+/// or the command's PID 1 (`INIT_ARG SPEC`, which the launcher starts). A
+/// binary that offers the shell tool calls this first thing in `main` when
+/// [`is_launcher_invocation`] says so, and returns its exit code.
 pub fn launcher_main() -> ExitCode {
+    let as_init = std::env::args_os().nth(1).is_some_and(|a| a == INIT_ARG);
     let spec = std::env::args_os()
         .nth(2)
         .ok_or_else(|| "missing".to_owned())
         .and_then(|raw: OsString| {
             serde_json::from_str::<LaunchSpec>(&raw.to_string_lossy()).map_err(|e| e.to_string())
         });
+    if as_init {
+        return match spec {
+            Ok(spec) => init::main(&spec),
+            Err(_) => ExitCode::FAILURE,
+        };
+    }
     let outcome = match spec {
         Ok(spec) => run(&spec),
         Err(message) => Err(SandboxError::Spec { message }),
@@ -180,6 +120,7 @@ fn emit(tag: u8, payload: &[u8]) {
 }
 
 fn run(spec: &LaunchSpec) -> Result<LaunchExit, SandboxError> {
+    close_inherited_files();
     for cgroup in &spec.cgroups {
         std::fs::write(cgroup.join("cgroup.procs"), getpid().to_string()).map_err(|e| {
             SandboxError::Limits {
@@ -187,13 +128,10 @@ fn run(spec: &LaunchSpec) -> Result<LaunchExit, SandboxError> {
             }
         })?;
     }
-    nix::sys::prctl::set_dumpable(false).map_err(|e| SandboxError::Limits {
-        message: format!("prctl(PR_SET_DUMPABLE): {e}"),
-    })?;
     let (inner_uid, inner_gid) = enter_namespaces(spec)?;
     set_limits(spec)?;
-    // SIGCHLD is read through a signalfd, so it is blocked here; the
-    // command starts with an empty signal mask (std resets it).
+    // SIGCHLD is read through a signalfd, so it is blocked here; PID 1
+    // starts with an empty signal mask (std resets it).
     let mut chld = SigSet::empty();
     chld.add(Signal::SIGCHLD);
     sigprocmask(SigmaskHow::SIG_BLOCK, Some(&chld), None).map_err(|e| SandboxError::Limits {
@@ -203,40 +141,77 @@ fn run(spec: &LaunchSpec) -> Result<LaunchExit, SandboxError> {
         .map_err(|e| SandboxError::Limits {
             message: format!("signalfd: {e}"),
         })?;
-    restrict_files(spec)?;
-    apply_seccomp()?;
+    // Fails here, typed, on a kernel without Landlock, before anything
+    // starts; PID 1 applies the same rules to itself.
+    landlock_ruleset(spec)?;
+    let quota = Quota::new(&spec.write, spec.max_write_bytes, spec.max_write_files);
     let (out_read, out_write) = std::io::pipe().map_err(spawn_error)?;
     let (err_read, err_write) = std::io::pipe().map_err(spawn_error)?;
-    let mut command = Command::new("/bin/sh");
+    let (mut to_init, init_end) = UnixStream::pair().map_err(spawn_error)?;
+    let program = std::env::current_exe().map_err(spawn_error)?;
+    let spec_json = serde_json::to_string(spec).map_err(spawn_error)?;
+    let mut command = Command::new(program);
     command
-        .arg("-c")
-        .arg(INIT_SCRIPT)
-        .arg("agentloop-init")
-        .arg(&spec.command)
+        .arg(INIT_ARG)
+        .arg(spec_json)
         .current_dir(&spec.cwd)
         .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(Stdio::from(OwnedFd::from(init_end)))
         .stdout(out_write)
         .stderr(err_write)
+        // Out of the launcher's process group: `kill 0` inside reaches
+        // only the command's own processes.
+        .process_group(0)
         // Setting the ids makes std fork rather than posix_spawn (a vfork
         // that the kernel refuses across PID namespaces).
         .uid(inner_uid)
         .gid(inner_gid);
-    let child = command.spawn().map_err(spawn_error)?;
+    let mut child = command.spawn().map_err(spawn_error)?;
     drop(command);
+    if let Err(error) = init_report(&mut to_init) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(error);
+    }
     emit(TAG_STARTED, &child.id().to_le_bytes());
-    Ok(relay(spec, child, out_read, err_read, &signals))
+    let exit = relay(spec, child, out_read, err_read, &signals, quota);
+    drop(to_init);
+    Ok(exit)
 }
 
-fn spawn_error(e: std::io::Error) -> SandboxError {
+/// What PID 1 said: the command started, or why it did not.
+fn init_report(socket: &mut UnixStream) -> Result<(), SandboxError> {
+    let ended = || SandboxError::Spawn {
+        message: "the sandbox's first process ended before the command started".to_owned(),
+    };
+    socket
+        .set_read_timeout(Some(INIT_REPORT_WITHIN))
+        .map_err(spawn_error)?;
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some((tag, payload)) = take_frame(&mut buffer) {
+            return match tag {
+                TAG_STARTED => Ok(()),
+                _ => Err(serde_json::from_slice(&payload).unwrap_or_else(|_| ended())),
+            };
+        }
+        match socket.read(&mut chunk) {
+            Ok(0) | Err(_) => return Err(ended()),
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn spawn_error(e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Spawn {
         message: e.to_string(),
     }
 }
 
-/// New user, PID and (unless the network is allowed) network namespaces,
-/// with the caller's ids mapped to one id inside. Returns that id pair.
+/// New user, PID, mount and (unless the network is allowed) network
+/// namespaces, with the caller's ids mapped to one id inside. Returns that
+/// id pair.
 fn enter_namespaces(spec: &LaunchSpec) -> Result<(u32, u32), SandboxError> {
     let uid = getuid().as_raw();
     let gid = getgid().as_raw();
@@ -250,101 +225,20 @@ fn enter_namespaces(spec: &LaunchSpec) -> Result<(u32, u32), SandboxError> {
     unshare(flags).map_err(|e| refused("unshare", &e))?;
     let inner_uid = if uid == 0 { INNER_ID_FOR_ROOT } else { uid };
     let inner_gid = if gid == 0 { INNER_ID_FOR_ROOT } else { gid };
+    // An unprivileged user namespace may write its gid map only once
+    // `setgroups` is denied in it.
     std::fs::write("/proc/self/setgroups", "deny").map_err(|e| refused("setgroups", &e))?;
     std::fs::write("/proc/self/uid_map", format!("{inner_uid} {uid} 1"))
         .map_err(|e| refused("uid_map", &e))?;
     std::fs::write("/proc/self/gid_map", format!("{inner_gid} {gid} 1"))
         .map_err(|e| refused("gid_map", &e))?;
-    read_only_mounts(&spec.write)?;
+    // Only now: the maps of a non-dumpable process belong to root, which
+    // an ordinary caller cannot write.
+    nix::sys::prctl::set_dumpable(false).map_err(|e| SandboxError::Limits {
+        message: format!("prctl(PR_SET_DUMPABLE): {e}"),
+    })?;
+    mounts::confine(&spec.write)?;
     Ok((inner_uid, inner_gid))
-}
-
-/// In the new mount namespace: every mount read-only except bind mounts
-/// of the write roots. Landlock does not govern `chmod`, `utimes` or
-/// extended attributes; a read-only mount refuses them outside the write
-/// roots. Mount flags already set (`nosuid`, `nodev`, `noexec`, atime) are
-/// kept, as the kernel requires of a user namespace.
-fn read_only_mounts(write: &[std::path::PathBuf]) -> Result<(), SandboxError> {
-    let failed = |what: String, e: nix::Error| SandboxError::Namespaces {
-        message: format!("{what}: {e}"),
-    };
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .map_err(|e| failed("making / private".to_owned(), e))?;
-    let roots: Vec<&std::path::PathBuf> = write.iter().filter(|p| p.is_dir()).collect();
-    for root in &roots {
-        mount(
-            Some(root.as_path()),
-            root.as_path(),
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
-            None::<&str>,
-        )
-        .map_err(|e| failed(format!("binding {}", root.display()), e))?;
-    }
-    let table =
-        std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| SandboxError::Namespaces {
-            message: format!("reading mountinfo: {e}"),
-        })?;
-    for line in table.lines() {
-        let fields: Vec<&str> = line.split(' ').collect();
-        let (Some(point), Some(options)) = (fields.get(4), fields.get(5)) else {
-            continue;
-        };
-        let point = std::path::PathBuf::from(unescape(point));
-        if roots.iter().any(|root| point.starts_with(root)) {
-            continue;
-        }
-        let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
-        for option in options.split(',') {
-            flags |= match option {
-                "nosuid" => MsFlags::MS_NOSUID,
-                "nodev" => MsFlags::MS_NODEV,
-                "noexec" => MsFlags::MS_NOEXEC,
-                "noatime" => MsFlags::MS_NOATIME,
-                "nodiratime" => MsFlags::MS_NODIRATIME,
-                "relatime" => MsFlags::MS_RELATIME,
-                "strictatime" => MsFlags::MS_STRICTATIME,
-                _ => MsFlags::empty(),
-            };
-        }
-        match mount(None::<&str>, &point, None::<&str>, flags, None::<&str>) {
-            Ok(()) => {}
-            // A mount hidden under another one, or gone: nothing reaches
-            // it by path.
-            Err(nix::Error::ENOENT) | Err(nix::Error::EACCES) if !Path::new(&point).exists() => {
-                continue;
-            }
-            Err(e) => return Err(failed(format!("read-only {}", point.display()), e)),
-        }
-    }
-    Ok(())
-}
-
-/// A mount point as mountinfo writes it (`\040` for a space).
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && let Some(code) = field
-                .get(i + 1..i + 4)
-                .and_then(|digits| u8::from_str_radix(digits, 8).ok())
-        {
-            out.push(code);
-            i += 4;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn set_limits(spec: &LaunchSpec) -> Result<(), SandboxError> {
@@ -369,15 +263,15 @@ fn set_limits(spec: &LaunchSpec) -> Result<(), SandboxError> {
     Ok(())
 }
 
-/// The Landlock domain. Filesystem rights of ABI 3 (with `refer` and
-/// `truncate`) are required; the ABI 6 scopes are added when the kernel
-/// has them.
-fn restrict_files(spec: &LaunchSpec) -> Result<(), SandboxError> {
+/// The Landlock ruleset, made but not enforced. Filesystem rights of ABI 3
+/// (with `refer` and `truncate`) are required; the ABI 6 scopes (signals,
+/// abstract Unix sockets) are added when the kernel has them.
+fn landlock_ruleset(spec: &LaunchSpec) -> Result<landlock::RulesetCreated, SandboxError> {
     let landlock = |e: &dyn std::fmt::Display| SandboxError::Landlock {
         message: e.to_string(),
     };
     let fs_abi = ABI::V3;
-    let status = Ruleset::default()
+    Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(fs_abi))
         .map_err(|e| landlock(&e))?
@@ -389,85 +283,23 @@ fn restrict_files(spec: &LaunchSpec) -> Result<(), SandboxError> {
         .add_rules(path_beneath_rules(&spec.read, AccessFs::from_read(fs_abi)))
         .map_err(|e| landlock(&e))?
         .add_rules(path_beneath_rules(&spec.write, AccessFs::from_all(fs_abi)))
-        .map_err(|e| landlock(&e))?
+        .map_err(|e| landlock(&e))
+}
+
+/// Puts this process (PID 1, before it starts the command) in the Landlock
+/// domain: reads only below the read list, writes only below the write
+/// list, no signals to and no abstract sockets of processes outside.
+pub(super) fn landlock_rules(spec: &LaunchSpec) -> Result<(), SandboxError> {
+    let status = landlock_ruleset(spec)?
         .restrict_self()
-        .map_err(|e| landlock(&e))?;
+        .map_err(|e| SandboxError::Landlock {
+            message: e.to_string(),
+        })?;
     if status.ruleset == RulesetStatus::NotEnforced {
         return Err(SandboxError::Landlock {
             message: "the kernel does not enforce the ruleset".to_owned(),
         });
     }
-    Ok(())
-}
-
-fn apply_seccomp() -> Result<(), SandboxError> {
-    let failed = |e: &dyn std::fmt::Display| SandboxError::Seccomp {
-        message: e.to_string(),
-    };
-    let arch: TargetArch = std::env::consts::ARCH.try_into().map_err(|e| failed(&e))?;
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED
-        .iter()
-        .map(|(_, number)| (*number, Vec::new()))
-        .collect();
-    let mut clone_rules = Vec::new();
-    for flag in NAMESPACE_FLAGS {
-        let flag = *flag as u64;
-        let condition = SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Qword,
-            SeccompCmpOp::MaskedEq(flag),
-            flag,
-        )
-        .map_err(|e| failed(&e))?;
-        clone_rules.push(SeccompRule::new(vec![condition]).map_err(|e| failed(&e))?);
-    }
-    rules.insert(libc::SYS_clone, clone_rules);
-    // Named Unix sockets are reached by path, which Landlock (up to ABI 7)
-    // does not check on connect: a database's or container engine's socket
-    // would be an open door. Socket pairs (`socketpair`) stay allowed.
-    let unix = SeccompCondition::new(
-        0,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Eq,
-        libc::AF_UNIX as u64,
-    )
-    .map_err(|e| failed(&e))?;
-    rules.insert(
-        libc::SYS_socket,
-        vec![SeccompRule::new(vec![unix]).map_err(|e| failed(&e))?],
-    );
-    // Pushing bytes into a terminal's input is refused. (The constant's
-    // type differs between targets.)
-    #[allow(clippy::unnecessary_cast)]
-    let tiocsti = SeccompCondition::new(
-        1,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Eq,
-        libc::TIOCSTI as u64,
-    )
-    .map_err(|e| failed(&e))?;
-    rules.insert(
-        libc::SYS_ioctl,
-        vec![SeccompRule::new(vec![tiocsti]).map_err(|e| failed(&e))?],
-    );
-    let denied: BpfProgram = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .and_then(TryInto::try_into)
-    .map_err(|e| failed(&e))?;
-    let clone3: BpfProgram = SeccompFilter::new(
-        [(libc::SYS_clone3, Vec::new())].into(),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    )
-    .and_then(TryInto::try_into)
-    .map_err(|e| failed(&e))?;
-    seccompiler::apply_filter(&denied).map_err(|e| failed(&e))?;
-    seccompiler::apply_filter(&clone3).map_err(|e| failed(&e))?;
     Ok(())
 }
 
@@ -478,6 +310,7 @@ fn relay(
     mut out: std::io::PipeReader,
     mut err: std::io::PipeReader,
     signals: &SignalFd,
+    mut quota: Quota,
 ) -> LaunchExit {
     let deadline = Instant::now() + Duration::from_millis(spec.timeout_ms);
     let pid = Pid::from_raw(child.id() as i32);
@@ -505,13 +338,20 @@ fn relay(
             break;
         }
         let now = Instant::now();
-        if status.is_none() && stopped.is_none() && now >= deadline {
-            let _ = kill(pid, Signal::SIGKILL);
-            stopped = Some(LaunchStop::Timeout);
+        if status.is_none() && stopped.is_none() {
+            let over = if now >= deadline {
+                Some(LaunchStop::Timeout)
+            } else {
+                quota.check()
+            };
+            if let Some(over) = over {
+                let _ = kill(pid, Signal::SIGKILL);
+                stopped = Some(over);
+            }
         }
         let wait_until = match (drain_until, stopped) {
             (Some(until), _) => until,
-            (None, None) => deadline,
+            (None, None) => deadline.min(quota.due()),
             // Killed: SIGCHLD wakes the loop.
             (None, Some(_)) => now + Duration::from_secs(1),
         };
@@ -572,6 +412,10 @@ fn relay(
         Some(status) => Some(status),
         None => child.wait().ok(),
     };
+    // What a command wrote in its last moments counts too.
+    if stopped.is_none() {
+        stopped = quota.check_now();
+    }
     LaunchExit {
         code: status.and_then(|s| s.code()),
         signal: status.and_then(|s| s.signal()),

@@ -66,10 +66,14 @@
 //! sockets of their own (a test starting a server on one) fail.
 
 mod config;
+mod init;
 mod kept;
 pub mod launcher;
+mod mounts;
 pub mod policy;
 pub mod protocol;
+mod quota;
+pub mod seccomp;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -170,6 +174,8 @@ enum Stop {
     Timeout,
     Cancelled,
     OutputLimit,
+    WriteBytes,
+    WriteFiles,
 }
 
 /// How often progress is reported at most.
@@ -219,6 +225,8 @@ fn start(
         max_memory_bytes: config.limits.max_memory_bytes,
         max_file_bytes: config.limits.max_file_bytes,
         max_open_files: config.limits.max_open_files,
+        max_write_bytes: config.limits.max_write_bytes,
+        max_write_files: config.limits.max_write_files,
         cgroups: cgroups.iter().map(|c| c.path.clone()).collect(),
     };
     let spec_json = serde_json::to_string(&spec)
@@ -268,6 +276,8 @@ fn start(
         exit: None,
         failure: None,
         max_output: config.limits.max_output_bytes,
+        max_write_bytes: config.limits.max_write_bytes,
+        max_write_files: config.limits.max_write_files,
         command: input.command,
         folder,
         finished: false,
@@ -323,6 +333,8 @@ struct Running {
     exit: Option<LaunchExit>,
     failure: Option<SandboxError>,
     max_output: u64,
+    max_write_bytes: u64,
+    max_write_files: u64,
     command: String,
     folder: String,
     finished: bool,
@@ -411,8 +423,14 @@ impl Running {
             }
             protocol::TAG_EXIT => {
                 self.exit = serde_json::from_slice(&payload).ok();
-                if let Some(LaunchStop::Timeout) = self.exit.as_ref().and_then(|e| e.stopped) {
-                    self.stop.get_or_insert(Stop::Timeout);
+                let stop = match self.exit.as_ref().and_then(|e| e.stopped) {
+                    Some(LaunchStop::Timeout) => Some(Stop::Timeout),
+                    Some(LaunchStop::WriteBytes) => Some(Stop::WriteBytes),
+                    Some(LaunchStop::WriteFiles) => Some(Stop::WriteFiles),
+                    Some(LaunchStop::ControlClosed) | None => None,
+                };
+                if let Some(stop) = stop {
+                    self.stop.get_or_insert(stop);
                 }
             }
             protocol::TAG_FAILURE => {
@@ -455,6 +473,16 @@ impl Running {
                     Stop::OutputLimit => {
                         format!("output passed {} bytes", self.max_output)
                     }
+                    Stop::WriteBytes => format!(
+                        "write quota: the command added more than {} bytes to the project \
+                         and temporary folders",
+                        self.max_write_bytes
+                    ),
+                    Stop::WriteFiles => format!(
+                        "file quota: the command added more than {} files to the project \
+                         and temporary folders",
+                        self.max_write_files
+                    ),
                 };
                 text.push_str(&format!(
                     "stopped: {why}; every process of the command was killed\n"

@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 /// follows it as the next argument.
 pub const LAUNCHER_ARG: &str = "__agentloop-shell-launcher";
 
+/// The argument that turns the binary into the command's PID 1, which the
+/// launcher starts inside the namespaces; the spec follows it.
+pub const INIT_ARG: &str = "__agentloop-shell-init";
+
 /// A chunk of the command's stdout.
 pub(crate) const TAG_STDOUT: u8 = b'o';
 /// A chunk of the command's stderr.
@@ -48,12 +52,23 @@ pub struct LaunchSpec {
     pub max_file_bytes: u64,
     /// Most open files of one process (`RLIMIT_NOFILE`).
     pub max_open_files: u64,
+    /// Most bytes (allocated blocks) the command may add to the write
+    /// roots.
+    #[serde(default = "unlimited")]
+    pub max_write_bytes: u64,
+    /// Most files the command may add to the write roots.
+    #[serde(default = "unlimited")]
+    pub max_write_files: u64,
     /// Cgroups the launcher joins before anything else, made by the tool:
     /// a pids cgroup (needed when the caller is root, whom `RLIMIT_NPROC`
     /// does not bind) and, where the memory controller is at hand, one
     /// bounding the memory of all the command's processes together.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cgroups: Vec<PathBuf>,
+}
+
+fn unlimited() -> u64 {
+    u64::MAX
 }
 
 /// Why the launcher stopped the command.
@@ -64,6 +79,10 @@ pub enum LaunchStop {
     Timeout,
     /// The tool closed the control pipe (cancelled, output limit, gone).
     ControlClosed,
+    /// The command wrote more bytes than its quota.
+    WriteBytes,
+    /// The command made more files than its quota.
+    WriteFiles,
 }
 
 /// How the command ended.
