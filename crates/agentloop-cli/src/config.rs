@@ -34,6 +34,8 @@
 //! max_processes = 512           # processes at once
 //! max_memory_mb = 8192          # data memory of one process
 //! max_total_memory_mb = 8192    # of all its processes (where a memory cgroup can be made)
+//! max_write_mb = 4096           # bytes (allocated blocks) one command may add to the project and temp folders
+//! max_write_files = 100000      # files one command may add to them
 //!
 //! agent = "triage"              # default --agent: the declared agent runs start with
 //!
@@ -144,6 +146,14 @@ pub struct ShellSection {
     /// memory cgroup can be made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_memory_mb: Option<u64>,
+    /// Most bytes (allocated blocks) one command may add to the project
+    /// folder and its temporary folder, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_write_mb: Option<u64>,
+    /// Most files one command may add to the project folder and its
+    /// temporary folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_write_files: Option<u64>,
 }
 
 impl ShellSection {

@@ -191,6 +191,12 @@ fn shell_tool(root: &Path) -> Result<ShellTool, Failure> {
     if let Some(mb) = section.max_total_memory_mb {
         limits.max_total_memory_bytes = mb.saturating_mul(MIB);
     }
+    if let Some(mb) = section.max_write_mb {
+        limits.max_write_bytes = mb.saturating_mul(MIB);
+    }
+    if let Some(files) = section.max_write_files {
+        limits.max_write_files = files;
+    }
     let config = ShellConfig::new(root, Launcher::current_exe().map_err(usage)?)
         .and_then(|c| c.with_read_paths(section.read))
         .and_then(|c| c.with_env(section.env))

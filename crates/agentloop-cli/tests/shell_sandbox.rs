@@ -67,8 +67,17 @@ fn call(scene: &Scene, input: Value) -> Called {
 }
 
 fn call_with_env(scene: &Scene, input: Value, env: &[(&str, &str)]) -> Called {
-    let started = Instant::now();
     let mut command = common::agentloop();
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    call_as(scene, input, command)
+}
+
+/// `agentloop tool call shell` run as `program` (the binary, or a wrapper
+/// that starts it) says; `program` gets the call's arguments.
+fn call_as(scene: &Scene, input: Value, mut command: std::process::Command) -> Called {
+    let started = Instant::now();
     command
         .args([
             "tool",
@@ -81,9 +90,6 @@ fn call_with_env(scene: &Scene, input: Value, env: &[(&str, &str)]) -> Called {
         .arg(&scene.project)
         .env("XDG_CONFIG_HOME", &scene.config)
         .current_dir(&scene.outside);
-    for (name, value) in env {
-        command.env(name, value);
-    }
     let output = command.output().unwrap();
     let took = started.elapsed();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -1098,3 +1104,460 @@ fn memory_of_all_processes_together_is_bounded_where_a_memory_cgroup_can_be_made
         called.content
     );
 }
+
+/// Who starts `agentloop` for a probe: the test's own user, or an
+/// ordinary user. Probes that run both ways hold for root and non-root
+/// callers alike.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Identity {
+    Caller,
+    Unprivileged,
+}
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+}
+
+/// The ordinary user a root test run starts `agentloop` as, named by
+/// `AGENTLOOP_TEST_UNPRIVILEGED_USER` (`.ci/run` makes one): its uid and gid.
+fn unprivileged_user() -> Option<(u32, u32)> {
+    let name = std::env::var("AGENTLOOP_TEST_UNPRIVILEGED_USER").ok()?;
+    let id = |flag: &str| -> u32 {
+        let out = std::process::Command::new("id")
+            .args([flag, &name])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "no user {name}");
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    };
+    Some((id("-u"), id("-g")))
+}
+
+/// The binary where any user can run it: hard-linked (or copied) into a
+/// world-readable folder, since the build's own folder may sit below a
+/// home only root can enter.
+fn reachable_binary() -> &'static Path {
+    static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BINARY.get_or_init(|| {
+        use std::os::unix::fs::MetadataExt;
+        let built = PathBuf::from(env!("CARGO_BIN_EXE_agentloop"));
+        let meta = std::fs::metadata(&built).unwrap();
+        // One link per build, shared by the test processes.
+        let folder = Path::new("/tmp").join(format!(
+            "agentloop-test-bin-{}-{}",
+            meta.ino(),
+            meta.mtime()
+        ));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let binary = folder.join("agentloop");
+        if !binary.exists() && std::fs::hard_link(&built, &binary).is_err() && !binary.exists() {
+            let partial = folder.join(format!("agentloop.{}", std::process::id()));
+            std::fs::copy(&built, &partial).unwrap();
+            std::fs::rename(&partial, &binary).unwrap();
+        }
+        binary
+    })
+}
+
+/// Gives everything below `path` to `uid`/`gid`.
+fn hand_over(path: &Path, uid: u32, gid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for entry in std::fs::read_dir(path).unwrap().flatten() {
+            hand_over(&entry.path(), uid, gid);
+        }
+    }
+}
+
+/// `agentloop` started as `identity`, with the scene made that user's; None
+/// (said on stderr, refused under CI) where that identity is not at hand.
+fn agentloop_as(identity: Identity, scene: &Scene) -> Option<std::process::Command> {
+    if identity == Identity::Caller || !running_as_root() {
+        // A non-root caller is the unprivileged case already.
+        return Some(common::agentloop());
+    }
+    let Some((uid, gid)) = unprivileged_user() else {
+        let why = "set AGENTLOOP_TEST_UNPRIVILEGED_USER to an ordinary user to run this probe \
+                   as one (the tests run as root)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("NOT CHECKED HERE: {why}");
+        return None;
+    };
+    hand_over(scene._dir.path(), uid, gid);
+    let mut command = std::process::Command::new("setpriv");
+    command
+        .args([
+            &format!("--reuid={uid}"),
+            &format!("--regid={gid}"),
+            "--clear-groups",
+            "--",
+        ])
+        .arg(reachable_binary())
+        .env("HOME", &scene.config);
+    common::without_provider_keys(&mut command);
+    Some(command)
+}
+
+/// `command` started by `bash -c 'SETUP; exec "$@"'`, environment kept.
+fn wrapped(setup: &str, command: &std::process::Command) -> std::process::Command {
+    let mut bash = std::process::Command::new("bash");
+    bash.arg("-c")
+        .arg(format!("{setup}; exec \"$@\""))
+        .arg("bash")
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => bash.env(name, value),
+            None => bash.env_remove(name),
+        };
+    }
+    bash
+}
+
+/// Two tests of one probe: as the test's user and as an ordinary one.
+macro_rules! both_ways {
+    ($probe:ident: $caller:ident, $unprivileged:ident) => {
+        #[test]
+        fn $caller() {
+            $probe(Identity::Caller);
+        }
+        #[test]
+        fn $unprivileged() {
+            $probe(Identity::Unprivileged);
+        }
+    };
+}
+
+fn probe_runs_reads_and_writes_only_its_folders(identity: Identity) {
+    let scene = scene();
+    let Some(agentloop) = agentloop_as(identity, &scene) else {
+        return;
+    };
+    let key = scene.outside.join(".ssh/id_ed25519");
+    let command = format!(
+        "echo hi; echo kept > made.txt; echo x > {out}/written.txt; cat {key}; \
+         cat /proc/self/root{key}; ln {key} hard; cat /etc/ssl/private/* 2>&1 | head -c 300; true",
+        out = scene.outside.display(),
+        key = key.display()
+    );
+    let called = call_as(&scene, json!({"command": command}), agentloop);
+    assert_eq!(called.code, Some(0), "{}", called.content);
+    assert!(called.content.contains("hi\n"), "{}", called.content);
+    assert_eq!(
+        std::fs::read_to_string(scene.project.join("made.txt")).unwrap(),
+        "kept\n"
+    );
+    assert!(!scene.outside.join("written.txt").exists());
+    assert!(!scene.project.join("hard").exists());
+    assert!(!called.content.contains(SSH_KEY), "{}", called.content);
+    assert!(!called.content.contains("PRIVATE KEY"), "{}", called.content);
+}
+both_ways!(probe_runs_reads_and_writes_only_its_folders:
+    as_caller_a_command_runs_and_reaches_only_its_folders,
+    as_ordinary_user_a_command_runs_and_reaches_only_its_folders);
+
+/// The length of `path` (0 when missing).
+fn length(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// Whether `path` stops growing: unchanged for a whole second, within five.
+fn stops_growing(path: &Path) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut last = (length(path), Instant::now());
+    while Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = length(path);
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if last.1.elapsed() >= Duration::from_secs(1) {
+            return true;
+        }
+    }
+    false
+}
+
+fn probe_the_launcher_is_out_of_the_commands_reach(identity: Identity) {
+    let scene = scene();
+    let Some(agentloop) = agentloop_as(identity, &scene) else {
+        return;
+    };
+    let token = unique("reach");
+    // Every way a process may name the launcher from inside: its process
+    // group, every process it may signal, its parent, and the host PIDs
+    // /proc shows.
+    let command = format!(
+        ": {token}; trap '' TERM HUP INT; \
+         (trap '' TERM HUP INT; while :; do echo x >> beat; sleep 0.05; done) & \
+         read -r s < /proc/self/stat; set -- $s; launcher=$4; \
+         read -r s < /proc/$launcher/stat; set -- $s; caller=$4; \
+         kill -TERM 0; kill -HUP 0; kill -TERM -1; kill -KILL $PPID; \
+         kill -KILL $launcher; kill -KILL $caller; kill -KILL -$launcher; \
+         sleep 1; echo survived"
+    );
+    let called = call_as(
+        &scene,
+        json!({"command": command, "timeout_secs": 30}),
+        agentloop,
+    );
+    assert!(
+        called.content.starts_with("exit code: 0\n"),
+        "the launcher reported the command's end: {}",
+        called.content
+    );
+    assert!(called.content.contains("survived"), "{}", called.content);
+    assert!(length(&scene.project.join("beat")) > 0, "the writer never ran");
+    assert!(
+        stops_growing(&scene.project.join("beat")),
+        "the command wrote after the call returned"
+    );
+    assert!(no_process_with(&token, Duration::from_secs(5)));
+}
+both_ways!(probe_the_launcher_is_out_of_the_commands_reach:
+    as_caller_the_launcher_is_out_of_the_commands_reach,
+    as_ordinary_user_the_launcher_is_out_of_the_commands_reach);
+
+fn probe_the_end_of_the_launcher_ends_the_command(identity: Identity) {
+    let scene = scene();
+    let Some(mut agentloop) = agentloop_as(identity, &scene) else {
+        return;
+    };
+    let token = unique("orphaned");
+    let command = format!(
+        ": {token}; trap '' TERM HUP INT; \
+         (trap '' TERM HUP INT; while :; do echo x >> beat; sleep 0.05; done) & \
+         setsid sh -c 'while :; do echo y >> beat2; sleep 0.05; done' & sleep 300"
+    );
+    let started = Instant::now();
+    let mut child = agentloop
+        .args([
+            "tool",
+            "call",
+            "shell",
+            "--input",
+            &json!({"command": command}).to_string(),
+            "--root",
+        ])
+        .arg(&scene.project)
+        .env("XDG_CONFIG_HOME", &scene.config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while length(&scene.project.join("beat2")) == 0 {
+        assert!(Instant::now() < until, "the command never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let launcher = (0..100)
+        .find_map(|_| {
+            let found = launchers_with(&token);
+            if found.is_empty() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            found.into_iter().next()
+        })
+        .expect("no launcher process");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(launcher),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(
+        no_process_with(&token, Duration::from_secs(3)),
+        "the command outlived its launcher"
+    );
+    assert!(stops_growing(&scene.project.join("beat")));
+    assert!(stops_growing(&scene.project.join("beat2")));
+    child.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+both_ways!(probe_the_end_of_the_launcher_ends_the_command:
+    as_caller_the_end_of_the_launcher_ends_the_command,
+    as_ordinary_user_the_end_of_the_launcher_ends_the_command);
+
+/// PIDs of launcher processes whose spec holds `token`.
+fn launchers_with(token: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            (cmdline.contains("__agentloop-shell-launcher") && cmdline.contains(token))
+                .then_some(pid)
+        })
+        .collect()
+}
+
+fn probe_inherited_descriptors_do_not_reach_the_command(identity: Identity) {
+    let scene = scene();
+    let Some(agentloop) = agentloop_as(identity, &scene) else {
+        return;
+    };
+    let notes = scene.outside.join("notes.txt");
+    let key = scene.outside.join(".ssh/id_ed25519");
+    let setup = format!(
+        "exec 9>>'{}' 8<'{}' 7<'{}'",
+        notes.display(),
+        key.display(),
+        scene.outside.display()
+    );
+    let command = "echo leaked >&9; cat <&8; ls <&7; cat /proc/self/fd/8; ls /proc/self/fd; \
+                   echo fds-done";
+    let called = call_as(&scene, json!({"command": command}), wrapped(&setup, &agentloop));
+    assert!(called.content.contains("fds-done"), "{}", called.content);
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "unchanged\n");
+    assert!(!called.content.contains(SSH_KEY), "{}", called.content);
+    assert!(
+        called.content.contains("Bad file descriptor"),
+        "{}",
+        called.content
+    );
+}
+both_ways!(probe_inherited_descriptors_do_not_reach_the_command:
+    as_caller_inherited_descriptors_do_not_reach_the_command,
+    as_ordinary_user_inherited_descriptors_do_not_reach_the_command);
+
+/// Files below `root` with a setuid or setgid bit.
+fn privileged_files(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(root).unwrap().flatten() {
+        let meta = entry.path().symlink_metadata().unwrap();
+        if meta.permissions().mode() & 0o6000 != 0 {
+            found.push(format!(
+                "{} {:o}",
+                entry.path().display(),
+                meta.permissions().mode()
+            ));
+        }
+        if meta.is_dir() {
+            found.extend(privileged_files(&entry.path()));
+        }
+    }
+    found
+}
+
+fn probe_no_setuid_or_setgid_file_is_left(identity: Identity) {
+    let scene = scene();
+    let Some(agentloop) = agentloop_as(identity, &scene) else {
+        return;
+    };
+    let command = "cp /bin/sh ./x && chmod 4755 ./x; chmod u+s ./x; chmod g+s ./x; \
+                   chmod 6755 ./x; install -m 4755 /bin/sh ./y; install -m 2755 /bin/sh ./z; \
+                   cp -p /bin/su ./su; cp -a /bin/su ./su2; mkdir d; chmod 2775 d; \
+                   mkdir -m 6777 e; cd $TMPDIR && cp /bin/sh t && chmod 4755 t; \
+                   ls -l $TMPDIR/t; ls -l; echo probes-done";
+    let called = call_as(&scene, json!({"command": command}), agentloop);
+    assert!(called.content.contains("probes-done"), "{}", called.content);
+    assert!(scene.project.join("x").exists(), "{}", called.content);
+    assert_eq!(privileged_files(&scene.project), Vec::<String>::new());
+    assert!(
+        !called.content.contains("rws"),
+        "a setuid file existed inside: {}",
+        called.content
+    );
+    assert!(
+        called.content.contains("Operation not permitted"),
+        "{}",
+        called.content
+    );
+}
+both_ways!(probe_no_setuid_or_setgid_file_is_left:
+    as_caller_no_setuid_or_setgid_file_is_left,
+    as_ordinary_user_no_setuid_or_setgid_file_is_left);
+
+fn write_quota_scene(identity: Identity) -> Option<(Scene, std::process::Command)> {
+    let scene = scene();
+    std::fs::create_dir_all(scene.config.join("agentloop")).unwrap();
+    std::fs::write(
+        scene.config.join("agentloop/config.toml"),
+        "[shell]\nmax_write_mb = 64\nmax_write_files = 2000\n",
+    )
+    .unwrap();
+    let command = agentloop_as(identity, &scene)?;
+    Some((scene, command))
+}
+
+/// Allocated bytes below `root`.
+fn allocated(root: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    for entry in std::fs::read_dir(root).unwrap().flatten() {
+        let meta = entry.path().symlink_metadata().unwrap();
+        total += meta.blocks() * 512;
+        if meta.is_dir() {
+            total += allocated(&entry.path());
+        }
+    }
+    total
+}
+
+fn probe_the_write_quota_stops_bytes_files_and_reservations(identity: Identity) {
+    let Some((scene, _)) = write_quota_scene(identity) else {
+        return;
+    };
+    let cases = [
+        (
+            "head -c 1000000000 /dev/zero > big; echo wrote; sleep 30",
+            "stopped: write quota: the command added more than 67108864 bytes",
+        ),
+        (
+            "cd $TMPDIR; head -c 1000000000 /dev/zero > big; sleep 30",
+            "stopped: write quota",
+        ),
+        (
+            "exec 3>gone; rm gone; head -c 1000000000 /dev/zero >&3; sleep 30",
+            "stopped: write quota",
+        ),
+        (
+            "i=0; while [ $i -lt 20000 ]; do : > f$i; i=$((i+1)); done; sleep 30",
+            "stopped: file quota: the command added more than 2000 files",
+        ),
+    ];
+    for (command, expected) in cases {
+        let agentloop = agentloop_as(identity, &scene).unwrap();
+        let called = call_as(
+            &scene,
+            json!({"command": command, "timeout_secs": 60}),
+            agentloop,
+        );
+        assert!(
+            called.content.starts_with(expected),
+            "{command}: {}",
+            called.content
+        );
+        assert!(called.took < Duration::from_secs(40), "{command}: {:?}", called.took);
+        for entry in std::fs::read_dir(&scene.project).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(path).unwrap();
+            } else {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+    }
+    // Reserving blocks without writing them is refused outright.
+    let agentloop = agentloop_as(identity, &scene).unwrap();
+    let called = call_as(
+        &scene,
+        json!({"command": "fallocate --keep-size -l 5G sparse; echo status=$?; fallocate -l 3G full; echo status=$?"}),
+        agentloop,
+    );
+    assert!(called.content.contains("status=1"), "{}", called.content);
+    assert!(
+        called.content.contains("Operation not supported"),
+        "{}",
+        called.content
+    );
+    assert!(allocated(&scene.project) < 1024 * 1024, "blocks were reserved");
+}
+both_ways!(probe_the_write_quota_stops_bytes_files_and_reservations:
+    as_caller_the_write_quota_stops_bytes_files_and_reservations,
+    as_ordinary_user_the_write_quota_stops_bytes_files_and_reservations);
