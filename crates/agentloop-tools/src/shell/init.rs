@@ -94,17 +94,16 @@ fn launcher_gone(millis: u16) -> bool {
     }
 }
 
-/// The command's shell, with SIGCHLD blocked here (read through a
-/// signalfd; the shell starts with an empty mask).
+/// The command's shell, started with an empty signal mask (std keeps the
+/// one in force, and the launcher blocked SIGCHLD: a shell that inherits
+/// it blocked never wakes from `wait`). SIGCHLD is blocked here only
+/// afterwards and read through a signalfd; a child that ended before is
+/// reaped by the first round of [`wait`].
 fn spawn(spec: &LaunchSpec) -> Result<(Pid, SignalFd), SandboxError> {
     let failed = |e: &dyn std::fmt::Display| SandboxError::Spawn {
         message: e.to_string(),
     };
-    let mut chld = SigSet::empty();
-    chld.add(Signal::SIGCHLD);
-    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&chld), None).map_err(|e| failed(&e))?;
-    let signals = SignalFd::with_flags(&chld, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
-        .map_err(|e| failed(&e))?;
+    sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None).map_err(|e| failed(&e))?;
     let shell = Command::new("/bin/sh")
         .arg("-c")
         .arg(&spec.command)
@@ -113,6 +112,11 @@ fn spawn(spec: &LaunchSpec) -> Result<(Pid, SignalFd), SandboxError> {
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .spawn()
+        .map_err(|e| failed(&e))?;
+    let mut chld = SigSet::empty();
+    chld.add(Signal::SIGCHLD);
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&chld), None).map_err(|e| failed(&e))?;
+    let signals = SignalFd::with_flags(&chld, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
         .map_err(|e| failed(&e))?;
     Ok((Pid::from_raw(shell.id() as i32), signals))
 }
@@ -123,18 +127,6 @@ fn spawn(spec: &LaunchSpec) -> Result<(Pid, SignalFd), SandboxError> {
 fn wait((shell, signals): (Pid, SignalFd)) -> ExitCode {
     let stdin = std::io::stdin();
     loop {
-        let mut fds = [
-            PollFd::new(signals.as_fd(), PollFlags::POLLIN),
-            PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
-        ];
-        if poll(&mut fds, PollTimeout::NONE).is_err() {
-            continue;
-        }
-        if fds[1].revents().is_some_and(|r| !r.is_empty()) {
-            // The launcher is gone: ending here ends the namespace.
-            return ExitCode::FAILURE;
-        }
-        while let Ok(Some(_)) = signals.read_signal() {}
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::Exited(pid, code)) if pid == shell => {
@@ -147,5 +139,17 @@ fn wait((shell, signals): (Pid, SignalFd)) -> ExitCode {
                 Ok(_) => {}
             }
         }
+        let mut fds = [
+            PollFd::new(signals.as_fd(), PollFlags::POLLIN),
+            PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+        ];
+        if poll(&mut fds, PollTimeout::NONE).is_err() {
+            continue;
+        }
+        if fds[1].revents().is_some_and(|r| !r.is_empty()) {
+            // The launcher is gone: ending here ends the namespace.
+            return ExitCode::FAILURE;
+        }
+        while let Ok(Some(_)) = signals.read_signal() {}
     }
 }
