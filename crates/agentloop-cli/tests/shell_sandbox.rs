@@ -1255,7 +1255,11 @@ fn probe_runs_reads_and_writes_only_its_folders(identity: Identity) {
     assert!(!scene.outside.join("written.txt").exists());
     assert!(!scene.project.join("hard").exists());
     assert!(!called.content.contains(SSH_KEY), "{}", called.content);
-    assert!(!called.content.contains("PRIVATE KEY"), "{}", called.content);
+    assert!(
+        !called.content.contains("PRIVATE KEY"),
+        "{}",
+        called.content
+    );
 }
 both_ways!(probe_runs_reads_and_writes_only_its_folders:
     as_caller_a_command_runs_and_reaches_only_its_folders,
@@ -1311,7 +1315,10 @@ fn probe_the_launcher_is_out_of_the_commands_reach(identity: Identity) {
         called.content
     );
     assert!(called.content.contains("survived"), "{}", called.content);
-    assert!(length(&scene.project.join("beat")) > 0, "the writer never ran");
+    assert!(
+        length(&scene.project.join("beat")) > 0,
+        "the writer never ran"
+    );
     assert!(
         stops_growing(&scene.project.join("beat")),
         "the command wrote after the call returned"
@@ -1411,7 +1418,11 @@ fn probe_inherited_descriptors_do_not_reach_the_command(identity: Identity) {
     );
     let command = "echo leaked >&9; cat <&8; ls <&7; cat /proc/self/fd/8; ls /proc/self/fd; \
                    echo fds-done";
-    let called = call_as(&scene, json!({"command": command}), wrapped(&setup, &agentloop));
+    let called = call_as(
+        &scene,
+        json!({"command": command}),
+        wrapped(&setup, &agentloop),
+    );
     assert!(called.content.contains("fds-done"), "{}", called.content);
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "unchanged\n");
     assert!(!called.content.contains(SSH_KEY), "{}", called.content);
@@ -1533,7 +1544,11 @@ fn probe_the_write_quota_stops_bytes_files_and_reservations(identity: Identity) 
             "{command}: {}",
             called.content
         );
-        assert!(called.took < Duration::from_secs(40), "{command}: {:?}", called.took);
+        assert!(
+            called.took < Duration::from_secs(40),
+            "{command}: {:?}",
+            called.took
+        );
         for entry in std::fs::read_dir(&scene.project).unwrap().flatten() {
             let path = entry.path();
             if path.is_dir() {
@@ -1556,7 +1571,10 @@ fn probe_the_write_quota_stops_bytes_files_and_reservations(identity: Identity) 
         "{}",
         called.content
     );
-    assert!(allocated(&scene.project) < 1024 * 1024, "blocks were reserved");
+    assert!(
+        allocated(&scene.project) < 1024 * 1024,
+        "blocks were reserved"
+    );
 }
 both_ways!(probe_the_write_quota_stops_bytes_files_and_reservations:
     as_caller_the_write_quota_stops_bytes_files_and_reservations,

@@ -22,8 +22,8 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::protocol::{LaunchSpec, SandboxError, TAG_FAILURE, TAG_STARTED, frame};
 use super::launcher::landlock_rules;
+use super::protocol::{LaunchSpec, SandboxError, TAG_FAILURE, TAG_STARTED, frame};
 use super::seccomp;
 
 /// Runs PID 1 for `spec`. Its stdin is a socket to the launcher: it says

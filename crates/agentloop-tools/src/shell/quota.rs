@@ -132,6 +132,10 @@ fn open_unlinked(seen: &mut HashSet<(u64, u64)>) -> Usage {
     let Ok(sandbox) = std::fs::read_link("/proc/self/ns/pid_for_children") else {
         return usage;
     };
+    // Outside a launcher (no new PID namespace) there is no sandbox.
+    if std::fs::read_link("/proc/self/ns/pid").ok().as_ref() == Some(&sandbox) {
+        return usage;
+    }
     let Ok(processes) = std::fs::read_dir("/proc") else {
         return usage;
     };

@@ -187,8 +187,13 @@ fn denied_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, SandboxError> {
     let mut clone_rules = Vec::new();
     for flag in NAMESPACE_FLAGS {
         let flag = *flag as u64;
-        let c = condition(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(flag), flag)
-            .map_err(|e| failed(&e))?;
+        let c = condition(
+            0,
+            SeccompCmpArgLen::Qword,
+            SeccompCmpOp::MaskedEq(flag),
+            flag,
+        )
+        .map_err(|e| failed(&e))?;
         clone_rules.push(rule(vec![c])?);
     }
     rules.insert(libc::SYS_clone, clone_rules);
@@ -196,8 +201,13 @@ fn denied_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, SandboxError> {
         let mut mode_rules = Vec::new();
         for bit in [libc::S_ISUID, libc::S_ISGID] {
             let bit = u64::from(bit);
-            let c = condition(*arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit)
-                .map_err(|e| failed(&e))?;
+            let c = condition(
+                *arg,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )
+            .map_err(|e| failed(&e))?;
             mode_rules.push(rule(vec![c])?);
         }
         rules.insert(*number, mode_rules);
@@ -257,7 +267,7 @@ mod tests {
                 8..=15 => 0, // instruction pointer
                 16..=63 => {
                     let arg = self.args[((offset - 16) / 8) as usize];
-                    if (offset - 16) % 8 == 0 {
+                    if (offset - 16).is_multiple_of(8) {
                         arg as u32
                     } else {
                         (arg >> 32) as u32
@@ -273,9 +283,7 @@ mod tests {
         let (mut a, mut x, mut mem) = (0u32, 0u32, [0u32; 16]);
         let mut pc = 0usize;
         loop {
-            let i = program
-                .get(pc)
-                .unwrap_or_else(|| panic!("ran off at {pc}"));
+            let i = program.get(pc).unwrap_or_else(|| panic!("ran off at {pc}"));
             pc += 1;
             let src = if i.code & 0x08 != 0 { x } else { i.k };
             match i.code & 0x07 {
@@ -352,9 +360,18 @@ mod tests {
     #[test]
     fn ordinary_calls_pass_and_denied_ones_fail_with_their_errno() {
         assert_eq!(verdict(&Call::native(libc::SYS_read, &[0])), ALLOW);
-        assert_eq!(verdict(&Call::native(libc::SYS_ptrace, &[])), errno(libc::EPERM));
-        assert_eq!(verdict(&Call::native(libc::SYS_clone3, &[])), errno(libc::ENOSYS));
-        assert_eq!(verdict(&Call::native(libc::SYS_openat2, &[])), errno(libc::ENOSYS));
+        assert_eq!(
+            verdict(&Call::native(libc::SYS_ptrace, &[])),
+            errno(libc::EPERM)
+        );
+        assert_eq!(
+            verdict(&Call::native(libc::SYS_clone3, &[])),
+            errno(libc::ENOSYS)
+        );
+        assert_eq!(
+            verdict(&Call::native(libc::SYS_openat2, &[])),
+            errno(libc::ENOSYS)
+        );
         assert_eq!(
             verdict(&Call::native(libc::SYS_fallocate, &[3, 0, 0, 1 << 30])),
             errno(libc::EOPNOTSUPP)
