@@ -78,19 +78,10 @@ fn call_with_env(scene: &Scene, input: Value, env: &[(&str, &str)]) -> Called {
 /// that starts it) says; `program` gets the call's arguments.
 fn call_as(scene: &Scene, input: Value, mut command: std::process::Command) -> Called {
     let started = Instant::now();
-    command
-        .args([
-            "tool",
-            "call",
-            "shell",
-            "--input",
-            &input.to_string(),
-            "--root",
-        ])
-        .arg(&scene.project)
-        .env("XDG_CONFIG_HOME", &scene.config)
-        .current_dir(&scene.outside);
-    let output = command.output().unwrap();
+    let output = tool_call(&mut command, scene, &input)
+        .current_dir(&scene.outside)
+        .output()
+        .unwrap();
     let took = started.elapsed();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let mut progress = Vec::new();
@@ -127,6 +118,25 @@ fn call_as(scene: &Scene, input: Value, mut command: std::process::Command) -> C
         progress,
         took,
     }
+}
+
+/// `command` given the arguments of `agentloop tool call shell` in `scene`.
+fn tool_call<'a>(
+    command: &'a mut std::process::Command,
+    scene: &Scene,
+    input: &Value,
+) -> &'a mut std::process::Command {
+    command
+        .args([
+            "tool",
+            "call",
+            "shell",
+            "--input",
+            &input.to_string(),
+            "--root",
+        ])
+        .arg(&scene.project)
+        .env("XDG_CONFIG_HOME", &scene.config)
 }
 
 /// Whether any process's command line holds `token`.
@@ -541,21 +551,15 @@ fn killing_agentloop_mid_call_kills_the_command() {
     let command = format!(
         "python3 -c \"import os, time; open('alive.pid', 'w').write(os.readlink('/proc/self')); time.sleep(1000) # {marker}\""
     );
-    let mut child = common::agentloop()
-        .args([
-            "tool",
-            "call",
-            "shell",
-            "--input",
-            &json!({"command": command}).to_string(),
-            "--root",
-        ])
-        .arg(&scene.project)
-        .env("XDG_CONFIG_HOME", &scene.config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = tool_call(
+        &mut common::agentloop(),
+        &scene,
+        &json!({"command": command}),
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     let pid_file = scene.project.join("alive.pid");
     let until = Instant::now() + Duration::from_secs(20);
     while std::fs::read_to_string(&pid_file)
@@ -1341,17 +1345,7 @@ fn probe_the_end_of_the_launcher_ends_the_command(identity: Identity) {
          setsid sh -c 'while :; do echo y >> beat2; sleep 0.05; done' & sleep 300"
     );
     let started = Instant::now();
-    let mut child = agentloop
-        .args([
-            "tool",
-            "call",
-            "shell",
-            "--input",
-            &json!({"command": command}).to_string(),
-            "--root",
-        ])
-        .arg(&scene.project)
-        .env("XDG_CONFIG_HOME", &scene.config)
+    let mut child = tool_call(&mut agentloop, &scene, &json!({"command": command}))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
