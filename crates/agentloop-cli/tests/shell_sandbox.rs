@@ -1573,3 +1573,77 @@ fn probe_the_write_quota_stops_bytes_files_and_reservations(identity: Identity) 
 both_ways!(probe_the_write_quota_stops_bytes_files_and_reservations:
     as_caller_the_write_quota_stops_bytes_files_and_reservations,
     as_ordinary_user_the_write_quota_stops_bytes_files_and_reservations);
+
+/// Run as root, the command is an ordinary user on the host: a root-only
+/// file below a folder the configuration lets it read stays unreadable,
+/// while what it writes in the project is stored as the project's owner.
+#[test]
+fn as_root_the_command_acts_as_an_ordinary_user_on_the_host() {
+    use std::os::unix::fs::MetadataExt;
+    if !running_as_root() {
+        // An ordinary caller is an ordinary user on the host already.
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI runs the tests as root"
+        );
+        eprintln!("NOT CHECKED HERE: the tests do not run as root");
+        return;
+    }
+    let scene = scene();
+    let shared = scene.outside.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::write(shared.join("public.txt"), "public-5e1d\n").unwrap();
+    std::fs::write(shared.join("root-only.txt"), "root-only-secret-c07a\n").unwrap();
+    std::fs::set_permissions(
+        shared.join("root-only.txt"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    std::fs::create_dir_all(scene.config.join("agentloop")).unwrap();
+    std::fs::write(
+        scene.config.join("agentloop/config.toml"),
+        format!("[shell]\nread = [\"{}\"]\n", shared.display()),
+    )
+    .unwrap();
+    std::fs::write(scene.project.join("own.txt"), "project-file-b2\n").unwrap();
+    std::fs::set_permissions(
+        scene.project.join("own.txt"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let command = format!(
+        "cat {shared}/public.txt; cat {shared}/root-only.txt; cat own.txt; \
+         echo made > made.txt; mkdir sub; echo deeper > sub/file; cat /proc/self/uid_map",
+        shared = shared.display()
+    );
+    let called = call(&scene, json!({"command": command}));
+    assert!(called.content.contains("public-5e1d"), "{}", called.content);
+    assert!(
+        !called.content.contains("root-only-secret-c07a"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.content.contains("root-only.txt: Permission denied"),
+        "{}",
+        called.content
+    );
+    assert!(
+        called.content.contains("project-file-b2"),
+        "{}",
+        called.content
+    );
+    // The id inside maps to no host root.
+    let map_line = called
+        .content
+        .lines()
+        .find(|line| line.trim_start().starts_with("1000"))
+        .unwrap_or_else(|| panic!("no uid map line in {}", called.content));
+    let host_id: u32 = map_line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert_ne!(host_id, 0, "{}", called.content);
+    // What the command made belongs to the project's owner on the host.
+    for made in ["made.txt", "sub", "sub/file"] {
+        let meta = std::fs::metadata(scene.project.join(made)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (0, 0), "{made}");
+    }
+}

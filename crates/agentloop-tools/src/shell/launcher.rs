@@ -14,7 +14,11 @@
 //!    denied first, as an unprivileged user namespace requires), then mark
 //!    itself not dumpable (a non-dumpable process cannot write its own
 //!    maps), and make every mount read-only but bind mounts of the write
-//!    roots, which are `nosuid` (see [`super::mounts`]);
+//!    roots, which are `nosuid` (see [`super::mounts`]). A root caller
+//!    makes the mount namespace first, as root, shows the write roots to
+//!    an unprivileged host id through idmapped mounts, hides the folders
+//!    that id cannot search, and drops to it before the user namespace
+//!    (see [`super::idmap`]): its command is an ordinary user on the host;
 //! 4. rlimits: processes, data memory, file size, open files, no core;
 //! 5. measure the write roots for the write quota (see [`super::quota`]);
 //! 6. start PID 1 under the non-root id, in a new process group, with a
@@ -33,7 +37,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -51,10 +55,11 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::{Pid, getgid, getpid, getuid};
 
+use super::idmap;
 use super::init::close_inherited_files;
 use super::protocol::{
     INIT_ARG, LAUNCHER_ARG, LaunchExit, LaunchSpec, LaunchStop, SandboxError, TAG_EXIT,
-    TAG_FAILURE, TAG_STARTED, TAG_STDERR, TAG_STDOUT, frame, take_frame,
+    TAG_FAILURE, TAG_STARTED, TAG_STDERR, TAG_STDOUT, USERNS_ARG, frame, take_frame,
 };
 use super::quota::Quota;
 use super::{init, mounts};
@@ -72,7 +77,7 @@ const INIT_REPORT_WITHIN: Duration = Duration::from_secs(30);
 pub fn is_launcher_invocation() -> bool {
     std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == LAUNCHER_ARG || a == INIT_ARG)
+        .is_some_and(|a| a == LAUNCHER_ARG || a == INIT_ARG || a == USERNS_ARG)
 }
 
 /// Runs the launcher with this process's arguments (`LAUNCHER_ARG SPEC`),
@@ -80,7 +85,11 @@ pub fn is_launcher_invocation() -> bool {
 /// binary that offers the shell tool calls this first thing in `main` when
 /// [`is_launcher_invocation`] says so, and returns its exit code.
 pub fn launcher_main() -> ExitCode {
-    let as_init = std::env::args_os().nth(1).is_some_and(|a| a == INIT_ARG);
+    let role = std::env::args_os().nth(1);
+    if role.as_ref().is_some_and(|a| a == USERNS_ARG) {
+        return idmap::hold_namespace();
+    }
+    let as_init = role.is_some_and(|a| a == INIT_ARG);
     let spec = std::env::args_os()
         .nth(2)
         .ok_or_else(|| "missing".to_owned())
@@ -128,6 +137,12 @@ fn run(spec: &LaunchSpec) -> Result<LaunchExit, SandboxError> {
             }
         })?;
     }
+    // Opened while the launcher may still read its own path: a root
+    // caller's launcher gives up root below, and PID 1 is started from
+    // this descriptor.
+    let program = std::env::current_exe()
+        .and_then(std::fs::File::open)
+        .map_err(spawn_error)?;
     let (inner_uid, inner_gid) = enter_namespaces(spec)?;
     set_limits(spec)?;
     // SIGCHLD is read through a signalfd, so it is blocked here; PID 1
@@ -148,9 +163,8 @@ fn run(spec: &LaunchSpec) -> Result<LaunchExit, SandboxError> {
     let (out_read, out_write) = std::io::pipe().map_err(spawn_error)?;
     let (err_read, err_write) = std::io::pipe().map_err(spawn_error)?;
     let (mut to_init, init_end) = UnixStream::pair().map_err(spawn_error)?;
-    let program = std::env::current_exe().map_err(spawn_error)?;
     let spec_json = serde_json::to_string(spec).map_err(spawn_error)?;
-    let mut command = Command::new(program);
+    let mut command = Command::new(format!("/proc/self/fd/{}", program.as_raw_fd()));
     command
         .arg(INIT_ARG)
         .arg(spec_json)
@@ -211,33 +225,52 @@ fn spawn_error(e: impl std::fmt::Display) -> SandboxError {
 
 /// New user, PID, mount and (unless the network is allowed) network
 /// namespaces, with the caller's ids mapped to one id inside. Returns that
-/// id pair.
+/// id pair. A root caller first makes the mount namespace as root and
+/// gives up root for [`HOST_ID`] (see [`idmap`]).
 fn enter_namespaces(spec: &LaunchSpec) -> Result<(u32, u32), SandboxError> {
-    let uid = getuid().as_raw();
-    let gid = getgid().as_raw();
-    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNS;
-    if !spec.network {
-        flags |= CloneFlags::CLONE_NEWNET;
-    }
     let refused = |what: &str, e: &dyn std::fmt::Display| SandboxError::Namespaces {
         message: format!("{what}: {e}"),
     };
+    let as_root = getuid().is_root();
+    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID;
+    let mut proc_copy = None;
+    if as_root {
+        let owners = idmap::Owners::of(&spec.write)?;
+        unshare(CloneFlags::CLONE_NEWNS).map_err(|e| refused("unshare", &e))?;
+        idmap::shift_to_host_id(&spec.read, &spec.write, &owners)?;
+        proc_copy = Some(idmap::writable_proc()?);
+        mounts::confine(&spec.write)?;
+        idmap::drop_ids()?;
+    } else {
+        flags |= CloneFlags::CLONE_NEWNS;
+    }
+    let proc = match &proc_copy {
+        Some(copy) => std::path::PathBuf::from(format!("/proc/self/fd/{}", copy.as_raw_fd())),
+        None => std::path::PathBuf::from("/proc"),
+    };
+    if !spec.network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    let uid = getuid().as_raw();
+    let gid = getgid().as_raw();
     unshare(flags).map_err(|e| refused("unshare", &e))?;
-    let inner_uid = if uid == 0 { INNER_ID_FOR_ROOT } else { uid };
-    let inner_gid = if gid == 0 { INNER_ID_FOR_ROOT } else { gid };
+    let inner_uid = if as_root { INNER_ID_FOR_ROOT } else { uid };
+    let inner_gid = if as_root { INNER_ID_FOR_ROOT } else { gid };
     // An unprivileged user namespace may write its gid map only once
     // `setgroups` is denied in it.
-    std::fs::write("/proc/self/setgroups", "deny").map_err(|e| refused("setgroups", &e))?;
-    std::fs::write("/proc/self/uid_map", format!("{inner_uid} {uid} 1"))
+    std::fs::write(proc.join("self/setgroups"), "deny").map_err(|e| refused("setgroups", &e))?;
+    std::fs::write(proc.join("self/uid_map"), format!("{inner_uid} {uid} 1"))
         .map_err(|e| refused("uid_map", &e))?;
-    std::fs::write("/proc/self/gid_map", format!("{inner_gid} {gid} 1"))
+    std::fs::write(proc.join("self/gid_map"), format!("{inner_gid} {gid} 1"))
         .map_err(|e| refused("gid_map", &e))?;
     // Only now: the maps of a non-dumpable process belong to root, which
     // an ordinary caller cannot write.
     nix::sys::prctl::set_dumpable(false).map_err(|e| SandboxError::Limits {
         message: format!("prctl(PR_SET_DUMPABLE): {e}"),
     })?;
-    mounts::confine(&spec.write)?;
+    if !as_root {
+        mounts::confine(&spec.write)?;
+    }
     Ok((inner_uid, inner_gid))
 }
 

@@ -14,6 +14,11 @@ pub const LAUNCHER_ARG: &str = "__agentloop-shell-launcher";
 /// launcher starts inside the namespaces; the spec follows it.
 pub const INIT_ARG: &str = "__agentloop-shell-init";
 
+/// The argument that turns the binary into the holder of a user namespace
+/// whose id map a root launcher writes, to shift the owner of the write
+/// roots to the command's host id (see the launcher's `idmap` module).
+pub const USERNS_ARG: &str = "__agentloop-shell-userns";
+
 /// A chunk of the command's stdout.
 pub(crate) const TAG_STDOUT: u8 = b'o';
 /// A chunk of the command's stderr.
