@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use agentloop_engine::scripted::ScriptedProvider;
 #[cfg(target_os = "linux")]
+use agentloop_server::config::ShellQuota;
+#[cfg(target_os = "linux")]
 use agentloop_tools::shell::{Launcher, ShellConfig, ShellConfigError, ShellLimits, ShellTool};
 use agentloop_tools::vfs::{DirJail, MemoryVfs};
 use agentloop_tools::{AskUserTool, FsTool, JsTool, MemoryTool, MinionTool, ReturnTool};
@@ -140,7 +142,7 @@ pub fn build(
                 "memory" => Arc::new(MemoryTool::new(Arc::new(MemoryVfs::new()))),
                 "javascript" => Arc::new(JsTool::new(jail()?)),
                 #[cfg(target_os = "linux")]
-                "shell" => Arc::new(shell_tool(&root)?),
+                "shell" => Arc::new(shell_tool(&root, ShellQuota::default())?),
                 #[cfg(not(target_os = "linux"))]
                 "shell" => {
                     return Err(Failure::usage(
@@ -173,8 +175,9 @@ pub fn build(
 
 #[cfg(target_os = "linux")]
 /// The shell tool working in `root`, sandboxed as the configuration's
-/// `[shell]` table says; the launcher is this binary, re-executed.
-fn shell_tool(root: &Path) -> Result<ShellTool, Failure> {
+/// `[shell]` table says, its write quota lowered where `project` asks;
+/// the launcher is this binary, re-executed.
+fn shell_tool(root: &Path, project: ShellQuota) -> Result<ShellTool, Failure> {
     let section = crate::config::load()?.shell;
     let usage = |e: ShellConfigError| Failure::usage(e.to_string());
     let mut limits = ShellLimits::default();
@@ -197,6 +200,12 @@ fn shell_tool(root: &Path) -> Result<ShellTool, Failure> {
     if let Some(files) = section.max_write_files {
         limits.max_write_files = files;
     }
+    if let Some(bytes) = project.max_write_bytes {
+        limits.max_write_bytes = limits.max_write_bytes.min(bytes);
+    }
+    if let Some(files) = project.max_write_files {
+        limits.max_write_files = limits.max_write_files.min(files);
+    }
     let config = ShellConfig::new(root, Launcher::current_exe().map_err(usage)?)
         .and_then(|c| c.with_read_paths(section.read))
         .and_then(|c| c.with_env(section.env))
@@ -207,13 +216,13 @@ fn shell_tool(root: &Path) -> Result<ShellTool, Failure> {
 }
 
 /// What makes a server project's `shell` tool (`serve --allow-shell`): the
-/// tool as [`shell_tool`] makes it, for the project's folder.
+/// tool as [`shell_tool`] makes it, for the project's folder and quota.
 #[cfg(target_os = "linux")]
 pub fn shell_factory() -> Result<agentloop_server::config::ShellToolFactory, Failure> {
     // Checked once at start, so a broken `[shell]` table stops `serve`.
-    shell_tool(Path::new("/"))?;
-    Ok(Arc::new(|root: &Path| {
-        shell_tool(root)
+    shell_tool(Path::new("/"), ShellQuota::default())?;
+    Ok(Arc::new(|root: &Path, quota: ShellQuota| {
+        shell_tool(root, quota)
             .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
             .map_err(|e| e.to_string())
     }))

@@ -144,3 +144,103 @@ fn without_allow_shell_a_project_cannot_ask_for_the_shell() {
     );
     drop(server);
 }
+
+#[test]
+fn a_projects_own_write_quota_stops_a_command_and_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([
+            shell(
+                "q1",
+                "i=0; while [ $i -lt 500 ]; do : > f$i; i=$((i+1)); done; echo made-all"
+            ),
+            text("Tried."),
+        ]),
+    );
+    let repo = dir.path().join("repo");
+    let token = create_user(&db, "ada");
+    let server = serve_with(&db, &script, "only", &["--allow-shell"]);
+    let address = server.address.clone();
+    for refused in [
+        json!({ "max_write_files": 0 }),
+        json!({ "max_write_files": "20" }),
+        json!({ "max_files": 20 }),
+        json!(20),
+    ] {
+        let body =
+            json!({ "name": "p", "repoFolder": repo, "shell": true, "shell_quota": refused });
+        let (status, answer) = http(&address, &token, "POST", "/api/projects", Some(body));
+        assert_eq!(status, 400, "{refused}: {answer}");
+        assert!(
+            answer["error"].as_str().unwrap().contains("shell_quota"),
+            "{answer}"
+        );
+    }
+    let task_id = task_with(
+        &address,
+        &token,
+        &repo,
+        json!({ "shell": true, "shell_quota": { "max_write_files": 20 } }),
+    );
+    let (_, task) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/tasks/{task_id}"),
+        None,
+    );
+    let project_id = task["project_id"]
+        .as_str()
+        .or_else(|| task["projectId"].as_str())
+        .unwrap()
+        .to_owned();
+    let (status, project) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/projects/{project_id}"),
+        None,
+    );
+    assert_eq!(status, 200, "{project}");
+    assert_eq!(project["shell_quota"], json!({ "max_write_files": 20 }));
+    let run_id = start_run(&address, &token, &task_id, "implementation");
+    let mut results = Vec::new();
+    for _ in 0..1200 {
+        results = shell_results(&address, &token, &run_id);
+        if !results.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let result = &results.iter().find(|(id, _)| id == "q1").unwrap().1;
+    assert!(result.contains("stopped: file quota"), "{result}");
+    assert!(!result.contains("made-all"), "{result}");
+    let made = std::fs::read_dir(&repo)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('f')
+        })
+        .count();
+    assert!(
+        made < 500,
+        "the command was stopped before it made every file ({made})"
+    );
+    // The quota is lifted again with null.
+    let (status, project) = http(
+        &address,
+        &token,
+        "PATCH",
+        &format!("/api/projects/{project_id}"),
+        Some(json!({ "shell_quota": null })),
+    );
+    assert_eq!(status, 200, "{project}");
+    assert_eq!(project["shell_quota"], Value::Null);
+    drop(server);
+}

@@ -63,10 +63,22 @@ pub fn task_doc_path(task_id: &str) -> String {
     format!(".agentloop/tasks/task-{task_id}.md")
 }
 
-/// Makes a project's `shell` tool for its folder, or says why it cannot
-/// (the kernel lacks what the sandbox needs, the configuration is wrong).
+/// Makes a project's `shell` tool for its folder, under the project's own
+/// write quota, or says why it cannot (the kernel lacks what the sandbox
+/// needs, the configuration is wrong).
 pub type ShellToolFactory =
-    Arc<dyn Fn(&std::path::Path) -> Result<Arc<dyn Tool>, String> + Send + Sync>;
+    Arc<dyn Fn(&std::path::Path, ShellQuota) -> Result<Arc<dyn Tool>, String> + Send + Sync>;
+
+/// A project's own bounds on what one `shell` command may write to its
+/// folder and temporary folder (`shell_quota`). They only lower the
+/// server's: the tool takes the smaller of each pair.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShellQuota {
+    /// Allocated bytes, at most.
+    pub max_write_bytes: Option<u64>,
+    /// Files (and folders), at most.
+    pub max_write_files: Option<u64>,
+}
 
 /// Everything the server needs besides its store.
 #[derive(Clone)]

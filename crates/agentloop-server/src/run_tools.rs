@@ -91,10 +91,25 @@ pub fn project_shell(state: &AppState, ctx: &TaskContext) -> Result<Option<Arc<d
                 .to_owned(),
         );
     };
-    let shell = factory(&ctx.repo)
+    let shell = factory(&ctx.repo, shell_quota(&ctx.project))
         .map_err(|e| format!("the project's shell tool could not be made: {e}"))?;
     let (mode, _) = crate::policy::effective(&state.config, &ctx.project);
     Ok(crate::policy::apply(mode, vec![shell]).pop())
+}
+
+/// The project's own write quota for `shell` commands (its settings'
+/// `shell_quota`: `max_write_mb`, `max_write_files`).
+pub fn shell_quota(project: &agentloop_storage::model::Project) -> crate::config::ShellQuota {
+    let quota = project.settings.get("shell_quota");
+    let number = |name: &str| {
+        quota
+            .and_then(|q| q.get(name))
+            .and_then(serde_json::Value::as_u64)
+    };
+    crate::config::ShellQuota {
+        max_write_bytes: number("max_write_mb").map(|mb| mb.saturating_mul(1024 * 1024)),
+        max_write_files: number("max_write_files"),
+    }
 }
 
 /// Whether a project enables the `shell` tool.

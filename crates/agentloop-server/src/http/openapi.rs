@@ -74,6 +74,19 @@ pub struct Offers {
 }
 
 /// The `shell` field of a project body.
+/// A project's own `shell` write quota; it only lowers the server's.
+fn shell_quota_schema() -> Value {
+    json!({
+        "type": ["object", "null"],
+        "additionalProperties": false,
+        "properties": {
+            "max_write_mb": {"type": "integer", "minimum": 1, "description": "MiB of allocated blocks one command may add to the project and temporary folders together"},
+            "max_write_files": {"type": "integer", "minimum": 1, "description": "Files and folders one command may add there"}
+        },
+        "description": "The project's own bounds on what one `shell` command may write; each only lowers the server's `[shell]` quota (`max_write_mb`, `max_write_files`), and a command past either is stopped with a result naming it. Null: the server's quota alone."
+    })
+}
+
 fn shell_schema(offered: bool) -> Value {
     if offered {
         json!({
@@ -224,6 +237,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
                     "approvals": approval_mode_schema(true),
                     "tool_approvals": approvals_schema(),
                     "shell": shell_schema(shell),
+                    "shell_quota": shell_quota_schema(),
                     "agents": agents_schema(),
                     "mcpServers": if allow_project_mcp {
                         json!({
@@ -259,6 +273,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
                     "approvals": approval_mode_schema(false),
                     "tool_approvals": approvals_schema(),
                     "shell": shell_schema(shell),
+                    "shell_quota": shell_quota_schema(),
                     "agents": agents_schema(),
                 }),
                 &[],
@@ -658,9 +673,10 @@ fn schemas() -> Value {
             "approvals_source": {"enum": ["project", "server"], "description": "Whether the project sets `approvals` or follows the server's default (`agentloop serve --approvals`)"},
             "tool_approvals": {"type": "object", "description": "The project's approval policies by tool name, which win over `approvals` (see `tool_approvals` of the create body)"},
             "shell": {"type": "boolean", "description": "Whether the project's runs get the sandboxed `shell` tool"},
+            "shell_quota": shell_quota_schema(),
             "agents": {"type": "object", "description": "The project's agents and their handoffs (see `agents` of the create body)"},
             "created_at": timestamp, "updated_at": timestamp
-        }), &["id", "name", "repo_folder", "model", "approvals", "approvals_source", "tool_approvals", "shell", "agents", "created_at", "updated_at"]),
+        }), &["id", "name", "repo_folder", "model", "approvals", "approvals_source", "tool_approvals", "shell", "shell_quota", "agents", "created_at", "updated_at"]),
         "Task": object(json!({
             "id": {"type": "string"}, "project_id": {"type": "string"}, "title": {"type": "string"},
             "workflow_complete": {"type": "boolean"}, "document_path": {"type": "string"},

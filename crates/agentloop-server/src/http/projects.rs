@@ -46,6 +46,7 @@ pub fn project_json(config: &ServerConfig, project: &Project) -> Value {
         "approvals_source": source.as_str(),
         "tool_approvals": project.settings.get("approvals").cloned().unwrap_or_else(|| json!({})),
         "shell": crate::run_tools::shell_enabled(project),
+        "shell_quota": project.settings.get("shell_quota"),
         "agents": project.settings.get("agents").cloned().unwrap_or_else(|| json!({})),
         "created_at": rfc3339(project.created_at),
         "updated_at": rfc3339(project.updated_at),
@@ -158,6 +159,7 @@ pub(super) async fn create(
         }
     };
     let shell = shell_field(&state, &body)?;
+    let quota = shell_quota_field(&body)?;
     let agents = agents_field(&body)?;
     let planned =
         folders::plan(state.config.projects_root.as_deref(), requested).map_err(folder_error)?;
@@ -178,6 +180,9 @@ pub(super) async fn create(
     }
     if shell == Some(true) {
         settings["shell"] = json!(true);
+    }
+    if let Some(Some(quota)) = quota {
+        settings["shell_quota"] = quota;
     }
     if let Some(Some(agents)) = agents {
         settings["agents"] = agents;
@@ -298,15 +303,16 @@ pub(super) async fn update(
     if let Some(key) = body.keys().find(|k| {
         !matches!(
             k.as_str(),
-            "approvals" | "tool_approvals" | "shell" | "agents"
+            "approvals" | "tool_approvals" | "shell" | "shell_quota" | "agents"
         )
     }) {
         return Err(ApiError::bad_request(format!(
-            "unknown field {key:?} (a project changes approvals, tool_approvals, shell and \
-             agents)"
+            "unknown field {key:?} (a project changes approvals, tool_approvals, shell, \
+             shell_quota and agents)"
         )));
     }
     let shell = shell_field(&state, &body)?;
+    let quota = shell_quota_field(&body)?;
     let agents = agents_field(&body)?;
     let per_tool = match body.get("tool_approvals") {
         None => None,
@@ -328,6 +334,9 @@ pub(super) async fn update(
     }
     if let Some(shell) = shell {
         set_setting(&mut project, "shell", shell.then_some(json!(true)));
+    }
+    if let Some(quota) = quota {
+        set_setting(&mut project, "shell_quota", quota);
     }
     if let Some(agents) = agents {
         set_setting(&mut project, "agents", agents);
@@ -372,6 +381,42 @@ fn agents_field(body: &serde_json::Map<String, Value>) -> Result<Option<Option<V
             Ok(Some((!agents.is_empty()).then(|| json!(agents))))
         }
     }
+}
+
+/// A request's `shell_quota` field: `None` when absent, `Some(None)` for
+/// null (the server's quota alone), else the project's own bounds on what
+/// one `shell` command may write, `max_write_mb` and `max_write_files`
+/// (whole numbers from 1; either may be left out).
+fn shell_quota_field(
+    body: &serde_json::Map<String, Value>,
+) -> Result<Option<Option<Value>>, ApiError> {
+    const SHAPE: &str = "shell_quota must be null or an object of max_write_mb and \
+                         max_write_files, whole numbers from 1";
+    let quota = match body.get("shell_quota") {
+        None => return Ok(None),
+        Some(Value::Null) => return Ok(Some(None)),
+        Some(Value::Object(quota)) => quota,
+        Some(_) => return Err(ApiError::bad_request(SHAPE)),
+    };
+    let mut kept = serde_json::Map::new();
+    for (name, value) in quota {
+        if !matches!(name.as_str(), "max_write_mb" | "max_write_files") {
+            return Err(ApiError::bad_request(format!(
+                "shell_quota: unknown field {name:?} ({SHAPE})"
+            )));
+        }
+        match value.as_u64() {
+            Some(number) if number >= 1 => {
+                kept.insert(name.clone(), json!(number));
+            }
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "shell_quota.{name}: {SHAPE}"
+                )));
+            }
+        }
+    }
+    Ok(Some((!kept.is_empty()).then_some(Value::Object(kept))))
 }
 
 /// A request's `shell` field: a boolean, `true` only where this server
