@@ -475,14 +475,15 @@ impl View {
 }
 
 /// `text` cut to `max` characters with an ellipsis.
-fn shorten(text: &str, max: usize) -> String {
+pub fn shorten(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
 }
 
-/// `1,234 in · 56 out · $0.0123`, with `?` when the cost is unreliable.
+/// `1,234 in · 56 out · $0.0123`, with a note when the cost is
+/// incomplete; no cost when nothing was billed (a demo, a local model).
 pub fn tokens(t: &TokenTotals) -> String {
     let mut line = format!(
         "{} in · {} out",
@@ -492,7 +493,9 @@ pub fn tokens(t: &TokenTotals) -> String {
     if t.cache_read_tokens > 0 {
         line.push_str(&format!(" ({} cached)", t.cache_read_tokens));
     }
-    line.push_str(&format!(" · ${:.4}", t.cost));
+    if t.cost > 0.0 || t.cost_unreliable {
+        line.push_str(&format!(" · ${:.4}", t.cost));
+    }
     if t.cost_unreliable {
         line.push_str(" (unknown model price: cost incomplete)");
     }
