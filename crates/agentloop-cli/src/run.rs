@@ -57,6 +57,7 @@ pub async fn run(
             model_flag,
         )
         .await?;
+        crate::local_model::defaults(&mut args.system, &mut args.max_tokens, &args.tools);
     }
     let demo = demo::wanted(
         args.demo,
