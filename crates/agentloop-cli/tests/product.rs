@@ -656,18 +656,19 @@ fn ctrl_c_in_a_piped_chat_cancels_the_turn_then_ends_the_chat() {
         ],
     )
     .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
     .spawn()
     .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // Piped, the view (the streaming text, the status lines) is on stderr.
+    let mut view = BufReader::new(child.stderr.take().unwrap());
     let mut wait_for = |needle: &str| {
         let mut seen = String::new();
         while !seen.contains(needle) {
             let mut line = String::new();
             assert!(
-                stdout.read_line(&mut line).unwrap() > 0,
+                view.read_line(&mut line).unwrap() > 0,
                 "ended before {needle}: {seen}"
             );
             seen.push_str(&line);
