@@ -137,7 +137,10 @@ async fn list(args: DbArgs) -> Outcome {
 /// Unix milliseconds as `2025-01-15 10:30 UTC`.
 fn when(millis: i64) -> String {
     let stamp = agentloop_server::ids::rfc3339(millis);
-    format!("{} UTC", stamp.get(..16).unwrap_or(&stamp).replace('T', " "))
+    format!(
+        "{} UTC",
+        stamp.get(..16).unwrap_or(&stamp).replace('T', " ")
+    )
 }
 
 async fn show(args: ChatIdArgs) -> Outcome {

@@ -97,9 +97,11 @@ pub fn from_config(entries: &[HookEntry]) -> Result<Hooks, Failure> {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let mut hooks = Hooks::default();
     for (n, entry) in entries.iter().enumerate() {
-        hooks.push(Arc::new(CommandHook::new(entry, cwd.clone(), &config_dir).map_err(
-            |reason| Failure::usage(format!("the configuration's hooks[{n}]: {reason}")),
-        )?));
+        hooks.push(Arc::new(
+            CommandHook::new(entry, cwd.clone(), &config_dir).map_err(|reason| {
+                Failure::usage(format!("the configuration's hooks[{n}]: {reason}"))
+            })?,
+        ));
     }
     Ok(hooks)
 }
@@ -119,8 +121,15 @@ fn resolved(command: &str, dir: &Path) -> String {
     let Some(program) = relative_program(command) else {
         return command.to_owned();
     };
-    let path = dir.join(program).display().to_string().replace('\'', "'\\''");
-    let rest = command.trim_start().strip_prefix(program).unwrap_or_default();
+    let path = dir
+        .join(program)
+        .display()
+        .to_string()
+        .replace('\'', "'\\''");
+    let rest = command
+        .trim_start()
+        .strip_prefix(program)
+        .unwrap_or_default();
     format!("'{path}'{rest}")
 }
 

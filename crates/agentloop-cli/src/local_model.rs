@@ -259,10 +259,7 @@ const FS_HINT: &str = " To see what is in the folder, call the fs tool once with
 pub fn defaults(system: &mut Option<String>, max_tokens: &mut Option<u32>, tools: &[String]) {
     if system.is_none() {
         let fs = tools.iter().any(|tool| tool.trim() == "fs");
-        *system = Some(format!(
-            "{SYSTEM_PROMPT}{}",
-            if fs { FS_HINT } else { "" }
-        ));
+        *system = Some(format!("{SYSTEM_PROMPT}{}", if fs { FS_HINT } else { "" }));
     }
     max_tokens.get_or_insert(MAX_TOKENS);
 }
@@ -290,12 +287,15 @@ impl ModelProvider for Guarded {
             futures::stream::once(async move {
                 let estimate = estimated_tokens(&request) + u64::from(request.options.max_tokens);
                 if estimate > u64::from(CONTEXT_TOKENS) {
-                    return failed(ProviderErrorKind::InvalidRequest, format!(
-                        "this request needs about {estimate} tokens (prompt and answer), past \
+                    return failed(
+                        ProviderErrorKind::InvalidRequest,
+                        format!(
+                            "this request needs about {estimate} tokens (prompt and answer), past \
                          the local model's context of {CONTEXT_TOKENS}, which would cut the \
                          prompt's start: shorten the prompt or the history, lower --max-tokens, \
                          or pass --compaction drop-oldest"
-                    ));
+                        ),
+                    );
                 }
                 let ready = {
                     let _one_start = starting.lock().await;
@@ -344,7 +344,9 @@ fn estimated_tokens(request: &ModelRequest) -> u64 {
             .sum::<usize>();
     }
     for tool in request.tools.iter() {
-        chars += tool.name.len() + tool.description.chars().count() + tool.input_schema.to_string().len();
+        chars += tool.name.len()
+            + tool.description.chars().count()
+            + tool.input_schema.to_string().len();
     }
     (chars as u64).div_ceil(4)
 }

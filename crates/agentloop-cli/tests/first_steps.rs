@@ -91,8 +91,17 @@ fn approve_refuses_an_empty_list_and_a_tool_named_twice() {
         ("js,javascript", "names the tool javascript twice"),
     ] {
         let output = run(home.path(), &["run", "hi", "--demo", "--approve", approve]);
-        assert_eq!(output.status.code(), Some(2), "{approve:?}: {}", stderr(&output));
-        assert!(stderr(&output).contains(said), "{approve:?}: {}", stderr(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{approve:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(said),
+            "{approve:?}: {}",
+            stderr(&output)
+        );
         assert!(!stderr(&output).contains("→ fs"), "nothing played");
     }
 }
@@ -125,7 +134,11 @@ fn replay_stream_refuses_a_recording_of_another_api() {
 fn the_configuration_takes_tools_and_approve_as_a_string_or_a_list() {
     let home = tempfile::tempdir().unwrap();
     for (text, tools, approve) in [
-        ("tools = \"fs\"\napprove = \"fs\"\n", "tools = [\"fs\"]", "approve = \"fs\""),
+        (
+            "tools = \"fs\"\napprove = \"fs\"\n",
+            "tools = [\"fs\"]",
+            "approve = \"fs\"",
+        ),
         (
             "tools = [\"fs\", \"memory\"]\napprove = [\"fs\", \"memory\"]\n",
             "tools = [\"fs\", \"memory\"]",
@@ -148,11 +161,19 @@ fn the_configuration_takes_tools_and_approve_as_a_string_or_a_list() {
     write_config(home.path(), "tools = \"fs,fs\"\n");
     let output = run(home.path(), &["run", "hi", "--demo"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("names the tool fs twice"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("names the tool fs twice"),
+        "{}",
+        stderr(&output)
+    );
     write_config(home.path(), "tools = 3\n");
     let output = run(home.path(), &["run", "hi", "--demo"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("comma-separated string"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("comma-separated string"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -166,7 +187,10 @@ fn a_toml_file_given_to_config_is_named_with_where_the_configuration_is() {
     );
     assert_eq!(output.status.code(), Some(2));
     let said = stderr(&output);
-    assert!(said.contains("is TOML") && said.contains("JSON settings file"), "{said}");
+    assert!(
+        said.contains("is TOML") && said.contains("JSON settings file"),
+        "{said}"
+    );
     assert!(said.contains("config/agentloop/config.toml"), "{said}");
 }
 
@@ -201,7 +225,15 @@ fn chats_list_shows_dates_and_titles_and_show_keeps_the_order() {
     let output = common::piped(
         agentloop(
             home.path(),
-            &["chat", "--chat", "c1", "--provider", &provider, "--tools", "fs"],
+            &[
+                "chat",
+                "--chat",
+                "c1",
+                "--provider",
+                &provider,
+                "--tools",
+                "fs",
+            ],
         ),
         "What is in this folder, please?\n",
     );
@@ -215,7 +247,10 @@ fn chats_list_shows_dates_and_titles_and_show_keeps_the_order() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1, "{text}");
     assert!(lines[0].starts_with("c1\t"), "{text}");
-    assert!(lines[0].contains("What is in this folder, please?"), "{text}");
+    assert!(
+        lines[0].contains("What is in this folder, please?"),
+        "{text}"
+    );
     let date = regex::Regex::new(r"\t\d{4}-\d\d-\d\d \d\d:\d\d UTC\t").unwrap();
     assert!(date.is_match(lines[0]), "{text}");
 
@@ -233,15 +268,34 @@ fn serve_start_up_mistakes_are_usage_errors_that_name_the_fix() {
     let missing = home.path().join("nowhere/agentloop.db");
     for (args, said) in [
         (vec!["serve", "--demo", "--bind", "nonsense"], "HOST:PORT"),
-        (vec!["serve", "--demo", "--bind", &taken], "another program listens there"),
         (
-            vec!["serve", "--demo", "--bind", "127.0.0.1:0", "--db", missing.to_str().unwrap()],
+            vec!["serve", "--demo", "--bind", &taken],
+            "another program listens there",
+        ),
+        (
+            vec![
+                "serve",
+                "--demo",
+                "--bind",
+                "127.0.0.1:0",
+                "--db",
+                missing.to_str().unwrap(),
+            ],
             "does not exist",
         ),
     ] {
         let output = run(home.path(), &args);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
-        assert!(stderr(&output).contains(said), "{args:?}: {}", stderr(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(said),
+            "{args:?}: {}",
+            stderr(&output)
+        );
     }
 }
 
@@ -289,7 +343,11 @@ fn serve_says_how_to_get_a_model_and_logs_no_line_per_request() {
     }
     for _ in 0..5 {
         let mut stream = std::net::TcpStream::connect(&address).unwrap();
-        write!(stream, "GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        write!(
+            stream,
+            "GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
         let mut answer = String::new();
         std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
@@ -303,14 +361,27 @@ fn serve_says_how_to_get_a_model_and_logs_no_line_per_request() {
 #[test]
 fn mcp_serve_refuses_an_open_address_without_a_token() {
     let home = tempfile::tempdir().unwrap();
-    let provider = script(home.path(), r#"[{"steps": [{"type": "text", "chunks": ["hi"]}]}]"#);
+    let provider = script(
+        home.path(),
+        r#"[{"steps": [{"type": "text", "chunks": ["hi"]}]}]"#,
+    );
     let output = run(
         home.path(),
-        &["mcp", "serve", "--http", "0.0.0.0:0", "--provider", &provider],
+        &[
+            "mcp",
+            "serve",
+            "--http",
+            "0.0.0.0:0",
+            "--provider",
+            &provider,
+        ],
     );
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let said = stderr(&output);
-    assert!(said.contains("--token-env") && said.contains("--allow-unauthenticated"), "{said}");
+    assert!(
+        said.contains("--token-env") && said.contains("--allow-unauthenticated"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -320,7 +391,11 @@ fn a_relative_hook_command_runs_from_the_configuration_folder_and_blocks_plainly
     std::fs::create_dir_all(&hooks).unwrap();
     let deny = hooks.join("deny.sh");
     std::fs::write(&deny, "#!/bin/sh\necho 'no writes here' >&2\nexit 2\n").unwrap();
-    std::process::Command::new("chmod").arg("+x").arg(&deny).status().unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&deny)
+        .status()
+        .unwrap();
     write_config(
         home.path(),
         "[[hooks]]\nevent = \"before_tool_call\"\nname = \"deny\"\ncommand = \"./hooks/deny.sh\"\n",
@@ -337,7 +412,16 @@ fn a_relative_hook_command_runs_from_the_configuration_folder_and_blocks_plainly
     std::fs::create_dir_all(&elsewhere).unwrap();
     let output = agentloop(
         home.path(),
-        &["run", "write", "--provider", &provider, "--tools", "fs", "--approve", "all"],
+        &[
+            "run",
+            "write",
+            "--provider",
+            &provider,
+            "--tools",
+            "fs",
+            "--approve",
+            "all",
+        ],
     )
     .current_dir(&elsewhere)
     .stdin(Stdio::null())
@@ -346,7 +430,10 @@ fn a_relative_hook_command_runs_from_the_configuration_folder_and_blocks_plainly
     let said = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{said}");
     assert!(!said.contains("status 127"), "{said}");
-    assert!(said.contains("✗ fs blocked by hook `deny`: no writes here"), "{said}");
+    assert!(
+        said.contains("✗ fs blocked by hook `deny`: no writes here"),
+        "{said}"
+    );
     assert!(!elsewhere.join("x.txt").exists());
 }
 
@@ -363,7 +450,10 @@ fn an_unreachable_server_is_named_unreachable() {
         .unwrap();
     let said = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{said}");
-    assert!(said.contains("cannot reach") && said.contains("OPENAI_BASE_URL"), "{said}");
+    assert!(
+        said.contains("cannot reach") && said.contains("OPENAI_BASE_URL"),
+        "{said}"
+    );
     assert!(!said.contains("--model"), "{said}");
 }
 
@@ -376,5 +466,8 @@ fn info_names_the_local_model() {
         .unwrap();
     let shown = stdout(&output);
     assert!(shown.contains("--local runs the local model"), "{shown}");
-    assert!(shown.contains("local:") && shown.contains("scripts/local-model.sh build"), "{shown}");
+    assert!(
+        shown.contains("local:") && shown.contains("scripts/local-model.sh build"),
+        "{shown}"
+    );
 }

@@ -452,9 +452,7 @@ fn readme_local_commands() -> Vec<Vec<String>> {
         }
         let code = line.split(" #").next().unwrap_or_default().trim();
         if inside && code.starts_with("agentloop ") && code.contains("--local") {
-            commands.push(
-                split_words(code.trim_start_matches("agentloop ")),
-            );
+            commands.push(split_words(code.trim_start_matches("agentloop ")));
         }
     }
     commands
@@ -489,7 +487,13 @@ fn split_words(line: &str) -> Vec<String> {
 #[test]
 fn the_readme_local_examples_end_well() {
     let Some(server) = start() else { return };
-    let port = server.base_url.split(':').nth(2).unwrap().trim_end_matches("/v1").to_owned();
+    let port = server
+        .base_url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .trim_end_matches("/v1")
+        .to_owned();
     let commands = readme_local_commands();
     assert!(commands.len() >= 4, "{commands:?}");
     for args in commands {
@@ -528,9 +532,20 @@ fn the_readme_local_examples_end_well() {
             "Say hello.\n",
         );
         let stderr = String::from_utf8_lossy(&output.stderr);
-        eprintln!("agentloop {args:?}: {:.1} s", started.elapsed().as_secs_f64());
-        assert_eq!(output.status.code(), Some(0), "agentloop {args:?}: {stderr}\n{}", server.log());
-        assert!(!output.stdout.is_empty(), "agentloop {args:?}: no answer: {stderr}");
+        eprintln!(
+            "agentloop {args:?}: {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "agentloop {args:?}: {stderr}\n{}",
+            server.log()
+        );
+        assert!(
+            !output.stdout.is_empty(),
+            "agentloop {args:?}: no answer: {stderr}"
+        );
     }
 }
 
@@ -539,7 +554,13 @@ fn the_readme_local_examples_end_well() {
 #[test]
 fn a_prompt_past_the_local_context_is_refused_saying_so() {
     let Some(server) = start() else { return };
-    let port = server.base_url.split(':').nth(2).unwrap().trim_end_matches("/v1").to_owned();
+    let port = server
+        .base_url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .trim_end_matches("/v1")
+        .to_owned();
     let mut command = agentloop();
     command
         .args(["run", "--local", "Summarise:"])
@@ -547,5 +568,8 @@ fn a_prompt_past_the_local_context_is_refused_saying_so() {
     let output = common::piped(command, &"word ".repeat(6000));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("past the local model's context of 4096"), "{stderr}");
+    assert!(
+        stderr.contains("past the local model's context of 4096"),
+        "{stderr}"
+    );
 }
