@@ -114,6 +114,12 @@ fn start() -> Option<LocalServer> {
 }
 
 impl LocalServer {
+    /// The port it listens on, as `AGENTLOOP_LOCAL_MODEL_PORT` names it.
+    fn port(&self) -> String {
+        let address = self.base_url.trim_end_matches("/v1");
+        address.rsplit(':').next().unwrap().to_owned()
+    }
+
     /// `agentloop run --json` against this server, the model named.
     fn run(&self) -> Command {
         let mut command = agentloop();
@@ -487,13 +493,7 @@ fn split_words(line: &str) -> Vec<String> {
 #[test]
 fn the_readme_local_examples_end_well() {
     let Some(server) = start() else { return };
-    let port = server
-        .base_url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .trim_end_matches("/v1")
-        .to_owned();
+    let port = server.port();
     let commands = readme_local_commands();
     assert!(commands.len() >= 4, "{commands:?}");
     for args in commands {
@@ -554,13 +554,7 @@ fn the_readme_local_examples_end_well() {
 #[test]
 fn a_prompt_past_the_local_context_is_refused_saying_so() {
     let Some(server) = start() else { return };
-    let port = server
-        .base_url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .trim_end_matches("/v1")
-        .to_owned();
+    let port = server.port();
     let mut command = agentloop();
     command
         .args(["run", "--local", "Summarise:"])
