@@ -47,7 +47,7 @@ pub async fn build(args: &RunArgs, demo: bool) -> Result<Agent, Failure> {
             args.output_schema.is_some(),
         )?;
     }
-    let chosen = if demo {
+    let mut chosen = if demo {
         demo::provider(args.model.as_deref())?
     } else {
         providers::choose(
@@ -57,6 +57,10 @@ pub async fn build(args: &RunArgs, demo: bool) -> Result<Agent, Failure> {
         )
         .await?
     };
+    if args.local {
+        chosen.provider = crate::local_model::guarded(chosen.provider);
+        chosen.context_window = Some(crate::local_model::CONTEXT_TOKENS);
+    }
     let tool_names: Vec<String> = if demo && args.tools.is_empty() {
         demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
     } else {
@@ -149,13 +153,29 @@ impl Agent {
     }
 }
 
-/// Reads a settings file: a JSON object of string values.
+/// Reads a settings file: a JSON object of string values. A TOML file
+/// (a config.toml given by mistake) is named as such, with where the
+/// configuration file is read from.
 pub fn read_settings(path: &Path) -> Result<HashMap<String, String>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the settings file {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| {
+        let example = r#"{"agent.loop.strategy": "react"}"#;
+        if toml::from_str::<toml::Table>(&text).is_ok() {
+            let config = crate::config::path().map_or_else(
+                |_| "~/.config/agentloop/config.toml".to_owned(),
+                |p| p.display().to_string(),
+            );
+            return format!(
+                "--config takes a JSON settings file such as {example}, and {} is TOML; the \
+                 configuration file (provider, model, tools, approvals, ...) is read from {config} \
+                 (set XDG_CONFIG_HOME to read it from another folder)",
+                path.display()
+            );
+        }
         format!(
-            "the settings file {} is not a JSON object of strings: {e}",
+            "--config takes a JSON object of string settings such as {example}; {} is not one: \
+             {e}",
             path.display()
         )
     })

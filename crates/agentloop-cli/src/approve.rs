@@ -38,8 +38,15 @@ pub fn policies(flag: Option<&str>, config: &Config) -> Result<ApprovalPolicies,
             policies.clear();
             policies.insert("*".to_owned(), ApprovalPolicy::Never);
         }
-        "none" | "" => {}
+        "none" => {}
+        "" => {
+            return Err(Failure::usage(format!(
+                "{origin} is empty; it takes {}",
+                approvable()
+            )));
+        }
         list => {
+            let mut seen = BTreeSet::new();
             for name in list.split(',').map(str::trim) {
                 if name.is_empty() || name == "all" || name == "none" {
                     return Err(Failure::usage(format!(
@@ -58,6 +65,13 @@ pub fn policies(flag: Option<&str>, config: &Config) -> Result<ApprovalPolicies,
                     )));
                 }
                 let name = if name == "js" { "javascript" } else { name };
+                if !seen.insert(name) {
+                    return Err(Failure::usage(format!(
+                        "{origin} names the tool {} twice; name each tool once ({})",
+                        sanitize(name),
+                        approvable()
+                    )));
+                }
                 policies.insert(name.to_owned(), ApprovalPolicy::Never);
             }
         }

@@ -28,9 +28,12 @@ pub const EXIT_CODES: &str = "\
 Exit codes:
   0    done (a run that completed)
   1    runtime failure (a run that ended in an error, a database or provider that fails)
-  2    usage error (bad flags, unknown names, unreadable input files); also
-       a question asked with no model provider configured: the demo plays
-       in its place, then says what to set
+  2    usage error (bad flags, unknown names, unreadable input files, an
+       address to serve on that is none or taken); also a question asked
+       with no model provider configured while stdout is not a terminal
+       (a script): the demo plays in its place, nothing goes to stdout.
+       On a terminal that demo ends 0 and names the next steps (--demo,
+       --local, the keys to set)
   3    a run stopped at --max-iterations
   4    a run that ended waiting for a person (Ctrl-D at an approval or
        question prompt; a piped chat whose input ended before a question
@@ -47,7 +50,9 @@ tool, e edit the arguments. Stdin that is not a terminal (a pipe, a file,
 /dev/null) is input: `run` reads it as the prompt (or adds it after the
 PROMPT argument, past a blank line; `< /dev/null` adds nothing), `chat`
 reads one message a line, and calls that need approval are rejected (the
-model is told no person could approve them; --approve lets them run).";
+model is told no person could approve them; --approve lets them run).
+With stdout not a terminal, `run` and `chat` write only the answers there
+(and a chat's `? question` lines); the view goes to stderr.";
 
 #[derive(Subcommand)]
 pub enum Command {

@@ -75,16 +75,33 @@ pub struct ChatArgs {
     /// provider is configured).
     #[arg(long, conflicts_with = "provider")]
     pub demo: bool,
+    /// Chat with the local model, as `agentloop run --local` does (its
+    /// server started or reused, a system prompt for a small model unless
+    /// --system, 128 tokens a turn).
+    #[arg(long, conflicts_with_all = ["demo", "provider", "base_url"])]
+    pub local: bool,
 }
 
-pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> Outcome {
+pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> Outcome {
     let store = db::open_for_write(args.db.as_deref()).await?;
+    let mut max_tokens = None;
+    if args.local {
+        let model_flag = args.model.is_some();
+        crate::local_model::point_at(
+            &mut args.provider,
+            &mut args.base_url,
+            &mut args.model,
+            model_flag,
+        )
+        .await?;
+        crate::local_model::defaults(&mut args.system, &mut max_tokens, &args.tools);
+    }
     let demo = demo::wanted(
         args.demo,
         args.provider.as_deref(),
         args.base_url.as_deref(),
     );
-    let chosen = if demo {
+    let mut chosen = if demo {
         out::note(demo::NOTICE);
         demo::provider(args.model.as_deref())?
     } else {
@@ -95,6 +112,9 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> 
         )
         .await?
     };
+    if args.local {
+        chosen.provider = crate::local_model::guarded(chosen.provider);
+    }
     let tool_names: Vec<String> = if demo && args.tools.is_empty() {
         demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
     } else {
@@ -119,6 +139,7 @@ pub async fn chat(args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> 
         loop_settings: LoopSettings {
             model: Some(chosen.model.clone()),
             system_prompt: args.system.clone(),
+            max_tokens,
             approvals: approvals.clone(),
             ..LoopSettings::default()
         },

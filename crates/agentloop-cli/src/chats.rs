@@ -13,9 +13,12 @@ use crate::out::{Failure, Outcome, Stdout};
 
 #[derive(Subcommand)]
 pub enum ChatsCommand {
-    /// List every chat (minion chats indented under their parent's id).
+    /// List the chats written in, oldest first: id, last use, project,
+    /// size and a title from the first message (minion chats name their
+    /// parent).
     List(DbArgs),
-    /// Print a chat's messages.
+    /// Print a chat's messages: text, tool calls and results in the order
+    /// they happened.
     Show(ChatIdArgs),
     /// Delete a chat with its messages, runs and minion chats.
     Delete(ChatIdArgs),
@@ -88,39 +91,56 @@ async fn list(args: DbArgs) -> Outcome {
     };
     let mut chats = Vec::new();
     for project in store.list_projects().await.map_err(|e| e.to_string())? {
-        chats.extend(
-            store
-                .list_chats(&project.id)
+        for chat in store
+            .list_chats(&project.id)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            let messages = store
+                .list_messages(&chat.id)
                 .await
-                .map_err(|e| e.to_string())?,
-        );
+                .map_err(|e| e.to_string())?;
+            // A chat nobody wrote in (what `/clear` leaves unused) is noise.
+            if !messages.is_empty() {
+                chats.push((chat, messages));
+            }
+        }
     }
+    chats.sort_by_key(|(chat, _)| chat.updated_at);
     if args.json {
+        let chats: Vec<_> = chats.into_iter().map(|(chat, _)| chat).collect();
         out.line(serde_json::to_string_pretty(&chats).map_err(|e| e.to_string())?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    for chat in chats {
-        let messages = store
-            .list_messages(&chat.id)
-            .await
-            .map_err(|e| e.to_string())?
-            .len();
+    for (chat, messages) in chats {
         let parent = chat
             .minion
+            .as_ref()
             .map(|m| format!("  (minion of {})", m.parent_chat_id))
             .unwrap_or_default();
+        let title = crate::session::title(&chat, &messages);
         out.line(format!(
-            "{}\t{}\t{}\t{} in / {} out tokens\t{}{}",
+            "{}\t{}\t{}\t{}\t{} in / {} out tokens\t{}{}",
             chat.id,
+            when(chat.updated_at),
             chat.project_id,
-            crate::out::counted(messages as u64, "message", "messages"),
+            crate::out::counted(messages.len() as u64, "message", "messages"),
             chat.totals.input_tokens,
             chat.totals.output_tokens,
-            crate::out::sanitize(&chat.title),
+            crate::out::sanitize(&title),
             parent
         ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Unix milliseconds as `2025-01-15 10:30 UTC`.
+fn when(millis: i64) -> String {
+    let stamp = agentloop_server::ids::rfc3339(millis);
+    format!(
+        "{} UTC",
+        stamp.get(..16).unwrap_or(&stamp).replace('T', " ")
+    )
 }
 
 async fn show(args: ChatIdArgs) -> Outcome {
@@ -137,10 +157,13 @@ async fn show(args: ChatIdArgs) -> Outcome {
         return Ok(ExitCode::SUCCESS);
     }
     out.line(format!(
-        "chat {} ({})",
+        "chat {} ({}, last used {})",
         chat.id,
-        crate::out::sanitize(&chat.title)
+        crate::out::sanitize(&crate::session::title(&chat, &messages)),
+        when(chat.updated_at)
     ))?;
+    // Each block where it happened: text said before a tool call shows
+    // before it.
     for stored in messages {
         let role = serde_json::to_value(stored.message.role)
             .ok()
@@ -148,6 +171,7 @@ async fn show(args: ChatIdArgs) -> Outcome {
             .unwrap_or_default();
         for block in &stored.message.content {
             let line = match block {
+                ContentBlock::Text { text, .. } if !text.trim().is_empty() => text.clone(),
                 ContentBlock::ToolUse(call) => format!("tool call {} {}", call.name, call.input),
                 ContentBlock::ToolResult(result) => format!(
                     "tool result{} {}",
@@ -165,14 +189,6 @@ async fn show(args: ChatIdArgs) -> Outcome {
                 "{:>4} {role}: {}",
                 stored.seq,
                 crate::out::sanitize(&line)
-            ))?;
-        }
-        let text = stored.message.text();
-        if !text.is_empty() {
-            out.line(format!(
-                "{:>4} {role}: {}",
-                stored.seq,
-                crate::out::sanitize(&text)
             ))?;
         }
     }

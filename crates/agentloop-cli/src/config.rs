@@ -7,8 +7,8 @@
 //! provider = "anthropic"        # or openai-chat, openai-responses, openai-compatible, gemini
 //! model = "claude-sonnet-4-5"
 //! base_url = "https://proxy.example/v1"
-//! tools = ["fs", "javascript"]
-//! approve = "none"              # default --approve: all, none, or "fs,javascript"
+//! tools = ["fs", "javascript"]  # or one string: "fs,javascript"
+//! approve = "none"              # default --approve: all, none, or "fs,javascript" (or a list)
 //!
 //! [approvals]                   # per-tool approval policies, over each tool's own
 //! javascript = "always"         # never | always | { when = {...} } | { unless = {...} }
@@ -85,11 +85,20 @@ pub struct Config {
     /// Default `--base-url`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
-    /// Default `--tools`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Default `--tools`: a list, or one comma-separated string.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "names_list"
+    )]
     pub tools: Vec<String>,
-    /// Default `--approve` (`all`, `none` or a comma-separated tool list).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Default `--approve` (`all`, `none` or tool names, comma-separated
+    /// or as a list).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "names_text"
+    )]
     pub approve: Option<String>,
     /// Approval policies by tool name, over each tool's own default (`"*"`:
     /// every tool without an entry).
@@ -271,6 +280,50 @@ impl<'de> Deserialize<'de> for RateSetting {
     }
 }
 
+/// Tool names as the file may write them: a list (`["fs", "shell"]`) or
+/// one comma-separated string (`"fs,shell"`), as on the command line.
+enum Names {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for Names {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            One(String),
+            Many(Vec<String>),
+        }
+        match Written::deserialize(deserializer) {
+            Ok(Written::One(text)) => Ok(Self::One(text)),
+            Ok(Written::Many(list)) => Ok(Self::Many(list)),
+            Err(_) => Err(serde::de::Error::custom(
+                "tool names: a list of strings such as [\"fs\", \"shell\"], or one \
+                 comma-separated string such as \"fs,shell\"",
+            )),
+        }
+    }
+}
+
+/// `tools`: the names, each one checked later as `--tools` is.
+fn names_list<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    Ok(match Names::deserialize(deserializer)? {
+        Names::One(text) => text.split(',').map(|n| n.trim().to_owned()).collect(),
+        Names::Many(list) => list,
+    })
+}
+
+/// `approve`: the text `--approve` would take.
+fn names_text<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    Ok(Some(match Names::deserialize(deserializer)? {
+        Names::One(text) => text,
+        Names::Many(list) => list.join(","),
+    }))
+}
+
 /// How a server's agent runs execute (`--engine`, `[serve] engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -439,8 +492,13 @@ pub struct AgentSection {
     /// Its model (default: the run's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// The tools it offers, by name (see `agentloop tool list`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The tools it offers, by name (see `agentloop tool list`): a list,
+    /// or one comma-separated string.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "names_list"
+    )]
     pub tools: Vec<String>,
     /// The agents it may hand the conversation to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -1,7 +1,8 @@
 //! The shipped demo conversation (`examples/demo.json`), played by
 //! `agentloop run --demo` and by `run` when no provider is configured: a
 //! scripted model that thinks, streams text, lists the tool root with the
-//! fs tool and answers, with a cost line, without a key or a network.
+//! fs tool and answers, with its token counts (no cost: no model is
+//! called), without a key or a network.
 //! `serve --demo` plays the agents' conversations (`examples/demo-agents.json`).
 
 use std::sync::Arc;
@@ -24,7 +25,9 @@ pub const TOOLS: &[&str] = &["fs"];
 /// What stderr says before a demo plays.
 pub const NOTICE: &str = "this is a demo: a scripted conversation (examples/demo.json), no model \
 is called. To use a real model, set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY (or \
-OPENAI_BASE_URL for a local server) and run: agentloop run \"your question\" --tools fs";
+OPENAI_BASE_URL for a local server), or pass --local for a small model on this machine with no key \
+(built once by `bash scripts/local-model.sh build`), and run: agentloop run \"your question\" \
+--tools fs";
 
 /// What `serve --demo` logs when it starts.
 pub const SERVE_NOTICE: &str = "every run plays the shipped demo conversations \
@@ -59,19 +62,28 @@ pub fn provider(model: Option<&str>) -> Result<Chosen, Failure> {
 pub const IN_PLACE_NOTICE: &str = "no model provider is configured, so your question goes to no \
 model: the shipped demo (examples/demo.json, a scripted conversation) plays in its place";
 
-/// What stderr says after the demo played in place of a question: what to
-/// set, and what to run then (the question itself the user has).
-pub fn after_question() -> String {
+/// What stderr says after the demo played in place of a question: the
+/// next steps (the demo again, the local model, a key), and for a script
+/// (`for_a_script`: stdout is not a terminal) why it exits 2.
+pub fn after_question(for_a_script: bool) -> String {
     let keys = crate::keys::path().map_or_else(
         |_| "keys.env beside the configuration file".to_owned(),
         |path| path.display().to_string(),
     );
+    let exit = if for_a_script {
+        " (exit code 2: stdout is not a terminal, so a script does not take the demo for an \
+         answer)"
+    } else {
+        ""
+    };
     format!(
-        "that was the demo, not an answer to your question. To ask a real model, set \
+        "that was the demo, not an answer to your question{exit}. Next: `--demo` plays it \
+         again, with no question; `--local` asks a small model on this machine with no key (build it \
+         once with `bash scripts/local-model.sh build` in a clone of agentloop); or set \
          ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY (in the environment, or as \
          NAME=value in {keys}, mode 600), or point OPENAI_BASE_URL (or --base-url) at an \
-         OpenAI-compatible server such as Ollama. Then `agentloop info` shows the provider \
-         found and `agentloop models` lists its models; ask your question again after that"
+         OpenAI-compatible server such as Ollama, then ask again (`agentloop info` shows the \
+         provider found)"
     )
 }
 

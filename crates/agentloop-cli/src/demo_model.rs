@@ -119,6 +119,8 @@ impl DemoModel {
             .or_else(|| script.last())
             .cloned()
             .unwrap_or_default();
+        // No model is called: whatever a script says, nothing is billed.
+        turn.usage.cost = 0.0;
         let used: HashSet<&str> = messages
             .iter()
             .flat_map(Message::tool_uses)

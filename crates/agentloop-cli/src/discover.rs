@@ -61,6 +61,7 @@ pub fn info() -> Outcome {
         exists(std::path::Path::new(&database).exists())
     ))?;
     out.line(format!("provider: {}", provider_line()?))?;
+    out.line(format!("local:    {}", crate::local_model::describe()))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -78,7 +79,7 @@ fn provider_line() -> Result<String, Failure> {
         .filter_map(|name| providers::setting_source(name).map(|from| format!("{name} ({from})")))
         .collect();
     Ok(if found.is_empty() {
-        "none configured (run plays the demo)".to_owned()
+        "none configured (run plays the demo; --local runs the local model with no key)".to_owned()
     } else {
         format!("from {}", found.join(", "))
     })

@@ -131,7 +131,7 @@ impl EvalArgs {
         RunArgs {
             prompt: None,
             demo: self.demo,
-            local: false,
+            local: self.local,
             provider: self.provider.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),

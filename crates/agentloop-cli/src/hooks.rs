@@ -16,7 +16,7 @@
 //! the run's `hook` event and answered with the hook's `on_error` (`pass`
 //! unless set to `block`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,7 +43,9 @@ pub struct HookEntry {
     /// absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
-    /// The command, run with `/bin/sh -c` in the current folder.
+    /// The command, run with `/bin/sh -c` in the current folder; a
+    /// relative program path as its first word (`./scripts/check.sh`) is
+    /// taken from the configuration file's folder.
     pub command: String,
     /// The name its decisions are recorded under (the command by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,17 +92,49 @@ pub struct CommandHook {
 /// an entry naming no known moment, or with an empty command, is refused.
 pub fn from_config(entries: &[HookEntry]) -> Result<Hooks, Failure> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let config_dir = crate::config::path()?
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let mut hooks = Hooks::default();
     for (n, entry) in entries.iter().enumerate() {
-        hooks.push(Arc::new(CommandHook::new(entry, cwd.clone()).map_err(
-            |reason| Failure::usage(format!("the configuration's hooks[{n}]: {reason}")),
-        )?));
+        hooks.push(Arc::new(
+            CommandHook::new(entry, cwd.clone(), &config_dir).map_err(|reason| {
+                Failure::usage(format!("the configuration's hooks[{n}]: {reason}"))
+            })?,
+        ));
     }
     Ok(hooks)
 }
 
+/// The program a command starts: its first word, when it is a relative
+/// path (`./check.sh`, `scripts/check.sh`) rather than a name the shell
+/// looks up or an absolute path.
+fn relative_program(command: &str) -> Option<&str> {
+    let first = command.split_whitespace().next()?;
+    (first.contains('/') && !first.starts_with('/') && !first.contains(['\'', '"', '$', '`']))
+        .then_some(first)
+}
+
+/// `command` with a relative program path taken from `dir`, quoted for
+/// the shell.
+fn resolved(command: &str, dir: &Path) -> String {
+    let Some(program) = relative_program(command) else {
+        return command.to_owned();
+    };
+    let path = dir
+        .join(program)
+        .display()
+        .to_string()
+        .replace('\'', "'\\''");
+    let rest = command
+        .trim_start()
+        .strip_prefix(program)
+        .unwrap_or_default();
+    format!("'{path}'{rest}")
+}
+
 impl CommandHook {
-    fn new(entry: &HookEntry, cwd: PathBuf) -> Result<Self, String> {
+    fn new(entry: &HookEntry, cwd: PathBuf, config_dir: &Path) -> Result<Self, String> {
         let point = HookPoint::from_name(&entry.event).ok_or_else(|| {
             let names: Vec<&str> = HookPoint::ALL.iter().map(|p| p.name()).collect();
             format!(
@@ -130,7 +164,7 @@ impl CommandHook {
             name: entry.name.clone().unwrap_or_else(|| entry.command.clone()),
             point,
             tool: entry.tool.clone(),
-            command: entry.command.clone(),
+            command: resolved(&entry.command, config_dir),
             timeout: Duration::from_millis(entry.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS)),
             max_output: entry.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT),
             on_error: entry.on_error.unwrap_or(OnError::Pass),
@@ -223,6 +257,21 @@ impl CommandHook {
                         reason
                     },
                 })
+            }
+            // The shell's own code for a command it cannot find or run.
+            Some(code @ (126 | 127)) => {
+                let said = String::from_utf8_lossy(&err);
+                let said = said.trim();
+                Err(HookError::new(format!(
+                    "exited with status {code}: the shell could not {} `{}`{}",
+                    if code == 127 { "find" } else { "run" },
+                    self.command,
+                    if said.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({said})")
+                    }
+                )))
             }
             Some(code) => Err(HookError::new(format!("exited with status {code}"))),
             None => Err(HookError::new("killed by a signal")),

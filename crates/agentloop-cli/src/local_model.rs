@@ -11,7 +11,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use agentloop_types::{
+    ApiKind, ModelProvider, ModelRequest, ModelStream, ProviderError, ProviderErrorKind,
+};
+use futures::StreamExt;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -96,6 +102,22 @@ fn installed(cache: &Path) -> Result<Installed, Failure> {
         )));
     }
     Ok(installed)
+}
+
+/// What `agentloop info` says of the local model: installed (what
+/// `--local` runs, on which port) or how to install it.
+pub fn describe() -> String {
+    let installed = cache_dir()
+        .ok_or_else(|| Failure::usage("no cache folder (set HOME or AGENTLOOP_LOCAL_MODEL_CACHE)"))
+        .and_then(|cache| installed(&cache));
+    match (installed, port()) {
+        (Ok(installed), Ok(port)) => format!(
+            "{} (`--local` on run, chat, eval, serve and mcp serve: the server on \
+             127.0.0.1:{port}, started when none answers there)",
+            installed.model.display()
+        ),
+        (Err(failure), _) | (_, Err(failure)) => failure.to_string(),
+    }
 }
 
 /// Whether a server on `port` answers `GET /health` with 200.
@@ -209,4 +231,122 @@ pub async fn ensure() -> Result<Local, Failure> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The tokens one request to the local server may hold: its context of
+/// 8192 shared by two slots. Past it, llama-server would cut the prompt's
+/// start without saying so, so such a request is refused here instead.
+pub const CONTEXT_TOKENS: u32 = 4096;
+
+/// The output cap per turn of `--local` when `--max-tokens` names none:
+/// the small model rambles, and each token takes a while on a CPU.
+pub const MAX_TOKENS: u32 = 128;
+
+/// The system prompt of `--local` when `--system` names none: a small
+/// model keeps calling tools unless told when to stop.
+pub const SYSTEM_PROMPT: &str = "You are a helpful assistant. Answer briefly. Call a tool only \
+when you need what it returns; once a tool's result holds what you need, stop calling tools and \
+answer in one or two sentences.";
+
+/// What the fs tool adds to [`SYSTEM_PROMPT`]: the one call a folder
+/// question needs.
+const FS_HINT: &str = " To see what is in the folder, call the fs tool once with \
+{\"command\": \"view\", \"path\": \"/\"}, then name the files it lists.";
+
+/// Fills `--local`'s defaults where the flags named none: the system
+/// prompt for a small model (with the fs call spelled out when `tools`
+/// offers fs) and the output cap.
+pub fn defaults(system: &mut Option<String>, max_tokens: &mut Option<u32>, tools: &[String]) {
+    if system.is_none() {
+        let fs = tools.iter().any(|tool| tool.trim() == "fs");
+        *system = Some(format!("{SYSTEM_PROMPT}{}", if fs { FS_HINT } else { "" }));
+    }
+    max_tokens.get_or_insert(MAX_TOKENS);
+}
+
+/// The local server's provider, guarded: before each request the server
+/// is checked (and started again when it died, one start at a time), and
+/// a request past [`CONTEXT_TOKENS`] fails saying so.
+pub fn guarded(inner: Arc<dyn ModelProvider>) -> Arc<dyn ModelProvider> {
+    Arc::new(Guarded {
+        inner,
+        starting: Arc::new(futures::lock::Mutex::new(())),
+    })
+}
+
+struct Guarded {
+    inner: Arc<dyn ModelProvider>,
+    starting: Arc<futures::lock::Mutex<()>>,
+}
+
+impl ModelProvider for Guarded {
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let inner = Arc::clone(&self.inner);
+        let starting = Arc::clone(&self.starting);
+        Box::pin(
+            futures::stream::once(async move {
+                let estimate = estimated_tokens(&request) + u64::from(request.options.max_tokens);
+                if estimate > u64::from(CONTEXT_TOKENS) {
+                    return failed(
+                        ProviderErrorKind::InvalidRequest,
+                        format!(
+                            "this request needs about {estimate} tokens (prompt and answer), past \
+                         the local model's context of {CONTEXT_TOKENS}, which would cut the \
+                         prompt's start: shorten the prompt or the history, lower --max-tokens, \
+                         or pass --compaction drop-oldest"
+                        ),
+                    );
+                }
+                let ready = {
+                    let _one_start = starting.lock().await;
+                    ensure().await
+                };
+                match ready {
+                    Ok(_) => inner.stream(request),
+                    Err(failure) => failed(
+                        ProviderErrorKind::Connection,
+                        format!("the local model server is not answering: {failure}"),
+                    ),
+                }
+            })
+            .flatten(),
+        )
+    }
+
+    fn api(&self) -> Option<ApiKind> {
+        self.inner.api()
+    }
+}
+
+/// A turn that fails at once with `message`.
+fn failed(kind: ProviderErrorKind, message: String) -> ModelStream {
+    let error = ProviderError::new(kind, message);
+    Box::pin(futures::stream::once(async move { Err(error) }))
+}
+
+/// The tokens a request's text takes, estimated at four characters a
+/// token (the model's tokenizer averages about that on English).
+fn estimated_tokens(request: &ModelRequest) -> u64 {
+    let mut chars = request
+        .options
+        .system_prompt
+        .as_deref()
+        .map_or(0, |p| p.chars().count());
+    for message in request.messages.iter() {
+        chars += message.text().chars().count();
+        chars += message
+            .tool_uses()
+            .map(|call| call.name.len() + call.input.as_json().len())
+            .sum::<usize>();
+        chars += message
+            .tool_results()
+            .map(|result| result.content.chars().count())
+            .sum::<usize>();
+    }
+    for tool in request.tools.iter() {
+        chars += tool.name.len()
+            + tool.description.chars().count()
+            + tool.input_schema.to_string().len();
+    }
+    (chars as u64).div_ceil(4)
 }

@@ -164,9 +164,7 @@ fn main() -> ExitCode {
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
         Command::Tool(ToolCommand::Call(args)) => runtime.block_on(tools::call(args)),
-        Command::Serve(args) => {
-            serve::check(&args).and_then(|()| serve::serve(args).map_err(Failure::from))
-        }
+        Command::Serve(args) => serve::check(&args).and_then(|()| serve::serve(args)),
         Command::Users(command) => runtime.block_on(serve::users(command)),
         Command::CompleteWorkflow(args) => runtime.block_on(serve::complete_workflow(args)),
         Command::Chat(mut args) => config::load().and_then(|config| {

@@ -49,6 +49,11 @@ pub struct McpServeArgs {
     /// send (the token itself never goes on the command line).
     #[arg(long, value_name = "VAR", requires = "http")]
     pub token_env: Option<String>,
+    /// Serve HTTP on an address other machines can reach with no
+    /// --token-env: anyone who reaches the port can then run the agent
+    /// and its tools. Without it such a bind is refused.
+    #[arg(long, requires = "http")]
+    pub allow_unauthenticated: bool,
     /// A host name (or host:port) HTTP clients may reach the server by,
     /// past the loopback names allowed by default. Repeatable.
     #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
@@ -64,6 +69,11 @@ pub struct McpServeArgs {
     /// the environment).
     #[arg(long)]
     pub provider: Option<String>,
+    /// Answer with the local model, as `agentloop run --local` does (its
+    /// server started or reused, a system prompt for a small model unless
+    /// --system, 128 tokens a turn unless --max-tokens).
+    #[arg(long, conflicts_with_all = ["provider", "base_url"])]
+    pub local: bool,
     /// Model id.
     #[arg(long)]
     pub model: Option<String>,
@@ -126,7 +136,7 @@ impl McpServeArgs {
         crate::run_args::RunArgs {
             prompt: None,
             demo: false,
-            local: false,
+            local: self.local,
             provider: self.provider.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),
@@ -157,11 +167,22 @@ impl McpServeArgs {
 /// Builds the agent and serves it until stdin closes (stdio) or Ctrl-C
 /// (HTTP).
 pub async fn serve(
-    args: McpServeArgs,
+    mut args: McpServeArgs,
     approvals: ApprovalPolicies,
     configured_mcp: McpConfig,
     hooks: Hooks,
 ) -> Outcome {
+    if args.local {
+        let model_flag = args.model.is_some();
+        crate::local_model::point_at(
+            &mut args.provider,
+            &mut args.base_url,
+            &mut args.model,
+            model_flag,
+        )
+        .await?;
+        crate::local_model::defaults(&mut args.system, &mut args.max_tokens, &args.tools);
+    }
     // The agent `run` would build from the same flags.
     let crate::agent::Agent {
         strategy,
@@ -222,6 +243,7 @@ pub async fn serve(
                         })?,
                 ),
             };
+            check_exposure(address, bearer_token.is_some(), args.allow_unauthenticated)?;
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .map_err(|e| Failure::Runtime(format!("cannot listen on {address}: {e}")))?;
@@ -243,6 +265,27 @@ pub async fn serve(
     mcp.shutdown().await;
     served.map_err(|e| Failure::Runtime(e.to_string()))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses an HTTP bind other machines can reach with no bearer token
+/// unless `allowed` (--allow-unauthenticated), which is then warned about.
+fn check_exposure(address: SocketAddr, token: bool, allowed: bool) -> Result<(), Failure> {
+    if token || address.ip().is_loopback() {
+        return Ok(());
+    }
+    if !allowed {
+        return Err(Failure::usage(format!(
+            "--http {address} is reachable from other machines and no --token-env names a \
+             token, so anyone reaching the port could run the agent and its tools: set \
+             --token-env VAR (a variable holding the token clients must send), bind \
+             127.0.0.1, or pass --allow-unauthenticated to serve it open anyway"
+        )));
+    }
+    out::note(format!(
+        "WARNING: serving on {address} with no token (--allow-unauthenticated): anyone who \
+         reaches this port can run the agent and its tools"
+    ));
+    Ok(())
 }
 
 /// A conversation's history, or a mark that a turn of it is running.

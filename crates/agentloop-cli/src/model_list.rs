@@ -10,14 +10,39 @@ use serde_json::Value;
 
 use crate::out::{Failure, sanitize};
 
+/// Why a model list could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    /// Nothing answers at the address.
+    #[error(
+        "cannot reach {url} ({reason}): is the server running there? The address comes from \
+         --base-url, else OPENAI_BASE_URL (or the provider's *_BASE_URL)"
+    )]
+    Unreachable {
+        /// The list's URL.
+        url: String,
+        /// What the connection attempt said.
+        reason: String,
+    },
+    /// The server answered, but not with a list.
+    #[error("{0}")]
+    Answer(String),
+}
+
+impl From<ListError> for Failure {
+    fn from(error: ListError) -> Self {
+        Self::Runtime(error.to_string())
+    }
+}
+
 /// The model ids the provider lists.
-pub async fn fetch(config: &ProviderConfig) -> Result<Vec<String>, Failure> {
+pub async fn fetch(config: &ProviderConfig) -> Result<Vec<String>, ListError> {
     ensure_crypto_provider();
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(30))
         .build()
-        .map_err(|e| format!("cannot start an HTTP client: {e}"))?;
+        .map_err(|e| ListError::Answer(format!("cannot start an HTTP client: {e}")))?;
     let url = url(config);
     let mut request = client.get(&url);
     if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
@@ -31,24 +56,34 @@ pub async fn fetch(config: &ProviderConfig) -> Result<Vec<String>, Failure> {
     for (name, value) in &config.headers {
         request = request.header(name, value);
     }
-    let response = request
-        .send()
-        .await
-        .map_err(|e| format!("cannot reach {url}: {e}"))?;
+    let response = request.send().await.map_err(|e| ListError::Unreachable {
+        url: url.clone(),
+        reason: innermost(&e),
+    })?;
     let status = response.status();
     let body = response
         .text()
         .await
-        .map_err(|e| format!("cannot read the answer of {url}: {e}"))?;
+        .map_err(|e| ListError::Answer(format!("cannot read the answer of {url}: {e}")))?;
     if !status.is_success() {
         let first: String = body.chars().take(200).collect();
-        return Err(Failure::Runtime(format!(
+        return Err(ListError::Answer(format!(
             "{url} answered {status}: {}",
             sanitize(first.trim())
         )));
     }
     model_ids(&body)
-        .ok_or_else(|| Failure::Runtime(format!("{url} did not answer with a list of models")))
+        .ok_or_else(|| ListError::Answer(format!("{url} did not answer with a list of models")))
+}
+
+/// The deepest cause of an error (`Connection refused`, `dns error`),
+/// which says more than reqwest's own wrapping.
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut error = error;
+    while let Some(source) = error.source() {
+        error = source;
+    }
+    error.to_string()
 }
 
 /// Where the list is asked.
@@ -60,11 +95,12 @@ pub fn url(config: &ProviderConfig) -> String {
 /// lists; several, none, or no list is an error naming `--model`.
 pub async fn only_model(config: &ProviderConfig) -> Result<String, Failure> {
     let url = url(config);
-    let ids = fetch(config).await.map_err(|failure| {
-        Failure::Runtime(format!(
-            "no model is named, and the server's model list could not be read ({failure}); \
+    let ids = fetch(config).await.map_err(|error| match error {
+        ListError::Unreachable { .. } => Failure::from(error),
+        ListError::Answer(why) => Failure::Runtime(format!(
+            "no model is named, and the server's model list could not be read ({why}); \
              name the model with --model (or AGENTLOOP_MODEL, or model in the configuration)"
-        ))
+        )),
     })?;
     match ids.as_slice() {
         [only] => Ok(only.clone()),

@@ -33,9 +33,7 @@ pub fn unconfigured(model: Option<&str>) -> Chosen {
         fn stream(&self, _request: agentloop_types::ModelRequest) -> agentloop_types::ModelStream {
             let error = agentloop_types::ProviderError::new(
                 agentloop_types::ProviderErrorKind::InvalidRequest,
-                format!(
-                    "{NO_KEY} Then restart agentloop serve, or start it with --demo to play the shipped demo conversation."
-                ),
+                UNCONFIGURED_RUN.to_owned(),
             );
             Box::pin(futures::stream::once(async move { Err(error) }))
         }
@@ -53,7 +51,22 @@ pub const NAMES: &str = "anthropic, openai-chat, openai-responses, openai-compat
 
 pub const NO_KEY: &str = "no model provider is configured. Set ANTHROPIC_API_KEY (Anthropic), \
 OPENAI_API_KEY (OpenAI), GEMINI_API_KEY (Gemini), or OPENAI_BASE_URL (an OpenAI-compatible server \
-such as Ollama or vLLM), or pass --provider scripted:FILE to play a scripted conversation.";
+such as Ollama or vLLM), in the environment or in keys.env beside the configuration file \
+(`agentloop info` shows where); or pass --local to use the small model `scripts/local-model.sh \
+build` installs (no key), or --provider scripted:FILE to play a scripted conversation.";
+
+/// What `serve` says when it starts with no provider configured.
+pub const SERVE_NO_KEY: &str = "no model provider is configured: the server starts, and its runs \
+fail saying how to set one. Start it with --demo to play the shipped demo agents, or with --local \
+to run them on the small model `scripts/local-model.sh build` installs (no key); or set \
+ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or OPENAI_BASE_URL (in the environment or in \
+keys.env, see `agentloop info`) and restart it.";
+
+/// Why a run of a server with no provider configured fails.
+const UNCONFIGURED_RUN: &str = "no model provider is configured on this server, so no model can \
+answer. Whoever runs it can restart agentloop serve with --demo (the shipped demo agents) or \
+--local (a small model on that machine, no key), or set ANTHROPIC_API_KEY, OPENAI_API_KEY, \
+GEMINI_API_KEY or OPENAI_BASE_URL and restart it.";
 
 /// [`NO_KEY`] for `agentloop models`, which has no scripted provider to
 /// offer: a server address instead.

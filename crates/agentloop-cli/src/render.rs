@@ -220,6 +220,13 @@ impl View {
             }
             EventKind::MessageCreated(MessageCreatedEvent { message }) => {
                 for block in &message.content {
+                    // A call a hook blocks never starts: its result line
+                    // needs the name from here.
+                    if let ContentBlock::ToolUse(call) = block {
+                        self.tool_names
+                            .entry(call.id.clone())
+                            .or_insert_with(|| call.name.clone());
+                    }
                     if let ContentBlock::ToolResult(result) = block {
                         let name = self
                             .tool_names
@@ -363,12 +370,18 @@ impl View {
         };
         let lines: Vec<&str> = content.lines().filter(|l| !l.trim().is_empty()).collect();
         let first = lines.first().copied().unwrap_or("(no output)");
+        // `Blocked by hook `x`: why` (the model's wording) reads as
+        // `✗ fs blocked by hook `x`: why`.
+        let first = match first.strip_prefix("Blocked by ") {
+            Some(rest) if is_error => format!("blocked by {rest}"),
+            _ => first.to_owned(),
+        };
         let text_colour = if is_error { red } else { dim };
         writeln!(
             out,
             "{indent}  {colour}{mark} {}{reset} {text_colour}{}{reset}",
             sanitize(name),
-            sanitize(&shorten(first, RESULT_LINE_CHARS))
+            sanitize(&shorten(&first, RESULT_LINE_CHARS))
         )?;
         if is_error {
             return Ok(());
@@ -475,14 +488,15 @@ impl View {
 }
 
 /// `text` cut to `max` characters with an ellipsis.
-fn shorten(text: &str, max: usize) -> String {
+pub fn shorten(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
 }
 
-/// `1,234 in · 56 out · $0.0123`, with `?` when the cost is unreliable.
+/// `1,234 in · 56 out · $0.0123`, with a note when the cost is
+/// incomplete; no cost when nothing was billed (a demo, a local model).
 pub fn tokens(t: &TokenTotals) -> String {
     let mut line = format!(
         "{} in · {} out",
@@ -492,7 +506,9 @@ pub fn tokens(t: &TokenTotals) -> String {
     if t.cache_read_tokens > 0 {
         line.push_str(&format!(" ({} cached)", t.cache_read_tokens));
     }
-    line.push_str(&format!(" · ${:.4}", t.cost));
+    if t.cost > 0.0 || t.cost_unreliable {
+        line.push_str(&format!(" · ${:.4}", t.cost));
+    }
     if t.cost_unreliable {
         line.push_str(" (unknown model price: cost incomplete)");
     }

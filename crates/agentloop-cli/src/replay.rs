@@ -37,7 +37,9 @@ pub struct ReplayArgs {
 
 /// Prints `{content, stop_reason, usage, error?}`; exits 1 when the stream
 /// carried an error. A stream cut before its end still shows the stop
-/// reason and usage it reported.
+/// reason and usage it reported. A recording whose events are plainly
+/// another API's than `--api` names is refused (exit 2), naming the API
+/// they are.
 pub fn replay(args: ReplayArgs) -> Outcome {
     let body = std::fs::read(&args.file)
         .map_err(|e| Failure::usage(format!("cannot read {}: {e}", args.file.display())))?;
@@ -47,6 +49,15 @@ pub fn replay(args: ReplayArgs) -> Outcome {
         ApiArg::OpenaiResponses => ApiKind::OpenaiResponses,
         ApiArg::Gemini => ApiKind::Gemini,
     };
+    if let Some(recorded) = recorded_api(&body).filter(|recorded| *recorded != api) {
+        return Err(Failure::usage(format!(
+            "{} holds a {} stream, not {}: pass --api {}",
+            args.file.display(),
+            api_name(recorded),
+            api_name(api),
+            api_name(recorded)
+        )));
+    }
     let body = if is_json_lines(&body) {
         let text = String::from_utf8(body)
             .map_err(|e| Failure::usage(format!("the recording is not UTF-8: {e}")))?;
@@ -81,6 +92,46 @@ pub fn replay(args: ReplayArgs) -> Outcome {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The `--api` value naming `api`.
+fn api_name(api: ApiKind) -> &'static str {
+    match api {
+        ApiKind::AnthropicMessages => "anthropic-messages",
+        ApiKind::OpenaiChat => "openai-chat",
+        ApiKind::OpenaiResponses => "openai-responses",
+        ApiKind::Gemini => "gemini",
+    }
+}
+
+/// The API a recording's events plainly belong to, from the first event
+/// (SSE `data:` or a JSON line) that only one API sends; `None` when no
+/// event tells.
+fn recorded_api(body: &[u8]) -> Option<ApiKind> {
+    const ANTHROPIC_EVENTS: [&str; 6] = [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ];
+    String::from_utf8_lossy(body)
+        .lines()
+        .map(str::trim)
+        .map(|line| line.strip_prefix("data:").map_or(line, str::trim_start))
+        .filter(|line| line.starts_with('{'))
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find_map(|event| {
+            let kind = event.get("type").and_then(serde_json::Value::as_str);
+            match kind {
+                Some(kind) if ANTHROPIC_EVENTS.contains(&kind) => Some(ApiKind::AnthropicMessages),
+                Some(kind) if kind.starts_with("response.") => Some(ApiKind::OpenaiResponses),
+                _ if event.get("choices").is_some() => Some(ApiKind::OpenaiChat),
+                _ if event.get("candidates").is_some() => Some(ApiKind::Gemini),
+                _ => None,
+            }
+        })
 }
 
 /// Whether `body` is JSON lines rather than SSE.

@@ -2,8 +2,9 @@
 //! [`render::View`] (or printed as JSON event lines with `--json`), with a
 //! spinner on a terminal's stderr while the model or a tool works. With no
 //! provider configured it plays the shipped demo ([`crate::demo`]); a
-//! question asked then gets no answer, and the run exits 2 after saying
-//! what to set. The prompt comes from the argument and piped stdin
+//! question asked then gets no answer, and the run says what to do next:
+//! on a terminal it exits 0, for a script (stdout not a terminal) 2, so
+//! the demo is never taken for an answer. The prompt comes from the argument and piped stdin
 //! ([`crate::prompt`]). Ctrl-C cancels the run; the exit code follows its
 //! status ([`exit_code`]).
 
@@ -56,6 +57,7 @@ pub async fn run(
             model_flag,
         )
         .await?;
+        crate::local_model::defaults(&mut args.system, &mut args.max_tokens, &args.tools);
     }
     let demo = demo::wanted(
         args.demo,
@@ -200,13 +202,17 @@ pub async fn run(
     }
     mcp.shutdown().await;
     crate::a2a_agents::settle(&a2a_calls).await;
+    // A person at a terminal watched the demo and reads what to do next;
+    // a script reading stdout must not take the demo for an answer.
+    let for_a_script = !std::io::stdout().is_terminal();
     if in_place {
-        out::note(demo::after_question());
+        out::note(demo::after_question(for_a_script));
     }
     Ok(match status {
         None => ExitCode::from(out::EXIT_FAILURE),
-        // The question got no answer: a script must not take it for one.
-        Some(LoopStatus::Complete { .. }) if in_place => ExitCode::from(out::EXIT_USAGE),
+        Some(LoopStatus::Complete { .. }) if in_place && for_a_script => {
+            ExitCode::from(out::EXIT_USAGE)
+        }
         Some(status) => exit_code(status),
     })
 }
@@ -234,9 +240,9 @@ impl Person {
     }
 }
 
-/// The answer `run` prints on stdout: the last assistant text, else the
-/// value the run returned.
-fn answer(result: &agentloop_types::LoopResult) -> Option<String> {
+/// The answer `run` (and a chat whose stdout is not a terminal) prints on
+/// stdout: the last assistant text, else the value the run returned.
+pub fn answer(result: &agentloop_types::LoopResult) -> Option<String> {
     if let Some(text) = result.final_text().filter(|t| !t.trim().is_empty()) {
         return Some(sanitize(text.trim_end()).into_owned());
     }

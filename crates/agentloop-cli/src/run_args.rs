@@ -31,14 +31,17 @@ pub struct RunArgs {
     pub prompt: Option<String>,
     /// Play the shipped demo conversation (examples/demo.json): no key, no
     /// network. Also what `run` does when no provider is configured: then
-    /// a question gets the demo in its place and exit code 2.
+    /// a question gets the demo in its place and a note on what to do
+    /// next; exit code 0 on a terminal, 2 when stdout is not one.
     #[arg(long, conflicts_with_all = ["provider", "model", "base_url", "output_schema", "strategy"])]
     pub demo: bool,
     /// Run against the local model: llama.cpp's llama-server with
     /// SmolLM2-135M-Instruct, as `scripts/local-model.sh build` installed
     /// them (no key, no network). Reuses the server answering on
     /// 127.0.0.1:8089 ($AGENTLOOP_LOCAL_MODEL_PORT), else starts it and
-    /// leaves it running for later runs.
+    /// leaves it running for later runs. Sets a system prompt for a small
+    /// model unless --system, and 128 tokens a turn unless --max-tokens; a
+    /// request past its 4096-token context fails saying so.
     #[arg(long, conflicts_with_all = ["demo", "provider", "base_url"])]
     pub local: bool,
     /// anthropic, openai-chat, openai-responses, openai-compatible, gemini,
@@ -101,7 +104,8 @@ pub struct RunArgs {
     pub strategy: Option<String>,
     /// Settings file: a JSON object of string settings, e.g.
     /// `{"agent.loop.strategy": "react"}`. `--strategy` and the environment
-    /// take precedence.
+    /// take precedence. Not the configuration file: config.toml is read
+    /// from `$XDG_CONFIG_HOME/agentloop/` (see `agentloop config path`).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Skills to offer: a JSON file holding an array of

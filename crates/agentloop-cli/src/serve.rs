@@ -81,7 +81,9 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Log filter when `RUST_LOG` is not set (`info`, `debug`,
-    /// `agentloop_server=debug,warn`, ...).
+    /// `agentloop_server=debug,warn`, ...). At `info` the log holds the
+    /// start-up lines, runs' status changes, warnings and errors; one line
+    /// per request is at `debug` (`info,agentloop_server::http=debug`).
     #[arg(long, default_value = "info")]
     pub log_level: String,
     /// Also serve Prometheus metrics at `http://ADDR/metrics`, on a
@@ -263,8 +265,10 @@ pub fn check(args: &ServeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Runs the server until SIGTERM or Ctrl-C.
-pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
+/// Runs the server until SIGTERM or Ctrl-C. What the operator can fix
+/// before it starts (an address that is none, a port taken, a database
+/// folder missing) is a usage error.
+pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     let _telemetry = crate::logging::init(args.log_format, &args.log_level, false, None)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -280,6 +284,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             args.base_url = Some(local.base_url);
             args.model.get_or_insert(local.model);
         }
+        let local = args.local;
         let configured = args.provider.is_some()
             || args.base_url.is_some()
             || crate::providers::configured_in_env();
@@ -294,13 +299,19 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             )
             .await
         } else {
-            eprintln!("agentloop: {}", crate::providers::NO_KEY);
+            eprintln!("agentloop: {}", crate::providers::SERVE_NO_KEY);
             Ok(crate::providers::unconfigured(args.model.as_deref()))
         }
         .map_err(|e| e.to_string())?;
-        let store = db::open_for_write(args.db.as_deref())
-            .await
-            .map_err(|e| e.to_string())?;
+        let chosen = if local {
+            crate::providers::Chosen {
+                provider: crate::local_model::guarded(chosen.provider),
+                ..chosen
+            }
+        } else {
+            chosen
+        };
+        let store = db::open_for_write(args.db.as_deref()).await?;
         let minion = args.minion.then(|| {
             let options = agentloop_types::LoopOptions {
                 request: agentloop_types::RequestOptions {
@@ -362,9 +373,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         if let Some(id) = args.instance_id {
             config.instance_id = id;
         }
-        let listener = tokio::net::TcpListener::bind(&args.bind)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;
+        let listener = listen(&args.bind).await?;
         let address = listener
             .local_addr()
             .map_err(|e| format!("cannot read the bound address: {e}"))?;
@@ -410,6 +419,39 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             .map_err(|e| e.to_string())?;
         eprintln!("agentloop: stopped");
         Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The listener on `bind`; an address that is none or a port in use is a
+/// usage error naming what to change.
+async fn listen(bind: &str) -> Result<tokio::net::TcpListener, Failure> {
+    if bind.parse::<std::net::SocketAddr>().is_err() && !bind.contains(':') {
+        return Err(Failure::usage(format!(
+            "--bind {:?} is not an address to listen on: give HOST:PORT, e.g. 127.0.0.1:8787 \
+             (or 0.0.0.0:8787 for every interface)",
+            crate::out::sanitize(bind)
+        )));
+    }
+    tokio::net::TcpListener::bind(bind).await.map_err(|e| {
+        let fix = match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                "another program listens there: pick another port with --bind (127.0.0.1:0 \
+                 takes any free one), or stop the other program"
+            }
+            std::io::ErrorKind::AddrNotAvailable => {
+                "it is not an address of this machine: bind 127.0.0.1:PORT, 0.0.0.0:PORT or \
+                 one of its own addresses"
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                "this process may not use that port (ports below 1024 need privileges): pick \
+                 one of 1024 or more"
+            }
+            _ => "give HOST:PORT, e.g. 127.0.0.1:8787",
+        };
+        Failure::usage(format!(
+            "cannot listen on {} ({e}): {fix}",
+            crate::out::sanitize(bind)
+        ))
     })
 }
 

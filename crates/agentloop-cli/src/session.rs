@@ -3,7 +3,7 @@
 //! turn to the terminal view, and Ctrl-C cancelling the turn in progress.
 //! `chat` (piped) and `repl` (a terminal) drive it.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use agentloop_engine::Handoffs;
@@ -21,6 +21,31 @@ use crate::render;
 
 /// Id of the project the CLI keeps its chats in.
 pub const CLI_PROJECT: &str = "cli";
+
+/// The title a chat has until its first message names it.
+const UNTITLED: &str = "agentloop chat";
+
+/// How many characters of the first message a title keeps.
+const TITLE_CHARS: usize = 60;
+
+/// A title from a chat's first message: its first line, shortened.
+fn title_from(text: &str) -> String {
+    crate::render::shorten(text.trim().lines().next().unwrap_or_default(), TITLE_CHARS)
+}
+
+/// The title to show for `chat`: its own, else one from its first user
+/// message (chats stored before titles were taken from it).
+pub fn title(chat: &Chat, messages: &[agentloop_storage::model::StoredMessage]) -> String {
+    if chat.title != UNTITLED {
+        return chat.title.clone();
+    }
+    messages
+        .iter()
+        .find(|stored| stored.message.role == agentloop_types::Role::User)
+        .map(|stored| stored.message.text())
+        .filter(|text| !text.trim().is_empty())
+        .map_or_else(|| chat.title.clone(), |text| title_from(&text))
+}
 
 /// The chat `id` (created when missing), or a new chat.
 pub async fn chat_for(
@@ -54,7 +79,7 @@ pub async fn chat_for(
     let chat = Chat {
         id: id.map_or_else(|| agentloop_runtime::ids::new_id("chat"), str::to_owned),
         project_id: CLI_PROJECT.to_owned(),
-        title: "agentloop chat".to_owned(),
+        title: UNTITLED.to_owned(),
         settings: serde_json::to_value(settings).map_err(|e| e.to_string())?,
         totals: Default::default(),
         minion: None,
@@ -90,6 +115,9 @@ pub struct Session {
     /// The agents runs hand off between (from the configuration's agents).
     pub handoffs: Option<Handoffs>,
     json: bool,
+    /// Stdout is not a terminal: it gets each turn's answer alone, the
+    /// view goes to stderr.
+    answer_only: bool,
     view: render::View,
     /// Installed at the first need: the line editor sets up its own
     /// signal handling when it starts, and must not replace this one.
@@ -148,6 +176,7 @@ impl Session {
         settings: ChatSettings,
         json: bool,
     ) -> Self {
+        let answer_only = !std::io::stdout().is_terminal();
         Self {
             store,
             provider,
@@ -157,7 +186,12 @@ impl Session {
             hooks: Hooks::default(),
             handoffs: None,
             json,
-            view: render::View::new(Style::stdout()),
+            answer_only,
+            view: render::View::new(if answer_only {
+                Style::stderr()
+            } else {
+                Style::stdout()
+            }),
             interrupts: None,
         }
     }
@@ -180,8 +214,26 @@ impl Session {
     /// Sends one user message and streams the reply; Ctrl-C meanwhile
     /// cancels the turn (the run is then stored `cancelled`).
     pub async fn send(&mut self, text: String) -> Result<LoopStatus, Failure> {
+        self.name_after(&text).await?;
         let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
         self.turn(Turn::Send(message)).await
+    }
+
+    /// Titles a chat still untitled after its first message, `text`.
+    async fn name_after(&self, text: &str) -> Result<(), Failure> {
+        let mut chat = self
+            .store
+            .get_chat(&self.chat_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        if chat.title != UNTITLED {
+            return Ok(());
+        }
+        chat.title = title_from(text);
+        self.store
+            .update_chat(&chat)
+            .await
+            .map_err(|e| Failure::Runtime(e.to_string()))
     }
 
     /// Resumes the chat's waiting run with a person's decisions and
@@ -232,6 +284,7 @@ impl Session {
         let mut interrupts = self.take_interrupts().await;
         let runtime = self.runtime().with_cancel(cancel.clone());
         let mut stdout = Stdout::new();
+        let mut stderr = std::io::stderr();
         let mut failure = None;
         let started = {
             let chat_id = self.chat_id.as_str();
@@ -287,14 +340,26 @@ impl Session {
                     .map_err(|e| Failure::Runtime(e.to_string()))
                     .and_then(|l| stdout.line(l))
             } else {
+                let sink: &mut dyn Write = if self.answer_only {
+                    &mut stderr
+                } else {
+                    &mut stdout
+                };
                 self.view
-                    .event(&mut render::Sinks::one(&mut stdout), &event)
+                    .event(&mut render::Sinks::one(sink), &event)
                     .map_err(Failure::from_io)
             };
             if let Err(e) = written {
                 failure.get_or_insert(e);
             }
             if let Some(result) = event.into_root_result() {
+                if self.answer_only
+                    && !self.json
+                    && let Some(answer) = crate::run::answer(&result)
+                    && let Err(e) = stdout.line(answer)
+                {
+                    failure.get_or_insert(e);
+                }
                 status = Some(result.status);
             }
         };

@@ -114,6 +114,12 @@ fn start() -> Option<LocalServer> {
 }
 
 impl LocalServer {
+    /// The port it listens on, as `AGENTLOOP_LOCAL_MODEL_PORT` names it.
+    fn port(&self) -> String {
+        let address = self.base_url.trim_end_matches("/v1");
+        address.rsplit(':').next().unwrap().to_owned()
+    }
+
     /// `agentloop run --json` against this server, the model named.
     fn run(&self) -> Command {
         let mut command = agentloop();
@@ -438,4 +444,126 @@ fn eval_local_without_an_installed_model_says_how_to_install_it() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("scripts/local-model.sh build"), "{stderr}");
+}
+
+/// The `agentloop … --local` lines of the README's ```bash blocks.
+fn readme_local_commands() -> Vec<Vec<String>> {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let mut inside = false;
+    let mut commands = Vec::new();
+    for line in readme.lines() {
+        if line.trim_start().starts_with("```") {
+            inside = !inside && line.trim() == "```bash";
+            continue;
+        }
+        let code = line.split(" #").next().unwrap_or_default().trim();
+        if inside && code.starts_with("agentloop ") && code.contains("--local") {
+            commands.push(split_words(code.trim_start_matches("agentloop ")));
+        }
+    }
+    commands
+}
+
+/// Words of a command line: double quotes group.
+fn split_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if c.is_whitespace() && !quoted => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// Every README `--local` example, against the real model (the server this
+/// test starts, found by `--local` on its port): it ends well (exit 0; a
+/// chat given one line, a server until it serves). Each one's time is
+/// printed.
+#[test]
+fn the_readme_local_examples_end_well() {
+    let Some(server) = start() else { return };
+    let port = server.port();
+    let commands = readme_local_commands();
+    assert!(commands.len() >= 4, "{commands:?}");
+    for args in commands {
+        let started = Instant::now();
+        let mut command = agentloop();
+        command
+            .args(&args)
+            .current_dir(workspace())
+            .env("AGENTLOOP_LOCAL_MODEL_PORT", &port)
+            .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY");
+        if args[0] == "serve" {
+            let dir = tempfile::tempdir().unwrap();
+            let mut child = command
+                .args(["--bind", "127.0.0.1:0", "--db", "memory"])
+                .env("XDG_DATA_HOME", dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let stderr = child.stderr.take().unwrap();
+            let served = BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+                .any(|line| line.contains("serving on http://"));
+            let _ = child.kill();
+            let _ = child.wait();
+            assert!(served, "agentloop {args:?} did not serve");
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let output = common::piped(
+            {
+                command.env("XDG_DATA_HOME", dir.path());
+                command
+            },
+            "Say hello.\n",
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        eprintln!(
+            "agentloop {args:?}: {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "agentloop {args:?}: {stderr}\n{}",
+            server.log()
+        );
+        assert!(
+            !output.stdout.is_empty(),
+            "agentloop {args:?}: no answer: {stderr}"
+        );
+    }
+}
+
+/// A prompt past the model's context is refused with the reason, before
+/// the server would cut it.
+#[test]
+fn a_prompt_past_the_local_context_is_refused_saying_so() {
+    let Some(server) = start() else { return };
+    let port = server.port();
+    let mut command = agentloop();
+    command
+        .args(["run", "--local", "Summarise:"])
+        .env("AGENTLOOP_LOCAL_MODEL_PORT", &port);
+    let output = common::piped(command, &"word ".repeat(6000));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("past the local model's context of 4096"),
+        "{stderr}"
+    );
 }

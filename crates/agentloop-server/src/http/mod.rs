@@ -126,7 +126,7 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// One log line and one metric per request: method, route template (never
+/// One log line (at debug) and one metric per request: method, route template (never
 /// the raw path or query, which may carry a token), status, latency, the
 /// authenticated user (recorded on the span by the auth extractors) and a
 /// request id, also returned as `x-request-id`.
@@ -148,8 +148,9 @@ async fn log_request(State(state): State<AppState>, request: Request, next: Next
     );
     let mut response = next.run(request).instrument(span.clone()).await;
     let status = response.status().as_u16();
+    // At debug: at info one page open scrolls the start-up lines away.
     span.in_scope(|| {
-        tracing::info!(
+        tracing::debug!(
             http.response.status_code = status,
             latency_ms = log_millis(started.elapsed()),
             "request"
