@@ -139,7 +139,11 @@ async fn writes_are_approved_always_or_with_edited_arguments() {
 }
 
 /// The choices the scripted model offers; one is markup, shown as text.
-const CHOICES: [&str; 3] = ["Red", "Blue, like the sky", "<b onclick=\"window.__xss = 1\">Green</b>"];
+const CHOICES: [&str; 3] = [
+    "Red",
+    "Blue, like the sky",
+    "<b onclick=\"window.__xss = 1\">Green</b>",
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_is_answered_on_the_page_by_a_choice() {
@@ -167,7 +171,9 @@ async fn a_question_is_answered_on_the_page_by_a_choice() {
 
     // The question, its line break kept; one button a choice, each the
     // model's text as text; the arguments stay folded.
-    let question = page.wait_for(".tool[data-tool=q1] .pending .question").await;
+    let question = page
+        .wait_for(".tool[data-tool=q1] .pending .question")
+        .await;
     assert_eq!(
         question.text().await.unwrap(),
         "Question: Which colour should the button be?\nIt is the only one."
@@ -192,7 +198,8 @@ async fn a_question_is_answered_on_the_page_by_a_choice() {
     // An empty answer, or only spaces, is refused with a message; the run
     // still waits.
     for empty in ["", "   "] {
-        page.fill(".tool[data-tool=q1] .pending textarea", empty).await;
+        page.fill(".tool[data-tool=q1] .pending textarea", empty)
+            .await;
         page.click(".tool[data-tool=q1] button[data-decision=answer]")
             .await;
         let refused = page.text_of(".tool[data-tool=q1] [role=alert]").await;
@@ -202,7 +209,11 @@ async fn a_question_is_answered_on_the_page_by_a_choice() {
     let runs = site.runs(&task).await;
     assert_eq!(runs[0]["status"], "waiting", "{runs:?}");
     let (_, record) = site
-        .api("GET", &format!("/api/agent-runs/{}", runs[0]["id"].as_str().unwrap()), None)
+        .api(
+            "GET",
+            &format!("/api/agent-runs/{}", runs[0]["id"].as_str().unwrap()),
+            None,
+        )
         .await;
     assert_eq!(record["pending"][0]["decision"], Value::Null, "{record}");
 
@@ -220,7 +231,10 @@ async fn a_question_is_answered_on_the_page_by_a_choice() {
         .await;
     page.wait_until("document.querySelector('h1 .badge').textContent.includes('completed')")
         .await;
-    assert_eq!(page.run("return window.__xss === undefined;").await, json!(true));
+    assert_eq!(
+        page.run("return window.__xss === undefined;").await,
+        json!(true)
+    );
     let runs = site.runs(&task).await;
     assert_eq!(runs[0]["status"], "completed", "{runs:?}");
     page.close().await;
@@ -233,7 +247,11 @@ async fn a_question_without_choices_is_answered_in_words() {
     };
     let site = Site::start(
         json!([
-            call_turn("q1", "ask_user", json!({ "question": "What is the button for?" })),
+            call_turn(
+                "q1",
+                "ask_user",
+                json!({ "question": "What is the button for?" })
+            ),
             text_turn(&["Noted."], 0),
             finish_turn("cw1"),
             text_turn(&["Reviewed."], 0)

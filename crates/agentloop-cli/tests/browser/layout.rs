@@ -144,8 +144,10 @@ async fn the_runs_table_keeps_words_whole_beside_a_long_failure() {
     let project = site.new_project(&page, "runs", "runs").await;
     let task = site.new_task(&page, &project, "Long failure").await;
     page.click("button[data-agent=implementation]").await;
-    page.wait_until("document.querySelector('tr[data-run] .badge')?.textContent.includes('failed')")
-        .await;
+    page.wait_until(
+        "document.querySelector('tr[data-run] .badge')?.textContent.includes('failed')",
+    )
+    .await;
     page.click("button[data-agent=implementation]").await;
     page.wait_until(
         "[...document.querySelectorAll('tr[data-run] .badge')].map(b => b.textContent).join() === '✗ failed,● running'",
@@ -153,13 +155,19 @@ async fn the_runs_table_keeps_words_whole_beside_a_long_failure() {
     .await;
     page.wait_for("tr[data-run] button.danger").await;
 
-    for (name, width, height) in [("runs-table-desktop", 1280, 900), ("runs-table-phone", 390, 844)] {
+    for (name, width, height) in [
+        ("runs-table-desktop", 1280, 900),
+        ("runs-table-phone", 390, 844),
+    ] {
         page.client.set_window_size(width, height).await.unwrap();
         page.goto(&site.url(&format!("#/tasks/{task}"))).await;
         page.wait_for("tr[data-run] button.danger").await;
         page.screenshot(name).await;
         let broken = page.broken_words(RUN_WORDS).await;
-        assert!(broken.is_empty(), "{name}: words broken across lines: {broken:?}");
+        assert!(
+            broken.is_empty(),
+            "{name}: words broken across lines: {broken:?}"
+        );
         // The reason is whole, in a cell of its own across the table, and
         // the measure above sees words broken there (its path is wider
         // than a phone).

@@ -156,7 +156,11 @@ async fn tasks_and_projects_are_deleted_after_a_confirmation() {
     page.wait_for_text("No tasks yet.").await;
     page.goto(&site.url(&format!("#/runs/{run}"))).await;
     page.wait_for("#not-found").await;
-    assert!(page.text_of("main").await.contains("This agent run was deleted"));
+    assert!(
+        page.text_of("main")
+            .await
+            .contains("This agent run was deleted")
+    );
     let back = page
         .run("return document.querySelector('main a').getAttribute('href');")
         .await;

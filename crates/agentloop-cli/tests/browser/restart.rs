@@ -27,7 +27,14 @@ async fn a_run_cut_off_by_a_killed_server_shows_once_after_the_restart() {
             finish_turn("cw1"),
             text_turn(&["Reviewed."], 0)
         ]),
-        &["--lease-ms", "2000", "--heartbeat-ms", "200", "--claim-interval-ms", "200"],
+        &[
+            "--lease-ms",
+            "2000",
+            "--heartbeat-ms",
+            "200",
+            "--claim-interval-ms",
+            "200",
+        ],
     );
     site.sign_in(&page).await;
     let project = site.new_project(&page, "restart", "restart").await;
@@ -71,10 +78,8 @@ async fn a_run_cut_off_by_a_killed_server_shows_once_after_the_restart() {
     // the server cannot be reached, then shows the task by itself.
     site.kill();
     page.click("main a[href^='#/tasks/']").await;
-    page.wait_until(
-        "document.querySelector('h1')?.textContent === 'The server cannot be reached'",
-    )
-    .await;
+    page.wait_until("document.querySelector('h1')?.textContent === 'The server cannot be reached'")
+        .await;
     let shown = page.text_of("main").await;
     assert!(
         !shown.contains("Failed to fetch") && !shown.contains("Something went wrong"),

@@ -186,7 +186,8 @@ async fn a_finished_run_links_the_next_run_and_a_running_one_is_cancelled_or_mar
         .await;
     let ended = page.text_of("#run-ended").await;
     assert!(
-        ended.contains("Run ended: ■ stopped") && ended.contains("Stopped: the task was marked done."),
+        ended.contains("Run ended: ■ stopped")
+            && ended.contains("Stopped: the task was marked done."),
         "{ended}"
     );
     let shown = page.text_of("main").await;
