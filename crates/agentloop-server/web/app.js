@@ -1065,16 +1065,17 @@ function remember(kind, id, parentHash) {
   parents.set(`${kind}/${id}`, parentHash);
 }
 
+// What is gone, and what its parent is called.
 const GONE = {
-  projects: ["This project was deleted or does not exist.", "the projects list"],
+  projects: ["This project was deleted or does not exist."],
   tasks: ["This task was deleted or does not exist.", "its project"],
   runs: ["This agent run was deleted (with its task) or does not exist.", "its task"],
 };
 
 // A record the address names is not there (404): say so, and link back to
-// the nearest page that still exists.
+// its parent when the page saw it under one, and to the projects list.
 function gone(kind, id) {
-  const [text, parentName] = Object.hasOwn(GONE, kind) ? GONE[kind] : ["There is nothing at this address.", ""];
+  const [text, parentName] = Object.hasOwn(GONE, kind) ? GONE[kind] : ["There is nothing at this address."];
   const parent = parents.get(`${kind}/${id}`);
   show(h("h1", { id: "not-found" }, "Not found"), h("p", {}, text),
     h("p", {}, parent ? h("a", { href: parent }, `Back to ${parentName}`) : null,
