@@ -126,10 +126,13 @@ pub fn without_person(pending: &[PendingCall]) -> Decisions {
                     )
                 }
                 Wait::Question { question } => {
+                    // The question as asked, its lines kept (it lists its
+                    // choices one a line).
                     note(format!(
-                        "the model asked {:?}, and without a terminal nobody can answer; \
-                         run in a terminal or use `agentloop chat` to answer questions",
-                        sanitize(question).into_owned()
+                        "without a terminal nobody can answer the model's question; \
+                         run in a terminal or use `agentloop chat` to answer questions. \
+                         It asked:\n{}",
+                        sanitize(question)
                     ));
                     "no person could answer, as agentloop ran without a terminal".to_owned()
                 }

@@ -7,6 +7,7 @@
 
 const main = document.getElementById("main");
 const toastBox = document.getElementById("toast");
+const offlineNotice = document.getElementById("offline");
 const who = document.getElementById("who");
 const signOutButton = document.getElementById("sign-out");
 
@@ -14,6 +15,9 @@ let session = null; // {user, csrf}
 let socket = null;
 const socketListeners = new Set();
 let leaveView = () => {};
+// What the current view does once the server answers again after it could
+// not be reached: catch up with what happened meanwhile.
+let reconnectView = () => {};
 
 // ---------- DOM ----------
 
@@ -54,8 +58,38 @@ function when(iso) {
 }
 
 function statusBadge(status) {
-  const marks = { running: "● ", waiting: "… ", completed: "✓ ", failed: "✗ ", cancelled: "■ " };
+  const marks = { running: "● ", waiting: "… ", completed: "✓ ", failed: "✗ ", cancelled: "■ ", stopped: "■ " };
   return h("span", { class: `badge ${status}` }, (marks[status] || "") + status);
+}
+
+// Why a person's action ended a run, by the API's `stopped_by`.
+const STOPPED_BY = {
+  workflow_complete: "stopped: the task was marked done",
+  cancel: "cancelled by a person",
+};
+
+// A run's status as a person reads it: a run that Mark Done ended is
+// recorded `completed`, yet it did not finish its work: it shows stopped.
+function shownStatus(run) {
+  return run.stopped_by === "workflow_complete" ? "stopped" : run.status;
+}
+
+function runBadge(run) {
+  return statusBadge(shownStatus(run));
+}
+
+// One line on why a run ended, when its loop did not end it by itself.
+function runNote(run) {
+  if (run.status === "failed") return run.error ? run.error.message : "the server recorded no reason";
+  if (run.stopped_by) return STOPPED_BY[run.stopped_by] || run.stop_message || `stopped by ${run.stopped_by}`;
+  return null;
+}
+
+// `text` after `label`, unless the text already starts with it (an error
+// message that says "Error: …" itself).
+function labelled(label, text) {
+  const value = String(text);
+  return value.toLowerCase().startsWith(label.trim().toLowerCase()) ? value : `${label}${value}`;
 }
 
 // ---------- API ----------
@@ -68,16 +102,30 @@ class ApiError extends Error {
   }
 }
 
+// A request that never reached the server (it is down, or the network is).
+class UnreachableError extends Error {
+  constructor() {
+    super("The server cannot be reached. The page reconnects by itself when it is back.");
+    this.unreachable = true;
+  }
+}
+
 async function api(method, path, body) {
   const headers = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
   if (method !== "GET" && session) headers["x-csrf-token"] = session.csrf;
-  const response = await fetch(path, {
-    method,
-    headers,
-    credentials: "same-origin",
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      credentials: "same-origin",
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    serverUnreachable();
+    throw new UnreachableError();
+  }
   const text = await response.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = { error: text }; }
@@ -110,6 +158,36 @@ function errorLine(error) {
   return h("p", { class: "error", role: "alert" }, error.message || String(error));
 }
 
+// ---------- Reaching the server ----------
+
+let reconnecting = null; // the health poll, while the server is unreachable
+
+async function serverAnswers() {
+  try {
+    return (await fetch("/api/health", { cache: "no-store" })).ok;
+  } catch {
+    return false;
+  }
+}
+
+// The server could not be reached: say so, ask its health until it
+// answers (a little less often each time), then let the view catch up.
+function serverUnreachable() {
+  if (reconnecting) return;
+  offlineNotice.hidden = false;
+  reconnecting = (async () => {
+    let pause = 500;
+    while (!await serverAnswers()) {
+      await new Promise((resolve) => { setTimeout(resolve, pause); });
+      pause = Math.min(pause * 2, 4000);
+    }
+    offlineNotice.hidden = true;
+    reconnecting = null;
+    if (session) connectSocket();
+    reconnectView();
+  })();
+}
+
 // ---------- Live notices ----------
 
 function connectSocket() {
@@ -121,9 +199,12 @@ function connectSocket() {
     try { notice = JSON.parse(event.data); } catch { return; }
     for (const listener of socketListeners) listener(notice);
   });
-  socket.addEventListener("close", () => {
+  socket.addEventListener("close", async () => {
     socket = null;
-    if (session) setTimeout(connectSocket, 2000);
+    if (!session) return;
+    // A closed socket is often the first sign that the server went away.
+    if (await serverAnswers()) setTimeout(connectSocket, 2000);
+    else serverUnreachable();
   });
 }
 
@@ -284,8 +365,10 @@ async function projectView(id) {
     approvalsPanel(project),
     h("h2", {}, "Tasks"),
     tasks.length
-      ? h("ul", { class: "list" }, tasks.map((t) =>
-        h("li", {}, h("a", { href: `#/tasks/${t.id}` }, t.title), t.workflow_complete ? h("span", { class: "muted" }, " (done)") : null)))
+      ? h("ul", { class: "list" }, tasks.map((t) => {
+        remember("tasks", t.id, `#/projects/${id}`);
+        return h("li", {}, h("a", { href: `#/tasks/${t.id}` }, t.title), t.workflow_complete ? h("span", { class: "muted" }, " (done)") : null);
+      }))
       : h("p", { class: "muted" }, "No tasks yet."),
     h("h2", {}, "New task"),
     create,
@@ -299,9 +382,11 @@ async function projectView(id) {
   );
 }
 
+// The policy covers the fs tool's changes (every command but view, glob
+// and grep), JavaScript and the shell: the server's `policy::COVERED_TOOLS`.
 const APPROVALS = {
-  unattended: "Unattended: file writes, JavaScript and shell commands of this project's agents run without asking, jailed to its folder",
-  ask: "Ask: file writes, JavaScript and shell commands wait for your approval on the run's page",
+  unattended: "Unattended: file changes, JavaScript and shell commands of this project's agents run without asking, jailed to its folder",
+  ask: "Ask: file changes (create, edit, insert, delete, rename), JavaScript and shell commands wait for your approval on the run's page; reading files does not",
 };
 
 // The project's approval policy, with a control to change it: its own, or
@@ -312,7 +397,7 @@ function approvalsPanel(project) {
   const choice = h("select", { id: "project-approvals", name: "approvals" },
     h("option", { value: "" }, "Follow the server's default"),
     h("option", { value: "unattended" }, "Unattended"),
-    h("option", { value: "ask" }, "Ask before file writes and JavaScript"));
+    h("option", { value: "ask" }, "Ask before file changes, JavaScript and shell commands"));
   const status = h("div", {});
   function render(current) {
     policy.replaceChildren(h("strong", {}, "Approvals: "), APPROVALS[current.approvals] || String(current.approvals),
@@ -390,6 +475,7 @@ const AGENTS = [
 
 async function taskView(id) {
   let task = await api("GET", `/api/tasks/${id}`);
+  remember("tasks", id, `#/projects/${task.project_id}`);
   const doc = await api("GET", `/api/tasks/${id}/document`);
   const runsBox = h("div", {});
   const conflict = h("div", {});
@@ -400,6 +486,7 @@ async function taskView(id) {
 
   async function refreshRuns() {
     const runs = await api("GET", `/api/tasks/${id}/agent-runs`);
+    for (const run of runs) remember("runs", run.id, `#/tasks/${id}`);
     runsBox.replaceChildren(runs.length ? runsTable(runs, refreshRuns) : h("p", { class: "muted" }, "No agent runs yet."));
   }
 
@@ -444,6 +531,7 @@ async function taskView(id) {
   };
   socketListeners.add(listener);
   leaveView = () => socketListeners.delete(listener);
+  reconnectView = () => refreshRuns().catch(() => {});
 
   show(
     h("p", {}, h("a", { href: `#/projects/${task.project_id}` }, "← Project")),
@@ -477,17 +565,23 @@ async function taskView(id) {
   await refreshRuns();
 }
 
+// How much of a run's note the runs table shows; its page shows it all.
+const NOTE_SHOWN = 400;
+
+// The task's runs, one row each; why a run ended (a failure's reason can
+// be long) goes in a row of its own under it, so it never squeezes the
+// other columns. On a phone each run is a card (see app.css).
 function runsTable(runs, refresh) {
-  return h("table", {},
-    h("thead", {}, h("tr", {}, ["Agent", "Status", "Started", "Ended", "Tokens / cost", ""].map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, runs.map((run) => h("tr", { "data-run": run.id },
-      h("td", {}, h("a", { href: `#/runs/${run.id}` }, run.agent_type)),
-      h("td", {}, statusBadge(run.status), run.stopped_by ? h("div", { class: "muted" }, `stopped by ${run.stopped_by}`) : null,
-        run.error ? h("div", { class: "muted" }, run.error.message) : null),
-      h("td", {}, when(run.created_at)),
-      h("td", {}, when(run.completed_at)),
-      h("td", {}, run.tokens ? `${run.tokens.input_tokens + run.tokens.output_tokens} tokens · $${Number(run.tokens.cost || 0).toFixed(4)}` : "—"),
-      h("td", {}, run.status === "running" || run.status === "waiting"
+  const columns = ["Agent", "Status", "Started", "Ended", "Tokens / cost", ""];
+  const cell = (column, ...content) => h("td", { "data-label": columns[column] || null }, ...content);
+  const rows = runs.flatMap((run) => {
+    const row = h("tr", { "data-run": run.id },
+      cell(0, h("a", { href: `#/runs/${run.id}` }, run.agent_type)),
+      cell(1, runBadge(run)),
+      cell(2, when(run.created_at)),
+      cell(3, when(run.completed_at)),
+      cell(4, run.tokens ? `${run.tokens.input_tokens + run.tokens.output_tokens} tokens · $${Number(run.tokens.cost || 0).toFixed(4)}` : "—"),
+      cell(5, run.status === "running" || run.status === "waiting"
         ? h("button", {
           type: "button",
           class: "danger",
@@ -496,14 +590,25 @@ function runsTable(runs, refresh) {
             await refresh();
           },
         }, "Cancel")
-        : null),
-    ))));
+        : null));
+    const note = runNote(run);
+    if (!note) return [row];
+    const shown = note.length > NOTE_SHOWN
+      ? [note.slice(0, NOTE_SHOWN), "… ", h("a", { href: `#/runs/${run.id}` }, "the whole reason")]
+      : [note];
+    return [row, h("tr", { class: "run-note", "data-note-of": run.id },
+      h("td", { colspan: columns.length, class: run.status === "failed" ? "reason" : "muted" }, ...shown))];
+  });
+  return h("table", { class: "runs" },
+    h("thead", {}, h("tr", {}, columns.map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, rows));
 }
 
 // ---------- Run view ----------
 
 async function runView(id) {
   let run = await api("GET", `/api/agent-runs/${id}`);
+  remember("runs", id, `#/tasks/${run.task_id}`);
   const header = h("div", {});
   const conversation = h("div", { id: "conversation", "aria-live": "polite" });
   const totals = h("p", { class: "totals" });
@@ -520,7 +625,7 @@ async function runView(id) {
     header.replaceChildren();
     append(header, [
       h("p", {}, h("a", { href: `#/tasks/${run.task_id}` }, "← Task")),
-      h("h1", {}, `${run.agent_type} run `, statusBadge(run.status)),
+      h("h1", {}, `${run.agent_type} run `, runBadge(run)),
       active ? h("div", { class: "actions" }, h("button", {
         type: "button",
         class: "danger",
@@ -542,43 +647,53 @@ async function runView(id) {
   }
   renderHeader();
   show(header, conversation, totals);
-  const events = new EventSource(`/api/agent-runs/${id}/events`);
-  for (const name of EVENT_NAMES) {
-    events.addEventListener(name, (event) => {
-      try { view.apply(JSON.parse(event.data)); } catch (error) { console.error(error); }
+  // The run's log, streamed; events seen already are skipped, so a stream
+  // opened again replays nothing twice.
+  let events = null;
+  function follow() {
+    events = new EventSource(`/api/agent-runs/${id}/events`);
+    for (const name of EVENT_NAMES) {
+      events.addEventListener(name, (event) => {
+        try { view.apply(JSON.parse(event.data)); } catch (error) { console.error(error); }
+      });
+    }
+    // The stream closes after the terminal event, or while the run waits,
+    // or when the server goes away (then the browser opens it again). A
+    // run that ended before its loop began has no terminal event: its
+    // record says how it ended.
+    events.addEventListener("error", async () => {
+      if (ending) return;
+      await refresh();
+      if (run.status !== "running" && run.status !== "waiting") {
+        events.close();
+        showEnding();
+      }
     });
   }
-  // The stream closes after the terminal event, or while the run waits. A
-  // run that ended before its loop began has no terminal event: its
-  // record says how it ended.
-  events.addEventListener("error", async () => {
-    if (ending) return;
-    await refresh();
-    if (run.status !== "running" && run.status !== "waiting") {
-      events.close();
-      showEnding();
-    }
-  });
+  follow();
   // This run's status changes, and the next run of the chain starting.
   const listener = (notice) => {
     if (notice.agentRunId === id || notice.taskId === run.task_id) refresh();
   };
   socketListeners.add(listener);
   leaveView = () => { events.close(); socketListeners.delete(listener); };
+  // Back after the server was unreachable: the run's record again, and its
+  // stream if the browser gave up on it.
+  reconnectView = async () => {
+    await refresh();
+    if (!ending && events.readyState === EventSource.CLOSED) follow();
+  };
 }
 
 // How a run ended, from its record: its status, why it failed or who
 // stopped it, and the run the chain started after it.
 async function endedLines(run) {
-  const lines = [h("p", {}, "Run ended: ", statusBadge(run.status))];
+  const lines = [h("p", {}, "Run ended: ", runBadge(run))];
   if (run.status === "failed") {
-    lines.push(h("p", { class: "reason", id: "run-error" }, h("strong", {}, "Why it failed: "),
-      run.error ? run.error.message : "the server recorded no reason"));
-  }
-  if (run.stopped_by === "workflow_complete") {
-    lines.push(h("p", { class: "muted" }, "Stopped because the task was marked done."));
-  } else if (run.stopped_by === "cancel") {
-    lines.push(h("p", { class: "muted" }, "Cancelled by a person."));
+    lines.push(h("p", { class: "reason", id: "run-error" }, h("strong", {}, "Why it failed: "), runNote(run)));
+  } else if (run.stopped_by) {
+    const note = runNote(run);
+    lines.push(h("p", { class: "muted", id: "run-stopped" }, `${note[0].toUpperCase()}${note.slice(1)}.`));
   }
   if (run.status === "completed" && !run.stopped_by) {
     const runs = await api("GET", `/api/tasks/${run.task_id}/agent-runs`);
@@ -588,7 +703,7 @@ async function endedLines(run) {
     if (next) {
       const name = next.agent_type;
       lines.push(h("p", { id: "chain-next" }, `${name[0].toUpperCase()}${name.slice(1)} has started: `,
-        h("a", { href: `#/runs/${next.id}` }, `open the ${name} run`), " ", statusBadge(next.status)));
+        h("a", { href: `#/runs/${next.id}` }, `open the ${name} run`), " ", runBadge(next)));
     }
   }
   return lines;
@@ -628,6 +743,11 @@ class Conversation {
     if (!(event.type === "finished" && path.length === 0)) this.resumed();
     switch (event.type) {
       case "streaming_start": {
+        // A turn streamed again from its start (its server stopped midway
+        // and the run was taken over, or its request was retried): the
+        // cut-off part goes.
+        const cut = this.streams.get(key);
+        if (cut) cut.el.remove();
         // Shown once its first block starts: a turn that fails before
         // any content leaves no empty heading behind.
         const el = h("div", { class: "msg assistant" }, h("div", { class: "role" }, "assistant"));
@@ -661,10 +781,10 @@ class Conversation {
         break;
       }
       case "agent_reason": case "agent_observe": case "agent_error":
-        into.append(h("p", { class: "muted" }, `${event.type.replace("agent_", "")}: ${event.message}`));
+        into.append(h("p", { class: "muted note" }, labelled(`${event.type.replace("agent_", "")}: `, event.message)));
         break;
       case "agent_request_input":
-        into.append(h("p", { class: "muted" }, `question: ${event.question}`));
+        into.append(h("p", { class: "muted note" }, labelled("question: ", event.question)));
         break;
       case "finished": if (path.length === 0) this.finished(event.result); break;
       default: break;
@@ -827,15 +947,19 @@ class ToolCard {
     const exit = this.name === "shell" && typeof content === "string" ? /^exit code: (-?\d+)$/m.exec(content) : null;
     const ended = exit ? ` (exit ${exit[1]})` : "";
     this.state.replaceChildren((isError ? "✗ error" : "✓ done") + ended);
+    // An error's text often says "Error: …" itself: not twice.
+    const label = isError ? "Error: " : "Result: ";
+    const said = isError && labelled(label, content) === String(content);
     this.outcome.replaceChildren(h("div", { class: `result ${isError ? "bad" : "ok"}` },
-      h("span", { class: "muted" }, isError ? "Error: " : "Result: "), content));
+      said ? null : h("span", { class: "muted" }, label), content));
   }
 
   decide(item, runId, onResumed) {
     this.waiting(item.kind === "question" ? "waits for your answer" : "waits for approval");
-    // A person sees exactly what they approve.
+    // A person sees exactly what they approve; a question shows as a
+    // question, its arguments stay folded.
     const args = this.el.querySelector("details");
-    if (args) args.open = true;
+    if (args && item.kind !== "question") args.open = true;
     const status = h("div", {});
     const reason = h("textarea", { "aria-label": item.kind === "question" ? "Your answer" : "Reason for rejecting" });
     const send = async (decision) => {
@@ -851,9 +975,30 @@ class ToolCard {
     const button = (decision, cls, label, onclick) =>
       h("button", { type: "button", class: cls, "data-decision": decision, onclick }, label);
     if (item.kind === "question") {
-      this.showDecisions(item, reason, status, null, [
-        button("answer", "", "Answer", () => send({ decision: "answer", text: reason.value })),
-        button("decline", "secondary", "Decline", () => send({ decision: "reject", reason: reason.value }))]);
+      const { question, choices } = asked(item);
+      const picks = choices.length
+        ? h("div", { class: "actions choices", role: "group", "aria-label": "Choices" }, choices.map((choice) =>
+          h("button", { type: "button", class: "secondary choice", "data-choice": choice,
+            onclick: () => send({ decision: "answer", text: choice }) }, choice)))
+        : null;
+      const answer = () => {
+        if (!reason.value.trim()) {
+          status.replaceChildren(errorLine(new Error(choices.length
+            ? "Write an answer, or choose one of the choices above."
+            : "Write an answer first.")));
+          reason.focus();
+          return;
+        }
+        send({ decision: "answer", text: reason.value });
+      };
+      this.controls.replaceChildren(h("div", { class: "pending" },
+        h("p", { class: "question" }, h("strong", {}, "Question: "), question),
+        picks,
+        h("label", {}, choices.length ? "Or write your own answer" : "Answer", reason),
+        h("div", { class: "actions" },
+          button("answer", "", "Answer", answer),
+          button("decline", "secondary", "Decline", () => send({ decision: "reject", reason: reason.value }))),
+        status));
       return;
     }
     // Approving with edited arguments: the text must be a JSON object.
@@ -875,10 +1020,24 @@ class ToolCard {
 
   showDecisions(item, reason, status, editor, buttons) {
     this.controls.replaceChildren(h("div", { class: "pending" },
-      h("p", {}, item.kind === "question" ? `Question: ${item.question}` : `Needs approval: ${item.reason}`),
-      h("label", {}, item.kind === "question" ? "Answer" : "Reason (sent to the model if you reject)", reason),
+      h("p", {}, labelled("Needs approval: ", item.reason)),
+      h("label", {}, "Reason (sent to the model if you reject)", reason),
       h("div", { class: "actions" }, buttons), editor, status));
   }
+}
+
+// What a waiting question asks, and the answers it suggests: from the
+// `ask_user` call's own arguments (its pending text lists the choices as
+// lines), else the question the run recorded.
+function asked(item) {
+  const input = item.call && item.call.input;
+  if (item.call && item.call.name === "ask_user" && input && typeof input.question === "string") {
+    const choices = Array.isArray(input.choices)
+      ? input.choices.filter((c) => typeof c === "string" && c.trim() !== "")
+      : [];
+    return { question: input.question, choices: [...new Set(choices)] };
+  }
+  return { question: item.question || "", choices: [] };
 }
 
 // `{value}` when `text` is a JSON object, else `{error}` saying what is wrong.
@@ -898,22 +1057,65 @@ function jsonObject(text) {
 
 // ---------- Routing ----------
 
+// Where the page was last seen to hold a task or a run, so a record
+// deleted meanwhile still leads back to its parent.
+const parents = new Map(); // "tasks/ID" or "runs/ID" -> "#/projects/ID" or "#/tasks/ID"
+
+function remember(kind, id, parentHash) {
+  parents.set(`${kind}/${id}`, parentHash);
+}
+
+// What is gone, and what its parent is called.
+const GONE = {
+  projects: ["This project was deleted or does not exist."],
+  tasks: ["This task was deleted or does not exist.", "its project"],
+  runs: ["This agent run was deleted (with its task) or does not exist.", "its task"],
+};
+
+// A record the address names is not there (404): say so, and link back to
+// its parent when the page saw it under one, and to the projects list.
+function gone(kind, id) {
+  const [text, parentName] = Object.hasOwn(GONE, kind) ? GONE[kind] : ["There is nothing at this address."];
+  const parent = parents.get(`${kind}/${id}`);
+  show(h("h1", { id: "not-found" }, "Not found"), h("p", {}, text),
+    h("p", {}, parent ? h("a", { href: parent }, `Back to ${parentName}`) : null,
+      parent ? " · " : null, h("a", { href: "#/" }, "All projects")));
+}
+
 async function route() {
   leaveView();
   leaveView = () => {};
+  reconnectView = () => {};
   if (!session) { signIn(); return; }
   const hash = location.hash.replace(/^#/, "") || "/";
   const parts = hash.split("/").filter(Boolean);
+  const views = { projects: projectView, tasks: taskView, runs: runView };
   try {
     if (parts.length === 0) await projectsView();
-    else if (parts[0] === "projects" && parts[1]) await projectView(parts[1]);
-    else if (parts[0] === "tasks" && parts[1]) await taskView(parts[1]);
-    else if (parts[0] === "runs" && parts[1]) await runView(parts[1]);
-    else show(h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to projects")));
+    else if (Object.hasOwn(views, parts[0]) && parts[1]) await views[parts[0]](parts[1]);
+    else gone(parts[0], parts[1]);
   } catch (error) {
-    if (error.status !== 401) show(h("h1", {}, "Something went wrong"), errorLine(error));
+    if (error.unreachable) {
+      show(h("h1", {}, "The server cannot be reached"),
+        h("p", { class: "muted" }, "This page shows once the server answers again, by itself."));
+      reconnectView = route;
+    } else if (error.status === 404) {
+      gone(parts[0], parts[1]);
+    } else if (error.status !== 401) {
+      show(h("h1", {}, "Something went wrong"), errorLine(error));
+    }
   }
-  main.focus({ preventScroll: true });
+  focusView();
+}
+
+// After a view changes, focus goes to its heading (or the content), so a
+// screen reader reads where the person is; neither draws a focus frame, as
+// neither is a control (app.css).
+function focusView() {
+  const heading = main.querySelector("h1");
+  const target = heading || main;
+  if (heading) heading.setAttribute("tabindex", "-1");
+  target.focus({ preventScroll: true });
 }
 
 window.addEventListener("hashchange", route);

@@ -138,44 +138,92 @@ async fn writes_are_approved_always_or_with_edited_arguments() {
     page.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_question_is_answered_on_the_page() {
-    let Some(page) = Page::open().await else {
-        return;
-    };
+/// The choices the scripted model offers; one is markup, shown as text.
+const CHOICES: [&str; 3] = [
+    "Red",
+    "Blue, like the sky",
+    "<b onclick=\"window.__xss = 1\">Green</b>",
+];
+
+/// A site whose implementation asks a question (`ask_user` with `input`),
+/// then says `after`; `page` signed in and on the run's page, the question
+/// waiting. Returns the site and the task.
+async fn asked(page: &Page, input: Value, after: &str) -> (Site, String) {
     let site = Site::start(
         json!([
-            call_turn(
-                "q1",
-                "ask_user",
-                json!({ "question": "Which colour should the button be?" })
-            ),
-            text_turn(&["Blue it is."], 0),
+            call_turn("q1", "ask_user", input),
+            text_turn(&[after], 0),
             finish_turn("cw1"),
             text_turn(&["Reviewed."], 0)
         ]),
         &[],
     );
-    site.sign_in(&page).await;
-    let project = site.new_project(&page, "questions", "questions").await;
-    let task = site.new_task(&page, &project, "Ask me").await;
+    site.sign_in(page).await;
+    let project = site.new_project(page, "questions", "questions").await;
+    let task = site.new_task(page, &project, "Ask me").await;
     page.click("button[data-agent=implementation]").await;
     page.click("tr[data-run] a").await;
+    page.wait_for(".tool[data-tool=q1] .pending").await;
+    (site, task)
+}
 
-    let pending = page.text_of(".tool[data-tool=q1] .pending").await;
-    assert!(
-        pending.contains("Question: Which colour should the button be?"),
-        "{pending}"
-    );
-    page.screenshot("run-question").await;
-    page.fill(
-        ".tool[data-tool=q1] .pending textarea",
-        "Blue, like the sky",
-    )
-    .await;
+/// Answers the question with `text`, which the page must refuse.
+async fn refused_answer(page: &Page, text: &str) {
+    page.fill(".tool[data-tool=q1] .pending textarea", text)
+        .await;
     page.click(".tool[data-tool=q1] button[data-decision=answer]")
         .await;
-    // The answer is the call's result, and the run goes on to its end.
+    let refused = page.text_of(".tool[data-tool=q1] [role=alert]").await;
+    assert!(refused.contains("Write an answer"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_is_answered_on_the_page_by_a_choice() {
+    let Some(page) = Page::open().await else {
+        return;
+    };
+    let question = "Which colour should the button be?\nIt is the only one.";
+    let input = json!({ "question": question, "choices": CHOICES });
+    let (site, task) = asked(&page, input, "Blue it is.").await;
+
+    // The question, its line break kept; one button a choice, each the
+    // model's text as text; the arguments stay folded.
+    let shown = page.text_of(".tool[data-tool=q1] .pending .question").await;
+    assert_eq!(shown, format!("Question: {question}"));
+    let choices = page
+        .run(
+            "return [...document.querySelectorAll('.tool[data-tool=q1] button.choice')] \
+               .map(b => [b.textContent, b.children.length]);",
+        )
+        .await;
+    assert_eq!(
+        choices,
+        json!(CHOICES.map(|c| json!([c, 0]))),
+        "one plain-text button per choice"
+    );
+    let folded = page
+        .run("return document.querySelector('.tool[data-tool=q1] details').open;")
+        .await;
+    assert_eq!(folded, json!(false), "the raw arguments stay folded");
+    page.screenshot("run-question").await;
+
+    // An empty answer, or only spaces, is refused with a message; the run
+    // still waits, nothing decided.
+    refused_answer(&page, "").await;
+    refused_answer(&page, "   ").await;
+    page.screenshot("run-question-empty").await;
+    let runs = site.runs(&task).await;
+    assert_eq!(runs[0]["status"], "waiting", "{runs:?}");
+    let run = runs[0]["id"].as_str().unwrap();
+    let (_, record) = site
+        .api("GET", &format!("/api/agent-runs/{run}"), None)
+        .await;
+    assert_eq!(record["pending"][0]["decision"], Value::Null, "{record}");
+
+    // A choice answers with its text: the call's result, and the run goes
+    // on to its end.
+    page.click(".tool[data-tool=q1] button.choice:nth-child(2)")
+        .await;
     page.wait_until(
         "document.querySelector('.tool[data-tool=q1] .result.ok')?.textContent.includes('Blue, like the sky')",
     )
@@ -186,8 +234,37 @@ async fn a_question_is_answered_on_the_page() {
         .await;
     page.wait_until("document.querySelector('h1 .badge').textContent.includes('completed')")
         .await;
+    assert_eq!(
+        page.run("return window.__xss === undefined;").await,
+        json!(true)
+    );
     let runs = site.runs(&task).await;
     assert_eq!(runs[0]["status"], "completed", "{runs:?}");
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_without_choices_is_answered_in_words() {
+    let Some(page) = Page::open().await else {
+        return;
+    };
+    let input = json!({ "question": "What is the button for?" });
+    let (_site, _task) = asked(&page, input, "Noted.").await;
+    let buttons = page
+        .run("return document.querySelectorAll('.tool[data-tool=q1] button.choice').length;")
+        .await;
+    assert_eq!(buttons, json!(0));
+    refused_answer(&page, "").await;
+    page.fill(".tool[data-tool=q1] .pending textarea", "To send the form")
+        .await;
+    page.click(".tool[data-tool=q1] button[data-decision=answer]")
+        .await;
+    page.wait_until(
+        "document.querySelector('.tool[data-tool=q1] .result.ok')?.textContent.includes('To send the form')",
+    )
+    .await;
+    page.wait_until("document.getElementById('conversation').textContent.includes('Noted.')")
+        .await;
     page.close().await;
 }
 

@@ -225,6 +225,46 @@ impl Page {
             == json!(true)
     }
 
+    /// The words of the text in the elements `css` names that the page
+    /// breaks across lines: each word's range lies on more than one line.
+    pub async fn broken_words(&self, css: &str) -> Vec<String> {
+        let found = self
+            .run(&format!(
+                "const broken = []; \
+                 for (const el of document.querySelectorAll({})) {{ \
+                   const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT); \
+                   for (let node = walker.nextNode(); node; node = walker.nextNode()) {{ \
+                     for (const word of node.data.matchAll(/\\S+/g)) {{ \
+                       const range = document.createRange(); \
+                       range.setStart(node, word.index); \
+                       range.setEnd(node, word.index + word[0].length); \
+                       const lines = new Set([...range.getClientRects()] \
+                         .filter((r) => r.width > 0).map((r) => Math.round(r.bottom))); \
+                       if (lines.size > 1) broken.push(word[0]); \
+                     }} \
+                   }} \
+                 }} \
+                 return broken;",
+                json!(css)
+            ))
+            .await;
+        serde_json::from_value(found).unwrap()
+    }
+
+    /// The element that has the focus (`tag#id`), and whether it draws a
+    /// visible outline.
+    pub async fn focus_frame(&self) -> (String, bool) {
+        let seen = self
+            .run(
+                "const el = document.activeElement; \
+                 const style = getComputedStyle(el); \
+                 const drawn = style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0; \
+                 return [el.tagName.toLowerCase() + (el.id ? '#' + el.id : ''), drawn];",
+            )
+            .await;
+        (seen[0].as_str().unwrap().to_owned(), seen[1] == json!(true))
+    }
+
     pub async fn close(self) {
         self.client.close().await.unwrap();
     }

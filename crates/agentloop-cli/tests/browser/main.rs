@@ -6,13 +6,18 @@
 //!   model output shown as text, reloads, cancel, Mark Done, approvals,
 //!   minions;
 //! - `run_view`: how a run ended (why it failed, who stopped it, the run
-//!   the chain started), cancelling from the run's page;
+//!   the chain started, a run Mark Done stopped), cancelling from the
+//!   run's page;
 //! - `decisions`: approving (once, always, with edited arguments),
-//!   answering a question, the waiting notice, starting a run while one
-//!   waits;
-//! - `manage`: a project's approval policy, deleting tasks and projects;
+//!   answering a question (by a choice, or in words, never empty), the
+//!   waiting notice, starting a run while one waits;
+//! - `manage`: a project's approval policy, deleting tasks and projects,
+//!   a deleted task's address;
 //! - `layout`: a phone's width with long unbroken text, the Mark Done
-//!   checkbox by its label.
+//!   checkbox by its label, the runs table keeping words whole beside a
+//!   long failure, no focus frame on a view after a reload;
+//! - `restart`: the server killed mid-run and started again: the page
+//!   says it cannot reach it, reconnects, shows the run's answer once.
 //!
 //! Needs `chromium` and `chromedriver` (`.ci/run` installs Debian's
 //! `chromium` and `chromium-driver`). Without them each test says so loudly
@@ -27,5 +32,6 @@ mod site;
 mod decisions;
 mod layout;
 mod manage;
+mod restart;
 mod run_view;
 mod workflow;

@@ -44,6 +44,15 @@ async fn a_project_shows_its_approval_policy_and_the_owner_changes_it() {
     );
     page.screenshot("project-policy").await;
 
+    // The ask option names every tool the policy gates.
+    let option = page
+        .run("return document.querySelector('#project-approvals option[value=ask]').textContent;")
+        .await;
+    assert_eq!(
+        option,
+        json!("Ask before file changes, JavaScript and shell commands")
+    );
+
     // The owner makes the project ask; it stays so after a reload.
     page.select("#project-approvals", "ask").await;
     page.wait_until(
@@ -129,6 +138,44 @@ async fn tasks_and_projects_are_deleted_after_a_confirmation() {
         .await;
     assert_eq!(status, 404, "the task's runs went with it");
 
+    // The deleted task's address (back in the history) says it is gone
+    // and leads back to its project; so does its run's, to its task.
+    page.client.back().await.unwrap();
+    page.wait_until(&format!("location.hash === '#/tasks/{task}'"))
+        .await;
+    page.wait_for("#not-found").await;
+    let shown = page.text_of("main").await;
+    assert!(
+        shown.contains("This task was deleted") && !shown.contains("Something went wrong"),
+        "{shown}"
+    );
+    page.screenshot("task-deleted").await;
+    page.click("main a[href^='#/projects/']").await;
+    page.wait_until(&format!("location.hash === '#/projects/{project}'"))
+        .await;
+    page.wait_for_text("No tasks yet.").await;
+    page.goto(&site.url(&format!("#/runs/{run}"))).await;
+    page.wait_for("#not-found").await;
+    assert!(
+        page.text_of("main")
+            .await
+            .contains("This agent run was deleted")
+    );
+    let back = page
+        .run("return document.querySelector('main a').getAttribute('href');")
+        .await;
+    assert_eq!(back, json!(format!("#/tasks/{task}")));
+    // Opened afresh, the page knows no project to lead back to: the
+    // projects list.
+    page.goto(&site.url(&format!("#/tasks/{task}"))).await;
+    page.client.refresh().await.unwrap();
+    page.wait_for("#not-found").await;
+    assert!(page.text_of("main").await.contains("This task was deleted"));
+    page.click("main a[href='#/']").await;
+    page.wait_until("document.querySelector('h1')?.textContent === 'Projects'")
+        .await;
+
+    page.goto(&site.url(&format!("#/projects/{project}"))).await;
     page.click("#delete-project").await;
     page.click("#confirm-delete-project").await;
     page.wait_until("location.hash === '#/'").await;

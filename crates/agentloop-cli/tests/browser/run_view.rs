@@ -20,6 +20,8 @@ async fn a_failed_run_shows_why_it_failed() {
             // A turn of a tool call only (no text of its own), then a turn
             // the provider refuses before any content.
             call_turn("v1", "fs", json!({ "command": "view", "path": "/" })),
+            // A call the tool refuses, its text saying "Error: …" itself.
+            call_turn("v2", "fs", json!({ "command": "view", "path": "/missing.md" })),
             { "steps": [{ "type": "error", "error": { "kind": "invalid_request", "message": REFUSAL } }] }
         ]),
         &[],
@@ -35,6 +37,11 @@ async fn a_failed_run_shows_why_it_failed() {
     let ended = page.text_of("#run-ended").await;
     assert!(ended.contains("Run ended: ✗ failed"), "{ended}");
     page.wait_for(".tool[data-tool=v1] .result.ok").await;
+    let refused = page.text_of(".tool[data-tool=v2] .result.bad").await;
+    assert!(
+        refused.starts_with("Error: The path /missing.md does not exist"),
+        "{refused}"
+    );
     // Neither the tool-call turn nor the refused one leaves an empty
     // assistant heading.
     let headings = page
@@ -151,8 +158,9 @@ async fn a_finished_run_links_the_next_run_and_a_running_one_is_cancelled_or_mar
     assert_eq!(record["stopped_by"], "cancel", "{record}");
     assert_ne!(review_id, implementation);
 
-    // Mark Done stops a running implementation: it ends completed, and
-    // its page says the task was marked done.
+    // Mark Done stops a running implementation: it is recorded completed,
+    // stopped by the workflow's end; its page and the runs table show it
+    // stopped, in words, never as a green "completed".
     page.goto(&site.url(&format!("#/tasks/{task}"))).await;
     page.click("button[data-agent=implementation]").await;
     page.wait_until("document.querySelectorAll('tr[data-run]').length === 3")
@@ -168,11 +176,26 @@ async fn a_finished_run_links_the_next_run_and_a_running_one_is_cancelled_or_mar
     page.click("#mark-done").await;
     page.wait_until("document.getElementById('toast').textContent.startsWith('Marked done')")
         .await;
+    page.wait_until(&format!(
+        "document.querySelector(\"tr[data-run='{third}'] .badge\")?.textContent === '■ stopped' && \
+         document.querySelector(\"tr[data-note-of='{third}']\")?.textContent === 'stopped: the task was marked done'"
+    ))
+    .await;
     page.goto(&site.url(&format!("#/runs/{third}"))).await;
-    page.wait_until("document.querySelector('h1 .badge').textContent.includes('completed')")
+    page.wait_until("document.querySelector('h1 .badge').textContent === '■ stopped'")
         .await;
     let ended = page.text_of("#run-ended").await;
-    assert!(ended.contains("marked done"), "{ended}");
+    assert!(
+        ended.contains("Run ended: ■ stopped")
+            && ended.contains("Stopped: the task was marked done."),
+        "{ended}"
+    );
+    let shown = page.text_of("main").await;
+    assert!(
+        !shown.contains("completed") && !shown.contains("workflow_complete"),
+        "{shown}"
+    );
+    page.screenshot("run-stopped").await;
     let (_, record) = site
         .api("GET", &format!("/api/agent-runs/{third}"), None)
         .await;

@@ -14,7 +14,9 @@ pub struct Site {
     pub base: String,
     pub token: String,
     pub root: PathBuf,
-    _server: Killed,
+    server: Option<Killed>,
+    /// The flags it was started with, to start it again.
+    args: Vec<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -49,9 +51,29 @@ impl Site {
             base,
             token,
             root,
-            _server: server,
+            server: Some(server),
+            args: args.into_iter().map(str::to_owned).collect(),
             _dir: dir,
         }
+    }
+
+    /// Kills the server with SIGKILL: it ends with no shutdown of any kind,
+    /// mid-run if a run is running.
+    pub fn kill(&mut self) {
+        let mut server = self.server.take().expect("a running server");
+        server.0.kill().unwrap();
+        server.0.wait().unwrap();
+    }
+
+    /// Starts the server again on the same database, projects folder and
+    /// address.
+    pub fn restart(&mut self) {
+        assert!(self.server.is_none(), "the server still runs");
+        let bind = self.base.trim_start_matches("http://");
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        let (server, base, _) = common::serve_at(bind, &args);
+        assert_eq!(base, self.base);
+        self.server = Some(server);
     }
 
     pub fn url(&self, hash: &str) -> String {

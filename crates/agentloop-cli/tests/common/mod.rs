@@ -76,8 +76,13 @@ pub fn piped(mut command: Command, stdin: &str) -> Output {
 /// base URL and the lines it logged before it served. Its later stderr
 /// goes to the test's output, marked `[server]`.
 pub fn serve(args: &[&str]) -> (Killed, String, Vec<String>) {
+    serve_at("127.0.0.1:0", args)
+}
+
+/// [`serve`] on the address `bind` (a port of its own when it ends `:0`).
+pub fn serve_at(bind: &str, args: &[&str]) -> (Killed, String, Vec<String>) {
     let mut child = agentloop()
-        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(["serve", "--bind", bind])
         .args(args)
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
