@@ -143,10 +143,10 @@ pub struct ServeArgs {
     /// (the header is ignored: any client could write it).
     #[arg(long = "trust-proxy", value_name = "ADDRESS[/LEN]")]
     pub trust_proxy: Vec<TrustedProxy>,
-    /// Whether projects' file writes and JavaScript calls wait for a
-    /// person: `unattended` (the default: they run without asking, the fs
-    /// tool jailed to the project folder and JavaScript sandboxed) or
-    /// `ask`. A project's own `approvals` setting wins. Default: the
+    /// Whether projects' file changes, JavaScript calls and shell commands
+    /// wait for a person: `unattended` (the default: they run without
+    /// asking, the fs tool jailed to the project folder, JavaScript and
+    /// shell sandboxed) or `ask`. A project's own `approvals` setting wins. Default: the
     /// configuration file's `[serve] approvals`, else `unattended`.
     #[arg(long, value_enum)]
     pub approvals: Option<ServeApprovals>,

@@ -68,6 +68,24 @@ fn a_question_waits_on_the_api_and_the_answer_continues_the_run() {
     );
     assert_eq!(calls[0]["decision"], Value::Null);
 
+    // An empty answer is refused, and the run still waits.
+    for empty in ["", "   "] {
+        let (status, refused) = http(
+            &address,
+            &token,
+            "POST",
+            &format!("/api/agent-runs/{run_id}/decisions"),
+            Some(json!({ "decisions": [
+                { "call_id": "q1", "decision": "answer", "text": empty }
+            ] })),
+        );
+        assert_eq!(status, 400, "{refused}");
+        assert!(
+            refused["error"].as_str().unwrap().contains("must not be empty"),
+            "{refused}"
+        );
+    }
+
     let (status, answered) = http(
         &address,
         &token,

@@ -1020,7 +1020,7 @@ class ToolCard {
 
   showDecisions(item, reason, status, editor, buttons) {
     this.controls.replaceChildren(h("div", { class: "pending" },
-      h("p", {}, labelled("Needs approval: ", item.reason)),
+      h("p", {}, labelled("Waits for your approval, because: ", item.reason)),
       h("label", {}, "Reason (sent to the model if you reject)", reason),
       h("div", { class: "actions" }, buttons), editor, status));
   }

@@ -350,11 +350,17 @@ fn parse_one(item: &Value) -> Result<(String, Decision), String> {
             },
         },
         _ => Decision::Answer {
-            text: item
-                .get("text")
-                .and_then(Value::as_str)
-                .ok_or("text must be a string")?
-                .to_owned(),
+            text: match item.get("text") {
+                // An empty answer tells the model nothing; a person who
+                // means "no answer" rejects the question instead.
+                Some(Value::String(text)) if !text.trim().is_empty() => text.clone(),
+                Some(Value::String(_)) => {
+                    return Err("text must not be empty (reject the question to leave \
+                                it unanswered)"
+                        .to_owned());
+                }
+                _ => return Err("text must be a string".to_owned()),
+            },
         },
     };
     Ok((call_id, decision))

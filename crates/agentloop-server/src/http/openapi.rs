@@ -730,7 +730,7 @@ fn schemas() -> Value {
                 closed(json!({"call_id": call_id, "decision": {"const": "approve"}, "arguments": {"type": ["object", "null"]}}), &["decision"]),
                 closed(json!({"call_id": call_id, "decision": {"const": "approve_always"}}), &["decision"]),
                 closed(json!({"call_id": call_id, "decision": {"const": "reject"}, "reason": {"type": ["string", "null"]}}), &["decision"]),
-                closed(json!({"call_id": call_id, "decision": {"const": "answer"}, "text": {"type": "string"}}), &["decision", "text"]),
+                closed(json!({"call_id": call_id, "decision": {"const": "answer"}, "text": {"type": "string", "pattern": "\\S", "description": "The answer; refused when empty or only spaces (reject the question to leave it unanswered)"}}), &["decision", "text"]),
             ]
         },
     })
