@@ -112,10 +112,13 @@ pub fn without_person(pending: &[PendingCall]) -> Decisions {
                     )
                 }
                 Wait::Question { question } => {
+                    // The question as asked, its lines kept: quoting it
+                    // with `{:?}` would show its new lines as `\n`.
                     note(format!(
-                        "the model asked {:?}, and without a terminal nobody can answer; \
-                         run in a terminal or use `agentloop chat` to answer questions",
-                        sanitize(question).into_owned()
+                        "the model asked a question, and without a terminal nobody can answer; \
+                         run in a terminal or use `agentloop chat` to answer questions. It \
+                         asked:\n{}",
+                        sanitize(question)
                     ));
                     "no person could answer, as agentloop ran without a terminal".to_owned()
                 }

@@ -45,6 +45,7 @@ mod run;
 mod run_args;
 mod serve;
 mod serve_restate;
+mod scripted_runs;
 mod session;
 mod skills;
 mod tools;

@@ -828,7 +828,9 @@ class ToolCard {
     const ended = exit ? ` (exit ${exit[1]})` : "";
     this.state.replaceChildren((isError ? "✗ error" : "✓ done") + ended);
     this.outcome.replaceChildren(h("div", { class: `result ${isError ? "bad" : "ok"}` },
-      h("span", { class: "muted" }, isError ? "Error: " : "Result: "), content));
+      // "Result", not "Error", either way: the state above says it failed,
+      // and a tool's error text names itself ("Error: The path …").
+      h("span", { class: "muted" }, "Result: "), content));
   }
 
   decide(item, runId, onResumed) {

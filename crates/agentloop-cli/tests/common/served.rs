@@ -33,8 +33,10 @@ pub fn serve(db: &str, script: &Path, instance: &str) -> Served {
     serve_with(db, script, instance, &[])
 }
 
+/// [`serve`] with more flags. The script is shared by every run, in the
+/// order they ask (`scripted-shared:`), so one file scripts a whole chain.
 pub fn serve_with(db: &str, script: &Path, instance: &str, extra: &[&str]) -> Served {
-    let provider = format!("scripted:{}", script.display());
+    let provider = format!("scripted-shared:{}", script.display());
     let root = script.parent().unwrap();
     serve_provider(db, &["--provider", &provider], root, instance, extra)
 }
