@@ -522,3 +522,27 @@ fn the_chat_repl_asks_inline_and_always_holds_for_the_session() {
     assert!(home.path().join("root/one.txt").exists());
     assert!(home.path().join("root/two.txt").exists());
 }
+
+#[test]
+fn a_piped_run_shows_the_question_nobody_can_answer_line_by_line() {
+    let home = tempfile::tempdir().unwrap();
+    let script = r#"[
+      {"steps": [{"type": "tool_call", "id": "q1", "name": "ask_user", "fragments": ["{\"question\": \"Which colour?\", \"choices\": [\"red\", \"blue\"]}"]}]},
+      {"steps": [{"type": "text", "chunks": ["Nobody answered."]}]}
+    ]"#;
+    let root = home.path().join("root").display().to_string();
+    let output = piped(
+        command(
+            home.path(),
+            script,
+            &["run", "pick one", "--tools", "ask_user", "--root", &root],
+        ),
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("It asked:\nWhich colour?\nChoices:\n- red\n- blue\n"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("\\n"), "{stderr}");
+}

@@ -117,14 +117,14 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(middleware::from_fn_with_state(state.clone(), until_ready))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
-        .layer(middleware::from_fn(json_errors))
         // Inside the log, so a refused request is logged and counted too.
         .layer(middleware::from_fn_with_state(
             state.clone(),
             rate_limit::limit_rate,
         ))
-        // Merged after the rate limit's layer, which therefore never sees it.
+        // Added after the rate limit's layer, which therefore never sees it.
         .route("/api/health", get(health))
+        .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
 }
