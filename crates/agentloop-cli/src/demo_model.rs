@@ -318,12 +318,11 @@ mod tests {
     #[test]
     fn empty_and_malformed_scripts_are_refused() {
         let turn = r#"{"steps": []}"#;
-        let agents =
-            format!(
-                r#"{{"planification": [{turn}], "implementation": [{turn}], "review": [],
+        let agents = format!(
+            r#"{{"planification": [{turn}], "implementation": [{turn}], "review": [],
                     "after_error": {{"planification": {turn}, "implementation": {turn},
                                      "review": {turn}}}}}"#
-            );
+        );
         let chat = format!("[{turn}]");
         let error = DemoModel::from_json(("c.json", &chat), ("a.json", &agents)).unwrap_err();
         assert_eq!(

@@ -9,9 +9,7 @@
 use std::sync::Arc;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
-use agentloop_types::{
-    ModelProvider, ModelRequest, ModelStream, ProviderError, ProviderErrorKind,
-};
+use agentloop_types::{ModelProvider, ModelRequest, ModelStream, ProviderError, ProviderErrorKind};
 
 use crate::demo_model::turns_since_prompt;
 use crate::out::Failure;
@@ -30,7 +28,9 @@ impl ScriptPerRun {
         let json = std::fs::read_to_string(path)
             .map_err(|e| Failure::usage(format!("cannot read the script {path}: {e}")))?;
         let turns = serde_json::from_str(&json).map_err(|e| {
-            Failure::usage(format!("the script {path} is not a JSON array of turns: {e}"))
+            Failure::usage(format!(
+                "the script {path} is not a JSON array of turns: {e}"
+            ))
         })?;
         Ok(Arc::new(Self {
             origin: path.to_owned(),

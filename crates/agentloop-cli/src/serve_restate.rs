@@ -10,9 +10,9 @@
 use std::sync::Arc;
 
 use agentloop_restate::{Protocol, RestateClient, RestateError, RunHost, ServiceEndpoint, Step};
-use agentloop_server::{AppState, Server, shutdown_signal};
 use agentloop_server::dispatch::RunDispatch;
 use agentloop_server::durable::{Attempt, execute_attempt, stop_attempt};
+use agentloop_server::{AppState, Server, shutdown_signal};
 use async_trait::async_trait;
 use tokio::net::TcpListener;
 

@@ -81,7 +81,12 @@ fn blocks(messages: &[Value], role: &str, kind: &str) -> Vec<Value> {
     messages
         .iter()
         .filter(|m| m["message"]["role"] == role)
-        .flat_map(|m| m["message"]["content"].as_array().cloned().unwrap_or_default())
+        .flat_map(|m| {
+            m["message"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .filter(|b| b["type"] == kind)
         .collect()
 }
@@ -182,7 +187,10 @@ fn health_is_never_rate_limited_and_requests_stay_out_of_the_info_log() {
     }
     let log = served.log.lock().unwrap().join("\n");
     assert!(log.contains("serving on http://"), "{log}");
-    assert!(!log.contains("status_code="), "requests logged at INFO:\n{log}");
+    assert!(
+        !log.contains("status_code="),
+        "requests logged at INFO:\n{log}"
+    );
 }
 
 #[test]
@@ -292,10 +300,7 @@ fn folders_titles_and_done_tasks_are_refused_saying_why() {
     );
     assert_eq!(status, 409, "{refused}");
     assert!(
-        refused["error"]
-            .as_str()
-            .unwrap()
-            .contains("marked done"),
+        refused["error"].as_str().unwrap().contains("marked done"),
         "{refused}"
     );
     assert_eq!(refused["runningAgent"], Value::Null);
@@ -320,10 +325,7 @@ fn every_run_plays_the_script_from_its_start_and_gets_the_request_text() {
     let served = per_run(
         dir.path(),
         &db,
-        json!([
-            fs_create("c1", "/plan.md", "# Plan\n"),
-            text("Planned it.")
-        ]),
+        json!([fs_create("c1", "/plan.md", "# Plan\n"), text("Planned it.")]),
         &[],
     );
     let address = served.address.clone();
@@ -372,14 +374,16 @@ fn every_run_plays_the_script_from_its_start_and_gets_the_request_text() {
         &ada,
         "POST",
         "/a2a",
-        Some(json!({ "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        Some(
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
             "tenant": project_id,
             "message": {
                 "messageId": "m1", "role": "ROLE_USER",
                 "parts": [{ "text": "Plan the changelog\nwith dates" }],
                 "metadata": { "agentType": "planification" }
             }
-        } })),
+        } }),
+        ),
     );
     assert_eq!(status, 200, "{answer}");
     let run_id = answer["result"]["task"]["id"].as_str().unwrap();
@@ -431,9 +435,13 @@ fn the_demo_shows_what_rejecting_the_write_does() {
 
     // The implementation says the write was rejected; the review finds no
     // file and does not complete the task; the chain asks again.
-    let runs = until_runs(&address, &ada, &task_id, "a second implementation waits", |r| {
-        r.len() == 3 && r[2]["status"] == "waiting"
-    });
+    let runs = until_runs(
+        &address,
+        &ada,
+        &task_id,
+        "a second implementation waits",
+        |r| r.len() == 3 && r[2]["status"] == "waiting",
+    );
     assert_eq!(runs[0]["status"], "completed", "{runs:?}");
     assert_eq!(runs[1]["agent_type"], "review", "{runs:?}");
     assert_eq!(runs[1]["status"], "completed", "{runs:?}");
@@ -471,7 +479,13 @@ fn the_demo_shows_what_rejecting_the_write_does() {
         calls.iter().all(|c| c["name"] != "complete_workflow"),
         "{calls:?}"
     );
-    let (_, task) = http(&address, &ada, "GET", &format!("/api/tasks/{task_id}"), None);
+    let (_, task) = http(
+        &address,
+        &ada,
+        "GET",
+        &format!("/api/tasks/{task_id}"),
+        None,
+    );
     assert_eq!(task["workflow_complete"], false, "{task}");
 
     // Mark Done stops the chain where it waits.

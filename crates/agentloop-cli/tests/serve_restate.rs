@@ -1193,7 +1193,12 @@ fn health_answers_while_restate_cannot_reach_the_worker_and_the_error_names_the_
     let (mut served, token) = starting_worker(
         dir.path(),
         &restate,
-        &["--restate-admin", &restate.admin, "--restate-endpoint-url", &url],
+        &[
+            "--restate-admin",
+            &restate.admin,
+            "--restate-endpoint-url",
+            &url,
+        ],
     );
     let (status, health) = http(&served.address, "", "GET", "/api/health", None);
     assert_eq!(status, 503, "{health}");
@@ -1231,7 +1236,12 @@ fn a_refused_endpoint_and_an_unreachable_admin_api_are_told_apart() {
     let (mut served, _) = starting_worker(
         dir.path(),
         &restate,
-        &["--restate-admin", &restate.admin, "--restate-endpoint-url", &closed],
+        &[
+            "--restate-admin",
+            &restate.admin,
+            "--restate-endpoint-url",
+            &closed,
+        ],
     );
     let needle = format!("cannot reach this worker's service endpoint at {closed}");
     let (success, log) = exit_with(&mut served, &needle);
