@@ -233,18 +233,18 @@ fn folders_titles_and_done_tasks_are_refused_saying_why() {
         "{refused}"
     );
 
-    // Titles and names: at most 200 characters, said in the error and
+    // Titles and names: at most 500 characters, said in the error and
     // in the OpenAPI document.
     let (status, refused) = http(
         &address,
         &ada,
         "POST",
         "/api/projects",
-        Some(json!({ "name": "n".repeat(201), "repoFolder": "long" })),
+        Some(json!({ "name": "n".repeat(501), "repoFolder": "long" })),
     );
     assert_eq!(status, 400, "{refused}");
     assert_eq!(refused["field"], "name");
-    assert_eq!(refused["max_length"], 200);
+    assert_eq!(refused["max_length"], 500);
     let project_id = project(&address, &ada, &root.join("repo"), json!({}));
     let tasks = format!("/api/projects/{project_id}/tasks");
     let megabyte = "t".repeat(1_000_000);
@@ -259,9 +259,9 @@ fn folders_titles_and_done_tasks_are_refused_saying_why() {
     assert_eq!(
         refused,
         json!({
-            "error": "title is 1000000 characters long; at most 200 are allowed",
+            "error": "title is 1000000 characters long; at most 500 are allowed",
             "field": "title",
-            "max_length": 200
+            "max_length": 500
         })
     );
     let (_, listed) = http(&address, &ada, "GET", &tasks, None);
@@ -271,13 +271,13 @@ fn folders_titles_and_done_tasks_are_refused_saying_why() {
         &ada,
         "POST",
         &tasks,
-        Some(json!({ "title": "é".repeat(200) })),
+        Some(json!({ "title": "é".repeat(500) })),
     );
     assert_eq!(status, 201, "{created}");
     let (_, document) = http(&address, &ada, "GET", "/api/openapi.json", None);
     let body = &document["paths"]["/api/projects/{projectId}/tasks"]["post"]["requestBody"]["content"]
         ["application/json"]["schema"];
-    assert_eq!(body["properties"]["title"]["maxLength"], 200, "{body}");
+    assert_eq!(body["properties"]["title"]["maxLength"], 500, "{body}");
 
     // A task marked done starts no run until it is reopened.
     let task_id = created["id"].as_str().unwrap();

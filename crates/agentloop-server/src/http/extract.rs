@@ -215,10 +215,10 @@ pub fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Longest task title and project name, in characters: one line of a list
-/// or a heading, not a document (a task's description goes to its
-/// document, bounded only by the body limit).
-pub const MAX_TITLE_CHARS: usize = 200;
+/// Longest task title and project name, in characters: a few lines of a
+/// list or a heading at most, not a document (a task's description goes
+/// to its document, bounded only by the body limit).
+pub const MAX_TITLE_CHARS: usize = 500;
 
 /// Longest model id a project may name, in characters.
 pub const MAX_MODEL_CHARS: usize = 200;
