@@ -58,6 +58,17 @@ impl RunAgentInput {
             })
             .collect()
     }
+
+    /// The text of the thread's last `user` message, if it has any text:
+    /// the request a run started from this input works on.
+    pub fn last_user_text(&self) -> Option<String> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|message| message.get("role").and_then(Value::as_str) == Some("user"))
+            .map(|message| message_text(message.get("content")))
+            .filter(|text| !text.trim().is_empty())
+    }
 }
 
 /// A message's content as text: a string as it is, the text parts of a
@@ -238,6 +249,23 @@ mod tests {
         ] {
             assert!(serde_json::from_value::<RunAgentInput>(bad).is_err());
         }
+    }
+
+    #[test]
+    fn the_last_user_message_with_text_is_the_request() {
+        let input = |messages: Value| -> RunAgentInput {
+            serde_json::from_value(json!({"threadId": "t", "runId": "r", "messages": messages}))
+                .unwrap()
+        };
+        let asked = input(json!([
+            {"id": "m1", "role": "user", "content": "first"},
+            {"id": "m2", "role": "assistant", "content": "ok"},
+            {"id": "m3", "role": "user", "content": [{"type": "text", "text": "Add a README"}]}
+        ]));
+        assert_eq!(asked.last_user_text().as_deref(), Some("Add a README"));
+        assert_eq!(input(json!([])).last_user_text(), None);
+        let blank = input(json!([{"id": "m1", "role": "user", "content": "  "}]));
+        assert_eq!(blank.last_user_text(), None);
     }
 
     #[test]

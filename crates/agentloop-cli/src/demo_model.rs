@@ -3,7 +3,9 @@
 //! turns since the last prompt — so one provider answers every message of
 //! a chat, continued chats and any number of concurrent runs alike. Server
 //! agent runs get the script of their agent (named by the system prompt
-//! the server gives them); everything else gets the chat script.
+//! the server gives them), and its `after_error` turn once a tool call
+//! failed (a rejected write ends the implementation's run saying so);
+//! everything else gets the chat script.
 
 use std::collections::HashSet;
 
@@ -23,6 +25,22 @@ pub struct AgentScripts {
     pub implementation: Vec<ScriptedTurn>,
     /// Review: reads the file, ends the chain, answers.
     pub review: Vec<ScriptedTurn>,
+    /// What each agent says when its last tool call failed (a write a
+    /// person rejected, a question declined, a file that is not there):
+    /// one turn, calling no tool, that ends its run.
+    pub after_error: AfterError,
+}
+
+/// The turn each agent plays after a failed tool call.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AfterError {
+    /// Planification, after its question was declined.
+    pub planification: ScriptedTurn,
+    /// Implementation, after its write was rejected.
+    pub implementation: ScriptedTurn,
+    /// Review, after the file it reads was not there.
+    pub review: ScriptedTurn,
 }
 
 /// Why a demo script cannot be played.
@@ -86,18 +104,22 @@ impl DemoModel {
         Ok(Self { chat, agents })
     }
 
-    /// The script a request belongs to.
-    fn script(&self, request: &ModelRequest) -> &[ScriptedTurn] {
+    /// The script a request belongs to, and the turn its agent plays
+    /// after a failed tool call (none for the chat).
+    fn script(&self, request: &ModelRequest) -> (&[ScriptedTurn], Option<&ScriptedTurn>) {
         let agent = request
             .options
             .system_prompt
             .as_deref()
             .and_then(agent_of_system_prompt);
+        let (agents, after) = (&self.agents, &self.agents.after_error);
         match agent {
-            Some(AgentType::Planification) => &self.agents.planification,
-            Some(AgentType::Implementation) => &self.agents.implementation,
-            Some(AgentType::Review) => &self.agents.review,
-            None => &self.chat,
+            Some(AgentType::Planification) => (&agents.planification, Some(&after.planification)),
+            Some(AgentType::Implementation) => {
+                (&agents.implementation, Some(&after.implementation))
+            }
+            Some(AgentType::Review) => (&agents.review, Some(&after.review)),
+            None => (&self.chat, None),
         }
     }
 
@@ -106,16 +128,8 @@ impl DemoModel {
     /// played, which calls no tool and so ends the run), with call ids no
     /// earlier message uses.
     pub fn turn_for(script: &[ScriptedTurn], messages: &[Message]) -> ScriptedTurn {
-        let since_prompt = messages
-            .iter()
-            .rposition(is_prompt)
-            .map_or(messages, |i| &messages[i + 1..]);
-        let played = since_prompt
-            .iter()
-            .filter(|m| m.role == Role::Assistant)
-            .count();
         let mut turn = script
-            .get(played)
+            .get(turns_since_prompt(messages))
             .or_else(|| script.last())
             .cloned()
             .unwrap_or_default();
@@ -145,9 +159,37 @@ fn is_prompt(message: &Message) -> bool {
     message.role == Role::User && message.tool_results().next().is_none()
 }
 
+/// How many model turns `messages` hold since their last prompt: the
+/// index of the turn a script plays next.
+pub fn turns_since_prompt(messages: &[Message]) -> usize {
+    let since_prompt = messages
+        .iter()
+        .rposition(is_prompt)
+        .map_or(messages, |i| &messages[i + 1..]);
+    since_prompt
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count()
+}
+
+/// Whether the last tool step of `messages` failed: a tool result that is
+/// an error (a call a person rejected, a question declined, a tool that
+/// failed) answers the model's last turn.
+fn last_call_failed(messages: &[Message]) -> bool {
+    messages
+        .last()
+        .is_some_and(|last| last.role == Role::User && last.tool_results().any(|r| r.is_error))
+}
+
 impl ModelProvider for DemoModel {
     fn stream(&self, request: ModelRequest) -> ModelStream {
-        let turn = Self::turn_for(self.script(&request), &request.messages);
+        let (script, after_error) = self.script(&request);
+        let turn = match after_error {
+            // The demo reacts to a failed call rather than play on as if
+            // it had worked.
+            Some(turn) if last_call_failed(&request.messages) => turn.clone(),
+            _ => Self::turn_for(script, &request.messages),
+        };
         ScriptedProvider::unrecorded([turn]).stream(request)
     }
 }
@@ -254,10 +296,35 @@ mod tests {
     }
 
     #[test]
+    fn only_a_failed_result_of_the_last_turn_counts_as_a_failed_call() {
+        let failed = Message::new(
+            "r-x",
+            Role::User,
+            vec![ContentBlock::ToolResult(ToolResultBlock::error(
+                "x",
+                "The user rejected this call.",
+            ))],
+        );
+        assert!(last_call_failed(&[call("x"), failed.clone()]));
+        assert!(!last_call_failed(&[call("x"), result("x")]));
+        // A failure an earlier turn already answered is not the last step's.
+        assert!(!last_call_failed(&[
+            call("x"),
+            failed,
+            call("y"),
+            result("y")
+        ]));
+        assert!(!last_call_failed(&[Message::user_text("u1", "hi")]));
+    }
+
+    #[test]
     fn empty_and_malformed_scripts_are_refused() {
         let turn = r#"{"steps": []}"#;
-        let agents =
-            format!(r#"{{"planification": [{turn}], "implementation": [{turn}], "review": []}}"#);
+        let agents = format!(
+            r#"{{"planification": [{turn}], "implementation": [{turn}], "review": [],
+                    "after_error": {{"planification": {turn}, "implementation": {turn},
+                                     "review": {turn}}}}}"#
+        );
         let chat = format!("[{turn}]");
         let error = DemoModel::from_json(("c.json", &chat), ("a.json", &agents)).unwrap_err();
         assert_eq!(

@@ -43,6 +43,7 @@ mod repl;
 mod replay;
 mod run;
 mod run_args;
+mod scripted_runs;
 mod serve;
 mod serve_restate;
 mod session;

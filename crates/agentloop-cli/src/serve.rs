@@ -30,9 +30,12 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8787", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub bind: String,
-    /// anthropic, openai-chat, openai-responses, openai-compatible, or
-    /// scripted:FILE. Default: from the keys in the environment; with none,
-    /// the server starts and its runs fail saying how to configure a model.
+    /// anthropic, openai-chat, openai-responses, openai-compatible,
+    /// scripted:FILE (every agent run plays FILE from its start, as each
+    /// case of `eval` does) or scripted-shared:FILE (one script for all
+    /// runs, each turn to the run that asks next: a whole chain in one
+    /// file). Default: from the keys in the environment; with none, the
+    /// server starts and its runs fail saying how to configure a model.
     #[arg(long)]
     pub provider: Option<String>,
     /// Every run plays the shipped demo conversation (examples/demo.json):
@@ -292,12 +295,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
             eprintln!("agentloop: {}", crate::demo::SERVE_NOTICE);
             crate::demo::provider(args.model.as_deref())
         } else if configured {
-            crate::providers::choose(
-                args.provider.as_deref(),
-                args.model.as_deref(),
-                args.base_url.as_deref(),
-            )
-            .await
+            choose_for_runs(&args).await
         } else {
             eprintln!("agentloop: {}", crate::providers::SERVE_NO_KEY);
             Ok(crate::providers::unconfigured(args.model.as_deref()))
@@ -395,9 +393,6 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
             None => None,
         };
         let server = Server::new(store, config);
-        if let Some((settings, client)) = &restate_client {
-            crate::serve_restate::start_endpoint(settings, client, &server.state).await?;
-        }
         if let Some(bind) = &args.metrics_bind {
             let metrics = tokio::net::TcpListener::bind(bind)
                 .await
@@ -413,10 +408,15 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
                 server.state.shutdown.clone(),
             ));
         }
-        server
-            .serve(listener, shutdown_signal())
-            .await
-            .map_err(|e| e.to_string())?;
+        match &restate_client {
+            Some((settings, client)) => {
+                crate::serve_restate::serve_registering(server, listener, settings, client).await?
+            }
+            None => server
+                .serve(listener, shutdown_signal())
+                .await
+                .map_err(|e| e.to_string())?,
+        }
         eprintln!("agentloop: stopped");
         Ok(ExitCode::SUCCESS)
     })
@@ -453,6 +453,26 @@ async fn listen(bind: &str) -> Result<tokio::net::TcpListener, Failure> {
             crate::out::sanitize(bind)
         ))
     })
+}
+
+/// The model the runs call: `scripted:FILE` plays FILE from its start in
+/// every run, `scripted-shared:FILE` once across all runs in the order
+/// they ask; any other provider as `run` chooses it.
+async fn choose_for_runs(args: &ServeArgs) -> Result<crate::providers::Chosen, Failure> {
+    let provider = args.provider.as_deref();
+    let shared = provider
+        .and_then(|p| p.strip_prefix("scripted-shared:"))
+        .map(|path| format!("scripted:{path}"));
+    let mut chosen = crate::providers::choose(
+        shared.as_deref().or(provider),
+        args.model.as_deref(),
+        args.base_url.as_deref(),
+    )
+    .await?;
+    if let Some(path) = provider.and_then(|p| p.strip_prefix("scripted:")) {
+        chosen.provider = crate::scripted_runs::ScriptPerRun::read(path)?;
+    }
+    Ok(chosen)
 }
 
 /// The per-client rate (flags over the configuration file over the

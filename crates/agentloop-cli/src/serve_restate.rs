@@ -2,17 +2,19 @@
 //! workflows (`agentloop-restate`) instead of by this instance's lease
 //! scheduler. The same process serves the HTTP API and the Restate
 //! service endpoint; on start it registers the endpoint with Restate's
-//! admin API (idempotent), and each run started through the API is handed
+//! admin API (idempotent) while the API already answers (health says what
+//! it waits for), and each run started through the API is handed
 //! to Restate's ingress, which calls back a worker (this process or
 //! another serving the same Restate) to execute it.
 
 use std::sync::Arc;
 
-use agentloop_restate::{Protocol, RestateClient, RunHost, ServiceEndpoint, Step};
-use agentloop_server::AppState;
+use agentloop_restate::{Protocol, RestateClient, RestateError, RunHost, ServiceEndpoint, Step};
 use agentloop_server::dispatch::RunDispatch;
 use agentloop_server::durable::{Attempt, execute_attempt, stop_attempt};
+use agentloop_server::{AppState, Server, shutdown_signal};
 use async_trait::async_trait;
+use tokio::net::TcpListener;
 
 /// Where Restate and this process's service endpoint are.
 #[derive(Debug, Clone)]
@@ -77,13 +79,45 @@ pub fn dispatcher(
     Ok((client.clone(), Arc::new(Dispatch(client))))
 }
 
-/// Starts the service endpoint (until `state` shuts down) and registers
-/// it with Restate.
-pub async fn start_endpoint(
+/// Serves the API on `listener` at once while this process's service
+/// endpoint starts and registers with Restate: until it is registered,
+/// `/api/health` answers 503 saying what the server waits for (and every
+/// other route 503 with the same reason). A failed registration stops the
+/// server with an error naming what failed and how to fix it.
+pub async fn serve_registering(
+    server: Server,
+    listener: TcpListener,
     settings: &RestateSettings,
     client: &RestateClient,
-    state: &AppState,
 ) -> Result<(), String> {
+    let state = server.state.clone();
+    let url = start_endpoint(settings, &state).await?;
+    state.readiness.wait_for(format!(
+        "restate: registering the worker endpoint {url} with Restate's admin API {}",
+        settings.admin
+    ));
+    let serving = server.serve(listener, shutdown_signal());
+    tokio::pin!(serving);
+    let registered = tokio::select! {
+        served = &mut serving => return served.map_err(|e| e.to_string()),
+        registered = client.register(&url, settings.protocol) => registered,
+    };
+    if let Err(error) = registered {
+        state.shutdown.cancel();
+        let _ = serving.await;
+        return Err(registration_failure(&error, settings));
+    }
+    state.readiness.ready();
+    eprintln!(
+        "agentloop: runs execute on Restate (ingress {}, admin {}); service endpoint {url} registered",
+        settings.ingress, settings.admin
+    );
+    serving.await.map_err(|e| e.to_string())
+}
+
+/// Starts the service endpoint (until `state` shuts down); the URL Restate
+/// is to reach it at.
+async fn start_endpoint(settings: &RestateSettings, state: &AppState) -> Result<String, String> {
     let endpoint = ServiceEndpoint::bind(&settings.bind, Arc::new(Host(state.clone())))
         .await
         .map_err(|e| e.to_string())?
@@ -95,13 +129,27 @@ pub async fn start_endpoint(
         .unwrap_or_else(|| format!("http://{address}"));
     let shutdown = state.shutdown.clone();
     tokio::spawn(endpoint.serve(async move { shutdown.cancelled().await }));
-    client
-        .register(&url, settings.protocol)
-        .await
-        .map_err(|e| e.to_string())?;
-    eprintln!(
-        "agentloop: runs execute on Restate (ingress {}, admin {}); service endpoint {url} registered",
-        settings.ingress, settings.admin
-    );
-    Ok(())
+    Ok(url)
+}
+
+/// What a failed registration tells the operator: which side failed, and
+/// the settings that fix it.
+fn registration_failure(error: &RestateError, settings: &RestateSettings) -> String {
+    match error {
+        RestateError::Unreachable { message, .. } => format!(
+            "cannot reach Restate's admin API at {} ({message}): is restate-server running, \
+             and is --restate-admin (`[serve] restate_admin`) its admin address (port 9070 by \
+             default)?",
+            settings.admin
+        ),
+        RestateError::EndpointUnreachable { .. } => format!(
+            "{error}. Restate calls that URL to run agent runs here: make --restate-bind \
+             (`[serve] restate_bind`, now {}) listen where Restate can connect, e.g. \
+             0.0.0.0:9080, or give the URL Restate reaches it at with --restate-endpoint-url \
+             (`[serve] restate_endpoint_url`), e.g. http://host.docker.internal:9080 when \
+             Restate runs in a container; and check that no firewall drops the connection",
+            settings.bind
+        ),
+        other => format!("cannot register this worker with Restate: {other}"),
+    }
 }

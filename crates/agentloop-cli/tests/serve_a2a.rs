@@ -313,7 +313,22 @@ fn cancelling_an_a2a_task_stops_its_run_before_the_tool_writes() {
         &format!("/api/agent-runs/{run_id}/messages"),
         None,
     );
-    assert!(!messages.to_string().contains("never.md"), "{messages}");
+    // The request's text is in the first message; no later one calls the
+    // tool.
+    let after_prompt: Vec<&Value> = messages.as_array().unwrap().iter().skip(1).collect();
+    assert!(
+        !serde_json::to_string(&after_prompt)
+            .unwrap()
+            .contains("never.md"),
+        "{messages}"
+    );
+    assert!(
+        messages[0]["message"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Write never.md"),
+        "{messages}"
+    );
     assert!(!repo.join("never.md").exists());
     let got = client(&python, &address, &token, &["get", &run_id]);
     assert_eq!(

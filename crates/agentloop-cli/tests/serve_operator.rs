@@ -111,11 +111,11 @@ async fn logs_and_metrics_tell_an_operator_what_happened_and_keep_secrets() {
         &[
             "--log-format",
             "json",
-            // Request lines are at debug.
-            "--log-level",
-            "info,agentloop_server::http=debug",
             "--metrics-bind",
             "127.0.0.1:0",
+            // Request lines are DEBUG.
+            "--log-level",
+            "info,agentloop_server=debug",
         ],
     );
     let task_id = task(&server.address, &token, &dir.path().join("repo"));

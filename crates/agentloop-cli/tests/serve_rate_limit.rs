@@ -142,10 +142,18 @@ fn start(dir: &tempfile::TempDir, users: &[&str], flags: &[&str]) -> (Served, Ve
 #[test]
 fn a_flooding_user_is_refused_with_retry_after_while_another_is_served() {
     let dir = tempfile::tempdir().unwrap();
+    // Request lines are DEBUG.
     let (served, tokens) = start(
         &dir,
         &["ada", "bob"],
-        &["--rate-limit", "1", "--rate-burst", "5"],
+        &[
+            "--rate-limit",
+            "1",
+            "--rate-burst",
+            "5",
+            "--log-level",
+            "info,agentloop_server=debug",
+        ],
     );
     let (ada, bob) = (&tokens[0], &tokens[1]);
     let address = served.address.clone();
@@ -301,7 +309,10 @@ fn sign_in_attempts_and_forged_tokens_count_against_their_address() {
     assert_refused(&refused);
     // The address is out of requests, whatever token it makes up...
     assert_refused(&get(&address, "/api/projects", "al_another-guess"));
-    assert_refused(&request(&address, "GET", "/api/health", None, ""));
+    assert_refused(&request(&address, "GET", "/api/openapi.json", None, ""));
+    // (Health alone is never limited.)
+    let health = request(&address, "GET", "/api/health", None, "");
+    assert_eq!(health.status, 200, "{health:?}");
     // ...while a user with a real token, from the same address, is counted
     // on their own.
     let served_ada = get(&address, "/api/projects", ada);
@@ -408,7 +419,7 @@ fn the_configuration_file_sets_the_limit_and_flags_win() {
 /// was forwarded for `chain`.
 fn forwarded_for(address: &str, chain: &str) -> Answer {
     let header = format!("X-Forwarded-For: {chain}\r\n");
-    request_with(address, "GET", "/api/health", &header, "")
+    request_with(address, "GET", "/api/openapi.json", &header, "")
 }
 
 #[test]
@@ -439,7 +450,7 @@ fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_bucket() {
     // are served meanwhile.
     let other = forwarded_for(&address, "203.0.113.6");
     assert_eq!(other.status, 200, "{other:?}");
-    let own = request(&address, "GET", "/api/health", None, "");
+    let own = request(&address, "GET", "/api/openapi.json", None, "");
     assert_eq!(own.status, 200, "{own:?}");
     // An entry that is no address leaves the request to the proxy's bucket.
     let malformed = forwarded_for(&address, "unknown");

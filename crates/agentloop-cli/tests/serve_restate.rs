@@ -1133,3 +1133,127 @@ fn a_chain_completes_with_each_committed_step_once_though_its_worker_is_killed_e
         until_invocation(&restate, run_id, "completed");
     }
 }
+
+/// A worker on `--engine restate` whose flags `extra` complete, returned
+/// as soon as it says where it serves (before it is registered).
+fn starting_worker(dir: &Path, restate: &RestateServer, extra: &[&str]) -> (Served, String) {
+    let db = dir.join("db.sqlite").display().to_string();
+    let token = create_user(&db, "ada");
+    let script = dir.join("script.json");
+    write_script(&script, json!([text("Done.")]));
+    let provider = format!("scripted-shared:{}", script.display());
+    let bind = format!("127.0.0.1:{}", free_port());
+    let mut args = vec![
+        "--engine",
+        "restate",
+        "--restate-ingress",
+        &restate.ingress,
+        "--restate-bind",
+        &bind,
+    ];
+    args.extend_from_slice(extra);
+    let served = serve_starting(&db, &["--provider", &provider], dir, "starting", &args);
+    (served, token)
+}
+
+/// Waits (bounded) for the server to exit; whether it succeeded, and its
+/// log once it holds `needle`.
+fn exit_with(served: &mut Served, needle: &str) -> (bool, String) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        if let Some(status) = served.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the server never exited");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = served.log.lock().unwrap().join("\n");
+        if log.contains(needle) || Instant::now() > deadline {
+            return (status.success(), log);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn health_answers_while_restate_cannot_reach_the_worker_and_the_error_names_the_endpoint() {
+    let Some(restate) = RestateServer::start("serve-unreachable-endpoint") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // An endpoint Restate connects to and never hears from.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let held: Vec<_> = silent.incoming().collect();
+        drop(held);
+    });
+    let (mut served, token) = starting_worker(
+        dir.path(),
+        &restate,
+        &[
+            "--restate-admin",
+            &restate.admin,
+            "--restate-endpoint-url",
+            &url,
+        ],
+    );
+    let (status, health) = http(&served.address, "", "GET", "/api/health", None);
+    assert_eq!(status, 503, "{health}");
+    assert_eq!(health["status"], "starting", "{health}");
+    let waiting_for = health["waiting_for"].as_str().unwrap();
+    assert!(
+        waiting_for.starts_with("restate: registering the worker endpoint")
+            && waiting_for.contains(&url),
+        "{health}"
+    );
+    let (status, refused) = http(&served.address, &token, "GET", "/api/projects", None);
+    assert_eq!(status, 503, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("the server is starting"),
+        "{refused}"
+    );
+    let needle = format!("cannot reach this worker's service endpoint at {url}");
+    let (success, log) = exit_with(&mut served, &needle);
+    assert!(!success, "{log}");
+    assert!(log.contains(&needle), "{log}");
+    assert!(log.contains("--restate-endpoint-url"), "{log}");
+    assert!(!log.contains("cannot reach Restate at"), "{log}");
+}
+
+#[test]
+fn a_refused_endpoint_and_an_unreachable_admin_api_are_told_apart() {
+    let Some(restate) = RestateServer::start("serve-refused-endpoint") else {
+        return;
+    };
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let (mut served, _) = starting_worker(
+        dir.path(),
+        &restate,
+        &[
+            "--restate-admin",
+            &restate.admin,
+            "--restate-endpoint-url",
+            &closed,
+        ],
+    );
+    let needle = format!("cannot reach this worker's service endpoint at {closed}");
+    let (success, log) = exit_with(&mut served, &needle);
+    assert!(!success, "{log}");
+    assert!(log.contains(&needle), "{log}");
+    assert!(log.contains("Connection refused"), "{log}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (mut served, _) = starting_worker(dir.path(), &restate, &["--restate-admin", &closed]);
+    let needle = format!("cannot reach Restate's admin API at {closed}");
+    let (success, log) = exit_with(&mut served, &needle);
+    assert!(!success, "{log}");
+    assert!(log.contains(&needle), "{log}");
+    assert!(log.contains("--restate-admin"), "{log}");
+}

@@ -43,24 +43,52 @@ impl RestateClient {
     /// Registers the service endpoint at `endpoint` (an `http://` URL
     /// Restate reaches, speaking `protocol`) with the admin API.
     /// Idempotent: the same endpoint registered again replaces its own
-    /// registration (`force`).
+    /// registration (`force`). The admin API is asked first whether it is
+    /// up, so a failure says which side of Restate failed: the admin API
+    /// unreachable ([`RestateError::Unreachable`]), or Restate unable to
+    /// reach the endpoint ([`RestateError::EndpointUnreachable`]: Restate
+    /// calls the endpoint while it registers it, and waits as long as the
+    /// connection hangs).
     pub async fn register(&self, endpoint: &str, protocol: Protocol) -> RestateResult<()> {
         let endpoint = base_url(endpoint)?;
+        let health = format!("{}/health", self.admin);
+        self.send(
+            self.http.get(&health).timeout(ADMIN_PROBE_TIMEOUT),
+            &health,
+            "the admin API's health",
+        )
+        .await?;
         let url = format!("{}/deployments", self.admin);
         let body = json!({
             "uri": endpoint,
             "force": true,
             "use_http_11": protocol == Protocol::Http1,
         });
-        self.send(
-            self.http
-                .post(&url)
-                .header("content-type", "application/json")
-                .body(body.to_string()),
-            &url,
-            "the deployment's registration",
-        )
-        .await
+        let unreachable = |message: String| RestateError::EndpointUnreachable {
+            endpoint: endpoint.clone(),
+            admin: self.admin.clone(),
+            message,
+        };
+        let request = self
+            .http
+            .post(&url)
+            .header("content-type", "application/json")
+            .timeout(REGISTRATION_TIMEOUT)
+            .body(body.to_string());
+        match self
+            .send(request, &url, "the deployment's registration")
+            .await
+        {
+            Err(RestateError::Unreachable { message, .. }) => Err(unreachable(format!(
+                "no answer within {} s ({message})",
+                REGISTRATION_TIMEOUT.as_secs()
+            ))),
+            // Restate's code for an endpoint it could not discover.
+            Err(RestateError::Refused { body, .. }) if body.contains(DISCOVERY_FAILED) => {
+                Err(unreachable(discovery_message(&body)))
+            }
+            other => other,
+        }
     }
 
     /// Starts the workflow of run `run_id` (its `run` handler), without
@@ -196,6 +224,30 @@ impl RestateClient {
     }
 }
 
+/// How long the admin API has to answer whether it is up.
+const ADMIN_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a registration may take: Restate calls the endpoint meanwhile.
+const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Restate's error code for an endpoint its discovery could not call.
+const DISCOVERY_FAILED: &str = "META0003";
+
+/// What Restate said about a failed discovery: its `message`, without the
+/// repeated code prefix; the body as it is when it is not that JSON.
+fn discovery_message(body: &str) -> String {
+    let message = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| body.to_owned());
+    let prefix = format!("[{DISCOVERY_FAILED}]");
+    let mut rest = message.as_str().trim_start();
+    while let Some(after) = rest.strip_prefix(&prefix) {
+        rest = after.trim_start();
+    }
+    format!("{rest} ({DISCOVERY_FAILED})")
+}
+
 /// Rows of the admin API's SQL view.
 #[derive(serde::Deserialize)]
 struct QueryRows {
@@ -254,6 +306,16 @@ mod tests {
             base_url("http://"),
             Err(RestateError::InvalidUrl { .. })
         ));
+    }
+
+    #[test]
+    fn a_failed_discovery_reads_as_restate_said_it_once() {
+        let body = r#"{"message":"[META0003] [META0003] error when calling 'http://w:9080/': connection refused","restate_code":"META0003"}"#;
+        assert_eq!(
+            discovery_message(body),
+            "error when calling 'http://w:9080/': connection refused (META0003)"
+        );
+        assert_eq!(discovery_message("META0003 cut"), "META0003 cut (META0003)");
     }
 
     #[test]

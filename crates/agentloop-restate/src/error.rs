@@ -20,6 +20,21 @@ pub enum RestateError {
         /// The transport's error.
         message: String,
     },
+    /// Restate's admin API answered, but Restate could not reach the
+    /// service endpoint being registered (it refused the connection, or
+    /// gave no answer before the registration's time ran out).
+    #[error(
+        "Restate (admin API {admin}) cannot reach this worker's service endpoint at \
+         {endpoint}: {message}"
+    )]
+    EndpointUnreachable {
+        /// The endpoint's URL, as registered.
+        endpoint: String,
+        /// The admin API's URL.
+        admin: String,
+        /// What Restate or the transport said.
+        message: String,
+    },
     /// Restate answered with an error status.
     #[error("Restate refused {what} ({status}): {body}")]
     Refused {

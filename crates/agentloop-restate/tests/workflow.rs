@@ -109,9 +109,14 @@ async fn a_refused_registration_is_a_typed_error() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, agentloop_restate::RestateError::Refused { .. }),
+        matches!(
+            &error,
+            agentloop_restate::RestateError::EndpointUnreachable { endpoint, .. }
+                if endpoint == "http://127.0.0.1:9"
+        ),
         "{error}"
     );
+    assert!(error.to_string().contains("Connection refused"), "{error}");
 }
 
 /// Continues, then waits on `w1` until released, then ends; a run named

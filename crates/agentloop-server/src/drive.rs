@@ -20,7 +20,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agentloop_agui::FrontendToolSpec;
 use agentloop_runtime::{HostedRun, RuntimeResult, Written};
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, EndReason, now_millis};
 use agentloop_types::{Decision, Decisions, LoopStatus, PendingCall};
@@ -34,8 +33,8 @@ use crate::metrics::{RunMetrics, StatusLabels};
 use crate::run_log::{close_record, end_answered, end_stopped};
 use crate::run_tools::{frontend_tools, project_mcp, project_shell, tools};
 use crate::runner::{
-    CreatedRun, StartError, TaskContext, create_agent_run, load_task_context, next_agent, prepare,
-    run_model,
+    CreatedRun, RunInput, StartError, TaskContext, create_agent_run, load_task_context, next_agent,
+    prepare, run_model,
 };
 use crate::state::{AppState, LocalRun};
 use crate::waiting::{self, DecideError};
@@ -49,14 +48,14 @@ pub async fn start_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
-    frontend_tools: &[FrontendToolSpec],
+    input: RunInput<'_>,
 ) -> Result<AgentRun, StartError> {
     let run_id = crate::ids::new_id();
     let local = match &state.config.dispatch {
         Some(_) => None,
         None => state.register_local(&run_id),
     };
-    let created = match create_agent_run(state, ctx, agent, &run_id, frontend_tools).await {
+    let created = match create_agent_run(state, ctx, agent, &run_id, input).await {
         Ok(created) => created,
         Err(error) => {
             if local.is_some() {
@@ -613,8 +612,8 @@ async fn chain(state: &AppState, ctx: &TaskContext, agent: AgentType) -> Runtime
         task,
         ..ctx.clone()
     };
-    match start_agent_run(state, &ctx, next, &[]).await {
-        Ok(_) | Err(StartError::Conflict(_)) => Ok(()),
+    match start_agent_run(state, &ctx, next, RunInput::default()).await {
+        Ok(_) | Err(StartError::Conflict(_) | StartError::Done) => Ok(()),
         Err(StartError::Storage(e)) => Err(e.into()),
     }
 }

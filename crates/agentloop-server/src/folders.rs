@@ -101,8 +101,12 @@ pub fn plan(root: Option<&Path>, requested: &str) -> Result<PlannedFolder, Folde
     }
     let Ok(below) = path.strip_prefix(&root) else {
         return Err(FolderError::Invalid(format!(
-            "repoFolder must be inside the server's projects folder {}",
-            root.display()
+            "repoFolder {} is outside the server's projects folder {root}: give a folder \
+             inside {root} (a relative path is taken inside it), or start the server with \
+             --projects-root naming a folder that holds yours (`agentloop serve \
+             --projects-root /` lets projects use any folder of the machine)",
+            path.display(),
+            root = root.display()
         )));
     };
     if below.as_os_str().is_empty() {

@@ -34,7 +34,8 @@
 //!    scheduler, and one attempt of a run executed for it.
 //! 3. **State**: [`state`] ([`AppState`], shared by both layers above),
 //!    [`follow`] (waking followers of runs executing elsewhere),
-//!    [`metrics`], [`shapes`] (JSON shapes of records for answers and
+//!    [`metrics`], [`readiness`] (what the instance waits for before it
+//!    serves), [`shapes`] (JSON shapes of records for answers and
 //!    notifications), [`policy`] (whether fs writes and JavaScript calls
 //!    wait for a person), [`users`], [`folders`], [`ids`] and [`config`].
 //!
@@ -83,6 +84,7 @@ pub mod policy;
 pub mod project_agents;
 pub mod proxies;
 pub mod rate_limit;
+pub mod readiness;
 pub mod recovery;
 pub mod run_log;
 pub mod run_tools;

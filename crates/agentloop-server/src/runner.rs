@@ -30,6 +30,17 @@ pub struct TaskContext {
     pub repo: PathBuf,
 }
 
+/// What the client starting an agent run gives it beyond its agent.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RunInput<'a> {
+    /// Tools the client runs itself (an AG-UI run's front-end tools).
+    pub frontend_tools: &'a [FrontendToolSpec],
+    /// The text of the request that starts the run (an A2A message, an
+    /// AG-UI user message): the run's first message carries it after the
+    /// agent's prompt, so the model reads it without opening a file.
+    pub request: Option<&'a str>,
+}
+
 /// The owner of a project (`settings.owner`).
 pub fn project_owner(project: &Project) -> Option<&str> {
     project.settings.get("owner").and_then(|v| v.as_str())
@@ -68,10 +79,19 @@ pub enum StartError {
     /// given, if it is still active when read back).
     #[error("an agent is already running or waiting for this task")]
     Conflict(Option<Box<AgentRun>>),
+    /// The task is marked done (its workflow is complete): no agent starts
+    /// on it until it is reopened.
+    #[error("{}", TASK_DONE)]
+    Done,
     /// The store failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
+
+/// Why no agent starts on a task marked done.
+pub const TASK_DONE: &str = "this task is marked done (its workflow is complete), so no agent \
+starts on it; reopen it first (mark it not done: PUT /api/tasks/{taskId}/workflow-complete \
+with {\"complete\": false}) to run an agent again";
 
 /// An agent run just created, with what executing it first reads: its task
 /// and the chat its conversation is held in.
@@ -97,14 +117,18 @@ pub struct CreatedRun {
 /// run record under this instance's lease (unless a durable engine
 /// executes runs: it takes the lease itself). The database refuses a
 /// second running one per task. [`crate::drive::start_agent_run`] then
-/// executes it. `run_id` is the new run's id.
+/// executes it. `run_id` is the new run's id. A task marked done is
+/// refused ([`StartError::Done`]).
 pub async fn create_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
     run_id: &str,
-    frontend_tools: &[FrontendToolSpec],
+    input: RunInput<'_>,
 ) -> Result<CreatedRun, StartError> {
+    if ctx.task.workflow_complete {
+        return Err(StartError::Done);
+    }
     let store = &*state.store;
     let now = now_millis();
     let mut run = AgentRun {
@@ -117,7 +141,7 @@ pub async fn create_agent_run(
         completed_at: None,
         end_reason: None,
     };
-    let chat = new_chat(&state.config, ctx, &run, now, frontend_tools);
+    let chat = new_chat(&state.config, ctx, &run, now, input.frontend_tools);
     let conversation = Conversation {
         id: crate::ids::new_id(),
         task_id: ctx.task.id.clone(),
@@ -133,7 +157,7 @@ pub async fn create_agent_run(
         record.lease_expires_at = Some(now + ttl_ms(state));
     }
     let start = AgentRunStart {
-        first_message: first_message(&state.config.prompts, ctx, &run),
+        first_message: first_message(&state.config.prompts, ctx, &run, input.request),
         agent_run: run,
         chat,
         conversation,
@@ -203,7 +227,7 @@ async fn create_conversation(
     // The first message is saved before the run is linked: a retry
     // skips a linked run, so linking must come last.
     store
-        .save_message(&chat.id, &first_message(&config.prompts, ctx, run))
+        .save_message(&chat.id, &first_message(&config.prompts, ctx, run, None))
         .await?;
     let conversation = Conversation {
         id: crate::ids::new_id(),
@@ -342,10 +366,20 @@ pub fn run_model<'a>(config: &'a ServerConfig, ctx: &'a TaskContext) -> &'a str 
         .unwrap_or(&config.model)
 }
 
-/// The first message of an agent run: its agent's prompt.
-pub fn first_message(prompts: &AgentPrompts, ctx: &TaskContext, run: &AgentRun) -> Message {
+/// The first message of an agent run: its agent's prompt, then the text
+/// of the request that started it, if one did.
+pub fn first_message(
+    prompts: &AgentPrompts,
+    ctx: &TaskContext,
+    run: &AgentRun,
+    request: Option<&str>,
+) -> Message {
     let doc = crate::config::task_doc_path(&ctx.task.id);
-    let text = prompts.message(run.agent_type, &doc, &ctx.task.id);
+    let mut text = prompts.message(run.agent_type, &doc, &ctx.task.id);
+    if let Some(request) = request.map(str::trim).filter(|r| !r.is_empty()) {
+        text.push_str("\n\nThe request that started this run:\n\n");
+        text.push_str(request);
+    }
     Message::user_text(format!("{}-prompt", run.id), text)
 }
 

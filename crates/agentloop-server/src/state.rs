@@ -16,6 +16,7 @@ pub use crate::local_run::{Halt, LocalRun};
 use crate::metrics::{Metrics, Scraped};
 use crate::notices::Notices;
 use crate::rate_limit::ClientLimiter;
+use crate::readiness::Readiness;
 use crate::webhooks::registry::Registration;
 
 /// State shared by handlers and background tasks.
@@ -40,6 +41,9 @@ pub struct AppState {
     /// Each client's request rate; `None` when the configuration sets no
     /// limit.
     pub rates: Option<Arc<ClientLimiter>>,
+    /// What the instance waits for before it serves (nothing unless its
+    /// host says so).
+    pub readiness: Arc<Readiness>,
 }
 
 impl AppState {
@@ -58,6 +62,7 @@ impl AppState {
             appends: Arc::new(AppendWakers::default()),
             heartbeat: Arc::new(Heartbeat::default()),
             rates,
+            readiness: Arc::default(),
         }
     }
 

@@ -21,13 +21,13 @@ pub struct Site {
 }
 
 impl Site {
-    /// Serves `turns` (a scripted provider's script) with `extra` flags;
-    /// one user, `ada`.
+    /// Serves `turns` (a scripted provider's script, shared by every run
+    /// in the order they ask) with `extra` flags; one user, `ada`.
     pub fn start(turns: Value, extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("script.json");
         std::fs::write(&script, turns.to_string()).unwrap();
-        let provider = format!("scripted:{}", script.display());
+        let provider = format!("scripted-shared:{}", script.display());
         let mut args = vec!["--provider", provider.as_str()];
         args.extend_from_slice(extra);
         Self::serve(dir, &args)

@@ -33,15 +33,50 @@ pub fn serve(db: &str, script: &Path, instance: &str) -> Served {
     serve_with(db, script, instance, &[])
 }
 
+/// [`serve`] with more flags. The script is shared by every run, in the
+/// order they ask (`scripted-shared:`), so one file scripts a whole chain.
 pub fn serve_with(db: &str, script: &Path, instance: &str, extra: &[&str]) -> Served {
-    let provider = format!("scripted:{}", script.display());
+    let provider = format!("scripted-shared:{}", script.display());
     let root = script.parent().unwrap();
     serve_provider(db, &["--provider", &provider], root, instance, extra)
 }
 
 /// `agentloop serve` on the model `provider` flags name, its projects in
-/// `root`.
+/// `root`, once its health says it serves.
 pub fn serve_provider(
+    db: &str,
+    provider: &[&str],
+    root: &Path,
+    instance: &str,
+    extra: &[&str],
+) -> Served {
+    let served = serve_starting(db, provider, root, instance, extra);
+    until_healthy(&served);
+    served
+}
+
+/// Polls `GET /api/health` (bounded) until it answers 200: a server that
+/// must first register with Restate answers 503 until then.
+pub fn until_healthy(served: &Served) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, health) = http(&served.address, "", "GET", "/api/health", None);
+        if status == 200 {
+            assert_eq!(health["status"], "ok", "{health}");
+            return;
+        }
+        assert_eq!(status, 503, "{health}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never became ready: {health}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// [`serve_provider`] returning as soon as the server says where it
+/// listens, before it may be ready.
+pub fn serve_starting(
     db: &str,
     provider: &[&str],
     root: &Path,

@@ -11,6 +11,9 @@
 //! - otherwise a new task in the project `tenant` names (one of the
 //!   caller's), its title the text's first line, its document the text.
 //!
+//! Either way the run's first message carries the text after the agent's
+//! prompt, so the model reads the request without opening the document.
+//!
 //! The run's agent is `metadata.agentType` (of the message or the request;
 //! `implementation` by default). A message with `taskId` answers the run's
 //! input-required state: a data part `{"decisions": [...]}` (the HTTP
@@ -50,7 +53,7 @@ use super::extract::{ApiJson, AuthUser};
 use super::projects::owned_project;
 use super::tasks::{self, owned_task};
 use crate::drive::{decide, start_agent_run};
-use crate::runner::TaskContext;
+use crate::runner::{RunInput, TaskContext};
 use crate::state::AppState;
 use crate::users::User;
 use crate::waiting;
@@ -414,7 +417,11 @@ impl Call {
             self.add_to_document(&ctx, &text).await?;
             ctx
         };
-        let run = start_agent_run(&self.state, &ctx, agent, &[])
+        let input = RunInput {
+            request: Some(&text),
+            ..RunInput::default()
+        };
+        let run = start_agent_run(&self.state, &ctx, agent, input)
             .await
             .map_err(|e| rpc_error(start_error(e), ErrorCode::InvalidParams))?;
         Ok((run, ctx))

@@ -3,8 +3,9 @@
 //! The body is AG-UI's `RunAgentInput`; the answer is the run's events as
 //! AG-UI events over SSE (see [`agentloop_agui`]). Without `resume`
 //! entries it starts an agent run of the task (`forwardedProps.agentType`,
-//! `implementation` by default) as `POST …/agent-runs` does — the task
-//! is the prompt, so the thread's messages are not read. With `resume`
+//! `implementation` by default) as `POST …/agent-runs` does; the text of
+//! the thread's last user message is the request, put in the run's first
+//! message after the agent's prompt. With `resume`
 //! entries it decides the calls the task's waiting run waits on (as `POST
 //! /api/agent-runs/{id}/decisions` does) and follows the run from there.
 //! Either way the AG-UI run ends when the agent run ends or waits for a
@@ -33,7 +34,7 @@ use super::tasks::owned_task;
 use crate::drive::{decide, start_agent_run};
 use crate::run_log::run_chat;
 use crate::run_tools::reserved_tool_names;
-use crate::runner::{TaskContext, frontend_tool_specs};
+use crate::runner::{RunInput, TaskContext, frontend_tool_specs};
 use crate::state::AppState;
 use crate::waiting::pending_of;
 
@@ -137,7 +138,12 @@ async fn start(
     let reserved: Vec<&str> = reserved.iter().map(String::as_str).collect();
     validate_frontend_tools(&input.tools, &reserved)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    start_agent_run(state, ctx, agent, &input.tools)
+    let request = input.last_user_text();
+    let run_input = RunInput {
+        frontend_tools: &input.tools,
+        request: request.as_deref(),
+    };
+    start_agent_run(state, ctx, agent, run_input)
         .await
         .map_err(start_error)
 }

@@ -14,7 +14,7 @@ use super::error::ApiError;
 use super::extract::{ApiJson, AuthUser, check_id};
 use super::tasks::owned_task;
 use crate::drive::{decide, start_agent_run};
-use crate::runner::{StartError, TaskContext};
+use crate::runner::{RunInput, StartError, TaskContext};
 use crate::shapes::{agent_run_json, pending_json};
 use crate::state::AppState;
 use crate::users::User;
@@ -70,7 +70,7 @@ pub(super) async fn create(
         .and_then(AgentType::parse)
         .ok_or_else(|| ApiError::bad_request(INVALID_TYPE))?;
     let ctx = owned_task(&state, &user, &task_id).await?;
-    let run = start_agent_run(&state, &ctx, agent, &[])
+    let run = start_agent_run(&state, &ctx, agent, RunInput::default())
         .await
         .map_err(start_error)?;
     Ok((StatusCode::CREATED, Json(agent_run_json(&run))))
@@ -93,6 +93,10 @@ pub(super) fn start_error(err: StartError) -> ApiError {
                 },
                 "runningAgent": active.as_deref().map(agent_run_json),
             }),
+        },
+        StartError::Done => ApiError {
+            status: StatusCode::CONFLICT,
+            body: json!({ "error": crate::runner::TASK_DONE, "runningAgent": null }),
         },
         StartError::Storage(e) => e.into(),
     }

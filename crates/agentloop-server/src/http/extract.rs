@@ -214,3 +214,51 @@ pub fn check_id(id: &str, what: &str) -> Result<(), ApiError> {
         Err(ApiError::bad_request(format!("Invalid {what} ID")))
     }
 }
+
+/// Longest task title and project name, in characters: a few lines of a
+/// list or a heading at most, not a document (a task's description goes
+/// to its document, bounded only by the body limit).
+pub const MAX_TITLE_CHARS: usize = 500;
+
+/// Longest model id a project may name, in characters.
+pub const MAX_MODEL_CHARS: usize = 200;
+
+/// The required text field `field` of `body`, trimmed: a string with a
+/// character other than white space, at most `max` characters long as
+/// sent. A missing field is "required"; a long one is refused naming the
+/// limit, with `field` and `max_length` in the error body.
+pub fn required_text<'a>(
+    body: &'a serde_json::Map<String, Value>,
+    field: &str,
+    max: usize,
+) -> Result<&'a str, ApiError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
+        Some(Value::String(text)) => {
+            let length = text.chars().count();
+            if length > max {
+                return Err(too_long(field, length, max));
+            }
+            let text = text.trim();
+            if text.is_empty() {
+                return Err(ApiError::bad_request(format!("{field} must not be empty")));
+            }
+            Ok(text)
+        }
+        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
+    }
+}
+
+/// The answer to a text field longer than `max` characters.
+pub fn too_long(field: &str, length: usize, max: usize) -> ApiError {
+    ApiError {
+        status: StatusCode::BAD_REQUEST,
+        body: serde_json::json!({
+            "error": format!(
+                "{field} is {length} characters long; at most {max} are allowed"
+            ),
+            "field": field,
+            "max_length": max,
+        }),
+    }
+}

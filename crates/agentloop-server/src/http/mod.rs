@@ -1,6 +1,7 @@
 //! The HTTP layer: the router and its middleware (request log and
 //! metric, per-client rate limit, JSON error bodies, time and size
-//! limits). Each resource module
+//! limits, readiness). Health is outside the rate limit: a load balancer's
+//! probe, or a user past a burst, is never refused it. Each resource module
 //! exposes its own `router()`; [`extract`] holds what handlers take from a
 //! request, [`error`] the one error answer, [`openapi`] the document that
 //! describes every route in [`ROUTES`], [`web`] the page.
@@ -87,7 +88,6 @@ pub const ROUTES: &[(&str, &str)] = &[
 pub fn router(state: AppState) -> Router {
     let timeout = state.config.request_timeout;
     let plain = Router::new()
-        .route("/api/health", get(|| async { Json(json!({ "ok": true })) }))
         .route(
             "/api/openapi.json",
             get(|State(state): State<AppState>| async move {
@@ -115,21 +115,62 @@ pub fn router(state: AppState) -> Router {
         .merge(streaming)
         .merge(web::routes())
         .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(middleware::from_fn_with_state(state.clone(), until_ready))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
-        .layer(middleware::from_fn(json_errors))
         // Inside the log, so a refused request is logged and counted too.
         .layer(middleware::from_fn_with_state(
             state.clone(),
             rate_limit::limit_rate,
         ))
+        // Added after the rate limit's layer, which therefore never sees it.
+        .route("/api/health", get(health))
+        .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
 }
 
-/// One log line (at debug) and one metric per request: method, route template (never
+/// `GET /api/health`: 200 `{"ok": true, "status": "ok"}` when the instance
+/// serves; 503 `{"ok": false, "status": "starting", "waiting_for": ...}`
+/// (with `Retry-After`) while it waits for something before it can (see
+/// [`crate::readiness`]). Never rate limited.
+async fn health(State(state): State<AppState>) -> Response {
+    match state.readiness.waiting_for() {
+        None => Json(json!({ "ok": true, "status": "ok" })).into_response(),
+        Some(what) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(axum::http::header::RETRY_AFTER, "1")],
+            Json(json!({ "ok": false, "status": "starting", "waiting_for": what })),
+        )
+            .into_response(),
+    }
+}
+
+/// Answers 503 (with `Retry-After`) saying what the instance waits for,
+/// until it is ready to serve.
+async fn until_ready(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match state.readiness.waiting_for() {
+        None => next.run(request).await,
+        Some(what) => {
+            let mut response = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the server is starting, waiting for {what}; try again shortly"),
+            )
+            .into_response();
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(1),
+            );
+            response
+        }
+    }
+}
+
+/// One log line and one metric per request: method, route template (never
 /// the raw path or query, which may carry a token), status, latency, the
 /// authenticated user (recorded on the span by the auth extractors) and a
-/// request id, also returned as `x-request-id`.
+/// request id, also returned as `x-request-id`. The line is DEBUG (a page
+/// left open sends requests all day; INFO keeps what an operator acts
+/// on), WARN for a server error.
 async fn log_request(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
     let method = request.method().to_string();
@@ -148,13 +189,13 @@ async fn log_request(State(state): State<AppState>, request: Request, next: Next
     );
     let mut response = next.run(request).instrument(span.clone()).await;
     let status = response.status().as_u16();
-    // At debug: at info one page open scrolls the start-up lines away.
+    let latency_ms = log_millis(started.elapsed());
     span.in_scope(|| {
-        tracing::debug!(
-            http.response.status_code = status,
-            latency_ms = log_millis(started.elapsed()),
-            "request"
-        );
+        if status >= 500 {
+            tracing::warn!(http.response.status_code = status, latency_ms, "request");
+        } else {
+            tracing::debug!(http.response.status_code = status, latency_ms, "request");
+        }
     });
     state
         .metrics

@@ -8,6 +8,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::extract::{MAX_MODEL_CHARS, MAX_TITLE_CHARS};
+
 /// Who may call an operation.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Access {
@@ -27,6 +29,8 @@ struct Operation {
     access: Access,
     /// Whether the request-time limit applies (streaming routes have none).
     time_limited: bool,
+    /// Whether the per-client rate limit applies (health is never limited).
+    rate_limited: bool,
     body: Option<Value>,
     /// Success status, description and JSON schema (`None`: not JSON).
     success: (&'static str, &'static str, Option<Value>),
@@ -56,6 +60,14 @@ fn closed(properties: Value, required: &[&str]) -> Value {
 /// A string with at least one character that is not white space.
 fn text() -> Value {
     json!({ "type": "string", "pattern": "\\S" })
+}
+
+/// [`text`] of at most `max` characters (longer is a 400 naming the
+/// limit, with `field` and `max_length` in the error).
+fn short_text(max: usize) -> Value {
+    let mut value = text();
+    value["maxLength"] = json!(max);
+    value
 }
 
 const AGENT_TYPES: [&str; 3] = ["planification", "implementation", "review"];
@@ -113,6 +125,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
         summary,
         access: Access::Bearer,
         time_limited: true,
+        rate_limited: true,
         body: None,
         success,
         extra: Vec::new(),
@@ -121,14 +134,31 @@ fn operations(offers: Offers) -> Vec<Operation> {
     vec![
         Operation {
             access: Access::Public,
+            time_limited: false,
+            rate_limited: false,
+            extra: vec![(
+                "503",
+                "The server is starting and does not serve yet (every other route answers 503 too, with the same reason in `error`); `waiting_for` says what it waits for (e.g. `restate: registering the worker endpoint …`). Sent with `Retry-After`.",
+                object(
+                    json!({
+                        "ok": {"const": false},
+                        "status": {"const": "starting"},
+                        "waiting_for": {"type": "string"}
+                    }),
+                    &["ok", "status", "waiting_for"],
+                ),
+            )],
             ..op(
                 "get",
                 "/api/health",
-                "Liveness",
+                "Health, for probes: never rate limited",
                 (
                     "200",
-                    "The server answers",
-                    Some(object(json!({"ok": {"type": "boolean"}}), &["ok"])),
+                    "The server serves",
+                    Some(object(
+                        json!({"ok": {"const": true}, "status": {"const": "ok"}}),
+                        &["ok", "status"],
+                    )),
                 ),
             )
         },
@@ -227,13 +257,13 @@ fn operations(offers: Offers) -> Vec<Operation> {
         Operation {
             body: Some(object(
                 json!({
-                    "name": text(),
+                    "name": short_text(MAX_TITLE_CHARS),
                     "repoFolder": {
                         "type": "string",
                         "pattern": "^[^\\u0000]*\\S[^\\u0000]*$",
                         "description": "The project's folder. Relative paths are taken inside the server's projects folder; absolute ones must lie inside it. Refused (400, nothing created): `..` components, symbolic links anywhere below the projects folder, a path through a file, the projects folder itself. Refused (409): a folder equal to, inside, or around another project's folder, or one a deleted project of another user left behind."
                     },
-                    "model": {"type": ["string", "null"], "pattern": "\\S"},
+                    "model": {"type": ["string", "null"], "pattern": "\\S", "maxLength": MAX_MODEL_CHARS},
                     "approvals": approval_mode_schema(true),
                     "tool_approvals": approvals_schema(),
                     "shell": shell_schema(shell),
@@ -302,7 +332,13 @@ fn operations(offers: Offers) -> Vec<Operation> {
         ),
         Operation {
             body: Some(object(
-                json!({"title": text(), "description": {"type": ["string", "null"]}}),
+                json!({
+                    "title": short_text(MAX_TITLE_CHARS),
+                    "description": {
+                        "type": ["string", "null"],
+                        "description": "The start of the task's document, below the title (bounded by the request body limit)"
+                    }
+                }),
                 &["title"],
             )),
             extra: vec![conflict("The project folder cannot be written")],
@@ -381,7 +417,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
             )),
             extra: vec![(
                 "409",
-                "An agent is already running for this task, or waiting for a decision (`runningAgent` names it)",
+                "An agent is already running for this task, or waiting for a decision (`runningAgent` names it); or the task is marked done (`runningAgent` null): no agent starts on a done task until it is reopened (`PUT /api/tasks/{taskId}/workflow-complete` with `complete: false`)",
                 object(
                     json!({"error": {"type": "string"}, "runningAgent": {"oneOf": [schema_ref("AgentRun"), {"type": "null"}]}}),
                     &["error", "runningAgent"],
@@ -492,7 +528,7 @@ fn operations(offers: Offers) -> Vec<Operation> {
             ..op(
                 "post",
                 "/api/tasks/{taskId}/ag-ui",
-                "The task's agent runs for an AG-UI client. The body is AG-UI's `RunAgentInput` (other fields are ignored); the answer is `text/event-stream`, one AG-UI event per `data:` line. Without `resume` it starts an agent run (`forwardedProps.agentType`, `implementation` by default; the task is the prompt, so `messages` are not read), as `POST /api/tasks/{taskId}/agent-runs` does. With `resume` it decides the calls the task's waiting run waits on — each entry's `interruptId` is a call id; `status: cancelled` rejects the call; a resolved entry's `payload` is `{\"approved\": bool, \"arguments\"?, \"reason\"?}` for an approval or `{\"answer\": string}` for a question; every waiting call must be answered (else a 400, the decisions given being kept) — and follows the run from there. `tools` are front-end tools (at most 64; a name of 1 to 64 letters, digits, `_` or `-`, not one of the agent's own tools; `parameters` an object schema): the model is offered them, and a call of one makes the run wait; the AG-UI run then ends `success` with `pendingToolCallIds`, and the client answers each call with a `tool` message (`toolCallId`, `content`, optional `error`) among the `messages` of its next request, which resumes the run (the tools a run offers are those its first request declared). The stream opens with `RUN_STARTED` (the input's `threadId` and `runId`), a `STATE_SNAPSHOT` — the input's `state` object with the run's progress under `agentloop`: `status`, `turn`, `agent`, `usage` — kept current by `STATE_DELTA` patches (none when `state` is no object), and a `CUSTOM` event `agentloop.agent_run` naming the agent run; a model turn is a step; text, thinking and tool calls stream as messages, reasoning and tool calls; tool results are `TOOL_CALL_RESULT`; other agentloop events come whole as `CUSTOM` `agentloop.<kind>`. It ends with `RUN_FINISHED` (outcome `success`, `cancelled`, or `interrupt` with one interrupt per waiting call: `id` the call id, `reason` `tool_approval` or `question`) or `RUN_ERROR` (`code` the agentloop status or error kind).",
+                "The task's agent runs for an AG-UI client. The body is AG-UI's `RunAgentInput` (other fields are ignored); the answer is `text/event-stream`, one AG-UI event per `data:` line. Without `resume` it starts an agent run (`forwardedProps.agentType`, `implementation` by default; the text of the last `user` message in `messages` is the request, given to the agent in the run's first message after its prompt), as `POST /api/tasks/{taskId}/agent-runs` does. With `resume` it decides the calls the task's waiting run waits on — each entry's `interruptId` is a call id; `status: cancelled` rejects the call; a resolved entry's `payload` is `{\"approved\": bool, \"arguments\"?, \"reason\"?}` for an approval or `{\"answer\": string}` for a question; every waiting call must be answered (else a 400, the decisions given being kept) — and follows the run from there. `tools` are front-end tools (at most 64; a name of 1 to 64 letters, digits, `_` or `-`, not one of the agent's own tools; `parameters` an object schema): the model is offered them, and a call of one makes the run wait; the AG-UI run then ends `success` with `pendingToolCallIds`, and the client answers each call with a `tool` message (`toolCallId`, `content`, optional `error`) among the `messages` of its next request, which resumes the run (the tools a run offers are those its first request declared). The stream opens with `RUN_STARTED` (the input's `threadId` and `runId`), a `STATE_SNAPSHOT` — the input's `state` object with the run's progress under `agentloop`: `status`, `turn`, `agent`, `usage` — kept current by `STATE_DELTA` patches (none when `state` is no object), and a `CUSTOM` event `agentloop.agent_run` naming the agent run; a model turn is a step; text, thinking and tool calls stream as messages, reasoning and tool calls; tool results are `TOOL_CALL_RESULT`; other agentloop events come whole as `CUSTOM` `agentloop.<kind>`. It ends with `RUN_FINISHED` (outcome `success`, `cancelled`, or `interrupt` with one interrupt per waiting call: `id` the call id, `reason` `tool_approval` or `question`) or `RUN_ERROR` (`code` the agentloop status or error kind).",
                 ("200", "The AG-UI event stream", None),
             )
         },
@@ -847,7 +883,7 @@ fn describe(operation: Operation, all: &[(&str, &str)], rate_limited: bool) -> V
         error("408", "The request took too long");
     }
     error("default", "An unexpected error");
-    if rate_limited {
+    if rate_limited && operation.rate_limited {
         responses.insert("429".into(), json!({ "$ref": TOO_MANY_REQUESTS }));
     }
     for (code, description, schema) in operation.extra {
@@ -922,7 +958,7 @@ fn a2a(rate_limited: bool) -> Value {
         "/a2a": {
             "post": {
                 "summary": "A2A 1.0 over JSON-RPC 2.0: the caller's agent runs as A2A tasks",
-                "description": "One JSON-RPC request per POST (no batches); send `A2A-Version: 1.0` (a missing header is read as 1.0, another major version is error -32009). Authentication and body size as for the API: 401 without a valid bearer token (or session cookie with `x-csrf-token`), 413 over the body limit; every other error is a JSON-RPC error answer. An A2A task is one agent run (`id` = agent run id) and its `contextId` the agentloop task. `SendMessage` without `message.taskId` starts a run: with `message.contextId` a new run of that task (the text is added to its document), otherwise a new task in the project named by `tenant` (the first text line is its title); `metadata.agentType` picks the agent (`implementation` by default). It answers `{\"task\": Task}` once the run ends or needs input (`configuration.returnImmediately`: at once). A message with `taskId` answers an input-required task: a data part `{\"decisions\": [{\"call_id\", \"decision\": \"approve\"|\"approve_always\"|\"reject\"|\"answer\", ...}]}` as `POST /api/agent-runs/{runId}/decisions` takes, or text when one call waits (`approve`, `reject[: reason]`, or the answer). `SendStreamingMessage` and `SubscribeToTask` answer `text/event-stream`, each `data:` a JSON-RPC answer whose result is a `StreamResponse` (`task`, then `statusUpdate`s while working, then `artifactUpdate`s and the last `statusUpdate`); the stream ends when the task ends or needs input. `GetTask` reads a task; `CancelTask` stops its run (-32002 when it has ended). States: `TASK_STATE_WORKING`, `TASK_STATE_INPUT_REQUIRED` (the status message lists the waiting calls), `TASK_STATE_COMPLETED` (artifacts `answer`, text, and `output`, the structured output), `TASK_STATE_FAILED`, `TASK_STATE_CANCELED`. Another user's task, or an unknown id, is -32001 Task not found. A2A 0.3's methods are served on the same endpoint (the method name tells the version; `A2A-Version`, when sent, must match it): `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe` are handled as their 1.0 counterparts and answered in 0.3's shapes: objects tagged `kind` (`task`, `message`, `status-update` with `final`, `artifact-update`), parts `{\"kind\": \"text\"|\"data\"|\"file\", ...}`, states `working`, `input-required`, `completed`, `failed`, `canceled`, roles `user`/`agent`, `configuration.blocking: false` as `returnImmediately`; 0.3 has no tenant, so a new task's project is `metadata.tenant` (of the message or the request). 1.0's errors -32008 and -32009 are -32600 in 0.3.",
+                "description": "One JSON-RPC request per POST (no batches); send `A2A-Version: 1.0` (a missing header is read as 1.0, another major version is error -32009). Authentication and body size as for the API: 401 without a valid bearer token (or session cookie with `x-csrf-token`), 413 over the body limit; every other error is a JSON-RPC error answer. An A2A task is one agent run (`id` = agent run id) and its `contextId` the agentloop task. `SendMessage` without `message.taskId` starts a run: with `message.contextId` a new run of that task (the text is added to its document), otherwise a new task in the project named by `tenant` (the first text line is its title, the text its document); either way the run's first message carries the text after the agent's prompt; `metadata.agentType` picks the agent (`implementation` by default). It answers `{\"task\": Task}` once the run ends or needs input (`configuration.returnImmediately`: at once). A message with `taskId` answers an input-required task: a data part `{\"decisions\": [{\"call_id\", \"decision\": \"approve\"|\"approve_always\"|\"reject\"|\"answer\", ...}]}` as `POST /api/agent-runs/{runId}/decisions` takes, or text when one call waits (`approve`, `reject[: reason]`, or the answer). `SendStreamingMessage` and `SubscribeToTask` answer `text/event-stream`, each `data:` a JSON-RPC answer whose result is a `StreamResponse` (`task`, then `statusUpdate`s while working, then `artifactUpdate`s and the last `statusUpdate`); the stream ends when the task ends or needs input. `GetTask` reads a task; `CancelTask` stops its run (-32002 when it has ended). States: `TASK_STATE_WORKING`, `TASK_STATE_INPUT_REQUIRED` (the status message lists the waiting calls), `TASK_STATE_COMPLETED` (artifacts `answer`, text, and `output`, the structured output), `TASK_STATE_FAILED`, `TASK_STATE_CANCELED`. Another user's task, or an unknown id, is -32001 Task not found. A2A 0.3's methods are served on the same endpoint (the method name tells the version; `A2A-Version`, when sent, must match it): `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe` are handled as their 1.0 counterparts and answered in 0.3's shapes: objects tagged `kind` (`task`, `message`, `status-update` with `final`, `artifact-update`), parts `{\"kind\": \"text\"|\"data\"|\"file\", ...}`, states `working`, `input-required`, `completed`, `failed`, `canceled`, roles `user`/`agent`, `configuration.blocking: false` as `returnImmediately`; 0.3 has no tenant, so a new task's project is `metadata.tenant` (of the message or the request). 1.0's errors -32008 and -32009 are -32600 in 0.3.",
                 "methods": [
                     agentloop_a2a::rpc::method::SEND_MESSAGE,
                     agentloop_a2a::rpc::method::SEND_STREAMING_MESSAGE,
@@ -1038,7 +1074,8 @@ mod tests {
     }
 
     #[test]
-    fn a_rate_limited_server_documents_429_on_every_route_and_an_unlimited_one_nowhere() {
+    fn a_rate_limited_server_documents_429_on_every_route_but_health_and_an_unlimited_one_nowhere()
+    {
         for rate_limited in [true, false] {
             let doc = super::document(super::Offers {
                 rate_limited,
@@ -1051,7 +1088,7 @@ mod tests {
                     .find(|o| o.is_object())
                     .unwrap_or_else(|| panic!("{method} {path} undescribed"));
                 let answer = &operation["responses"]["429"];
-                if rate_limited {
+                if rate_limited && *path != "/api/health" {
                     assert_eq!(answer["$ref"], super::TOO_MANY_REQUESTS, "{method} {path}");
                 } else {
                     assert!(answer.is_null(), "{method} {path}");

@@ -8,7 +8,9 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::extract::{ApiJson, AuthUser, check_id};
+use super::extract::{
+    ApiJson, AuthUser, MAX_MODEL_CHARS, MAX_TITLE_CHARS, check_id, required_text, too_long,
+};
 use agentloop_tools::vfs::DirJail;
 use agentloop_types::vfs::{Vfs, VfsError};
 
@@ -118,20 +120,22 @@ pub(super) async fn create(
     AuthUser(user): AuthUser,
     ApiJson(body): ApiJson,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let name = match body.get("name").and_then(Value::as_str).map(str::trim) {
-        Some(name) if !name.is_empty() => name,
-        Some(_) => return Err(ApiError::bad_request("name must not be empty")),
-        None => return Err(ApiError::bad_request("name must be a string")),
-    };
-    let Some(requested) = body
-        .get("repoFolder")
-        .or_else(|| body.get("repo_folder"))
-        .and_then(Value::as_str)
-    else {
-        return Err(ApiError::bad_request("repoFolder must be a string"));
+    let name = required_text(&body, "name", MAX_TITLE_CHARS)?;
+    let requested = match body.get("repoFolder").or_else(|| body.get("repo_folder")) {
+        Some(Value::String(folder)) => folder.as_str(),
+        None | Some(Value::Null) => {
+            return Err(ApiError::bad_request(
+                "repoFolder is required: the project's folder, relative to the server's \
+                 projects folder or absolute inside it",
+            ));
+        }
+        Some(_) => return Err(ApiError::bad_request("repoFolder must be a string")),
     };
     let model = match body.get("model") {
         None | Some(Value::Null) => None,
+        Some(Value::String(model)) if model.chars().count() > MAX_MODEL_CHARS => {
+            return Err(too_long("model", model.chars().count(), MAX_MODEL_CHARS));
+        }
         Some(Value::String(model)) if !model.trim().is_empty() => Some(model.clone()),
         Some(_) => return Err(ApiError::bad_request("model must be a non-empty string")),
     };

@@ -9,7 +9,7 @@ use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::extract::{ApiJson, AuthUser, check_id};
+use super::extract::{ApiJson, AuthUser, MAX_TITLE_CHARS, check_id, required_text};
 use super::projects::owned_project;
 use agentloop_tools::vfs::DirJail;
 use agentloop_types::vfs::{Vfs, VfsError};
@@ -101,11 +101,7 @@ pub(super) async fn create(
     ApiJson(body): ApiJson,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let project = owned_project(&state, &user, &project_id).await?;
-    let title = match body.get("title").and_then(Value::as_str).map(str::trim) {
-        Some(title) if !title.is_empty() => title,
-        Some(_) => return Err(ApiError::bad_request("title must not be empty")),
-        None => return Err(ApiError::bad_request("title must be a string")),
-    };
+    let title = required_text(&body, "title", MAX_TITLE_CHARS)?;
     let description = match body.get("description") {
         None | Some(Value::Null) => "",
         Some(Value::String(s)) => s.as_str(),
