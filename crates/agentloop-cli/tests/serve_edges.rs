@@ -501,3 +501,45 @@ fn the_demo_shows_what_rejecting_the_write_does() {
     let run = until_status(&address, &ada, third, "completed");
     assert_eq!(run["stopped_by"], "workflow_complete", "{run}");
 }
+
+/// A server killed mid-run and started again on the same machine takes the
+/// run over at once: its predecessor is gone, so its lease (ten minutes
+/// here) is not waited out.
+#[test]
+fn a_restarted_server_takes_over_its_predecessors_runs_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = dir.path().join("script.json");
+    // One turn of about six seconds: the kill below lands inside it.
+    let mut steps = Vec::new();
+    for word in ["alpha ", "beta ", "gamma ", "delta"] {
+        steps.push(json!({ "type": "text", "chunks": [word] }));
+        steps.push(json!({ "type": "delay", "ms": 1500 }));
+    }
+    write_script(&script, json!([{ "steps": steps }]));
+    let token = create_user(&db, "ada");
+    let provider = format!("scripted:{}", script.display());
+    let root = dir.path().display().to_string();
+    let args = [
+        "--db",
+        &db,
+        "--provider",
+        &provider,
+        "--projects-root",
+        &root,
+        "--lease-ms",
+        "600000",
+    ];
+    let (first, base, _) = common::serve(&args);
+    let address = base.trim_start_matches("http://").to_owned();
+    let task_id = task_with(&address, &token, &dir.path().join("repo"), json!({}));
+    let run_id = start_run(&address, &token, &task_id, "planification");
+    until_status(&address, &token, &run_id, "running");
+    drop(first); // SIGKILL: nothing of the run is closed.
+
+    let (_second, base, _) = common::serve(&args);
+    let address = base.trim_start_matches("http://").to_owned();
+    let run = until_status(&address, &token, &run_id, "completed");
+    let messages = messages(&address, &token, &run_id);
+    assert!(said(&messages, "assistant").contains("delta"), "{run}");
+}

@@ -81,7 +81,10 @@ fn a_question_waits_on_the_api_and_the_answer_continues_the_run() {
         );
         assert_eq!(status, 400, "{refused}");
         assert!(
-            refused["error"].as_str().unwrap().contains("must not be empty"),
+            refused["error"]
+                .as_str()
+                .unwrap()
+                .contains("must not be empty"),
             "{refused}"
         );
     }

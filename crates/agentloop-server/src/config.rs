@@ -180,7 +180,14 @@ impl ServerConfig {
             max_iterations: 50,
             prompts: AgentPrompts::default(),
             extra_tools: Vec::new(),
-            instance_id: format!("{}-{}", std::process::id(), crate::ids::new_id()),
+            // Ends with this process's identity, so a server started again
+            // here after a crash takes this one's runs over at once.
+            instance_id: format!(
+                "{}-{}{}",
+                std::process::id(),
+                crate::ids::new_id(),
+                crate::holder::this_process().unwrap_or_default()
+            ),
             lease_ttl: Duration::from_secs(30),
             heartbeat: Duration::from_secs(5),
             claim_interval: Duration::from_secs(5),

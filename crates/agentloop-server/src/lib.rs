@@ -72,6 +72,7 @@ pub mod error;
 pub mod folders;
 pub mod follow;
 pub mod heartbeat;
+pub mod holder;
 pub mod hosting;
 pub mod http;
 pub mod ids;

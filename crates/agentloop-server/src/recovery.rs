@@ -121,51 +121,95 @@ pub async fn claim_once(state: &AppState) -> Result<usize, StorageError> {
         if state.shutdown.is_cancelled() {
             break;
         }
-        if record.status != RunStatus::Running || state.local_run(&record.id).is_some() {
-            continue;
-        }
-        let agent_run = match state.store.get_agent_run(&record.id).await {
-            Ok(run) => run,
-            Err(StorageError::NotFound { .. }) => continue,
-            Err(e) => return Err(e),
-        };
-        // A run that waits holds no lease; its record says so. A run a
-        // person ended while its instance was gone is taken over only to
-        // log its end (see `drive`).
-        if agent_run.status == AgentRunStatus::Waiting {
-            let mut record = record;
-            record.status = crate::ending::record_status(agent_run.status);
-            record.updated_at = now;
-            state.store.update_run(&record).await?;
-            continue;
-        }
-        if let Some(dispatch) = &state.config.dispatch {
-            // The durable engine executes it (and retries it); handing it
-            // again is idempotent.
-            if let Err(error) = dispatch.dispatch(&record.id).await {
-                tracing::warn!(agent_run_id = %record.id, %error, "handing a run to the durable engine failed");
-            }
-            continue;
-        }
-        let ttl = crate::runner::ttl_ms(state);
-        if state
-            .store
-            .acquire_lease(&record.id, &state.config.instance_id, now, now + ttl)
-            .await?
-        {
-            tracing::info!(agent_run_id = %record.id, "took over an agent run whose lease expired");
-            state.metrics.lease_takeovers.inc();
-            tokio::spawn(crate::drive::drive_run(state.clone(), record.id.clone()));
+        if claim(state, record, now).await? {
             started += 1;
         }
     }
     Ok(started)
 }
 
+/// On start: takes over at once the runs whose lease is held by a process
+/// that is gone (see [`crate::holder`]) or by this instance's own id (a
+/// restart under a fixed `--instance-id`), rather than when their leases
+/// expire. A lease taken from a gone holder is taken only while it is the
+/// lease that holder left: were it renewed, the holder lives.
+pub async fn take_over_from_gone_holders(state: &AppState) -> Result<usize, StorageError> {
+    let now = now_millis();
+    let mut started = 0;
+    // Every pending or running run: none's lease expires after the end of
+    // time.
+    for record in state.store.list_claimable_runs(i64::MAX, u32::MAX).await? {
+        let (Some(owner), Some(expires)) = (&record.lease_owner, record.lease_expires_at) else {
+            continue;
+        };
+        if expires <= now {
+            continue; // `claim_once` takes it.
+        }
+        if owner != &state.config.instance_id && !crate::holder::is_gone(owner) {
+            continue;
+        }
+        if claim(state, record, expires).await? {
+            started += 1;
+        }
+    }
+    Ok(started)
+}
+
+/// Claims `record` if its lease is free at `lease_now` (the time the lease
+/// is judged at), and starts executing it; whether it did.
+async fn claim(
+    state: &AppState,
+    record: agentloop_storage::model::RunRecord,
+    lease_now: i64,
+) -> Result<bool, StorageError> {
+    let now = now_millis();
+    if record.status != RunStatus::Running || state.local_run(&record.id).is_some() {
+        return Ok(false);
+    }
+    let agent_run = match state.store.get_agent_run(&record.id).await {
+        Ok(run) => run,
+        Err(StorageError::NotFound { .. }) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    // A run that waits holds no lease; its record says so. A run a
+    // person ended while its instance was gone is taken over only to
+    // log its end (see `drive`).
+    if agent_run.status == AgentRunStatus::Waiting {
+        let mut record = record;
+        record.status = crate::ending::record_status(agent_run.status);
+        record.updated_at = now;
+        state.store.update_run(&record).await?;
+        return Ok(false);
+    }
+    if let Some(dispatch) = &state.config.dispatch {
+        // The durable engine executes it (and retries it); handing it
+        // again is idempotent.
+        if let Err(error) = dispatch.dispatch(&record.id).await {
+            tracing::warn!(agent_run_id = %record.id, %error, "handing a run to the durable engine failed");
+        }
+        return Ok(false);
+    }
+    let ttl = crate::runner::ttl_ms(state);
+    if state
+        .store
+        .acquire_lease(&record.id, &state.config.instance_id, lease_now, now + ttl)
+        .await?
+    {
+        tracing::info!(agent_run_id = %record.id, "took over an agent run whose holder is gone");
+        state.metrics.lease_takeovers.inc();
+        tokio::spawn(crate::drive::drive_run(state.clone(), record.id.clone()));
+        return Ok(true);
+    }
+    Ok(false)
+}
+
 /// Claims runs until the instance shuts down.
 pub async fn claim_loop(state: AppState) {
     if let Err(e) = adopt_orphans(&state).await {
         tracing::warn!(error = %e, "adopting orphaned agent runs failed");
+    }
+    if let Err(e) = take_over_from_gone_holders(&state).await {
+        tracing::warn!(error = %e, "taking over the runs of a gone instance failed");
     }
     let mut pass: u64 = 0;
     loop {

@@ -207,7 +207,10 @@ async fn a_person_runs_and_watches_agents_in_chromium() {
     assert!(!site.root.join("demo").join("approved.md").exists());
     page.click("tr[data-run]:first-child a").await;
     let pending = page.text_of(".tool[data-tool=w1] .pending").await;
-    assert!(pending.contains("Waits for your approval, because: "), "{pending}");
+    assert!(
+        pending.contains("Waits for your approval, because: "),
+        "{pending}"
+    );
     page.screenshot("run-waiting").await;
     page.click(".tool[data-tool=w1] .pending button").await;
     page.wait_until("document.querySelector('h1 .badge').textContent.includes('completed')")
