@@ -377,6 +377,14 @@ pub enum ConfigCommand {
     Show,
 }
 
+/// The folder of the configuration file (relative hook programs are
+/// taken from it).
+pub fn folder() -> Result<PathBuf, Failure> {
+    Ok(path()?
+        .parent()
+        .map_or_else(|| PathBuf::from("."), std::path::Path::to_path_buf))
+}
+
 /// The configuration file's path.
 pub fn path() -> Result<PathBuf, Failure> {
     let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());

@@ -90,15 +90,14 @@ pub struct CommandHook {
 
 /// The hooks the configuration's `[[hooks]]` entries make, in file order;
 /// an entry naming no known moment, or with an empty command, is refused.
-pub fn from_config(entries: &[HookEntry]) -> Result<Hooks, Failure> {
+/// `config_dir` is the configuration file's folder, where relative
+/// program paths are taken from.
+pub fn from_config(entries: &[HookEntry], config_dir: &Path) -> Result<Hooks, Failure> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let config_dir = crate::config::path()?
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let mut hooks = Hooks::default();
     for (n, entry) in entries.iter().enumerate() {
         hooks.push(Arc::new(
-            CommandHook::new(entry, cwd.clone(), &config_dir).map_err(|reason| {
+            CommandHook::new(entry, cwd.clone(), config_dir).map_err(|reason| {
                 Failure::usage(format!("the configuration's hooks[{n}]: {reason}"))
             })?,
         ));
@@ -351,9 +350,9 @@ pub enum HooksCommand {
 }
 
 /// `agentloop hooks list`.
-pub fn command(command: HooksCommand, entries: &[HookEntry]) -> Outcome {
+pub fn command(command: HooksCommand, entries: &[HookEntry], config_dir: &Path) -> Outcome {
     let HooksCommand::List = command;
-    from_config(entries)?;
+    from_config(entries, config_dir)?;
     let mut out = Stdout::new();
     if entries.is_empty() {
         crate::out::note("no hooks are configured ([[hooks]] in the configuration file)");

@@ -128,7 +128,7 @@ fn main() -> ExitCode {
                 );
             }
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
-            let hooks = hooks::from_config(&config.hooks)?;
+            let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
             let remote = a2a_agents::remote_agents(&config.a2a_agents, &args.a2a)?;
             runtime.block_on(run::run(args, approvals, config.mcp()?, remote, hooks))
         }),
@@ -146,7 +146,7 @@ fn main() -> ExitCode {
             // unless --approve says otherwise.
             let approvals =
                 approve::policies(Some(args.approve.as_deref().unwrap_or("all")), &config)?;
-            let hooks = hooks::from_config(&config.hooks)?;
+            let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
             runtime.block_on(eval::eval(args, approvals, hooks))
         }),
         Command::Mcp(mcp_serve::McpCommand::Serve(mut args)) => config::load().and_then(|config| {
@@ -159,7 +159,7 @@ fn main() -> ExitCode {
                 &mut args.tools,
             );
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
-            let hooks = hooks::from_config(&config.hooks)?;
+            let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
             runtime.block_on(mcp_serve::serve(args, approvals, config.mcp()?, hooks))
         }),
         Command::ReplayStream(args) => replay::replay(args),
@@ -192,7 +192,7 @@ fn main() -> ExitCode {
                 );
             }
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
-            let hooks = hooks::from_config(&config.hooks)?;
+            let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
             runtime.block_on(chat::chat(args, approvals, hooks))
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
@@ -202,9 +202,8 @@ fn main() -> ExitCode {
         Command::Completions(args) => discover::completions(args, Cli::command()),
         Command::Info => discover::info(),
         Command::Models(args) => runtime.block_on(discover::models(args)),
-        Command::Hooks(command) => {
-            config::load().and_then(|config| hooks::command(command, &config.hooks))
-        }
+        Command::Hooks(command) => config::load()
+            .and_then(|config| hooks::command(command, &config.hooks, &config::folder()?)),
     };
     match outcome {
         Ok(code) => code,

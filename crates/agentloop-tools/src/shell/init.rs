@@ -22,7 +22,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::launcher::landlock_rules;
+use super::domain::landlock_rules;
 use super::protocol::{LaunchSpec, SandboxError, TAG_FAILURE, TAG_STARTED, frame};
 use super::seccomp;
 

@@ -44,10 +44,6 @@ use std::path::Path;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, Scope, path_beneath_rules,
-};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
@@ -55,6 +51,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::{Pid, getgid, getpid, getuid};
 
+use super::domain;
 use super::idmap;
 use super::init::close_inherited_files;
 use super::protocol::{
@@ -158,7 +155,7 @@ fn run(spec: &LaunchSpec) -> Result<LaunchExit, SandboxError> {
         })?;
     // Fails here, typed, on a kernel without Landlock, before anything
     // starts; PID 1 applies the same rules to itself.
-    landlock_ruleset(spec)?;
+    domain::landlock_ruleset(spec)?;
     let quota = Quota::new(&spec.write, spec.max_write_bytes, spec.max_write_files);
     let (out_read, out_write) = std::io::pipe().map_err(spawn_error)?;
     let (err_read, err_write) = std::io::pipe().map_err(spawn_error)?;
@@ -292,46 +289,6 @@ fn set_limits(spec: &LaunchSpec) -> Result<(), SandboxError> {
         setrlimit(resource, value, value).map_err(|e| SandboxError::Limits {
             message: format!("{what}: {e}"),
         })?;
-    }
-    Ok(())
-}
-
-/// The Landlock ruleset, made but not enforced. Filesystem rights of ABI 3
-/// (with `refer` and `truncate`) are required; the ABI 6 scopes (signals,
-/// abstract Unix sockets) are added when the kernel has them.
-fn landlock_ruleset(spec: &LaunchSpec) -> Result<landlock::RulesetCreated, SandboxError> {
-    let landlock = |e: &dyn std::fmt::Display| SandboxError::Landlock {
-        message: e.to_string(),
-    };
-    let fs_abi = ABI::V3;
-    Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_all(fs_abi))
-        .map_err(|e| landlock(&e))?
-        .set_compatibility(CompatLevel::BestEffort)
-        .scope(Scope::from_all(ABI::V6))
-        .map_err(|e| landlock(&e))?
-        .create()
-        .map_err(|e| landlock(&e))?
-        .add_rules(path_beneath_rules(&spec.read, AccessFs::from_read(fs_abi)))
-        .map_err(|e| landlock(&e))?
-        .add_rules(path_beneath_rules(&spec.write, AccessFs::from_all(fs_abi)))
-        .map_err(|e| landlock(&e))
-}
-
-/// Puts this process (PID 1, before it starts the command) in the Landlock
-/// domain: reads only below the read list, writes only below the write
-/// list, no signals to and no abstract sockets of processes outside.
-pub(super) fn landlock_rules(spec: &LaunchSpec) -> Result<(), SandboxError> {
-    let status = landlock_ruleset(spec)?
-        .restrict_self()
-        .map_err(|e| SandboxError::Landlock {
-            message: e.to_string(),
-        })?;
-    if status.ruleset == RulesetStatus::NotEnforced {
-        return Err(SandboxError::Landlock {
-            message: "the kernel does not enforce the ruleset".to_owned(),
-        });
     }
     Ok(())
 }

@@ -66,6 +66,7 @@
 //! sockets of their own (a test starting a server on one) fail.
 
 mod config;
+mod domain;
 mod idmap;
 mod init;
 mod kept;
