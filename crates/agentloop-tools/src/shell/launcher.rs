@@ -1,6 +1,6 @@
 //! The launcher: a fresh, single-threaded process that builds the
 //! namespaces around itself and then starts the command's PID 1 (this
-//! binary again, see [`super::init`]) inside them. It stays outside the
+//! binary again, see `shell::init`) inside them. It stays outside the
 //! command's reach: in the parent PID namespace (no PID inside names it),
 //! in a process group of its own, outside the Landlock domain and the
 //! seccomp filters, and not dumpable.
@@ -14,13 +14,13 @@
 //!    denied first, as an unprivileged user namespace requires), then mark
 //!    itself not dumpable (a non-dumpable process cannot write its own
 //!    maps), and make every mount read-only but bind mounts of the write
-//!    roots, which are `nosuid` (see [`super::mounts`]). A root caller
+//!    roots, which are `nosuid` (see `shell::mounts`). A root caller
 //!    makes the mount namespace first, as root, shows the write roots to
 //!    an unprivileged host id through idmapped mounts, hides the folders
 //!    that id cannot search, and drops to it before the user namespace
-//!    (see [`super::idmap`]): its command is an ordinary user on the host;
+//!    (see `shell::idmap`): its command is an ordinary user on the host;
 //! 4. rlimits: processes, data memory, file size, open files, no core;
-//! 5. measure the write roots for the write quota (see [`super::quota`]);
+//! 5. measure the write roots for the write quota (see `shell::quota`);
 //! 6. start PID 1 under the non-root id, in a new process group, with a
 //!    socket to it as its stdin: PID 1 sets the parent-death signal,
 //!    Landlock and seccomp on itself, starts `/bin/sh -c COMMAND` and
