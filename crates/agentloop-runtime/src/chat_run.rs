@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use agentloop_engine::{CheckpointedRun, RunItem};
+use agentloop_storage::Store;
 use agentloop_types::{LoopEvent, LoopResult};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
@@ -37,6 +38,8 @@ pub struct RunOutcome {
 /// which the run is stopped (a store failure, a lost lease).
 pub struct ChatRun {
     run_id: String,
+    /// Where the run's lease is held, and by whom.
+    holder: (Arc<dyn Store>, String),
     events: BoxStream<'static, RuntimeResult<LoopEvent>>,
     pacing: Arc<Pacing>,
 }
@@ -52,6 +55,7 @@ impl ChatRun {
     /// Drives `stream`, persisting through `persister`.
     pub(crate) fn new(persister: Box<Persister>, stream: CheckpointedRun) -> Self {
         let run_id = persister.run.id.clone();
+        let holder = (persister.store.clone(), persister.owner.clone());
         let pacing = Arc::new(Pacing::default());
         let driving = Driving {
             persister,
@@ -65,6 +69,7 @@ impl ChatRun {
         });
         Self {
             run_id,
+            holder,
             events: events.boxed(),
             pacing,
         }
@@ -79,6 +84,22 @@ impl ChatRun {
     /// Whether the stream ended after one step, the run not ended.
     pub fn paused(&self) -> bool {
         self.pacing.paused.load(Ordering::Relaxed)
+    }
+
+    /// Gives the run up where it is, as a crash would, but hands its lease
+    /// back at once so another worker can take it over without waiting
+    /// for it to expire (an instance shutting down).
+    pub async fn give_up(self) {
+        let Self {
+            run_id,
+            events,
+            holder,
+            ..
+        } = self;
+        drop(events);
+        let (store, owner) = holder;
+        // A release that fails leaves the lease to expire.
+        let _ = store.release_lease(&run_id, &owner).await;
     }
 
     /// The stored run's id.
@@ -149,6 +170,10 @@ impl Driving {
                                 // here, it never starts it.
                                 self.stream = None;
                                 self.pacing.paused.store(true, Ordering::Relaxed);
+                                // Whoever executes the next step takes
+                                // the lease again; a release that fails
+                                // leaves it to expire.
+                                let _ = self.persister.release().await;
                                 return None;
                             }
                             Ok(None)

@@ -9,9 +9,16 @@
 //! host [`commit`](RunEnding::commit)s the end to its own record. So the
 //! terminal event is durable before any status says the run ended, and
 //! the record, the event and the host agree by construction.
+//!
+//! A run that stops to wait for a person has not ended: the host is told
+//! it [`waits`](RunEnding::waits) first, then the record is stored
+//! `suspended`, and only then the terminal event saying so is appended
+//! and relayed. So whoever reads that a run waits (its log, a live
+//! follower) finds the run waiting in both records, and a decision sent
+//! at once is accepted.
 
 use agentloop_storage::model::RunStatus;
-use agentloop_types::LoopResult;
+use agentloop_types::{LoopResult, PendingCall};
 use async_trait::async_trait;
 
 /// The end a host decided for a run.
@@ -33,4 +40,15 @@ pub trait RunEnding: Send + Sync {
     /// Records the end `decided` in the host's own record, after the
     /// terminal event and the run record were written.
     async fn commit(&self, decided: &Decided) -> Result<(), String>;
+
+    /// The run waits for a person on `pending`, under the run's lease and
+    /// before its wait is stored or announced; `fresh` when its loop has
+    /// just suspended (decisions of an earlier wait do not count for
+    /// this one), not when it was found waiting. A host that ended the
+    /// run meanwhile keeps its end: the wait is stored all the same, and
+    /// the host closes it.
+    async fn waits(&self, pending: &[PendingCall], fresh: bool) -> Result<(), String> {
+        let _ = (pending, fresh);
+        Ok(())
+    }
 }

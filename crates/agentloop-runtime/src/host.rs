@@ -19,16 +19,18 @@
 
 use std::sync::Arc;
 
-use agentloop_storage::model::{Chat, Project, RunRecord};
+use agentloop_storage::StorageError;
+use agentloop_storage::model::{Chat, Project, RunRecord, RunStatus, now_millis};
 use agentloop_types::{
-    Decisions, EventKind, FinishedEvent, LoopEvent, LoopResult, Message, PendingCall, Role,
-    RunPath, RunPhase,
+    Decisions, EventKind, FinishedEvent, LoopError, LoopEvent, LoopResult, LoopStatus, Message,
+    PendingCall, Role, RunPath, RunPhase,
 };
 
 use crate::chat_run::ChatRun;
 use crate::ending::RunEnding;
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::gate::Gate;
+use crate::heartbeat::Heartbeat;
 use crate::log::RunLog;
 use crate::recovery::is_resumable;
 use crate::runtime::ChatRuntime;
@@ -114,6 +116,7 @@ impl ChatRuntime {
                     .filter(|(id, _)| pending.iter().any(|p| &p.call.id == id))
                     .collect();
                 if decided.len() < pending.len() {
+                    Box::pin(self.hold_wait(record, &pending, run.ending)).await?;
                     return Ok(Hosted::Waiting(pending));
                 }
                 let decide =
@@ -197,6 +200,127 @@ impl ChatRuntime {
         persister.handle(finished(result)).await
     }
 
+    /// Ends hosted run `run.run_id` as failed before its loop could do
+    /// anything (`message` says why: a tool or server its host offers
+    /// could not start), through the one end of a run: the host decides,
+    /// the terminal event is logged, the record written, the host
+    /// commits, the lease is released. A run whose log holds an end keeps
+    /// it. Returns the terminal event, as logged; `RunInProgress` when
+    /// another worker holds the run.
+    pub async fn fail_hosted(&self, run: HostedRun, message: String) -> RuntimeResult<LoopEvent> {
+        let result = LoopResult {
+            status: LoopStatus::Error {
+                error: LoopError::Host { message },
+            },
+            messages: Vec::new().into(),
+            tokens: Default::default(),
+            stop: None,
+        };
+        self.end_hosted(run, result).await
+    }
+
+    /// Stores that hosted run `run.run_id` waits for a person, as its host
+    /// found it (a wait whose record a crash left `running`): the host is
+    /// told, the record stored `suspended`, the lease released. Nothing
+    /// executes it until a decision wakes it ([`wake_hosted`](Self::wake_hosted)).
+    pub async fn settle_wait(&self, run: HostedRun) -> RuntimeResult<Vec<PendingCall>> {
+        let record = self.claim_hosted(&run).await?;
+        let pending = record
+            .state
+            .as_ref()
+            .filter(|s| s.phase != RunPhase::Finished)
+            .map(|state| {
+                agentloop_engine::Machine::new(state.clone(), Default::default())
+                    .pending()
+                    .to_vec()
+            })
+            .unwrap_or_default();
+        self.hold_wait(record, &pending, run.ending).await?;
+        Ok(pending)
+    }
+
+    /// Stores that the run of `record`, held under this runtime's lease,
+    /// waits on `pending`: the host first, then the record, then the lease
+    /// is released.
+    async fn hold_wait(
+        &self,
+        mut record: RunRecord,
+        pending: &[PendingCall],
+        ending: Option<Arc<dyn RunEnding>>,
+    ) -> RuntimeResult<()> {
+        if let Some(ending) = &ending {
+            ending
+                .waits(pending, false)
+                .await
+                .map_err(|message| RuntimeError::Host {
+                    run_id: record.id.clone(),
+                    message,
+                })?;
+        }
+        if record.status != RunStatus::Suspended {
+            record.status = RunStatus::Suspended;
+            record.updated_at = now_millis();
+            self.store.update_run(&record).await?;
+        }
+        self.store.release_lease(&record.id, &self.owner).await?;
+        Ok(())
+    }
+
+    /// Makes hosted run `run_id`, which waits for a person, claimable
+    /// again once its host recorded every decision it waits for: its
+    /// record goes from `suspended` to `running`, so a crash before it
+    /// executes again leaves a run some worker continues. Whether it
+    /// waited.
+    pub async fn wake_hosted(&self, run_id: &str) -> RuntimeResult<bool> {
+        let mut record = self.store.get_run(run_id).await?;
+        if record.status != RunStatus::Suspended {
+            return Ok(false);
+        }
+        record.status = RunStatus::Running;
+        record.updated_at = now_millis();
+        self.store.update_run(&record).await?;
+        Ok(true)
+    }
+
+    /// Takes hosted run `run_id` over for this runtime if its lease is free
+    /// when judged at `lease_now` (the time now, or the end of a lease a
+    /// holder known to be gone left: taken only while it is that lease).
+    /// Whether this runtime holds it now.
+    pub async fn take_over(&self, run_id: &str, lease_now: i64) -> RuntimeResult<bool> {
+        let now = now_millis();
+        Ok(self
+            .store
+            .acquire_lease(run_id, &self.owner, lease_now, now + self.lease_ms)
+            .await?)
+    }
+
+    /// The record of a new hosted run `run_id` in chat `chat_id`, for its
+    /// host to store in the same write as its own records: `running`,
+    /// with an empty log, under this runtime's lease when `leased` (then
+    /// [`host`](Self::host) starts it from [`Written`] without reading it
+    /// back), else free for whichever worker takes it.
+    pub fn hosted_record(&self, run_id: &str, chat_id: &str, leased: bool) -> RunRecord {
+        let now = now_millis();
+        RunRecord {
+            id: run_id.to_owned(),
+            chat_id: Some(chat_id.to_owned()),
+            status: RunStatus::Running,
+            state: None,
+            result: None,
+            pending_tool_call: None,
+            lease_owner: leased.then(|| self.owner.clone()),
+            lease_expires_at: leased.then(|| now + self.lease_ms),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// The heartbeat keeping the leases of the hosted runs this runtime's
+    /// owner executes (see [`crate::heartbeat`]).
+    pub fn heartbeat(&self) -> Heartbeat {
+        Heartbeat::new(Arc::clone(&self.store), self.owner.clone(), self.lease_ms)
+    }
+
     /// Ends a run whose log holds its end (`ended`) but whose record may
     /// not say so yet: the record and the host are brought to that end.
     async fn end_logged(
@@ -213,19 +337,32 @@ impl ChatRuntime {
         persister.finish_logged(ended).await
     }
 
-    /// Takes the lease of a hosted run and reads its record back; a record
-    /// from before runs were tied to their chat is tied to it now.
+    /// Takes the lease of a hosted run and reads its record back; a run
+    /// whose record its host never stored (a crash right after it created
+    /// its own) gets one now, under the lease; a record from before runs
+    /// were tied to their chat is tied to it now.
     async fn claim_hosted(&self, run: &HostedRun) -> RuntimeResult<RunRecord> {
-        let now = agentloop_storage::model::now_millis();
-        if !self
+        let now = now_millis();
+        let in_progress = || RuntimeError::RunInProgress {
+            chat_id: run.chat_id.clone(),
+            run_id: run.run_id.clone(),
+        };
+        match self
             .store
             .acquire_lease(&run.run_id, &self.owner, now, now + self.lease_ms)
-            .await?
+            .await
         {
-            return Err(RuntimeError::RunInProgress {
-                chat_id: run.chat_id.clone(),
-                run_id: run.run_id.clone(),
-            });
+            Ok(true) => {}
+            Ok(false) => return Err(in_progress()),
+            Err(StorageError::NotFound { .. }) => {
+                let record = self.hosted_record(&run.run_id, &run.chat_id, true);
+                return match self.store.create_run(&record).await {
+                    Ok(()) => Ok(record),
+                    Err(StorageError::AlreadyExists { .. }) => Err(in_progress()),
+                    Err(e) => Err(e.into()),
+                };
+            }
+            Err(e) => return Err(e.into()),
         }
         let mut record = self.store.get_run(&run.run_id).await?;
         if record.chat_id.as_deref() != Some(run.chat_id.as_str()) {
@@ -240,7 +377,7 @@ impl ChatRuntime {
         record.lease_owner.as_deref() == Some(self.owner.as_str())
             && record
                 .lease_expires_at
-                .is_some_and(|expires| expires > agentloop_storage::model::now_millis())
+                .is_some_and(|expires| expires > now_millis())
     }
 
     /// The end the run's log holds.

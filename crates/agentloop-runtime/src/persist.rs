@@ -164,6 +164,26 @@ impl Persister {
         if root && let EventKind::Finished(FinishedEvent { result }) = &mut event.kind {
             // A worker that lost the run must not write its end.
             self.renew_lease().await?;
+            if let LoopStatus::Suspended { pending, .. } = &result.status {
+                // The wait is stored (the host's record, then the run's)
+                // before the event announcing it is logged or relayed.
+                if let Some(ending) = &self.ending {
+                    ending
+                        .waits(pending, true)
+                        .await
+                        .map_err(|message| self.host_error(message))?;
+                }
+                let decided = Decided {
+                    status: RunStatus::Suspended,
+                    result: LoopResult::clone(result),
+                };
+                self.write_record(&decided).await?;
+                self.log.push(event.clone());
+                self.flush().await?;
+                self.release().await?;
+                self.result = Some(decided.result);
+                return Ok(event);
+            }
             let decided = self.decide(LoopResult::clone(result)).await?;
             **result = decided.result.clone();
             self.log.push(event.clone());
@@ -339,10 +359,39 @@ impl Persister {
         Ok(result)
     }
 
-    /// Records the run's end, its terminal event written: status, result
-    /// (its own messages only: the chat holds the rest) and pending call;
-    /// the host commits it; then the lease is released.
+    /// Records the run's end, its terminal event written (see
+    /// [`write_record`](Self::write_record)); the host commits it; then the
+    /// lease is released.
     async fn finish(&mut self, decided: Decided) -> RuntimeResult<()> {
+        self.write_record(&decided).await?;
+        // The host commits while the lease is still held: a host that
+        // watches its leases gives up a run whose lease is gone, and must
+        // not do so between the record and the commit.
+        if let Some(ending) = &self.ending
+            && !matches!(decided.result.status, LoopStatus::Suspended { .. })
+        {
+            ending
+                .commit(&decided)
+                .await
+                .map_err(|message| self.host_error(message))?;
+        }
+        self.release().await?;
+        self.result = Some(decided.result);
+        Ok(())
+    }
+
+    /// Gives the run's lease up.
+    pub(crate) async fn release(&mut self) -> RuntimeResult<()> {
+        self.store.release_lease(&self.run.id, &self.owner).await?;
+        self.run.lease_owner = None;
+        self.run.lease_expires_at = None;
+        Ok(())
+    }
+
+    /// Writes the record of a run that ended or waits as `decided` says:
+    /// status, result (its own messages only: the chat holds the rest),
+    /// pending call and the state it waits in.
+    async fn write_record(&mut self, decided: &Decided) -> RuntimeResult<()> {
         let result = &decided.result;
         // A suspended run's state is kept as the run's state, not twice.
         let mut status = result.status.clone();
@@ -380,19 +429,6 @@ impl Persister {
         })?);
         self.run.updated_at = now_millis();
         self.store.update_run(&self.run).await?;
-        // The host commits while the lease is still held: a host that
-        // watches its leases gives up a run whose lease is gone, and must
-        // not do so between the record and the commit.
-        if let Some(ending) = &self.ending
-            && !matches!(result.status, LoopStatus::Suspended { .. })
-        {
-            ending
-                .commit(&decided)
-                .await
-                .map_err(|message| self.host_error(message))?;
-        }
-        self.store.release_lease(&self.run.id, &self.owner).await?;
-        self.result = Some(decided.result);
         Ok(())
     }
 

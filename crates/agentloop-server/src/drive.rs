@@ -1,13 +1,17 @@
-//! Executing one agent run on this instance, under its lease (kept by the
-//! instance's [`heartbeat`](crate::heartbeat)), then closing it: metric,
+//! Executing one agent run on this instance, under the lease the runtime
+//! takes and keeps (paced by the instance's
+//! [`heartbeat`](crate::heartbeat)), then closing it: metric,
 //! workflow flag, notifications and the next link of the chain. Also the
 //! lifecycle's entry points that set a run executing: [`start_agent_run`]
 //! and [`decide`] (the last decision resumes a waiting run).
 //!
-//! `drive` reads as its steps: take the lease, load the run and its task,
-//! end a run a person ended while nothing executed it, execute it (MCP
-//! servers, tools, the runtime: see [`crate::hosting`]), see how it ended,
-//! and close it.
+//! `drive` reads as its steps: load the run and its task, end a run a
+//! person ended while nothing executed it, execute it (MCP servers, tools,
+//! the runtime: see [`crate::hosting`]), see how it ended, and close it.
+//! Every write of the run's record, status and lease is the runtime's,
+//! and so is every end (a run that fails before its loop starts
+//! included: [`agentloop_runtime::ChatRuntime::fail_hosted`]); this module
+//! writes none.
 //!
 //! The run's record, lease and event log are the runtime's: a run taken
 //! over after a crash or an expired lease continues in place from its
@@ -20,17 +24,16 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agentloop_runtime::{HostedRun, RuntimeResult, Written};
-use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, EndReason, now_millis};
-use agentloop_types::{Decision, Decisions, LoopStatus, PendingCall};
+use agentloop_runtime::{HostedRun, RuntimeError, RuntimeResult, Written};
+use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, now_millis};
+use agentloop_types::{Decision, Decisions, LoopStatus};
 use serde_json::json;
 
-use crate::ending::{self, AgentRunEnding, Settled, finish};
+use crate::ending::{self, AgentRunEnding, Settled};
 use crate::hosting::{self, Outcome, Pace};
-use crate::lease::Lease;
 use crate::local_run::Halt;
 use crate::metrics::{RunMetrics, StatusLabels};
-use crate::run_log::{close_record, end_answered, end_stopped};
+use crate::run_log::{end_answered, end_stopped, fail};
 use crate::run_tools::{frontend_tools, project_mcp, project_shell, tools};
 use crate::runner::{
     CreatedRun, RunInput, StartError, TaskContext, create_agent_run, load_task_context, next_agent,
@@ -135,9 +138,9 @@ pub async fn cancel_in_engine(state: &AppState, run_id: &str) {
     }
 }
 
-/// Takes the lease of a run for this instance and executes it in the
-/// background; a run whose lease another instance holds is left to it.
-/// With a durable engine, the run is handed to it instead.
+/// Executes a run in the background here (the runtime takes its lease; a
+/// run whose lease another instance holds is left to it). With a durable
+/// engine, the run is handed to it instead.
 async fn execute(state: &AppState, run_id: &str) {
     if let Some(dispatch) = &state.config.dispatch {
         if let Err(error) = dispatch.dispatch(run_id).await {
@@ -146,9 +149,7 @@ async fn execute(state: &AppState, run_id: &str) {
         }
         return;
     }
-    if state.lease(run_id).renew().await.unwrap_or(false) {
-        tokio::spawn(drive_boxed(state.clone(), run_id.to_owned()));
-    }
+    tokio::spawn(drive_boxed(state.clone(), run_id.to_owned()));
 }
 
 /// [`drive_run`] as a boxed future, to spawn from code that `drive_run`
@@ -211,30 +212,34 @@ async fn drive(
     pace: Pace,
     created: Option<Box<CreatedRun>>,
 ) -> RuntimeResult<bool> {
-    let lease = state.lease(run_id);
     let mut execution = match created {
         // Created under this instance's lease a moment ago: nothing to
         // read back.
-        Some(created) => Execution::created(state, local, lease, created),
+        Some(created) => Execution::created(state, local, created),
         None => {
-            if !lease.renew().await? {
-                return Ok(false);
-            }
             let (run, ctx) = Box::pin(load_run(state, run_id)).await?;
-            Box::pin(Execution::new(state, local, lease, run, ctx)).await?
+            Box::pin(Execution::new(state, local, run, ctx)).await?
         }
     };
-    if execution.run.status != AgentRunStatus::Running {
-        Box::pin(execution.end_stopped()).await?;
-        return Ok(false);
+    let settled = match execution.run.status {
+        AgentRunStatus::Running => None,
+        AgentRunStatus::Waiting => Some(Box::pin(execution.settle_wait()).await),
+        AgentRunStatus::Completed | AgentRunStatus::Failed | AgentRunStatus::Cancelled => {
+            Some(Box::pin(execution.end_stopped()).await)
+        }
+    };
+    match settled {
+        None => {}
+        // Another instance holds it: left to it.
+        Some(Ok(()) | Err(RuntimeError::RunInProgress { .. })) => return Ok(false),
+        Some(Err(e)) => return Err(e),
     }
     let workflow_called = Arc::new(AtomicBool::new(false));
     let ending = Arc::new(AgentRunEnding::new(state.store.clone(), run_id));
     let outcome = execution.run_loop(&ending, &workflow_called, pace).await?;
     if outcome == Outcome::Paused {
-        // The step is stored; whoever executes the next one takes the
-        // lease again.
-        execution.lease.release().await?;
+        // The step is stored and the runtime gave the lease up: whoever
+        // executes the next one takes it again.
         return Ok(true);
     }
     let Some(ended) = Box::pin(execution.ended(outcome, &ending)).await? else {
@@ -258,7 +263,6 @@ async fn load_run(state: &AppState, run_id: &str) -> RuntimeResult<(AgentRun, Ta
 struct Execution<'a> {
     state: &'a AppState,
     local: &'a Arc<LocalRun>,
-    lease: Lease,
     run: AgentRun,
     ctx: TaskContext,
     conversation_id: String,
@@ -288,7 +292,6 @@ impl<'a> Execution<'a> {
     async fn new(
         state: &'a AppState,
         local: &'a Arc<LocalRun>,
-        lease: Lease,
         run: AgentRun,
         ctx: TaskContext,
     ) -> RuntimeResult<Self> {
@@ -302,7 +305,6 @@ impl<'a> Execution<'a> {
         Ok(Self {
             state,
             local,
-            lease,
             run,
             ctx,
             conversation_id,
@@ -324,19 +326,28 @@ impl<'a> Execution<'a> {
     }
 
     /// Ends a run that a person ended while no instance executed it (see
-    /// [`end_stopped`]), and releases it.
+    /// [`end_stopped`]).
     async fn end_stopped(&self) -> RuntimeResult<()> {
         let ending = Arc::new(AgentRunEnding::new(self.state.store.clone(), &self.run.id));
         let hosted = self.hosted(Decisions::default(), ending);
-        Box::pin(end_stopped(self.state, &self.run, hosted)).await?;
-        Ok(self.lease.release().await?)
+        Box::pin(end_stopped(self.state, &self.run, hosted)).await
+    }
+
+    /// Has the runtime store the wait of a run that waits for a person
+    /// (one whose record a crash left `running` is stored `suspended`).
+    async fn settle_wait(&self) -> RuntimeResult<()> {
+        let ending = Arc::new(AgentRunEnding::new(self.state.store.clone(), &self.run.id));
+        let hosted = self.hosted(Decisions::default(), ending);
+        hosting::runtime(self.state, Vec::new(), None)
+            .settle_wait(hosted)
+            .await
+            .map(drop)
     }
 
     /// The execution of a run this instance just created.
     fn created(
         state: &'a AppState,
         local: &'a Arc<LocalRun>,
-        lease: Lease,
         created: Box<CreatedRun>,
     ) -> Self {
         let CreatedRun {
@@ -356,7 +367,6 @@ impl<'a> Execution<'a> {
         Self {
             state,
             local,
-            lease,
             conversation_id: run.conversation_id.clone().unwrap_or_default(),
             chat_id: written.chat.id.clone(),
             run,
@@ -366,7 +376,7 @@ impl<'a> Execution<'a> {
     }
 
     /// Runs the loop: the project's MCP servers started, the owner told,
-    /// the lease watched, the tools offered and the run executed.
+    /// the tools offered and the run executed.
     async fn run_loop(
         &mut self,
         ending: &Arc<AgentRunEnding>,
@@ -395,7 +405,6 @@ impl<'a> Execution<'a> {
                 .collect(),
         };
         self.notify_streaming("streaming-started");
-        let watched = self.state.watch_lease(&self.run.id, self.local.clone());
         let mut tools = tools(
             self.state,
             &self.ctx,
@@ -430,7 +439,6 @@ impl<'a> Execution<'a> {
             self.state, self.local, hosted, tools, handoffs, &metrics, pace,
         )
         .await;
-        drop(watched);
         if let Some(mcp) = mcp {
             Box::pin(mcp.shutdown()).await;
         }
@@ -450,8 +458,9 @@ impl<'a> Execution<'a> {
             // The runtime gives the lease up as it logs the run's end (or
             // its suspension), and the heartbeat reads a lease given up as
             // lost: it may halt the reading between the two. The run then
-            // ended here (its ending settled), or it waits for a person
-            // and is executed again to say so (its lease is free).
+            // ended here (its ending settled), or waits for a person (its
+            // wait stored), or is executed again to say where it is (its
+            // lease is free).
             Outcome::Stopped
                 if !self.state.shutdown.is_cancelled()
                     && self.local.halted() == Some(Halt::Stop) =>
@@ -459,22 +468,24 @@ impl<'a> Execution<'a> {
                 if let Some(settled) = ending.settled() {
                     return Ok(Some(Ended::from(settled)));
                 }
+                if ending.waited().is_some() {
+                    Box::pin(self.wait(ending)).await;
+                    return Ok(None);
+                }
                 self.local.execute_again();
                 Ok(None)
             }
-            Outcome::Stopped | Outcome::Busy | Outcome::Paused => {
-                if self.state.shutdown.is_cancelled() || outcome == Outcome::Busy {
-                    self.lease.release().await?;
-                }
-                Ok(None)
-            }
-            Outcome::Waiting(pending) => {
-                Box::pin(self.wait(&pending, false)).await?;
+            // Nothing of the run is ours to write: the runtime handed a
+            // run given up at shutdown back, another instance holds a
+            // busy one, a paused one's step is stored.
+            Outcome::Stopped | Outcome::Busy | Outcome::Paused => Ok(None),
+            Outcome::Waiting(_) => {
+                Box::pin(self.wait(ending)).await;
                 Ok(None)
             }
             Outcome::Finished(result) => {
-                if let LoopStatus::Suspended { pending, .. } = &result.status {
-                    Box::pin(self.wait(pending, true)).await?;
+                if let LoopStatus::Suspended { .. } = &result.status {
+                    Box::pin(self.wait(ending)).await;
                     return Ok(None);
                 }
                 match ending.settled() {
@@ -493,46 +504,40 @@ impl<'a> Execution<'a> {
                 Box::pin(end_answered(self.state, hosted)).await?;
                 Ok(ending.settled().map(Ended::from))
             }
+            // The runtime ends it, with its one terminal event; another
+            // instance that holds it ends it there.
             Outcome::Failed(error) => {
-                if !self.lease.renew().await? {
-                    return Ok(None);
+                let hosted = self.hosted(Decisions::default(), ending.clone());
+                match Box::pin(fail(self.state, hosted, error)).await {
+                    Ok(()) => Ok(ending.settled().map(Ended::from)),
+                    Err(RuntimeError::RunInProgress { .. }) => Ok(None),
+                    Err(e) => Err(e),
                 }
-                let reason = EndReason::new("executor", error.clone());
-                let (status, _, ended_here) =
-                    finish(store, &self.run.id, AgentRunStatus::Failed, Some(reason)).await?;
-                let result = Some(json!({ "error": error }));
-                Box::pin(close_record(store, &self.run.id, status, result)).await?;
-                Ok(Some(Ended { status, ended_here }))
             }
         }
     }
 
-    /// Ends an execution whose run waits for a person: the run is switched
-    /// to `waiting` (see [`crate::waiting`]), its lease released, its owner
-    /// told.
-    async fn wait(&self, pending: &[PendingCall], fresh: bool) -> RuntimeResult<()> {
-        if !self.lease.renew().await? {
-            return Ok(());
-        }
-        let status =
-            waiting::start_waiting(self.state, &self.ctx, &self.run, pending, fresh).await?;
-        self.lease.release().await?;
+    /// Ends an execution whose run waits for a person, its wait stored by
+    /// the runtime (see [`crate::waiting`]): its owner is told.
+    async fn wait(&self, ending: &AgentRunEnding) {
+        let Some(waited) = ending.waited() else {
+            return;
+        };
+        waiting::announce_wait(self.state, &self.ctx, &self.run, &waited).await;
         self.notify_streaming("streaming-ended");
-        if status != AgentRunStatus::Waiting {
+        if waited.status != AgentRunStatus::Waiting {
             self.state
-                .notify_run_status(&self.ctx.owner, &self.ctx.project, &self.run, status);
+                .notify_run_status(&self.ctx.owner, &self.ctx.project, &self.run, waited.status);
         }
-        Ok(())
     }
 
-    /// Closes an ended run: its lease, the finished-runs metric, the
-    /// task's workflow flag, the owner's notifications and the next link
-    /// of the chain. (Its record and terminal event were written as it
-    /// ended.)
+    /// Closes an ended run: the finished-runs metric, the task's workflow
+    /// flag, the owner's notifications and the next link of the chain.
+    /// (Its record and terminal event were written, and its lease
+    /// released, by the runtime as it ended.)
     async fn close(&self, ended: Ended, workflow_called: &AtomicBool) -> RuntimeResult<()> {
         let store = &*self.state.store;
         let Ended { status, ended_here } = ended;
-        self.lease.release().await?;
         if ended_here {
             self.count_finished(status);
         }

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agentloop_runtime::{Decided, RunEnding};
 use agentloop_storage::model::{AgentRunStatus, EndReason, RunStatus, now_millis};
 use agentloop_storage::{StorageResult, Store};
-use agentloop_types::{LoopError, LoopResult, LoopStatus, RunStop};
+use agentloop_types::{LoopError, LoopResult, LoopStatus, PendingCall, RunStop};
 use async_trait::async_trait;
 
 /// How an agent run ended.
@@ -42,6 +42,19 @@ pub struct AgentRunEnding {
     store: Arc<dyn Store>,
     run_id: String,
     settled: Mutex<Option<Settled>>,
+    waited: Mutex<Option<Waited>>,
+}
+
+/// How an agent run took its wait for a person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waited {
+    /// What it waits for.
+    pub pending: Vec<PendingCall>,
+    /// Its status afterwards: `waiting`, or what a person made of it
+    /// meanwhile (then its pending calls are to be closed).
+    pub status: AgentRunStatus,
+    /// Whether this wait switched it to `waiting`.
+    pub switched: bool,
 }
 
 impl AgentRunEnding {
@@ -51,12 +64,21 @@ impl AgentRunEnding {
             store,
             run_id: run_id.to_owned(),
             settled: Mutex::new(None),
+            waited: Mutex::new(None),
         }
     }
 
     /// How the run ended, once its end was committed.
     pub fn settled(&self) -> Option<Settled> {
         self.settled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// How the run took its wait, once the runtime said it waits.
+    pub fn waited(&self) -> Option<Waited> {
+        self.waited
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -91,6 +113,45 @@ impl RunEnding for AgentRunEnding {
         self.keep(settled);
         Ok(())
     }
+
+    /// Switches the agent run `running` → `waiting` before the runtime
+    /// stores and announces the wait (see
+    /// [`agentloop_runtime::ending`]): a decision sent as soon as the wait
+    /// is announced finds the run waiting.
+    async fn waits(&self, pending: &[PendingCall], fresh: bool) -> Result<(), String> {
+        let waited = start_waiting(&*self.store, &self.run_id, pending, fresh)
+            .await
+            .map_err(|e| e.to_string())?;
+        *self.waited.lock().unwrap_or_else(PoisonError::into_inner) = Some(waited);
+        Ok(())
+    }
+}
+
+/// Switches agent run `run_id` to `waiting` on `pending`; `fresh`: its
+/// loop has just suspended, and decisions of an earlier wait (a model may
+/// reuse call ids) are dropped first.
+async fn start_waiting(
+    store: &dyn Store,
+    run_id: &str,
+    pending: &[PendingCall],
+    fresh: bool,
+) -> StorageResult<Waited> {
+    if fresh {
+        store.clear_agent_run_decisions(run_id).await?;
+    }
+    let switched = store
+        .switch_agent_run(run_id, AgentRunStatus::Running, AgentRunStatus::Waiting)
+        .await?;
+    let status = if switched {
+        AgentRunStatus::Waiting
+    } else {
+        store.get_agent_run(run_id).await?.status
+    };
+    Ok(Waited {
+        pending: pending.to_vec(),
+        status,
+        switched,
+    })
 }
 
 /// The end agent run `run_id` takes when its loop ended with `result`,
@@ -221,6 +282,7 @@ pub fn wanted(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
                 LoopError::OutputSchemaUnsupported { .. } => "output_schema_unsupported",
                 LoopError::HandoffsUnsupported { .. } => "handoffs_unsupported",
                 LoopError::Blocked { .. } => "blocked",
+                LoopError::Host { .. } => "executor",
             };
             failed(kind, error.to_string())
         }

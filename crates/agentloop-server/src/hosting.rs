@@ -1,8 +1,10 @@
 //! Executing an agent run's loop here through the runtime: the run is
 //! one run of its chat with one record, lease and event log (see
-//! [`agentloop_runtime::HostedRun`]); the runtime stores each event before
-//! it reaches this module, which only reads the run — into the metrics and
-//! to live followers — and stops reading when the run is given up.
+//! [`agentloop_runtime::HostedRun`]); the runtime takes and keeps the
+//! lease (its heartbeat, paced by [`crate::heartbeat`]) and stores each
+//! event before it reaches this module, which only reads the run — into
+//! the metrics and to live followers — and stops reading when the run is
+//! given up.
 
 use std::sync::Arc;
 
@@ -66,7 +68,7 @@ pub fn runtime(
 /// `handoffs` are the project's agents the run hands off between.
 pub async fn execute(
     state: &AppState,
-    local: &LocalRun,
+    local: &Arc<LocalRun>,
     hosted: HostedRun,
     tools: Vec<Arc<dyn Tool>>,
     handoffs: Option<Handoffs>,
@@ -84,7 +86,12 @@ pub async fn execute(
                 Pace::Whole => run,
                 Pace::OneStep => run.stop_after_step(),
             };
-            relay(state, local, run, metrics).await
+            // The runtime holds the run's lease now: its heartbeat keeps
+            // it while the run is read here.
+            let watched = state.watch_lease(run.run_id(), local.clone());
+            let outcome = relay(state, local, run, metrics).await;
+            drop(watched);
+            outcome
         }
         Ok(Hosted::Ended(result)) => Outcome::Finished(result),
         Ok(Hosted::Answered) => Outcome::Answered,
@@ -107,7 +114,11 @@ async fn relay(
     loop {
         let event = tokio::select! {
             biased;
-            () = state.shutdown.cancelled() => return Outcome::Stopped,
+            () = state.shutdown.cancelled() => {
+                // Handed back at once: another instance takes it over.
+                run.give_up().await;
+                return Outcome::Stopped;
+            }
             () = local.token().cancelled(), if !cancelled => {
                 if local.halted() == Some(Halt::Stop) {
                     return Outcome::Stopped;

@@ -28,7 +28,7 @@
 //!    (the tools it is offered), [`ending`] (how a run ends, decided once
 //!    as its terminal event is written), [`heartbeat`] (renewing every
 //!    lease here at once), [`local_run`] (a run executing here: its one
-//!    cancel token and why it was halted), [`lease`] and [`tool`].
+//!    cancel token and why it was halted), and [`tool`].
 //!    [`dispatch`] and [`durable`] are the seams of an outside durable
 //!    engine (Restate): runs handed to it instead of this instance's
 //!    scheduler, and one attempt of a run executed for it.
@@ -76,7 +76,6 @@ pub mod holder;
 pub mod hosting;
 pub mod http;
 pub mod ids;
-pub mod lease;
 pub mod listener;
 pub mod local_run;
 pub mod metrics;

@@ -1,15 +1,15 @@
 //! Taking over runs: on start and every `claim_interval`, an instance looks
 //! for agent runs whose lease is free or expired and executes them here
-//! (see [`crate::drive`] for how a taken-over run continues). Running agent
-//! runs without a run record (a crash right after creation) get one, and
-//! chains broken by a crash between one run's end and the next one's start
-//! are continued.
+//! (see [`crate::drive`] for how a taken-over run continues; the runtime
+//! takes the lease). Active agent runs without a run record are executed
+//! (the runtime gives them one), and chains broken by a crash between one
+//! run's end and the next one's start are continued.
 
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{AgentRunStatus, RunStatus, now_millis};
 
 use crate::drive::start_agent_run;
-use crate::runner::{RunInput, StartError, load_task_context, next_agent, prepare};
+use crate::runner::{RunInput, StartError, load_task_context, next_agent};
 use crate::state::AppState;
 
 /// Runs looked at per pass.
@@ -17,15 +17,27 @@ const BATCH: u32 = 32;
 /// Broken chains are looked for on every this many claim passes.
 const CHAIN_SCAN_EVERY: u64 = 10;
 
-/// Gives every running agent run a run record, so it can be claimed.
+/// Executes every active agent run that has no run record (from a
+/// version that created the two apart, or a crash between them): the
+/// runtime gives it one as it hosts it, and it can be claimed from then
+/// on.
 pub async fn adopt_orphans(state: &AppState) -> Result<(), StorageError> {
     for run in state.store.list_active_agent_runs().await? {
         if matches!(
             state.store.get_run(&run.id).await,
             Err(StorageError::NotFound { .. })
         ) {
-            let ctx = load_task_context(&*state.store, &run.task_id).await?;
-            prepare(&*state.store, &state.config, &ctx, run).await?;
+            match &state.config.dispatch {
+                Some(dispatch) => {
+                    if let Err(error) = dispatch.dispatch(&run.id).await {
+                        tracing::warn!(agent_run_id = %run.id, %error,
+                                       "handing a run to the durable engine failed");
+                    }
+                }
+                None => {
+                    tokio::spawn(crate::drive::drive_run(state.clone(), run.id.clone()));
+                }
+            }
         }
     }
     Ok(())
@@ -162,7 +174,6 @@ async fn claim(
     record: agentloop_storage::model::RunRecord,
     lease_now: i64,
 ) -> Result<bool, StorageError> {
-    let now = now_millis();
     if record.status != RunStatus::Running || state.local_run(&record.id).is_some() {
         return Ok(false);
     }
@@ -171,14 +182,12 @@ async fn claim(
         Err(StorageError::NotFound { .. }) => return Ok(false),
         Err(e) => return Err(e),
     };
-    // A run that waits holds no lease; its record says so. A run a
+    // A run that waits holds no lease: one whose record a crash left
+    // `running` is executed to store its wait (see `drive`). A run a
     // person ended while its instance was gone is taken over only to
-    // log its end (see `drive`).
-    if agent_run.status == AgentRunStatus::Waiting {
-        let mut record = record;
-        record.status = crate::ending::record_status(agent_run.status);
-        record.updated_at = now;
-        state.store.update_run(&record).await?;
+    // log its end.
+    if state.config.dispatch.is_some() && agent_run.status == AgentRunStatus::Waiting {
+        tokio::spawn(crate::drive::drive_run(state.clone(), record.id.clone()));
         return Ok(false);
     }
     if let Some(dispatch) = &state.config.dispatch {
@@ -189,12 +198,14 @@ async fn claim(
         }
         return Ok(false);
     }
-    let ttl = crate::runner::ttl_ms(state);
-    if state
-        .store
-        .acquire_lease(&record.id, &state.config.instance_id, lease_now, now + ttl)
-        .await?
-    {
+    let taken = crate::hosting::runtime(state, Vec::new(), None)
+        .take_over(&record.id, lease_now)
+        .await
+        .map_err(|e| match e {
+            agentloop_runtime::RuntimeError::Storage(e) => e,
+            e => StorageError::Invalid(e.to_string()),
+        })?;
+    if taken {
         tracing::info!(agent_run_id = %record.id, "took over an agent run whose holder is gone");
         state.metrics.lease_takeovers.inc();
         tokio::spawn(crate::drive::drive_run(state.clone(), record.id.clone()));

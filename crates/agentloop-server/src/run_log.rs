@@ -1,15 +1,15 @@
 //! Ending an agent run that no loop is left to end — its chat already
 //! holds the final answer, or a person ended it while nothing executed it
-//! — through the runtime's one end of a run (terminal event, record, agent
-//! run: see [`agentloop_runtime::ChatRuntime::end_hosted`]); and the record
-//! of a run that failed before its loop ran.
+//! — and a run that failed before its loop ran, through the runtime's one
+//! end of a run (terminal event, record, agent run: see
+//! [`agentloop_runtime::ChatRuntime::end_hosted`]).
 
 use agentloop_runtime::{HostedRun, RuntimeResult};
-use agentloop_storage::model::{AgentRun, AgentRunStatus, now_millis};
-use agentloop_storage::{StorageResult, Store};
+use agentloop_storage::StorageResult;
+use agentloop_storage::model::{AgentRun, AgentRunStatus};
 use agentloop_types::{History, LoopResult, LoopStatus};
 
-use crate::ending::{agreeing, record_status};
+use crate::ending::agreeing;
 use crate::hosting;
 use crate::state::AppState;
 
@@ -19,22 +19,6 @@ pub async fn run_chat(state: &AppState, run: &AgentRun) -> StorageResult<Option<
         return Ok(None);
     };
     Ok(state.store.get_conversation(conversation_id).await?.chat_id)
-}
-
-/// Sets the record of a run that failed before its loop could end it.
-pub async fn close_record(
-    store: &dyn Store,
-    run_id: &str,
-    status: AgentRunStatus,
-    result: Option<serde_json::Value>,
-) -> StorageResult<()> {
-    let mut record = store.get_run(run_id).await?;
-    record.status = record_status(status);
-    if result.is_some() {
-        record.result = result;
-    }
-    record.updated_at = now_millis();
-    store.update_run(&record).await
 }
 
 /// Ends a run whose chat already holds its final answer (the previous
@@ -56,8 +40,7 @@ pub async fn end_answered(state: &AppState, hosted: HostedRun) -> RuntimeResult<
 /// Ends a run a person ended (cancelled, or its task marked done) while no
 /// instance executed it, unless its log already holds its end: the
 /// terminal event is built from its chat, agreeing with how the run ended.
-/// A run that failed gets its record's status only (its error is not
-/// known here).
+/// A run that failed ends with the error its end reason names.
 pub async fn end_stopped(state: &AppState, run: &AgentRun, hosted: HostedRun) -> RuntimeResult<()> {
     let status = match run.status {
         AgentRunStatus::Completed => LoopStatus::Complete {
@@ -65,9 +48,15 @@ pub async fn end_stopped(state: &AppState, run: &AgentRun, hosted: HostedRun) ->
             output: None,
         },
         AgentRunStatus::Cancelled => LoopStatus::Cancelled,
-        AgentRunStatus::Failed | AgentRunStatus::Running | AgentRunStatus::Waiting => {
-            return Ok(close_record(&*state.store, &run.id, run.status, None).await?);
+        AgentRunStatus::Failed => {
+            let message = run
+                .end_reason
+                .as_ref()
+                .map_or_else(|| "the run failed".to_owned(), |r| r.message.clone());
+            return fail(state, hosted, message).await;
         }
+        // Not ended: nothing to end.
+        AgentRunStatus::Running | AgentRunStatus::Waiting => return Ok(()),
     };
     let result = complete_from_chat(state, &hosted.chat_id, status).await?;
     let result = agreeing(result, run.status, run.end_reason.as_ref());
@@ -93,6 +82,20 @@ async fn complete_from_chat(
         tokens: store.get_chat(chat_id).await?.totals,
         stop: None,
     })
+}
+
+/// Ends `hosted` as failed before its loop did anything (see
+/// [`agentloop_runtime::ChatRuntime::fail_hosted`]) and sends its terminal
+/// event to the live followers.
+pub async fn fail(state: &AppState, hosted: HostedRun, message: String) -> RuntimeResult<()> {
+    let run_id = hosted.run_id.clone();
+    let event = hosting::runtime(state, Vec::new(), None)
+        .fail_hosted(hosted, message)
+        .await?;
+    if let Some(local) = state.local_run(&run_id) {
+        local.send(event);
+    }
+    Ok(())
 }
 
 /// Ends `hosted` with `result` and sends its terminal event to the live

@@ -1,13 +1,13 @@
 //! What an agent run runs in: its task and project, and preparing the
-//! conversation, its chat, the first message and the run record that
-//! carries the lease; creating an agent run; the order of the chain.
+//! conversation, its chat and the first message; creating an agent run
+//! (its record the runtime's); the order of the chain.
 
 use std::path::PathBuf;
 
 use agentloop_agui::FrontendToolSpec;
 use agentloop_storage::model::{
     AgentRun, AgentRunStart, AgentRunStatus, AgentType, Chat, Conversation, Project, RunRecord,
-    RunStatus, Task, now_millis,
+    Task, now_millis,
 };
 use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_types::Message;
@@ -151,11 +151,9 @@ pub async fn create_agent_run(
     };
     run.conversation_id = Some(conversation.id.clone());
     let leased = state.config.dispatch.is_none();
-    let mut record = new_record(&run.id, Some(chat.id.clone()), now);
-    if leased {
-        record.lease_owner = Some(state.config.instance_id.clone());
-        record.lease_expires_at = Some(now + ttl_ms(state));
-    }
+    // The runtime's record of the run, stored in the same write.
+    let record = crate::hosting::runtime(state, Vec::new(), None)
+        .hosted_record(&run.id, &chat.id, leased);
     let start = AgentRunStart {
         first_message: first_message(&state.config.prompts, ctx, &run, input.request),
         agent_run: run,
@@ -195,10 +193,10 @@ pub fn ttl_ms(state: &AppState) -> i64 {
 }
 
 /// Makes sure an agent run has its conversation (with a chat holding the
-/// first message) and its run record; safe to repeat after a crash at any
-/// point. The agent run's record is the one record of its run: the
-/// runtime executes it in the chat (see [`agentloop_runtime::HostedRun`]),
-/// under its lease, into its event log.
+/// first message); safe to repeat after a crash at any point. The run's
+/// record is the runtime's: it creates one for a run that has none as it
+/// first hosts it (see [`agentloop_runtime::HostedRun`]), and executes it
+/// in the chat, under its lease, into its event log.
 pub async fn prepare(
     store: &dyn Store,
     config: &ServerConfig,
@@ -208,9 +206,6 @@ pub async fn prepare(
     if run.conversation_id.is_none() {
         run.conversation_id = Some(create_conversation(store, config, ctx, &run).await?);
     }
-    let conversation_id = run.conversation_id.as_deref().unwrap_or_default();
-    let chat_id = store.get_conversation(conversation_id).await?.chat_id;
-    create_record(store, &run.id, chat_id).await?;
     Ok(run)
 }
 
@@ -241,25 +236,6 @@ async fn create_conversation(
     Ok(conversation.id)
 }
 
-/// Creates the run record of an agent run in its chat unless it exists.
-async fn create_record(
-    store: &dyn Store,
-    run_id: &str,
-    chat_id: Option<String>,
-) -> StorageResult<()> {
-    match store.get_run(run_id).await {
-        Ok(_) => Ok(()),
-        Err(StorageError::NotFound { .. }) => {
-            let record = new_record(run_id, chat_id, now_millis());
-            match store.create_run(&record).await {
-                Ok(()) | Err(StorageError::AlreadyExists { .. }) => Ok(()),
-                Err(e) => Err(e),
-            }
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// The chat of a new agent run's conversation (it holds no message yet),
 /// its settings keeping the front-end tools the run offers.
 fn new_chat(
@@ -280,22 +256,6 @@ fn new_chat(
         settings,
         totals: Default::default(),
         minion: None,
-        created_at: now,
-        updated_at: now,
-    }
-}
-
-/// A new agent run's record, in its chat, with no lease.
-fn new_record(run_id: &str, chat_id: Option<String>, now: i64) -> RunRecord {
-    RunRecord {
-        id: run_id.to_owned(),
-        chat_id,
-        status: RunStatus::Running,
-        state: None,
-        result: None,
-        pending_tool_call: None,
-        lease_owner: None,
-        lease_expires_at: None,
         created_at: now,
         updated_at: now,
     }

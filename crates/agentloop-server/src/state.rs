@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 
 use crate::config::ServerConfig;
 use crate::follow::AppendWakers;
-use crate::heartbeat::{Heartbeat, Renewer, Watched};
-use crate::lease::Lease;
+use crate::heartbeat::{Heartbeat, Pace};
 pub use crate::local_run::{Halt, LocalRun};
 use crate::metrics::{Metrics, Scraped};
 use crate::notices::Notices;
@@ -112,28 +111,26 @@ impl AppState {
     /// Keeps the lease of `local`, executing here, renewed until the
     /// guard is dropped: a lost lease stops it, a run no longer `running`
     /// in the store is cancelled (see [`Halt`]).
-    pub fn watch_lease(&self, run_id: &str, local: Arc<LocalRun>) -> Watched {
+    pub fn watch_lease(&self, run_id: &str, local: Arc<LocalRun>) -> agentloop_runtime::Watched {
         self.heartbeat.watch(
-            || Renewer {
-                store: self.store.clone(),
-                owner: self.config.instance_id.clone(),
-                interval: self.config.heartbeat,
-                ttl_ms: self.lease_ttl_ms(),
-                shutdown: self.shutdown.clone(),
+            || {
+                // The runtime's heartbeat writes the leases, as the owner
+                // this instance's runtimes take them under.
+                let runtime = agentloop_runtime::ChatRuntime::new(
+                    self.store.clone(),
+                    self.config.provider.clone(),
+                )
+                .with_lease(self.config.instance_id.clone(), self.lease_ttl_ms())
+                .heartbeat();
+                let pace = Pace {
+                    interval: self.config.heartbeat,
+                    shutdown: self.shutdown.clone(),
+                };
+                (runtime, pace)
             },
             run_id,
             local,
         )
-    }
-
-    /// This instance's lease on `run_id`.
-    pub fn lease(&self, run_id: &str) -> Lease {
-        Lease {
-            store: self.store.clone(),
-            run_id: run_id.to_owned(),
-            owner: self.config.instance_id.clone(),
-            ttl_ms: self.lease_ttl_ms(),
-        }
     }
 
     /// The lease length in ms.

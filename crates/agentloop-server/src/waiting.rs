@@ -3,22 +3,23 @@
 //! run once every pending call is decided, and closing the pending calls of
 //! a run cancelled while it waits.
 //!
-//! A run whose loop suspends is stored `suspended` by the runtime (not
-//! claimable) and switched `running` → `waiting` here; its lease is
-//! released and nothing executes it. The last decision switches it back
-//! to `running` and starts executing it again: the runtime resumes the
-//! same record in place with the recorded decisions, and its events
-//! continue the run's log.
+//! A run whose loop suspends is switched `running` → `waiting` and stored
+//! `suspended` by the runtime (not claimable; see [`AgentRunEnding`]),
+//! before its wait is announced; its lease is released and nothing
+//! executes it. The last decision wakes it (the runtime makes its record
+//! claimable) and switches it back to `running`, and it executes again:
+//! the runtime resumes the same record in place with the recorded
+//! decisions, and its events continue the run's log.
 
 use std::sync::Arc;
 
-use agentloop_runtime::{ChatRuntime, HostedRun, RuntimeError};
+use agentloop_runtime::{ChatRuntime, HostedRun, RuntimeError, RuntimeResult};
 use agentloop_storage::StorageResult;
-use agentloop_storage::model::{AgentRun, AgentRunDecision, AgentRunStatus, RunStatus, now_millis};
+use agentloop_storage::model::{AgentRun, AgentRunDecision, AgentRunStatus, now_millis};
 use agentloop_types::{Decision, PendingCall, RunPhase};
 use serde_json::json;
 
-use crate::ending::{AgentRunEnding, record_status};
+use crate::ending::{AgentRunEnding, Waited};
 use crate::hosting;
 use crate::run_log::run_chat;
 use crate::run_tools::tools;
@@ -113,16 +114,14 @@ pub async fn wait_key(state: &AppState, run_id: &str) -> StorageResult<Option<St
 /// switched back to `running`, to be executed again as the same agent run
 /// ([`crate::drive::decide`] executes it). `false` when it was no longer
 /// waiting (a concurrent decision resumed it, or it was cancelled).
-pub async fn resume(state: &AppState, ctx: &TaskContext, run: &AgentRun) -> StorageResult<bool> {
-    let store = &*state.store;
+pub async fn resume(state: &AppState, ctx: &TaskContext, run: &AgentRun) -> RuntimeResult<bool> {
     // The record is made claimable before the run is switched, so a crash
-    // in between leaves a run that some instance continues; a record left
-    // running beside a run that is not is corrected by the claim loop.
-    let mut record = store.get_run(&run.id).await?;
-    record.status = RunStatus::Running;
-    record.updated_at = now_millis();
-    store.update_run(&record).await?;
-    if !store
+    // in between leaves a run that some instance continues.
+    hosting::runtime(state, Vec::new(), None)
+        .wake_hosted(&run.id)
+        .await?;
+    if !state
+        .store
         .switch_agent_run(&run.id, AgentRunStatus::Waiting, AgentRunStatus::Running)
         .await?
     {
@@ -238,43 +237,23 @@ async fn try_close_pending(
     }
 }
 
-/// Marks a run whose loop just suspended (or that found its chat still
-/// waiting) as waiting: the run record is stored `suspended` and the lease
-/// released by the caller. Returns the run's status afterwards: `waiting`,
-/// or what a person made of it meanwhile (then its pending calls are
-/// closed).
-pub async fn start_waiting(
-    state: &AppState,
-    ctx: &TaskContext,
-    run: &AgentRun,
-    pending: &[PendingCall],
-    fresh: bool,
-) -> StorageResult<AgentRunStatus> {
-    let store = &*state.store;
-    if fresh {
-        // Decisions of an earlier wait were used; a model may reuse call
-        // ids, so none may count for this one.
-        store.clear_agent_run_decisions(&run.id).await?;
-    }
-    let switched = store
-        .switch_agent_run(&run.id, AgentRunStatus::Running, AgentRunStatus::Waiting)
-        .await?;
-    let status = if switched {
-        AgentRunStatus::Waiting
-    } else {
-        store.get_agent_run(&run.id).await?.status
-    };
-    let mut record = store.get_run(&run.id).await?;
-    if record.status != record_status(status) {
-        record.status = record_status(status);
-        record.updated_at = now_millis();
-        store.update_run(&record).await?;
-    }
-    if switched {
-        tracing::info!(agent_run_id = %run.id, pending = pending.len(),
+/// Tells the owner that a run waits for a person, once the runtime
+/// stored its wait (the agent run was switched to `waiting` as the wait
+/// was stored: see [`AgentRunEnding`]); a run a person ended meanwhile
+/// gets its pending calls closed instead.
+pub async fn announce_wait(state: &AppState, ctx: &TaskContext, run: &AgentRun, waited: &Waited) {
+    if waited.switched {
+        tracing::info!(agent_run_id = %run.id, pending = waited.pending.len(),
                        "agent run waits for a person");
-        state.notify_run_status(&ctx.owner, &ctx.project, run, status);
-        let decided = store.list_agent_run_decisions(&run.id).await?;
+        state.notify_run_status(&ctx.owner, &ctx.project, run, waited.status);
+        let decided = match state.store.list_agent_run_decisions(&run.id).await {
+            Ok(decided) => decided,
+            Err(e) => {
+                tracing::warn!(agent_run_id = %run.id, error = %e,
+                               "the decisions of a waiting run could not be read");
+                Vec::new()
+            }
+        };
         state.notify(
             &ctx.owner,
             json!({
@@ -282,13 +261,12 @@ pub async fn start_waiting(
                 "taskId": run.task_id,
                 "agentRunId": run.id,
                 "agentType": run.agent_type,
-                "pending": pending.iter().map(|item| {
+                "pending": waited.pending.iter().map(|item| {
                     pending_json(item, decided.iter().find(|d| d.call_id == item.call.id))
                 }).collect::<Vec<_>>(),
             }),
         );
-    } else if !status.is_active() {
+    } else if !waited.status.is_active() {
         close_pending(state, ctx, run).await;
     }
-    Ok(status)
 }

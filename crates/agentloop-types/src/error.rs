@@ -192,6 +192,13 @@ pub enum LoopError {
         /// Why.
         reason: String,
     },
+    /// The host could not execute the run (a tool or server it offers
+    /// could not start): the run ended before its loop did anything.
+    #[error("{message}")]
+    Host {
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// `": explanation (category)"`, or nothing when the provider said nothing.
