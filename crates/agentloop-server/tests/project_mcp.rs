@@ -87,3 +87,43 @@ async fn project_mcp_servers_are_refused_unless_allowed() {
     assert_eq!(std::fs::read_dir(server.repo.path()).unwrap().count(), 0);
     server.stop().await;
 }
+
+/// A run whose project's MCP server cannot start fails before its loop
+/// does anything, and ends like any run: one terminal `finished` event
+/// saying it failed (the error its agent run shows), its agent run and its
+/// record failed, its lease released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_fails_before_its_loop_ends_with_one_terminal_event() {
+    let (_dir, store) = common::sqlite().await;
+    let mut config = common::config(ScriptedProvider::new([
+        ScriptedTurn::new().text("never requested"),
+    ]));
+    config.allow_project_mcp = true;
+    let server = common::start_with(store.clone(), config).await;
+    let task_id = server
+        .mcp_task(
+            json!({}),
+            json!({ "broken": { "command": "/nonexistent/agentloop-no-such-mcp-server" } }),
+        )
+        .await;
+    let run_id = start_run(&server, &task_id, "review").await;
+    let run = common::approvals::until_status(&server, &run_id, "failed").await;
+    assert_eq!(run["error"]["kind"], "executor", "{run}");
+
+    let events = common::approvals::events(&server, &run_id, None).await;
+    let finished: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["type"] == "finished").collect();
+    assert_eq!(finished.len(), 1, "{events:?}");
+    assert_eq!(finished[0]["result"]["status"], "error", "{events:?}");
+    assert_eq!(
+        finished[0]["result"]["error"]["message"], run["error"]["message"],
+        "{events:?}"
+    );
+    let record = store.get_run(&run_id).await.unwrap();
+    assert_eq!(record.status, agentloop_storage::model::RunStatus::Failed);
+    assert_eq!(record.lease_owner, None);
+    // Whoever follows it later reads the same one end.
+    let again = common::approvals::events(&server, &run_id, None).await;
+    assert_eq!(common::approvals::finished_statuses(&again), ["error"]);
+    server.stop().await;
+}
