@@ -51,4 +51,11 @@ pub trait RunEnding: Send + Sync {
         let _ = (pending, fresh);
         Ok(())
     }
+
+    /// The run that waited goes on (every call it waited on is decided),
+    /// its record already claimable again: whether the host lets it (a
+    /// host that ended it meanwhile does not, and closes its wait).
+    async fn wakes(&self) -> Result<bool, String> {
+        Ok(true)
+    }
 }

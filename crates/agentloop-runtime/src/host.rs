@@ -266,20 +266,25 @@ impl ChatRuntime {
         Ok(())
     }
 
-    /// Makes hosted run `run_id`, which waits for a person, claimable
-    /// again once its host recorded every decision it waits for: its
-    /// record goes from `suspended` to `running`, so a crash before it
-    /// executes again leaves a run some worker continues. Whether it
-    /// waited.
-    pub async fn wake_hosted(&self, run_id: &str) -> RuntimeResult<bool> {
-        let mut record = self.store.get_run(run_id).await?;
-        if record.status != RunStatus::Suspended {
-            return Ok(false);
+    /// Wakes hosted run `run.run_id`, which waits for a person, once its
+    /// host recorded every decision it waits for: its record goes from
+    /// `suspended` to `running` (claimable: a crash before it executes
+    /// again leaves a run some worker continues), then the host is told
+    /// ([`RunEnding::wakes`]). Whether it woke; the caller executes it.
+    pub async fn wake_hosted(&self, run: &HostedRun) -> RuntimeResult<bool> {
+        let mut record = self.store.get_run(&run.run_id).await?;
+        if record.status == RunStatus::Suspended {
+            record.status = RunStatus::Running;
+            record.updated_at = now_millis();
+            self.store.update_run(&record).await?;
         }
-        record.status = RunStatus::Running;
-        record.updated_at = now_millis();
-        self.store.update_run(&record).await?;
-        Ok(true)
+        match &run.ending {
+            Some(ending) => ending.wakes().await.map_err(|message| RuntimeError::Host {
+                run_id: run.run_id.clone(),
+                message,
+            }),
+            None => Ok(true),
+        }
     }
 
     /// Takes hosted run `run_id` over for this runtime if its lease is free

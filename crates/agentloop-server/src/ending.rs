@@ -125,6 +125,15 @@ impl RunEnding for AgentRunEnding {
         *self.waited.lock().unwrap_or_else(PoisonError::into_inner) = Some(waited);
         Ok(())
     }
+
+    /// Switches the agent run `waiting` → `running`; `false` when it no
+    /// longer waited (a concurrent decision woke it, or it was ended).
+    async fn wakes(&self) -> Result<bool, String> {
+        self.store
+            .switch_agent_run(&self.run_id, AgentRunStatus::Waiting, AgentRunStatus::Running)
+            .await
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// Switches agent run `run_id` to `waiting` on `pending`; `fresh`: its

@@ -115,14 +115,21 @@ pub async fn wait_key(state: &AppState, run_id: &str) -> StorageResult<Option<St
 /// ([`crate::drive::decide`] executes it). `false` when it was no longer
 /// waiting (a concurrent decision resumed it, or it was cancelled).
 pub async fn resume(state: &AppState, ctx: &TaskContext, run: &AgentRun) -> RuntimeResult<bool> {
-    // The record is made claimable before the run is switched, so a crash
-    // in between leaves a run that some instance continues.
-    hosting::runtime(state, Vec::new(), None)
-        .wake_hosted(&run.id)
-        .await?;
-    if !state
-        .store
-        .switch_agent_run(&run.id, AgentRunStatus::Waiting, AgentRunStatus::Running)
+    let Some(chat_id) = run_chat(state, run).await? else {
+        return Ok(false);
+    };
+    let hosted = HostedRun {
+        run_id: run.id.clone(),
+        chat_id,
+        decisions: Default::default(),
+        ending: Some(Arc::new(AgentRunEnding::new(state.store.clone(), &run.id))),
+        written: None,
+    };
+    // The runtime makes the record claimable, then the agent run is
+    // switched (its hook), so a crash in between leaves a run that some
+    // instance continues.
+    if !hosting::runtime(state, Vec::new(), None)
+        .wake_hosted(&hosted)
         .await?
     {
         return Ok(false);
