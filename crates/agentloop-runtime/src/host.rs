@@ -220,9 +220,12 @@ impl ChatRuntime {
     }
 
     /// Stores that hosted run `run.run_id` waits for a person, as its host
-    /// found it (a wait whose record a crash left `running`): the host is
-    /// told, the record stored `suspended`, the lease released. Nothing
-    /// executes it until a decision wakes it ([`wake_hosted`](Self::wake_hosted)).
+    /// holds it (a wait whose record a crash left `running`): the record
+    /// is stored `suspended`, the lease released. The host is not told: it
+    /// said so, and a decision may have woken the run since it read it:
+    /// the execution that decision asked for follows, and goes on from
+    /// the record whatever its status. Nothing else executes it until a
+    /// decision wakes it ([`wake_hosted`](Self::wake_hosted)).
     pub async fn settle_wait(&self, run: HostedRun) -> RuntimeResult<Vec<PendingCall>> {
         let record = self.claim_hosted(&run).await?;
         let pending = record
@@ -235,7 +238,7 @@ impl ChatRuntime {
                     .to_vec()
             })
             .unwrap_or_default();
-        self.hold_wait(record, &pending, run.ending).await?;
+        self.hold_wait(record, &pending, None).await?;
         Ok(pending)
     }
 

@@ -58,7 +58,11 @@ fn unique() -> String {
 async fn follow_and_decide(server: Arc<TestServer>, run_id: String) -> (Vec<(u16, Value)>, String) {
     let mut answers = Vec::new();
     let mut last_seq: Option<u64> = None;
-    for _ in 0..(WAITS * 4 + 4) {
+    let mut quiet = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
+    // A stream ends without a `finished` when nothing executes the run for
+    // a moment (between a decision and its execution): followed again.
+    while tokio::time::Instant::now() < deadline {
         let mut request = server
             .client
             .get(server.url(&format!("/api/agent-runs/{run_id}/events")))
@@ -114,8 +118,14 @@ async fn follow_and_decide(server: Arc<TestServer>, run_id: String) -> (Vec<(u16
         if let Some(status) = ended {
             return (answers, status);
         }
+        quiet += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("agent run {run_id} did not end: {answers:?}");
+    let (_, run) = server.get(&format!("/api/agent-runs/{run_id}")).await;
+    panic!(
+        "agent run {run_id} did not end ({} decisions, {quiet} quiet streams): {run}",
+        answers.len()
+    );
 }
 
 async fn every_resume_sent_as_a_wait_is_announced_is_accepted(store: Arc<dyn Store>) {
