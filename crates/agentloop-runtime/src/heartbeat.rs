@@ -93,8 +93,13 @@ impl Heartbeat {
     /// found.
     pub fn watch(self: &Arc<Self>, run_id: &str, watcher: Arc<dyn LeaseWatcher>) -> Watched {
         let generation = self.next.fetch_add(1, Ordering::Relaxed);
-        self.runs()
-            .insert(run_id.to_owned(), Beat { generation, watcher });
+        self.runs().insert(
+            run_id.to_owned(),
+            Beat {
+                generation,
+                watcher,
+            },
+        );
         Watched {
             heartbeat: self.clone(),
             run_id: run_id.to_owned(),

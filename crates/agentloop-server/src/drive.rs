@@ -345,11 +345,7 @@ impl<'a> Execution<'a> {
     }
 
     /// The execution of a run this instance just created.
-    fn created(
-        state: &'a AppState,
-        local: &'a Arc<LocalRun>,
-        created: Box<CreatedRun>,
-    ) -> Self {
+    fn created(state: &'a AppState, local: &'a Arc<LocalRun>, created: Box<CreatedRun>) -> Self {
         let CreatedRun {
             run,
             ctx,
@@ -526,8 +522,12 @@ impl<'a> Execution<'a> {
         waiting::announce_wait(self.state, &self.ctx, &self.run, &waited).await;
         self.notify_streaming("streaming-ended");
         if waited.status != AgentRunStatus::Waiting {
-            self.state
-                .notify_run_status(&self.ctx.owner, &self.ctx.project, &self.run, waited.status);
+            self.state.notify_run_status(
+                &self.ctx.owner,
+                &self.ctx.project,
+                &self.run,
+                waited.status,
+            );
         }
     }
 

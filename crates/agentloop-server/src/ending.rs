@@ -130,7 +130,11 @@ impl RunEnding for AgentRunEnding {
     /// longer waited (a concurrent decision woke it, or it was ended).
     async fn wakes(&self) -> Result<bool, String> {
         self.store
-            .switch_agent_run(&self.run_id, AgentRunStatus::Waiting, AgentRunStatus::Running)
+            .switch_agent_run(
+                &self.run_id,
+                AgentRunStatus::Waiting,
+                AgentRunStatus::Running,
+            )
             .await
             .map_err(|e| e.to_string())
     }

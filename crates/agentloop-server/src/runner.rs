@@ -152,8 +152,8 @@ pub async fn create_agent_run(
     run.conversation_id = Some(conversation.id.clone());
     let leased = state.config.dispatch.is_none();
     // The runtime's record of the run, stored in the same write.
-    let record = crate::hosting::runtime(state, Vec::new(), None)
-        .hosted_record(&run.id, &chat.id, leased);
+    let record =
+        crate::hosting::runtime(state, Vec::new(), None).hosted_record(&run.id, &chat.id, leased);
     let start = AgentRunStart {
         first_message: first_message(&state.config.prompts, ctx, &run, input.request),
         agent_run: run,

@@ -96,7 +96,7 @@ async fn project_mcp_servers_are_refused_unless_allowed() {
 async fn a_run_that_fails_before_its_loop_ends_with_one_terminal_event() {
     let (_dir, store) = common::sqlite().await;
     let mut config = common::config(ScriptedProvider::new([
-        ScriptedTurn::new().text("never requested"),
+        ScriptedTurn::new().text("never requested")
     ]));
     config.allow_project_mcp = true;
     let server = common::start_with(store.clone(), config).await;
