@@ -22,6 +22,7 @@
 //! line and holds the helpers they share.
 
 mod bench;
+mod boundaries;
 mod ci;
 mod layers;
 mod modules;
