@@ -9,7 +9,8 @@
 //!    the card allows it. Crates not in the card (`xtask`, `agentloop-tests`)
 //!    may depend on anything.
 //!
-//! Then the module rules inside crates ([`crate::modules`]).
+//! Then the module rules inside crates ([`crate::modules`]) and the
+//! boundaries stated as absences ([`crate::boundaries`]).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -296,7 +297,8 @@ pub fn run() -> Result<(), Error> {
         "layers ok: {} workspace crates, {layered} of them in the design card",
         graph.len()
     );
-    let violations = crate::modules::check_workspace(&crate::workspace_root());
+    let mut violations = crate::modules::check_workspace(&crate::workspace_root());
+    violations.extend(crate::boundaries::check_workspace(&crate::workspace_root()));
     if !violations.is_empty() {
         return Err(Error::Modules(violations));
     }

@@ -22,6 +22,7 @@
 //! line and holds the helpers they share.
 
 mod bench;
+mod boundaries;
 mod ci;
 mod layers;
 mod modules;
@@ -44,7 +45,7 @@ commands:
   package [--verify]  check that every publishable crate packages (and with --verify builds)
   bench [args...]     run the benchmarks
   soak                soak the HTTP API on PostgreSQL for 10 minutes (200 users)
-  schema [--check]    write (or check) docs/events.schema.json
+  schema [--check]    write (or check) docs/events.schema.json and docs/inputs.schema.json
   help                print this message";
 
 fn main() -> ExitCode {

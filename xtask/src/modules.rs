@@ -111,6 +111,11 @@ impl SourceFile {
             test_children,
         }
     }
+
+    /// Whether its code (not its comments, literals or tests) names `word`.
+    pub fn names(&self, word: &str) -> bool {
+        self.tokens.iter().any(|t| t == word)
+    }
 }
 
 /// One breach of the module rules.
@@ -309,7 +314,7 @@ fn display(module: &[String]) -> String {
 
 /// The files left once modules declared `#[cfg(test)] mod name;` (and
 /// everything under them) are dropped.
-fn without_test_files(files: &[SourceFile]) -> Vec<&SourceFile> {
+pub fn without_test_files(files: &[SourceFile]) -> Vec<&SourceFile> {
     let tests: Vec<Module> = files
         .iter()
         .flat_map(|f| {

@@ -1,14 +1,19 @@
-//! `cargo xtask schema [--check]`: the JSON Schema of the event stream,
+//! `cargo xtask schema [--check]`: the JSON Schemas of a run's protocol,
 //! generated from `agentloop-types` (its `schema` feature) by the
-//! `event_schema` example into `docs/events.schema.json`. With `--check`
-//! the file is only compared, and a stale file fails (CI runs this).
+//! `event_schema` example into `docs/`: what a run emits
+//! (`docs/events.schema.json`) and what can be submitted to it
+//! (`docs/inputs.schema.json`). With `--check` the files are only
+//! compared, and a stale file fails (CI runs this).
 
 use crate::{Error, cargo, describe, workspace_root};
 
-/// Where the schema is kept.
-pub const SCHEMA_PATH: &str = "docs/events.schema.json";
+/// Each document: the example's argument and where the schema is kept.
+pub const SCHEMAS: [(&str, &str); 2] = [
+    ("events", "docs/events.schema.json"),
+    ("inputs", "docs/inputs.schema.json"),
+];
 
-/// Generates the schema; writes it, or with `check` compares it.
+/// Generates the schemas; writes them, or with `check` compares them.
 pub fn run(args: &[String]) -> Result<(), Error> {
     let check = match args {
         [] => false,
@@ -19,6 +24,28 @@ pub fn run(args: &[String]) -> Result<(), Error> {
             )));
         }
     };
+    for (which, path) in SCHEMAS {
+        let generated = generate(which)?;
+        let full = workspace_root().join(path);
+        if check {
+            let stored = std::fs::read(&full).unwrap_or_default();
+            if stored != generated {
+                return Err(Error::Failed(format!(
+                    "{path} is stale: run `cargo xtask schema` and commit it"
+                )));
+            }
+            println!("==> schema: {path} is current");
+        } else {
+            std::fs::write(&full, &generated)
+                .map_err(|e| Error::Failed(format!("cannot write {path}: {e}")))?;
+            println!("==> schema: wrote {path}");
+        }
+    }
+    Ok(())
+}
+
+/// The schema document the example prints for `which`.
+fn generate(which: &str) -> Result<Vec<u8>, Error> {
     let mut command = cargo(&[
         "run",
         "--quiet",
@@ -28,6 +55,8 @@ pub fn run(args: &[String]) -> Result<(), Error> {
         "schema",
         "--example",
         "event_schema",
+        "--",
+        which,
     ]);
     let output = command.output().map_err(|source| Error::Spawn {
         command: describe(&command),
@@ -35,23 +64,9 @@ pub fn run(args: &[String]) -> Result<(), Error> {
     })?;
     if !output.status.success() {
         return Err(Error::StepFailed {
-            step: "schema".to_owned(),
+            step: format!("schema {which}"),
             status: output.status,
         });
     }
-    let path = workspace_root().join(SCHEMA_PATH);
-    if check {
-        let stored = std::fs::read(&path).unwrap_or_default();
-        if stored != output.stdout {
-            return Err(Error::Failed(format!(
-                "{SCHEMA_PATH} is stale: run `cargo xtask schema` and commit it"
-            )));
-        }
-        println!("==> schema: {SCHEMA_PATH} is current");
-    } else {
-        std::fs::write(&path, &output.stdout)
-            .map_err(|e| Error::Failed(format!("cannot write {SCHEMA_PATH}: {e}")))?;
-        println!("==> schema: wrote {SCHEMA_PATH}");
-    }
-    Ok(())
+    Ok(output.stdout)
 }

@@ -11,7 +11,7 @@ use agentloop_runtime::{ChatRuntime, ChatSettings};
 use agentloop_storage::model::{Chat, Project, now_millis};
 use agentloop_storage::{StorageError, Store};
 use agentloop_types::{
-    CancellationToken, Decisions, Hooks, LoopStatus, Message, ModelProvider, PendingCall,
+    CancellationToken, Decisions, Hooks, LoopStatus, Message, ModelProvider, PendingCall, RunInput,
     TokenTotals, Tool,
 };
 use futures::StreamExt;
@@ -125,17 +125,6 @@ pub struct Session {
 }
 
 /// What one turn does.
-enum Turn {
-    /// Sends a user message.
-    Send(Message),
-    /// Resumes the waiting run with decisions.
-    Resume(Decisions),
-    /// Cancels the waiting run.
-    Cancel,
-    /// Continues the interrupted run.
-    Continue,
-}
-
 /// Every Ctrl-C from the moment the chat starts, in order, so none is lost
 /// between turns: one during a turn cancels it, one while waiting for input
 /// ends a piped chat.
@@ -216,7 +205,10 @@ impl Session {
     pub async fn send(&mut self, text: String) -> Result<LoopStatus, Failure> {
         self.name_after(&text).await?;
         let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
-        self.turn(Turn::Send(message)).await
+        self.turn(RunInput::Start {
+            message: Some(message),
+        })
+        .await
     }
 
     /// Titles a chat still untitled after its first message, `text`.
@@ -239,18 +231,18 @@ impl Session {
     /// Resumes the chat's waiting run with a person's decisions and
     /// streams what follows.
     pub async fn resume(&mut self, decisions: Decisions) -> Result<LoopStatus, Failure> {
-        self.turn(Turn::Resume(decisions)).await
+        self.turn(RunInput::Decide { decisions }).await
     }
 
     /// Continues the chat's interrupted run from its last checkpoint and
     /// streams what follows.
     pub async fn continue_interrupted(&mut self) -> Result<LoopStatus, Failure> {
-        self.turn(Turn::Continue).await
+        self.turn(RunInput::Start { message: None }).await
     }
 
     /// Cancels the chat's waiting run: its pending calls are closed.
     pub async fn cancel_waiting(&mut self) -> Result<LoopStatus, Failure> {
-        self.turn(Turn::Cancel).await
+        self.turn(RunInput::Cancel {}).await
     }
 
     /// What the chat's waiting run (if any) waits for.
@@ -278,7 +270,7 @@ impl Session {
         self.view.set_asking(asking);
     }
 
-    async fn turn(&mut self, turn: Turn) -> Result<LoopStatus, Failure> {
+    async fn turn(&mut self, input: RunInput) -> Result<LoopStatus, Failure> {
         // A runtime per turn: its token, once cancelled, stays cancelled.
         let cancel = CancellationToken::new();
         let mut interrupts = self.take_interrupts().await;
@@ -286,27 +278,13 @@ impl Session {
         let mut stdout = Stdout::new();
         let mut stderr = std::io::stderr();
         let mut failure = None;
-        let started = {
-            let chat_id = self.chat_id.as_str();
-            let start: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
-                match turn {
-                    Turn::Send(message) => {
-                        Box::pin(async { runtime.send(chat_id, message).await.map(Ok) })
-                    }
-                    Turn::Resume(decisions) => {
-                        Box::pin(async { runtime.resume(chat_id, decisions).await.map(Ok) })
-                    }
-                    Turn::Cancel => {
-                        Box::pin(async { runtime.cancel_suspended(chat_id).await.map(Ok) })
-                    }
-                    Turn::Continue => Box::pin(async {
-                        runtime.continue_chat(chat_id).await.map(|run| {
-                            run.ok_or_else(|| "the chat has no run to continue".to_owned())
-                        })
-                    }),
-                };
-            start.await
-        };
+        let started = Box::pin(runtime.submit(&self.chat_id, input))
+            .await
+            .map(|submitted| {
+                submitted
+                    .into_run()
+                    .ok_or_else(|| "the chat has no run to continue".to_owned())
+            });
         let mut run = match started {
             Ok(Ok(run)) => run,
             Ok(Err(nothing)) => {

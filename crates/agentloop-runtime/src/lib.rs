@@ -52,6 +52,7 @@ mod persist;
 pub mod recovery;
 mod runtime;
 pub mod settings;
+mod submit;
 
 pub use chat_run::{ChatRun, RunOutcome};
 pub use ending::{Decided, RunEnding};
@@ -63,3 +64,4 @@ pub use persist::minion_chat_id;
 pub use recovery::{ClosedCall, RecoveredRun, RecoveryMode};
 pub use runtime::{ChatRuntime, DEFAULT_LEASE_MS};
 pub use settings::{ChatSettings, LoopSettings, ProjectSettings, build_loop_options};
+pub use submit::Submitted;

@@ -341,7 +341,7 @@ impl ChatRuntime {
 
     /// Fails when the chat has a live or suspended run; recovers an
     /// interrupted one first.
-    async fn ensure_idle(&self, chat_id: &str) -> RuntimeResult<()> {
+    pub(crate) async fn ensure_idle(&self, chat_id: &str) -> RuntimeResult<()> {
         self.ensure_idle_or_suspended(chat_id, false).await
     }
 

@@ -36,6 +36,7 @@ pub mod guardrail;
 pub mod handoff;
 pub mod history;
 pub mod hook;
+pub mod input;
 pub mod message;
 pub mod options;
 pub mod ports;
@@ -84,6 +85,7 @@ pub use history::{HistoryCheck, HistoryError, close_dangling_calls, validate_his
 pub use hook::{
     FnHook, Hook, HookAnswer, HookDecision, HookError, HookInput, HookPoint, Hooks, hook_fn,
 };
+pub use input::RunInput;
 pub use message::{
     ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,
 };

@@ -1,0 +1,144 @@
+//! `ChatRuntime::submit`: each `RunInput` does to a chat what its host
+//! would otherwise map by hand, on every backend.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+use agentloop_runtime::{ChatRuntime, ProjectSettings, RunOutcome, RuntimeError, Submitted};
+use agentloop_types::{Decision, LoopStatus, Message, RunInput, Tool};
+use serde_json::json;
+
+use common::{Counter, chat, stores};
+
+fn count_needs_approval() -> ProjectSettings {
+    let mut settings = ProjectSettings::default();
+    settings
+        .loop_settings
+        .approvals
+        .insert("count".into(), agentloop_types::ApprovalPolicy::Always);
+    settings
+}
+
+async fn outcome(submitted: Submitted) -> RunOutcome {
+    match submitted {
+        Submitted::Run(run) => run.outcome().await.unwrap(),
+        Submitted::Idle => panic!("expected a run"),
+    }
+}
+
+#[tokio::test]
+async fn start_decide_and_message_drive_a_chat_through_one_entry() {
+    for (name, store, _dir) in stores().await {
+        let provider = ScriptedProvider::new([
+            ScriptedTurn::new().tool_call("c1", "count", json!({})),
+            ScriptedTurn::new().text("Counted."),
+            ScriptedTurn::new().text("Again."),
+        ]);
+        let counter = Counter::new("count");
+        let runtime = ChatRuntime::new(store.clone(), provider)
+            .with_tools([counter.clone() as Arc<dyn Tool>]);
+        let chat_id = chat(&runtime, count_needs_approval(), Default::default()).await;
+
+        let start = RunInput::Start {
+            message: Some(Message::user_text("u1", "count")),
+        };
+        let waiting = outcome(runtime.submit(&chat_id, start).await.unwrap()).await;
+        assert!(
+            matches!(waiting.result.status, LoopStatus::Suspended { .. }),
+            "{name}"
+        );
+        // A message while the run waits for a person is refused, typed.
+        let early = RunInput::Message {
+            message: Message::user_text("u2", "hurry"),
+        };
+        assert!(
+            matches!(
+                runtime.submit(&chat_id, early).await,
+                Err(RuntimeError::Suspended { .. })
+            ),
+            "{name}"
+        );
+
+        let decide = RunInput::Decide {
+            decisions: [("c1".to_owned(), Decision::Approve { arguments: None })].into(),
+        };
+        let done = outcome(runtime.submit(&chat_id, decide).await.unwrap()).await;
+        assert_eq!(
+            done.result.final_text().as_deref(),
+            Some("Counted."),
+            "{name}"
+        );
+        assert_eq!(counter.calls.load(Ordering::SeqCst), 1, "{name}");
+
+        // Nothing left to continue: the history ends with an answer.
+        let idle = runtime
+            .submit(&chat_id, RunInput::Start { message: None })
+            .await
+            .unwrap();
+        assert!(matches!(idle, Submitted::Idle), "{name}");
+
+        let message = RunInput::Message {
+            message: Message::user_text("u3", "again"),
+        };
+        let again = outcome(runtime.submit(&chat_id, message).await.unwrap()).await;
+        assert_eq!(
+            again.result.final_text().as_deref(),
+            Some("Again."),
+            "{name}"
+        );
+        let texts: Vec<String> = store
+            .list_messages(&chat_id)
+            .await
+            .unwrap()
+            .iter()
+            .map(|m| m.message.text())
+            .collect();
+        assert!(!texts.iter().any(|t| t == "hurry"), "{name}: {texts:?}");
+    }
+}
+
+#[tokio::test]
+async fn cancel_and_stop_end_a_waiting_run_and_stop_on_an_idle_chat_does_nothing() {
+    for (name, store, _dir) in stores().await {
+        let provider = ScriptedProvider::new([
+            ScriptedTurn::new().tool_call("c1", "count", json!({})),
+            ScriptedTurn::new().tool_call("c2", "count", json!({})),
+        ]);
+        let counter = Counter::new("count");
+        let runtime = ChatRuntime::new(store.clone(), provider)
+            .with_tools([counter.clone() as Arc<dyn Tool>]);
+        let chat_id = chat(&runtime, count_needs_approval(), Default::default()).await;
+        for (i, input) in [RunInput::Cancel {}, RunInput::Stop {}]
+            .into_iter()
+            .enumerate()
+        {
+            let start = RunInput::Start {
+                message: Some(Message::user_text(format!("u{i}"), "count")),
+            };
+            outcome(runtime.submit(&chat_id, start).await.unwrap()).await;
+            assert_eq!(runtime.pending(&chat_id).await.unwrap().len(), 1, "{name}");
+            let kind = input.kind();
+            let ended = outcome(runtime.submit(&chat_id, input).await.unwrap()).await;
+            assert!(
+                matches!(ended.result.status, LoopStatus::Cancelled),
+                "{name} {kind}"
+            );
+            assert!(runtime.pending(&chat_id).await.unwrap().is_empty());
+        }
+        assert_eq!(counter.calls.load(Ordering::SeqCst), 0, "{name}");
+
+        let stopped = runtime.submit(&chat_id, RunInput::Stop {}).await.unwrap();
+        assert!(matches!(stopped, Submitted::Idle), "{name}");
+        assert!(
+            matches!(
+                runtime.submit(&chat_id, RunInput::Cancel {}).await,
+                Err(RuntimeError::NotSuspended { .. })
+            ),
+            "{name}"
+        );
+    }
+}
