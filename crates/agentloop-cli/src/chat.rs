@@ -86,15 +86,16 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
     let store = db::open_for_write(args.db.as_deref()).await?;
     let mut max_tokens = None;
     if args.local {
-        let model_flag = args.model.is_some();
-        crate::local_model::point_at(
-            &mut args.provider,
-            &mut args.base_url,
-            &mut args.model,
-            model_flag,
-        )
+        crate::local_model::setup(crate::local_model::Flags {
+            model_flag: args.model.is_some(),
+            provider: &mut args.provider,
+            base_url: &mut args.base_url,
+            model: &mut args.model,
+            system: Some(&mut args.system),
+            max_tokens: &mut max_tokens,
+            tools: &args.tools,
+        })
         .await?;
-        crate::local_model::defaults(&mut args.system, &mut max_tokens, &args.tools);
     }
     let demo = demo::wanted(
         args.demo,

@@ -164,13 +164,17 @@ pub async fn eval(mut args: EvalArgs, approvals: ApprovalPolicies, hooks: Hooks)
     let dataset =
         agentloop_eval::dataset::load(&args.dataset).map_err(|e| Failure::usage(e.to_string()))?;
     if args.local {
-        let model_flag = args.model_flag;
-        crate::local_model::point_at(
-            &mut args.provider,
-            &mut args.base_url,
-            &mut args.model,
-            model_flag,
-        )
+        // The cases bring their own system messages: only the token cap
+        // is defaulted.
+        crate::local_model::setup(crate::local_model::Flags {
+            provider: &mut args.provider,
+            base_url: &mut args.base_url,
+            model: &mut args.model,
+            model_flag: args.model_flag,
+            system: None,
+            max_tokens: &mut args.max_tokens,
+            tools: &args.tools,
+        })
         .await?;
     }
     let earlier = args.compare.as_deref().map(read_report).transpose()?;

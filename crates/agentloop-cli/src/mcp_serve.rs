@@ -173,15 +173,16 @@ pub async fn serve(
     hooks: Hooks,
 ) -> Outcome {
     if args.local {
-        let model_flag = args.model.is_some();
-        crate::local_model::point_at(
-            &mut args.provider,
-            &mut args.base_url,
-            &mut args.model,
-            model_flag,
-        )
+        crate::local_model::setup(crate::local_model::Flags {
+            model_flag: args.model.is_some(),
+            provider: &mut args.provider,
+            base_url: &mut args.base_url,
+            model: &mut args.model,
+            system: Some(&mut args.system),
+            max_tokens: &mut args.max_tokens,
+            tools: &args.tools,
+        })
         .await?;
-        crate::local_model::defaults(&mut args.system, &mut args.max_tokens, &args.tools);
     }
     // The agent `run` would build from the same flags.
     let crate::agent::Agent {

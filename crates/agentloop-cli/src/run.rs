@@ -49,15 +49,16 @@ pub async fn run(
 ) -> Outcome {
     let prompt = prompt::read(args.prompt.as_deref())?;
     if args.local {
-        let model_flag = args.model_flag;
-        crate::local_model::point_at(
-            &mut args.provider,
-            &mut args.base_url,
-            &mut args.model,
-            model_flag,
-        )
+        crate::local_model::setup(crate::local_model::Flags {
+            provider: &mut args.provider,
+            base_url: &mut args.base_url,
+            model: &mut args.model,
+            model_flag: args.model_flag,
+            system: Some(&mut args.system),
+            max_tokens: &mut args.max_tokens,
+            tools: &args.tools,
+        })
         .await?;
-        crate::local_model::defaults(&mut args.system, &mut args.max_tokens, &args.tools);
     }
     let demo = demo::wanted(
         args.demo,

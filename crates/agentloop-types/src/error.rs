@@ -248,6 +248,9 @@ mod tests {
         let bad = LoopError::Provider {
             error: ProviderError::new(ProviderErrorKind::InvalidRequest, "bad model"),
         };
-        assert_eq!(bad.to_string(), "provider error: invalid request: bad model");
+        assert_eq!(
+            bad.to_string(),
+            "provider error: invalid request: bad model"
+        );
     }
 }
