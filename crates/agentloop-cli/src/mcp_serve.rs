@@ -105,7 +105,8 @@ pub struct McpServeArgs {
     /// plan-and-execute.
     #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub strategy: Option<String>,
-    /// Settings file: a JSON object of string settings.
+    /// Settings file: JSON, or TOML when its name ends in `.toml` (as for
+    /// `agentloop run --config`).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Skills to offer: a JSON file, as for `agentloop run --skills`.

@@ -102,9 +102,10 @@ pub struct RunArgs {
     /// plan-and-execute (default: $AGENTLOOP_AGENT_LOOP_STRATEGY, else native).
     #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub strategy: Option<String>,
-    /// Settings file: a JSON object of string settings, e.g.
-    /// `{"agent.loop.strategy": "react"}`. `--strategy` and the environment
-    /// take precedence. Not the configuration file: config.toml is read
+    /// Settings file: JSON, e.g. `{"agent.loop.strategy": "react"}`, or
+    /// TOML when its name ends in `.toml`, e.g. `[agent.loop]` then
+    /// `strategy = "react"`. `--strategy` and the environment take
+    /// precedence. Not the configuration file: config.toml is read
     /// from `$XDG_CONFIG_HOME/agentloop/` (see `agentloop config path`).
     #[arg(long)]
     pub config: Option<PathBuf>,
