@@ -60,6 +60,12 @@ pub struct ChatArgs {
     /// Tools to offer, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,
+    /// Do not offer `ask_user` unless --tools names it. By default the
+    /// model may ask the person a question when one can answer: stdin and
+    /// stdout are a terminal, the output is not --json, and neither --demo
+    /// nor --local is given.
+    #[arg(long)]
+    pub no_ask_user: bool,
     /// Folder the fs and js tools work in (default: the current folder).
     #[arg(long)]
     pub root: Option<PathBuf>,
@@ -131,7 +137,10 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
             ..LoopOptions::default()
         },
     };
-    let tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    if crate::run::can_ask(args.json, demo || args.local || args.no_ask_user) {
+        tools::offer_ask_user(&mut tools);
+    }
     let handoffs = match &args.starting {
         Some(starting) => starting.handoffs(args.root.as_deref(), &minion)?,
         None => None,

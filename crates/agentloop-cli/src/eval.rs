@@ -143,6 +143,7 @@ impl EvalArgs {
             max_iterations: self.max_iterations,
             compaction: CompactionArg::None,
             tools: self.tools.clone(),
+            no_ask_user: true,
             root: None,
             json: false,
             strategy: self.strategy.clone(),

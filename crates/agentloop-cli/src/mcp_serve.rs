@@ -98,6 +98,11 @@ pub struct McpServeArgs {
     /// Tools to offer, comma-separated (see `agentloop tool list`).
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,
+    /// Do not offer `ask_user` unless --tools names it. By default it is
+    /// offered on each call whose MCP client supports elicitation (the
+    /// client puts the question before a person), except with --local.
+    #[arg(long)]
+    pub no_ask_user: bool,
     /// Folder the fs and js tools work in (default: the current folder).
     #[arg(long)]
     pub root: Option<PathBuf>,
@@ -149,6 +154,7 @@ impl McpServeArgs {
             max_iterations: self.max_iterations,
             compaction: self.compaction,
             tools: self.tools.clone(),
+            no_ask_user: self.no_ask_user,
             root: self.root.clone(),
             json: false,
             strategy: self.strategy.clone(),
@@ -221,6 +227,7 @@ pub async fn serve(
             .to_owned()
     });
     let host = Arc::new(CliAgent {
+        offer_ask_user: !args.no_ask_user && !args.local,
         name: args.name.clone(),
         description,
         strategy,
@@ -340,6 +347,8 @@ struct CliAgent {
     options: LoopOptions,
     deps: RunDeps,
     chats: Arc<Chats>,
+    /// Whether `ask_user` is offered on a call whose client can ask.
+    offer_ask_user: bool,
 }
 
 impl AgentHost for CliAgent {
@@ -350,7 +359,11 @@ impl AgentHost for CliAgent {
     fn ask(&self, request: AskRequest, caller: Arc<Caller>) -> AskFuture {
         let strategy = self.strategy.clone();
         let options = self.options.clone();
-        let deps = self.deps.clone().with_cancel(caller.cancel_token());
+        let mut deps = self.deps.clone().with_cancel(caller.cancel_token());
+        // A question has someone to answer it only through elicitation.
+        if self.offer_ask_user && caller.can_ask() {
+            tools::offer_ask_user(&mut deps.tools);
+        }
         let chats = self.chats.clone();
         Box::pin(async move {
             let (chat_id, mut history) = chats.take(request.chat_id)?;

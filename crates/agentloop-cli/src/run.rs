@@ -80,6 +80,9 @@ pub async fn run(
     };
     let agent = agent::build(&args, demo).await?;
     let mut tools = agent.tools(args.root.as_deref(), agent.chosen.provider.clone())?;
+    if can_ask(args.json, demo || args.local || args.no_ask_user) {
+        crate::tools::offer_ask_user(&mut tools);
+    }
     let handoffs = agent.handoffs(
         args.starting.as_ref(),
         args.root.as_deref(),
@@ -216,6 +219,14 @@ pub async fn run(
         }
         Some(status) => exit_code(status),
     })
+}
+
+/// Whether a person can answer the model's questions: stdin and stdout
+/// are a terminal and the output is the view, not JSON lines. `unless`:
+/// a run that must not ask (the demo's script and the small local model
+/// never ask well; `--no-ask-user`).
+pub fn can_ask(json: bool, unless: bool) -> bool {
+    !json && !unless && std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
 /// What a person answers with: the line editor on the terminal (prompts

@@ -92,6 +92,12 @@ pub struct RunArgs {
     /// Tools to offer, comma-separated (see `agentloop tool list`).
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,
+    /// Do not offer `ask_user` unless --tools names it. By default the
+    /// model may ask the person a question when one can answer: stdin and
+    /// stdout are a terminal, the output is not --json, and neither --demo
+    /// nor --local is given.
+    #[arg(long)]
+    pub no_ask_user: bool,
     /// Folder the fs and js tools work in (default: the current folder).
     #[arg(long)]
     pub root: Option<PathBuf>,
