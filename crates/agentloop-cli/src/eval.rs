@@ -99,7 +99,7 @@ pub struct EvalArgs {
     pub system: Option<String>,
     /// Output token cap per model turn (at least 1; default as for
     /// `agentloop run`: from the model table, 1024 for a model it does not
-    /// know).
+    /// know, 128 with --local).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
     /// Model turns before a run stops (at least 1).
