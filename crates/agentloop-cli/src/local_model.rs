@@ -155,7 +155,7 @@ pub struct Flags<'a> {
 /// `--local`, on any command: starts or reuses the local server, points
 /// the provider flags at it (the OpenAI-compatible provider at its
 /// address, its model unless `--model` named one) and fills the defaults
-/// a small model needs ([`defaults`]).
+/// a small model needs (`defaults`).
 pub async fn setup(flags: Flags<'_>) -> Result<(), Failure> {
     let local = ensure().await?;
     *flags.provider = Some("openai-compatible".to_owned());
