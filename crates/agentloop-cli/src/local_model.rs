@@ -295,8 +295,10 @@ fn defaults(system: &mut Option<String>, max_tokens: &mut Option<u32>, tools: &[
 /// The local server's provider, guarded: before each request the server
 /// is checked and started again when it died (one start at a time), so a
 /// long eval outlives a crashed server: the request in flight when it died
-/// fails, the next ones go to the new server. When a start fails, every
-/// later request fails at once with that reason instead of trying again.
+/// fails, the next ones go to the new server. When a start fails, the
+/// requests of the next [`RETRY_START_AFTER`] fail at once with that
+/// reason (an eval's remaining cases say why in a moment rather than each
+/// waiting for a start), then a start is tried again (a server runs on).
 /// A request past [`CONTEXT_TOKENS`] fails saying so.
 pub fn guarded(inner: Arc<dyn ModelProvider>) -> Arc<dyn ModelProvider> {
     Arc::new(Guarded {
@@ -305,11 +307,14 @@ pub fn guarded(inner: Arc<dyn ModelProvider>) -> Arc<dyn ModelProvider> {
     })
 }
 
+/// How long after a failed start requests fail at once with its reason.
+pub const RETRY_START_AFTER: Duration = Duration::from_secs(60);
+
 struct Guarded {
     inner: Arc<dyn ModelProvider>,
-    /// Held while the server is checked or started; holds why a start
-    /// failed, once one has.
-    starting: Arc<futures::lock::Mutex<Option<String>>>,
+    /// Held while the server is checked or started; holds why the last
+    /// start failed, and when.
+    starting: Arc<futures::lock::Mutex<Option<(String, Instant)>>>,
 }
 
 impl ModelProvider for Guarded {
@@ -333,15 +338,23 @@ impl ModelProvider for Guarded {
                 let ready = {
                     let mut failed_start = starting.lock().await;
                     match failed_start.as_ref() {
-                        Some(reason) => Err(reason.clone()),
-                        None => start_or_reuse(true).await.map_err(|failure| {
-                            let reason = format!(
-                                "the local model server stopped answering and could not be \
-                                 started again: {failure}"
-                            );
-                            *failed_start = Some(reason.clone());
-                            reason
-                        }),
+                        Some((reason, at)) if at.elapsed() < RETRY_START_AFTER => {
+                            Err(reason.clone())
+                        }
+                        _ => match start_or_reuse(true).await {
+                            Ok(local) => {
+                                *failed_start = None;
+                                Ok(local)
+                            }
+                            Err(failure) => {
+                                let reason = format!(
+                                    "the local model server stopped answering and could not be \
+                                     started again: {failure}"
+                                );
+                                *failed_start = Some((reason.clone(), Instant::now()));
+                                Err(reason)
+                            }
+                        },
                     }
                 };
                 match ready {
