@@ -2,7 +2,6 @@
 //! strategy, the provider, the loop options and the tools. One path, so an
 //! eval runs exactly the agent `agentloop run` would.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -30,7 +29,7 @@ pub struct Agent {
 /// place of a provider.
 pub async fn build(args: &RunArgs, demo: bool) -> Result<Agent, Failure> {
     let settings = match &args.config {
-        Some(path) => read_settings(path).map_err(Failure::Usage)?,
+        Some(path) => crate::settings::read(path).map_err(|e| Failure::usage(e.to_string()))?,
         None => Default::default(),
     };
     let strategy = StrategyRegistry::default()
@@ -151,32 +150,4 @@ impl Agent {
             },
         }
     }
-}
-
-/// Reads a settings file: a JSON object of string values. A TOML file
-/// (a config.toml given by mistake) is named as such, with where the
-/// configuration file is read from.
-pub fn read_settings(path: &Path) -> Result<HashMap<String, String>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the settings file {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
-        let example = r#"{"agent.loop.strategy": "react"}"#;
-        if toml::from_str::<toml::Table>(&text).is_ok() {
-            let config = crate::config::path().map_or_else(
-                |_| "~/.config/agentloop/config.toml".to_owned(),
-                |p| p.display().to_string(),
-            );
-            return format!(
-                "--config takes a JSON settings file such as {example}, and {} is TOML; the \
-                 configuration file (provider, model, tools, approvals, ...) is read from {config} \
-                 (set XDG_CONFIG_HOME to read it from another folder)",
-                path.display()
-            );
-        }
-        format!(
-            "--config takes a JSON object of string settings such as {example}; {} is not one: \
-             {e}",
-            path.display()
-        )
-    })
 }

@@ -60,6 +60,12 @@ pub struct ChatArgs {
     /// Tools to offer, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,
+    /// Do not offer `ask_user` unless --tools names it. By default the
+    /// model may ask the person a question when one can answer: stdin and
+    /// stdout are a terminal, the output is not --json, and neither --demo
+    /// nor --local is given.
+    #[arg(long)]
+    pub no_ask_user: bool,
     /// Folder the fs and js tools work in (default: the current folder).
     #[arg(long)]
     pub root: Option<PathBuf>,
@@ -86,15 +92,16 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
     let store = db::open_for_write(args.db.as_deref()).await?;
     let mut max_tokens = None;
     if args.local {
-        let model_flag = args.model.is_some();
-        crate::local_model::point_at(
-            &mut args.provider,
-            &mut args.base_url,
-            &mut args.model,
-            model_flag,
-        )
+        crate::local_model::setup(crate::local_model::Flags {
+            model_flag: args.model.is_some(),
+            provider: &mut args.provider,
+            base_url: &mut args.base_url,
+            model: &mut args.model,
+            system: Some(&mut args.system),
+            max_tokens: &mut max_tokens,
+            tools: &args.tools,
+        })
         .await?;
-        crate::local_model::defaults(&mut args.system, &mut max_tokens, &args.tools);
     }
     let demo = demo::wanted(
         args.demo,
@@ -130,7 +137,10 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
             ..LoopOptions::default()
         },
     };
-    let tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    if crate::run::can_ask(args.json, demo || args.local || args.no_ask_user) {
+        tools::offer_ask_user(&mut tools);
+    }
     let handoffs = match &args.starting {
         Some(starting) => starting.handoffs(args.root.as_deref(), &minion)?,
         None => None,

@@ -99,7 +99,7 @@ pub struct EvalArgs {
     pub system: Option<String>,
     /// Output token cap per model turn (at least 1; default as for
     /// `agentloop run`: from the model table, 1024 for a model it does not
-    /// know).
+    /// know, 128 with --local).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
     /// Model turns before a run stops (at least 1).
@@ -143,6 +143,7 @@ impl EvalArgs {
             max_iterations: self.max_iterations,
             compaction: CompactionArg::None,
             tools: self.tools.clone(),
+            no_ask_user: true,
             root: None,
             json: false,
             strategy: self.strategy.clone(),
@@ -164,13 +165,17 @@ pub async fn eval(mut args: EvalArgs, approvals: ApprovalPolicies, hooks: Hooks)
     let dataset =
         agentloop_eval::dataset::load(&args.dataset).map_err(|e| Failure::usage(e.to_string()))?;
     if args.local {
-        let model_flag = args.model_flag;
-        crate::local_model::point_at(
-            &mut args.provider,
-            &mut args.base_url,
-            &mut args.model,
-            model_flag,
-        )
+        // The cases bring their own system messages: only the token cap
+        // is defaulted.
+        crate::local_model::setup(crate::local_model::Flags {
+            provider: &mut args.provider,
+            base_url: &mut args.base_url,
+            model: &mut args.model,
+            model_flag: args.model_flag,
+            system: None,
+            max_tokens: &mut args.max_tokens,
+            tools: &args.tools,
+        })
         .await?;
     }
     let earlier = args.compare.as_deref().map(read_report).transpose()?;

@@ -137,26 +137,49 @@ async fn healthy(port: u16) -> bool {
     )
 }
 
-/// Points a command's provider flags at the local server (started or
-/// reused): the OpenAI-compatible provider at its address, its model
-/// unless `--model` named one.
-pub async fn point_at(
-    provider: &mut Option<String>,
-    base_url: &mut Option<String>,
-    model: &mut Option<String>,
-    model_flag: bool,
-) -> Result<(), Failure> {
+/// The flags `--local` sets, of whichever command was given it.
+pub struct Flags<'a> {
+    pub provider: &'a mut Option<String>,
+    pub base_url: &'a mut Option<String>,
+    pub model: &'a mut Option<String>,
+    /// Whether `--model` named the model (else the local one is used).
+    pub model_flag: bool,
+    /// The system prompt; `None` for a command whose inputs bring their
+    /// own (an eval's cases), which gets no default.
+    pub system: Option<&'a mut Option<String>>,
+    pub max_tokens: &'a mut Option<u32>,
+    /// The tools offered, by name.
+    pub tools: &'a [String],
+}
+
+/// `--local`, on any command: starts or reuses the local server, points
+/// the provider flags at it (the OpenAI-compatible provider at its
+/// address, its model unless `--model` named one) and fills the defaults
+/// a small model needs (`defaults`).
+pub async fn setup(flags: Flags<'_>) -> Result<(), Failure> {
     let local = ensure().await?;
-    *provider = Some("openai-compatible".to_owned());
-    *base_url = Some(local.base_url);
-    if !model_flag {
-        *model = Some(local.model);
+    *flags.provider = Some("openai-compatible".to_owned());
+    *flags.base_url = Some(local.base_url);
+    if !flags.model_flag {
+        *flags.model = Some(local.model);
+    }
+    match flags.system {
+        Some(system) => defaults(system, flags.max_tokens, flags.tools),
+        None => {
+            flags.max_tokens.get_or_insert(MAX_TOKENS);
+        }
     }
     Ok(())
 }
 
 /// The local server: the one answering on the port, else one started now.
 pub async fn ensure() -> Result<Local, Failure> {
+    start_or_reuse(false).await
+}
+
+/// [`ensure`]; `again` when a server answered before in this process, so
+/// one started now replaces a server that stopped (and the note says so).
+async fn start_or_reuse(again: bool) -> Result<Local, Failure> {
     let cache = cache_dir().ok_or_else(|| {
         Failure::usage("--local: no cache folder (set HOME or AGENTLOOP_LOCAL_MODEL_CACHE)")
     })?;
@@ -206,8 +229,13 @@ pub async fn ensure() -> Result<Local, Failure> {
     let pid_path = run_dir.join(format!("llama-server-{port}.pid"));
     std::fs::write(&pid_path, format!("{pid}\n"))
         .map_err(|e| format!("cannot write {}: {e}", pid_path.display()))?;
+    let why = if again {
+        "the local model server stopped answering; "
+    } else {
+        ""
+    };
     crate::out::note(format!(
-        "starting the local model server on 127.0.0.1:{port} (pid {pid}; it keeps running \
+        "{why}starting the local model server on 127.0.0.1:{port} (pid {pid}; it keeps running \
          for later runs; log: {})",
         log_path.display()
     ));
@@ -256,7 +284,7 @@ const FS_HINT: &str = " To see what is in the folder, call the fs tool once with
 /// Fills `--local`'s defaults where the flags named none: the system
 /// prompt for a small model (with the fs call spelled out when `tools`
 /// offers fs) and the output cap.
-pub fn defaults(system: &mut Option<String>, max_tokens: &mut Option<u32>, tools: &[String]) {
+fn defaults(system: &mut Option<String>, max_tokens: &mut Option<u32>, tools: &[String]) {
     if system.is_none() {
         let fs = tools.iter().any(|tool| tool.trim() == "fs");
         *system = Some(format!("{SYSTEM_PROMPT}{}", if fs { FS_HINT } else { "" }));
@@ -265,18 +293,28 @@ pub fn defaults(system: &mut Option<String>, max_tokens: &mut Option<u32>, tools
 }
 
 /// The local server's provider, guarded: before each request the server
-/// is checked (and started again when it died, one start at a time), and
-/// a request past [`CONTEXT_TOKENS`] fails saying so.
+/// is checked and started again when it died (one start at a time), so a
+/// long eval outlives a crashed server: the request in flight when it died
+/// fails, the next ones go to the new server. When a start fails, the
+/// requests of the next [`RETRY_START_AFTER`] fail at once with that
+/// reason (an eval's remaining cases say why in a moment rather than each
+/// waiting for a start), then a start is tried again (a server runs on).
+/// A request past [`CONTEXT_TOKENS`] fails saying so.
 pub fn guarded(inner: Arc<dyn ModelProvider>) -> Arc<dyn ModelProvider> {
     Arc::new(Guarded {
         inner,
-        starting: Arc::new(futures::lock::Mutex::new(())),
+        starting: Arc::new(futures::lock::Mutex::new(None)),
     })
 }
 
+/// How long after a failed start requests fail at once with its reason.
+pub const RETRY_START_AFTER: Duration = Duration::from_secs(60);
+
 struct Guarded {
     inner: Arc<dyn ModelProvider>,
-    starting: Arc<futures::lock::Mutex<()>>,
+    /// Held while the server is checked or started; holds why the last
+    /// start failed, and when.
+    starting: Arc<futures::lock::Mutex<Option<(String, Instant)>>>,
 }
 
 impl ModelProvider for Guarded {
@@ -298,15 +336,30 @@ impl ModelProvider for Guarded {
                     );
                 }
                 let ready = {
-                    let _one_start = starting.lock().await;
-                    ensure().await
+                    let mut failed_start = starting.lock().await;
+                    match failed_start.as_ref() {
+                        Some((reason, at)) if at.elapsed() < RETRY_START_AFTER => {
+                            Err(reason.clone())
+                        }
+                        _ => match start_or_reuse(true).await {
+                            Ok(local) => {
+                                *failed_start = None;
+                                Ok(local)
+                            }
+                            Err(failure) => {
+                                let reason = format!(
+                                    "the local model server stopped answering and could not be \
+                                     started again: {failure}"
+                                );
+                                *failed_start = Some((reason.clone(), Instant::now()));
+                                Err(reason)
+                            }
+                        },
+                    }
                 };
                 match ready {
                     Ok(_) => inner.stream(request),
-                    Err(failure) => failed(
-                        ProviderErrorKind::Connection,
-                        format!("the local model server is not answering: {failure}"),
-                    ),
+                    Err(reason) => failed(ProviderErrorKind::Connection, reason),
                 }
             })
             .flatten(),

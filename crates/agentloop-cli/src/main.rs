@@ -47,6 +47,7 @@ mod scripted_runs;
 mod serve;
 mod serve_restate;
 mod session;
+mod settings;
 mod skills;
 mod tools;
 

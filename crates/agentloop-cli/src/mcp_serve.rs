@@ -98,6 +98,11 @@ pub struct McpServeArgs {
     /// Tools to offer, comma-separated (see `agentloop tool list`).
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,
+    /// Do not offer `ask_user` unless --tools names it. By default it is
+    /// offered on each call whose MCP client supports elicitation (the
+    /// client puts the question before a person), except with --local.
+    #[arg(long)]
+    pub no_ask_user: bool,
     /// Folder the fs and js tools work in (default: the current folder).
     #[arg(long)]
     pub root: Option<PathBuf>,
@@ -105,7 +110,8 @@ pub struct McpServeArgs {
     /// plan-and-execute.
     #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub strategy: Option<String>,
-    /// Settings file: a JSON object of string settings.
+    /// Settings file: JSON, or TOML when its name ends in `.toml` (as for
+    /// `agentloop run --config`).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Skills to offer: a JSON file, as for `agentloop run --skills`.
@@ -148,6 +154,7 @@ impl McpServeArgs {
             max_iterations: self.max_iterations,
             compaction: self.compaction,
             tools: self.tools.clone(),
+            no_ask_user: self.no_ask_user,
             root: self.root.clone(),
             json: false,
             strategy: self.strategy.clone(),
@@ -173,15 +180,16 @@ pub async fn serve(
     hooks: Hooks,
 ) -> Outcome {
     if args.local {
-        let model_flag = args.model.is_some();
-        crate::local_model::point_at(
-            &mut args.provider,
-            &mut args.base_url,
-            &mut args.model,
-            model_flag,
-        )
+        crate::local_model::setup(crate::local_model::Flags {
+            model_flag: args.model.is_some(),
+            provider: &mut args.provider,
+            base_url: &mut args.base_url,
+            model: &mut args.model,
+            system: Some(&mut args.system),
+            max_tokens: &mut args.max_tokens,
+            tools: &args.tools,
+        })
         .await?;
-        crate::local_model::defaults(&mut args.system, &mut args.max_tokens, &args.tools);
     }
     // The agent `run` would build from the same flags.
     let crate::agent::Agent {
@@ -219,6 +227,7 @@ pub async fn serve(
             .to_owned()
     });
     let host = Arc::new(CliAgent {
+        offer_ask_user: !args.no_ask_user && !args.local,
         name: args.name.clone(),
         description,
         strategy,
@@ -338,6 +347,8 @@ struct CliAgent {
     options: LoopOptions,
     deps: RunDeps,
     chats: Arc<Chats>,
+    /// Whether `ask_user` is offered on a call whose client can ask.
+    offer_ask_user: bool,
 }
 
 impl AgentHost for CliAgent {
@@ -348,7 +359,11 @@ impl AgentHost for CliAgent {
     fn ask(&self, request: AskRequest, caller: Arc<Caller>) -> AskFuture {
         let strategy = self.strategy.clone();
         let options = self.options.clone();
-        let deps = self.deps.clone().with_cancel(caller.cancel_token());
+        let mut deps = self.deps.clone().with_cancel(caller.cancel_token());
+        // A question has someone to answer it only through elicitation.
+        if self.offer_ask_user && caller.can_ask() {
+            tools::offer_ask_user(&mut deps.tools);
+        }
         let chats = self.chats.clone();
         Box::pin(async move {
             let (chat_id, mut history) = chats.take(request.chat_id)?;

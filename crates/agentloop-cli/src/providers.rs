@@ -32,7 +32,7 @@ pub fn unconfigured(model: Option<&str>) -> Chosen {
     impl ModelProvider for Unconfigured {
         fn stream(&self, _request: agentloop_types::ModelRequest) -> agentloop_types::ModelStream {
             let error = agentloop_types::ProviderError::new(
-                agentloop_types::ProviderErrorKind::InvalidRequest,
+                agentloop_types::ProviderErrorKind::NotConfigured,
                 UNCONFIGURED_RUN.to_owned(),
             );
             Box::pin(futures::stream::once(async move { Err(error) }))
@@ -64,9 +64,9 @@ keys.env, see `agentloop info`) and restart it.";
 
 /// Why a run of a server with no provider configured fails.
 const UNCONFIGURED_RUN: &str = "no model provider is configured on this server, so no model can \
-answer. Whoever runs it can restart agentloop serve with --demo (the shipped demo agents) or \
---local (a small model on that machine, no key), or set ANTHROPIC_API_KEY, OPENAI_API_KEY, \
-GEMINI_API_KEY or OPENAI_BASE_URL and restart it.";
+answer. To fix it, restart `agentloop serve` with --demo (the shipped demo agents) or --local (a \
+small model on that machine, no key), or set ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or \
+OPENAI_BASE_URL and restart it.";
 
 /// [`NO_KEY`] for `agentloop models`, which has no scripted provider to
 /// offer: a server address instead.

@@ -49,15 +49,16 @@ pub async fn run(
 ) -> Outcome {
     let prompt = prompt::read(args.prompt.as_deref())?;
     if args.local {
-        let model_flag = args.model_flag;
-        crate::local_model::point_at(
-            &mut args.provider,
-            &mut args.base_url,
-            &mut args.model,
-            model_flag,
-        )
+        crate::local_model::setup(crate::local_model::Flags {
+            provider: &mut args.provider,
+            base_url: &mut args.base_url,
+            model: &mut args.model,
+            model_flag: args.model_flag,
+            system: Some(&mut args.system),
+            max_tokens: &mut args.max_tokens,
+            tools: &args.tools,
+        })
         .await?;
-        crate::local_model::defaults(&mut args.system, &mut args.max_tokens, &args.tools);
     }
     let demo = demo::wanted(
         args.demo,
@@ -79,6 +80,9 @@ pub async fn run(
     };
     let agent = agent::build(&args, demo).await?;
     let mut tools = agent.tools(args.root.as_deref(), agent.chosen.provider.clone())?;
+    if can_ask(args.json, demo || args.local || args.no_ask_user) {
+        crate::tools::offer_ask_user(&mut tools);
+    }
     let handoffs = agent.handoffs(
         args.starting.as_ref(),
         args.root.as_deref(),
@@ -215,6 +219,14 @@ pub async fn run(
         }
         Some(status) => exit_code(status),
     })
+}
+
+/// Whether a person can answer the model's questions: stdin and stdout
+/// are a terminal and the output is the view, not JSON lines. `unless`:
+/// a run that must not ask (the demo's script and the small local model
+/// never ask well; `--no-ask-user`).
+pub fn can_ask(json: bool, unless: bool) -> bool {
+    !json && !unless && std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
 /// What a person answers with: the line editor on the terminal (prompts

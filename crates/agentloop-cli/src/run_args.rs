@@ -92,6 +92,12 @@ pub struct RunArgs {
     /// Tools to offer, comma-separated (see `agentloop tool list`).
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,
+    /// Do not offer `ask_user` unless --tools names it. By default the
+    /// model may ask the person a question when one can answer: stdin and
+    /// stdout are a terminal, the output is not --json, and neither --demo
+    /// nor --local is given.
+    #[arg(long)]
+    pub no_ask_user: bool,
     /// Folder the fs and js tools work in (default: the current folder).
     #[arg(long)]
     pub root: Option<PathBuf>,
@@ -102,9 +108,10 @@ pub struct RunArgs {
     /// plan-and-execute (default: $AGENTLOOP_AGENT_LOOP_STRATEGY, else native).
     #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub strategy: Option<String>,
-    /// Settings file: a JSON object of string settings, e.g.
-    /// `{"agent.loop.strategy": "react"}`. `--strategy` and the environment
-    /// take precedence. Not the configuration file: config.toml is read
+    /// Settings file: JSON, e.g. `{"agent.loop.strategy": "react"}`, or
+    /// TOML when its name ends in `.toml`, e.g. `[agent.loop]` then
+    /// `strategy = "react"`. `--strategy` and the environment take
+    /// precedence. Not the configuration file: config.toml is read
     /// from `$XDG_CONFIG_HOME/agentloop/` (see `agentloop config path`).
     #[arg(long)]
     pub config: Option<PathBuf>,

@@ -280,12 +280,20 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
     runtime.block_on(async move {
         let mut args = args;
         if args.local {
-            let local = crate::local_model::ensure()
-                .await
-                .map_err(|e| e.to_string())?;
-            args.provider = Some("openai-compatible".to_owned());
-            args.base_url = Some(local.base_url);
-            args.model.get_or_insert(local.model);
+            // The agents bring their own prompts and limits: the defaults
+            // a command's flags would take are not used.
+            let mut unused_cap = None;
+            crate::local_model::setup(crate::local_model::Flags {
+                model_flag: args.model.is_some(),
+                provider: &mut args.provider,
+                base_url: &mut args.base_url,
+                model: &mut args.model,
+                system: None,
+                max_tokens: &mut unused_cap,
+                tools: &[],
+            })
+            .await
+            .map_err(|e| e.to_string())?;
         }
         let local = args.local;
         let configured = args.provider.is_some()

@@ -35,6 +35,16 @@ pub const NAMES: &[&str] = &[
     "minion",
 ];
 
+/// Offers `ask_user` besides `tools` when it is not among them: where the
+/// caller can answer a question (a person at the terminal, an MCP client
+/// with elicitation), the model may ask one without `--tools` naming it.
+/// Added after the minion is built, so a minion's children never ask.
+pub fn offer_ask_user(tools: &mut Vec<Arc<dyn Tool>>) {
+    if !tools.iter().any(|tool| tool.name() == "ask_user") {
+        tools.push(Arc::new(AskUserTool));
+    }
+}
+
 #[derive(Subcommand)]
 pub enum ToolCommand {
     /// List the tools with their descriptions.

@@ -545,3 +545,85 @@ fn a_piped_run_shows_the_question_it_cannot_ask_line_by_line() {
     );
     assert!(!stderr.contains("\\n"), "no escaped line break: {stderr}");
 }
+
+/// A question and, after it, a text that quotes the tool's result.
+const ASKS_UNNAMED: &str = r#"[
+  {"steps": [{"type": "tool_call", "id": "q1", "name": "ask_user", "fragments": ["{\"question\": \"Which colour?\"}"]}]},
+  {"steps": [{"type": "text", "chunks": ["Blue it is."]}]}
+]"#;
+
+#[test]
+fn on_a_terminal_the_model_may_ask_without_tools_naming_ask_user() {
+    let home = tempfile::tempdir().unwrap();
+    let mut p = on_a_terminal(command(home.path(), ASKS_UNNAMED, &["run", "Paint it"]));
+    p.exp_string("? Which colour?").unwrap();
+    p.exp_string("answer> ").unwrap();
+    p.send_line("blue").unwrap();
+    let shown = p.exp_eof().unwrap();
+    assert!(shown.contains("Blue it is."), "{shown:?}");
+    assert!(!shown.contains("Unknown tool"), "{shown:?}");
+    assert_eq!(exit_code(&p), 0);
+}
+
+#[test]
+fn on_a_terminal_no_ask_user_leaves_the_question_unoffered() {
+    let home = tempfile::tempdir().unwrap();
+    let mut p = on_a_terminal(command(
+        home.path(),
+        ASKS_UNNAMED,
+        &["run", "Paint it", "--no-ask-user"],
+    ));
+    let shown = p.exp_eof().unwrap();
+    assert!(shown.contains("Unknown tool: ask_user"), "{shown:?}");
+    assert!(!shown.contains("answer> "), "{shown:?}");
+    assert_eq!(exit_code(&p), 0);
+}
+
+#[test]
+fn without_a_terminal_ask_user_is_offered_only_when_named() {
+    let home = tempfile::tempdir().unwrap();
+    let output = piped(command(home.path(), ASKS_UNNAMED, &["run", "Paint it"]), "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Not offered: the engine answers the call as one to an unknown tool,
+    // and nothing is shown as a question no one could answer.
+    assert!(stderr.contains("Unknown tool: ask_user"), "{stderr}");
+    assert!(!stderr.contains("It asked:"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Blue it is.\n");
+    // With --json on a terminal neither: JSON lines are for a program.
+    let mut p = on_a_terminal(command(
+        home.path(),
+        ASKS_UNNAMED,
+        &["run", "Paint it", "--json"],
+    ));
+    let shown = p.exp_eof().unwrap();
+    assert!(shown.contains("Unknown tool: ask_user"), "{shown:?}");
+    assert!(!shown.contains("answer> "), "{shown:?}");
+}
+
+#[test]
+fn a_chat_on_a_terminal_may_ask_without_tools_naming_ask_user() {
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("chats.db").display().to_string();
+    let mut p = on_a_terminal(command(
+        home.path(),
+        QUESTION,
+        &["chat", "--db", &db, "--chat", "colours"],
+    ));
+    p.exp_string("> ").unwrap();
+    p.send_line("paint the shed").unwrap();
+    p.exp_string("? Which colour?").unwrap();
+    p.exp_string("answer> ").unwrap();
+    p.send_line("blue").unwrap();
+    p.exp_string("Blue it is.").unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("/exit").unwrap();
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&p), 0);
+    assert!(
+        history(&db, "colours")
+            .iter()
+            .any(|line| line.contains("blue")),
+        "{:?}",
+        history(&db, "colours")
+    );
+}

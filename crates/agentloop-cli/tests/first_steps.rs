@@ -188,7 +188,7 @@ fn a_toml_file_given_to_config_is_named_with_where_the_configuration_is() {
     assert_eq!(output.status.code(), Some(2));
     let said = stderr(&output);
     assert!(
-        said.contains("is TOML") && said.contains("JSON settings file"),
+        said.contains("sets `provider`, which belongs in the configuration file"),
         "{said}"
     );
     assert!(said.contains("config/agentloop/config.toml"), "{said}");

@@ -567,3 +567,151 @@ fn a_prompt_past_the_local_context_is_refused_saying_so() {
         "{stderr}"
     );
 }
+
+/// A stand-in for llama-server, run by `--local` as the cache names it: it
+/// answers `/health` and every chat completion with "ok", and records each
+/// start in `$FAKE_LLAMA_STARTS`. The first one started dies on its
+/// second completion, without answering, as a crashed server would; with
+/// `$FAKE_LLAMA_RESTART_FAILS` set, a later one exits before it serves.
+const FAKE_LLAMA_SERVER: &str = r#"#!/usr/bin/env python3
+import http.server, json, os, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+with open(os.environ["FAKE_LLAMA_STARTS"], "a") as f:
+    f.write(f"{os.getpid()}\n")
+with open(os.environ["FAKE_LLAMA_STARTS"]) as f:
+    first = len(f.read().split()) == 1
+if not first and os.environ.get("FAKE_LLAMA_RESTART_FAILS"):
+    sys.exit(3)
+answered = 0
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args):
+        pass
+    def send(self, kind, body):
+        self.send_response(200)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self.send("application/json", b'{"status": "ok"}')
+    def do_POST(self):
+        global answered
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        if first and answered == 1:
+            os._exit(1)
+        answered += 1
+        chunk = lambda delta, finish: "data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+        body = chunk({"role": "assistant", "content": "ok"}, None) + chunk({}, "stop") + "data: [DONE]\n\n"
+        self.send("text/event-stream", body.encode())
+
+http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"#;
+
+/// `eval --local` of `cases` cases (each asking for "ok") against the
+/// stand-in server; returns each case's name and whether it passed, the
+/// number of starts, the report and stderr, and the exit code.
+fn eval_against_a_dying_server(
+    cases: usize,
+    restart_fails: bool,
+) -> (Vec<(String, bool)>, usize, String, Option<i32>) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let server = dir.path().join("fake-llama-server");
+    std::fs::write(&server, FAKE_LLAMA_SERVER).unwrap();
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let model = dir.path().join("model.gguf");
+    std::fs::write(&model, "").unwrap();
+    std::fs::write(
+        cache.join("current.env"),
+        format!(
+            "LLAMA_SERVER={}\nLOCAL_MODEL_GGUF={}\nLOCAL_MODEL_ALIAS=fake\n",
+            server.display(),
+            model.display()
+        ),
+    )
+    .unwrap();
+    let dataset = dir.path().join("cases.yaml");
+    let lines: String = (1..=cases)
+        .map(|n| format!("- {{name: case{n}, prompt: Say ok., expect: {{regex: ok}}}}\n"))
+        .collect();
+    std::fs::write(&dataset, format!("name: cases\ncases:\n{lines}")).unwrap();
+    let starts = dir.path().join("starts");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let _started = StartedByRun(cache.join(format!("run/llama-server-{port}.pid")));
+    let mut command = agentloop();
+    command
+        .arg("eval")
+        .arg(&dataset)
+        .args(["--local", "--concurrency", "1", "--format", "json"])
+        .env("AGENTLOOP_LOCAL_MODEL_CACHE", &cache)
+        .env("AGENTLOOP_LOCAL_MODEL_PORT", &port)
+        .env("FAKE_LLAMA_STARTS", &starts)
+        .env_remove("FAKE_LLAMA_RESTART_FAILS")
+        .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY");
+    if restart_fails {
+        command.env("FAKE_LLAMA_RESTART_FAILS", "1");
+    }
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {stderr}"));
+    let passed: Vec<(String, bool)> = report["cases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{report}"))
+        .iter()
+        .map(|case| {
+            (
+                case["name"].as_str().unwrap_or_default().to_owned(),
+                case["passed"].as_bool().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(passed.len(), cases, "{report}");
+    let started = std::fs::read_to_string(&starts).unwrap().lines().count();
+    let log = format!("{report}\n{stderr}");
+    (passed, started, log, output.status.code())
+}
+
+/// When the local server dies during `eval --local`, the case it was
+/// answering fails and the next cases start it again and pass, rather than
+/// all failing "connection refused". Runs everywhere: the server is a
+/// stand-in (Python's standard library), not the real model.
+#[test]
+fn eval_local_starts_the_local_server_again_when_it_dies() {
+    let (passed, started, stderr, code) = eval_against_a_dying_server(3, false);
+    let passed: Vec<bool> = passed.into_iter().map(|(_, passed)| passed).collect();
+    assert_eq!(passed, [true, false, true], "{stderr}");
+    assert_eq!(started, 2, "{stderr}");
+    assert!(
+        stderr.contains("the local model server stopped answering; starting the local model"),
+        "{stderr}"
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+}
+
+/// When the dead server cannot be started again, the cases after it fail
+/// at once with why, and no further start is tried for each of them.
+#[test]
+fn eval_local_stops_trying_when_the_local_server_cannot_start_again() {
+    let (passed, started, stderr, code) = eval_against_a_dying_server(4, true);
+    let passed: Vec<bool> = passed.into_iter().map(|(_, passed)| passed).collect();
+    assert_eq!(passed, [true, false, false, false], "{stderr}");
+    assert_eq!(started, 2, "one failed start, not one per case: {stderr}");
+    assert_eq!(
+        stderr
+            .matches("stopped answering and could not be started again")
+            .count(),
+        2,
+        "the last two cases fail with the start's reason: {stderr}"
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+}

@@ -314,3 +314,45 @@ fn a_question_is_asked_through_elicitation_and_the_run_goes_on() {
     assert_eq!(forms[0]["schema"]["required"], json!(["answer"]));
     assert_eq!(seen["result"]["text"], "Blue it is.");
 }
+
+/// A question the script asks whether or not `ask_user` is offered.
+fn asks_a_question() -> Value {
+    json!([
+        {"steps": [
+            {"type": "tool_call", "id": "q1", "name": "ask_user", "fragments": ["{\"question\": \"Which colour?\"}"]}
+        ]},
+        {"steps": [{"type": "text", "chunks": ["Blue it is."]}]}
+    ])
+}
+
+#[test]
+fn a_client_with_elicitation_is_offered_questions_without_tools_naming_ask_user() {
+    let Some(python) = python() else { return };
+    let setup = Setup::new(asks_a_question());
+    let seen = setup.stdio(&python, "answer", &[]);
+    let forms = seen["forms"].as_array().unwrap();
+    assert_eq!(forms.len(), 1, "{seen}");
+    assert_eq!(forms[0]["message"], "The agent asks: Which colour?");
+    assert_eq!(seen["result"]["text"], "Blue it is.");
+}
+
+#[test]
+fn a_client_without_elicitation_is_not_offered_questions_unless_named() {
+    let Some(python) = python() else { return };
+    let setup = Setup::new(asks_a_question());
+    let seen = setup.stdio(&python, "no-elicit", &[]);
+    // Not offered, so nothing is refused for want of a person: the engine
+    // answers the call as one to an unknown tool.
+    let refused = &seen["result"]["structured"]["refused"];
+    assert!(
+        refused.is_null() || refused.as_array().is_some_and(Vec::is_empty),
+        "{seen}"
+    );
+    // Named, it is offered and refused with the reason.
+    let seen = setup.stdio(&python, "no-elicit", &["--tools", "ask_user"]);
+    let refused = seen["result"]["structured"]["refused"][0].as_str().unwrap();
+    assert!(
+        refused.contains("ask_user was not run") && refused.contains("elicitation"),
+        "{refused}"
+    );
+}

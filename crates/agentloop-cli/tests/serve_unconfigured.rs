@@ -98,7 +98,18 @@ async fn with_no_model_the_server_starts_and_runs_say_how_to_configure_one() {
     assert_eq!(run["status"], "failed", "{run}");
     let message = run["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("ANTHROPIC_API_KEY") && message.contains("--demo"),
+        message.contains("ANTHROPIC_API_KEY")
+            && message.contains("--demo")
+            && message.contains("--local"),
+        "{run}"
+    );
+    // What to do, plainly: no provider-failure framing a newcomer must decode.
+    assert!(
+        message.starts_with("no model provider is configured on this server"),
+        "{run}"
+    );
+    assert!(
+        !message.contains("provider error") && !message.contains("invalid request"),
         "{run}"
     );
 }

@@ -204,3 +204,73 @@ fn strategy_comes_from_the_settings_file() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown loop strategy `nope`"));
 }
+
+#[test]
+fn a_toml_settings_file_sets_the_strategy() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("s.json");
+    std::fs::write(
+        &script,
+        r#"[{"steps": [{"type": "text", "chunks": ["ok"]}]}]"#,
+    )
+    .unwrap();
+    let settings = dir.path().join("settings.toml");
+    std::fs::write(
+        &settings,
+        "# the loop\n[agent.loop]\nstrategy = \"llm-only\"\n",
+    )
+    .unwrap();
+    let provider = format!("scripted:{}", script.display());
+    let settings_arg = settings.to_string_lossy().into_owned();
+    let run = || {
+        agentloop(&[
+            "run",
+            "hi",
+            "--provider",
+            &provider,
+            "--config",
+            &settings_arg,
+            "--json",
+        ])
+    };
+    let output = run();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        events(&output).iter().any(|e| e["type"] == "agent_start"),
+        "llm-only emits agent events"
+    );
+
+    // A broken file is named, with where it breaks.
+    std::fs::write(&settings, "[agent.loop]\nstrategy = \"llm-only\n").unwrap();
+    let output = run();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "the settings file {settings_arg} is not valid TOML: line 2, column "
+        )),
+        "{stderr}"
+    );
+    assert!(events(&output).is_empty(), "nothing ran: {stderr}");
+}
+
+#[test]
+fn a_broken_json_settings_file_says_where_it_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(&settings, "{\n  \"agent.loop.strategy\": react\n}").unwrap();
+    let settings_arg = settings.to_string_lossy().into_owned();
+    let output = agentloop(&["run", "hi", "--demo", "--config", &settings_arg]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "the settings file {settings_arg} is not valid JSON: line 2, column 26"
+        )),
+        "{stderr}"
+    );
+}

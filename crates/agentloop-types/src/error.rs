@@ -25,6 +25,10 @@ pub enum ProviderErrorKind {
     Unsupported,
     /// The request could not be built (a missing attachment, bad options).
     InvalidRequest,
+    /// No provider is configured, so no model can answer; the message says
+    /// how to configure one, and is shown as it is (no kind, no
+    /// `provider error` prefix: nothing failed that a user must decode).
+    NotConfigured,
 }
 
 impl ProviderErrorKind {
@@ -39,6 +43,7 @@ impl ProviderErrorKind {
             Self::Decode => "decode error",
             Self::Unsupported => "unsupported request",
             Self::InvalidRequest => "invalid request",
+            Self::NotConfigured => "no provider configured",
         }
     }
 }
@@ -75,7 +80,12 @@ pub struct ProviderError {
 
 impl ProviderError {
     /// One line with everything known: kind, status, type, message, request id.
+    /// A [`NotConfigured`](ProviderErrorKind::NotConfigured) error is its
+    /// message alone: it already says what to do.
     fn describe(&self) -> String {
+        if self.kind == ProviderErrorKind::NotConfigured {
+            return self.message.clone();
+        }
         let mut out = self.kind.label().to_owned();
         if let Some(status) = self.status {
             out.push_str(&format!(" (HTTP {status})"));
@@ -109,8 +119,9 @@ impl ProviderError {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LoopError {
-    /// The provider failed.
-    #[error("provider error: {error}")]
+    /// The provider failed. Shown as `provider error: ...`, except when no
+    /// provider is configured: then only the message saying how to set one.
+    #[error("{}", provider_failure(error))]
     Provider {
         /// What it said.
         error: ProviderError,
@@ -201,6 +212,14 @@ pub enum LoopError {
     },
 }
 
+/// How [`LoopError::Provider`] reads.
+fn provider_failure(error: &ProviderError) -> String {
+    match error.kind {
+        ProviderErrorKind::NotConfigured => error.to_string(),
+        _ => format!("provider error: {error}"),
+    }
+}
+
 /// `": explanation (category)"`, or nothing when the provider said nothing.
 fn refusal_text(details: Option<&RefusalDetails>) -> String {
     let Some(details) = details else {
@@ -215,4 +234,30 @@ fn refusal_text(details: Option<&RefusalDetails>) -> String {
         out.push_str(&format!(" ({category})"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_provider_reads_as_what_to_do_and_other_failures_keep_their_kind() {
+        let missing = LoopError::Provider {
+            error: ProviderError::new(
+                ProviderErrorKind::NotConfigured,
+                "no model provider is configured: pass --demo",
+            ),
+        };
+        assert_eq!(
+            missing.to_string(),
+            "no model provider is configured: pass --demo"
+        );
+        let bad = LoopError::Provider {
+            error: ProviderError::new(ProviderErrorKind::InvalidRequest, "bad model"),
+        };
+        assert_eq!(
+            bad.to_string(),
+            "provider error: invalid request: bad model"
+        );
+    }
 }
