@@ -1,0 +1,619 @@
+//! The request bodies of the API, one type each, as they arrive on the
+//! wire (seed 004's names: `agentType`, `repoFolder`, ...). Deserializing
+//! checks the shape; what depends on the server or the store (a folder, a
+//! project MCP server, a length) is checked by the use case after.
+//!
+//! A body the server owns refuses unknown fields; the bodies seed 004
+//! and earlier clients send (a run's start, a task, a project, a sign-in,
+//! a document, Mark Done) ignore them, as they always have.
+
+use agentloop_storage::model::{AgentType, ApprovalMode};
+use schemars::JsonSchema;
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+
+/// A request body type: how a body that is JSON but not of this type is
+/// refused. By default the answer names the field and what it must be
+/// (see [`super::extract::refusal`]); a seed 004 body keeps the seed's
+/// message.
+pub trait RequestBody: DeserializeOwned {
+    /// The 400 for `problem`, a sentence naming the field at fault.
+    fn refused(problem: String) -> ApiError {
+        ApiError::bad_request(problem)
+    }
+}
+
+/// A field a change may leave as it is (absent), clear (`null`) or set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Change<T> {
+    /// Absent: nothing changes.
+    #[default]
+    Keep,
+    /// `null`: back to the default.
+    Clear,
+    /// A value.
+    Set(T),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Change<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Option::<T>::deserialize(deserializer)?.map_or(Self::Clear, Self::Set))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Change<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        Option::<T>::schema_name()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Option::<T>::json_schema(generator)
+    }
+}
+
+/// One of the server's agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentName {
+    /// Plans with a person: no chaining.
+    Planification,
+    /// Implements; chains to `review`.
+    Implementation,
+    /// Reviews; chains to `implementation`.
+    Review,
+}
+
+impl From<AgentName> for AgentType {
+    fn from(name: AgentName) -> Self {
+        match name {
+            AgentName::Planification => Self::Planification,
+            AgentName::Implementation => Self::Implementation,
+            AgentName::Review => Self::Review,
+        }
+    }
+}
+
+/// The message of a start without a valid agent type (seed 004's).
+pub const INVALID_AGENT_TYPE: &str =
+    "Invalid agent type. Must be one of: planification, implementation, review";
+
+/// `POST /api/tasks/{taskId}/agent-runs`: which agent to start.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct NewAgentRun {
+    /// The agent to start.
+    #[serde(rename = "agentType")]
+    pub agent_type: AgentName,
+}
+
+impl RequestBody for NewAgentRun {
+    fn refused(_: String) -> ApiError {
+        ApiError::bad_request(INVALID_AGENT_TYPE)
+    }
+}
+
+/// `PUT /api/tasks/{taskId}/workflow-complete`: Mark Done, or undo it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct WorkflowComplete {
+    /// `true` stops the task's loop and force-completes its active runs;
+    /// `false` lets it run again.
+    pub complete: bool,
+}
+
+impl RequestBody for WorkflowComplete {
+    fn refused(_: String) -> ApiError {
+        ApiError::bad_request("complete must be a boolean")
+    }
+}
+
+/// `POST /api/projects/{projectId}/tasks`: a new task.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct NewTask {
+    /// The task's title (required; 1 to 500 characters).
+    #[schemars(required)]
+    pub title: Option<String>,
+    /// The start of the task's document, under its title.
+    pub description: Option<String>,
+}
+
+impl RequestBody for NewTask {}
+
+/// `PUT /api/tasks/{taskId}/document`: the task document's new content.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct TaskDocumentContent {
+    /// The whole document.
+    pub content: String,
+}
+
+impl RequestBody for TaskDocumentContent {}
+
+/// `POST /api/session`: a bearer token to exchange for a session cookie.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct SignIn {
+    /// The user's API token.
+    pub token: String,
+}
+
+impl RequestBody for SignIn {
+    fn refused(_: String) -> ApiError {
+        ApiError::bad_request("`token` (a string) is required")
+    }
+}
+
+const APPROVALS_ALLOWED: &str = "approvals must be \"ask\", \"unattended\" or null (follow the \
+server's default); per-tool policies go in tool_approvals";
+
+/// A project's `approvals`: a mode, or (at creation, as before the mode
+/// existed) per-tool policies.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Approvals {
+    /// `"ask"` or `"unattended"`.
+    Mode(ApprovalMode),
+    /// Per-tool policies, as `tool_approvals` takes them.
+    PerTool(ToolApprovals),
+}
+
+impl Approvals {
+    /// The message refusing per-tool policies where only a mode goes.
+    pub const MODE_ONLY: &'static str = APPROVALS_ALLOWED;
+}
+
+impl<'de> Deserialize<'de> for Approvals {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(name) => ApprovalMode::parse(&name)
+                .map(Self::Mode)
+                .ok_or_else(|| D::Error::custom(format!("{APPROVALS_ALLOWED}, not {name:?}"))),
+            value @ Value::Object(_) => ToolApprovals::check(value, "approvals")
+                .map(Self::PerTool)
+                .map_err(D::Error::custom),
+            _ => Err(D::Error::custom(APPROVALS_ALLOWED)),
+        }
+    }
+}
+
+impl JsonSchema for Approvals {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Approvals".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "The approval policy: `ask` (a person approves each call the policy marks) or `unattended`; null follows the server's default. At creation an object is taken too, as per-tool policies (what `tool_approvals` takes).",
+            "oneOf": [
+                { "type": "string", "enum": ["ask", "unattended"] },
+                { "type": "object" }
+            ]
+        })
+    }
+}
+
+/// Per-tool approval policies (checked as the runtime reads them, kept as
+/// sent).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct ToolApprovals(pub Value);
+
+impl ToolApprovals {
+    fn check(value: Value, field: &str) -> Result<Self, String> {
+        serde_json::from_value::<agentloop_types::ApprovalPolicies>(value.clone())
+            .map_err(|e| format!("{field}: {e}"))?;
+        Ok(Self(value))
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolApprovals {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Self::check(Value::deserialize(deserializer)?, "tool_approvals").map_err(D::Error::custom)
+    }
+}
+
+impl JsonSchema for ToolApprovals {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ToolApprovals".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "description": "Per-tool approval policies, by tool name (`*` for any other tool).",
+            "additionalProperties": true
+        })
+    }
+}
+
+/// A project's own bounds on what one `shell` command may write.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellQuota {
+    /// Most megabytes one command may write (from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_write_mb: Option<u64>,
+    /// Most files one command may write (from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_write_files: Option<u64>,
+}
+
+/// An open JSON object, checked by the use case that takes it (a
+/// project's MCP servers, its agents).
+pub type Object = Map<String, Value>;
+
+/// `POST /api/projects`: a new project.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct NewProject {
+    /// The project's name (1 to 500 characters).
+    #[schemars(required)]
+    pub name: Option<String>,
+    /// The project's folder, relative to the server's projects folder or
+    /// absolute inside it (`repo_folder` is accepted too).
+    #[serde(rename = "repoFolder", alias = "repo_folder")]
+    #[schemars(required)]
+    pub repo_folder: Option<String>,
+    /// The model its runs use (at most 200 characters).
+    pub model: Option<String>,
+    /// The approval policy.
+    pub approvals: Option<Approvals>,
+    /// Per-tool approval policies.
+    pub tool_approvals: Option<ToolApprovals>,
+    /// MCP servers its runs get (`mcpServers` of an MCP configuration);
+    /// only where the operator allows project MCP servers.
+    #[serde(rename = "mcpServers")]
+    pub mcp_servers: Option<Value>,
+    /// Whether its runs get the sandboxed `shell` tool (only where the
+    /// server offers it).
+    pub shell: Option<bool>,
+    /// Its own bounds on what one `shell` command may write.
+    pub shell_quota: Option<ShellQuota>,
+    /// Its agents and their handoffs.
+    pub agents: Option<Object>,
+}
+
+impl RequestBody for NewProject {}
+
+/// `PATCH /api/projects/{projectId}`: what to change (an absent field
+/// stays, `null` goes back to the default).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectChange {
+    /// The approval policy (`ask`, `unattended`; null: the server's).
+    #[serde(default)]
+    pub approvals: Change<Approvals>,
+    /// Per-tool approval policies (null: none).
+    #[serde(default)]
+    pub tool_approvals: Change<ToolApprovals>,
+    /// Whether runs get the `shell` tool.
+    #[serde(default)]
+    pub shell: Change<bool>,
+    /// The project's bounds on a `shell` command's writes (null: the
+    /// server's alone).
+    #[serde(default)]
+    pub shell_quota: Change<ShellQuota>,
+    /// The project's agents (null or `{}`: none).
+    #[serde(default)]
+    pub agents: Change<Object>,
+}
+
+impl RequestBody for ProjectChange {}
+
+/// `PUT /api/projects/{projectId}/webhooks`: the project's webhooks.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhooksChange {
+    /// The URLs to deliver to (`https`, or `http` to a loopback address).
+    #[schemars(required)]
+    pub urls: Option<Vec<String>>,
+    /// The events they hear (all when left out).
+    pub events: Option<Vec<String>>,
+    /// Makes a new signing secret.
+    pub rotate_secret: Option<bool>,
+}
+
+impl RequestBody for WebhooksChange {}
+
+/// `POST /api/agent-runs/{runId}/decisions`: decisions on the calls a
+/// waiting run waits on.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decisions {
+    /// At least one; each call once.
+    #[schemars(required, length(min = 1))]
+    pub decisions: Option<Vec<DecisionInput>>,
+}
+
+impl RequestBody for Decisions {}
+
+/// What a person decides on one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    /// Run the call (optionally with edited `arguments`).
+    Approve,
+    /// Run this call and every later call of the same tool in this run.
+    ApproveAlways,
+    /// Do not run it (the model reads `reason`).
+    Reject,
+    /// Answer a question (`text`).
+    Answer,
+}
+
+impl DecisionKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::ApproveAlways => "approve_always",
+            Self::Reject => "reject",
+            Self::Answer => "answer",
+        }
+    }
+}
+
+/// A decision on one pending call.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionInput {
+    /// The call decided on.
+    pub call_id: String,
+    /// The decision.
+    pub decision: DecisionKind,
+    /// `approve`: the call's edited arguments.
+    pub arguments: Option<Object>,
+    /// `reject`: why (a default reason when left out or blank).
+    pub reason: Option<String>,
+    /// `answer`: the answer (not empty).
+    pub text: Option<String>,
+}
+
+/// The reason a model reads when a person rejects a call without saying
+/// why.
+const DEFAULT_REJECTION: &str = "the user rejected this call";
+
+impl DecisionInput {
+    /// The decision it states: each field goes only with its decision.
+    pub fn decision(self) -> Result<(String, agentloop_types::Decision), String> {
+        use agentloop_types::Decision;
+        if self.call_id.is_empty() {
+            return Err("call_id must be a non-empty string".to_owned());
+        }
+        let kind = self.decision;
+        let stray = [
+            ("arguments", self.arguments.is_some(), DecisionKind::Approve),
+            ("reason", self.reason.is_some(), DecisionKind::Reject),
+            ("text", self.text.is_some(), DecisionKind::Answer),
+        ]
+        .into_iter()
+        .find(|(_, present, owner)| *present && *owner != kind);
+        if let Some((field, _, _)) = stray {
+            return Err(format!(
+                "{field} does not go with decision {}",
+                kind.as_str()
+            ));
+        }
+        let decision = match kind {
+            DecisionKind::Approve => Decision::Approve {
+                arguments: self.arguments.map(Value::Object),
+            },
+            DecisionKind::ApproveAlways => Decision::ApproveAlways,
+            DecisionKind::Reject => Decision::Reject {
+                reason: self
+                    .reason
+                    .filter(|reason| !reason.trim().is_empty())
+                    .unwrap_or_else(|| DEFAULT_REJECTION.to_owned()),
+            },
+            DecisionKind::Answer => Decision::Answer {
+                text: match self.text {
+                    // An empty answer tells the model nothing; a person who
+                    // means "no answer" rejects the question instead.
+                    Some(text) if !text.trim().is_empty() => text,
+                    Some(_) => {
+                        return Err("text must not be empty (reject the question to leave \
+                                    it unanswered)"
+                            .to_owned());
+                    }
+                    None => return Err("text must be a string".to_owned()),
+                },
+            },
+        };
+        Ok((self.call_id, decision))
+    }
+}
+
+impl Decisions {
+    /// The decisions, checked: at least one, each call once.
+    pub fn parse(self) -> Result<Vec<(String, agentloop_types::Decision)>, ApiError> {
+        let items = match self.decisions {
+            Some(items) if !items.is_empty() => items,
+            Some(_) => return Err(ApiError::bad_request("decisions must not be empty")),
+            None => return Err(ApiError::bad_request("decisions must be an array")),
+        };
+        let mut parsed: Vec<(String, agentloop_types::Decision)> = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            let (call_id, decision) = item
+                .decision()
+                .map_err(|m| ApiError::bad_request(format!("decisions[{i}]: {m}")))?;
+            if parsed.iter().any(|(id, _)| *id == call_id) {
+                return Err(ApiError::bad_request(format!(
+                    "decisions[{i}]: call {call_id} is decided twice"
+                )));
+            }
+            parsed.push((call_id, decision));
+        }
+        Ok(parsed)
+    }
+}
+
+/// `POST /api/tasks/{taskId}/ag-ui`: AG-UI's `RunAgentInput` (other
+/// fields are ignored).
+#[derive(Debug, Clone)]
+pub struct AgUiInput(pub agentloop_agui::RunAgentInput);
+
+impl<'de> Deserialize<'de> for AgUiInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        agentloop_agui::RunAgentInput::deserialize(deserializer).map(Self)
+    }
+}
+
+impl RequestBody for AgUiInput {
+    fn refused(problem: String) -> ApiError {
+        ApiError::bad_request(format!("not an AG-UI RunAgentInput: {problem}"))
+    }
+}
+
+impl JsonSchema for AgUiInput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RunAgentInput".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let decided = |status: &str, payload: Value| {
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "interruptId": {"type": "string"},
+                    "status": {"enum": [status]},
+                    "payload": payload
+                },
+                "required": if status == "cancelled" {
+                    serde_json::json!(["interruptId", "status"])
+                } else {
+                    serde_json::json!(["interruptId", "status", "payload"])
+                }
+            })
+        };
+        let approval = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "approved": {"type": "boolean"},
+                "arguments": {"type": "object"},
+                "reason": {"type": "string"}
+            },
+            "required": ["approved"],
+            "not": {"required": ["answer"]}
+        });
+        let answer = serde_json::json!({
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"]
+        });
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "threadId": {"type": "string", "minLength": 1},
+                "runId": {"type": "string", "minLength": 1},
+                "messages": {"type": "array", "items": {"type": "object"}},
+                "forwardedProps": {
+                    "type": "object",
+                    "properties": {"agentType": {"enum": ["planification", "implementation", "review"]}}
+                },
+                "resume": {"type": "array", "items": {"anyOf": [
+                    decided("cancelled", serde_json::json!({"type": "object"})),
+                    decided("resolved", serde_json::json!({"anyOf": [approval, answer]}))
+                ]}}
+            },
+            "required": ["threadId", "runId"]
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use serde_json::json;
+
+    use super::super::extract::from_body;
+    use super::*;
+
+    fn refused<T: RequestBody + std::fmt::Debug>(body: Value) -> String {
+        from_body::<T>(body)
+            .expect_err("refused")
+            .message()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_refused_body_names_the_field_and_what_it_must_be_in_the_apis_words() {
+        assert_eq!(
+            refused::<NewTask>(json!({"title": 3})),
+            "title must be a string"
+        );
+        assert_eq!(
+            refused::<NewTask>(json!({"title": "t", "description": []})),
+            "description must be a string"
+        );
+        assert_eq!(
+            refused::<WebhooksChange>(json!({"urls": "x"})),
+            "urls must be an array"
+        );
+        assert_eq!(
+            refused::<WebhooksChange>(json!({"urls": [1]})),
+            "urls[0] must be a string"
+        );
+        assert!(
+            refused::<WebhooksChange>(json!({"urls": [], "colour": 1}))
+                .starts_with("unknown field `colour`")
+        );
+        assert_eq!(
+            refused::<Decisions>(json!({"decisions": [{"decision": "approve"}]})),
+            "decisions[0].call_id is required"
+        );
+        assert!(
+            refused::<Decisions>(json!({"decisions": [{"call_id": "c", "decision": "maybe"}]}))
+                .starts_with("decisions[0].decision: unknown decision `maybe`")
+        );
+        assert_eq!(
+            refused::<Decisions>(
+                json!({"decisions": [{"call_id": "c", "decision": "approve", "arguments": [1]}]})
+            ),
+            "decisions[0].arguments must be a JSON object"
+        );
+        assert!(
+            refused::<Decisions>(
+                json!({"decisions": [{"call_id": "c", "decision": "approve", "x": 1}]})
+            )
+            .starts_with("decisions[0]: unknown field `x`")
+        );
+        assert!(
+            refused::<ProjectChange>(json!({"shell_quota": {"max_write_mb": -1}}))
+                .starts_with("shell_quota.max_write_mb")
+        );
+        assert!(
+            refused::<ProjectChange>(json!({"approvals": "sometimes"}))
+                .starts_with("approvals must be \"ask\"")
+        );
+        // The seed's bodies keep the seed's messages.
+        assert_eq!(
+            refused::<NewAgentRun>(json!({"agentType": "x"})),
+            INVALID_AGENT_TYPE
+        );
+        assert_eq!(
+            refused::<WorkflowComplete>(json!({"complete": "yes"})),
+            "complete must be a boolean"
+        );
+    }
+
+    #[test]
+    fn a_refusal_names_no_rust_type() {
+        for message in [
+            refused::<NewProject>(json!({"shell_quota": 3})),
+            refused::<Decisions>(json!({"decisions": [3]})),
+            refused::<NewProject>(json!({"shell_quota": {"max_write_files": 1.5}})),
+        ] {
+            for rust in ["struct", "ShellQuota", "DecisionInput", "u64", "Option"] {
+                assert!(!message.contains(rust), "{message}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_change_tells_absent_from_null() {
+        let change: ProjectChange = from_body(json!({"shell_quota": null})).unwrap();
+        assert_eq!(change.shell_quota, Change::Clear);
+        assert_eq!(change.agents, Change::Keep);
+        let created: NewProject =
+            from_body(json!({"name": "p", "repo_folder": "r", "extra": 1})).unwrap();
+        assert_eq!(created.repo_folder.as_deref(), Some("r"));
+    }
+}
