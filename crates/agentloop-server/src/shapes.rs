@@ -75,6 +75,7 @@ pub struct RunError {
 /// (it is `cancelled`) or `workflow_complete` (Mark Done: it is
 /// `completed`).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "AgentRun")]
 pub struct AgentRunShape {
     /// The run's id.
     pub id: String,
@@ -150,6 +151,7 @@ pub enum PendingKind {
 /// tool-call ids leading to the nested run that made it; empty for the
 /// run itself) and `decision` (the one recorded, or null).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "PendingCall")]
 pub struct PendingShape {
     /// The call's id.
     pub call_id: String,
@@ -200,6 +202,7 @@ pub fn pending_json(item: &PendingCall, decided: Option<&AgentRunDecision>) -> V
 /// A decision as the API shows it (the shape it is sent in, without
 /// `call_id`).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "Decision")]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum DecisionShape {
     /// Approved, with the edited arguments if any.

@@ -35,9 +35,11 @@ pub(super) async fn list(
     let runs = service::list_runs(&state, &ctx).await?;
     let mut listed = Vec::with_capacity(runs.len());
     for run in &runs {
+        let details = service::run_details(&state, run).await?;
         listed.push(AgentRunView::of(
             run,
-            service::run_details(&state, run).await?,
+            details.tokens,
+            details.pending.as_deref(),
         ));
     }
     Ok(Json(listed))
@@ -85,7 +87,11 @@ pub(super) async fn get_one(
 ) -> Result<Json<AgentRunView>, ApiError> {
     let (run, _) = service::owned_run(&state, &user, &run_id).await?;
     let details = service::run_details(&state, &run).await?;
-    Ok(Json(AgentRunView::of(&run, details)))
+    Ok(Json(AgentRunView::of(
+        &run,
+        details.tokens,
+        details.pending.as_deref(),
+    )))
 }
 
 pub(super) async fn messages(

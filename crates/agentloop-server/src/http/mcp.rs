@@ -193,7 +193,11 @@ impl ProjectsServer {
                 let run = string(&arguments, "run_id")?;
                 let (run, _) = service::owned_run(state, &user, &run).await?;
                 let details = service::run_details(state, &run).await?;
-                to_json(&AgentRunView::of(&run, details))
+                to_json(&AgentRunView::of(
+                    &run,
+                    details.tokens,
+                    details.pending.as_deref(),
+                ))
             }
             other => return Err(ApiError::bad_request(format!("unknown tool `{other}`"))),
         })

@@ -65,10 +65,11 @@ pub fn router(state: AppState) -> Router {
         } else {
             route.handler
         };
+        let path = axum_path(route.path);
         if route.rate_limited {
-            limited = limited.route(route.path, handler);
+            limited = limited.route(&path, handler);
         } else {
-            unlimited = unlimited.route(route.path, handler);
+            unlimited = unlimited.route(&path, handler);
         }
     }
     limited
@@ -88,6 +89,28 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
+}
+
+/// A path of the table as the router names it: each parameter in
+/// snake_case (`{taskId}` is `{task_id}`), the route template logs and
+/// metrics have always shown.
+fn axum_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 4);
+    let mut in_param = false;
+    for c in path.chars() {
+        match c {
+            '{' => in_param = true,
+            '}' => in_param = false,
+            c if in_param && c.is_ascii_uppercase() => {
+                out.push('_');
+                out.push(c.to_ascii_lowercase());
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Answers 503 (with `Retry-After`) saying what the instance waits for,
@@ -270,6 +293,19 @@ mod tests {
             let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
             assert!(decimals <= 3, "{micros} µs logged as {text}");
         }
+    }
+
+    #[test]
+    fn the_router_names_parameters_in_snake_case() {
+        assert_eq!(
+            axum_path("/api/projects/{projectId}/tasks"),
+            "/api/projects/{project_id}/tasks"
+        );
+        assert_eq!(
+            axum_path("/api/agent-runs/{runId}"),
+            "/api/agent-runs/{run_id}"
+        );
+        assert_eq!(axum_path("/api/health"), "/api/health");
     }
 
     #[tokio::test]

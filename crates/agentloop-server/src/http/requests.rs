@@ -113,10 +113,11 @@ impl RequestBody for WorkflowComplete {
 /// `POST /api/projects/{projectId}/tasks`: a new task.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct NewTask {
-    /// The task's title (required; 1 to 500 characters).
-    #[schemars(required)]
+    /// The task's title: at most 500 characters, not only white space.
+    #[schemars(required, with = "String", length(max = 500), pattern(r"\S"))]
     pub title: Option<String>,
-    /// The start of the task's document, under its title.
+    /// The start of the task's document, below the title (bounded by the
+    /// request body limit).
     pub description: Option<String>,
 }
 
@@ -135,6 +136,7 @@ impl RequestBody for TaskDocumentContent {}
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct SignIn {
     /// The user's API token.
+    #[schemars(pattern(r"\S"))]
     pub token: String,
 }
 
@@ -245,15 +247,22 @@ pub type Object = Map<String, Value>;
 /// `POST /api/projects`: a new project.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct NewProject {
-    /// The project's name (1 to 500 characters).
-    #[schemars(required)]
+    /// The project's name: at most 500 characters, not only white space.
+    #[schemars(required, with = "String", length(max = 500), pattern(r"\S"))]
     pub name: Option<String>,
-    /// The project's folder, relative to the server's projects folder or
-    /// absolute inside it (`repo_folder` is accepted too).
+    /// The project's folder. Relative paths are taken inside the server's
+    /// projects folder; absolute ones must lie inside it. Refused (400,
+    /// nothing created): `..` components, symbolic links anywhere below the
+    /// projects folder, a path through a file, the projects folder itself.
+    /// Refused (409): a folder equal to, inside, or around another
+    /// project's folder, or one a deleted project of another user left
+    /// behind. (`repo_folder` is taken too.)
     #[serde(rename = "repoFolder", alias = "repo_folder")]
-    #[schemars(required)]
+    #[schemars(required, with = "String", pattern(r"^[^\u0000]*\S[^\u0000]*$"))]
     pub repo_folder: Option<String>,
-    /// The model its runs use (at most 200 characters).
+    /// The model its runs use (at most 200 characters; null: the
+    /// server's).
+    #[schemars(length(max = 200), pattern(r"\S"))]
     pub model: Option<String>,
     /// The approval policy.
     pub approvals: Option<Approvals>,
@@ -269,7 +278,8 @@ pub struct NewProject {
     /// Its own bounds on what one `shell` command may write.
     pub shell_quota: Option<ShellQuota>,
     /// Its agents and their handoffs.
-    pub agents: Option<Object>,
+    #[schemars(with = "Agents")]
+    pub agents: Option<Value>,
 }
 
 impl RequestBody for NewProject {}
@@ -294,7 +304,8 @@ pub struct ProjectChange {
     pub shell_quota: Change<ShellQuota>,
     /// The project's agents (null or `{}`: none).
     #[serde(default)]
-    pub agents: Change<Object>,
+    #[schemars(with = "Agents")]
+    pub agents: Change<Value>,
 }
 
 impl RequestBody for ProjectChange {}
@@ -303,12 +314,17 @@ impl RequestBody for ProjectChange {}
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhooksChange {
-    /// The URLs to deliver to (`https`, or `http` to a loopback address).
-    #[schemars(required)]
+    /// Absolute http(s) URLs with a host name or IPv4 address (or a
+    /// bracketed IPv6 address) and no user info. Deliveries reach only
+    /// public addresses unless the operator allows private ones
+    /// (`agentloop serve --webhooks-allow-private`).
+    #[schemars(required, with = "Vec<WebhookUrl>", length(max = 10))]
     pub urls: Option<Vec<String>>,
-    /// The events they hear (all when left out).
+    /// The events to hear (all when left out).
+    #[schemars(with = "Option<Vec<WebhookEventName>>")]
     pub events: Option<Vec<String>>,
-    /// Makes a new signing secret.
+    /// Make a new signing secret (the first registration always makes
+    /// one).
     pub rotate_secret: Option<bool>,
 }
 
@@ -320,7 +336,7 @@ impl RequestBody for WebhooksChange {}
 #[serde(deny_unknown_fields)]
 pub struct Decisions {
     /// At least one; each call once.
-    #[schemars(required, length(min = 1))]
+    #[schemars(required, with = "Vec<DecisionInput>", length(min = 1))]
     pub decisions: Option<Vec<DecisionInput>>,
 }
 
@@ -351,8 +367,8 @@ impl DecisionKind {
     }
 }
 
-/// A decision on one pending call.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+/// A decision on one pending call (its schema: [`DecisionInput::json_schema`]).
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionInput {
     /// The call decided on.
@@ -365,6 +381,105 @@ pub struct DecisionInput {
     pub reason: Option<String>,
     /// `answer`: the answer (not empty).
     pub text: Option<String>,
+}
+
+impl JsonSchema for DecisionInput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DecisionInput".into()
+    }
+    /// Each decision with the fields that go with it.
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let call_id = serde_json::json!({"type": "string", "minLength": 1});
+        let closed = |properties: Value, required: &[&str]| {
+            serde_json::json!({
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false
+            })
+        };
+        schemars::json_schema!({
+            "description": "A decision on one pending call. `approve` (optionally with edited `arguments`, a JSON object), `approve_always` (this call and every later call of the same tool in this run), `reject` (with a `reason` the model reads; a default one when left out), `answer` (a question's answer `text`).",
+            "oneOf": [
+                closed(serde_json::json!({"call_id": call_id, "decision": {"const": "approve"}, "arguments": {"type": ["object", "null"]}}), &["call_id", "decision"]),
+                closed(serde_json::json!({"call_id": call_id, "decision": {"const": "approve_always"}}), &["call_id", "decision"]),
+                closed(serde_json::json!({"call_id": call_id, "decision": {"const": "reject"}, "reason": {"type": ["string", "null"]}}), &["call_id", "decision"]),
+                closed(serde_json::json!({"call_id": call_id, "decision": {"const": "answer"}, "text": {"type": "string", "pattern": "\\S", "description": "The answer; refused when empty or only spaces (reject the question to leave it unanswered)"}}), &["call_id", "decision", "text"]),
+            ]
+        })
+    }
+}
+
+/// A webhook URL (its schema only).
+struct WebhookUrl;
+
+impl JsonSchema for WebhookUrl {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "WebhookUrl".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "maxLength": 2048,
+            "pattern": "^https?://[A-Za-z0-9._~-]+(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?([/?#].*)?$"
+        })
+    }
+}
+
+/// The name of a webhook event (its schema only).
+struct WebhookEventName;
+
+impl JsonSchema for WebhookEventName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "WebhookEventName".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "enum": crate::webhooks::registry::EVENTS })
+    }
+}
+
+const AGENTS_DESCRIPTION: &str = "The project's agents and their handoffs (null or {} for none). A key names an agent: one of the server's agents (`planification`, `implementation`, `review`), which may set only `handoffs`, `description` and `history`, or a specialist with its own `instructions` and `model`. An agent that hands off offers the model one `transfer_to_{name}` tool per target; taking it, the same run goes on with the target (the run's tools, the target's instructions and model, the history filtered by its `history`), and the run's events say who speaks (`streaming_start.agent`, `handoff`). A run takes at most 8 handoffs (a cycle then ends it `limit_exceeded`, limit `handoffs`). Refused (400): a bad name, unknown fields, `instructions` or `model` on a server agent, a handoff to an agent neither declared nor the server's. A handoff to another of the server's agents than the run's own is not offered.";
+
+/// A project's agents (its schema only): specialists, and whom each agent
+/// (the server's own among them) hands off to; checked by
+/// [`crate::project_agents`].
+struct Agents;
+
+impl JsonSchema for Agents {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Agents".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let name = serde_json::json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,48}$"});
+        let mut specialist = serde_json::json!({
+            "description": {"type": "string", "description": "What it is for, as a model handing to it reads it"},
+            "handoffs": {"type": "array", "items": name, "description": "The agents it may hand the conversation to: declared here or the server's"},
+            "history": {"enum": ["full", "text_only", "last_user_message"], "description": "What of the history before a handoff to it it sees (default full)"}
+        });
+        let closed = |properties: &Value| serde_json::json!({"type": "object", "properties": properties, "required": [], "additionalProperties": false});
+        // The server's own agents keep the server's instructions and model.
+        let server_agent = closed(&specialist);
+        specialist["instructions"] =
+            serde_json::json!({"type": "string", "description": "A specialist's system prompt"});
+        specialist["model"] = serde_json::json!({"type": "string", "description": "A specialist's model (default: the run's)"});
+        schemars::json_schema!({
+            "type": ["object", "null"],
+            "description": AGENTS_DESCRIPTION,
+            "propertyNames": name,
+            "properties": {
+                "planification": server_agent.clone(),
+                "implementation": server_agent.clone(),
+                "review": server_agent,
+            },
+            "additionalProperties": closed(&specialist)
+        })
+    }
 }
 
 /// The reason a model reads when a person rejects a call without saying

@@ -10,7 +10,6 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::service::RunDetails;
 use crate::config::task_doc_path;
 use crate::ids::rfc3339;
 use crate::runner::project_repo;
@@ -33,6 +32,7 @@ pub struct Health {
 
 /// A user.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "User")]
 pub struct UserShape {
     /// The user's id.
     pub id: String,
@@ -55,6 +55,7 @@ impl From<&User> for UserShape {
 /// A browser session: who is signed in, and the CSRF token its changes
 /// carry in `x-csrf-token`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Session")]
 pub struct SessionShape {
     /// The user signed in.
     pub user: UserShape,
@@ -68,6 +69,7 @@ pub struct SessionShape {
 /// approval policies; `shell` whether its runs get the sandboxed `shell`
 /// tool.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Project")]
 pub struct ProjectShape {
     /// The project's id.
     pub id: String,
@@ -98,7 +100,7 @@ pub struct ProjectShape {
 impl ProjectShape {
     /// The shape of `project` on this server.
     pub fn of(state: &AppState, project: &Project) -> Self {
-        let (mode, source) = super::service::approvals_of(state, project);
+        let (mode, source) = crate::policy::effective(&state.config, project);
         let setting = |key: &str| project.settings.get(key).cloned();
         Self {
             id: project.id.clone(),
@@ -106,7 +108,7 @@ impl ProjectShape {
             repo_folder: project_repo(project).map(|p| p.to_string_lossy().into_owned()),
             model: setting("model"),
             approvals: mode.as_str(),
-            approvals_source: source,
+            approvals_source: source.as_str(),
             tool_approvals: setting("approvals").unwrap_or_else(empty_object),
             shell: crate::run_tools::shell_enabled(project),
             shell_quota: setting("shell_quota"),
@@ -123,6 +125,7 @@ fn empty_object() -> Value {
 
 /// A task: `document_path` is its document in the project folder.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Task")]
 pub struct TaskShape {
     /// The task's id.
     pub id: String,
@@ -156,6 +159,7 @@ impl From<&Task> for TaskShape {
 
 /// A task's document.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Document")]
 pub struct DocumentShape {
     /// Its path, relative to the project folder.
     pub path: String,
@@ -175,6 +179,7 @@ pub struct WorkflowCompleted {
 /// An agent run with its token totals and, while it waits, what it waits
 /// for.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "AgentRunWithDetails")]
 pub struct AgentRunView {
     /// The run.
     #[serde(flatten)]
@@ -189,11 +194,15 @@ pub struct AgentRunView {
 
 impl AgentRunView {
     /// The view of `run` with its details.
-    pub fn of(run: &AgentRun, details: RunDetails) -> Self {
+    pub fn of(
+        run: &AgentRun,
+        tokens: Option<TokenTotals>,
+        pending: Option<&[(PendingCall, Option<AgentRunDecision>)]>,
+    ) -> Self {
         Self {
             run: AgentRunShape::of(run),
-            tokens: details.tokens,
-            pending: details.pending.map(|pending| pending_shapes(&pending)),
+            tokens,
+            pending: pending.map(pending_shapes),
         }
     }
 }
@@ -239,6 +248,7 @@ pub struct DecisionsAnswer {
 
 /// A project's webhooks.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Webhooks")]
 pub struct WebhooksShape {
     /// The URLs delivered to.
     pub urls: Vec<String>,
@@ -260,6 +270,7 @@ impl From<&Registration> for WebhooksShape {
 
 /// One webhook delivery.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "WebhookDelivery")]
 pub struct DeliveryShape {
     /// The delivery's id.
     pub id: String,
@@ -287,6 +298,7 @@ impl From<&WebhookDelivery> for DeliveryShape {
 
 /// One attempt of a delivery.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "WebhookAttempt")]
 pub struct AttemptShape {
     /// When it started (RFC 3339).
     pub at: String,
@@ -310,6 +322,7 @@ impl From<&WebhookAttempt> for AttemptShape {
 
 /// A project's delivery log.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "WebhookDeliveries")]
 pub struct DeliveriesShape {
     /// The deliveries, oldest first.
     pub deliveries: Vec<DeliveryShape>,
@@ -338,6 +351,7 @@ pub struct RunConflict {
 
 /// An error answer.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Error")]
 pub struct ErrorShape {
     /// What went wrong, for people.
     pub error: String,

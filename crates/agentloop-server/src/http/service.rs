@@ -9,7 +9,7 @@
 
 use agentloop_agui::FrontendToolSpec;
 use agentloop_storage::model::{
-    AgentRun, AgentRunDecision, AgentRunStatus, AgentType, ApprovalMode, EndReason, Project, Task,
+    AgentRun, AgentRunDecision, AgentRunStatus, AgentType, EndReason, Project, Task,
     WebhookDelivery, now_millis,
 };
 use agentloop_storage::{StorageError, WEBHOOK_DELIVERIES_KEPT};
@@ -22,8 +22,9 @@ use serde_json::{Value, json};
 use super::error::ApiError;
 use super::extract::{MAX_MODEL_CHARS, MAX_TITLE_CHARS, check_id, required_text, too_long};
 use super::requests::{
-    Approvals, Change, NewProject, NewTask, Object, ProjectChange, ShellQuota, WebhooksChange,
+    Approvals, Change, NewProject, NewTask, ProjectChange, ShellQuota, WebhooksChange,
 };
+use super::responses::{RunConflict, StartConflict};
 use crate::config::task_doc_path;
 use crate::drive::{self, start_agent_run};
 use crate::folders::{self, FolderError};
@@ -31,7 +32,7 @@ use crate::ids::{new_id, new_token};
 use crate::runner::{
     RunInput, StartError, TaskContext, frontend_tool_specs, load_task_context, project_owner,
 };
-use crate::shapes::agent_run_json;
+use crate::shapes::{AgentRunShape, to_json};
 use crate::state::AppState;
 use crate::users::{User, issue_token, revoke_token};
 use crate::waiting::{self, DecideError};
@@ -329,9 +330,9 @@ fn set_setting(project: &mut Project, key: &str, value: Option<Value>) {
 
 /// A project's agents, checked (see [`crate::project_agents`]); `None`
 /// when empty.
-fn check_agents(agents: Object) -> Result<Option<Value>, ApiError> {
-    let agents = crate::project_agents::parse(&Value::Object(agents))
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+fn check_agents(agents: Value) -> Result<Option<Value>, ApiError> {
+    let agents =
+        crate::project_agents::parse(&agents).map_err(|e| ApiError::bad_request(e.to_string()))?;
     Ok((!agents.is_empty()).then(|| json!(agents)))
 }
 
@@ -403,13 +404,6 @@ fn folder_error(error: FolderError) -> ApiError {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
         }
     }
-}
-
-/// The approval mode a project's runs follow, and whether the project
-/// sets it or follows the server.
-pub fn approvals_of(state: &AppState, project: &Project) -> (ApprovalMode, &'static str) {
-    let (mode, source) = crate::policy::effective(&state.config, project);
-    (mode, source.as_str())
 }
 
 // ---- tasks ------------------------------------------------------------------
@@ -566,8 +560,8 @@ fn start_error(err: StartError) -> ApiError {
     match err {
         StartError::Conflict(active) => ApiError {
             status: StatusCode::CONFLICT,
-            body: json!({
-                "error": match active.as_deref() {
+            body: to_json(&StartConflict {
+                error: match active.as_deref() {
                     Some(run) if run.status == AgentRunStatus::Waiting => format!(
                         "An agent of this task is waiting for a decision (agent run {}): \
                          decide its pending calls or cancel it first",
@@ -575,12 +569,15 @@ fn start_error(err: StartError) -> ApiError {
                     ),
                     _ => "An agent is already running for this task".to_owned(),
                 },
-                "runningAgent": active.as_deref().map(agent_run_json),
+                running_agent: active.as_deref().map(AgentRunShape::of),
             }),
         },
         StartError::Done => ApiError {
             status: StatusCode::CONFLICT,
-            body: json!({ "error": crate::runner::TASK_DONE, "runningAgent": null }),
+            body: to_json(&StartConflict {
+                error: crate::runner::TASK_DONE.to_owned(),
+                running_agent: None,
+            }),
         },
         StartError::Storage(e) => e.into(),
     }
@@ -673,9 +670,9 @@ pub async fn cancel_run(
         let current = state.store.get_agent_run(&run.id).await?;
         return Err(ApiError {
             status: StatusCode::CONFLICT,
-            body: json!({
-                "error": format!("the agent run is already {}", current.status.as_str()),
-                "agentRun": agent_run_json(&current),
+            body: to_json(&RunConflict {
+                error: format!("the agent run is already {}", current.status.as_str()),
+                agent_run: Some(AgentRunShape::of(&current)),
             }),
         });
     }
@@ -811,10 +808,12 @@ impl From<DecideError> for ApiError {
         match err {
             DecideError::NotWaiting(run) => ApiError {
                 status: StatusCode::CONFLICT,
-                body: json!({
-                    "error": format!("the agent run is not waiting for a decision (it is {})",
-                                     run.status.as_str()),
-                    "agentRun": agent_run_json(&run),
+                body: to_json(&RunConflict {
+                    error: format!(
+                        "the agent run is not waiting for a decision (it is {})",
+                        run.status.as_str()
+                    ),
+                    agent_run: Some(AgentRunShape::of(&run)),
                 }),
             },
             DecideError::NotPending(_) | DecideError::Unfit { .. } => {
