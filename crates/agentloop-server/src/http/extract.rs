@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use serde_json::Value;
 
 use super::error::ApiError;
-use super::requests::RequestBody;
+use super::requests::{RequestBody, refusal};
 use crate::ids::token_hash;
 use crate::state::AppState;
 use crate::users::{User, user_for_token};
@@ -211,96 +211,6 @@ impl<S: Send + Sync, T: RequestBody> FromRequest<S> for ApiJson<T> {
 /// A JSON object as `T`, or `T`'s 400 naming the field at fault.
 pub fn from_body<T: RequestBody>(value: Value) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|e| T::refused(refusal(&e)))
-}
-
-/// A sentence saying which field of a body is wrong and how, in the API's
-/// words (`title must be a string`, `decisions[0].call_id is required`),
-/// never the name of a Rust type.
-pub(crate) fn refusal(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
-    let path = error.path().to_string();
-    let path = (path != ".").then_some(path);
-    let message = error.inner().to_string();
-    let at = |name: &str| match &path {
-        Some(path) => format!("{path}.{name}"),
-        None => name.to_owned(),
-    };
-    let last = path
-        .as_deref()
-        .and_then(|p| p.rsplit(['.', '[']).next())
-        .unwrap_or_default()
-        .to_owned();
-    if let Some(field) = message
-        .strip_prefix("missing field `")
-        .and_then(|rest| rest.strip_suffix('`'))
-    {
-        return format!("{} is required", at(field));
-    }
-    if message.starts_with("unknown field `") {
-        return match path_without(&path, &last, &message) {
-            Some(parent) => format!("{parent}: {message}"),
-            None => message,
-        };
-    }
-    let Some(path) = path else {
-        return message;
-    };
-    if let Some(expected) = message
-        .strip_prefix("invalid type: ")
-        .and_then(|rest| rest.split_once(", expected "))
-        .map(|(_, expected)| expected)
-    {
-        return format!("{path} must be {}", plain_expected(expected));
-    }
-    if let Some(rest) = message.strip_prefix("unknown variant ") {
-        return format!("{path}: unknown {last} {rest}");
-    }
-    if message.starts_with(&last) && !last.is_empty() {
-        return message;
-    }
-    format!("{path}: {}", plain_type_names(&message))
-}
-
-/// The path of an unknown field's parent: serde names the unknown key as
-/// the path's last segment.
-fn path_without(path: &Option<String>, last: &str, message: &str) -> Option<String> {
-    let path = path.as_deref()?;
-    if message.contains(&format!("`{last}`")) {
-        let parent = path.strip_suffix(last)?.trim_end_matches('.');
-        (!parent.is_empty()).then(|| parent.to_owned())
-    } else {
-        Some(path.to_owned())
-    }
-}
-
-/// What serde says a field expects, in the API's words.
-fn plain_expected(expected: &str) -> String {
-    match expected {
-        "a sequence" => "an array".to_owned(),
-        "a map" => "a JSON object".to_owned(),
-        "a boolean" | "a string" => expected.to_owned(),
-        _ if expected.starts_with("struct ") => "a JSON object".to_owned(),
-        _ => plain_type_names(expected),
-    }
-}
-
-/// A serde message without Rust's names of number types.
-fn plain_type_names(message: &str) -> String {
-    let mut text = message.to_owned();
-    for (rust, plain) in [
-        ("expected u64", "expected a whole number"),
-        ("expected u32", "expected a whole number"),
-        ("expected usize", "expected a whole number"),
-        ("expected i64", "expected an integer"),
-        ("expected f64", "expected a number"),
-    ] {
-        text = text.replace(rust, plain);
-    }
-    for rust in ["u64", "u32", "usize", "i64"] {
-        if text == rust {
-            return "a whole number".to_owned();
-        }
-    }
-    text
 }
 
 /// 400 unless `id` is a valid id.

@@ -26,6 +26,106 @@ pub trait RequestBody: DeserializeOwned {
     }
 }
 
+/// A sentence saying which field of a body is wrong and how, in the API's
+/// words (`title must be a string`, `decisions[0].call_id is required`),
+/// never the name of a Rust type.
+pub fn refusal(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = error.path().to_string();
+    let path = (path != ".").then_some(path);
+    let message = error.inner().to_string();
+    let at = |name: &str| match &path {
+        Some(path) => format!("{path}.{name}"),
+        None => name.to_owned(),
+    };
+    let last = path
+        .as_deref()
+        .and_then(|p| p.rsplit(['.', '[']).next())
+        .unwrap_or_default()
+        .to_owned();
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        return format!("{} is required", at(field));
+    }
+    if message.starts_with("unknown field `") {
+        return match path_without(&path, &last, &message) {
+            Some(parent) => format!("{parent}: {message}"),
+            None => message,
+        };
+    }
+    let Some(path) = path else {
+        return message;
+    };
+    if let Some(expected) = message
+        .strip_prefix("invalid type: ")
+        .and_then(|rest| rest.split_once(", expected "))
+        .map(|(_, expected)| expected)
+    {
+        return format!("{path} must be {}", plain_expected(expected));
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant ") {
+        return format!("{path}: unknown {last} {rest}");
+    }
+    if message.starts_with(&last) && !last.is_empty() {
+        return message;
+    }
+    format!("{path}: {}", plain_type_names(&message))
+}
+
+/// The path of an unknown field's parent: serde names the unknown key as
+/// the path's last segment.
+fn path_without(path: &Option<String>, last: &str, message: &str) -> Option<String> {
+    let path = path.as_deref()?;
+    if message.contains(&format!("`{last}`")) {
+        let parent = path.strip_suffix(last)?.trim_end_matches('.');
+        (!parent.is_empty()).then(|| parent.to_owned())
+    } else {
+        Some(path.to_owned())
+    }
+}
+
+/// What serde says a field expects, in the API's words.
+fn plain_expected(expected: &str) -> String {
+    match expected {
+        "a sequence" => "an array".to_owned(),
+        "a map" => "a JSON object".to_owned(),
+        "a boolean" | "a string" => expected.to_owned(),
+        _ if expected.starts_with("struct ") => "a JSON object".to_owned(),
+        _ => plain_type_names(expected),
+    }
+}
+
+/// A serde message without Rust's names of number types.
+fn plain_type_names(message: &str) -> String {
+    let mut text = message.to_owned();
+    for (rust, plain) in [
+        ("expected u64", "expected a whole number"),
+        ("expected u32", "expected a whole number"),
+        ("expected usize", "expected a whole number"),
+        ("expected i64", "expected an integer"),
+        ("expected f64", "expected a number"),
+    ] {
+        text = text.replace(rust, plain);
+    }
+    for rust in ["u64", "u32", "usize", "i64"] {
+        if text == rust {
+            return "a whole number".to_owned();
+        }
+    }
+    text
+}
+
+/// `T` from an object, refused in the API's words: a struct nested in a
+/// body is an object only (serde would take one from an array too).
+fn from_object<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    let object = Object::deserialize(deserializer)?;
+    serde_path_to_error::deserialize(Value::Object(object))
+        .map_err(|e| D::Error::custom(refusal(&e)))
+}
+
 /// A field a change may leave as it is (absent), clear (`null`) or set.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub enum Change<T> {
@@ -226,8 +326,10 @@ impl JsonSchema for ToolApprovals {
     }
 }
 
-/// A project's own bounds on what one `shell` command may write.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+/// A project's own bounds on what one `shell` command may write: each
+/// only lowers the server's `[shell]` quota, and a command past either is
+/// stopped with a result naming it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShellQuota {
     /// Most megabytes one command may write (from 1).
@@ -238,6 +340,25 @@ pub struct ShellQuota {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_write_files: Option<u64>,
+}
+
+/// The fields of a [`ShellQuota`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShellQuotaFields {
+    max_write_mb: Option<u64>,
+    max_write_files: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for ShellQuota {
+    /// An object only (serde would take a struct from an array too).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let fields: ShellQuotaFields = from_object(deserializer)?;
+        Ok(Self {
+            max_write_mb: fields.max_write_mb,
+            max_write_files: fields.max_write_files,
+        })
+    }
 }
 
 /// An open JSON object, checked by the use case that takes it (a
@@ -278,6 +399,7 @@ pub struct NewProject {
     /// Its own bounds on what one `shell` command may write.
     pub shell_quota: Option<ShellQuota>,
     /// Its agents and their handoffs.
+    #[serde(default)]
     #[schemars(with = "Agents")]
     pub agents: Option<Value>,
 }
@@ -368,8 +490,7 @@ impl DecisionKind {
 }
 
 /// A decision on one pending call (its schema: [`DecisionInput::json_schema`]).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone)]
 pub struct DecisionInput {
     /// The call decided on.
     pub call_id: String,
@@ -478,6 +599,30 @@ impl JsonSchema for Agents {
                 "review": server_agent,
             },
             "additionalProperties": closed(&specialist)
+        })
+    }
+}
+
+/// The fields of a [`DecisionInput`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecisionFields {
+    call_id: String,
+    decision: DecisionKind,
+    arguments: Option<Object>,
+    reason: Option<String>,
+    text: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for DecisionInput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let fields: DecisionFields = from_object(deserializer)?;
+        Ok(Self {
+            call_id: fields.call_id,
+            decision: fields.decision,
+            arguments: fields.arguments,
+            reason: fields.reason,
+            text: fields.text,
         })
     }
 }
@@ -672,17 +817,17 @@ mod tests {
         );
         assert_eq!(
             refused::<Decisions>(json!({"decisions": [{"decision": "approve"}]})),
-            "decisions[0].call_id is required"
+            "decisions[0]: call_id is required"
         );
         assert!(
             refused::<Decisions>(json!({"decisions": [{"call_id": "c", "decision": "maybe"}]}))
-                .starts_with("decisions[0].decision: unknown decision `maybe`")
+                .starts_with("decisions[0]: decision: unknown decision `maybe`")
         );
         assert_eq!(
             refused::<Decisions>(
                 json!({"decisions": [{"call_id": "c", "decision": "approve", "arguments": [1]}]})
             ),
-            "decisions[0].arguments must be a JSON object"
+            "decisions[0]: arguments must be a JSON object"
         );
         assert!(
             refused::<Decisions>(
@@ -692,11 +837,20 @@ mod tests {
         );
         assert!(
             refused::<ProjectChange>(json!({"shell_quota": {"max_write_mb": -1}}))
-                .starts_with("shell_quota.max_write_mb")
+                .starts_with("shell_quota: max_write_mb")
         );
         assert!(
             refused::<ProjectChange>(json!({"approvals": "sometimes"}))
                 .starts_with("approvals must be \"ask\"")
+        );
+        // A nested struct is an object, never an array.
+        assert_eq!(
+            refused::<ProjectChange>(json!({"shell_quota": [null, null]})),
+            "shell_quota must be a JSON object"
+        );
+        assert_eq!(
+            refused::<Decisions>(json!({"decisions": [["c", "approve"]]})),
+            "decisions[0] must be a JSON object"
         );
         // The seed's bodies keep the seed's messages.
         assert_eq!(
