@@ -17,7 +17,7 @@ use super::error::ApiError;
 
 /// A request body type: how a body that is JSON but not of this type is
 /// refused. By default the answer names the field and what it must be
-/// (see [`super::extract::refusal`]); a seed 004 body keeps the seed's
+/// (see [`refusal`]); a seed 004 body keeps the seed's
 /// message.
 pub trait RequestBody: DeserializeOwned {
     /// The 400 for `problem`, a sentence naming the field at fault.
