@@ -334,3 +334,70 @@ async fn fifty_concurrent_posts_give_one_run_on_sqlite() {
     assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 49);
     server.stop().await;
 }
+
+/// The router is the route table's: every route of the table (the one
+/// the OpenAPI document is generated from) is routed with its method, so
+/// a request without a token is refused by authentication, never "no such
+/// route" or "method not allowed"; and a method the table does not list
+/// for a path is a 405 naming the ones it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_serves_exactly_the_route_table() {
+    let (_dir, store) = common::sqlite().await;
+    let server = start(store, hanging(1)).await;
+    let table = agentloop_server::http::routes::routes();
+    let document = server.get("/api/openapi.json").await.1;
+    for route in &table {
+        let path = route
+            .path
+            .split('/')
+            .map(|segment| {
+                if segment.starts_with('{') {
+                    "nope"
+                } else {
+                    segment
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        let response = server
+            .client
+            .request(route.method.clone(), server.url(&path))
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = common::decode(response).await;
+        assert_ne!(status, 405, "{} {}: {body}", route.method, route.path);
+        assert!(
+            body["error"] != "no such route",
+            "{} {} is not routed",
+            route.method,
+            route.path
+        );
+        if route.access == agentloop_server::http::route::Access::Bearer {
+            assert_eq!(status, 401, "{} {}: {body}", route.method, route.path);
+        }
+        let method = route.method_name();
+        assert!(
+            ["paths", "x-websockets", "x-a2a"]
+                .iter()
+                .any(|section| document[*section][route.path][&method].is_object()),
+            "{method} {} is routed but not documented",
+            route.path
+        );
+    }
+    let response = server
+        .client
+        .request(reqwest::Method::PUT, server.url("/api/projects"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 405);
+    assert_eq!(
+        response.headers()["allow"].to_str().unwrap(),
+        "GET, POST",
+        "the methods of the table"
+    );
+    server.stop().await;
+}

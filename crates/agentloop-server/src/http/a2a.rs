@@ -33,44 +33,31 @@ use agentloop_a2a::wire::{
 };
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType};
 use agentloop_types::PendingCall;
-use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
 use super::a2a_task::{
     ended_updates, final_updates, ids_of, internal, stamp, task_from_result, task_of, working_task,
 };
-use super::ag_ui::last_seq;
-use super::agent_runs::{cancel_run, owned_run, parse_decisions, start_error};
 use super::error::ApiError;
 use super::events::Follow;
-use super::extract::{ApiJson, AuthUser};
-use super::projects::owned_project;
-use super::tasks::{self, owned_task};
-use crate::drive::{decide, start_agent_run};
+use super::extract::{AuthUser, from_body};
+use super::requests::{Decisions, NewTask};
+use super::service::{self, cancel_run, decide, last_seq, owned_project, owned_run, owned_task};
 use crate::runner::{RunInput, TaskContext};
 use crate::state::AppState;
 use crate::users::User;
-use crate::waiting;
 
 /// The agent card's path and the JSON-RPC endpoint.
 pub const RPC_PATH: &str = "/a2a";
 
-/// The A2A routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(wire::AGENT_CARD_PATH, get(card))
-        .route(RPC_PATH, post(rpc_endpoint))
-}
-
 /// The public agent card: what the server's agents do, where and how to
 /// reach them (JSON-RPC at [`RPC_PATH`], bearer token).
-async fn card(headers: HeaderMap) -> Response {
+pub(super) async fn card(headers: HeaderMap) -> Response {
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
@@ -134,7 +121,7 @@ async fn card(headers: HeaderMap) -> Response {
 /// `POST /a2a`: one JSON-RPC request (no batches). Authentication and the
 /// body's size are checked as for the rest of the API (401 and 413 are
 /// HTTP answers); everything after is a JSON-RPC answer.
-async fn rpc_endpoint(
+pub(super) async fn rpc_endpoint(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     headers: HeaderMap,
@@ -421,9 +408,9 @@ impl Call {
             request: Some(&text),
             ..RunInput::default()
         };
-        let run = start_agent_run(&self.state, &ctx, agent, input)
+        let run = service::start_run(&self.state, &ctx, agent, input)
             .await
-            .map_err(|e| rpc_error(start_error(e), ErrorCode::InvalidParams))?;
+            .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
         Ok((run, ctx))
     }
 
@@ -445,47 +432,25 @@ impl Call {
             .chars()
             .take(120)
             .collect();
-        let body = Map::from_iter([
-            ("title".to_owned(), Value::String(title)),
-            ("description".to_owned(), Value::String(text.to_owned())),
-        ]);
-        let (_, created) = tasks::create(
-            State(self.state.clone()),
-            AuthUser(self.user.clone()),
-            Path(project.id),
-            ApiJson(body),
-        )
-        .await
-        .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
-        let task_id = created.0["id"].as_str().unwrap_or_default().to_owned();
-        owned_task(&self.state, &self.user, &task_id)
+        let task = NewTask {
+            title: Some(title),
+            description: Some(text.to_owned()),
+        };
+        service::create_task(&self.state, &self.user, &project.id, task)
             .await
-            .map_err(|e| rpc_error(e, ErrorCode::InternalError))
+            .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))
     }
 
     /// Adds a message's text to the task's document, so the new run reads it.
     async fn add_to_document(&self, ctx: &TaskContext, text: &str) -> Result<(), RpcError> {
-        let current = tasks::get_document(
-            State(self.state.clone()),
-            AuthUser(self.user.clone()),
-            Path(ctx.task.id.clone()),
-        )
-        .await
-        .map(|doc| doc.0["content"].as_str().unwrap_or_default().to_owned())
-        .unwrap_or_default();
+        let current = service::read_document(ctx)
+            .await
+            .map(|(_, content)| content)
+            .unwrap_or_default();
         let content = format!("{}\n\n{}\n", current.trim_end(), text.trim());
-        tasks::put_document(
-            State(self.state.clone()),
-            AuthUser(self.user.clone()),
-            Path(ctx.task.id.clone()),
-            ApiJson(Map::from_iter([(
-                "content".to_owned(),
-                Value::String(content),
-            )])),
-        )
-        .await
-        .map(|_| ())
-        .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))
+        service::write_document(ctx, &content)
+            .await
+            .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))
     }
 
     /// Decides the calls a waiting run waits on from the client's reply;
@@ -509,17 +474,17 @@ impl Call {
                 ),
             ));
         }
-        let pending: Vec<PendingCall> = waiting::pending_of(&self.state, &run)
+        let pending: Vec<PendingCall> = service::pending(&self.state, &run)
             .await
-            .map_err(internal)?
+            .map_err(|e| rpc_error(e, ErrorCode::InternalError))?
             .into_iter()
             .filter(|(_, decided)| decided.is_none())
             .map(|(call, _)| call)
             .collect();
         let decisions = match mapping::reply(message) {
-            Some(Reply::Decisions(body)) => {
-                parse_decisions(&body).map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?
-            }
+            Some(Reply::Decisions(body)) => from_body::<Decisions>(Value::Object(body))
+                .and_then(Decisions::parse)
+                .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?,
             Some(Reply::Text(text)) => match pending.as_slice() {
                 [call] => vec![(
                     call.call.id.clone(),
@@ -549,7 +514,7 @@ impl Call {
             .map_err(|e| rpc_error(e, ErrorCode::InternalError))?;
         let resumed = decide(&self.state, &ctx, &run, decisions)
             .await
-            .map_err(|e| rpc_error(e.into(), ErrorCode::TaskNotFound))?;
+            .map_err(|e| rpc_error(e, ErrorCode::TaskNotFound))?;
         if !resumed {
             return Err(RpcError::invalid_params(
                 "the decisions were recorded, but the task waits on more calls: decide each of them",
@@ -726,5 +691,41 @@ mod tests {
         headers.insert(wire::VERSION_HEADER, "1.0".parse().unwrap());
         let refused = check_version(&headers, Dialect::V0_3).unwrap_err();
         assert_eq!(refused.code, ErrorCode::VersionNotSupported.code());
+    }
+}
+
+/// What the document says of an A2A agent card (its other fields are
+/// A2A's).
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "AgentCard")]
+#[allow(dead_code)]
+pub(super) struct AgentCardSchema {
+    name: String,
+    description: String,
+    version: String,
+    #[serde(rename = "supportedInterfaces")]
+    supported_interfaces: Vec<Map<String, Value>>,
+    capabilities: Map<String, Value>,
+    skills: Vec<Map<String, Value>>,
+}
+
+/// A JSON-RPC 2.0 request, as the document describes `POST /a2a`'s body.
+pub(super) struct JsonRpcRequest;
+
+impl schemars::JsonSchema for JsonRpcRequest {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "JsonRpcRequest".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "jsonrpc": {"const": "2.0"},
+                "id": {"type": ["string", "integer", "null"]},
+                "method": {"type": "string"},
+                "params": {"type": "object"}
+            },
+            "required": ["jsonrpc", "method"]
+        })
     }
 }

@@ -12,7 +12,6 @@ use agentloop_types::{LoopResult, PendingCall};
 use crate::ids::rfc3339;
 use crate::runner::TaskContext;
 use crate::state::AppState;
-use crate::waiting;
 
 pub(super) fn now() -> Option<String> {
     Some(rfc3339(now_millis()))
@@ -121,7 +120,9 @@ pub(super) async fn task_of(
     match run.status {
         AgentRunStatus::Running => {}
         AgentRunStatus::Waiting => {
-            let pending = waiting::pending_of(state, run).await.map_err(internal)?;
+            let pending = super::service::pending(state, run)
+                .await
+                .map_err(|e| internal(e.message()))?;
             let undecided: Vec<&PendingCall> = pending
                 .iter()
                 .filter(|(_, decided)| decided.is_none())
@@ -131,7 +132,9 @@ pub(super) async fn task_of(
             task.status.message = Some(mapping::input_required(ids, &undecided));
         }
         AgentRunStatus::Completed | AgentRunStatus::Failed | AgentRunStatus::Cancelled => {
-            let record = state.store.get_run(&run.id).await.map_err(internal)?;
+            let record = super::service::run_record(state, &run.id)
+                .await
+                .map_err(|e| internal(e.message()))?;
             let result = record
                 .result
                 .and_then(|value| serde_json::from_value::<LoopResult>(value).ok());

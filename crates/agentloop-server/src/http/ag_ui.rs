@@ -13,52 +13,38 @@
 
 use std::convert::Infallible;
 
-use agentloop_agui::{
-    AgUiEvent, Encoder, FrontendToolSpec, RunAgentInput, validate_frontend_tools,
-};
-use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType};
+use agentloop_agui::{AgUiEvent, Encoder, RunAgentInput, validate_frontend_tools};
+use agentloop_storage::model::{AgentRun, AgentType};
 use agentloop_types::Decision;
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::routing::post;
 use futures::Stream;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::agent_runs::start_error;
 use super::error::ApiError;
 use super::events::Follow;
 use super::extract::{ApiJson, AuthUser};
-use super::tasks::owned_task;
-use crate::drive::{decide, start_agent_run};
-use crate::run_log::run_chat;
+use super::requests::AgUiInput;
+use super::service;
 use crate::run_tools::reserved_tool_names;
-use crate::runner::{RunInput, TaskContext, frontend_tool_specs};
+use crate::runner::{RunInput, TaskContext};
 use crate::state::AppState;
-use crate::waiting::pending_of;
 
-/// The AG-UI route.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/tasks/{task_id}/ag-ui", post(run))
-}
-
-async fn run(
+pub(super) async fn run(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     Path(task_id): Path<String>,
-    ApiJson(body): ApiJson,
+    ApiJson(AgUiInput(input)): ApiJson<AgUiInput>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let input: RunAgentInput = serde_json::from_value(Value::Object(body))
-        .map_err(|e| ApiError::bad_request(format!("not an AG-UI RunAgentInput: {e}")))?;
     let resumed = input
         .resume
         .iter()
         .map(|entry| Ok((entry.interrupt_id.clone(), entry.decision()?)))
         .collect::<Result<Vec<(String, Decision)>, agentloop_agui::ResumeError>>()
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let ctx = owned_task(&state, &user, &task_id).await?;
-    let waiting = waiting_run(&state, &ctx).await?;
+    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let waiting = service::waiting_run(&state, &ctx).await?;
     let answers = match &waiting {
         Some(waiting) => frontend_answers(&state, waiting, &input).await?,
         None => Vec::new(),
@@ -67,7 +53,7 @@ async fn run(
         Some(waiting) if !resumed.is_empty() || !answers.is_empty() => {
             let decisions = resumed.into_iter().chain(answers).collect();
             let after = resume(&state, &ctx, &waiting, decisions).await?;
-            let frontend = offered_frontend_tools(&state, &waiting).await?;
+            let frontend = service::offered_frontend_tools(&state, &waiting).await?;
             (waiting, after, frontend)
         }
         _ if !resumed.is_empty() => {
@@ -143,32 +129,7 @@ async fn start(
         frontend_tools: &input.tools,
         request: request.as_deref(),
     };
-    start_agent_run(state, ctx, agent, run_input)
-        .await
-        .map_err(start_error)
-}
-
-/// The task's latest agent run waiting for a decision, if one does.
-async fn waiting_run(state: &AppState, ctx: &TaskContext) -> Result<Option<AgentRun>, ApiError> {
-    Ok(state
-        .store
-        .list_agent_runs(&ctx.task.id)
-        .await?
-        .into_iter()
-        .rev()
-        .find(|run| run.status == AgentRunStatus::Waiting))
-}
-
-/// The front-end tools the run was started with.
-async fn offered_frontend_tools(
-    state: &AppState,
-    run: &AgentRun,
-) -> Result<Vec<FrontendToolSpec>, ApiError> {
-    let Some(chat_id) = run_chat(state, run).await? else {
-        return Ok(Vec::new());
-    };
-    let chat = state.store.get_chat(&chat_id).await?;
-    Ok(frontend_tool_specs(&chat.settings))
+    service::start_run(state, ctx, agent, run_input).await
 }
 
 /// The input's `tool` messages that answer calls of front-end tools the
@@ -180,11 +141,11 @@ async fn frontend_answers(
     run: &AgentRun,
     input: &RunAgentInput,
 ) -> Result<Vec<(String, Decision)>, ApiError> {
-    let frontend = offered_frontend_tools(state, run).await?;
+    let frontend = service::offered_frontend_tools(state, run).await?;
     if frontend.is_empty() {
         return Ok(Vec::new());
     }
-    let open: Vec<String> = pending_of(state, run)
+    let open: Vec<String> = service::pending(state, run)
         .await?
         .into_iter()
         .filter(|(call, decided)| {
@@ -209,30 +170,14 @@ async fn resume(
     decisions: Vec<(String, Decision)>,
 ) -> Result<Option<u64>, ApiError> {
     // Read before deciding: once decided, the run appends again.
-    let after = last_seq(state, &waiting.id).await?;
-    if !decide(state, ctx, waiting, decisions).await? {
+    let after = service::last_seq(state, &waiting.id).await?;
+    if !service::decide(state, ctx, waiting, decisions).await? {
         return Err(ApiError::bad_request(
             "the decisions were recorded, but the run waits on more calls: answer each of its \
              interrupts and each call of the application's tools",
         ));
     }
     Ok(after)
-}
-
-/// The seq of the run's last stored event.
-pub(super) async fn last_seq(state: &AppState, run_id: &str) -> Result<Option<u64>, ApiError> {
-    const PAGE: u32 = 500;
-    let mut after = None;
-    loop {
-        let events = state.store.list_events(run_id, after, PAGE).await?;
-        match events.last() {
-            Some(last) => after = Some(last.seq),
-            None => return Ok(after),
-        }
-        if events.len() < PAGE as usize {
-            return Ok(after);
-        }
-    }
 }
 
 fn to_sse(event: &AgUiEvent) -> Event {

@@ -37,6 +37,14 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, message)
     }
 
+    /// The error's message (`error` of its body).
+    pub fn message(&self) -> &str {
+        self.body
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("request failed")
+    }
+
     /// 401 Unauthorized.
     pub fn unauthorized() -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "missing or invalid bearer token")

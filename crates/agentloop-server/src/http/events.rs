@@ -18,24 +18,17 @@ use std::time::Duration;
 
 use agentloop_storage::model::{AgentRunStatus, now_millis};
 use agentloop_types::{EventKind, LoopEvent, LoopStatus};
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::routing::get;
 use futures::Stream;
 use tokio::sync::broadcast::{self, error::RecvError};
 
-use super::agent_runs::owned_run;
 use super::error::ApiError;
 use super::extract::AuthUser;
+use super::service::owned_run;
 use crate::follow::AppendWaiter;
 use crate::state::AppState;
-
-/// The event stream of an agent run: `/api/agent-runs/{runId}/events`.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/agent-runs/{run_id}/events", get(stream))
-}
 
 /// How often a follower without a live channel reads the store.
 const POLL: Duration = Duration::from_millis(250);

@@ -9,6 +9,7 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use serde_json::Value;
 
 use super::error::ApiError;
+use super::requests::{RequestBody, refusal};
 use crate::ids::token_hash;
 use crate::state::AppState;
 use crate::users::{User, user_for_token};
@@ -180,11 +181,12 @@ pub(crate) async fn authenticate(state: &AppState, token: &str) -> Result<User, 
     Ok(user)
 }
 
-/// A JSON request body; malformed JSON, a body over the limit or a
-/// non-object body is a 4xx with a JSON error.
-pub struct ApiJson(pub serde_json::Map<String, Value>);
+/// A request body of type `T` (see [`super::requests`]): malformed JSON,
+/// a body over the limit, a non-object body or one not of `T`'s shape is
+/// a 4xx with a JSON error naming what is wrong.
+pub struct ApiJson<T>(pub T);
 
-impl<S: Send + Sync> FromRequest<S> for ApiJson {
+impl<S: Send + Sync, T: RequestBody> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
@@ -199,11 +201,16 @@ impl<S: Send + Sync> FromRequest<S> for ApiJson {
                 }
             })?;
         match serde_json::from_slice::<Value>(&bytes) {
-            Ok(Value::Object(map)) => Ok(Self(map)),
+            Ok(value @ Value::Object(_)) => from_body(value).map(Self),
             Ok(_) => Err(ApiError::bad_request("the body must be a JSON object")),
             Err(e) => Err(ApiError::bad_request(format!("malformed JSON: {e}"))),
         }
     }
+}
+
+/// A JSON object as `T`, or `T`'s 400 naming the field at fault.
+pub fn from_body<T: RequestBody>(value: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| T::refused(refusal(&e)))
 }
 
 /// 400 unless `id` is a valid id.
@@ -223,30 +230,27 @@ pub const MAX_TITLE_CHARS: usize = 500;
 /// Longest model id a project may name, in characters.
 pub const MAX_MODEL_CHARS: usize = 200;
 
-/// The required text field `field` of `body`, trimmed: a string with a
-/// character other than white space, at most `max` characters long as
-/// sent. A missing field is "required"; a long one is refused naming the
-/// limit, with `field` and `max_length` in the error body.
+/// The required text field `field`, trimmed: a string with a character
+/// other than white space, at most `max` characters long as sent. A
+/// missing field is "required"; a long one is refused naming the limit,
+/// with `field` and `max_length` in the error body.
 pub fn required_text<'a>(
-    body: &'a serde_json::Map<String, Value>,
+    text: Option<&'a str>,
     field: &str,
     max: usize,
 ) -> Result<&'a str, ApiError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
-        Some(Value::String(text)) => {
-            let length = text.chars().count();
-            if length > max {
-                return Err(too_long(field, length, max));
-            }
-            let text = text.trim();
-            if text.is_empty() {
-                return Err(ApiError::bad_request(format!("{field} must not be empty")));
-            }
-            Ok(text)
-        }
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
+    let Some(text) = text else {
+        return Err(ApiError::bad_request(format!("{field} is required")));
+    };
+    let length = text.chars().count();
+    if length > max {
+        return Err(too_long(field, length, max));
     }
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(ApiError::bad_request(format!("{field} must not be empty")));
+    }
+    Ok(text)
 }
 
 /// The answer to a text field longer than `max` characters.

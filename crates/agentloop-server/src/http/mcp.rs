@@ -1,14 +1,15 @@
 //! The server's projects over MCP: `/mcp` (streamable HTTP) behind the
 //! API's own authentication, offering the API's project, task and agent
-//! run operations as tools. Each tool call runs the same handler as its
-//! HTTP route, as the user the request authenticated, so the same
-//! ownership rules hold: another user's project, task or run is "not
+//! run operations as tools. Each tool call runs the same use case as its
+//! HTTP route ([`super::service`]), as the user the request
+//! authenticated, answering the same shapes, so the same ownership rules
+//! hold: another user's project, task or run is "not
 //! found".
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Path, Request, State};
+use axum::extract::Request;
 use axum::http::request::Parts;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -23,9 +24,15 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Map, Value, json};
 
+use agentloop_storage::model::AgentType;
+
 use super::error::ApiError;
-use super::extract::{ApiJson, AuthUser};
-use super::{agent_runs, projects, tasks};
+use super::extract::{AuthUser, check_id};
+use super::requests::{INVALID_AGENT_TYPE, NewTask};
+use super::responses::{AgentRunView, ProjectShape, TaskShape};
+use super::service;
+use crate::runner::RunInput;
+use crate::shapes::{AgentRunShape, to_json};
 use crate::state::AppState;
 use crate::users::User;
 
@@ -143,41 +150,54 @@ impl ProjectsServer {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<Value, ApiError> {
-        let state = || State(self.state.clone());
-        let user = || AuthUser(user.clone());
+        let state = &self.state;
         Ok(match name {
-            "list_projects" => json!({"projects": projects::list(state(), user()).await?.0}),
+            "list_projects" => {
+                let projects = service::list_projects(state, &user).await?;
+                let projects: Vec<ProjectShape> = projects
+                    .iter()
+                    .map(|p| ProjectShape::of(state, p))
+                    .collect();
+                json!({ "projects": projects })
+            }
             "list_tasks" => {
                 let project = string(&arguments, "project_id")?;
-                json!({"tasks": tasks::list(state(), user(), Path(project)).await?.0})
+                let tasks = service::list_tasks(state, &user, &project).await?;
+                let tasks: Vec<TaskShape> = tasks.iter().map(TaskShape::from).collect();
+                json!({ "tasks": tasks })
             }
             "create_task" => {
                 let project = string(&arguments, "project_id")?;
-                let mut body = Map::new();
-                body.insert("title".to_owned(), json!(string(&arguments, "title")?));
-                if let Some(description) = arguments.get("description") {
-                    body.insert("description".to_owned(), description.clone());
-                }
-                tasks::create(state(), user(), Path(project), ApiJson(body))
-                    .await?
-                    .1
-                    .0
+                let description = match arguments.get("description") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(text)) => Some(text.clone()),
+                    Some(_) => return Err(ApiError::bad_request("description must be a string")),
+                };
+                let task = NewTask {
+                    title: Some(string(&arguments, "title")?),
+                    description,
+                };
+                let ctx = service::create_task(state, &user, &project, task).await?;
+                to_json(&TaskShape::from(&ctx.task))
             }
             "start_agent_run" => {
                 let task = string(&arguments, "task_id")?;
-                let mut body = Map::new();
-                body.insert(
-                    "agentType".to_owned(),
-                    json!(string(&arguments, "agent_type")?),
-                );
-                agent_runs::create(state(), user(), Path(task), ApiJson(body))
-                    .await?
-                    .1
-                    .0
+                check_id(&task, "task")?;
+                let agent = AgentType::parse(&string(&arguments, "agent_type")?)
+                    .ok_or_else(|| ApiError::bad_request(INVALID_AGENT_TYPE))?;
+                let ctx = service::owned_task(state, &user, &task).await?;
+                let run = service::start_run(state, &ctx, agent, RunInput::default()).await?;
+                to_json(&AgentRunShape::of(&run))
             }
             "get_agent_run" => {
                 let run = string(&arguments, "run_id")?;
-                agent_runs::get_one(state(), user(), Path(run)).await?.0
+                let (run, _) = service::owned_run(state, &user, &run).await?;
+                let details = service::run_details(state, &run).await?;
+                to_json(&AgentRunView::of(
+                    &run,
+                    details.tokens,
+                    details.pending.as_deref(),
+                ))
             }
             other => return Err(ApiError::bad_request(format!("unknown tool `{other}`"))),
         })

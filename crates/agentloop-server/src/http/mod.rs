@@ -1,12 +1,16 @@
 //! The HTTP layer: the router and its middleware (request log and
 //! metric, per-client rate limit, JSON error bodies, time and size
 //! limits, readiness). Health is outside the rate limit: a load balancer's
-//! probe, or a user past a burst, is never refused it. Each resource module
-//! exposes its own `router()`; [`extract`] holds what handlers take from a
-//! request, [`error`] the one error answer, [`openapi`] the document that
-//! describes every route in [`ROUTES`], [`web`] the page.
+//! probe, or a user past a burst, is never refused it.
 //!
-//! Nothing below this layer imports from it: handlers call the run
+//! [`routes`] is the one table of the API's routes, from which the router
+//! and the [`openapi`] document are built; [`requests`] and [`responses`]
+//! (with [`crate::shapes`]) are the types of the bodies and answers;
+//! [`service`] holds the use cases every protocol calls (REST here, and
+//! [`mcp`], [`a2a`], [`ag_ui`]); [`extract`] what handlers take from a
+//! request; [`error`] the one error answer; [`web`] the page.
+//!
+//! Nothing below this layer imports from it: the use cases call the run
 //! lifecycle ([`crate::drive`], [`crate::waiting`], [`crate::runner`]) and
 //! the state, and turn their typed errors into [`ApiError`] here.
 
@@ -18,9 +22,15 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod mcp;
+mod meta;
 pub mod openapi;
 pub mod projects;
 mod rate_limit;
+pub mod requests;
+pub mod responses;
+pub mod route;
+pub mod routes;
+pub mod service;
 pub mod session;
 pub mod tasks;
 pub mod web;
@@ -29,90 +39,41 @@ pub mod ws;
 
 use std::time::Duration;
 
+use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::json;
 
 use tracing::Instrument;
 
 use crate::metrics::HttpLabels;
 use crate::state::AppState;
-use crate::users::User;
 use error::ApiError;
-use extract::AuthUser;
 
-/// Every route as `(method, path)`, in OpenAPI path syntax; the OpenAPI
-/// document is checked against this list.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("get", "/api/health"),
-    ("get", "/api/openapi.json"),
-    ("get", "/api/me"),
-    ("get", "/api/session"),
-    ("post", "/api/session"),
-    ("delete", "/api/session"),
-    ("get", "/api/projects"),
-    ("post", "/api/projects"),
-    ("get", "/api/projects/{projectId}"),
-    ("delete", "/api/projects/{projectId}"),
-    ("patch", "/api/projects/{projectId}"),
-    ("get", "/api/projects/{projectId}/tasks"),
-    ("post", "/api/projects/{projectId}/tasks"),
-    ("get", "/api/tasks/{taskId}"),
-    ("delete", "/api/tasks/{taskId}"),
-    ("get", "/api/tasks/{taskId}/document"),
-    ("put", "/api/tasks/{taskId}/document"),
-    ("put", "/api/tasks/{taskId}/workflow-complete"),
-    ("get", "/api/tasks/{taskId}/agent-runs"),
-    ("post", "/api/tasks/{taskId}/agent-runs"),
-    ("get", "/api/agent-runs/{runId}"),
-    ("get", "/api/agent-runs/{runId}/messages"),
-    ("get", "/api/agent-runs/{runId}/events"),
-    ("post", "/api/agent-runs/{runId}/cancel"),
-    ("get", "/api/agent-runs/{runId}/pending"),
-    ("post", "/api/agent-runs/{runId}/decisions"),
-    ("post", "/api/tasks/{taskId}/ag-ui"),
-    ("get", "/.well-known/agent-card.json"),
-    ("post", "/a2a"),
-    ("get", "/api/ws"),
-    ("get", "/api/projects/{projectId}/webhooks"),
-    ("put", "/api/projects/{projectId}/webhooks"),
-    ("delete", "/api/projects/{projectId}/webhooks"),
-    ("get", "/api/projects/{projectId}/webhook-deliveries"),
-];
-
-/// The server's router.
+/// The server's router: the routes of [`routes::routes`], each with its
+/// limits, then the page and `/mcp`.
 pub fn router(state: AppState) -> Router {
     let timeout = state.config.request_timeout;
-    let plain = Router::new()
-        .route(
-            "/api/openapi.json",
-            get(|State(state): State<AppState>| async move {
-                Json(openapi::document(openapi::Offers {
-                    project_mcp: state.config.allow_project_mcp,
-                    shell: state.config.shell_tool.is_some(),
-                    rate_limited: state.rates.is_some(),
-                }))
-            }),
-        )
-        .route("/api/me", get(me))
-        .merge(session::router())
-        .merge(projects::router())
-        .merge(tasks::router())
-        .merge(agent_runs::router())
-        .merge(webhooks::router())
-        .layer(middleware::from_fn_with_state(timeout, time_limit));
-    // Streams live as long as their client: no time limit.
-    let streaming = events::router()
-        .merge(ws::router())
-        .merge(ag_ui::router())
-        .merge(a2a::router())
-        .merge(mcp::router(state.clone()));
-    plain
-        .merge(streaming)
+    let mut limited = Router::new();
+    let mut unlimited = Router::new();
+    for route in routes::routes() {
+        let handler = if route.time_limited {
+            route
+                .handler
+                .layer(middleware::from_fn_with_state(timeout, time_limit))
+        } else {
+            route.handler
+        };
+        let path = axum_path(route.path);
+        if route.rate_limited {
+            limited = limited.route(&path, handler);
+        } else {
+            unlimited = unlimited.route(&path, handler);
+        }
+    }
+    limited
+        .merge(mcp::router(state.clone()))
         .merge(web::routes())
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(middleware::from_fn_with_state(state.clone(), until_ready))
@@ -122,27 +83,34 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             rate_limit::limit_rate,
         ))
-        // Added after the rate limit's layer, which therefore never sees it.
-        .route("/api/health", get(health))
+        // Added after the rate limit's layer, which therefore never sees
+        // them (health: a probe is never refused).
+        .merge(unlimited)
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
 }
 
-/// `GET /api/health`: 200 `{"ok": true, "status": "ok"}` when the instance
-/// serves; 503 `{"ok": false, "status": "starting", "waiting_for": ...}`
-/// (with `Retry-After`) while it waits for something before it can (see
-/// [`crate::readiness`]). Never rate limited.
-async fn health(State(state): State<AppState>) -> Response {
-    match state.readiness.waiting_for() {
-        None => Json(json!({ "ok": true, "status": "ok" })).into_response(),
-        Some(what) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(axum::http::header::RETRY_AFTER, "1")],
-            Json(json!({ "ok": false, "status": "starting", "waiting_for": what })),
-        )
-            .into_response(),
+/// A path of the table as the router names it: each parameter in
+/// snake_case (`{taskId}` is `{task_id}`), the route template logs and
+/// metrics have always shown.
+fn axum_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 4);
+    let mut in_param = false;
+    for c in path.chars() {
+        match c {
+            '{' => in_param = true,
+            '}' => in_param = false,
+            c if in_param && c.is_ascii_uppercase() => {
+                out.push('_');
+                out.push(c.to_ascii_lowercase());
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
     }
+    out
 }
 
 /// Answers 503 (with `Retry-After`) saying what the instance waits for,
@@ -222,11 +190,12 @@ fn log_millis(duration: std::time::Duration) -> f64 {
     micros / 1000.0
 }
 
-/// The methods [`ROUTES`] has for `path`, upper-case.
+/// The methods the route table has for `path`, upper-case.
 pub fn allowed_methods(path: &str) -> Vec<String> {
     let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    ROUTES
+    routes::routes()
         .iter()
+        .map(|route| (route.method.as_str(), route.path))
         .filter(|(_, template)| {
             let parts: Vec<&str> = template.split('/').collect();
             parts.len() == segments.len()
@@ -298,15 +267,12 @@ async fn time_limit(State(limit): State<Duration>, request: Request, next: Next)
     }
 }
 
-async fn me(AuthUser(user): AuthUser) -> Json<User> {
-    Json(user)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use axum::routing::get;
 
     #[test]
     fn logged_latencies_keep_three_decimals_at_most() {
@@ -327,6 +293,19 @@ mod tests {
             let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
             assert!(decimals <= 3, "{micros} µs logged as {text}");
         }
+    }
+
+    #[test]
+    fn the_router_names_parameters_in_snake_case() {
+        assert_eq!(
+            axum_path("/api/projects/{projectId}/tasks"),
+            "/api/projects/{project_id}/tasks"
+        );
+        assert_eq!(
+            axum_path("/api/agent-runs/{runId}"),
+            "/api/agent-runs/{run_id}"
+        );
+        assert_eq!(axum_path("/api/health"), "/api/health");
     }
 
     #[tokio::test]

@@ -5,22 +5,17 @@
 //! `x-csrf-token`; the page reads it from this route, which no other site
 //! can (no CORS), and it cannot be derived without the cookie.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::{Value, json};
 
 use super::error::ApiError;
-use super::extract::{ApiJson, AuthUser, COOKIE, authenticate, csrf_token, session_cookie};
+use super::extract::{ApiJson, AuthUser, COOKIE, csrf_token, session_cookie};
+use super::requests::SignIn;
+use super::responses::{SessionShape, UserShape};
+use super::service;
 use crate::state::AppState;
-use crate::users::{issue_token, revoke_token};
-
-/// The session routes: `/api/session`.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/session", get(get_one).post(create).delete(delete))
-}
 
 /// How long a browser keeps the session cookie (30 days).
 const MAX_AGE_SECS: u64 = 30 * 24 * 3600;
@@ -36,7 +31,7 @@ fn cookie(value: &str, max_age: u64) -> Result<HeaderValue, ApiError> {
 pub(super) async fn create(
     State(state): State<AppState>,
     headers: HeaderMap,
-    ApiJson(body): ApiJson,
+    body: Result<ApiJson<SignIn>, ApiError>,
 ) -> Result<Response, ApiError> {
     // A form on another site cannot send JSON; a script there would need
     // CORS, which this server never grants.
@@ -50,14 +45,14 @@ pub(super) async fn create(
             "sign in with a JSON body: {\"token\": \"...\"}",
         ));
     }
-    let Some(Value::String(token)) = body.get("token") else {
-        return Err(ApiError::bad_request("`token` (a string) is required"));
-    };
-    let user = authenticate(&state, token).await?;
-    let session = issue_token(&*state.store, &user.id).await?;
+    let ApiJson(body) = body?;
+    let (user, session) = service::sign_in(&state, &body.token).await?;
     let mut response = (
         StatusCode::CREATED,
-        Json(json!({ "user": user, "csrf": csrf_token(&session) })),
+        Json(SessionShape {
+            user: UserShape::from(&user),
+            csrf: csrf_token(&session),
+        }),
     )
         .into_response();
     response
@@ -70,9 +65,12 @@ pub(super) async fn create(
 pub(super) async fn get_one(
     AuthUser(user): AuthUser,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionShape>, ApiError> {
     let session = session_cookie(&headers).ok_or_else(ApiError::unauthorized)?;
-    Ok(Json(json!({ "user": user, "csrf": csrf_token(&session) })))
+    Ok(Json(SessionShape {
+        user: UserShape::from(&user),
+        csrf: csrf_token(&session),
+    }))
 }
 
 /// `DELETE /api/session`: signs out; the session's token stops working.
@@ -82,7 +80,7 @@ pub(super) async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     if let Some(session) = session_cookie(&headers) {
-        revoke_token(&*state.store, &session).await?;
+        service::sign_out(&state, &session).await?;
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
     response

@@ -3,20 +3,13 @@
 //! `agent-run-waiting` — as JSON text messages, and `notices-missed` in
 //! place of those it fell too far behind to receive.
 
-use axum::Router;
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
-use axum::routing::get;
 
 use super::extract::WsUser;
 use crate::notices::UserNotices;
 use crate::state::AppState;
-
-/// The owner notification socket: `/api/ws`.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/ws", get(upgrade))
-}
 
 pub(super) async fn upgrade(
     State(state): State<AppState>,

@@ -1,0 +1,193 @@
+//! The API's one route table: each route's method, path (in OpenAPI's
+//! syntax, `{taskId}`, which the router takes as it is), handler, who may
+//! call it, its limits, and the types of its body and answers (see
+//! [`super::route`]). The router ([`super::router`]) is built from it, and
+//! so is the OpenAPI document ([`super::openapi`]), whose schemas are the
+//! types' own.
+//!
+//! To add or change an endpoint: write its handler (parse, authorize,
+//! call [`super::service`], shape the answer), then add or change its
+//! entry here with its body and answer types; the router and the
+//! document follow.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::Method;
+
+use super::meta::{health, me};
+use super::openapi;
+use super::requests::{
+    AgUiInput, Decisions, NewAgentRun, NewProject, NewTask, Object, ProjectChange, SignIn,
+    TaskDocumentContent, WebhooksChange, WorkflowComplete,
+};
+use super::responses::{
+    AgentRunView, DecisionsAnswer, DeliveriesShape, DocumentShape, ErrorShape, Health,
+    PendingAnswer, ProjectShape, RunConflict, SessionShape, StartConflict, TaskShape, UserShape,
+    WebhooksShape, WorkflowCompleted,
+};
+use super::route::Route;
+use super::{a2a, ag_ui, agent_runs, events, projects, session, tasks, webhooks, ws};
+use crate::shapes::AgentRunShape;
+use crate::state::AppState;
+
+/// `GET /api/openapi.json`: the document of this server's API.
+async fn openapi_document(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(openapi::document(
+        openapi::Offers {
+            project_mcp: state.config.allow_project_mcp,
+            shell: state.config.shell_tool.is_some(),
+            rate_limited: state.rates.is_some(),
+        },
+        &routes(),
+    ))
+}
+
+/// Every route of the API (the page's and `/mcp` aside, which are no part
+/// of the API's document).
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::new(Method::GET, "/api/health", health)
+            .summary("Health, for probes: never rate limited")
+            .public()
+            .streaming()
+            .never_rate_limited()
+            .answers::<Health>("200", "The server serves")
+            .or::<Health>("503", "The server is starting and does not serve yet (every other route answers 503 too, with the same reason in `error`); `waiting_for` says what it waits for (e.g. `restate: registering the worker endpoint …`). Sent with `Retry-After`."),
+        Route::new(Method::GET, "/api/openapi.json", openapi_document)
+            .summary("This document")
+            .public()
+            .answers::<Object>("200", "OpenAPI 3.1"),
+        Route::new(Method::GET, "/.well-known/agent-card.json", a2a::card)
+            .summary("The A2A agent card (protocol 1.0, with protocol 0.3's fields beside for older clients): the server's agents, reached over JSON-RPC at `POST /a2a` (described under `x-a2a`) with a bearer token")
+            .public()
+            .answers::<a2a::AgentCardSchema>("200", "An A2A `AgentCard`"),
+        Route::new(Method::GET, "/api/me", me)
+            .summary("The caller")
+            .answers::<UserShape>("200", "The user"),
+        Route::new(Method::GET, "/api/session", session::get_one)
+            .summary("The browser session: its user and the CSRF token a change made with the session cookie sends as `x-csrf-token`")
+            .answers::<SessionShape>("200", "The session"),
+        Route::new(Method::POST, "/api/session", session::create)
+            .summary("Sign in from a browser: exchanges a bearer token for a session cookie (`agentloop_session`, HttpOnly, SameSite=Strict) of its own")
+            .public()
+            .body::<SignIn>()
+            .answers::<SessionShape>("201", "Signed in; the cookie is set")
+            .or::<ErrorShape>("401", "The token is not valid")
+            .or::<ErrorShape>("415", "The body is not sent as application/json"),
+        Route::new(Method::DELETE, "/api/session", session::delete)
+            .summary("Sign out: the session's token stops working and the cookie is cleared")
+            .answers_without_json("204", "Signed out")
+            .or::<ErrorShape>("403", "A change made with the session cookie without its CSRF token"),
+        Route::new(Method::GET, "/api/projects", projects::list)
+            .summary("The caller's projects, oldest first")
+            .answers::<Vec<ProjectShape>>("200", "Projects"),
+        Route::new(Method::POST, "/api/projects", projects::create)
+            .summary("Create a project and its folder")
+            .body::<NewProject>()
+            .answers::<ProjectShape>("201", "The project")
+            .or::<ErrorShape>("409", "The folder overlaps another project's folder"),
+        Route::new(Method::GET, "/api/projects/{projectId}", projects::get_one)
+            .summary("A project")
+            .answers::<ProjectShape>("200", "The project"),
+        Route::new(Method::PATCH, "/api/projects/{projectId}", projects::update)
+            .summary("Change a project's approval policy (`approvals`: `ask`, `unattended`, or null to follow the server's default), its per-tool policies (`tool_approvals`, null for none), `shell`, or its agents (`agents`, null for none; runs started later follow them). Runs follow an approval change at their next tool call; calls already waiting stay waiting. Other fields are refused (400).")
+            .body::<ProjectChange>()
+            .answers::<ProjectShape>("200", "The project"),
+        Route::new(Method::DELETE, "/api/projects/{projectId}", projects::delete)
+            .summary("Delete a project with its tasks and their agent runs (its folder stays on disk)")
+            .answers_without_json("204", "Deleted")
+            .or::<ErrorShape>("409", "An agent is running in the project"),
+        Route::new(Method::GET, "/api/projects/{projectId}/tasks", tasks::list)
+            .summary("A project's tasks")
+            .answers::<Vec<TaskShape>>("200", "Tasks"),
+        Route::new(Method::POST, "/api/projects/{projectId}/tasks", tasks::create)
+            .summary("Create a task and its document")
+            .body::<NewTask>()
+            .answers::<TaskShape>("201", "The task")
+            .or::<ErrorShape>("409", "The project folder cannot be written"),
+        Route::new(Method::GET, "/api/tasks/{taskId}", tasks::get_one)
+            .summary("A task")
+            .answers::<TaskShape>("200", "The task"),
+        Route::new(Method::DELETE, "/api/tasks/{taskId}", tasks::delete)
+            .summary("Delete a task with its agent runs, their conversations and event logs (its document stays on disk)")
+            .answers_without_json("204", "Deleted")
+            .or::<ErrorShape>("409", "One of the task's agent runs is running or waiting (the error names it)"),
+        Route::new(Method::GET, "/api/tasks/{taskId}/document", tasks::get_document)
+            .summary("The task document")
+            .answers::<DocumentShape>("200", "The document")
+            .or::<ErrorShape>("409", "The document cannot be read"),
+        Route::new(Method::PUT, "/api/tasks/{taskId}/document", tasks::put_document)
+            .summary("Replace the task document")
+            .body::<TaskDocumentContent>()
+            .answers::<DocumentShape>("200", "The document")
+            .or::<ErrorShape>("409", "The document cannot be written"),
+        Route::new(Method::PUT, "/api/tasks/{taskId}/workflow-complete", tasks::workflow_complete)
+            .summary("Set workflow_complete (Mark Done). Setting it to true force-completes the task's running and waiting agent runs: their model requests and tools stop at once (a waiting run's pending calls are each answered as cancelled), and each ends `completed` with `stopped_by: workflow_complete` and a `stop_message` — in the agent run, and in its terminal `finished` event, whose result is `complete` with the same `stopped_by` and `stop_message`, so it is not mistaken for a loop that finished on its own. The chain stops. Setting it to false changes no run.")
+            .body::<WorkflowComplete>()
+            .answers::<WorkflowCompleted>("200", "The new flag"),
+        Route::new(Method::GET, "/api/tasks/{taskId}/agent-runs", agent_runs::list)
+            .summary("A task's agent runs, oldest first")
+            .answers::<Vec<AgentRunView>>("200", "Agent runs"),
+        Route::new(Method::POST, "/api/tasks/{taskId}/agent-runs", agent_runs::create)
+            .summary("Start an agent run (and its chain)")
+            .body::<NewAgentRun>()
+            .answers::<AgentRunShape>("201", "The agent run")
+            .or::<StartConflict>("409", "An agent is already running for this task, or waiting for a decision (`runningAgent` names it); or the task is marked done (`runningAgent` null): no agent starts on a done task until it is reopened (`PUT /api/tasks/{taskId}/workflow-complete` with `complete: false`)"),
+        Route::new(Method::GET, "/api/agent-runs/{runId}", agent_runs::get_one)
+            .summary("An agent run")
+            .answers::<AgentRunView>("200", "The agent run"),
+        Route::new(Method::GET, "/api/agent-runs/{runId}/pending", agent_runs::pending)
+            .summary("What the run waits for: the calls that need a person's approval and the questions it asked (empty unless the run is `waiting`), each with the decision recorded so far")
+            .answers::<PendingAnswer>("200", "The run and its pending calls"),
+        Route::new(Method::POST, "/api/agent-runs/{runId}/decisions", agent_runs::decisions)
+            .summary("Decide calls a waiting run waits on. Decisions may come one call at a time; each call is decided once. A call the run does not wait on, or a decision that does not fit the call (an answer to an approval, an approval of a question), is a 400 and nothing is recorded. Once every pending call is decided the run resumes as the same agent run (`resumed: true`, status `running`): approved calls run, rejected ones give the model an error result with the reason, answers become the question's result; when it completes the chain goes on.")
+            .body::<Decisions>()
+            .answers::<DecisionsAnswer>("200", "The run and its pending calls with their decisions")
+            .or::<RunConflict>("409", "The run is not waiting (`agentRun` says what it is), or a call was already decided"),
+        Route::new(Method::POST, "/api/tasks/{taskId}/ag-ui", ag_ui::run)
+            .summary("The task's agent runs for an AG-UI client. The body is AG-UI's `RunAgentInput` (other fields are ignored); the answer is `text/event-stream`, one AG-UI event per `data:` line. Without `resume` it starts an agent run (`forwardedProps.agentType`, `implementation` by default; the text of the last `user` message in `messages` is the request, given to the agent in the run's first message after its prompt), as `POST /api/tasks/{taskId}/agent-runs` does. With `resume` it decides the calls the task's waiting run waits on — each entry's `interruptId` is a call id; `status: cancelled` rejects the call; a resolved entry's `payload` is `{\"approved\": bool, \"arguments\"?, \"reason\"?}` for an approval or `{\"answer\": string}` for a question; every waiting call must be answered (else a 400, the decisions given being kept) — and follows the run from there. `tools` are front-end tools (at most 64; a name of 1 to 64 letters, digits, `_` or `-`, not one of the agent's own tools; `parameters` an object schema): the model is offered them, and a call of one makes the run wait; the AG-UI run then ends `success` with `pendingToolCallIds`, and the client answers each call with a `tool` message (`toolCallId`, `content`, optional `error`) among the `messages` of its next request, which resumes the run (the tools a run offers are those its first request declared). The stream opens with `RUN_STARTED` (the input's `threadId` and `runId`), a `STATE_SNAPSHOT` — the input's `state` object with the run's progress under `agentloop`: `status`, `turn`, `agent`, `usage` — kept current by `STATE_DELTA` patches (none when `state` is no object), and a `CUSTOM` event `agentloop.agent_run` naming the agent run; a model turn is a step; text, thinking and tool calls stream as messages, reasoning and tool calls; tool results are `TOOL_CALL_RESULT`; other agentloop events come whole as `CUSTOM` `agentloop.<kind>`. It ends with `RUN_FINISHED` (outcome `success`, `cancelled`, or `interrupt` with one interrupt per waiting call: `id` the call id, `reason` `tool_approval` or `question`) or `RUN_ERROR` (`code` the agentloop status or error kind).")
+            .streaming()
+            .body::<AgUiInput>()
+            .answers_without_json("200", "The AG-UI event stream")
+            .or::<ErrorShape>("409", "Without `resume`: an agent is already running or waiting on this task (`runningAgent` names it). With `resume`: no agent run of this task waits for a decision, or a call was decided before"),
+        Route::new(Method::GET, "/api/agent-runs/{runId}/messages", agent_runs::messages)
+            .summary("The run's stored messages")
+            .answers::<Vec<Object>>("200", "Messages, oldest first"),
+        Route::new(Method::GET, "/api/agent-runs/{runId}/events", events::stream)
+            .summary("The run's events as `text/event-stream` (`id:` is the event's seq; send `Last-Event-ID` to resume after it). The stream closes after the run's terminal `finished` event (its `result.status` is the loop's: `complete`, `cancelled`, `error`, …; a run a person stopped says who in `result.stopped_by` and `result.stop_message`: `cancel` for a cancelled run, `workflow_complete` for one Mark Done force-completed, whose status is then `complete`), or when the run starts waiting for a person (its `finished` event then has status `suspended`); once decisions resume it, the log goes on after that event, so reconnecting with `Last-Event-ID` shows the rest.")
+            .streaming()
+            .answers_without_json("200", "The event stream"),
+        Route::new(Method::POST, "/api/agent-runs/{runId}/cancel", agent_runs::cancel)
+            .summary("Cancel a running or waiting agent run: its model request and tools stop at once (a waiting run's pending calls are each answered as cancelled), it ends `cancelled`, and the chain stops.")
+            .answers::<AgentRunShape>("200", "The agent run, now cancelled")
+            .or::<RunConflict>("409", "The run already ended"),
+        Route::new(Method::GET, "/api/projects/{projectId}/webhooks", webhooks::show)
+            .summary("The project's webhooks: the URLs, the events they hear and the signing secret; a 404 when none are registered")
+            .answers::<WebhooksShape>("200", "The webhooks"),
+        Route::new(Method::PUT, "/api/projects/{projectId}/webhooks", webhooks::set)
+            .summary("Register the project's webhooks, replacing the URLs and events. Each delivery is a POST of a JSON `WebhookEvent`, with `x-agentloop-event`, `x-agentloop-delivery` (an id, the same on every attempt), `x-agentloop-timestamp` (Unix seconds) and `x-agentloop-signature: sha256=<hex HMAC-SHA256 with the secret over \"{timestamp}.{body}\">`; an answer other than 2xx, or none in time, is retried with backoff.")
+            .body::<WebhooksChange>()
+            .answers::<WebhooksShape>("200", "The webhooks"),
+        Route::new(Method::DELETE, "/api/projects/{projectId}/webhooks", webhooks::remove)
+            .summary("Remove the project's webhooks and their secret")
+            .answers_without_json("204", "Removed"),
+        Route::new(Method::GET, "/api/projects/{projectId}/webhook-deliveries", webhooks::deliveries)
+            .summary("The project's last 100 webhook deliveries (made by any instance sharing the store, kept across restarts), oldest first, with every attempt")
+            .answers::<DeliveriesShape>("200", "The deliveries"),
+        Route::new(Method::GET, "/api/ws", ws::upgrade)
+            .summary("WebSocket of the caller's notices (`streaming-started`, `streaming-ended`, `agent-run-status`, and `agent-run-waiting` with `taskId`, `agentRunId`, `agentType` and `pending` when a run starts waiting for a person) as JSON text messages; a socket that falls more than 1,024 notices behind gets `notices-missed` in place of those it missed, and should read its runs again")
+            .websocket()
+            .streaming()
+            .answers_without_json("101", "Switching protocols")
+            .or::<ErrorShape>("400", "Not a WebSocket upgrade request"),
+        Route::new(Method::POST, a2a::RPC_PATH, a2a::rpc_endpoint)
+            .summary("A2A 1.0 over JSON-RPC 2.0: the caller's agent runs as A2A tasks")
+            .json_rpc()
+            .streaming()
+            .body::<a2a::JsonRpcRequest>()
+            .answers_without_json(
+                "200",
+                "A JSON-RPC answer (`application/json`), or for the streaming methods `text/event-stream`",
+            ),
+    ]
+}
