@@ -9,7 +9,8 @@
 //!    the card allows it. Crates not in the card (`xtask`, `agentloop-tests`)
 //!    may depend on anything.
 //!
-//! Then the module rules inside crates ([`crate::modules`]).
+//! Then the module rules inside crates ([`crate::modules`]), among them
+//! that the runtime names no product store.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -301,11 +302,16 @@ pub fn run() -> Result<(), Error> {
         return Err(Error::Modules(violations));
     }
     println!(
-        "modules ok: no import cycle in {}; sans-IO: {}",
+        "modules ok: no import cycle in {}; sans-IO: {}; no product store named in {}",
         crate::modules::ACYCLIC.join(", "),
         crate::modules::SANS_IO
             .iter()
             .map(|(krate, module)| format!("{krate}/{module}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        crate::modules::NARROW_STORE
+            .iter()
+            .map(|(krate, _)| *krate)
             .collect::<Vec<_>>()
             .join(", ")
     );

@@ -19,7 +19,10 @@
 //!    randomness (`rand`) or `std::{env, fs, io, net, process, thread,
 //!    time}`;
 //! 3. only the crate's clock module ([`CLOCK`]) names `SystemTime` or
-//!    `Instant`: every other module gets the time from it.
+//!    `Instant`: every other module gets the time from it;
+//! 4. a crate of [`NARROW_STORE`] names none of the store traits listed
+//!    for it: the runtime runs over `RuntimeStore` and names neither the
+//!    server's product traits nor `Store`, their union with its own.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -57,6 +60,21 @@ pub const SANS_IO: &[(&str, &str)] = &[("crates/agentloop-engine/src", "machine"
 
 /// The one module of a crate that reads the clock: (crate `src`, module).
 pub const CLOCK: &[(&str, &str)] = &[("crates/agentloop-engine/src", "clock")];
+
+/// Store traits a crate must not name: (crate `src` folder, traits). The
+/// runtime's store knows nothing of the server's product.
+pub const NARROW_STORE: &[(&str, &[&str])] = &[(
+    "crates/agentloop-runtime/src",
+    &[
+        "Store",
+        "ProductStore",
+        "ProjectStore",
+        "FileStore",
+        "TaskStore",
+        "UserStore",
+        "WebhookStore",
+    ],
+)];
 
 /// Words a sans-IO module must not name.
 const NOT_SANS_IO: &[&str] = &[
@@ -264,6 +282,23 @@ pub fn check(
     violations
 }
 
+/// Rule 4: the files (tests left out) naming one of `traits`.
+pub fn check_store_names(files: &[SourceFile], traits: &[&str]) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for file in without_test_files(files) {
+        for word in traits {
+            if file.tokens.iter().any(|t| t == word) {
+                violations.push(Violation::Forbidden {
+                    file: file.path.clone(),
+                    word: (*word).to_owned(),
+                    rule: "the runtime runs over `RuntimeStore` and names no product store",
+                });
+            }
+        }
+    }
+    violations
+}
+
 /// Runs every rule on the workspace's sources.
 pub fn check_workspace(root: &Path) -> Vec<Violation> {
     let mut crates: BTreeSet<&str> = ACYCLIC.iter().copied().collect();
@@ -295,6 +330,16 @@ pub fn check_workspace(root: &Path) -> Vec<Violation> {
             &sans_io,
             clock,
         ));
+    }
+    for (krate, traits) in NARROW_STORE {
+        match read_crate(&root.join(krate)) {
+            Ok(files) => violations.extend(check_store_names(&files, traits)),
+            Err(err) => violations.push(Violation::Forbidden {
+                file: (*krate).to_owned(),
+                word: err.to_string(),
+                rule: "the sources of a checked crate must be readable",
+            }),
+        }
     }
     violations
 }
@@ -831,6 +876,28 @@ mod tests {
     fn literals_and_lifetimes_hide_nothing() {
         let text = "fn f<'a>(x: &'a str) -> char { let _ = r#\"crate::driver \"quoted\" \"#; let _ = b\"tokio\"; '\\'' }\npub struct Machine;\nuse super::protocol::Step;";
         assert_eq!(check_owned(&replaced("machine/run.rs", text)), Vec::new());
+    }
+
+    #[test]
+    fn a_runtime_file_naming_a_product_store_is_caught() {
+        let traits = NARROW_STORE[0].1;
+        let narrow = SourceFile::new(
+            "runtime.rs",
+            "use agentloop_storage::RuntimeStore;\n// a comment may say Store\npub struct R { s: std::sync::Arc<dyn RuntimeStore> }",
+        );
+        assert_eq!(check_store_names(&[narrow], traits), Vec::new());
+        let wide = SourceFile::new(
+            "runtime.rs",
+            "use agentloop_storage::{Store, TaskStore};\npub struct R { s: std::sync::Arc<dyn Store> }",
+        );
+        let words: Vec<String> = check_store_names(&[wide], traits)
+            .into_iter()
+            .filter_map(|v| match v {
+                Violation::Forbidden { word, .. } => Some(word),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(words, ["Store", "TaskStore"]);
     }
 
     #[test]

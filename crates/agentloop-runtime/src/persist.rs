@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentloop_storage::model::{Chat, MinionLink, RunRecord, RunStatus, now_millis};
-use agentloop_storage::{StorageError, Store};
+use agentloop_storage::{RuntimeStore, StorageError};
 use agentloop_types::{
     EventKind, LoopEvent, LoopResult, LoopStatus, Message, Role, RunPath, RunPhase, RunState,
     TokenTotals,
@@ -52,7 +52,7 @@ const LOG_BATCH: usize = 8;
 
 /// Persists one run's events.
 pub(crate) struct Persister {
-    pub(crate) store: Arc<dyn Store>,
+    pub(crate) store: Arc<dyn RuntimeStore>,
     pub(crate) chat: Chat,
     pub(crate) run: RunRecord,
     pub(crate) gate: Gate,
@@ -78,7 +78,7 @@ pub(crate) struct Persister {
 impl Persister {
     /// A persister for `run` in `chat`.
     pub(crate) fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn RuntimeStore>,
         chat: Chat,
         run: RunRecord,
         gate: Gate,

@@ -1,6 +1,6 @@
 //! One heartbeat per instance for every agent run it executes: each
 //! `heartbeat` interval one task renews all their leases
-//! ([`agentloop_storage::RunStore::renew_leases`], one statement per batch
+//! ([`agentloop_storage::TaskStore::renew_leases`], one statement per batch
 //! of runs) and learns each run's status from the same statement. A run
 //! whose lease was lost is halted with [`Halt::Stop`] (left to the instance
 //! that holds it); a run no longer `running` in the store (cancelled or

@@ -1,5 +1,19 @@
-//! The storage traits. Each backend implements all of them; [`Store`] is
-//! the sum, implemented automatically.
+//! The storage traits. Each backend implements all of them, in two
+//! groups, each a sum implemented automatically:
+//!
+//! - [`RuntimeStore`], what the runtime runs chats over: chats with their
+//!   messages and checkpoints ([`ChatStore`]), runs with their leases and
+//!   event logs ([`RunStore`]), the attachments messages point at
+//!   ([`AttachmentStore`]) and the settings chats inherit from their
+//!   project ([`ProjectSettingsStore`]). It knows nothing of tasks, agent
+//!   runs, users or webhooks: a backend that only serves chats implements
+//!   these four and nothing else.
+//! - [`ProductStore`], the server's product: projects ([`ProjectStore`]),
+//!   their files ([`FileStore`]), tasks and agent runs ([`TaskStore`]),
+//!   users ([`UserStore`]) and webhook deliveries ([`WebhookStore`]).
+//!
+//! [`Store`] is the sum of both, what the backends, the server and the CLI
+//! hold.
 
 use agentloop_types::{LoopEvent, Message, TokenTotals};
 use async_trait::async_trait;
@@ -177,19 +191,6 @@ pub trait RunStore: Send + Sync {
         now: i64,
         expires_at: i64,
     ) -> StorageResult<bool>;
-    /// Renews, in one statement per batch, the leases `owner` holds on
-    /// `run_ids` until `expires_at`, and reads the status of each run's
-    /// agent run: one [`LeaseRenewal`] per id, in the order given. A lease
-    /// is renewed only while `owner` holds it (expired or not, as long as
-    /// nobody took it); a released or taken lease is
-    /// [`Lost`](LeaseRenewal::Lost), never taken back. One instance's
-    /// heartbeat renews all the runs it executes with this.
-    async fn renew_leases(
-        &self,
-        owner: &str,
-        run_ids: &[String],
-        expires_at: i64,
-    ) -> StorageResult<Vec<LeaseRenewal>>;
     /// Releases the lease if `owner` holds it. Returns whether it did.
     async fn release_lease(&self, run_id: &str, owner: &str) -> StorageResult<bool>;
     /// Appends events to a run's log; each `seq` must be new for the run
@@ -279,6 +280,20 @@ pub trait TaskStore: Send + Sync {
         from: AgentRunStatus,
         to: AgentRunStatus,
     ) -> StorageResult<bool>;
+    /// Renews, in one statement per batch, the leases `owner` holds on
+    /// `run_ids` until `expires_at`, and reads the status of each run's
+    /// agent run: one [`LeaseRenewal`] per id, in the order given. A lease
+    /// is renewed only while `owner` holds it (expired or not, as long as
+    /// nobody took it); a released or taken lease is
+    /// [`Lost`](LeaseRenewal::Lost), never taken back. One instance's
+    /// heartbeat renews all the runs it executes with this. It sits with
+    /// the tasks, not with [`RunStore`], because it reads agent runs.
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        expires_at: i64,
+    ) -> StorageResult<Vec<LeaseRenewal>>;
     /// Records a decision on a call a waiting agent run waits on; `false`
     /// (and nothing stored) when that call already has one.
     async fn add_agent_run_decision(
@@ -351,31 +366,38 @@ pub trait WebhookStore: Send + Sync {
 /// Deliveries a project's log keeps.
 pub const WEBHOOK_DELIVERIES_KEPT: u32 = 100;
 
-/// Everything a backend stores.
-pub trait Store:
-    ProjectStore
-    + ChatStore
-    + AttachmentStore
-    + FileStore
-    + RunStore
-    + TaskStore
-    + UserStore
-    + WebhookStore
+/// The settings a project's chats inherit, read by the runtime to build a
+/// run's options. A backend without projects answers every project with
+/// its defaults (an empty object).
+#[async_trait]
+pub trait ProjectSettingsStore: Send + Sync {
+    /// The stored settings object of project `project_id`.
+    async fn project_settings(&self, project_id: &str) -> StorageResult<Value>;
+}
+
+/// What the runtime runs chats over: chats, messages and checkpoints,
+/// runs with their leases and event logs, attachments, and projects'
+/// settings. Nothing of the server's product ([`ProductStore`]).
+pub trait RuntimeStore: ChatStore + RunStore + AttachmentStore + ProjectSettingsStore {}
+
+impl<T> RuntimeStore for T where
+    T: ChatStore + RunStore + AttachmentStore + ProjectSettingsStore + ?Sized
 {
 }
 
-impl<T> Store for T where
-    T: ProjectStore
-        + ChatStore
-        + AttachmentStore
-        + FileStore
-        + RunStore
-        + TaskStore
-        + UserStore
-        + WebhookStore
-        + ?Sized
+/// The server's product: projects and their files, tasks with their agent
+/// runs and conversations, users, webhook deliveries.
+pub trait ProductStore: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore {}
+
+impl<T> ProductStore for T where
+    T: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore + ?Sized
 {
 }
+
+/// Everything a backend stores: the runtime's part and the product.
+pub trait Store: RuntimeStore + ProductStore {}
+
+impl<T> Store for T where T: RuntimeStore + ProductStore + ?Sized {}
 
 /// Serialises a JSON value for a text column.
 pub(crate) fn json_text<T: serde::Serialize>(value: &T) -> StorageResult<String> {

@@ -141,6 +141,37 @@ impl FileStore for MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// [`TaskStore::renew_leases`](crate::store::TaskStore::renew_leases):
+    /// runs' leases, renewed with their agent runs' status read.
+    pub(super) async fn renew_run_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        expires_at: i64,
+    ) -> StorageResult<Vec<LeaseRenewal>> {
+        let mut state = self.lock();
+        let mut renewals = Vec::with_capacity(run_ids.len());
+        for id in run_ids {
+            let renewed = match state.runs.get_mut(id) {
+                Some(run) if run.lease_owner.as_deref() == Some(owner) => {
+                    run.lease_expires_at = Some(expires_at);
+                    true
+                }
+                _ => false,
+            };
+            renewals.push(if renewed {
+                LeaseRenewal::Renewed {
+                    agent_run: state.agent_runs.get(id).map(|r| r.status),
+                }
+            } else {
+                LeaseRenewal::Lost
+            });
+        }
+        Ok(renewals)
+    }
+}
+
 #[async_trait]
 impl RunStore for MemoryStore {
     async fn create_run(&self, run: &RunRecord) -> StorageResult<()> {
@@ -242,33 +273,6 @@ impl RunStore for MemoryStore {
         Ok(true)
     }
 
-    async fn renew_leases(
-        &self,
-        owner: &str,
-        run_ids: &[String],
-        expires_at: i64,
-    ) -> StorageResult<Vec<LeaseRenewal>> {
-        let mut state = self.lock();
-        let mut renewals = Vec::with_capacity(run_ids.len());
-        for id in run_ids {
-            let renewed = match state.runs.get_mut(id) {
-                Some(run) if run.lease_owner.as_deref() == Some(owner) => {
-                    run.lease_expires_at = Some(expires_at);
-                    true
-                }
-                _ => false,
-            };
-            renewals.push(if renewed {
-                LeaseRenewal::Renewed {
-                    agent_run: state.agent_runs.get(id).map(|r| r.status),
-                }
-            } else {
-                LeaseRenewal::Lost
-            });
-        }
-        Ok(renewals)
-    }
-
     async fn append_events(&self, run_id: &str, events: &[LoopEvent]) -> StorageResult<()> {
         let mut state = self.lock();
         if !state.runs.contains_key(run_id) {
@@ -313,6 +317,15 @@ impl RunStore for MemoryStore {
 
 #[async_trait]
 impl TaskStore for MemoryStore {
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        expires_at: i64,
+    ) -> StorageResult<Vec<LeaseRenewal>> {
+        self.renew_run_leases(owner, run_ids, expires_at).await
+    }
+
     async fn create_task(&self, task: &Task) -> StorageResult<()> {
         let mut state = self.lock();
         if !state.projects.contains_key(&task.project_id) {

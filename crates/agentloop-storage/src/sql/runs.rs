@@ -39,6 +39,67 @@ mod sql_runs {
             .bind(run.updated_at))
     }
 
+    impl SqlStore {
+        /// [`TaskStore::renew_leases`](crate::store::TaskStore::renew_leases):
+        /// runs' leases, renewed with their agent runs' status read.
+        pub(super) async fn renew_run_leases(
+            &self,
+            owner: &str,
+            run_ids: &[String],
+            expires_at: i64,
+        ) -> StorageResult<Vec<LeaseRenewal>> {
+            let _turn = self.write_turn().await;
+            let mut found: std::collections::HashMap<String, Option<AgentRunStatus>> =
+                std::collections::HashMap::with_capacity(run_ids.len());
+            for batch in run_ids.chunks(LEASES_PER_RENEWAL) {
+                // One statement renews the batch and reads each renewed
+                // run's agent run status; rows not ours are not returned.
+                let mut renew = sqlx::QueryBuilder::<super::Db>::new(
+                    "UPDATE runs SET lease_expires_at = ",
+                );
+                renew
+                    .push_bind(expires_at)
+                    .push(" WHERE lease_owner = ")
+                    .push_bind(owner)
+                    .push(" AND id IN (");
+                let mut ids = renew.separated(", ");
+                for id in batch {
+                    ids.push_bind(id.as_str());
+                }
+                renew.push(
+                    ") RETURNING id, \
+                     (SELECT status FROM agent_runs WHERE agent_runs.id = runs.id) AS agent_status",
+                );
+                let rows = renew
+                    .build()
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                for row in &rows {
+                    let id: String = sqlx::Row::try_get(row, "id").map_err(db_err)?;
+                    let status: Option<String> =
+                        sqlx::Row::try_get(row, "agent_status").map_err(db_err)?;
+                    let status = status
+                        .map(|s| {
+                            AgentRunStatus::parse(&s)
+                                .ok_or_else(|| crate::sql::bad_value("status", &s))
+                        })
+                        .transpose()?;
+                    found.insert(id, status);
+                }
+            }
+            Ok(run_ids
+                .iter()
+                .map(|id| match found.get(id) {
+                    Some(agent_run) => LeaseRenewal::Renewed {
+                        agent_run: *agent_run,
+                    },
+                    None => LeaseRenewal::Lost,
+                })
+                .collect())
+        }
+    }
+
     #[async_trait]
     impl RunStore for SqlStore {
         async fn create_run(&self, run: &RunRecord) -> StorageResult<()> {
@@ -186,63 +247,6 @@ mod sql_runs {
                 return Ok(false);
             }
             Ok(true)
-        }
-
-        async fn renew_leases(
-            &self,
-            owner: &str,
-            run_ids: &[String],
-            expires_at: i64,
-        ) -> StorageResult<Vec<LeaseRenewal>> {
-            let _turn = self.write_turn().await;
-            let mut found: std::collections::HashMap<String, Option<AgentRunStatus>> =
-                std::collections::HashMap::with_capacity(run_ids.len());
-            for batch in run_ids.chunks(LEASES_PER_RENEWAL) {
-                // One statement renews the batch and reads each renewed
-                // run's agent run status; rows not ours are not returned.
-                let mut renew = sqlx::QueryBuilder::<super::Db>::new(
-                    "UPDATE runs SET lease_expires_at = ",
-                );
-                renew
-                    .push_bind(expires_at)
-                    .push(" WHERE lease_owner = ")
-                    .push_bind(owner)
-                    .push(" AND id IN (");
-                let mut ids = renew.separated(", ");
-                for id in batch {
-                    ids.push_bind(id.as_str());
-                }
-                renew.push(
-                    ") RETURNING id, \
-                     (SELECT status FROM agent_runs WHERE agent_runs.id = runs.id) AS agent_status",
-                );
-                let rows = renew
-                    .build()
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(db_err)?;
-                for row in &rows {
-                    let id: String = sqlx::Row::try_get(row, "id").map_err(db_err)?;
-                    let status: Option<String> =
-                        sqlx::Row::try_get(row, "agent_status").map_err(db_err)?;
-                    let status = status
-                        .map(|s| {
-                            AgentRunStatus::parse(&s)
-                                .ok_or_else(|| crate::sql::bad_value("status", &s))
-                        })
-                        .transpose()?;
-                    found.insert(id, status);
-                }
-            }
-            Ok(run_ids
-                .iter()
-                .map(|id| match found.get(id) {
-                    Some(agent_run) => LeaseRenewal::Renewed {
-                        agent_run: *agent_run,
-                    },
-                    None => LeaseRenewal::Lost,
-                })
-                .collect())
         }
 
         async fn append_events(&self, run_id: &str, events: &[LoopEvent]) -> StorageResult<()> {

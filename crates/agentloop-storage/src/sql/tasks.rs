@@ -187,6 +187,15 @@ mod sql_tasks {
 
     #[async_trait]
     impl TaskStore for SqlStore {
+        async fn renew_leases(
+            &self,
+            owner: &str,
+            run_ids: &[String],
+            expires_at: i64,
+        ) -> StorageResult<Vec<crate::model::LeaseRenewal>> {
+            self.renew_run_leases(owner, run_ids, expires_at).await
+        }
+
         async fn create_task(&self, task: &Task) -> StorageResult<()> {
             let _turn = self.write_turn().await;
             sqlx::query(
