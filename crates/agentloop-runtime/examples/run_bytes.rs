@@ -53,7 +53,11 @@ async fn one_run(store: Arc<dyn Store>) -> (String, String) {
         .map(|i| {
             ScriptedTurn::new()
                 .text(&format!("Step {i}: I look the next key up."))
-                .tool_call(&format!("call{i}"), "lookup", json!({"key": format!("key-{i}")}))
+                .tool_call(
+                    &format!("call{i}"),
+                    "lookup",
+                    json!({"key": format!("key-{i}")}),
+                )
                 .usage(100, 20)
         })
         .collect();

@@ -65,6 +65,7 @@ mod persist;
 pub mod recovery;
 mod runtime;
 pub mod settings;
+mod stored;
 
 pub use chat_run::{ChatRun, RunOutcome};
 pub use ending::{Decided, RunEnding};

@@ -340,7 +340,8 @@ impl Persister {
     }
 
     /// Records the run's end, its terminal event written: status, result
-    /// (its own messages only: the chat holds the rest) and pending call;
+    /// (its last answer only: the chat holds the messages, see
+    /// [`crate::stored`]) and pending call;
     /// the host commits it; then the lease is released.
     async fn finish(&mut self, decided: Decided) -> RuntimeResult<()> {
         let result = &decided.result;
@@ -350,17 +351,13 @@ impl Persister {
             LoopStatus::Suspended { state, .. } => state.take(),
             _ => None,
         };
-        let own = LoopResult {
-            status,
-            messages: result
-                .messages
-                .iter()
-                .skip(self.context_len)
-                .cloned()
-                .collect(),
-            tokens: result.tokens,
-            stop: result.stop.clone(),
-        };
+        let own = crate::stored::record_result(
+            &LoopResult {
+                status,
+                ..LoopResult::clone(result)
+            },
+            self.context_len,
+        );
         self.run.status = decided.status;
         self.run.pending_tool_call = match &result.status {
             LoopStatus::Suspended { pending, .. } => pending.first().map(|p| p.call.clone()),
@@ -369,8 +366,7 @@ impl Persister {
         if let Some(state) = waiting {
             self.run.state = Some(*state);
         } else if let Some(state) = self.run.state.as_mut() {
-            state.phase = RunPhase::Finished;
-            state.totals = result.tokens;
+            crate::stored::finished_state(state, result);
         }
         self.run.result = Some(serde_json::to_value(&own).map_err(|e| {
             crate::error::RuntimeError::CorruptRun {

@@ -948,7 +948,10 @@ pub async fn finished_events_read_back_whole(store: Arc<dyn Store>) {
         finished(2, other, RunPath::root()),
         finished(3, history.clone(), RunPath::root()),
     ];
-    store.create_run(&run_record("r1", Some("c"))).await.unwrap();
+    store
+        .create_run(&run_record("r1", Some("c")))
+        .await
+        .unwrap();
     store.append_events("r1", &events).await.unwrap();
     assert_eq!(store.list_events("r1", None, 100).await.unwrap(), events);
     assert_eq!(
