@@ -42,7 +42,7 @@ pub struct ChatRuntime {
 impl ChatRuntime {
     /// A runtime over `store` calling `provider`, with no tools and the
     /// native strategy. Any backend's whole store upcasts to the
-    /// [`RuntimeStore`] it needs (`Arc<dyn Store>` coerces); a backend that
+    /// [`RuntimeStore`] it needs; a backend that
     /// only serves chats implements that alone.
     pub fn new(store: Arc<dyn RuntimeStore>, provider: Arc<dyn ModelProvider>) -> Self {
         Self {
