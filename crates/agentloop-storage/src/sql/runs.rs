@@ -330,10 +330,19 @@ mod sql_runs {
                 // A history the chat does not hold as it is: kept whole.
                 _ => return json_text(event),
             };
-            let mut value = serde_json::to_value(event)?;
-            if let Some(result) = value.get_mut("result").and_then(|r| r.as_object_mut()) {
-                result.insert("messages".to_owned(), serde_json::Value::Array(Vec::new()));
-            }
+            // The history left out before serialising: it is not written
+            // only to be dropped.
+            let without = LoopEvent {
+                seq: event.seq,
+                path: event.path.clone(),
+                kind: agentloop_types::EventKind::Finished(agentloop_types::FinishedEvent {
+                    result: Box::new(agentloop_types::LoopResult {
+                        messages: Default::default(),
+                        ..agentloop_types::LoopResult::clone(result)
+                    }),
+                }),
+            };
+            let mut value = serde_json::to_value(&without)?;
             if let Some(object) = value.as_object_mut() {
                 object.insert(HISTORY_THROUGH.to_owned(), through.into());
             }
