@@ -7,7 +7,8 @@
 //! (SQLite: the file after `VACUUM`; PostgreSQL: `pg_total_relation_size`
 //! of the three tables, indexes and TOAST included, after `VACUUM FULL`).
 //!
-//! `cargo run --release -p agentloop-runtime --example run_bytes`
+//! `cargo run -p agentloop-runtime --example run_bytes` (the bytes do not
+//! depend on the build profile)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
