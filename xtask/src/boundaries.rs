@@ -29,6 +29,19 @@ pub const ABSENT: &[(&str, &[&str], &str)] = &[
         ],
         "the server writes no run record, status transition or lease: the runtime does (`ChatRuntime::host`, `fail_hosted`, `wake_hosted`, `take_over`, `Heartbeat`)",
     ),
+    (
+        "crates/agentloop-runtime/src",
+        &[
+            "Store",
+            "ProductStore",
+            "ProjectStore",
+            "FileStore",
+            "TaskStore",
+            "UserStore",
+            "WebhookStore",
+        ],
+        "the runtime runs over `RuntimeStore` and names no product store (nor `Store`, their union)",
+    ),
 ];
 
 /// Checks every boundary on the workspace's sources.

@@ -163,7 +163,7 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
     // Recovered with the agents and tools the run had, so a run
     // interrupted after a handoff goes on with the agent speaking.
     let mut recovery =
-        ChatRuntime::new(Arc::clone(&store), chosen.provider.clone()).with_tools(tools.clone());
+        ChatRuntime::new(store.clone(), chosen.provider.clone()).with_tools(tools.clone());
     if let Some(handoffs) = &handoffs {
         recovery = recovery.with_handoffs(handoffs.clone());
     }

@@ -255,7 +255,7 @@ impl Session {
 
     /// The runtime a turn runs on: the session's tools, hooks and agents.
     fn runtime(&self) -> ChatRuntime {
-        let runtime = ChatRuntime::new(Arc::clone(&self.store), self.provider.clone())
+        let runtime = ChatRuntime::new(self.store.clone(), self.provider.clone())
             .with_tools(self.tools.clone())
             .with_hooks(self.hooks.clone());
         match &self.handoffs {

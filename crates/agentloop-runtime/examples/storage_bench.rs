@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_runtime::{ChatRuntime, ChatSettings, ProjectSettings};
+use agentloop_storage::model::Project;
 use agentloop_storage::{PostgresStore, SqliteStore, Store};
 use agentloop_types::Message;
 use sqlx::Connection;
@@ -28,10 +29,15 @@ async fn bench(label: &str, store: Arc<dyn Store>, reopen: Reopen<'_>) {
         store.clone(),
         ScriptedProvider::unrecorded([ScriptedTurn::new().text("ok").usage(1, 1)]),
     );
-    let project = runtime
-        .create_project("bench", &ProjectSettings::default())
-        .await
-        .unwrap();
+    let project = Project {
+        id: "bench".to_owned(),
+        name: "bench".to_owned(),
+        settings: serde_json::to_value(ProjectSettings::default()).unwrap(),
+        approval_mode: None,
+        created_at: 0,
+        updated_at: 0,
+    };
+    store.create_project(&project).await.unwrap();
     let chat = runtime
         .create_chat(&project.id, "bench", &ChatSettings::default())
         .await

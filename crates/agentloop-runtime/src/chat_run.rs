@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use agentloop_engine::{CheckpointedRun, RunItem};
-use agentloop_storage::Store;
+use agentloop_storage::RuntimeStore;
 use agentloop_types::{LoopEvent, LoopResult};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
@@ -39,7 +39,7 @@ pub struct RunOutcome {
 pub struct ChatRun {
     run_id: String,
     /// Where the run's lease is held, and by whom.
-    holder: (Arc<dyn Store>, String),
+    holder: (Arc<dyn RuntimeStore>, String),
     events: BoxStream<'static, RuntimeResult<LoopEvent>>,
     pacing: Arc<Pacing>,
 }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agentloop_storage::Store;
+use agentloop_storage::RuntimeStore;
 use agentloop_storage::model::LeaseRenewal;
 
 use crate::error::RuntimeResult;
@@ -27,7 +27,7 @@ pub trait LeaseWatcher: Send + Sync {
 
 /// The hosted runs whose leases this runtime keeps, by run id.
 pub struct Heartbeat {
-    store: Arc<dyn Store>,
+    store: Arc<dyn RuntimeStore>,
     owner: String,
     lease_ms: i64,
     runs: Mutex<HashMap<String, Beat>>,
@@ -64,7 +64,7 @@ impl Drop for Watched {
 impl Heartbeat {
     /// A heartbeat renewing leases held by `owner` in `store` for
     /// `lease_ms` at each beat.
-    pub(crate) fn new(store: Arc<dyn Store>, owner: String, lease_ms: i64) -> Self {
+    pub(crate) fn new(store: Arc<dyn RuntimeStore>, owner: String, lease_ms: i64) -> Self {
         Self {
             store,
             owner,

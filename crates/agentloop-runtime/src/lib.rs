@@ -14,23 +14,37 @@
 //! their stored state through
 //! [`agentloop_engine::resume`] by [`ChatRuntime::continue_chat`].
 //!
+//! The runtime runs over a
+//! [`RuntimeStore`](agentloop_storage::RuntimeStore): chats, messages,
+//! checkpoints, runs with their leases and event logs, attachments, and
+//! the settings chats inherit from their project. It names nothing of the
+//! server's product (projects' other parts, tasks, users, webhooks): the
+//! host creates projects, and a backend that serves only chats implements
+//! the runtime's store alone.
+//!
 //! ```
 //! use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 //! use agentloop_runtime::{ChatRuntime, ChatSettings, ProjectSettings};
-//! use agentloop_storage::{ChatStore, MemoryStore};
+//! use agentloop_storage::{ChatStore, MemoryStore, ProjectStore, model::Project};
 //! use agentloop_types::Message;
 //! use std::sync::Arc;
 //!
 //! # futures::executor::block_on(async {
+//! let store = Arc::new(MemoryStore::new());
+//! let project = Project {
+//!     id: "p1".into(), name: "demo".into(),
+//!     settings: serde_json::to_value(ProjectSettings::default())?,
+//!     approval_mode: None, created_at: 0, updated_at: 0,
+//! };
+//! store.create_project(&project).await?;
 //! let provider = ScriptedProvider::new([ScriptedTurn::new().text("Hi!").usage(5, 2)]);
-//! let runtime = ChatRuntime::new(Arc::new(MemoryStore::new()), provider);
-//! let project = runtime.create_project("demo", &ProjectSettings::default()).await?;
+//! let runtime = ChatRuntime::new(store, provider);
 //! let chat = runtime.create_chat(&project.id, "hello", &ChatSettings::default()).await?;
 //! let outcome = runtime.send(&chat.id, Message::user_text("u1", "Hello")).await?.outcome().await?;
 //! assert_eq!(outcome.result.final_text().as_deref(), Some("Hi!"));
 //! assert_eq!(runtime.store().list_messages(&chat.id).await?.len(), 2);
 //! assert_eq!(runtime.store().get_chat(&chat.id).await?.totals.input_tokens, 5);
-//! # Ok::<(), agentloop_runtime::RuntimeError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```
 //!
@@ -52,6 +66,7 @@ mod persist;
 pub mod recovery;
 mod runtime;
 pub mod settings;
+mod stored;
 mod submit;
 
 pub use chat_run::{ChatRun, RunOutcome};

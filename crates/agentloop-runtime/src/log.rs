@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use agentloop_storage::Store;
+use agentloop_storage::RuntimeStore;
 use agentloop_types::{EventKind, FinishedEvent, LoopResult, LoopStatus, ToolStartEvent};
 
 use crate::error::RuntimeResult;
@@ -25,7 +25,7 @@ pub struct RunLog {
 
 impl RunLog {
     /// Reads the log of `run_id`, page by page.
-    pub async fn read(store: &dyn Store, run_id: &str) -> RuntimeResult<Self> {
+    pub async fn read(store: &dyn RuntimeStore, run_id: &str) -> RuntimeResult<Self> {
         let mut log = Self::default();
         let mut after = None;
         loop {

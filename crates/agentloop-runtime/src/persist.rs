@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentloop_storage::model::{Chat, MinionLink, RunRecord, RunStatus, now_millis};
-use agentloop_storage::{StorageError, Store};
+use agentloop_storage::{RuntimeStore, StorageError};
 use agentloop_types::{
     EventKind, LoopEvent, LoopResult, LoopStatus, Message, Role, RunPath, RunPhase, RunState,
     TokenTotals,
@@ -52,7 +52,7 @@ const LOG_BATCH: usize = 8;
 
 /// Persists one run's events.
 pub(crate) struct Persister {
-    pub(crate) store: Arc<dyn Store>,
+    pub(crate) store: Arc<dyn RuntimeStore>,
     pub(crate) chat: Chat,
     pub(crate) run: RunRecord,
     pub(crate) gate: Gate,
@@ -78,7 +78,7 @@ pub(crate) struct Persister {
 impl Persister {
     /// A persister for `run` in `chat`.
     pub(crate) fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn RuntimeStore>,
         chat: Chat,
         run: RunRecord,
         gate: Gate,
@@ -389,8 +389,8 @@ impl Persister {
     }
 
     /// Writes the record of a run that ended or waits as `decided` says:
-    /// status, result (its own messages only: the chat holds the rest),
-    /// pending call and the state it waits in.
+    /// status, result (its last answer only: the chat holds the messages,
+    /// see [`crate::stored`]), pending call and the state it waits in.
     async fn write_record(&mut self, decided: &Decided) -> RuntimeResult<()> {
         let result = &decided.result;
         // A suspended run's state is kept as the run's state, not twice.
@@ -399,17 +399,13 @@ impl Persister {
             LoopStatus::Suspended { state, .. } => state.take(),
             _ => None,
         };
-        let own = LoopResult {
-            status,
-            messages: result
-                .messages
-                .iter()
-                .skip(self.context_len)
-                .cloned()
-                .collect(),
-            tokens: result.tokens,
-            stop: result.stop.clone(),
-        };
+        let own = crate::stored::record_result(
+            &LoopResult {
+                status,
+                ..LoopResult::clone(result)
+            },
+            self.context_len,
+        );
         self.run.status = decided.status;
         self.run.pending_tool_call = match &result.status {
             LoopStatus::Suspended { pending, .. } => pending.first().map(|p| p.call.clone()),
@@ -418,8 +414,7 @@ impl Persister {
         if let Some(state) = waiting {
             self.run.state = Some(*state);
         } else if let Some(state) = self.run.state.as_mut() {
-            state.phase = RunPhase::Finished;
-            state.totals = result.tokens;
+            crate::stored::finished_state(state, result);
         }
         self.run.result = Some(serde_json::to_value(&own).map_err(|e| {
             crate::error::RuntimeError::CorruptRun {

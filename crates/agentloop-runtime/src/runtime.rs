@@ -5,7 +5,7 @@ use std::sync::Arc;
 use agentloop_engine::strategy::NativeStrategy;
 use agentloop_engine::{CheckpointedRun, Handoffs, LoopStrategy, RunDeps, RunStream};
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
-use agentloop_storage::{StorageError, Store, StoreAttachmentLoader};
+use agentloop_storage::{RuntimeStore, StorageError, StoreAttachmentLoader};
 use agentloop_types::{
     CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message, ModelProvider,
     PendingCall, Role, RunState, Tool,
@@ -26,7 +26,7 @@ pub const DEFAULT_LEASE_MS: i64 = 30_000;
 /// `ChatService`): provider, tools and strategy are injected.
 #[derive(Clone)]
 pub struct ChatRuntime {
-    pub(crate) store: Arc<dyn Store>,
+    pub(crate) store: Arc<dyn RuntimeStore>,
     provider: Arc<dyn ModelProvider>,
     tools: Vec<Arc<dyn Tool>>,
     strategy: Arc<dyn LoopStrategy>,
@@ -41,8 +41,10 @@ pub struct ChatRuntime {
 
 impl ChatRuntime {
     /// A runtime over `store` calling `provider`, with no tools and the
-    /// native strategy.
-    pub fn new(store: Arc<dyn Store>, provider: Arc<dyn ModelProvider>) -> Self {
+    /// native strategy. Any backend's whole store upcasts to the
+    /// [`RuntimeStore`] it needs; a backend that
+    /// only serves chats implements that alone.
+    pub fn new(store: Arc<dyn RuntimeStore>, provider: Arc<dyn ModelProvider>) -> Self {
         Self {
             store,
             provider,
@@ -99,27 +101,8 @@ impl ChatRuntime {
     }
 
     /// The store.
-    pub fn store(&self) -> &Arc<dyn Store> {
+    pub fn store(&self) -> &Arc<dyn RuntimeStore> {
         &self.store
-    }
-
-    /// Creates a project with `settings`.
-    pub async fn create_project(
-        &self,
-        name: &str,
-        settings: &ProjectSettings,
-    ) -> RuntimeResult<Project> {
-        let now = now_millis();
-        let project = Project {
-            id: new_id("project"),
-            name: name.to_owned(),
-            settings: to_value(settings)?,
-            approval_mode: None,
-            created_at: now,
-            updated_at: now,
-        };
-        self.store.create_project(&project).await?;
-        Ok(project)
     }
 
     /// Creates a chat in a project with `settings`.
@@ -455,16 +438,26 @@ impl ChatRuntime {
 
     /// The loop options of a chat, from its project's and its own settings.
     pub(crate) async fn loop_options(&self, chat: &Chat) -> RuntimeResult<LoopOptions> {
-        let project = self.store.get_project(&chat.project_id).await?;
-        Self::options_of(&project, chat)
+        let settings = self.store.project_settings(&chat.project_id).await?;
+        Self::options_in(&chat.project_id, &settings, chat)
     }
 
     /// The loop options of `chat` in `project`.
     pub(crate) fn options_of(project: &Project, chat: &Chat) -> RuntimeResult<LoopOptions> {
+        Self::options_in(&project.id, &project.settings, chat)
+    }
+
+    /// The loop options of `chat` in the project `project_id` whose stored
+    /// settings are `project_settings`.
+    fn options_in(
+        project_id: &str,
+        project_settings: &serde_json::Value,
+        chat: &Chat,
+    ) -> RuntimeResult<LoopOptions> {
         Ok(build_loop_options(
-            &project.id,
+            project_id,
             Some(&chat.id),
-            &ProjectSettings::from_value(&project.id, &project.settings)?,
+            &ProjectSettings::from_value(project_id, project_settings)?,
             &ChatSettings::from_value(&chat.id, &chat.settings)?,
         ))
     }

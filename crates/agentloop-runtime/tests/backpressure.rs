@@ -55,7 +55,7 @@ async fn a_stalled_store_stalls_the_run_instead_of_buffering_its_events() {
     let counter = Counter::new("count");
     let runtime = ChatRuntime::new(store.clone(), provider.clone())
         .with_tools([counter.clone() as Arc<dyn Tool>]);
-    let chat_id = chat(&runtime, Default::default(), Default::default()).await;
+    let chat_id = chat(&*store, &runtime, Default::default(), Default::default()).await;
 
     let mut locker = sqlx::PgConnection::connect(&db.url).await.unwrap();
     // The locker's transaction would see the waiters as its first look

@@ -82,7 +82,7 @@ async fn crash_mid_run_loses_nothing() {
 
     let store: Arc<dyn Store> = Arc::new(SqliteStore::connect(&db_str).await.unwrap());
     let setup = ChatRuntime::new(store.clone(), ScriptedProvider::new([]));
-    let chat_id = common::chat(&setup, Default::default(), Default::default()).await;
+    let chat_id = common::chat(&*store, &setup, Default::default(), Default::default()).await;
 
     let child = common::crash::spawn_child(&[
         (DB_VAR, &db_str),

@@ -105,7 +105,7 @@ async fn a_handoff_survives_a_sigkill() {
 
     let store: Arc<dyn Store> = Arc::new(SqliteStore::connect(&db_str).await.unwrap());
     let setup = ChatRuntime::new(store.clone(), ScriptedProvider::new([]));
-    let chat_id = common::chat(&setup, Default::default(), Default::default()).await;
+    let chat_id = common::chat(&*store, &setup, Default::default(), Default::default()).await;
 
     let child = common::crash::spawn_child(&[
         (DB_VAR, &db_str),
@@ -236,7 +236,7 @@ async fn a_specialists_tool_runs_only_once_its_start_is_stored() {
         ScriptedTurn::new().text("Billing: done."),
     ]);
     let runtime = ChatRuntime::new(store.clone(), provider).with_handoffs(handoffs);
-    let chat_id = common::chat(&runtime, Default::default(), Default::default()).await;
+    let chat_id = common::chat(&*store, &runtime, Default::default(), Default::default()).await;
     let outcome = runtime
         .send(&chat_id, Message::user_text("u1", "my invoice"))
         .finish()

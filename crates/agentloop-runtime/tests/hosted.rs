@@ -19,11 +19,14 @@ use common::{drain, stores};
 
 /// A project, a chat holding `stored` as its first message, and a run
 /// record in it leased to `owner` until `expires_at`.
-async fn created(runtime: &ChatRuntime, owner: &str, expires_at: i64, stored: &str) -> Written {
-    let project = runtime
-        .create_project("p", &ProjectSettings::default())
-        .await
-        .unwrap();
+async fn created(
+    store: &dyn Store,
+    runtime: &ChatRuntime,
+    owner: &str,
+    expires_at: i64,
+    stored: &str,
+) -> Written {
+    let project = common::project(store, ProjectSettings::default()).await;
     let chat = runtime
         .create_chat(&project.id, "c", &ChatSettings::default())
         .await
@@ -104,7 +107,14 @@ fn asked(provider: &ScriptedProvider) -> String {
 async fn a_run_created_under_this_lease_starts_from_what_its_host_wrote() {
     for (name, store, _guard) in stores().await {
         let (provider, runtime) = worker_a(&store);
-        let mut written = created(&runtime, "worker-a", now_millis() + 60_000, "as stored").await;
+        let mut written = created(
+            &*store,
+            &runtime,
+            "worker-a",
+            now_millis() + 60_000,
+            "as stored",
+        )
+        .await;
         // What the host hands over is taken as is: a message the store
         // does not hold reaches the model only if nothing is read back.
         written.messages = vec![Message::user_text("m1", "as written")];
@@ -127,7 +137,14 @@ async fn what_a_host_wrote_is_not_trusted_under_another_workers_lease() {
         let (provider, runtime) = worker_a(&store);
         // The record is another worker's, its lease running: the run is
         // claimed as any hosted run, and the claim is refused.
-        let written = created(&runtime, "worker-b", now_millis() + 60_000, "as stored").await;
+        let written = created(
+            &*store,
+            &runtime,
+            "worker-b",
+            now_millis() + 60_000,
+            "as stored",
+        )
+        .await;
 
         let refused = runtime.host(hosted(written)).await;
 
@@ -148,7 +165,8 @@ async fn what_a_host_wrote_with_an_expired_lease_is_read_again_from_the_store() 
         let (provider, runtime) = worker_a(&store);
         // Its lease ran out: another worker may have taken the run over
         // since, so what was written then is not trusted now.
-        let mut written = created(&runtime, "worker-a", now_millis() - 1, "as stored").await;
+        let mut written =
+            created(&*store, &runtime, "worker-a", now_millis() - 1, "as stored").await;
         written.messages = vec![Message::user_text("m1", "as written")];
 
         host_to_the_end(&runtime, written, name).await;

@@ -69,7 +69,7 @@ async fn interrupted() -> Interrupted {
             ..LoopSettings::default()
         },
     };
-    let chat_id = common::chat(&runtime, Default::default(), settings).await;
+    let chat_id = common::chat(&*store, &runtime, Default::default(), settings).await;
     let running = {
         let (runtime, chat_id) = (runtime.clone(), chat_id.clone());
         tokio::spawn(async move {

@@ -44,7 +44,7 @@ async fn send_persists_messages_totals_and_events() {
                 ..Default::default()
             },
         };
-        let chat_id = chat(&runtime, project, chat_settings).await;
+        let chat_id = chat(&*store, &runtime, project, chat_settings).await;
         let run = runtime
             .send(&chat_id, Message::user_text("u1", "count"))
             .await
@@ -131,7 +131,7 @@ async fn suspended_run_is_stored_and_resumed() {
         ]);
         let runtime = ChatRuntime::new(store.clone(), provider.clone())
             .with_tools([counter.clone() as Arc<dyn Tool>, Arc::new(AskUser)]);
-        let chat_id = chat(&runtime, Default::default(), Default::default()).await;
+        let chat_id = chat(&*store, &runtime, Default::default(), Default::default()).await;
         let first = runtime
             .send(&chat_id, Message::user_text("u1", "paint"))
             .finish()
@@ -206,7 +206,7 @@ async fn resuming_a_run_whose_stored_state_is_unreadable_fails_cleanly() {
             .usage(1, 1)]);
         let runtime = ChatRuntime::new(store.clone(), provider)
             .with_tools([Arc::new(AskUser) as Arc<dyn Tool>]);
-        let chat_id = chat(&runtime, Default::default(), Default::default()).await;
+        let chat_id = chat(&*store, &runtime, Default::default(), Default::default()).await;
         let first = runtime
             .send(&chat_id, Message::user_text("u1", "paint"))
             .finish()
@@ -248,7 +248,7 @@ async fn resend_and_checkpoints() {
             ScriptedTurn::new().text("two again").usage(4, 1),
         ]);
         let runtime = ChatRuntime::new(store.clone(), provider.clone());
-        let chat_id = chat(&runtime, Default::default(), Default::default()).await;
+        let chat_id = chat(&*store, &runtime, Default::default(), Default::default()).await;
         runtime
             .send(&chat_id, Message::user_text("u1", "first"))
             .finish()
@@ -341,7 +341,7 @@ async fn minion_events_become_minion_chats() {
     for (name, store, _dir) in stores().await {
         let runtime = ChatRuntime::new(store.clone(), ScriptedProvider::new([]))
             .with_strategy(Arc::new(WithChild));
-        let chat_id = chat(&runtime, Default::default(), Default::default()).await;
+        let chat_id = chat(&*store, &runtime, Default::default(), Default::default()).await;
         let outcome = runtime
             .send(&chat_id, Message::user_text("u1", "delegate"))
             .finish()
@@ -451,7 +451,7 @@ async fn consumer_with_a_mock_strategy() {
         });
         let unused = ScriptedProvider::new([]);
         let runtime = ChatRuntime::new(store.clone(), unused.clone()).with_strategy(mock.clone());
-        let chat_id = chat(&runtime, Default::default(), Default::default()).await;
+        let chat_id = chat(&*store, &runtime, Default::default(), Default::default()).await;
         let run = runtime
             .send(&chat_id, Message::user_text("u1", "hi"))
             .await
@@ -507,7 +507,13 @@ async fn a_waiting_run_survives_a_restart_and_takes_its_decision() {
             Arc::new(agentloop_storage::SqliteStore::connect(path).await.unwrap());
         let runtime = ChatRuntime::new(store.clone(), provider.clone())
             .with_tools([counter.clone() as Arc<dyn Tool>]);
-        let chat_id = chat(&runtime, count_needs_approval(), Default::default()).await;
+        let chat_id = chat(
+            &*store,
+            &runtime,
+            count_needs_approval(),
+            Default::default(),
+        )
+        .await;
         let first = runtime
             .send(&chat_id, Message::user_text("u1", "count"))
             .finish()
@@ -558,7 +564,13 @@ async fn cancelling_a_waiting_chat_closes_its_calls_and_frees_the_chat() {
         let counter = Counter::new("count");
         let runtime = ChatRuntime::new(store.clone(), provider.clone())
             .with_tools([counter.clone() as Arc<dyn Tool>]);
-        let chat_id = chat(&runtime, count_needs_approval(), Default::default()).await;
+        let chat_id = chat(
+            &*store,
+            &runtime,
+            count_needs_approval(),
+            Default::default(),
+        )
+        .await;
         runtime
             .send(&chat_id, Message::user_text("u1", "count"))
             .finish()

@@ -41,7 +41,13 @@ async fn start_decide_and_message_drive_a_chat_through_one_entry() {
         let counter = Counter::new("count");
         let runtime = ChatRuntime::new(store.clone(), provider)
             .with_tools([counter.clone() as Arc<dyn Tool>]);
-        let chat_id = chat(&runtime, count_needs_approval(), Default::default()).await;
+        let chat_id = chat(
+            &*store,
+            &runtime,
+            count_needs_approval(),
+            Default::default(),
+        )
+        .await;
 
         let start = RunInput::Start {
             message: Some(Message::user_text("u1", "count")),
@@ -111,7 +117,13 @@ async fn cancel_and_stop_end_a_waiting_run_and_stop_on_an_idle_chat_does_nothing
         let counter = Counter::new("count");
         let runtime = ChatRuntime::new(store.clone(), provider)
             .with_tools([counter.clone() as Arc<dyn Tool>]);
-        let chat_id = chat(&runtime, count_needs_approval(), Default::default()).await;
+        let chat_id = chat(
+            &*store,
+            &runtime,
+            count_needs_approval(),
+            Default::default(),
+        )
+        .await;
         for (i, input) in [RunInput::Cancel {}, RunInput::Stop {}]
             .into_iter()
             .enumerate()

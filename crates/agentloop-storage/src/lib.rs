@@ -3,7 +3,10 @@
 //! logs, seed 004's tasks, agent runs and conversations, and the users of a
 //! server with the hashes of their bearer tokens.
 //!
-//! The traits in [`store`] are implemented by three backends:
+//! The traits in [`store`] come in two groups: [`RuntimeStore`], what the
+//! runtime runs chats over (chats, messages, runs, event logs), and
+//! [`ProductStore`], the server's product (projects, tasks, users,
+//! webhooks); [`Store`] is both. They are implemented by three backends:
 //! [`MemoryStore`], [`SqliteStore`] (the embedded default: a file or
 //! `:memory:`) and [`PostgresStore`] (many server instances on one
 //! database). The SQL backends apply their embedded migrations on connect.
@@ -65,8 +68,9 @@ pub use open::open_store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use store::{
-    AppendWatch, AttachmentStore, ChatStore, FileStore, ProjectStore, RunStore, Store, TaskStore,
-    UserStore, WEBHOOK_DELIVERIES_KEPT, WebhookStore, folders_overlap,
+    AppendWatch, AttachmentStore, ChatStore, FileStore, ProductStore, ProjectSettingsStore,
+    ProjectStore, RunStore, RuntimeStore, Store, TaskStore, UserStore, WEBHOOK_DELIVERIES_KEPT,
+    WebhookStore, folders_overlap,
 };
 
 use agentloop_types::{AttachmentError, AttachmentLoader, LoadedAttachment};

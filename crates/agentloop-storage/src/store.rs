@@ -1,5 +1,19 @@
-//! The storage traits. Each backend implements all of them; [`Store`] is
-//! the sum, implemented automatically.
+//! The storage traits. Each backend implements all of them, in two
+//! groups, each a sum implemented automatically:
+//!
+//! - [`RuntimeStore`], what the runtime runs chats over: chats with their
+//!   messages and checkpoints ([`ChatStore`]), runs with their leases and
+//!   event logs ([`RunStore`]), the attachments messages point at
+//!   ([`AttachmentStore`]) and the settings chats inherit from their
+//!   project ([`ProjectSettingsStore`]). It knows nothing of tasks, agent
+//!   runs, users or webhooks: a backend that only serves chats implements
+//!   these four and nothing else.
+//! - [`ProductStore`], the server's product: projects ([`ProjectStore`]),
+//!   their files ([`FileStore`]), tasks and agent runs ([`TaskStore`]),
+//!   users ([`UserStore`]) and webhook deliveries ([`WebhookStore`]).
+//!
+//! [`Store`] is the sum of both, what the backends, the server and the CLI
+//! hold.
 
 use agentloop_types::{LoopEvent, Message, TokenTotals};
 use async_trait::async_trait;
@@ -183,7 +197,10 @@ pub trait RunStore: Send + Sync {
     /// is renewed only while `owner` holds it (expired or not, as long as
     /// nobody took it); a released or taken lease is
     /// [`Lost`](LeaseRenewal::Lost), never taken back. One instance's
-    /// heartbeat renews all the runs it executes with this.
+    /// heartbeat renews all the runs it executes with this. (The agent
+    /// run's status read in the same statement is the one thing a run
+    /// store knows of a host's product; it saves the server's heartbeat a
+    /// read per beat.)
     async fn renew_leases(
         &self,
         owner: &str,
@@ -351,31 +368,38 @@ pub trait WebhookStore: Send + Sync {
 /// Deliveries a project's log keeps.
 pub const WEBHOOK_DELIVERIES_KEPT: u32 = 100;
 
-/// Everything a backend stores.
-pub trait Store:
-    ProjectStore
-    + ChatStore
-    + AttachmentStore
-    + FileStore
-    + RunStore
-    + TaskStore
-    + UserStore
-    + WebhookStore
+/// The settings a project's chats inherit, read by the runtime to build a
+/// run's options. A backend without projects answers every project with
+/// its defaults (an empty object).
+#[async_trait]
+pub trait ProjectSettingsStore: Send + Sync {
+    /// The stored settings object of project `project_id`.
+    async fn project_settings(&self, project_id: &str) -> StorageResult<Value>;
+}
+
+/// What the runtime runs chats over: chats, messages and checkpoints,
+/// runs with their leases and event logs, attachments, and projects'
+/// settings. Nothing of the server's product ([`ProductStore`]).
+pub trait RuntimeStore: ChatStore + RunStore + AttachmentStore + ProjectSettingsStore {}
+
+impl<T> RuntimeStore for T where
+    T: ChatStore + RunStore + AttachmentStore + ProjectSettingsStore + ?Sized
 {
 }
 
-impl<T> Store for T where
-    T: ProjectStore
-        + ChatStore
-        + AttachmentStore
-        + FileStore
-        + RunStore
-        + TaskStore
-        + UserStore
-        + WebhookStore
-        + ?Sized
+/// The server's product: projects and their files, tasks with their agent
+/// runs and conversations, users, webhook deliveries.
+pub trait ProductStore: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore {}
+
+impl<T> ProductStore for T where
+    T: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore + ?Sized
 {
 }
+
+/// Everything a backend stores: the runtime's part and the product.
+pub trait Store: RuntimeStore + ProductStore {}
+
+impl<T> Store for T where T: RuntimeStore + ProductStore + ?Sized {}
 
 /// Serialises a JSON value for a text column.
 pub(crate) fn json_text<T: serde::Serialize>(value: &T) -> StorageResult<String> {

@@ -149,3 +149,35 @@ async fn appends_waiting_on_a_failed_batch_each_get_the_error() {
     let results = futures::future::join_all(appends).await;
     assert!(results.iter().all(Result::is_err), "{results:?}");
 }
+
+#[tokio::test]
+async fn a_finished_event_stores_no_history_the_chat_holds() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("once.db");
+    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+    conformance::finished_events_read_back_whole(store.clone()).await;
+    store.close().await;
+    let mut db = sqlx::SqliteConnection::connect(path.to_str().unwrap())
+        .await
+        .unwrap();
+    let bodies: Vec<String> =
+        sqlx::query_scalar("SELECT body FROM run_events WHERE run_id = 'r1' ORDER BY seq")
+            .fetch_all(&mut db)
+            .await
+            .unwrap();
+    // seq 1: a nested run's end, kept whole; seq 2: a history the chat
+    // does not hold, kept whole; seq 3: the chat's history, stored once.
+    assert!(bodies[1].contains("世界"), "{}", bodies[1]);
+    assert!(
+        bodies[2].contains("Not what the chat holds"),
+        "{}",
+        bodies[2]
+    );
+    assert!(!bodies[3].contains("世界"), "{}", bodies[3]);
+    assert!(
+        bodies[3].contains("\"history_through_seq\":1"),
+        "{}",
+        bodies[3]
+    );
+}

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentloop_runtime::{ChatRuntime, ChatSettings, ProjectSettings};
-use agentloop_storage::{MemoryStore, PostgresStore, SqliteStore, Store};
+use agentloop_storage::model::Project;
+use agentloop_storage::{MemoryStore, PostgresStore, ProjectStore, SqliteStore, Store};
 use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -113,9 +114,35 @@ impl Drop for PgDatabase {
     }
 }
 
-/// A project and a chat in it; returns the chat id.
-pub async fn chat(runtime: &ChatRuntime, project: ProjectSettings, chat: ChatSettings) -> String {
-    let p = runtime.create_project("test", &project).await.unwrap();
+/// A project with `settings`, created in `store`: the runtime's store
+/// holds no projects, the host creates them.
+pub async fn project(store: &dyn ProjectStore, settings: ProjectSettings) -> Project {
+    let project = Project {
+        id: format!("project-{}", uuid_like()),
+        name: "test".to_owned(),
+        settings: serde_json::to_value(&settings).unwrap(),
+        approval_mode: None,
+        created_at: 0,
+        updated_at: 0,
+    };
+    store.create_project(&project).await.unwrap();
+    project
+}
+
+/// An id unique in this process.
+fn uuid_like() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A project (in `store`) and a chat in it; returns the chat id.
+pub async fn chat(
+    store: &dyn ProjectStore,
+    runtime: &ChatRuntime,
+    project_settings: ProjectSettings,
+    chat: ChatSettings,
+) -> String {
+    let p = project(store, project_settings).await;
     runtime.create_chat(&p.id, "chat", &chat).await.unwrap().id
 }
 

@@ -8,7 +8,18 @@ use async_trait::async_trait;
 use super::{ChatRow, MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{Chat, Checkpoint, Project, StoredMessage};
-use crate::store::{ChatStore, ProjectStore, folders_overlap};
+use crate::store::{ChatStore, ProjectSettingsStore, ProjectStore, folders_overlap};
+
+#[async_trait]
+impl ProjectSettingsStore for MemoryStore {
+    async fn project_settings(&self, project_id: &str) -> StorageResult<serde_json::Value> {
+        self.lock()
+            .projects
+            .get(project_id)
+            .map(|p| p.settings.clone())
+            .ok_or_else(|| StorageError::not_found("project", project_id))
+    }
+}
 
 #[async_trait]
 impl ProjectStore for MemoryStore {

@@ -141,8 +141,48 @@ impl FileStore for MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// [`TaskStore::renew_leases`](crate::store::TaskStore::renew_leases):
+    /// runs' leases, renewed with their agent runs' status read.
+    pub(super) async fn renew_run_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        expires_at: i64,
+    ) -> StorageResult<Vec<LeaseRenewal>> {
+        let mut state = self.lock();
+        let mut renewals = Vec::with_capacity(run_ids.len());
+        for id in run_ids {
+            let renewed = match state.runs.get_mut(id) {
+                Some(run) if run.lease_owner.as_deref() == Some(owner) => {
+                    run.lease_expires_at = Some(expires_at);
+                    true
+                }
+                _ => false,
+            };
+            renewals.push(if renewed {
+                LeaseRenewal::Renewed {
+                    agent_run: state.agent_runs.get(id).map(|r| r.status),
+                }
+            } else {
+                LeaseRenewal::Lost
+            });
+        }
+        Ok(renewals)
+    }
+}
+
 #[async_trait]
 impl RunStore for MemoryStore {
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        expires_at: i64,
+    ) -> StorageResult<Vec<LeaseRenewal>> {
+        self.renew_run_leases(owner, run_ids, expires_at).await
+    }
+
     async fn create_run(&self, run: &RunRecord) -> StorageResult<()> {
         let mut state = self.lock();
         if let Some(chat) = run
@@ -240,33 +280,6 @@ impl RunStore for MemoryStore {
         run.lease_owner = None;
         run.lease_expires_at = None;
         Ok(true)
-    }
-
-    async fn renew_leases(
-        &self,
-        owner: &str,
-        run_ids: &[String],
-        expires_at: i64,
-    ) -> StorageResult<Vec<LeaseRenewal>> {
-        let mut state = self.lock();
-        let mut renewals = Vec::with_capacity(run_ids.len());
-        for id in run_ids {
-            let renewed = match state.runs.get_mut(id) {
-                Some(run) if run.lease_owner.as_deref() == Some(owner) => {
-                    run.lease_expires_at = Some(expires_at);
-                    true
-                }
-                _ => false,
-            };
-            renewals.push(if renewed {
-                LeaseRenewal::Renewed {
-                    agent_run: state.agent_runs.get(id).map(|r| r.status),
-                }
-            } else {
-                LeaseRenewal::Lost
-            });
-        }
-        Ok(renewals)
     }
 
     async fn append_events(&self, run_id: &str, events: &[LoopEvent]) -> StorageResult<()> {

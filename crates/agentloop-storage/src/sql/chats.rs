@@ -9,7 +9,8 @@ mod sql_chats {
     use crate::message_cache::{Lookup, MessageCursor};
     use crate::model::{ApprovalMode, Chat, Checkpoint, Project, StoredMessage};
     use crate::sql::{Query, db_err, found, insert_err};
-    use crate::store::{ChatStore, ProjectStore, folders_overlap, from_json_text, json_text};
+    use crate::store::{
+        ChatStore, ProjectSettingsStore, ProjectStore, folders_overlap, from_json_text, json_text};
 
     /// Inserts `project`'s row (on the pool, or in a transaction).
     async fn insert_project<'e>(
@@ -110,6 +111,19 @@ mod sql_chats {
             .await
             .map_err(|e| insert_err(e, "message", id))?;
         Ok(())
+    }
+
+    #[async_trait]
+    impl ProjectSettingsStore for SqlStore {
+        async fn project_settings(&self, project_id: &str) -> StorageResult<serde_json::Value> {
+            let settings: String = sqlx::query_scalar("SELECT settings FROM projects WHERE id = $1")
+                .bind(project_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?
+                .ok_or_else(|| StorageError::not_found("project", project_id))?;
+            from_json_text(&settings)
+        }
     }
 
     #[async_trait]

@@ -7,9 +7,9 @@ mod sql_runs {
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
     use crate::group_commit::{Append, CommitBatch, EventRow};
-    use crate::model::{AgentRunStatus, LeaseRenewal, RunRecord, RunStatus};
+    use crate::model::{AgentRunStatus, LeaseRenewal, RunRecord, RunStatus, StoredMessage};
     use crate::sql::{Query, db_err, found, insert_err};
-    use crate::store::{RunStore, from_json_text, json_text};
+    use crate::store::{ChatStore, RunStore, from_json_text, json_text};
 
     pub(super) fn opt_json<T: serde::Serialize>(
         value: Option<&T>,
@@ -39,8 +39,78 @@ mod sql_runs {
             .bind(run.updated_at))
     }
 
+    impl SqlStore {
+        /// [`TaskStore::renew_leases`](crate::store::TaskStore::renew_leases):
+        /// runs' leases, renewed with their agent runs' status read.
+        pub(super) async fn renew_run_leases(
+            &self,
+            owner: &str,
+            run_ids: &[String],
+            expires_at: i64,
+        ) -> StorageResult<Vec<LeaseRenewal>> {
+            let _turn = self.write_turn().await;
+            let mut found: std::collections::HashMap<String, Option<AgentRunStatus>> =
+                std::collections::HashMap::with_capacity(run_ids.len());
+            for batch in run_ids.chunks(LEASES_PER_RENEWAL) {
+                // One statement renews the batch and reads each renewed
+                // run's agent run status; rows not ours are not returned.
+                let mut renew = sqlx::QueryBuilder::<super::Db>::new(
+                    "UPDATE runs SET lease_expires_at = ",
+                );
+                renew
+                    .push_bind(expires_at)
+                    .push(" WHERE lease_owner = ")
+                    .push_bind(owner)
+                    .push(" AND id IN (");
+                let mut ids = renew.separated(", ");
+                for id in batch {
+                    ids.push_bind(id.as_str());
+                }
+                renew.push(
+                    ") RETURNING id, \
+                     (SELECT status FROM agent_runs WHERE agent_runs.id = runs.id) AS agent_status",
+                );
+                let rows = renew
+                    .build()
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                for row in &rows {
+                    let id: String = sqlx::Row::try_get(row, "id").map_err(db_err)?;
+                    let status: Option<String> =
+                        sqlx::Row::try_get(row, "agent_status").map_err(db_err)?;
+                    let status = status
+                        .map(|s| {
+                            AgentRunStatus::parse(&s)
+                                .ok_or_else(|| crate::sql::bad_value("status", &s))
+                        })
+                        .transpose()?;
+                    found.insert(id, status);
+                }
+            }
+            Ok(run_ids
+                .iter()
+                .map(|id| match found.get(id) {
+                    Some(agent_run) => LeaseRenewal::Renewed {
+                        agent_run: *agent_run,
+                    },
+                    None => LeaseRenewal::Lost,
+                })
+                .collect())
+        }
+    }
+
     #[async_trait]
     impl RunStore for SqlStore {
+        async fn renew_leases(
+            &self,
+            owner: &str,
+            run_ids: &[String],
+            expires_at: i64,
+        ) -> StorageResult<Vec<crate::model::LeaseRenewal>> {
+            self.renew_run_leases(owner, run_ids, expires_at).await
+        }
+
         async fn create_run(&self, run: &RunRecord) -> StorageResult<()> {
             let _turn = self.write_turn().await;
             bind_run(sqlx::query(INSERT_RUN), run)?
@@ -188,77 +258,18 @@ mod sql_runs {
             Ok(true)
         }
 
-        async fn renew_leases(
-            &self,
-            owner: &str,
-            run_ids: &[String],
-            expires_at: i64,
-        ) -> StorageResult<Vec<LeaseRenewal>> {
-            let _turn = self.write_turn().await;
-            let mut found: std::collections::HashMap<String, Option<AgentRunStatus>> =
-                std::collections::HashMap::with_capacity(run_ids.len());
-            for batch in run_ids.chunks(LEASES_PER_RENEWAL) {
-                // One statement renews the batch and reads each renewed
-                // run's agent run status; rows not ours are not returned.
-                let mut renew = sqlx::QueryBuilder::<super::Db>::new(
-                    "UPDATE runs SET lease_expires_at = ",
-                );
-                renew
-                    .push_bind(expires_at)
-                    .push(" WHERE lease_owner = ")
-                    .push_bind(owner)
-                    .push(" AND id IN (");
-                let mut ids = renew.separated(", ");
-                for id in batch {
-                    ids.push_bind(id.as_str());
-                }
-                renew.push(
-                    ") RETURNING id, \
-                     (SELECT status FROM agent_runs WHERE agent_runs.id = runs.id) AS agent_status",
-                );
-                let rows = renew
-                    .build()
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(db_err)?;
-                for row in &rows {
-                    let id: String = sqlx::Row::try_get(row, "id").map_err(db_err)?;
-                    let status: Option<String> =
-                        sqlx::Row::try_get(row, "agent_status").map_err(db_err)?;
-                    let status = status
-                        .map(|s| {
-                            AgentRunStatus::parse(&s)
-                                .ok_or_else(|| crate::sql::bad_value("status", &s))
-                        })
-                        .transpose()?;
-                    found.insert(id, status);
-                }
-            }
-            Ok(run_ids
-                .iter()
-                .map(|id| match found.get(id) {
-                    Some(agent_run) => LeaseRenewal::Renewed {
-                        agent_run: *agent_run,
-                    },
-                    None => LeaseRenewal::Lost,
-                })
-                .collect())
-        }
-
         async fn append_events(&self, run_id: &str, events: &[LoopEvent]) -> StorageResult<()> {
             if events.is_empty() {
                 self.get_run(run_id).await?;
                 return Ok(());
             }
-            let rows = events
-                .iter()
-                .map(|event| {
-                    Ok(EventRow {
-                        seq: to_i64(event.seq)?,
-                        body: json_text(event)?,
-                    })
-                })
-                .collect::<StorageResult<Vec<_>>>()?;
+            let mut rows = Vec::with_capacity(events.len());
+            for event in events {
+                rows.push(EventRow {
+                    seq: to_i64(event.seq)?,
+                    body: self.event_body(run_id, event).await?,
+                });
+            }
             let append = Append {
                 run_id: run_id.to_owned(),
                 rows,
@@ -287,12 +298,113 @@ mod sql_runs {
             .fetch_all(&self.pool)
             .await
             .map_err(db_err)?;
-            rows.iter()
-                .map(|row| {
-                    let body: String = sqlx::Row::try_get(row, "body").map_err(db_err)?;
-                    from_json_text(&body)
-                })
-                .collect()
+            let mut history: Option<Vec<StoredMessage>> = None;
+            let mut events = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let body: String = sqlx::Row::try_get(row, "body").map_err(db_err)?;
+                events.push(self.event_of(run_id, &body, &mut history).await?);
+            }
+            Ok(events)
+        }
+    }
+
+    /// The key a stored root `finished` event holds in place of its
+    /// history: the seq of the chat's message the history ends with. The
+    /// history is the chat's messages through that seq, stored once in
+    /// the messages table; reading the event puts them back.
+    const HISTORY_THROUGH: &str = "history_through_seq";
+
+    impl SqlStore {
+        /// The stored body of `event`: as it is, except a root `finished`
+        /// event whose history is the start of its run's chat, which names
+        /// the seq that history runs through instead of repeating it.
+        async fn event_body(&self, run_id: &str, event: &LoopEvent) -> StorageResult<String> {
+            let Some(result) = event.root_result().filter(|r| !r.messages.is_empty()) else {
+                return json_text(event);
+            };
+            let Some(chat_id) = self.run_chat(run_id).await? else {
+                return json_text(event);
+            };
+            let stored = self.list_messages(&chat_id).await?;
+            let history = &result.messages[..];
+            let through = match stored.get(history.len() - 1) {
+                Some(last)
+                    if stored
+                        .iter()
+                        .zip(history)
+                        .all(|(stored, message)| stored.message == *message) =>
+                {
+                    last.seq
+                }
+                // A history the chat does not hold as it is: kept whole.
+                _ => return json_text(event),
+            };
+            // The history left out before serialising: it is not written
+            // only to be dropped.
+            let without = LoopEvent {
+                seq: event.seq,
+                path: event.path.clone(),
+                kind: agentloop_types::EventKind::Finished(agentloop_types::FinishedEvent {
+                    result: Box::new(agentloop_types::LoopResult {
+                        messages: Default::default(),
+                        ..agentloop_types::LoopResult::clone(result)
+                    }),
+                }),
+            };
+            let mut value = serde_json::to_value(&without)?;
+            if let Some(object) = value.as_object_mut() {
+                object.insert(HISTORY_THROUGH.to_owned(), through.into());
+            }
+            json_text(&value)
+        }
+
+        /// The event stored as `body` in run `run_id`'s log, its history
+        /// read back from the chat (`history` keeps the chat's messages
+        /// once read).
+        async fn event_of(
+            &self,
+            run_id: &str,
+            body: &str,
+            history: &mut Option<Vec<StoredMessage>>,
+        ) -> StorageResult<LoopEvent> {
+            if !body.contains(HISTORY_THROUGH) {
+                return from_json_text(body);
+            }
+            let mut value: serde_json::Value = from_json_text(body)?;
+            let through = value
+                .as_object_mut()
+                .and_then(|object| object.remove(HISTORY_THROUGH))
+                .and_then(|through| through.as_u64());
+            if let Some(through) = through {
+                if history.is_none() {
+                    let chat = self.run_chat(run_id).await?;
+                    *history = Some(match chat {
+                        Some(chat_id) => self.list_messages(&chat_id).await?,
+                        None => Vec::new(),
+                    });
+                }
+                let messages: Vec<&agentloop_types::Message> = history
+                    .iter()
+                    .flatten()
+                    .filter(|m| m.seq <= through)
+                    .map(|m| &m.message)
+                    .collect();
+                if let Some(result) = value.get_mut("result").and_then(|r| r.as_object_mut()) {
+                    result.insert("messages".to_owned(), serde_json::to_value(messages)?);
+                }
+            }
+            Ok(serde_json::from_value(value)?)
+        }
+
+        /// The chat run `run_id` runs in, if any.
+        async fn run_chat(&self, run_id: &str) -> StorageResult<Option<String>> {
+            let chat: Option<Option<String>> =
+                sqlx::query_scalar("SELECT chat_id FROM runs WHERE id = $1")
+                    .bind(run_id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+            chat.ok_or_else(|| StorageError::not_found("run", run_id))
         }
     }
 

@@ -34,7 +34,13 @@ pub async fn projects_crud(store: Arc<dyn Store>) {
     a.updated_at = 10;
     store.update_project(&a).await.unwrap();
     assert_eq!(store.get_project("a").await.unwrap(), a);
+    // The runtime's one read of a project: its settings, as updated.
+    assert_eq!(store.project_settings("a").await.unwrap(), a.settings);
     store.delete_project("a").await.unwrap();
+    assert!(matches!(
+        store.project_settings("a").await,
+        Err(StorageError::NotFound { .. })
+    ));
     assert!(matches!(
         store.get_project("a").await,
         Err(StorageError::NotFound { .. })

@@ -58,6 +58,7 @@ macro_rules! conformance_suite {
             non_ascii_user_names, concurrent_user_creation,
             project_folders_never_overlap, concurrent_folder_claims,
             runs_by_status_and_last, lease_renewals, cascade_delete_task,
+            finished_events_read_back_whole,
             webhook_deliveries_log, agent_run_starts_whole_or_not_at_all,
             a_start_dropped_unanswered_is_whole_or_absent, concurrent_agent_run_starts,
             concurrent_starts_are_stored_or_refused_each_alone,

@@ -910,3 +910,57 @@ pub async fn assert_nothing_of_start(store: &dyn Store, id: &str) {
         Err(StorageError::NotFound { .. })
     ));
 }
+
+/// A root `finished` event reads back as it was appended, its whole
+/// history included, whether the history is the chat's (the SQL backends
+/// then store it once, in the messages table) or not.
+pub async fn finished_events_read_back_whole(store: Arc<dyn Store>) {
+    use agentloop_types::{EventKind, FinishedEvent, LoopResult, LoopStatus, Message, RunPath};
+    project_with_chat(&*store).await;
+    let history = vec![
+        Message::user_text("u1", "Read the key."),
+        Message::assistant_text("a1", "The key says hello, 世界."),
+    ];
+    for message in &history {
+        store.save_message("c", message).await.unwrap();
+    }
+    let finished = |seq: u64, messages: Vec<Message>, path: RunPath| LoopEvent {
+        seq,
+        path,
+        kind: EventKind::Finished(FinishedEvent {
+            result: Box::new(LoopResult {
+                status: LoopStatus::Complete {
+                    return_value: None,
+                    output: None,
+                },
+                messages: messages.into(),
+                tokens: Default::default(),
+                stop: None,
+            }),
+        }),
+    };
+    let mut other = history.clone();
+    other[1] = Message::assistant_text("a1", "Not what the chat holds.");
+    let nested = RunPath::root().child("call-1");
+    let events = vec![
+        event(0),
+        finished(1, history.clone(), nested),
+        finished(2, other, RunPath::root()),
+        finished(3, history.clone(), RunPath::root()),
+    ];
+    store
+        .create_run(&run_record("r1", Some("c")))
+        .await
+        .unwrap();
+    store.append_events("r1", &events).await.unwrap();
+    assert_eq!(store.list_events("r1", None, 100).await.unwrap(), events);
+    assert_eq!(
+        store.list_events("r1", Some(2), 100).await.unwrap(),
+        events[3..]
+    );
+    // A run outside any chat keeps its history in the event.
+    store.create_run(&run_record("r0", None)).await.unwrap();
+    let alone = vec![finished(0, history, RunPath::root())];
+    store.append_events("r0", &alone).await.unwrap();
+    assert_eq!(store.list_events("r0", None, 100).await.unwrap(), alone);
+}
