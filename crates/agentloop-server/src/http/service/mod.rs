@@ -1,0 +1,22 @@
+//! The API's use cases, one function each: what REST, MCP, A2A and AG-UI
+//! all call. A use case takes the authenticated user and typed input
+//! (see [`super::requests`]), checks that the user owns what it names
+//! (another user's project, task or run is "not found", as an unknown
+//! one), asks the store and the run lifecycle, and answers records;
+//! handlers shape those for their protocol.
+//!
+//! Nothing here calls a handler, and no handler asks the store.
+
+mod owned;
+mod projects;
+mod runs;
+mod session;
+mod tasks;
+mod webhooks;
+
+pub use owned::*;
+pub use projects::*;
+pub use runs::*;
+pub use session::*;
+pub use tasks::*;
+pub use webhooks::*;
