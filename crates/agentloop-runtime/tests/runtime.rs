@@ -16,7 +16,7 @@ use agentloop_types::{
 use serde_json::{Value, json};
 
 use common::Finish;
-use common::{Counter, chat, drain, stores};
+use common::{Counter, chat, count_needs_approval, drain, stores};
 
 #[tokio::test]
 async fn send_persists_messages_totals_and_events() {
@@ -480,15 +480,6 @@ async fn consumer_with_a_mock_strategy() {
 }
 
 /// Project settings under which every `count` call waits for approval.
-fn count_needs_approval() -> ProjectSettings {
-    let mut settings = ProjectSettings::default();
-    settings
-        .loop_settings
-        .approvals
-        .insert("count".into(), agentloop_types::ApprovalPolicy::Always);
-    settings
-}
-
 #[tokio::test]
 async fn a_waiting_run_survives_a_restart_and_takes_its_decision() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,20 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
-use agentloop_runtime::{ChatRuntime, ProjectSettings, RunOutcome, RuntimeError, Submitted};
+use agentloop_runtime::{ChatRuntime, RunOutcome, RuntimeError, Submitted};
 use agentloop_types::{Decision, LoopStatus, Message, RunInput, Tool};
 use serde_json::json;
 
-use common::{Counter, chat, stores};
-
-fn count_needs_approval() -> ProjectSettings {
-    let mut settings = ProjectSettings::default();
-    settings
-        .loop_settings
-        .approvals
-        .insert("count".into(), agentloop_types::ApprovalPolicy::Always);
-    settings
-}
+use common::{Counter, chat, count_needs_approval, stores};
 
 async fn outcome(submitted: Submitted) -> RunOutcome {
     match submitted {

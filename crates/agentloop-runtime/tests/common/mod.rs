@@ -233,3 +233,14 @@ pub async fn drain(
         .expect("the run ended with its terminal event");
     (events, result)
 }
+
+/// Project settings under which every call of the `count` tool waits for
+/// a person's approval.
+pub fn count_needs_approval() -> ProjectSettings {
+    let mut settings = ProjectSettings::default();
+    settings
+        .loop_settings
+        .approvals
+        .insert("count".into(), agentloop_types::ApprovalPolicy::Always);
+    settings
+}
