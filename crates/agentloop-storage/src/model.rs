@@ -215,7 +215,7 @@ impl RunStatus {
     }
 }
 
-/// What [`TaskStore::renew_leases`](crate::TaskStore::renew_leases) found
+/// What [`RunStore::renew_leases`](crate::RunStore::renew_leases) found
 /// for one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaseRenewal {

@@ -142,7 +142,7 @@ impl FileStore for MemoryStore {
 }
 
 impl MemoryStore {
-    /// [`TaskStore::renew_leases`](crate::store::TaskStore::renew_leases):
+    /// [`RunStore::renew_leases`](crate::store::RunStore::renew_leases):
     /// runs' leases, renewed with their agent runs' status read.
     pub(super) async fn renew_run_leases(
         &self,

@@ -40,7 +40,7 @@ mod sql_runs {
     }
 
     impl SqlStore {
-        /// [`TaskStore::renew_leases`](crate::store::TaskStore::renew_leases):
+        /// [`RunStore::renew_leases`](crate::store::RunStore::renew_leases):
         /// runs' leases, renewed with their agent runs' status read.
         pub(super) async fn renew_run_leases(
             &self,
