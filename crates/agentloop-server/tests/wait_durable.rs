@@ -119,6 +119,10 @@ async fn follow_and_decide(server: Arc<TestServer>, run_id: String) -> (Vec<(u16
             return (answers, status);
         }
         quiet += 1;
+        // A back-off between reconnections, not a wait for a condition:
+        // the condition is the next event, which the reconnection (from
+        // `last-event-id`) reads; without it 125 followers would reopen
+        // their streams in a busy loop while a run is between steps.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let (_, run) = server.get(&format!("/api/agent-runs/{run_id}")).await;
