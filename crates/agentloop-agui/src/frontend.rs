@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
+use agentloop_types::{Tool, ToolContext, ToolDefinition, ToolResult, ToolStream, single_result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -27,6 +27,31 @@ pub struct FrontendToolSpec {
     /// no arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
+}
+
+impl FrontendToolSpec {
+    /// The tool as a run's input names it (`RunInput::Start`'s client
+    /// tools); a tool without parameters takes an empty object.
+    pub fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            input_schema: Arc::new(
+                self.parameters
+                    .clone()
+                    .unwrap_or_else(|| json!({ "type": "object", "properties": {} })),
+            ),
+        }
+    }
+
+    /// The client tool a run's input names.
+    pub fn of_definition(tool: &ToolDefinition) -> Self {
+        Self {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            parameters: Some(Value::clone(&tool.input_schema)),
+        }
+    }
 }
 
 /// Why a run input's front-end tools cannot be offered.

@@ -205,9 +205,7 @@ impl Session {
     pub async fn send(&mut self, text: String) -> Result<LoopStatus, Failure> {
         self.name_after(&text).await?;
         let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
-        self.turn(RunInput::Start {
-            message: Some(message),
-        })
+        self.turn(RunInput::start(message))
         .await
     }
 
@@ -237,7 +235,7 @@ impl Session {
     /// Continues the chat's interrupted run from its last checkpoint and
     /// streams what follows.
     pub async fn continue_interrupted(&mut self) -> Result<LoopStatus, Failure> {
-        self.turn(RunInput::Start { message: None }).await
+        self.turn(RunInput::start(None)).await
     }
 
     /// Cancels the chat's waiting run: its pending calls are closed.

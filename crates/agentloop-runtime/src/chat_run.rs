@@ -54,7 +54,7 @@ struct Pacing {
 impl ChatRun {
     /// Drives `stream`, persisting through `persister`.
     pub(crate) fn new(persister: Box<Persister>, stream: CheckpointedRun) -> Self {
-        let run_id = persister.run.id.clone();
+        let run_id = persister.run().id.clone();
         let holder = (persister.store.clone(), persister.owner.clone());
         let pacing = Arc::new(Pacing::default());
         let driving = Driving {
@@ -182,7 +182,7 @@ impl Driving {
                     }
                 }
                 Some(RunItem::Event(event)) => self.persister.handle(event).await.map(Some),
-                None => Err(ended_without_result(&self.persister.run.id)),
+                None => Err(ended_without_result(&self.persister.run().id)),
             };
             match stored {
                 Ok(None) => {}

@@ -67,6 +67,13 @@ pub enum RuntimeError {
         /// What failed.
         message: String,
     },
+    /// An input asked a chat for what only another host offers (an agent
+    /// of the host's choosing, tools its client runs itself).
+    #[error("a chat cannot take {what}: start it without")]
+    UnsupportedInput {
+        /// What was asked.
+        what: &'static str,
+    },
     /// A stored run record could not be read back.
     #[error("run {run_id} is corrupt: {message}")]
     CorruptRun {

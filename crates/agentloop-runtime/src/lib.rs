@@ -62,6 +62,7 @@ pub mod heartbeat;
 mod host;
 pub mod ids;
 pub mod log;
+mod lifecycle;
 mod persist;
 pub mod recovery;
 mod runtime;

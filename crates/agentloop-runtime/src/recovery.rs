@@ -229,7 +229,7 @@ impl ChatRuntime {
             state: settled.state,
             ended: persister.has_ended(),
             result: persister.ended_with().cloned(),
-            record: persister.run.clone(),
+            record: persister.run().clone(),
         })
     }
 

@@ -32,6 +32,8 @@ impl ChatRuntime {
     /// Submits `input` to the chat's run.
     ///
     /// What each input does to a chat:
+    /// - `Start` naming an agent or offering client tools: refused
+    ///   (`UnsupportedInput`); a chat runs the one agent it was made with.
     /// - `Start` with a message, and `Message`: the message is stored and a
     ///   run starts over the history ([`ChatRuntime::send`]); a chat whose run
     ///   still goes on or waits for a person refuses it.
@@ -49,13 +51,22 @@ impl ChatRuntime {
     pub async fn submit(&self, chat_id: &str, input: RunInput) -> RuntimeResult<Submitted> {
         // Boxed: a run's futures are large and live as long as it does.
         match input {
+            RunInput::Start { agent: Some(_), .. } => Err(RuntimeError::UnsupportedInput {
+                what: "an agent to start",
+            }),
+            RunInput::Start { client_tools, .. } if !client_tools.is_empty() => {
+                Err(RuntimeError::UnsupportedInput {
+                    what: "tools its client runs",
+                })
+            }
             RunInput::Start {
                 message: Some(message),
+                ..
             }
             | RunInput::Message { message } => Box::pin(self.send(chat_id, message))
                 .await
                 .map(Submitted::Run),
-            RunInput::Start { message: None } => Box::pin(self.continue_chat(chat_id))
+            RunInput::Start { message: None, .. } => Box::pin(self.continue_chat(chat_id))
                 .await
                 .map(|run| run.map_or(Submitted::Idle, Submitted::Run)),
             RunInput::Decide { decisions } => Box::pin(self.resume(chat_id, decisions))

@@ -40,9 +40,7 @@ async fn start_decide_and_message_drive_a_chat_through_one_entry() {
         )
         .await;
 
-        let start = RunInput::Start {
-            message: Some(Message::user_text("u1", "count")),
-        };
+        let start = RunInput::start(Message::user_text("u1", "count"));
         let waiting = outcome(runtime.submit(&chat_id, start).await.unwrap()).await;
         assert!(
             matches!(waiting.result.status, LoopStatus::Suspended { .. }),
@@ -73,7 +71,7 @@ async fn start_decide_and_message_drive_a_chat_through_one_entry() {
 
         // Nothing left to continue: the history ends with an answer.
         let idle = runtime
-            .submit(&chat_id, RunInput::Start { message: None })
+            .submit(&chat_id, RunInput::start(None))
             .await
             .unwrap();
         assert!(matches!(idle, Submitted::Idle), "{name}");
@@ -119,9 +117,7 @@ async fn cancel_and_stop_end_a_waiting_run_and_stop_on_an_idle_chat_does_nothing
             .into_iter()
             .enumerate()
         {
-            let start = RunInput::Start {
-                message: Some(Message::user_text(format!("u{i}"), "count")),
-            };
+            let start = RunInput::start(Message::user_text(format!("u{i}"), "count"));
             outcome(runtime.submit(&chat_id, start).await.unwrap()).await;
             assert_eq!(runtime.pending(&chat_id).await.unwrap().len(), 1, "{name}");
             let kind = input.kind();

@@ -29,14 +29,14 @@ use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, now_millis};
 use agentloop_types::{Decision, Decisions, LoopStatus};
 use serde_json::json;
 
-use crate::ending::{self, AgentRunEnding, Settled};
+use crate::ending::{AgentRunEnding, Settled};
 use crate::hosting::{self, Outcome, Pace};
 use crate::local_run::Halt;
 use crate::metrics::{RunMetrics, StatusLabels};
 use crate::run_log::{end_answered, end_stopped, fail};
 use crate::run_tools::{frontend_tools, project_mcp, project_shell, tools};
 use crate::runner::{
-    CreatedRun, RunInput, StartError, TaskContext, create_agent_run, load_task_context, next_agent,
+    CreatedRun, StartInput, StartError, TaskContext, create_agent_run, load_task_context, next_agent,
     prepare, run_model,
 };
 use crate::state::{AppState, LocalRun};
@@ -51,7 +51,7 @@ pub async fn start_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
-    input: RunInput<'_>,
+    input: StartInput<'_>,
 ) -> Result<AgentRun, StartError> {
     let run_id = crate::ids::new_id();
     let local = match &state.config.dispatch {
@@ -449,7 +449,6 @@ impl<'a> Execution<'a> {
         outcome: Outcome,
         ending: &Arc<AgentRunEnding>,
     ) -> RuntimeResult<Option<Ended>> {
-        let store = &*self.state.store;
         match outcome {
             // The runtime gives the lease up as it logs the run's end (or
             // its suspension), and the heartbeat reads a lease given up as
@@ -484,15 +483,17 @@ impl<'a> Execution<'a> {
                     Box::pin(self.wait(ending)).await;
                     return Ok(None);
                 }
+                // The runtime ends every finished run through the ending:
+                // nothing here decides or commits an end again.
                 match ending.settled() {
                     Some(settled) => Ok(Some(Ended::from(settled))),
-                    // The runtime always ends a finished run through the
-                    // ending; settled here only if it did not.
-                    None => {
-                        let decided = ending::decide(store, &self.run.id, *result).await?;
-                        let settled = ending::commit(store, &self.run.id, decided).await?;
-                        Ok(Some(Ended::from(settled)))
-                    }
+                    None => Err(RuntimeError::Host {
+                        run_id: self.run.id.clone(),
+                        message: format!(
+                            "the run finished ({}) without its end being settled",
+                            result.status.name()
+                        ),
+                    }),
                 }
             }
             Outcome::Answered => {
@@ -617,7 +618,7 @@ async fn chain(state: &AppState, ctx: &TaskContext, agent: AgentType) -> Runtime
         task,
         ..ctx.clone()
     };
-    match start_agent_run(state, &ctx, next, RunInput::default()).await {
+    match start_agent_run(state, &ctx, next, StartInput::default()).await {
         Ok(_) | Err(StartError::Conflict(_) | StartError::Done) => Ok(()),
         Err(StartError::Storage(e)) => Err(e.into()),
     }

@@ -170,7 +170,7 @@ async fn start_waiting(
 /// The end agent run `run_id` takes when its loop ended with `result`,
 /// not yet recorded: the end a person recorded, if any (`ended_here`
 /// false), else the one the result asks for.
-pub async fn decide(store: &dyn Store, run_id: &str, result: LoopResult) -> StorageResult<Settled> {
+async fn decide(store: &dyn Store, run_id: &str, result: LoopResult) -> StorageResult<Settled> {
     let stored = store.get_agent_run(run_id).await?;
     let (status, reason, ended_here) = if stored.status.is_active() {
         let (status, reason) = wanted(&result.status);
@@ -201,7 +201,7 @@ pub fn record_status(status: AgentRunStatus) -> RunStatus {
 /// Finishes agent run `run_id` with the end [`decide`] gave, unless a
 /// person ended it between the decision and now: then their end stays in
 /// the agent run (the log says the loop's).
-pub async fn commit(
+async fn commit(
     store: &dyn Store,
     run_id: &str,
     mut settled: Settled,

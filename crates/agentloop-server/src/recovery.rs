@@ -9,7 +9,7 @@ use agentloop_storage::StorageError;
 use agentloop_storage::model::{AgentRunStatus, RunStatus, now_millis};
 
 use crate::drive::start_agent_run;
-use crate::runner::{RunInput, StartError, load_task_context, next_agent};
+use crate::runner::{StartInput, StartError, load_task_context, next_agent};
 use crate::state::AppState;
 
 /// Runs looked at per pass.
@@ -98,7 +98,7 @@ pub async fn resume_chains(state: &AppState) -> Result<usize, StorageError> {
                 continue;
             }
             let ctx = load_task_context(store, &task.id).await?;
-            match start_agent_run(state, &ctx, next, RunInput::default()).await {
+            match start_agent_run(state, &ctx, next, StartInput::default()).await {
                 Ok(_) => started += 1,
                 Err(StartError::Conflict(_) | StartError::Done) => {}
                 Err(StartError::Storage(e)) => return Err(e),

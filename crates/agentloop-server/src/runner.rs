@@ -32,7 +32,7 @@ pub struct TaskContext {
 
 /// What the client starting an agent run gives it beyond its agent.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct RunInput<'a> {
+pub struct StartInput<'a> {
     /// Tools the client runs itself (an AG-UI run's front-end tools).
     pub frontend_tools: &'a [FrontendToolSpec],
     /// The text of the request that starts the run (an A2A message, an
@@ -124,7 +124,7 @@ pub async fn create_agent_run(
     ctx: &TaskContext,
     agent: AgentType,
     run_id: &str,
-    input: RunInput<'_>,
+    input: StartInput<'_>,
 ) -> Result<CreatedRun, StartError> {
     if ctx.task.workflow_complete {
         return Err(StartError::Done);

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approval::Decisions;
 use crate::message::Message;
+use crate::tool::ToolDefinition;
 
 /// One thing submitted to a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,9 +32,18 @@ pub enum RunInput {
     /// Start a run over the chat's history, after `message` when one is
     /// given; without one, the chat's history is continued as it stands.
     Start {
+        /// The agent to run, for a host that offers several (the server's
+        /// agent types); the host's default when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
         /// The person's message that starts the run.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<Message>,
+        /// Tools the client runs itself (an AG-UI front end's): offered to
+        /// the model beside the host's, their calls wait for the client's
+        /// answer as a person's decision.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        client_tools: Vec<ToolDefinition>,
     },
     /// A person's decisions for the calls the run waits on, by call id:
     /// approvals, rejections and answers to its questions. The run resumes
@@ -59,6 +69,16 @@ pub enum RunInput {
 }
 
 impl RunInput {
+    /// A start of the host's default agent, after `message` when one is
+    /// given, offering no client tools.
+    pub fn start(message: impl Into<Option<Message>>) -> Self {
+        RunInput::Start {
+            agent: None,
+            message: message.into(),
+            client_tools: Vec::new(),
+        }
+    }
+
     /// The input's `type` tag, as it reads on the wire and in logs.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -79,9 +99,16 @@ mod tests {
     #[test]
     fn every_input_round_trips_under_its_tag() {
         let inputs = [
-            RunInput::Start { message: None },
+            RunInput::start(None),
+            RunInput::start(Message::user_text("m1", "hello")),
             RunInput::Start {
-                message: Some(Message::user_text("m1", "hello")),
+                agent: Some("review".to_owned()),
+                message: None,
+                client_tools: vec![ToolDefinition {
+                    name: "pick_color".to_owned(),
+                    description: "Asks the person for a colour.".to_owned(),
+                    input_schema: std::sync::Arc::new(serde_json::json!({"type": "object"})),
+                }],
             },
             RunInput::Decide {
                 decisions: [(

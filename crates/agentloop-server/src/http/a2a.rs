@@ -32,7 +32,7 @@ use agentloop_a2a::wire::{
     SendMessageResponse, StreamResponse, Task, TaskIdRequest,
 };
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType};
-use agentloop_types::PendingCall;
+use agentloop_types::{PendingCall, RunInput};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -47,8 +47,10 @@ use super::error::ApiError;
 use super::events::Follow;
 use super::extract::{AuthUser, from_body};
 use super::requests::{Decisions, NewTask};
-use super::service::{self, cancel_run, decide, last_seq, owned_project, owned_run, owned_task};
-use crate::runner::{RunInput, TaskContext};
+use super::service::{
+    self, Submitted, Target, last_seq, owned_project, owned_run, owned_task, submit,
+};
+use crate::runner::TaskContext;
 use crate::state::AppState;
 use crate::users::User;
 
@@ -404,12 +406,14 @@ impl Call {
             self.add_to_document(&ctx, &text).await?;
             ctx
         };
-        let input = RunInput {
-            request: Some(&text),
-            ..RunInput::default()
+        let start = RunInput::Start {
+            agent: Some(agent.as_str().to_owned()),
+            message: Some(agentloop_types::Message::user_text(&message.message_id, text)),
+            client_tools: Vec::new(),
         };
-        let run = service::start_run(&self.state, &ctx, agent, input)
+        let run = submit(&self.state, &self.user, Target::Task(&ctx), start)
             .await
+            .and_then(Submitted::into_run)
             .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
         Ok((run, ctx))
     }
@@ -512,9 +516,13 @@ impl Call {
         let after = last_seq(&self.state, &run.id)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::InternalError))?;
-        let resumed = decide(&self.state, &ctx, &run, decisions)
+        let decide = RunInput::Decide {
+            decisions: decisions.into_iter().collect(),
+        };
+        let submitted = submit(&self.state, &self.user, Target::Run(&run, &ctx), decide)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::TaskNotFound))?;
+        let resumed = matches!(submitted, Submitted::Decided { resumed: true, .. });
         if !resumed {
             return Err(RpcError::invalid_params(
                 "the decisions were recorded, but the task waits on more calls: decide each of them",
@@ -545,8 +553,9 @@ impl Call {
     async fn cancel(&self, request: &Request) -> Result<Response, RpcError> {
         let params: TaskIdRequest = request.params()?;
         let (run, ctx) = self.owned(&params.id).await?;
-        let run = cancel_run(&self.state, &self.user, &ctx, &run)
+        let run = submit(&self.state, &self.user, Target::Run(&run, &ctx), RunInput::Cancel {})
             .await
+            .and_then(Submitted::into_run)
             .map_err(|e| match e.status {
                 StatusCode::CONFLICT => RpcError::new(
                     ErrorCode::TaskNotCancelable,

@@ -13,9 +13,9 @@
 
 use std::convert::Infallible;
 
-use agentloop_agui::{AgUiEvent, Encoder, RunAgentInput, validate_frontend_tools};
+use agentloop_agui::{AgUiEvent, Encoder, FrontendToolSpec, RunAgentInput};
 use agentloop_storage::model::{AgentRun, AgentType};
-use agentloop_types::Decision;
+use agentloop_types::{Decision, Message, RunInput};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -26,9 +26,10 @@ use super::error::ApiError;
 use super::events::Follow;
 use super::extract::{ApiJson, AuthUser};
 use super::requests::AgUiInput;
-use super::service;
-use crate::run_tools::reserved_tool_names;
-use crate::runner::{RunInput, TaskContext};
+use super::service::{self, Submitted, Target};
+use crate::ids::new_id;
+use crate::runner::TaskContext;
+use crate::users::User;
 use crate::state::AppState;
 
 pub(super) async fn run(
@@ -52,7 +53,7 @@ pub(super) async fn run(
     let (run, after, frontend) = match waiting {
         Some(waiting) if !resumed.is_empty() || !answers.is_empty() => {
             let decisions = resumed.into_iter().chain(answers).collect();
-            let after = resume(&state, &ctx, &waiting, decisions).await?;
+            let after = resume(&state, &user, &ctx, &waiting, decisions).await?;
             let frontend = service::offered_frontend_tools(&state, &waiting).await?;
             (waiting, after, frontend)
         }
@@ -63,7 +64,7 @@ pub(super) async fn run(
             ));
         }
         _ => (
-            start(&state, &ctx, &input).await?,
+            start(&state, &user, &ctx, &input).await?,
             None,
             input.tools.clone(),
         ),
@@ -105,6 +106,7 @@ pub(super) async fn run(
 /// Starts the agent run the input asks for, offering the input's tools.
 async fn start(
     state: &AppState,
+    user: &User,
     ctx: &TaskContext,
     input: &RunAgentInput,
 ) -> Result<AgentRun, ApiError> {
@@ -113,23 +115,28 @@ async fn start(
         .as_ref()
         .and_then(|props| props.get("agentType"))
     {
-        None => AgentType::Implementation,
-        Some(name) => name.as_str().and_then(AgentType::parse).ok_or_else(|| {
-            ApiError::bad_request(
-                "forwardedProps.agentType must be one of planification, implementation, review",
-            )
-        })?,
+        None => None,
+        Some(name) => Some(
+            name.as_str()
+                .filter(|name| AgentType::parse(name).is_some())
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "forwardedProps.agentType must be one of planification, implementation, review",
+                    )
+                })?
+                .to_owned(),
+        ),
     };
-    let reserved = reserved_tool_names(state);
-    let reserved: Vec<&str> = reserved.iter().map(String::as_str).collect();
-    validate_frontend_tools(&input.tools, &reserved)
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let request = input.last_user_text();
-    let run_input = RunInput {
-        frontend_tools: &input.tools,
-        request: request.as_deref(),
+    let start = RunInput::Start {
+        agent,
+        message: input
+            .last_user_text()
+            .map(|text| Message::user_text(new_id(), text)),
+        client_tools: input.tools.iter().map(FrontendToolSpec::definition).collect(),
     };
-    service::start_run(state, ctx, agent, run_input).await
+    service::submit(state, user, Target::Task(ctx), start)
+        .await?
+        .into_run()
 }
 
 /// The input's `tool` messages that answer calls of front-end tools the
@@ -165,13 +172,18 @@ async fn frontend_answers(
 /// follow it from there.
 async fn resume(
     state: &AppState,
+    user: &User,
     ctx: &TaskContext,
     waiting: &AgentRun,
     decisions: Vec<(String, Decision)>,
 ) -> Result<Option<u64>, ApiError> {
     // Read before deciding: once decided, the run appends again.
     let after = service::last_seq(state, &waiting.id).await?;
-    if !service::decide(state, ctx, waiting, decisions).await? {
+    let decide = RunInput::Decide {
+        decisions: decisions.into_iter().collect(),
+    };
+    let submitted = service::submit(state, user, Target::Run(waiting, ctx), decide).await?;
+    if !matches!(submitted, Submitted::Decided { resumed: true, .. }) {
         return Err(ApiError::bad_request(
             "the decisions were recorded, but the run waits on more calls: answer each of its \
              interrupts and each call of the application's tools",

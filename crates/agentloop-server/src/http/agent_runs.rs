@@ -9,8 +9,9 @@ use super::error::ApiError;
 use super::extract::{ApiJson, AuthUser, check_id};
 use super::requests::{Decisions, NewAgentRun};
 use super::responses::{AgentRunView, DecisionsAnswer, PendingAnswer, pending_shapes};
-use super::service;
-use crate::runner::RunInput;
+use super::service::{self, Submitted, Target};
+use agentloop_storage::model::AgentType;
+use agentloop_types::RunInput;
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
 
@@ -22,7 +23,15 @@ pub(super) async fn create(
 ) -> Result<(StatusCode, Json<AgentRunShape>), ApiError> {
     check_id(&task_id, "task")?;
     let ctx = service::owned_task(&state, &user, &task_id).await?;
-    let run = service::start_run(&state, &ctx, body.agent_type.into(), RunInput::default()).await?;
+    let agent = AgentType::from(body.agent_type).as_str().to_owned();
+    let start = RunInput::Start {
+        agent: Some(agent),
+        message: None,
+        client_tools: Vec::new(),
+    };
+    let run = service::submit(&state, &user, Target::Task(&ctx), start)
+        .await?
+        .into_run()?;
     Ok((StatusCode::CREATED, Json(AgentRunShape::of(&run))))
 }
 
@@ -69,8 +78,15 @@ pub(super) async fn decisions(
     ApiJson(body): ApiJson<Decisions>,
 ) -> Result<Json<DecisionsAnswer>, ApiError> {
     let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
-    let decisions = body.parse()?;
-    let resumed = service::decide(&state, &ctx, &run, decisions).await?;
+    let decisions = body.parse()?.into_iter().collect();
+    let submitted = service::submit(
+        &state,
+        &user,
+        Target::Run(&run, &ctx),
+        RunInput::Decide { decisions },
+    )
+    .await?;
+    let resumed = matches!(submitted, Submitted::Decided { resumed: true, .. });
     let run = service::current_run(&state, &run.id).await?;
     let pending = service::pending(&state, &run).await?;
     Ok(Json(DecisionsAnswer {
@@ -109,6 +125,8 @@ pub(super) async fn cancel(
     Path(run_id): Path<String>,
 ) -> Result<Json<AgentRunShape>, ApiError> {
     let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
-    let run = service::cancel_run(&state, &user, &ctx, &run).await?;
+    let run = service::submit(&state, &user, Target::Run(&run, &ctx), RunInput::Cancel {})
+        .await?
+        .into_run()?;
     Ok(Json(AgentRunShape::of(&run)))
 }

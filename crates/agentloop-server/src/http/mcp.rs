@@ -30,8 +30,8 @@ use super::error::ApiError;
 use super::extract::{AuthUser, check_id};
 use super::requests::{INVALID_AGENT_TYPE, NewTask};
 use super::responses::{AgentRunView, ProjectShape, TaskShape};
-use super::service;
-use crate::runner::RunInput;
+use super::service::{self, Target};
+use agentloop_types::RunInput;
 use crate::shapes::{AgentRunShape, to_json};
 use crate::state::AppState;
 use crate::users::User;
@@ -186,7 +186,14 @@ impl ProjectsServer {
                 let agent = AgentType::parse(&string(&arguments, "agent_type")?)
                     .ok_or_else(|| ApiError::bad_request(INVALID_AGENT_TYPE))?;
                 let ctx = service::owned_task(state, &user, &task).await?;
-                let run = service::start_run(state, &ctx, agent, RunInput::default()).await?;
+                let start = RunInput::Start {
+                    agent: Some(agent.as_str().to_owned()),
+                    message: None,
+                    client_tools: Vec::new(),
+                };
+                let run = service::submit(state, &user, Target::Task(&ctx), start)
+                    .await?
+                    .into_run()?;
                 to_json(&AgentRunShape::of(&run))
             }
             "get_agent_run" => {

@@ -9,7 +9,8 @@ use super::error::ApiError;
 use super::extract::{ApiJson, AuthUser, check_id};
 use super::requests::{NewTask, TaskDocumentContent, WorkflowComplete};
 use super::responses::{DocumentShape, TaskShape, WorkflowCompleted};
-use super::service;
+use super::service::{self, Target};
+use agentloop_types::RunInput;
 use crate::config::task_doc_path;
 use crate::state::AppState;
 
@@ -82,7 +83,12 @@ pub(super) async fn workflow_complete(
     ApiJson(body): ApiJson<WorkflowComplete>,
 ) -> Result<Json<WorkflowCompleted>, ApiError> {
     check_id(&task_id, "task")?;
-    service::mark_done(&state, &user, &task_id, body.complete).await?;
+    if body.complete {
+        let ctx = service::owned_task(&state, &user, &task_id).await?;
+        service::submit(&state, &user, Target::Task(&ctx), RunInput::Stop {}).await?;
+    } else {
+        service::mark_done(&state, &user, &task_id, false).await?;
+    }
     Ok(Json(WorkflowCompleted {
         success: true,
         workflow_complete: body.complete,

@@ -11,6 +11,7 @@ mod owned;
 mod projects;
 mod runs;
 mod session;
+mod submit;
 mod tasks;
 mod webhooks;
 
@@ -18,5 +19,6 @@ pub use owned::*;
 pub use projects::*;
 pub use runs::*;
 pub use session::*;
+pub use submit::*;
 pub use tasks::*;
 pub use webhooks::*;

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use crate::drive::{self, start_agent_run};
 use crate::http::error::ApiError;
 use crate::http::responses::{RunConflict, StartConflict};
-use crate::runner::{RunInput, StartError, TaskContext, frontend_tool_specs};
+use crate::runner::{StartInput, StartError, TaskContext, frontend_tool_specs};
 use crate::shapes::{AgentRunShape, to_json};
 use crate::state::AppState;
 use crate::users::User;
@@ -21,7 +21,7 @@ pub async fn start_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
-    input: RunInput<'_>,
+    input: StartInput<'_>,
 ) -> Result<AgentRun, ApiError> {
     start_agent_run(state, ctx, agent, input)
         .await

@@ -135,6 +135,15 @@ pub async fn mark_done(
     complete: bool,
 ) -> Result<(), ApiError> {
     let ctx = owned_task(state, user, task_id).await?;
+    mark_task_done(state, &ctx, complete).await
+}
+
+/// Mark Done of a task its user owns (see [`mark_done`]).
+pub(super) async fn mark_task_done(
+    state: &AppState,
+    ctx: &TaskContext,
+    complete: bool,
+) -> Result<(), ApiError> {
     let completed = state
         .store
         .set_workflow_complete(&ctx.task.id, complete, now_millis())
@@ -143,7 +152,7 @@ pub async fn mark_done(
         if let Some(local) = state.local_run(&run.id) {
             local.halt(crate::state::Halt::Cancel);
         }
-        waiting::close_pending(state, &ctx, run).await;
+        waiting::close_pending(state, ctx, run).await;
         drive::cancel_in_engine(state, &run.id).await;
         state.notify_run_status(&ctx.owner, &ctx.project, run, run.status);
     }

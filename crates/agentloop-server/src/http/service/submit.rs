@@ -1,0 +1,192 @@
+//! One way in: every host of the API (REST, MCP, A2A, AG-UI) turns what
+//! its client asked into an [`agentloop_types::RunInput`] and submits it
+//! here, to a task or one of its agent runs. What each input means for an
+//! agent run is decided in this one place:
+//!
+//! - `start`: a new agent run of the task (the agent named, else
+//!   `implementation`), its first message carrying the message's text, its
+//!   client tools offered beside the server's;
+//! - `decide`: the decisions go to the run (a task: its waiting run); the
+//!   run resumes once every call it waits on is decided;
+//! - `message`: a task whose agents are idle starts its default agent with
+//!   the message; a message to an agent still going is refused (409), as
+//!   nothing yet delivers it mid-run;
+//! - `cancel`: the run (a task: its active run) is cancelled;
+//! - `stop`: Mark Done of the run's task.
+
+use agentloop_agui::{FrontendToolSpec, validate_frontend_tools};
+use agentloop_storage::model::{AgentRun, AgentType};
+use agentloop_types::{Message, RunInput, ToolDefinition};
+use axum::http::StatusCode;
+
+use super::runs::{cancel_run, decide, start_run, waiting_run};
+use super::tasks::mark_task_done;
+use crate::http::error::ApiError;
+use crate::run_tools::reserved_tool_names;
+use crate::runner::{StartInput, TaskContext};
+use crate::state::AppState;
+use crate::users::User;
+
+/// What an input is submitted to.
+#[derive(Clone, Copy)]
+pub enum Target<'a> {
+    /// A task: a start begins its next run; other inputs go to its active
+    /// run.
+    Task(&'a TaskContext),
+    /// One agent run of a task.
+    Run(&'a AgentRun, &'a TaskContext),
+}
+
+impl<'a> Target<'a> {
+    fn ctx(self) -> &'a TaskContext {
+        match self {
+            Target::Task(ctx) | Target::Run(_, ctx) => ctx,
+        }
+    }
+}
+
+/// What a submitted input did.
+#[derive(Debug)]
+pub enum Submitted {
+    /// A new agent run started.
+    Started(AgentRun),
+    /// Decisions were recorded on the run; `resumed` once it waits on no
+    /// more calls and goes on.
+    Decided {
+        /// The run decided on.
+        run: AgentRun,
+        /// Whether it resumed.
+        resumed: bool,
+    },
+    /// The run was cancelled (as it stands now).
+    Cancelled(AgentRun),
+    /// The task was marked done.
+    Stopped,
+}
+
+impl Submitted {
+    /// The run the input started, decided on or cancelled; a 500 for Mark
+    /// Done, which names no run (a host asks for a run only after an input
+    /// that yields one).
+    pub fn into_run(self) -> Result<AgentRun, ApiError> {
+        match self {
+            Submitted::Started(run)
+            | Submitted::Decided { run, .. }
+            | Submitted::Cancelled(run) => Ok(run),
+            Submitted::Stopped => Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Mark Done names no agent run",
+            )),
+        }
+    }
+}
+
+/// Submits `input` from `user` to `target`; see the module docs.
+pub async fn submit(
+    state: &AppState,
+    user: &User,
+    target: Target<'_>,
+    input: RunInput,
+) -> Result<Submitted, ApiError> {
+    let ctx = target.ctx();
+    match input {
+        RunInput::Start {
+            agent,
+            message,
+            client_tools,
+        } => {
+            if let Target::Run(..) = target {
+                return Err(ApiError::bad_request(
+                    "a start is submitted to a task, not to one of its runs",
+                ));
+            }
+            let agent = match agent {
+                None => AgentType::Implementation,
+                Some(name) => AgentType::parse(&name).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "unknown agent {name:?}: one of planification, implementation, review"
+                    ))
+                })?,
+            };
+            start(state, ctx, agent, message.as_ref(), &client_tools).await
+        }
+        RunInput::Message { message } => {
+            if let Some(active) = state.store.active_agent_run(&ctx.task.id).await? {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    format!(
+                        "agent run {} of this task is still {}: a message is taken once it \
+                         ends (or cancel it first)",
+                        active.id,
+                        active.status.as_str()
+                    ),
+                ));
+            }
+            start(state, ctx, AgentType::Implementation, Some(&message), &[]).await
+        }
+        RunInput::Decide { decisions } => {
+            let run = match target {
+                Target::Run(run, _) => run.clone(),
+                Target::Task(ctx) => waiting_run(state, ctx).await?.ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::CONFLICT,
+                        "no agent run of this task waits for a decision",
+                    )
+                })?,
+            };
+            let resumed = decide(state, ctx, &run, decisions.into_iter().collect()).await?;
+            Ok(Submitted::Decided { run, resumed })
+        }
+        RunInput::Cancel {} => {
+            let run = match target {
+                Target::Run(run, _) => run.clone(),
+                Target::Task(ctx) => state
+                    .store
+                    .active_agent_run(&ctx.task.id)
+                    .await?
+                    .ok_or_else(|| {
+                        ApiError::new(
+                            StatusCode::CONFLICT,
+                            "no agent run of this task is going or waiting",
+                        )
+                    })?,
+            };
+            cancel_run(state, user, ctx, &run)
+                .await
+                .map(Submitted::Cancelled)
+        }
+        RunInput::Stop {} => {
+            mark_task_done(state, ctx, true).await?;
+            Ok(Submitted::Stopped)
+        }
+    }
+}
+
+/// Starts `agent` on the task with the message's text as its request,
+/// offering the client's tools.
+async fn start(
+    state: &AppState,
+    ctx: &TaskContext,
+    agent: AgentType,
+    message: Option<&Message>,
+    client_tools: &[ToolDefinition],
+) -> Result<Submitted, ApiError> {
+    let frontend_tools: Vec<FrontendToolSpec> = client_tools
+        .iter()
+        .map(FrontendToolSpec::of_definition)
+        .collect();
+    let reserved = reserved_tool_names(state);
+    let reserved: Vec<&str> = reserved.iter().map(String::as_str).collect();
+    validate_frontend_tools(&frontend_tools, &reserved)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let request = message
+        .map(Message::text)
+        .filter(|text| !text.trim().is_empty());
+    let input = StartInput {
+        frontend_tools: &frontend_tools,
+        request: request.as_deref(),
+    };
+    start_run(state, ctx, agent, input)
+        .await
+        .map(Submitted::Started)
+}
