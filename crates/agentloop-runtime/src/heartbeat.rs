@@ -2,8 +2,9 @@
 //! executes, many at a time: one [`beat`](Heartbeat::beat) renews every
 //! watched run's lease ([`agentloop_storage::RunStore::renew_leases`], one
 //! statement per batch of runs) and tells each run's watcher what the
-//! renewal found — renewed (with the host's own status of the run, when
-//! the host keeps one) or lost. One pass and one statement per batch
+//! renewal found — renewed or lost — and its host which runs it still
+//! holds, to check against what it keeps of its own. One pass and one
+//! statement per batch
 //! instead of a task, a transaction and a read per run keep the
 //! database's load flat as runs grow.
 //!
@@ -21,7 +22,7 @@ use crate::error::RuntimeResult;
 
 /// What watches one run's lease: told what each renewal found.
 pub trait LeaseWatcher: Send + Sync {
-    /// The lease was renewed (with the host's status of the run) or lost.
+    /// The lease was renewed or lost.
     fn renewed(&self, renewal: &LeaseRenewal);
 }
 
@@ -108,16 +109,16 @@ impl Heartbeat {
     }
 
     /// Renews every watched run's lease for another lease length from
-    /// `now` and tells each watcher what its renewal found; returns how
-    /// many runs it renewed for.
-    pub async fn beat(&self, now: i64) -> RuntimeResult<usize> {
+    /// `now` and tells each watcher what its renewal found; returns the
+    /// ids of the runs whose leases were renewed.
+    pub async fn beat(&self, now: i64) -> RuntimeResult<Vec<String>> {
         let (ids, generations): (Vec<String>, Vec<u64>) = self
             .runs()
             .iter()
             .map(|(id, beat)| (id.clone(), beat.generation))
             .unzip();
         if ids.is_empty() {
-            return Ok(0);
+            return Ok(ids);
         }
         let renewals = self
             .store
@@ -129,6 +130,11 @@ impl Heartbeat {
                 beat.watcher.renewed(renewal);
             }
         }
-        Ok(ids.len())
+        Ok(ids
+            .into_iter()
+            .zip(renewals)
+            .filter(|(_, renewal)| *renewal == LeaseRenewal::Renewed)
+            .map(|(id, _)| id)
+            .collect())
     }
 }

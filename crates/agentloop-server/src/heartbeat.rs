@@ -3,14 +3,18 @@
 //! the leases of every agent run executing here (the runtime writes them,
 //! one statement per batch of runs), and each run hears what its renewal
 //! found. A run whose lease was lost is halted with [`Halt::Stop`] (left to
-//! the instance that holds it); a run no longer `running` in the store
-//! (cancelled or force-completed, possibly by another instance, or
-//! deleted) with [`Halt::Cancel`].
+//! the instance that holds it). Then the agent runs of the renewed leases
+//! are read in one statement per batch (the product store's, not the run
+//! store's): one no longer `running` (cancelled or force-completed,
+//! possibly by another instance, or deleted) is halted with
+//! [`Halt::Cancel`].
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use agentloop_runtime::{LeaseWatcher, Watched};
+use agentloop_storage::Store;
 use agentloop_storage::model::{AgentRunStatus, LeaseRenewal, now_millis};
 use agentloop_types::CancellationToken;
 
@@ -23,19 +27,20 @@ pub struct Heartbeat {
     runtime: OnceLock<Arc<agentloop_runtime::Heartbeat>>,
 }
 
-/// How the heartbeat task is paced, and when it stops.
+/// How the heartbeat task is paced, when it stops, and where it reads
+/// which runs a person ended.
 pub(crate) struct Pace {
     pub(crate) interval: Duration,
     pub(crate) shutdown: CancellationToken,
+    pub(crate) store: Arc<dyn Store>,
+    /// The runs executing here, by agent run id.
+    pub(crate) local: Weak<Mutex<HashMap<String, Arc<LocalRun>>>>,
 }
 
 impl LeaseWatcher for LocalRun {
     fn renewed(&self, renewal: &LeaseRenewal) {
         match renewal {
-            LeaseRenewal::Renewed {
-                agent_run: Some(AgentRunStatus::Running),
-            } => {}
-            LeaseRenewal::Renewed { .. } => self.halt(Halt::Cancel),
+            LeaseRenewal::Renewed => {}
             LeaseRenewal::Lost => self.halt(Halt::Stop),
         }
     }
@@ -87,8 +92,37 @@ async fn beat(heartbeat: Weak<agentloop_runtime::Heartbeat>, pace: Pace) {
             return;
         };
         // The next pass tries again; a lease outlives several passes.
-        if let Err(e) = heartbeat.beat(now_millis()).await {
-            tracing::warn!(error = %e, runs = heartbeat.len(), "renewing leases failed");
+        match heartbeat.beat(now_millis()).await {
+            Ok(renewed) => halt_ended(&pace, &renewed).await,
+            Err(e) => {
+                tracing::warn!(error = %e, runs = heartbeat.len(), "renewing leases failed");
+            }
+        }
+    }
+}
+
+/// Cancels the runs executing here whose agent run is no longer `running`
+/// in the store (of `renewed`, the runs whose leases this pass renewed).
+async fn halt_ended(pace: &Pace, renewed: &[String]) {
+    if renewed.is_empty() {
+        return;
+    }
+    let statuses = match pace.store.agent_run_statuses(renewed).await {
+        Ok(statuses) => statuses,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the agent runs executing here failed");
+            return;
+        }
+    };
+    let Some(local) = pace.local.upgrade() else {
+        return;
+    };
+    let local = local.lock().unwrap_or_else(PoisonError::into_inner);
+    for (id, status) in renewed.iter().zip(statuses) {
+        if status != Some(AgentRunStatus::Running)
+            && let Some(run) = local.get(id)
+        {
+            run.halt(Halt::Cancel);
         }
     }
 }

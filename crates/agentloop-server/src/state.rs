@@ -125,6 +125,8 @@ impl AppState {
                 let pace = Pace {
                     interval: self.config.heartbeat,
                     shutdown: self.shutdown.clone(),
+                    store: self.store.clone(),
+                    local: Arc::downgrade(&self.local),
                 };
                 (runtime, pace)
             },

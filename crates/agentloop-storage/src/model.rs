@@ -220,12 +220,7 @@ impl RunStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaseRenewal {
     /// The owner still held the lease; it now lasts until the new expiry.
-    Renewed {
-        /// The status of the agent run with the run's id, if there is one
-        /// (an agent run's record shares its id), read in the same
-        /// statement.
-        agent_run: Option<AgentRunStatus>,
-    },
+    Renewed,
     /// The lease was not renewed: another owner holds it, it was released,
     /// or the run does not exist.
     Lost,

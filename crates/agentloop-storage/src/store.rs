@@ -192,15 +192,11 @@ pub trait RunStore: Send + Sync {
         expires_at: i64,
     ) -> StorageResult<bool>;
     /// Renews, in one statement per batch, the leases `owner` holds on
-    /// `run_ids` until `expires_at`, and reads the status of each run's
-    /// agent run: one [`LeaseRenewal`] per id, in the order given. A lease
-    /// is renewed only while `owner` holds it (expired or not, as long as
-    /// nobody took it); a released or taken lease is
+    /// `run_ids` until `expires_at`: one [`LeaseRenewal`] per id, in the
+    /// order given. A lease is renewed only while `owner` holds it (expired
+    /// or not, as long as nobody took it); a released or taken lease is
     /// [`Lost`](LeaseRenewal::Lost), never taken back. One instance's
-    /// heartbeat renews all the runs it executes with this. (The agent
-    /// run's status read in the same statement is the one thing a run
-    /// store knows of a host's product; it saves the server's heartbeat a
-    /// read per beat.)
+    /// heartbeat renews all the runs it executes with this.
     async fn renew_leases(
         &self,
         owner: &str,
@@ -270,6 +266,12 @@ pub trait TaskStore: Send + Sync {
     /// Every running agent run, of all tasks, oldest first (for recovery
     /// when a server starts).
     async fn list_active_agent_runs(&self) -> StorageResult<Vec<AgentRun>>;
+    /// The status of each agent run of `ids`, in the order given (`None`
+    /// for one that does not exist), read in one statement per batch: how
+    /// a server's heartbeat learns which of the runs it executes a person
+    /// ended elsewhere.
+    async fn agent_run_statuses(&self, ids: &[String])
+    -> StorageResult<Vec<Option<AgentRunStatus>>>;
     /// Sets an agent run's status and completion time.
     async fn set_agent_run_status(
         &self,

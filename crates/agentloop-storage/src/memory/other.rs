@@ -143,7 +143,7 @@ impl FileStore for MemoryStore {
 
 impl MemoryStore {
     /// [`RunStore::renew_leases`](crate::store::RunStore::renew_leases):
-    /// runs' leases, renewed with their agent runs' status read.
+    /// the runs' leases, renewed.
     pub(super) async fn renew_run_leases(
         &self,
         owner: &str,
@@ -161,9 +161,7 @@ impl MemoryStore {
                 _ => false,
             };
             renewals.push(if renewed {
-                LeaseRenewal::Renewed {
-                    agent_run: state.agent_runs.get(id).map(|r| r.status),
-                }
+                LeaseRenewal::Renewed
             } else {
                 LeaseRenewal::Lost
             });
@@ -513,6 +511,17 @@ impl TaskStore for MemoryStore {
             .collect();
         sort_by_created(&mut all, |r| (r.created_at, &r.id));
         Ok(all)
+    }
+
+    async fn agent_run_statuses(
+        &self,
+        ids: &[String],
+    ) -> StorageResult<Vec<Option<AgentRunStatus>>> {
+        let state = self.lock();
+        Ok(ids
+            .iter()
+            .map(|id| state.agent_runs.get(id).map(|r| r.status))
+            .collect())
     }
 
     async fn set_agent_run_status(

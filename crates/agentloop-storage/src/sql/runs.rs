@@ -7,7 +7,7 @@ mod sql_runs {
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
     use crate::group_commit::{Append, CommitBatch, EventRow};
-    use crate::model::{AgentRunStatus, LeaseRenewal, RunRecord, RunStatus, StoredMessage};
+    use crate::model::{LeaseRenewal, RunRecord, RunStatus, StoredMessage};
     use crate::sql::{Query, db_err, found, insert_err};
     use crate::store::{ChatStore, RunStore, from_json_text, json_text};
 
@@ -41,7 +41,7 @@ mod sql_runs {
 
     impl SqlStore {
         /// [`RunStore::renew_leases`](crate::store::RunStore::renew_leases):
-        /// runs' leases, renewed with their agent runs' status read.
+        /// the runs' leases, renewed.
         pub(super) async fn renew_run_leases(
             &self,
             owner: &str,
@@ -49,11 +49,11 @@ mod sql_runs {
             expires_at: i64,
         ) -> StorageResult<Vec<LeaseRenewal>> {
             let _turn = self.write_turn().await;
-            let mut found: std::collections::HashMap<String, Option<AgentRunStatus>> =
-                std::collections::HashMap::with_capacity(run_ids.len());
+            let mut renewed: std::collections::HashSet<String> =
+                std::collections::HashSet::with_capacity(run_ids.len());
             for batch in run_ids.chunks(LEASES_PER_RENEWAL) {
-                // One statement renews the batch and reads each renewed
-                // run's agent run status; rows not ours are not returned.
+                // One statement renews the batch; rows not ours are not
+                // returned.
                 let mut renew = sqlx::QueryBuilder::<super::Db>::new(
                     "UPDATE runs SET lease_expires_at = ",
                 );
@@ -66,35 +66,24 @@ mod sql_runs {
                 for id in batch {
                     ids.push_bind(id.as_str());
                 }
-                renew.push(
-                    ") RETURNING id, \
-                     (SELECT status FROM agent_runs WHERE agent_runs.id = runs.id) AS agent_status",
-                );
+                renew.push(") RETURNING id");
                 let rows = renew
                     .build()
                     .fetch_all(&self.pool)
                     .await
                     .map_err(db_err)?;
                 for row in &rows {
-                    let id: String = sqlx::Row::try_get(row, "id").map_err(db_err)?;
-                    let status: Option<String> =
-                        sqlx::Row::try_get(row, "agent_status").map_err(db_err)?;
-                    let status = status
-                        .map(|s| {
-                            AgentRunStatus::parse(&s)
-                                .ok_or_else(|| crate::sql::bad_value("status", &s))
-                        })
-                        .transpose()?;
-                    found.insert(id, status);
+                    renewed.insert(sqlx::Row::try_get(row, "id").map_err(db_err)?);
                 }
             }
             Ok(run_ids
                 .iter()
-                .map(|id| match found.get(id) {
-                    Some(agent_run) => LeaseRenewal::Renewed {
-                        agent_run: *agent_run,
-                    },
-                    None => LeaseRenewal::Lost,
+                .map(|id| {
+                    if renewed.contains(id) {
+                        LeaseRenewal::Renewed
+                    } else {
+                        LeaseRenewal::Lost
+                    }
                 })
                 .collect())
         }

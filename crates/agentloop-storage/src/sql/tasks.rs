@@ -14,6 +14,10 @@ mod sql_tasks {
     use crate::sql::{Query, db_err, found, insert_err, is_unique, numbered_in_turn};
     use crate::store::{ChatStore, RunStore, TaskStore, json_text};
 
+    /// Agent runs per status read (one parameter each, under SQLite's
+    /// oldest limit of 999).
+    const STATUSES_PER_READ: usize = 500;
+
     const INSERT_AGENT_RUN: &str = "INSERT INTO agent_runs (id, task_id, agent_type, status, \
          conversation_id, created_at, completed_at, end_reason) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
@@ -379,6 +383,32 @@ mod sql_tasks {
                 .iter()
                 .map(rows::agent_run)
                 .collect()
+        }
+
+        async fn agent_run_statuses(
+            &self,
+            ids: &[String],
+        ) -> StorageResult<Vec<Option<AgentRunStatus>>> {
+            let mut found: std::collections::HashMap<String, AgentRunStatus> =
+                std::collections::HashMap::with_capacity(ids.len());
+            for batch in ids.chunks(STATUSES_PER_READ) {
+                let mut read =
+                    sqlx::QueryBuilder::<super::Db>::new("SELECT id, status FROM agent_runs WHERE id IN (");
+                let mut listed = read.separated(", ");
+                for id in batch {
+                    listed.push_bind(id.as_str());
+                }
+                read.push(")");
+                let rows = read.build().fetch_all(&self.pool).await.map_err(db_err)?;
+                for row in &rows {
+                    let id: String = sqlx::Row::try_get(row, "id").map_err(db_err)?;
+                    let status: String = sqlx::Row::try_get(row, "status").map_err(db_err)?;
+                    let status = AgentRunStatus::parse(&status)
+                        .ok_or_else(|| crate::sql::bad_value("status", &status))?;
+                    found.insert(id, status);
+                }
+            }
+            Ok(ids.iter().map(|id| found.get(id).copied()).collect())
         }
 
         async fn set_agent_run_status(

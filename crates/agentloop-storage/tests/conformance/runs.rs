@@ -537,16 +537,25 @@ pub async fn lease_renewals(store: Arc<dyn Store>) {
     assert_eq!(
         renewals,
         [
-            LeaseRenewal::Renewed {
-                agent_run: Some(AgentRunStatus::Running)
-            },
-            LeaseRenewal::Renewed {
-                agent_run: Some(AgentRunStatus::Cancelled)
-            },
+            LeaseRenewal::Renewed,
+            LeaseRenewal::Renewed,
             LeaseRenewal::Lost,
             LeaseRenewal::Lost,
-            LeaseRenewal::Renewed { agent_run: None },
+            LeaseRenewal::Renewed,
             LeaseRenewal::Lost,
+        ]
+    );
+    // The agent runs' statuses are the product store's to read: b was
+    // cancelled elsewhere, e and "nope" have none.
+    assert_eq!(
+        store.agent_run_statuses(&ids).await.unwrap(),
+        [
+            Some(AgentRunStatus::Running),
+            Some(AgentRunStatus::Cancelled),
+            Some(AgentRunStatus::Running),
+            Some(AgentRunStatus::Running),
+            None,
+            None,
         ]
     );
     assert_eq!(lease_of(&*store, "a").await, (Some("me".into()), Some(500)));
@@ -563,9 +572,7 @@ pub async fn lease_renewals(store: Arc<dyn Store>) {
         [
             LeaseRenewal::Lost,
             LeaseRenewal::Lost,
-            LeaseRenewal::Renewed {
-                agent_run: Some(AgentRunStatus::Running)
-            },
+            LeaseRenewal::Renewed,
         ]
     );
     assert!(store.renew_leases("me", &[], 700).await.unwrap().is_empty());
@@ -583,10 +590,17 @@ pub async fn lease_renewals(store: Arc<dyn Store>) {
         let expected = if i % 3 == 0 {
             LeaseRenewal::Lost
         } else {
-            LeaseRenewal::Renewed { agent_run: None }
+            LeaseRenewal::Renewed
         };
         assert_eq!(*renewal, expected, "run {}", many[i]);
     }
+    // Statuses are read in batches too, in the order asked.
+    let mut asked = many.clone();
+    asked.push("a".to_owned());
+    let statuses = store.agent_run_statuses(&asked).await.unwrap();
+    assert_eq!(statuses.len(), asked.len());
+    assert!(statuses[..many.len()].iter().all(Option::is_none));
+    assert_eq!(statuses.last(), Some(&Some(AgentRunStatus::Running)));
     assert_eq!(
         lease_of(&*store, "m1099").await,
         (Some("me".into()), Some(800))
