@@ -205,8 +205,7 @@ impl Session {
     pub async fn send(&mut self, text: String) -> Result<LoopStatus, Failure> {
         self.name_after(&text).await?;
         let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
-        self.turn(RunInput::start(message))
-        .await
+        self.turn(RunInput::start(message)).await
     }
 
     /// Titles a chat still untitled after its first message, `text`.

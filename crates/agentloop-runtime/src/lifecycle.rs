@@ -277,10 +277,7 @@ impl Lifecycle {
     /// The host's answer to [`Effect::HostDecides`].
     pub(crate) fn decided(&mut self, decided: Decided, now: i64) {
         match self.deciding.take() {
-            Some(Deciding {
-                logged: true,
-                ..
-            }) => self.record_end(decided, now),
+            Some(Deciding { logged: true, .. }) => self.record_end(decided, now),
             Some(Deciding { event, .. }) => self.end(event, decided, now),
             None => {}
         }
@@ -396,7 +393,13 @@ impl Lifecycle {
     /// Stores a run that stops to wait for a person: the host is told,
     /// the record stored `suspended`, then the event announcing it
     /// appended and the lease released.
-    fn suspend(&mut self, event: LoopEvent, result: &LoopResult, pending: Vec<PendingCall>, now: i64) {
+    fn suspend(
+        &mut self,
+        event: LoopEvent,
+        result: &LoopResult,
+        pending: Vec<PendingCall>,
+        now: i64,
+    ) {
         if self.hosted {
             self.effects.push_back(Effect::HostWaits {
                 pending,
@@ -618,7 +621,10 @@ mod tests {
             })),
             10,
         );
-        assert!(machine.poll_stored().is_none(), "nothing is yielded before it is stored");
+        assert!(
+            machine.poll_stored().is_none(),
+            "nothing is yielded before it is stored"
+        );
         assert_eq!(
             names(&drain(&mut machine)),
             ["take lease", "append 0", "save message"]
@@ -660,7 +666,10 @@ mod tests {
         );
         assert!(machine.ended_with().is_some());
         machine.checkpoint(RunState::new("r1".to_owned(), Vec::new()), 6);
-        assert!(drain(&mut machine).is_empty(), "an ended run's record is final");
+        assert!(
+            drain(&mut machine).is_empty(),
+            "an ended run's record is final"
+        );
     }
 
     #[test]
@@ -693,7 +702,10 @@ mod tests {
         machine.event(finished(LoopStatus::MaxIterations), 5);
         let asked = drain(&mut machine);
         assert_eq!(names(&asked), ["take lease", "host decides"]);
-        assert!(machine.poll_stored().is_none(), "the end waits for the host");
+        assert!(
+            machine.poll_stored().is_none(),
+            "the end waits for the host"
+        );
         let Some(Effect::HostDecides(result)) = asked.into_iter().last() else {
             panic!("the host is asked");
         };
@@ -710,13 +722,22 @@ mod tests {
         );
         assert_eq!(
             names(&drain(&mut machine)),
-            ["append 0", "store Cancelled", "host commits", "release lease"]
+            [
+                "append 0",
+                "store Cancelled",
+                "host commits",
+                "release lease"
+            ]
         );
         let stored = machine.poll_stored().map(|e| e.kind);
         let Some(EventKind::Finished(FinishedEvent { result })) = stored else {
             panic!("the terminal event is yielded");
         };
-        assert_eq!(result.status, LoopStatus::Cancelled, "it carries the decision");
+        assert_eq!(
+            result.status,
+            LoopStatus::Cancelled,
+            "it carries the decision"
+        );
     }
 
     #[test]

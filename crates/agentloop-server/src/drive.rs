@@ -36,8 +36,8 @@ use crate::metrics::{RunMetrics, StatusLabels};
 use crate::run_log::{end_answered, end_stopped, fail};
 use crate::run_tools::{frontend_tools, project_mcp, project_shell, tools};
 use crate::runner::{
-    CreatedRun, StartInput, StartError, TaskContext, create_agent_run, load_task_context, next_agent,
-    prepare, run_model,
+    CreatedRun, StartError, StartInput, TaskContext, create_agent_run, load_task_context,
+    next_agent, prepare, run_model,
 };
 use crate::state::{AppState, LocalRun};
 use crate::waiting::{self, DecideError};

@@ -201,11 +201,7 @@ pub fn record_status(status: AgentRunStatus) -> RunStatus {
 /// Finishes agent run `run_id` with the end [`decide`] gave, unless a
 /// person ended it between the decision and now: then their end stays in
 /// the agent run (the log says the loop's).
-async fn commit(
-    store: &dyn Store,
-    run_id: &str,
-    mut settled: Settled,
-) -> StorageResult<Settled> {
+async fn commit(store: &dyn Store, run_id: &str, mut settled: Settled) -> StorageResult<Settled> {
     if settled.ended_here {
         let (status, reason, ended_here) =
             finish(store, run_id, settled.status, settled.reason.clone()).await?;

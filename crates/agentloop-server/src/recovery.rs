@@ -9,7 +9,7 @@ use agentloop_storage::StorageError;
 use agentloop_storage::model::{AgentRunStatus, RunStatus, now_millis};
 
 use crate::drive::start_agent_run;
-use crate::runner::{StartInput, StartError, load_task_context, next_agent};
+use crate::runner::{StartError, StartInput, load_task_context, next_agent};
 use crate::state::AppState;
 
 /// Runs looked at per pass.

@@ -270,8 +270,10 @@ pub trait TaskStore: Send + Sync {
     /// for one that does not exist), read in one statement per batch: how
     /// a server's heartbeat learns which of the runs it executes a person
     /// ended elsewhere.
-    async fn agent_run_statuses(&self, ids: &[String])
-    -> StorageResult<Vec<Option<AgentRunStatus>>>;
+    async fn agent_run_statuses(
+        &self,
+        ids: &[String],
+    ) -> StorageResult<Vec<Option<AgentRunStatus>>>;
     /// Sets an agent run's status and completion time.
     async fn set_agent_run_status(
         &self,

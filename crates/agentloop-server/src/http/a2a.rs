@@ -408,7 +408,10 @@ impl Call {
         };
         let start = RunInput::Start {
             agent: Some(agent.as_str().to_owned()),
-            message: Some(agentloop_types::Message::user_text(&message.message_id, text)),
+            message: Some(agentloop_types::Message::user_text(
+                &message.message_id,
+                text,
+            )),
             client_tools: Vec::new(),
         };
         let run = submit(&self.state, &self.user, Target::Task(&ctx), start)
@@ -553,16 +556,21 @@ impl Call {
     async fn cancel(&self, request: &Request) -> Result<Response, RpcError> {
         let params: TaskIdRequest = request.params()?;
         let (run, ctx) = self.owned(&params.id).await?;
-        let run = submit(&self.state, &self.user, Target::Run(&run, &ctx), RunInput::Cancel {})
-            .await
-            .and_then(Submitted::into_run)
-            .map_err(|e| match e.status {
-                StatusCode::CONFLICT => RpcError::new(
-                    ErrorCode::TaskNotCancelable,
-                    format!("task {} has already ended", params.id),
-                ),
-                _ => rpc_error(e, ErrorCode::TaskNotFound),
-            })?;
+        let run = submit(
+            &self.state,
+            &self.user,
+            Target::Run(&run, &ctx),
+            RunInput::Cancel {},
+        )
+        .await
+        .and_then(Submitted::into_run)
+        .map_err(|e| match e.status {
+            StatusCode::CONFLICT => RpcError::new(
+                ErrorCode::TaskNotCancelable,
+                format!("task {} has already ended", params.id),
+            ),
+            _ => rpc_error(e, ErrorCode::TaskNotFound),
+        })?;
         let task = task_of(&self.state, &run, &ids_of(&run, &ctx)).await?;
         Ok(self.task_answer(task))
     }

@@ -29,8 +29,8 @@ use super::requests::AgUiInput;
 use super::service::{self, Submitted, Target};
 use crate::ids::new_id;
 use crate::runner::TaskContext;
-use crate::users::User;
 use crate::state::AppState;
+use crate::users::User;
 
 pub(super) async fn run(
     State(state): State<AppState>,
@@ -132,7 +132,11 @@ async fn start(
         message: input
             .last_user_text()
             .map(|text| Message::user_text(new_id(), text)),
-        client_tools: input.tools.iter().map(FrontendToolSpec::definition).collect(),
+        client_tools: input
+            .tools
+            .iter()
+            .map(FrontendToolSpec::definition)
+            .collect(),
     };
     service::submit(state, user, Target::Task(ctx), start)
         .await?

@@ -8,12 +8,12 @@ use axum::http::StatusCode;
 use super::error::ApiError;
 use super::extract::{ApiJson, AuthUser, check_id};
 use super::requests::{Decisions, NewAgentRun};
-use super::responses::{AgentRunView, DecisionsAnswer, PendingAnswer, pending_shapes};
+use super::responses::{AgentRunView, DecisionsAnswer, InputAnswer, PendingAnswer, pending_shapes};
 use super::service::{self, Submitted, Target};
-use agentloop_storage::model::AgentType;
-use agentloop_types::RunInput;
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
+use agentloop_storage::model::AgentType;
+use agentloop_types::RunInput;
 
 pub(super) async fn create(
     State(state): State<AppState>,
@@ -129,4 +129,55 @@ pub(super) async fn cancel(
         .await?
         .into_run()?;
     Ok(Json(AgentRunShape::of(&run)))
+}
+
+/// `POST /api/tasks/{taskId}/inputs`: an input submitted to the task.
+pub(super) async fn task_input(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(task_id): Path<String>,
+    ApiJson(input): ApiJson<RunInput>,
+) -> Result<Json<InputAnswer>, ApiError> {
+    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let submitted = service::submit(&state, &user, Target::Task(&ctx), input).await?;
+    input_answer(&state, submitted).await
+}
+
+/// `POST /api/agent-runs/{runId}/inputs`: an input submitted to the run.
+pub(super) async fn run_input(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(run_id): Path<String>,
+    ApiJson(input): ApiJson<RunInput>,
+) -> Result<Json<InputAnswer>, ApiError> {
+    let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
+    let submitted = service::submit(&state, &user, Target::Run(&run, &ctx), input).await?;
+    input_answer(&state, submitted).await
+}
+
+/// What the input did, with its run as it is now.
+async fn input_answer(
+    state: &AppState,
+    submitted: Submitted,
+) -> Result<Json<InputAnswer>, ApiError> {
+    let (kind, resumed) = match &submitted {
+        Submitted::Started(_) => ("started", None),
+        Submitted::Decided { resumed, .. } => ("decided", Some(*resumed)),
+        Submitted::Cancelled(_) => ("cancelled", None),
+        Submitted::Stopped => ("stopped", None),
+    };
+    let agent_run = match submitted {
+        Submitted::Stopped => None,
+        other => {
+            let run = other.into_run()?;
+            Some(AgentRunShape::of(
+                &service::current_run(state, &run.id).await?,
+            ))
+        }
+    };
+    Ok(Json(InputAnswer {
+        submitted: kind,
+        agent_run,
+        resumed,
+    }))
 }

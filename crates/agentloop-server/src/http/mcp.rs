@@ -31,10 +31,10 @@ use super::extract::{AuthUser, check_id};
 use super::requests::{INVALID_AGENT_TYPE, NewTask};
 use super::responses::{AgentRunView, ProjectShape, TaskShape};
 use super::service::{self, Target};
-use agentloop_types::RunInput;
 use crate::shapes::{AgentRunShape, to_json};
 use crate::state::AppState;
 use crate::users::User;
+use agentloop_types::RunInput;
 
 /// The `/mcp` route.
 pub fn router(state: AppState) -> Router<AppState> {

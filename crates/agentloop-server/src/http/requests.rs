@@ -196,6 +196,11 @@ impl RequestBody for NewAgentRun {
     }
 }
 
+/// `POST /api/tasks/{taskId}/inputs` and `POST /api/agent-runs/{runId}/inputs`:
+/// a [`RunInput`](agentloop_types::RunInput), the same typed input every
+/// host submits (its schema is `docs/inputs.schema.json`'s).
+impl RequestBody for agentloop_types::RunInput {}
+
 /// `PUT /api/tasks/{taskId}/workflow-complete`: Mark Done, or undo it.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct WorkflowComplete {

@@ -246,6 +246,22 @@ pub struct DecisionsAnswer {
     pub resumed: bool,
 }
 
+/// `POST /api/tasks/{taskId}/inputs` and `POST /api/agent-runs/{runId}/inputs`:
+/// what a submitted input did.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct InputAnswer {
+    /// `started` (a new agent run), `decided`, `cancelled` or `stopped`
+    /// (the task was marked done).
+    pub submitted: &'static str,
+    /// The agent run the input started, decided on or cancelled, as it is
+    /// now (absent for `stopped`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_run: Option<AgentRunShape>,
+    /// For `decided`: whether every call is decided and the run resumed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<bool>,
+}
+
 /// A project's webhooks.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "Webhooks")]

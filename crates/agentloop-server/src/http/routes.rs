@@ -21,7 +21,7 @@ use super::requests::{
     TaskDocumentContent, WebhooksChange, WorkflowComplete,
 };
 use super::responses::{
-    AgentRunView, DecisionsAnswer, DeliveriesShape, DocumentShape, ErrorShape, Health,
+    AgentRunView, DecisionsAnswer, DeliveriesShape, DocumentShape, ErrorShape, Health, InputAnswer,
     PendingAnswer, ProjectShape, RunConflict, SessionShape, StartConflict, TaskShape, UserShape,
     WebhooksShape, WorkflowCompleted,
 };
@@ -29,6 +29,7 @@ use super::route::Route;
 use super::{a2a, ag_ui, agent_runs, events, projects, session, tasks, webhooks, ws};
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
+use agentloop_types::RunInput;
 
 /// `GET /api/openapi.json`: the document of this server's API.
 async fn openapi_document(State(state): State<AppState>) -> Json<serde_json::Value> {
@@ -161,6 +162,18 @@ pub fn routes() -> Vec<Route> {
             .summary("Cancel a running or waiting agent run: its model request and tools stop at once (a waiting run's pending calls are each answered as cancelled), it ends `cancelled`, and the chain stops.")
             .answers::<AgentRunShape>("200", "The agent run, now cancelled")
             .or::<RunConflict>("409", "The run already ended"),
+        Route::new(Method::POST, "/api/tasks/{taskId}/inputs", agent_runs::task_input)
+            .summary("Submit a `RunInput` (the typed input every host of the server submits; schema `docs/inputs.schema.json`) to the task: `start` begins an agent run (`agent`: planification, implementation — the default — or review; `message`'s text is its request; `client_tools` are tools the client answers, as AG-UI's front-end tools), `decide` decides the calls its waiting run waits on, `message` starts the default agent with it when no agent run is going (a 409 while one is), `cancel` cancels its going or waiting run, `stop` marks it done")
+            .body::<RunInput>()
+            .answers::<InputAnswer>("200", "What the input did, and its agent run as it is now")
+            .or::<ErrorShape>("400", "Not a `RunInput`, or one the task cannot take (an unknown agent, a decision that does not fit)")
+            .or::<ErrorShape>("409", "The task has an agent run going (a start, a message), none waiting (a decision) or none going (a cancel); or it is marked done"),
+        Route::new(Method::POST, "/api/agent-runs/{runId}/inputs", agent_runs::run_input)
+            .summary("Submit a `RunInput` to an agent run: `decide`, `cancel`, `stop` (Mark Done of its task) and `message` (as to its task); a `start` is a task's")
+            .body::<RunInput>()
+            .answers::<InputAnswer>("200", "What the input did, and the agent run as it is now")
+            .or::<ErrorShape>("400", "Not a `RunInput`, a `start`, or a decision that does not fit")
+            .or::<RunConflict>("409", "The run is not in the state the input needs (it has ended; it does not wait)"),
         Route::new(Method::GET, "/api/projects/{projectId}/webhooks", webhooks::show)
             .summary("The project's webhooks: the URLs, the events they hear and the signing secret; a 404 when none are registered")
             .answers::<WebhooksShape>("200", "The webhooks"),

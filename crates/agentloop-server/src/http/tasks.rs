@@ -10,9 +10,9 @@ use super::extract::{ApiJson, AuthUser, check_id};
 use super::requests::{NewTask, TaskDocumentContent, WorkflowComplete};
 use super::responses::{DocumentShape, TaskShape, WorkflowCompleted};
 use super::service::{self, Target};
-use agentloop_types::RunInput;
 use crate::config::task_doc_path;
 use crate::state::AppState;
+use agentloop_types::RunInput;
 
 pub(super) async fn list(
     State(state): State<AppState>,

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use crate::drive::{self, start_agent_run};
 use crate::http::error::ApiError;
 use crate::http::responses::{RunConflict, StartConflict};
-use crate::runner::{StartInput, StartError, TaskContext, frontend_tool_specs};
+use crate::runner::{StartError, StartInput, TaskContext, frontend_tool_specs};
 use crate::shapes::{AgentRunShape, to_json};
 use crate::state::AppState;
 use crate::users::User;
