@@ -10,8 +10,22 @@ use std::path::Path;
 
 use crate::modules::{Violation, read_crate};
 
-/// (crate `src` folder, words none of its files may name, the invariant).
+/// (crate `src` folder, or one file of it, words none of its files may
+/// name, the invariant).
 pub const ABSENT: &[(&str, &[&str], &str)] = &[
+    (
+        "crates/agentloop-runtime/src/lifecycle.rs",
+        &[
+            "async",
+            "await",
+            "tokio",
+            "now_millis",
+            "RuntimeStore",
+            "RunEnding",
+            "Persister",
+        ],
+        "a run's lifecycle is a sans-IO machine: no async, no clock (the time is an input), no store, no host; its driver (`persist`) performs what it asks",
+    ),
     (
         "crates/agentloop-cli/src",
         &["cancel_suspended", "continue_chat"],
@@ -47,11 +61,32 @@ pub const ABSENT: &[(&str, &[&str], &str)] = &[
 /// Checks every boundary on the workspace's sources.
 pub fn check_workspace(root: &Path) -> Vec<Violation> {
     let mut violations = Vec::new();
-    for (krate, words, rule) in ABSENT {
-        match read_crate(&root.join(krate)) {
-            Ok(files) => violations.extend(check(&files, words, rule)),
+    for (place, words, rule) in ABSENT {
+        // A file is checked alone, read with the rest of its crate.
+        let (krate, file) = match place
+            .strip_suffix(".rs")
+            .and_then(|_| place.split_once("/src/"))
+        {
+            Some((krate, file)) => (format!("{krate}/src"), Some(file)),
+            None => ((*place).to_owned(), None),
+        };
+        match read_crate(&root.join(&krate)) {
+            Ok(files) => {
+                let files: Vec<_> = files
+                    .into_iter()
+                    .filter(|f| file.is_none_or(|file| f.path == file))
+                    .collect();
+                if files.is_empty() {
+                    violations.push(Violation::Forbidden {
+                        file: (*place).to_owned(),
+                        word: "(missing)".to_owned(),
+                        rule: "a checked file must exist",
+                    });
+                }
+                violations.extend(check(&files, words, rule));
+            }
             Err(err) => violations.push(Violation::Forbidden {
-                file: (*krate).to_owned(),
+                file: (*place).to_owned(),
                 word: err.to_string(),
                 rule: "the sources of a checked crate must be readable",
             }),

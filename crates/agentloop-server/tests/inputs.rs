@@ -61,7 +61,10 @@ async fn a_start_a_decision_and_mark_done_go_through_the_one_input() {
         )
         .await;
     assert_eq!(status, 409, "{answer}");
-    assert!(answer["error"].as_str().unwrap().contains(&run_id), "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains(&run_id),
+        "{answer}"
+    );
     // A start belongs to a task, not to one of its runs.
     let run_inputs = format!("/api/agent-runs/{run_id}/inputs");
     let (status, _) = server
