@@ -17,7 +17,7 @@ use crate::users::User;
 use crate::waiting::{self, DecideError};
 
 /// Starts an agent run of the task.
-pub async fn start_run(
+pub(super) async fn start_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
@@ -112,7 +112,7 @@ pub async fn run_messages(
 
 /// Records decisions on the calls the waiting run waits on; once every
 /// call is decided the run resumes (`true`).
-pub async fn decide(
+pub(super) async fn decide(
     state: &AppState,
     ctx: &TaskContext,
     run: &AgentRun,
@@ -124,7 +124,7 @@ pub async fn decide(
 /// Cancels the user's run: records it cancelled, halts it where it runs
 /// here, closes what it waited on and tells its owner. A run that has
 /// already ended is a 409 naming its status.
-pub async fn cancel_run(
+pub(super) async fn cancel_run(
     state: &AppState,
     user: &User,
     ctx: &TaskContext,
