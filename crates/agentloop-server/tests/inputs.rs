@@ -30,6 +30,13 @@ async fn a_start_a_decision_and_mark_done_go_through_the_one_input() {
         (json!({ "type": "start", "agnt": "review" }), "agnt"),
         (json!({ "type": "start", "agent": "poet" }), "poet"),
         (json!({ "type": "rewind" }), "rewind"),
+        // serde would read a tag's index as its variant; the schema does not.
+        (
+            json!({ "type": "message", "message": { "id": "m0", "role": "user", "content": [
+                { "type": "document", "name": "a", "source": { "id": "x", "kind": 0 } }
+            ] } }),
+            "/message/content/0",
+        ),
     ] {
         let (status, answer) = server.send("POST", &task_inputs, body.clone()).await;
         assert_eq!(status, 400, "{body} → {answer}");

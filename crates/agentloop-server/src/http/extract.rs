@@ -210,6 +210,7 @@ impl<S: Send + Sync, T: RequestBody> FromRequest<S> for ApiJson<T> {
 
 /// A JSON object as `T`, or `T`'s 400 naming the field at fault.
 pub fn from_body<T: RequestBody>(value: Value) -> Result<T, ApiError> {
+    T::check(&value).map_err(T::refused)?;
     serde_path_to_error::deserialize(value).map_err(|e| T::refused(refusal(&e)))
 }
 

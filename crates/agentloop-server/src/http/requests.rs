@@ -24,6 +24,13 @@ pub trait RequestBody: DeserializeOwned {
     fn refused(problem: String) -> ApiError {
         ApiError::bad_request(problem)
     }
+
+    /// What the body breaks of its documented schema that deserializing
+    /// would let through, checked before it is read; nothing by default.
+    fn check(body: &serde_json::Value) -> Result<(), String> {
+        let _ = body;
+        Ok(())
+    }
 }
 
 /// A sentence saying which field of a body is wrong and how, in the API's
@@ -199,7 +206,57 @@ impl RequestBody for NewAgentRun {
 /// `POST /api/tasks/{taskId}/inputs` and `POST /api/agent-runs/{runId}/inputs`:
 /// a [`RunInput`](agentloop_types::RunInput), the same typed input every
 /// host submits (its schema is `docs/inputs.schema.json`'s).
-impl RequestBody for agentloop_types::RunInput {}
+impl RequestBody for agentloop_types::RunInput {
+    /// The body is checked against `RunInput`'s own JSON Schema (the one
+    /// the OpenAPI document and `docs/inputs.schema.json` give): serde takes
+    /// a variant's index for a tag (`"kind": 0`), which the schema refuses.
+    /// The variant its `type` names is checked alone, so the refusal names
+    /// the field at fault; an unknown `type` is left to serde's refusal.
+    fn check(body: &serde_json::Value) -> Result<(), String> {
+        static VARIANTS: std::sync::LazyLock<Result<Vec<(String, jsonschema::Validator)>, String>> =
+            std::sync::LazyLock::new(input_variants);
+        let variants = VARIANTS
+            .as_ref()
+            .map_err(|e| format!("the input schema cannot be read: {e}"))?;
+        let tag = body.get("type").and_then(serde_json::Value::as_str);
+        let Some((_, validator)) = variants.iter().find(|(name, _)| Some(name.as_str()) == tag)
+        else {
+            return Ok(());
+        };
+        match validator.iter_errors(body).next() {
+            None => Ok(()),
+            Some(error) => Err(format!("{}: {error}", error.instance_path())),
+        }
+    }
+}
+
+/// A validator of each `RunInput` variant, by its `type`, from the
+/// schema's `oneOf` (each with the schema's shared definitions).
+fn input_variants() -> Result<Vec<(String, jsonschema::Validator)>, String> {
+    let schema = serde_json::to_value(schemars::schema_for!(agentloop_types::RunInput))
+        .map_err(|e| e.to_string())?;
+    let defs = schema.get("$defs").cloned().unwrap_or_default();
+    let variants = schema
+        .get("oneOf")
+        .and_then(serde_json::Value::as_array)
+        .ok_or("it has no variants")?;
+    variants
+        .iter()
+        .map(|variant| {
+            let name = variant
+                .pointer("/properties/type/const")
+                .and_then(serde_json::Value::as_str)
+                .ok_or("a variant has no `type`")?
+                .to_owned();
+            let mut alone = variant.clone();
+            if let Some(object) = alone.as_object_mut() {
+                object.insert("$defs".to_owned(), defs.clone());
+            }
+            let validator = jsonschema::validator_for(&alone).map_err(|e| e.to_string())?;
+            Ok((name, validator))
+        })
+        .collect()
+}
 
 /// `PUT /api/tasks/{taskId}/workflow-complete`: Mark Done, or undo it.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
