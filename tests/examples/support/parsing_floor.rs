@@ -4,6 +4,8 @@
 //! `data:` payload with `serde_json` into typed deltas, assembles the turn
 //! (text, tool calls with their arguments joined), runs `echo` on the
 //! parsed arguments and keeps the assistant message and the tool result.
+//! Like the loop, it serialises each message once, when it is kept, and the
+//! request's other fields once a run: a request is those bytes joined.
 //! No retries, no events, no cancellation, no storage: what is left is the
 //! work no loop can skip.
 
@@ -46,11 +48,9 @@ struct Function {
     arguments: String,
 }
 
-/// The request body, in the loop's field order.
+/// The request body's fields around its messages, in the loop's order.
 #[derive(Serialize)]
-struct Request<'a> {
-    model: &'a str,
-    messages: &'a [Message],
+struct Fields<'a> {
     max_completion_tokens: u32,
     tools: &'a Value,
     stream: bool,
@@ -152,44 +152,68 @@ impl Turn {
     }
 }
 
-/// The conversation of one parsing-floor run.
+/// The conversation of one parsing-floor run: its messages, and each one
+/// serialised as it was kept.
 pub struct Conversation {
     messages: Vec<Message>,
-}
-
-impl Default for Conversation {
-    fn default() -> Self {
-        Self {
-            messages: vec![Message::User {
-                content: "go".to_owned(),
-            }],
-        }
-    }
+    head: Vec<u8>,
+    encoded: Vec<u8>,
+    tail: Vec<u8>,
 }
 
 impl Conversation {
-    /// The next request's body.
-    fn body(&self, tools: &Value) -> Result<Vec<u8>, serde_json::Error> {
-        serde_json::to_vec(&Request {
-            model: MODEL,
-            messages: &self.messages,
+    fn new(tools: &Value) -> Result<Self, serde_json::Error> {
+        let mut head = b"{\"model\":".to_vec();
+        serde_json::to_writer(&mut head, MODEL)?;
+        head.extend_from_slice(b",\"messages\":[");
+        let mut tail = b"],".to_vec();
+        let fields = serde_json::to_vec(&Fields {
             max_completion_tokens: MAX_TOKENS,
             tools,
             stream: true,
             stream_options: StreamOptions {
                 include_usage: true,
             },
-        })
+        })?;
+        tail.extend_from_slice(&fields[1..]);
+        let mut conversation = Self {
+            messages: Vec::new(),
+            head,
+            encoded: Vec::new(),
+            tail,
+        };
+        conversation.push(Message::User {
+            content: "go".to_owned(),
+        })?;
+        Ok(conversation)
+    }
+
+    fn push(&mut self, message: Message) -> Result<(), serde_json::Error> {
+        if !self.messages.is_empty() {
+            self.encoded.push(b',');
+        }
+        serde_json::to_writer(&mut self.encoded, &message)?;
+        self.messages.push(message);
+        Ok(())
+    }
+
+    /// The next request's body.
+    fn body(&self) -> Vec<u8> {
+        let mut body = Vec::with_capacity(self.head.len() + self.encoded.len() + self.tail.len());
+        body.extend_from_slice(&self.head);
+        body.extend_from_slice(&self.encoded);
+        body.extend_from_slice(&self.tail);
+        body
     }
 
     /// Keeps the assistant's turn and runs its tool calls; `true` when the
     /// model asked for tools (the run goes on).
     fn keep(&mut self, turn: Turn) -> Result<bool, Error> {
         if turn.finish.as_deref() != Some("tool_calls") {
-            self.messages.push(Message::Assistant {
+            self.push(Message::Assistant {
                 content: Some(turn.text),
                 tool_calls: Vec::new(),
-            });
+            })?;
             return Ok(false);
         }
         let results = turn
@@ -206,11 +230,13 @@ impl Conversation {
                 })
             })
             .collect::<Result<Vec<_>, Error>>()?;
-        self.messages.push(Message::Assistant {
+        self.push(Message::Assistant {
             content: (!turn.text.is_empty()).then_some(turn.text),
             tool_calls: turn.calls,
-        });
-        self.messages.extend(results);
+        })?;
+        for result in results {
+            self.push(result)?;
+        }
         Ok(true)
     }
 
@@ -253,9 +279,9 @@ pub async fn run(
     tools: &Value,
     steps: usize,
 ) -> Result<Conversation, Error> {
-    let mut conversation = Conversation::default();
+    let mut conversation = Conversation::new(tools)?;
     for step in 0..steps {
-        let body = conversation.body(tools)?;
+        let body = conversation.body();
         let response = client
             .post(url)
             .bearer_auth("bench-key")
