@@ -222,10 +222,10 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
         let side = std::env::args().nth(2).unwrap_or_default();
         for _ in 0..50 {
             match side.as_str() {
-                "floor" => drop(floor_run(&client, &url, &one.json, SHORT).await?),
-                "parsing" => drop(parsing_run(&client, &url, &one.json, SHORT).await?),
-                _ => drop(loop_run(&provider, &one.tools, SHORT).await?),
-            }
+                "floor" => floor_run(&client, &url, &one.json, SHORT).await?,
+                "parsing" => parsing_run(&client, &url, &one.json, SHORT).await?,
+                _ => loop_run(&provider, &one.tools, SHORT).await?,
+            };
         }
         return Ok(());
     }
@@ -259,10 +259,10 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
     for who in ["floor", "parsing floor", "loop"] {
         long.arrivals.lock().map_err(|_| "poisoned")?.clear();
         match who {
-            "floor" => drop(floor_run(&client, &url, &one.json, LONG).await?),
-            "parsing floor" => drop(parsing_run(&client, &url, &one.json, LONG).await?),
-            _ => drop(loop_run(&provider, &one.tools, LONG).await?),
-        }
+            "floor" => floor_run(&client, &url, &one.json, LONG).await?,
+            "parsing floor" => parsing_run(&client, &url, &one.json, LONG).await?,
+            _ => loop_run(&provider, &one.tools, LONG).await?,
+        };
         let arrivals = long.arrivals.lock().map_err(|_| "poisoned")?.clone();
         let step = |at: usize| {
             median(
