@@ -1,7 +1,10 @@
 //! Benchmark: many concurrent runs in one process. N runs of a 10-step tool
 //! loop (the `echo` script of `floor_bench`) start at once against a mock
-//! that answers every turn after ~200 ms; a bare reqwest client making the
-//! same requests at the same concurrency is the floor. Over HTTP/1.1 each
+//! that answers every turn after ~200 ms. Two floors make the same requests
+//! at the same concurrency: the bare floor, a reqwest client that reads each
+//! response whole, and the parsing floor, a minimal hand-written loop that
+//! parses each SSE chunk with `serde_json` into typed deltas, assembles the
+//! turn and keeps the messages (`support/parsing_floor.rs`). Over HTTP/1.1 each
 //! run in flight holds a connection; over HTTP/2 (h2c, prior knowledge)
 //! all share one.
 //!
@@ -12,13 +15,13 @@
 //! single run's, CPU per step (process CPU over N × 10 model calls), and
 //! peak memory per run (peak resident set minus the resident set before the
 //! N runs, over N). Each side runs three times, alternating with the
-//! other; every figure is the median of its side's three, and the loop's
-//! ratios to the floor are also printed round by round. The mock's CPU
+//! others; every figure is the median of its side's three, and the loop's
+//! ratios to the parsing floor are also printed round by round. The mock's CPU
 //! use is printed too, to show it stays far from saturation.
 //!
-//! `concurrency_bench [N…] [--http1|--http2]` (default: 100 and 1,000, both
-//! protocols). To profile one side: `concurrency_bench --mock` prints the
-//! mock's URL, then `concurrency_bench --child loop|floor --http1|--http2 N
+//! `concurrency_bench [N…] [--http1|--http2]` (default: 1,000 and 10,000,
+//! both protocols). To profile one side: `concurrency_bench --mock` prints the
+//! mock's URL, then `concurrency_bench --child loop|floor|parsing --http1|--http2 N
 //! URL` runs that side alone. Prints markdown table rows; `cargo xtask bench` runs it in
 //! release mode.
 #![allow(clippy::expect_used)]
@@ -42,12 +45,14 @@ use serde_json::Value;
 #[path = "support/scripted.rs"]
 mod scripted;
 use scripted::{Echo, MAX_TOKENS, MODEL};
+#[path = "support/parsing_floor.rs"]
+mod parsing_floor;
 
 /// Model calls per run (9 tool calls, then a text answer).
 const STEPS: usize = 10;
 /// How long the mock takes to answer each turn.
 const TURN: Duration = Duration::from_millis(200);
-const DEFAULT_RUNS: &[usize] = &[100, 1_000];
+const DEFAULT_RUNS: &[usize] = &[1_000, 10_000];
 /// Times each side runs; its figures are the medians. CPU time of many
 /// runs on two shared cores moves by a fifth between runs of one build.
 const ROUNDS: usize = 3;
@@ -128,45 +133,45 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for _ in 0..ROUNDS {
                 rounds.push(Round {
                     floor: run_side(&exe, "floor", proto, n, &base)?,
+                    parsing: run_side(&exe, "parsing", proto, n, &base)?,
                     looped: run_side(&exe, "loop", proto, n, &base)?,
                 });
             }
-            let side = |side: PickSide, figure: &dyn Fn(&Ran) -> f64| {
-                median(rounds.iter().map(|round| figure(side(round))))
+            let sides = "bare floor / parsing floor / loop";
+            let three = |figure: &dyn Fn(&Ran) -> f64| {
+                [
+                    median(rounds.iter().map(|r| figure(&r.floor))),
+                    median(rounds.iter().map(|r| figure(&r.parsing))),
+                    median(rounds.iter().map(|r| figure(&r.looped))),
+                ]
             };
-            let floor: PickSide = |r| &r.floor;
-            let looped: PickSide = |r| &r.looped;
             let steps = (n * STEPS) as f64;
-            let single = |r: &Ran| scripted::ms(r.figures.single);
-            println!(
-                "| {label} | floor / loop: single run wall | {:.0} ms / {:.0} ms |",
-                side(floor, &single),
-                side(looped, &single)
-            );
+            let [f, p, l] = three(&|r| scripted::ms(r.figures.single));
+            println!("| {label} | {sides}: single run wall | {f:.0} ms / {p:.0} ms / {l:.0} ms |");
             let wall = |r: &Ran| r.figures.wall.as_secs_f64() / r.figures.single.as_secs_f64();
+            let [f, p, l] = three(&wall);
             println!(
-                "| {label} | floor / loop: wall of {n} runs / a single run | {:.2}× / {:.2}× |",
-                side(floor, &wall),
-                side(looped, &wall)
+                "| {label} | {sides}: wall of {n} runs / a single run | {f:.2}× / {p:.2}× / {l:.2}× (loop {:.2}× the parsing floor; by round {}) |",
+                l / p,
+                by_round(&rounds, &wall)
             );
             let cpu = |r: &Ran| r.figures.cpu.as_secs_f64() / steps * 1e6;
-            let (fc, lc) = (side(floor, &cpu), side(looped, &cpu));
+            let [f, p, l] = three(&cpu);
             println!(
-                "| {label} | floor / loop: CPU per step | {fc:.0} µs / {lc:.0} µs (loop {:.2}× the floor; by round {}) |",
-                lc / fc,
+                "| {label} | {sides}: CPU per step | {f:.0} µs / {p:.0} µs / {l:.0} µs (loop {:.2}× the parsing floor; by round {}) |",
+                l / p,
                 by_round(&rounds, &cpu)
             );
             let memory = |r: &Ran| r.figures.memory_kib as f64 / n as f64;
-            let (fm, lm) = (side(floor, &memory), side(looped, &memory));
+            let [f, p, l] = three(&memory);
             println!(
-                "| {label} | floor / loop: peak memory per run | {fm:.1} KiB / {lm:.1} KiB (loop {:.2}× the floor; by round {}) |",
-                lm / fm,
+                "| {label} | {sides}: peak memory per run | {f:.1} KiB / {p:.1} KiB / {l:.1} KiB (loop {:.2}× the parsing floor; by round {}) |",
+                l / p,
                 by_round(&rounds, &memory)
             );
-            let mock = |r: &Ran| r.mock_busy;
-            let (floor_mock, loop_mock) = (side(floor, &mock), side(looped, &mock));
+            let [f, p, l] = three(&|r| r.mock_busy);
             println!(
-                "| {label} | mock CPU during the floor / loop side (cores busy) | {floor_mock:.2} / {loop_mock:.2} |"
+                "| {label} | mock CPU during the {sides} side (cores busy) | {f:.2} / {p:.2} / {l:.2} |"
             );
         }
     }
@@ -180,14 +185,12 @@ struct Ran {
     mock_busy: f64,
 }
 
-/// The floor's run and the loop's, one after the other.
+/// Each side's run, one after the other.
 struct Round {
     floor: Ran,
+    parsing: Ran,
     looped: Ran,
 }
-
-/// One side of a round.
-type PickSide = fn(&Round) -> &Ran;
 
 /// Runs one side in a child process.
 fn run_side(
@@ -223,11 +226,12 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// The loop's figure over the floor's in each round, as `1.62×, 1.70×, …`.
+/// The loop's figure over the parsing floor's in each round, as `1.12×,
+/// 1.09×, …`.
 fn by_round(rounds: &[Round], figure: &dyn Fn(&Ran) -> f64) -> String {
     rounds
         .iter()
-        .map(|round| format!("{:.2}×", figure(&round.looped) / figure(&round.floor)))
+        .map(|round| format!("{:.2}×", figure(&round.looped) / figure(&round.parsing)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -264,10 +268,10 @@ impl Figures {
     }
 }
 
-/// `--child floor|loop --http1|--http2 N BASE_URL`: one side's runs.
+/// `--child floor|parsing|loop --http1|--http2 N BASE_URL`: one side's runs.
 fn child(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let [side, proto, n, base] = args else {
-        return Err("usage: --child floor|loop --http1|--http2 N BASE_URL".into());
+        return Err("usage: --child floor|parsing|loop --http1|--http2 N BASE_URL".into());
     };
     let proto = if proto == "--http2" {
         Proto::Http2
@@ -285,6 +289,8 @@ fn child(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             client = client.http2_prior_knowledge();
         }
         let client = client.build()?;
+        let url: Arc<str> = Arc::from(format!("{base}/chat/completions"));
+        let tools = Arc::new(scripted::tools());
         let side: Side = if side == "loop" {
             let config = ProviderConfig::for_api(ApiKind::OpenaiChat, "bench-key")
                 .with_base_url(base.as_str())
@@ -293,12 +299,10 @@ fn child(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
                     ..RetryPolicy::default()
                 });
             Side::Loop(Arc::new(HttpProvider::with_client(config, client)))
+        } else if side == "parsing" {
+            Side::Parsing { client, url, tools }
         } else {
-            Side::Floor {
-                client,
-                url: Arc::from(format!("{base}/chat/completions")),
-                tools: Arc::new(scripted::tools()),
-            }
+            Side::Floor { client, url, tools }
         };
         let side = Arc::new(side);
         let started = Instant::now();
@@ -336,6 +340,11 @@ enum Side {
         url: Arc<str>,
         tools: Arc<Value>,
     },
+    Parsing {
+        client: reqwest::Client,
+        url: Arc<str>,
+        tools: Arc<Value>,
+    },
     Loop(Arc<HttpProvider>),
 }
 
@@ -345,6 +354,14 @@ impl Side {
             Side::Floor { client, url, tools } => {
                 scripted::floor_run(client, url, tools, STEPS).await?;
                 Ok(())
+            }
+            Side::Parsing { client, url, tools } => {
+                let conversation = parsing_floor::run(client, url, tools, STEPS).await?;
+                if conversation.len() == 2 * STEPS {
+                    Ok(())
+                } else {
+                    Err(format!("the parsing floor kept {} messages", conversation.len()).into())
+                }
             }
             Side::Loop(provider) => {
                 let options = LoopOptions {

@@ -26,6 +26,8 @@ use serde_json::Value;
 #[path = "support/scripted.rs"]
 mod scripted;
 use scripted::{Echo, FloorBody, Idle, MAX_TOKENS, MODEL, ms, response};
+#[path = "support/parsing_floor.rs"]
+mod parsing_floor;
 
 const SHORT: usize = 200;
 const LONG: usize = 1_010;
@@ -102,6 +104,26 @@ async fn floor_run(
         wall: wall.elapsed(),
         cpu: thread_cpu() - cpu,
     })
+}
+
+async fn parsing_run(
+    client: &reqwest::Client,
+    url: &str,
+    tools: &Value,
+    steps: usize,
+) -> Result<Timing, Box<dyn std::error::Error>> {
+    let (wall, cpu) = (Instant::now(), thread_cpu());
+    let conversation = parsing_floor::run(client, url, tools, steps)
+        .await
+        .map_err(|e| e.to_string())?;
+    let timing = Timing {
+        wall: wall.elapsed(),
+        cpu: thread_cpu() - cpu,
+    };
+    if conversation.len() != 2 * steps {
+        return Err(format!("the parsing floor kept {} messages", conversation.len()).into());
+    }
+    Ok(timing)
 }
 
 async fn loop_run(
@@ -194,16 +216,16 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
     let client = reqwest::Client::new();
     let one = Offered::with_idle(0);
 
-    // `floor_bench profile loop|floor` runs only one side, many times, for
-    // a profiler.
+    // `floor_bench profile loop|floor|parsing` runs only one side, many
+    // times, for a profiler.
     if std::env::args().nth(1).as_deref() == Some("profile") {
-        let floor = std::env::args().nth(2).as_deref() == Some("floor");
+        let side = std::env::args().nth(2).unwrap_or_default();
         for _ in 0..50 {
-            if floor {
-                floor_run(&client, &url, &one.json, SHORT).await?;
-            } else {
-                loop_run(&provider, &one.tools, SHORT).await?;
-            }
+            match side.as_str() {
+                "floor" => floor_run(&client, &url, &one.json, SHORT).await?,
+                "parsing" => parsing_run(&client, &url, &one.json, SHORT).await?,
+                _ => loop_run(&provider, &one.tools, SHORT).await?,
+            };
         }
         return Ok(());
     }
@@ -234,13 +256,13 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
     let url = format!("{base}/chat/completions");
     let provider = self::provider(&base)?;
     let label = "floor: per-step time of a 1,010-step run";
-    for who in ["floor", "loop"] {
+    for who in ["floor", "parsing floor", "loop"] {
         long.arrivals.lock().map_err(|_| "poisoned")?.clear();
-        if who == "floor" {
-            floor_run(&client, &url, &one.json, LONG).await?;
-        } else {
-            loop_run(&provider, &one.tools, LONG).await?;
-        }
+        match who {
+            "floor" => floor_run(&client, &url, &one.json, LONG).await?,
+            "parsing floor" => parsing_run(&client, &url, &one.json, LONG).await?,
+            _ => loop_run(&provider, &one.tools, LONG).await?,
+        };
         let arrivals = long.arrivals.lock().map_err(|_| "poisoned")?.clone();
         let step = |at: usize| {
             median(
@@ -269,63 +291,93 @@ struct Side<'a> {
 }
 
 impl Side<'_> {
-    /// Checks that the floor sends what the loop sends, then times both,
-    /// alternating, and prints the rows of `label`.
+    /// Checks that both floors send what the loop sends, then times the
+    /// three, alternating, and prints the rows of `label`.
     async fn by_side(
         &self,
         label: &str,
         offered: &Offered,
     ) -> Result<(), Box<dyn std::error::Error>> {
-        *self.mock.bodies.lock().map_err(|_| "poisoned")? = Some(Vec::new());
-        loop_run(self.provider, &offered.tools, SHORT).await?;
-        let sent = self.mock.bodies.lock().map_err(|_| "poisoned")?.take();
+        let looped = self
+            .sent_by(loop_run(self.provider, &offered.tools, SHORT))
+            .await?;
+        let parsed = self
+            .sent_by(parsing_run(self.client, self.url, &offered.json, SHORT))
+            .await?;
         let mut floor = FloorBody::new(&offered.json);
-        for (step, body) in sent.unwrap_or_default().iter().enumerate() {
+        for (step, (body, parsed)) in looped.iter().zip(&parsed).enumerate() {
             let ours: Value = serde_json::from_slice(body)?;
-            let theirs: Value = serde_json::from_slice(&floor.bytes())?;
-            if ours != theirs {
-                return Err(format!(
-                    "step {step}: the floor's body differs from the loop's:\n{theirs}\n{ours}"
-                )
-                .into());
+            for (who, theirs) in [
+                ("floor", serde_json::from_slice::<Value>(&floor.bytes())?),
+                ("parsing floor", serde_json::from_slice(parsed)?),
+            ] {
+                if ours != theirs {
+                    return Err(format!(
+                        "step {step}: the {who}'s body differs from the loop's:\n{theirs}\n{ours}"
+                    )
+                    .into());
+                }
             }
             floor.push_step(step);
         }
-
-        let (mut floor_wall, mut floor_cpu, mut loop_wall, mut loop_cpu) =
-            (vec![], vec![], vec![], vec![]);
-        for _ in 0..ROUNDS {
-            let floor = floor_run(self.client, self.url, &offered.json, SHORT).await?;
-            floor_wall.push(floor.wall);
-            floor_cpu.push(floor.cpu);
-            let looped = loop_run(self.provider, &offered.tools, SHORT).await?;
-            loop_wall.push(looped.wall);
-            loop_cpu.push(looped.cpu);
+        if looped.len() != SHORT || parsed.len() != SHORT {
+            return Err("a side sent too few requests".into());
         }
-        let (fw, fc, lw, lc) = (
-            median(floor_wall),
-            median(floor_cpu),
-            median(loop_wall),
-            median(loop_cpu),
-        );
+
+        let (mut floor, mut parsing, mut looped) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            floor.push(floor_run(self.client, self.url, &offered.json, SHORT).await?);
+            parsing.push(parsing_run(self.client, self.url, &offered.json, SHORT).await?);
+            looped.push(loop_run(self.provider, &offered.tools, SHORT).await?);
+        }
+        let medians = |timings: &[Timing]| {
+            (
+                median(timings.iter().map(|t| t.wall).collect()),
+                median(timings.iter().map(|t| t.cpu).collect()),
+            )
+        };
+        let (fw, fc) = medians(&floor);
+        let (pw, pc) = medians(&parsing);
+        let (lw, lc) = medians(&looped);
         println!(
-            "| {label} | floor (raw reqwest) wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |",
+            "| {label} | bare floor / parsing floor / loop: wall, median of {ROUNDS} | {:.1} ms / {:.1} ms / {:.1} ms |",
             ms(fw),
-            ms(fc)
+            ms(pw),
+            ms(lw)
         );
         println!(
-            "| {label} | loop wall / CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms |",
-            ms(lw),
+            "| {label} | bare floor / parsing floor / loop: CPU, median of {ROUNDS} | {:.1} ms / {:.1} ms / {:.1} ms |",
+            ms(fc),
+            ms(pc),
             ms(lc)
         );
+        let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
         println!(
-            "| {label} | loop / floor, wall time | {:.2}× |",
-            lw.as_secs_f64() / fw.as_secs_f64()
+            "| {label} | loop / bare floor, loop / parsing floor: wall | {:.2}× / {:.2}× |",
+            ratio(lw, fw),
+            ratio(lw, pw)
         );
         println!(
-            "| {label} | loop / floor, CPU time | {:.2}× |",
-            lc.as_secs_f64() / fc.as_secs_f64()
+            "| {label} | loop / bare floor, loop / parsing floor: CPU | {:.2}× / {:.2}× |",
+            ratio(lc, fc),
+            ratio(lc, pc)
         );
         Ok(())
+    }
+
+    /// The request bodies the mock received while `side` ran.
+    async fn sent_by(
+        &self,
+        side: impl std::future::Future<Output = Result<Timing, Box<dyn std::error::Error>>>,
+    ) -> Result<Vec<Bytes>, Box<dyn std::error::Error>> {
+        *self.mock.bodies.lock().map_err(|_| "poisoned")? = Some(Vec::new());
+        side.await?;
+        Ok(self
+            .mock
+            .bodies
+            .lock()
+            .map_err(|_| "poisoned")?
+            .take()
+            .unwrap_or_default())
     }
 }

@@ -71,11 +71,14 @@ pub enum Command {
     #[command(subcommand)]
     Tool(crate::tools::ToolCommand),
     /// Serve the HTTP API: tasks, chained agent runs, event streams.
+    #[cfg(feature = "server")]
     Serve(crate::serve::ServeArgs),
     /// Manage the server's users.
+    #[cfg(feature = "server")]
     #[command(subcommand)]
     Users(crate::serve::UsersCommand),
     /// Mark a task's workflow complete, which stops its agent chain.
+    #[cfg(feature = "server")]
     CompleteWorkflow(crate::serve::CompleteWorkflowArgs),
     /// Chat on a stored conversation: a REPL on a terminal, else each stdin
     /// line is a message.

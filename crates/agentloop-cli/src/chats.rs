@@ -136,7 +136,7 @@ async fn list(args: DbArgs) -> Outcome {
 
 /// Unix milliseconds as `2025-01-15 10:30 UTC`.
 fn when(millis: i64) -> String {
-    let stamp = agentloop_server::ids::rfc3339(millis);
+    let stamp = agentloop_storage::time::rfc3339(millis);
     format!(
         "{} UTC",
         stamp.get(..16).unwrap_or(&stamp).replace('T', " ")

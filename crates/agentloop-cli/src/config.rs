@@ -72,6 +72,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::out::{Failure, Outcome, Stdout};
 
+#[cfg(feature = "server")]
+use agentloop_server::config::TrustedProxy;
+/// Without the server (feature `server`) the `[serve]` table is still read,
+/// so one configuration file serves every build; nothing uses it.
+#[cfg(not(feature = "server"))]
+type TrustedProxy = String;
+
 /// What the file may set.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -205,7 +212,7 @@ pub struct ServeConfig {
     pub rate_burst: Option<std::num::NonZeroU32>,
     /// Default `--trust-proxy`: addresses and networks, as strings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trusted_proxies: Option<Vec<agentloop_server::config::TrustedProxy>>,
+    pub trusted_proxies: Option<Vec<TrustedProxy>>,
 }
 
 impl ServeConfig {

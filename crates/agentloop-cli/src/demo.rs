@@ -30,6 +30,7 @@ OPENAI_BASE_URL for a local server), or pass --local for a small model on this m
 --tools fs";
 
 /// What `serve --demo` logs when it starts.
+#[cfg(feature = "server")]
 pub const SERVE_NOTICE: &str = "every run plays the shipped demo conversations \
 (examples/demo-agents.json): the implementation agent writes agentloop-demo.md in its project \
 folder, the review agent reads it and completes the task, a planification agent asks you a \

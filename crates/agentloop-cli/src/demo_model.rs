@@ -10,10 +10,18 @@
 use std::collections::HashSet;
 
 use agentloop_engine::scripted::{ScriptStep, ScriptedProvider, ScriptedTurn};
+#[cfg(feature = "server")]
 use agentloop_server::runner::agent_of_system_prompt;
 use agentloop_storage::model::AgentType;
 use agentloop_types::{Message, ModelProvider, ModelRequest, ModelStream, Role};
 use serde::Deserialize;
+
+/// Without the server no run is one of a task's agents: every run is a
+/// chat.
+#[cfg(not(feature = "server"))]
+fn agent_of_system_prompt(_: &str) -> Option<AgentType> {
+    None
+}
 
 /// The scripts of the server's agents.
 #[derive(Debug, Clone, Deserialize)]

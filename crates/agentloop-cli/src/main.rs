@@ -43,8 +43,11 @@ mod repl;
 mod replay;
 mod run;
 mod run_args;
+#[cfg(feature = "server")]
 mod scripted_runs;
+#[cfg(feature = "server")]
 mod serve;
+#[cfg(feature = "server")]
 mod serve_restate;
 mod session;
 mod settings;
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
     agentloop_providers::ensure_crypto_provider();
     // `serve` installs its own (it takes the format and level as flags).
     let _telemetry = match &cli.command {
+        #[cfg(feature = "server")]
         Command::Serve(_) => None,
         _ => match logging::init(
             logging::LogFormat::Notices,
@@ -166,8 +170,11 @@ fn main() -> ExitCode {
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
         Command::Tool(ToolCommand::Call(args)) => runtime.block_on(tools::call(args)),
+        #[cfg(feature = "server")]
         Command::Serve(args) => serve::check(&args).and_then(|()| serve::serve(args)),
+        #[cfg(feature = "server")]
         Command::Users(command) => runtime.block_on(serve::users(command)),
+        #[cfg(feature = "server")]
         Command::CompleteWorkflow(args) => runtime.block_on(serve::complete_workflow(args)),
         Command::Chat(mut args) => config::load().and_then(|config| {
             tools::check_names(&args.tools, "--tools")?;

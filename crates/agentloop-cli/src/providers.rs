@@ -27,6 +27,7 @@ pub struct Chosen {
 /// The provider of a server started with no model configured: every
 /// turn fails saying how to configure one, so the page and the API work
 /// and a run ends `failed` with that message.
+#[cfg(feature = "server")]
 pub fn unconfigured(model: Option<&str>) -> Chosen {
     struct Unconfigured;
     impl ModelProvider for Unconfigured {
@@ -56,6 +57,7 @@ such as Ollama or vLLM), in the environment or in keys.env beside the configurat
 build` installs (no key), or --provider scripted:FILE to play a scripted conversation.";
 
 /// What `serve` says when it starts with no provider configured.
+#[cfg(feature = "server")]
 pub const SERVE_NO_KEY: &str = "no model provider is configured: the server starts, and its runs \
 fail saying how to set one. Start it with --demo to play the shipped demo agents, or with --local \
 to run them on the small model `scripts/local-model.sh build` installs (no key); or set \
@@ -63,6 +65,7 @@ ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or OPENAI_BASE_URL (in the env
 keys.env, see `agentloop info`) and restart it.";
 
 /// Why a run of a server with no provider configured fails.
+#[cfg(feature = "server")]
 const UNCONFIGURED_RUN: &str = "no model provider is configured on this server, so no model can \
 answer. To fix it, restart `agentloop serve` with --demo (the shipped demo agents) or --local (a \
 small model on that machine, no key), or set ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or \

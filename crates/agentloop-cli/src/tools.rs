@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_engine::scripted::ScriptedProvider;
+#[cfg(feature = "javascript")]
+use agentloop_tools::JsTool;
 #[cfg(target_os = "linux")]
-use agentloop_server::config::ShellQuota;
 #[cfg(target_os = "linux")]
 use agentloop_tools::shell::{Launcher, ShellConfig, ShellConfigError, ShellLimits, ShellTool};
 use agentloop_tools::vfs::{DirJail, MemoryVfs};
-use agentloop_tools::{AskUserTool, FsTool, JsTool, MemoryTool, MinionTool, ReturnTool};
+use agentloop_tools::{AskUserTool, FsTool, MemoryTool, MinionTool, ReturnTool};
 use agentloop_types::{
     CancellationToken, LoopOptions, ModelProvider, RequestOptions, RunPath, Tool, ToolContext,
     ToolOutput, ToolStreamEvent, Vfs,
@@ -150,9 +151,17 @@ pub fn build(
             Ok(match name {
                 "fs" => Arc::new(FsTool::new(jail()?)),
                 "memory" => Arc::new(MemoryTool::new(Arc::new(MemoryVfs::new()))),
+                #[cfg(feature = "javascript")]
                 "javascript" => Arc::new(JsTool::new(jail()?)),
+                #[cfg(not(feature = "javascript"))]
+                "javascript" => {
+                    return Err(Failure::usage(
+                        "this agentloop was built without the javascript tool \
+                         (cargo feature `javascript`)",
+                    ));
+                }
                 #[cfg(target_os = "linux")]
-                "shell" => Arc::new(shell_tool(&root, ShellQuota::default())?),
+                "shell" => Arc::new(shell_tool(&root, WriteQuota::default())?),
                 #[cfg(not(target_os = "linux"))]
                 "shell" => {
                     return Err(Failure::usage(
@@ -183,11 +192,20 @@ pub fn build(
     Ok(all)
 }
 
+/// What a project allows one `shell` command to write, at most (a server
+/// project's `shell_quota`; none outside the server).
+#[cfg(target_os = "linux")]
+#[derive(Default)]
+struct WriteQuota {
+    max_write_bytes: Option<u64>,
+    max_write_files: Option<u64>,
+}
+
 #[cfg(target_os = "linux")]
 /// The shell tool working in `root`, sandboxed as the configuration's
 /// `[shell]` table says, its write quota lowered where `project` asks;
 /// the launcher is this binary, re-executed.
-fn shell_tool(root: &Path, project: ShellQuota) -> Result<ShellTool, Failure> {
+fn shell_tool(root: &Path, project: WriteQuota) -> Result<ShellTool, Failure> {
     let section = crate::config::load()?.shell;
     let usage = |e: ShellConfigError| Failure::usage(e.to_string());
     let mut limits = ShellLimits::default();
@@ -227,19 +245,25 @@ fn shell_tool(root: &Path, project: ShellQuota) -> Result<ShellTool, Failure> {
 
 /// What makes a server project's `shell` tool (`serve --allow-shell`): the
 /// tool as [`shell_tool`] makes it, for the project's folder and quota.
-#[cfg(target_os = "linux")]
+#[cfg(all(feature = "server", target_os = "linux"))]
 pub fn shell_factory() -> Result<agentloop_server::config::ShellToolFactory, Failure> {
     // Checked once at start, so a broken `[shell]` table stops `serve`.
-    shell_tool(Path::new("/"), ShellQuota::default())?;
-    Ok(Arc::new(|root: &Path, quota: ShellQuota| {
-        shell_tool(root, quota)
-            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
-            .map_err(|e| e.to_string())
-    }))
+    shell_tool(Path::new("/"), WriteQuota::default())?;
+    Ok(Arc::new(
+        |root: &Path, quota: agentloop_server::config::ShellQuota| {
+            let quota = WriteQuota {
+                max_write_bytes: quota.max_write_bytes,
+                max_write_files: quota.max_write_files,
+            };
+            shell_tool(root, quota)
+                .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+                .map_err(|e| e.to_string())
+        },
+    ))
 }
 
 /// `serve --allow-shell` off Linux: the sandbox does not exist there.
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(feature = "server", not(target_os = "linux")))]
 pub fn shell_factory() -> Result<agentloop_server::config::ShellToolFactory, Failure> {
     Err(Failure::usage(
         "--allow-shell: the shell tool's sandbox needs Linux (Landlock, namespaces)",
@@ -251,6 +275,7 @@ pub fn list() -> Outcome {
     let names: Vec<String> = NAMES
         .iter()
         .filter(|n| cfg!(target_os = "linux") || **n != "shell")
+        .filter(|n| cfg!(feature = "javascript") || **n != "javascript")
         .map(|n| (*n).to_owned())
         .collect();
     let dir = std::env::temp_dir();

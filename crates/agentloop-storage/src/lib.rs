@@ -57,6 +57,7 @@ pub mod postgres;
 mod sql;
 pub mod sqlite;
 pub mod store;
+pub mod time;
 
 pub use error::{StorageError, StorageResult};
 pub use export::{

@@ -43,6 +43,8 @@
 //!
 //! - `shell`: the [`shell`] tool and its sandbox launcher (Linux only;
 //!   adds `landlock`, `seccompiler`, `nix` and tokio's process support).
+//! - `javascript` (default): the [`js`] tool, code run in an embedded
+//!   QuickJS (adds `rquickjs`, which compiles QuickJS's C sources).
 //!   Every other tool is always built.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -50,6 +52,8 @@
 pub mod ask_user;
 mod editor;
 pub mod fs;
+#[cfg(feature = "javascript")]
+#[cfg_attr(docsrs, doc(cfg(feature = "javascript")))]
 pub mod js;
 pub mod memory;
 pub mod minion;
@@ -68,6 +72,7 @@ use agentloop_types::{Tool, Vfs};
 
 pub use ask_user::AskUserTool;
 pub use fs::FsTool;
+#[cfg(feature = "javascript")]
 pub use js::JsTool;
 pub use memory::MemoryTool;
 pub use minion::MinionTool;
@@ -76,13 +81,15 @@ pub use return_tool::ReturnTool;
 pub use shell::ShellTool;
 
 /// The standard tools over one project VFS: memory, fs, javascript (with
-/// the VFS's `/lib/*.js` as its library), return and ask_user.
+/// the VFS's `/lib/*.js` as its library; feature `javascript`), return and
+/// ask_user.
 pub fn standard_tools(vfs: Arc<dyn Vfs>) -> Vec<Arc<dyn Tool>> {
-    vec![
+    let mut tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(MemoryTool::new(vfs.clone())),
         Arc::new(FsTool::new(vfs.clone())),
-        Arc::new(JsTool::new(vfs)),
-        Arc::new(ReturnTool),
-        Arc::new(AskUserTool),
-    ]
+    ];
+    #[cfg(feature = "javascript")]
+    tools.push(Arc::new(JsTool::new(vfs)));
+    tools.extend([Arc::new(ReturnTool) as Arc<dyn Tool>, Arc::new(AskUserTool)]);
+    tools
 }
