@@ -317,6 +317,25 @@ fn over_http_an_approval_is_asked_through_elicitation() {
 }
 
 #[test]
+fn over_http_a_declined_form_rejects_the_call() {
+    let Some(python) = python() else { return };
+    for (mode, _) in MODES {
+        let setup = Setup::new(writes_a_file());
+        let (_server, url) = setup.http(&[], "tok");
+        let seen = setup.client(
+            &python,
+            mode,
+            &["http", &url, "decline"],
+            &[("MCP_BEARER", "tok")],
+        );
+        assert_eq!(seen["forms"].as_array().unwrap().len(), 1, "{seen}");
+        // The model was told and went on to its next turn.
+        assert_eq!(seen["result"]["text"], "Done.", "{seen}");
+        assert!(!setup.files().join("notes.txt").exists());
+    }
+}
+
+#[test]
 fn without_elicitation_an_approval_is_refused_with_a_reason() {
     let Some(python) = python() else { return };
     for (mode, _) in MODES {

@@ -8,6 +8,7 @@ Usage: client.py TRANSPORT TARGET SCENARIO
              cancel    ask, cancel at the first progress, ask again
              approve   ask with elicitation: approve every form
              answer    ask with elicitation: answer every form "blue"
+             decline   ask with elicitation: decline every form
              no-elicit ask with no elicitation capability
              projects  the server's project tools ($MCP_PROJECT: a project)
 
@@ -94,6 +95,11 @@ async def answer_every_form(context, params):
     return types.ElicitResult(action="accept", content={"answer": "blue"})
 
 
+async def decline_every_form(context, params):
+    FORMS.append({"message": params.message, "schema": params.requested_schema})
+    return types.ElicitResult(action="decline")
+
+
 async def approve(session, seen):
     result = await session.call_tool("ask", {"prompt": "Write the file."})
     seen["forms"] = FORMS
@@ -135,9 +141,10 @@ SCENARIOS = {
     "cancel": cancel,
     "approve": approve,
     "answer": approve,
+    "decline": approve,
     "no-elicit": no_elicit,
 }
-ELICIT = {"approve": approve_every_form, "answer": answer_every_form}
+ELICIT = {"approve": approve_every_form, "answer": answer_every_form, "decline": decline_every_form}
 
 
 async def main():
