@@ -110,12 +110,9 @@ pub(super) async fn card(headers: HeaderMap) -> Response {
             examples: Vec::new(),
         }],
     };
-    match v0_3::card(&card) {
-        Ok(card) => axum::Json(card).into_response(),
-        Err(err) => {
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response()
-        }
-    }
+    // Strictly 1.0: a 0.3 client finds its interface in
+    // `supportedInterfaces`, as the SDKs that speak both read it.
+    axum::Json(card).into_response()
 }
 
 /// `POST /a2a`: one JSON-RPC request (no batches). Authentication and the
