@@ -14,6 +14,7 @@ Usage: client.py [--v0.3] BASE_URL TOKEN COMMAND ARGS...
   reply-data TASK_ID JSON        the same with a data part
   get TASK_ID                    GetTask
   cancel TASK_ID                 CancelTask
+  list JSON                      ListTasks with these params (1.0 JSON)
   stream-cancel TENANT AGENT TEXT
                                  streams, cancels the task from a second
                                  client at its first item, reads the rest
@@ -45,6 +46,7 @@ from a2a.types import (
     AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
@@ -175,6 +177,11 @@ async def main():
             (task_id,) = args
             client, _ = await make_client(base, token)
             out = {"task": as_dict(await client.cancel_task(CancelTaskRequest(id=task_id)))}
+        elif command == "list":
+            (params,) = args
+            client, _ = await make_client(base, token)
+            req = strict_parse(json.loads(params), ListTasksRequest())
+            out = {"list": as_dict(await client.list_tasks(req))}
         elif command == "stream-cancel":
             tenant, agent, text = args
             client, _ = await make_client(base, token)

@@ -28,8 +28,8 @@ use agentloop_a2a::mapping::{self, Reply, TaskIds};
 use agentloop_a2a::rpc::{self, ErrorCode, Request, RequestId, RpcError, method};
 use agentloop_a2a::v0_3;
 use agentloop_a2a::wire::{
-    self, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Message, SendMessageRequest,
-    SendMessageResponse, StreamResponse, Task, TaskIdRequest,
+    self, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, ListTasksRequest, Message,
+    SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskIdRequest,
 };
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType};
 use agentloop_types::PendingCall;
@@ -168,10 +168,7 @@ pub(super) async fn rpc_endpoint(
         method::GET_TASK => call.get(&request).await,
         method::CANCEL_TASK => call.cancel(&request).await,
         method::SUBSCRIBE_TO_TASK => call.subscribe(&request).await,
-        method::LIST_TASKS => Err(RpcError::new(
-            ErrorCode::UnsupportedOperation,
-            "ListTasks is not served: list a project's tasks and their agent runs over the HTTP API",
-        )),
+        method::LIST_TASKS => call.list(&request).await,
         method::GET_EXTENDED_AGENT_CARD => Err(RpcError::new(
             ErrorCode::ExtendedAgentCardNotConfigured,
             "this agent has no extended card",
@@ -528,6 +525,13 @@ impl Call {
                 StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST => RpcError::task_not_found(),
                 _ => rpc_error(e, ErrorCode::InternalError),
             })
+    }
+
+    /// `ListTasks`.
+    async fn list(&self, request: &Request) -> Result<Response, RpcError> {
+        let params: ListTasksRequest = request.params()?;
+        let page = super::a2a_list::list(&self.state, &self.user, &params).await?;
+        Ok(axum::Json(rpc::result(&self.id, &page)).into_response())
     }
 
     /// `GetTask`.
