@@ -298,41 +298,35 @@ fn an_approval_is_asked_through_elicitation() {
     }
 }
 
-#[test]
-fn over_http_an_approval_is_asked_through_elicitation() {
-    let Some(python) = python() else { return };
+/// Over HTTP in each mode, a call that writes a file meets one form that
+/// the client answers as `scenario` does; whether the file was written.
+fn over_http_the_form_is(python: &Path, scenario: &str, written: bool) {
     for (mode, _) in MODES {
         let setup = Setup::new(writes_a_file());
         let (_server, url) = setup.http(&[], "tok");
         let seen = setup.client(
-            &python,
+            python,
             mode,
-            &["http", &url, "approve"],
+            &["http", &url, scenario],
             &[("MCP_BEARER", "tok")],
         );
         assert_eq!(seen["forms"].as_array().unwrap().len(), 1, "{seen}");
+        // Approved or not, the model's next turn answers.
         assert_eq!(seen["result"]["text"], "Done.", "{seen}");
-        assert!(setup.files().join("notes.txt").exists());
+        assert_eq!(setup.files().join("notes.txt").exists(), written, "{mode}");
     }
+}
+
+#[test]
+fn over_http_an_approval_is_asked_through_elicitation() {
+    let Some(python) = python() else { return };
+    over_http_the_form_is(&python, "approve", true);
 }
 
 #[test]
 fn over_http_a_declined_form_rejects_the_call() {
     let Some(python) = python() else { return };
-    for (mode, _) in MODES {
-        let setup = Setup::new(writes_a_file());
-        let (_server, url) = setup.http(&[], "tok");
-        let seen = setup.client(
-            &python,
-            mode,
-            &["http", &url, "decline"],
-            &[("MCP_BEARER", "tok")],
-        );
-        assert_eq!(seen["forms"].as_array().unwrap().len(), 1, "{seen}");
-        // The model was told and went on to its next turn.
-        assert_eq!(seen["result"]["text"], "Done.", "{seen}");
-        assert!(!setup.files().join("notes.txt").exists());
-    }
+    over_http_the_form_is(&python, "decline", false);
 }
 
 #[test]
