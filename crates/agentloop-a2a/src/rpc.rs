@@ -16,7 +16,7 @@ pub mod method {
     pub const CANCEL_TASK: &str = "CancelTask";
     /// Follow a task's updates again.
     pub const SUBSCRIBE_TO_TASK: &str = "SubscribeToTask";
-    /// The caller's tasks (not served: answered "unsupported").
+    /// The caller's tasks, a page at a time.
     pub const LIST_TASKS: &str = "ListTasks";
     /// The extended card (not served: "not configured").
     pub const GET_EXTENDED_AGENT_CARD: &str = "GetExtendedAgentCard";

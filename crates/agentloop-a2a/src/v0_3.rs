@@ -16,8 +16,8 @@ use serde_json::{Map, Value, json};
 
 use crate::rpc::{ErrorCode, RpcError};
 use crate::wire::{
-    AgentCard, Artifact, Message, Part, Role, SendMessageConfiguration, SendMessageRequest,
-    StreamResponse, Task, TaskIdRequest, TaskState, TaskStatus,
+    Artifact, Message, Part, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse,
+    Task, TaskIdRequest, TaskState, TaskStatus,
 };
 
 /// The protocol version of this dialect, as cards and the `A2A-Version`
@@ -461,66 +461,6 @@ pub fn error(error: &RpcError) -> RpcError {
         },
         _ => error.clone(),
     }
-}
-
-/// The card as both versions read it: 1.0's fields, and 0.3's beside them
-/// (`url`, `preferredTransport` and `protocolVersion` of the card's first
-/// 0.3 interface, `security`, and each HTTP scheme's `type` and `scheme`).
-/// A 1.0 reader ignores 0.3's fields, a 0.3 reader 1.0's. A card without
-/// a 0.3 interface is left as it is.
-pub fn card(card: &AgentCard) -> Result<Value, serde_json::Error> {
-    let mut value = serde_json::to_value(card)?;
-    let Some(interface) = card
-        .supported_interfaces
-        .iter()
-        .find(|i| i.protocol_version.split('.').next() == Some("0"))
-    else {
-        return Ok(value);
-    };
-    value["url"] = json!(interface.url);
-    value["preferredTransport"] = json!(interface.protocol_binding);
-    value["protocolVersion"] = json!(interface.protocol_version);
-    let others: Vec<Value> = card
-        .supported_interfaces
-        .iter()
-        .filter(|i| i.protocol_version == interface.protocol_version && *i != interface)
-        .map(|i| json!({ "url": i.url, "transport": i.protocol_binding }))
-        .collect();
-    if !others.is_empty() {
-        value["additionalInterfaces"] = json!(others);
-    }
-    let security: Vec<Value> = card
-        .security_requirements
-        .iter()
-        .filter_map(|r| r.get("schemes").and_then(Value::as_object))
-        .map(|schemes| {
-            schemes
-                .iter()
-                .map(|(name, scopes)| {
-                    (
-                        name.clone(),
-                        scopes.get("list").cloned().unwrap_or_else(|| json!([])),
-                    )
-                })
-                .collect::<Map<String, Value>>()
-                .into()
-        })
-        .collect();
-    if !security.is_empty() {
-        value["security"] = json!(security);
-    }
-    if let Some(Value::Object(schemes)) = value.get_mut("securitySchemes") {
-        for scheme in schemes.values_mut() {
-            let http = scheme.get("httpAuthSecurityScheme").cloned();
-            if let (Some(Value::Object(http)), Value::Object(scheme)) = (http, scheme) {
-                scheme.insert("type".to_owned(), json!("http"));
-                for (key, field) in http {
-                    scheme.entry(key).or_insert(field);
-                }
-            }
-        }
-    }
-    Ok(value)
 }
 
 /// Whether an `A2A-Version` header's value is this dialect.

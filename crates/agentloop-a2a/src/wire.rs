@@ -372,6 +372,50 @@ pub struct TaskIdRequest {
     pub metadata: Option<Map<String, Value>>,
 }
 
+/// `ListTasks` params: which of the caller's tasks, a page at a time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksRequest {
+    /// The tenant: only its tasks.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    /// Only the tasks of this context.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub context_id: String,
+    /// Only the tasks in this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskState>,
+    /// At most this many tasks (the server's default when absent or 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<i64>,
+    /// Where the page starts: the previous answer's `nextPageToken`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub page_token: String,
+    /// How many history messages each task carries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i64>,
+    /// Only tasks whose status changed after this time (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_timestamp_after: Option<String>,
+    /// Whether the tasks carry their artifacts.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub include_artifacts: bool,
+}
+
+/// `ListTasks` answer: one page of tasks, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksResponse {
+    /// The page's tasks.
+    pub tasks: Vec<Task>,
+    /// Where the next page starts; empty on the last page.
+    pub next_page_token: String,
+    /// The page size used.
+    pub page_size: i64,
+    /// How many tasks match, over all pages.
+    pub total_size: i64,
+}
+
 /// Where and how an agent is reached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

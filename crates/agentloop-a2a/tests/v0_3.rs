@@ -6,8 +6,7 @@ use agentloop_a2a::mapping::{self, TaskIds};
 use agentloop_a2a::rpc::{ErrorCode, RpcError, method};
 use agentloop_a2a::v0_3;
 use agentloop_a2a::wire::{
-    AgentCapabilities, AgentCard, AgentInterface, Message, Part, Role, StreamResponse,
-    TaskArtifactUpdateEvent, TaskState,
+    Message, Part, Role, StreamResponse, TaskArtifactUpdateEvent, TaskState,
 };
 use serde_json::json;
 
@@ -121,36 +120,4 @@ fn errors_new_in_1_0_read_as_invalid_requests() {
     let version = RpcError::new(ErrorCode::VersionNotSupported, "no");
     assert_eq!(v0_3::error(&version).code, -32600);
     assert_eq!(v0_3::error(&RpcError::task_not_found()).code, -32001);
-}
-
-#[test]
-fn the_card_carries_0_3_fields_beside_1_0() {
-    let card = AgentCard {
-        name: "agentloop".to_owned(),
-        description: "d".to_owned(),
-        supported_interfaces: ["1.0", "0.3"]
-            .into_iter()
-            .map(|v| AgentInterface {
-                url: "http://h/a2a".to_owned(),
-                protocol_binding: "JSONRPC".to_owned(),
-                tenant: String::new(),
-                protocol_version: v.to_owned(),
-            })
-            .collect(),
-        version: "1".to_owned(),
-        capabilities: AgentCapabilities {
-            streaming: Some(true),
-            ..AgentCapabilities::default()
-        },
-        security_schemes: serde_json::Map::from_iter([(
-            "bearer".to_owned(),
-            json!({ "httpAuthSecurityScheme": { "scheme": "Bearer" } }),
-        )]),
-        security_requirements: vec![json!({ "schemes": { "bearer": { "list": [] } } })],
-        default_input_modes: vec!["text/plain".to_owned()],
-        default_output_modes: vec!["text/plain".to_owned()],
-        skills: Vec::new(),
-    };
-    assert_eq!(card.jsonrpc_interface().unwrap().protocol_version, "1.0");
-    insta::assert_json_snapshot!("dual_card", v0_3::card(&card).unwrap());
 }

@@ -2,6 +2,9 @@
 //! (`mcp`, pinned in .ci/python-test-tools.txt): the ask tool listed and
 //! called over stdio and streamable HTTP, progress received, a cancelled
 //! call stopping its run, approvals asked through elicitation or refused.
+//! Each check runs in the client's two modes: its default, which
+//! negotiates the newest revision (capabilities declared per request,
+//! forms answered in rounds), and the initialize handshake.
 //! The model is the scripted provider.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,6 +24,9 @@ use serde_json::{Value, json};
 fn python() -> Option<PathBuf> {
     common::python::python_with("mcp", "the Python MCP SDK")
 }
+
+/// The client's modes and the revision each must end up speaking.
+const MODES: [(&str, &str); 2] = [("auto", "2026-07-28"), ("legacy", "2025-11-25")];
 
 fn client_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_serve/client.py")
@@ -63,11 +69,12 @@ impl Setup {
     }
 
     /// Runs the Python client over stdio; returns what it saw.
-    fn stdio(&self, python: &Path, scenario: &str, extra: &[&str]) -> Value {
+    fn stdio(&self, python: &Path, mode: &str, scenario: &str, extra: &[&str]) -> Value {
         let mut command = vec![env!("CARGO_BIN_EXE_agentloop").to_owned()];
         command.extend(self.server_args(extra));
         self.client(
             python,
+            mode,
             &["stdio", &json!(command).to_string(), scenario],
             &[],
         )
@@ -100,11 +107,14 @@ impl Setup {
         (Killed(child), url)
     }
 
-    fn client(&self, python: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
+    /// Runs the client in `mode`; returns what it saw, after checking it
+    /// spoke the revision the mode negotiates and logged no failure.
+    fn client(&self, python: &Path, mode: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
         let mut command = Command::new(python);
         command
             .arg(client_script())
             .args(args)
+            .env("MCP_MODE", mode)
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"));
         common::without_provider_keys(&mut command);
         for (key, value) in env {
@@ -113,8 +123,13 @@ impl Setup {
         let output = command.output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "the client failed:\n{stderr}");
-        serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|e| panic!("the client printed no JSON ({e}):\n{stderr}"))
+        let seen: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("the client printed no JSON ({e}):\n{stderr}"));
+        let revision = MODES.iter().find(|(m, _)| *m == mode).map(|(_, r)| *r);
+        assert_eq!(seen["protocol"].as_str(), revision, "{seen}");
+        // The SDK logs a session end it takes for a failure.
+        assert!(!stderr.contains("termination failed"), "{stderr}");
+        seen
     }
 }
 
@@ -153,23 +168,28 @@ fn check_ask(seen: &Value) {
 #[test]
 fn over_stdio_the_ask_tool_is_listed_and_answers_with_progress() {
     let Some(python) = python() else { return };
-    let setup = Setup::new(two_answers());
-    let seen = setup.stdio(&python, "ask", &[]);
-    assert_eq!(seen["server"], "agentloop");
-    check_ask(&seen);
+    for (mode, _) in MODES {
+        let setup = Setup::new(two_answers());
+        let seen = setup.stdio(&python, mode, "ask", &[]);
+        assert_eq!(seen["server"], "agentloop");
+        check_ask(&seen);
+    }
 }
 
 #[test]
 fn over_http_the_ask_tool_is_listed_and_answers_with_progress() {
     let Some(python) = python() else { return };
-    let setup = Setup::new(two_answers());
-    let (_server, url) = setup.http(&[], "s3cret-token");
-    let seen = setup.client(
-        &python,
-        &["http", &url, "ask"],
-        &[("MCP_BEARER", "s3cret-token")],
-    );
-    check_ask(&seen);
+    for (mode, _) in MODES {
+        let setup = Setup::new(two_answers());
+        let (_server, url) = setup.http(&[], "s3cret-token");
+        let seen = setup.client(
+            &python,
+            mode,
+            &["http", &url, "ask"],
+            &[("MCP_BEARER", "s3cret-token")],
+        );
+        check_ask(&seen);
+    }
 }
 
 #[test]
@@ -227,18 +247,27 @@ fn check_cancelled(setup: &Setup, seen: &Value) {
 #[test]
 fn over_stdio_a_cancelled_call_stops_its_run() {
     let Some(python) = python() else { return };
-    let setup = Setup::new(cancellable());
-    let seen = setup.stdio(&python, "cancel", &["--approve", "all"]);
-    check_cancelled(&setup, &seen);
+    for (mode, _) in MODES {
+        let setup = Setup::new(cancellable());
+        let seen = setup.stdio(&python, mode, "cancel", &["--approve", "all"]);
+        check_cancelled(&setup, &seen);
+    }
 }
 
 #[test]
 fn over_http_a_cancelled_call_stops_its_run() {
     let Some(python) = python() else { return };
-    let setup = Setup::new(cancellable());
-    let (_server, url) = setup.http(&["--approve", "all"], "tok");
-    let seen = setup.client(&python, &["http", &url, "cancel"], &[("MCP_BEARER", "tok")]);
-    check_cancelled(&setup, &seen);
+    for (mode, _) in MODES {
+        let setup = Setup::new(cancellable());
+        let (_server, url) = setup.http(&["--approve", "all"], "tok");
+        let seen = setup.client(
+            &python,
+            mode,
+            &["http", &url, "cancel"],
+            &[("MCP_BEARER", "tok")],
+        );
+        check_cancelled(&setup, &seen);
+    }
 }
 
 fn writes_a_file() -> Value {
@@ -253,66 +282,84 @@ fn writes_a_file() -> Value {
 #[test]
 fn an_approval_is_asked_through_elicitation() {
     let Some(python) = python() else { return };
-    let setup = Setup::new(writes_a_file());
-    let seen = setup.stdio(&python, "approve", &[]);
-    let forms = seen["forms"].as_array().unwrap();
-    assert_eq!(forms.len(), 1, "{seen}");
-    let message = forms[0]["message"].as_str().unwrap();
-    assert!(message.contains("`fs`"), "{message}");
-    assert_eq!(forms[0]["schema"]["required"], json!(["approve"]));
-    assert_eq!(seen["result"]["text"], "Done.");
-    assert_eq!(
-        std::fs::read_to_string(setup.files().join("notes.txt")).unwrap(),
-        "hello"
-    );
+    for (mode, _) in MODES {
+        let setup = Setup::new(writes_a_file());
+        let seen = setup.stdio(&python, mode, "approve", &[]);
+        let forms = seen["forms"].as_array().unwrap();
+        assert_eq!(forms.len(), 1, "{seen}");
+        let message = forms[0]["message"].as_str().unwrap();
+        assert!(message.contains("`fs`"), "{message}");
+        assert_eq!(forms[0]["schema"]["required"], json!(["approve"]));
+        assert_eq!(seen["result"]["text"], "Done.");
+        assert_eq!(
+            std::fs::read_to_string(setup.files().join("notes.txt")).unwrap(),
+            "hello"
+        );
+    }
+}
+
+/// Over HTTP in each mode, a call that writes a file meets one form that
+/// the client answers as `scenario` does; whether the file was written.
+fn over_http_the_form_is(python: &Path, scenario: &str, written: bool) {
+    for (mode, _) in MODES {
+        let setup = Setup::new(writes_a_file());
+        let (_server, url) = setup.http(&[], "tok");
+        let seen = setup.client(
+            python,
+            mode,
+            &["http", &url, scenario],
+            &[("MCP_BEARER", "tok")],
+        );
+        assert_eq!(seen["forms"].as_array().unwrap().len(), 1, "{seen}");
+        // Approved or not, the model's next turn answers.
+        assert_eq!(seen["result"]["text"], "Done.", "{seen}");
+        assert_eq!(setup.files().join("notes.txt").exists(), written, "{mode}");
+    }
 }
 
 #[test]
 fn over_http_an_approval_is_asked_through_elicitation() {
     let Some(python) = python() else { return };
-    let setup = Setup::new(writes_a_file());
-    let (_server, url) = setup.http(&[], "tok");
-    let seen = setup.client(
-        &python,
-        &["http", &url, "approve"],
-        &[("MCP_BEARER", "tok")],
-    );
-    assert_eq!(seen["forms"].as_array().unwrap().len(), 1, "{seen}");
-    assert!(setup.files().join("notes.txt").exists());
+    over_http_the_form_is(&python, "approve", true);
+}
+
+#[test]
+fn over_http_a_declined_form_rejects_the_call() {
+    let Some(python) = python() else { return };
+    over_http_the_form_is(&python, "decline", false);
 }
 
 #[test]
 fn without_elicitation_an_approval_is_refused_with_a_reason() {
     let Some(python) = python() else { return };
-    let setup = Setup::new(writes_a_file());
-    let seen = setup.stdio(&python, "no-elicit", &[]);
-    assert_eq!(
-        seen["result"]["text"].as_str().unwrap().lines().next(),
-        Some("Done.")
-    );
-    let refused = seen["result"]["structured"]["refused"][0].as_str().unwrap();
-    assert!(
-        refused.contains("fs was not run") && refused.contains("does not support elicitation"),
-        "{refused}"
-    );
-    assert!(!setup.files().join("notes.txt").exists());
+    for (mode, _) in MODES {
+        let setup = Setup::new(writes_a_file());
+        let seen = setup.stdio(&python, mode, "no-elicit", &[]);
+        assert_eq!(
+            seen["result"]["text"].as_str().unwrap().lines().next(),
+            Some("Done.")
+        );
+        let refused = seen["result"]["structured"]["refused"][0].as_str().unwrap();
+        assert!(
+            refused.contains("fs was not run") && refused.contains("does not support elicitation"),
+            "{refused}"
+        );
+        assert!(!setup.files().join("notes.txt").exists());
+    }
 }
 
 #[test]
 fn a_question_is_asked_through_elicitation_and_the_run_goes_on() {
     let Some(python) = python() else { return };
-    let setup = Setup::new(json!([
-        {"steps": [
-            {"type": "tool_call", "id": "q1", "name": "ask_user", "fragments": ["{\"question\": \"Which colour?\"}"]}
-        ]},
-        {"steps": [{"type": "text", "chunks": ["Blue it is."]}]}
-    ]));
-    let seen = setup.stdio(&python, "answer", &["--tools", "ask_user"]);
-    let forms = seen["forms"].as_array().unwrap();
-    assert_eq!(forms.len(), 1, "{seen}");
-    assert_eq!(forms[0]["message"], "The agent asks: Which colour?");
-    assert_eq!(forms[0]["schema"]["required"], json!(["answer"]));
-    assert_eq!(seen["result"]["text"], "Blue it is.");
+    for (mode, _) in MODES {
+        let setup = Setup::new(asks_a_question());
+        let seen = setup.stdio(&python, mode, "answer", &["--tools", "ask_user"]);
+        let forms = seen["forms"].as_array().unwrap();
+        assert_eq!(forms.len(), 1, "{seen}");
+        assert_eq!(forms[0]["message"], "The agent asks: Which colour?");
+        assert_eq!(forms[0]["schema"]["required"], json!(["answer"]));
+        assert_eq!(seen["result"]["text"], "Blue it is.");
+    }
 }
 
 /// A question the script asks whether or not `ask_user` is offered.
@@ -328,31 +375,35 @@ fn asks_a_question() -> Value {
 #[test]
 fn a_client_with_elicitation_is_offered_questions_without_tools_naming_ask_user() {
     let Some(python) = python() else { return };
-    let setup = Setup::new(asks_a_question());
-    let seen = setup.stdio(&python, "answer", &[]);
-    let forms = seen["forms"].as_array().unwrap();
-    assert_eq!(forms.len(), 1, "{seen}");
-    assert_eq!(forms[0]["message"], "The agent asks: Which colour?");
-    assert_eq!(seen["result"]["text"], "Blue it is.");
+    for (mode, _) in MODES {
+        let setup = Setup::new(asks_a_question());
+        let seen = setup.stdio(&python, mode, "answer", &[]);
+        let forms = seen["forms"].as_array().unwrap();
+        assert_eq!(forms.len(), 1, "{seen}");
+        assert_eq!(forms[0]["message"], "The agent asks: Which colour?");
+        assert_eq!(seen["result"]["text"], "Blue it is.");
+    }
 }
 
 #[test]
 fn a_client_without_elicitation_is_not_offered_questions_unless_named() {
     let Some(python) = python() else { return };
-    let setup = Setup::new(asks_a_question());
-    let seen = setup.stdio(&python, "no-elicit", &[]);
-    // Not offered, so nothing is refused for want of a person: the engine
-    // answers the call as one to an unknown tool.
-    let refused = &seen["result"]["structured"]["refused"];
-    assert!(
-        refused.is_null() || refused.as_array().is_some_and(Vec::is_empty),
-        "{seen}"
-    );
-    // Named, it is offered and refused with the reason.
-    let seen = setup.stdio(&python, "no-elicit", &["--tools", "ask_user"]);
-    let refused = seen["result"]["structured"]["refused"][0].as_str().unwrap();
-    assert!(
-        refused.contains("ask_user was not run") && refused.contains("elicitation"),
-        "{refused}"
-    );
+    for (mode, _) in MODES {
+        let setup = Setup::new(asks_a_question());
+        let seen = setup.stdio(&python, mode, "no-elicit", &[]);
+        // Not offered, so nothing is refused for want of a person: the engine
+        // answers the call as one to an unknown tool.
+        let refused = &seen["result"]["structured"]["refused"];
+        assert!(
+            refused.is_null() || refused.as_array().is_some_and(Vec::is_empty),
+            "{seen}"
+        );
+        // Named, it is offered and refused with the reason.
+        let seen = setup.stdio(&python, mode, "no-elicit", &["--tools", "ask_user"]);
+        let refused = seen["result"]["structured"]["refused"][0].as_str().unwrap();
+        assert!(
+            refused.contains("ask_user was not run") && refused.contains("elicitation"),
+            "{refused}"
+        );
+    }
 }

@@ -252,6 +252,114 @@ fn the_a2a_sdk_sends_streams_reads_and_answers_input_required() {
     assert!(!repo.join("no.md").exists());
 }
 
+/// The `list` command's page.
+fn listed(python: &Path, address: &str, token: &str, params: Value) -> Value {
+    let out = client(python, address, token, &["list", &params.to_string()]);
+    assert!(out.get("error").is_none(), "{out}");
+    out["list"].clone()
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    page["tasks"]
+        .as_array()
+        .map(|tasks| {
+            tasks
+                .iter()
+                .map(|t| t["id"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_a2a_sdk_lists_the_callers_tasks_a_page_at_a_time() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([
+            { "steps": [{ "type": "text", "chunks": ["One."] }] },
+            { "steps": [{ "type": "text", "chunks": ["Two."] }] },
+            { "steps": [{ "type": "text", "chunks": ["Three."] }] }
+        ]),
+    );
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let ada = create_user(&db, "ada");
+    let bob = create_user(&db, "bob");
+    let server = serve(&db, &script, "only");
+    let address = server.address.clone();
+    let first = project(&address, &ada, &dir.path().join("one"), json!({}));
+    let second = project(&address, &ada, &dir.path().join("two"), json!({}));
+    let mut sent = Vec::new();
+    for (tenant, text) in [(&first, "One"), (&first, "Two"), (&second, "Three")] {
+        let items = items(&client(
+            &python,
+            &address,
+            &ada,
+            &["send", tenant, "planification", text],
+        ));
+        assert_eq!(last_state(&items), "TASK_STATE_COMPLETED", "{items:?}");
+        let context = items[0]["task"]["contextId"].as_str().unwrap().to_owned();
+        sent.push((task_id(&items), context));
+    }
+
+    // All of the caller's tasks, newest first, without artifacts unless
+    // asked for.
+    let all = listed(&python, &address, &ada, json!({}));
+    assert_eq!(
+        ids(&all),
+        [sent[2].0.clone(), sent[1].0.clone(), sent[0].0.clone()],
+        "{all}"
+    );
+    assert_eq!(all["totalSize"], 3, "{all}");
+    assert!(all["tasks"][0].get("artifacts").is_none(), "{all}");
+    let with = listed(&python, &address, &ada, json!({ "includeArtifacts": true }));
+    assert_eq!(answer(&with["tasks"][0]["artifacts"]), "Three.");
+
+    // A page at a time.
+    let page = listed(
+        &python,
+        &address,
+        &ada,
+        json!({ "tenant": first, "pageSize": 1 }),
+    );
+    assert_eq!(ids(&page), [sent[1].0.clone()], "{page}");
+    assert_eq!(page["totalSize"], 2);
+    let token = page["nextPageToken"].as_str().unwrap();
+    let next = listed(
+        &python,
+        &address,
+        &ada,
+        json!({ "tenant": first, "pageSize": 1, "pageToken": token }),
+    );
+    assert_eq!(ids(&next), [sent[0].0.clone()], "{next}");
+    assert!(next.get("nextPageToken").is_none_or(|t| t == ""), "{next}");
+
+    // One context; one state.
+    let context = listed(&python, &address, &ada, json!({ "contextId": sent[2].1 }));
+    assert_eq!(ids(&context), [sent[2].0.clone()], "{context}");
+    let working = listed(
+        &python,
+        &address,
+        &ada,
+        json!({ "status": "TASK_STATE_WORKING" }),
+    );
+    assert!(ids(&working).is_empty(), "{working}");
+
+    // Another user sees none of it, and cannot name ada's project.
+    assert!(ids(&listed(&python, &address, &bob, json!({}))).is_empty());
+    let refused = client(
+        &python,
+        &address,
+        &bob,
+        &["list", &json!({ "tenant": first }).to_string()],
+    );
+    assert!(refused.get("error").is_some(), "{refused}");
+}
+
 #[test]
 fn cancelling_an_a2a_task_stops_its_run_before_the_tool_writes() {
     let Some(python) = python() else {
@@ -591,16 +699,18 @@ fn an_a2a_0_3_client_sends_streams_reads_answers_and_cancels() {
     let address = server.address.clone();
     let plain = project(&address, &ada, &dir.path().join("one"), json!({}));
 
-    // The card names a 0.3 interface on the same endpoint, and carries
-    // 0.3's own fields for clients that read only those.
+    // The card names a 0.3 interface on the same endpoint, in 1.0's
+    // shape only: the SDK's 0.3 transport is picked from it.
     let (status, card) = http(&address, "", "GET", "/.well-known/agent-card.json", None);
     assert_eq!(status, 200, "{card}");
     assert_eq!(card["supportedInterfaces"][1]["protocolVersion"], "0.3");
-    assert_eq!(card["protocolVersion"], "0.3");
-    assert_eq!(card["preferredTransport"], "JSONRPC");
-    assert_eq!(card["url"], format!("http://{address}/a2a"));
-    assert_eq!(card["securitySchemes"]["bearer"]["type"], "http");
-    assert_eq!(card["security"][0]["bearer"], json!([]));
+    assert_eq!(
+        card["supportedInterfaces"][1]["url"],
+        format!("http://{address}/a2a")
+    );
+    for field in ["url", "preferredTransport", "protocolVersion", "security"] {
+        assert!(card.get(field).is_none(), "0.3's {field} in {card}");
+    }
 
     // message/send answers the completed task with its answer.
     let (sent, methods) = client_v03(

@@ -8,7 +8,13 @@ Usage: client.py TRANSPORT TARGET SCENARIO
              cancel    ask, cancel at the first progress, ask again
              approve   ask with elicitation: approve every form
              answer    ask with elicitation: answer every form "blue"
+             decline   ask with elicitation: decline every form
              no-elicit ask with no elicitation capability
+             projects  the server's project tools ($MCP_PROJECT: a project)
+
+$MCP_MODE picks how the client negotiates: `auto` (the SDK's default:
+the newest revision the server offers, else the initialize handshake) or
+`legacy` (the initialize handshake).
 
 Prints one JSON object of what it saw on stdout.
 """
@@ -18,23 +24,23 @@ import os
 import sys
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+import httpx2
+from mcp import Client, StdioServerParameters, types
+from mcp.client.streamable_http import streamable_http_client
 
 
 def tool_result(result):
     return {
-        "is_error": bool(result.isError),
+        "is_error": bool(result.is_error),
         "text": "\n".join(c.text for c in result.content if c.type == "text"),
-        "structured": result.structuredContent,
+        "structured": result.structured_content,
     }
 
 
 async def ask(session, seen):
     listed = await session.list_tools()
     seen["tools"] = [
-        {"name": t.name, "input": t.inputSchema, "output": t.outputSchema} for t in listed.tools
+        {"name": t.name, "input": t.input_schema, "output": t.output_schema} for t in listed.tools
     ]
     progress = []
 
@@ -44,7 +50,7 @@ async def ask(session, seen):
     first = await session.call_tool("ask", {"prompt": "Say hello."}, progress_callback=on_progress)
     seen["first"] = tool_result(first)
     seen["progress"] = progress
-    chat_id = first.structuredContent["chat_id"]
+    chat_id = first.structured_content["chat_id"]
     second = await session.call_tool("ask", {"prompt": "Again.", "chat_id": chat_id})
     seen["second"] = tool_result(second)
     bad = await session.call_tool("ask", {"prompt": 7})
@@ -59,8 +65,6 @@ async def cancel(session, seen):
         progress.append(message)
         progressed.set()
 
-    # The SDK numbers requests from this counter; the next one is the call.
-    request_id = session._request_id
     async with anyio.create_task_group() as group:
 
         async def call():
@@ -70,14 +74,8 @@ async def cancel(session, seen):
         group.start_soon(call)
         with anyio.fail_after(30):
             await progressed.wait()
-        await session.send_notification(
-            types.ClientNotification(
-                types.CancelledNotification(
-                    params=types.CancelledNotificationParams(requestId=request_id, reason="test")
-                )
-            )
-        )
-        # The server answers a cancelled request with nothing: stop waiting.
+        # Abandoning the call is how the SDK cancels it: it tells the
+        # server (`notifications/cancelled`, or the request's stream closed).
         group.cancel_scope.cancel()
     seen["progress_before_cancel"] = progress
     after = await session.call_tool("ask", {"prompt": "Something else."})
@@ -88,13 +86,18 @@ FORMS = []
 
 
 async def approve_every_form(context, params):
-    FORMS.append({"message": params.message, "schema": params.requestedSchema})
+    FORMS.append({"message": params.message, "schema": params.requested_schema})
     return types.ElicitResult(action="accept", content={"approve": True})
 
 
 async def answer_every_form(context, params):
-    FORMS.append({"message": params.message, "schema": params.requestedSchema})
+    FORMS.append({"message": params.message, "schema": params.requested_schema})
     return types.ElicitResult(action="accept", content={"answer": "blue"})
+
+
+async def decline_every_form(context, params):
+    FORMS.append({"message": params.message, "schema": params.requested_schema})
+    return types.ElicitResult(action="decline")
 
 
 async def approve(session, seen):
@@ -117,16 +120,16 @@ async def projects(session, seen):
     if project_id:
         task = await session.call_tool("create_task", {"project_id": project_id, "title": "From MCP"})
         seen["task"] = tool_result(task)
-        if not task.isError:
+        if not task.is_error:
             run = await session.call_tool(
                 "start_agent_run",
-                {"task_id": task.structuredContent["id"], "agent_type": "planification"},
+                {"task_id": task.structured_content["id"], "agent_type": "planification"},
             )
             seen["run"] = tool_result(run)
             with anyio.fail_after(60):
                 while True:
-                    got = await session.call_tool("get_agent_run", {"run_id": run.structuredContent["id"]})
-                    if got.structuredContent["status"] not in ("running",):
+                    got = await session.call_tool("get_agent_run", {"run_id": run.structured_content["id"]})
+                    if got.structured_content["status"] not in ("running",):
                         break
                     await anyio.sleep(0.05)
             seen["finished"] = tool_result(got)
@@ -138,35 +141,31 @@ SCENARIOS = {
     "cancel": cancel,
     "approve": approve,
     "answer": approve,
+    "decline": approve,
     "no-elicit": no_elicit,
 }
-ELICIT = {"approve": approve_every_form, "answer": answer_every_form}
+ELICIT = {"approve": approve_every_form, "answer": answer_every_form, "decline": decline_every_form}
 
 
 async def main():
     transport, target, scenario = sys.argv[1:4]
+    mode = os.environ.get("MCP_MODE", "auto")
     seen = {}
-    # A callback makes the SDK declare the elicitation capability.
-    elicit = ELICIT.get(scenario)
-
-    async def run(read, write):
-        async with ClientSession(read, write, elicitation_callback=elicit) as session:
-            init = await session.initialize()
-            seen["server"] = init.serverInfo.name
-            seen["capabilities"] = init.capabilities.model_dump(exclude_none=True)
-            await SCENARIOS[scenario](session, seen)
-
     if transport == "stdio":
         command = json.loads(target)
-        params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
-        async with stdio_client(params) as (read, write):
-            await run(read, write)
+        server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     else:
         headers = {}
         if os.environ.get("MCP_BEARER"):
             headers["Authorization"] = "Bearer " + os.environ["MCP_BEARER"]
-        async with streamablehttp_client(target, headers=headers) as (read, write, _):
-            await run(read, write)
+        server = streamable_http_client(target, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+    # A callback makes the SDK declare the elicitation capability.
+    client = Client(server, mode=mode, elicitation_callback=ELICIT.get(scenario))
+    async with client:
+        seen["protocol"] = client.protocol_version
+        seen["server"] = client.server_info.name if client.server_info else None
+        seen["capabilities"] = client.server_capabilities.model_dump(exclude_none=True)
+        await SCENARIOS[scenario](client, seen)
     print(json.dumps(seen))
 
 

@@ -14,12 +14,17 @@ Usage: client.py [--v0.3] BASE_URL TOKEN COMMAND ARGS...
   reply-data TASK_ID JSON        the same with a data part
   get TASK_ID                    GetTask
   cancel TASK_ID                 CancelTask
+  list JSON                      ListTasks with these params (1.0 JSON)
   stream-cancel TENANT AGENT TEXT
                                  streams, cancels the task from a second
                                  client at its first item, reads the rest
   raw JSON                       POSTs a JSON-RPC request as it is (no SDK),
                                  prints {"answer": ...} or, for an SSE
                                  answer, {"items": [...]} (each data line)
+
+Without `--v0.3`, everything the server answers is read as a strict
+A2A 1.0 proto-JSON reader reads it (unknown fields rejected): the agent
+card as served, and every JSON-RPC result the SDK's transport parses.
 
 Prints one JSON object on its last line: {"items": [...]} or
 {"task": ...}, or {"error": "<class>: <message>"} when the SDK raised.
@@ -31,14 +36,17 @@ import sys
 import uuid
 
 import httpx
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Struct, Value
 
+import a2a.client.transports.jsonrpc as jsonrpc_transport
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.types import (
+    AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
@@ -48,6 +56,20 @@ from a2a.types import (
 
 def as_dict(message):
     return MessageToDict(message)
+
+
+def strict_parse(data, message):
+    """Parses like a strict proto-JSON reader: an unknown field is an error."""
+    if isinstance(data, (str, bytes)):
+        data = json.loads(data)
+    return ParseDict(data, message, ignore_unknown_fields=False)
+
+
+async def strict_card(http, base):
+    """The agent card as served, read strictly (no 0.3 compatibility)."""
+    answer = await http.get(f"{base}/.well-known/agent-card.json")
+    answer.raise_for_status()
+    strict_parse(answer.json(), AgentCard())
 
 
 LEGACY = False
@@ -70,6 +92,7 @@ async def make_client(base, token, streaming=True):
     config = ClientConfig(httpx_client=http, streaming=streaming)
     factory = ClientFactory(config)
     if not LEGACY:
+        await strict_card(http, base)
         return await factory.create_from_url(base), http
     card = await A2ACardResolver(http, base).get_agent_card()
     legacy = [i for i in card.supported_interfaces if is_legacy_version(i.protocol_version)]
@@ -125,6 +148,8 @@ async def main():
     if argv and argv[0] == "--v0.3":
         LEGACY = True
         argv = argv[1:]
+    else:
+        jsonrpc_transport.parse_lenient = strict_parse
     base, token, command, *args = argv
     try:
         if command == "send":
@@ -152,6 +177,11 @@ async def main():
             (task_id,) = args
             client, _ = await make_client(base, token)
             out = {"task": as_dict(await client.cancel_task(CancelTaskRequest(id=task_id)))}
+        elif command == "list":
+            (params,) = args
+            client, _ = await make_client(base, token)
+            req = strict_parse(json.loads(params), ListTasksRequest())
+            out = {"list": as_dict(await client.list_tasks(req))}
         elif command == "stream-cancel":
             tenant, agent, text = args
             client, _ = await make_client(base, token)

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::caller::Caller;
 use super::host::{AgentHost, AskOutcome, AskRequest};
+use super::rounds::{Call, Parked, Round};
 
 /// The name of the tool that asks the agent.
 pub const ASK_TOOL: &str = "ask";
@@ -23,12 +24,18 @@ pub const ASK_TOOL: &str = "ask";
 #[derive(Clone)]
 pub struct AgentServer {
     host: Arc<dyn AgentHost>,
+    /// Calls waiting for the client's next round; shared by the clones
+    /// that serve each HTTP request.
+    parked: Parked,
 }
 
 impl AgentServer {
     /// Serves `host`.
     pub fn new(host: Arc<dyn AgentHost>) -> Self {
-        Self { host }
+        Self {
+            host,
+            parked: Parked::default(),
+        }
     }
 
     fn ask_tool(&self) -> Tool {
@@ -160,34 +167,39 @@ impl ServerHandler for AgentServer {
                 None,
             ));
         }
-        let ask = match parse(request.arguments.as_ref()) {
-            Ok(ask) => ask,
-            Err(message) => return Ok(failure(message).into()),
-        };
-        let cancel = CancellationToken::new();
-        let caller = Caller::new(
-            context.peer.clone(),
-            context.id.clone(),
-            context.meta.get_progress_token(),
-            cancel.clone(),
-        );
-        let caller = Arc::new(caller);
-        let run = self.host.ask(ask, caller.clone());
-        tokio::pin!(run);
-        let outcome = tokio::select! {
-            outcome = &mut run => outcome,
-            () = context.ct.cancelled() => {
-                // The run winds down to its cancelled end: no further model
-                // request or tool start.
-                cancel.cancel();
-                run.await
+        let round = match &request.request_state {
+            Some(handle) => self
+                .parked
+                .resume(
+                    handle,
+                    request.input_responses.clone().unwrap_or_default(),
+                    &context,
+                )
+                .await
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        "unknown requestState: the call it continued has ended or was left too long",
+                        None,
+                    )
+                })?,
+            None => {
+                let ask = match parse(request.arguments.as_ref()) {
+                    Ok(ask) => ask,
+                    Err(message) => return Ok(failure(message).into()),
+                };
+                let (rounds, inputs) = tokio::sync::mpsc::channel(1);
+                let caller = Arc::new(Caller::new(&context, rounds, CancellationToken::new()));
+                let run = self.host.ask(ask, caller.clone());
+                self.parked
+                    .first(Call::start(run, caller, inputs), &context)
+                    .await
             }
         };
-        Ok(match outcome {
-            Ok(outcome) => result(outcome, caller.refusals()),
-            Err(error) => failure(error.message),
-        }
-        .into())
+        Ok(match round {
+            Round::InputRequired(forms) => forms.into(),
+            Round::Done(Ok(outcome), caller) => result(outcome, caller.refusals()).into(),
+            Round::Done(Err(error), _) => failure(error.message).into(),
+        })
     }
 }
 

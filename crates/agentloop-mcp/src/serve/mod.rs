@@ -9,7 +9,9 @@
 //! waits for a person, [`Caller::decide`] asks the client through MCP
 //! elicitation, or rejects the calls with a clear reason when the client
 //! cannot elicit (the result then names them, in a second text block and
-//! `refused`). A client's `notifications/cancelled` cancels the caller's
+//! `refused`). On revisions without the handshake (2026-07-28 on) the
+//! forms go back in an `input_required` result and the run waits for the
+//! client's next round. A client's `notifications/cancelled` cancels the caller's
 //! [`CancellationToken`](agentloop_types::CancellationToken), which the
 //! host gives to the run.
 
@@ -18,6 +20,7 @@ mod elicit;
 mod handler;
 mod host;
 mod progress;
+mod rounds;
 mod transport;
 
 pub use caller::Caller;
@@ -25,4 +28,4 @@ pub use elicit::{decision_from_reply, elicitation_for};
 pub use handler::{ASK_TOOL, AgentServer};
 pub use host::{AgentHost, AskError, AskFuture, AskOutcome, AskRequest, ServeError};
 pub use progress::progress_message;
-pub use transport::{HttpOptions, serve_http, serve_stdio};
+pub use transport::{HttpOptions, serve_http, serve_stdio, session_end_answer};

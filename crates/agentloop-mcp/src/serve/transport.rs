@@ -83,6 +83,7 @@ pub async fn serve_http(
     let token: Option<Arc<str>> = options.bearer_token.as_deref().map(Arc::from);
     let router = axum::Router::new()
         .nest_service(&options.path, service)
+        .layer(middleware::from_fn(session_end_answer))
         .layer(middleware::from_fn(move |request: Request, next: Next| {
             let token = token.clone();
             async move { authorize(token.as_deref(), request, next).await }
@@ -95,6 +96,20 @@ pub async fn serve_http(
         })
         .await
         .map_err(|source| ServeError::Io { address, source })
+}
+
+/// Answers a session's end (`DELETE` with its `Mcp-Session-Id`) with `200
+/// OK`, as the reference SDK's server does: the session is closed when
+/// the answer is sent, so "accepted for later" (rmcp's `202`) is not what
+/// happened, and clients treat it as a failed termination. Put it around
+/// a [`StreamableHttpService`] with [`axum::middleware::from_fn`].
+pub async fn session_end_answer(request: Request, next: Next) -> Response {
+    let ends_a_session = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if ends_a_session && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
 }
 
 async fn authorize(token: Option<&str>, request: Request, next: Next) -> Response {

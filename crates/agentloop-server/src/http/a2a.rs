@@ -28,8 +28,8 @@ use agentloop_a2a::mapping::{self, Reply, TaskIds};
 use agentloop_a2a::rpc::{self, ErrorCode, Request, RequestId, RpcError, method};
 use agentloop_a2a::v0_3;
 use agentloop_a2a::wire::{
-    self, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Message, SendMessageRequest,
-    SendMessageResponse, StreamResponse, Task, TaskIdRequest,
+    self, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, ListTasksRequest, Message,
+    SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskIdRequest,
 };
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType};
 use agentloop_types::{PendingCall, RunInput};
@@ -112,12 +112,9 @@ pub(super) async fn card(headers: HeaderMap) -> Response {
             examples: Vec::new(),
         }],
     };
-    match v0_3::card(&card) {
-        Ok(card) => axum::Json(card).into_response(),
-        Err(err) => {
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response()
-        }
-    }
+    // Strictly 1.0: a 0.3 client finds its interface in
+    // `supportedInterfaces`, as the SDKs that speak both read it.
+    axum::Json(card).into_response()
 }
 
 /// `POST /a2a`: one JSON-RPC request (no batches). Authentication and the
@@ -173,10 +170,7 @@ pub(super) async fn rpc_endpoint(
         method::GET_TASK => call.get(&request).await,
         method::CANCEL_TASK => call.cancel(&request).await,
         method::SUBSCRIBE_TO_TASK => call.subscribe(&request).await,
-        method::LIST_TASKS => Err(RpcError::new(
-            ErrorCode::UnsupportedOperation,
-            "ListTasks is not served: list a project's tasks and their agent runs over the HTTP API",
-        )),
+        method::LIST_TASKS => call.list(&request).await,
         method::GET_EXTENDED_AGENT_CARD => Err(RpcError::new(
             ErrorCode::ExtendedAgentCardNotConfigured,
             "this agent has no extended card",
@@ -542,6 +536,13 @@ impl Call {
                 StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST => RpcError::task_not_found(),
                 _ => rpc_error(e, ErrorCode::InternalError),
             })
+    }
+
+    /// `ListTasks`.
+    async fn list(&self, request: &Request) -> Result<Response, RpcError> {
+        let params: ListTasksRequest = request.params()?;
+        let page = super::a2a_list::list(&self.state, &self.user, &params).await?;
+        Ok(axum::Json(rpc::result(&self.id, &page)).into_response())
     }
 
     /// `GetTask`.

@@ -62,6 +62,9 @@ pub fn router(state: AppState) -> Router<AppState> {
     );
     Router::new()
         .nest_service("/mcp", service)
+        .layer(middleware::from_fn(
+            agentloop_mcp::serve::session_end_answer,
+        ))
         .layer(middleware::from_fn_with_state(state, authenticated))
 }
 

@@ -15,6 +15,7 @@
 //! the state, and turn their typed errors into [`ApiError`] here.
 
 pub mod a2a;
+mod a2a_list;
 mod a2a_task;
 pub mod ag_ui;
 pub mod agent_runs;

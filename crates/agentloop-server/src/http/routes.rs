@@ -59,7 +59,7 @@ pub fn routes() -> Vec<Route> {
             .public()
             .answers::<Object>("200", "OpenAPI 3.1"),
         Route::new(Method::GET, "/.well-known/agent-card.json", a2a::card)
-            .summary("The A2A agent card (protocol 1.0, with protocol 0.3's fields beside for older clients): the server's agents, reached over JSON-RPC at `POST /a2a` (described under `x-a2a`) with a bearer token")
+            .summary("The A2A agent card (strict protocol 1.0; its `supportedInterfaces` name a 0.3 interface too): the server's agents, reached over JSON-RPC at `POST /a2a` (described under `x-a2a`) with a bearer token")
             .public()
             .answers::<a2a::AgentCardSchema>("200", "An A2A `AgentCard`"),
         Route::new(Method::GET, "/api/me", me)
