@@ -14,6 +14,7 @@
 //! usage error, then the run statuses.
 
 mod a2a_agents;
+mod acp;
 mod agent;
 mod agents;
 mod approve;
@@ -195,6 +196,19 @@ fn main() -> ExitCode {
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
             runtime.block_on(chat::chat(args, approvals, hooks))
+        }),
+        Command::Acp(mut args) => config::load().and_then(|config| {
+            tools::check_names(&args.tools, "--tools")?;
+            tools::check_names(&config.tools, "the configuration's tools")?;
+            config.fill(
+                &mut args.provider,
+                &mut args.model,
+                &mut args.base_url,
+                &mut args.tools,
+            );
+            let approvals = approve::policies(args.approve.as_deref(), &config)?;
+            let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
+            runtime.block_on(acp::serve(args, approvals, hooks))
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
         Command::Export(args) => runtime.block_on(export::export(args)),

@@ -1,0 +1,364 @@
+//! `agentloop acp`: the agent of `agentloop chat` offered to editors over
+//! the Agent Client Protocol (ACP), on stdin and stdout. Sessions are the
+//! CLI's stored chats (new, loaded with their history replayed, listed);
+//! a prompt turn streams as session updates; approvals are the editor's
+//! permission requests; `session/cancel` stops the turn. The fs tool reads
+//! and writes through the editor when it offers its file system.
+
+mod client_fs;
+mod sessions;
+mod turn;
+mod updates;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, ClientCapabilities, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, SessionCapabilities, SessionListCapabilities, SessionNotification,
+};
+use agent_client_protocol::{Agent, Client, ErrorCode, Stdio};
+use agentloop_runtime::{ChatSettings, LoopSettings};
+use agentloop_storage::Store;
+use agentloop_tools::FsTool;
+use agentloop_types::{ApprovalPolicies, Hooks, LoopOptions, ModelProvider, RequestOptions, Tool};
+use clap::Args;
+
+use crate::out::{Failure, Outcome};
+use crate::{db, demo, out, providers, tools};
+use client_fs::{ClientFs, Offered};
+use sessions::{Session, SessionError, Sessions};
+
+#[derive(Args)]
+pub struct AcpArgs {
+    /// Database the sessions are kept in: a SQLite file path,
+    /// `sqlite:PATH`, `postgres://...` or `memory` (default: agentloop.db
+    /// in the platform data folder, shared with `agentloop chat`).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// anthropic, openai-chat, openai-responses, openai-compatible, gemini,
+    /// or scripted:FILE (default: as for `chat`, the demo when nothing is
+    /// configured).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The provider's base URL (default: the provider's `*_BASE_URL`).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// System prompt of a new session.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Tools to offer, comma-separated (see `agentloop tool list`).
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// Folder the fs, js and shell tools work in (default: the folder the
+    /// editor opens each session in).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Which tool calls run without asking: all, none or tool names,
+    /// comma-separated (default: the configuration's `approve`, else
+    /// none). The others are asked as the editor's permission requests.
+    #[arg(long, value_name = "all|none|TOOL,...")]
+    pub approve: Option<String>,
+    /// Play the shipped demo conversation (also what happens when no
+    /// provider is configured).
+    #[arg(long, conflicts_with = "provider")]
+    pub demo: bool,
+    /// Answer with the local model, as `agentloop chat --local` does.
+    #[arg(long, conflicts_with_all = ["demo", "provider", "base_url"])]
+    pub local: bool,
+}
+
+/// What every session of this agent shares.
+pub struct Host {
+    store: Arc<dyn Store>,
+    provider: Arc<dyn ModelProvider>,
+    hooks: Hooks,
+    approvals: ApprovalPolicies,
+    /// The settings a new session's chat gets.
+    settings: ChatSettings,
+    tool_names: Vec<String>,
+    minion: tools::MinionModel,
+    root: Option<PathBuf>,
+    /// What the editor said it can do, at `initialize`.
+    client: Mutex<ClientCapabilities>,
+    sessions: Sessions,
+}
+
+/// Serves ACP on stdin and stdout until the editor closes stdin.
+pub async fn serve(mut args: AcpArgs, approvals: ApprovalPolicies, hooks: Hooks) -> Outcome {
+    let store = db::open_for_write(args.db.as_deref()).await?;
+    let mut max_tokens = None;
+    if args.local {
+        crate::local_model::setup(crate::local_model::Flags {
+            model_flag: args.model.is_some(),
+            provider: &mut args.provider,
+            base_url: &mut args.base_url,
+            model: &mut args.model,
+            system: Some(&mut args.system),
+            max_tokens: &mut max_tokens,
+            tools: &args.tools,
+        })
+        .await?;
+    }
+    let demo = demo::wanted(
+        args.demo,
+        args.provider.as_deref(),
+        args.base_url.as_deref(),
+    );
+    let mut chosen = if demo {
+        out::note(demo::NOTICE);
+        demo::provider(args.model.as_deref())?
+    } else {
+        providers::choose(
+            args.provider.as_deref(),
+            args.model.as_deref(),
+            args.base_url.as_deref(),
+        )
+        .await?
+    };
+    if args.local {
+        chosen.provider = crate::local_model::guarded(chosen.provider);
+    }
+    let tool_names: Vec<String> = if demo && args.tools.is_empty() {
+        demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
+    } else {
+        args.tools.clone()
+    };
+    let minion = tools::MinionModel {
+        provider: chosen.provider.clone(),
+        options: LoopOptions {
+            request: RequestOptions {
+                model: chosen.model.clone(),
+                ..RequestOptions::default()
+            },
+            ..LoopOptions::default()
+        },
+    };
+    // The tools are built once here so a bad list or root stops the
+    // command, not the editor's first session.
+    tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    let host = Arc::new(Host {
+        store,
+        provider: chosen.provider.clone(),
+        hooks,
+        approvals: approvals.clone(),
+        settings: ChatSettings {
+            loop_settings: LoopSettings {
+                model: Some(chosen.model.clone()),
+                system_prompt: args.system.clone(),
+                max_tokens,
+                approvals,
+                ..LoopSettings::default()
+            },
+        },
+        tool_names,
+        minion,
+        root: args.root.clone(),
+        client: Mutex::new(ClientCapabilities::new()),
+        sessions: Sessions::default(),
+    });
+    connect(host)
+        .await
+        .map_err(|e| Failure::Runtime(format!("the ACP connection failed: {}", e.message)))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An ACP error carrying `e`'s message.
+fn failed(e: impl std::fmt::Display) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::new(ErrorCode::INTERNAL_ERROR, e.to_string())
+}
+
+fn session_failed(e: SessionError) -> agent_client_protocol::Error {
+    match e {
+        SessionError::Unknown(_) => {
+            agent_client_protocol::Error::new(ErrorCode::RESOURCE_NOT_FOUND, e.to_string())
+        }
+        SessionError::Folder { .. } => {
+            agent_client_protocol::Error::new(ErrorCode::INVALID_PARAMS, e.to_string())
+        }
+        _ => failed(e),
+    }
+}
+
+/// The ACP agent on stdio: one handler per method.
+async fn connect(host: Arc<Host>) -> Result<(), agent_client_protocol::Error> {
+    let (init, new, load, list, prompt, cancel) = (
+        host.clone(),
+        host.clone(),
+        host.clone(),
+        host.clone(),
+        host.clone(),
+        host,
+    );
+    Agent
+        .v1()
+        .name("agentloop")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                if let Ok(mut client) = init.client.lock() {
+                    *client = request.client_capabilities;
+                }
+                responder.respond(initialized())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx| {
+                let opened = new.new_session(&request.cwd, cx).await;
+                responder.respond_with_result(
+                    opened
+                        .map(|session| NewSessionResponse::new(session.chat_id.clone()))
+                        .map_err(session_failed),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                let loaded = load
+                    .load_session(&request.session_id.0, &request.cwd, cx)
+                    .await
+                    .map(|()| LoadSessionResponse::new())
+                    .map_err(session_failed);
+                responder.respond_with_result(loaded)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| {
+                let fallback = std::env::current_dir().unwrap_or_default();
+                let listed =
+                    sessions::list(&list.store, request.cwd.as_deref(), &fallback).await;
+                responder.respond_with_result(
+                    listed.map(ListSessionsResponse::new).map_err(session_failed),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, cx| {
+                let session = match prompt.sessions.get(&request.session_id.0) {
+                    Ok(session) => session,
+                    Err(e) => return responder.respond_with_error(session_failed(e)),
+                };
+                // The turn runs beside the dispatch loop, which must stay
+                // free to pass on the editor's answers and cancels.
+                let host = prompt.clone();
+                cx.spawn({
+                    let cx = cx.clone();
+                    async move {
+                        let ended = turn::prompt(host, session, cx, request).await;
+                        responder
+                            .respond_with_result(ended.map(PromptResponse::new).map_err(failed))
+                    }
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |request: CancelNotification, _cx| {
+                if let Ok(session) = cancel.sessions.get(&request.session_id.0) {
+                    session.cancel();
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+}
+
+/// What this agent says of itself at `initialize`.
+fn initialized() -> InitializeResponse {
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(
+            AgentCapabilities::new()
+                .load_session(true)
+                .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                .session_capabilities(
+                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                ),
+        )
+        .agent_info(Implementation::new("agentloop", env!("CARGO_PKG_VERSION")))
+}
+
+impl Host {
+    /// A new session opened in `cwd`: a new chat.
+    async fn new_session(
+        &self,
+        cwd: &Path,
+        cx: ConnectionTo<Client>,
+    ) -> Result<Arc<Session>, SessionError> {
+        let chat = sessions::create(&self.store, &self.settings, cwd).await?;
+        self.open(chat.id, cwd, cx)
+    }
+
+    /// Session `id` from the store, its history replayed to the editor.
+    async fn load_session(
+        &self,
+        id: &str,
+        cwd: &Path,
+        cx: ConnectionTo<Client>,
+    ) -> Result<(), SessionError> {
+        let chat = sessions::reopen(&self.store, id, &self.approvals, cwd).await?;
+        let session = self.open(chat.id, cwd, cx.clone())?;
+        let messages = self
+            .store
+            .list_messages(&session.chat_id)
+            .await
+            .map_err(|e| SessionError::Store(e.to_string()))?;
+        let messages: Vec<_> = messages.into_iter().map(|stored| stored.message).collect();
+        for update in updates::history(&messages, Some(&session.jail)) {
+            cx.send_notification(SessionNotification::new(session.chat_id.clone(), update))
+                .map_err(|e| SessionError::Store(e.message))?;
+        }
+        Ok(())
+    }
+
+    /// Opens chat `chat_id` as a session in `cwd`, with its tools.
+    fn open(
+        &self,
+        chat_id: String,
+        cwd: &Path,
+        cx: ConnectionTo<Client>,
+    ) -> Result<Arc<Session>, SessionError> {
+        let root = self.root.as_deref().unwrap_or(cwd);
+        let jail = sessions::jail(root)?;
+        let mut tools = tools::build(&self.tool_names, Some(root), Some(&self.minion)).map_err(
+            |e| SessionError::Folder {
+                path: root.display().to_string(),
+                reason: e.to_string(),
+            },
+        )?;
+        let offered = self
+            .client
+            .lock()
+            .map(|client| Offered {
+                read: client.fs.read_text_file,
+                write: client.fs.write_text_file,
+            })
+            .unwrap_or_default();
+        if (offered.read || offered.write)
+            && let Some(fs) = tools.iter_mut().find(|tool| tool.name() == "fs")
+        {
+            let through_editor = ClientFs {
+                jail: jail.clone(),
+                offered,
+                cx,
+                session: chat_id.clone().into(),
+            };
+            *fs = Arc::new(FsTool::new(Arc::new(through_editor))) as Arc<dyn Tool>;
+        }
+        let session = Arc::new(Session::new(chat_id, cwd.to_owned(), jail, tools));
+        self.sessions.insert(session.clone());
+        Ok(session)
+    }
+}
