@@ -2,9 +2,10 @@
 //! (`@agentclientprotocol/sdk`, installed by `scripts/install-acp-client.sh`)
 //! through `tests/acp/client.mjs`: a text prompt streamed with its
 //! thinking, a tool call the person allows (its diff shown, the file
-//! written) and one they refuse (the file never written), a cancel while a
-//! tool runs (every call answered, the command stopped), a session loaded
-//! after the agent was killed, and the fs tool working on the editor's
+//! written), one they refuse and one whose turn they cancel while asked
+//! (neither file written), a cancel while a tool runs (every call
+//! answered, the command stopped), a session loaded after the agent was
+//! killed between turns and during one, and the fs tool working on the editor's
 //! buffers. The model is the scripted provider.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -125,8 +126,8 @@ fn call<'a>(updates: &'a [Value], id: &str) -> Vec<&'a Value> {
 fn last_status(updates: &[Value], id: &str) -> Value {
     call(updates, id)
         .iter()
-        .filter_map(|u| u.get("status"))
-        .last()
+        .rev()
+        .find_map(|u| u.get("status"))
         .cloned()
         .unwrap_or(Value::Null)
 }
@@ -137,7 +138,7 @@ fn writes(id: &str, path: &str, text: &str) -> Value {
 }
 
 #[test]
-fn a_prompt_streams_and_tool_calls_are_allowed_or_refused_through_permission_requests() {
+fn a_prompt_streams_and_tool_calls_are_allowed_refused_or_cancelled_through_permission_requests() {
     let Some(modules) = client_modules() else {
         return;
     };
@@ -150,7 +151,8 @@ fn a_prompt_streams_and_tool_calls_are_allowed_or_refused_through_permission_req
         writes("w1", "/notes.txt", "hello"),
         {"steps": [{"type": "text", "chunks": ["Wrote it."]}]},
         writes("w2", "/secrets.txt", "s3cret"),
-        {"steps": [{"type": "text", "chunks": ["Left it."]}]}
+        {"steps": [{"type": "text", "chunks": ["Left it."]}]},
+        writes("w3", "/later.txt", "later")
     ]);
     let agent = setup.agent("turns", &turns, &["--tools", "fs"]);
     let seen = setup.client(&modules, &agent, "turns");
@@ -158,7 +160,11 @@ fn a_prompt_streams_and_tool_calls_are_allowed_or_refused_through_permission_req
     let capabilities = &seen["initialize"]["agentCapabilities"];
     assert_eq!(capabilities["loadSession"], true, "{seen:#}");
     assert!(capabilities["sessionCapabilities"]["list"].is_object());
-    assert_eq!(seen["stops"], json!(["end_turn", "end_turn", "end_turn"]));
+    assert_eq!(
+        seen["stops"],
+        json!(["end_turn", "end_turn", "end_turn", "cancelled"]),
+        "{seen:#}"
+    );
     let updates = updates(&seen, &seen["sessionId"]);
     assert_eq!(chunks(updates, "agent_thought_chunk"), "Let me think.");
     assert_eq!(
@@ -171,7 +177,11 @@ fn a_prompt_streams_and_tool_calls_are_allowed_or_refused_through_permission_req
     let first = call(updates, "w1");
     assert_eq!(first[0]["sessionUpdate"], "tool_call", "{first:#?}");
     assert_eq!(first[0]["kind"], "edit");
-    assert_eq!(first[0]["status"], "pending");
+    // Pending, the default status, goes unsaid.
+    assert!(
+        first[0].get("status").is_none_or(|s| s == "pending"),
+        "{first:#?}"
+    );
     let diff = &first[0]["content"][0];
     assert_eq!(diff["type"], "diff", "{first:#?}");
     assert_eq!(diff["path"], notes.display().to_string());
@@ -183,7 +193,14 @@ fn a_prompt_streams_and_tool_calls_are_allowed_or_refused_through_permission_req
         .iter()
         .map(|o| &o["kind"])
         .collect();
-    assert_eq!(kinds, [&json!("allow_once"), &json!("allow_always"), &json!("reject_once")]);
+    assert_eq!(
+        kinds,
+        [
+            &json!("allow_once"),
+            &json!("allow_always"),
+            &json!("reject_once")
+        ]
+    );
     assert_eq!(last_status(updates, "w1"), "completed");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "hello");
 
@@ -192,6 +209,11 @@ fn a_prompt_streams_and_tool_calls_are_allowed_or_refused_through_permission_req
     assert_eq!(seen["permissions"][1]["answer"], "reject");
     assert_eq!(last_status(updates, "w2"), "failed");
     assert!(!setup.files().join("secrets.txt").exists());
+
+    // Cancelled while asked: the call is answered, never run.
+    assert_eq!(seen["permissions"][2]["toolCall"]["toolCallId"], "w3");
+    assert_eq!(last_status(updates, "w3"), "failed", "{updates:#?}");
+    assert!(!setup.files().join("later.txt").exists());
 
     // The session is listed, titled by its first prompt.
     let listed = seen["list"]["sessions"].as_array().unwrap();
@@ -214,7 +236,11 @@ fn a_cancel_while_a_tool_runs_stops_it_and_answers_every_call() {
         {"steps": [{"type": "tool_call", "id": "s1", "name": "shell", "fragments": [slow.to_string()]}]},
         {"steps": [{"type": "text", "chunks": ["Still here."]}]}
     ]);
-    let agent = setup.agent("cancel", &turns, &["--tools", "shell", "--approve", "shell"]);
+    let agent = setup.agent(
+        "cancel",
+        &turns,
+        &["--tools", "shell", "--approve", "shell"],
+    );
     let seen = setup.client(&modules, &agent, "cancel");
 
     assert_eq!(seen["cancelledWhile"], "s1", "{seen:#}");
@@ -268,7 +294,14 @@ fn a_session_is_loaded_with_its_history_after_the_agent_was_killed() {
     assert_eq!(seen["missing"]["code"], -32002, "{seen:#}");
     // The conversation went on in the same stored chat.
     let shown = common::agentloop()
-        .args(["chats", "show", id.as_str().unwrap(), "--db", &setup.db(), "--json"])
+        .args([
+            "chats",
+            "show",
+            id.as_str().unwrap(),
+            "--db",
+            &setup.db(),
+            "--json",
+        ])
         .env("XDG_CONFIG_HOME", setup.dir.path().join("config"))
         .output()
         .unwrap();
@@ -308,4 +341,37 @@ fn the_fs_tool_reads_and_writes_the_editors_buffers_when_offered() {
     );
     // The editor's buffer changed, not the file on disk.
     assert_eq!(std::fs::read_to_string(&draft).unwrap(), "saved words");
+}
+
+#[test]
+fn a_session_whose_agent_was_killed_mid_turn_is_loaded_and_goes_on() {
+    let Some(modules) = client_modules() else {
+        return;
+    };
+    let setup = Setup::new();
+    // The first agent is killed while this answer streams.
+    let first = setup.agent(
+        "first",
+        &json!([{"steps": [
+            {"type": "text", "chunks": ["Working"]},
+            {"type": "delay", "ms": 60000},
+            {"type": "text", "chunks": [" on it."]}
+        ]}]),
+        &[],
+    );
+    let second = setup.agent(
+        "second",
+        &json!([{"steps": [{"type": "text", "chunks": ["Blue."]}]}]),
+        &[],
+    );
+    let seen = setup.client(&modules, &json!([first, second]), "crash");
+
+    assert_eq!(seen["killedBy"], "SIGKILL", "{seen:#}");
+    let replayed = seen["replayed"].as_array().unwrap();
+    assert_eq!(chunks(replayed, "user_message_chunk"), "remember blue");
+    // The interrupted turn does not hold the session: the next prompt is
+    // answered (not refused as "already has a running run").
+    assert_eq!(seen["secondStop"], "end_turn", "{seen:#}");
+    let after = seen["afterLoad"].as_array().unwrap();
+    assert_eq!(chunks(after, "agent_message_chunk"), "Blue.");
 }

@@ -64,8 +64,7 @@ impl Vfs for ClientFs {
             return self.jail.write(path, data).await;
         }
         let host = self.jail.resolve_host(path, true)?;
-        let text =
-            std::str::from_utf8(data).map_err(|_| VfsError::NotText(path.to_owned()))?;
+        let text = std::str::from_utf8(data).map_err(|_| VfsError::NotText(path.to_owned()))?;
         self.cx
             .send_request(WriteTextFileRequest::new(
                 self.session.clone(),

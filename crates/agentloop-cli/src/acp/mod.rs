@@ -6,6 +6,7 @@
 //! and writes through the editor when it offers its file system.
 
 mod client_fs;
+mod leases;
 mod sessions;
 mod turn;
 mod updates;
@@ -87,6 +88,8 @@ pub struct Host {
     tool_names: Vec<String>,
     minion: tools::MinionModel,
     root: Option<PathBuf>,
+    /// The name this process holds its runs' leases under.
+    lease_owner: String,
     /// What the editor said it can do, at `initialize`.
     client: Mutex<ClientCapabilities>,
     sessions: Sessions,
@@ -162,6 +165,7 @@ pub async fn serve(mut args: AcpArgs, approvals: ApprovalPolicies, hooks: Hooks)
         tool_names,
         minion,
         root: args.root.clone(),
+        lease_owner: leases::owner(),
         client: Mutex::new(ClientCapabilities::new()),
         sessions: Sessions::default(),
     });
@@ -235,10 +239,11 @@ async fn connect(host: Arc<Host>) -> Result<(), agent_client_protocol::Error> {
         .on_receive_request(
             async move |request: ListSessionsRequest, responder, _cx| {
                 let fallback = std::env::current_dir().unwrap_or_default();
-                let listed =
-                    sessions::list(&list.store, request.cwd.as_deref(), &fallback).await;
+                let listed = sessions::list(&list.store, request.cwd.as_deref(), &fallback).await;
                 responder.respond_with_result(
-                    listed.map(ListSessionsResponse::new).map_err(session_failed),
+                    listed
+                        .map(ListSessionsResponse::new)
+                        .map_err(session_failed),
                 )
             },
             agent_client_protocol::on_receive_request!(),
@@ -309,6 +314,10 @@ impl Host {
         cx: ConnectionTo<Client>,
     ) -> Result<(), SessionError> {
         let chat = sessions::reopen(&self.store, id, &self.approvals, cwd).await?;
+        // A turn cut short by a killed agent is recovered by the next prompt.
+        leases::release_orphaned(&self.store, &chat.id)
+            .await
+            .map_err(SessionError::Store)?;
         let session = self.open(chat.id, cwd, cx.clone())?;
         let messages = self
             .store
@@ -332,12 +341,13 @@ impl Host {
     ) -> Result<Arc<Session>, SessionError> {
         let root = self.root.as_deref().unwrap_or(cwd);
         let jail = sessions::jail(root)?;
-        let mut tools = tools::build(&self.tool_names, Some(root), Some(&self.minion)).map_err(
-            |e| SessionError::Folder {
-                path: root.display().to_string(),
-                reason: e.to_string(),
-            },
-        )?;
+        let mut tools =
+            tools::build(&self.tool_names, Some(root), Some(&self.minion)).map_err(|e| {
+                SessionError::Folder {
+                    path: root.display().to_string(),
+                    reason: e.to_string(),
+                }
+            })?;
         let offered = self
             .client
             .lock()
@@ -357,7 +367,7 @@ impl Host {
             };
             *fs = Arc::new(FsTool::new(Arc::new(through_editor))) as Arc<dyn Tool>;
         }
-        let session = Arc::new(Session::new(chat_id, cwd.to_owned(), jail, tools));
+        let session = Arc::new(Session::new(chat_id, jail, tools));
         self.sessions.insert(session.clone());
         Ok(session)
     }

@@ -33,10 +33,9 @@ pub enum SessionError {
     Store(String),
 }
 
-/// One open session: its chat, folder, tools, and the turn running in it.
+/// One open session: its chat, tools, and the turn running in it.
 pub struct Session {
     pub chat_id: String,
-    pub cwd: PathBuf,
     /// The folder as the fs tool sees it, for diffs and file locations.
     pub jail: Arc<DirJail>,
     pub tools: Vec<Arc<dyn Tool>>,
@@ -45,12 +44,10 @@ pub struct Session {
 }
 
 impl Session {
-    /// A session on chat `chat_id`, opened in `cwd`, whose tools work in
-    /// `jail`'s folder.
-    pub fn new(chat_id: String, cwd: PathBuf, jail: Arc<DirJail>, tools: Vec<Arc<dyn Tool>>) -> Self {
+    /// A session on chat `chat_id` whose tools work in `jail`'s folder.
+    pub fn new(chat_id: String, jail: Arc<DirJail>, tools: Vec<Arc<dyn Tool>>) -> Self {
         Self {
             chat_id,
-            cwd,
             jail,
             tools,
             turn: Mutex::new(None),

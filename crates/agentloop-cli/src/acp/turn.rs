@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
     PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionId,
     SessionNotification, SessionUpdate, StopReason, ToolCallUpdate, ToolCallUpdateFields,
 };
-use agentloop_runtime::ChatRuntime;
+use agentloop_runtime::{ChatRuntime, DEFAULT_LEASE_MS};
 use agentloop_types::{
     CancellationToken, Decision, Decisions, LoopStatus, Message, PendingCall, RunInput, Wait,
 };
@@ -166,6 +166,7 @@ impl Turn<'_> {
         let runtime = ChatRuntime::new(self.host.store.clone(), self.host.provider.clone())
             .with_tools(self.session.tools.clone())
             .with_hooks(self.host.hooks.clone())
+            .with_lease(self.host.lease_owner.clone(), DEFAULT_LEASE_MS)
             .with_cancel(cancel);
         let submitted = Box::pin(runtime.submit(&self.session.chat_id, input))
             .await
@@ -215,7 +216,11 @@ impl Turn<'_> {
                                 format!("Always allow {}", item.call.name),
                                 PermissionOptionKind::AllowAlways,
                             ),
-                            PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
+                            PermissionOption::new(
+                                REJECT,
+                                "Reject",
+                                PermissionOptionKind::RejectOnce,
+                            ),
                         ],
                     ));
                     let answer = tokio::select! {

@@ -3,10 +3,12 @@
 // prints what it received as one JSON line.
 // Usage: node client.mjs MODULES_DIR AGENT_COMMAND_JSON CWD SCENARIO, where
 // AGENT_COMMAND_JSON is one command line, or one per agent started.
-//   turns   a text prompt, a call allowed, a call refused, the session list
+//   turns   a text prompt, a call allowed, a call refused, a turn cancelled
+//           while asked, the session list
 //   cancel  a prompt cancelled while its tool call runs
 //   reload  a prompt, the agent killed (SIGKILL) and started again, the
 //           session listed, loaded (its history replayed) and prompted
+//   crash   as reload, the agent killed while it answers
 //   editor  the fs tool reading and writing through the client's buffers
 import { spawn } from "node:child_process";
 import { join } from "node:path";
@@ -42,10 +44,13 @@ function start(fsOffered) {
       (seen.updates[params.sessionId] ??= []).push(params.update);
       onUpdate(params);
     })
-    .onRequest("session/request_permission", ({ params }) => {
+    .onRequest("session/request_permission", async ({ params, agent }) => {
       const answer = answers.shift() ?? "cancelled";
       seen.permissions.push({ toolCall: params.toolCall, options: params.options, answer });
-      if (answer === "cancelled") return { outcome: { outcome: "cancelled" } };
+      // The person cancels the turn while asked: the request is answered
+      // `cancelled`, as the protocol asks of a client that cancels.
+      if (answer === "cancel") await agent.notify("session/cancel", { sessionId: params.sessionId });
+      if (answer === "cancelled" || answer === "cancel") return { outcome: { outcome: "cancelled" } };
       return { outcome: { outcome: "selected", optionId: answer } };
     })
     .onRequest("fs/read_text_file", ({ params }) => {
@@ -85,6 +90,7 @@ async function run() {
         ["hello", null],
         ["write notes", "allow"],
         ["write secrets", "reject"],
+        ["write later", "cancel"],
       ]) {
         if (answer) answers.push(answer);
         const { stopReason } = await ctx.request("session/prompt", {
@@ -156,6 +162,44 @@ async function run() {
       } catch (e) {
         seen.missing = { code: e.code, message: e.message };
       }
+    });
+    second.child.kill();
+  } else if (scenario === "crash") {
+    const first = start(false);
+    await first.app.connectWith(first.stream, async (ctx) => {
+      await first.initialize(ctx);
+      const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });
+      seen.sessionId = sessionId;
+      // Killed mid-turn, as soon as the answer starts to stream.
+      const killed = new Promise((resolve) => {
+        onUpdate = (params) => {
+          if (params.update.sessionUpdate === "agent_message_chunk") {
+            onUpdate = () => {};
+            first.child.kill("SIGKILL");
+            first.child.once("exit", resolve);
+          }
+        };
+      });
+      ctx
+        .request("session/prompt", { sessionId, prompt: text("remember blue") })
+        .then((r) => (seen.firstStop = r.stopReason), (e) => (seen.firstError = String(e.message ?? e)));
+      await killed;
+      seen.killedBy = first.child.signalCode;
+    }).catch((e) => {
+      seen.firstConnectionError = String(e && e.message ? e.message : e);
+    });
+    const second = start(false);
+    await second.app.connectWith(second.stream, async (ctx) => {
+      await second.initialize(ctx);
+      const before = (seen.updates[seen.sessionId] ?? []).length;
+      await ctx.request("session/load", { sessionId: seen.sessionId, cwd, mcpServers: [] });
+      seen.replayed = (seen.updates[seen.sessionId] ?? []).slice(before);
+      const { stopReason } = await ctx.request("session/prompt", {
+        sessionId: seen.sessionId,
+        prompt: text("what colour?"),
+      });
+      seen.secondStop = stopReason;
+      seen.afterLoad = (seen.updates[seen.sessionId] ?? []).slice(before + seen.replayed.length);
     });
     second.child.kill();
   } else if (scenario === "editor") {
