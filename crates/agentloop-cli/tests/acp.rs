@@ -5,8 +5,9 @@
 //! written), one they refuse and one whose turn they cancel while asked
 //! (neither file written), a cancel while a tool runs (every call
 //! answered, the command stopped), a session loaded after the agent was
-//! killed between turns and during one, and the fs tool working on the editor's
-//! buffers. The model is the scripted provider.
+//! killed between turns and during one, and the fs and shell tools
+//! working through the editor's buffers and terminal. The model is the
+//! scripted provider.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -374,4 +375,50 @@ fn a_session_whose_agent_was_killed_mid_turn_is_loaded_and_goes_on() {
     assert_eq!(seen["secondStop"], "end_turn", "{seen:#}");
     let after = seen["afterLoad"].as_array().unwrap();
     assert_eq!(chunks(after, "agent_message_chunk"), "Blue.");
+}
+
+#[test]
+fn the_shell_tool_runs_in_the_editors_terminal_when_offered() {
+    let Some(modules) = client_modules() else {
+        return;
+    };
+    let setup = Setup::new();
+    let command = "echo from-the-editor > made.txt; echo done";
+    let run = json!({"command": command});
+    let turns = json!([
+        {"steps": [{"type": "tool_call", "id": "t1", "name": "shell", "fragments": [run.to_string()]}]},
+        {"steps": [{"type": "text", "chunks": ["Ran it."]}]}
+    ]);
+    let agent = setup.agent(
+        "terminal",
+        &turns,
+        &["--tools", "shell", "--approve", "shell"],
+    );
+    let seen = setup.client(&modules, &agent, "terminal");
+
+    assert_eq!(seen["stop"], "end_turn", "{seen:#}");
+    let terminal = &seen["terminals"][0];
+    assert_eq!(terminal["command"], "/bin/sh", "{seen:#}");
+    assert_eq!(terminal["args"], json!(["-c", command]));
+    assert_eq!(terminal["cwd"], setup.files().display().to_string());
+    assert_eq!(seen["released"], json!([terminal["id"]]));
+    // The client's process ran it, in the session's folder.
+    assert_eq!(
+        std::fs::read_to_string(setup.files().join("made.txt")).unwrap(),
+        "from-the-editor\n"
+    );
+    let updates = updates(&seen, &seen["sessionId"]);
+    let shown = call(updates, "t1");
+    assert!(
+        shown.iter().any(|u| u["content"][0]["type"] == "terminal"
+            && u["content"][0]["terminalId"] == terminal["id"]),
+        "{shown:#?}"
+    );
+    let result = shown.last().unwrap();
+    assert_eq!(result["status"], "completed", "{shown:#?}");
+    let text = result["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("exit code 0") && text.contains("done"),
+        "{text}"
+    );
 }

@@ -8,6 +8,8 @@
 mod client_fs;
 mod leases;
 mod sessions;
+#[cfg(target_os = "linux")]
+mod terminal;
 mod turn;
 mod updates;
 
@@ -348,14 +350,27 @@ impl Host {
                     reason: e.to_string(),
                 }
             })?;
-        let offered = self
+        let (offered, terminal) = self
             .client
             .lock()
-            .map(|client| Offered {
-                read: client.fs.read_text_file,
-                write: client.fs.write_text_file,
+            .map(|client| {
+                let fs = Offered {
+                    read: client.fs.read_text_file,
+                    write: client.fs.write_text_file,
+                };
+                (fs, client.terminal)
             })
             .unwrap_or_default();
+        #[cfg(target_os = "linux")]
+        if terminal && let Some(shell) = tools.iter_mut().find(|tool| tool.name() == "shell") {
+            *shell = Arc::new(terminal::EditorShell {
+                jail: jail.clone(),
+                cx: cx.clone(),
+                session: chat_id.clone().into(),
+            }) as Arc<dyn Tool>;
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = terminal;
         if (offered.read || offered.write)
             && let Some(fs) = tools.iter_mut().find(|tool| tool.name() == "fs")
         {

@@ -9,7 +9,8 @@
 //   reload  a prompt, the agent killed (SIGKILL) and started again, the
 //           session listed, loaded (its history replayed) and prompted
 //   crash   as reload, the agent killed while it answers
-//   editor  the fs tool reading and writing through the client's buffers
+//   editor    the fs tool reading and writing through the client's buffers
+//   terminal  the shell tool running in the client's terminal
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -33,7 +34,17 @@ let onUpdate = () => {};
 // The editor's open buffers, for the `editor` scenario.
 const buffers = new Map();
 
-function start(fsOffered) {
+// The editor's terminals, for the `terminal` scenario: each runs its
+// command as a process of the client.
+const terminals = new Map();
+
+function terminal(id) {
+  const found = terminals.get(id);
+  if (!found) throw new Error(`no terminal ${id}`);
+  return found;
+}
+
+function start(fsOffered, terminalOffered = false) {
   const command = Array.isArray(commands[0]) ? commands[starts] : commands;
   starts += 1;
   const child = spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
@@ -58,6 +69,34 @@ function start(fsOffered) {
       if (!buffers.has(params.path)) throw new Error(`no buffer ${params.path}`);
       return { content: buffers.get(params.path) };
     })
+    .onRequest("terminal/create", ({ params }) => {
+      const id = `term-${terminals.size + 1}`;
+      seen.terminals = [...(seen.terminals ?? []), { id, command: params.command, args: params.args, cwd: params.cwd }];
+      const process = spawn(params.command, params.args ?? [], { cwd: params.cwd });
+      const entry = { process, output: "", exit: null };
+      process.stdout.on("data", (data) => (entry.output += data));
+      process.stderr.on("data", (data) => (entry.output += data));
+      entry.exited = new Promise((resolve) =>
+        process.once("exit", (exitCode, signal) => resolve((entry.exit = { exitCode, signal })))
+      );
+      terminals.set(id, entry);
+      return { terminalId: id };
+    })
+    .onRequest("terminal/output", ({ params }) => {
+      const entry = terminal(params.terminalId);
+      return { output: entry.output, truncated: false, exitStatus: entry.exit ?? undefined };
+    })
+    .onRequest("terminal/wait_for_exit", async ({ params }) => terminal(params.terminalId).exited)
+    .onRequest("terminal/kill", ({ params }) => {
+      terminal(params.terminalId).process.kill();
+      return {};
+    })
+    .onRequest("terminal/release", ({ params }) => {
+      terminal(params.terminalId).process.kill();
+      terminals.delete(params.terminalId);
+      (seen.released ??= []).push(params.terminalId);
+      return {};
+    })
     .onRequest("fs/write_text_file", ({ params }) => {
       seen.writes.push({ path: params.path, content: params.content });
       buffers.set(params.path, params.content);
@@ -68,7 +107,7 @@ function start(fsOffered) {
       protocolVersion: acp.PROTOCOL_VERSION,
       clientCapabilities: {
         fs: { readTextFile: fsOffered, writeTextFile: fsOffered },
-        terminal: false,
+        terminal: terminalOffered,
       },
     });
   return { child, app, stream, initialize };
@@ -202,6 +241,17 @@ async function run() {
       seen.afterLoad = (seen.updates[seen.sessionId] ?? []).slice(before + seen.replayed.length);
     });
     second.child.kill();
+  } else if (scenario === "terminal") {
+    const agent = start(false, true);
+    await agent.app.connectWith(agent.stream, async (ctx) => {
+      await agent.initialize(ctx);
+      const { sessionId } = await ctx.request("session/new", { cwd, mcpServers: [] });
+      seen.sessionId = sessionId;
+      seen.stop = (
+        await ctx.request("session/prompt", { sessionId, prompt: text("run it here") })
+      ).stopReason;
+    });
+    agent.child.kill();
   } else if (scenario === "editor") {
     buffers.set(join(cwd, "draft.txt"), "unsaved words");
     const agent = start(true);
