@@ -3,7 +3,8 @@
 //! CLI's stored chats (new, loaded with their history replayed, listed);
 //! a prompt turn streams as session updates; approvals are the editor's
 //! permission requests; `session/cancel` stops the turn. The fs tool reads
-//! and writes through the editor when it offers its file system.
+//! and writes through the editor when it offers its file system, and
+//! `shell` runs in its terminal when it offers one.
 
 mod client_fs;
 mod leases;
