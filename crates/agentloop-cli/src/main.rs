@@ -22,6 +22,7 @@ mod args;
 mod chat;
 mod chats;
 mod config;
+mod conversation_model;
 mod db;
 mod demo;
 mod demo_model;

@@ -30,11 +30,11 @@ use agent_client_protocol::{Agent, Client, ErrorCode, Stdio};
 use agentloop_runtime::{ChatSettings, LoopSettings};
 use agentloop_storage::Store;
 use agentloop_tools::FsTool;
-use agentloop_types::{ApprovalPolicies, Hooks, LoopOptions, ModelProvider, RequestOptions, Tool};
+use agentloop_types::{ApprovalPolicies, Hooks, ModelProvider, Tool};
 use clap::Args;
 
 use crate::out::{Failure, Outcome};
-use crate::{db, demo, out, providers, tools};
+use crate::{conversation_model, db, tools};
 use client_fs::{ClientFs, Offered};
 use sessions::{Session, SessionError, Sessions};
 
@@ -101,72 +101,35 @@ pub struct Host {
 /// Serves ACP on stdin and stdout until the editor closes stdin.
 pub async fn serve(mut args: AcpArgs, approvals: ApprovalPolicies, hooks: Hooks) -> Outcome {
     let store = db::open_for_write(args.db.as_deref()).await?;
-    let mut max_tokens = None;
-    if args.local {
-        crate::local_model::setup(crate::local_model::Flags {
-            model_flag: args.model.is_some(),
-            provider: &mut args.provider,
-            base_url: &mut args.base_url,
-            model: &mut args.model,
-            system: Some(&mut args.system),
-            max_tokens: &mut max_tokens,
-            tools: &args.tools,
-        })
-        .await?;
-    }
-    let demo = demo::wanted(
-        args.demo,
-        args.provider.as_deref(),
-        args.base_url.as_deref(),
-    );
-    let mut chosen = if demo {
-        out::note(demo::NOTICE);
-        demo::provider(args.model.as_deref())?
-    } else {
-        providers::choose(
-            args.provider.as_deref(),
-            args.model.as_deref(),
-            args.base_url.as_deref(),
-        )
-        .await?
-    };
-    if args.local {
-        chosen.provider = crate::local_model::guarded(chosen.provider);
-    }
-    let tool_names: Vec<String> = if demo && args.tools.is_empty() {
-        demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
-    } else {
-        args.tools.clone()
-    };
-    let minion = tools::MinionModel {
-        provider: chosen.provider.clone(),
-        options: LoopOptions {
-            request: RequestOptions {
-                model: chosen.model.clone(),
-                ..RequestOptions::default()
-            },
-            ..LoopOptions::default()
-        },
-    };
+    let model = conversation_model::choose(conversation_model::Flags {
+        demo: args.demo,
+        local: args.local,
+        provider: &mut args.provider,
+        model: &mut args.model,
+        base_url: &mut args.base_url,
+        system: &mut args.system,
+        tools: &args.tools,
+    })
+    .await?;
     // The tools are built once here so a bad list or root stops the
     // command, not the editor's first session.
-    tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    tools::build(&model.tool_names, args.root.as_deref(), Some(&model.minion))?;
     let host = Arc::new(Host {
         store,
-        provider: chosen.provider.clone(),
+        provider: model.chosen.provider.clone(),
         hooks,
         approvals: approvals.clone(),
         settings: ChatSettings {
             loop_settings: LoopSettings {
-                model: Some(chosen.model.clone()),
+                model: Some(model.chosen.model.clone()),
                 system_prompt: args.system.clone(),
-                max_tokens,
+                max_tokens: model.max_tokens,
                 approvals,
                 ..LoopSettings::default()
             },
         },
-        tool_names,
-        minion,
+        tool_names: model.tool_names,
+        minion: model.minion,
         root: args.root.clone(),
         lease_owner: leases::owner(),
         client: Mutex::new(ClientCapabilities::new()),

@@ -117,6 +117,32 @@ function text(prompt) {
   return [{ type: "text", text: prompt }];
 }
 
+// A second agent on the same database: the sessions listed, the first
+// session loaded (its replayed updates kept apart), prompted again, and a
+// session that does not exist asked for.
+async function loadAgain() {
+  const second = start(false);
+  await second.app.connectWith(second.stream, async (ctx) => {
+    seen.initialize = await second.initialize(ctx);
+    seen.list = await ctx.request("session/list", {});
+    const before = (seen.updates[seen.sessionId] ?? []).length;
+    await ctx.request("session/load", { sessionId: seen.sessionId, cwd, mcpServers: [] });
+    seen.replayed = (seen.updates[seen.sessionId] ?? []).slice(before);
+    const { stopReason } = await ctx.request("session/prompt", {
+      sessionId: seen.sessionId,
+      prompt: text("what colour?"),
+    });
+    seen.secondStop = stopReason;
+    seen.afterLoad = (seen.updates[seen.sessionId] ?? []).slice(before + seen.replayed.length);
+    try {
+      await ctx.request("session/load", { sessionId: "chat-missing", cwd, mcpServers: [] });
+    } catch (e) {
+      seen.missing = { code: e.code, message: e.message };
+    }
+  });
+  second.child.kill();
+}
+
 async function run() {
   if (scenario === "turns") {
     const agent = start(false);
@@ -183,26 +209,7 @@ async function run() {
     }).catch((e) => {
       seen.firstConnectionError = String(e && e.message ? e.message : e);
     });
-    const second = start(false);
-    await second.app.connectWith(second.stream, async (ctx) => {
-      seen.initialize = await second.initialize(ctx);
-      seen.list = await ctx.request("session/list", {});
-      const before = (seen.updates[seen.sessionId] ?? []).length;
-      await ctx.request("session/load", { sessionId: seen.sessionId, cwd, mcpServers: [] });
-      seen.replayed = (seen.updates[seen.sessionId] ?? []).slice(before);
-      const { stopReason } = await ctx.request("session/prompt", {
-        sessionId: seen.sessionId,
-        prompt: text("what colour?"),
-      });
-      seen.secondStop = stopReason;
-      seen.afterLoad = (seen.updates[seen.sessionId] ?? []).slice(before + seen.replayed.length);
-      try {
-        await ctx.request("session/load", { sessionId: "chat-missing", cwd, mcpServers: [] });
-      } catch (e) {
-        seen.missing = { code: e.code, message: e.message };
-      }
-    });
-    second.child.kill();
+    await loadAgain();
   } else if (scenario === "crash") {
     const first = start(false);
     await first.app.connectWith(first.stream, async (ctx) => {
@@ -227,20 +234,7 @@ async function run() {
     }).catch((e) => {
       seen.firstConnectionError = String(e && e.message ? e.message : e);
     });
-    const second = start(false);
-    await second.app.connectWith(second.stream, async (ctx) => {
-      await second.initialize(ctx);
-      const before = (seen.updates[seen.sessionId] ?? []).length;
-      await ctx.request("session/load", { sessionId: seen.sessionId, cwd, mcpServers: [] });
-      seen.replayed = (seen.updates[seen.sessionId] ?? []).slice(before);
-      const { stopReason } = await ctx.request("session/prompt", {
-        sessionId: seen.sessionId,
-        prompt: text("what colour?"),
-      });
-      seen.secondStop = stopReason;
-      seen.afterLoad = (seen.updates[seen.sessionId] ?? []).slice(before + seen.replayed.length);
-    });
-    second.child.kill();
+    await loadAgain();
   } else if (scenario === "terminal") {
     const agent = start(false, true);
     await agent.app.connectWith(agent.stream, async (ctx) => {
