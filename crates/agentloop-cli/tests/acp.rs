@@ -422,3 +422,52 @@ fn the_shell_tool_runs_in_the_editors_terminal_when_offered() {
         "{text}"
     );
 }
+
+/// The client code of the README's ACP section.
+fn readme_snippet() -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let section = readme
+        .split("### Editors: the Agent Client Protocol")
+        .nth(1)
+        .unwrap();
+    let block = section.split("```js\n").nth(1).unwrap();
+    block.split("```").next().unwrap().to_owned()
+}
+
+#[test]
+fn the_readme_snippet_runs_against_the_agent() {
+    let Some(modules) = client_modules() else {
+        return;
+    };
+    let setup = Setup::new();
+    let dir = setup.dir.path();
+    std::fs::write(dir.join("snippet.mjs"), readme_snippet()).unwrap();
+    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_agentloop")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut command = Command::new("node");
+    command
+        .arg(dir.join("snippet.mjs"))
+        .current_dir(setup.files())
+        .env("PATH", path)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("data"));
+    common::without_provider_keys(&mut command);
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    // With no provider configured, the demo answers; the turn ends.
+    assert_eq!(
+        stdout.lines().last(),
+        Some("end_turn"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("agent_message_chunk"), "{stdout}");
+}
