@@ -291,7 +291,7 @@ impl Host {
             .await
             .map_err(|e| SessionError::Store(e.to_string()))?;
         let messages: Vec<_> = messages.into_iter().map(|stored| stored.message).collect();
-        for update in updates::history(&messages, Some(&session.jail)) {
+        for update in updates::history(&messages) {
             cx.send_notification(SessionNotification::new(session.chat_id.clone(), update))
                 .map_err(|e| SessionError::Store(e.message))?;
         }

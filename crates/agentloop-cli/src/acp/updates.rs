@@ -19,6 +19,9 @@ use serde_json::Value;
 /// How many characters of a tool's input a title keeps.
 const TITLE_CHARS: usize = 80;
 
+/// The largest file an edit's diff shows.
+const DIFF_BYTES: u64 = 256 * 1024;
+
 /// The updates of one prompt turn, and which of its tool calls the editor
 /// was told of but not yet how they ended.
 pub struct Updates<'a> {
@@ -65,7 +68,6 @@ impl<'a> Updates<'a> {
             }
             EventKind::ToolStart(start) => {
                 if self.announced.contains_key(&start.tool_use_id) {
-                    self.open.insert(start.tool_use_id.clone());
                     vec![status(&start.tool_use_id, ToolCallStatus::InProgress)]
                 } else {
                     vec![self.announce(
@@ -107,15 +109,13 @@ impl<'a> Updates<'a> {
     /// not told (a cancelled turn's), so none is left running.
     pub fn close_unanswered(&mut self) -> Vec<SessionUpdate> {
         let open = std::mem::take(&mut self.open);
-        open.into_iter()
+        open.iter()
             .map(|id| {
-                let update = self.content(
-                    &id,
+                self.content(
+                    id,
                     "cancelled before it finished",
                     Some(ToolCallStatus::Failed),
-                );
-                self.open.remove(&id);
-                update
+                )
             })
             .collect()
     }
@@ -185,7 +185,15 @@ impl<'a> Updates<'a> {
             return Vec::new();
         };
         let field = |key: &str| input.get(key).and_then(Value::as_str);
-        let before = std::fs::read_to_string(&path).ok();
+        // A file too large or not text to show whole gets no diff.
+        let before = match std::fs::metadata(&path) {
+            Err(_) => None,
+            Ok(meta) if meta.len() > DIFF_BYTES => return Vec::new(),
+            Ok(_) => match std::fs::read_to_string(&path) {
+                Ok(text) => Some(text),
+                Err(_) => return Vec::new(),
+            },
+        };
         let diff = match field("command") {
             Some("create") => field("file_text").map(|new| Diff::new(&path, new).old_text(before)),
             Some("str_replace") => match (before, field("old_str"), field("new_str")) {
@@ -203,9 +211,9 @@ impl<'a> Updates<'a> {
 
 /// The updates replaying a stored conversation to an editor loading it:
 /// the person's messages, the agent's text and thinking, and each tool
-/// call with its result.
-pub fn history(messages: &[Message], jail: Option<&DirJail>) -> Vec<SessionUpdate> {
-    let mut updates = Updates::new(jail);
+/// call with its result (no diffs: the files have changed since).
+pub fn history(messages: &[Message]) -> Vec<SessionUpdate> {
+    let mut updates = Updates::new(None);
     let mut replay = Vec::new();
     for message in messages {
         for block in &message.content {
