@@ -293,7 +293,7 @@ impl Host {
         let messages: Vec<_> = messages.into_iter().map(|stored| stored.message).collect();
         for update in updates::history(&messages) {
             cx.send_notification(SessionNotification::new(session.chat_id.clone(), update))
-                .map_err(|e| SessionError::Store(e.message))?;
+                .map_err(|e| SessionError::Editor(e.message))?;
         }
         Ok(())
     }

@@ -31,6 +31,8 @@ pub enum SessionError {
     Folder { path: String, reason: String },
     #[error("{0}")]
     Store(String),
+    #[error("the editor went away: {0}")]
+    Editor(String),
 }
 
 /// One open session: its chat, tools, and the turn running in it.
