@@ -287,3 +287,64 @@ fn title(name: &str, input: &Value) -> String {
     };
     crate::render::shorten(&title.replace('\n', " "), TITLE_CHARS)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use agentloop_types::{RunPath, ToolInput, ToolStartEvent};
+    use serde_json::json;
+
+    use super::*;
+
+    fn start(id: &str, name: &str, input: &Value) -> LoopEvent {
+        LoopEvent {
+            seq: 1,
+            path: RunPath::root(),
+            kind: EventKind::ToolStart(ToolStartEvent {
+                tool_use_id: id.to_owned(),
+                name: name.to_owned(),
+                input: ToolInput::from_model_text(&input.to_string()),
+                is_skill: false,
+                depth: 0,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_replacement_shows_the_file_before_and_after() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one two three").unwrap();
+        let jail = DirJail::new(dir.path()).unwrap();
+        let mut updates = Updates::new(Some(&jail));
+        let input =
+            json!({"command": "str_replace", "path": "/a.txt", "old_str": "two", "new_str": "2"});
+        let shown = updates.event(&start("c1", "fs", &input));
+        let SessionUpdate::ToolCall(call) = &shown[0] else {
+            panic!("{shown:?}");
+        };
+        assert_eq!(call.kind, ToolKind::Edit);
+        assert_eq!(call.title, "fs: str_replace /a.txt");
+        let ToolCallContent::Diff(diff) = &call.content[0] else {
+            panic!("{call:?}");
+        };
+        assert_eq!(diff.old_text.as_deref(), Some("one two three"));
+        assert_eq!(diff.new_text, "one 2 three");
+        assert_eq!(
+            call.locations[0].path,
+            jail.resolve_host("/a.txt", true).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_call_left_running_is_reported_failed_once() {
+        let mut updates = Updates::new(None);
+        updates.event(&start("c1", "shell", &json!({"command": "sleep 9"})));
+        let closed = updates.close_unanswered();
+        let [SessionUpdate::ToolCallUpdate(update)] = closed.as_slice() else {
+            panic!("{closed:?}");
+        };
+        assert_eq!(update.fields.status, Some(ToolCallStatus::Failed));
+        assert!(updates.close_unanswered().is_empty());
+    }
+}
