@@ -14,6 +14,7 @@
 //! usage error, then the run statuses.
 
 mod a2a_agents;
+#[cfg(feature = "acp")]
 mod acp;
 mod agent;
 mod agents;
@@ -198,6 +199,7 @@ fn main() -> ExitCode {
             let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
             runtime.block_on(chat::chat(args, approvals, hooks))
         }),
+        #[cfg(feature = "acp")]
         Command::Acp(mut args) => config::load().and_then(|config| {
             tools::check_names(&args.tools, "--tools")?;
             tools::check_names(&config.tools, "the configuration's tools")?;

@@ -7,7 +7,9 @@
 //! answered, the command stopped), a session loaded after the agent was
 //! killed between turns and during one, and the fs and shell tools
 //! working through the editor's buffers and terminal. The model is the
-//! scripted provider.
+//! scripted provider. The command is in builds with the CLI's `acp`
+//! feature: `cargo nextest run -p agentloop-cli --features acp --test acp`.
+#![cfg(feature = "acp")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
