@@ -1,7 +1,7 @@
 //! `cargo xtask ci`: every check CI runs, in order, stopping at the first
 //! failure: fmt, clippy, the lean CLI's clippy, layers, the event schema,
-//! the fuzz targets (built, not run), packaging, nextest, doctests, and
-//! docs without warnings.
+//! the fuzz targets (built, not run), packaging, nextest, the `acp`
+//! feature's lint and tests, doctests, and docs without warnings.
 
 use crate::{Error, cargo, layers, package, run_step, schema};
 
@@ -110,6 +110,39 @@ pub fn run(args: &[String]) -> Result<(), Error> {
     let mut nextest = cargo(&["nextest", "run", "--workspace"]);
     nextest.args(extra);
     run_step("nextest", &mut nextest)?;
+
+    // `agentloop acp` is behind the CLI's `acp` feature (its protocol crate
+    // changes serde_json's map order for every crate built with it): linted
+    // and tested in a build of its own.
+    step("acp");
+    run_step(
+        "acp clippy",
+        &mut cargo(&[
+            "clippy",
+            "-p",
+            "agentloop-cli",
+            "--features",
+            "acp",
+            // The layers below are linted by the clippy step; built with
+            // `preserve_order`, their types are sized differently.
+            "--no-deps",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    let mut acp = cargo(&[
+        "nextest",
+        "run",
+        "-p",
+        "agentloop-cli",
+        "--features",
+        "acp",
+        "-E",
+        "binary(acp) | test(/^acp::/)",
+    ]);
+    run_step("acp tests", &mut acp)?;
 
     step("doctests");
     run_step("doctests", &mut cargo(&["test", "--workspace", "--doc"]))?;

@@ -104,6 +104,11 @@ pub enum Command {
     /// Offer the agent to other programs over MCP.
     #[command(subcommand)]
     Mcp(crate::mcp_serve::McpCommand),
+    /// Offer the agent to editors over the Agent Client Protocol (ACP), on
+    /// stdin and stdout: sessions kept as chats, prompts streamed,
+    /// approvals asked as permission requests.
+    #[cfg(feature = "acp")]
+    Acp(crate::acp::AcpArgs),
     /// Show the command hooks the configuration file sets.
     #[command(subcommand)]
     Hooks(crate::hooks::HooksCommand),

@@ -11,15 +11,13 @@ use std::sync::Arc;
 use agentloop_runtime::{ChatRuntime, ChatSettings, LoopSettings, RecoveryMode};
 use agentloop_storage::model::Chat;
 use agentloop_storage::{StorageError, Store};
-use agentloop_types::{
-    ApprovalPolicies, Decision, Hooks, LoopOptions, PendingCall, RequestOptions, Wait,
-};
+use agentloop_types::{ApprovalPolicies, Decision, Hooks, PendingCall, Wait};
 use clap::Args;
 use futures::StreamExt;
 
 use crate::out::{Failure, Outcome, Stdout};
 use crate::session::{CLI_PROJECT, Session, chat_for, waiting_on};
-use crate::{approve, db, demo, out, providers, tools};
+use crate::{approve, db, out, tools};
 
 #[derive(Args)]
 pub struct ChatArgs {
@@ -90,53 +88,22 @@ pub struct ChatArgs {
 
 pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> Outcome {
     let store = db::open_for_write(args.db.as_deref()).await?;
-    let mut max_tokens = None;
-    if args.local {
-        crate::local_model::setup(crate::local_model::Flags {
-            model_flag: args.model.is_some(),
-            provider: &mut args.provider,
-            base_url: &mut args.base_url,
-            model: &mut args.model,
-            system: Some(&mut args.system),
-            max_tokens: &mut max_tokens,
-            tools: &args.tools,
-        })
-        .await?;
-    }
-    let demo = demo::wanted(
-        args.demo,
-        args.provider.as_deref(),
-        args.base_url.as_deref(),
-    );
-    let mut chosen = if demo {
-        out::note(demo::NOTICE);
-        demo::provider(args.model.as_deref())?
-    } else {
-        providers::choose(
-            args.provider.as_deref(),
-            args.model.as_deref(),
-            args.base_url.as_deref(),
-        )
-        .await?
-    };
-    if args.local {
-        chosen.provider = crate::local_model::guarded(chosen.provider);
-    }
-    let tool_names: Vec<String> = if demo && args.tools.is_empty() {
-        demo::TOOLS.iter().map(|t| (*t).to_owned()).collect()
-    } else {
-        args.tools.clone()
-    };
-    let minion = tools::MinionModel {
-        provider: chosen.provider.clone(),
-        options: LoopOptions {
-            request: RequestOptions {
-                model: chosen.model.clone(),
-                ..RequestOptions::default()
-            },
-            ..LoopOptions::default()
-        },
-    };
+    let crate::conversation_model::ConversationModel {
+        chosen,
+        max_tokens,
+        demo,
+        tool_names,
+        minion,
+    } = crate::conversation_model::choose(crate::conversation_model::Flags {
+        demo: args.demo,
+        local: args.local,
+        provider: &mut args.provider,
+        model: &mut args.model,
+        base_url: &mut args.base_url,
+        system: &mut args.system,
+        tools: &args.tools,
+    })
+    .await?;
     let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
     if crate::run::can_ask(args.json, demo || args.local || args.no_ask_user) {
         tools::offer_ask_user(&mut tools);

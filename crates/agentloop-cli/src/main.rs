@@ -14,6 +14,8 @@
 //! usage error, then the run statuses.
 
 mod a2a_agents;
+#[cfg(feature = "acp")]
+mod acp;
 mod agent;
 mod agents;
 mod approve;
@@ -21,6 +23,7 @@ mod args;
 mod chat;
 mod chats;
 mod config;
+mod conversation_model;
 mod db;
 mod demo;
 mod demo_model;
@@ -202,6 +205,20 @@ fn main() -> ExitCode {
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
             runtime.block_on(chat::chat(args, approvals, hooks))
+        }),
+        #[cfg(feature = "acp")]
+        Command::Acp(mut args) => config::load().and_then(|config| {
+            tools::check_names(&args.tools, "--tools")?;
+            tools::check_names(&config.tools, "the configuration's tools")?;
+            config.fill(
+                &mut args.provider,
+                &mut args.model,
+                &mut args.base_url,
+                &mut args.tools,
+            );
+            let approvals = approve::policies(args.approve.as_deref(), &config)?;
+            let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
+            runtime.block_on(acp::serve(args, approvals, hooks))
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
         Command::Export(args) => runtime.block_on(export::export(args)),

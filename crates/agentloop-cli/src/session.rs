@@ -90,6 +90,19 @@ pub async fn chat_for(
     Ok(chat)
 }
 
+/// Titles chat `chat_id`, still untitled after its first message, `text`.
+pub async fn name_after(store: &Arc<dyn Store>, chat_id: &str, text: &str) -> Result<(), Failure> {
+    let mut chat = store.get_chat(chat_id).await.map_err(|e| e.to_string())?;
+    if chat.title != UNTITLED {
+        return Ok(());
+    }
+    chat.title = title_from(text);
+    store
+        .update_chat(&chat)
+        .await
+        .map_err(|e| Failure::Runtime(e.to_string()))
+}
+
 /// What a suspended status waits for; nothing for any other status.
 pub fn waiting_on(status: &LoopStatus) -> Vec<PendingCall> {
     match status {
@@ -203,26 +216,9 @@ impl Session {
     /// Sends one user message and streams the reply; Ctrl-C meanwhile
     /// cancels the turn (the run is then stored `cancelled`).
     pub async fn send(&mut self, text: String) -> Result<LoopStatus, Failure> {
-        self.name_after(&text).await?;
+        name_after(&self.store, &self.chat_id, &text).await?;
         let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
         self.turn(RunInput::start(message)).await
-    }
-
-    /// Titles a chat still untitled after its first message, `text`.
-    async fn name_after(&self, text: &str) -> Result<(), Failure> {
-        let mut chat = self
-            .store
-            .get_chat(&self.chat_id)
-            .await
-            .map_err(|e| e.to_string())?;
-        if chat.title != UNTITLED {
-            return Ok(());
-        }
-        chat.title = title_from(text);
-        self.store
-            .update_chat(&chat)
-            .await
-            .map_err(|e| Failure::Runtime(e.to_string()))
     }
 
     /// Resumes the chat's waiting run with a person's decisions and
