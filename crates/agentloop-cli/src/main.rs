@@ -33,6 +33,7 @@ mod local_model;
 mod logging;
 mod markdown;
 mod mcp_serve;
+mod memories;
 mod model_list;
 mod out;
 mod output_schema;
@@ -197,6 +198,7 @@ fn main() -> ExitCode {
             runtime.block_on(chat::chat(args, approvals, hooks))
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
+        Command::Memory(command) => runtime.block_on(memories::memory(command)),
         Command::Export(args) => runtime.block_on(export::export(args)),
         Command::Import(args) => runtime.block_on(export::import(args)),
         Command::Config(command) => config::command(command),
