@@ -156,7 +156,10 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
     let settings = ChatSettings {
         loop_settings: LoopSettings {
             model: Some(chosen.model.clone()),
-            system_prompt: args.system.clone(),
+            system_prompt: crate::project_instructions::with_system(
+                args.root.as_deref(),
+                args.system.clone(),
+            )?,
             max_tokens,
             approvals: approvals.clone(),
             ..LoopSettings::default()

@@ -37,6 +37,7 @@ mod memories;
 mod model_list;
 mod out;
 mod output_schema;
+mod project_instructions;
 mod prompt;
 mod providers;
 mod render;

@@ -128,6 +128,10 @@ pub async fn run(
     let mut options = options;
     let value_only = args.json && options.output_schema.is_some();
     options.approvals = approvals;
+    options.request.system_prompt = crate::project_instructions::with_system(
+        args.root.as_deref(),
+        options.request.system_prompt.take(),
+    )?;
     let run = prepare(options, context, deps, &skills);
     let (options, deps) = (run.options.clone(), run.deps.clone());
     let mut events = strategy.run(run.options, run.context, run.deps);

@@ -17,6 +17,8 @@
 //!   rlimits) through a re-executed launcher process.
 //! - [`options`] and [`schema`]: typed tool options and input schemas
 //!   generated from the Rust input types.
+//! - [`agents_md`]: a project folder's `AGENTS.md` files as a run's
+//!   instructions (no symbolic link followed, size-capped).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -47,6 +49,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod agents_md;
 pub mod ask_user;
 mod editor;
 pub mod fs;
