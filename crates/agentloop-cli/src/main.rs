@@ -200,6 +200,7 @@ fn main() -> ExitCode {
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
         Command::Memory(command) => runtime.block_on(memories::memory(command)),
+        Command::Skills(command) => skills::list(command),
         Command::Export(args) => runtime.block_on(export::export(args)),
         Command::Import(args) => runtime.block_on(export::import(args)),
         Command::Config(command) => config::command(command),

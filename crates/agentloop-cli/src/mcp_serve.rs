@@ -216,10 +216,8 @@ pub async fn serve(
     // Kept while serving: dropping the servers stops their processes.
     let mcp = run::start_mcp(configured_mcp, &args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
     agent_tools.extend(mcp.tools());
-    let skills = match &args.skills {
-        Some(path) => skills::load(path, &agent_tools).map_err(Failure::Usage)?,
-        None => Vec::new(),
-    };
+    let skills = skills::for_run(args.skills.as_deref(), args.root.as_deref(), &agent_tools)
+        .map_err(Failure::Usage)?;
     options.approvals = approvals;
     let mut deps = RunDeps::new(chosen.provider).with_tools(agent_tools);
     deps.hooks = hooks;

@@ -107,10 +107,8 @@ pub async fn run(
             on_interrupt.cancel();
         }
     });
-    let skills = match &args.skills {
-        Some(path) => skills::load(path, &tools).map_err(Failure::Usage)?,
-        None => Vec::new(),
-    };
+    let skills = skills::for_run(args.skills.as_deref(), args.root.as_deref(), &tools)
+        .map_err(Failure::Usage)?;
     if in_place {
         // Said once the run is sure to start, so a mistake stays one line.
         out::note(demo::IN_PLACE_NOTICE);

@@ -124,7 +124,9 @@ pub struct RunArgs {
     /// from `$XDG_CONFIG_HOME/agentloop/` (see `agentloop config path`).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Skills to offer: a JSON file holding an array of
+    /// Skills to offer: a folder of Agent Skills (`SKILL.md` folders;
+    /// the run folder's `.agents/skills/` and `skills/` are read too), or
+    /// a JSON file holding an array of
     /// `{name, description, prompt, allowed_skills, tools}`.
     #[arg(long)]
     pub skills: Option<PathBuf>,
