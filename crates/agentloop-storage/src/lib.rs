@@ -65,7 +65,7 @@ pub use export::{
     ChatExport, EXPORT_FORMAT_VERSION, ProjectExport, export_project, import_project,
 };
 pub use files::ProjectFiles;
-pub use memories::StoredMemories;
+pub use memories::{MemoryRecall, StoredMemories};
 pub use memory::MemoryStore;
 pub use open::open_store;
 pub use postgres::PostgresStore;

@@ -5,6 +5,8 @@
 //! memories lie below, so a folder exists while a memory is in it (an
 //! empty one made with `create_dir` lasts for the call that made it).
 //! Every write records the run and tool call it came from.
+//! [`MemoryRecall`] finds a scope's memories for a query (BM25), through
+//! the `Retriever` port.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,9 +14,11 @@ use std::sync::{Arc, Mutex};
 
 use agentloop_types::vfs::{is_within, join_path, parent_path};
 use agentloop_types::{
-    DirEntry, EntryKind, Metadata, Vfs, VfsError, VfsFor, WriteOrigin, normalize_path,
+    DirEntry, EntryKind, Metadata, Passage, RetrievalError, Retriever, Vfs, VfsError, VfsFor,
+    WriteOrigin, normalize_path,
 };
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 
 use crate::error::StorageError;
 use crate::model::{MemoryRecord, MemoryScope, now_millis};
@@ -301,5 +305,79 @@ impl<S: MemoriesStore + ?Sized> Vfs for ScopedMemories<S> {
             folders.insert(format!("{to}{}", &folder[from.len()..]));
         }
         Ok(())
+    }
+}
+
+/// The memories of one scope as a [`Retriever`]: the live ones ranked by
+/// BM25 against the query, so a run starts with the memories its request
+/// is about among its cited passages.
+pub struct MemoryRecall<S: ?Sized> {
+    store: Arc<S>,
+    scope: MemoryScope,
+}
+
+impl<S: MemoriesStore + ?Sized> MemoryRecall<S> {
+    /// Recall from the memories of `scope` in `store`.
+    pub fn new(store: Arc<S>, scope: MemoryScope) -> Self {
+        Self { store, scope }
+    }
+}
+
+/// Words as BM25 counts them: lowercase runs of letters and digits.
+#[derive(Debug, Clone, Copy, Default)]
+struct Words;
+
+impl bm25::Tokenizer for Words {
+    fn tokenize(&self, input_text: &str) -> Vec<String> {
+        input_text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| !word.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    }
+}
+
+impl<S: MemoriesStore + ?Sized> Retriever for MemoryRecall<S> {
+    fn retrieve<'a>(
+        &'a self,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Passage>, RetrievalError>> {
+        Box::pin(async move {
+            let memories = self
+                .store
+                .list_memories(&self.scope, "/", now_millis())
+                .await
+                .map_err(|e| RetrievalError::Store {
+                    message: e.to_string(),
+                })?;
+            if memories.is_empty() || limit == 0 {
+                return Ok(Vec::new());
+            }
+            // Ranked by index: a memory's path is part of what it says.
+            let documents = memories
+                .iter()
+                .enumerate()
+                .map(|(n, m)| bm25::Document::new(n, format!("{}\n{}", m.path, m.text)));
+            let engine =
+                bm25::SearchEngineBuilder::<usize, u32, Words>::with_tokenizer_and_documents(
+                    Words, documents,
+                )
+                .build();
+            Ok(engine
+                .search(query, limit)
+                .into_iter()
+                .filter(|found| found.score > 0.0)
+                .filter_map(|found| {
+                    let memory = memories.get(found.document.id)?;
+                    Some(Passage {
+                        id: memory.id.clone(),
+                        source: memory.path.clone(),
+                        text: memory.text.clone(),
+                        score: f64::from(found.score),
+                    })
+                })
+                .collect())
+        })
     }
 }

@@ -286,3 +286,62 @@ pub async fn memories_as_files(store: Arc<dyn Store>) {
         Err(VfsError::NotFound(_))
     ));
 }
+
+pub async fn memories_recalled_by_relevance(store: Arc<dyn Store>) {
+    use agentloop_storage::MemoryRecall;
+    use agentloop_types::Retriever;
+
+    let scope = MemoryScope::project("p");
+    for (id, path, text) in [
+        (
+            "r1",
+            "/memories/drinks.md",
+            "Ada takes her tea without sugar.",
+        ),
+        (
+            "r2",
+            "/memories/deploy.md",
+            "Deploys go out on Tuesdays after the standup.",
+        ),
+        (
+            "r3",
+            "/memories/tea-shop.md",
+            "The tea shop on the corner closes at six.",
+        ),
+    ] {
+        store
+            .save_memory(&memory(id, &scope, path, text, 1))
+            .await
+            .unwrap();
+    }
+    let mut gone = memory("r4", &scope, "/memories/old.md", "Tea with sugar, once.", 1);
+    gone.expires_at = Some(2);
+    store.save_memory(&gone).await.unwrap();
+    store
+        .save_memory(&memory(
+            "r5",
+            &MemoryScope::project("q"),
+            "/memories/a.md",
+            "tea sugar",
+            1,
+        ))
+        .await
+        .unwrap();
+
+    let recall = MemoryRecall::new(store.clone(), scope);
+    let found = recall
+        .retrieve("Does Ada take sugar in her tea?", 5)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = found.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["r1", "r3"],
+        "the best first; no other scope, nothing expired, nothing unrelated"
+    );
+    assert_eq!(found[0].source, "/memories/drinks.md");
+    assert_eq!(found[0].text, "Ada takes her tea without sugar.");
+    assert!(found[0].score > found[1].score);
+    assert_eq!(recall.retrieve("tea", 1).await.unwrap().len(), 1);
+    assert!(recall.retrieve("kubernetes", 5).await.unwrap().is_empty());
+}

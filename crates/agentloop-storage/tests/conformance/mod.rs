@@ -64,7 +64,7 @@ macro_rules! conformance_suite {
             webhook_deliveries_log, agent_run_starts_whole_or_not_at_all,
             a_start_dropped_unanswered_is_whole_or_absent, concurrent_agent_run_starts,
             concurrent_starts_are_stored_or_refused_each_alone,
-            memories_by_scope_and_path, memories_as_files,
+            memories_by_scope_and_path, memories_as_files, memories_recalled_by_relevance,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(
