@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use agentloop_engine::strategy::NativeStrategy;
 use agentloop_engine::{Handoffs, LoopStrategy, StrategyRegistry};
 use agentloop_types::{
     CompactionOptions, LoopOptions, ModelProvider, RequestOptions, Tool, VfsFor,
@@ -98,12 +99,22 @@ pub async fn build(args: &RunArgs, demo: bool) -> Result<Agent, Failure> {
     // answer to the schema (the engine's one rule).
     agentloop_engine::check_output_schema(strategy.name(), &options)
         .map_err(|error| Failure::usage(format!("--output-schema: {error}")))?;
-    let memory = crate::memories::files_for(
+    let memory = crate::memories::for_run(
         &tool_names,
         args.db.as_deref(),
         args.memory_scope.as_deref(),
     )
     .await?;
+    // The native loop starts by recalling the stored memories the request
+    // is about, as cited passages.
+    let strategy: Arc<dyn LoopStrategy> = match memory.recall {
+        Some(recall) if strategy.name() == "native" => Arc::new(NativeStrategy {
+            retriever: Some(recall),
+            ..NativeStrategy::default()
+        }),
+        _ => strategy,
+    };
+    let memory = memory.files;
     Ok(Agent {
         strategy,
         chosen,

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use agentloop_storage::model::{MemoryRecord, MemoryScope, now_millis};
-use agentloop_storage::{StorageError, Store, StoredMemories};
+use agentloop_storage::{MemoryRecall, StorageError, Store, StoredMemories};
 use agentloop_tools::vfs::MemoryVfs;
-use agentloop_types::{Vfs, VfsFor};
+use agentloop_types::{Retriever, Vfs, VfsFor};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -26,20 +26,36 @@ pub fn scope(flag: Option<&str>) -> Result<MemoryScope, Failure> {
         .map_err(|e: StorageError| Failure::usage(format!("--memory-scope: {e}")))
 }
 
-/// The memory tool's files when `tools` names it: the memories of `scope`
-/// in the database `db` names (opened, and created when missing, only
-/// then), so they outlive the process.
-pub async fn files_for(
+/// Where a run's memories are: the memory tool's files, and what recalls
+/// the memories its request is about as it starts.
+pub struct RunMemory {
+    /// The memory tool's files.
+    pub files: Arc<dyn VfsFor>,
+    /// The stored memories ranked against the run's request (BM25), when
+    /// they are stored.
+    pub recall: Option<Arc<dyn Retriever>>,
+}
+
+/// The run's memory when `tools` names the memory tool: the memories of
+/// `scope` in the database `db` names (opened, and created when missing,
+/// only then), so they outlive the process.
+pub async fn for_run(
     tools: &[String],
     db: Option<&str>,
     scope: Option<&str>,
-) -> Result<Arc<dyn VfsFor>, Failure> {
+) -> Result<RunMemory, Failure> {
     if !tools.iter().any(|name| name.trim() == "memory") {
-        return Ok(in_process());
+        return Ok(RunMemory {
+            files: in_process(),
+            recall: None,
+        });
     }
     let scope = self::scope(scope)?;
     let store = db::open_for_write(db).await?;
-    Ok(stored(store, scope))
+    Ok(RunMemory {
+        files: stored(store.clone(), scope.clone()),
+        recall: Some(Arc::new(MemoryRecall::new(store, scope))),
+    })
 }
 
 /// The memories of `scope` in `store` as the memory tool's files.

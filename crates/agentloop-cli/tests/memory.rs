@@ -1,8 +1,11 @@
 //! The memory tool on the command line, on a SQLite database: a fact
 //! taught in one chat is recalled through the tool in a new chat (and by
 //! `agentloop run`), never in another scope, and `agentloop memory
-//! list|show|edit|delete` reads and changes what is kept.
+//! list|show|edit|delete` reads and changes what is kept; a run starts
+//! with the stored memories its request is about among its cited passages.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
 
 use std::io::Write;
 use std::path::Path;
@@ -256,4 +259,111 @@ fn a_fact_taught_in_one_chat_is_recalled_in_a_new_one() {
     assert!(error.contains("no memory"), "{error}");
     let nothing = agentloop(&["memory", "edit", &id, "--db", &db], "");
     assert_eq!(nothing.status.code(), Some(2), "{nothing:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_starts_with_the_memories_its_request_is_about() {
+    let model = common::openai::start(None, "No sugar.").await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("recall.db").display().to_string();
+    let teach = script(
+        dir.path(),
+        "teach.json",
+        json!([
+            memory_call(
+                "t1",
+                json!({ "command": "create", "path": "/memories/ada.md",
+                                      "file_text": FACT })
+            ),
+            memory_call(
+                "t2",
+                json!({ "command": "create", "path": "/memories/deploy.md",
+                                      "file_text": "Deploys go out on Tuesdays." })
+            ),
+            say("Noted both."),
+        ]),
+    );
+    succeeds(
+        &[
+            "run",
+            "--db",
+            &db,
+            "--provider",
+            &teach,
+            "--tools",
+            "memory",
+            "Remember these.",
+        ],
+        "",
+    );
+
+    let base_url = model.base_url.clone();
+    let db_for_run = db.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        agentloop(
+            &[
+                "run",
+                "--db",
+                &db_for_run,
+                "--tools",
+                "memory",
+                "--base-url",
+                &base_url,
+                "--model",
+                "m",
+                "How does Ada take her tea?",
+            ],
+            "",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let request = &model.completions().await[0];
+    let recalled: Vec<String> = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].to_string())
+        .filter(|text| text.contains("Retrieved passages"))
+        .collect();
+    assert_eq!(recalled.len(), 1, "{request}");
+    assert!(recalled[0].contains(FACT), "{}", recalled[0]);
+    assert!(recalled[0].contains("/memories/ada.md"), "{}", recalled[0]);
+    assert!(!recalled[0].contains("Tuesdays"), "{}", recalled[0]);
+
+    // Another scope recalls nothing of it.
+    let base_url = model.base_url.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        agentloop(
+            &[
+                "run",
+                "--db",
+                &db,
+                "--tools",
+                "memory",
+                "--memory-scope",
+                "user:bob",
+                "--base-url",
+                &base_url,
+                "--model",
+                "m",
+                "How does Ada take her tea?",
+            ],
+            "",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(output.status.success());
+    let request = &model.completions().await[1];
+    assert!(
+        !request.to_string().contains("Retrieved passages"),
+        "{request}"
+    );
 }
