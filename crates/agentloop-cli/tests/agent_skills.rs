@@ -7,9 +7,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
-use common::piped;
+use common::{in_folder as command, piped};
 use serde_json::{Value, json};
 
 const BODY_MARKER: &str = "Add the VAT lines last";
@@ -38,19 +37,6 @@ fn skills_folder(root: &Path) {
         "Bad_Name",
         "---\nname: Bad_Name\ndescription: d\n---\nx\n",
     );
-}
-
-fn command(folder: &Path, home: &Path, args: &[&str]) -> Command {
-    let mut command = common::agentloop();
-    common::without_provider_keys(&mut command);
-    command
-        .args(args)
-        .current_dir(folder)
-        .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("NO_COLOR", "1");
-    command
 }
 
 #[test]

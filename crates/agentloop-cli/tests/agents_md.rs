@@ -7,24 +7,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::piped;
-use serde_json::Value;
-
-/// `agentloop ARGS` in `folder`, with a home of its own.
-fn command(folder: &Path, home: &Path, args: &[&str]) -> Command {
-    let mut command = common::agentloop();
-    common::without_provider_keys(&mut command);
-    command
-        .args(args)
-        .current_dir(folder)
-        .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("NO_COLOR", "1");
-    command
-}
+use common::openai::system_text;
+use common::{in_folder as command, piped};
 
 async fn run_in(folder: &Path, base_url: &str, extra: &[&str]) -> Output {
     let folder = folder.to_owned();
@@ -39,16 +25,6 @@ async fn run_in(folder: &Path, base_url: &str, extra: &[&str]) -> Output {
     })
     .await
     .unwrap()
-}
-
-fn system_text(request: &Value) -> String {
-    let messages = request["messages"].as_array().unwrap();
-    messages
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

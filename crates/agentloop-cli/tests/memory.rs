@@ -7,33 +7,18 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
 const FACT: &str = "Ada takes her tea without sugar.";
 
 fn agentloop(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
-        .args(args)
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("AGENTLOOP_MODEL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut command = common::agentloop();
+    common::without_provider_keys(&mut command);
+    command.args(args);
+    common::piped(command, stdin)
 }
 
 fn succeeds(args: &[&str], stdin: &str) -> Output {

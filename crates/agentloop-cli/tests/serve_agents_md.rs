@@ -7,19 +7,8 @@
 mod common;
 
 use common::create_user;
+use common::openai::system_text;
 use common::served::*;
-use serde_json::Value;
-
-fn system_text(request: &Value) -> String {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_projects_runs_read_its_agents_md_files() {

@@ -271,20 +271,12 @@ impl<S: MemoriesStore + ?Sized> Vfs for ScopedMemories<S> {
     async fn rename(&self, from: &str, to: &str) -> Result<(), VfsError> {
         let from = normalize_path(from)?;
         let to = normalize_path(to)?;
-        if from == "/" || to == "/" {
-            return Err(VfsError::PermissionDenied("cannot move the root".into()));
-        }
+        agentloop_types::vfs::check_move(&from, &to)?;
         if self.entry(&from).await?.is_none() {
             return Err(VfsError::NotFound(from));
         }
         if self.entry(&to).await?.is_some() {
             return Err(VfsError::AlreadyExists(to));
-        }
-        if is_within(&to, &from) {
-            return Err(VfsError::InvalidPath {
-                path: to,
-                reason: "cannot move a directory into itself".into(),
-            });
         }
         self.check_parents(&to).await?;
         self.store

@@ -139,6 +139,21 @@ pub trait Vfs: Send + Sync {
     }
 }
 
+/// Refuses a move of normalised paths that no file system allows: of or
+/// onto the root, or of a folder into itself.
+pub fn check_move(from: &str, to: &str) -> Result<(), VfsError> {
+    if from == "/" || to == "/" {
+        return Err(VfsError::PermissionDenied("cannot move the root".into()));
+    }
+    if is_within(to, from) {
+        return Err(VfsError::InvalidPath {
+            path: to.to_owned(),
+            reason: "cannot move a directory into itself".into(),
+        });
+    }
+    Ok(())
+}
+
 /// Who writes through a [`VfsFor`]: the run and the tool call (its step)
 /// a write comes from, so what is stored can name its source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

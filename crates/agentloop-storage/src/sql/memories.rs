@@ -6,17 +6,8 @@ mod sql_memories {
     use super::{DbRow, SqlStore};
     use crate::error::{StorageError, StorageResult};
     use crate::model::{MemoryRecord, MemoryScope, MemoryScopeKind};
-    use crate::sql::{bad_value, db_err, found, insert_err};
+    use crate::sql::{bad_value, below, db_err, found, insert_err};
     use crate::store::MemoriesStore;
-
-    /// The bounds of the paths strictly below `dir` (`/` + 1 is `0`).
-    fn below(dir: &str) -> (String, String) {
-        if dir == "/" {
-            ("/".to_owned(), "0".to_owned())
-        } else {
-            (format!("{dir}/"), format!("{dir}0"))
-        }
-    }
 
     const COLUMNS: &str = "id, scope_kind, scope_id, path, text, source_run, source_step, \
                            created_at, updated_at, expires_at";

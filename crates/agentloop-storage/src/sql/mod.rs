@@ -118,6 +118,16 @@ pub(crate) fn migrator(scripts: SchemaScripts) -> Migrator {
     }
 }
 
+/// The bounds of the paths strictly below the folder `dir` (`/` + 1 is
+/// `0`), for a range scan of a column that sorts byte by byte.
+pub(crate) fn below(dir: &str) -> (String, String) {
+    if dir == "/" {
+        ("/".to_owned(), "0".to_owned())
+    } else {
+        (format!("{dir}/"), format!("{dir}0"))
+    }
+}
+
 /// A decode error for an unexpected stored value.
 pub(crate) fn bad_value(column: &str, value: &str) -> StorageError {
     StorageError::Serialization(format!("unexpected {column} value {value:?}"))
