@@ -5,8 +5,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use agentloop_engine::strategy::NativeStrategy;
 use agentloop_engine::{Handoffs, LoopStrategy, StrategyRegistry};
-use agentloop_types::{CompactionOptions, LoopOptions, ModelProvider, RequestOptions, Tool};
+use agentloop_types::{
+    CompactionOptions, LoopOptions, ModelProvider, RequestOptions, Tool, VfsFor,
+};
 
 use crate::out::Failure;
 use crate::providers::Chosen;
@@ -23,6 +26,8 @@ pub struct Agent {
     pub options: LoopOptions,
     /// The tools offered, by name.
     pub tool_names: Vec<String>,
+    /// Where the memory tool keeps its files.
+    pub memory: Arc<dyn VfsFor>,
 }
 
 /// Builds the agent `args` describe; `demo` plays the shipped demo in
@@ -94,11 +99,28 @@ pub async fn build(args: &RunArgs, demo: bool) -> Result<Agent, Failure> {
     // answer to the schema (the engine's one rule).
     agentloop_engine::check_output_schema(strategy.name(), &options)
         .map_err(|error| Failure::usage(format!("--output-schema: {error}")))?;
+    let memory = crate::memories::for_run(
+        &tool_names,
+        args.db.as_deref(),
+        args.memory_scope.as_deref(),
+    )
+    .await?;
+    // The native loop starts by recalling the stored memories the request
+    // is about, as cited passages.
+    let strategy: Arc<dyn LoopStrategy> = match memory.recall {
+        Some(recall) if strategy.name() == "native" => Arc::new(NativeStrategy {
+            retriever: Some(recall),
+            ..NativeStrategy::default()
+        }),
+        _ => strategy,
+    };
+    let memory = memory.files;
     Ok(Agent {
         strategy,
         chosen,
         options,
         tool_names,
+        memory,
     })
 }
 
@@ -110,7 +132,12 @@ impl Agent {
         root: Option<&Path>,
         provider: Arc<dyn ModelProvider>,
     ) -> Result<Vec<Arc<dyn Tool>>, Failure> {
-        tools::build(&self.tool_names, root, Some(&self.minion(provider)))
+        tools::build(
+            &self.tool_names,
+            root,
+            Some(&self.minion(provider)),
+            &self.memory,
+        )
     }
 
     /// The agents `starting` hands off between, their tools working in
@@ -125,7 +152,7 @@ impl Agent {
         let Some(starting) = starting else {
             return Ok(None);
         };
-        let handoffs = starting.handoffs(root, &self.minion(provider))?;
+        let handoffs = starting.handoffs(root, &self.minion(provider), &self.memory)?;
         if handoffs.is_some() && self.strategy.name() != "native" {
             return Err(Failure::usage(format!(
                 "agent `{}` hands off, which only the native strategy does (not {})",

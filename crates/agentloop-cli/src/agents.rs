@@ -142,6 +142,7 @@ impl Starting {
         &self,
         root: Option<&Path>,
         minion: &MinionModel,
+        memory: &std::sync::Arc<dyn agentloop_types::VfsFor>,
     ) -> Result<Option<Handoffs>, Failure> {
         let Some(plan) = &self.handoffs else {
             return Ok(None);
@@ -153,7 +154,7 @@ impl Starting {
             profile.instructions.clone_from(&section.instructions);
             profile.model.clone_from(&section.model);
             profile.handoffs.clone_from(&section.handoffs);
-            profile.tools = tools::build(&section.tools, root, Some(minion))?;
+            profile.tools = tools::build(&section.tools, root, Some(minion), memory)?;
             profiles.push(profile);
         }
         let handoffs = Handoffs::new(self.name.clone(), plan.targets.clone(), profiles)

@@ -87,6 +87,12 @@ pub enum Command {
     /// List, show or delete stored chats.
     #[command(subcommand)]
     Chats(crate::chats::ChatsCommand),
+    /// List the Agent Skills a run here reads, and the folders refused.
+    #[command(subcommand)]
+    Skills(crate::skills::SkillsCommand),
+    /// List, show, edit or delete the memory tool's stored memories.
+    #[command(subcommand)]
+    Memory(crate::memories::MemoryCommand),
     /// Write a project to JSON (the storage export).
     Export(crate::export::ExportArgs),
     /// Read a project from a JSON export into the database.

@@ -25,6 +25,10 @@ pub struct ChatArgs {
     /// `memory` (default: agentloop.db in the platform data folder).
     #[arg(long)]
     pub db: Option<String>,
+    /// Whose memories the memory tool keeps: user:ID, project:ID or
+    /// agent:ID (default: project:cli), in the database.
+    #[arg(long)]
+    pub memory_scope: Option<String>,
     /// Chat to continue (created with this id if it does not exist).
     #[arg(long, conflicts_with = "continue_last", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub chat: Option<String>,
@@ -104,18 +108,25 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
         tools: &args.tools,
     })
     .await?;
-    let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion))?;
+    let memory = crate::memories::stored(
+        store.clone(),
+        crate::memories::scope(args.memory_scope.as_deref())?,
+    );
+    let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion), &memory)?;
     if crate::run::can_ask(args.json, demo || args.local || args.no_ask_user) {
         tools::offer_ask_user(&mut tools);
     }
     let handoffs = match &args.starting {
-        Some(starting) => starting.handoffs(args.root.as_deref(), &minion)?,
+        Some(starting) => starting.handoffs(args.root.as_deref(), &minion, &memory)?,
         None => None,
     };
     let settings = ChatSettings {
         loop_settings: LoopSettings {
             model: Some(chosen.model.clone()),
-            system_prompt: args.system.clone(),
+            system_prompt: crate::project_instructions::with_system(
+                args.root.as_deref(),
+                args.system.clone(),
+            )?,
             max_tokens,
             approvals: approvals.clone(),
             ..LoopSettings::default()

@@ -62,6 +62,10 @@ pub fn info() -> Outcome {
     ))?;
     out.line(format!("provider: {}", provider_line()?))?;
     out.line(format!("local:    {}", crate::local_model::describe()))?;
+    out.line(format!(
+        "agents:   {}",
+        crate::project_instructions::describe(None)?
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 

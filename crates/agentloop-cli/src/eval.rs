@@ -109,6 +109,13 @@ pub struct EvalArgs {
     /// folder.
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,
+    /// Database the memory tool keeps its files in (as for `agentloop
+    /// run`); every case reads and writes the same memories.
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Whose memories the memory tool keeps (as for `agentloop run`).
+    #[arg(long)]
+    pub memory_scope: Option<String>,
     /// Loop strategy (as for `agentloop run`).
     #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub strategy: Option<String>,
@@ -145,6 +152,8 @@ impl EvalArgs {
             tools: self.tools.clone(),
             no_ask_user: true,
             root: None,
+            db: self.db.clone(),
+            memory_scope: self.memory_scope.clone(),
             json: false,
             strategy: self.strategy.clone(),
             config: self.config.clone(),

@@ -36,9 +36,11 @@ mod local_model;
 mod logging;
 mod markdown;
 mod mcp_serve;
+mod memories;
 mod model_list;
 mod out;
 mod output_schema;
+mod project_instructions;
 mod prompt;
 mod providers;
 mod render;
@@ -221,6 +223,8 @@ fn main() -> ExitCode {
             runtime.block_on(acp::serve(args, approvals, hooks))
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
+        Command::Memory(command) => runtime.block_on(memories::memory(command)),
+        Command::Skills(command) => skills::list(command),
         Command::Export(args) => runtime.block_on(export::export(args)),
         Command::Import(args) => runtime.block_on(export::import(args)),
         Command::Config(command) => config::command(command),

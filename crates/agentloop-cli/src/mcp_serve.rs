@@ -156,6 +156,8 @@ impl McpServeArgs {
             tools: self.tools.clone(),
             no_ask_user: self.no_ask_user,
             root: self.root.clone(),
+            db: None,
+            memory_scope: None,
             json: false,
             strategy: self.strategy.clone(),
             config: self.config.clone(),
@@ -196,6 +198,7 @@ pub async fn serve(
         strategy,
         chosen,
         mut options,
+        memory,
         ..
     } = crate::agent::build(&args.run_args(), false).await?;
     options.project_id = "mcp".to_owned();
@@ -209,14 +212,12 @@ pub async fn serve(
             ..options.clone()
         },
     };
-    let mut agent_tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion))?;
+    let mut agent_tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion), &memory)?;
     // Kept while serving: dropping the servers stops their processes.
     let mcp = run::start_mcp(configured_mcp, &args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
     agent_tools.extend(mcp.tools());
-    let skills = match &args.skills {
-        Some(path) => skills::load(path, &agent_tools).map_err(Failure::Usage)?,
-        None => Vec::new(),
-    };
+    let skills = skills::for_run(args.skills.as_deref(), args.root.as_deref(), &agent_tools)
+        .map_err(Failure::Usage)?;
     options.approvals = approvals;
     let mut deps = RunDeps::new(chosen.provider).with_tools(agent_tools);
     deps.hooks = hooks;

@@ -107,10 +107,8 @@ pub async fn run(
             on_interrupt.cancel();
         }
     });
-    let skills = match &args.skills {
-        Some(path) => skills::load(path, &tools).map_err(Failure::Usage)?,
-        None => Vec::new(),
-    };
+    let skills = skills::for_run(args.skills.as_deref(), args.root.as_deref(), &tools)
+        .map_err(Failure::Usage)?;
     if in_place {
         // Said once the run is sure to start, so a mistake stays one line.
         out::note(demo::IN_PLACE_NOTICE);
@@ -128,6 +126,10 @@ pub async fn run(
     let mut options = options;
     let value_only = args.json && options.output_schema.is_some();
     options.approvals = approvals;
+    options.request.system_prompt = crate::project_instructions::with_system(
+        args.root.as_deref(),
+        options.request.system_prompt.take(),
+    )?;
     let run = prepare(options, context, deps, &skills);
     let (options, deps) = (run.options.clone(), run.deps.clone());
     let mut events = strategy.run(run.options, run.context, run.deps);

@@ -101,6 +101,15 @@ pub struct RunArgs {
     /// Folder the fs and js tools work in (default: the current folder).
     #[arg(long)]
     pub root: Option<PathBuf>,
+    /// Database the memory tool keeps its files in: a SQLite file path,
+    /// `sqlite:PATH`, `postgres://...` or `memory` (default: agentloop.db
+    /// in the platform data folder). Opened only when --tools names memory.
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Whose memories the memory tool keeps: user:ID, project:ID or
+    /// agent:ID (default: project:cli).
+    #[arg(long)]
+    pub memory_scope: Option<String>,
     /// Print every event as a JSON line instead of the terminal view.
     #[arg(long)]
     pub json: bool,
@@ -115,7 +124,9 @@ pub struct RunArgs {
     /// from `$XDG_CONFIG_HOME/agentloop/` (see `agentloop config path`).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Skills to offer: a JSON file holding an array of
+    /// Skills to offer: a folder of Agent Skills (`SKILL.md` folders;
+    /// the run folder's `.agents/skills/` and `skills/` are read too), or
+    /// a JSON file holding an array of
     /// `{name, description, prompt, allowed_skills, tools}`.
     #[arg(long)]
     pub skills: Option<PathBuf>,

@@ -1,17 +1,97 @@
-//! Loading skills for `agentloop run --skills FILE`.
+//! Loading skills for `agentloop run --skills FILE|DIR`, and `agentloop
+//! skills list`.
 //!
-//! The file is a JSON array of skills:
+//! A folder holds Agent Skills (`SKILL.md` folders, see
+//! [`agentloop_tools::agent_skills`]); so do a run folder's
+//! `.agents/skills/` and `skills/`, which every run reads. Only a skill's
+//! name and description are in the run's prompt until the model calls
+//! it; the call runs its instructions as a child cycle (seed 002) with the
+//! run's tools (those its `allowed-tools` names, when it names some), so
+//! its scripts run only through the sandboxed `shell` tool.
+//!
+//! A file is a JSON array of skills:
 //! `[{"name": "...", "description": "...", "prompt": "...", "allowed_skills": ["other"], "tools": ["fs"]}]`.
 //! `allowed_skills` and `tools` name other skills of the file and tools given
 //! with `--tools`.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use agentloop_engine::skills::Skill;
+use agentloop_tools::agent_skills::{self, SkillFolder};
 use agentloop_types::Tool;
+use clap::{Args, Subcommand};
 use serde::Deserialize;
+use serde_json::json;
+
+use crate::out::{Failure, Outcome, Stdout, sanitize};
+
+#[derive(Subcommand)]
+pub enum SkillsCommand {
+    /// List the Agent Skills a run here reads (`--skills DIR`, the
+    /// folder's `.agents/skills/` and `skills/`) and the folders refused,
+    /// with why.
+    List(ListArgs),
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// A folder of skills besides the run folder's own.
+    #[arg(long)]
+    pub skills: Option<PathBuf>,
+    /// The run folder (default: the current folder).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `agentloop skills list`.
+pub fn list(command: SkillsCommand) -> Outcome {
+    let SkillsCommand::List(args) = command;
+    let mut skills = Vec::new();
+    let mut refused = Vec::new();
+    for dir in folders(args.skills.as_deref(), args.root.as_deref()).map_err(Failure::Usage)? {
+        let found = agent_skills::find(&dir);
+        skills.extend(found.skills);
+        refused.extend(found.refused);
+    }
+    let mut out = Stdout::new();
+    if args.json {
+        let skills: Vec<_> = skills
+            .iter()
+            .map(|s| json!({"name": s.name, "description": s.description, "dir": s.dir, "allowed_tools": s.allowed_tools}))
+            .collect();
+        let refused: Vec<_> = refused
+            .iter()
+            .map(|r| json!({"dir": r.dir, "reason": r.reason}))
+            .collect();
+        out.line(json!({"skills": skills, "refused": refused}))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for skill in &skills {
+        out.line(format!(
+            "{}  {}  ({})",
+            sanitize(&skill.name),
+            sanitize(&skill.description),
+            sanitize(&skill.dir.display().to_string())
+        ))?;
+    }
+    for refusal in &refused {
+        out.line(format!(
+            "refused  {}: {}",
+            sanitize(&refusal.dir.display().to_string()),
+            sanitize(&refusal.reason)
+        ))?;
+    }
+    if skills.is_empty() && refused.is_empty() {
+        out.line("no skills: give --skills DIR, or add .agents/skills/ or skills/ to the folder")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,7 +106,94 @@ struct SkillSpec {
     tools: Vec<String>,
 }
 
-/// Reads the skills of `path`, resolving sub-skill and tool names.
+/// The skills a run in `root` (default: the current folder) offers:
+/// those of `--skills` (a file or a folder) and of the folder's
+/// `.agents/skills/` and `skills/`. A refused skill folder is named on
+/// stderr with its reason; two skills of one name are refused.
+pub fn for_run(
+    flag: Option<&Path>,
+    root: Option<&Path>,
+    tools: &[Arc<dyn Tool>],
+) -> Result<Vec<Arc<Skill>>, String> {
+    let mut skills = match flag {
+        Some(path) if !path.is_dir() => load(path, tools)?,
+        _ => Vec::new(),
+    };
+    for dir in folders(flag, root)? {
+        let found = agent_skills::find(&dir);
+        // A folder with no SKILL.md at all is no skill anybody wrote: only
+        // the skills that fail their checks are named.
+        let failed = found
+            .refused
+            .iter()
+            .filter(|r| r.reason != format!("no {}", agent_skills::SKILL_FILE));
+        for refused in failed {
+            crate::out::note(format!(
+                "skill folder {} refused: {}",
+                crate::out::sanitize(&refused.dir.display().to_string()),
+                crate::out::sanitize(&refused.reason)
+            ));
+        }
+        for folder in &found.skills {
+            if skills.iter().any(|s| s.name == folder.name) {
+                return Err(format!(
+                    "two skills are named {} (the second in {})",
+                    folder.name,
+                    folder.dir.display()
+                ));
+            }
+            skills.push(Arc::new(from_folder(folder, tools)));
+        }
+    }
+    Ok(skills)
+}
+
+/// The skill folders a run in `root` reads: `--skills` when it is a
+/// folder, then the run folder's `.agents/skills/` and `skills/`.
+fn folders(flag: Option<&Path>, root: Option<&Path>) -> Result<Vec<PathBuf>, String> {
+    let root = match root {
+        Some(root) => root.to_owned(),
+        None => std::env::current_dir().map_err(|e| format!("no current folder: {e}"))?,
+    };
+    let mut dirs: Vec<PathBuf> = flag
+        .filter(|p| p.is_dir())
+        .map(Path::to_owned)
+        .into_iter()
+        .collect();
+    for project in [root.join(".agents/skills"), root.join("skills")] {
+        if project.is_dir() && !dirs.contains(&project) {
+            dirs.push(project);
+        }
+    }
+    Ok(dirs)
+}
+
+/// An Agent Skill as a seed-002 skill: its instructions with where its
+/// files are, the run's tools it may use.
+fn from_folder(folder: &SkillFolder, tools: &[Arc<dyn Tool>]) -> Skill {
+    let prompt = format!(
+        "{}\n\n---\nThis skill's folder is {}. Read its other files there when the \
+         instructions name them; run its scripts only with the shell tool.",
+        folder.instructions,
+        folder.dir.display()
+    );
+    let own_tools: Vec<Arc<dyn Tool>> = tools
+        .iter()
+        .filter(|tool| {
+            folder
+                .allowed_tools
+                .as_ref()
+                .is_none_or(|allowed| allowed.iter().any(|name| name == tool.name()))
+        })
+        .cloned()
+        .collect();
+    Skill::new(&folder.name, prompt)
+        .with_description(&folder.description)
+        .with_tools(own_tools)
+}
+
+/// Reads the skills of the JSON file `path`, resolving sub-skill and tool
+/// names.
 pub fn load(path: &Path, tools: &[Arc<dyn Tool>]) -> Result<Vec<Arc<Skill>>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the skills file {}: {e}", path.display()))?;

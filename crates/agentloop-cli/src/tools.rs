@@ -12,11 +12,11 @@ use agentloop_tools::JsTool;
 #[cfg(target_os = "linux")]
 #[cfg(target_os = "linux")]
 use agentloop_tools::shell::{Launcher, ShellConfig, ShellConfigError, ShellLimits, ShellTool};
-use agentloop_tools::vfs::{DirJail, MemoryVfs};
+use agentloop_tools::vfs::DirJail;
 use agentloop_tools::{AskUserTool, FsTool, MemoryTool, MinionTool, ReturnTool};
 use agentloop_types::{
     CancellationToken, LoopOptions, ModelProvider, RequestOptions, RunPath, Tool, ToolContext,
-    ToolOutput, ToolStreamEvent, Vfs,
+    ToolOutput, ToolStreamEvent, Vfs, VfsFor,
 };
 use clap::{Args, Subcommand};
 use futures::StreamExt;
@@ -121,13 +121,14 @@ pub struct MinionModel {
     pub options: LoopOptions,
 }
 
-/// Builds the named tools; fs and js work in `root`, memory in a store of
-/// its own that lives as long as the process. `minion` needs `model`; its
-/// children may use the other tools named.
+/// Builds the named tools; fs and js work in `root`, memory in `memory`
+/// (see [`crate::memories`]). `minion` needs `model`; its children may use
+/// the other tools named.
 pub fn build(
     names: &[String],
     root: Option<&Path>,
     model: Option<&MinionModel>,
+    memory: &Arc<dyn VfsFor>,
 ) -> Result<Vec<Arc<dyn Tool>>, Failure> {
     let root: PathBuf = match root {
         Some(root) => root.to_owned(),
@@ -150,7 +151,7 @@ pub fn build(
         .map(|name| -> Result<Arc<dyn Tool>, Failure> {
             Ok(match name {
                 "fs" => Arc::new(FsTool::new(jail()?)),
-                "memory" => Arc::new(MemoryTool::new(Arc::new(MemoryVfs::new()))),
+                "memory" => Arc::new(MemoryTool::per_call(memory.clone())),
                 #[cfg(feature = "javascript")]
                 "javascript" => Arc::new(JsTool::new(jail()?)),
                 #[cfg(not(feature = "javascript"))]
@@ -284,7 +285,8 @@ pub fn list() -> Outcome {
         options: LoopOptions::default(),
     };
     let mut out = Stdout::new();
-    for tool in build(&names, Some(&dir), Some(&listing))? {
+    let memory = crate::memories::in_process();
+    for tool in build(&names, Some(&dir), Some(&listing), &memory)? {
         let first_line = tool.description().lines().next().unwrap_or_default();
         out.line(format!("{:<10} {first_line}", tool.name()))?;
     }
@@ -317,6 +319,7 @@ pub async fn call(args: ToolCallArgs) -> Outcome {
         std::slice::from_ref(&args.name),
         args.root.as_deref(),
         model.as_ref(),
+        &crate::memories::in_process(),
     )?;
     let Some(tool) = tools.into_iter().next() else {
         return Err(Failure::usage(format!("unknown tool {}", args.name)));

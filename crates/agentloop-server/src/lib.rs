@@ -82,6 +82,7 @@ pub mod metrics;
 pub mod notices;
 pub mod policy;
 pub mod project_agents;
+pub mod project_instructions;
 pub mod proxies;
 pub mod rate_limit;
 pub mod readiness;

@@ -1,17 +1,17 @@
 //! The tools an agent run is offered: the project folder's file system,
-//! `ask_user`, `complete_workflow` (not for planning), the server's extra
-//! tools and the project's MCP servers, under the project's approval
-//! policy.
+//! the project's memories, `ask_user`, `complete_workflow` (not for
+//! planning), the server's extra tools and the project's MCP servers,
+//! under the project's approval policy.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use agentloop_agui::FrontendTool;
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig as McpServerConfig, ServerOptions};
-use agentloop_storage::model::AgentType;
-use agentloop_storage::{StorageError, StorageResult};
+use agentloop_storage::model::{AgentType, MemoryScope};
+use agentloop_storage::{StorageError, StorageResult, StoredMemories};
 use agentloop_tools::vfs::DirJail;
-use agentloop_tools::{AskUserTool, FsTool};
+use agentloop_tools::{AskUserTool, FsTool, MemoryTool};
 use agentloop_types::Tool;
 use serde_json::json;
 
@@ -31,8 +31,14 @@ pub fn tools(
         .map_err(|e| StorageError::Invalid(format!("project folder: {e}")))?;
     // `ask_user` suspends the run as `waiting` with a question, answered
     // through the run's decisions like an approval.
-    let mut tools: Vec<Arc<dyn Tool>> =
-        vec![Arc::new(FsTool::new(Arc::new(jail))), Arc::new(AskUserTool)];
+    // Memories are the project's: a run reads and writes those of its own
+    // project (whose one owner started it), never another's.
+    let memories = StoredMemories::new(state.store.clone(), MemoryScope::project(&ctx.project.id));
+    let mut tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(FsTool::new(Arc::new(jail))),
+        Arc::new(MemoryTool::per_call(Arc::new(memories))),
+        Arc::new(AskUserTool),
+    ];
     if agent != AgentType::Planification {
         tools.push(Arc::new(CompleteWorkflowTool::new(workflow_called)));
     }
@@ -64,7 +70,7 @@ pub fn frontend_tools(
 /// The names a front-end tool of a run in this project may not take:
 /// the tools the server offers every run.
 pub fn reserved_tool_names(state: &AppState) -> Vec<String> {
-    let mut names: Vec<String> = ["fs", "ask_user", "complete_workflow", "shell"]
+    let mut names: Vec<String> = ["fs", "memory", "ask_user", "complete_workflow", "shell"]
         .map(str::to_owned)
         .into();
     names.extend(

@@ -274,14 +274,14 @@ pub fn chat_settings(
         "model": model,
         "max_tokens": config.max_tokens,
         "max_iterations": config.max_iterations,
-        "system_prompt": format!(
+        "system_prompt": crate::project_instructions::with_system(&ctx.repo, format!(
             "{}{} in project {}. The fs tool works in the project \
     folder; the task document is {}.",
             agent_preamble(run.agent_type),
             ctx.task.id,
             ctx.project.name,
             crate::config::task_doc_path(&ctx.task.id)
-        ),
+        )),
     })
 }
 

@@ -189,20 +189,12 @@ impl<S: FileStore + ?Sized> Vfs for ProjectFiles<S> {
     async fn rename(&self, from: &str, to: &str) -> Result<(), VfsError> {
         let from = normalize_path(from)?;
         let to = normalize_path(to)?;
-        if from == "/" || to == "/" {
-            return Err(VfsError::PermissionDenied("cannot move the root".into()));
-        }
+        agentloop_types::vfs::check_move(&from, &to)?;
         if self.entry(&from).await?.is_none() {
             return Err(VfsError::NotFound(from));
         }
         if self.entry(&to).await?.is_some() {
             return Err(VfsError::AlreadyExists(to));
-        }
-        if agentloop_types::vfs::is_within(&to, &from) {
-            return Err(VfsError::InvalidPath {
-                path: to,
-                reason: "cannot move a directory into itself".into(),
-            });
         }
         self.ensure_parents(&to).await?;
         self.store

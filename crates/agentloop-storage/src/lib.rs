@@ -13,7 +13,8 @@
 //! [`open_store`] picks a backend from one configuration string.
 //! [`export_project`] and [`import_project`] move a whole project between
 //! stores as one JSON document. [`ProjectFiles`] serves a project's files
-//! as a [`Vfs`](agentloop_types::Vfs); [`StoreAttachmentLoader`] (and each
+//! as a [`Vfs`](agentloop_types::Vfs), and [`StoredMemories`] a scope's
+//! memories as the memory tool's files; [`StoreAttachmentLoader`] (and each
 //! backend itself) implements the [`AttachmentLoader`] port.
 //!
 //! ```
@@ -49,6 +50,7 @@ pub mod error;
 pub mod export;
 pub mod files;
 mod group_commit;
+pub mod memories;
 pub mod memory;
 mod message_cache;
 pub mod model;
@@ -64,14 +66,15 @@ pub use export::{
     ChatExport, EXPORT_FORMAT_VERSION, ProjectExport, export_project, import_project,
 };
 pub use files::ProjectFiles;
+pub use memories::{MemoryRecall, StoredMemories};
 pub use memory::MemoryStore;
 pub use open::open_store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use store::{
-    AppendWatch, AttachmentStore, ChatStore, FileStore, ProductStore, ProjectSettingsStore,
-    ProjectStore, RunStore, RuntimeStore, Store, TaskStore, UserStore, WEBHOOK_DELIVERIES_KEPT,
-    WebhookStore, folders_overlap,
+    AppendWatch, AttachmentStore, ChatStore, FileStore, MemoriesStore, ProductStore,
+    ProjectSettingsStore, ProjectStore, RunStore, RuntimeStore, Store, TaskStore, UserStore,
+    WEBHOOK_DELIVERIES_KEPT, WebhookStore, folders_overlap,
 };
 
 use agentloop_types::{AttachmentError, AttachmentLoader, LoadedAttachment};

@@ -102,6 +102,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0005_message_revisions.sql"),
             include_str!("../migrations/postgres/0006_project_approval_mode.sql"),
             include_str!("../migrations/postgres/0007_webhook_deliveries.sql"),
+            include_str!("../migrations/postgres/0008_memories.sql"),
         ])
         .run(&pool)
         .await
@@ -172,3 +173,4 @@ include!("sql/runs.rs");
 include!("sql/tasks.rs");
 include!("sql/users.rs");
 include!("sql/webhooks.rs");
+include!("sql/memories.rs");

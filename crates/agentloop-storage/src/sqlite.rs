@@ -196,6 +196,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0005_message_revisions.sql"),
             include_str!("../migrations/sqlite/0006_project_approval_mode.sql"),
             include_str!("../migrations/sqlite/0007_webhook_deliveries.sql"),
+            include_str!("../migrations/sqlite/0008_memories.sql"),
         ])
         .run(&pool)
         .await
@@ -329,3 +330,4 @@ include!("sql/runs.rs");
 include!("sql/tasks.rs");
 include!("sql/users.rs");
 include!("sql/webhooks.rs");
+include!("sql/memories.rs");

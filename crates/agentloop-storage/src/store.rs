@@ -12,8 +12,13 @@
 //!   their files ([`FileStore`]), tasks and agent runs ([`TaskStore`]),
 //!   users ([`UserStore`]) and webhook deliveries ([`WebhookStore`]).
 //!
-//! [`Store`] is the sum of both, what the backends, the server and the CLI
-//! hold.
+//! A third, narrow trait stands beside them: [`MemoriesStore`], the
+//! memories runs keep from one run to the next (per user, project or
+//! agent), which the memory tool reads and writes through
+//! [`StoredMemories`](crate::memories::StoredMemories).
+//!
+//! [`Store`] is the sum of all three, what the backends, the server and the
+//! CLI hold.
 
 use agentloop_types::{LoopEvent, Message, TokenTotals};
 use async_trait::async_trait;
@@ -22,8 +27,8 @@ use serde_json::Value;
 use crate::error::StorageResult;
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta, Chat,
-    Checkpoint, Conversation, EndReason, FileRecord, LeaseRenewal, Project, RunRecord, RunStatus,
-    StoredMessage, Task, User, UserToken, WebhookDelivery,
+    Checkpoint, Conversation, EndReason, FileRecord, LeaseRenewal, MemoryRecord, MemoryScope,
+    Project, RunRecord, RunStatus, StoredMessage, Task, User, UserToken, WebhookDelivery,
 };
 
 /// Projects. Deleting a project deletes everything it owns.
@@ -372,6 +377,53 @@ pub trait WebhookStore: Send + Sync {
 /// Deliveries a project's log keeps.
 pub const WEBHOOK_DELIVERIES_KEPT: u32 = 100;
 
+/// Memories kept across runs, each under a path of its scope. A memory
+/// whose `expires_at` is at or before the `now` a read is given is not
+/// read (it is gone for the memory tool), though [`get_memory`]
+/// (by id, for a person) still finds it until it is deleted.
+///
+/// [`get_memory`]: MemoriesStore::get_memory
+#[async_trait]
+pub trait MemoriesStore: Send + Sync {
+    /// Creates the memory at `memory.scope` and `memory.path`, or replaces
+    /// the one there: a replaced memory keeps its id and `created_at` and
+    /// takes the rest (an expired one is replaced whole). Returns the
+    /// memory as stored.
+    async fn save_memory(&self, memory: &MemoryRecord) -> StorageResult<MemoryRecord>;
+    /// A memory by id, expired or not; `NotFound` (kind `memory`).
+    async fn get_memory(&self, id: &str) -> StorageResult<MemoryRecord>;
+    /// The live memory at `path` of `scope`, if any.
+    async fn find_memory(
+        &self,
+        scope: &MemoryScope,
+        path: &str,
+        now: i64,
+    ) -> StorageResult<Option<MemoryRecord>>;
+    /// The live memories of `scope` strictly below the folder `under` (`/`
+    /// for all), sorted by path.
+    async fn list_memories(
+        &self,
+        scope: &MemoryScope,
+        under: &str,
+        now: i64,
+    ) -> StorageResult<Vec<MemoryRecord>>;
+    /// Deletes a memory by id; `NotFound` (kind `memory`).
+    async fn delete_memory(&self, id: &str) -> StorageResult<()>;
+    /// Deletes the memory at `path` of `scope` and every memory below it;
+    /// returns how many went (expired ones included).
+    async fn delete_memory_tree(&self, scope: &MemoryScope, path: &str) -> StorageResult<u64>;
+    /// Moves the memory at `from` and every memory below it to `to`,
+    /// atomically, setting `updated_at` to `now`; `AlreadyExists` (kind
+    /// `memory`, nothing moved) when a path it would take is used.
+    async fn move_memory_tree(
+        &self,
+        scope: &MemoryScope,
+        from: &str,
+        to: &str,
+        now: i64,
+    ) -> StorageResult<()>;
+}
+
 /// The settings a project's chats inherit, read by the runtime to build a
 /// run's options. A backend without projects answers every project with
 /// its defaults (an empty object).
@@ -400,10 +452,11 @@ impl<T> ProductStore for T where
 {
 }
 
-/// Everything a backend stores: the runtime's part and the product.
-pub trait Store: RuntimeStore + ProductStore {}
+/// Everything a backend stores: the runtime's part, the product and the
+/// memories.
+pub trait Store: RuntimeStore + ProductStore + MemoriesStore {}
 
-impl<T> Store for T where T: RuntimeStore + ProductStore + ?Sized {}
+impl<T> Store for T where T: RuntimeStore + ProductStore + MemoriesStore + ?Sized {}
 
 /// Serialises a JSON value for a text column.
 pub(crate) fn json_text<T: serde::Serialize>(value: &T) -> StorageResult<String> {

@@ -17,6 +17,10 @@
 //!   rlimits) through a re-executed launcher process.
 //! - [`options`] and [`schema`]: typed tool options and input schemas
 //!   generated from the Rust input types.
+//! - [`agent_skills`]: Agent Skills folders (`SKILL.md`), read and
+//!   checked, each refusal with its reason.
+//! - [`agents_md`]: a project folder's `AGENTS.md` files as a run's
+//!   instructions (no symbolic link followed, size-capped).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -49,6 +53,8 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod agent_skills;
+pub mod agents_md;
 pub mod ask_user;
 mod editor;
 pub mod fs;

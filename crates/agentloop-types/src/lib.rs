@@ -112,4 +112,4 @@ pub use tool::{
     ToolResult, ToolStream, ToolStreamEvent, parse_input, single_result,
 };
 pub use tool_input::ToolInput;
-pub use vfs::{DirEntry, EntryKind, Metadata, Vfs, VfsError, normalize_path};
+pub use vfs::{DirEntry, EntryKind, Metadata, Vfs, VfsError, VfsFor, WriteOrigin, normalize_path};

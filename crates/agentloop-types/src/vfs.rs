@@ -139,6 +139,51 @@ pub trait Vfs: Send + Sync {
     }
 }
 
+/// Refuses a move of normalised paths that no file system allows: of or
+/// onto the root, or of a folder into itself.
+pub fn check_move(from: &str, to: &str) -> Result<(), VfsError> {
+    if from == "/" || to == "/" {
+        return Err(VfsError::PermissionDenied("cannot move the root".into()));
+    }
+    if is_within(to, from) {
+        return Err(VfsError::InvalidPath {
+            path: to.to_owned(),
+            reason: "cannot move a directory into itself".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Who writes through a [`VfsFor`]: the run and the tool call (its step)
+/// a write comes from, so what is stored can name its source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteOrigin {
+    /// Id of the run making the call.
+    pub run_id: String,
+    /// Id of the tool call that writes.
+    pub step: String,
+}
+
+/// A file system handed out per tool call: the port the memory tool reads
+/// and writes through, so a store can record where each write came from.
+/// Any shared [`Vfs`] is one that ignores the origin.
+pub trait VfsFor: Send + Sync {
+    /// The files a call made by `origin` sees.
+    fn vfs_for(&self, origin: WriteOrigin) -> std::sync::Arc<dyn Vfs>;
+}
+
+impl<T: Vfs + 'static> VfsFor for std::sync::Arc<T> {
+    fn vfs_for(&self, _origin: WriteOrigin) -> std::sync::Arc<dyn Vfs> {
+        self.clone()
+    }
+}
+
+impl VfsFor for std::sync::Arc<dyn Vfs> {
+    fn vfs_for(&self, _origin: WriteOrigin) -> std::sync::Arc<dyn Vfs> {
+        self.clone()
+    }
+}
+
 /// Characters that look like `.`, `/` or `\` and are refused so a path can
 /// never mean something other than what it shows.
 const LOOKALIKES: &[char] = &[

@@ -107,6 +107,21 @@ pub fn serve_at(bind: &str, args: &[&str]) -> (Killed, String, Vec<String>) {
     (Killed(child), format!("http://{address}"), logged)
 }
 
+/// `agentloop ARGS` in `folder` with a home of its own (`home`: its
+/// configuration and data folders) and no provider keys.
+pub fn in_folder(folder: &std::path::Path, home: &std::path::Path, args: &[&str]) -> Command {
+    let mut command = agentloop();
+    without_provider_keys(&mut command);
+    command
+        .args(args)
+        .current_dir(folder)
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("NO_COLOR", "1");
+    command
+}
+
 /// Creates user `name` in `db` and returns its token.
 pub fn create_user(db: &str, name: &str) -> String {
     let output = agentloop()

@@ -60,6 +60,21 @@ pub async fn start(models: Option<&[&str]>, answer: &str) -> OpenAiServer {
     OpenAiServer { server, base_url }
 }
 
+/// The text of a chat completion's system messages, joined by lines.
+pub fn system_text(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter(|m| m["role"] == "system")
+                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
 impl OpenAiServer {
     /// The JSON bodies of the chat completions received, oldest first.
     pub async fn completions(&self) -> Vec<Value> {

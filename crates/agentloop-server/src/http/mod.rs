@@ -23,6 +23,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod mcp;
+pub mod memories;
 mod meta;
 pub mod openapi;
 pub mod projects;

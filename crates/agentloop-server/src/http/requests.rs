@@ -514,6 +514,20 @@ pub struct WebhooksChange {
 
 impl RequestBody for WebhooksChange {}
 
+/// `PATCH /api/projects/{projectId}/memories/{memoryId}`: a memory's new
+/// text or expiry (a field left out stays).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryChange {
+    /// What is remembered.
+    pub text: Option<String>,
+    /// When it is forgotten, Unix milliseconds (null: never).
+    #[serde(default)]
+    pub expires_at: Change<i64>,
+}
+
+impl RequestBody for MemoryChange {}
+
 /// `POST /api/agent-runs/{runId}/decisions`: decisions on the calls a
 /// waiting run waits on.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

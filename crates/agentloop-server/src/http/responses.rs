@@ -3,7 +3,7 @@
 //! seed 004's snake_case (`agent_type`, `workflow_complete`).
 
 use agentloop_storage::model::{
-    AgentRun, AgentRunDecision, Project, Task, WebhookAttempt, WebhookDelivery,
+    AgentRun, AgentRunDecision, MemoryRecord, Project, Task, WebhookAttempt, WebhookDelivery,
 };
 use agentloop_types::{PendingCall, TokenTotals};
 use schemars::JsonSchema;
@@ -342,6 +342,57 @@ impl From<&WebhookAttempt> for AttemptShape {
 pub struct DeliveriesShape {
     /// The deliveries, oldest first.
     pub deliveries: Vec<DeliveryShape>,
+}
+
+/// One memory of a project.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Memory")]
+pub struct MemoryShape {
+    /// The memory's id.
+    pub id: String,
+    /// Its path in the memory tool's files (`/memories/...`).
+    pub path: String,
+    /// What is remembered.
+    pub text: String,
+    /// The agent run that last wrote it, if one did.
+    pub source_run: Option<String>,
+    /// The tool call of that run that wrote it.
+    pub source_step: Option<String>,
+    /// Where that run is read (`/api/agent-runs/{runId}`).
+    pub source_link: Option<String>,
+    /// When it was first written (RFC 3339).
+    pub created_at: String,
+    /// When it was last written (RFC 3339).
+    pub updated_at: String,
+    /// When it is forgotten, Unix milliseconds (none: never).
+    pub expires_at: Option<i64>,
+}
+
+impl From<&MemoryRecord> for MemoryShape {
+    fn from(m: &MemoryRecord) -> Self {
+        Self {
+            id: m.id.clone(),
+            path: m.path.clone(),
+            text: m.text.clone(),
+            source_run: m.source_run.clone(),
+            source_step: m.source_step.clone(),
+            source_link: m
+                .source_run
+                .as_ref()
+                .map(|run| format!("/api/agent-runs/{run}")),
+            created_at: rfc3339(m.created_at),
+            updated_at: rfc3339(m.updated_at),
+            expires_at: m.expires_at,
+        }
+    }
+}
+
+/// A project's memories.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Memories")]
+pub struct MemoriesShape {
+    /// The memories, by path.
+    pub memories: Vec<MemoryShape>,
 }
 
 /// The 409 of a run that could not start (seed 004's).

@@ -17,16 +17,16 @@ use axum::http::Method;
 use super::meta::{health, me};
 use super::openapi;
 use super::requests::{
-    AgUiInput, Decisions, NewAgentRun, NewProject, NewTask, Object, ProjectChange, SignIn,
-    TaskDocumentContent, WebhooksChange, WorkflowComplete,
+    AgUiInput, Decisions, MemoryChange, NewAgentRun, NewProject, NewTask, Object, ProjectChange,
+    SignIn, TaskDocumentContent, WebhooksChange, WorkflowComplete,
 };
 use super::responses::{
     AgentRunView, DecisionsAnswer, DeliveriesShape, DocumentShape, ErrorShape, Health, InputAnswer,
-    PendingAnswer, ProjectShape, RunConflict, SessionShape, StartConflict, TaskShape, UserShape,
-    WebhooksShape, WorkflowCompleted,
+    MemoriesShape, MemoryShape, PendingAnswer, ProjectShape, RunConflict, SessionShape,
+    StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
 };
 use super::route::Route;
-use super::{a2a, ag_ui, agent_runs, events, projects, session, tasks, webhooks, ws};
+use super::{a2a, ag_ui, agent_runs, events, memories, projects, session, tasks, webhooks, ws};
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
 use agentloop_types::RunInput;
@@ -187,6 +187,19 @@ pub fn routes() -> Vec<Route> {
         Route::new(Method::GET, "/api/projects/{projectId}/webhook-deliveries", webhooks::deliveries)
             .summary("The project's last 100 webhook deliveries (made by any instance sharing the store, kept across restarts), oldest first, with every attempt")
             .answers::<DeliveriesShape>("200", "The deliveries"),
+        Route::new(Method::GET, "/api/projects/{projectId}/memories", memories::list)
+            .summary("The project's memories: what its runs' `memory` tool keeps (each file under `/memories` is one), by path, each linked to the agent run that last wrote it. Expired ones are left out.")
+            .answers::<MemoriesShape>("200", "The memories"),
+        Route::new(Method::GET, "/api/projects/{projectId}/memories/{memoryId}", memories::show)
+            .summary("One memory of the project (expired or not)")
+            .answers::<MemoryShape>("200", "The memory"),
+        Route::new(Method::PATCH, "/api/projects/{projectId}/memories/{memoryId}", memories::edit)
+            .summary("Change a memory's text or expiry; the next run's `memory` tool reads it so")
+            .body::<MemoryChange>()
+            .answers::<MemoryShape>("200", "The memory"),
+        Route::new(Method::DELETE, "/api/projects/{projectId}/memories/{memoryId}", memories::remove)
+            .summary("Forget a memory")
+            .answers_without_json("204", "Deleted"),
         Route::new(Method::GET, "/api/ws", ws::upgrade)
             .summary("WebSocket of the caller's notices (`streaming-started`, `streaming-ended`, `agent-run-status`, and `agent-run-waiting` with `taskId`, `agentRunId`, `agentType` and `pending` when a run starts waiting for a person) as JSON text messages; a socket that falls more than 1,024 notices behind gets `notices-missed` in place of those it missed, and should read its runs again")
             .websocket()

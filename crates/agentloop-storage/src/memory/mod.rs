@@ -2,6 +2,7 @@
 //! single-process use; nothing survives the process.
 
 mod chats;
+mod memories;
 mod other;
 mod users;
 
@@ -11,8 +12,8 @@ use std::sync::{Mutex, MutexGuard};
 use agentloop_types::{LoopEvent, Message};
 
 use crate::model::{
-    AgentRun, AgentRunDecision, Attachment, Chat, Checkpoint, Conversation, FileRecord, Project,
-    RunRecord, Task, User, UserToken, WebhookDelivery,
+    AgentRun, AgentRunDecision, Attachment, Chat, Checkpoint, Conversation, FileRecord,
+    MemoryRecord, MemoryScope, Project, RunRecord, Task, User, UserToken, WebhookDelivery,
 };
 
 /// The in-memory store.
@@ -49,6 +50,8 @@ struct State {
     tokens: BTreeMap<String, UserToken>,
     /// Project id → the folder it owns.
     folders: BTreeMap<String, String>,
+    /// Every scope's memories by path.
+    memories: BTreeMap<(MemoryScope, String), MemoryRecord>,
 }
 
 impl MemoryStore {
@@ -135,6 +138,8 @@ impl State {
         self.attachments.retain(|_, a| a.meta.project_id != id);
         self.files.retain(|(project, _), _| project != id);
         self.webhook_deliveries.retain(|d| d.project_id != id);
+        let scope = MemoryScope::project(id);
+        self.memories.retain(|(owner, _), _| *owner != scope);
         let tasks: Vec<String> = self
             .tasks
             .values()

@@ -183,6 +183,11 @@ mod sql_chats {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+            sqlx::query("DELETE FROM memories WHERE scope_kind = 'project' AND scope_id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
             let done = sqlx::query("DELETE FROM projects WHERE id = $1")
                 .bind(id)
                 .execute(&mut *tx)

@@ -6,17 +6,8 @@ mod sql_files {
     use crate::codec::to_i64;
     use crate::error::{StorageError, StorageResult};
     use crate::model::{Attachment, AttachmentMeta, FileRecord};
-    use crate::sql::{db_err, found, insert_err};
+    use crate::sql::{below, db_err, found, insert_err};
     use crate::store::{AttachmentStore, FileStore};
-
-    /// The bounds of the paths strictly below `dir` (`/` + 1 is `0`).
-    fn below(dir: &str) -> (String, String) {
-        if dir == "/" {
-            ("/".to_owned(), "0".to_owned())
-        } else {
-            (format!("{dir}/"), format!("{dir}0"))
-        }
-    }
 
     #[async_trait]
     impl AttachmentStore for SqlStore {

@@ -83,7 +83,7 @@ const SCHEMA_VERSION: i64 = 20_261_122_000_001;
 
 /// The descriptions of the schema scripts, in version order: the scripts
 /// of both backends (`migrations/<backend>/000N_*.sql`) follow this list.
-const SCRIPT_DESCRIPTIONS: [&str; 7] = [
+const SCRIPT_DESCRIPTIONS: [&str; 8] = [
     "agentloop storage schema",
     "agentloop storage users",
     "agentloop storage folders and end reasons",
@@ -91,6 +91,7 @@ const SCRIPT_DESCRIPTIONS: [&str; 7] = [
     "agentloop storage message revisions",
     "agentloop storage project approval modes",
     "agentloop storage webhook deliveries",
+    "agentloop storage memories",
 ];
 
 /// The embedded schema scripts of one backend, in version order.
@@ -114,6 +115,16 @@ pub(crate) fn migrator(scripts: SchemaScripts) -> Migrator {
     Migrator {
         migrations: Cow::Owned(migrations),
         ..Migrator::DEFAULT
+    }
+}
+
+/// The bounds of the paths strictly below the folder `dir` (`/` + 1 is
+/// `0`), for a range scan of a column that sorts byte by byte.
+pub(crate) fn below(dir: &str) -> (String, String) {
+    if dir == "/" {
+        ("/".to_owned(), "0".to_owned())
+    } else {
+        (format!("{dir}/"), format!("{dir}0"))
     }
 }
 

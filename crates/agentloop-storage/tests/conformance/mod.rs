@@ -7,6 +7,7 @@ mod concurrency;
 mod content;
 mod export;
 mod handles;
+mod memories;
 mod runs;
 mod users;
 mod webhooks;
@@ -25,6 +26,7 @@ pub use concurrency::*;
 pub use content::*;
 pub use export::*;
 pub use handles::*;
+pub use memories::*;
 pub use runs::*;
 pub use users::*;
 pub use webhooks::*;
@@ -62,6 +64,7 @@ macro_rules! conformance_suite {
             webhook_deliveries_log, agent_run_starts_whole_or_not_at_all,
             a_start_dropped_unanswered_is_whole_or_absent, concurrent_agent_run_starts,
             concurrent_starts_are_stored_or_refused_each_alone,
+            memories_by_scope_and_path, memories_as_files, memories_recalled_by_relevance,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(

@@ -1,12 +1,16 @@
 //! The memory tool: Anthropic's memory command set over `/memories` in a
-//! [`Vfs`], offered to every provider as a function tool.
+//! [`Vfs`], offered to every provider as a function tool. The files may be
+//! handed out per call ([`VfsFor`]), so a store behind them can record
+//! which run and call wrote each one.
 
 mod commands;
 mod input;
 
 use std::sync::Arc;
 
-use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, Vfs, single_result};
+use agentloop_types::{
+    Tool, ToolContext, ToolResult, ToolStream, Vfs, VfsFor, WriteOrigin, single_result,
+};
 use serde_json::Value;
 
 use crate::schema::{input_schema, parse};
@@ -21,22 +25,41 @@ Check your memory directory before starting a task, and record progress and lear
 
 /// The memory tool.
 pub struct MemoryTool {
-    vfs: Arc<dyn Vfs>,
+    files: Arc<dyn VfsFor>,
 }
 
 impl MemoryTool {
     /// A memory tool storing its files in `vfs` under [`MEMORY_ROOT`].
     pub fn new(vfs: Arc<dyn Vfs>) -> Self {
-        Self { vfs }
+        Self::per_call(Arc::new(vfs))
     }
 
-    /// Runs one call.
+    /// A memory tool whose files each call gets from `files`, told which
+    /// run and call it is.
+    pub fn per_call(files: Arc<dyn VfsFor>) -> Self {
+        Self { files }
+    }
+
+    /// Runs one call on behalf of no particular run.
     pub async fn run(&self, input: Value) -> ToolResult {
+        self.run_as(
+            input,
+            WriteOrigin {
+                run_id: String::new(),
+                step: String::new(),
+            },
+        )
+        .await
+    }
+
+    /// Runs one call made by `origin`.
+    pub async fn run_as(&self, input: Value, origin: WriteOrigin) -> ToolResult {
         let input: MemoryInput = match parse(input) {
             Ok(i) => i,
             Err(e) => return e,
         };
-        commands::Memory { vfs: &*self.vfs }.run(input).await
+        let vfs = self.files.vfs_for(origin);
+        commands::Memory { vfs: &*vfs }.run(input).await
     }
 }
 
@@ -57,7 +80,11 @@ impl Tool for MemoryTool {
         true
     }
 
-    fn execute(self: Arc<Self>, input: Value, _context: ToolContext) -> ToolStream {
-        single_result(async move { self.run(input).await })
+    fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {
+        let origin = WriteOrigin {
+            run_id: context.run_id,
+            step: context.tool_use_id,
+        };
+        single_result(async move { self.run_as(input, origin).await })
     }
 }

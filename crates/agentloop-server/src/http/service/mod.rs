@@ -7,6 +7,7 @@
 //!
 //! Nothing here calls a handler, and no handler asks the store.
 
+mod memories;
 mod owned;
 mod projects;
 mod runs;
@@ -15,6 +16,7 @@ mod submit;
 mod tasks;
 mod webhooks;
 
+pub use memories::*;
 pub use owned::*;
 pub use projects::*;
 pub use runs::*;
