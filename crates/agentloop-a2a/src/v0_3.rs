@@ -1,7 +1,7 @@
 //! A2A 0.3's JSON-RPC dialect, translated at the edge: its requests read
 //! as 1.0 requests ([`to_v1_method`], [`send_params`], [`task_id_params`])
 //! and 1.0 answers written back in its shapes ([`task`], [`stream_item`],
-//! [`error`], [`card`]), so one server handles both.
+//! [`error`]), so one server handles both.
 //!
 //! 0.3 differs from 1.0 on the wire in: method names (`message/send`),
 //! objects tagged by `kind` (`task`, `message`, `status-update`,
