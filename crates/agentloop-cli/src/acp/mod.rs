@@ -83,6 +83,8 @@ pub struct AcpArgs {
 /// What every session of this agent shares.
 pub struct Host {
     store: Arc<dyn Store>,
+    /// Where the memory tool keeps its files.
+    memory: Arc<dyn agentloop_types::VfsFor>,
     provider: Arc<dyn ModelProvider>,
     hooks: Hooks,
     approvals: ApprovalPolicies,
@@ -111,11 +113,19 @@ pub async fn serve(mut args: AcpArgs, approvals: ApprovalPolicies, hooks: Hooks)
         tools: &args.tools,
     })
     .await?;
+    // The memory tool keeps its files in the database, as `chat`'s does.
+    let memory = crate::memories::stored(store.clone(), crate::memories::scope(None)?);
     // The tools are built once here so a bad list or root stops the
     // command, not the editor's first session.
-    tools::build(&model.tool_names, args.root.as_deref(), Some(&model.minion))?;
+    tools::build(
+        &model.tool_names,
+        args.root.as_deref(),
+        Some(&model.minion),
+        &memory,
+    )?;
     let host = Arc::new(Host {
         store,
+        memory,
         provider: model.chosen.provider.clone(),
         hooks,
         approvals: approvals.clone(),
@@ -307,13 +317,16 @@ impl Host {
     ) -> Result<Arc<Session>, SessionError> {
         let root = self.root.as_deref().unwrap_or(cwd);
         let jail = sessions::jail(root)?;
-        let mut tools =
-            tools::build(&self.tool_names, Some(root), Some(&self.minion)).map_err(|e| {
-                SessionError::Folder {
-                    path: root.display().to_string(),
-                    reason: e.to_string(),
-                }
-            })?;
+        let mut tools = tools::build(
+            &self.tool_names,
+            Some(root),
+            Some(&self.minion),
+            &self.memory,
+        )
+        .map_err(|e| SessionError::Folder {
+            path: root.display().to_string(),
+            reason: e.to_string(),
+        })?;
         let (offered, terminal) = self
             .client
             .lock()

@@ -72,9 +72,7 @@ pub async fn prompt(
         id: request.session_id.clone(),
         updates: Updates::new(Some(&session.jail)),
     };
-    let mut input = RunInput::Start {
-        message: Some(message),
-    };
+    let mut input = RunInput::start(message);
     let stop = loop {
         // A cancelled turn's waiting calls are closed with a token of their
         // own: the turn's is already cancelled.
