@@ -7,6 +7,7 @@
 //! `shell` runs in its terminal when it offers one.
 
 mod client_fs;
+mod host;
 mod leases;
 mod sessions;
 #[cfg(target_os = "linux")]
@@ -28,14 +29,14 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, Client, ErrorCode, Stdio};
 use agentloop_runtime::{ChatSettings, LoopSettings};
-use agentloop_storage::Store;
 use agentloop_tools::FsTool;
-use agentloop_types::{ApprovalPolicies, Hooks, ModelProvider, Tool};
+use agentloop_types::{ApprovalPolicies, Hooks, Tool};
 use clap::Args;
 
 use crate::out::{Failure, Outcome};
 use crate::{conversation_model, db, tools};
 use client_fs::{ClientFs, Offered};
+use host::Host;
 use sessions::{Session, SessionError, Sessions};
 
 #[derive(Args)]
@@ -78,26 +79,6 @@ pub struct AcpArgs {
     /// Answer with the local model, as `agentloop chat --local` does.
     #[arg(long, conflicts_with_all = ["demo", "provider", "base_url"])]
     pub local: bool,
-}
-
-/// What every session of this agent shares.
-pub struct Host {
-    store: Arc<dyn Store>,
-    /// Where the memory tool keeps its files.
-    memory: Arc<dyn agentloop_types::VfsFor>,
-    provider: Arc<dyn ModelProvider>,
-    hooks: Hooks,
-    approvals: ApprovalPolicies,
-    /// The settings a new session's chat gets.
-    settings: ChatSettings,
-    tool_names: Vec<String>,
-    minion: tools::MinionModel,
-    root: Option<PathBuf>,
-    /// The name this process holds its runs' leases under.
-    lease_owner: String,
-    /// What the editor said it can do, at `initialize`.
-    client: Mutex<ClientCapabilities>,
-    sessions: Sessions,
 }
 
 /// Serves ACP on stdin and stdout until the editor closes stdin.

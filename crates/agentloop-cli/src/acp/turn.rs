@@ -20,7 +20,7 @@ use agentloop_types::{
 };
 use futures::StreamExt;
 
-use super::Host;
+use super::host::Host;
 use super::sessions::Session;
 use super::updates::Updates;
 
