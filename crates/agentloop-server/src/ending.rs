@@ -4,9 +4,10 @@
 //!
 //! A loop that ends on its own asks for a status ([`wanted`]): `complete`
 //! gives `completed`, `cancelled` gives `cancelled`, every error, limit or
-//! exhausted turn count gives `failed`. The end is [`decide`]d from it, the
+//! exhausted turn count gives `failed`. The end is decided from it (the
+//! runtime asks [`AgentRunEnding`], as the run's `RunEnding`), the
 //! terminal event logged, then the agent run is finished with it in one
-//! conditional update ([`commit`]), unless a person ended it first: a cancel
+//! conditional update (its commit), unless a person ended it first: a cancel
 //! (`cancelled`, stopped by `cancel`) or Mark Done (`completed`, stopped
 //! by `workflow_complete`). Whatever the store holds then is the end, and
 //! the result is made to say it ([`agreeing`]): a force-completed run's
