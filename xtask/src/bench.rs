@@ -32,6 +32,11 @@ const BENCHMARKS: &[Benchmark] = &[
         needs_binary: false,
     },
     Benchmark {
+        package: "agentloop-engine",
+        example: "context_bench",
+        needs_binary: false,
+    },
+    Benchmark {
         package: "agentloop-providers",
         example: "sse_bench",
         needs_binary: false,

@@ -183,6 +183,7 @@ impl Encoder {
             | EventKind::AgentCompletion(_)
             | EventKind::AgentError(_)
             | EventKind::ContextCompacted(_)
+            | EventKind::ContextEdited(_)
             | EventKind::ApprovalRequested(_)
             | EventKind::Hook(_) => out.push(custom(event)),
         }

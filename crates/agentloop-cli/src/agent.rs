@@ -87,6 +87,7 @@ pub async fn build(args: &RunArgs, demo: bool) -> Result<Agent, Failure> {
             strategy: args.compaction.into(),
             ..CompactionOptions::default()
         },
+        context: args.context.options(),
         output_schema: args
             .output_schema
             .as_deref()

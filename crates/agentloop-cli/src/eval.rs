@@ -149,6 +149,7 @@ impl EvalArgs {
             timeout: None,
             max_iterations: self.max_iterations,
             compaction: CompactionArg::None,
+            context: crate::context_args::ContextArgs::default(),
             tools: self.tools.clone(),
             no_ask_user: true,
             root: None,

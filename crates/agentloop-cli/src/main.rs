@@ -23,6 +23,7 @@ mod args;
 mod chat;
 mod chats;
 mod config;
+mod context_args;
 mod conversation_model;
 mod db;
 mod demo;

@@ -153,6 +153,7 @@ impl McpServeArgs {
             timeout: None,
             max_iterations: self.max_iterations,
             compaction: self.compaction,
+            context: crate::context_args::ContextArgs::default(),
             tools: self.tools.clone(),
             no_ask_user: self.no_ask_user,
             root: self.root.clone(),

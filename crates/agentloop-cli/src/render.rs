@@ -13,7 +13,7 @@ use std::io::Write;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, ApprovalRequestedEvent, BlockStart, ContentBlock, ContextCompactedEvent,
+    AgentTurnStartEvent, ApprovalRequestedEvent, BlockStart, ContentBlock, ContextCompactedEvent, ContextEdit,
     EventKind, FinishedEvent, HandoffEvent, HookDecision, HookEvent, LoopEvent, LoopResult,
     LoopStatus, MessageCreatedEvent, PendingToolResultEvent, StreamDelta, StreamingChunkEvent,
     StreamingEndEvent, StreamingStartEvent, TokenTotals, TokensConsumedEvent, ToolBlockUpdateEvent,
@@ -253,6 +253,26 @@ impl View {
                 "{indent}{dim}[context compacted ({}): ~{tokens_before} → ~{tokens_after} tokens]{reset}",
                 strategy.name()
             )?,
+            EventKind::ContextEdited(edited) => {
+                let line = match &edited.edit {
+                    ContextEdit::ToolsLoaded { tools } => format!(
+                        "tools loaded: {}",
+                        sanitize(&tools.join(", "))
+                    ),
+                    ContextEdit::ResultsShortened { calls } => {
+                        format!("{} tool results shortened to their budget", calls.len())
+                    }
+                    ContextEdit::ResultsCleared {
+                        calls,
+                        tokens_before,
+                        tokens_after,
+                        ..
+                    } => format!(
+                        "{calls} older tool results cleared: ~{tokens_before} → ~{tokens_after} tokens"
+                    ),
+                };
+                writeln!(out, "{indent}{dim}[{line}]{reset}")?
+            }
             // A hook that let the moment pass says nothing.
             EventKind::Hook(hook)
                 if matches!(hook.decision, HookDecision::Pass) && hook.error.is_none() => {}

@@ -89,6 +89,9 @@ pub struct RunArgs {
     /// window (known from the model table): none, summarise or drop-oldest.
     #[arg(long, value_enum, default_value_t = CompactionArg::None)]
     pub compaction: CompactionArg,
+    /// Tool search and context budgets.
+    #[command(flatten)]
+    pub context: crate::context_args::ContextArgs,
     /// Tools to offer, comma-separated (see `agentloop tool list`).
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,

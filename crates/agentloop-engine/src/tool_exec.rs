@@ -220,6 +220,7 @@ fn deepen(kind: EventKind) -> EventKind {
         | EventKind::AgentError(AgentErrorEvent { .. })
         | EventKind::ApprovalRequested(_)
         | EventKind::ContextCompacted(ContextCompactedEvent { .. })
+        | EventKind::ContextEdited(_)
         | EventKind::Hook(_)
         | EventKind::Handoff(_)
         | EventKind::Finished(FinishedEvent { .. })) => kind,

@@ -340,7 +340,8 @@ impl RunMetrics {
             | EventKind::AgentError(AgentErrorEvent { .. })
             | EventKind::Hook(_)
             | EventKind::Handoff(_)
-            | EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {}
+            | EventKind::ContextCompacted(ContextCompactedEvent { .. })
+            | EventKind::ContextEdited(_) => {}
         }
     }
 }

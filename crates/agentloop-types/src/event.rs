@@ -9,6 +9,7 @@ use serde_json::Value;
 
 pub use crate::run_path::RunPath;
 
+use crate::context::ContextEditedEvent;
 use crate::hook::{HookDecision, HookPoint};
 use crate::message::Message;
 use crate::options::CompactionStrategy;
@@ -104,6 +105,10 @@ pub enum EventKind {
     /// were summarised or left out of the request (never out of the stored
     /// history).
     ContextCompacted(ContextCompactedEvent),
+    /// What the run sends changed before a model call: tools loaded by
+    /// tool search, results shortened to their budget or older results
+    /// cleared (never in the stored history). Boxed: rare.
+    ContextEdited(Box<ContextEditedEvent>),
     // Approvals, hooks and handoffs are rare and the largest kinds:
     // boxed, so that every other event is not as large as they are.
     /// A call waits for a person's approval; the run runs the turn's other
@@ -143,6 +148,7 @@ impl EventKind {
             Self::AgentCompletion(AgentCompletionEvent { .. }) => "agent_completion",
             Self::AgentError(AgentErrorEvent { .. }) => "agent_error",
             Self::ContextCompacted(ContextCompactedEvent { .. }) => "context_compacted",
+            Self::ContextEdited(_) => "context_edited",
             Self::ApprovalRequested(_) => "approval_requested",
             Self::Hook(_) => "hook",
             Self::Handoff(_) => "handoff",

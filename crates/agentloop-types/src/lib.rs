@@ -30,6 +30,7 @@
 pub mod approval;
 pub mod attachment;
 pub mod cancel;
+pub mod context;
 pub mod error;
 pub mod event;
 pub mod guardrail;
@@ -64,6 +65,10 @@ pub use approval::{
 /// under.
 pub use async_trait::async_trait;
 pub use cancel::CancellationToken;
+pub use context::{
+    ClearToolResults, ContextEdit, ContextEditedEvent, ContextOptions, READ_TOOL_RESULT_TOOL,
+    TOOL_SEARCH_TOOL,
+};
 pub use error::{LoopError, ProviderError, ProviderErrorKind};
 pub use event::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::approval::ApprovalPolicies;
+use crate::context::ContextOptions;
 use crate::message::ApiKind;
 
 /// How hard an OpenAI reasoning model thinks.
@@ -316,6 +317,10 @@ pub struct LoopOptions {
     pub context_window: Option<u32>,
     /// Compaction of long requests.
     pub compaction: CompactionOptions,
+    /// Tool search, tool output budgets and the clearing of old tool
+    /// results: what requests carry of the tools and their results.
+    #[serde(skip_serializing_if = "ContextOptions::is_default")]
+    pub context: ContextOptions,
     /// Which calls wait for a person's approval, by tool name over each
     /// tool's own default (`"*"`: every tool without an entry).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -339,6 +344,7 @@ impl Default for LoopOptions {
             output_schema: None,
             context_window: None,
             compaction: CompactionOptions::default(),
+            context: ContextOptions::default(),
             approvals: ApprovalPolicies::new(),
         }
     }

@@ -95,6 +95,7 @@
 
 mod answers;
 mod compaction;
+mod context_edits;
 mod handoffs;
 mod hook_steps;
 mod offer;

@@ -21,6 +21,7 @@ use super::answers::{
     committed_block, exceeded_limit, interrupted, refusal, resolve_options, running_block,
 };
 use super::compaction::{Compaction, PendingSummary};
+use super::context_edits::ContextEdits;
 use super::output::OutputRules;
 use super::passages::{inject_passages, last_user_text};
 use super::protocol::{OfferedTool, Step, ToolCall};
@@ -28,6 +29,7 @@ use super::waits::Waiting;
 
 mod call_ids;
 mod compact;
+mod context;
 mod final_answer;
 mod handoff;
 mod hooks;
@@ -237,6 +239,9 @@ pub(crate) struct RunCore {
     /// call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) handoff_to: Option<Box<TakenHandoff>>,
+    /// Tools loaded by tool search, results shortened and cleared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) context: Option<Box<ContextEdits>>,
     /// Events of the step in progress.
     #[serde(skip)]
     events: Vec<EventKind>,
@@ -275,6 +280,7 @@ impl RunCore {
             handoffs: 0,
             handoff_point: None,
             handoff_to: None,
+            context: None,
             events: Vec::new(),
             history_check: CheckedPrefix::default(),
         }
@@ -424,6 +430,7 @@ impl RunCore {
 
     /// Sends `call` (after compacting what it sends, when needed).
     fn send(&mut self, env: &Env, call: ModelCall) -> Step {
+        self.edit_context(env, &call);
         let step = match self.compact(env, &call) {
             Some(summarise) => summarise,
             None => self.request(env, &call),
@@ -529,6 +536,7 @@ impl RunCore {
     fn run_calls(&mut self, env: &Env, result_message_id: String, run: Vec<ToolUseBlock>) -> Step {
         self.waiting = None;
         self.note_handoff(env, &run);
+        self.load_found_tools(env, &run);
         let step = self.plan_step(env, &run);
         self.state.phase = RunPhase::RunTools {
             result_message_id,
@@ -565,6 +573,8 @@ impl RunCore {
                     // The first handoff of a turn is taken; the others
                     // are answered as not taken.
                     Some(handoff_answer(to, &mut handed))
+                } else if let Some(answer) = self.context_answer(env, &call) {
+                    Some(answer)
                 } else if let Some(refused) = refusal(&call, offered.clone()) {
                     Some(refused)
                 } else {

@@ -5,6 +5,7 @@ use agentloop_types::RunState;
 use serde::{Deserialize, Serialize};
 
 use super::compaction::{Compaction, PendingSummary};
+use super::context_edits::ContextEdits;
 use super::protocol::{Input, Step};
 use super::run::{Decider, Nested, Run};
 use super::run_core::{Env, ModelCall, PendingHook, Retrieval, RunCore, TakenHandoff};
@@ -105,6 +106,8 @@ struct Stored {
     handoff_point: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     handoff_to: Option<Box<TakenHandoff>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context: Option<Box<ContextEdits>>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -137,6 +140,7 @@ impl Run<StrategyMachine> {
         run.core.handoffs = stored.handoffs;
         run.core.handoff_point = stored.handoff_point;
         run.core.handoff_to = stored.handoff_to;
+        run.core.context = stored.context;
         Ok(run)
     }
 
@@ -157,6 +161,7 @@ impl Run<StrategyMachine> {
             handoffs: self.core.handoffs,
             handoff_point: self.core.handoff_point.clone(),
             handoff_to: self.core.handoff_to.clone(),
+            context: self.core.context.clone(),
         };
         // These types always serialise; should one ever fail, the last
         // stored phase is kept rather than one that reads as native.

@@ -394,3 +394,172 @@ fn the_core_resolves_options_and_says_which_calls_run_alone() {
     let answer = calls[0].answer.as_ref().expect("refused by the core");
     assert!(answer.is_error && answer.content.starts_with("Option loud of tool echo"));
 }
+
+fn many_tools(n: usize) -> Vec<ToolDefinition> {
+    (0..n)
+        .map(|i| ToolDefinition {
+            name: format!("tool_{i}"),
+            description: format!("Does thing number {i}."),
+            input_schema: json!({"type": "object", "properties": {"x": {"type": "string"}}}).into(),
+        })
+        .collect()
+}
+
+fn searching_options() -> LoopOptions {
+    LoopOptions {
+        context: agentloop_types::ContextOptions {
+            tool_search_threshold: Some(10),
+            ..Default::default()
+        },
+        ..LoopOptions::default()
+    }
+}
+
+fn tool_names(step: &Step) -> Vec<String> {
+    let Step::CallModel { tools, .. } = step else {
+        panic!("expected a model call, got {step:?}");
+    };
+    tools.iter().map(|t| t.name.clone()).collect()
+}
+
+fn one_call(id: &str, name: &str, input: serde_json::Value) -> Input {
+    Input::ModelTurn {
+        content: vec![ContentBlock::ToolUse(ToolUseBlock {
+            id: id.into(),
+            name: name.into(),
+            input: input.into(),
+        })],
+        stop_reason: StopReason::ToolUse,
+        usage: TokenTotals::default(),
+    }
+}
+
+#[test]
+fn tool_search_offers_the_index_then_appends_what_it_finds() {
+    let state = RunState::new("r", vec![Message::user_text("u", "hi")]);
+    let mut machine = Machine::new(state, searching_options()).with_tools(many_tools(30));
+    let first = machine.step(Input::Start).unwrap().next;
+    assert_eq!(tool_names(&first), ["tool_search"]);
+    let Step::CallModel { tools, .. } = &first else {
+        unreachable!()
+    };
+    assert!(tools[0].description.contains("- tool_29: Does thing number 29."));
+
+    let out = machine
+        .step(one_call("s1", "tool_search", json!({"query": "tool_7 tool_12", "limit": 2})))
+        .unwrap();
+    let loaded: Vec<&Vec<String>> = out
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            EventKind::ContextEdited(edited) => match &edited.edit {
+                agentloop_types::ContextEdit::ToolsLoaded { tools } => Some(tools),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(loaded, [&vec!["tool_7".to_owned(), "tool_12".to_owned()]]);
+    let Step::RunTools { calls } = &out.next else {
+        panic!("expected the search step");
+    };
+    let answer = calls[0].answer.as_ref().expect("the core answers a search");
+    assert!(answer.content.contains("- tool_7: Does thing number 7."));
+    let answer = answer.clone();
+    let second = machine
+        .step(Input::ToolsDone {
+            results: vec![("s1".into(), ToolOutcome::Finished(answer))],
+            child_tokens: TokenTotals::default(),
+        })
+        .unwrap()
+        .next;
+    assert_eq!(tool_names(&second), ["tool_search", "tool_7", "tool_12"]);
+
+    // A tool of the index called without a search is loaded too, after
+    // the others; a stored state sends the same tools when resumed.
+    let out = machine
+        .step(one_call("c1", "tool_3", json!({"x": "y"})))
+        .unwrap();
+    let Step::RunTools { calls } = &out.next else {
+        panic!("expected the call to run");
+    };
+    assert!(calls[0].answer.is_none(), "a tool of the index runs");
+    let stored: RunState =
+        serde_json::from_str(&serde_json::to_string(machine.state()).unwrap()).unwrap();
+    let mut resumed = Machine::new(stored, searching_options()).with_tools(many_tools(30));
+    let _ = resumed.step(Input::Start).unwrap();
+    let third = resumed
+        .step(Input::ToolsDone {
+            results: vec![(
+                "c1".into(),
+                ToolOutcome::Finished(agentloop_types::ToolResult::ok("done")),
+            )],
+            child_tokens: TokenTotals::default(),
+        })
+        .unwrap()
+        .next;
+    assert_eq!(
+        tool_names(&third),
+        ["tool_search", "tool_7", "tool_12", "tool_3"]
+    );
+}
+
+#[test]
+fn below_the_threshold_every_definition_is_sent() {
+    let state = RunState::new("r", vec![Message::user_text("u", "hi")]);
+    let mut machine = Machine::new(state, searching_options()).with_tools(many_tools(10));
+    let first = machine.step(Input::Start).unwrap().next;
+    assert_eq!(tool_names(&first).len(), 10);
+    assert!(!tool_names(&first).contains(&"tool_search".to_owned()));
+}
+
+#[test]
+fn a_result_over_its_budget_is_sent_short_and_read_back_whole() {
+    let options = LoopOptions {
+        context: agentloop_types::ContextOptions {
+            tool_output_budget: Some(5),
+            ..Default::default()
+        },
+        ..LoopOptions::default()
+    };
+    let state = RunState::new("r", vec![Message::user_text("u", "hi")]);
+    let mut machine = Machine::new(state, options.clone()).with_tools([echo_definition()]);
+    let first = machine.step(Input::Start).unwrap().next;
+    assert_eq!(tool_names(&first), ["echo", "read_tool_result"]);
+    let _ = machine.step(call_turn("t1")).unwrap();
+    let long = "0123456789".repeat(5);
+    let out = machine
+        .step(Input::ToolsDone {
+            results: vec![(
+                "t1".into(),
+                ToolOutcome::Finished(agentloop_types::ToolResult::ok(long.clone())),
+            )],
+            child_tokens: TokenTotals::default(),
+        })
+        .unwrap();
+    assert!(out.events.iter().any(|e| matches!(
+        e,
+        EventKind::ContextEdited(edited)
+            if edited.edit == agentloop_types::ContextEdit::ResultsShortened { calls: vec!["t1".into()] }
+    )));
+    let Step::CallModel { messages, .. } = &out.next else {
+        panic!("expected a model call");
+    };
+    let sent = messages.last().unwrap().tool_results().next().unwrap();
+    assert!(sent.content.starts_with("01234567890123456789\n\n[Shortened"));
+    let stored = machine.state().messages.last().unwrap().clone();
+    assert_eq!(stored.tool_results().next().unwrap().content, long);
+
+    let out = machine
+        .step(one_call(
+            "r1",
+            "read_tool_result",
+            json!({"call_id": "t1", "offset": 20}),
+        ))
+        .unwrap();
+    let Step::RunTools { calls } = &out.next else {
+        panic!("expected the read step");
+    };
+    let answer = calls[0].answer.as_ref().expect("the core answers a read");
+    assert!(answer.content.starts_with("01234567890123456789\n\n[Characters 20 to 40 of 50"));
+}

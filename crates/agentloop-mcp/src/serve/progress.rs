@@ -33,6 +33,7 @@ pub fn progress_message(event: &LoopEvent) -> Option<String> {
         EventKind::ContextCompacted(ContextCompactedEvent { .. }) => {
             "earlier turns compacted".to_owned()
         }
+        EventKind::ContextEdited(_) => "context edited".to_owned(),
         EventKind::AgentTurnStart(AgentTurnStartEvent { step }) => format!("step {step}"),
         EventKind::Finished(FinishedEvent { result }) => {
             format!("finished: {}", result.status.name())

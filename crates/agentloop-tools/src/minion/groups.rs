@@ -82,6 +82,7 @@ impl ChildGroups {
             | EventKind::AgentCompletion(_)
             | EventKind::AgentError(_)
             | EventKind::ContextCompacted(_)
+            | EventKind::ContextEdited(_)
             | EventKind::Hook(_)
             | EventKind::Handoff(_)
             | EventKind::Finished(_) => false,

@@ -10,6 +10,7 @@ use agentloop_types::{
 use super::{Env, ModelCall, RunCore};
 use crate::machine::answers::trim_thinking;
 use crate::machine::compaction::{self, Compaction, PendingSummary, PlannedCompaction};
+use crate::machine::context_edits;
 use crate::machine::protocol::Step;
 use agentloop_types::{AgentErrorEvent, ContextCompactedEvent};
 
@@ -24,19 +25,32 @@ impl RunCore {
     ) -> History {
         let keep = env.options.thinking_keep_turns;
         let filtered = self.filters_history(env);
-        if keep.is_none() && compaction.is_none() && call.extra.is_empty() && !filtered {
+        let edits = self.context.as_deref().filter(|c| c.edits_history());
+        if keep.is_none()
+            && compaction.is_none()
+            && call.extra.is_empty()
+            && !filtered
+            && edits.is_none()
+        {
             // The common case shares the history instead of copying it.
             return self.state.messages.clone();
         }
         let trimmed = trim_thinking(&self.state.messages, keep);
         let shaped = compaction::shape(trimmed, compaction, &self.state.run_id);
         let mut messages = self.filter_for_speaker(env, shaped);
+        if let Some(edits) = edits {
+            let cleared = context_edits::cleared_calls(
+                &self.state.messages,
+                edits.cleared_through.as_deref(),
+            );
+            messages = context_edits::shape(messages, edits, &cleared);
+        }
         messages.extend(call.extra.iter().cloned());
         messages.into()
     }
 
     /// Estimated tokens of `call` under `compaction`.
-    fn estimate(&self, env: &Env, call: &ModelCall, compaction: Option<&Compaction>) -> u64 {
+    pub(super) fn estimate(&self, env: &Env, call: &ModelCall, compaction: Option<&Compaction>) -> u64 {
         compaction::estimate_tokens(
             env.options.request.system_prompt.as_deref(),
             &self.sent_messages(env, call, compaction),

@@ -28,7 +28,7 @@ impl RunCore {
     /// The tools a model call offers.
     pub(crate) fn offered_tools(&self, env: &Env, offer: &ToolOffer) -> Arc<[ToolDefinition]> {
         match offer {
-            ToolOffer::RunTools => self.speaking(env).offered.clone(),
+            ToolOffer::RunTools => self.context_tools(env, &self.speaking(env).offered),
             ToolOffer::Nothing => Arc::new([]),
             ToolOffer::Control { tool } => Arc::new([tool.clone()]),
         }

@@ -277,6 +277,7 @@ impl PlanMachine {
                 | EventKind::AgentCompletion(AgentCompletionEvent { .. })
                 | EventKind::AgentError(AgentErrorEvent { .. })
                 | EventKind::ContextCompacted(ContextCompactedEvent { .. })
+                | EventKind::ContextEdited(_)
                 | EventKind::ApprovalRequested(_)) => core.emit(kind),
             }
         }
