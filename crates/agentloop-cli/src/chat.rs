@@ -62,6 +62,9 @@ pub struct ChatArgs {
     /// Tools to offer, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub tools: Vec<String>,
+    /// Tool search and context budgets of the chat's runs.
+    #[command(flatten)]
+    pub context: crate::context_args::ContextArgs,
     /// Do not offer `ask_user` unless --tools names it. By default the
     /// model may ask the person a question when one can answer: stdin and
     /// stdout are a terminal, the output is not --json, and neither --demo
@@ -129,6 +132,7 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
             )?,
             max_tokens,
             approvals: approvals.clone(),
+            context: Some(args.context.options()).filter(|c| !c.is_default()),
             ..LoopSettings::default()
         },
     };

@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 
 use agentloop_types::{
-    ApprovalPolicies, LoopOptions, ReasoningEffort, ReasoningSummary, UsageLimits,
+    ApprovalPolicies, ContextOptions, LoopOptions, ReasoningEffort, ReasoningSummary,
+    UsageLimits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -84,6 +85,11 @@ pub struct LoopSettings {
     /// chat's entries win over the project's, name by name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub approvals: ApprovalPolicies,
+    /// Tool search, tool output budgets and the clearing of old tool
+    /// results (`{"tool_search_threshold": 50, "tool_output_budget":
+    /// 2000}`); the chat's object replaces the project's whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextOptions>,
 }
 
 /// A project's settings: the defaults of its chats.
@@ -164,7 +170,7 @@ impl LoopSettings {
             reasoning_effort,
             reasoning_summary
         );
-        set!(options; enabled_tools, max_iterations, tool_concurrency, limits);
+        set!(options; enabled_tools, max_iterations, tool_concurrency, limits, context);
         set_some!(options; thinking_keep_turns, tool_timeout_ms, timeout_ms);
         for (tool, values) in &self.tool_options {
             let entry = options.tool_options.entry(tool.clone()).or_default();
@@ -228,6 +234,25 @@ mod tests {
             options.max_iterations,
             LoopOptions::default().max_iterations
         );
+    }
+
+    #[test]
+    fn a_project_sets_tool_search_and_budgets_for_its_runs() {
+        let project = ProjectSettings::from_value(
+            "p",
+            &json!({"context": {"tool_search_threshold": 50, "tool_output_budget": 2000}}),
+        )
+        .unwrap();
+        let options = build_loop_options("p", None, &project, &ChatSettings::default());
+        assert_eq!(options.context.tool_search_threshold, Some(50));
+        assert_eq!(options.context.tool_output_budget, Some(2000));
+        let plain = build_loop_options(
+            "p",
+            None,
+            &ProjectSettings::default(),
+            &ChatSettings::default(),
+        );
+        assert!(plain.context.is_default());
     }
 
     #[test]
