@@ -13,6 +13,7 @@ use crate::{
 };
 use std::fmt::Write;
 
+use crate::context::ContextEdit;
 use crate::event::{EventKind, LoopEvent};
 use crate::message::{ContentBlock, Message, Role};
 use crate::render_blocks::{ToolResultRenderBlock, ToolResultStatus};
@@ -122,6 +123,20 @@ fn render_kind(kind: &EventKind) -> String {
             "{} tokens={tokens_before}->{tokens_after} messages={messages_compacted}",
             strategy.name()
         ),
+        EventKind::ContextEdited(edited) => match &edited.edit {
+            ContextEdit::ToolsLoaded { tools } => format!("tools_loaded {}", tools.join(",")),
+            ContextEdit::ResultsShortened { calls } => {
+                format!("results_shortened {}", calls.join(","))
+            }
+            ContextEdit::ResultsCleared {
+                calls,
+                through,
+                tokens_before,
+                tokens_after,
+            } => format!(
+                "results_cleared calls={calls} through={through} tokens={tokens_before}->{tokens_after}"
+            ),
+        },
         EventKind::ApprovalRequested(event) => {
             let ApprovalRequestedEvent {
                 tool_use_id,
