@@ -28,7 +28,7 @@ const MAX_FOUND: usize = 20;
 const DEFAULT_READ: usize = 8_000;
 
 /// Characters of a description kept in the index.
-const INDEX_DESCRIPTION: usize = 120;
+const INDEX_DESCRIPTION: usize = 100;
 
 /// What a run changed in what it sends, stored with the strategy phase so
 /// a resumed run sends the same requests.
@@ -52,9 +52,14 @@ impl ContextEdits {
     }
 }
 
-/// The first line of `description`, cut to the index's length.
+/// The first sentence of `description`'s first line, cut to the index's
+/// length.
 fn one_line(description: &str) -> String {
     let line = description.lines().next().unwrap_or_default().trim();
+    let line = match line.find(". ") {
+        Some(end) => &line[..=end],
+        None => line,
+    };
     if line.chars().count() <= INDEX_DESCRIPTION {
         return line.to_owned();
     }
@@ -335,12 +340,12 @@ mod tests {
     #[test]
     fn the_index_holds_every_tool_on_one_line() {
         let tools = [
-            tool("a", "First line.\nSecond line."),
+            tool("a", "First sentence. Second one.\nSecond line."),
             tool("b", &"long ".repeat(100)),
         ];
         let definition = search_definition(&tools);
         assert_eq!(definition.name, TOOL_SEARCH_TOOL);
-        assert!(definition.description.contains("- a: First line.\n"));
+        assert!(definition.description.contains("- a: First sentence.\n"));
         assert!(!definition.description.contains("Second line."));
         let b = definition.description.lines().last().unwrap();
         assert_eq!(b.chars().count(), "- b: ".len() + INDEX_DESCRIPTION);
