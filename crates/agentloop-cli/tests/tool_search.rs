@@ -104,6 +104,7 @@ async fn run(server: &MockServer, root: &std::path::Path, args: &[&str]) -> Outp
     command
         .args(["run", "Read the notes."])
         .args(["--base-url", &format!("{}/v1", server.uri())])
+        .args(["--model", "local-model"])
         .args(["--tools", "fs,javascript,return", "--json"])
         .arg("--root")
         .arg(root)
@@ -181,7 +182,11 @@ async fn every_definition_is_sent_below_the_threshold() {
     std::fs::write(root.path().join("notes.txt"), "buy milk\n").unwrap();
     let server = server(vec![text("Nothing to do.")]).await;
     let output = run(&server, root.path(), &["--tool-search-threshold", "3"]).await;
-    assert!(output.status.success());
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let requests = completions(&server).await;
     assert_eq!(tool_names(&requests[0]), ["fs", "javascript", "return"]);
 }
