@@ -30,9 +30,7 @@ impl ContextArgs {
         ContextOptions {
             tool_search_threshold: self.tool_search_threshold,
             tool_output_budget: self.tool_output_budget,
-            clear_tool_results: self
-                .clear_tool_results
-                .then(ClearToolResults::default),
+            clear_tool_results: self.clear_tool_results.then(ClearToolResults::default),
             ..ContextOptions::default()
         }
     }

@@ -13,11 +13,11 @@ use std::io::Write;
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, AgentObserveEvent, AgentReasonEvent,
     AgentRequestInputEvent, AgentStartEvent, AgentToolCompleteEvent, AgentToolStartEvent,
-    AgentTurnStartEvent, ApprovalRequestedEvent, BlockStart, ContentBlock, ContextCompactedEvent, ContextEdit,
-    EventKind, FinishedEvent, HandoffEvent, HookDecision, HookEvent, LoopEvent, LoopResult,
-    LoopStatus, MessageCreatedEvent, PendingToolResultEvent, StreamDelta, StreamingChunkEvent,
-    StreamingEndEvent, StreamingStartEvent, TokenTotals, TokensConsumedEvent, ToolBlockUpdateEvent,
-    ToolEndEvent, ToolStartEvent, Wait,
+    AgentTurnStartEvent, ApprovalRequestedEvent, BlockStart, ContentBlock, ContextCompactedEvent,
+    ContextEdit, EventKind, FinishedEvent, HandoffEvent, HookDecision, HookEvent, LoopEvent,
+    LoopResult, LoopStatus, MessageCreatedEvent, PendingToolResultEvent, StreamDelta,
+    StreamingChunkEvent, StreamingEndEvent, StreamingStartEvent, TokenTotals, TokensConsumedEvent,
+    ToolBlockUpdateEvent, ToolEndEvent, ToolStartEvent, Wait,
 };
 
 use crate::markdown::MarkdownStream;
@@ -255,10 +255,9 @@ impl View {
             )?,
             EventKind::ContextEdited(edited) => {
                 let line = match &edited.edit {
-                    ContextEdit::ToolsLoaded { tools } => format!(
-                        "tools loaded: {}",
-                        sanitize(&tools.join(", "))
-                    ),
+                    ContextEdit::ToolsLoaded { tools } => {
+                        format!("tools loaded: {}", sanitize(&tools.join(", ")))
+                    }
                     ContextEdit::ResultsShortened { calls } => {
                         format!("{} tool results shortened to their budget", calls.len())
                     }

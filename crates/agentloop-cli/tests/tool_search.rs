@@ -126,11 +126,7 @@ async fn run(server: &MockServer, root: &std::path::Path, args: &[&str]) -> Outp
 
 fn script() -> Vec<String> {
     vec![
-        call(
-            "call_1",
-            "tool_search",
-            json!({"query": "fs", "limit": 1}),
-        ),
+        call("call_1", "tool_search", json!({"query": "fs", "limit": 1})),
         call(
             "call_2",
             "fs",
@@ -158,7 +154,10 @@ async fn the_first_request_carries_the_search_tool_and_a_later_one_the_found_too
         .as_str()
         .unwrap();
     for name in ["fs", "javascript", "return"] {
-        assert!(index.contains(&format!("\n- {name}: ")), "{name} in {index}");
+        assert!(
+            index.contains(&format!("\n- {name}: ")),
+            "{name} in {index}"
+        );
     }
     assert_eq!(tool_names(&requests[1]), ["tool_search", "fs"]);
     assert_eq!(tool_names(&requests[2]), ["tool_search", "fs"]);

@@ -110,13 +110,9 @@ async fn measure(
     let deps = RunDeps::new(provider.clone())
         .with_tools(tools)
         .with_run_id("bench");
-    let events: Vec<LoopEvent> = run(
-        options,
-        vec![Message::user_text("u", "Do the task.")],
-        deps,
-    )
-    .collect()
-    .await;
+    let events: Vec<LoopEvent> = run(options, vec![Message::user_text("u", "Do the task.")], deps)
+        .collect()
+        .await;
     let complete = events.iter().any(|e| {
         e.root_result()
             .is_some_and(|r| matches!(r.status, LoopStatus::Complete { .. }))
@@ -141,10 +137,18 @@ fn search_turns() -> Vec<ScriptedTurn> {
     };
     let ids = json!({"owner": "acme", "id": "42"});
     vec![
-        call("s1", "tool_search", json!({"query": "github issues list", "limit": 3})),
+        call(
+            "s1",
+            "tool_search",
+            json!({"query": "github issues list", "limit": 3}),
+        ),
         call("c1", "github_list_items", ids.clone()),
         call("c2", "github_comment_items", ids.clone()),
-        call("s2", "tool_search", json!({"query": "slack_create_items", "limit": 1})),
+        call(
+            "s2",
+            "tool_search",
+            json!({"query": "slack_create_items", "limit": 1}),
+        ),
         call("c3", "slack_create_items", ids),
         ScriptedTurn::new().text("Done.").usage(0, 5),
     ]

@@ -89,7 +89,11 @@ fn search_script() -> Vec<ScriptedTurn> {
             .tool_call("c1", "server3_action4", json!({"id": "a"}))
             .usage(100, 10),
         ScriptedTurn::new()
-            .tool_call("s2", "tool_search", json!({"query": "server7_action1", "limit": 1}))
+            .tool_call(
+                "s2",
+                "tool_search",
+                json!({"query": "server7_action1", "limit": 1}),
+            )
             .usage(100, 10),
         ScriptedTurn::new().text("Done.").usage(100, 5),
     ]
@@ -148,7 +152,10 @@ async fn three_hundred_tools_go_out_as_an_index_and_found_tools_are_appended() {
         .collect();
     assert_eq!(
         loaded,
-        [vec!["server3_action4".to_owned()], vec!["server7_action1".to_owned()]]
+        [
+            vec!["server3_action4".to_owned()],
+            vec!["server7_action1".to_owned()]
+        ]
     );
 }
 
@@ -179,13 +186,10 @@ async fn a_run_resumed_at_any_checkpoint_sends_the_same_tools() {
         let stored: RunState =
             serde_json::from_str(&serde_json::to_string(state).unwrap()).unwrap();
         let resumed = ScriptedProvider::new(search_script()[calls_done..].to_vec());
-        let events: Vec<LoopEvent> = resume(
-            searching(),
-            stored,
-            deps(resumed.clone(), listed(300, 100)),
-        )
-        .collect()
-        .await;
+        let events: Vec<LoopEvent> =
+            resume(searching(), stored, deps(resumed.clone(), listed(300, 100)))
+                .collect()
+                .await;
         let result = events.iter().find_map(|e| e.root_result()).unwrap();
         assert!(
             matches!(result.status, LoopStatus::Complete { .. }),
@@ -301,9 +305,16 @@ async fn older_results_are_cleared_before_compaction_is_needed() {
     // Every request stays under the window; the last keeps its two latest
     // results whole and says how to read the others.
     let last = provider.requests().last().unwrap().clone();
-    let results: Vec<_> = last.messages.iter().flat_map(|m| m.tool_results()).collect();
+    let results: Vec<_> = last
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .collect();
     assert_eq!(results.len(), TURNS);
-    let whole = results.iter().filter(|r| !r.content.starts_with("[Cleared")).count();
+    let whole = results
+        .iter()
+        .filter(|r| !r.content.starts_with("[Cleared"))
+        .count();
     assert!((2..TURNS).contains(&whole), "{whole} results sent whole");
     assert!(results[0].content.contains("read_tool_result"));
     assert!(!results[TURNS - 1].content.starts_with("[Cleared"));

@@ -10,8 +10,7 @@
 use std::collections::BTreeMap;
 
 use agentloop_types::{
-    ApprovalPolicies, ContextOptions, LoopOptions, ReasoningEffort, ReasoningSummary,
-    UsageLimits,
+    ApprovalPolicies, ContextOptions, LoopOptions, ReasoningEffort, ReasoningSummary, UsageLimits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

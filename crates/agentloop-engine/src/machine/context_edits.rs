@@ -8,8 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use agentloop_types::{
-    ContentBlock, Message, READ_TOOL_RESULT_TOOL, TOOL_SEARCH_TOOL, ToolDefinition,
-    ToolResultBlock,
+    ContentBlock, Message, READ_TOOL_RESULT_TOOL, TOOL_SEARCH_TOOL, ToolDefinition, ToolResultBlock,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -274,7 +273,10 @@ pub(crate) fn shape(
 }
 
 /// The stored result of call `call_id` in `history`.
-pub(crate) fn find_result<'h>(history: &'h [Message], call_id: &str) -> Option<&'h ToolResultBlock> {
+pub(crate) fn find_result<'h>(
+    history: &'h [Message],
+    call_id: &str,
+) -> Option<&'h ToolResultBlock> {
     history
         .iter()
         .rev()
@@ -385,7 +387,9 @@ mod tests {
     #[test]
     fn reading_a_stored_result_goes_on_from_an_offset() {
         let block = ToolResultBlock::ok("c", "abcdefghij");
-        assert!(read_part(&block, 0, Some(4), None).starts_with("abcd\n\n[Characters 0 to 4 of 10"));
+        assert!(
+            read_part(&block, 0, Some(4), None).starts_with("abcd\n\n[Characters 0 to 4 of 10")
+        );
         assert_eq!(read_part(&block, 4, None, Some(100)), "efghij");
         assert_eq!(read_part(&block, 8, Some(4), None), "ij");
         assert!(read_part(&block, 20, None, None).contains("nothing from offset 20"));

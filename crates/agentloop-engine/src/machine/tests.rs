@@ -443,10 +443,18 @@ fn tool_search_offers_the_index_then_appends_what_it_finds() {
     let Step::CallModel { tools, .. } = &first else {
         unreachable!()
     };
-    assert!(tools[0].description.contains("- tool_29: Does thing number 29."));
+    assert!(
+        tools[0]
+            .description
+            .contains("- tool_29: Does thing number 29.")
+    );
 
     let out = machine
-        .step(one_call("s1", "tool_search", json!({"query": "tool_7 tool_12", "limit": 2})))
+        .step(one_call(
+            "s1",
+            "tool_search",
+            json!({"query": "tool_7 tool_12", "limit": 2}),
+        ))
         .unwrap();
     let loaded: Vec<&Vec<String>> = out
         .events
@@ -546,7 +554,10 @@ fn a_result_over_its_budget_is_sent_short_and_read_back_whole() {
         panic!("expected a model call");
     };
     let sent = messages.last().unwrap().tool_results().next().unwrap();
-    assert!(sent.content.starts_with("01234567890123456789\n\n[Shortened"));
+    assert!(
+        sent.content
+            .starts_with("01234567890123456789\n\n[Shortened")
+    );
     let stored = machine.state().messages.last().unwrap().clone();
     assert_eq!(stored.tool_results().next().unwrap().content, long);
 
@@ -561,5 +572,9 @@ fn a_result_over_its_budget_is_sent_short_and_read_back_whole() {
         panic!("expected the read step");
     };
     let answer = calls[0].answer.as_ref().expect("the core answers a read");
-    assert!(answer.content.starts_with("01234567890123456789\n\n[Characters 20 to 40 of 50"));
+    assert!(
+        answer
+            .content
+            .starts_with("01234567890123456789\n\n[Characters 20 to 40 of 50")
+    );
 }

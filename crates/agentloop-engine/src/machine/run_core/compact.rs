@@ -50,7 +50,12 @@ impl RunCore {
     }
 
     /// Estimated tokens of `call` under `compaction`.
-    pub(super) fn estimate(&self, env: &Env, call: &ModelCall, compaction: Option<&Compaction>) -> u64 {
+    pub(super) fn estimate(
+        &self,
+        env: &Env,
+        call: &ModelCall,
+        compaction: Option<&Compaction>,
+    ) -> u64 {
         compaction::estimate_tokens(
             env.options.request.system_prompt.as_deref(),
             &self.sent_messages(env, call, compaction),

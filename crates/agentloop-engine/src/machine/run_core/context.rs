@@ -16,8 +16,8 @@ use agentloop_types::{
 
 use super::{Env, ModelCall, RunCore};
 use crate::machine::context_edits::{
-    budget_chars, cleared_calls, find_result, found_answer, found_limit,
-    read_definition, read_part, search, search_definition,
+    budget_chars, cleared_calls, find_result, found_answer, found_limit, read_definition,
+    read_part, search, search_definition,
 };
 
 impl RunCore {
@@ -237,7 +237,10 @@ impl RunCore {
             .map(|(i, _)| i)
             .collect();
         let keep = usize::try_from(policy.keep_last).unwrap_or(usize::MAX);
-        let Some(&through) = holding.len().checked_sub(keep + 1).and_then(|i| holding.get(i))
+        let Some(&through) = holding
+            .len()
+            .checked_sub(keep + 1)
+            .and_then(|i| holding.get(i))
         else {
             return;
         };
