@@ -20,9 +20,9 @@ use std::sync::Arc;
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, run};
 use agentloop_types::{
-    ClearToolResults, CompactionOptions, CompactionStrategy, ContextOptions, LoopEvent,
-    LoopOptions, LoopStatus, Message, ModelRequest, Tool, ToolContext, ToolResult, ToolStream,
-    single_result,
+    ClearToolResults, CompactionOptions, CompactionStrategy, ContextEdit, ContextOptions,
+    EventKind, LoopEvent, LoopOptions, LoopStatus, Message, ModelRequest, Tool, ToolContext,
+    ToolResult, ToolStream, single_result,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -99,6 +99,8 @@ fn tokens(request: &ModelRequest) -> u64 {
 struct Measured {
     per_request: Vec<u64>,
     complete: bool,
+    /// Times older results were cleared.
+    clearings: usize,
 }
 
 async fn measure(
@@ -117,9 +119,17 @@ async fn measure(
         e.root_result()
             .is_some_and(|r| matches!(r.status, LoopStatus::Complete { .. }))
     });
+    let clearings = events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::ContextEdited(edited)
+                if matches!(edited.edit, ContextEdit::ResultsCleared { .. }))
+        })
+        .count();
     Measured {
         per_request: provider.requests().iter().map(tokens).collect(),
         complete,
+        clearings,
     }
 }
 
@@ -296,6 +306,13 @@ async fn budgets() {
             &format!("{name}: largest request"),
             format!("{peak} tokens"),
         );
+        if m.clearings > 0 {
+            row(
+                bench,
+                &format!("{name}: clearings"),
+                m.clearings.to_string(),
+            );
+        }
         row(
             bench,
             &format!("{name}: against today"),
