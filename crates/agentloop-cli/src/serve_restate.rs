@@ -5,13 +5,20 @@
 //! admin API (idempotent) while the API already answers (health says what
 //! it waits for), and each run started through the API is handed
 //! to Restate's ingress, which calls back a worker (this process or
-//! another serving the same Restate) to execute it.
+//! another serving the same Restate) to execute it. A run's inputs may
+//! also come through the ingress (`AgentRun/{runId}/submit` with a
+//! `RunInput`): they are submitted as the run's owner would submit them
+//! to the API.
 
 use std::sync::Arc;
 
-use agentloop_restate::{Protocol, RestateClient, RestateError, RunHost, ServiceEndpoint, Step};
+use agentloop_restate::{
+    Protocol, Refused, RestateClient, RestateError, RunHost, ServiceEndpoint, Step,
+};
 use agentloop_server::dispatch::RunDispatch;
 use agentloop_server::durable::{Attempt, execute_attempt, stop_attempt};
+use agentloop_server::http::agent_runs::engine_input;
+use agentloop_types::RunInput;
 use agentloop_server::{AppState, Server, shutdown_signal};
 use async_trait::async_trait;
 use tokio::net::TcpListener;
@@ -66,6 +73,20 @@ impl RunHost for Host {
 
     async fn stop(&self, run_id: &str) -> Result<(), String> {
         stop_attempt(&self.0, run_id).await
+    }
+
+    /// Submits the input as `POST /api/agent-runs/{runId}/inputs` would
+    /// for the run's owner: a 4xx is the input's refusal, anything else a
+    /// failure Restate tries again.
+    async fn submit(&self, run_id: &str, input: RunInput) -> Result<serde_json::Value, Refused> {
+        match engine_input(&self.0, run_id, input).await {
+            Ok(answer) => serde_json::to_value(answer).map_err(|e| Refused::Failed(e.to_string())),
+            Err(error) if error.status.is_client_error() => Err(Refused::Input {
+                status: error.status.as_u16(),
+                message: error.message().to_owned(),
+            }),
+            Err(error) => Err(Refused::Failed(error.message().to_owned())),
+        }
     }
 }
 

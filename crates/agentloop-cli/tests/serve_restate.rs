@@ -527,6 +527,72 @@ fn an_approval_decided_after_the_worker_and_restate_restarted_resumes_the_run_on
     assert_eq!(status, 409, "{again}");
 }
 
+/// Submits `input` to run `run_id` through Restate's ingress (the
+/// workflow's `submit` handler): the status and the JSON answered.
+fn submit_through_restate(restate: &RestateServer, run_id: &str, input: Value) -> (u16, Value) {
+    let ingress = restate.ingress.trim_start_matches("http://");
+    // The ingress asks for no token; the API's is not sent.
+    http(ingress, "", "POST", &format!("/AgentRun/{run_id}/submit"), Some(input))
+}
+
+#[test]
+fn a_decision_submitted_through_restates_ingress_resumes_the_run_as_the_api_would() {
+    let Some(restate) = RestateServer::start("serve-submit") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let repo = dir.path().join("repo");
+    let token = create_user(&db, "ada");
+    let script = dir.path().join("script.json");
+    write_script(
+        &script,
+        json!([fs_insert("w1", "log.md", "effect"), text("Logged.")]),
+    );
+    let server = worker(&db, &script, &restate, free_port());
+    let address = server.address.clone();
+    let task_id = task_with(&address, &token, &repo, json!({ "approvals": "ask" }));
+    std::fs::write(repo.join("log.md"), "end\n").unwrap();
+    let run_id = start_run(&address, &token, &task_id, "planification");
+    until_status(&address, &token, &run_id, "waiting");
+
+    // A start names a task, not a run: refused with the API's reason, and
+    // the run still waits.
+    let (status, refused) =
+        submit_through_restate(&restate, &run_id, json!({ "type": "start", "message": "again" }));
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("log.md")).unwrap(),
+        "end\n"
+    );
+
+    let approve = json!({ "type": "decide", "decisions": { "w1": { "decision": "approve" } } });
+    let (status, answer) = submit_through_restate(&restate, &run_id, approve.clone());
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["submitted"], "decided", "{answer}");
+    assert_eq!(answer["resumed"], true, "{answer}");
+    assert_eq!(answer["agent_run"]["id"], run_id.as_str(), "{answer}");
+    let run = until_status(&address, &token, &run_id, "completed");
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("log.md")).unwrap(),
+        "effect\nend\n"
+    );
+    let events = whole_stream(&address, &token, &run_id);
+    assert_eq!(tool_results(&events, "w1"), 1, "{events:?}");
+
+    // The same decision again: the run waits for nothing, the API's 409.
+    let (status, again) = submit_through_restate(&restate, &run_id, approve);
+    assert_eq!(status, 409, "{again}");
+    // An unknown run is the API's 404, not another user's data.
+    let (status, unknown) = submit_through_restate(
+        &restate,
+        "nosuchrun",
+        json!({ "type": "cancel" }),
+    );
+    assert_eq!(status, 404, "{unknown}");
+}
+
 #[test]
 fn a_cancel_of_a_waiting_run_ends_its_workflow_in_restate_and_the_call_never_runs() {
     let Some(restate) = RestateServer::start("serve-cancel-waiting") else {

@@ -4,6 +4,7 @@
 //! its record stands (the server implements it over its run lifecycle,
 //! and the binary hands it to [`crate::AgentRunWorkflow`]).
 
+use agentloop_types::RunInput;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
@@ -41,4 +42,25 @@ pub trait RunHost: Send + Sync + 'static {
     /// Restate's own UI or CLI), and the answer is `Ok` once the run's end
     /// is logged. An error is tried again.
     async fn stop(&self, run_id: &str) -> Result<(), String>;
+
+    /// Submits `input` to run `run_id` (a person's decisions, a message, a
+    /// cancel, Mark Done), as the host's own API would take it for the
+    /// run: what it did, as JSON, or why it was not taken.
+    async fn submit(&self, run_id: &str, input: RunInput) -> Result<serde_json::Value, Refused>;
+}
+
+/// Why a host did not take an input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// The input does not fit the run as it stands (`status` is the
+    /// host's HTTP status for it, 4xx): the caller is told, and it is not
+    /// tried again.
+    Input {
+        /// The host's status for the refusal.
+        status: u16,
+        /// Why, for the caller.
+        message: String,
+    },
+    /// The host failed (its store): tried again.
+    Failed(String),
 }

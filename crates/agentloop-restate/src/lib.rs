@@ -5,7 +5,9 @@
 //! - [`AgentRunWorkflow`] (service `AgentRun`): one workflow per agent
 //!   run, keyed by the run's id. Its handler asks a [`RunHost`] for the
 //!   run's steps, each a journaled `ctx.run`; see [`workflow`] for how a
-//!   step that did not commit is executed again.
+//!   step that did not commit is executed again. Its shared `submit`
+//!   handler takes a run's inputs (`agentloop_types::RunInput`) through
+//!   Restate's ingress and hands them to the host.
 //! - [`ServiceEndpoint`]: serves the workflow (HTTP/2) in the process
 //!   that executes runs.
 //! - [`RestateClient`]: registers that endpoint with Restate's admin API
@@ -19,7 +21,9 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use agentloop_restate::{RestateClient, RunHost, Step};
+//! use agentloop_restate::{Refused, RestateClient, RunHost, Step};
+//! use agentloop_types::RunInput;
+//! use serde_json::Value;
 //!
 //! struct Done;
 //! #[async_trait::async_trait]
@@ -29,6 +33,9 @@
 //!     }
 //!     async fn stop(&self, _run_id: &str) -> Result<(), String> {
 //!         Ok(())
+//!     }
+//!     async fn submit(&self, _run_id: &str, _input: RunInput) -> Result<Value, Refused> {
+//!         Err(Refused::Input { status: 409, message: "the run has ended".into() })
 //!     }
 //! }
 //! let _host: Arc<dyn RunHost> = Arc::new(Done);
@@ -52,5 +59,5 @@ pub mod workflow;
 pub use client::RestateClient;
 pub use endpoint::{Protocol, SERVICE, ServiceEndpoint};
 pub use error::{RestateError, RestateResult};
-pub use host::{RunHost, Step};
+pub use host::{Refused, RunHost, Step};
 pub use workflow::AgentRunWorkflow;

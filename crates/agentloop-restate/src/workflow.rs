@@ -19,6 +19,11 @@
 //! wake was lost (the instance taking the decision died between
 //! recording it and waking the workflow).
 //!
+//! Inputs for a run (decisions, a message, a cancel, Mark Done) can also
+//! come through Restate's ingress: the shared `submit` handler takes an
+//! `agentloop_types::RunInput` and hands it to the host, which submits it
+//! as its API would.
+//!
 //! Restate's cancellation (the cancel and Mark Done routes send it, as
 //! can Restate's UI or CLI) stops the workflow at its next step or while
 //! it waits; a last journaled step (`stop`) then makes sure the run's end
@@ -28,7 +33,9 @@ use std::time::Duration;
 
 use restate_sdk::prelude::*;
 
-use crate::host::{RunHost, Step};
+use agentloop_types::RunInput;
+
+use crate::host::{Refused, RunHost, Step};
 
 /// The workflow a Restate-hosted agent run is (service `AgentRun`, keyed
 /// by the run's id), over a [`RunHost`].
@@ -131,6 +138,37 @@ impl AgentRunWorkflow {
             }
             Err(error) => Err(error.into()),
         }
+    }
+
+    /// Takes an input for the run (`agentloop_types::RunInput`: decisions,
+    /// a message, a cancel, Mark Done) through Restate's ingress, as the
+    /// host's API takes it for the run, and answers what it did. The
+    /// submission is one journaled step, so a retried invocation does not
+    /// submit twice; an input the host refuses ends the invocation with
+    /// the host's status and reason.
+    #[handler]
+    async fn submit(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+        input: Json<RunInput>,
+    ) -> Result<Json<serde_json::Value>, HandlerError> {
+        let run_id = ctx.key().to_owned();
+        let host = self.host.clone();
+        let input = input.into_inner();
+        let answer = ctx
+            .run(|| async move {
+                match host.submit(&run_id, input).await {
+                    Ok(answer) => Ok(Json(answer)),
+                    Err(Refused::Input { status, message }) => {
+                        Err(TerminalError::new_with_code(status, message).into())
+                    }
+                    Err(Refused::Failed(message)) => Err(HandlerError::from(message)),
+                }
+            })
+            .name("submit")
+            .retry_policy(step_retries())
+            .await?;
+        Ok(answer)
     }
 
     /// Wakes the run waiting on `wait` (a person decided every call it

@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentloop_restate::{Protocol, RestateClient, RunHost, ServiceEndpoint, Step};
+use agentloop_restate::{Protocol, Refused, RestateClient, RunHost, ServiceEndpoint, Step};
+use agentloop_types::RunInput;
 use restate_server::RestateServer;
 
 /// Ends each run at its third step; the first try of a run named
@@ -46,6 +47,13 @@ impl RunHost for Counting {
         let mut calls = self.calls.lock().unwrap();
         calls.entry(run_id.to_owned()).or_default().push("stopped");
         Ok(())
+    }
+
+    async fn submit(&self, _run_id: &str, _input: RunInput) -> Result<serde_json::Value, Refused> {
+        Err(Refused::Input {
+            status: 409,
+            message: "nothing here takes inputs".to_owned(),
+        })
     }
 }
 
@@ -154,6 +162,13 @@ impl RunHost for Waiter {
         let mut calls = self.calls.lock().unwrap();
         calls.entry(run_id.to_owned()).or_default().push("stopped");
         Ok(())
+    }
+
+    async fn submit(&self, _run_id: &str, _input: RunInput) -> Result<serde_json::Value, Refused> {
+        Err(Refused::Input {
+            status: 409,
+            message: "nothing here takes inputs".to_owned(),
+        })
     }
 }
 

@@ -17,7 +17,7 @@
 //! follower) finds the run waiting in both records, and a decision sent
 //! at once is accepted.
 
-use agentloop_storage::model::RunStatus;
+use agentloop_storage::model::{EndReason, RunStatus};
 use agentloop_types::{LoopResult, PendingCall};
 use async_trait::async_trait;
 
@@ -28,6 +28,22 @@ pub struct Decided {
     pub result: LoopResult,
     /// The status the run record ends with.
     pub status: RunStatus,
+    /// Why, when it did not complete on its own: the record carries it,
+    /// and so (in the same write) does the host's own record when the
+    /// store keeps one (an agent run follows its record).
+    pub reason: Option<EndReason>,
+}
+
+impl Decided {
+    /// The end of a run no host takes part in: the status its result
+    /// asks for, no reason.
+    pub(crate) fn unhosted(result: LoopResult) -> Self {
+        Self {
+            status: crate::lifecycle::run_status(&result.status),
+            reason: None,
+            result,
+        }
+    }
 }
 
 /// A host's part in ending a run; see the module docs.
@@ -37,8 +53,9 @@ pub trait RunEnding: Send + Sync {
     /// suspended one: a run that waits has not ended).
     async fn decide(&self, result: LoopResult) -> Result<Decided, String>;
 
-    /// Records the end `decided` in the host's own record, after the
-    /// terminal event and the run record were written.
+    /// The end `decided` was written: the terminal event, then the run
+    /// record (which moved the host's own record with it, unless a person
+    /// ended that first). The host reads back how the run ended.
     async fn commit(&self, decided: &Decided) -> Result<(), String>;
 
     /// The run waits for a person on `pending`, under the run's lease and
@@ -53,8 +70,9 @@ pub trait RunEnding: Send + Sync {
     }
 
     /// The run that waited goes on (every call it waited on is decided),
-    /// its record already claimable again: whether the host lets it (a
-    /// host that ended it meanwhile does not, and closes its wait).
+    /// its record already moved back to running by this wake: whether the
+    /// host lets it (a host that ended it meanwhile does not, and closes
+    /// its wait).
     async fn wakes(&self) -> Result<bool, String> {
         Ok(true)
     }

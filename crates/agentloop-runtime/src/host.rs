@@ -272,14 +272,12 @@ impl ChatRuntime {
     /// Wakes hosted run `run.run_id`, which waits for a person, once its
     /// host recorded every decision it waits for: its record goes from
     /// `suspended` to `running` (claimable: a crash before it executes
-    /// again leaves a run some worker continues), then the host is told
-    /// ([`RunEnding::wakes`]). Whether it woke; the caller executes it.
+    /// again leaves a run some worker continues), then the host is asked
+    /// ([`RunEnding::wakes`]). Whether it woke, which one of several
+    /// racing wakes does; the caller executes it.
     pub async fn wake_hosted(&self, run: &HostedRun) -> RuntimeResult<bool> {
-        let mut record = self.store.get_run(&run.run_id).await?;
-        if record.status == RunStatus::Suspended {
-            record.status = RunStatus::Running;
-            record.updated_at = now_millis();
-            self.store.update_run(&record).await?;
+        if !self.store.resume_run(&run.run_id, now_millis()).await? {
+            return Ok(false);
         }
         match &run.ending {
             Some(ending) => ending.wakes().await.map_err(|message| RuntimeError::Host {
@@ -316,6 +314,7 @@ impl ChatRuntime {
             state: None,
             result: None,
             pending_tool_call: None,
+            end_reason: None,
             lease_owner: leased.then(|| self.owner.clone()),
             lease_expires_at: leased.then(|| now + self.lease_ms),
             created_at: now,

@@ -33,7 +33,7 @@
 
 use std::collections::VecDeque;
 
-use agentloop_storage::model::{RunRecord, RunStatus};
+use agentloop_storage::model::{EndReason, RunRecord, RunStatus};
 use agentloop_types::{
     EventKind, FinishedEvent, LoopError, LoopEvent, LoopResult, LoopStatus, Message,
     MessageCreatedEvent, PendingCall, PendingToolResultEvent, Role, RunPath, RunPhase, RunState,
@@ -225,11 +225,7 @@ impl Lifecycle {
                     logged: false,
                 });
             } else {
-                let decided = Decided {
-                    status: run_status(&result.status),
-                    result,
-                };
-                self.end(event, decided, now);
+                self.end(event, Decided::unhosted(result), now);
             }
             return;
         }
@@ -339,11 +335,7 @@ impl Lifecycle {
                 logged: true,
             });
         } else {
-            let decided = Decided {
-                status: run_status(&result.status),
-                result,
-            };
-            self.record_end(decided, now);
+            self.record_end(Decided::unhosted(result), now);
         }
     }
 
@@ -362,6 +354,7 @@ impl Lifecycle {
         if self.terminal_sent {
             return;
         }
+        let reason = EndReason::new("executor", why.clone());
         let result = LoopResult {
             status: LoopStatus::Error {
                 error: LoopError::Host { message: why },
@@ -383,6 +376,7 @@ impl Lifecycle {
         self.append(now);
         let decided = Decided {
             status: RunStatus::Failed,
+            reason: Some(reason),
             result,
         };
         self.write_record(&decided, now);
@@ -408,6 +402,7 @@ impl Lifecycle {
         }
         let decided = Decided {
             status: RunStatus::Suspended,
+            reason: None,
             result: result.clone(),
         };
         self.write_record(&decided, now);
@@ -463,6 +458,7 @@ impl Lifecycle {
             self.context_len,
         );
         self.run.status = decided.status;
+        self.run.end_reason.clone_from(&decided.reason);
         self.run.pending_tool_call = match &result.status {
             LoopStatus::Suspended { pending, .. } => pending.first().map(|p| p.call.clone()),
             _ => None,
@@ -556,6 +552,7 @@ mod tests {
             state: None,
             result: None,
             pending_tool_call: None,
+            end_reason: None,
             lease_owner: None,
             lease_expires_at: None,
             created_at: 0,
@@ -716,6 +713,7 @@ mod tests {
         machine.decided(
             Decided {
                 status: RunStatus::Cancelled,
+                reason: None,
                 result: cancelled,
             },
             6,

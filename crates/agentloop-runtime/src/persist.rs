@@ -211,10 +211,7 @@ impl Persister {
             Effect::HostDecides(result) => {
                 let decided = match &self.ending {
                     Some(ending) => ending.decide(*result).await.map_err(host_error)?,
-                    None => crate::ending::Decided {
-                        status: crate::lifecycle::run_status(&result.status),
-                        result: *result,
-                    },
+                    None => crate::ending::Decided::unhosted(*result),
                 };
                 self.lifecycle.decided(decided, now_millis());
             }

@@ -483,6 +483,7 @@ impl ChatRuntime {
             state,
             result: None,
             pending_tool_call: None,
+            end_reason: None,
             lease_owner: None,
             lease_expires_at: None,
             created_at: now,

@@ -144,6 +144,9 @@ impl RunStore for ChatsOnly {
     async fn update_run(&self, run: &RunRecord) -> StorageResult<()> {
         self.inner.update_run(run).await
     }
+    async fn resume_run(&self, run_id: &str, now: i64) -> StorageResult<bool> {
+        self.inner.resume_run(run_id, now).await
+    }
     async fn acquire_lease(
         &self,
         run_id: &str,

@@ -45,6 +45,7 @@ async fn created(
         state: None,
         result: None,
         pending_tool_call: None,
+        end_reason: None,
         lease_owner: Some(owner.to_owned()),
         lease_expires_at: Some(expires_at),
         created_at: now,

@@ -506,6 +506,7 @@ async fn append_capacity(backend: &Backend) {
                     state: None,
                     result: None,
                     pending_tool_call: None,
+                    end_reason: None,
                     lease_owner: None,
                     lease_expires_at: None,
                     created_at: now,

@@ -463,7 +463,7 @@ impl<'a> Execution<'a> {
                 if let Some(settled) = ending.settled() {
                     return Ok(Some(Ended::from(settled)));
                 }
-                if ending.waited().is_some() {
+                if ending.told_to_wait() {
                     Box::pin(self.wait(ending)).await;
                     return Ok(None);
                 }
@@ -517,8 +517,14 @@ impl<'a> Execution<'a> {
     /// Ends an execution whose run waits for a person, its wait stored by
     /// the runtime (see [`crate::waiting`]): its owner is told.
     async fn wait(&self, ending: &AgentRunEnding) {
-        let Some(waited) = ending.waited() else {
-            return;
+        let waited = match ending.waited().await {
+            Ok(Some(waited)) => waited,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(agent_run_id = %self.run.id, error = %e,
+                               "how a waiting run took its wait could not be read");
+                return;
+            }
         };
         waiting::announce_wait(self.state, &self.ctx, &self.run, &waited).await;
         self.notify_streaming("streaming-ended");

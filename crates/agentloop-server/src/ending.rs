@@ -2,22 +2,25 @@
 //! run ends with, why, and the loop result its record and its terminal
 //! event carry, so the three always agree.
 //!
-//! A loop that ends on its own asks for a status ([`wanted`]): `complete`
-//! gives `completed`, `cancelled` gives `cancelled`, every error, limit or
+//! An agent run has one status, its run record's: the store moves the
+//! agent run in the same write as the record (see
+//! [`AgentRunStatus`]), so nothing here writes a status. A loop that ends
+//! on its own asks for a status ([`wanted`]): `complete` gives
+//! `completed`, `cancelled` gives `cancelled`, every error, limit or
 //! exhausted turn count gives `failed`. The end is decided from it (the
-//! runtime asks [`AgentRunEnding`], as the run's `RunEnding`), the
-//! terminal event logged, then the agent run is finished with it in one
-//! conditional update (its commit), unless a person ended it first: a cancel
-//! (`cancelled`, stopped by `cancel`) or Mark Done (`completed`, stopped
-//! by `workflow_complete`). Whatever the store holds then is the end, and
-//! the result is made to say it ([`agreeing`]): a force-completed run's
-//! result is `complete` with `stopped_by`, a cancelled one's `cancelled`
-//! with `stopped_by`.
+//! runtime asks [`AgentRunEnding`], as the run's `RunEnding`), unless a
+//! person ended the agent run first: a cancel (`cancelled`, stopped by
+//! `cancel`) or Mark Done (`completed`, stopped by `workflow_complete`).
+//! Whatever the store holds then is the end, and the result is made to
+//! say it ([`agreeing`]): a force-completed run's result is `complete`
+//! with `stopped_by`, a cancelled one's `cancelled` with `stopped_by`.
+//! The runtime logs the end and writes the record with the decided
+//! reason; the hook then reads back how the agent run ended.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentloop_runtime::{Decided, RunEnding};
-use agentloop_storage::model::{AgentRunStatus, EndReason, RunStatus, now_millis};
+use agentloop_storage::model::{AgentRunStatus, EndReason, RunStatus};
 use agentloop_storage::{StorageResult, Store};
 use agentloop_types::{LoopError, LoopResult, LoopStatus, PendingCall, RunStop};
 use async_trait::async_trait;
@@ -29,7 +32,7 @@ pub struct Settled {
     pub status: AgentRunStatus,
     /// Why it ended, unless its loop completed on its own.
     pub reason: Option<EndReason>,
-    /// Whether this call ended it (false: it had ended already).
+    /// Whether this run's end ended it (false: a person had ended it).
     pub ended_here: bool,
     /// The loop result, agreeing with `status` and `reason`.
     pub result: LoopResult,
@@ -37,13 +40,21 @@ pub struct Settled {
 
 /// The agent run's part in its run's one end (see
 /// [`agentloop_runtime::ending`]): the end is decided from the agent run
-/// as stored (a person's cancel or Mark Done wins), the runtime logs it,
-/// then the agent run is finished with it.
+/// as stored (a person's cancel or Mark Done wins); the runtime logs it
+/// and writes the record, which moves the agent run with it.
 pub struct AgentRunEnding {
     store: Arc<dyn Store>,
     run_id: String,
     settled: Mutex<Option<Settled>>,
-    waited: Mutex<Option<Waited>>,
+    waits: Mutex<Option<Waits>>,
+}
+
+/// What the runtime said when its run stopped to wait.
+#[derive(Debug, Clone)]
+struct Waits {
+    pending: Vec<PendingCall>,
+    /// The agent run was running before the wait was stored.
+    was_running: bool,
 }
 
 /// How an agent run took its wait for a person.
@@ -54,7 +65,7 @@ pub struct Waited {
     /// Its status afterwards: `waiting`, or what a person made of it
     /// meanwhile (then its pending calls are to be closed).
     pub status: AgentRunStatus,
-    /// Whether this wait switched it to `waiting`.
+    /// Whether this wait moved it from `running` to `waiting`.
     pub switched: bool,
 }
 
@@ -65,7 +76,7 @@ impl AgentRunEnding {
             store,
             run_id: run_id.to_owned(),
             settled: Mutex::new(None),
-            waited: Mutex::new(None),
+            waits: Mutex::new(None),
         }
     }
 
@@ -77,12 +88,35 @@ impl AgentRunEnding {
             .clone()
     }
 
-    /// How the run took its wait, once the runtime said it waits.
-    pub fn waited(&self) -> Option<Waited> {
-        self.waited
+    /// Whether the runtime said the run waits.
+    pub fn told_to_wait(&self) -> bool {
+        self.waits
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .is_some()
+    }
+
+    /// How the run took its wait, read once the runtime stored it;
+    /// `None` when the runtime did not say the run waits.
+    pub async fn waited(&self) -> StorageResult<Option<Waited>> {
+        let waits = self
+            .waits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some(Waits {
+            pending,
+            was_running,
+        }) = waits
+        else {
+            return Ok(None);
+        };
+        let status = self.store.get_agent_run(&self.run_id).await?.status;
+        Ok(Some(Waited {
+            pending,
+            status,
+            switched: was_running && status == AgentRunStatus::Waiting,
+        }))
     }
 
     fn keep(&self, settled: Settled) {
@@ -99,73 +133,67 @@ impl RunEnding for AgentRunEnding {
         let decided = Decided {
             result: settled.result.clone(),
             status: record_status(settled.status),
+            reason: settled.reason.clone(),
         };
         self.keep(settled);
         Ok(decided)
     }
 
+    /// Reads back how the agent run ended: with this end, or with a
+    /// person's that came after the decision (the store keeps theirs).
     async fn commit(&self, _decided: &Decided) -> Result<(), String> {
-        let Some(settled) = self.settled() else {
+        let Some(mut settled) = self.settled() else {
             return Err("the end was committed before it was decided".to_owned());
         };
-        let settled = commit(&*self.store, &self.run_id, settled)
-            .await
-            .map_err(|e| e.to_string())?;
+        if settled.ended_here {
+            let stored = self
+                .store
+                .get_agent_run(&self.run_id)
+                .await
+                .map_err(|e| e.to_string())?;
+            settled.ended_here =
+                stored.status == settled.status && stored.end_reason == settled.reason;
+            settled.status = stored.status;
+            settled.reason = stored.end_reason;
+        }
         self.keep(settled);
         Ok(())
     }
 
-    /// Switches the agent run `running` → `waiting` before the runtime
-    /// stores and announces the wait (see
-    /// [`agentloop_runtime::ending`]): a decision sent as soon as the wait
-    /// is announced finds the run waiting.
+    /// Notes the wait before the runtime stores and announces it (its
+    /// record's move to `suspended` moves the agent run to `waiting`);
+    /// a fresh wait drops the decisions of an earlier one (a model may
+    /// reuse call ids).
     async fn waits(&self, pending: &[PendingCall], fresh: bool) -> Result<(), String> {
-        let waited = start_waiting(&*self.store, &self.run_id, pending, fresh)
+        if fresh {
+            self.store
+                .clear_agent_run_decisions(&self.run_id)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let status = self
+            .store
+            .get_agent_run(&self.run_id)
             .await
-            .map_err(|e| e.to_string())?;
-        *self.waited.lock().unwrap_or_else(PoisonError::into_inner) = Some(waited);
+            .map_err(|e| e.to_string())?
+            .status;
+        *self.waits.lock().unwrap_or_else(PoisonError::into_inner) = Some(Waits {
+            pending: pending.to_vec(),
+            was_running: status == AgentRunStatus::Running,
+        });
         Ok(())
     }
 
-    /// Switches the agent run `waiting` → `running`; `false` when it no
-    /// longer waited (a concurrent decision woke it, or it was ended).
+    /// Whether the agent run goes on: its record's wake moved it back to
+    /// `running`, unless a person ended it meanwhile.
     async fn wakes(&self) -> Result<bool, String> {
-        self.store
-            .switch_agent_run(
-                &self.run_id,
-                AgentRunStatus::Waiting,
-                AgentRunStatus::Running,
-            )
+        let run = self
+            .store
+            .get_agent_run(&self.run_id)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        Ok(run.status == AgentRunStatus::Running)
     }
-}
-
-/// Switches agent run `run_id` to `waiting` on `pending`; `fresh`: its
-/// loop has just suspended, and decisions of an earlier wait (a model may
-/// reuse call ids) are dropped first.
-async fn start_waiting(
-    store: &dyn Store,
-    run_id: &str,
-    pending: &[PendingCall],
-    fresh: bool,
-) -> StorageResult<Waited> {
-    if fresh {
-        store.clear_agent_run_decisions(run_id).await?;
-    }
-    let switched = store
-        .switch_agent_run(run_id, AgentRunStatus::Running, AgentRunStatus::Waiting)
-        .await?;
-    let status = if switched {
-        AgentRunStatus::Waiting
-    } else {
-        store.get_agent_run(run_id).await?.status
-    };
-    Ok(Waited {
-        pending: pending.to_vec(),
-        status,
-        switched,
-    })
 }
 
 /// The end agent run `run_id` takes when its loop ended with `result`,
@@ -197,39 +225,6 @@ pub fn record_status(status: AgentRunStatus) -> RunStatus {
         AgentRunStatus::Failed => RunStatus::Failed,
         AgentRunStatus::Cancelled => RunStatus::Cancelled,
     }
-}
-
-/// Finishes agent run `run_id` with the end [`decide`] gave, unless a
-/// person ended it between the decision and now: then their end stays in
-/// the agent run (the log says the loop's).
-async fn commit(store: &dyn Store, run_id: &str, mut settled: Settled) -> StorageResult<Settled> {
-    if settled.ended_here {
-        let (status, reason, ended_here) =
-            finish(store, run_id, settled.status, settled.reason.clone()).await?;
-        settled.status = status;
-        settled.reason = reason;
-        settled.ended_here = ended_here;
-    }
-    Ok(settled)
-}
-
-/// Finishes agent run `run_id` as `status` for `reason` unless it ended
-/// already; returns its final status and reason, and whether this call
-/// ended it.
-pub async fn finish(
-    store: &dyn Store,
-    run_id: &str,
-    status: AgentRunStatus,
-    reason: Option<EndReason>,
-) -> StorageResult<(AgentRunStatus, Option<EndReason>, bool)> {
-    if store
-        .finish_agent_run(run_id, status, now_millis(), reason.as_ref())
-        .await?
-    {
-        return Ok((status, reason, true));
-    }
-    let stored = store.get_agent_run(run_id).await?;
-    Ok((stored.status, stored.end_reason, false))
 }
 
 /// `result` made to say how the agent run ended: a run force-completed

@@ -177,19 +177,15 @@ async fn claim(
     if record.status != RunStatus::Running || state.local_run(&record.id).is_some() {
         return Ok(false);
     }
-    let agent_run = match state.store.get_agent_run(&record.id).await {
-        Ok(run) => run,
+    // Only an agent run's record is the server's to claim.
+    match state.store.get_agent_run(&record.id).await {
+        Ok(_) => {}
         Err(StorageError::NotFound { .. }) => return Ok(false),
         Err(e) => return Err(e),
-    };
-    // A run that waits holds no lease: one whose record a crash left
-    // `running` is executed to store its wait (see `drive`). A run a
-    // person ended while its instance was gone is taken over only to
-    // log its end.
-    if state.config.dispatch.is_some() && agent_run.status == AgentRunStatus::Waiting {
-        tokio::spawn(crate::drive::drive_run(state.clone(), record.id.clone()));
-        return Ok(false);
     }
+    // A run that waits is `suspended`, not claimable: its agent run moves
+    // with its record. A run a person ended while its instance was gone
+    // is taken over only to log its end.
     if let Some(dispatch) = &state.config.dispatch {
         // The durable engine executes it (and retries it); handing it
         // again is idempotent.

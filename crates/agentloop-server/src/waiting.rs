@@ -3,13 +3,14 @@
 //! run once every pending call is decided, and closing the pending calls of
 //! a run cancelled while it waits.
 //!
-//! A run whose loop suspends is switched `running` → `waiting` and stored
-//! `suspended` by the runtime (not claimable; see [`AgentRunEnding`]),
-//! before its wait is announced; its lease is released and nothing
-//! executes it. The last decision wakes it (the runtime makes its record
-//! claimable) and switches it back to `running`, and it executes again:
-//! the runtime resumes the same record in place with the recorded
-//! decisions, and its events continue the run's log.
+//! A run whose loop suspends is stored `suspended` by the runtime (not
+//! claimable), which moves its agent run to `waiting` in the same write
+//! (see [`AgentRunEnding`]), before its wait is announced; its lease is
+//! released and nothing executes it. The last decision wakes it: the
+//! runtime moves its record back to `running` (claimable), the agent run
+//! with it, and it executes again: the runtime resumes the same record in
+//! place with the recorded decisions, and its events continue the run's
+//! log.
 
 use std::sync::Arc;
 
@@ -111,7 +112,7 @@ pub async fn wait_key(state: &AppState, run_id: &str) -> StorageResult<Option<St
 }
 
 /// Resumes a waiting run whose pending calls are all decided: it is
-/// switched back to `running`, to be executed again as the same agent run
+/// moved back to `running` with its record, to be executed again as the same agent run
 /// ([`crate::drive::decide`] executes it). `false` when it was no longer
 /// waiting (a concurrent decision resumed it, or it was cancelled).
 pub async fn resume(state: &AppState, ctx: &TaskContext, run: &AgentRun) -> RuntimeResult<bool> {
@@ -125,9 +126,8 @@ pub async fn resume(state: &AppState, ctx: &TaskContext, run: &AgentRun) -> Runt
         ending: Some(Arc::new(AgentRunEnding::new(state.store.clone(), &run.id))),
         written: None,
     };
-    // The runtime makes the record claimable, then the agent run is
-    // switched (its hook), so a crash in between leaves a run that some
-    // instance continues.
+    // The runtime makes the record claimable, which moves the agent run
+    // back to running in the same write.
     if !hosting::runtime(state, Vec::new(), None)
         .wake_hosted(&hosted)
         .await?
@@ -245,9 +245,9 @@ async fn try_close_pending(
 }
 
 /// Tells the owner that a run waits for a person, once the runtime
-/// stored its wait (the agent run was switched to `waiting` as the wait
-/// was stored: see [`AgentRunEnding`]); a run a person ended meanwhile
-/// gets its pending calls closed instead.
+/// stored its wait (the agent run moved to `waiting` with its record:
+/// see [`AgentRunEnding`]); a run a person ended meanwhile gets its
+/// pending calls closed instead.
 pub async fn announce_wait(state: &AppState, ctx: &TaskContext, run: &AgentRun, waited: &Waited) {
     if waited.switched {
         tracing::info!(agent_run_id = %run.id, pending = waited.pending.len(),

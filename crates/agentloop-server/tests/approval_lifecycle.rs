@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
-use agentloop_storage::model::AgentRunStatus;
+use agentloop_storage::model::{AgentRunStatus, now_millis};
 use agentloop_storage::{PostgresStore, Store};
 use agentloop_types::{EventKind, LoopStatus};
 use common::approvals::*;
@@ -194,17 +194,14 @@ async fn a_run_taken_over_before_all_calls_are_decided_waits_again_keeping_its_d
     )
     .await;
     assert_eq!(status, 200);
-    // As if an instance crashed with the run switched back to running
-    // before every call was decided: the claim loop takes it over.
-    assert!(
-        store
-            .switch_agent_run(&run_id, AgentRunStatus::Waiting, AgentRunStatus::Running)
-            .await
-            .unwrap()
+    // As if an instance crashed with the run woken before every call was
+    // decided: the claim loop takes it over.
+    assert!(store.resume_run(&run_id, now_millis()).await.unwrap());
+    assert_eq!(
+        store.get_agent_run(&run_id).await.unwrap().status,
+        AgentRunStatus::Running,
+        "the agent run moves with its record"
     );
-    let mut record = store.get_run(&run_id).await.unwrap();
-    record.status = agentloop_storage::model::RunStatus::Running;
-    store.update_run(&record).await.unwrap();
 
     let run = until_status(&server, &run_id, "waiting").await;
     assert_eq!(

@@ -242,6 +242,10 @@ pub struct RunRecord {
     pub result: Option<Value>,
     /// The tool call a suspended run waits on.
     pub pending_tool_call: Option<ToolUseBlock>,
+    /// Why it ended, when its host says (a failure's kind, a person's
+    /// cancel). A hosted run's record carries it to the host's own record
+    /// in the same write (see [`AgentRunStatus`]).
+    pub end_reason: Option<EndReason>,
     /// The worker holding the lease.
     pub lease_owner: Option<String>,
     /// When the lease ends (Unix ms).
@@ -303,6 +307,13 @@ impl AgentType {
 }
 
 /// Status of an agent run (seed 004).
+///
+/// An agent run has one status: its run record's ([`of_record`](Self::of_record)).
+/// The store writes it in the same statement that moves the record (a
+/// trigger on SQL backends), so nothing re-syncs the two; the one other
+/// writer is a person's end (a cancel or Mark Done,
+/// [`TaskStore::finish_agent_run`](crate::TaskStore::finish_agent_run)),
+/// which wins: an ended agent run no longer follows its record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentRunStatus {
@@ -332,6 +343,18 @@ impl AgentRunStatus {
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// The status an active agent run takes when its record moves to
+    /// `status` (the mapping the SQL backends' trigger spells out too).
+    pub fn of_record(status: RunStatus) -> Self {
+        match status {
+            RunStatus::Pending | RunStatus::Running => Self::Running,
+            RunStatus::Suspended => Self::Waiting,
+            RunStatus::Completed => Self::Completed,
+            RunStatus::Failed => Self::Failed,
+            RunStatus::Cancelled => Self::Cancelled,
         }
     }
 

@@ -184,9 +184,13 @@ pub trait RunStore: Send + Sync {
     /// Runs a worker may take over: pending or running, with no lease or a
     /// lease expired at `now`; oldest first, at most `limit`.
     async fn list_claimable_runs(&self, now: i64, limit: u32) -> StorageResult<Vec<RunRecord>>;
-    /// Replaces status, state, result, pending tool call and `updated_at`
-    /// (the lease is left alone).
+    /// Replaces status, state, result, pending tool call, end reason and
+    /// `updated_at` (the lease is left alone).
     async fn update_run(&self, run: &RunRecord) -> StorageResult<()>;
+    /// Moves a `suspended` run back to `running` (claimable again) at
+    /// `now`, in one conditional update: whether it did, so that of two
+    /// wakes racing, one wins.
+    async fn resume_run(&self, run_id: &str, now: i64) -> StorageResult<bool>;
     /// Takes or renews the lease for `owner` until `expires_at` if it is
     /// free, held by `owner`, or expired at `now`. Returns whether it did.
     async fn acquire_lease(
@@ -279,31 +283,19 @@ pub trait TaskStore: Send + Sync {
         &self,
         ids: &[String],
     ) -> StorageResult<Vec<Option<AgentRunStatus>>>;
-    /// Sets an agent run's status and completion time.
-    async fn set_agent_run_status(
-        &self,
-        id: &str,
-        status: AgentRunStatus,
-        completed_at: Option<i64>,
-    ) -> StorageResult<()>;
-    /// Ends an agent run with `status` at `completed_at` if it is still
-    /// running or waiting, in one conditional update, so a run cancelled or
-    /// force-completed meanwhile keeps that status and reason. Returns
-    /// whether it did; `status` must not be `running` or `waiting`.
+    /// A person's end of an agent run (a cancel): `status` at
+    /// `completed_at` if it is still running or waiting, in one
+    /// conditional update, so a run that ended meanwhile keeps its end.
+    /// The agent run keeps this end whatever its record does next (see
+    /// [`AgentRunStatus`]). Returns whether it did; `status` must not be
+    /// `running` or `waiting`. Every other move of an agent run's status
+    /// is its record's.
     async fn finish_agent_run(
         &self,
         id: &str,
         status: AgentRunStatus,
         completed_at: i64,
         reason: Option<&EndReason>,
-    ) -> StorageResult<bool>;
-    /// Moves an agent run from `from` to `to` if it is in `from`, in one
-    /// conditional update (`running` ⇄ `waiting`); returns whether it did.
-    async fn switch_agent_run(
-        &self,
-        id: &str,
-        from: AgentRunStatus,
-        to: AgentRunStatus,
     ) -> StorageResult<bool>;
     /// Records a decision on a call a waiting agent run waits on; `false`
     /// (and nothing stored) when that call already has one.

@@ -139,6 +139,10 @@ async fn a_database_from_before_users_gains_them_on_connect() {
         return;
     };
     conformance::reserve_users_project(&database.store).await;
+    sqlx::raw_sql(conformance::UNDO_ONE_RUN_STATUS_POSTGRES)
+        .execute(database.store.pool())
+        .await
+        .unwrap();
     sqlx::raw_sql(conformance::DROP_USER_TABLES)
         .execute(database.store.pool())
         .await

@@ -96,6 +96,10 @@ async fn a_database_from_before_users_gains_them_on_open() {
         let store = SqliteStore::open(&path).await.unwrap();
         conformance::project_with_chat(&store).await;
         conformance::reserve_users_project(&store).await;
+        sqlx::raw_sql(conformance::UNDO_ONE_RUN_STATUS_SQLITE)
+            .execute(store.pool())
+            .await
+            .unwrap();
         sqlx::raw_sql(conformance::DROP_USER_TABLES)
             .execute(store.pool())
             .await

@@ -155,6 +155,21 @@ pub(super) async fn run_input(
     input_answer(&state, submitted).await
 }
 
+/// An input a durable engine's ingress took for run `run_id` (Restate's
+/// `AgentRun/{runId}/submit`): submitted as the run's owner would submit
+/// it to `POST /api/agent-runs/{runId}/inputs`, with the same answer. The
+/// engine's ingress is the operator's, so it acts for the run's owner.
+pub async fn engine_input(
+    state: &AppState,
+    run_id: &str,
+    input: RunInput,
+) -> Result<InputAnswer, ApiError> {
+    let (run, ctx) = service::run_for_engine(state, run_id).await?;
+    let owner = service::task_owner(state, &ctx).await?;
+    let submitted = service::submit(state, &owner, Target::Run(&run, &ctx), input).await?;
+    input_answer(state, submitted).await.map(|Json(answer)| answer)
+}
+
 /// What the input did, with its run as it is now.
 async fn input_answer(
     state: &AppState,

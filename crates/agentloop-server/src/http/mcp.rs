@@ -22,13 +22,15 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use agentloop_storage::model::AgentType;
 
 use super::error::ApiError;
 use super::extract::{AuthUser, check_id};
-use super::requests::{INVALID_AGENT_TYPE, NewTask};
+use super::requests::{AgentName, NewTask};
 use super::responses::{AgentRunView, ProjectShape, TaskShape};
 use super::service::{self, Target};
 use crate::shapes::{AgentRunShape, to_json};
@@ -88,74 +90,97 @@ struct ProjectsServer {
     state: AppState,
 }
 
-fn tool(
-    name: &'static str,
-    description: &'static str,
-    properties: Value,
-    required: &[&str],
-) -> Tool {
-    let schema = json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": false
-    });
-    let Value::Object(schema) = schema else {
-        return Tool::new(name, description, Map::new());
+/// A call of one of the `/mcp` tools: its name and its arguments, each
+/// tool's arguments a type of its own (the tool's input schema is that
+/// type's, so what is offered and what is read cannot differ).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "name", content = "arguments", rename_all = "snake_case")]
+enum ToolCall {
+    ListProjects(NoArguments),
+    ListTasks(InProject),
+    CreateTask(NewTaskArguments),
+    StartAgentRun(StartArguments),
+    GetAgentRun(OfRun),
+}
+
+/// No arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArguments {}
+
+/// A project of the caller's.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct InProject {
+    /// The project's id.
+    project_id: String,
+}
+
+/// A new task in a project of the caller's.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NewTaskArguments {
+    /// The project's id.
+    project_id: String,
+    /// The task's title.
+    title: String,
+    /// The start of the task's document.
+    #[serde(default)]
+    description: Option<String>,
+}
+
+/// Which agent to start on a task of the caller's.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StartArguments {
+    /// The task's id.
+    task_id: String,
+    /// The agent to start.
+    agent_type: AgentName,
+}
+
+/// An agent run of the caller's.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct OfRun {
+    /// The agent run's id.
+    run_id: String,
+}
+
+/// A tool whose input schema is `A`'s.
+fn tool<A: JsonSchema>(name: &'static str, description: &'static str) -> Tool {
+    let mut schema = match serde_json::to_value(schemars::schema_for!(A)) {
+        Ok(Value::Object(schema)) => schema,
+        _ => Map::new(),
     };
+    schema.remove("$schema");
+    schema.remove("title");
+    schema.remove("description");
     Tool::new(name, description, schema)
 }
 
 /// The tools (named in the OpenAPI document's `x-mcp`).
 fn tools() -> Vec<Tool> {
-    let id = json!({"type": "string"});
     vec![
-        tool("list_projects", "The caller's projects", json!({}), &[]),
-        tool(
-            "list_tasks",
-            "A project's tasks",
-            json!({"project_id": id}),
-            &["project_id"],
-        ),
-        tool(
-            "create_task",
-            "Create a task in a project",
-            json!({"project_id": id, "title": {"type": "string"}, "description": {"type": "string"}}),
-            &["project_id", "title"],
-        ),
-        tool(
+        tool::<NoArguments>("list_projects", "The caller's projects"),
+        tool::<InProject>("list_tasks", "A project's tasks"),
+        tool::<NewTaskArguments>("create_task", "Create a task in a project"),
+        tool::<StartArguments>(
             "start_agent_run",
             "Start an agent on a task; implementation and review then chain on the server until the task is done",
-            json!({"task_id": id, "agent_type": {"enum": ["planification", "implementation", "review"]}}),
-            &["task_id", "agent_type"],
         ),
-        tool(
+        tool::<OfRun>(
             "get_agent_run",
             "An agent run: its status, error, what it waits for",
-            json!({"run_id": id}),
-            &["run_id"],
         ),
     ]
 }
 
-fn string(arguments: &Map<String, Value>, key: &str) -> Result<String, ApiError> {
-    arguments
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| ApiError::bad_request(format!("`{key}` is required, a string")))
-}
-
 impl ProjectsServer {
-    async fn call(
-        &self,
-        user: User,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<Value, ApiError> {
+    async fn call(&self, user: User, call: ToolCall) -> Result<Value, ApiError> {
         let state = &self.state;
-        Ok(match name {
-            "list_projects" => {
+        Ok(match call {
+            ToolCall::ListProjects(NoArguments {}) => {
                 let projects = service::list_projects(state, &user).await?;
                 let projects: Vec<ProjectShape> = projects
                     .iter()
@@ -163,34 +188,31 @@ impl ProjectsServer {
                     .collect();
                 json!({ "projects": projects })
             }
-            "list_tasks" => {
-                let project = string(&arguments, "project_id")?;
-                let tasks = service::list_tasks(state, &user, &project).await?;
+            ToolCall::ListTasks(InProject { project_id }) => {
+                let tasks = service::list_tasks(state, &user, &project_id).await?;
                 let tasks: Vec<TaskShape> = tasks.iter().map(TaskShape::from).collect();
                 json!({ "tasks": tasks })
             }
-            "create_task" => {
-                let project = string(&arguments, "project_id")?;
-                let description = match arguments.get("description") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(text)) => Some(text.clone()),
-                    Some(_) => return Err(ApiError::bad_request("description must be a string")),
-                };
+            ToolCall::CreateTask(NewTaskArguments {
+                project_id,
+                title,
+                description,
+            }) => {
                 let task = NewTask {
-                    title: Some(string(&arguments, "title")?),
+                    title: Some(title),
                     description,
                 };
-                let ctx = service::create_task(state, &user, &project, task).await?;
+                let ctx = service::create_task(state, &user, &project_id, task).await?;
                 to_json(&TaskShape::from(&ctx.task))
             }
-            "start_agent_run" => {
-                let task = string(&arguments, "task_id")?;
-                check_id(&task, "task")?;
-                let agent = AgentType::parse(&string(&arguments, "agent_type")?)
-                    .ok_or_else(|| ApiError::bad_request(INVALID_AGENT_TYPE))?;
-                let ctx = service::owned_task(state, &user, &task).await?;
+            ToolCall::StartAgentRun(StartArguments {
+                task_id,
+                agent_type,
+            }) => {
+                check_id(&task_id, "task")?;
+                let ctx = service::owned_task(state, &user, &task_id).await?;
                 let start = RunInput::Start {
-                    agent: Some(agent.as_str().to_owned()),
+                    agent: Some(AgentType::from(agent_type).as_str().to_owned()),
                     message: None,
                     client_tools: Vec::new(),
                 };
@@ -199,9 +221,8 @@ impl ProjectsServer {
                     .into_run()?;
                 to_json(&AgentRunShape::of(&run))
             }
-            "get_agent_run" => {
-                let run = string(&arguments, "run_id")?;
-                let (run, _) = service::owned_run(state, &user, &run).await?;
+            ToolCall::GetAgentRun(OfRun { run_id }) => {
+                let (run, _) = service::owned_run(state, &user, &run_id).await?;
                 let details = service::run_details(state, &run).await?;
                 to_json(&AgentRunView::of(
                     &run,
@@ -209,9 +230,21 @@ impl ProjectsServer {
                     details.pending.as_deref(),
                 ))
             }
-            other => return Err(ApiError::bad_request(format!("unknown tool `{other}`"))),
         })
     }
+}
+
+/// The call `name` with `arguments`, or a 400 saying what is wrong with
+/// them (an unknown tool, a missing or mistyped argument).
+fn tool_call(name: &str, arguments: Map<String, Value>) -> Result<ToolCall, ApiError> {
+    let call = json!({ "name": name, "arguments": arguments });
+    serde_json::from_value(call).map_err(|e| {
+        if tools().iter().any(|tool| tool.name == name) {
+            ApiError::bad_request(format!("the arguments of `{name}` are not valid: {e}"))
+        } else {
+            ApiError::bad_request(format!("unknown tool `{name}`"))
+        }
+    })
 }
 
 impl ServerHandler for ProjectsServer {
@@ -249,25 +282,22 @@ impl ServerHandler for ProjectsServer {
             return Err(ErrorData::invalid_request("not authenticated", None));
         };
         let arguments = request.arguments.unwrap_or_default();
-        let result = match self.call(user, &request.name, arguments).await {
+        let called = match tool_call(&request.name, arguments) {
+            Ok(call) => self.call(user, call).await,
+            Err(error) => Err(error),
+        };
+        let result = match called {
             Ok(value) => {
                 let mut result =
                     CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
                 result.structured_content = Some(value);
                 result
             }
-            Err(error) => {
-                let message = error
-                    .body
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("failed")
-                    .to_owned();
-                CallToolResult::error(vec![ContentBlock::text(format!(
-                    "{message} (HTTP {})",
-                    error.status.as_u16()
-                ))])
-            }
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "{} (HTTP {})",
+                error.message(),
+                error.status.as_u16()
+            ))]),
         };
         Ok(result.into())
     }

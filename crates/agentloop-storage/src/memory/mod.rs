@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 use agentloop_types::{LoopEvent, Message};
 
 use crate::model::{
-    AgentRun, AgentRunDecision, Attachment, Chat, Checkpoint, Conversation, FileRecord,
+    AgentRun, AgentRunDecision, AgentRunStatus, Attachment, Chat, Checkpoint, Conversation, FileRecord,
     MemoryRecord, MemoryScope, Project, RunRecord, Task, User, UserToken, WebhookDelivery,
 };
 
@@ -66,6 +66,26 @@ impl MemoryStore {
 }
 
 impl State {
+    /// Moves run `id`'s agent run, if it has one still active, to the
+    /// status its record just took (what the SQL backends' trigger does
+    /// in the record's own statement; see [`AgentRunStatus`]).
+    fn record_moved(&mut self, id: &str) {
+        let Some(record) = self.runs.get(id) else {
+            return;
+        };
+        let Some(run) = self.agent_runs.get_mut(id).filter(|r| r.status.is_active()) else {
+            return;
+        };
+        run.status = AgentRunStatus::of_record(record.status);
+        if run.status.is_active() {
+            run.completed_at = None;
+            run.end_reason = None;
+        } else {
+            run.completed_at = Some(record.updated_at);
+            run.end_reason.clone_from(&record.end_reason);
+        }
+    }
+
     /// Deletes a chat and everything hanging off it.
     fn remove_chat(&mut self, id: &str) {
         if self.chats.remove(id).is_none() {

@@ -237,12 +237,32 @@ impl RunStore for MemoryStore {
             .runs
             .get_mut(&run.id)
             .ok_or_else(|| StorageError::not_found("run", &run.id))?;
+        let moved = stored.status != run.status;
         stored.status = run.status;
         stored.state.clone_from(&run.state);
         stored.result.clone_from(&run.result);
         stored.pending_tool_call.clone_from(&run.pending_tool_call);
+        stored.end_reason.clone_from(&run.end_reason);
         stored.updated_at = run.updated_at;
+        if moved {
+            state.record_moved(&run.id);
+        }
         Ok(())
+    }
+
+    async fn resume_run(&self, run_id: &str, now: i64) -> StorageResult<bool> {
+        let mut state = self.lock();
+        let stored = state
+            .runs
+            .get_mut(run_id)
+            .ok_or_else(|| StorageError::not_found("run", run_id))?;
+        if stored.status != RunStatus::Suspended {
+            return Ok(false);
+        }
+        stored.status = RunStatus::Running;
+        stored.updated_at = now;
+        state.record_moved(run_id);
+        Ok(true)
     }
 
     async fn acquire_lease(
@@ -524,28 +544,6 @@ impl TaskStore for MemoryStore {
             .collect())
     }
 
-    async fn set_agent_run_status(
-        &self,
-        id: &str,
-        status: AgentRunStatus,
-        completed_at: Option<i64>,
-    ) -> StorageResult<()> {
-        let mut state = self.lock();
-        let task_id = state
-            .agent_runs
-            .get(id)
-            .map(|r| (r.task_id.clone(), r.status))
-            .ok_or_else(|| StorageError::not_found("agent run", id))?;
-        if status.is_active() && !task_id.1.is_active() && running(&state.agent_runs, &task_id.0) {
-            return Err(StorageError::ActiveAgentRunExists { task_id: task_id.0 });
-        }
-        if let Some(run) = state.agent_runs.get_mut(id) {
-            run.status = status;
-            run.completed_at = completed_at;
-        }
-        Ok(())
-    }
-
     async fn finish_agent_run(
         &self,
         id: &str,
@@ -570,29 +568,6 @@ impl TaskStore for MemoryStore {
         run.status = status;
         run.completed_at = Some(completed_at);
         run.end_reason = reason.cloned();
-        Ok(true)
-    }
-
-    async fn switch_agent_run(
-        &self,
-        id: &str,
-        from: AgentRunStatus,
-        to: AgentRunStatus,
-    ) -> StorageResult<bool> {
-        if !(from.is_active() && to.is_active()) {
-            return Err(StorageError::Invalid(
-                "an agent run switches only between running and waiting".into(),
-            ));
-        }
-        let mut state = self.lock();
-        let run = state
-            .agent_runs
-            .get_mut(id)
-            .ok_or_else(|| StorageError::not_found("agent run", id))?;
-        if run.status != from {
-            return Ok(false);
-        }
-        run.status = to;
         Ok(true)
     }
 

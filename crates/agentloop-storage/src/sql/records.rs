@@ -143,6 +143,7 @@ mod rows {
             state: opt_json(row, "state")?,
             result: opt_json(row, "result")?,
             pending_tool_call: opt_json(row, "pending_tool_call")?,
+            end_reason: opt_json(row, "end_reason")?,
             lease_owner: opt_text(row, "lease_owner")?,
             lease_expires_at: opt_int(row, "lease_expires_at")?,
             created_at: int(row, "created_at")?,

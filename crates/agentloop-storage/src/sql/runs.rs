@@ -18,8 +18,8 @@ mod sql_runs {
     }
 
     pub(super) const INSERT_RUN: &str = "INSERT INTO runs (id, chat_id, status, state, result, \
-         pending_tool_call, lease_owner, lease_expires_at, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+         pending_tool_call, lease_owner, lease_expires_at, created_at, updated_at, end_reason) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
     /// Binds [`INSERT_RUN`]: the run record `run`.
     pub(super) fn bind_run<'q>(
@@ -36,7 +36,8 @@ mod sql_runs {
             .bind(run.lease_owner.as_deref())
             .bind(run.lease_expires_at)
             .bind(run.created_at)
-            .bind(run.updated_at))
+            .bind(run.updated_at)
+            .bind(opt_json(run.end_reason.as_ref())?))
     }
 
     impl SqlStore {
@@ -188,7 +189,7 @@ mod sql_runs {
             let _turn = self.write_turn().await;
             let done = sqlx::query(
                 "UPDATE runs SET status = $2, state = $3, result = $4, pending_tool_call = $5, \
-                 updated_at = $6 WHERE id = $1",
+                 updated_at = $6, end_reason = $7 WHERE id = $1",
             )
             .bind(&run.id)
             .bind(run.status.as_str())
@@ -196,10 +197,29 @@ mod sql_runs {
             .bind(opt_json(run.result.as_ref())?)
             .bind(opt_json(run.pending_tool_call.as_ref())?)
             .bind(run.updated_at)
+            .bind(opt_json(run.end_reason.as_ref())?)
             .execute(&self.pool)
             .await
             .map_err(db_err)?;
             found(done.rows_affected(), "run", &run.id)
+        }
+
+        async fn resume_run(&self, run_id: &str, now: i64) -> StorageResult<bool> {
+            let _turn = self.write_turn().await;
+            let done = sqlx::query(
+                "UPDATE runs SET status = 'running', updated_at = $2 \
+                 WHERE id = $1 AND status = 'suspended'",
+            )
+            .bind(run_id)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            if done.rows_affected() == 0 {
+                self.get_run(run_id).await?;
+                return Ok(false);
+            }
+            Ok(true)
         }
 
         async fn acquire_lease(

@@ -411,32 +411,6 @@ mod sql_tasks {
             Ok(ids.iter().map(|id| found.get(id).copied()).collect())
         }
 
-        async fn set_agent_run_status(
-            &self,
-            id: &str,
-            status: AgentRunStatus,
-            completed_at: Option<i64>,
-        ) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let done =
-                sqlx::query("UPDATE agent_runs SET status = $2, completed_at = $3 WHERE id = $1")
-                    .bind(id)
-                    .bind(status.as_str())
-                    .bind(completed_at)
-                    .execute(&self.pool)
-                    .await;
-            match done {
-                Ok(done) => found(done.rows_affected(), "agent run", id),
-                Err(e) if is_unique(&e) => {
-                    let run = self.get_agent_run(id).await?;
-                    Err(StorageError::ActiveAgentRunExists {
-                        task_id: run.task_id,
-                    })
-                }
-                Err(e) => Err(db_err(e)),
-            }
-        }
-
         async fn finish_agent_run(
             &self,
             id: &str,
@@ -462,32 +436,6 @@ mod sql_tasks {
             .execute(&self.pool)
             .await
             .map_err(db_err)?;
-            if done.rows_affected() == 0 {
-                self.get_agent_run(id).await?;
-                return Ok(false);
-            }
-            Ok(true)
-        }
-
-        async fn switch_agent_run(
-            &self,
-            id: &str,
-            from: AgentRunStatus,
-            to: AgentRunStatus,
-        ) -> StorageResult<bool> {
-            let _turn = self.write_turn().await;
-            if !(from.is_active() && to.is_active()) {
-                return Err(StorageError::Invalid(
-                    "an agent run switches only between running and waiting".into(),
-                ));
-            }
-            let done = sqlx::query("UPDATE agent_runs SET status = $3 WHERE id = $1 AND status = $2")
-                .bind(id)
-                .bind(from.as_str())
-                .bind(to.as_str())
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?;
             if done.rows_affected() == 0 {
                 self.get_agent_run(id).await?;
                 return Ok(false);

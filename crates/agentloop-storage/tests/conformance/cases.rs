@@ -431,6 +431,7 @@ pub fn run_record(id: &str, chat_id: Option<&str>) -> RunRecord {
         state: None,
         result: None,
         pending_tool_call: None,
+        end_reason: None,
         lease_owner: None,
         lease_expires_at: None,
         created_at: 1,

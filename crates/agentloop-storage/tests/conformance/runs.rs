@@ -180,23 +180,12 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
         ("a1", Some("conv1"))
     );
 
-    store
-        .set_agent_run_status("a1", AgentRunStatus::Completed, Some(5))
-        .await
-        .unwrap();
+    move_record(&*store, "a1", RunStatus::Completed, 5).await;
     assert_eq!(store.active_agent_run("t").await.unwrap(), None);
     store
         .create_agent_run(&agent_run("a2", "t", AgentRunStatus::Running, 6))
         .await
         .unwrap();
-    assert_eq!(
-        store
-            .set_agent_run_status("a1", AgentRunStatus::Running, None)
-            .await,
-        Err(StorageError::ActiveAgentRunExists {
-            task_id: "t".into()
-        })
-    );
     let ids: Vec<String> = store
         .list_agent_runs("t")
         .await
@@ -240,10 +229,12 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
     assert!(store.active_agent_run("u").await.unwrap().is_some());
 
     // A cancelled run reads back cancelled and frees the task's slot.
-    store
-        .set_agent_run_status("b1", AgentRunStatus::Cancelled, Some(52))
-        .await
-        .unwrap();
+    assert!(
+        store
+            .finish_agent_run("b1", AgentRunStatus::Cancelled, 52, None)
+            .await
+            .unwrap()
+    );
     let cancelled = store.get_agent_run("b1").await.unwrap();
     assert_eq!(
         (cancelled.status, cancelled.completed_at),
@@ -303,6 +294,97 @@ pub async fn tasks_agent_runs_conversations(store: Arc<dyn Store>) {
     assert_eq!(store.get_conversation("conv1").await.unwrap().chat_id, None);
 }
 
+/// Moves the record of agent run `id` to `status` at `at`, storing it
+/// `running` first when it has none: the agent run follows it.
+async fn move_record(store: &dyn Store, id: &str, status: RunStatus, at: i64) {
+    let mut record = match store.get_run(id).await {
+        Ok(record) => record,
+        Err(_) => {
+            let mut record = run_record(id, None);
+            record.status = RunStatus::Running;
+            store.create_run(&record).await.unwrap();
+            record
+        }
+    };
+    record.status = status;
+    record.updated_at = at;
+    store.update_run(&record).await.unwrap();
+}
+
+pub async fn an_agent_run_has_its_records_status(store: Arc<dyn Store>) {
+    project_with_chat(&*store).await;
+    store.create_task(&task("t", "p")).await.unwrap();
+    store
+        .create_agent_run(&agent_run("a1", "t", AgentRunStatus::Running, 1))
+        .await
+        .unwrap();
+    let status = |id: &'static str| {
+        let store = Arc::clone(&store);
+        async move { store.get_agent_run(id).await.unwrap() }
+    };
+
+    // A wait moves the agent run to `waiting` with the record's write.
+    move_record(&*store, "a1", RunStatus::Running, 2).await;
+    move_record(&*store, "a1", RunStatus::Suspended, 3).await;
+    assert_eq!(status("a1").await.status, AgentRunStatus::Waiting);
+    // A wake is conditional: of two, one moves it back to `running`.
+    assert!(store.resume_run("a1", 4).await.unwrap());
+    assert!(!store.resume_run("a1", 5).await.unwrap());
+    assert_eq!(store.get_run("a1").await.unwrap().status, RunStatus::Running);
+    assert_eq!(status("a1").await.status, AgentRunStatus::Running);
+    assert!(matches!(
+        store.resume_run("nope", 5).await,
+        Err(StorageError::NotFound { .. })
+    ));
+    // A checkpoint that keeps the status moves nothing.
+    move_record(&*store, "a1", RunStatus::Running, 6).await;
+    assert_eq!(status("a1").await.completed_at, None);
+
+    // The record's end is the agent run's: status, time and reason.
+    let boom = EndReason::new("provider", "the model answered 500");
+    let mut record = store.get_run("a1").await.unwrap();
+    record.status = RunStatus::Failed;
+    record.end_reason = Some(boom.clone());
+    record.updated_at = 7;
+    store.update_run(&record).await.unwrap();
+    assert_eq!(store.get_run("a1").await.unwrap().end_reason, Some(boom.clone()));
+    let failed = status("a1").await;
+    assert_eq!(
+        (failed.status, failed.completed_at, failed.end_reason),
+        (AgentRunStatus::Failed, Some(7), Some(boom))
+    );
+    assert_eq!(store.active_agent_run("t").await.unwrap(), None);
+    // An ended agent run no longer follows its record.
+    move_record(&*store, "a1", RunStatus::Running, 8).await;
+    assert_eq!(status("a1").await.status, AgentRunStatus::Failed);
+
+    // A person's end wins over the record's later one.
+    store
+        .create_agent_run(&agent_run("a2", "t", AgentRunStatus::Running, 9))
+        .await
+        .unwrap();
+    move_record(&*store, "a2", RunStatus::Running, 9).await;
+    let cancel = EndReason::new("cancel", "cancelled by ada");
+    assert!(
+        store
+            .finish_agent_run("a2", AgentRunStatus::Cancelled, 10, Some(&cancel))
+            .await
+            .unwrap()
+    );
+    move_record(&*store, "a2", RunStatus::Completed, 11).await;
+    let cancelled = status("a2").await;
+    assert_eq!(
+        (cancelled.status, cancelled.completed_at, cancelled.end_reason),
+        (AgentRunStatus::Cancelled, Some(10), Some(cancel))
+    );
+    // A record with no agent run moves alone.
+    move_record(&*store, "solo", RunStatus::Completed, 12).await;
+    assert_eq!(
+        store.get_run("solo").await.unwrap().status,
+        RunStatus::Completed
+    );
+}
+
 pub async fn waiting_agent_runs_and_decisions(store: Arc<dyn Store>) {
     project_with_chat(&*store).await;
     store.create_task(&task("t", "p")).await.unwrap();
@@ -310,31 +392,11 @@ pub async fn waiting_agent_runs_and_decisions(store: Arc<dyn Store>) {
         .create_agent_run(&agent_run("a1", "t", AgentRunStatus::Running, 1))
         .await
         .unwrap();
-    assert!(
-        store
-            .switch_agent_run("a1", AgentRunStatus::Running, AgentRunStatus::Waiting)
-            .await
-            .unwrap()
+    move_record(&*store, "a1", RunStatus::Suspended, 2).await;
+    assert_eq!(
+        store.get_agent_run("a1").await.unwrap().status,
+        AgentRunStatus::Waiting
     );
-    // Switching is conditional, and only between the two active statuses.
-    assert!(
-        !store
-            .switch_agent_run("a1", AgentRunStatus::Running, AgentRunStatus::Waiting)
-            .await
-            .unwrap()
-    );
-    assert!(matches!(
-        store
-            .switch_agent_run("a1", AgentRunStatus::Waiting, AgentRunStatus::Completed)
-            .await,
-        Err(StorageError::Invalid(_))
-    ));
-    assert!(matches!(
-        store
-            .switch_agent_run("nope", AgentRunStatus::Waiting, AgentRunStatus::Running)
-            .await,
-        Err(StorageError::NotFound { .. })
-    ));
     // A waiting run keeps the task's one active slot.
     assert_eq!(
         store.active_agent_run("t").await.unwrap().map(|r| r.id),
@@ -409,10 +471,7 @@ pub async fn waiting_agent_runs_and_decisions(store: Arc<dyn Store>) {
         .create_agent_run(&agent_run("b1", "u", AgentRunStatus::Running, 7))
         .await
         .unwrap();
-    store
-        .switch_agent_run("b1", AgentRunStatus::Running, AgentRunStatus::Waiting)
-        .await
-        .unwrap();
+    move_record(&*store, "b1", RunStatus::Suspended, 8).await;
     assert!(
         store
             .finish_agent_run("b1", AgentRunStatus::Cancelled, 8, None)
@@ -679,10 +738,7 @@ pub async fn cascade_delete_task(store: Arc<dyn Store>) {
         .create_agent_run(&agent_run("t3", "t", AgentRunStatus::Running, 9))
         .await
         .unwrap();
-    store
-        .switch_agent_run("t3", AgentRunStatus::Running, AgentRunStatus::Waiting)
-        .await
-        .unwrap();
+    move_record(&*store, "t3", RunStatus::Suspended, 8).await;
     assert_eq!(
         store.delete_task("t").await,
         Err(StorageError::ActiveAgentRunExists {

@@ -224,6 +224,15 @@ pub async fn concurrent_user_creation(store: Arc<dyn Store>) {
 }
 
 /// Takes a store back to the schema before users had tables.
+/// Takes schema script 0009 back on SQLite (its trigger's `DROP` names no
+/// table there), before [`DROP_USER_TABLES`].
+pub const UNDO_ONE_RUN_STATUS_SQLITE: &str =
+    "DROP TRIGGER agent_run_follows_its_record; ALTER TABLE runs DROP COLUMN end_reason;";
+
+/// Takes schema script 0009 back on PostgreSQL, before [`DROP_USER_TABLES`].
+pub const UNDO_ONE_RUN_STATUS_POSTGRES: &str = "DROP TRIGGER agent_run_follows_its_record ON runs; \
+     DROP FUNCTION agent_run_follows_its_record(); ALTER TABLE runs DROP COLUMN end_reason;";
+
 pub const DROP_USER_TABLES: &str = "DROP TABLE memories; DROP TABLE webhook_deliveries; \
      ALTER TABLE projects DROP COLUMN approval_mode; \
      DROP INDEX messages_by_rev; \

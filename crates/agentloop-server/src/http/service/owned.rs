@@ -41,19 +41,38 @@ pub async fn owned_run(
     user: &User,
     run_id: &str,
 ) -> Result<(AgentRun, TaskContext), ApiError> {
-    check_id(run_id, "agent run")?;
-    let run = match state.store.get_agent_run(run_id).await {
-        Ok(run) => run,
-        Err(StorageError::NotFound { .. }) => {
-            return Err(ApiError::not_found("Agent run not found"));
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let run = agent_run(state, run_id).await?;
     match owned_task(state, user, &run.task_id).await {
         Ok(ctx) => Ok((run, ctx)),
         Err(e) if e.status == StatusCode::NOT_FOUND => {
             Err(ApiError::not_found("Agent run not found"))
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Agent run `run_id` and its task, whoever owns them: for a durable
+/// engine acting on a run it executes. An unknown run is "not found".
+pub async fn run_for_engine(
+    state: &AppState,
+    run_id: &str,
+) -> Result<(AgentRun, TaskContext), ApiError> {
+    let run = agent_run(state, run_id).await?;
+    let ctx = load_task_context(&*state.store, &run.task_id).await?;
+    Ok((run, ctx))
+}
+
+/// The user owning `ctx`'s project.
+pub async fn task_owner(state: &AppState, ctx: &TaskContext) -> Result<User, ApiError> {
+    Ok(state.store.get_user(&ctx.owner).await?)
+}
+
+/// Agent run `run_id` (400 for a malformed id, 404 for an unknown one).
+async fn agent_run(state: &AppState, run_id: &str) -> Result<AgentRun, ApiError> {
+    check_id(run_id, "agent run")?;
+    match state.store.get_agent_run(run_id).await {
+        Ok(run) => Ok(run),
+        Err(StorageError::NotFound { .. }) => Err(ApiError::not_found("Agent run not found")),
+        Err(e) => Err(e.into()),
     }
 }
