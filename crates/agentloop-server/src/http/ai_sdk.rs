@@ -65,7 +65,7 @@ impl JsonSchema for AiSdkChat {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let schema = json!({
+        schemars::json_schema!({
             "type": "object",
             "description": "The body the `ai` package's chat transport posts, with the application's `agentType`.",
             "properties": {
@@ -88,11 +88,7 @@ impl JsonSchema for AiSdkChat {
                 "agentType": { "enum": ["planification", "implementation", "review"] }
             },
             "required": ["messages"]
-        });
-        match schemars::Schema::try_from(schema) {
-            Ok(schema) => schema,
-            Err(_) => schemars::Schema::default(),
-        }
+        })
     }
 }
 
