@@ -2,7 +2,8 @@
 //! (the `ai` package's `AbstractChat`, which `useChat` wraps, over its
 //! `DefaultChatTransport`, which parses and validates every chunk;
 //! installed by `scripts/install-ai-sdk-client.sh`): a text answer, a tool
-//! call approved and one refused, a model error, a stream re-attached to
+//! call approved and one refused, a model error, a question answered as
+//! the call's output, a stream re-attached to
 //! after the page stopped reading; and the route's refusals over plain
 //! HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -155,7 +156,9 @@ fn an_ai_sdk_chat_streams_text_tool_calls_and_approval_rounds() {
             text("Written."),
             fs_create("call-2", "refused.md", "no"),
             text("Not written."),
-            { "steps": [{ "type": "error", "error": { "kind": "invalid_request", "message": "no such model" } }] }
+            { "steps": [{ "type": "error", "error": { "kind": "invalid_request", "message": "no such model" } }] },
+            { "steps": [{ "type": "tool_call", "id": "q1", "name": "ask_user", "fragments": ["{\"question\": \"Which colour?\"}"] }] },
+            text("Blue it is.")
         ]),
     );
     let db = dir.path().join("db.sqlite").display().to_string();
@@ -359,13 +362,43 @@ fn an_ai_sdk_chat_streams_text_tool_calls_and_approval_rounds() {
         "{:?}",
         seen.chunks
     );
-    assert_eq!(seen.chunk("finish")["finishReason"], "error");
     assert_eq!(seen.status, "error");
     assert!(
         seen.errors.iter().any(|e| e.contains("no such model")),
         "{:?}",
         seen.errors
     );
+
+    // The agent asks a question: the call waits for its output, which the
+    // person gives in the next request, and the run goes on.
+    let curious = task(&address, &token, &dir.path().join("five"));
+    let asked = chat(
+        &modules,
+        &address,
+        &token,
+        &curious,
+        &no_messages(),
+        json!({ "send": "Paint it" }),
+    );
+    assert_eq!(asked.errors, Vec::<String>::new(), "{:?}", asked.chunks);
+    assert_eq!(asked.chunk("tool-input-available")["input"]["question"], "Which colour?");
+    assert!(!asked.types().contains(&"tool-approval-request"), "{:?}", asked.chunks);
+    assert_eq!(asked.chunk("finish")["finishReason"], "tool-calls");
+    assert_eq!(asked.tool_part("q1")["state"], "input-available");
+    let answered = chat(
+        &modules,
+        &address,
+        &token,
+        &curious,
+        &asked.messages,
+        json!({ "answer": "blue" }),
+    );
+    assert_eq!(answered.errors, Vec::<String>::new(), "{:?}", answered.chunks);
+    let output = answered.chunk("tool-output-available");
+    assert_eq!(output["toolCallId"], "q1");
+    assert!(output["output"].as_str().unwrap().contains("blue"), "{output}");
+    assert_eq!(answered.text(), "Blue it is.");
+    assert_eq!(answered.chunk("finish")["finishReason"], "stop");
 }
 
 #[test]
