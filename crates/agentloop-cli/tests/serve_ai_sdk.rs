@@ -222,7 +222,7 @@ fn an_ai_sdk_chat_streams_text_tool_calls_and_approval_rounds() {
         &format!("/api/agent-runs/{run_id}"),
         None,
     );
-    assert_eq!(run["agentType"], "planification", "{run}");
+    assert_eq!(run["agent_type"], "planification", "{run}");
     assert_eq!(run["status"], "completed", "{run}");
 
     // A write waits for approval: the call streams, then its approval

@@ -249,7 +249,8 @@ fn respond(state: AppState, run: AgentRun, after: Option<u64>, encoder: Encoder)
             loop {
                 if !ready.is_empty() {
                     let chunk: UiChunk = ready.remove(0);
-                    return Some((Ok(data(chunk.to_data())), (follow, encoder, ready, done)));
+                    let event: Result<Event, Infallible> = Ok(data(chunk.to_data()));
+                    return Some((event, (follow, encoder, ready, done)));
                 }
                 if done {
                     return None;
@@ -282,6 +283,6 @@ fn respond(state: AppState, run: AgentRun, after: Option<u64>, encoder: Encoder)
         .into_response()
 }
 
-fn data(text: String) -> Result<Event, Infallible> {
-    Ok(Event::default().data(text))
+fn data(text: String) -> Event {
+    Event::default().data(text)
 }
