@@ -67,7 +67,10 @@ impl UiMessage {
     /// What the person answered in the message's tool parts: approval
     /// responses, and outputs the client gave calls (a question's answer).
     pub fn tool_responses(&self) -> Vec<ToolResponse> {
-        self.parts.iter().filter_map(ToolResponse::of_part).collect()
+        self.parts
+            .iter()
+            .filter_map(ToolResponse::of_part)
+            .collect()
     }
 }
 

@@ -116,8 +116,7 @@ async fn the_ai_sdk_reads_every_encoded_run() {
     assert_eq!(call["state"], "approval-requested", "{call}");
     assert_eq!(call["approval"]["id"], "call-1");
     assert_eq!(
-        asking["message"]["metadata"]["status"],
-        "suspended",
+        asking["message"]["metadata"]["status"], "suspended",
         "{asking}"
     );
 

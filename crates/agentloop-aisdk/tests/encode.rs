@@ -118,6 +118,9 @@ async fn a_refused_call_is_sent_denied() {
         .iter()
         .filter(|chunk| chunk["type"] == "tool-output-denied")
         .collect();
-    assert_eq!(denied, [&json!({ "type": "tool-output-denied", "toolCallId": "call-1" })]);
+    assert_eq!(
+        denied,
+        [&json!({ "type": "tool-output-denied", "toolCallId": "call-1" })]
+    );
     assert!(!types(&chunks).contains(&"tool-output-available"));
 }

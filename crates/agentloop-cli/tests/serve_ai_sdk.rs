@@ -246,11 +246,11 @@ fn an_ai_sdk_chat_streams_text_tool_calls_and_approval_rounds() {
     ] {
         assert_eq!(first.chunk(kind)["toolCallId"], "call-1");
     }
-    assert_eq!(first.chunk("tool-input-available")["input"]["path"], "ai-sdk.md");
     assert_eq!(
-        first.chunk("tool-approval-request")["approvalId"],
-        "call-1"
+        first.chunk("tool-input-available")["input"]["path"],
+        "ai-sdk.md"
     );
+    assert_eq!(first.chunk("tool-approval-request")["approvalId"], "call-1");
     assert_eq!(first.chunk("finish")["finishReason"], "tool-calls");
     let part = first.tool_part("call-1");
     assert_eq!(part["type"], "dynamic-tool");
@@ -268,7 +268,12 @@ fn an_ai_sdk_chat_streams_text_tool_calls_and_approval_rounds() {
         &first.messages,
         json!({ "approve": true }),
     );
-    assert_eq!(approved.errors, Vec::<String>::new(), "{:?}", approved.chunks);
+    assert_eq!(
+        approved.errors,
+        Vec::<String>::new(),
+        "{:?}",
+        approved.chunks
+    );
     assert_eq!(
         approved.chunk("tool-output-available")["toolCallId"],
         "call-1"
@@ -285,7 +290,10 @@ fn an_ai_sdk_chat_streams_text_tool_calls_and_approval_rounds() {
     // The same response again: nothing waits any more.
     let mut again = first.messages.clone();
     let parts = again[1]["parts"].as_array_mut().unwrap();
-    for part in parts.iter_mut().filter(|part| part["toolCallId"] == "call-1") {
+    for part in parts
+        .iter_mut()
+        .filter(|part| part["toolCallId"] == "call-1")
+    {
         part["state"] = json!("approval-responded");
         part["approval"]["approved"] = json!(true);
     }
@@ -310,10 +318,7 @@ fn an_ai_sdk_chat_streams_text_tool_calls_and_approval_rounds() {
         &no_messages(),
         json!({ "send": "Write another" }),
     );
-    assert_eq!(
-        first.chunk("tool-approval-request")["toolCallId"],
-        "call-2"
-    );
+    assert_eq!(first.chunk("tool-approval-request")["toolCallId"], "call-2");
     let refused = chat(
         &modules,
         &address,
@@ -381,8 +386,15 @@ fn an_ai_sdk_chat_streams_text_tool_calls_and_approval_rounds() {
         json!({ "send": "Paint it" }),
     );
     assert_eq!(asked.errors, Vec::<String>::new(), "{:?}", asked.chunks);
-    assert_eq!(asked.chunk("tool-input-available")["input"]["question"], "Which colour?");
-    assert!(!asked.types().contains(&"tool-approval-request"), "{:?}", asked.chunks);
+    assert_eq!(
+        asked.chunk("tool-input-available")["input"]["question"],
+        "Which colour?"
+    );
+    assert!(
+        !asked.types().contains(&"tool-approval-request"),
+        "{:?}",
+        asked.chunks
+    );
     assert_eq!(asked.chunk("finish")["finishReason"], "tool-calls");
     assert_eq!(asked.tool_part("q1")["state"], "input-available");
     let answered = chat(
@@ -393,10 +405,18 @@ fn an_ai_sdk_chat_streams_text_tool_calls_and_approval_rounds() {
         &asked.messages,
         json!({ "answer": "blue" }),
     );
-    assert_eq!(answered.errors, Vec::<String>::new(), "{:?}", answered.chunks);
+    assert_eq!(
+        answered.errors,
+        Vec::<String>::new(),
+        "{:?}",
+        answered.chunks
+    );
     let output = answered.chunk("tool-output-available");
     assert_eq!(output["toolCallId"], "q1");
-    assert!(output["output"].as_str().unwrap().contains("blue"), "{output}");
+    assert!(
+        output["output"].as_str().unwrap().contains("blue"),
+        "{output}"
+    );
     assert_eq!(answered.text(), "Blue it is.");
     assert_eq!(answered.chunk("finish")["finishReason"], "stop");
 }
@@ -460,7 +480,12 @@ fn an_ai_sdk_chat_reattaches_to_a_running_stream() {
         run_id.as_str()
     );
     assert_eq!(resumed.text(), "Hello", "{:?}", resumed.chunks);
-    assert_eq!(resumed.types().last(), Some(&"abort"), "{:?}", resumed.chunks);
+    assert_eq!(
+        resumed.types().last(),
+        Some(&"abort"),
+        "{:?}",
+        resumed.chunks
+    );
     assert_eq!(resumed.messages.as_array().unwrap().len(), 2);
     assert_eq!(resumed.answer()["id"], run_id.as_str());
     let (_, run) = http(
@@ -522,9 +547,7 @@ fn the_ai_sdk_route_speaks_the_stream_protocol_and_refuses_bad_requests() {
     let address = server.address.clone();
     let task_id = task(&address, &ada, &dir.path().join("one"));
     let path = format!("/api/tasks/{task_id}/ai-sdk");
-    let user = |text: &str| {
-        json!({ "id": "m1", "role": "user", "parts": [{ "type": "text", "text": text }] })
-    };
+    let user = |text: &str| json!({ "id": "m1", "role": "user", "parts": [{ "type": "text", "text": text }] });
 
     let refusals = [
         (json!({ "id": "c" }), 400u16, "AI SDK chat request"),

@@ -34,8 +34,8 @@ impl Tool for Weather {
 }
 
 pub async fn events(turns: Vec<ScriptedTurn>, options: LoopOptions) -> Vec<LoopEvent> {
-    let deps = RunDeps::new(ScriptedProvider::new(turns))
-        .with_tools([Arc::new(Weather) as Arc<dyn Tool>]);
+    let deps =
+        RunDeps::new(ScriptedProvider::new(turns)).with_tools([Arc::new(Weather) as Arc<dyn Tool>]);
     run(
         options,
         vec![Message::user_text("u1", "Weather in Oslo?")],

@@ -187,7 +187,10 @@ async fn decisions(
     let mut decisions = Vec::new();
     let mut denied = Vec::new();
     for response in request.tool_responses() {
-        let Some(call) = open.iter().find(|call| call.call.id == response.tool_call_id) else {
+        let Some(call) = open
+            .iter()
+            .find(|call| call.call.id == response.tool_call_id)
+        else {
             continue;
         };
         let decision = response

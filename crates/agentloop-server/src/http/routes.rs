@@ -26,7 +26,9 @@ use super::responses::{
     StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
 };
 use super::route::Route;
-use super::{a2a, ag_ui, agent_runs, ai_sdk, events, memories, projects, session, tasks, webhooks, ws};
+use super::{
+    a2a, ag_ui, agent_runs, ai_sdk, events, memories, projects, session, tasks, webhooks, ws,
+};
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
 use agentloop_types::RunInput;
