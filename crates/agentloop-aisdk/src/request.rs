@@ -4,7 +4,7 @@
 
 use agentloop_types::{Decision, Wait};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The body the `ai` package's HTTP chat transport posts: the chat's id,
 /// its messages, what triggered the request, and the fields the
@@ -17,15 +17,25 @@ pub struct ChatRequest {
     pub id: Option<String>,
     /// The conversation as the client holds it, oldest first.
     pub messages: Vec<UiMessage>,
-    /// `submit-message` or `regenerate-message`.
+    /// What the client asked for.
     #[serde(default)]
-    pub trigger: Option<String>,
+    pub trigger: Option<Trigger>,
     /// The id of the message to regenerate, for `regenerate-message`.
     #[serde(default)]
     pub message_id: Option<String>,
     /// The agent a new run starts (the application's own field).
     #[serde(default)]
     pub agent_type: Option<String>,
+}
+
+/// What made the client send the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    /// A new message, or answers to the last one's tool calls.
+    SubmitMessage,
+    /// The last answer again.
+    RegenerateMessage,
 }
 
 /// Who wrote a message.
@@ -50,7 +60,7 @@ pub struct UiMessage {
     pub role: Role,
     /// Its parts.
     #[serde(default)]
-    pub parts: Vec<Value>,
+    pub parts: Vec<Map<String, Value>>,
 }
 
 impl UiMessage {
@@ -75,12 +85,13 @@ impl UiMessage {
 }
 
 impl ChatRequest {
-    /// The text of the last message when the person wrote it: the request
+    /// The text of the person's last message, if it has any: the request
     /// a run started from this chat works on.
     pub fn user_text(&self) -> Option<String> {
         self.messages
-            .last()
-            .filter(|message| message.role == Role::User)
+            .iter()
+            .rev()
+            .find(|message| message.role == Role::User)
             .map(UiMessage::text)
             .filter(|text| !text.trim().is_empty())
     }
@@ -136,7 +147,7 @@ pub enum AnswerError {
 impl ToolResponse {
     /// The answer a tool part (`tool-<name>` or `dynamic-tool`) holds, if
     /// it holds one.
-    fn of_part(part: &Value) -> Option<Self> {
+    fn of_part(part: &Map<String, Value>) -> Option<Self> {
         let kind = part.get("type")?.as_str()?;
         if kind != "dynamic-tool" && !kind.starts_with("tool-") {
             return None;
@@ -254,7 +265,7 @@ mod tests {
                 ] }
             ]
         }));
-        assert_eq!(chat.user_text(), None);
+        assert_eq!(chat.user_text().as_deref(), Some("go"));
         let responses = chat.tool_responses();
         assert_eq!(responses.len(), 2);
         let approval = Wait::Approval {

@@ -561,8 +561,21 @@ fn the_ai_sdk_route_speaks_the_stream_protocol_and_refuses_bad_requests() {
             400,
             "agentType",
         ),
-        (json!({ "messages": [] }), 400, "the user's"),
-        (json!({ "messages": [user("  ")] }), 400, "the user's"),
+        (
+            json!({ "messages": [user("go")], "trigger": "resend" }),
+            400,
+            "AI SDK chat request",
+        ),
+        (
+            json!({ "messages": [{ "id": "m1", "role": "robot", "parts": [] }] }),
+            400,
+            "AI SDK chat request",
+        ),
+        (
+            json!({ "messages": [{ "id": "m1", "role": "user", "parts": ["go"] }] }),
+            400,
+            "AI SDK chat request",
+        ),
         (
             json!({ "messages": [user("go"), {
                 "id": "r", "role": "assistant", "parts": [{
@@ -596,6 +609,14 @@ fn the_ai_sdk_route_speaks_the_stream_protocol_and_refuses_bad_requests() {
         None,
     );
     assert_eq!(status, 404, "another user's task");
+    let (status, _) = raw(
+        &address,
+        &ada,
+        "GET",
+        &format!("/api/tasks/{task_id}/ai-sdk/not%20an%20id/stream"),
+        None,
+    );
+    assert_eq!(status, 400, "a chat id that is no id");
     let (_, runs) = http(
         &address,
         &ada,

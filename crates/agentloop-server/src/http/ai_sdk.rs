@@ -6,18 +6,19 @@
 //! The body is what the SDK's HTTP chat transport posts (its
 //! `ChatRequest`); the answer is the run's events as a UI message stream
 //! (see [`agentloop_aisdk`]), one assistant message per agent run (its id
-//! the agent run's). When the last message is the person's, it starts an
-//! agent run of the task (`agentType`, `implementation` by default) with
-//! that message's text, as `POST …/agent-runs` does. When it is the
-//! assistant's, the approval responses and tool outputs of its tool parts
-//! decide the calls the task's waiting run waits on (submitted as a
-//! `RunInput::Decide`) and the stream follows the run from there. Either
-//! way the message finishes when the agent run ends or waits for the
-//! person again.
+//! the agent run's). While an agent run of the task waits for the person,
+//! the approval responses and tool outputs in the tool parts of the last
+//! (assistant) message decide the calls it waits on (submitted as a
+//! `RunInput::Decide`) and the stream follows the run from there.
+//! Otherwise it starts an agent run of the task (`agentType`,
+//! `implementation` by default), as `POST …/agent-runs` does, the text of
+//! the person's last message being its request. Either way the message
+//! finishes when the agent run ends or waits for the person again.
 //!
 //! The resume route follows the SDK's convention (`{api}/{chatId}/stream`,
 //! a 204 when nothing is streaming): the task is the chat, so the chat id
-//! is not read. It replays the running agent run's message from its start.
+//! is checked but not read. It replays the running agent run's message
+//! from its start.
 
 use std::convert::Infallible;
 
@@ -34,7 +35,7 @@ use serde_json::json;
 
 use super::error::ApiError;
 use super::events::Follow;
-use super::extract::{ApiJson, AuthUser};
+use super::extract::{ApiJson, AuthUser, check_id};
 use super::requests::RequestBody;
 use super::service::{self, Submitted, Target};
 use crate::ids::new_id;
@@ -69,10 +70,10 @@ impl JsonSchema for AiSdkChat {
             "type": "object",
             "description": "The body the `ai` package's chat transport posts, with the application's `agentType`.",
             "properties": {
-                "id": { "type": "string", "description": "The client's chat id (not read: the task is the chat)" },
+                "id": { "type": ["string", "null"], "description": "The client's chat id (not read: the task is the chat)" },
                 "messages": {
                     "type": "array",
-                    "description": "The conversation, oldest first (`UIMessage`s). A last `user` message starts an agent run with its text; a last `assistant` message answers the calls the waiting run waits on through its tool parts (`approval-responded`, `output-available`, `output-error`).",
+                    "description": "The conversation, oldest first (`UIMessage`s). While an agent run of the task waits, the tool parts of the last (`assistant`) message answer the calls it waits on (`approval-responded`, `output-available`, `output-error`); otherwise a new agent run starts, the text of the last `user` message being its request.",
                     "items": {
                         "type": "object",
                         "properties": {
@@ -83,9 +84,12 @@ impl JsonSchema for AiSdkChat {
                         "required": ["id", "role"]
                     }
                 },
-                "trigger": { "enum": ["submit-message", "regenerate-message"] },
-                "messageId": { "type": "string" },
-                "agentType": { "enum": ["planification", "implementation", "review"] }
+                "trigger": { "enum": ["submit-message", "regenerate-message", null] },
+                "messageId": { "type": ["string", "null"] },
+                "agentType": {
+                    "enum": ["planification", "implementation", "review", null],
+                    "description": "The agent a new run starts (null or absent: implementation)"
+                }
             },
             "required": ["messages"]
         })
@@ -115,14 +119,11 @@ pub(super) async fn chat(
             ));
         }
         None => {
-            let text = request.user_text().ok_or_else(|| {
-                ApiError::bad_request(
-                    "the last message must be the user's, with text: it is the request",
-                )
-            })?;
             let start = RunInput::Start {
                 agent,
-                message: Some(Message::user_text(new_id(), text)),
+                message: request
+                    .user_text()
+                    .map(|text| Message::user_text(new_id(), text)),
                 client_tools: Vec::new(),
             };
             let run = service::submit(&state, &user, Target::Task(&ctx), start)
@@ -141,8 +142,9 @@ pub(super) async fn chat(
 pub(super) async fn reattach(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
-    Path((task_id, _chat_id)): Path<(String, String)>,
+    Path((task_id, chat_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
+    check_id(&chat_id, "chat")?;
     let ctx = service::owned_task(&state, &user, &task_id).await?;
     let running = service::list_runs(&state, &ctx)
         .await?
