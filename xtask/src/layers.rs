@@ -35,6 +35,7 @@ pub const BELOW_STORAGE: &[&str] = &[
     "agentloop-tools",
     "agentloop-mcp",
     "agentloop-agui",
+    "agentloop-aisdk",
     "agentloop-a2a",
     "agentloop-testing",
 ];
@@ -45,6 +46,7 @@ const PROVIDERS: &str = "agentloop-providers";
 const TOOLS: &str = "agentloop-tools";
 const MCP: &str = "agentloop-mcp";
 const AGUI: &str = "agentloop-agui";
+const AISDK: &str = "agentloop-aisdk";
 const A2A: &str = "agentloop-a2a";
 const RUNTIME: &str = "agentloop-runtime";
 const SERVER: &str = "agentloop-server";
@@ -64,6 +66,8 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (MCP, &[TYPES]),
     // AG-UI: the protocol types' events in another protocol's words.
     (AGUI, &[TYPES]),
+    // The AI SDK's UI message stream: the same, for its chat hooks.
+    (AISDK, &[TYPES]),
     // A2A: runs as another protocol's tasks.
     (A2A, &[TYPES]),
     (STORAGE, &[TYPES]),
@@ -71,7 +75,7 @@ pub const DESIGN_CARD: &[(&str, &[&str])] = &[
     (
         SERVER,
         &[
-            RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, AGUI, A2A,
+            RUNTIME, TYPES, ENGINE, PROVIDERS, TOOLS, STORAGE, MCP, AGUI, AISDK, A2A,
         ],
     ),
     // Evals run agents through the loop; what builds the agent (tools,

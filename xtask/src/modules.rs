@@ -40,6 +40,7 @@ pub const ACYCLIC: &[&str] = &[
     "crates/agentloop-tools/src",
     "crates/agentloop-mcp/src",
     "crates/agentloop-agui/src",
+    "crates/agentloop-aisdk/src",
     "crates/agentloop-a2a/src",
     "crates/agentloop-storage/src",
     "crates/agentloop-runtime/src",

@@ -7,7 +7,7 @@
 //! and the [`openapi`] document are built; [`requests`] and [`responses`]
 //! (with [`crate::shapes`]) are the types of the bodies and answers;
 //! [`service`] holds the use cases every protocol calls (REST here, and
-//! [`mcp`], [`a2a`], [`ag_ui`]); [`extract`] what handlers take from a
+//! [`mcp`], [`a2a`], [`ag_ui`], [`ai_sdk`]); [`extract`] what handlers take from a
 //! request; [`error`] the one error answer; [`web`] the page.
 //!
 //! Nothing below this layer imports from it: the use cases call the run
@@ -19,6 +19,7 @@ mod a2a_list;
 mod a2a_task;
 pub mod ag_ui;
 pub mod agent_runs;
+pub mod ai_sdk;
 pub mod error;
 pub mod events;
 pub mod extract;

@@ -182,6 +182,20 @@ impl Route {
         self
     }
 
+    /// Another answer the route gives, with no JSON body.
+    pub(super) fn or_without_json(
+        mut self,
+        status: &'static str,
+        description: &'static str,
+    ) -> Self {
+        self.extra.push(Answer {
+            status,
+            description,
+            schema: None,
+        });
+        self
+    }
+
     /// The method's name in the document (`get`).
     pub fn method_name(&self) -> String {
         self.method.as_str().to_ascii_lowercase()

@@ -26,7 +26,9 @@ use super::responses::{
     StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
 };
 use super::route::Route;
-use super::{a2a, ag_ui, agent_runs, events, memories, projects, session, tasks, webhooks, ws};
+use super::{
+    a2a, ag_ui, agent_runs, ai_sdk, events, memories, projects, session, tasks, webhooks, ws,
+};
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
 use agentloop_types::RunInput;
@@ -151,6 +153,18 @@ pub fn routes() -> Vec<Route> {
             .body::<AgUiInput>()
             .answers_without_json("200", "The AG-UI event stream")
             .or::<ErrorShape>("409", "Without `resume`: an agent is already running or waiting on this task (`runningAgent` names it). With `resume`: no agent run of this task waits for a decision, or a call was decided before"),
+        Route::new(Method::POST, "/api/tasks/{taskId}/ai-sdk", ai_sdk::chat)
+            .summary("The task's agent runs for an AI SDK chat client (the `ai` package's `useChat`, `DefaultChatTransport`). The body is what its chat transport posts (`id`, `messages`, `trigger`, and `agentType`: planification, implementation — the default — or review); the answer is the AI SDK UI message stream (`text/event-stream` with `x-vercel-ai-ui-message-stream: v1`, one chunk per `data:` line, ended by `data: [DONE]`), one assistant message per agent run, its `messageId` the agent run's id and its `messageMetadata` `{agentRunId, taskId}`. Without an agent run of the task waiting, it starts one (as `POST /api/tasks/{taskId}/agent-runs` does), the text of the last `user` message being its request. While one waits, the last (`assistant`) message decides the calls it waits on from its tool parts — `approval-responded` approves or refuses a call (the `reason` of a refusal is what the model reads), `output-available` answers a question with the output — and the stream follows the run from there; every waiting call must be answered (else a 400, the decisions given being kept). A model turn is a step; text, reasoning and tool calls (dynamic tools) stream as their parts; results are `tool-output-available`, `tool-output-error`, or `tool-output-denied` for a refused call; a call waiting for approval gets `tool-approval-request` (`approvalId` the call id); other agentloop events come whole as transient `data-agentloop-event` parts. It ends with `finish` (`finishReason` `stop`, `tool-calls` when calls wait for the person, or `error` after an `error` chunk; `messageMetadata` the run's `status` and `usage`) or, for a cancelled run, `abort`.")
+            .streaming()
+            .body::<ai_sdk::AiSdkChat>()
+            .answers_without_json("200", "The UI message stream")
+            .or::<ErrorShape>("400", "Not a chat request; an unknown `agentType`; an answer that does not fit its call (an approval of a question, an output of an approval); answers that leave some waiting call unanswered (those given are kept)")
+            .or::<ErrorShape>("409", "An agent is running on this task (`runningAgent` names it), or one waits and the last message answers none of its calls; or the last message answers calls while no agent run of this task waits for a decision"),
+        Route::new(Method::GET, "/api/tasks/{taskId}/ai-sdk/{chatId}/stream", ai_sdk::reattach)
+            .summary("Re-attach an AI SDK chat client to the task's running agent run (the SDK's resumable-stream convention: `useChat({ resume: true })` calls it as `{api}/{chatId}/stream`; the task is the chat, so `chatId`, the client's id of it, is checked but not read): the run's assistant message as a UI message stream, replayed from its start and followed live to its end")
+            .streaming()
+            .answers_without_json("200", "The UI message stream")
+            .or_without_json("204", "No agent run of this task is running"),
         Route::new(Method::GET, "/api/agent-runs/{runId}/messages", agent_runs::messages)
             .summary("The run's stored messages")
             .answers::<Vec<Object>>("200", "Messages, oldest first"),
