@@ -263,10 +263,47 @@ pub struct Task {
     pub title: String,
     /// When true, the implementation/review loop stops chaining.
     pub workflow_complete: bool,
+    /// Where its chain of agent runs stands.
+    #[serde(default)]
+    pub chain: TaskChain,
     /// Creation time (Unix ms).
     pub created_at: i64,
     /// Last update time (Unix ms).
     pub updated_at: i64,
+}
+
+/// Where a task's chain of agent runs stands: when a person last started
+/// one of its agents (the runs created since then are its current chain),
+/// and why the chain ended, when a bound ended it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskChain {
+    /// When a person last started an agent of the task (Unix ms); `None`
+    /// before any did.
+    #[serde(default)]
+    pub started_at: Option<i64>,
+    /// Why the current chain ended at a bound; `None` while it goes on, or
+    /// when it ended otherwise.
+    #[serde(default)]
+    pub end: Option<ChainEnd>,
+}
+
+/// A chain of agent runs ended at one of its bounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainEnd {
+    /// Which bound: `max_runs`, `max_tokens` or `max_cost`.
+    pub reason: String,
+    /// A sentence for people.
+    pub message: String,
+    /// The agent run after which the chain ended.
+    pub agent_run_id: String,
+    /// Agent runs in the chain.
+    pub runs: u64,
+    /// Tokens its runs spent (input, cache and output).
+    pub tokens: u64,
+    /// What its runs cost, in US dollars.
+    pub cost: f64,
+    /// When it ended (Unix ms).
+    pub at: i64,
 }
 
 /// Kind of agent run (seed 004).
@@ -475,6 +512,16 @@ pub struct UserToken {
     pub user_id: String,
     /// Creation time (Unix ms).
     pub created_at: i64,
+    /// When it stops authenticating (Unix ms); `None`: never.
+    #[serde(default)]
+    pub expires_at: Option<i64>,
+}
+
+impl UserToken {
+    /// Whether it still authenticates at `now` (Unix ms).
+    pub fn live_at(&self, now: i64) -> bool {
+        self.expires_at.is_none_or(|at| at > now)
+    }
 }
 
 /// One webhook event sent to one URL, with its attempts (a project's

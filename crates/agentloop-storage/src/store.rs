@@ -26,8 +26,8 @@ use serde_json::Value;
 
 use crate::error::StorageResult;
 use crate::model::{
-    AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta, Chat,
-    Checkpoint, Conversation, EndReason, FileRecord, LeaseRenewal, MemoryRecord, MemoryScope,
+    AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta, ChainEnd,
+    Chat, Checkpoint, Conversation, EndReason, FileRecord, LeaseRenewal, MemoryRecord, MemoryScope,
     Project, RunRecord, RunStatus, StoredMessage, Task, User, UserToken, WebhookDelivery,
 };
 
@@ -253,6 +253,11 @@ pub trait TaskStore: Send + Sync {
         complete: bool,
         now: i64,
     ) -> StorageResult<Vec<AgentRun>>;
+    /// Starts a new chain for the task: a person started one of its agents
+    /// at `started_at` (Unix ms). Clears the end of the chain before.
+    async fn begin_task_chain(&self, task_id: &str, started_at: i64) -> StorageResult<()>;
+    /// Records that the task's current chain ended at a bound.
+    async fn end_task_chain(&self, task_id: &str, end: &ChainEnd) -> StorageResult<()>;
     /// Creates an agent run. A running one fails with
     /// `ActiveAgentRunExists` when the task already has one running or
     /// waiting; the database enforces this.
@@ -354,6 +359,17 @@ pub trait UserStore: Send + Sync {
     async fn find_user_by_token(&self, token_hash: &str) -> StorageResult<User>;
     /// Removes a token hash; `NotFound` (kind `token`) if it is not stored.
     async fn revoke_token(&self, token_hash: &str) -> StorageResult<()>;
+    /// The stored token of a hash with its user (expired ones included:
+    /// the caller compares [`UserToken::expires_at`] with its clock);
+    /// `NotFound` (kind `token`) for an unknown or revoked hash.
+    async fn find_token(&self, token_hash: &str) -> StorageResult<(User, UserToken)>;
+    /// A user's tokens, oldest first.
+    async fn list_tokens(&self, user_id: &str) -> StorageResult<Vec<UserToken>>;
+    /// Removes every token of a user; returns how many there were.
+    async fn revoke_user_tokens(&self, user_id: &str) -> StorageResult<u64>;
+    /// Deletes a user with its tokens; `NotFound` (kind `user`) if there is
+    /// none.
+    async fn delete_user(&self, id: &str) -> StorageResult<()>;
 }
 
 /// The webhook delivery log of each project: its last

@@ -64,4 +64,42 @@ impl UserStore for MemoryStore {
             .map(|_| ())
             .ok_or_else(|| StorageError::not_found("token", token_hash))
     }
+
+    async fn find_token(&self, token_hash: &str) -> StorageResult<(User, UserToken)> {
+        let state = self.lock();
+        state
+            .tokens
+            .get(token_hash)
+            .and_then(|t| state.users.get(&t.user_id).map(|u| (u.clone(), t.clone())))
+            .ok_or_else(|| StorageError::not_found("token", token_hash))
+    }
+
+    async fn list_tokens(&self, user_id: &str) -> StorageResult<Vec<UserToken>> {
+        let mut all: Vec<UserToken> = self
+            .lock()
+            .tokens
+            .values()
+            .filter(|t| t.user_id == user_id)
+            .cloned()
+            .collect();
+        sort_by_created(&mut all, |t| (t.created_at, &t.token_hash));
+        Ok(all)
+    }
+
+    async fn revoke_user_tokens(&self, user_id: &str) -> StorageResult<u64> {
+        let mut state = self.lock();
+        let before = state.tokens.len();
+        state.tokens.retain(|_, t| t.user_id != user_id);
+        Ok((before - state.tokens.len()) as u64)
+    }
+
+    async fn delete_user(&self, id: &str) -> StorageResult<()> {
+        let mut state = self.lock();
+        state
+            .users
+            .remove(id)
+            .ok_or_else(|| StorageError::not_found("user", id))?;
+        state.tokens.retain(|_, t| t.user_id != id);
+        Ok(())
+    }
 }

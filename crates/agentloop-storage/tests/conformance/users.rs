@@ -21,6 +21,7 @@ pub fn token(hash: &str, user_id: &str) -> UserToken {
         token_hash: hash.into(),
         user_id: user_id.into(),
         created_at: 5,
+        expires_at: None,
     }
 }
 
@@ -316,4 +317,58 @@ pub async fn check_users_moved_from_files(store: &dyn Store) {
         .map(|p| p.id)
         .collect();
     assert_eq!(projects, ["kept"]);
+}
+
+pub async fn token_expiry_revocation_and_user_deletion(store: Arc<dyn Store>) {
+    store.create_user(&user("u1", "one", 1)).await.unwrap();
+    store.create_user(&user("u2", "two", 2)).await.unwrap();
+    let expiring = UserToken {
+        expires_at: Some(1_000),
+        ..token("e1", "u1")
+    };
+    store.add_token(&expiring).await.unwrap();
+    store.add_token(&token("n1", "u1")).await.unwrap();
+    store.add_token(&token("n2", "u2")).await.unwrap();
+    // The stored expiry reads back with its user; the caller's clock
+    // decides whether it still authenticates.
+    let (owner, found) = store.find_token("e1").await.unwrap();
+    assert_eq!(owner, user("u1", "one", 1));
+    assert_eq!(found, expiring);
+    assert!(found.live_at(999));
+    assert!(!found.live_at(1_000));
+    assert_eq!(store.find_token("n1").await.unwrap().1.expires_at, None);
+    assert_eq!(
+        store.find_token("nope").await,
+        Err(StorageError::not_found("token", "nope"))
+    );
+    let hashes: Vec<String> = store
+        .list_tokens("u1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.token_hash)
+        .collect();
+    assert_eq!(hashes, ["e1", "n1"]);
+
+    // Revoking a user's tokens revokes them all, and only theirs.
+    assert_eq!(store.revoke_user_tokens("u1").await.unwrap(), 2);
+    assert!(store.find_token("e1").await.is_err());
+    assert!(store.find_token("n1").await.is_err());
+    assert_eq!(store.find_token("n2").await.unwrap().0.id, "u2");
+    assert_eq!(store.revoke_user_tokens("u1").await.unwrap(), 0);
+
+    // Deleting a user takes its tokens with it.
+    store.delete_user("u2").await.unwrap();
+    assert_eq!(
+        store.get_user("u2").await,
+        Err(StorageError::not_found("user", "u2"))
+    );
+    assert!(store.find_token("n2").await.is_err());
+    assert!(store.list_tokens("u2").await.unwrap().is_empty());
+    assert_eq!(
+        store.delete_user("u2").await,
+        Err(StorageError::not_found("user", "u2"))
+    );
+    // The name is free again.
+    store.create_user(&user("u3", "two", 3)).await.unwrap();
 }
