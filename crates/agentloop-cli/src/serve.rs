@@ -73,6 +73,12 @@ pub struct ServeArgs {
     /// Model turns per agent run (at least 1).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: u32,
+    /// Agent runs per chain of a task (at least 1): implementation and
+    /// review chain until an agent calls `complete_workflow`, a run fails
+    /// or is cancelled, Mark Done, or this bound. A project's
+    /// `chain_limits` overrides it and may add a token or cost budget.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub chain_max_runs: u32,
     /// The folder project folders are made in (a relative `repoFolder` is
     /// taken inside it; no project may use the folder itself, and no two
     /// projects nested or equal folders). Default: `projects` in the data
@@ -335,6 +341,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
         config.extra_tools.extend(minion);
         config.prompts = prompts(args.prompts.as_ref())?;
         config.max_iterations = args.max_iterations;
+        config.chain_max_runs = args.chain_max_runs;
         let projects_root = match args.projects_root.clone() {
             Some(root) => root,
             None => db::data_dir()?.join("projects"),

@@ -142,6 +142,9 @@ pub struct ServerConfig {
     /// The durable engine runs are handed to instead of this instance's
     /// lease scheduler (see [`crate::dispatch`]); `None`: executed here.
     pub dispatch: Option<Arc<dyn crate::dispatch::RunDispatch>>,
+    /// Most agent runs in one chain of a task (see [`crate::chain_bounds`]);
+    /// a project's `chain_limits.max_runs` overrides it. 20 by default.
+    pub chain_max_runs: u32,
 }
 
 /// How webhook deliveries are made.
@@ -203,6 +206,7 @@ impl ServerConfig {
             approvals: ApprovalMode::Unattended,
             webhooks: WebhookSettings::default(),
             dispatch: None,
+            chain_max_runs: 20,
         }
     }
 }

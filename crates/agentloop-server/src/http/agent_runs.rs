@@ -45,11 +45,9 @@ pub(super) async fn list(
     let mut listed = Vec::with_capacity(runs.len());
     for run in &runs {
         let details = service::run_details(&state, run).await?;
-        listed.push(AgentRunView::of(
-            run,
-            details.tokens,
-            details.pending.as_deref(),
-        ));
+        listed.push(
+            AgentRunView::of(run, details.tokens, details.pending.as_deref()).in_task(&ctx.task),
+        );
     }
     Ok(Json(listed))
 }
@@ -101,13 +99,11 @@ pub(super) async fn get_one(
     AuthUser(user): AuthUser,
     Path(run_id): Path<String>,
 ) -> Result<Json<AgentRunView>, ApiError> {
-    let (run, _) = service::owned_run(&state, &user, &run_id).await?;
+    let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
     let details = service::run_details(&state, &run).await?;
-    Ok(Json(AgentRunView::of(
-        &run,
-        details.tokens,
-        details.pending.as_deref(),
-    )))
+    Ok(Json(
+        AgentRunView::of(&run, details.tokens, details.pending.as_deref()).in_task(&ctx.task),
+    ))
 }
 
 pub(super) async fn messages(
