@@ -192,22 +192,6 @@ pub struct ServeArgs {
     pub restate_protocol: Option<crate::config::RestateProtocol>,
 }
 
-#[derive(Subcommand)]
-pub enum UsersCommand {
-    /// Create a user and print its bearer token (shown only once).
-    Create(UserCreateArgs),
-    /// List users.
-    List(DbArgs),
-}
-
-#[derive(Args)]
-pub struct UserCreateArgs {
-    /// Display name, unique among the users.
-    pub name: String,
-    #[command(flatten)]
-    pub db: DbArgs,
-}
-
 #[derive(Args)]
 pub struct DbArgs {
     /// SQLite file, `:memory:`, or a PostgreSQL URL (default: agentloop.db
@@ -562,41 +546,6 @@ fn restate_settings(
             }
         },
     }))
-}
-
-/// `agentloop users create|list`.
-pub async fn users(command: UsersCommand) -> Outcome {
-    let mut out = Stdout::new();
-    match command {
-        UsersCommand::Create(args) => {
-            let store = db::open_for_write(args.db.db.as_deref()).await?;
-            let (user, token) = agentloop_server::users::create_user(&*store, &args.name)
-                .await
-                .map_err(|e| match e {
-                    StorageError::AlreadyExists { id, .. } => Failure::usage(format!(
-                        "a user named {:?} already exists; user names are unique, so pick \
-                         another (`agentloop users list` shows the names taken)",
-                        crate::out::sanitize(&id)
-                    )),
-                    StorageError::Invalid(reason) => Failure::usage(reason),
-                    other => Failure::Runtime(other.to_string()),
-                })?;
-            crate::out::note(format!("created user {} ({})", user.name, user.id));
-            out.line(token)?;
-        }
-        UsersCommand::List(args) => {
-            let Some(store) = db::open(args.db.as_deref(), Access::Read).await? else {
-                return Ok(ExitCode::SUCCESS);
-            };
-            for user in agentloop_server::users::list_users(&*store)
-                .await
-                .map_err(|e| e.to_string())?
-            {
-                out.line(format!("{}\t{}", user.id, user.name))?;
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `agentloop complete-workflow TASK`: sets the task's `workflow_complete`

@@ -145,6 +145,11 @@ pub struct ServerConfig {
     /// Most agent runs in one chain of a task (see [`crate::chain_bounds`]);
     /// a project's `chain_limits.max_runs` overrides it. 20 by default.
     pub chain_max_runs: u32,
+    /// How often an open event stream or WebSocket looks its token up
+    /// again, so one revoked elsewhere (another instance, `agentloop users`)
+    /// or expired ends within this much (1 s by default). A revocation on
+    /// this instance ends them at once.
+    pub token_check: Duration,
 }
 
 /// How webhook deliveries are made.
@@ -207,6 +212,7 @@ impl ServerConfig {
             webhooks: WebhookSettings::default(),
             dispatch: None,
             chain_max_runs: 20,
+            token_check: Duration::from_secs(1),
         }
     }
 }

@@ -43,6 +43,10 @@ pub struct AppState {
     /// What the instance waits for before it serves (nothing unless its
     /// host says so).
     pub readiness: Arc<Readiness>,
+    /// Notified when this instance revokes a token, so the streams and
+    /// WebSockets it opened end at once (see
+    /// [`crate::users::until_invalid`]).
+    pub revocations: Arc<tokio::sync::Notify>,
 }
 
 impl AppState {
@@ -62,6 +66,7 @@ impl AppState {
             heartbeat: Arc::new(Heartbeat::default()),
             rates,
             readiness: Arc::default(),
+            revocations: Arc::default(),
         }
     }
 

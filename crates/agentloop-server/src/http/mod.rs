@@ -34,6 +34,7 @@ pub mod route;
 pub mod routes;
 pub mod service;
 pub mod session;
+mod streams;
 pub mod tasks;
 pub mod web;
 pub mod webhooks;
@@ -88,6 +89,10 @@ pub fn router(state: AppState) -> Router {
         // Added after the rate limit's layer, which therefore never sees
         // them (health: a probe is never refused).
         .merge(unlimited)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            streams::end_when_revoked,
+        ))
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
