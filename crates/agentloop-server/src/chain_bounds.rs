@@ -90,6 +90,17 @@ pub async fn spend(state: &AppState, task: &Task) -> StorageResult<ChainSpend> {
     Ok(spent)
 }
 
+/// `usd` in millionths of a dollar (0 for a negative or unknown amount).
+fn micro_usd(usd: f64) -> u64 {
+    let micros = (usd * 1_000_000.0).round();
+    if micros.is_finite() && micros > 0.0 {
+        // Saturates at u64::MAX.
+        micros as u64
+    } else {
+        0
+    }
+}
+
 /// The end of a chain that `spent` this much under `limits`, after the run
 /// `last`, if a bound is reached.
 pub fn reached(limits: &ChainLimits, spent: &ChainSpend, last: &str) -> Option<ChainEnd> {
@@ -126,7 +137,7 @@ pub fn reached(limits: &ChainLimits, spent: &ChainSpend, last: &str) -> Option<C
         agent_run_id: last.to_owned(),
         runs: spent.runs,
         tokens: spent.tokens,
-        cost: spent.cost,
+        cost_micro_usd: micro_usd(spent.cost),
         at: now_millis(),
     })
 }

@@ -198,7 +198,8 @@ impl AppState {
         let message = json!({ "type": "chain-ended", "taskId": task_id,
                               "agentRunId": end.agent_run_id, "reason": end.reason,
                               "message": end.message, "runs": end.runs,
-                              "tokens": end.tokens, "cost": end.cost });
+                              "tokens": end.tokens,
+                              "cost": end.cost_micro_usd as f64 / 1_000_000.0 });
         self.notices.send(owner, &message);
         if Registration::of(&project.settings).is_some() {
             self.notices.to_webhooks(message);

@@ -10,7 +10,8 @@
 //!   these four and nothing else.
 //! - [`ProductStore`], the server's product: projects ([`ProjectStore`]),
 //!   their files ([`FileStore`]), tasks and agent runs ([`TaskStore`]),
-//!   users ([`UserStore`]) and webhook deliveries ([`WebhookStore`]).
+//!   users ([`UserStore`]), webhook deliveries ([`WebhookStore`]) and the
+//!   audit log ([`AuditStore`]).
 //!
 //! A third, narrow trait stands beside them: [`MemoriesStore`], the
 //! memories runs keep from one run to the next (per user, project or
@@ -26,8 +27,8 @@ use serde_json::Value;
 
 use crate::error::StorageResult;
 use crate::model::{
-    AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta, ChainEnd,
-    Chat, Checkpoint, Conversation, EndReason, FileRecord, LeaseRenewal, MemoryRecord, MemoryScope,
+    AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta,
+    AuditEntry, AuditFilter, ChainEnd, Chat, Checkpoint, Conversation, EndReason, FileRecord, LeaseRenewal, MemoryRecord, MemoryScope,
     Project, RunRecord, RunStatus, StoredMessage, Task, User, UserToken, WebhookDelivery,
 };
 
@@ -390,6 +391,18 @@ pub trait WebhookStore: Send + Sync {
     ) -> StorageResult<Vec<WebhookDelivery>>;
 }
 
+/// The server's audit log: append-only, kept apart from projects (an
+/// entry outlives the project, task or user it names).
+#[async_trait]
+pub trait AuditStore: Send + Sync {
+    /// Appends an entry; `AlreadyExists` (kind `audit entry`) if its id is
+    /// taken.
+    async fn append_audit(&self, entry: &AuditEntry) -> StorageResult<()>;
+    /// The newest `filter.limit` entries `filter` admits, oldest first (by
+    /// time, then id).
+    async fn list_audit(&self, filter: &AuditFilter) -> StorageResult<Vec<AuditEntry>>;
+}
+
 /// Deliveries a project's log keeps.
 pub const WEBHOOK_DELIVERIES_KEPT: u32 = 100;
 
@@ -460,11 +473,14 @@ impl<T> RuntimeStore for T where
 }
 
 /// The server's product: projects and their files, tasks with their agent
-/// runs and conversations, users, webhook deliveries.
-pub trait ProductStore: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore {}
+/// runs and conversations, users, webhook deliveries, the audit log.
+pub trait ProductStore:
+    ProjectStore + FileStore + TaskStore + UserStore + WebhookStore + AuditStore
+{
+}
 
 impl<T> ProductStore for T where
-    T: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore + ?Sized
+    T: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore + AuditStore + ?Sized
 {
 }
 

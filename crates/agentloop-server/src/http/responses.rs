@@ -182,7 +182,7 @@ impl From<&Task> for TaskShape {
 
 /// The bounds a project's chains of agent runs end at.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[schemars(rename = "ChainLimits")]
+#[schemars(rename = "ProjectChainLimits")]
 pub struct ChainLimitsShape {
     /// Most agent runs in one chain.
     pub max_runs: u64,
@@ -244,7 +244,7 @@ impl ChainEndShape {
             agent_run_id: end.agent_run_id.clone(),
             runs: end.runs,
             tokens: end.tokens,
-            cost_usd: end.cost,
+            cost_usd: end.cost_micro_usd as f64 / 1_000_000.0,
             at: rfc3339(end.at),
         }
     }

@@ -4,8 +4,8 @@ use async_trait::async_trait;
 
 use super::{MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
-use crate::model::{User, UserToken};
-use crate::store::UserStore;
+use crate::model::{AuditEntry, AuditFilter, User, UserToken};
+use crate::store::{AuditStore, UserStore};
 
 #[async_trait]
 impl UserStore for MemoryStore {
@@ -101,5 +101,32 @@ impl UserStore for MemoryStore {
             .ok_or_else(|| StorageError::not_found("user", id))?;
         state.tokens.retain(|_, t| t.user_id != id);
         Ok(())
+    }
+}
+
+#[async_trait]
+impl AuditStore for MemoryStore {
+    async fn append_audit(&self, entry: &AuditEntry) -> StorageResult<()> {
+        let mut state = self.lock();
+        if state.audit.iter().any(|e| e.id == entry.id) {
+            return Err(StorageError::exists("audit entry", &entry.id));
+        }
+        state.audit.push(entry.clone());
+        Ok(())
+    }
+
+    async fn list_audit(&self, filter: &AuditFilter) -> StorageResult<Vec<AuditEntry>> {
+        let mut all: Vec<AuditEntry> = self
+            .lock()
+            .audit
+            .iter()
+            .filter(|e| filter.admits(e))
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+        let keep = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+        let drop = all.len().saturating_sub(keep);
+        all.drain(..drop);
+        Ok(all)
     }
 }

@@ -92,7 +92,7 @@ const SCRIPT_DESCRIPTIONS: [&str; 9] = [
     "agentloop storage project approval modes",
     "agentloop storage webhook deliveries",
     "agentloop storage memories",
-    "agentloop storage chains and token expiry",
+    "agentloop storage chains, token expiry and audit log",
 ];
 
 /// The embedded schema scripts of one backend, in version order.

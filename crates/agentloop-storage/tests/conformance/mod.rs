@@ -57,7 +57,7 @@ macro_rules! conformance_suite {
             concurrent_active_agent_runs,
             concurrent_totals_and_leases, large_messages, non_ascii_text,
             export_import_round_trip, users_create_list_get, user_tokens, token_expiry_revocation_and_user_deletion,
-            task_chains,
+            task_chains, audit_log_filters_and_order,
             non_ascii_user_names, concurrent_user_creation,
             project_folders_never_overlap, concurrent_folder_claims,
             runs_by_status_and_last, lease_renewals, cascade_delete_task,

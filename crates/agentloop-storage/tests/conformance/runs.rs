@@ -994,7 +994,7 @@ pub async fn task_chains(store: Arc<dyn Store>) {
         agent_run_id: "r20".into(),
         runs: 20,
         tokens: 12_345,
-        cost: 0.25,
+        cost_micro_usd: 250_000,
         at: 50,
     };
     store.end_task_chain("t", &end).await.unwrap();

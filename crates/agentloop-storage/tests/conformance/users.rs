@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use agentloop_storage::model::{User, UserToken};
+use agentloop_storage::model::{AuditEntry, AuditFilter, User, UserToken};
 use agentloop_storage::{StorageError, Store};
 
 use super::project;
@@ -371,4 +371,87 @@ pub async fn token_expiry_revocation_and_user_deletion(store: Arc<dyn Store>) {
     );
     // The name is free again.
     store.create_user(&user("u3", "two", 3)).await.unwrap();
+}
+
+pub async fn audit_log_filters_and_order(store: Arc<dyn Store>) {
+    let entry = |id: &str, at: i64, user: Option<&str>, project: Option<&str>| AuditEntry {
+        id: id.into(),
+        at,
+        user_id: user.map(Into::into),
+        action: "run.cancel".into(),
+        project_id: project.map(Into::into),
+        target: Some("run-1".into()),
+        address: Some("203.0.113.9".into()),
+        detail: serde_json::json!({ "status": 200 }),
+    };
+    assert!(
+        store
+            .list_audit(&AuditFilter {
+                limit: 10,
+                ..AuditFilter::default()
+            })
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Appended out of order; read back by time, then id.
+    store.append_audit(&entry("c", 30, Some("u1"), Some("p1"))).await.unwrap();
+    store.append_audit(&entry("a", 10, Some("u1"), None)).await.unwrap();
+    store.append_audit(&entry("b", 20, Some("u2"), Some("p1"))).await.unwrap();
+    store.append_audit(&entry("d", 20, None, Some("p2"))).await.unwrap();
+    assert_eq!(
+        store.append_audit(&entry("a", 99, None, None)).await,
+        Err(StorageError::exists("audit entry", "a"))
+    );
+    let ids = |entries: Vec<AuditEntry>| entries.into_iter().map(|e| e.id).collect::<Vec<_>>();
+    let all = store
+        .list_audit(&AuditFilter {
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(all[0], entry("a", 10, Some("u1"), None), "read back whole");
+    assert_eq!(ids(all), ["a", "b", "d", "c"]);
+    let read = |filter: AuditFilter| {
+        let store = store.clone();
+        async move { ids(store.list_audit(&filter).await.unwrap()) }
+    };
+    assert_eq!(
+        read(AuditFilter {
+            project_id: Some("p1".into()),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await,
+        ["b", "c"]
+    );
+    assert_eq!(
+        read(AuditFilter {
+            user_id: Some("u1".into()),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await,
+        ["a", "c"]
+    );
+    assert_eq!(
+        read(AuditFilter {
+            since: Some(20),
+            until: Some(30),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await,
+        ["b", "d"]
+    );
+    // The limit keeps the newest.
+    assert_eq!(
+        read(AuditFilter {
+            limit: 2,
+            ..AuditFilter::default()
+        })
+        .await,
+        ["d", "c"]
+    );
 }
