@@ -104,14 +104,35 @@ async fn named(store: &dyn Store, name: &str) -> Result<users::User, Failure> {
     })
 }
 
+/// Records an account change the operator made here in the audit log
+/// (no token, only the user's id and name).
+async fn audit(store: &dyn Store, action: &str, user: &users::User, expires_at: Option<i64>) -> Result<(), Failure> {
+    let mut detail = serde_json::json!({ "name": user.name, "by": "agentloop users" });
+    if let Some(at) = expires_at {
+        detail["expires_at"] = serde_json::json!(agentloop_storage::time::rfc3339(at));
+    }
+    agentloop_server::audit::record(
+        store,
+        agentloop_server::audit::Action {
+            action: action.to_owned(),
+            target: Some(user.id.clone()),
+            detail,
+            ..Default::default()
+        },
+    )
+    .await
+    .map(drop)
+    .map_err(|e| Failure::Runtime(format!("the audit log could not be written: {e}")))
+}
+
 /// `agentloop users create|list|reset|revoke|delete`.
 pub async fn users(command: UsersCommand) -> Outcome {
     let mut out = Stdout::new();
     match command {
         UsersCommand::Create(args) => {
             let store = db::open_for_write(args.db.db.as_deref()).await?;
-            let (user, token) =
-                users::create_user_expiring(&*store, &args.name, expiry(args.expires))
+            let expires_at = expiry(args.expires);
+            let (user, token) = users::create_user_expiring(&*store, &args.name, expires_at)
                     .await
                     .map_err(|e| match e {
                         StorageError::AlreadyExists { id, .. } => Failure::usage(format!(
@@ -121,6 +142,7 @@ pub async fn users(command: UsersCommand) -> Outcome {
                         )),
                         other => failed(other),
                     })?;
+            audit(&*store, "user.create", &user, expires_at).await?;
             crate::out::note(format!("created user {} ({})", user.name, user.id));
             out.line(token)?;
         }
@@ -160,9 +182,11 @@ pub async fn users(command: UsersCommand) -> Outcome {
         UsersCommand::Reset(args) => {
             let store = db::open_for_write(args.db.db.as_deref()).await?;
             let user = named(&*store, &args.name).await?;
-            let token = users::reset_tokens(&*store, &user.id, expiry(args.expires))
+            let expires_at = expiry(args.expires);
+            let token = users::reset_tokens(&*store, &user.id, expires_at)
                 .await
                 .map_err(failed)?;
+            audit(&*store, "token.reset", &user, expires_at).await?;
             crate::out::note(format!(
                 "new token for {}; every token it had before is revoked",
                 crate::out::sanitize(&user.name)
@@ -175,6 +199,7 @@ pub async fn users(command: UsersCommand) -> Outcome {
             let revoked = users::revoke_user_tokens(&*store, &user.id)
                 .await
                 .map_err(failed)?;
+            audit(&*store, "token.revoke", &user, None).await?;
             out.line(format!(
                 "user {}: {} revoked",
                 crate::out::sanitize(&user.name),
@@ -187,6 +212,7 @@ pub async fn users(command: UsersCommand) -> Outcome {
             users::delete_user(&*store, &user.id)
                 .await
                 .map_err(failed)?;
+            audit(&*store, "user.delete", &user, None).await?;
             out.line(format!(
                 "user {} deleted",
                 crate::out::sanitize(&user.name)

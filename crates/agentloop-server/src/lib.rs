@@ -63,6 +63,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod audit;
 pub mod chain_bounds;
 pub mod config;
 pub mod dispatch;

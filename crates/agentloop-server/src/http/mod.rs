@@ -19,6 +19,7 @@ mod a2a_list;
 mod a2a_task;
 pub mod ag_ui;
 pub mod agent_runs;
+mod audit;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -81,6 +82,11 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(middleware::from_fn_with_state(state.clone(), until_ready))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        // Inside the rate limit, whose token lookup it reuses.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            audit::record_changes,
+        ))
         // Inside the log, so a refused request is logged and counted too.
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -463,6 +463,23 @@ impl<'de> Deserialize<'de> for ChainLimits {
     }
 }
 
+/// `GET /api/audit`: which entries of the audit log to read.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Only this project's (one you own): every user's actions on it.
+    /// Without it, your own actions.
+    pub project_id: Option<String>,
+    /// Only this user's (another user's only with `project_id`).
+    pub user_id: Option<String>,
+    /// Only at or after this time (Unix milliseconds).
+    pub since: Option<i64>,
+    /// Only before this time (Unix milliseconds).
+    pub until: Option<i64>,
+    /// At most this many, the newest (1 to 1000; 100 by default).
+    pub limit: Option<u32>,
+}
+
 /// An open JSON object, checked by the use case that takes it (a
 /// project's MCP servers, its agents).
 pub type Object = Map<String, Value>;

@@ -3,7 +3,7 @@
 //! seed 004's snake_case (`agent_type`, `workflow_complete`).
 
 use agentloop_storage::model::{
-    AgentRun, AgentRunDecision, ChainEnd, MemoryRecord, Project, Task, WebhookAttempt,
+    AgentRun, AgentRunDecision, AuditEntry, ChainEnd, MemoryRecord, Project, Task, WebhookAttempt,
     WebhookDelivery,
 };
 use agentloop_types::{PendingCall, TokenTotals};
@@ -176,6 +176,55 @@ impl From<&Task> for TaskShape {
             document_path: task_doc_path(&task.id),
             created_at: rfc3339(task.created_at),
             updated_at: rfc3339(task.updated_at),
+        }
+    }
+}
+
+/// `GET /api/audit`: entries of the audit log, oldest first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AuditShape {
+    /// The entries.
+    pub entries: Vec<AuditEntryShape>,
+}
+
+/// One entry of the audit log: who did what, when, from where.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "AuditEntry")]
+pub struct AuditEntryShape {
+    /// The entry's id.
+    pub id: String,
+    /// When (RFC 3339).
+    pub at: String,
+    /// When (Unix milliseconds, as `since` and `until` take it).
+    pub at_ms: i64,
+    /// Who acted; null for the operator at the server's terminal
+    /// (`agentloop users`).
+    pub user_id: Option<String>,
+    /// What was done: `session.sign_in`, `run.cancel`, `task.mark_done`,
+    /// `webhooks.change`, `token.reset`, …
+    pub action: String,
+    /// The project it concerns.
+    pub project_id: Option<String>,
+    /// What it was done to (a run, task, project, memory or user id).
+    pub target: Option<String>,
+    /// The client's address, for an action over HTTP.
+    pub address: Option<String>,
+    /// More about it (never a secret).
+    pub detail: Value,
+}
+
+impl From<&AuditEntry> for AuditEntryShape {
+    fn from(entry: &AuditEntry) -> Self {
+        Self {
+            id: entry.id.clone(),
+            at: rfc3339(entry.at),
+            at_ms: entry.at,
+            user_id: entry.user_id.clone(),
+            action: entry.action.clone(),
+            project_id: entry.project_id.clone(),
+            target: entry.target.clone(),
+            address: entry.address.clone(),
+            detail: entry.detail.clone(),
         }
     }
 }

@@ -1,0 +1,52 @@
+//! Reading the audit log.
+
+use agentloop_storage::model::{AuditEntry, AuditFilter};
+
+use crate::http::error::ApiError;
+use crate::http::requests::AuditQuery;
+use crate::state::AppState;
+use crate::users::User;
+
+use super::owned_project;
+
+/// Entries read at most at once.
+pub const AUDIT_LIMIT_MAX: u32 = 1000;
+
+/// The audit entries `query` asks for that `user` may read: a project's
+/// (any user's actions on it) when the user owns it, else the user's own
+/// actions. Oldest first; the newest `limit` (100 by default, at most
+/// [`AUDIT_LIMIT_MAX`]).
+pub async fn audit_log(
+    state: &AppState,
+    user: &User,
+    query: AuditQuery,
+) -> Result<Vec<AuditEntry>, ApiError> {
+    let limit = query.limit.unwrap_or(100);
+    if limit == 0 || limit > AUDIT_LIMIT_MAX {
+        return Err(ApiError::bad_request(format!(
+            "limit: a whole number from 1 to {AUDIT_LIMIT_MAX}"
+        )));
+    }
+    let project_id = match &query.project_id {
+        Some(id) => Some(owned_project(state, user, id).await?.id),
+        None => None,
+    };
+    let user_id = match (&project_id, query.user_id) {
+        (Some(_), asked) => asked,
+        (None, Some(asked)) if asked != user.id => {
+            return Err(ApiError::bad_request(
+                "user_id: another user's actions are read within a project you own \
+                 (name it with project_id)",
+            ));
+        }
+        (None, _) => Some(user.id.clone()),
+    };
+    let filter = AuditFilter {
+        project_id,
+        user_id,
+        since: query.since,
+        until: query.until,
+        limit,
+    };
+    Ok(state.store.list_audit(&filter).await?)
+}
