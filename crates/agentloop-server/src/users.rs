@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use agentloop_storage::model::{UserToken, now_millis};
-use agentloop_storage::{ProjectStore, StorageError, StorageResult, Store};
+use agentloop_storage::{StorageError, StorageResult, Store};
 use tokio::sync::Notify;
 
 use crate::ids::{new_id, new_token, token_hash};

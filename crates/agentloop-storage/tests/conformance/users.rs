@@ -225,7 +225,9 @@ pub async fn concurrent_user_creation(store: Arc<dyn Store>) {
 }
 
 /// Takes a store back to the schema before users had tables.
-pub const DROP_USER_TABLES: &str = "DROP TABLE memories; DROP TABLE webhook_deliveries; \
+pub const DROP_USER_TABLES: &str = "DROP TABLE audit_log; ALTER TABLE tasks DROP COLUMN chain_end; \
+     ALTER TABLE tasks DROP COLUMN chain_started_at; \
+     DROP TABLE memories; DROP TABLE webhook_deliveries; \
      ALTER TABLE projects DROP COLUMN approval_mode; \
      DROP INDEX messages_by_rev; \
      ALTER TABLE messages DROP COLUMN rev; ALTER TABLE chats DROP COLUMN message_rev; \
