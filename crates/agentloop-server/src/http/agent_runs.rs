@@ -1,10 +1,11 @@
 //! Agent runs: start one (seed 004's POST), list, read, cancel; what a
 //! waiting run waits for and the decisions that resume it.
 
-use axum::Json;
+use axum::{Extension, Json};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 
+use super::audit::Created;
 use super::error::ApiError;
 use super::extract::{ApiJson, AuthUser, check_id};
 use super::requests::{Decisions, NewAgentRun};
@@ -20,7 +21,7 @@ pub(super) async fn create(
     AuthUser(user): AuthUser,
     Path(task_id): Path<String>,
     ApiJson(body): ApiJson<NewAgentRun>,
-) -> Result<(StatusCode, Json<AgentRunShape>), ApiError> {
+) -> Result<(StatusCode, Extension<Created>, Json<AgentRunShape>), ApiError> {
     check_id(&task_id, "task")?;
     let ctx = service::owned_task(&state, &user, &task_id).await?;
     let agent = AgentType::from(body.agent_type).as_str().to_owned();
@@ -32,7 +33,11 @@ pub(super) async fn create(
     let run = service::submit(&state, &user, Target::Task(&ctx), start)
         .await?
         .into_run()?;
-    Ok((StatusCode::CREATED, Json(AgentRunShape::of(&run))))
+    Ok((
+        StatusCode::CREATED,
+        Extension(Created(run.id.clone())),
+        Json(AgentRunShape::of(&run)),
+    ))
 }
 
 pub(super) async fn list(

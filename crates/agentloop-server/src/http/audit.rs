@@ -28,6 +28,11 @@ use crate::users::user_for_token;
 #[derive(Debug, Clone)]
 pub(crate) struct SignedIn(pub String);
 
+/// What a creation created (its id), put on its answer by the route: the
+/// entry's target, and its project when it is one.
+#[derive(Debug, Clone)]
+pub(crate) struct Created(pub String);
+
 /// Each audited route (method and template) and its action.
 pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("POST", "/api/session", "session.sign_in"),
@@ -156,7 +161,14 @@ pub(super) async fn record_changes(
     if let Some(SignedIn(id)) = response.extensions().get::<SignedIn>() {
         user_id = Some(id.clone());
     }
-    let target = ids.last().map(|(_, id)| id.clone());
+    let mut target = ids.last().map(|(_, id)| id.clone());
+    let mut project_id = project_id;
+    if let Some(Created(id)) = response.extensions().get::<Created>() {
+        if action == "project.create" {
+            project_id = Some(id.clone());
+        }
+        target = Some(id.clone());
+    }
     let entry = Action {
         user_id,
         action: action.to_owned(),
