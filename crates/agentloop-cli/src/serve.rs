@@ -10,9 +10,8 @@ use std::time::Duration;
 use agentloop_server::config::{RateLimit, TrustedProxies, TrustedProxy};
 use agentloop_server::listener::{ConnectionLimits, serve_bounded};
 use agentloop_server::{AgentPrompts, Server, ServerConfig, shutdown_signal};
-use agentloop_storage::StorageError;
 use agentloop_storage::model::now_millis;
-use clap::{Args, Subcommand};
+use clap::Args;
 use serde::Deserialize;
 
 use crate::config::{RateSetting, ServeApprovals, ServeConfig, ServeEngine};

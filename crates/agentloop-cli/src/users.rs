@@ -106,7 +106,12 @@ async fn named(store: &dyn Store, name: &str) -> Result<users::User, Failure> {
 
 /// Records an account change the operator made here in the audit log
 /// (no token, only the user's id and name).
-async fn audit(store: &dyn Store, action: &str, user: &users::User, expires_at: Option<i64>) -> Result<(), Failure> {
+async fn audit(
+    store: &dyn Store,
+    action: &str,
+    user: &users::User,
+    expires_at: Option<i64>,
+) -> Result<(), Failure> {
     let mut detail = serde_json::json!({ "name": user.name, "by": "agentloop users" });
     if let Some(at) = expires_at {
         detail["expires_at"] = serde_json::json!(agentloop_storage::time::rfc3339(at));
@@ -133,15 +138,15 @@ pub async fn users(command: UsersCommand) -> Outcome {
             let store = db::open_for_write(args.db.db.as_deref()).await?;
             let expires_at = expiry(args.expires);
             let (user, token) = users::create_user_expiring(&*store, &args.name, expires_at)
-                    .await
-                    .map_err(|e| match e {
-                        StorageError::AlreadyExists { id, .. } => Failure::usage(format!(
-                            "a user named {:?} already exists; user names are unique, so pick \
+                .await
+                .map_err(|e| match e {
+                    StorageError::AlreadyExists { id, .. } => Failure::usage(format!(
+                        "a user named {:?} already exists; user names are unique, so pick \
                              another (`agentloop users list` shows the names taken)",
-                            crate::out::sanitize(&id)
-                        )),
-                        other => failed(other),
-                    })?;
+                        crate::out::sanitize(&id)
+                    )),
+                    other => failed(other),
+                })?;
             audit(&*store, "user.create", &user, expires_at).await?;
             crate::out::note(format!("created user {} ({})", user.name, user.id));
             out.line(token)?;
@@ -213,10 +218,7 @@ pub async fn users(command: UsersCommand) -> Outcome {
                 .await
                 .map_err(failed)?;
             audit(&*store, "user.delete", &user, None).await?;
-            out.line(format!(
-                "user {} deleted",
-                crate::out::sanitize(&user.name)
-            ))?;
+            out.line(format!("user {} deleted", crate::out::sanitize(&user.name)))?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -54,10 +54,9 @@ async fn open_socket(
     let mut request = format!("ws://{address}/api/ws")
         .into_client_request()
         .unwrap();
-    request.headers_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().unwrap(),
-    );
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
     let (socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     socket
 }
@@ -147,7 +146,9 @@ async fn accounts(db: &str, dir: &Path) {
     assert_eq!(closed_by_server(&mut socket).await, Some(1008));
     let socket_closed = reset_at.elapsed();
     let stream_closed = stream.await.unwrap().duration_since(reset_at);
-    println!("after the reset: WebSocket closed in {socket_closed:?}, event stream in {stream_closed:?}");
+    println!(
+        "after the reset: WebSocket closed in {socket_closed:?}, event stream in {stream_closed:?}"
+    );
     assert!(stream_closed < CLOSES_WITHIN);
     // A socket of the new token stays open through all of that.
     let mut fresh = open_socket(&address, &new).await;
@@ -156,7 +157,11 @@ async fn accounts(db: &str, dir: &Path) {
     // Revoke: every token of the user stops working.
     let revoked = users(db, &["revoke", "alice"]);
     assert!(revoked.status.success(), "{}", stderr(&revoked));
-    assert!(stdout(&revoked).contains("1 token revoked"), "{}", stdout(&revoked));
+    assert!(
+        stdout(&revoked).contains("1 token revoked"),
+        "{}",
+        stdout(&revoked)
+    );
     assert_eq!(status_for(&address, &new), 401);
     assert_eq!(closed_by_server(&mut fresh).await, Some(1008));
     let listed = stdout(&users(db, &["list"]));
@@ -175,7 +180,10 @@ async fn accounts(db: &str, dir: &Path) {
     assert!(listed.contains("\tbob\t1 token\texpires 20"), "{listed}");
     let mut expiring = open_socket(&address, &bob).await;
     assert_eq!(closed_by_server(&mut expiring).await, Some(1008));
-    assert!(issued.elapsed() >= Duration::from_millis(2500), "closed before it expired");
+    assert!(
+        issued.elapsed() >= Duration::from_millis(2500),
+        "closed before it expired"
+    );
     assert_eq!(status_for(&address, &bob), 401);
 
     // Delete: refused while the user owns a project, done once it owns
@@ -184,9 +192,19 @@ async fn accounts(db: &str, dir: &Path) {
     let project_id = project(&address, &bob, &dir.join("bobs"), json!({}));
     let refused = users(db, &["delete", "bob"]);
     assert_eq!(refused.status.code(), Some(2));
-    assert!(stderr(&refused).contains("owns 1 project"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("owns 1 project"),
+        "{}",
+        stderr(&refused)
+    );
     assert_eq!(status_for(&address, &bob), 200);
-    let (status, _) = http(&address, &bob, "DELETE", &format!("/api/projects/{project_id}"), None);
+    let (status, _) = http(
+        &address,
+        &bob,
+        "DELETE",
+        &format!("/api/projects/{project_id}"),
+        None,
+    );
     assert_eq!(status, 204);
     let deleted = users(db, &["delete", "bob"]);
     assert!(deleted.status.success(), "{}", stderr(&deleted));
@@ -194,7 +212,11 @@ async fn accounts(db: &str, dir: &Path) {
     assert!(!stdout(&users(db, &["list"])).contains("\tbob\t"));
     let again = users(db, &["delete", "bob"]);
     assert_eq!(again.status.code(), Some(2));
-    assert!(stderr(&again).contains("no user named \"bob\""), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("no user named \"bob\""),
+        "{}",
+        stderr(&again)
+    );
     assert!(users(db, &["create", "bob"]).status.success());
 }
 

@@ -60,7 +60,13 @@ fn receiver() -> (String, mpsc::Receiver<Value>) {
 fn stopped_task(address: &str, token: &str, task_id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let (status, task) = http(address, token, "GET", &format!("/api/tasks/{task_id}"), None);
+        let (status, task) = http(
+            address,
+            token,
+            "GET",
+            &format!("/api/tasks/{task_id}"),
+            None,
+        );
         assert_eq!(status, 200, "{task}");
         if task["chain_status"] != "open" {
             return task;
@@ -147,7 +153,13 @@ fn a_runaway_chain_stops_at_its_bound(db: &str, dir: &Path, server_max: Option<u
         &dir.join("bounded"),
         json!({ "chain_limits": { "max_runs": 3 } }),
     );
-    let (_, shown) = http(address, &token, "GET", &format!("/api/projects/{bounded}"), None);
+    let (_, shown) = http(
+        address,
+        &token,
+        "GET",
+        &format!("/api/projects/{bounded}"),
+        None,
+    );
     assert_eq!(shown["chain_limits"]["max_runs"], 3, "{shown}");
     let (url, heard) = receiver();
     let (status, hooks) = http(
@@ -197,7 +209,13 @@ fn a_runaway_chain_stops_at_its_bound(db: &str, dir: &Path, server_max: Option<u
     // The run it stopped after says so; the ones before do not.
     assert_eq!(runs[2]["chain_end"]["reason"], "max_runs", "{}", runs[2]);
     assert!(runs[1].get("chain_end").is_none(), "{}", runs[1]);
-    let (_, one) = http(address, &token, "GET", &format!("/api/agent-runs/{last}"), None);
+    let (_, one) = http(
+        address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{last}"),
+        None,
+    );
     assert_eq!(one["chain_end"], *end, "{one}");
     // The webhook says the same.
     assert_eq!(hook["task_id"], task_id.as_str(), "{hook}");
@@ -235,7 +253,13 @@ fn a_runaway_chain_stops_at_its_bound(db: &str, dir: &Path, server_max: Option<u
     // No bound of its own: the server's.
     let expected = u64::from(server_max.unwrap_or(20));
     let plain = project(address, &token, &dir.join("plain"), json!({}));
-    let (_, shown) = http(address, &token, "GET", &format!("/api/projects/{plain}"), None);
+    let (_, shown) = http(
+        address,
+        &token,
+        "GET",
+        &format!("/api/projects/{plain}"),
+        None,
+    );
     assert_eq!(shown["chain_limits"]["max_runs"], expected, "{shown}");
     let task_id = new_task(address, &token, &plain);
     start_run(address, &token, &task_id, "implementation");

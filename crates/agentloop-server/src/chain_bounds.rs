@@ -123,10 +123,7 @@ pub fn reached(limits: &ChainLimits, spent: &ChainSpend, last: &str) -> Option<C
     } else if let Some(max) = limits.max_cost.filter(|max| spent.cost >= *max) {
         (
             "max_cost",
-            format!(
-                "the chain cost ${:.4}, its budget is ${max:.4}",
-                spent.cost
-            ),
+            format!("the chain cost ${:.4}, its budget is ${max:.4}", spent.cost),
         )
     } else {
         return None;
@@ -198,7 +195,8 @@ mod tests {
 
     #[test]
     fn a_project_bound_overrides_the_server_default() {
-        let mut config = ServerConfig::new(agentloop_engine::scripted::ScriptedProvider::new([]), "m");
+        let mut config =
+            ServerConfig::new(agentloop_engine::scripted::ScriptedProvider::new([]), "m");
         config.chain_max_runs = 20;
         let mut project = Project {
             id: "p".into(),
@@ -211,6 +209,9 @@ mod tests {
         assert_eq!(limits(&config, &project), limits_of(20, None, None));
         project.settings = serde_json::json!({ SETTING: {
             "max_runs": 4, "max_tokens": 1000, "max_cost_usd": 0.25 } });
-        assert_eq!(limits(&config, &project), limits_of(4, Some(1000), Some(0.25)));
+        assert_eq!(
+            limits(&config, &project),
+            limits_of(4, Some(1000), Some(0.25))
+        );
     }
 }

@@ -640,7 +640,11 @@ async fn chain(state: &AppState, ctx: &TaskContext, ended: &AgentRun) -> Runtime
     if task.workflow_complete {
         return Ok(());
     }
-    if Box::pin(crate::chain_bounds::end_if_reached(state, &ctx.owner, &task, &ended.id)).await? {
+    if Box::pin(crate::chain_bounds::end_if_reached(
+        state, &ctx.owner, &task, &ended.id,
+    ))
+    .await?
+    {
         return Ok(());
     }
     let ctx = TaskContext {

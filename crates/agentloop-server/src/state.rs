@@ -186,7 +186,13 @@ impl AppState {
 
     /// Tells the owner (their page, the project's webhooks) that a bound
     /// ended the chain of task `task_id` (see [`crate::chain_bounds`]).
-    pub fn notify_chain_ended(&self, owner: &str, project: &Project, task_id: &str, end: &ChainEnd) {
+    pub fn notify_chain_ended(
+        &self,
+        owner: &str,
+        project: &Project,
+        task_id: &str,
+        end: &ChainEnd,
+    ) {
         tracing::info!(
             task_id = %task_id,
             agent_run_id = %end.agent_run_id,

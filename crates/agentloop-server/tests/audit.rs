@@ -67,7 +67,11 @@ async fn every_change_is_read_back_with_who_what_and_where_and_no_secret() {
         .await;
     assert_eq!(status, 409);
     let (status, _) = server
-        .send("POST", &format!("/api/agent-runs/{run_id}/cancel"), json!({}))
+        .send(
+            "POST",
+            &format!("/api/agent-runs/{run_id}/cancel"),
+            json!({}),
+        )
         .await;
     assert_eq!(status, 200);
     let (status, _) = server
@@ -125,7 +129,10 @@ async fn every_change_is_read_back_with_who_what_and_where_and_no_secret() {
     assert_eq!(own_actions[7].0, "session.sign_in", "{own}");
     let text = own.to_string();
     for secret in [&server.token, &secret, &cookie] {
-        assert!(!text.contains(secret.as_str()), "a secret in the log: {text}");
+        assert!(
+            !text.contains(secret.as_str()),
+            "a secret in the log: {text}"
+        );
     }
     // Filters: by time (nothing after now), by limit (the newest).
     let (_, latest) = server.get("/api/audit?limit=1").await;

@@ -28,8 +28,9 @@ use serde_json::Value;
 use crate::error::StorageResult;
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta,
-    AuditEntry, AuditFilter, ChainEnd, Chat, Checkpoint, Conversation, EndReason, FileRecord, LeaseRenewal, MemoryRecord, MemoryScope,
-    Project, RunRecord, RunStatus, StoredMessage, Task, User, UserToken, WebhookDelivery,
+    AuditEntry, AuditFilter, ChainEnd, Chat, Checkpoint, Conversation, EndReason, FileRecord,
+    LeaseRenewal, MemoryRecord, MemoryScope, Project, RunRecord, RunStatus, StoredMessage, Task,
+    User, UserToken, WebhookDelivery,
 };
 
 /// Projects. Deleting a project deletes everything it owns.

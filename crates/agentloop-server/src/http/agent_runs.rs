@@ -1,9 +1,9 @@
 //! Agent runs: start one (seed 004's POST), list, read, cancel; what a
 //! waiting run waits for and the decisions that resume it.
 
-use axum::{Extension, Json};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 
 use super::audit::Created;
 use super::error::ApiError;

@@ -43,15 +43,27 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("POST", "/api/projects/{project_id}/tasks", "task.create"),
     ("DELETE", "/api/tasks/{task_id}", "task.delete"),
     ("PUT", "/api/tasks/{task_id}/document", "task.document"),
-    ("PUT", "/api/tasks/{task_id}/workflow-complete", "task.mark_done"),
+    (
+        "PUT",
+        "/api/tasks/{task_id}/workflow-complete",
+        "task.mark_done",
+    ),
     ("POST", "/api/tasks/{task_id}/agent-runs", "run.start"),
     ("POST", "/api/tasks/{task_id}/ag-ui", "run.start"),
     ("POST", "/api/tasks/{task_id}/inputs", "run.message"),
     ("POST", "/api/agent-runs/{run_id}/inputs", "run.message"),
     ("POST", "/api/agent-runs/{run_id}/decisions", "run.decide"),
     ("POST", "/api/agent-runs/{run_id}/cancel", "run.cancel"),
-    ("PUT", "/api/projects/{project_id}/webhooks", "webhooks.change"),
-    ("DELETE", "/api/projects/{project_id}/webhooks", "webhooks.remove"),
+    (
+        "PUT",
+        "/api/projects/{project_id}/webhooks",
+        "webhooks.change",
+    ),
+    (
+        "DELETE",
+        "/api/projects/{project_id}/webhooks",
+        "webhooks.remove",
+    ),
     (
         "PATCH",
         "/api/projects/{project_id}/memories/{memory_id}",
@@ -122,8 +134,8 @@ pub(super) async fn record_changes(
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned());
-    let Some((action, route)) = route
-        .and_then(|route| action_of(request.method(), &route).map(|action| (action, route)))
+    let Some((action, route)) =
+        route.and_then(|route| action_of(request.method(), &route).map(|action| (action, route)))
     else {
         return next.run(request).await;
     };

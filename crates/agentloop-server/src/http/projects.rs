@@ -1,8 +1,8 @@
 //! Projects: each belongs to a user and has a repository folder.
 
-use axum::{Extension, Json};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 
 use super::audit::Created;
 use super::error::ApiError;

@@ -21,12 +21,14 @@ use super::requests::{
     SignIn, TaskDocumentContent, WebhooksChange, WorkflowComplete,
 };
 use super::responses::{
-    AgentRunView, AuditShape, DecisionsAnswer, DeliveriesShape, DocumentShape, ErrorShape, Health, InputAnswer,
-    MemoriesShape, MemoryShape, PendingAnswer, ProjectShape, RunConflict, SessionShape,
-    StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
+    AgentRunView, AuditShape, DecisionsAnswer, DeliveriesShape, DocumentShape, ErrorShape, Health,
+    InputAnswer, MemoriesShape, MemoryShape, PendingAnswer, ProjectShape, RunConflict,
+    SessionShape, StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
 };
 use super::route::Route;
-use super::{a2a, ag_ui, agent_runs, audit, events, memories, projects, session, tasks, webhooks, ws};
+use super::{
+    a2a, ag_ui, agent_runs, audit, events, memories, projects, session, tasks, webhooks, ws,
+};
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
 use agentloop_types::RunInput;

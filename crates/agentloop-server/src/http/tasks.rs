@@ -1,9 +1,9 @@
 //! Tasks: each belongs to a project and has its document at
 //! `.agentloop/tasks/task-<id>.md` in the project folder.
 
-use axum::{Extension, Json};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 
 use super::audit::Created;
 use super::error::ApiError;

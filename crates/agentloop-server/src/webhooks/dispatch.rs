@@ -81,7 +81,13 @@ async fn registered(state: &AppState, task_id: &str) -> Option<(Project, Registr
 }
 
 /// Delivers `body` as `event` to every URL of the registration.
-fn send(state: &AppState, project_id: &str, registration: &Registration, event: &str, body: &Value) {
+fn send(
+    state: &AppState,
+    project_id: &str,
+    registration: &Registration,
+    event: &str,
+    body: &Value,
+) {
     for url in &registration.urls {
         let job = Job {
             project: project_id.to_owned(),

@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use super::{MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{
-    AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta, ChainEnd,
-    Conversation, EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task, TaskChain,
-    WebhookDelivery,
+    AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta,
+    ChainEnd, Conversation, EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task,
+    TaskChain, WebhookDelivery,
 };
 use crate::store::{
     AttachmentStore, FileStore, RunStore, TaskStore, WEBHOOK_DELIVERIES_KEPT, WebhookStore,

@@ -397,10 +397,22 @@ pub async fn audit_log_filters_and_order(store: Arc<dyn Store>) {
             .is_empty()
     );
     // Appended out of order; read back by time, then id.
-    store.append_audit(&entry("c", 30, Some("u1"), Some("p1"))).await.unwrap();
-    store.append_audit(&entry("a", 10, Some("u1"), None)).await.unwrap();
-    store.append_audit(&entry("b", 20, Some("u2"), Some("p1"))).await.unwrap();
-    store.append_audit(&entry("d", 20, None, Some("p2"))).await.unwrap();
+    store
+        .append_audit(&entry("c", 30, Some("u1"), Some("p1")))
+        .await
+        .unwrap();
+    store
+        .append_audit(&entry("a", 10, Some("u1"), None))
+        .await
+        .unwrap();
+    store
+        .append_audit(&entry("b", 20, Some("u2"), Some("p1")))
+        .await
+        .unwrap();
+    store
+        .append_audit(&entry("d", 20, None, Some("p2")))
+        .await
+        .unwrap();
     assert_eq!(
         store.append_audit(&entry("a", 99, None, None)).await,
         Err(StorageError::exists("audit entry", "a"))

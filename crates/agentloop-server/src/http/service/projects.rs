@@ -300,11 +300,13 @@ fn check_chain_limits(limits: ChainLimits) -> Result<Option<Value>, ApiError> {
     if limits.max_runs == Some(0) || limits.max_tokens == Some(0) || !cost_ok {
         return Err(ApiError::bad_request(SHAPE));
     }
-    if limits == (ChainLimits {
-        max_runs: None,
-        max_tokens: None,
-        max_cost_usd: None,
-    }) {
+    if limits
+        == (ChainLimits {
+            max_runs: None,
+            max_tokens: None,
+            max_cost_usd: None,
+        })
+    {
         return Ok(None);
     }
     Ok(Some(crate::shapes::to_json(&limits)))
