@@ -7,7 +7,7 @@ use crate::http::requests::AuditQuery;
 use crate::state::AppState;
 use crate::users::User;
 
-use super::owned_project;
+use super::owned::owned_project;
 
 /// Entries read at most at once.
 pub const AUDIT_LIMIT_MAX: u32 = 1000;
