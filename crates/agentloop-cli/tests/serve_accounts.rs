@@ -150,6 +150,23 @@ async fn accounts(db: &str, dir: &Path) {
         "after the reset: WebSocket closed in {socket_closed:?}, event stream in {stream_closed:?}"
     );
     assert!(stream_closed < CLOSES_WITHIN);
+    // The reset is in alice's audit log, with no token in it.
+    let (status, log) = http(&address, &new, "GET", "/api/audit", None);
+    assert_eq!(status, 200, "{log}");
+    let entries = log["entries"].as_array().unwrap();
+    let reset_entry = entries
+        .iter()
+        .find(|e| e["action"] == "token.reset")
+        .unwrap_or_else(|| panic!("no reset in {log}"));
+    assert_eq!(reset_entry["user_id"], serde_json::Value::Null, "{log}");
+    assert_eq!(reset_entry["detail"]["name"], "alice", "{log}");
+    assert!(
+        entries.iter().any(|e| e["action"] == "user.create"),
+        "{log}"
+    );
+    assert!(entries.iter().any(|e| e["action"] == "run.start"), "{log}");
+    let text = log.to_string();
+    assert!(!text.contains(&old) && !text.contains(&new), "{text}");
     // A socket of the new token stays open through all of that.
     let mut fresh = open_socket(&address, &new).await;
     fresh.send(Message::Ping(Vec::new().into())).await.unwrap();

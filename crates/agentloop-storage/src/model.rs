@@ -554,6 +554,8 @@ pub struct AuditFilter {
     pub project_id: Option<String>,
     /// Only this user's.
     pub user_id: Option<String>,
+    /// Only the operator's (no user) on this target.
+    pub operator_on: Option<String>,
     /// Only at or after (Unix ms).
     pub since: Option<i64>,
     /// Only before (Unix ms).
@@ -572,6 +574,10 @@ impl AuditFilter {
                 .user_id
                 .as_ref()
                 .is_none_or(|u| entry.user_id.as_ref() == Some(u))
+            && self
+                .operator_on
+                .as_ref()
+                .is_none_or(|t| entry.user_id.is_none() && entry.target.as_ref() == Some(t))
             && self.since.is_none_or(|at| entry.at >= at)
             && self.until.is_none_or(|at| entry.at < at)
     }

@@ -40,6 +40,7 @@ mod sql_audit {
                  FROM audit_log \
                  WHERE ($1 IS NULL OR project_id = $1) AND ($2 IS NULL OR user_id = $2) \
                  AND ($3 IS NULL OR at >= $3) AND ($4 IS NULL OR at < $4) \
+                 AND ($6 IS NULL OR (user_id IS NULL AND target = $6)) \
                  ORDER BY at DESC, id DESC LIMIT $5",
             )
             .bind(&filter.project_id)
@@ -47,6 +48,7 @@ mod sql_audit {
             .bind(filter.since)
             .bind(filter.until)
             .bind(i64::from(filter.limit))
+            .bind(&filter.operator_on)
             .fetch_all(&self.pool)
             .await
             .map_err(db_err)?

@@ -459,6 +459,25 @@ pub async fn audit_log_filters_and_order(store: Arc<dyn Store>) {
         .await,
         ["b", "d"]
     );
+    // The operator's entries on a target ("d" has no user, target run-1).
+    assert_eq!(
+        read(AuditFilter {
+            operator_on: Some("run-1".into()),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await,
+        ["d"]
+    );
+    assert!(
+        read(AuditFilter {
+            operator_on: Some("other".into()),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await
+        .is_empty()
+    );
     // The limit keeps the newest.
     assert_eq!(
         read(AuditFilter {

@@ -14,7 +14,7 @@ pub const AUDIT_LIMIT_MAX: u32 = 1000;
 
 /// The audit entries `query` asks for that `user` may read: a project's
 /// (any user's actions on it) when the user owns it, else the user's own
-/// actions. Oldest first; the newest `limit` (100 by default, at most
+/// actions and the operator's on their account. Oldest first; the newest `limit` (100 by default, at most
 /// [`AUDIT_LIMIT_MAX`]).
 pub async fn audit_log(
     state: &AppState,
@@ -41,12 +41,28 @@ pub async fn audit_log(
         }
         (None, _) => Some(user.id.clone()),
     };
+    let own = project_id.is_none();
     let filter = AuditFilter {
         project_id,
         user_id,
         since: query.since,
         until: query.until,
         limit,
+        ..AuditFilter::default()
     };
-    Ok(state.store.list_audit(&filter).await?)
+    let mut entries = state.store.list_audit(&filter).await?;
+    if own {
+        // With the user's own actions, what the operator did to their
+        // account (`agentloop users`).
+        let on_account = AuditFilter {
+            user_id: None,
+            operator_on: Some(user.id.clone()),
+            ..filter
+        };
+        entries.extend(state.store.list_audit(&on_account).await?);
+        entries.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+        let keep = usize::try_from(limit).unwrap_or(usize::MAX);
+        entries.drain(..entries.len().saturating_sub(keep));
+    }
+    Ok(entries)
 }
