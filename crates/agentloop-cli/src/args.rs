@@ -76,7 +76,7 @@ pub enum Command {
     /// Manage the server's users.
     #[cfg(feature = "server")]
     #[command(subcommand)]
-    Users(crate::serve::UsersCommand),
+    Users(crate::users::UsersCommand),
     /// Mark a task's workflow complete, which stops its agent chain.
     #[cfg(feature = "server")]
     CompleteWorkflow(crate::serve::CompleteWorkflowArgs),

@@ -59,6 +59,8 @@ mod session;
 mod settings;
 mod skills;
 mod tools;
+#[cfg(feature = "server")]
+mod users;
 
 use std::process::ExitCode;
 
@@ -179,7 +181,7 @@ fn main() -> ExitCode {
         #[cfg(feature = "server")]
         Command::Serve(args) => serve::check(&args).and_then(|()| serve::serve(args)),
         #[cfg(feature = "server")]
-        Command::Users(command) => runtime.block_on(serve::users(command)),
+        Command::Users(command) => runtime.block_on(users::users(command)),
         #[cfg(feature = "server")]
         Command::CompleteWorkflow(args) => runtime.block_on(serve::complete_workflow(args)),
         Command::Chat(mut args) => config::load().and_then(|config| {

@@ -10,9 +10,8 @@ use std::time::Duration;
 use agentloop_server::config::{RateLimit, TrustedProxies, TrustedProxy};
 use agentloop_server::listener::{ConnectionLimits, serve_bounded};
 use agentloop_server::{AgentPrompts, Server, ServerConfig, shutdown_signal};
-use agentloop_storage::StorageError;
 use agentloop_storage::model::now_millis;
-use clap::{Args, Subcommand};
+use clap::Args;
 use serde::Deserialize;
 
 use crate::config::{RateSetting, ServeApprovals, ServeConfig, ServeEngine};
@@ -73,6 +72,12 @@ pub struct ServeArgs {
     /// Model turns per agent run (at least 1).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: u32,
+    /// Agent runs per chain of a task (at least 1): implementation and
+    /// review chain until an agent calls `complete_workflow`, a run fails
+    /// or is cancelled, Mark Done, or this bound. A project's
+    /// `chain_limits` overrides it and may add a token or cost budget.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub chain_max_runs: u32,
     /// The folder project folders are made in (a relative `repoFolder` is
     /// taken inside it; no project may use the folder itself, and no two
     /// projects nested or equal folders). Default: `projects` in the data
@@ -184,22 +189,6 @@ pub struct ServeArgs {
     /// `[serve] restate_protocol`).
     #[arg(long, value_enum)]
     pub restate_protocol: Option<crate::config::RestateProtocol>,
-}
-
-#[derive(Subcommand)]
-pub enum UsersCommand {
-    /// Create a user and print its bearer token (shown only once).
-    Create(UserCreateArgs),
-    /// List users.
-    List(DbArgs),
-}
-
-#[derive(Args)]
-pub struct UserCreateArgs {
-    /// Display name, unique among the users.
-    pub name: String,
-    #[command(flatten)]
-    pub db: DbArgs,
 }
 
 #[derive(Args)]
@@ -335,6 +324,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
         config.extra_tools.extend(minion);
         config.prompts = prompts(args.prompts.as_ref())?;
         config.max_iterations = args.max_iterations;
+        config.chain_max_runs = args.chain_max_runs;
         let projects_root = match args.projects_root.clone() {
             Some(root) => root,
             None => db::data_dir()?.join("projects"),
@@ -555,41 +545,6 @@ fn restate_settings(
             }
         },
     }))
-}
-
-/// `agentloop users create|list`.
-pub async fn users(command: UsersCommand) -> Outcome {
-    let mut out = Stdout::new();
-    match command {
-        UsersCommand::Create(args) => {
-            let store = db::open_for_write(args.db.db.as_deref()).await?;
-            let (user, token) = agentloop_server::users::create_user(&*store, &args.name)
-                .await
-                .map_err(|e| match e {
-                    StorageError::AlreadyExists { id, .. } => Failure::usage(format!(
-                        "a user named {:?} already exists; user names are unique, so pick \
-                         another (`agentloop users list` shows the names taken)",
-                        crate::out::sanitize(&id)
-                    )),
-                    StorageError::Invalid(reason) => Failure::usage(reason),
-                    other => Failure::Runtime(other.to_string()),
-                })?;
-            crate::out::note(format!("created user {} ({})", user.name, user.id));
-            out.line(token)?;
-        }
-        UsersCommand::List(args) => {
-            let Some(store) = db::open(args.db.as_deref(), Access::Read).await? else {
-                return Ok(ExitCode::SUCCESS);
-            };
-            for user in agentloop_server::users::list_users(&*store)
-                .await
-                .map_err(|e| e.to_string())?
-            {
-                out.line(format!("{}\t{}", user.id, user.name))?;
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `agentloop complete-workflow TASK`: sets the task's `workflow_complete`

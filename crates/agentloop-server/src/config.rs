@@ -142,6 +142,14 @@ pub struct ServerConfig {
     /// The durable engine runs are handed to instead of this instance's
     /// lease scheduler (see [`crate::dispatch`]); `None`: executed here.
     pub dispatch: Option<Arc<dyn crate::dispatch::RunDispatch>>,
+    /// Most agent runs in one chain of a task (see [`crate::chain_bounds`]);
+    /// a project's `chain_limits.max_runs` overrides it. 20 by default.
+    pub chain_max_runs: u32,
+    /// How often an open event stream or WebSocket looks its token up
+    /// again, so one revoked elsewhere (another instance, `agentloop users`)
+    /// or expired ends within this much (1 s by default). A revocation on
+    /// this instance ends them at once.
+    pub token_check: Duration,
 }
 
 /// How webhook deliveries are made.
@@ -203,6 +211,8 @@ impl ServerConfig {
             approvals: ApprovalMode::Unattended,
             webhooks: WebhookSettings::default(),
             dispatch: None,
+            chain_max_runs: 20,
+            token_check: Duration::from_secs(1),
         }
     }
 }

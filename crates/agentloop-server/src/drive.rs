@@ -53,6 +53,30 @@ pub async fn start_agent_run(
     agent: AgentType,
     input: StartInput<'_>,
 ) -> Result<AgentRun, StartError> {
+    // A person starts an agent: a new chain begins with it (see
+    // `crate::chain_bounds`). Not while another run of the task is active,
+    // nor on a task marked done: that start is refused, and the chain
+    // stands as it was.
+    if agent != AgentType::Planification
+        && !ctx.task.workflow_complete
+        && state.store.active_agent_run(&ctx.task.id).await?.is_none()
+    {
+        state
+            .store
+            .begin_task_chain(&ctx.task.id, now_millis())
+            .await?;
+    }
+    start_chained(state, ctx, agent, input).await
+}
+
+/// [`start_agent_run`] as chaining starts the next link: within the
+/// task's current chain.
+pub async fn start_chained(
+    state: &AppState,
+    ctx: &TaskContext,
+    agent: AgentType,
+    input: StartInput<'_>,
+) -> Result<AgentRun, StartError> {
     let run_id = crate::ids::new_id();
     let local = match &state.config.dispatch {
         Some(_) => None,
@@ -563,7 +587,7 @@ impl<'a> Execution<'a> {
         self.state
             .notify_run_status(&self.ctx.owner, &self.ctx.project, &self.run, status);
         if ended_here && status == AgentRunStatus::Completed {
-            Box::pin(chain(self.state, &self.ctx, self.run.agent_type)).await?;
+            Box::pin(chain(self.state, &self.ctx, &self.run)).await?;
         }
         Ok(())
     }
@@ -608,9 +632,11 @@ async fn completed_workflow_in(
         .any(|result| !result.is_error && calls.contains(&result.tool_use_id.as_str())))
 }
 
-/// Starts the next agent of the chain unless the workflow is complete.
-async fn chain(state: &AppState, ctx: &TaskContext, agent: AgentType) -> RuntimeResult<()> {
-    let Some(next) = next_agent(agent) else {
+/// Starts the next agent of the chain after `ended`, unless the workflow
+/// is complete or the chain reached one of its bounds (see
+/// [`crate::chain_bounds`]; the end is then stored and told).
+async fn chain(state: &AppState, ctx: &TaskContext, ended: &AgentRun) -> RuntimeResult<()> {
+    let Some(next) = next_agent(ended.agent_type) else {
         return Ok(());
     };
     if state.shutdown.is_cancelled() {
@@ -620,11 +646,18 @@ async fn chain(state: &AppState, ctx: &TaskContext, agent: AgentType) -> Runtime
     if task.workflow_complete {
         return Ok(());
     }
+    if Box::pin(crate::chain_bounds::end_if_reached(
+        state, &ctx.owner, &task, &ended.id,
+    ))
+    .await?
+    {
+        return Ok(());
+    }
     let ctx = TaskContext {
         task,
         ..ctx.clone()
     };
-    match start_agent_run(state, &ctx, next, StartInput::default()).await {
+    match start_chained(state, &ctx, next, StartInput::default()).await {
         Ok(_) | Err(StartError::Conflict(_) | StartError::Done) => Ok(()),
         Err(StartError::Storage(e)) => Err(e.into()),
     }

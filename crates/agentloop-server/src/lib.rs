@@ -63,6 +63,8 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod audit;
+pub mod chain_bounds;
 pub mod config;
 pub mod dispatch;
 pub mod drive;

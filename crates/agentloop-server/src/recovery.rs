@@ -8,7 +8,7 @@
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{AgentRunStatus, RunStatus, now_millis};
 
-use crate::drive::start_agent_run;
+use crate::drive::start_chained;
 use crate::runner::{StartError, StartInput, load_task_context, next_agent};
 use crate::state::AppState;
 
@@ -97,8 +97,16 @@ pub async fn resume_chains(state: &AppState) -> Result<usize, StorageError> {
             if !ended_on_its_own {
                 continue;
             }
+            // A chain a bound ended stays ended; one that reached a bound
+            // as the crash came ends now.
+            if task.chain.end.is_some() {
+                continue;
+            }
             let ctx = load_task_context(store, &task.id).await?;
-            match start_agent_run(state, &ctx, next, StartInput::default()).await {
+            if crate::chain_bounds::end_if_reached(state, &ctx.owner, &task, &last.id).await? {
+                continue;
+            }
+            match start_chained(state, &ctx, next, StartInput::default()).await {
                 Ok(_) => started += 1,
                 Err(StartError::Conflict(_) | StartError::Done) => {}
                 Err(StartError::Storage(e)) => return Err(e),

@@ -366,6 +366,7 @@ mod tests {
                 project_id: "p1".to_owned(),
                 title: "t".to_owned(),
                 workflow_complete: false,
+                chain: Default::default(),
                 created_at: 0,
                 updated_at: 0,
             },

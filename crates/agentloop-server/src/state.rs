@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentloop_storage::Store;
-use agentloop_storage::model::{AgentRun, AgentRunStatus, Project};
+use agentloop_storage::model::{AgentRun, AgentRunStatus, ChainEnd, Project};
 use agentloop_types::CancellationToken;
 use serde_json::{Value, json};
 
@@ -43,6 +43,10 @@ pub struct AppState {
     /// What the instance waits for before it serves (nothing unless its
     /// host says so).
     pub readiness: Arc<Readiness>,
+    /// Notified when this instance revokes a token, so the streams and
+    /// WebSockets it opened end at once (see
+    /// [`crate::users::until_invalid`]).
+    pub revocations: Arc<tokio::sync::Notify>,
 }
 
 impl AppState {
@@ -62,6 +66,7 @@ impl AppState {
             heartbeat: Arc::new(Heartbeat::default()),
             rates,
             readiness: Arc::default(),
+            revocations: Arc::default(),
         }
     }
 
@@ -173,6 +178,34 @@ impl AppState {
         let message = json!({ "type": "agent-run-status", "taskId": run.task_id,
                               "agentRunId": run.id, "agentType": run.agent_type,
                               "status": status });
+        self.notices.send(owner, &message);
+        if Registration::of(&project.settings).is_some() {
+            self.notices.to_webhooks(message);
+        }
+    }
+
+    /// Tells the owner (their page, the project's webhooks) that a bound
+    /// ended the chain of task `task_id` (see [`crate::chain_bounds`]).
+    pub fn notify_chain_ended(
+        &self,
+        owner: &str,
+        project: &Project,
+        task_id: &str,
+        end: &ChainEnd,
+    ) {
+        tracing::info!(
+            task_id = %task_id,
+            agent_run_id = %end.agent_run_id,
+            reason = %end.reason,
+            runs = end.runs,
+            tokens = end.tokens,
+            "chain ended at a bound"
+        );
+        let message = json!({ "type": "chain-ended", "taskId": task_id,
+                              "agentRunId": end.agent_run_id, "reason": end.reason,
+                              "message": end.message, "runs": end.runs,
+                              "tokens": end.tokens,
+                              "cost": end.cost_micro_usd as f64 / 1_000_000.0 });
         self.notices.send(owner, &message);
         if Registration::of(&project.settings).is_some() {
             self.notices.to_webhooks(message);

@@ -3,11 +3,17 @@
 //! Users and token hashes live in the store every instance shares, through
 //! its [`UserStore`](agentloop_storage::UserStore) part: they belong to no
 //! project, so project listings and exports never see them. Only the
-//! SHA-256 of a token is stored; the token itself is shown once, when the
-//! user is created.
+//! SHA-256 of a token is stored; the token itself is shown once, when it
+//! is issued. A token may expire; a user's tokens can be reset (new one
+//! issued, every other revoked) or revoked, and a user deleted. A stream
+//! or WebSocket a token opened ends once the token stops authenticating
+//! ([`until_invalid`]).
+
+use std::time::Duration;
 
 use agentloop_storage::model::{UserToken, now_millis};
 use agentloop_storage::{StorageError, StorageResult, Store};
+use tokio::sync::Notify;
 
 use crate::ids::{new_id, new_token, token_hash};
 
@@ -18,6 +24,16 @@ pub use agentloop_storage::model::User;
 /// another user has is [`StorageError::AlreadyExists`] (kind `user`, the
 /// name as id), and nothing is created.
 pub async fn create_user(store: &dyn Store, name: &str) -> StorageResult<(User, String)> {
+    create_user_expiring(store, name, None).await
+}
+
+/// [`create_user`] with a token that expires at `expires_at` (Unix ms;
+/// `None`: never).
+pub async fn create_user_expiring(
+    store: &dyn Store,
+    name: &str,
+    expires_at: Option<i64>,
+) -> StorageResult<(User, String)> {
     let name = name.trim();
     if name.is_empty() {
         return Err(StorageError::Invalid(
@@ -41,21 +57,130 @@ pub async fn create_user(store: &dyn Store, name: &str) -> StorageResult<(User, 
         created_at: now_millis(),
     };
     store.create_user(&user).await?;
-    let token = issue_token(store, &user.id).await?;
+    let token = issue_token_expiring(store, &user.id, expires_at).await?;
     Ok((user, token))
 }
 
 /// Issues another bearer token for an existing user and returns it.
 pub async fn issue_token(store: &dyn Store, user_id: &str) -> StorageResult<String> {
+    issue_token_expiring(store, user_id, None).await
+}
+
+/// [`issue_token`] with a token that expires at `expires_at` (Unix ms;
+/// `None`: never).
+pub async fn issue_token_expiring(
+    store: &dyn Store,
+    user_id: &str,
+    expires_at: Option<i64>,
+) -> StorageResult<String> {
     let token = new_token();
     store
         .add_token(&UserToken {
             token_hash: token_hash(&token),
             user_id: user_id.to_owned(),
             created_at: now_millis(),
+            expires_at,
         })
         .await?;
     Ok(token)
+}
+
+/// The user named `name`; `NotFound` (kind `user`, the name as id) when
+/// there is none.
+pub async fn user_named(store: &dyn Store, name: &str) -> StorageResult<User> {
+    let name = name.trim();
+    store
+        .list_users()
+        .await?
+        .into_iter()
+        .find(|user| user.name == name)
+        .ok_or_else(|| StorageError::not_found("user", name))
+}
+
+/// Rotates a user's tokens: every token they hold (browser sessions
+/// included) is revoked and one new token, expiring at `expires_at`, is
+/// returned.
+pub async fn reset_tokens(
+    store: &dyn Store,
+    user_id: &str,
+    expires_at: Option<i64>,
+) -> StorageResult<String> {
+    store.revoke_user_tokens(user_id).await?;
+    issue_token_expiring(store, user_id, expires_at).await
+}
+
+/// Revokes every token of a user; returns how many there were.
+pub async fn revoke_user_tokens(store: &dyn Store, user_id: &str) -> StorageResult<u64> {
+    store.revoke_user_tokens(user_id).await
+}
+
+/// Deletes a user with their tokens. Refused ([`StorageError::Invalid`])
+/// while they own projects: those would be left with no one to reach
+/// them.
+pub async fn delete_user(store: &dyn Store, user_id: &str) -> StorageResult<()> {
+    let owned = store
+        .list_projects()
+        .await?
+        .iter()
+        .filter(|p| p.settings.get("owner").and_then(|o| o.as_str()) == Some(user_id))
+        .count();
+    if owned > 0 {
+        return Err(StorageError::Invalid(format!(
+            "the user owns {owned} project{}: delete them first",
+            if owned == 1 { "" } else { "s" }
+        )));
+    }
+    store.delete_user(user_id).await
+}
+
+/// A user's tokens (their hashes only), oldest first.
+pub async fn list_tokens(store: &dyn Store, user_id: &str) -> StorageResult<Vec<UserToken>> {
+    store.list_tokens(user_id).await
+}
+
+/// The stored token `token` is, with its user, while it authenticates at
+/// `now` (not revoked, not expired).
+pub async fn live_token(
+    store: &dyn Store,
+    token: &str,
+    now: i64,
+) -> StorageResult<Option<(User, UserToken)>> {
+    match store.find_token(&token_hash(token)).await {
+        Ok((user, stored)) if stored.live_at(now) => Ok(Some((user, stored))),
+        Ok(_) | Err(StorageError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Resolves once `token` no longer authenticates anyone (revoked, expired,
+/// or its user deleted, by any instance or the CLI): looked up every
+/// `every`, and at once whenever `revoked` is notified (a revocation on
+/// this instance). A lookup the store fails is tried again.
+pub async fn until_invalid(store: &dyn Store, token: &str, every: Duration, revoked: &Notify) {
+    loop {
+        let notified = revoked.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        match live_token(store, token, now_millis()).await {
+            Ok(None) => return,
+            Ok(Some((_, stored))) => {
+                let wait = match stored.expires_at {
+                    Some(at) => every.min(Duration::from_millis(
+                        u64::try_from(at.saturating_sub(now_millis())).unwrap_or(0),
+                    )),
+                    None => every,
+                };
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = notified => {}
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "a session's token could not be looked up");
+                tokio::time::sleep(every).await;
+            }
+        }
+    }
 }
 
 /// Revokes a bearer token: it no longer authenticates anyone.
@@ -63,13 +188,12 @@ pub async fn revoke_token(store: &dyn Store, token: &str) -> StorageResult<()> {
     store.revoke_token(&token_hash(token)).await
 }
 
-/// The user a bearer token belongs to, if any.
+/// The user a bearer token belongs to, if any (not for a revoked or
+/// expired token).
 pub async fn user_for_token(store: &dyn Store, token: &str) -> StorageResult<Option<User>> {
-    match store.find_user_by_token(&token_hash(token)).await {
-        Ok(user) => Ok(Some(user)),
-        Err(StorageError::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
+    Ok(live_token(store, token, now_millis())
+        .await?
+        .map(|(user, _)| user))
 }
 
 /// Every user, oldest first.

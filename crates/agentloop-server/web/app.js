@@ -484,7 +484,16 @@ async function taskView(id) {
   const docStatus = h("span", { class: "muted", role: "status" });
   const done = h("input", { type: "checkbox", id: "mark-done", checked: task.workflow_complete });
 
+  const chainBox = h("div", { id: "chain-end" });
+  function showChain() {
+    const end = task.chain_status === "stopped" ? task.chain_end : null;
+    chainBox.replaceChildren(end ? h("p", { class: "error", role: "status" },
+      `Chain stopped (${end.reason}) after ${end.runs} agent runs, ${end.tokens} tokens: ${end.message}`) : "");
+  }
+
   async function refreshRuns() {
+    task = await api("GET", `/api/tasks/${id}`);
+    showChain();
     const runs = await api("GET", `/api/tasks/${id}/agent-runs`);
     for (const run of runs) remember("runs", run.id, `#/tasks/${id}`);
     runsBox.replaceChildren(runs.length ? runsTable(runs, refreshRuns) : h("p", { class: "muted" }, "No agent runs yet."));
@@ -540,6 +549,7 @@ async function taskView(id) {
     h("div", { class: "panel" }, h("label", { class: "check", for: "mark-done" }, done,
       h("span", {}, "Mark Done (stops the chain and any running agent)"))),
     conflict,
+    chainBox,
     h("h2", {}, "Agent runs"),
     runsBox,
     h("h2", {}, "Task document"),

@@ -267,10 +267,47 @@ pub struct Task {
     pub title: String,
     /// When true, the implementation/review loop stops chaining.
     pub workflow_complete: bool,
+    /// Where its chain of agent runs stands.
+    #[serde(default)]
+    pub chain: TaskChain,
     /// Creation time (Unix ms).
     pub created_at: i64,
     /// Last update time (Unix ms).
     pub updated_at: i64,
+}
+
+/// Where a task's chain of agent runs stands: when a person last started
+/// one of its agents (the runs created since then are its current chain),
+/// and why the chain ended, when a bound ended it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskChain {
+    /// When a person last started an agent of the task (Unix ms); `None`
+    /// before any did.
+    #[serde(default)]
+    pub started_at: Option<i64>,
+    /// Why the current chain ended at a bound; `None` while it goes on, or
+    /// when it ended otherwise.
+    #[serde(default)]
+    pub end: Option<ChainEnd>,
+}
+
+/// A chain of agent runs ended at one of its bounds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainEnd {
+    /// Which bound: `max_runs`, `max_tokens` or `max_cost`.
+    pub reason: String,
+    /// A sentence for people.
+    pub message: String,
+    /// The agent run after which the chain ended.
+    pub agent_run_id: String,
+    /// Agent runs in the chain.
+    pub runs: u64,
+    /// Tokens its runs spent (input, cache and output).
+    pub tokens: u64,
+    /// What its runs cost, in millionths of a US dollar.
+    pub cost_micro_usd: u64,
+    /// When it ended (Unix ms).
+    pub at: i64,
 }
 
 /// Kind of agent run (seed 004).
@@ -498,6 +535,75 @@ pub struct UserToken {
     pub user_id: String,
     /// Creation time (Unix ms).
     pub created_at: i64,
+    /// When it stops authenticating (Unix ms); `None`: never.
+    #[serde(default)]
+    pub expires_at: Option<i64>,
+}
+
+impl UserToken {
+    /// Whether it still authenticates at `now` (Unix ms).
+    pub fn live_at(&self, now: i64) -> bool {
+        self.expires_at.is_none_or(|at| at > now)
+    }
+}
+
+/// One entry of the server's audit log: who did what, when, from where.
+/// Entries are only ever appended; they outlive what they name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// Id.
+    pub id: String,
+    /// When (Unix ms).
+    pub at: i64,
+    /// The user who acted; `None` for the operator at the server's
+    /// terminal (`agentloop users`).
+    pub user_id: Option<String>,
+    /// What was done (`session.sign_in`, `run.cancel`, `token.reset`, …).
+    pub action: String,
+    /// The project it concerns, if any.
+    pub project_id: Option<String>,
+    /// What it was done to: a run, task, project or user id.
+    pub target: Option<String>,
+    /// The client's address, for an action over HTTP.
+    pub address: Option<String>,
+    /// More about it, never a secret (a JSON object).
+    pub detail: Value,
+}
+
+/// Which audit entries to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Only this project's.
+    pub project_id: Option<String>,
+    /// Only this user's.
+    pub user_id: Option<String>,
+    /// Only the operator's (no user) on this target.
+    pub operator_on: Option<String>,
+    /// Only at or after (Unix ms).
+    pub since: Option<i64>,
+    /// Only before (Unix ms).
+    pub until: Option<i64>,
+    /// At most this many, the newest.
+    pub limit: u32,
+}
+
+impl AuditFilter {
+    /// Whether `entry` passes (the limit aside).
+    pub fn admits(&self, entry: &AuditEntry) -> bool {
+        self.project_id
+            .as_ref()
+            .is_none_or(|p| entry.project_id.as_ref() == Some(p))
+            && self
+                .user_id
+                .as_ref()
+                .is_none_or(|u| entry.user_id.as_ref() == Some(u))
+            && self
+                .operator_on
+                .as_ref()
+                .is_none_or(|t| entry.user_id.is_none() && entry.target.as_ref() == Some(t))
+            && self.since.is_none_or(|at| entry.at >= at)
+            && self.until.is_none_or(|at| entry.at < at)
+    }
 }
 
 /// One webhook event sent to one URL, with its attempts (a project's

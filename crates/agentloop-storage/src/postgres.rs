@@ -104,6 +104,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0007_webhook_deliveries.sql"),
             include_str!("../migrations/postgres/0008_memories.sql"),
             include_str!("../migrations/postgres/0009_one_run_status.sql"),
+            include_str!("../migrations/postgres/0010_chains_tokens_audit.sql"),
         ])
         .run(&pool)
         .await
@@ -175,3 +176,4 @@ include!("sql/tasks.rs");
 include!("sql/users.rs");
 include!("sql/webhooks.rs");
 include!("sql/memories.rs");
+include!("sql/audit.rs");

@@ -198,6 +198,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0007_webhook_deliveries.sql"),
             include_str!("../migrations/sqlite/0008_memories.sql"),
             include_str!("../migrations/sqlite/0009_one_run_status.sql"),
+            include_str!("../migrations/sqlite/0010_chains_tokens_audit.sql"),
         ])
         .run(&pool)
         .await
@@ -332,3 +333,4 @@ include!("sql/tasks.rs");
 include!("sql/users.rs");
 include!("sql/webhooks.rs");
 include!("sql/memories.rs");
+include!("sql/audit.rs");

@@ -10,7 +10,8 @@
 //!   these four and nothing else.
 //! - [`ProductStore`], the server's product: projects ([`ProjectStore`]),
 //!   their files ([`FileStore`]), tasks and agent runs ([`TaskStore`]),
-//!   users ([`UserStore`]) and webhook deliveries ([`WebhookStore`]).
+//!   users ([`UserStore`]), webhook deliveries ([`WebhookStore`]) and the
+//!   audit log ([`AuditStore`]).
 //!
 //! A third, narrow trait stands beside them: [`MemoriesStore`], the
 //! memories runs keep from one run to the next (per user, project or
@@ -26,9 +27,10 @@ use serde_json::Value;
 
 use crate::error::StorageResult;
 use crate::model::{
-    AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta, Chat,
-    Checkpoint, Conversation, EndReason, FileRecord, LeaseRenewal, MemoryRecord, MemoryScope,
-    Project, RunRecord, RunStatus, StoredMessage, Task, User, UserToken, WebhookDelivery,
+    AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta,
+    AuditEntry, AuditFilter, ChainEnd, Chat, Checkpoint, Conversation, EndReason, FileRecord,
+    LeaseRenewal, MemoryRecord, MemoryScope, Project, RunRecord, RunStatus, StoredMessage, Task,
+    User, UserToken, WebhookDelivery,
 };
 
 /// Projects. Deleting a project deletes everything it owns.
@@ -257,6 +259,11 @@ pub trait TaskStore: Send + Sync {
         complete: bool,
         now: i64,
     ) -> StorageResult<Vec<AgentRun>>;
+    /// Starts a new chain for the task: a person started one of its agents
+    /// at `started_at` (Unix ms). Clears the end of the chain before.
+    async fn begin_task_chain(&self, task_id: &str, started_at: i64) -> StorageResult<()>;
+    /// Records that the task's current chain ended at a bound.
+    async fn end_task_chain(&self, task_id: &str, end: &ChainEnd) -> StorageResult<()>;
     /// Creates an agent run. A running one fails with
     /// `ActiveAgentRunExists` when the task already has one running or
     /// waiting; the database enforces this.
@@ -346,6 +353,17 @@ pub trait UserStore: Send + Sync {
     async fn find_user_by_token(&self, token_hash: &str) -> StorageResult<User>;
     /// Removes a token hash; `NotFound` (kind `token`) if it is not stored.
     async fn revoke_token(&self, token_hash: &str) -> StorageResult<()>;
+    /// The stored token of a hash with its user (expired ones included:
+    /// the caller compares [`UserToken::expires_at`] with its clock);
+    /// `NotFound` (kind `token`) for an unknown or revoked hash.
+    async fn find_token(&self, token_hash: &str) -> StorageResult<(User, UserToken)>;
+    /// A user's tokens, oldest first.
+    async fn list_tokens(&self, user_id: &str) -> StorageResult<Vec<UserToken>>;
+    /// Removes every token of a user; returns how many there were.
+    async fn revoke_user_tokens(&self, user_id: &str) -> StorageResult<u64>;
+    /// Deletes a user with its tokens; `NotFound` (kind `user`) if there is
+    /// none.
+    async fn delete_user(&self, id: &str) -> StorageResult<()>;
 }
 
 /// The webhook delivery log of each project: its last
@@ -364,6 +382,18 @@ pub trait WebhookStore: Send + Sync {
         project_id: &str,
         limit: u32,
     ) -> StorageResult<Vec<WebhookDelivery>>;
+}
+
+/// The server's audit log: append-only, kept apart from projects (an
+/// entry outlives the project, task or user it names).
+#[async_trait]
+pub trait AuditStore: Send + Sync {
+    /// Appends an entry; `AlreadyExists` (kind `audit entry`) if its id is
+    /// taken.
+    async fn append_audit(&self, entry: &AuditEntry) -> StorageResult<()>;
+    /// The newest `filter.limit` entries `filter` admits, oldest first (by
+    /// time, then id).
+    async fn list_audit(&self, filter: &AuditFilter) -> StorageResult<Vec<AuditEntry>>;
 }
 
 /// Deliveries a project's log keeps.
@@ -436,11 +466,14 @@ impl<T> RuntimeStore for T where
 }
 
 /// The server's product: projects and their files, tasks with their agent
-/// runs and conversations, users, webhook deliveries.
-pub trait ProductStore: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore {}
+/// runs and conversations, users, webhook deliveries, the audit log.
+pub trait ProductStore:
+    ProjectStore + FileStore + TaskStore + UserStore + WebhookStore + AuditStore
+{
+}
 
 impl<T> ProductStore for T where
-    T: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore + ?Sized
+    T: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore + AuditStore + ?Sized
 {
 }
 

@@ -1,10 +1,11 @@
 //! Agent runs: start one (seed 004's POST), list, read, cancel; what a
 //! waiting run waits for and the decisions that resume it.
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 
+use super::audit::Created;
 use super::error::ApiError;
 use super::extract::{ApiJson, AuthUser, check_id};
 use super::requests::{Decisions, NewAgentRun};
@@ -20,7 +21,7 @@ pub(super) async fn create(
     AuthUser(user): AuthUser,
     Path(task_id): Path<String>,
     ApiJson(body): ApiJson<NewAgentRun>,
-) -> Result<(StatusCode, Json<AgentRunShape>), ApiError> {
+) -> Result<(StatusCode, Extension<Created>, Json<AgentRunShape>), ApiError> {
     check_id(&task_id, "task")?;
     let ctx = service::owned_task(&state, &user, &task_id).await?;
     let agent = AgentType::from(body.agent_type).as_str().to_owned();
@@ -32,7 +33,11 @@ pub(super) async fn create(
     let run = service::submit(&state, &user, Target::Task(&ctx), start)
         .await?
         .into_run()?;
-    Ok((StatusCode::CREATED, Json(AgentRunShape::of(&run))))
+    Ok((
+        StatusCode::CREATED,
+        Extension(Created(run.id.clone())),
+        Json(AgentRunShape::of(&run)),
+    ))
 }
 
 pub(super) async fn list(
@@ -45,11 +50,9 @@ pub(super) async fn list(
     let mut listed = Vec::with_capacity(runs.len());
     for run in &runs {
         let details = service::run_details(&state, run).await?;
-        listed.push(AgentRunView::of(
-            run,
-            details.tokens,
-            details.pending.as_deref(),
-        ));
+        listed.push(
+            AgentRunView::of(run, details.tokens, details.pending.as_deref()).in_task(&ctx.task),
+        );
     }
     Ok(Json(listed))
 }
@@ -101,13 +104,11 @@ pub(super) async fn get_one(
     AuthUser(user): AuthUser,
     Path(run_id): Path<String>,
 ) -> Result<Json<AgentRunView>, ApiError> {
-    let (run, _) = service::owned_run(&state, &user, &run_id).await?;
+    let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
     let details = service::run_details(&state, &run).await?;
-    Ok(Json(AgentRunView::of(
-        &run,
-        details.tokens,
-        details.pending.as_deref(),
-    )))
+    Ok(Json(
+        AgentRunView::of(&run, details.tokens, details.pending.as_deref()).in_task(&ctx.task),
+    ))
 }
 
 pub(super) async fn messages(

@@ -81,8 +81,9 @@ impl FromRequestParts<AppState> for AuthUser {
 /// The authenticated user of a WebSocket request: the bearer header, or
 /// `?token=` for browser clients, which cannot set headers on a WebSocket.
 /// Only the WebSocket route takes a token in the URL, where it would
-/// otherwise end up in logs and browser history.
-pub struct WsUser(pub User);
+/// otherwise end up in logs and browser history. The token is kept: the
+/// socket closes once it stops authenticating.
+pub struct WsUser(pub User, pub String);
 
 impl FromRequestParts<AppState> for WsUser {
     type Rejection = ApiError;
@@ -96,7 +97,8 @@ impl FromRequestParts<AppState> for WsUser {
                     .flatten()
             })
             .ok_or_else(ApiError::unauthorized)?;
-        Ok(Self(authenticate_request(parts, state, &token).await?))
+        let user = authenticate_request(parts, state, &token).await?;
+        Ok(Self(user, token.trim().to_owned()))
     }
 }
 

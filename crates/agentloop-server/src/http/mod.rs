@@ -20,6 +20,7 @@ mod a2a_task;
 pub mod ag_ui;
 pub mod agent_runs;
 pub mod ai_sdk;
+mod audit;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -35,6 +36,7 @@ pub mod route;
 pub mod routes;
 pub mod service;
 pub mod session;
+mod streams;
 pub mod tasks;
 pub mod web;
 pub mod webhooks;
@@ -81,6 +83,11 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(middleware::from_fn_with_state(state.clone(), until_ready))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        // Inside the rate limit, whose token lookup it reuses.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            audit::record_changes,
+        ))
         // Inside the log, so a refused request is logged and counted too.
         .layer(middleware::from_fn_with_state(
             state.clone(),
@@ -89,6 +96,10 @@ pub fn router(state: AppState) -> Router {
         // Added after the rate limit's layer, which therefore never sees
         // them (health: a probe is never refused).
         .merge(unlimited)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            streams::end_when_revoked,
+        ))
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)

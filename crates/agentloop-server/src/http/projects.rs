@@ -1,9 +1,10 @@
 //! Projects: each belongs to a user and has a repository folder.
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 
+use super::audit::Created;
 use super::error::ApiError;
 use super::extract::{ApiJson, AuthUser};
 use super::requests::{NewProject, ProjectChange};
@@ -28,10 +29,11 @@ pub(super) async fn create(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     ApiJson(body): ApiJson<NewProject>,
-) -> Result<(StatusCode, Json<ProjectShape>), ApiError> {
+) -> Result<(StatusCode, Extension<Created>, Json<ProjectShape>), ApiError> {
     let project = service::create_project(&state, &user, body).await?;
     Ok((
         StatusCode::CREATED,
+        Extension(Created(project.id.clone())),
         Json(ProjectShape::of(&state, &project)),
     ))
 }

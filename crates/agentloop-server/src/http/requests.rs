@@ -423,6 +423,63 @@ impl<'de> Deserialize<'de> for ShellQuota {
     }
 }
 
+/// A project's own bounds on its tasks' chains of agent runs (see
+/// [`crate::chain_bounds`]); an absent bound is the server's (runs) or
+/// none (tokens, cost).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChainLimits {
+    /// Most agent runs in one chain (from 1; absent: the server's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_runs: Option<u64>,
+    /// Most tokens one chain may spend (from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_tokens: Option<u64>,
+    /// Most US dollars one chain may cost (above 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+}
+
+/// The fields of a [`ChainLimits`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChainLimitsFields {
+    max_runs: Option<u64>,
+    max_tokens: Option<u64>,
+    max_cost_usd: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for ChainLimits {
+    /// An object only.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let fields: ChainLimitsFields = from_object(deserializer)?;
+        Ok(Self {
+            max_runs: fields.max_runs,
+            max_tokens: fields.max_tokens,
+            max_cost_usd: fields.max_cost_usd,
+        })
+    }
+}
+
+/// `GET /api/audit`: which entries of the audit log to read.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Only this project's (one you own): every user's actions on it.
+    /// Without it, your own actions.
+    pub project_id: Option<String>,
+    /// Only this user's (another user's only with `project_id`).
+    pub user_id: Option<String>,
+    /// Only at or after this time (Unix milliseconds).
+    pub since: Option<i64>,
+    /// Only before this time (Unix milliseconds).
+    pub until: Option<i64>,
+    /// At most this many, the newest (1 to 1000; 100 by default).
+    pub limit: Option<u32>,
+}
+
 /// An open JSON object, checked by the use case that takes it (a
 /// project's MCP servers, its agents).
 pub type Object = Map<String, Value>;
@@ -460,6 +517,8 @@ pub struct NewProject {
     pub shell: Option<bool>,
     /// Its own bounds on what one `shell` command may write.
     pub shell_quota: Option<ShellQuota>,
+    /// Its own bounds on its tasks' chains of agent runs.
+    pub chain_limits: Option<ChainLimits>,
     /// Its agents and their handoffs.
     #[serde(default)]
     #[schemars(with = "Agents")]
@@ -486,6 +545,10 @@ pub struct ProjectChange {
     /// server's alone).
     #[serde(default)]
     pub shell_quota: Change<ShellQuota>,
+    /// The project's bounds on its tasks' chains (null: the server's
+    /// alone).
+    #[serde(default)]
+    pub chain_limits: Change<ChainLimits>,
     /// The project's agents (null or `{}`: none).
     #[serde(default)]
     #[schemars(with = "Agents")]

@@ -3,7 +3,8 @@
 //! seed 004's snake_case (`agent_type`, `workflow_complete`).
 
 use agentloop_storage::model::{
-    AgentRun, AgentRunDecision, MemoryRecord, Project, Task, WebhookAttempt, WebhookDelivery,
+    AgentRun, AgentRunDecision, AuditEntry, ChainEnd, MemoryRecord, Project, Task, WebhookAttempt,
+    WebhookDelivery,
 };
 use agentloop_types::{PendingCall, TokenTotals};
 use schemars::JsonSchema;
@@ -91,6 +92,9 @@ pub struct ProjectShape {
     pub shell_quota: Option<Value>,
     /// Its agents and their handoffs.
     pub agents: Value,
+    /// The bounds its tasks' chains of agent runs end at: its own
+    /// `chain_limits` over the server's.
+    pub chain_limits: ChainLimitsShape,
     /// When it was made (RFC 3339).
     pub created_at: String,
     /// When it last changed (RFC 3339).
@@ -113,6 +117,10 @@ impl ProjectShape {
             shell: crate::run_tools::shell_enabled(project),
             shell_quota: setting("shell_quota"),
             agents: setting("agents").unwrap_or_else(empty_object),
+            chain_limits: ChainLimitsShape::of(&crate::chain_bounds::limits(
+                &state.config,
+                project,
+            )),
             created_at: rfc3339(project.created_at),
             updated_at: rfc3339(project.updated_at),
         }
@@ -135,6 +143,13 @@ pub struct TaskShape {
     pub title: String,
     /// Whether it is done (Mark Done): its loop stops.
     pub workflow_complete: bool,
+    /// Where its chain of agent runs stands: `complete` (its workflow is
+    /// complete), `stopped` (a bound ended it: `chain_end` says which), or
+    /// `open` (it goes on, or ended on a failure or a cancel).
+    pub chain_status: ChainStatus,
+    /// Why a bound ended its current chain; null unless `chain_status` is
+    /// `stopped`.
+    pub chain_end: Option<ChainEndShape>,
     /// Its document, relative to the project folder.
     pub document_path: String,
     /// When it was made (RFC 3339).
@@ -150,9 +165,136 @@ impl From<&Task> for TaskShape {
             project_id: task.project_id.clone(),
             title: task.title.clone(),
             workflow_complete: task.workflow_complete,
+            chain_status: if task.workflow_complete {
+                ChainStatus::Complete
+            } else if task.chain.end.is_some() {
+                ChainStatus::Stopped
+            } else {
+                ChainStatus::Open
+            },
+            chain_end: task.chain.end.as_ref().map(ChainEndShape::of),
             document_path: task_doc_path(&task.id),
             created_at: rfc3339(task.created_at),
             updated_at: rfc3339(task.updated_at),
+        }
+    }
+}
+
+/// `GET /api/audit`: entries of the audit log, oldest first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AuditShape {
+    /// The entries.
+    pub entries: Vec<AuditEntryShape>,
+}
+
+/// One entry of the audit log: who did what, when, from where.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "AuditEntry")]
+pub struct AuditEntryShape {
+    /// The entry's id.
+    pub id: String,
+    /// When (RFC 3339).
+    pub at: String,
+    /// When (Unix milliseconds, as `since` and `until` take it).
+    pub at_ms: i64,
+    /// Who acted; null for the operator at the server's terminal
+    /// (`agentloop users`).
+    pub user_id: Option<String>,
+    /// What was done: `session.sign_in`, `run.cancel`, `task.mark_done`,
+    /// `webhooks.change`, `token.reset`, …
+    pub action: String,
+    /// The project it concerns.
+    pub project_id: Option<String>,
+    /// What it was done to (a run, task, project, memory or user id).
+    pub target: Option<String>,
+    /// The client's address, for an action over HTTP.
+    pub address: Option<String>,
+    /// More about it (never a secret).
+    pub detail: Value,
+}
+
+impl From<&AuditEntry> for AuditEntryShape {
+    fn from(entry: &AuditEntry) -> Self {
+        Self {
+            id: entry.id.clone(),
+            at: rfc3339(entry.at),
+            at_ms: entry.at,
+            user_id: entry.user_id.clone(),
+            action: entry.action.clone(),
+            project_id: entry.project_id.clone(),
+            target: entry.target.clone(),
+            address: entry.address.clone(),
+            detail: entry.detail.clone(),
+        }
+    }
+}
+
+/// The bounds a project's chains of agent runs end at.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "ProjectChainLimits")]
+pub struct ChainLimitsShape {
+    /// Most agent runs in one chain.
+    pub max_runs: u64,
+    /// Most tokens one chain may spend (null: no bound).
+    pub max_tokens: Option<u64>,
+    /// Most US dollars one chain may cost (null: no bound).
+    pub max_cost_usd: Option<f64>,
+}
+
+impl ChainLimitsShape {
+    /// The shape of `limits`.
+    pub fn of(limits: &crate::chain_bounds::ChainLimits) -> Self {
+        Self {
+            max_runs: limits.max_runs,
+            max_tokens: limits.max_tokens,
+            max_cost_usd: limits.max_cost,
+        }
+    }
+}
+
+/// Where a task's chain of agent runs stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChainStatus {
+    /// It goes on, or ended on a failed or cancelled run.
+    Open,
+    /// One of its bounds ended it (`max_runs`, `max_tokens`, `max_cost`).
+    Stopped,
+    /// Its workflow is complete.
+    Complete,
+}
+
+/// Why a bound ended a chain of agent runs.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "ChainEnd")]
+pub struct ChainEndShape {
+    /// The bound: `max_runs`, `max_tokens` or `max_cost`.
+    pub reason: String,
+    /// A sentence for people.
+    pub message: String,
+    /// The agent run after which the chain ended.
+    pub agent_run_id: String,
+    /// Agent runs in the chain.
+    pub runs: u64,
+    /// Tokens its runs spent.
+    pub tokens: u64,
+    /// What its runs cost, in US dollars.
+    pub cost_usd: f64,
+    /// When it ended (RFC 3339).
+    pub at: String,
+}
+
+impl ChainEndShape {
+    /// The shape of `end`.
+    pub fn of(end: &ChainEnd) -> Self {
+        Self {
+            reason: end.reason.clone(),
+            message: end.message.clone(),
+            agent_run_id: end.agent_run_id.clone(),
+            runs: end.runs,
+            tokens: end.tokens,
+            cost_usd: end.cost_micro_usd as f64 / 1_000_000.0,
+            at: rfc3339(end.at),
         }
     }
 }
@@ -190,6 +332,9 @@ pub struct AgentRunView {
     /// What it waits for (only while it is `waiting`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending: Option<Vec<PendingShape>>,
+    /// Why its task's chain ended after it, when a bound ended it there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain_end: Option<ChainEndShape>,
 }
 
 impl AgentRunView {
@@ -203,7 +348,20 @@ impl AgentRunView {
             run: AgentRunShape::of(run),
             tokens,
             pending: pending.map(pending_shapes),
+            chain_end: None,
         }
+    }
+
+    /// The view with the end of `task`'s chain, if a bound ended it after
+    /// this run.
+    pub fn in_task(mut self, task: &Task) -> Self {
+        self.chain_end = task
+            .chain
+            .end
+            .as_ref()
+            .filter(|end| end.agent_run_id == self.run.id)
+            .map(ChainEndShape::of);
+        self
     }
 }
 

@@ -21,13 +21,14 @@ use super::requests::{
     SignIn, TaskDocumentContent, WebhooksChange, WorkflowComplete,
 };
 use super::responses::{
-    AgentRunView, DecisionsAnswer, DeliveriesShape, DocumentShape, ErrorShape, Health, InputAnswer,
-    MemoriesShape, MemoryShape, PendingAnswer, ProjectShape, RunConflict, SessionShape,
-    StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
+    AgentRunView, AuditShape, DecisionsAnswer, DeliveriesShape, DocumentShape, ErrorShape, Health,
+    InputAnswer, MemoriesShape, MemoryShape, PendingAnswer, ProjectShape, RunConflict,
+    SessionShape, StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
 };
 use super::route::Route;
 use super::{
-    a2a, ag_ui, agent_runs, ai_sdk, events, memories, projects, session, tasks, webhooks, ws,
+    a2a, ag_ui, agent_runs, ai_sdk, audit, events, memories, projects, session, tasks, webhooks,
+    ws,
 };
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
@@ -198,6 +199,9 @@ pub fn routes() -> Vec<Route> {
         Route::new(Method::DELETE, "/api/projects/{projectId}/webhooks", webhooks::remove)
             .summary("Remove the project's webhooks and their secret")
             .answers_without_json("204", "Removed"),
+        Route::new(Method::GET, "/api/audit", audit::list)
+            .summary("The audit log, oldest first: with `?project_id=` (a project you own) every user's changes to it, else your own; also `user_id`, `since` and `until` (Unix milliseconds) and `limit` (the newest 1 to 1000, 100 by default). Each entry: who, when, what, on what, from which address; never a secret.")
+            .answers::<AuditShape>("200", "The entries"),
         Route::new(Method::GET, "/api/projects/{projectId}/webhook-deliveries", webhooks::deliveries)
             .summary("The project's last 100 webhook deliveries (made by any instance sharing the store, kept across restarts), oldest first, with every attempt")
             .answers::<DeliveriesShape>("200", "The deliveries"),

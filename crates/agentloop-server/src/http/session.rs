@@ -58,6 +58,9 @@ pub(super) async fn create(
     response
         .headers_mut()
         .insert(header::SET_COOKIE, cookie(&session, MAX_AGE_SECS)?);
+    response
+        .extensions_mut()
+        .insert(super::audit::SignedIn(user.id.clone()));
     Ok(response)
 }
 

@@ -1,10 +1,11 @@
 //! Tasks: each belongs to a project and has its document at
 //! `.agentloop/tasks/task-<id>.md` in the project folder.
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 
+use super::audit::Created;
 use super::error::ApiError;
 use super::extract::{ApiJson, AuthUser, check_id};
 use super::requests::{NewTask, TaskDocumentContent, WorkflowComplete};
@@ -28,9 +29,13 @@ pub(super) async fn create(
     AuthUser(user): AuthUser,
     Path(project_id): Path<String>,
     ApiJson(body): ApiJson<NewTask>,
-) -> Result<(StatusCode, Json<TaskShape>), ApiError> {
+) -> Result<(StatusCode, Extension<Created>, Json<TaskShape>), ApiError> {
     let ctx = service::create_task(&state, &user, &project_id, body).await?;
-    Ok((StatusCode::CREATED, Json(TaskShape::from(&ctx.task))))
+    Ok((
+        StatusCode::CREATED,
+        Extension(Created(ctx.task.id.clone())),
+        Json(TaskShape::from(&ctx.task)),
+    ))
 }
 
 pub(super) async fn get_one(

@@ -12,7 +12,8 @@ use std::sync::{Mutex, MutexGuard};
 use agentloop_types::{LoopEvent, Message};
 
 use crate::model::{
-    AgentRun, AgentRunDecision, AgentRunStatus, Attachment, Chat, Checkpoint, Conversation, FileRecord,
+    AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AuditEntry, Chat, Checkpoint,
+    Conversation, FileRecord,
     MemoryRecord, MemoryScope, Project, RunRecord, Task, User, UserToken, WebhookDelivery,
 };
 
@@ -48,6 +49,8 @@ struct State {
     webhook_deliveries: Vec<WebhookDelivery>,
     users: BTreeMap<String, User>,
     tokens: BTreeMap<String, UserToken>,
+    /// The audit log, in the order appended.
+    audit: Vec<AuditEntry>,
     /// Project id → the folder it owns.
     folders: BTreeMap<String, String>,
     /// Every scope's memories by path.

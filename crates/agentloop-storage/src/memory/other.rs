@@ -9,7 +9,8 @@ use super::{MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta,
-    Conversation, EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task, WebhookDelivery,
+    ChainEnd, Conversation, EndReason, FileRecord, LeaseRenewal, RunRecord, RunStatus, Task,
+    TaskChain, WebhookDelivery,
 };
 use crate::store::{
     AttachmentStore, FileStore, RunStore, TaskStore, WEBHOOK_DELIVERIES_KEPT, WebhookStore,
@@ -432,6 +433,29 @@ impl TaskStore for MemoryStore {
         }
         sort_by_created(&mut finished, |r| (r.created_at, &r.id));
         Ok(finished)
+    }
+
+    async fn begin_task_chain(&self, task_id: &str, started_at: i64) -> StorageResult<()> {
+        let mut state = self.lock();
+        let task = state
+            .tasks
+            .get_mut(task_id)
+            .ok_or_else(|| StorageError::not_found("task", task_id))?;
+        task.chain = TaskChain {
+            started_at: Some(started_at),
+            end: None,
+        };
+        Ok(())
+    }
+
+    async fn end_task_chain(&self, task_id: &str, end: &ChainEnd) -> StorageResult<()> {
+        let mut state = self.lock();
+        let task = state
+            .tasks
+            .get_mut(task_id)
+            .ok_or_else(|| StorageError::not_found("task", task_id))?;
+        task.chain.end = Some(end.clone());
+        Ok(())
     }
 
     async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {

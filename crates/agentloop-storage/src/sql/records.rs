@@ -9,7 +9,7 @@ mod rows {
     use crate::model::{
         AgentRun, AgentRunDecision, AgentRunStatus, ApprovalMode, AgentType, Attachment, AttachmentMeta, Chat, Checkpoint,
         Conversation, FileRecord, MinionLink, Project, RunRecord, RunStatus, StoredMessage, Task,
-        User,
+        TaskChain, User, UserToken,
     };
     use crate::sql::{bad_value, db_err};
     use crate::store::from_json_text;
@@ -159,6 +159,10 @@ mod rows {
             workflow_complete: row
                 .try_get::<bool, _>("workflow_complete")
                 .map_err(db_err)?,
+            chain: TaskChain {
+                started_at: opt_int(row, "chain_started_at")?,
+                end: opt_json(row, "chain_end")?,
+            },
             created_at: int(row, "created_at")?,
             updated_at: int(row, "updated_at")?,
         })
@@ -197,6 +201,18 @@ mod rows {
             chat_id: opt_text(row, "chat_id")?,
             session_id: opt_text(row, "session_id")?,
             created_at: int(row, "created_at")?,
+        })
+    }
+
+    /// A token of a row that also holds its user's `id`, `name` and
+    /// `created_at` (the token's own times as `token_created_at` and
+    /// `expires_at`).
+    pub(super) fn user_token(row: &DbRow) -> StorageResult<UserToken> {
+        Ok(UserToken {
+            token_hash: text(row, "token_hash")?,
+            user_id: text(row, "user_id")?,
+            created_at: int(row, "token_created_at")?,
+            expires_at: opt_int(row, "expires_at")?,
         })
     }
 

@@ -9,7 +9,8 @@ mod sql_tasks {
     use super::{SqlStore, rows};
     use crate::error::{StorageError, StorageResult};
     use crate::model::{
-        AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Conversation, EndReason, Task,
+        AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, ChainEnd, Conversation, EndReason,
+        Task,
     };
     use crate::sql::{Query, db_err, found, insert_err, is_unique, numbered_in_turn};
     use crate::store::{ChatStore, RunStore, TaskStore, json_text};
@@ -319,6 +320,30 @@ mod sql_tasks {
             tx.commit().await.map_err(db_err)?;
             finished.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
             Ok(finished)
+        }
+
+        async fn begin_task_chain(&self, task_id: &str, started_at: i64) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            let done = sqlx::query(
+                "UPDATE tasks SET chain_started_at = $2, chain_end = NULL WHERE id = $1",
+            )
+            .bind(task_id)
+            .bind(started_at)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+            found(done.rows_affected(), "task", task_id)
+        }
+
+        async fn end_task_chain(&self, task_id: &str, end: &ChainEnd) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            let done = sqlx::query("UPDATE tasks SET chain_end = $2 WHERE id = $1")
+                .bind(task_id)
+                .bind(json_text(end)?)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            found(done.rows_affected(), "task", task_id)
         }
 
         async fn create_agent_run(&self, run: &AgentRun) -> StorageResult<()> {

@@ -5,7 +5,7 @@ mod sql_users {
     use super::{SqlStore, rows};
     use crate::error::{StorageError, StorageResult};
     use crate::model::{User, UserToken};
-    use crate::sql::{db_err, insert_err};
+    use crate::sql::{db_err, found, insert_err};
     use crate::store::UserStore;
 
     #[async_trait]
@@ -45,11 +45,13 @@ mod sql_users {
         async fn add_token(&self, token: &UserToken) -> StorageResult<()> {
             let _turn = self.write_turn().await;
             sqlx::query(
-                "INSERT INTO user_tokens (token_hash, user_id, created_at) VALUES ($1, $2, $3)",
+                "INSERT INTO user_tokens (token_hash, user_id, created_at, expires_at) \
+                 VALUES ($1, $2, $3, $4)",
             )
             .bind(&token.token_hash)
             .bind(&token.user_id)
             .bind(token.created_at)
+            .bind(token.expires_at)
             .execute(&self.pool)
             .await
             .map_err(|e| insert_err(e, "token", &token.token_hash))?;
@@ -82,6 +84,56 @@ mod sql_users {
             } else {
                 Ok(())
             }
+        }
+    
+        async fn find_token(&self, token_hash: &str) -> StorageResult<(User, UserToken)> {
+            let row = sqlx::query(
+                "SELECT u.id, u.name, u.created_at, t.token_hash, t.user_id, \
+                 t.created_at AS token_created_at, t.expires_at FROM user_tokens t \
+                 JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1",
+            )
+            .bind(token_hash)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or_else(|| StorageError::not_found("token", token_hash))?;
+            Ok((rows::user(&row)?, rows::user_token(&row)?))
+        }
+
+        async fn list_tokens(&self, user_id: &str) -> StorageResult<Vec<UserToken>> {
+            sqlx::query(
+                "SELECT token_hash, user_id, created_at AS token_created_at, expires_at \
+                 FROM user_tokens WHERE user_id = $1 ORDER BY created_at, token_hash",
+            )
+            .bind(user_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(rows::user_token)
+            .collect()
+        }
+
+        async fn revoke_user_tokens(&self, user_id: &str) -> StorageResult<u64> {
+            let _turn = self.write_turn().await;
+            Ok(sqlx::query("DELETE FROM user_tokens WHERE user_id = $1")
+                .bind(user_id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?
+                .rows_affected())
+        }
+
+        async fn delete_user(&self, id: &str) -> StorageResult<()> {
+            let _turn = self.write_turn().await;
+            // Its tokens go with it (`ON DELETE CASCADE`).
+            let affected = sqlx::query("DELETE FROM users WHERE id = $1")
+                .bind(id)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+            found(affected, "user", id)
         }
     }
 }

@@ -57,7 +57,8 @@ macro_rules! conformance_suite {
             concurrent_appends_lose_nothing, concurrent_event_appends_land_in_order,
             concurrent_active_agent_runs,
             concurrent_totals_and_leases, large_messages, non_ascii_text,
-            export_import_round_trip, users_create_list_get, user_tokens,
+            export_import_round_trip, users_create_list_get, user_tokens, token_expiry_revocation_and_user_deletion,
+            task_chains, audit_log_filters_and_order,
             non_ascii_user_names, concurrent_user_creation,
             project_folders_never_overlap, concurrent_folder_claims,
             runs_by_status_and_last, lease_renewals, cascade_delete_task,
@@ -121,6 +122,7 @@ pub fn task(id: &str, project_id: &str) -> Task {
         project_id: project_id.into(),
         title: format!("task {id}"),
         workflow_complete: false,
+        chain: Default::default(),
         created_at: 1,
         updated_at: 1,
     }

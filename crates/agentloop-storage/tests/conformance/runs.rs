@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use agentloop_storage::model::{AgentRunDecision, EndReason};
+use agentloop_storage::model::{AgentRunDecision, ChainEnd, EndReason, TaskChain};
 use agentloop_storage::model::{AgentRunStatus, Conversation, RunStatus};
 use agentloop_storage::{StorageError, Store, folders_overlap};
 use agentloop_types::{Decision, LoopEvent, RunState};
@@ -1033,4 +1033,51 @@ pub async fn finished_events_read_back_whole(store: Arc<dyn Store>) {
     let alone = vec![finished(0, history, RunPath::root())];
     store.append_events("r0", &alone).await.unwrap();
     assert_eq!(store.list_events("r0", None, 100).await.unwrap(), alone);
+}
+
+pub async fn task_chains(store: Arc<dyn Store>) {
+    store.create_project(&project("p", 1)).await.unwrap();
+    store.create_task(&task("t", "p")).await.unwrap();
+    store.create_task(&task("other", "p")).await.unwrap();
+    assert_eq!(
+        store.get_task("t").await.unwrap().chain,
+        TaskChain::default()
+    );
+    store.begin_task_chain("t", 40).await.unwrap();
+    let end = ChainEnd {
+        reason: "max_runs".into(),
+        message: "the chain reached 20 agent runs".into(),
+        agent_run_id: "r20".into(),
+        runs: 20,
+        tokens: 12_345,
+        cost_micro_usd: 250_000,
+        at: 50,
+    };
+    store.end_task_chain("t", &end).await.unwrap();
+    let chain = store.get_task("t").await.unwrap().chain;
+    assert_eq!(chain.started_at, Some(40));
+    assert_eq!(chain.end, Some(end.clone()));
+    let listed = store.list_tasks("p").await.unwrap();
+    assert_eq!(listed.iter().find(|t| t.id == "t").unwrap().chain, chain);
+    assert_eq!(
+        store.get_task("other").await.unwrap().chain,
+        TaskChain::default()
+    );
+    // A new chain clears the end of the one before.
+    store.begin_task_chain("t", 60).await.unwrap();
+    assert_eq!(
+        store.get_task("t").await.unwrap().chain,
+        TaskChain {
+            started_at: Some(60),
+            end: None
+        }
+    );
+    assert!(matches!(
+        store.begin_task_chain("ghost", 1).await,
+        Err(StorageError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.end_task_chain("ghost", &end).await,
+        Err(StorageError::NotFound { .. })
+    ));
 }

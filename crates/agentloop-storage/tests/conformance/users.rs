@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use agentloop_storage::model::{User, UserToken};
+use agentloop_storage::model::{AuditEntry, AuditFilter, User, UserToken};
 use agentloop_storage::{StorageError, Store};
 
 use super::project;
@@ -21,6 +21,7 @@ pub fn token(hash: &str, user_id: &str) -> UserToken {
         token_hash: hash.into(),
         user_id: user_id.into(),
         created_at: 5,
+        expires_at: None,
     }
 }
 
@@ -233,7 +234,9 @@ pub const UNDO_ONE_RUN_STATUS_SQLITE: &str =
 pub const UNDO_ONE_RUN_STATUS_POSTGRES: &str = "DROP TRIGGER agent_run_follows_its_record ON runs; \
      DROP FUNCTION agent_run_follows_its_record(); ALTER TABLE runs DROP COLUMN end_reason;";
 
-pub const DROP_USER_TABLES: &str = "DROP TABLE memories; DROP TABLE webhook_deliveries; \
+pub const DROP_USER_TABLES: &str = "DROP TABLE audit_log; ALTER TABLE tasks DROP COLUMN chain_end; \
+     ALTER TABLE tasks DROP COLUMN chain_started_at; \
+     DROP TABLE memories; DROP TABLE webhook_deliveries; \
      ALTER TABLE projects DROP COLUMN approval_mode; \
      DROP INDEX messages_by_rev; \
      ALTER TABLE messages DROP COLUMN rev; ALTER TABLE chats DROP COLUMN message_rev; \
@@ -325,4 +328,172 @@ pub async fn check_users_moved_from_files(store: &dyn Store) {
         .map(|p| p.id)
         .collect();
     assert_eq!(projects, ["kept"]);
+}
+
+pub async fn token_expiry_revocation_and_user_deletion(store: Arc<dyn Store>) {
+    store.create_user(&user("u1", "one", 1)).await.unwrap();
+    store.create_user(&user("u2", "two", 2)).await.unwrap();
+    let expiring = UserToken {
+        expires_at: Some(1_000),
+        ..token("e1", "u1")
+    };
+    store.add_token(&expiring).await.unwrap();
+    store.add_token(&token("n1", "u1")).await.unwrap();
+    store.add_token(&token("n2", "u2")).await.unwrap();
+    // The stored expiry reads back with its user; the caller's clock
+    // decides whether it still authenticates.
+    let (owner, found) = store.find_token("e1").await.unwrap();
+    assert_eq!(owner, user("u1", "one", 1));
+    assert_eq!(found, expiring);
+    assert!(found.live_at(999));
+    assert!(!found.live_at(1_000));
+    assert_eq!(store.find_token("n1").await.unwrap().1.expires_at, None);
+    assert_eq!(
+        store.find_token("nope").await,
+        Err(StorageError::not_found("token", "nope"))
+    );
+    let hashes: Vec<String> = store
+        .list_tokens("u1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.token_hash)
+        .collect();
+    assert_eq!(hashes, ["e1", "n1"]);
+
+    // Revoking a user's tokens revokes them all, and only theirs.
+    assert_eq!(store.revoke_user_tokens("u1").await.unwrap(), 2);
+    assert!(store.find_token("e1").await.is_err());
+    assert!(store.find_token("n1").await.is_err());
+    assert_eq!(store.find_token("n2").await.unwrap().0.id, "u2");
+    assert_eq!(store.revoke_user_tokens("u1").await.unwrap(), 0);
+
+    // Deleting a user takes its tokens with it.
+    store.delete_user("u2").await.unwrap();
+    assert_eq!(
+        store.get_user("u2").await,
+        Err(StorageError::not_found("user", "u2"))
+    );
+    assert!(store.find_token("n2").await.is_err());
+    assert!(store.list_tokens("u2").await.unwrap().is_empty());
+    assert_eq!(
+        store.delete_user("u2").await,
+        Err(StorageError::not_found("user", "u2"))
+    );
+    // The name is free again.
+    store.create_user(&user("u3", "two", 3)).await.unwrap();
+}
+
+pub async fn audit_log_filters_and_order(store: Arc<dyn Store>) {
+    let entry = |id: &str, at: i64, user: Option<&str>, project: Option<&str>| AuditEntry {
+        id: id.into(),
+        at,
+        user_id: user.map(Into::into),
+        action: "run.cancel".into(),
+        project_id: project.map(Into::into),
+        target: Some("run-1".into()),
+        address: Some("203.0.113.9".into()),
+        detail: serde_json::json!({ "status": 200 }),
+    };
+    assert!(
+        store
+            .list_audit(&AuditFilter {
+                limit: 10,
+                ..AuditFilter::default()
+            })
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Appended out of order; read back by time, then id.
+    store
+        .append_audit(&entry("c", 30, Some("u1"), Some("p1")))
+        .await
+        .unwrap();
+    store
+        .append_audit(&entry("a", 10, Some("u1"), None))
+        .await
+        .unwrap();
+    store
+        .append_audit(&entry("b", 20, Some("u2"), Some("p1")))
+        .await
+        .unwrap();
+    store
+        .append_audit(&entry("d", 20, None, Some("p2")))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.append_audit(&entry("a", 99, None, None)).await,
+        Err(StorageError::exists("audit entry", "a"))
+    );
+    let ids = |entries: Vec<AuditEntry>| entries.into_iter().map(|e| e.id).collect::<Vec<_>>();
+    let all = store
+        .list_audit(&AuditFilter {
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(all[0], entry("a", 10, Some("u1"), None), "read back whole");
+    assert_eq!(ids(all), ["a", "b", "d", "c"]);
+    let read = |filter: AuditFilter| {
+        let store = store.clone();
+        async move { ids(store.list_audit(&filter).await.unwrap()) }
+    };
+    assert_eq!(
+        read(AuditFilter {
+            project_id: Some("p1".into()),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await,
+        ["b", "c"]
+    );
+    assert_eq!(
+        read(AuditFilter {
+            user_id: Some("u1".into()),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await,
+        ["a", "c"]
+    );
+    assert_eq!(
+        read(AuditFilter {
+            since: Some(20),
+            until: Some(30),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await,
+        ["b", "d"]
+    );
+    // The operator's entries on a target ("d" has no user, target run-1).
+    assert_eq!(
+        read(AuditFilter {
+            operator_on: Some("run-1".into()),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await,
+        ["d"]
+    );
+    assert!(
+        read(AuditFilter {
+            operator_on: Some("other".into()),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await
+        .is_empty()
+    );
+    // The limit keeps the newest.
+    assert_eq!(
+        read(AuditFilter {
+            limit: 2,
+            ..AuditFilter::default()
+        })
+        .await,
+        ["d", "c"]
+    );
 }

@@ -7,6 +7,7 @@
 //!
 //! Nothing here calls a handler, and no handler asks the store.
 
+mod audit;
 mod memories;
 mod owned;
 mod projects;
@@ -16,6 +17,7 @@ mod submit;
 mod tasks;
 mod webhooks;
 
+pub use audit::*;
 pub use memories::*;
 pub use owned::*;
 pub use projects::*;

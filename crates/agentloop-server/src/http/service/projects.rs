@@ -11,7 +11,9 @@ use super::owned::owned_project;
 use crate::folders::{self, FolderError};
 use crate::http::error::ApiError;
 use crate::http::extract::{MAX_MODEL_CHARS, MAX_TITLE_CHARS, required_text, too_long};
-use crate::http::requests::{Approvals, Change, NewProject, ProjectChange, ShellQuota};
+use crate::http::requests::{
+    Approvals, ChainLimits, Change, NewProject, ProjectChange, ShellQuota,
+};
 use crate::ids::new_id;
 use crate::runner::project_owner;
 use crate::state::AppState;
@@ -71,6 +73,11 @@ pub async fn create_project(
     };
     let shell = check_shell(state, input.shell)?;
     let quota = input.shell_quota.map(check_quota).transpose()?.flatten();
+    let chain_limits = input
+        .chain_limits
+        .map(check_chain_limits)
+        .transpose()?
+        .flatten();
     let agents = input.agents.map(check_agents).transpose()?.flatten();
     let planned =
         folders::plan(state.config.projects_root.as_deref(), requested).map_err(folder_error)?;
@@ -94,6 +101,9 @@ pub async fn create_project(
     }
     if let Some(quota) = quota {
         settings["shell_quota"] = quota;
+    }
+    if let Some(limits) = chain_limits {
+        settings[crate::chain_bounds::SETTING] = limits;
     }
     if let Some(agents) = agents {
         settings["agents"] = agents;
@@ -169,6 +179,11 @@ pub async fn update_project(
         Change::Clear => Some(None),
         Change::Set(quota) => Some(check_quota(quota)?),
     };
+    let chain_limits = match change.chain_limits {
+        Change::Keep => None,
+        Change::Clear => Some(None),
+        Change::Set(limits) => Some(check_chain_limits(limits)?),
+    };
     let agents = match change.agents {
         Change::Keep => None,
         Change::Clear => Some(None),
@@ -197,6 +212,9 @@ pub async fn update_project(
     }
     if let Some(quota) = quota {
         set_setting(&mut project, "shell_quota", quota);
+    }
+    if let Some(limits) = chain_limits {
+        set_setting(&mut project, crate::chain_bounds::SETTING, limits);
     }
     if let Some(agents) = agents {
         set_setting(&mut project, "agents", agents);
@@ -269,6 +287,29 @@ fn check_quota(quota: ShellQuota) -> Result<Option<Value>, ApiError> {
         return Ok(None);
     }
     Ok(Some(crate::shapes::to_json(&quota)))
+}
+
+/// A project's chain bounds, checked: runs and tokens from 1, a cost above
+/// 0; `None` when it sets none (the server's bound alone).
+fn check_chain_limits(limits: ChainLimits) -> Result<Option<Value>, ApiError> {
+    const SHAPE: &str = "chain_limits must be null or an object of max_runs and max_tokens \
+                         (whole numbers from 1) and max_cost_usd (a number above 0)";
+    let cost_ok = limits
+        .max_cost_usd
+        .is_none_or(|cost| cost.is_finite() && cost > 0.0);
+    if limits.max_runs == Some(0) || limits.max_tokens == Some(0) || !cost_ok {
+        return Err(ApiError::bad_request(SHAPE));
+    }
+    if limits
+        == (ChainLimits {
+            max_runs: None,
+            max_tokens: None,
+            max_cost_usd: None,
+        })
+    {
+        return Ok(None);
+    }
+    Ok(Some(crate::shapes::to_json(&limits)))
 }
 
 /// A request's `shell`: `true` only where this server offers the shell

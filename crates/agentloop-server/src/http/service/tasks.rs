@@ -45,6 +45,7 @@ pub async fn create_task(
         project_id: project.id.clone(),
         title: title.to_owned(),
         workflow_complete: false,
+        chain: Default::default(),
         created_at: now,
         updated_at: now,
     };

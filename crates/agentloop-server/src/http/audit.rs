@@ -1,0 +1,225 @@
+//! Records the API's changes in the audit log ([`crate::audit`]): a
+//! request that changes something (its route in [`ACTIONS`]) and
+//! succeeded (2xx) is recorded with its user, the client's address, the
+//! ids its path names and the project they belong to (read before the
+//! route runs, so a deletion still names its project). Nothing of the
+//! body, the query or the headers is kept. `GET /api/audit` reads it.
+
+use std::net::SocketAddr;
+
+use axum::Json;
+use axum::extract::{ConnectInfo, MatchedPath, Query, Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::Response;
+use serde_json::json;
+
+use super::error::ApiError;
+use super::extract::{AuthUser, KnownToken, presented_token};
+use super::requests::AuditQuery;
+use super::responses::{AuditEntryShape, AuditShape};
+use super::service;
+use crate::audit::{Action, record};
+use crate::state::AppState;
+use crate::users::user_for_token;
+
+/// The user a sign-in signed in, put on its answer by the route (the
+/// request itself presents no token).
+#[derive(Debug, Clone)]
+pub(crate) struct SignedIn(pub String);
+
+/// What a creation created (its id), put on its answer by the route: the
+/// entry's target, and its project when it is one.
+#[derive(Debug, Clone)]
+pub(crate) struct Created(pub String);
+
+/// Each audited route (method and template) and its action.
+pub const ACTIONS: &[(&str, &str, &str)] = &[
+    ("POST", "/api/session", "session.sign_in"),
+    ("DELETE", "/api/session", "session.sign_out"),
+    ("POST", "/api/projects", "project.create"),
+    ("PATCH", "/api/projects/{project_id}", "project.settings"),
+    ("DELETE", "/api/projects/{project_id}", "project.delete"),
+    ("POST", "/api/projects/{project_id}/tasks", "task.create"),
+    ("DELETE", "/api/tasks/{task_id}", "task.delete"),
+    ("PUT", "/api/tasks/{task_id}/document", "task.document"),
+    (
+        "PUT",
+        "/api/tasks/{task_id}/workflow-complete",
+        "task.mark_done",
+    ),
+    ("POST", "/api/tasks/{task_id}/agent-runs", "run.start"),
+    ("POST", "/api/tasks/{task_id}/ag-ui", "run.start"),
+    ("POST", "/api/tasks/{task_id}/inputs", "run.message"),
+    ("POST", "/api/agent-runs/{run_id}/inputs", "run.message"),
+    ("POST", "/api/agent-runs/{run_id}/decisions", "run.decide"),
+    ("POST", "/api/agent-runs/{run_id}/cancel", "run.cancel"),
+    (
+        "PUT",
+        "/api/projects/{project_id}/webhooks",
+        "webhooks.change",
+    ),
+    (
+        "DELETE",
+        "/api/projects/{project_id}/webhooks",
+        "webhooks.remove",
+    ),
+    (
+        "PATCH",
+        "/api/projects/{project_id}/memories/{memory_id}",
+        "memory.edit",
+    ),
+    (
+        "DELETE",
+        "/api/projects/{project_id}/memories/{memory_id}",
+        "memory.delete",
+    ),
+];
+
+/// The action of a request to `route` with `method`, if it is audited.
+fn action_of(method: &Method, route: &str) -> Option<&'static str> {
+    ACTIONS
+        .iter()
+        .find(|(m, r, _)| *m == method.as_str() && *r == route)
+        .map(|(_, _, action)| *action)
+}
+
+/// The ids a path names, by the template's parameter names.
+fn path_ids(route: &str, path: &str) -> Vec<(String, String)> {
+    route
+        .split('/')
+        .zip(path.split('/'))
+        .filter_map(|(template, actual)| {
+            let name = template.strip_prefix('{')?.strip_suffix('}')?;
+            Some((name.to_owned(), actual.to_owned()))
+        })
+        .collect()
+}
+
+/// The project the ids belong to: named, or the task's or the run's.
+async fn project_of(state: &AppState, ids: &[(String, String)]) -> Option<String> {
+    let id = |name: &str| ids.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    if let Some(project) = id("project_id") {
+        return Some(project);
+    }
+    let task_id = match (id("task_id"), id("run_id")) {
+        (Some(task), _) => task,
+        (None, Some(run)) => state.store.get_agent_run(&run).await.ok()?.task_id,
+        (None, None) => return None,
+    };
+    Some(state.store.get_task(&task_id).await.ok()?.project_id)
+}
+
+/// `GET /api/audit`: entries of the audit log (see
+/// [`service::audit_log`]).
+pub(super) async fn list(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<AuditShape>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let entries = service::audit_log(&state, &user, query).await?;
+    Ok(Json(AuditShape {
+        entries: entries.iter().map(AuditEntryShape::from).collect(),
+    }))
+}
+
+/// The middleware: see the module's documentation.
+pub(super) async fn record_changes(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned());
+    let Some((action, route)) =
+        route.and_then(|route| action_of(request.method(), &route).map(|action| (action, route)))
+    else {
+        return next.run(request).await;
+    };
+    let (parts, body) = request.into_parts();
+    let ids = path_ids(&route, parts.uri.path());
+    let project_id = project_of(&state, &ids).await;
+    let known = parts.extensions.get::<KnownToken>().cloned();
+    let token = presented_token(&parts).map(|t| t.trim().to_owned());
+    let address = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| {
+            state
+                .config
+                .trusted_proxies
+                .client_address(info.0.ip(), &parts.headers)
+                .to_string()
+        });
+    // The user is who the token names as the request comes in: a sign-out
+    // revokes it on the way.
+    let mut user_id = match (known, &token) {
+        (Some(known), Some(token)) if known.token == *token => known.user.map(|u| u.id),
+        (_, Some(token)) => user_for_token(&*state.store, token)
+            .await
+            .ok()
+            .flatten()
+            .map(|u| u.id),
+        (_, None) => None,
+    };
+    let method = parts.method.to_string();
+    let response = next.run(Request::from_parts(parts, body)).await;
+    if !response.status().is_success() {
+        return response;
+    }
+    if let Some(SignedIn(id)) = response.extensions().get::<SignedIn>() {
+        user_id = Some(id.clone());
+    }
+    let mut target = ids.last().map(|(_, id)| id.clone());
+    let mut project_id = project_id;
+    if let Some(Created(id)) = response.extensions().get::<Created>() {
+        if action == "project.create" {
+            project_id = Some(id.clone());
+        }
+        target = Some(id.clone());
+    }
+    let entry = Action {
+        user_id,
+        action: action.to_owned(),
+        project_id,
+        target,
+        address,
+        detail: json!({
+            "method": method,
+            "route": route,
+            "status": response.status().as_u16(),
+        }),
+    };
+    if let Err(error) = record(&*state.store, entry).await {
+        tracing::error!(%error, action, "the audit log could not be written");
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_names_its_ids_by_the_template() {
+        assert_eq!(
+            path_ids(
+                "/api/projects/{project_id}/memories/{memory_id}",
+                "/api/projects/p1/memories/m2"
+            ),
+            vec![
+                ("project_id".to_owned(), "p1".to_owned()),
+                ("memory_id".to_owned(), "m2".to_owned())
+            ]
+        );
+        assert!(path_ids("/api/session", "/api/session").is_empty());
+        assert_eq!(
+            action_of(&Method::POST, "/api/agent-runs/{run_id}/cancel"),
+            Some("run.cancel")
+        );
+        assert_eq!(action_of(&Method::GET, "/api/agent-runs/{run_id}"), None);
+    }
+}
