@@ -151,7 +151,7 @@ impl Encoder {
             }
             EventKind::FirstChunk => {}
             // The tool's life after the model wrote the call, handoffs,
-            // strategy events, hooks, compaction, approvals (sent with the
+            // strategy events, hooks, compaction and context edits, approvals (sent with the
             // suspension): whole, for the client's `onData`.
             EventKind::PendingToolResult(_)
             | EventKind::ToolStart(_)
@@ -168,6 +168,7 @@ impl Encoder {
             | EventKind::AgentCompletion(_)
             | EventKind::AgentError(_)
             | EventKind::ContextCompacted(_)
+            | EventKind::ContextEdited(_)
             | EventKind::ApprovalRequested(_)
             | EventKind::Hook(_) => out.push(UiChunk::Data {
                 name: "agentloop-event".to_owned(),
