@@ -60,6 +60,7 @@ pub mod error;
 mod gate;
 pub mod heartbeat;
 mod host;
+mod inbox;
 pub mod ids;
 mod lifecycle;
 pub mod log;

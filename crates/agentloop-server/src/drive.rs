@@ -195,6 +195,11 @@ async fn drive_registered(
                 false
             }
         };
+        if !paused {
+            // Messages sent to the run that it never took go on to what
+            // runs next (nothing moves while it still goes on or waits).
+            crate::steer::deliver_left(state, run_id).await;
+        }
         match state.unregister_local(run_id, pace == Pace::Whole) {
             Some(next) => local = next,
             None => return paused,

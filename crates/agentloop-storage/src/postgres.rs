@@ -103,6 +103,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0006_project_approval_mode.sql"),
             include_str!("../migrations/postgres/0007_webhook_deliveries.sql"),
             include_str!("../migrations/postgres/0008_memories.sql"),
+            include_str!("../migrations/postgres/0011_inbox.sql"),
         ])
         .run(&pool)
         .await

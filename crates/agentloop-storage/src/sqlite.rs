@@ -197,6 +197,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0006_project_approval_mode.sql"),
             include_str!("../migrations/sqlite/0007_webhook_deliveries.sql"),
             include_str!("../migrations/sqlite/0008_memories.sql"),
+            include_str!("../migrations/sqlite/0011_inbox.sql"),
         ])
         .run(&pool)
         .await
