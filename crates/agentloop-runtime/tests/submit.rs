@@ -47,9 +47,7 @@ async fn start_decide_and_message_drive_a_chat_through_one_entry() {
             "{name}"
         );
         // A message while the run waits for a person is refused, typed.
-        let early = RunInput::Message {
-            message: Message::user_text("u2", "hurry"),
-        };
+        let early = RunInput::message(Message::user_text("u2", "hurry"));
         assert!(
             matches!(
                 runtime.submit(&chat_id, early).await,
@@ -76,9 +74,7 @@ async fn start_decide_and_message_drive_a_chat_through_one_entry() {
             .unwrap();
         assert!(matches!(idle, Submitted::Idle), "{name}");
 
-        let message = RunInput::Message {
-            message: Message::user_text("u3", "again"),
-        };
+        let message = RunInput::message(Message::user_text("u3", "again"));
         let again = outcome(runtime.submit(&chat_id, message).await.unwrap()).await;
         assert_eq!(
             again.result.final_text().as_deref(),

@@ -15,7 +15,7 @@ use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_storage::Store;
 use agentloop_types::{Message, ModelRequest, Role};
 use common::approvals::{create, finished_statuses, messages, until_status};
-use common::gated::GatedProvider;
+use common::gated::{GatedProvider, follow_until};
 use common::TestServer;
 use serde_json::{Value, json};
 
@@ -168,13 +168,12 @@ async fn an_interrupt_stops_the_turn_and_the_run_goes_on_with_the_message() {
     let (_, task_id) = server.project_and_task().await;
     let run_id = start(&server, &task_id, "Read everything.").await;
     // The turn has streamed its first words and hangs.
-    for _ in 0..800 {
-        let events = logged(&*store, &run_id).await;
-        if events.iter().any(|e| e["type"] == "text_delta") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let _live = tokio::time::timeout(
+        Duration::from_secs(10),
+        follow_until(&server, &run_id, "streaming_chunk"),
+    )
+    .await
+    .expect("the turn streams its first words");
 
     let (status, answer) = server
         .send(
