@@ -58,6 +58,7 @@ mod session;
 mod settings;
 mod skills;
 mod tools;
+mod typed;
 
 use std::process::ExitCode;
 
