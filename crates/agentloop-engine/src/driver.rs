@@ -491,7 +491,7 @@ async fn drive(mut run: Box<Driven>) {
         // before the model call goes out.
         if matches!(output.next, Step::CallModel { .. }) {
             let mark = deps.interrupt.as_ref().map_or(0, Interrupt::mark);
-            if let Some(messages) = queued(machine, deps).await {
+            if let Some(messages) = queued(machine, deps, &deps.cancel).await {
                 seen = mark;
                 input = Input::Steer {
                     messages,
@@ -575,7 +575,9 @@ async fn drive(mut run: Box<Driven>) {
                             if interrupted && !run_cancel.is_cancelled() =>
                         {
                             seen = deps.interrupt.as_ref().map_or(seen, Interrupt::mark);
-                            let messages = queued(machine, deps).await.unwrap_or_default();
+                            let messages = queued(machine, deps, &run_cancel)
+                                .await
+                                .unwrap_or_default();
                             Input::Steer {
                                 messages,
                                 interrupted: Some(partial_turn.unwrap_or_default()),
@@ -695,13 +697,18 @@ fn interrupted_results(
 }
 
 /// The messages the run's inbox holds that its history does not, when
-/// there are some and the machine takes them now.
-async fn queued(machine: &Machine, deps: &RunDeps) -> Option<Vec<Message>> {
+/// there are some and the machine takes them now (`cancel`: the run's
+/// token).
+async fn queued(
+    machine: &Machine,
+    deps: &RunDeps,
+    cancel: &CancellationToken,
+) -> Option<Vec<Message>> {
     let inbox = deps.inbox.as_ref()?;
     if !machine.steerable() {
         return None;
     }
-    let found = match or_cancelled(&deps.cancel, inbox.queued()).await? {
+    let found = match or_cancelled(cancel, inbox.queued()).await? {
         Ok(found) => found,
         Err(error) => {
             tracing::warn!(run_id = %machine.run_id(), %error,
