@@ -97,6 +97,7 @@ impl SkillTool {
             handoffs: None,
             // Messages to the run go to the parent, not to a skill's run.
             inbox: None,
+            interrupt: None,
         }
     }
 }
