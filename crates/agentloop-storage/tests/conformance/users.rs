@@ -224,7 +224,8 @@ pub async fn concurrent_user_creation(store: Arc<dyn Store>) {
 }
 
 /// Takes a store back to the schema before users had tables.
-pub const DROP_USER_TABLES: &str = "DROP TABLE memories; DROP TABLE webhook_deliveries; \
+pub const DROP_USER_TABLES: &str = "DROP TABLE inbox_messages; DROP TABLE memories; \
+     DROP TABLE webhook_deliveries; \
      ALTER TABLE projects DROP COLUMN approval_mode; \
      DROP INDEX messages_by_rev; \
      ALTER TABLE messages DROP COLUMN rev; ALTER TABLE chats DROP COLUMN message_rev; \
