@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use agentloop_types::{
     AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, Guardrail, Hook,
-    Hooks, Inbox, LoopOptions, Message, ModelProvider, ModelRequest, OutputGuardrail, Retriever, RunState,
-    Tool, ToolGuardrail, output_guardrail_hook, tool_guardrail_hook,
+    Hooks, Inbox, LoopOptions, Message, ModelProvider, ModelRequest, OutputGuardrail, Retriever,
+    RunState, Tool, ToolGuardrail, output_guardrail_hook, tool_guardrail_hook,
 };
 
 use crate::cancel::or_cancelled;
@@ -575,9 +575,8 @@ async fn drive(mut run: Box<Driven>) {
                             if interrupted && !run_cancel.is_cancelled() =>
                         {
                             seen = deps.interrupt.as_ref().map_or(seen, Interrupt::mark);
-                            let messages = queued(machine, deps, &run_cancel)
-                                .await
-                                .unwrap_or_default();
+                            let messages =
+                                queued(machine, deps, &run_cancel).await.unwrap_or_default();
                             Input::Steer {
                                 messages,
                                 interrupted: Some(partial_turn.unwrap_or_default()),
@@ -684,15 +683,17 @@ fn interrupted_results(
     mut finished: Vec<(String, ToolOutcome)>,
 ) -> Vec<(String, ToolOutcome)> {
     ids.into_iter()
-        .map(|id| match finished.iter().position(|(done, _)| *done == id) {
-            Some(pos) => finished.swap_remove(pos),
-            None => (
-                id,
-                ToolOutcome::Finished(agentloop_types::ToolResult::error(
-                    crate::machine::INTERRUPTED_RUNNING,
-                )),
-            ),
-        })
+        .map(
+            |id| match finished.iter().position(|(done, _)| *done == id) {
+                Some(pos) => finished.swap_remove(pos),
+                None => (
+                    id,
+                    ToolOutcome::Finished(agentloop_types::ToolResult::error(
+                        crate::machine::INTERRUPTED_RUNNING,
+                    )),
+                ),
+            },
+        )
         .collect()
 }
 

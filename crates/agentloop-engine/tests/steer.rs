@@ -68,7 +68,9 @@ async fn messages_sent_while_a_tool_runs_join_after_its_result_in_order_and_once
     let deps = RunDeps::new(provider.clone())
         .with_tools([note])
         .with_inbox(inbox.clone());
-    let events: Vec<_> = run(LoopOptions::default(), user("Go."), deps).collect().await;
+    let events: Vec<_> = run(LoopOptions::default(), user("Go."), deps)
+        .collect()
+        .await;
     let result = check_invariants(&events);
     assert!(matches!(result.status, LoopStatus::Complete { .. }));
 
@@ -80,13 +82,21 @@ async fn messages_sent_while_a_tool_runs_join_after_its_result_in_order_and_once
     assert!(requests[1].messages[n - 3].tool_results().next().is_some());
     // Still queued (never marked delivered here), they are not taken again.
     let third: Vec<&str> = requests[2].messages.iter().map(|m| m.id.as_str()).collect();
-    assert_eq!(third.iter().filter(|id| **id == "s1").count(), 1, "{third:?}");
+    assert_eq!(
+        third.iter().filter(|id| **id == "s1").count(),
+        1,
+        "{third:?}"
+    );
 
     let log = created(&events);
     let at = |id: &str| log.iter().position(|(_, i, _)| i == id).unwrap();
     assert_eq!(log.iter().filter(|(_, i, _)| i == "s1").count(), 1);
     assert!(at("s1") < at("s2"));
-    assert_eq!(log[at("s1") - 1].0, Role::User, "after the tool's result: {log:?}");
+    assert_eq!(
+        log[at("s1") - 1].0,
+        Role::User,
+        "after the tool's result: {log:?}"
+    );
     assert_eq!(result.messages.iter().filter(|m| m.id == "s2").count(), 1);
 }
 
@@ -115,7 +125,11 @@ async fn an_interrupted_model_call_keeps_what_it_streamed_and_is_made_again() {
     }
     events.extend(stream.collect::<Vec<_>>().await);
     let result = check_invariants(&events);
-    assert!(matches!(result.status, LoopStatus::Complete { .. }), "{:?}", result.status);
+    assert!(
+        matches!(result.status, LoopStatus::Complete { .. }),
+        "{:?}",
+        result.status
+    );
     let requests = provider.requests();
     assert_eq!(requests.len(), 2);
     let sent: Vec<(Role, String)> = requests[1]
@@ -153,7 +167,11 @@ async fn an_interrupted_tool_step_answers_its_calls_and_the_run_goes_on() {
         .with_inbox(inbox)
         .with_interrupt(interrupt);
     let result = collect(run(LoopOptions::default(), user("Go."), deps)).await;
-    assert!(matches!(result.status, LoopStatus::Complete { .. }), "{:?}", result.status);
+    assert!(
+        matches!(result.status, LoopStatus::Complete { .. }),
+        "{:?}",
+        result.status
+    );
     let requests = provider.requests();
     assert_eq!(requests.len(), 2);
     let second = &requests[1].messages;
@@ -177,6 +195,10 @@ async fn a_message_that_is_not_a_persons_ends_the_run_as_invalid() {
     let provider = ScriptedProvider::new([ScriptedTurn::new().text("Never asked.")]);
     let deps = RunDeps::new(provider.clone()).with_inbox(Arc::new(Bad));
     let result = collect(run(LoopOptions::default(), user("Go."), deps)).await;
-    assert!(matches!(result.status, LoopStatus::Error { .. }), "{:?}", result.status);
+    assert!(
+        matches!(result.status, LoopStatus::Error { .. }),
+        "{:?}",
+        result.status
+    );
     assert!(provider.requests().is_empty());
 }

@@ -3,9 +3,7 @@
 use std::sync::Arc;
 
 use agentloop_engine::strategy::NativeStrategy;
-use agentloop_engine::{
-    CheckpointedRun, Handoffs, Interrupt, LoopStrategy, RunDeps, RunStream,
-};
+use agentloop_engine::{CheckpointedRun, Handoffs, Interrupt, LoopStrategy, RunDeps, RunStream};
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{RuntimeStore, StorageError, StoreAttachmentLoader};
 use agentloop_types::{
@@ -468,9 +466,8 @@ impl ChatRuntime {
             let run = self.create_run_record(chat_id, Some(state.clone())).await?;
             let gate = Gate::default();
             let context_len = state.messages.len();
-            let stream =
-                agentloop_engine::resume(options, state, self.deps(&gate, chat_id))
-                    .with_checkpoints();
+            let stream = agentloop_engine::resume(options, state, self.deps(&gate, chat_id))
+                .with_checkpoints();
             Ok::<_, RuntimeError>((self.persister(chat, run, gate, context_len), stream))
         })
         .await?;

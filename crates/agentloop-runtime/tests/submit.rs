@@ -151,7 +151,12 @@ async fn a_message_to_a_chat_whose_run_goes_on_is_taken_at_its_next_step() {
             .with_tools([counter.clone() as Arc<dyn Tool>]);
         let chat_id = chat(&*store, &runtime, Default::default(), Default::default()).await;
         let start = RunInput::start(Message::user_text("u1", "count"));
-        let mut run = runtime.submit(&chat_id, start).await.unwrap().into_run().unwrap();
+        let mut run = runtime
+            .submit(&chat_id, start)
+            .await
+            .unwrap()
+            .into_run()
+            .unwrap();
         // The run goes on: its tool call has started.
         loop {
             let event = run.next().await.unwrap().unwrap();
@@ -183,7 +188,10 @@ async fn a_message_to_a_chat_whose_run_goes_on_is_taken_at_its_next_step() {
         );
         let steer = RunInput::message(Message::user_text("s1", "be brief"));
         assert!(
-            matches!(runtime.submit(&chat_id, steer).await.unwrap(), Submitted::Queued),
+            matches!(
+                runtime.submit(&chat_id, steer).await.unwrap(),
+                Submitted::Queued
+            ),
             "{name}"
         );
         assert_eq!(runtime.queued(&chat_id).await.unwrap().len(), 1, "{name}");
@@ -195,8 +203,14 @@ async fn a_message_to_a_chat_whose_run_goes_on_is_taken_at_its_next_step() {
         );
         let second = &provider.requests()[1].messages;
         assert_eq!(second[second.len() - 1].id, "s1", "{name}");
-        assert!(second[second.len() - 2].tool_results().next().is_some(), "{name}");
-        assert!(runtime.queued(&chat_id).await.unwrap().is_empty(), "{name}: delivered");
+        assert!(
+            second[second.len() - 2].tool_results().next().is_some(),
+            "{name}"
+        );
+        assert!(
+            runtime.queued(&chat_id).await.unwrap().is_empty(),
+            "{name}: delivered"
+        );
         let ids: Vec<String> = store
             .list_messages(&chat_id)
             .await
@@ -204,7 +218,11 @@ async fn a_message_to_a_chat_whose_run_goes_on_is_taken_at_its_next_step() {
             .into_iter()
             .map(|m| m.message.id)
             .collect();
-        assert_eq!(ids.iter().filter(|id| *id == "s1").count(), 1, "{name}: {ids:?}");
+        assert_eq!(
+            ids.iter().filter(|id| *id == "s1").count(),
+            1,
+            "{name}: {ids:?}"
+        );
         assert!(!ids.iter().any(|id| id == "x1" || id == "x2"), "{name}");
     }
 }

@@ -14,9 +14,9 @@ use std::time::Duration;
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_storage::Store;
 use agentloop_types::{Message, ModelRequest, Role};
+use common::TestServer;
 use common::approvals::{create, finished_statuses, messages, until_status};
 use common::gated::{GatedProvider, follow_until};
-use common::TestServer;
 use serde_json::{Value, json};
 
 fn message(id: &str, text: &str) -> Value {
@@ -100,11 +100,23 @@ async fn enqueued_messages_join_at_the_next_step_in_order_and_once() {
     // One through the task, one through the run; no strategy named: the
     // project's default, enqueue.
     for (path, id, text) in [
-        (format!("/api/tasks/{task_id}/inputs"), "s1", "Use British spelling."),
-        (format!("/api/agent-runs/{run_id}/inputs"), "s2", "And keep it short."),
+        (
+            format!("/api/tasks/{task_id}/inputs"),
+            "s1",
+            "Use British spelling.",
+        ),
+        (
+            format!("/api/agent-runs/{run_id}/inputs"),
+            "s2",
+            "And keep it short.",
+        ),
     ] {
         let (status, answer) = server
-            .send("POST", &path, json!({ "type": "message", "message": message(id, text) }))
+            .send(
+                "POST",
+                &path,
+                json!({ "type": "message", "message": message(id, text) }),
+            )
             .await;
         assert_eq!(status, 200, "{answer}");
         assert_eq!(answer["submitted"], "queued", "{answer}");
@@ -138,8 +150,7 @@ async fn enqueued_messages_join_at_the_next_step_in_order_and_once() {
     let result_at = events
         .iter()
         .position(|e| {
-            e["type"] == "message_created"
-                && e["message"]["content"][0]["type"] == "tool_result"
+            e["type"] == "message_created" && e["message"]["content"][0]["type"] == "tool_result"
         })
         .unwrap();
     let answer_at = events
@@ -150,7 +161,10 @@ async fn enqueued_messages_join_at_the_next_step_in_order_and_once() {
                 && e["message"]["content"][0]["text"] == "Noted both."
         })
         .unwrap();
-    assert!(result_at < s1[0] && s1[0] < s2[0] && s2[0] < answer_at, "{events:#?}");
+    assert!(
+        result_at < s1[0] && s1[0] < s2[0] && s2[0] < answer_at,
+        "{events:#?}"
+    );
     assert_eq!(finished_statuses(&events), ["complete"]);
     let kept = messages(&*store, &run_id).await;
     assert_eq!((count_id(&kept, "s1"), count_id(&kept, "s2")), (1, 1));
@@ -161,7 +175,9 @@ async fn enqueued_messages_join_at_the_next_step_in_order_and_once() {
 async fn an_interrupt_stops_the_turn_and_the_run_goes_on_with_the_message() {
     let (_dir, store) = common::sqlite().await;
     let provider = ScriptedProvider::new([
-        ScriptedTurn::new().text_chunks(&["Reading the whole"]).hang(),
+        ScriptedTurn::new()
+            .text_chunks(&["Reading the whole"])
+            .hang(),
         ScriptedTurn::new().text("Only the README, then."),
     ]);
     let server = common::start(store.clone(), provider.clone()).await;
@@ -197,10 +213,17 @@ async fn an_interrupt_stops_the_turn_and_the_run_goes_on_with_the_message() {
         (Role::Assistant, "Reading the whole".to_owned()),
         "what the interrupted turn streamed is kept: {second:?}"
     );
-    assert_eq!(second[n - 1], (Role::User, "Stop: only the README.".to_owned()));
+    assert_eq!(
+        second[n - 1],
+        (Role::User, "Stop: only the README.".to_owned())
+    );
     let events = logged(&*store, &run_id).await;
     assert_eq!(created_at(&events, "i1").len(), 1);
-    assert_eq!(finished_statuses(&events), ["complete"], "one end, not a cancel");
+    assert_eq!(
+        finished_statuses(&events),
+        ["complete"],
+        "one end, not a cancel"
+    );
     server.stop().await;
 }
 
@@ -241,7 +264,11 @@ async fn a_rollback_ends_the_run_and_starts_its_agent_again_with_the_message() {
     );
     assert_eq!(restarted.last().unwrap().0, Role::User);
     assert!(
-        restarted.last().unwrap().1.contains("Plan the CLI instead."),
+        restarted
+            .last()
+            .unwrap()
+            .1
+            .contains("Plan the CLI instead."),
         "{restarted:?}"
     );
     let ended = logged(&*store, &first).await;
@@ -288,7 +315,10 @@ async fn a_project_that_rejects_refuses_and_a_message_may_still_ask_to_wait() {
         .await;
     assert_eq!(status, 409, "{refused}");
     let error = refused["error"].as_str().unwrap();
-    assert!(error.contains(&run_id) && error.contains("reject"), "{error}");
+    assert!(
+        error.contains(&run_id) && error.contains("reject"),
+        "{error}"
+    );
 
     // Named on the message, enqueue wins over the project's setting. It
     // arrives during the run's last turn: the agent runs again with it.
@@ -319,7 +349,10 @@ async fn a_project_that_rejects_refuses_and_a_message_may_still_ask_to_wait() {
         .collect();
     assert!(!texts.iter().any(|t| t.contains("Refused.")), "{texts:?}");
     assert_eq!(
-        texts.iter().filter(|t| t.contains("One more thing.")).count(),
+        texts
+            .iter()
+            .filter(|t| t.contains("One more thing."))
+            .count(),
         1,
         "delivered once, to the next run: {texts:?}"
     );

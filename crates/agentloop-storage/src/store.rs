@@ -440,14 +440,17 @@ pub trait ProjectSettingsStore: Send + Sync {
 pub trait InboxStore: Send + Sync {
     /// Keeps `message` for the chat's run, after those waiting. An id the
     /// chat's inbox already holds is refused (`AlreadyExists`).
-    async fn enqueue_message(&self, chat_id: &str, message: &Message, now: i64)
-    -> StorageResult<()>;
+    async fn enqueue_message(
+        &self,
+        chat_id: &str,
+        message: &Message,
+        now: i64,
+    ) -> StorageResult<()>;
     /// The chat's messages not yet delivered, oldest first.
     async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<Message>>;
     /// Marks those of `ids` still waiting in the chat's inbox delivered;
     /// returns how many were.
-    async fn mark_delivered(&self, chat_id: &str, ids: &[String], now: i64)
-    -> StorageResult<u64>;
+    async fn mark_delivered(&self, chat_id: &str, ids: &[String], now: i64) -> StorageResult<u64>;
 }
 
 /// What the runtime runs chats over: chats, messages and checkpoints,

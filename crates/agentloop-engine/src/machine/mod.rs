@@ -108,8 +108,8 @@ pub(crate) mod strategies;
 mod strategy_machine;
 mod waits;
 
-pub use answers::ToolOutcome;
 pub(crate) use answers::INTERRUPTED_RUNNING;
+pub use answers::ToolOutcome;
 pub(crate) use answers::running_block;
 pub use handoffs::{AgentSpec, HandoffPlan};
 pub use output::check_output_schema;

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::answers::{
     CANCELLED_NOT_RUN, CANCELLED_RUNNING, CANCELLED_WAITING, INTERRUPTED_NOT_RUN, NO_RESULT,
-    ToolOutcome,
-    committed_block, exceeded_limit, interrupted, refusal, resolve_options, running_block,
+    ToolOutcome, committed_block, exceeded_limit, interrupted, refusal, resolve_options,
+    running_block,
 };
 use super::compaction::{Compaction, PendingSummary};
 use super::output::OutputRules;

@@ -128,8 +128,13 @@ async fn steer(
         .last_user_text()
         .map(|text| Message::user_text(new_id(), text))
         .ok_or_else(|| ApiError::bad_request("a message to a working agent needs text"))?;
-    match service::submit(state, user, Target::Run(&running, ctx), RunInput::message(message))
-        .await?
+    match service::submit(
+        state,
+        user,
+        Target::Run(&running, ctx),
+        RunInput::message(message),
+    )
+    .await?
     {
         Submitted::Started(started) => Ok((started, None)),
         other => Ok((other.into_run()?, after)),

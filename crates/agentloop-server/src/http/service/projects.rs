@@ -205,7 +205,11 @@ pub async fn update_project(
         Change::Keep => {}
         Change::Clear => set_setting(&mut project, "steer_strategy", None),
         Change::Set(strategy) => {
-            set_setting(&mut project, "steer_strategy", Some(json!(strategy.as_str())));
+            set_setting(
+                &mut project,
+                "steer_strategy",
+                Some(json!(strategy.as_str())),
+            );
         }
     }
     project.updated_at = now_millis();
