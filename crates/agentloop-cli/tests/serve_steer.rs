@@ -1,6 +1,7 @@
 //! `agentloop serve` as a process: a message sent to a running agent is
 //! stored as it arrives, so a SIGKILL before the run takes it loses
-//! nothing, and the restarted server delivers it once.
+//! nothing, and the restarted server delivers it once; an A2A message to
+//! a working task joins its run at the next step.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -108,4 +109,77 @@ async fn a_message_queued_before_a_sigkill_is_delivered_once_after_the_restart()
         .filter(|e| matches!(e.kind, EventKind::Finished(FinishedEvent { .. })) && e.path.is_root())
         .count();
     assert_eq!(finished, 1);
+}
+
+#[tokio::test]
+async fn an_a2a_message_to_a_working_task_joins_its_run_at_the_next_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = dir.path().join("script.json");
+    let view = json!({ "command": "view", "path": "/" }).to_string();
+    write_script(
+        &script,
+        json!([
+            { "steps": [
+                { "type": "text", "chunks": ["Looking"] },
+                { "type": "delay", "ms": 1500 },
+                { "type": "tool_call", "id": "v1", "name": "fs", "fragments": [view] }
+            ] },
+            text("Done, briefly."),
+            text("Reviewed.")
+        ]),
+    );
+    let token = create_user(&db, "ada");
+    let server = serve(&db, &script, "only");
+    let address = server.address.clone();
+    let project_id = project(&address, &token, &dir.path().join("repo"), json!({}));
+    let send = |message: serde_json::Value| {
+        http(
+            &address,
+            &token,
+            "POST",
+            "/a2a",
+            Some(
+                json!({ "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+                "tenant": project_id, "message": message,
+                "configuration": { "returnImmediately": true }
+            } }),
+            ),
+        )
+        .1
+    };
+    let started = send(json!({ "messageId": "a1", "role": "ROLE_USER",
+                                "parts": [{ "text": "Look around." }] }));
+    let task_id = started["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let steered = send(
+        json!({ "messageId": "a2", "role": "ROLE_USER", "taskId": task_id,
+                                "parts": [{ "text": "Be brief." }] }),
+    );
+    assert!(steered["error"].is_null(), "{steered}");
+    assert_eq!(
+        steered["result"]["task"]["id"],
+        task_id.as_str(),
+        "{steered}"
+    );
+    until_status(&address, &token, &task_id, "completed");
+
+    let store = agentloop_storage::open_store(&db).await.unwrap();
+    let run = store.get_agent_run(&task_id).await.unwrap();
+    let conversation = store
+        .get_conversation(run.conversation_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    let messages = store
+        .list_messages(conversation.chat_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    let at: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.message.text() == "Be brief.")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 1, "{messages:?}");
+    assert!(messages[at[0] - 1].message.tool_results().next().is_some());
+    assert_eq!(messages[at[0] + 1].message.text(), "Done, briefly.");
 }
