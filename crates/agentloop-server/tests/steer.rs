@@ -3,8 +3,9 @@
 //! order, once), `interrupt` (the model call in flight stops and the run
 //! goes on with the message), `rollback` (the run is cancelled and its
 //! agent starts again with the message), `reject` (409, the project's
-//! setting, overridden per message). Checked by what the model received
-//! next and by the order of the run's events.
+//! setting, overridden per message), and an AG-UI input while the agent
+//! works. Checked by what the model received next and by the order of the
+//! run's events.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -377,5 +378,53 @@ async fn a_message_that_is_not_a_persons_is_refused() {
         )
         .await;
     assert_eq!(status, 400, "{answer}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ag_ui_message_while_the_agent_works_joins_its_run() {
+    let (_dir, store) = common::sqlite().await;
+    let provider = GatedProvider::new([
+        create("w1", "notes.md", "hello"),
+        ScriptedTurn::new().text("With tabs."),
+    ]);
+    let server = common::start(store.clone(), provider.clone()).await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "unattended" }))
+        .await;
+    let run_id = start(&server, &task_id, "Write notes.").await;
+    until("model requests", 1, || provider.request_count()).await;
+
+    let response = server
+        .client
+        .post(server.url(&format!("/api/tasks/{task_id}/ag-ui")))
+        .bearer_auth(&server.token)
+        .json(&json!({ "threadId": "t1", "runId": "r1",
+                       "messages": [{ "id": "u1", "role": "user", "content": "Use tabs." }] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    provider.open();
+    let body = tokio::time::timeout(Duration::from_secs(20), response.text())
+        .await
+        .expect("the AG-UI stream ends with the run")
+        .unwrap();
+    assert!(body.contains(&run_id), "it follows the working run: {body}");
+    assert!(body.contains("RUN_FINISHED"), "{body}");
+    until_status(&server, &run_id, "completed").await;
+
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2, "no second run started");
+    let second = sent(&requests[1]);
+    assert_eq!(
+        second.last().unwrap(),
+        &(Role::User, "Use tabs.".to_owned())
+    );
+    let texts: Vec<String> = requests
+        .iter()
+        .flat_map(|r| r.messages.iter().map(Message::text))
+        .collect();
+    assert_eq!(texts.iter().filter(|t| *t == "Use tabs.").count(), 1);
     server.stop().await;
 }
