@@ -61,6 +61,7 @@ mod skills;
 mod tools;
 #[cfg(feature = "server")]
 mod users;
+mod typed;
 
 use std::process::ExitCode;
 

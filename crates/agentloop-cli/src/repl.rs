@@ -2,7 +2,9 @@
 //! history kept in the data folder, multi-line input (end a line with `\`)
 //! and slash commands. Ctrl-C while a turn runs cancels that turn (its run
 //! is stored `cancelled`) and returns to the prompt; Ctrl-C at the prompt
-//! clears the line; Ctrl-D or `/exit` leaves.
+//! clears the line; Ctrl-D or `/exit` leaves. A line typed while a turn
+//! runs is stored for its run, which takes it at its next step (before its
+//! next model call); one the run ended before taking starts one more turn.
 //!
 //! A turn that waits for a person is settled inline before the prompt
 //! comes back: each call that needs approval is asked (see
@@ -21,6 +23,7 @@ use agentloop_types::PendingCall;
 use crate::approve::{Asker, Reply};
 use crate::out::{Failure, Outcome, Stdout, Style, note};
 use crate::session::{Session, waiting_on};
+use crate::typed::TypedLines;
 use crate::{db, render};
 
 /// The prompt of a new message.
@@ -90,8 +93,13 @@ pub async fn run(session: &mut Session) -> Outcome {
             Input::Message("") => {}
             Input::Message(message) => {
                 let _ = editor.add_history_entry(message);
-                // Ctrl-C cancels the turn and the prompt comes back.
-                let status = session.send(message.to_owned()).await?;
+                // Ctrl-C cancels the turn and the prompt comes back; a
+                // line typed meanwhile goes to the run, which takes it at
+                // its next step.
+                let mut typed = TypedLines::start();
+                let sent = session.send_typed(message.to_owned(), &mut typed).await;
+                typed.stop();
+                let status = sent?;
                 let waiting = waiting_on(&status);
                 if settle(session, &mut editor, &mut asker, waiting).await? == Settled::Left {
                     return Ok(left_waiting(session, &mut editor, history.as_deref()));

@@ -18,6 +18,7 @@ use futures::StreamExt;
 
 use crate::out::{Failure, Stdout, Style};
 use crate::render;
+use crate::typed::TypedLines;
 
 /// Id of the project the CLI keeps its chats in.
 pub const CLI_PROJECT: &str = "cli";
@@ -218,24 +219,48 @@ impl Session {
     pub async fn send(&mut self, text: String) -> Result<LoopStatus, Failure> {
         name_after(&self.store, &self.chat_id, &text).await?;
         let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
-        self.turn(RunInput::start(message)).await
+        self.turn(RunInput::start(message), None).await
+    }
+
+    /// [`Session::send`], with the lines typed while the turn runs handed
+    /// to its run: each is stored at once and taken at the run's next
+    /// step; those the run ended before taking start one more turn.
+    pub async fn send_typed(
+        &mut self,
+        text: String,
+        typed: &mut TypedLines,
+    ) -> Result<LoopStatus, Failure> {
+        name_after(&self.store, &self.chat_id, &text).await?;
+        let message = Message::user_text(agentloop_runtime::ids::new_id("user"), text);
+        let mut status = self.turn(RunInput::start(message), Some(typed)).await?;
+        while matches!(status, LoopStatus::Complete { .. })
+            && !self
+                .runtime()
+                .queued(&self.chat_id)
+                .await
+                .map_err(|e| Failure::Runtime(e.to_string()))?
+                .is_empty()
+        {
+            status = self.turn(RunInput::start(None), Some(typed)).await?;
+        }
+        Ok(status)
     }
 
     /// Resumes the chat's waiting run with a person's decisions and
     /// streams what follows.
     pub async fn resume(&mut self, decisions: Decisions) -> Result<LoopStatus, Failure> {
-        self.turn(RunInput::Decide { decisions }).await
+        self.turn(RunInput::Decide { decisions }, None).await
     }
 
     /// Continues the chat's interrupted run from its last checkpoint and
     /// streams what follows.
     pub async fn continue_interrupted(&mut self) -> Result<LoopStatus, Failure> {
-        self.turn(RunInput::start(None)).await
+        self.turn(RunInput::start(None), None).await
     }
 
     /// Cancels the chat's waiting run: its pending calls are closed.
     pub async fn cancel_waiting(&mut self) -> Result<LoopStatus, Failure> {
-        self.turn(RunInput::Cancel {}).await
+        self.turn(RunInput::Cancel {}, None).await
     }
 
     /// What the chat's waiting run (if any) waits for.
@@ -263,7 +288,11 @@ impl Session {
         self.view.set_asking(asking);
     }
 
-    async fn turn(&mut self, input: RunInput) -> Result<LoopStatus, Failure> {
+    async fn turn(
+        &mut self,
+        input: RunInput,
+        mut typed: Option<&mut TypedLines>,
+    ) -> Result<LoopStatus, Failure> {
         // A runtime per turn: its token, once cancelled, stays cancelled.
         let cancel = CancellationToken::new();
         let mut interrupts = self.take_interrupts().await;
@@ -297,6 +326,17 @@ impl Session {
                 biased;
                 Some(()) = interrupts.next(), if !cancel.is_cancelled() => {
                     cancel.cancel();
+                    continue;
+                }
+                line = next_typed(&mut typed) => {
+                    let message =
+                        Message::user_text(agentloop_runtime::ids::new_id("user"), line);
+                    match runtime.enqueue(&self.chat_id, message).await {
+                        Ok(()) => crate::out::note("queued: the agent takes it at its next step"),
+                        Err(e) => {
+                            failure.get_or_insert(Failure::Runtime(e.to_string()));
+                        }
+                    }
                     continue;
                 }
                 event = run.next() => event,
@@ -389,5 +429,13 @@ impl Session {
             .await
             .map_err(|e| e.to_string())?;
         Ok(chat.totals)
+    }
+}
+
+/// The next line typed while a turn runs; never, when nothing reads them.
+async fn next_typed(typed: &mut Option<&mut TypedLines>) -> String {
+    match typed {
+        Some(typed) => typed.next().await,
+        None => std::future::pending().await,
     }
 }

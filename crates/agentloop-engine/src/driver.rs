@@ -8,14 +8,17 @@ use std::time::Duration;
 
 use agentloop_types::{
     AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, Guardrail, Hook,
-    Hooks, LoopOptions, Message, ModelProvider, ModelRequest, OutputGuardrail, Retriever, RunState,
-    Tool, ToolGuardrail, output_guardrail_hook, tool_guardrail_hook,
+    Hooks, Inbox, LoopOptions, Message, ModelProvider, ModelRequest, OutputGuardrail, Retriever,
+    RunState, Tool, ToolGuardrail, output_guardrail_hook, tool_guardrail_hook,
 };
 
 use crate::cancel::or_cancelled;
 use crate::clock::{Clock, SystemClock};
 use crate::handoff::Handoffs;
-use crate::machine::{Input, Machine, OfferedTool, Step, StepError, StrategyMachine, ToolOutcome};
+use crate::interrupt::Interrupt;
+use crate::machine::{
+    Input, Machine, OfferedTool, Step, StepError, StrategyMachine, ToolCall, ToolOutcome,
+};
 use crate::model_turn::{ModelTurn, summary_request, summary_turn};
 use crate::run_stream::{Emitter, RunStream};
 use crate::tool_exec::ToolRun;
@@ -48,6 +51,12 @@ pub struct RunDeps {
     /// The agents the run hands the conversation between (see
     /// [`agentloop_types::handoff`]); none by default.
     pub handoffs: Option<Arc<Handoffs>>,
+    /// Where messages sent to the run while it goes on wait: asked before
+    /// each model call (see [`Inbox`]); none by default.
+    pub inbox: Option<Arc<dyn Inbox>>,
+    /// Stops the model call or tool step in flight without ending the run
+    /// (see [`Interrupt`]); none by default.
+    pub interrupt: Option<Interrupt>,
 }
 
 impl RunDeps {
@@ -64,7 +73,21 @@ impl RunDeps {
             hooks: Hooks::default(),
             guardrails: Vec::new(),
             handoffs: None,
+            inbox: None,
+            interrupt: None,
         }
+    }
+
+    /// Lets `interrupt` stop the step in flight (see [`Interrupt`]).
+    pub fn with_interrupt(mut self, interrupt: Interrupt) -> Self {
+        self.interrupt = Some(interrupt);
+        self
+    }
+
+    /// Delivers the messages `inbox` holds at each step boundary.
+    pub fn with_inbox(mut self, inbox: Arc<dyn Inbox>) -> Self {
+        self.inbox = Some(inbox);
+        self
     }
 
     /// Lets the run's agent hand the conversation to the agents of
@@ -438,6 +461,9 @@ async fn drive(mut run: Box<Driven>) {
         first,
     } = &mut *run;
     let mut input = std::mem::replace(first, Input::Start);
+    // Interrupt requests the run has answered: those before it started,
+    // and those before it last took its inbox's messages.
+    let mut seen = deps.interrupt.as_ref().map_or(0, Interrupt::mark);
     loop {
         let output = match machine.step(deadline.report(input)) {
             Ok(output) => output,
@@ -461,6 +487,24 @@ async fn drive(mut run: Box<Driven>) {
             input = cancelled();
             continue;
         }
+        // A step boundary: messages sent to the run join its history
+        // before the model call goes out.
+        if matches!(output.next, Step::CallModel { .. }) {
+            let mark = deps.interrupt.as_ref().map_or(0, Interrupt::mark);
+            if let Some(messages) = queued(machine, deps, &deps.cancel).await {
+                seen = mark;
+                input = Input::Steer {
+                    messages,
+                    interrupted: None,
+                };
+                continue;
+            }
+        }
+        // The step runs under a token of its own, which an interrupt
+        // cancels; the run's token still cancels it too.
+        let run_cancel = deps.cancel.clone();
+        let step_cancel = run_cancel.child_token();
+        deps.cancel = step_cancel.clone();
         // The agent the step is for, in a run that hands off.
         let speaker = machine.speaker();
         let agent = speaker
@@ -523,9 +567,23 @@ async fn drive(mut run: Box<Driven>) {
                         .instrument(span.clone())
                         .await
                 } else {
-                    turn.run(&deps.cancel, emitter)
-                        .instrument(span.clone())
-                        .await
+                    let turn = turn.run(&deps.cancel, emitter).instrument(span.clone());
+                    let (input, interrupted) =
+                        interruptible(turn, &step_cancel, deps.interrupt.as_ref(), seen).await;
+                    match input {
+                        Input::Cancelled { partial_turn, .. }
+                            if interrupted && !run_cancel.is_cancelled() =>
+                        {
+                            seen = deps.interrupt.as_ref().map_or(seen, Interrupt::mark);
+                            let messages =
+                                queued(machine, deps, &run_cancel).await.unwrap_or_default();
+                            Input::Steer {
+                                messages,
+                                interrupted: Some(partial_turn.unwrap_or_default()),
+                            }
+                        }
+                        other => other,
+                    }
                 };
                 if capture && let Input::ModelTurn { content, .. } = &input {
                     span.record("gen_ai.output.messages", json_text(content).as_str());
@@ -537,13 +595,34 @@ async fn drive(mut run: Box<Driven>) {
                 Box::pin(summary_turn(deps.provider.as_ref(), request, &deps.cancel)).await
             }
             Step::RunTools { calls } => {
+                let ids: Vec<String> = calls.iter().map(|c: &ToolCall| c.call.id.clone()).collect();
                 let run = ToolRun {
                     tools: agent.map_or(&deps.tools, |a| &a.tools),
                     options: machine.options(),
                     run_id: machine.run_id(),
                     cancel: &deps.cancel,
                 };
-                run.run(calls, emitter).await
+                let (input, interrupted) = interruptible(
+                    run.run(calls, emitter),
+                    &step_cancel,
+                    deps.interrupt.as_ref(),
+                    seen,
+                )
+                .await;
+                match input {
+                    Input::Cancelled {
+                        finished_tools,
+                        child_tokens,
+                        ..
+                    } if interrupted && !run_cancel.is_cancelled() => {
+                        seen = deps.interrupt.as_ref().map_or(seen, Interrupt::mark);
+                        Input::ToolsDone {
+                            results: interrupted_results(ids, finished_tools),
+                            child_tokens,
+                        }
+                    }
+                    other => other,
+                }
             }
             Step::Hook { requests } => {
                 let hooks = &deps.hooks;
@@ -569,7 +648,80 @@ async fn drive(mut run: Box<Driven>) {
                 }
             },
         };
+        deps.cancel = run_cancel;
     }
+}
+
+/// Runs a step's `work` until it ends; when `interrupt` asks (after
+/// `seen`) first, cancels the step's token and waits for the work to
+/// report its cancel. Says whether it was interrupted.
+async fn interruptible<F: Future<Output = Input>>(
+    work: F,
+    step: &CancellationToken,
+    interrupt: Option<&Interrupt>,
+    seen: u64,
+) -> (Input, bool) {
+    let Some(interrupt) = interrupt else {
+        return (work.await, false);
+    };
+    let work = std::pin::pin!(work);
+    let asked = std::pin::pin!(interrupt.after(seen));
+    match futures::future::select(work, asked).await {
+        futures::future::Either::Left((input, _)) => (input, false),
+        futures::future::Either::Right(((), work)) => {
+            step.cancel();
+            (work.await, true)
+        }
+    }
+}
+
+/// The outcomes of an interrupted tool step's calls, in call order: those
+/// that finished, and for the others an error saying the interrupt stopped
+/// them.
+fn interrupted_results(
+    ids: Vec<String>,
+    mut finished: Vec<(String, ToolOutcome)>,
+) -> Vec<(String, ToolOutcome)> {
+    ids.into_iter()
+        .map(
+            |id| match finished.iter().position(|(done, _)| *done == id) {
+                Some(pos) => finished.swap_remove(pos),
+                None => (
+                    id,
+                    ToolOutcome::Finished(agentloop_types::ToolResult::error(
+                        crate::machine::INTERRUPTED_RUNNING,
+                    )),
+                ),
+            },
+        )
+        .collect()
+}
+
+/// The messages the run's inbox holds that its history does not, when
+/// there are some and the machine takes them now (`cancel`: the run's
+/// token).
+async fn queued(
+    machine: &Machine,
+    deps: &RunDeps,
+    cancel: &CancellationToken,
+) -> Option<Vec<Message>> {
+    let inbox = deps.inbox.as_ref()?;
+    if !machine.steerable() {
+        return None;
+    }
+    let found = match or_cancelled(cancel, inbox.queued()).await? {
+        Ok(found) => found,
+        Err(error) => {
+            tracing::warn!(run_id = %machine.run_id(), %error,
+                           "the run's inbox could not be read; asked again at the next step");
+            return None;
+        }
+    };
+    let fresh: Vec<Message> = found
+        .into_iter()
+        .filter(|m| !machine.holds_message(&m.id))
+        .collect();
+    (!fresh.is_empty()).then_some(fresh)
 }
 
 /// A turn with the run's input guardrails beside it: a trip cancels the

@@ -48,6 +48,7 @@ mod cancel;
 mod clock;
 mod driver;
 mod handoff;
+mod interrupt;
 pub mod machine;
 mod model_turn;
 pub mod retrieval;
@@ -65,6 +66,7 @@ pub use driver::{
     RunDeps, Settled, cancel_waiting, decide, resume, run, settle, settle_handing_off,
 };
 pub use handoff::{AgentProfile, Handoffs};
+pub use interrupt::Interrupt;
 pub use machine::{
     Awaiting, Input, Machine, OfferedTool, Output, Step, StepError, ToolCall, ToolOutcome,
     check_output_schema,

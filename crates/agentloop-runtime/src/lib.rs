@@ -61,6 +61,7 @@ mod gate;
 pub mod heartbeat;
 mod host;
 pub mod ids;
+mod inbox;
 mod lifecycle;
 pub mod log;
 mod persist;

@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use agentloop_storage::model::{Chat, MinionLink, RunRecord, now_millis};
 use agentloop_storage::{RuntimeStore, StorageError};
-use agentloop_types::{LoopEvent, LoopResult, RunPath, RunState, TokenTotals};
+use agentloop_types::{
+    EventKind, LoopEvent, LoopResult, MessageCreatedEvent, RunPath, RunState, TokenTotals,
+};
 
 use crate::ending::RunEnding;
 use crate::error::{RuntimeError, RuntimeResult};
@@ -29,6 +31,10 @@ pub(crate) struct Persister {
     minion_chats: HashMap<RunPath, String>,
     /// The host's part in the run's end, if a host records more.
     ending: Option<Arc<dyn RunEnding>>,
+    /// Ids of persons' messages the run took since its state was last
+    /// stored: marked delivered in the chat's inbox once a stored state
+    /// holds them (see [`crate::inbox`]).
+    taken: Vec<String>,
 }
 
 impl Persister {
@@ -50,6 +56,7 @@ impl Persister {
             owner,
             minion_chats: HashMap::new(),
             ending: None,
+            taken: Vec::new(),
         }
     }
 
@@ -91,15 +98,39 @@ impl Persister {
     /// Stores the run's state between two steps.
     pub(crate) async fn checkpoint(&mut self, state: RunState) -> RuntimeResult<()> {
         self.lifecycle.checkpoint(state, now_millis());
-        self.perform().await
+        self.perform().await?;
+        self.mark_taken().await
+    }
+
+    /// Marks the inbox messages the stored state now holds delivered. A
+    /// stop before this leaves them queued: the run, continued from that
+    /// state, finds them in its history and does not take them again.
+    async fn mark_taken(&mut self) -> RuntimeResult<()> {
+        if self.taken.is_empty() {
+            return Ok(());
+        }
+        let taken = std::mem::take(&mut self.taken);
+        self.store
+            .mark_delivered(&self.chat.id, &taken, now_millis())
+            .await?;
+        Ok(())
     }
 
     /// Handles one event: numbers it, stores it and what it commits, and
     /// returns it as stored (a root `finished` event carries the result
     /// the run ended with, which its host may have decided).
     pub(crate) async fn handle(&mut self, event: LoopEvent) -> RuntimeResult<LoopEvent> {
+        if event.path.is_root()
+            && let EventKind::MessageCreated(MessageCreatedEvent { message }) = &event.kind
+            && crate::inbox::is_persons(message)
+        {
+            self.taken.push(message.id.clone());
+        }
         self.lifecycle.event(event, now_millis());
         self.perform().await?;
+        if self.has_ended() {
+            self.mark_taken().await?;
+        }
         self.lifecycle
             .poll_stored()
             .ok_or_else(|| RuntimeError::CorruptRun {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use agentloop_engine::strategy::NativeStrategy;
-use agentloop_engine::{CheckpointedRun, Handoffs, LoopStrategy, RunDeps, RunStream};
+use agentloop_engine::{CheckpointedRun, Handoffs, Interrupt, LoopStrategy, RunDeps, RunStream};
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{RuntimeStore, StorageError, StoreAttachmentLoader};
 use agentloop_types::{
@@ -15,6 +15,7 @@ use crate::chat_run::ChatRun;
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::gate::{Gate, GatedTool};
 use crate::ids::new_id;
+use crate::inbox::{StoreInbox, is_persons};
 use crate::log::RunLog;
 use crate::persist::Persister;
 use crate::settings::{ChatSettings, ProjectSettings, build_loop_options};
@@ -37,6 +38,8 @@ pub struct ChatRuntime {
     pub(crate) handoffs: Option<Arc<Handoffs>>,
     /// Lifecycle hooks every run asks.
     hooks: Hooks,
+    /// Interrupts the step in flight of this runtime's runs.
+    interrupt: Option<Interrupt>,
 }
 
 impl ChatRuntime {
@@ -55,6 +58,7 @@ impl ChatRuntime {
             cancel: CancellationToken::new(),
             handoffs: None,
             hooks: Hooks::default(),
+            interrupt: None,
         }
     }
 
@@ -100,6 +104,14 @@ impl ChatRuntime {
         self
     }
 
+    /// Sets the signal that interrupts the step this runtime's runs have
+    /// in flight, so they go on with the messages of their chat's inbox
+    /// (see [`Interrupt`]).
+    pub fn with_interrupt(mut self, interrupt: Interrupt) -> Self {
+        self.interrupt = Some(interrupt);
+        self
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<dyn RuntimeStore> {
         &self.store
@@ -135,6 +147,31 @@ impl ChatRuntime {
         self.supersede_interrupted(chat_id).await?;
         self.store.save_message(chat_id, &user_message).await?;
         self.run_history(chat_id).await
+    }
+
+    /// Keeps `message` in the chat's inbox for the run going on: the run
+    /// takes it at its next step boundary, as a user message after those
+    /// that came before it; one that ends first leaves it to the chat's
+    /// next run ([`continue_chat`](Self::continue_chat) starts one).
+    /// Stored before this returns, so a process that stops in between
+    /// loses nothing. Only a person's message (no tool calls or results)
+    /// is taken.
+    pub async fn enqueue(&self, chat_id: &str, message: Message) -> RuntimeResult<()> {
+        if !is_persons(&message) {
+            return Err(RuntimeError::UnsupportedInput {
+                what: "a message to a run that is not a person's",
+            });
+        }
+        self.store.get_chat(chat_id).await?;
+        self.store
+            .enqueue_message(chat_id, &message, now_millis())
+            .await?;
+        Ok(())
+    }
+
+    /// The messages of the chat's inbox no run took yet, oldest first.
+    pub async fn queued(&self, chat_id: &str) -> RuntimeResult<Vec<Message>> {
+        Ok(self.store.queued_messages(chat_id).await?)
     }
 
     /// What the chat's suspended run waits for: calls that need approval
@@ -187,7 +224,7 @@ impl ChatRuntime {
         let log = RunLog::read(&*self.store, &record.id).await?;
         let gate = Gate::default();
         let context_len = state.messages.len();
-        let deps = self.deps(&gate).with_run_id(record.id.clone());
+        let deps = self.deps(&gate, &chat_id).with_run_id(record.id.clone());
         let stream = start(options, state, deps)
             .map_err(RuntimeError::Decisions)?
             .with_checkpoints();
@@ -284,7 +321,8 @@ impl ChatRuntime {
             None => return Ok(None),
             Some(last)
                 if last.message.role == Role::Assistant
-                    && last.message.tool_uses().next().is_none() =>
+                    && last.message.tool_uses().next().is_none()
+                    && self.store.queued_messages(chat_id).await?.is_empty() =>
             {
                 return Ok(None);
             }
@@ -409,7 +447,7 @@ impl ChatRuntime {
         ending: Option<Arc<dyn crate::ending::RunEnding>>,
     ) -> RuntimeResult<ChatRun> {
         let gate = Gate::default();
-        let deps = self.deps(&gate).with_run_id(record.id.clone());
+        let deps = self.deps(&gate, &chat.id).with_run_id(record.id.clone());
         let context_len = context.len();
         let stream = self.strategy.run(options, context, deps).with_checkpoints();
         let persister = self
@@ -428,8 +466,8 @@ impl ChatRuntime {
             let run = self.create_run_record(chat_id, Some(state.clone())).await?;
             let gate = Gate::default();
             let context_len = state.messages.len();
-            let stream =
-                agentloop_engine::resume(options, state, self.deps(&gate)).with_checkpoints();
+            let stream = agentloop_engine::resume(options, state, self.deps(&gate, chat_id))
+                .with_checkpoints();
             Ok::<_, RuntimeError>((self.persister(chat, run, gate, context_len), stream))
         })
         .await?;
@@ -493,10 +531,17 @@ impl ChatRuntime {
         Ok(run)
     }
 
-    fn deps(&self, gate: &Gate) -> RunDeps {
+    /// What a run of chat `chat_id` calls out to: among it, the chat's
+    /// inbox, read at each step boundary.
+    fn deps(&self, gate: &Gate, chat_id: &str) -> RunDeps {
+        let inbox = StoreInbox {
+            store: Arc::clone(&self.store),
+            chat_id: chat_id.to_owned(),
+        };
         let deps = RunDeps::new(Arc::clone(&self.provider))
             .with_tools(GatedTool::wrap_all(&self.tools, gate))
-            .with_cancel(self.cancel.child_token());
+            .with_cancel(self.cancel.child_token())
+            .with_inbox(Arc::new(inbox));
         RunDeps {
             attachments: Some(Arc::new(StoreAttachmentLoader(Arc::clone(&self.store)))),
             // The other agents' tools wait at the same gate as the run's:
@@ -506,6 +551,7 @@ impl ChatRuntime {
                 .as_ref()
                 .map(|h| Arc::new(h.map_tools(|tools| GatedTool::wrap_all(tools, gate)))),
             hooks: self.hooks.clone(),
+            interrupt: self.interrupt.clone(),
             ..deps
         }
     }

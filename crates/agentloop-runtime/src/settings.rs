@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 
 use agentloop_types::{
-    ApprovalPolicies, ContextOptions, LoopOptions, ReasoningEffort, ReasoningSummary, UsageLimits,
+    ApprovalPolicies, ContextOptions, LoopOptions, ReasoningEffort, ReasoningSummary, SteerStrategy,
+    UsageLimits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -98,6 +99,10 @@ pub struct ProjectSettings {
     /// Loop defaults.
     #[serde(flatten)]
     pub loop_settings: LoopSettings,
+    /// What a run still going does with a message sent to it when the
+    /// message names no strategy ([`SteerStrategy::Enqueue`] when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steer_strategy: Option<SteerStrategy>,
 }
 
 /// A chat's settings: overrides of its project's.

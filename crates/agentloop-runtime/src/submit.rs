@@ -2,7 +2,7 @@
 //! chat and decides what it means for the chat's run, so a host maps its
 //! own wire shape to a `RunInput` and never to runtime calls.
 
-use agentloop_types::RunInput;
+use agentloop_types::{RunInput, SteerStrategy};
 
 use crate::chat_run::ChatRun;
 use crate::error::{RuntimeError, RuntimeResult};
@@ -16,6 +16,9 @@ pub enum Submitted {
     /// Nothing runs: the chat already ends with an answer, or there was
     /// no run left to stop.
     Idle,
+    /// The message was stored for the run going on, which takes it at its
+    /// next step boundary ([`ChatRuntime::enqueue`]).
+    Queued,
 }
 
 impl Submitted {
@@ -23,7 +26,7 @@ impl Submitted {
     pub fn into_run(self) -> Option<ChatRun> {
         match self {
             Submitted::Run(run) => Some(run),
-            Submitted::Idle => None,
+            Submitted::Idle | Submitted::Queued => None,
         }
     }
 }
@@ -36,7 +39,11 @@ impl ChatRuntime {
     ///   (`UnsupportedInput`); a chat runs the one agent it was made with.
     /// - `Start` with a message, and `Message`: the message is stored and a
     ///   run starts over the history ([`ChatRuntime::send`]); a chat whose run
-    ///   still goes on or waits for a person refuses it.
+    ///   waits for a person refuses it, and so does one whose run still
+    ///   goes on, except for a `Message` it enqueues (its strategy
+    ///   `enqueue`, the default: [`ChatRuntime::enqueue`]). A chat's run
+    ///   is steered only by enqueueing: `interrupt` and `rollback` are
+    ///   refused (`UnsupportedInput`), `reject` refuses as a `Start` is.
     /// - `Start` without one: the chat continues as it stands
     ///   ([`ChatRuntime::continue_chat`]); nothing runs when its history
     ///   already ends with an answer.
@@ -59,11 +66,27 @@ impl ChatRuntime {
                     what: "tools its client runs",
                 })
             }
+            RunInput::Message {
+                strategy: Some(SteerStrategy::Interrupt | SteerStrategy::Rollback),
+                ..
+            } => Err(RuntimeError::UnsupportedInput {
+                what: "a chat's run interrupted or rolled back by a message",
+            }),
+            RunInput::Message {
+                message,
+                strategy: None | Some(SteerStrategy::Enqueue),
+            } => match Box::pin(self.send(chat_id, message.clone())).await {
+                Err(RuntimeError::RunInProgress { .. }) => {
+                    self.enqueue(chat_id, message).await?;
+                    Ok(Submitted::Queued)
+                }
+                other => other.map(Submitted::Run),
+            },
             RunInput::Start {
                 message: Some(message),
                 ..
             }
-            | RunInput::Message { message } => Box::pin(self.send(chat_id, message))
+            | RunInput::Message { message, .. } => Box::pin(self.send(chat_id, message))
                 .await
                 .map(Submitted::Run),
             RunInput::Start { message: None, .. } => Box::pin(self.continue_chat(chat_id))

@@ -1,5 +1,5 @@
 //! A backend that serves only chats implements the runtime's store
-//! (`RuntimeStore`) and nothing of the server's product: no projects,
+//! (`RuntimeStore`, its inbox included) and nothing of the server's product: no projects,
 //! tasks, users, webhooks or files. The runtime runs chats over it end to
 //! end: a turn with a tool call, a checkpoint and its rollback, a person's
 //! answer to a suspended run.
@@ -17,8 +17,8 @@ use agentloop_storage::model::{
     StoredMessage,
 };
 use agentloop_storage::{
-    AttachmentStore, ChatStore, MemoryStore, ProjectSettingsStore, ProjectStore, RunStore,
-    RuntimeStore, StorageResult,
+    AttachmentStore, ChatStore, InboxStore, MemoryStore, ProjectSettingsStore, ProjectStore,
+    RunStore, RuntimeStore, StorageResult,
 };
 use agentloop_types::{
     Decision, LoopEvent, LoopStatus, Message, Role, TokenTotals, Tool, ToolContext, ToolResult,
@@ -52,6 +52,24 @@ impl ChatsOnly {
 impl ProjectSettingsStore for ChatsOnly {
     async fn project_settings(&self, _project_id: &str) -> StorageResult<Value> {
         Ok(self.defaults.clone())
+    }
+}
+
+#[async_trait]
+impl InboxStore for ChatsOnly {
+    async fn enqueue_message(
+        &self,
+        chat_id: &str,
+        message: &Message,
+        now: i64,
+    ) -> StorageResult<()> {
+        self.inner.enqueue_message(chat_id, message, now).await
+    }
+    async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<Message>> {
+        self.inner.queued_messages(chat_id).await
+    }
+    async fn mark_delivered(&self, chat_id: &str, ids: &[String], now: i64) -> StorageResult<u64> {
+        self.inner.mark_delivered(chat_id, ids, now).await
     }
 }
 

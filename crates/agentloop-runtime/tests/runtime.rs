@@ -37,6 +37,7 @@ async fn send_persists_messages_totals_and_events() {
                 system_prompt: Some("Be brief.".into()),
                 ..Default::default()
             },
+            ..Default::default()
         };
         let chat_settings = ChatSettings {
             loop_settings: LoopSettings {

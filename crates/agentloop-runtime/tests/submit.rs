@@ -9,7 +9,8 @@ use std::sync::atomic::Ordering;
 
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_runtime::{ChatRuntime, RunOutcome, RuntimeError, Submitted};
-use agentloop_types::{Decision, LoopStatus, Message, RunInput, Tool};
+use agentloop_types::{Decision, EventKind, LoopStatus, Message, RunInput, SteerStrategy, Tool};
+use futures::StreamExt;
 use serde_json::json;
 
 use common::{Counter, chat, count_needs_approval, stores};
@@ -17,7 +18,7 @@ use common::{Counter, chat, count_needs_approval, stores};
 async fn outcome(submitted: Submitted) -> RunOutcome {
     match submitted {
         Submitted::Run(run) => run.outcome().await.unwrap(),
-        Submitted::Idle => panic!("expected a run"),
+        Submitted::Idle | Submitted::Queued => panic!("expected a run"),
     }
 }
 
@@ -47,9 +48,7 @@ async fn start_decide_and_message_drive_a_chat_through_one_entry() {
             "{name}"
         );
         // A message while the run waits for a person is refused, typed.
-        let early = RunInput::Message {
-            message: Message::user_text("u2", "hurry"),
-        };
+        let early = RunInput::message(Message::user_text("u2", "hurry"));
         assert!(
             matches!(
                 runtime.submit(&chat_id, early).await,
@@ -76,9 +75,7 @@ async fn start_decide_and_message_drive_a_chat_through_one_entry() {
             .unwrap();
         assert!(matches!(idle, Submitted::Idle), "{name}");
 
-        let message = RunInput::Message {
-            message: Message::user_text("u3", "again"),
-        };
+        let message = RunInput::message(Message::user_text("u3", "again"));
         let again = outcome(runtime.submit(&chat_id, message).await.unwrap()).await;
         assert_eq!(
             again.result.final_text().as_deref(),
@@ -139,5 +136,93 @@ async fn cancel_and_stop_end_a_waiting_run_and_stop_on_an_idle_chat_does_nothing
             ),
             "{name}"
         );
+    }
+}
+
+#[tokio::test]
+async fn a_message_to_a_chat_whose_run_goes_on_is_taken_at_its_next_step() {
+    for (name, store, _dir) in stores().await {
+        let provider = ScriptedProvider::new([
+            ScriptedTurn::new().tool_call("c1", "count", json!({})),
+            ScriptedTurn::new().text("Counted, briefly."),
+        ]);
+        let counter = Counter::new("count");
+        let runtime = ChatRuntime::new(store.clone(), provider.clone())
+            .with_tools([counter.clone() as Arc<dyn Tool>]);
+        let chat_id = chat(&*store, &runtime, Default::default(), Default::default()).await;
+        let start = RunInput::start(Message::user_text("u1", "count"));
+        let mut run = runtime
+            .submit(&chat_id, start)
+            .await
+            .unwrap()
+            .into_run()
+            .unwrap();
+        // The run goes on: its tool call has started.
+        loop {
+            let event = run.next().await.unwrap().unwrap();
+            if matches!(event.kind, EventKind::ToolStart(_)) {
+                break;
+            }
+        }
+        let refused = RunInput::Message {
+            message: Message::user_text("x1", "not now"),
+            strategy: Some(SteerStrategy::Reject),
+        };
+        assert!(
+            matches!(
+                runtime.submit(&chat_id, refused).await,
+                Err(RuntimeError::RunInProgress { .. })
+            ),
+            "{name}"
+        );
+        let interrupt = RunInput::Message {
+            message: Message::user_text("x2", "stop"),
+            strategy: Some(SteerStrategy::Interrupt),
+        };
+        assert!(
+            matches!(
+                runtime.submit(&chat_id, interrupt).await,
+                Err(RuntimeError::UnsupportedInput { .. })
+            ),
+            "{name}"
+        );
+        let steer = RunInput::message(Message::user_text("s1", "be brief"));
+        assert!(
+            matches!(
+                runtime.submit(&chat_id, steer).await.unwrap(),
+                Submitted::Queued
+            ),
+            "{name}"
+        );
+        assert_eq!(runtime.queued(&chat_id).await.unwrap().len(), 1, "{name}");
+        let done = run.outcome().await.unwrap();
+        assert_eq!(
+            done.result.final_text().as_deref(),
+            Some("Counted, briefly."),
+            "{name}"
+        );
+        let second = &provider.requests()[1].messages;
+        assert_eq!(second[second.len() - 1].id, "s1", "{name}");
+        assert!(
+            second[second.len() - 2].tool_results().next().is_some(),
+            "{name}"
+        );
+        assert!(
+            runtime.queued(&chat_id).await.unwrap().is_empty(),
+            "{name}: delivered"
+        );
+        let ids: Vec<String> = store
+            .list_messages(&chat_id)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.message.id)
+            .collect();
+        assert_eq!(
+            ids.iter().filter(|id| *id == "s1").count(),
+            1,
+            "{name}: {ids:?}"
+        );
+        assert!(!ids.iter().any(|id| id == "x1" || id == "x2"), "{name}");
     }
 }

@@ -25,8 +25,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentloop_runtime::{HostedRun, RuntimeError, RuntimeResult, Written};
+use agentloop_storage::StorageResult;
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, now_millis};
-use agentloop_types::{Decision, Decisions, LoopStatus};
+use agentloop_types::{Decision, Decisions, LoopStatus, Message};
 use serde_json::json;
 
 use crate::ending::{AgentRunEnding, Settled};
@@ -219,6 +220,11 @@ async fn drive_registered(
                 false
             }
         };
+        if !paused {
+            // Messages sent to the run that it never took go on to what
+            // runs next (nothing moves while it still goes on or waits).
+            deliver_left(state, run_id).await;
+        }
         match state.unregister_local(run_id, pace == Pace::Whole) {
             Some(next) => local = next,
             None => return paused,
@@ -661,4 +667,72 @@ async fn chain(state: &AppState, ctx: &TaskContext, ended: &AgentRun) -> Runtime
         Ok(_) | Err(StartError::Conflict(_) | StartError::Done) => Ok(()),
         Err(StartError::Storage(e)) => Err(e.into()),
     }
+}
+
+/// After `run_id`'s execution here: messages its chat's inbox still holds
+/// (sent as its last turn ran) go to what runs next —
+/// the task's active run, when the chain started one, which takes them at
+/// its next step boundary; else a new run of the same agent, whose request
+/// they are. Nothing moves while the run still goes on or waits for a
+/// person, nor once it was cancelled or its task is marked done.
+async fn deliver_left(state: &AppState, run_id: &str) {
+    if let Err(error) = Box::pin(try_deliver_left(state, run_id)).await {
+        tracing::warn!(agent_run_id = %run_id, %error,
+                       "messages left in the run's inbox could not be delivered");
+    }
+}
+
+async fn try_deliver_left(state: &AppState, run_id: &str) -> StorageResult<()> {
+    let run = state.store.get_agent_run(run_id).await?;
+    // A run going on or waiting takes them itself; a cancelled one's
+    // messages end with it (a person stopped the work they were about).
+    if matches!(
+        run.status,
+        AgentRunStatus::Running | AgentRunStatus::Waiting | AgentRunStatus::Cancelled
+    ) {
+        return Ok(());
+    }
+    let Some(chat_id) = crate::run_log::run_chat(state, &run).await? else {
+        return Ok(());
+    };
+    let left = state.store.queued_messages(&chat_id).await?;
+    if left.is_empty() {
+        return Ok(());
+    }
+    let ctx = load_task_context(&*state.store, &run.task_id).await?;
+    if ctx.task.workflow_complete {
+        return Ok(());
+    }
+    let ids: Vec<String> = left.iter().map(|m| m.id.clone()).collect();
+    if let Some(active) = state.store.active_agent_run(&run.task_id).await? {
+        for message in &left {
+            crate::steer::enqueue(state, &active, message).await?;
+        }
+    } else {
+        let request = left
+            .iter()
+            .map(Message::text)
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let input = StartInput {
+            frontend_tools: &[],
+            request: Some(&request),
+        };
+        match start_agent_run(state, &ctx, run.agent_type, input).await {
+            Ok(_) => {}
+            // Started meanwhile: the messages go to that run.
+            Err(StartError::Conflict(Some(active))) => {
+                for message in &left {
+                    crate::steer::enqueue(state, &active, message).await?;
+                }
+            }
+            Err(StartError::Conflict(None) | StartError::Done) => return Ok(()),
+            Err(StartError::Storage(error)) => return Err(error),
+        }
+    }
+    state
+        .store
+        .mark_delivered(&chat_id, &ids, now_millis())
+        .await?;
+    Ok(())
 }

@@ -49,7 +49,8 @@ pub enum Pace {
 }
 
 /// The runtime agent runs are executed with: this instance's provider,
-/// lease owner and lease length, `tools`, and the run's cancel token.
+/// lease owner and lease length, `tools`, and the run's cancel token and
+/// interrupt signal.
 pub fn runtime(
     state: &AppState,
     tools: Vec<Arc<dyn Tool>>,
@@ -59,7 +60,9 @@ pub fn runtime(
         .with_tools(tools)
         .with_lease(state.config.instance_id.clone(), state.lease_ttl_ms());
     match local {
-        Some(local) => runtime.with_cancel(local.token().clone()),
+        Some(local) => runtime
+            .with_cancel(local.token().clone())
+            .with_interrupt(local.interrupt().clone()),
         None => runtime,
     }
 }

@@ -95,6 +95,7 @@ pub mod runner;
 pub mod server;
 pub mod shapes;
 pub mod state;
+pub mod steer;
 pub mod tool;
 pub mod unread_body;
 pub mod users;

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use agentloop_engine::Interrupt;
 use agentloop_types::{CancellationToken, LoopEvent};
 use tokio::sync::broadcast;
 
@@ -22,6 +23,9 @@ pub enum Halt {
 pub struct LocalRun {
     /// The run's one cancel token: the loop stops when it is cancelled.
     cancel: CancellationToken,
+    /// Stops the step in flight so the run goes on with the messages sent
+    /// to it (a message's `interrupt` strategy).
+    interrupt: Interrupt,
     /// Why it was cancelled; the first reason wins.
     halt: Mutex<Option<Halt>>,
     /// Live events, for SSE followers. Made when the first follower comes:
@@ -40,6 +44,7 @@ impl LocalRun {
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
             cancel: CancellationToken::new(),
+            interrupt: Interrupt::new(),
             halt: Mutex::new(None),
             events: OnceLock::new(),
             capacity: capacity.max(1),
@@ -75,6 +80,11 @@ impl LocalRun {
     /// The run's cancel token, for the loop.
     pub fn token(&self) -> &CancellationToken {
         &self.cancel
+    }
+
+    /// The run's interrupt signal, for the loop.
+    pub fn interrupt(&self) -> &Interrupt {
+        &self.interrupt
     }
 
     /// Receives the live events sent from now on.

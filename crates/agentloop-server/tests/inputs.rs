@@ -1,7 +1,7 @@
 //! `POST /api/tasks/{id}/inputs` and `POST /api/agent-runs/{id}/inputs`
 //! over real HTTP: the `RunInput` every host submits, taken as it is by a
 //! client — a start naming its agent and request, a decision that resumes
-//! the run, a message refused while an agent runs, Mark Done — and
+//! the run, a message that asks to be refused while an agent runs, Mark Done — and
 //! refused, with a reason, where it does not fit.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -59,12 +59,13 @@ async fn a_start_a_decision_and_mark_done_go_through_the_one_input() {
     let run_id = started["agent_run"]["id"].as_str().unwrap().to_owned();
 
     until_status(&server, &run_id, "waiting").await;
-    // A message to an agent that is not done is refused, saying why.
+    // A message that asks to be rejected while an agent is not done is
+    // refused, saying why.
     let (status, answer) = server
         .send(
             "POST",
             &task_inputs,
-            json!({ "type": "message", "message": { "id": "m2", "role": "user", "content": [{ "type": "text", "text": "Also this." }] } }),
+            json!({ "type": "message", "strategy": "reject", "message": { "id": "m2", "role": "user", "content": [{ "type": "text", "text": "Also this." }] } }),
         )
         .await;
     assert_eq!(status, 409, "{answer}");

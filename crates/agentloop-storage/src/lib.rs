@@ -72,7 +72,8 @@ pub use open::open_store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use store::{
-    AppendWatch, AttachmentStore, AuditStore, ChatStore, FileStore, MemoriesStore, ProductStore,
+    AppendWatch, AttachmentStore, AuditStore, ChatStore, FileStore, InboxStore, MemoriesStore,
+    ProductStore,
     ProjectSettingsStore, ProjectStore, RunStore, RuntimeStore, Store, TaskStore, UserStore,
     WEBHOOK_DELIVERIES_KEPT, WebhookStore, folders_overlap,
 };

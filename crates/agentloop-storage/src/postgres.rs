@@ -105,6 +105,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0008_memories.sql"),
             include_str!("../migrations/postgres/0009_one_run_status.sql"),
             include_str!("../migrations/postgres/0010_chains_tokens_audit.sql"),
+            include_str!("../migrations/postgres/0011_inbox.sql"),
         ])
         .run(&pool)
         .await

@@ -199,6 +199,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0008_memories.sql"),
             include_str!("../migrations/sqlite/0009_one_run_status.sql"),
             include_str!("../migrations/sqlite/0010_chains_tokens_audit.sql"),
+            include_str!("../migrations/sqlite/0011_inbox.sql"),
         ])
         .run(&pool)
         .await

@@ -455,13 +455,37 @@ pub trait ProjectSettingsStore: Send + Sync {
     async fn project_settings(&self, project_id: &str) -> StorageResult<Value>;
 }
 
+/// Messages sent to a chat's run while it goes on, kept from their
+/// arrival until a run's stored state holds them (see
+/// [`agentloop_types::Inbox`]).
+#[async_trait]
+pub trait InboxStore: Send + Sync {
+    /// Keeps `message` for the chat's run, after those waiting. An id the
+    /// chat's inbox already holds is refused (`AlreadyExists`).
+    async fn enqueue_message(
+        &self,
+        chat_id: &str,
+        message: &Message,
+        now: i64,
+    ) -> StorageResult<()>;
+    /// The chat's messages not yet delivered, oldest first.
+    async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<Message>>;
+    /// Marks those of `ids` still waiting in the chat's inbox delivered;
+    /// returns how many were.
+    async fn mark_delivered(&self, chat_id: &str, ids: &[String], now: i64) -> StorageResult<u64>;
+}
+
 /// What the runtime runs chats over: chats, messages and checkpoints,
-/// runs with their leases and event logs, attachments, and projects'
-/// settings. Nothing of the server's product ([`ProductStore`]).
-pub trait RuntimeStore: ChatStore + RunStore + AttachmentStore + ProjectSettingsStore {}
+/// messages waiting for a run, runs with their leases and event logs,
+/// attachments, and projects' settings. Nothing of the server's product
+/// ([`ProductStore`]).
+pub trait RuntimeStore:
+    ChatStore + InboxStore + RunStore + AttachmentStore + ProjectSettingsStore
+{
+}
 
 impl<T> RuntimeStore for T where
-    T: ChatStore + RunStore + AttachmentStore + ProjectSettingsStore + ?Sized
+    T: ChatStore + InboxStore + RunStore + AttachmentStore + ProjectSettingsStore + ?Sized
 {
 }
 

@@ -18,6 +18,7 @@
 //! assert!(matches!(input, RunInput::Decide { .. }));
 //! ```
 
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Decisions;
@@ -54,10 +55,15 @@ pub enum RunInput {
     },
     /// A message to the run from the person driving it. A run that has
     /// ended continues with it, as [`RunInput::Start`] with a message
-    /// does; a run that is still going refuses it.
+    /// does; a run that is still going handles it as `strategy` says (see
+    /// [`SteerStrategy`]).
     Message {
         /// The message.
         message: Message,
+        /// What a run still going does with it; the host's setting (by
+        /// default [`SteerStrategy::Enqueue`]) when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        strategy: Option<SteerStrategy>,
     },
     /// Stop the run now: its work so far is kept, the calls it waits on
     /// are answered as cancelled, and it ends `cancelled`. (Braced, like
@@ -68,7 +74,60 @@ pub enum RunInput {
     Stop {},
 }
 
+/// What a run that is still going does with a message sent to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SteerStrategy {
+    /// Stored on arrival and delivered at the run's next step boundary
+    /// (before its next model call), as a user message, in the order
+    /// messages arrived; never while a tool runs. A message that arrives
+    /// as the run ends is taken by what runs next.
+    #[default]
+    Enqueue,
+    /// The step in flight is cancelled (every call it started is
+    /// answered) and the work goes on with the message.
+    Interrupt,
+    /// The run is ended and started again from its prompt, with the
+    /// message after it.
+    Rollback,
+    /// Refused: the run goes on as it was.
+    Reject,
+}
+
+impl SteerStrategy {
+    /// The strategy's name, as it reads on the wire and in settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SteerStrategy::Enqueue => "enqueue",
+            SteerStrategy::Interrupt => "interrupt",
+            SteerStrategy::Rollback => "rollback",
+            SteerStrategy::Reject => "reject",
+        }
+    }
+
+    /// The strategy named `name`, if one is.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "enqueue" => Some(SteerStrategy::Enqueue),
+            "interrupt" => Some(SteerStrategy::Interrupt),
+            "rollback" => Some(SteerStrategy::Rollback),
+            "reject" => Some(SteerStrategy::Reject),
+            _ => None,
+        }
+    }
+}
+
 impl RunInput {
+    /// A message to the run, handled as the host's setting says when the
+    /// run is still going.
+    pub fn message(message: Message) -> Self {
+        RunInput::Message {
+            message,
+            strategy: None,
+        }
+    }
+
     /// A start of the host's default agent, after `message` when one is
     /// given, offering no client tools.
     pub fn start(message: impl Into<Option<Message>>) -> Self {
@@ -89,6 +148,20 @@ impl RunInput {
             RunInput::Stop {} => "stop",
         }
     }
+}
+
+/// Where a run finds the messages sent to it while it goes on (those
+/// [`SteerStrategy::Enqueue`] stored). The driver asks at each step
+/// boundary — before each model call, never while a tool runs — and
+/// delivers those its history does not hold yet as user messages, under
+/// their own ids; the host marks them delivered once the state holding
+/// them is stored, so a message is neither lost nor delivered twice when
+/// the process stops in between. Implementations return a boxed future
+/// (`Box::pin(async move { ... })`).
+pub trait Inbox: Send + Sync {
+    /// The messages waiting, oldest first. On an error the step goes on
+    /// without them (they are asked for again at the next boundary).
+    fn queued(&self) -> BoxFuture<'_, Result<Vec<Message>, String>>;
 }
 
 #[cfg(test)]
@@ -119,8 +192,10 @@ mod tests {
                 )]
                 .into(),
             },
+            RunInput::message(Message::user_text("m2", "also this")),
             RunInput::Message {
-                message: Message::user_text("m2", "also this"),
+                message: Message::user_text("m3", "stop, do this"),
+                strategy: Some(SteerStrategy::Interrupt),
             },
             RunInput::Cancel {},
             RunInput::Stop {},
@@ -138,5 +213,23 @@ mod tests {
         assert!(serde_json::from_str::<RunInput>(r#"{"type":"rewind"}"#).is_err());
         assert!(serde_json::from_str::<RunInput>(r#"{"type":"cancel","why":"x"}"#).is_err());
         assert!(serde_json::from_str::<RunInput>(r#"{"type":"decide"}"#).is_err());
+        let unknown = r#"{"type":"message","message":{"id":"m","role":"user","content":[]},"strategy":"later"}"#;
+        assert!(serde_json::from_str::<RunInput>(unknown).is_err());
+    }
+
+    #[test]
+    fn strategies_read_as_they_are_named() {
+        for strategy in [
+            SteerStrategy::Enqueue,
+            SteerStrategy::Interrupt,
+            SteerStrategy::Rollback,
+            SteerStrategy::Reject,
+        ] {
+            let text = serde_json::to_string(&strategy).unwrap();
+            assert_eq!(text, format!("\"{}\"", strategy.as_str()));
+            assert_eq!(SteerStrategy::parse(strategy.as_str()), Some(strategy));
+        }
+        assert_eq!(SteerStrategy::default(), SteerStrategy::Enqueue);
+        assert_eq!(SteerStrategy::parse("later"), None);
     }
 }

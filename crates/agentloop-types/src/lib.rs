@@ -90,7 +90,7 @@ pub use history::{HistoryCheck, HistoryError, close_dangling_calls, validate_his
 pub use hook::{
     FnHook, Hook, HookAnswer, HookDecision, HookError, HookInput, HookPoint, Hooks, hook_fn,
 };
-pub use input::RunInput;
+pub use input::{Inbox, RunInput, SteerStrategy};
 pub use message::{
     ApiKind, AttachmentSource, ContentBlock, Message, Role, ToolResultBlock, ToolUseBlock,
 };

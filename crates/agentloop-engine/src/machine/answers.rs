@@ -17,6 +17,13 @@ pub(crate) const CANCELLED_RUNNING: &str = "Cancelled while running.";
 pub(crate) const CANCELLED_WAITING: &str = "Cancelled while waiting for the user.";
 /// A call of a partial turn when the run is cancelled.
 pub(crate) const CANCELLED_NOT_RUN: &str = "Cancelled before the tool ran.";
+/// The answer to a call of a model turn a person's message interrupted.
+pub(crate) const INTERRUPTED_NOT_RUN: &str =
+    "Not run: a person's message interrupted the turn before the tool ran.";
+/// The answer to a call still running when a person's message
+/// interrupted its step.
+pub(crate) const INTERRUPTED_RUNNING: &str =
+    "Stopped: a person's message interrupted this call before it finished.";
 
 /// How a finished call ended, as the driver saw it. The core turns each
 /// into the result the model reads.

@@ -46,7 +46,7 @@
 //! | [`Awaiting`] | after | accepted inputs |
 //! | --- | --- | --- |
 //! | `Start` | construction | [`Input::Start`] |
-//! | `Model` | [`Step::CallModel`] | [`Input::ModelTurn`], [`Input::ModelFailed`], [`Input::Cancelled`] |
+//! | `Model` | [`Step::CallModel`] | [`Input::ModelTurn`], [`Input::ModelFailed`], [`Input::Steer`], [`Input::Cancelled`] |
 //! | `Tools` | [`Step::RunTools`] | [`Input::ToolsDone`], [`Input::Cancelled`] |
 //! | `Retrieval` | [`Step::Retrieve`] | [`Input::Retrieved`], [`Input::Cancelled`] |
 //! | `Summary` | [`Step::Summarise`] | [`Input::Summary`], [`Input::SummaryFailed`], [`Input::Cancelled`] |
@@ -109,6 +109,7 @@ pub(crate) mod strategies;
 mod strategy_machine;
 mod waits;
 
+pub(crate) use answers::INTERRUPTED_RUNNING;
 pub use answers::ToolOutcome;
 pub(crate) use answers::running_block;
 pub use handoffs::{AgentSpec, HandoffPlan};

@@ -80,6 +80,24 @@ pub enum Input {
         /// in the hooks' registration order.
         answers: Vec<HookAnswer>,
     },
+    /// In place of the answer to a [`Step::CallModel`]: messages sent to
+    /// the run while it went on (see [`agentloop_types::Inbox`]). They join
+    /// the history as they are, in order, each reported as created, and
+    /// the model call is asked again over the longer history. Taken only
+    /// where [`Machine::steerable`](crate::machine::Machine::steerable)
+    /// says.
+    Steer {
+        /// The messages, oldest first: persons' messages (no tool calls
+        /// or results).
+        messages: Vec<Message>,
+        /// `None`: the call was not made yet, and is made as it was
+        /// decided. `Some`: it was interrupted (see
+        /// [`Interrupt`](crate::Interrupt)) after streaming this much,
+        /// which joins the history first (its calls answered as not run)
+        /// when the call's turn would have; the call is then made again
+        /// as the run's next model call.
+        interrupted: Option<Vec<ContentBlock>>,
+    },
     /// The caller cancelled.
     Cancelled {
         /// The assistant content streamed before the cancel, if a model turn
@@ -118,6 +136,7 @@ impl Input {
             Input::SummaryFailed { .. } => "summary_failed",
             Input::Decisions { .. } => "decisions",
             Input::Hooked { .. } => "hooked",
+            Input::Steer { .. } => "steer",
             Input::Cancelled { .. } => "cancelled",
             Input::TimedOut { .. } => "timed_out",
         }

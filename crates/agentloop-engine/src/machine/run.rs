@@ -82,6 +82,10 @@ impl<M: Decider> Run<M> {
                     Ok(whole) => return self.machine.step(&mut self.core, env, whole),
                     Err(suspended) => return suspended,
                 },
+                Input::Steer {
+                    messages,
+                    interrupted,
+                } => return self.core.steer(env, messages, interrupted),
                 Input::GuardrailTripped {
                     guardrail,
                     reason,
@@ -129,8 +133,26 @@ impl<M: Decider> Run<M> {
                 finished_tools,
                 child_tokens,
             },
+            Input::Steer {
+                messages,
+                interrupted,
+            } => Input::Steer {
+                messages,
+                interrupted: interrupted.map(|turn| self.core.unique_call_ids(turn)),
+            },
             other => other,
         }
+    }
+
+    /// Whether the run itself (not a nested one) awaits the answer to a
+    /// model call not yet made: where messages sent to it may join.
+    pub(crate) fn steerable(&self) -> bool {
+        self.machine.nested().is_none()
+            && self.core.hook.is_none()
+            && self.core.summary.is_none()
+            && self.core.pending().is_none()
+            && self.core.model_call.is_some()
+            && !self.core.is_finished()
     }
 
     /// What the innermost run waits for, when it ended `suspended`.

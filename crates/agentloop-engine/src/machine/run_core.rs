@@ -17,8 +17,9 @@ use agentloop_types::{
 use serde::{Deserialize, Serialize};
 
 use super::answers::{
-    CANCELLED_NOT_RUN, CANCELLED_RUNNING, CANCELLED_WAITING, NO_RESULT, ToolOutcome,
-    committed_block, exceeded_limit, interrupted, refusal, resolve_options, running_block,
+    CANCELLED_NOT_RUN, CANCELLED_RUNNING, CANCELLED_WAITING, INTERRUPTED_NOT_RUN, NO_RESULT,
+    ToolOutcome, committed_block, exceeded_limit, interrupted, refusal, resolve_options,
+    running_block,
 };
 use super::compaction::{Compaction, PendingSummary};
 use super::context_edits::ContextEdits;
@@ -424,6 +425,54 @@ impl RunCore {
         if let Some(step) = self.model_call_hooks(env, call.iteration) {
             self.model_call = Some(call);
             return step;
+        }
+        self.send(env, call)
+    }
+
+    /// Messages sent to the run join the history before the model call in
+    /// flight, which is sent again over it (compacted anew when needed);
+    /// a call that was interrupted keeps what it streamed, when its turn
+    /// would have joined the history, and is made again as the next model
+    /// call. A message that is not a person's (it holds tool calls or
+    /// results) ends the run with an invalid history.
+    pub(crate) fn steer(
+        &mut self,
+        env: &Env,
+        messages: Vec<Message>,
+        interrupted: Option<Vec<ContentBlock>>,
+    ) -> Step {
+        let Some(call) = self.model_call.take() else {
+            return self.invalid("messages to steer with no model call in flight");
+        };
+        let again = interrupted.is_some();
+        if let Some(partial) = interrupted
+            && call.commit_turn
+            && !partial.is_empty()
+        {
+            self.commit(Role::Assistant, partial);
+            if let Some(message) = self.last_committed() {
+                self.close_calls(&message, INTERRUPTED_NOT_RUN);
+            }
+        }
+        for message in messages {
+            if message.role != Role::User
+                || message.tool_uses().next().is_some()
+                || message.tool_results().next().is_some()
+            {
+                return self.invalid("a message sent to the run is not a person's message");
+            }
+            self.commit_as(message);
+        }
+        if again {
+            return self.call_model(env, call.extra, call.offer, call.commit_turn);
+        }
+        if let Err(error) = self
+            .history_check
+            .0
+            .check(&self.state.messages, &call.extra, false)
+        {
+            let error = LoopError::InvalidHistory { error };
+            return self.finish(LoopStatus::Error { error });
         }
         self.send(env, call)
     }

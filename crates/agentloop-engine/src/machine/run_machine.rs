@@ -181,6 +181,18 @@ impl Machine {
         awaiting
     }
 
+    /// Whether [`Input::Steer`] is taken now: the machine asked for a
+    /// model call ([`Step::CallModel`]) that is not yet made, in the run
+    /// itself rather than a plan step's nested run.
+    pub fn steerable(&self) -> bool {
+        !self.ended && self.started && self.run.steerable()
+    }
+
+    /// Whether the run's history holds a message with this id.
+    pub fn holds_message(&self, id: &str) -> bool {
+        self.run.core.messages().iter().any(|m| m.id == id)
+    }
+
     /// What a suspended run waits for (empty for any other run).
     pub fn pending(&self) -> &[PendingCall] {
         self.run.pending().unwrap_or_default()
@@ -276,6 +288,7 @@ impl Machine {
         let awaiting = self.awaiting();
         let fits = match (awaiting, input) {
             (Awaiting::Start, Input::Start) => true,
+            (Awaiting::Model, Input::Steer { .. }) => self.run.steerable(),
             (Awaiting::Nothing, Input::Start) if !self.started => {
                 return Err(StepError::Finished);
             }

@@ -95,6 +95,9 @@ impl SkillTool {
             hooks: Default::default(),
             guardrails: Vec::new(),
             handoffs: None,
+            // Messages to the run go to the parent, not to a skill's run.
+            inbox: None,
+            interrupt: None,
         }
     }
 }

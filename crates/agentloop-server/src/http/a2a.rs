@@ -461,15 +461,14 @@ impl Call {
         message: &Message,
     ) -> Result<(AgentRun, TaskContext, Option<u64>), RpcError> {
         let (run, ctx) = self.owned(&message.task_id).await?;
+        if run.status == AgentRunStatus::Running {
+            return self.steer(message, run, ctx).await;
+        }
         if run.status != AgentRunStatus::Waiting {
             return Err(RpcError::new(
-                if run.status == AgentRunStatus::Running {
-                    ErrorCode::InvalidParams
-                } else {
-                    ErrorCode::UnsupportedOperation
-                },
+                ErrorCode::UnsupportedOperation,
                 format!(
-                    "task {} is {}: it takes a message only while input is required",
+                    "task {} is {}: it takes a message only while it works or input is required",
                     run.id,
                     run.status.as_str()
                 ),
@@ -526,6 +525,36 @@ impl Call {
             ));
         }
         Ok((run, ctx, after))
+    }
+
+    /// A message to a working task: handed to its run as the project's
+    /// steering strategy says (by default kept and taken at the run's
+    /// next step); the answer follows the run from here on.
+    async fn steer(
+        &self,
+        message: &Message,
+        run: AgentRun,
+        ctx: TaskContext,
+    ) -> Result<(AgentRun, TaskContext, Option<u64>), RpcError> {
+        let text = message
+            .text()
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| RpcError::invalid_params("a message to a working task needs text"))?;
+        let after = last_seq(&self.state, &run.id)
+            .await
+            .map_err(|e| rpc_error(e, ErrorCode::InternalError))?;
+        let input = RunInput::message(agentloop_types::Message::user_text(
+            &message.message_id,
+            text,
+        ));
+        let submitted = submit(&self.state, &self.user, Target::Run(&run, &ctx), input)
+            .await
+            .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
+        match submitted {
+            // Rolled back: the answer follows the run that took over.
+            Submitted::Started(started) => Ok((started, ctx, None)),
+            _ => Ok((run, ctx, after)),
+        }
     }
 
     /// The caller's run with that id, or "task not found".

@@ -63,11 +63,21 @@ pub(super) async fn run(
                 "no agent run of this task waits for a decision",
             ));
         }
-        _ => (
-            start(&state, &user, &ctx, &input).await?,
-            None,
-            input.tools.clone(),
-        ),
+        _ => match service::running_run(&state, &ctx).await? {
+            // A user message while the task's agent works steers it (as
+            // the project's strategy says); the stream follows the run
+            // that takes it from here on.
+            Some(running) if input.last_user_text().is_some() => {
+                let (run, after) = steer(&state, &user, &ctx, running, &input).await?;
+                let frontend = service::offered_frontend_tools(&state, &run).await?;
+                (run, after, frontend)
+            }
+            _ => (
+                start(&state, &user, &ctx, &input).await?,
+                None,
+                input.tools.clone(),
+            ),
+        },
     };
     let encoder = Encoder::new(input.thread_id, input.run_id)
         .with_frontend_tools(frontend.into_iter().map(|tool| tool.name))
@@ -101,6 +111,34 @@ pub(super) async fn run(
         },
     );
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Hands the input's last user message to the task's `running` run;
+/// returns the run that takes it (a new one, after a rollback) and the
+/// seq its stream follows from.
+async fn steer(
+    state: &AppState,
+    user: &User,
+    ctx: &TaskContext,
+    running: AgentRun,
+    input: &RunAgentInput,
+) -> Result<(AgentRun, Option<u64>), ApiError> {
+    let after = service::last_seq(state, &running.id).await?;
+    let message = input
+        .last_user_text()
+        .map(|text| Message::user_text(new_id(), text))
+        .ok_or_else(|| ApiError::bad_request("a message to a working agent needs text"))?;
+    match service::submit(
+        state,
+        user,
+        Target::Run(&running, ctx),
+        RunInput::message(message),
+    )
+    .await?
+    {
+        Submitted::Started(started) => Ok((started, None)),
+        other => Ok((other.into_run()?, after)),
+    }
 }
 
 /// Starts the agent run the input asks for, offering the input's tools.

@@ -180,6 +180,12 @@ async fn input_answer(
         Submitted::Started(_) => ("started", None),
         Submitted::Decided { resumed, .. } => ("decided", Some(*resumed)),
         Submitted::Cancelled(_) => ("cancelled", None),
+        Submitted::Queued {
+            interrupted: false, ..
+        } => ("queued", None),
+        Submitted::Queued {
+            interrupted: true, ..
+        } => ("interrupted", None),
         Submitted::Stopped => ("stopped", None),
     };
     let agent_run = match submitted {

@@ -553,6 +553,10 @@ pub struct ProjectChange {
     #[serde(default)]
     #[schemars(with = "Agents")]
     pub agents: Change<Value>,
+    /// What a run still going does with a message that names no strategy
+    /// (null: `enqueue`).
+    #[serde(default)]
+    pub steer_strategy: Change<agentloop_types::SteerStrategy>,
 }
 
 impl RequestBody for ProjectChange {}

@@ -95,6 +95,9 @@ pub struct ProjectShape {
     /// The bounds its tasks' chains of agent runs end at: its own
     /// `chain_limits` over the server's.
     pub chain_limits: ChainLimitsShape,
+    /// What a run still going does with a message that names no strategy:
+    /// `enqueue` (the default), `interrupt`, `rollback` or `reject`.
+    pub steer_strategy: &'static str,
     /// When it was made (RFC 3339).
     pub created_at: String,
     /// When it last changed (RFC 3339).
@@ -121,6 +124,7 @@ impl ProjectShape {
                 &state.config,
                 project,
             )),
+            steer_strategy: crate::steer::project_strategy(project).as_str(),
             created_at: rfc3339(project.created_at),
             updated_at: rfc3339(project.updated_at),
         }
@@ -408,8 +412,11 @@ pub struct DecisionsAnswer {
 /// what a submitted input did.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct InputAnswer {
-    /// `started` (a new agent run), `decided`, `cancelled` or `stopped`
-    /// (the task was marked done).
+    /// `started` (a new agent run), `queued` (a message kept for the run
+    /// going on, which takes it at its next step), `interrupted` (the
+    /// run's step was cancelled; a run going on with the message
+    /// follows), `decided`, `cancelled` or `stopped` (the task was marked
+    /// done).
     pub submitted: &'static str,
     /// The agent run the input started, decided on or cancelled, as it is
     /// now (absent for `stopped`).

@@ -40,6 +40,11 @@ impl GatedProvider {
         })
     }
 
+    /// The requests made so far, in order.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.inner.requests()
+    }
+
     pub fn open(&self) {
         self.gate.add_permits(1000);
     }

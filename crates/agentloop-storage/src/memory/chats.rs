@@ -8,7 +8,58 @@ use async_trait::async_trait;
 use super::{ChatRow, MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
 use crate::model::{Chat, Checkpoint, Project, StoredMessage};
-use crate::store::{ChatStore, ProjectSettingsStore, ProjectStore, folders_overlap};
+use crate::store::{ChatStore, InboxStore, ProjectSettingsStore, ProjectStore, folders_overlap};
+
+#[async_trait]
+impl InboxStore for MemoryStore {
+    async fn enqueue_message(
+        &self,
+        chat_id: &str,
+        message: &Message,
+        _now: i64,
+    ) -> StorageResult<()> {
+        let mut state = self.lock();
+        let row = state
+            .chats
+            .get_mut(chat_id)
+            .ok_or_else(|| StorageError::not_found("chat", chat_id))?;
+        if row.inbox.iter().any(|(m, _)| m.id == message.id) {
+            return Err(StorageError::exists("inbox message", &message.id));
+        }
+        row.inbox.push((message.clone(), None));
+        Ok(())
+    }
+
+    async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<Message>> {
+        let state = self.lock();
+        Ok(state
+            .chats
+            .get(chat_id)
+            .map(|row| {
+                row.inbox
+                    .iter()
+                    .filter(|(_, delivered)| delivered.is_none())
+                    .map(|(m, _)| m.clone())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn mark_delivered(&self, chat_id: &str, ids: &[String], now: i64) -> StorageResult<u64> {
+        let mut state = self.lock();
+        let Some(row) = state.chats.get_mut(chat_id) else {
+            return Ok(0);
+        };
+        let mut marked = 0;
+        for (message, delivered) in &mut row.inbox {
+            if delivered.is_none() && ids.contains(&message.id) {
+                *delivered = Some(now);
+                marked += 1;
+            }
+        }
+        Ok(marked)
+    }
+}
 
 #[async_trait]
 impl ProjectSettingsStore for MemoryStore {
@@ -121,6 +172,7 @@ impl ChatStore for MemoryStore {
                 messages: BTreeMap::new(),
                 index: HashMap::new(),
                 checkpoints: Vec::new(),
+                inbox: Vec::new(),
             },
         );
         Ok(())

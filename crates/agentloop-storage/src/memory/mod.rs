@@ -30,6 +30,9 @@ struct ChatRow {
     messages: BTreeMap<u64, Message>,
     index: HashMap<String, u64>,
     checkpoints: Vec<Checkpoint>,
+    /// Messages sent to the chat's run, oldest first, with when each was
+    /// delivered.
+    inbox: Vec<(Message, Option<i64>)>,
 }
 
 #[derive(Debug, Default)]

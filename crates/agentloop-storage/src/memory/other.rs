@@ -504,6 +504,7 @@ impl TaskStore for MemoryStore {
                 messages: [(0, first_message.clone())].into(),
                 index: [(first_message.id.clone(), 0)].into(),
                 checkpoints: Vec::new(),
+                inbox: Vec::new(),
             },
         );
         state

@@ -10,7 +10,7 @@ mod sql_chats {
     use crate::model::{ApprovalMode, Chat, Checkpoint, Project, StoredMessage};
     use crate::sql::{Query, db_err, found, insert_err};
     use crate::store::{
-        ChatStore, ProjectSettingsStore, ProjectStore, folders_overlap, from_json_text, json_text};
+        ChatStore, InboxStore, ProjectSettingsStore, ProjectStore, folders_overlap, from_json_text, json_text};
 
     /// Inserts `project`'s row (on the pool, or in a transaction).
     async fn insert_project<'e>(
@@ -111,6 +111,70 @@ mod sql_chats {
             .await
             .map_err(|e| insert_err(e, "message", id))?;
         Ok(())
+    }
+
+    #[async_trait]
+    impl InboxStore for SqlStore {
+        async fn enqueue_message(
+            &self,
+            chat_id: &str,
+            message: &Message,
+            now: i64,
+        ) -> StorageResult<()> {
+            let body = json_text(message)?;
+            let _turn = self.write_turn().await;
+            sqlx::query(
+                "INSERT INTO inbox_messages (chat_id, id, body, created_at) \
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(chat_id)
+            .bind(&message.id)
+            .bind(&body)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| insert_err(e, "inbox message", &message.id))?;
+            Ok(())
+        }
+
+        async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<Message>> {
+            let bodies: Vec<String> = sqlx::query_scalar(
+                "SELECT body FROM inbox_messages WHERE chat_id = $1 AND delivered_at IS NULL \
+                 ORDER BY seq",
+            )
+            .bind(chat_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+            bodies.iter().map(|body| from_json_text(body)).collect()
+        }
+
+        async fn mark_delivered(
+            &self,
+            chat_id: &str,
+            ids: &[String],
+            now: i64,
+        ) -> StorageResult<u64> {
+            if ids.is_empty() {
+                return Ok(0);
+            }
+            let _turn = self.write_turn().await;
+            let mut marked = 0;
+            for id in ids {
+                let done = sqlx::query(
+                    "UPDATE inbox_messages SET delivered_at = $3 \
+                     WHERE chat_id = $1 AND id = $2 AND delivered_at IS NULL",
+                )
+                .bind(chat_id)
+                .bind(id)
+                .bind(now)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+                marked += done.rows_affected();
+            }
+            Ok(marked)
+        }
     }
 
     #[async_trait]

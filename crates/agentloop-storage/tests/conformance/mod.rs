@@ -7,6 +7,7 @@ mod concurrency;
 mod content;
 mod export;
 mod handles;
+mod inbox;
 mod memories;
 mod runs;
 mod users;
@@ -26,6 +27,7 @@ pub use concurrency::*;
 pub use content::*;
 pub use export::*;
 pub use handles::*;
+pub use inbox::*;
 pub use memories::*;
 pub use runs::*;
 pub use users::*;
@@ -67,6 +69,7 @@ macro_rules! conformance_suite {
             a_start_dropped_unanswered_is_whole_or_absent, concurrent_agent_run_starts,
             concurrent_starts_are_stored_or_refused_each_alone,
             memories_by_scope_and_path, memories_as_files, memories_recalled_by_relevance,
+            inbox_keeps_messages_until_delivered,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(

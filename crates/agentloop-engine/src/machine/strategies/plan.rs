@@ -172,6 +172,7 @@ impl PlanMachine {
             Input::Start
             | Input::Decisions { .. }
             | Input::Hooked { .. }
+            | Input::Steer { .. }
             | Input::GuardrailTripped { .. }
             | Input::ToolsDone { .. }
             | Input::Retrieved { .. }

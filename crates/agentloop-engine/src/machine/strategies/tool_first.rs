@@ -73,6 +73,7 @@ impl ToolFirstMachine {
             Input::Decisions { .. } => core.invalid("decisions outside a suspended step"),
             // The run core takes hook answers before they reach a strategy.
             Input::Hooked { .. } => core.invalid("hook answers outside a hook step"),
+            Input::Steer { .. } => core.invalid("messages to steer outside a model step"),
             Input::GuardrailTripped { .. } => core.invalid("a guardrail outside a model step"),
             // The run core answers summaries before they reach a strategy.
             Input::Summary { .. } | Input::SummaryFailed { .. } => {

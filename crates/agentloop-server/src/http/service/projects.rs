@@ -219,6 +219,17 @@ pub async fn update_project(
     if let Some(agents) = agents {
         set_setting(&mut project, "agents", agents);
     }
+    match change.steer_strategy {
+        Change::Keep => {}
+        Change::Clear => set_setting(&mut project, "steer_strategy", None),
+        Change::Set(strategy) => {
+            set_setting(
+                &mut project,
+                "steer_strategy",
+                Some(json!(strategy.as_str())),
+            );
+        }
+    }
     project.updated_at = now_millis();
     state.store.update_project(&project).await?;
     Ok(project)

@@ -171,6 +171,18 @@ pub async fn waiting_run(
         .find(|run| run.status == AgentRunStatus::Waiting))
 }
 
+/// The task's agent run that is executing (not waiting), if one is.
+pub async fn running_run(
+    state: &AppState,
+    ctx: &TaskContext,
+) -> Result<Option<AgentRun>, ApiError> {
+    Ok(state
+        .store
+        .active_agent_run(&ctx.task.id)
+        .await?
+        .filter(|run| run.status == AgentRunStatus::Running))
+}
+
 /// The front-end tools the run was started with.
 pub async fn offered_frontend_tools(
     state: &AppState,

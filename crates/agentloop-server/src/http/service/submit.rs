@@ -9,14 +9,20 @@
 //! - `decide`: the decisions go to the run (a task: its waiting run); the
 //!   run resumes once every call it waits on is decided;
 //! - `message`: a task whose agents are idle starts its default agent with
-//!   the message; a message to an agent still going is refused (409), as
-//!   nothing yet delivers it mid-run;
+//!   the message; a message to an agent still going (or waiting for a
+//!   person) is handled as its `strategy` says, else as its project's
+//!   `steer_strategy` setting (see [`crate::steer`]): `enqueue` (the
+//!   default) keeps it for the run, which takes it at its next step
+//!   boundary; `interrupt` keeps it and stops the step in flight, so the
+//!   run goes on with it at once; `rollback` cancels the run and starts its
+//!   agent again with the message as its request; `reject` refuses it
+//!   (409);
 //! - `cancel`: the run (a task: its active run) is cancelled;
 //! - `stop`: Mark Done of the run's task.
 
 use agentloop_agui::{FrontendToolSpec, validate_frontend_tools};
 use agentloop_storage::model::{AgentRun, AgentType};
-use agentloop_types::{Message, RunInput, ToolDefinition};
+use agentloop_types::{Message, RunInput, SteerStrategy, ToolDefinition};
 use axum::http::StatusCode;
 
 use super::runs::{cancel_run, decide, start_run, waiting_run};
@@ -60,6 +66,15 @@ pub enum Submitted {
     },
     /// The run was cancelled (as it stands now).
     Cancelled(AgentRun),
+    /// A message was kept for the run going on, which takes it at its
+    /// next step boundary; `interrupted` when the step it had in flight
+    /// was stopped for it.
+    Queued {
+        /// The run the message is for.
+        run: AgentRun,
+        /// Whether the run's step in flight was interrupted.
+        interrupted: bool,
+    },
     /// The task was marked done.
     Stopped,
 }
@@ -72,6 +87,7 @@ impl Submitted {
         match self {
             Submitted::Started(run)
             | Submitted::Decided { run, .. }
+            | Submitted::Queued { run, .. }
             | Submitted::Cancelled(run) => Ok(run),
             Submitted::Stopped => Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -110,19 +126,11 @@ pub async fn submit(
             };
             start(state, ctx, agent, message.as_ref(), &client_tools).await
         }
-        RunInput::Message { message } => {
-            if let Some(active) = state.store.active_agent_run(&ctx.task.id).await? {
-                return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    format!(
-                        "agent run {} of this task is still {}: a message is taken once it \
-                         ends (or cancel it first)",
-                        active.id,
-                        active.status.as_str()
-                    ),
-                ));
-            }
-            start(state, ctx, AgentType::Implementation, Some(&message), &[]).await
+        RunInput::Message { message, strategy } => {
+            let Some(active) = state.store.active_agent_run(&ctx.task.id).await? else {
+                return start(state, ctx, AgentType::Implementation, Some(&message), &[]).await;
+            };
+            steer(state, user, ctx, active, message, strategy).await
         }
         RunInput::Decide { decisions } => {
             let run = match target {
@@ -158,6 +166,58 @@ pub async fn submit(
         RunInput::Stop {} => {
             mark_task_done(state, ctx, true).await?;
             Ok(Submitted::Stopped)
+        }
+    }
+}
+
+/// Hands `message` to the task's `active` run as `strategy` (else the
+/// project's) says; see the module docs.
+async fn steer(
+    state: &AppState,
+    user: &User,
+    ctx: &TaskContext,
+    active: AgentRun,
+    message: Message,
+    strategy: Option<SteerStrategy>,
+) -> Result<Submitted, ApiError> {
+    let strategy = strategy.unwrap_or_else(|| crate::steer::project_strategy(&ctx.project));
+    if strategy == SteerStrategy::Reject {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!(
+                "agent run {} of this task is still {} and messages to it are rejected \
+                 (strategy `reject`): send it once the run ends, cancel the run first, or \
+                 send it with strategy `enqueue`, `interrupt` or `rollback`",
+                active.id,
+                active.status.as_str()
+            ),
+        ));
+    }
+    if !crate::steer::is_persons(&message) {
+        return Err(ApiError::bad_request(
+            "a message to a run is a person's message: role `user`, with no tool calls or \
+             results",
+        ));
+    }
+    match strategy {
+        SteerStrategy::Rollback => {
+            cancel_run(state, user, ctx, &active).await?;
+            start(state, ctx, active.agent_type, Some(&message), &[]).await
+        }
+        SteerStrategy::Interrupt => {
+            crate::steer::enqueue(state, &active, &message).await?;
+            let interrupted = crate::steer::interrupt(state, &active);
+            Ok(Submitted::Queued {
+                run: active,
+                interrupted,
+            })
+        }
+        SteerStrategy::Enqueue | SteerStrategy::Reject => {
+            crate::steer::enqueue(state, &active, &message).await?;
+            Ok(Submitted::Queued {
+                run: active,
+                interrupted: false,
+            })
         }
     }
 }
