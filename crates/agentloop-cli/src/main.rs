@@ -59,9 +59,9 @@ mod session;
 mod settings;
 mod skills;
 mod tools;
+mod typed;
 #[cfg(feature = "server")]
 mod users;
-mod typed;
 
 use std::process::ExitCode;
 

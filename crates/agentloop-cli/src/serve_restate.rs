@@ -18,8 +18,8 @@ use agentloop_restate::{
 use agentloop_server::dispatch::RunDispatch;
 use agentloop_server::durable::{Attempt, execute_attempt, stop_attempt};
 use agentloop_server::http::agent_runs::engine_input;
-use agentloop_types::RunInput;
 use agentloop_server::{AppState, Server, shutdown_signal};
+use agentloop_types::RunInput;
 use async_trait::async_trait;
 use tokio::net::TcpListener;
 

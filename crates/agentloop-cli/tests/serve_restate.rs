@@ -532,7 +532,13 @@ fn an_approval_decided_after_the_worker_and_restate_restarted_resumes_the_run_on
 fn submit_through_restate(restate: &RestateServer, run_id: &str, input: Value) -> (u16, Value) {
     let ingress = restate.ingress.trim_start_matches("http://");
     // The ingress asks for no token; the API's is not sent.
-    http(ingress, "", "POST", &format!("/AgentRun/{run_id}/submit"), Some(input))
+    http(
+        ingress,
+        "",
+        "POST",
+        &format!("/AgentRun/{run_id}/submit"),
+        Some(input),
+    )
 }
 
 #[test]
@@ -558,8 +564,11 @@ fn a_decision_submitted_through_restates_ingress_resumes_the_run_as_the_api_woul
 
     // A start names a task, not a run: refused with the API's reason, and
     // the run still waits.
-    let (status, refused) =
-        submit_through_restate(&restate, &run_id, json!({ "type": "start", "message": "again" }));
+    let (status, refused) = submit_through_restate(
+        &restate,
+        &run_id,
+        json!({ "type": "start", "message": "again" }),
+    );
     assert_eq!(status, 400, "{refused}");
     assert_eq!(
         std::fs::read_to_string(repo.join("log.md")).unwrap(),
@@ -585,11 +594,8 @@ fn a_decision_submitted_through_restates_ingress_resumes_the_run_as_the_api_woul
     let (status, again) = submit_through_restate(&restate, &run_id, approve);
     assert_eq!(status, 409, "{again}");
     // An unknown run is the API's 404, not another user's data.
-    let (status, unknown) = submit_through_restate(
-        &restate,
-        "nosuchrun",
-        json!({ "type": "cancel" }),
-    );
+    let (status, unknown) =
+        submit_through_restate(&restate, "nosuchrun", json!({ "type": "cancel" }));
     assert_eq!(status, 404, "{unknown}");
 }
 

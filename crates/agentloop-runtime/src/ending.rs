@@ -34,18 +34,6 @@ pub struct Decided {
     pub reason: Option<EndReason>,
 }
 
-impl Decided {
-    /// The end of a run no host takes part in: the status its result
-    /// asks for, no reason.
-    pub(crate) fn unhosted(result: LoopResult) -> Self {
-        Self {
-            status: crate::lifecycle::run_status(&result.status),
-            reason: None,
-            result,
-        }
-    }
-}
-
 /// A host's part in ending a run; see the module docs.
 #[async_trait]
 pub trait RunEnding: Send + Sync {

@@ -225,7 +225,7 @@ impl Lifecycle {
                     logged: false,
                 });
             } else {
-                self.end(event, Decided::unhosted(result), now);
+                self.end(event, unhosted(result), now);
             }
             return;
         }
@@ -335,7 +335,7 @@ impl Lifecycle {
                 logged: true,
             });
         } else {
-            self.record_end(Decided::unhosted(result), now);
+            self.record_end(unhosted(result), now);
         }
     }
 
@@ -524,6 +524,16 @@ impl Lifecycle {
 /// A root run's terminal event.
 fn is_root_end(event: &LoopEvent) -> bool {
     event.path.is_root() && matches!(event.kind, EventKind::Finished(_))
+}
+
+/// The end of a run no host takes part in: the status its result asks
+/// for, no reason.
+pub(crate) fn unhosted(result: LoopResult) -> Decided {
+    Decided {
+        status: run_status(&result.status),
+        reason: None,
+        result,
+    }
 }
 
 /// The stored status of a run that ended with `status`.

@@ -242,7 +242,7 @@ impl Persister {
             Effect::HostDecides(result) => {
                 let decided = match &self.ending {
                     Some(ending) => ending.decide(*result).await.map_err(host_error)?,
-                    None => crate::ending::Decided::unhosted(*result),
+                    None => crate::lifecycle::unhosted(*result),
                 };
                 self.lifecycle.decided(decided, now_millis());
             }

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use agentloop_types::{
-    ApprovalPolicies, ContextOptions, LoopOptions, ReasoningEffort, ReasoningSummary, SteerStrategy,
-    UsageLimits,
+    ApprovalPolicies, ContextOptions, LoopOptions, ReasoningEffort, ReasoningSummary,
+    SteerStrategy, UsageLimits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -168,7 +168,9 @@ pub async fn engine_input(
     let (run, ctx) = service::run_for_engine(state, run_id).await?;
     let owner = service::task_owner(state, &ctx).await?;
     let submitted = service::submit(state, &owner, Target::Run(&run, &ctx), input).await?;
-    input_answer(state, submitted).await.map(|Json(answer)| answer)
+    input_answer(state, submitted)
+        .await
+        .map(|Json(answer)| answer)
 }
 
 /// What the input did, with its run as it is now.

@@ -27,8 +27,7 @@ use super::responses::{
 };
 use super::route::Route;
 use super::{
-    a2a, ag_ui, agent_runs, ai_sdk, audit, events, memories, projects, session, tasks, webhooks,
-    ws,
+    a2a, ag_ui, agent_runs, ai_sdk, audit, events, memories, projects, session, tasks, webhooks, ws,
 };
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;

@@ -13,8 +13,8 @@ use agentloop_types::{LoopEvent, Message};
 
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AuditEntry, Chat, Checkpoint,
-    Conversation, FileRecord,
-    MemoryRecord, MemoryScope, Project, RunRecord, Task, User, UserToken, WebhookDelivery,
+    Conversation, FileRecord, MemoryRecord, MemoryScope, Project, RunRecord, Task, User, UserToken,
+    WebhookDelivery,
 };
 
 /// The in-memory store.

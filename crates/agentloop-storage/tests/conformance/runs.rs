@@ -330,7 +330,10 @@ pub async fn an_agent_run_has_its_records_status(store: Arc<dyn Store>) {
     // A wake is conditional: of two, one moves it back to `running`.
     assert!(store.resume_run("a1", 4).await.unwrap());
     assert!(!store.resume_run("a1", 5).await.unwrap());
-    assert_eq!(store.get_run("a1").await.unwrap().status, RunStatus::Running);
+    assert_eq!(
+        store.get_run("a1").await.unwrap().status,
+        RunStatus::Running
+    );
     assert_eq!(status("a1").await.status, AgentRunStatus::Running);
     assert!(matches!(
         store.resume_run("nope", 5).await,
@@ -347,7 +350,10 @@ pub async fn an_agent_run_has_its_records_status(store: Arc<dyn Store>) {
     record.end_reason = Some(boom.clone());
     record.updated_at = 7;
     store.update_run(&record).await.unwrap();
-    assert_eq!(store.get_run("a1").await.unwrap().end_reason, Some(boom.clone()));
+    assert_eq!(
+        store.get_run("a1").await.unwrap().end_reason,
+        Some(boom.clone())
+    );
     let failed = status("a1").await;
     assert_eq!(
         (failed.status, failed.completed_at, failed.end_reason),
@@ -374,7 +380,11 @@ pub async fn an_agent_run_has_its_records_status(store: Arc<dyn Store>) {
     move_record(&*store, "a2", RunStatus::Completed, 11).await;
     let cancelled = status("a2").await;
     assert_eq!(
-        (cancelled.status, cancelled.completed_at, cancelled.end_reason),
+        (
+            cancelled.status,
+            cancelled.completed_at,
+            cancelled.end_reason
+        ),
         (AgentRunStatus::Cancelled, Some(10), Some(cancel))
     );
     // A record with no agent run moves alone.
