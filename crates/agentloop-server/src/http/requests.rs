@@ -218,8 +218,10 @@ impl RequestBody for agentloop_types::RunInput {
         let variants = VARIANTS
             .as_ref()
             .map_err(|e| format!("the input schema cannot be read: {e}"))?;
-        let tag = body.get("type").and_then(serde_json::Value::as_str);
-        let Some((_, validator)) = variants.iter().find(|(name, _)| Some(name.as_str()) == tag)
+        let tag = InputTag::deserialize(body).ok().and_then(|tag| tag.kind);
+        let Some((_, validator)) = variants
+            .iter()
+            .find(|(name, _)| Some(name.as_str()) == tag.as_deref())
         else {
             return Ok(());
         };
@@ -228,6 +230,14 @@ impl RequestBody for agentloop_types::RunInput {
             Some(error) => Err(format!("{}: {error}", error.instance_path())),
         }
     }
+}
+
+/// The tag of an input body, read alone to pick its variant's schema
+/// (absent or not a string: no variant is picked).
+#[derive(Deserialize)]
+struct InputTag {
+    #[serde(rename = "type")]
+    kind: Option<String>,
 }
 
 /// A validator of each `RunInput` variant, by its `type`, from the
