@@ -37,8 +37,8 @@ use crate::metrics::{RunMetrics, StatusLabels};
 use crate::run_log::{end_answered, end_stopped, fail};
 use crate::run_tools::{frontend_tools, project_mcp, project_shell, tools};
 use crate::runner::{
-    CreatedRun, StartError, StartInput, TaskContext, create_agent_run, load_task_context,
-    next_agent, prepare, run_model,
+    CreatedRun, StartError, StartInput, StartedBy, TaskContext, create_agent_run,
+    load_task_context, next_agent, prepare, run_model,
 };
 use crate::state::{AppState, LocalRun};
 use crate::waiting::{self, DecideError};
@@ -47,27 +47,15 @@ use crate::waiting::{self, DecideError};
 /// starts executing it in the background, from what its creation wrote:
 /// nothing is read back. The run is registered as executing here before it
 /// is written, so a cancel that finds the run also finds its execution.
-/// With a durable engine, the run is handed to it instead.
+/// With a durable engine, the run is handed to it instead. A person starts
+/// it: a new chain of the task begins with it.
 pub async fn start_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
     input: StartInput<'_>,
 ) -> Result<AgentRun, StartError> {
-    // A person starts an agent: a new chain begins with it (see
-    // `crate::chain_bounds`). Not while another run of the task is active,
-    // nor on a task marked done: that start is refused, and the chain
-    // stands as it was.
-    if agent != AgentType::Planification
-        && !ctx.task.workflow_complete
-        && state.store.active_agent_run(&ctx.task.id).await?.is_none()
-    {
-        state
-            .store
-            .begin_task_chain(&ctx.task.id, now_millis())
-            .await?;
-    }
-    start_chained(state, ctx, agent, input).await
+    start(state, ctx, agent, input, StartedBy::Person).await
 }
 
 /// [`start_agent_run`] as chaining starts the next link: within the
@@ -78,12 +66,23 @@ pub async fn start_chained(
     agent: AgentType,
     input: StartInput<'_>,
 ) -> Result<AgentRun, StartError> {
+    start(state, ctx, agent, input, StartedBy::Chain).await
+}
+
+/// [`start_agent_run`] and [`start_chained`], as `by` starts it.
+async fn start(
+    state: &AppState,
+    ctx: &TaskContext,
+    agent: AgentType,
+    input: StartInput<'_>,
+    by: StartedBy,
+) -> Result<AgentRun, StartError> {
     let run_id = crate::ids::new_id();
     let local = match &state.config.dispatch {
         Some(_) => None,
         None => state.register_local(&run_id),
     };
-    let created = match create_agent_run(state, ctx, agent, &run_id, input).await {
+    let created = match create_agent_run(state, ctx, agent, &run_id, input, by).await {
         Ok(created) => created,
         Err(error) => {
             if local.is_some() {

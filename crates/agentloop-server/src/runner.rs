@@ -111,6 +111,17 @@ pub struct CreatedRun {
     pub leased: bool,
 }
 
+/// Who starts an agent run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartedBy {
+    /// A person: a new chain of the task begins with the run (see
+    /// [`crate::chain_bounds`]), planning aside, which is never chained;
+    /// the audit entry of the request starting it is written with it.
+    Person,
+    /// Chaining, as the chain's next link.
+    Chain,
+}
+
 /// Creates an agent run ready to execute, in one write (see
 /// [`agentloop_storage::TaskStore::start_agent_run`]): the agent run
 /// linked to its conversation, the chat holding the first message, and the
@@ -118,13 +129,17 @@ pub struct CreatedRun {
 /// executes runs: it takes the lease itself). The database refuses a
 /// second running one per task. [`crate::drive::start_agent_run`] then
 /// executes it. `run_id` is the new run's id. A task marked done is
-/// refused ([`StartError::Done`]).
+/// refused ([`StartError::Done`]). When a person starts it, the same
+/// write begins the task's chain and appends the audit entry of the
+/// request starting it (see [`crate::audit::StartEntry`]), so a refused
+/// start leaves neither.
 pub async fn create_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     agent: AgentType,
     run_id: &str,
     input: StartInput<'_>,
+    by: StartedBy,
 ) -> Result<CreatedRun, StartError> {
     if ctx.task.workflow_complete {
         return Err(StartError::Done);
@@ -154,15 +169,25 @@ pub async fn create_agent_run(
     // The runtime's record of the run, stored in the same write.
     let record =
         crate::hosting::runtime(state, Vec::new(), None).hosted_record(&run.id, &chat.id, leased);
+    let person = by == StartedBy::Person;
+    let audit = person
+        .then(|| crate::audit::StartEntry::pending(&ctx.project.id, &run.id, now))
+        .flatten();
     let start = AgentRunStart {
         first_message: first_message(&state.config.prompts, ctx, &run, input.request),
         agent_run: run,
         chat,
         conversation,
         record,
+        begins_chain: person && agent != AgentType::Planification,
+        audit: audit.as_ref().map(|pending| pending.entry.clone()),
     };
     match store.start_agent_run(&start).await {
-        Ok(()) => {}
+        Ok(()) => {
+            if let Some(pending) = audit {
+                pending.written();
+            }
+        }
         Err(StorageError::ActiveAgentRunExists { .. }) => {
             let active = store.active_agent_run(&ctx.task.id).await?;
             return Err(StartError::Conflict(active.map(Box::new)));

@@ -328,6 +328,8 @@ const SEVERAL_STATEMENTS_A_QUERY: bool = true;
 
 include!("sql/records.rs");
 include!("sql/chats.rs");
+include!("sql/inbox.rs");
+include!("sql/projects.rs");
 include!("sql/files.rs");
 include!("sql/runs.rs");
 include!("sql/tasks.rs");

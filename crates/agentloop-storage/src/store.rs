@@ -259,9 +259,6 @@ pub trait TaskStore: Send + Sync {
         complete: bool,
         now: i64,
     ) -> StorageResult<Vec<AgentRun>>;
-    /// Starts a new chain for the task: a person started one of its agents
-    /// at `started_at` (Unix ms). Clears the end of the chain before.
-    async fn begin_task_chain(&self, task_id: &str, started_at: i64) -> StorageResult<()>;
     /// Records that the task's current chain ended at a bound.
     async fn end_task_chain(&self, task_id: &str, end: &ChainEnd) -> StorageResult<()>;
     /// Creates an agent run. A running one fails with

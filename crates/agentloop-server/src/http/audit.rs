@@ -1,9 +1,11 @@
 //! Records the API's changes in the audit log ([`crate::audit`]): a
 //! request that changes something (its route in [`ACTIONS`]) and
 //! succeeded (2xx) is recorded with its user, the client's address, the
-//! ids its path names and the project they belong to (read before the
-//! route runs, so a deletion still names its project). Nothing of the
-//! body, the query or the headers is kept. `GET /api/audit` reads it.
+//! ids its path names and the project they belong to (for a deletion read
+//! before the route runs, so it still names its project). A request that
+//! starts an agent run has its entry written with the run, in the start's
+//! one write ([`crate::audit::StartEntry`]). Nothing of the body, the
+//! query or the headers is kept. `GET /api/audit` reads it.
 
 use std::net::SocketAddr;
 
@@ -19,7 +21,7 @@ use super::extract::{AuthUser, KnownToken, presented_token};
 use super::requests::AuditQuery;
 use super::responses::{AuditEntryShape, AuditShape};
 use super::service;
-use crate::audit::{Action, record};
+use crate::audit::{Action, Pending, record};
 use crate::state::AppState;
 use crate::users::user_for_token;
 
@@ -141,7 +143,14 @@ pub(super) async fn record_changes(
     };
     let (parts, body) = request.into_parts();
     let ids = path_ids(&route, parts.uri.path());
-    let project_id = project_of(&state, &ids).await;
+    // What a deletion names is gone once the route ran: its project is
+    // read before. Others are read after, and only when no start wrote
+    // the entry with its run.
+    let project_before = if parts.method == Method::DELETE {
+        project_of(&state, &ids).await
+    } else {
+        None
+    };
     let known = parts.extensions.get::<KnownToken>().cloned();
     let token = presented_token(&parts).map(|t| t.trim().to_owned());
     let address = parts
@@ -156,7 +165,7 @@ pub(super) async fn record_changes(
         });
     // The user is who the token names as the request comes in: a sign-out
     // revokes it on the way.
-    let mut user_id = match (known, &token) {
+    let user_id = match (known, &token) {
         (Some(known), Some(token)) if known.token == *token => known.user.map(|u| u.id),
         (_, Some(token)) => user_for_token(&*state.store, token)
             .await
@@ -165,34 +174,38 @@ pub(super) async fn record_changes(
             .map(|u| u.id),
         (_, None) => None,
     };
-    let method = parts.method.to_string();
-    let response = next.run(Request::from_parts(parts, body)).await;
-    if !response.status().is_success() {
-        return response;
-    }
-    if let Some(SignedIn(id)) = response.extensions().get::<SignedIn>() {
-        user_id = Some(id.clone());
-    }
-    let mut target = ids.last().map(|(_, id)| id.clone());
-    let mut project_id = project_id;
-    if let Some(Created(id)) = response.extensions().get::<Created>() {
-        if action == "project.create" {
-            project_id = Some(id.clone());
-        }
-        target = Some(id.clone());
-    }
-    let entry = Action {
+    let pending = Pending::new(Action {
         user_id,
         action: action.to_owned(),
-        project_id,
-        target,
+        project_id: None,
+        target: None,
         address,
         detail: json!({
-            "method": method,
+            "method": parts.method.to_string(),
             "route": route,
-            "status": response.status().as_u16(),
         }),
+    });
+    let response = pending
+        .during(next.run(Request::from_parts(parts, body)))
+        .await;
+    if !response.status().is_success() || pending.is_written() {
+        return response;
+    }
+    let mut entry = pending.action().clone();
+    if let Some(SignedIn(id)) = response.extensions().get::<SignedIn>() {
+        entry.user_id = Some(id.clone());
+    }
+    entry.target = ids.last().map(|(_, id)| id.clone());
+    entry.project_id = match project_before {
+        Some(project) => Some(project),
+        None => project_of(&state, &ids).await,
     };
+    if let Some(Created(id)) = response.extensions().get::<Created>() {
+        if action == "project.create" {
+            entry.project_id = Some(id.clone());
+        }
+        entry.target = Some(id.clone());
+    }
     if let Err(error) = record(&*state.store, entry).await {
         tracing::error!(%error, action, "the audit log could not be written");
     }

@@ -2,9 +2,12 @@
 //! single-process use; nothing survives the process.
 
 mod chats;
+mod files;
 mod memories;
-mod other;
+mod runs;
+mod tasks;
 mod users;
+mod webhooks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};

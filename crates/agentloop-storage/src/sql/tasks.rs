@@ -68,15 +68,29 @@ mod sql_tasks {
             .bind(conversation.created_at)
     }
 
+    /// A chain's start, when the start begins one (else it matches no
+    /// row): bound by [`bind_start`].
+    const BEGIN_CHAIN: &str = "UPDATE tasks SET chain_started_at = $2, chain_end = NULL \
+         WHERE id = $1 AND $3";
+
+    /// The start's audit entry, when it has one (else it selects no row).
+    const INSERT_START_AUDIT: &str = "INSERT INTO audit_log \
+         (id, at, user_id, action, project_id, target, address, detail) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE $9";
+
     /// The chat (past its first message), first message, conversation,
-    /// record and agent run of a start, in that order: each row names
-    /// those before it, and the agent run goes last, so that a task with
-    /// an active run refuses the start after everything else was checked.
-    pub(super) const START_STATEMENTS: [&str; 5] = [
+    /// record, the chain it may begin, its audit entry and agent run of a
+    /// start, in that order: each row names those before it, and the agent
+    /// run goes last, so that a task with an active run refuses the start
+    /// after everything else was checked. A start is written whole or not
+    /// at all, so a refused one begins no chain and leaves no entry.
+    pub(super) const START_STATEMENTS: [&str; 7] = [
         INSERT_CHAT,
         INSERT_MESSAGE,
         INSERT_CONVERSATION,
         INSERT_RUN,
+        BEGIN_CHAIN,
+        INSERT_START_AUDIT,
         INSERT_AGENT_RUN,
     ];
 
@@ -122,11 +136,39 @@ mod sql_tasks {
             first_message,
             conversation,
             record,
+            begins_chain,
+            audit,
         } = start;
         let query = bind_chat(query, chat, 1, 1)?;
         let query = bind_message(query, &chat.id, 0, &first_message.id, message_body, 1);
         let query = bind_conversation(query, conversation);
         let query = bind_run(query, record)?;
+        let query = query
+            .bind(&agent_run.task_id)
+            .bind(agent_run.created_at)
+            .bind(*begins_chain);
+        let query = match audit {
+            Some(entry) => query
+                .bind(&entry.id)
+                .bind(entry.at)
+                .bind(entry.user_id.as_deref())
+                .bind(&entry.action)
+                .bind(entry.project_id.as_deref())
+                .bind(entry.target.as_deref())
+                .bind(entry.address.as_deref())
+                .bind(json_text(&entry.detail)?)
+                .bind(true),
+            None => query
+                .bind(None::<&str>)
+                .bind(None::<i64>)
+                .bind(None::<&str>)
+                .bind(None::<&str>)
+                .bind(None::<&str>)
+                .bind(None::<&str>)
+                .bind(None::<&str>)
+                .bind(None::<&str>)
+                .bind(false),
+        };
         bind_agent_run(query, agent_run)
     }
 
@@ -320,19 +362,6 @@ mod sql_tasks {
             tx.commit().await.map_err(db_err)?;
             finished.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
             Ok(finished)
-        }
-
-        async fn begin_task_chain(&self, task_id: &str, started_at: i64) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            let done = sqlx::query(
-                "UPDATE tasks SET chain_started_at = $2, chain_end = NULL WHERE id = $1",
-            )
-            .bind(task_id)
-            .bind(started_at)
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
-            found(done.rows_affected(), "task", task_id)
         }
 
         async fn end_task_chain(&self, task_id: &str, end: &ChainEnd) -> StorageResult<()> {

@@ -2,10 +2,13 @@
 //! takes a fresh, empty store.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+mod agent_runs;
 mod cases;
+mod chains;
 mod concurrency;
 mod content;
 mod export;
+mod folders;
 mod handles;
 mod inbox;
 mod memories;
@@ -22,10 +25,13 @@ use agentloop_storage::model::{
 };
 use agentloop_types::{ContentBlock, Message, Role, TokenTotals, ToolResultBlock, ToolUseBlock};
 
+pub use agent_runs::*;
 pub use cases::*;
+pub use chains::*;
 pub use concurrency::*;
 pub use content::*;
 pub use export::*;
+pub use folders::*;
 pub use handles::*;
 pub use inbox::*;
 pub use memories::*;
@@ -176,6 +182,8 @@ pub fn agent_run_start(id: &str, task_id: &str, project_id: &str, owner: &str) -
             updated_at: 1,
         },
         chat,
+        begins_chain: false,
+        audit: None,
     }
 }
 
