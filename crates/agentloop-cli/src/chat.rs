@@ -111,10 +111,11 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
         tools: &args.tools,
     })
     .await?;
-    let memory = crate::memories::stored(
-        store.clone(),
-        crate::memories::scope(args.memory_scope.as_deref())?,
-    );
+    let memory_scope = crate::memories::scope(args.memory_scope.as_deref())?;
+    let memory = crate::memories::stored(store.clone(), memory_scope.clone());
+    // Each turn starts by recalling the stored memories its message is
+    // about, as `run` does.
+    let recall = crate::memories::recall(&tool_names, store.clone(), memory_scope);
     let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion), &memory)?;
     if crate::run::can_ask(args.json, demo || args.local || args.no_ask_user) {
         tools::offer_ask_user(&mut tools);
@@ -144,8 +145,9 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
     let chat = use_approvals(&store, chat, &approvals).await?;
     // Recovered with the agents and tools the run had, so a run
     // interrupted after a handoff goes on with the agent speaking.
-    let mut recovery =
-        ChatRuntime::new(store.clone(), chosen.provider.clone()).with_tools(tools.clone());
+    let mut recovery = ChatRuntime::new(store.clone(), chosen.provider.clone())
+        .with_tools(tools.clone())
+        .with_strategy(crate::session::strategy(recall.clone()));
     if let Some(handoffs) = &handoffs {
         recovery = recovery.with_handoffs(handoffs.clone());
     }
@@ -162,6 +164,7 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
     let mut session = Session::new(store, chosen.provider, tools, chat.id, settings, args.json);
     session.hooks = hooks;
     session.handoffs = handoffs;
+    session.recall = recall;
     // A run cut short (its process was killed) goes on first, from its
     // last checkpoint, before any new message.
     let continued = if interrupted {

@@ -54,8 +54,19 @@ pub async fn for_run(
     let store = db::open_for_write(db).await?;
     Ok(RunMemory {
         files: stored(store.clone(), scope.clone()),
-        recall: Some(Arc::new(MemoryRecall::new(store, scope))),
+        recall: recall(tools, store, scope),
     })
+}
+
+/// What recalls the memories of `scope` in `store` a request is about,
+/// when `tools` names the memory tool.
+pub fn recall(
+    tools: &[String],
+    store: Arc<dyn Store>,
+    scope: MemoryScope,
+) -> Option<Arc<dyn Retriever>> {
+    let offered = tools.iter().any(|name| name.trim() == "memory");
+    offered.then(|| Arc::new(MemoryRecall::new(store, scope)) as Arc<dyn Retriever>)
 }
 
 /// The memories of `scope` in `store` as the memory tool's files.

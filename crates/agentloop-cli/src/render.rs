@@ -269,6 +269,9 @@ impl View {
                     } => format!(
                         "{calls} older tool results cleared: ~{tokens_before} → ~{tokens_after} tokens"
                     ),
+                    ContextEdit::PassagesRecalled { sources, .. } => {
+                        format!("recalled: {}", sanitize(&sources.join(", ")))
+                    }
                 };
                 writeln!(out, "{indent}{dim}[{line}]{reset}")?
             }

@@ -6,13 +6,14 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
-use agentloop_engine::Handoffs;
+use agentloop_engine::strategy::NativeStrategy;
+use agentloop_engine::{Handoffs, LoopStrategy};
 use agentloop_runtime::{ChatRuntime, ChatSettings};
 use agentloop_storage::model::{Chat, Project, now_millis};
 use agentloop_storage::{StorageError, Store};
 use agentloop_types::{
     CancellationToken, Decisions, Hooks, LoopStatus, Message, ModelProvider, PendingCall, RunInput,
-    TokenTotals, Tool,
+    Retriever, TokenTotals, Tool,
 };
 use futures::StreamExt;
 
@@ -128,6 +129,9 @@ pub struct Session {
     pub hooks: Hooks,
     /// The agents runs hand off between (from the configuration's agents).
     pub handoffs: Option<Handoffs>,
+    /// What recalls the stored memories a turn's message is about, as the
+    /// turn starts.
+    pub recall: Option<Arc<dyn Retriever>>,
     json: bool,
     /// Stdout is not a terminal: it gets each turn's answer alone, the
     /// view goes to stderr.
@@ -188,6 +192,7 @@ impl Session {
             settings,
             hooks: Hooks::default(),
             handoffs: None,
+            recall: None,
             json,
             answer_only,
             view: render::View::new(if answer_only {
@@ -275,7 +280,8 @@ impl Session {
     fn runtime(&self) -> ChatRuntime {
         let runtime = ChatRuntime::new(self.store.clone(), self.provider.clone())
             .with_tools(self.tools.clone())
-            .with_hooks(self.hooks.clone());
+            .with_hooks(self.hooks.clone())
+            .with_strategy(strategy(self.recall.clone()));
         match &self.handoffs {
             Some(handoffs) => runtime.with_handoffs(handoffs.clone()),
             None => runtime,
@@ -438,4 +444,13 @@ async fn next_typed(typed: &mut Option<&mut TypedLines>) -> String {
         Some(typed) => typed.next().await,
         None => std::future::pending().await,
     }
+}
+
+/// The loop a chat's turns run: the native one, recalling with `recall`
+/// first when there is one.
+pub fn strategy(recall: Option<Arc<dyn Retriever>>) -> Arc<dyn LoopStrategy> {
+    Arc::new(NativeStrategy {
+        retriever: recall,
+        ..NativeStrategy::default()
+    })
 }

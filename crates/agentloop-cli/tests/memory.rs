@@ -1,8 +1,10 @@
 //! The memory tool on the command line, on a SQLite database: a fact
 //! taught in one chat is recalled through the tool in a new chat (and by
 //! `agentloop run`), never in another scope, and `agentloop memory
-//! list|show|edit|delete` reads and changes what is kept; a run starts
-//! with the stored memories its request is about among its cited passages.
+//! `agentloop run`), never in another scope, and `agentloop memory
+//! list|show|edit|delete` reads and changes what is kept; a run, and each
+//! chat turn, starts with the stored memories its request is about among
+//! its cited passages.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -351,4 +353,63 @@ async fn a_run_starts_with_the_memories_its_request_is_about() {
         !request.to_string().contains("Retrieved passages"),
         "{request}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_chat_turn_starts_with_the_memories_its_message_is_about() {
+    let model = common::openai::start(None, "No sugar.").await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat-recall.db").display().to_string();
+    let teach = script(
+        dir.path(),
+        "teach.json",
+        json!([
+            memory_call(
+                "t1",
+                json!({ "command": "create", "path": "/memories/ada.md",
+                                      "file_text": FACT })
+            ),
+            say("Noted."),
+        ]),
+    );
+    succeeds(
+        &["chat", "--db", &db, "--provider", &teach, "--tools", "memory"],
+        "Remember how Ada takes her tea.\n",
+    );
+
+    // A new chat: its first request carries the fact, recalled before the
+    // model is asked, and the view says so.
+    let base_url = model.base_url.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        agentloop(
+            &[
+                "chat",
+                "--db",
+                &db,
+                "--tools",
+                "memory",
+                "--base-url",
+                &base_url,
+                "--model",
+                "m",
+            ],
+            "How does Ada take her tea?\n",
+        )
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("recalled: /memories/ada.md"), "{stderr}");
+    let request = &model.completions().await[0];
+    let recalled: Vec<String> = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].to_string())
+        .filter(|text| text.contains("Retrieved passages"))
+        .collect();
+    assert_eq!(recalled.len(), 1, "{request}");
+    assert!(recalled[0].contains(FACT), "{}", recalled[0]);
 }

@@ -111,10 +111,18 @@ pub enum ContextEdit {
         /// Estimated tokens of the request after.
         tokens_after: u64,
     },
+    /// Passages the retriever found for the latest user message (stored
+    /// memories, documents) are sent before it, cited by number.
+    PassagesRecalled {
+        /// What was searched for: the latest user message's text.
+        query: String,
+        /// Where each passage comes from, in citation order.
+        sources: Vec<String>,
+    },
 }
 
 /// A run changed what it sends: tools loaded by tool search, results
-/// shortened to their budget, older results cleared.
+/// shortened to their budget, older results cleared, passages recalled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ContextEditedEvent {

@@ -136,6 +136,9 @@ fn render_kind(kind: &EventKind) -> String {
             } => format!(
                 "results_cleared calls={calls} through={through} tokens={tokens_before}->{tokens_after}"
             ),
+            ContextEdit::PassagesRecalled { query, sources } => {
+                format!("passages_recalled {query:?} {}", sources.join(","))
+            }
         },
         EventKind::ApprovalRequested(event) => {
             let ApprovalRequestedEvent {

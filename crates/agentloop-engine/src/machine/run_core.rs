@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use agentloop_types::{
-    AgentCompletionEvent, AgentErrorEvent, FinishedEvent, MessageCreatedEvent,
+    AgentCompletionEvent, AgentErrorEvent, ContextEdit, ContextEditedEvent, FinishedEvent,
+    MessageCreatedEvent,
     PendingToolResultEvent, TokensConsumedEvent,
 };
 use agentloop_types::{
@@ -379,9 +380,24 @@ impl RunCore {
         Some(step)
     }
 
-    /// Clears the retrieval in flight; false when there was none.
-    pub(crate) fn take_retrieval(&mut self) -> bool {
-        self.retrieval.take().is_some()
+    /// Clears the retrieval in flight, which `found` answered (nothing when
+    /// it failed), and says what is sent for it: a `context_edited` event
+    /// naming the passages' sources, when it found any. False when no
+    /// retrieval was in flight.
+    pub(crate) fn take_retrieval(&mut self, found: &[Passage]) -> bool {
+        let Some(retrieval) = self.retrieval.take() else {
+            return false;
+        };
+        if !found.is_empty() {
+            let edit = ContextEdit::PassagesRecalled {
+                query: retrieval.query,
+                sources: found.iter().map(|p| p.source.clone()).collect(),
+            };
+            self.emit(EventKind::ContextEdited(Box::new(ContextEditedEvent {
+                edit,
+            })));
+        }
+        true
     }
 
     /// Decides a model call over the history plus `extra`, unless a limit

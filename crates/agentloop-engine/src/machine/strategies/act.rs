@@ -136,7 +136,7 @@ pub(crate) fn retrieved(
     core: &mut RunCore,
     passages: Result<Vec<Passage>, String>,
 ) -> Vec<Passage> {
-    core.take_retrieval();
+    core.take_retrieval(passages.as_deref().unwrap_or_default());
     match passages {
         Ok(passages) => passages,
         Err(message) => {

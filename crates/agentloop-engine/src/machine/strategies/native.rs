@@ -54,7 +54,7 @@ impl Decider for NativeMachine {
                 core.invalid("a summary outside a summarising step")
             }
             Input::Retrieved { passages } => {
-                core.take_retrieval();
+                core.take_retrieval(passages.as_deref().unwrap_or_default());
                 match passages {
                     Ok(passages) => core.inject_passages(&passages),
                     Err(message) => {
