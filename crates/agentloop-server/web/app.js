@@ -5,11 +5,16 @@
 // output cannot inject markup or script. Links from markdown keep only
 // http(s) targets.
 
+import { messageBox } from "./steer.js";
+import { memoriesView } from "./memories.js";
+import { auditView } from "./audit.js";
+
 const main = document.getElementById("main");
 const toastBox = document.getElementById("toast");
 const offlineNotice = document.getElementById("offline");
 const who = document.getElementById("who");
 const signOutButton = document.getElementById("sign-out");
+const auditLink = document.getElementById("audit-link");
 
 let session = null; // {user, csrf}
 let socket = null;
@@ -293,6 +298,7 @@ async function loadSession() {
   }
   who.textContent = session ? session.user.name : "";
   signOutButton.hidden = !session;
+  auditLink.hidden = !session;
   if (session) connectSocket();
 }
 
@@ -300,6 +306,7 @@ function signIn(message) {
   leaveView();
   who.textContent = "";
   signOutButton.hidden = true;
+  auditLink.hidden = true;
   const input = h("input", { type: "password", name: "token", id: "token", autocomplete: "current-password", required: true });
   const signInForm = form("panel", async () => {
     try {
@@ -362,6 +369,9 @@ async function projectView(id) {
     h("p", {}, h("a", { href: "#/" }, "← Projects")),
     h("h1", {}, project.name),
     h("p", { class: "muted" }, `Folder: ${project.repo_folder || "—"}`),
+    h("p", { class: "actions" },
+      h("a", { href: `#/projects/${id}/memories`, id: "project-memories" }, "Memories"),
+      h("a", { href: `#/projects/${id}/audit`, id: "project-audit" }, "Audit log")),
     approvalsPanel(project),
     h("h2", {}, "Tasks"),
     tasks.length
@@ -619,6 +629,12 @@ function runsTable(runs, refresh) {
 async function runView(id) {
   let run = await api("GET", `/api/agent-runs/${id}`);
   remember("runs", id, `#/tasks/${run.task_id}`);
+  const project = await api("GET", `/api/tasks/${run.task_id}`)
+    .then((task) => api("GET", `/api/projects/${task.project_id}`))
+    .catch(() => null);
+  const active = () => run.status === "running" || run.status === "waiting";
+  const steering = messageBox(id, project && project.steer_strategy, active,
+    (other) => { location.hash = `#/runs/${other}`; });
   const header = h("div", {});
   const conversation = h("div", { id: "conversation", "aria-live": "polite" });
   const totals = h("p", { class: "totals" });
@@ -630,6 +646,7 @@ async function runView(id) {
     refresh();
   };
   const view = new Conversation(conversation, totals, id, showEnding);
+  view.onUserMessage = (messageId) => steering.delivered(messageId);
   function renderHeader() {
     const active = run.status === "running" || run.status === "waiting";
     header.replaceChildren();
@@ -647,6 +664,7 @@ async function runView(id) {
       }, "Cancel run")) : null,
     ]);
     if (run.status !== "waiting") view.resumed();
+    steering.refresh();
   }
   async function refresh() {
     try {
@@ -656,7 +674,7 @@ async function runView(id) {
     } catch { /* the next notice tries again */ }
   }
   renderHeader();
-  show(header, conversation, totals);
+  show(header, conversation, totals, steering.el);
   // The run's log, streamed; events seen already are skipped, so a stream
   // opened again replays nothing twice.
   let events = null;
@@ -735,6 +753,7 @@ class Conversation {
     this.tokens = { input: 0, output: 0, cost: 0 };
     this.streams = new Map(); // path key -> {el, blocks}
     this.tools = new Map(); // tool_use_id -> card
+    this.onUserMessage = () => {}; // a person's message joined the transcript
   }
 
   container(path) {
@@ -854,6 +873,7 @@ class Conversation {
       if (card) card.result(result.content, result.is_error);
     }
     const texts = message.content.filter((b) => b.type === "text");
+    if (message.role === "user" && key === "") this.onUserMessage(message.id);
     if (texts.length && message.role === "user") {
       into.append(h("div", { class: "msg user", "data-message": message.id }, h("div", { class: "role" }, "user"),
         markdown(texts.map((t) => t.text).join("\n\n"))));
@@ -1102,6 +1122,9 @@ async function route() {
   const views = { projects: projectView, tasks: taskView, runs: runView };
   try {
     if (parts.length === 0) await projectsView();
+    else if (parts[0] === "audit" && parts.length === 1) await auditView(null);
+    else if (parts[0] === "projects" && parts[2] === "audit" && parts.length === 3) await auditView(parts[1]);
+    else if (parts[0] === "projects" && parts[2] === "memories" && parts.length === 3) await memoriesView(parts[1]);
     else if (Object.hasOwn(views, parts[0]) && parts[1]) await views[parts[0]](parts[1]);
     else gone(parts[0], parts[1]);
   } catch (error) {
@@ -1127,6 +1150,10 @@ function focusView() {
   if (heading) heading.setAttribute("tabindex", "-1");
   target.focus({ preventScroll: true });
 }
+
+// What the views in their own files (steer.js, memories.js, audit.js)
+// share with this one.
+export { h, api, show, toast, when, form, errorLine, deleteControl, remember, session };
 
 window.addEventListener("hashchange", route);
 loadSession().then(route);

@@ -45,10 +45,11 @@ use super::a2a_task::{
 };
 use super::error::ApiError;
 use super::events::Follow;
+use super::protocol_audit::{Caller, ClientAddress, create_task_audited, submit_audited};
 use super::extract::{AuthUser, from_body};
 use super::requests::{Decisions, NewTask};
 use super::service::{
-    self, Submitted, Target, last_seq, owned_project, owned_run, owned_task, submit,
+    self, Submitted, Target, last_seq, owned_project, owned_run, owned_task,
 };
 use crate::runner::TaskContext;
 use crate::state::AppState;
@@ -123,6 +124,7 @@ pub(super) async fn card(headers: HeaderMap) -> Response {
 pub(super) async fn rpc_endpoint(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
+    ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
@@ -161,6 +163,7 @@ pub(super) async fn rpc_endpoint(
     let call = Call {
         state,
         user,
+        caller: Caller::new("a2a", &request.method, address),
         id: request.id.clone(),
         dialect,
     };
@@ -290,6 +293,7 @@ fn rpc_error(err: ApiError, missing: ErrorCode) -> RpcError {
 struct Call {
     state: AppState,
     user: User,
+    caller: Caller,
     id: RequestId,
     dialect: Dialect,
 }
@@ -408,7 +412,7 @@ impl Call {
             )),
             client_tools: Vec::new(),
         };
-        let run = submit(&self.state, &self.user, Target::Task(&ctx), start)
+        let run = submit_audited(&self.state, &self.user, &self.caller, Target::Task(&ctx), start)
             .await
             .and_then(Submitted::into_run)
             .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
@@ -437,7 +441,7 @@ impl Call {
             title: Some(title),
             description: Some(text.to_owned()),
         };
-        service::create_task(&self.state, &self.user, &project.id, task)
+        create_task_audited(&self.state, &self.user, &self.caller, &project.id, task)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))
     }
@@ -515,7 +519,7 @@ impl Call {
         let decide = RunInput::Decide {
             decisions: decisions.into_iter().collect(),
         };
-        let submitted = submit(&self.state, &self.user, Target::Run(&run, &ctx), decide)
+        let submitted = submit_audited(&self.state, &self.user, &self.caller, Target::Run(&run, &ctx), decide)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::TaskNotFound))?;
         let resumed = matches!(submitted, Submitted::Decided { resumed: true, .. });
@@ -547,7 +551,7 @@ impl Call {
             &message.message_id,
             text,
         ));
-        let submitted = submit(&self.state, &self.user, Target::Run(&run, &ctx), input)
+        let submitted = submit_audited(&self.state, &self.user, &self.caller, Target::Run(&run, &ctx), input)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
         match submitted {
@@ -586,9 +590,10 @@ impl Call {
     async fn cancel(&self, request: &Request) -> Result<Response, RpcError> {
         let params: TaskIdRequest = request.params()?;
         let (run, ctx) = self.owned(&params.id).await?;
-        let run = submit(
+        let run = submit_audited(
             &self.state,
             &self.user,
+            &self.caller,
             Target::Run(&run, &ctx),
             RunInput::Cancel {},
         )

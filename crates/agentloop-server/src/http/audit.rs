@@ -3,12 +3,12 @@
 //! succeeded (2xx) is recorded with its user, the client's address, the
 //! ids its path names and the project they belong to (read before the
 //! route runs, so a deletion still names its project). Nothing of the
-//! body, the query or the headers is kept. `GET /api/audit` reads it.
-
-use std::net::SocketAddr;
+//! body, the query or the headers is kept. What a protocol request
+//! (`/a2a`, `/mcp`) did is recorded by [`super::protocol_audit`].
+//! `GET /api/audit` reads it.
 
 use axum::Json;
-use axum::extract::{ConnectInfo, MatchedPath, Query, Request, State};
+use axum::extract::{MatchedPath, Query, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
@@ -144,16 +144,7 @@ pub(super) async fn record_changes(
     let project_id = project_of(&state, &ids).await;
     let known = parts.extensions.get::<KnownToken>().cloned();
     let token = presented_token(&parts).map(|t| t.trim().to_owned());
-    let address = parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|info| {
-            state
-                .config
-                .trusted_proxies
-                .client_address(info.0.ip(), &parts.headers)
-                .to_string()
-        });
+    let address = super::protocol_audit::client_address(&state, &parts);
     // The user is who the token names as the request comes in: a sign-out
     // revokes it on the way.
     let mut user_id = match (known, &token) {
