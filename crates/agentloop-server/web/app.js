@@ -45,6 +45,16 @@ function append(el, children) {
   }
 }
 
+// Each route() is a new view; a view whose requests answer after the
+// person went elsewhere must not show (nor start listening): `here()`,
+// taken when the view starts, says whether it is still the current one.
+let routeGeneration = 0;
+
+function here() {
+  const mine = routeGeneration;
+  return () => mine === routeGeneration;
+}
+
 function show(...children) {
   main.replaceChildren(...children.flat().filter(Boolean));
 }
@@ -334,6 +344,7 @@ signOutButton.addEventListener("click", async () => {
 // ---------- Views ----------
 
 async function projectsView() {
+  const stillHere = here();
   const projects = await api("GET", "/api/projects");
   const name = h("input", { id: "project-name", name: "name", required: true });
   const folder = h("input", { id: "project-folder", name: "repoFolder", required: true, placeholder: "my-project" });
@@ -344,6 +355,7 @@ async function projectsView() {
   h("label", { for: "project-name" }, "Name", name),
   h("label", { for: "project-folder" }, "Folder", folder),
   h("button", { type: "submit" }, "Create project"));
+  if (!stillHere()) return;
   show(
     h("h1", {}, "Projects"),
     projects.length
@@ -356,6 +368,7 @@ async function projectsView() {
 }
 
 async function projectView(id) {
+  const stillHere = here();
   const [project, tasks] = await Promise.all([
     api("GET", `/api/projects/${id}`),
     api("GET", `/api/projects/${id}/tasks`),
@@ -365,6 +378,7 @@ async function projectView(id) {
     const task = await api("POST", `/api/projects/${id}/tasks`, { title: title.value });
     location.hash = `#/tasks/${task.id}`;
   }, h("label", { for: "task-title" }, "Title", title), h("button", { type: "submit" }, "Create task"));
+  if (!stillHere()) return;
   show(
     h("p", {}, h("a", { href: "#/" }, "← Projects")),
     h("h1", {}, project.name),
@@ -484,6 +498,7 @@ const AGENTS = [
 ];
 
 async function taskView(id) {
+  const stillHere = here();
   let task = await api("GET", `/api/tasks/${id}`);
   remember("tasks", id, `#/projects/${task.project_id}`);
   const doc = await api("GET", `/api/tasks/${id}/document`);
@@ -545,6 +560,7 @@ async function taskView(id) {
     }
   });
 
+  if (!stillHere()) return;
   const listener = (notice) => {
     if (notice.taskId === id) refreshRuns().catch(() => {});
   };
@@ -627,6 +643,7 @@ function runsTable(runs, refresh) {
 // ---------- Run view ----------
 
 async function runView(id) {
+  const stillHere = here();
   let run = await api("GET", `/api/agent-runs/${id}`);
   remember("runs", id, `#/tasks/${run.task_id}`);
   const project = await api("GET", `/api/tasks/${run.task_id}`)
@@ -674,6 +691,7 @@ async function runView(id) {
     } catch { /* the next notice tries again */ }
   }
   renderHeader();
+  if (!stillHere()) return;
   show(header, conversation, totals, steering.el);
   // The run's log, streamed; events seen already are skipped, so a stream
   // opened again replays nothing twice.
@@ -1113,6 +1131,8 @@ function gone(kind, id) {
 }
 
 async function route() {
+  routeGeneration += 1;
+  const current = here();
   leaveView();
   leaveView = () => {};
   reconnectView = () => {};
@@ -1128,6 +1148,7 @@ async function route() {
     else if (Object.hasOwn(views, parts[0]) && parts[1]) await views[parts[0]](parts[1]);
     else gone(parts[0], parts[1]);
   } catch (error) {
+    if (!current()) return;
     if (error.unreachable) {
       show(h("h1", {}, "The server cannot be reached"),
         h("p", { class: "muted" }, "This page shows once the server answers again, by itself."));
@@ -1153,7 +1174,7 @@ function focusView() {
 
 // What the views in their own files (steer.js, memories.js, audit.js)
 // share with this one.
-export { h, api, show, toast, when, form, errorLine, deleteControl, remember, session };
+export { h, api, show, here, toast, when, form, errorLine, deleteControl, remember, session };
 
 window.addEventListener("hashchange", route);
 loadSession().then(route);

@@ -2,7 +2,7 @@
 // project, the signed-in user's own entries; with one (its owner's view),
 // every user's entries on it. Filters: user, time range, how many.
 
-import { h, api, show, when, form, session } from "./app.js";
+import { h, api, show, here, when, form, session } from "./app.js";
 
 // Where an entry's target is shown, by the action's kind.
 const TARGET_VIEWS = { run: "runs", task: "tasks", project: "projects" };
@@ -32,6 +32,7 @@ function millis(value) {
 }
 
 export async function auditView(projectId) {
+  const stillHere = here();
   const project = projectId ? await api("GET", `/api/projects/${projectId}`) : null;
   const user = h("input", { id: "audit-user", name: "user_id", placeholder: "a user id" });
   const since = h("input", { id: "audit-since", name: "since", type: "datetime-local" });
@@ -78,6 +79,7 @@ export async function auditView(projectId) {
     h("button", { type: "submit", id: "audit-filter" }, "Show"));
 
   await load();
+  if (!stillHere()) return;
   show(
     project
       ? h("p", {}, h("a", { href: `#/projects/${projectId}` }, "← Project"))

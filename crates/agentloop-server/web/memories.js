@@ -3,7 +3,7 @@
 // and can be edited (text, expiry) or forgotten. What a memory says was
 // written by a model: it is shown and edited as text only.
 
-import { h, api, show, toast, when, errorLine, remember } from "./app.js";
+import { h, api, show, here, toast, when, errorLine, remember } from "./app.js";
 
 // `ms` (Unix milliseconds) as a `datetime-local` field's value, in local time.
 function localInput(ms) {
@@ -14,6 +14,7 @@ function localInput(ms) {
 }
 
 export async function memoriesView(projectId) {
+  const stillHere = here();
   const [project, listed] = await Promise.all([
     api("GET", `/api/projects/${projectId}`),
     api("GET", `/api/projects/${projectId}/memories`),
@@ -99,6 +100,7 @@ export async function memoriesView(projectId) {
   }
 
   render(listed.memories);
+  if (!stillHere()) return;
   show(
     h("p", {}, h("a", { href: `#/projects/${projectId}` }, "← Project")),
     h("h1", {}, `Memories of ${project.name}`),

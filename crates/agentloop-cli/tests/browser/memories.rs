@@ -46,6 +46,11 @@ async fn memories_are_listed_edited_and_deleted_and_the_audit_log_shows_it() {
     assert_eq!(text, json!(FACT));
     let images = page.run("return document.querySelectorAll('main img').length;").await;
     assert_eq!(images, json!(0), "the memory's markup is text");
+    // The question to delete shows only once asked.
+    let asking = page
+        .run("return document.querySelector('li[data-memory] .memory-confirm-delete').offsetParent === null;")
+        .await;
+    assert_eq!(asking, json!(true), "the question waits for Delete…");
     page.screenshot("memories").await;
 
     // Its source is the run that wrote it.
@@ -53,6 +58,8 @@ async fn memories_are_listed_edited_and_deleted_and_the_audit_log_shows_it() {
     page.wait_until(&format!("location.hash === '#/runs/{run}'")).await;
     page.wait_for("#conversation").await;
     page.client.back().await.unwrap();
+    page.wait_until("!document.getElementById('conversation')")
+        .await;
 
     // Edited: the API reads the new text.
     page.fill("li[data-memory] .memory-text", "Staging listens on 7000.")
@@ -99,10 +106,14 @@ async fn memories_are_listed_edited_and_deleted_and_the_audit_log_shows_it() {
     assert!(started.contains("ada (you)"), "{started}");
     page.click("tr[data-action='run.start'] a").await;
     page.wait_until(&format!("location.hash === '#/runs/{run}'")).await;
+    page.wait_for("#conversation").await;
     page.client.back().await.unwrap();
 
     // Filtered to a time after every entry: none.
-    page.wait_for("#audit-since").await;
+    page.wait_until(
+        "!document.getElementById('conversation') && document.getElementById('audit-since')",
+    )
+    .await;
     page.run(
         "const f = document.getElementById('audit-since'); \
          f.value = '2999-01-01T00:00'; \

@@ -56,7 +56,7 @@ async fn a_message_sent_while_the_run_works_is_queued_then_delivered() {
     // Queued, as text, until the run's next step takes it.
     let queued = page.text_of("#steer-queued [data-pending]").await;
     assert!(queued.contains(STEER), "{queued}");
-    assert!(queued.contains("queued"), "{queued}");
+    assert!(queued.to_lowercase().contains("queued"), "{queued}");
     page.screenshot("steer-queued").await;
     page.wait_until(
         "!document.querySelector('#steer-queued [data-pending]') && \
