@@ -451,10 +451,7 @@ fn check_steered(seen: &Value) {
     assert_eq!(taken.len(), 1, "{progress:?}");
     let at = taken[0];
     assert_eq!(progress[at - 1], "tool fs finished", "{progress:?}");
-    assert!(
-        progress[at + 1].starts_with("model turn "),
-        "{progress:?}"
-    );
+    assert!(progress[at + 1].starts_with("model turn "), "{progress:?}");
     assert_eq!(seen["after"]["text"], "Nothing else.", "{seen}");
 }
 

@@ -111,8 +111,16 @@ fn protocol_calls_are_audited(db: &str, dir: &Path, mcp: Option<&Path>) {
         via(&entries, "a2a"),
         vec![
             ("task.create".to_owned(), "SendMessage".to_owned(), task),
-            ("run.start".to_owned(), "SendMessage".to_owned(), run.clone()),
-            ("run.message".to_owned(), "SendMessage".to_owned(), run.clone()),
+            (
+                "run.start".to_owned(),
+                "SendMessage".to_owned(),
+                run.clone()
+            ),
+            (
+                "run.message".to_owned(),
+                "SendMessage".to_owned(),
+                run.clone()
+            ),
             ("run.cancel".to_owned(), "CancelTask".to_owned(), run),
         ],
         "{entries:#?}"
@@ -141,7 +149,10 @@ fn protocol_calls_are_audited(db: &str, dir: &Path, mcp: Option<&Path>) {
         String::from_utf8_lossy(&output.stderr)
     );
     let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let task = seen["task"]["structured"]["id"].as_str().unwrap().to_owned();
+    let task = seen["task"]["structured"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let entries = audit(&address, &token, &project);
     let mcp = via(&entries, "mcp");
     assert_eq!(mcp.len(), 2, "{entries:#?}");

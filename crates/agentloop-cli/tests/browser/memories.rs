@@ -44,7 +44,9 @@ async fn memories_are_listed_edited_and_deleted_and_the_audit_log_shows_it() {
         .run("return document.querySelector('li[data-memory] .memory-text').value;")
         .await;
     assert_eq!(text, json!(FACT));
-    let images = page.run("return document.querySelectorAll('main img').length;").await;
+    let images = page
+        .run("return document.querySelectorAll('main img').length;")
+        .await;
     assert_eq!(images, json!(0), "the memory's markup is text");
     // The question to delete shows only once asked.
     let asking = page
@@ -55,7 +57,8 @@ async fn memories_are_listed_edited_and_deleted_and_the_audit_log_shows_it() {
 
     // Its source is the run that wrote it.
     page.click("li[data-memory] a.memory-source").await;
-    page.wait_until(&format!("location.hash === '#/runs/{run}'")).await;
+    page.wait_until(&format!("location.hash === '#/runs/{run}'"))
+        .await;
     page.wait_for("#conversation").await;
     page.client.back().await.unwrap();
     page.wait_until("!document.getElementById('conversation')")
@@ -95,17 +98,25 @@ async fn memories_are_listed_edited_and_deleted_and_the_audit_log_shows_it() {
     page.click("#project-audit").await;
     page.wait_for("tr[data-action='memory.delete']").await;
     let actions = page
-        .run("return [...document.querySelectorAll('tr[data-audit]')].map((r) => r.dataset.action);")
+        .run(
+            "return [...document.querySelectorAll('tr[data-audit]')].map((r) => r.dataset.action);",
+        )
         .await;
     let actions: Vec<String> = serde_json::from_value(actions).unwrap();
-    let at = |action: &str| actions.iter().position(|a| a == action).unwrap_or(usize::MAX);
+    let at = |action: &str| {
+        actions
+            .iter()
+            .position(|a| a == action)
+            .unwrap_or(usize::MAX)
+    };
     assert!(at("memory.delete") < at("memory.edit"), "{actions:?}");
     assert!(at("memory.edit") < at("run.start"), "{actions:?}");
     assert!(at("run.start") < at("task.create"), "{actions:?}");
     let started = page.text_of("tr[data-action='run.start']").await;
     assert!(started.contains("ada (you)"), "{started}");
     page.click("tr[data-action='run.start'] a").await;
-    page.wait_until(&format!("location.hash === '#/runs/{run}'")).await;
+    page.wait_until(&format!("location.hash === '#/runs/{run}'"))
+        .await;
     page.wait_for("#conversation").await;
     page.client.back().await.unwrap();
 

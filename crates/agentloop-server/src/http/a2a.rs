@@ -45,12 +45,10 @@ use super::a2a_task::{
 };
 use super::error::ApiError;
 use super::events::Follow;
-use super::protocol_audit::{Caller, ClientAddress, create_task_audited, submit_audited};
 use super::extract::{AuthUser, from_body};
+use super::protocol_audit::{Caller, ClientAddress};
 use super::requests::{Decisions, NewTask};
-use super::service::{
-    self, Submitted, Target, last_seq, owned_project, owned_run, owned_task,
-};
+use super::service::{self, Submitted, Target, last_seq, owned_project, owned_run, owned_task};
 use crate::runner::TaskContext;
 use crate::state::AppState;
 use crate::users::User;
@@ -412,7 +410,9 @@ impl Call {
             )),
             client_tools: Vec::new(),
         };
-        let run = submit_audited(&self.state, &self.user, &self.caller, Target::Task(&ctx), start)
+        let run = self
+            .caller
+            .submit(&self.state, &self.user, Target::Task(&ctx), start)
             .await
             .and_then(Submitted::into_run)
             .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
@@ -441,7 +441,8 @@ impl Call {
             title: Some(title),
             description: Some(text.to_owned()),
         };
-        create_task_audited(&self.state, &self.user, &self.caller, &project.id, task)
+        self.caller
+            .create_task(&self.state, &self.user, &project.id, task)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))
     }
@@ -519,7 +520,9 @@ impl Call {
         let decide = RunInput::Decide {
             decisions: decisions.into_iter().collect(),
         };
-        let submitted = submit_audited(&self.state, &self.user, &self.caller, Target::Run(&run, &ctx), decide)
+        let submitted = self
+            .caller
+            .submit(&self.state, &self.user, Target::Run(&run, &ctx), decide)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::TaskNotFound))?;
         let resumed = matches!(submitted, Submitted::Decided { resumed: true, .. });
@@ -551,7 +554,9 @@ impl Call {
             &message.message_id,
             text,
         ));
-        let submitted = submit_audited(&self.state, &self.user, &self.caller, Target::Run(&run, &ctx), input)
+        let submitted = self
+            .caller
+            .submit(&self.state, &self.user, Target::Run(&run, &ctx), input)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
         match submitted {
@@ -590,22 +595,23 @@ impl Call {
     async fn cancel(&self, request: &Request) -> Result<Response, RpcError> {
         let params: TaskIdRequest = request.params()?;
         let (run, ctx) = self.owned(&params.id).await?;
-        let run = submit_audited(
-            &self.state,
-            &self.user,
-            &self.caller,
-            Target::Run(&run, &ctx),
-            RunInput::Cancel {},
-        )
-        .await
-        .and_then(Submitted::into_run)
-        .map_err(|e| match e.status {
-            StatusCode::CONFLICT => RpcError::new(
-                ErrorCode::TaskNotCancelable,
-                format!("task {} has already ended", params.id),
-            ),
-            _ => rpc_error(e, ErrorCode::TaskNotFound),
-        })?;
+        let run = self
+            .caller
+            .submit(
+                &self.state,
+                &self.user,
+                Target::Run(&run, &ctx),
+                RunInput::Cancel {},
+            )
+            .await
+            .and_then(Submitted::into_run)
+            .map_err(|e| match e.status {
+                StatusCode::CONFLICT => RpcError::new(
+                    ErrorCode::TaskNotCancelable,
+                    format!("task {} has already ended", params.id),
+                ),
+                _ => rpc_error(e, ErrorCode::TaskNotFound),
+            })?;
         let task = task_of(&self.state, &run, &ids_of(&run, &ctx)).await?;
         Ok(self.task_answer(task))
     }

@@ -31,7 +31,7 @@ use agentloop_storage::model::AgentType;
 
 use super::error::ApiError;
 use super::extract::{AuthUser, check_id};
-use super::protocol_audit::{Caller, client_address, create_task_audited, submit_audited};
+use super::protocol_audit::{Caller, client_address};
 use super::requests::{AgentName, NewTask};
 use super::responses::{AgentRunView, ProjectShape, TaskShape};
 use super::service::{self, Target};
@@ -206,7 +206,7 @@ impl ProjectsServer {
                     title: Some(title),
                     description,
                 };
-                let ctx = create_task_audited(state, &user, &caller, &project_id, task).await?;
+                let ctx = caller.create_task(state, &user, &project_id, task).await?;
                 to_json(&TaskShape::from(&ctx.task))
             }
             ToolCall::StartAgentRun(StartArguments {
@@ -220,7 +220,8 @@ impl ProjectsServer {
                     message: None,
                     client_tools: Vec::new(),
                 };
-                let run = submit_audited(state, &user, &caller, Target::Task(&ctx), start)
+                let run = caller
+                    .submit(state, &user, Target::Task(&ctx), start)
                     .await?
                     .into_run()?;
                 to_json(&AgentRunShape::of(&run))

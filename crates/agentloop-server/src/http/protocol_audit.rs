@@ -75,8 +75,49 @@ impl Caller {
         }
     }
 
+    /// [`submit`], recording what it did once it succeeded: the action of
+    /// the input (a message that started a run is `run.message` still,
+    /// its target the run started).
+    pub(crate) async fn submit(
+        &self,
+        state: &AppState,
+        user: &User,
+        target: Target<'_>,
+        input: RunInput,
+    ) -> Result<Submitted, ApiError> {
+        let action = action_of(&input);
+        let ctx = match target {
+            Target::Task(ctx) | Target::Run(_, ctx) => ctx,
+        };
+        let submitted = submit(state, user, target, input).await?;
+        let on = match &submitted {
+            Submitted::Started(run)
+            | Submitted::Decided { run, .. }
+            | Submitted::Queued { run, .. }
+            | Submitted::Cancelled(run) => run.id.as_str(),
+            Submitted::Stopped => ctx.task.id.as_str(),
+        };
+        self.record(state, user, action, &ctx.project.id, on).await;
+        Ok(submitted)
+    }
+
+    /// [`service::create_task`], recorded as `task.create` once it
+    /// succeeded.
+    pub(crate) async fn create_task(
+        &self,
+        state: &AppState,
+        user: &User,
+        project_id: &str,
+        task: NewTask,
+    ) -> Result<TaskContext, ApiError> {
+        let ctx = service::create_task(state, user, project_id, task).await?;
+        self.record(state, user, "task.create", &ctx.project.id, &ctx.task.id)
+            .await;
+        Ok(ctx)
+    }
+
     /// Records `action` by `user` on `target` of `project_id`.
-    pub(crate) async fn record(
+    async fn record(
         &self,
         state: &AppState,
         user: &User,
@@ -107,49 +148,6 @@ fn action_of(input: &RunInput) -> &'static str {
         RunInput::Cancel {} => "run.cancel",
         RunInput::Stop {} => "task.mark_done",
     }
-}
-
-/// [`submit`], recording what it did once it succeeded: the action of the
-/// input (a message that started a run is `run.message` still, its target
-/// the run started).
-pub(crate) async fn submit_audited(
-    state: &AppState,
-    user: &User,
-    caller: &Caller,
-    target: Target<'_>,
-    input: RunInput,
-) -> Result<Submitted, ApiError> {
-    let action = action_of(&input);
-    let ctx = match target {
-        Target::Task(ctx) | Target::Run(_, ctx) => ctx,
-    };
-    let submitted = submit(state, user, target, input).await?;
-    let on = match &submitted {
-        Submitted::Started(run)
-        | Submitted::Decided { run, .. }
-        | Submitted::Queued { run, .. }
-        | Submitted::Cancelled(run) => run.id.as_str(),
-        Submitted::Stopped => ctx.task.id.as_str(),
-    };
-    caller
-        .record(state, user, action, &ctx.project.id, on)
-        .await;
-    Ok(submitted)
-}
-
-/// [`service::create_task`], recorded as `task.create` once it succeeded.
-pub(crate) async fn create_task_audited(
-    state: &AppState,
-    user: &User,
-    caller: &Caller,
-    project_id: &str,
-    task: NewTask,
-) -> Result<TaskContext, ApiError> {
-    let ctx = service::create_task(state, user, project_id, task).await?;
-    caller
-        .record(state, user, "task.create", &ctx.project.id, &ctx.task.id)
-        .await;
-    Ok(ctx)
 }
 
 #[cfg(test)]
