@@ -20,6 +20,7 @@
 //!   says it cannot reach it, reconnects, shows the run's answer once;
 //! - `steer`: a message sent while the run works, queued then delivered
 //!   into the transcript; a message to an ended run starts the next one;
+//!   a picked strategy refusing it or restarting the run;
 //! - `memories`: a project's memories listed (linked to their run),
 //!   edited and deleted; the audit log, the project's and one's own.
 //!

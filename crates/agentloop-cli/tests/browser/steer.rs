@@ -2,6 +2,8 @@
 //! agent works; a message sent then shows as queued until the run takes
 //! it at its next step, then in the transcript, before the answer that
 //! read it. A message to a run that has ended starts the task's next run.
+//! A strategy picked for one message: `reject` is refused in the page
+//! (the text kept), `rollback` ends the run and follows the one started.
 
 use serde_json::json;
 
@@ -119,5 +121,61 @@ async fn a_message_sent_while_the_run_works_is_queued_then_delivered() {
     let runs = site.runs(&task).await;
     let started = runs.iter().find(|r| r["id"] == next.as_str()).unwrap();
     assert_eq!(started["agent_type"], "implementation", "{started}");
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_picked_strategy_refuses_or_restarts_the_run() {
+    let Some(page) = Page::open().await else {
+        return;
+    };
+    let site = Site::start(
+        json!([
+            // The run works for a minute; the restarted one answers.
+            { "steps": [
+                { "type": "text", "chunks": ["Working on it"] },
+                { "type": "delay", "ms": 60000 }
+            ] },
+            text_turn(&["Restarted with your message."], 0)
+        ]),
+        &[],
+    );
+    site.sign_in(&page).await;
+    let project = site.new_project(&page, "picked", "picked").await;
+    site.new_task(&page, &project, "Pick").await;
+    page.click("button[data-agent=planification]").await;
+    page.click("tr[data-run] a").await;
+    let run = page.id_in_hash("runs").await;
+    page.wait_for_text("Working on it").await;
+
+    // Refused while it works: said in the page, the text kept.
+    page.select("#message-strategy", "reject").await;
+    page.fill("#message-text", "Stop and do this instead.")
+        .await;
+    page.click("#send-message").await;
+    let refused = page.text_of("#message-form .error").await;
+    assert!(refused.contains("rejected"), "{refused}");
+    let kept = page
+        .run("return document.getElementById('message-text').value;")
+        .await;
+    assert_eq!(kept, json!("Stop and do this instead."));
+    assert!(
+        page.run("return !document.querySelector('#steer-queued [data-pending]');")
+            .await
+            == json!(true)
+    );
+
+    // Restart: the run ends and the page follows the run started with it.
+    page.select("#message-strategy", "rollback").await;
+    page.click("#send-message").await;
+    page.wait_until(&format!(
+        "location.hash.startsWith('#/runs/') && !location.hash.endsWith('{run}')"
+    ))
+    .await;
+    page.wait_for_text("Restarted with your message.").await;
+    let (_, old) = site
+        .api("GET", &format!("/api/agent-runs/{run}"), None)
+        .await;
+    assert_eq!(old["status"], "cancelled", "{old}");
     page.close().await;
 }
