@@ -5,7 +5,12 @@
 //! host that runs a turn: the strategy's run, each event passed to the
 //! caller as progress, pending calls settled by the caller (MCP
 //! elicitation), and the conversation kept per chat id for as long as the
-//! server runs.
+//! server runs. A prompt to a chat while a turn of it runs is queued for
+//! that turn's run, which takes it at its next step boundary (as a line
+//! typed during an `agentloop chat` turn is); the call answers at once
+//! with status `queued`. Prompts the run ended before taking start one
+//! more turn when it completed; a turn that ends otherwise (failed,
+//! cancelled) drops them.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -18,7 +23,8 @@ use agentloop_engine::{LoopStrategy, RunDeps};
 use agentloop_mcp::McpConfig;
 use agentloop_mcp::serve::{AgentHost, AskError, AskFuture, AskOutcome, AskRequest, Caller};
 use agentloop_types::{
-    ApprovalPolicies, Hooks, LoopOptions, LoopResult, LoopStatus, Message, RequestOptions,
+    ApprovalPolicies, EventKind, Hooks, Inbox, LoopEvent, LoopOptions, LoopResult, LoopStatus,
+    Message, MessageCreatedEvent, RequestOptions,
 };
 use clap::{Args, Subcommand};
 use futures::StreamExt;
@@ -299,10 +305,58 @@ fn check_exposure(address: SocketAddr, token: bool, allowed: bool) -> Result<(),
     Ok(())
 }
 
-/// A conversation's history, or a mark that a turn of it is running.
+/// A conversation's history, or the inbox of the turn of it that runs.
 enum Slot {
     Idle(Vec<Message>),
-    Busy,
+    Busy(Arc<ChatInbox>),
+}
+
+/// The prompts sent to a chat while a turn of it runs: its run takes them
+/// at its next step boundary (the driver skips those its history holds).
+#[derive(Default)]
+struct ChatInbox {
+    queued: Mutex<Vec<Message>>,
+}
+
+impl ChatInbox {
+    fn push(&self, message: Message) {
+        if let Ok(mut queued) = self.queued.lock() {
+            queued.push(message);
+        }
+    }
+
+    fn holds(&self, id: &str) -> bool {
+        self.queued
+            .lock()
+            .is_ok_and(|q| q.iter().any(|m| m.id == id))
+    }
+
+    fn all(&self) -> Vec<Message> {
+        self.queued.lock().map(|q| q.clone()).unwrap_or_default()
+    }
+}
+
+impl Inbox for ChatInbox {
+    fn queued(&self) -> futures::future::BoxFuture<'_, Result<Vec<Message>, String>> {
+        let found = self
+            .queued
+            .lock()
+            .map(|q| q.clone())
+            .map_err(|_| "the chat's inbox is unusable after a failure".to_owned());
+        Box::pin(async move { found })
+    }
+}
+
+/// What a prompt to a chat does.
+enum Taken {
+    /// It starts a turn of the chat, on its history, with a fresh inbox.
+    Turn {
+        id: String,
+        history: Vec<Message>,
+        inbox: Arc<ChatInbox>,
+    },
+    /// A turn of the chat runs: the prompt was queued for it.
+    Queued { id: String },
 }
 
 /// The conversations of this server, by chat id, for as long as it runs.
@@ -313,31 +367,59 @@ struct Chats {
 }
 
 impl Chats {
-    /// The chat's history, marked busy; a new chat when `id` is unknown or
-    /// not given.
-    fn take(&self, id: Option<String>) -> Result<(String, Vec<Message>), AskError> {
-        let mut slots = self
-            .slots
-            .lock()
-            .map_err(|_| AskError::new("the chat table is unusable after a failure"))?;
+    /// `prompt` to chat `id` (a new chat when `id` is unknown or not
+    /// given): the chat's history, marked busy, for a turn with the prompt
+    /// last; or, while a turn of the chat runs, the prompt queued for it.
+    fn take(&self, id: Option<String>, prompt: String) -> Result<Taken, AskError> {
+        let mut slots = self.lock()?;
         let id = id.unwrap_or_else(|| agentloop_runtime::ids::new_id("chat"));
-        let history = match slots.insert(id.clone(), Slot::Busy) {
+        if let Some(Slot::Busy(inbox)) = slots.get(&id) {
+            inbox.push(Message::user_text(
+                agentloop_runtime::ids::new_id("user"),
+                prompt,
+            ));
+            return Ok(Taken::Queued { id });
+        }
+        let inbox = Arc::new(ChatInbox::default());
+        let mut history = match slots.insert(id.clone(), Slot::Busy(inbox.clone())) {
             Some(Slot::Idle(history)) => history,
-            None => self.opening.clone(),
-            Some(Slot::Busy) => {
-                return Err(AskError::new(format!(
-                    "the chat {id} is answering another prompt; wait for it, or leave out \
-                     chat_id to start a new chat"
-                )));
-            }
+            _ => self.opening.clone(),
         };
-        Ok((id, history))
+        let number = history.len() + 1;
+        history.push(Message::user_text(format!("user-{number}"), prompt));
+        Ok(Taken::Turn { id, history, inbox })
     }
 
-    fn put(&self, id: String, history: Vec<Message>) {
-        if let Ok(mut slots) = self.slots.lock() {
-            slots.insert(id, Slot::Idle(history));
+    /// Ends a turn of chat `id` whose history is now `history`: the chat
+    /// is idle again, unless prompts were queued that its run did not take
+    /// and `go_on` (it completed): those are returned, for one more turn.
+    fn finish(
+        &self,
+        id: &str,
+        history: Vec<Message>,
+        inbox: &ChatInbox,
+        go_on: bool,
+    ) -> Result<Option<Vec<Message>>, (Vec<Message>, AskError)> {
+        let mut slots = match self.lock() {
+            Ok(slots) => slots,
+            Err(error) => return Err((history, error)),
+        };
+        let untaken: Vec<Message> = inbox
+            .all()
+            .into_iter()
+            .filter(|queued| !history.iter().any(|m| m.id == queued.id))
+            .collect();
+        if go_on && !untaken.is_empty() {
+            return Ok(Some(untaken));
         }
+        slots.insert(id.to_owned(), Slot::Idle(history));
+        Ok(None)
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, HashMap<String, Slot>>, AskError> {
+        self.slots
+            .lock()
+            .map_err(|_| AskError::new("the chat table is unusable after a failure"))
     }
 }
 
@@ -368,19 +450,86 @@ impl AgentHost for CliAgent {
         }
         let chats = self.chats.clone();
         Box::pin(async move {
-            let (chat_id, mut history) = chats.take(request.chat_id)?;
-            let before = history.clone();
-            let number = history.len() + 1;
-            history.push(Message::user_text(format!("user-{number}"), request.prompt));
-            let result = turn(&*strategy, options, history, deps, &caller).await;
-            // A turn that could not run leaves the chat as it was.
-            let kept = match &result {
-                Ok(result) => result.messages.clone().into_vec(),
-                Err(_) => before,
+            let (chat_id, mut history, inbox) = match chats.take(request.chat_id, request.prompt)? {
+                Taken::Queued { id } => return Ok(queued(id)),
+                Taken::Turn { id, history, inbox } => (id, history, inbox),
             };
-            chats.put(chat_id.clone(), kept);
-            Ok(outcome(chat_id, &result?))
+            let deps = deps.with_inbox(inbox.clone());
+            // The chat before the prompt: what a turn that cannot run
+            // leaves, and what a call dropped midway leaves.
+            let before = history[..history.len() - 1].to_vec();
+            let mut busy = BusyGuard {
+                chats: &chats,
+                id: &chat_id,
+                before: Some(before.clone()),
+            };
+            loop {
+                let result = turn(
+                    &*strategy,
+                    options.clone(),
+                    history,
+                    deps.clone(),
+                    &caller,
+                    &inbox,
+                )
+                .await;
+                let (kept, go_on) = match &result {
+                    Ok(result) => (
+                        result.messages.clone().into_vec(),
+                        matches!(result.status, LoopStatus::Complete { .. }),
+                    ),
+                    Err(_) => (before.clone(), false),
+                };
+                match chats.finish(&chat_id, kept.clone(), &inbox, go_on) {
+                    // Prompts queued after the run's last step: one more
+                    // turn takes them.
+                    Ok(Some(untaken)) => {
+                        history = kept;
+                        history.extend(untaken);
+                    }
+                    Ok(None) => {
+                        busy.before = None;
+                        drop(busy);
+                        return Ok(outcome(chat_id, &result?));
+                    }
+                    Err((_, error)) => return Err(error),
+                }
+            }
         })
+    }
+}
+
+/// Leaves a chat idle again (as it was before the prompt) when the call
+/// running its turn is dropped before the turn ends, so the chat does not
+/// stay busy.
+struct BusyGuard<'a> {
+    chats: &'a Chats,
+    id: &'a str,
+    /// `None` once the turn ended and left the chat as it should be.
+    before: Option<Vec<Message>>,
+}
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(before) = self.before.take()
+            && let Ok(mut slots) = self.chats.slots.lock()
+        {
+            slots.insert(self.id.to_owned(), Slot::Idle(before));
+        }
+    }
+}
+
+/// What a prompt queued for a running turn answers at once.
+fn queued(chat_id: String) -> AskOutcome {
+    AskOutcome {
+        answer: Some(format!(
+            "queued: chat {chat_id} is answering another prompt; the agent reads this one at \
+             its next step, and the answer comes back to the call that started the turn"
+        )),
+        chat_id,
+        status: "queued".to_owned(),
+        output: None,
+        is_error: false,
     }
 }
 
@@ -392,12 +541,16 @@ async fn turn(
     context: Vec<Message>,
     deps: RunDeps,
     caller: &Caller,
+    inbox: &ChatInbox,
 ) -> Result<LoopResult, AskError> {
     let mut events = strategy.run(options.clone(), context, deps.clone());
     loop {
         let mut result = None;
         while let Some(event) = events.next().await {
             caller.event(&event).await;
+            if let Some(taken) = taken(&event, inbox) {
+                caller.note(taken).await;
+            }
             if let Some(root) = event.into_root_result() {
                 result = Some(root);
             }
@@ -419,6 +572,24 @@ async fn turn(
         )
         .map_err(|e| AskError::new(format!("cannot resume the run: {e}")))?;
     }
+}
+
+/// The progress line for a prompt queued for the run that `event` says it
+/// took: `message taken: ` and the start of its text.
+fn taken(event: &LoopEvent, inbox: &ChatInbox) -> Option<String> {
+    let EventKind::MessageCreated(MessageCreatedEvent { message }) = &event.kind else {
+        return None;
+    };
+    if event.path.depth() != 0 || !inbox.holds(&message.id) {
+        return None;
+    }
+    let text = message.text();
+    let first = text.lines().next().unwrap_or_default();
+    let mut shown: String = first.chars().take(80).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    Some(format!("message taken: {shown}"))
 }
 
 /// What the client is told of a finished turn.

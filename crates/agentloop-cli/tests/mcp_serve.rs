@@ -1,7 +1,8 @@
 //! `agentloop mcp serve` driven by the reference Python MCP SDK client
 //! (`mcp`, pinned in .ci/python-test-tools.txt): the ask tool listed and
 //! called over stdio and streamable HTTP, progress received, a cancelled
-//! call stopping its run, approvals asked through elicitation or refused.
+//! call stopping its run, approvals asked through elicitation or refused,
+//! a prompt to a chat whose turn runs queued for that turn's run.
 //! Each check runs in the client's two modes: its default, which
 //! negotiates the newest revision (capabilities declared per request,
 //! forms answered in rounds), and the initialize handshake.
@@ -405,5 +406,77 @@ fn a_client_without_elicitation_is_not_offered_questions_unless_named() {
             refused.contains("ask_user was not run") && refused.contains("elicitation"),
             "{refused}"
         );
+    }
+}
+
+/// Looks, looks again slowly (the second prompt arrives meanwhile), then
+/// answers; the chat's next call is answered after.
+fn steerable() -> Value {
+    let view = json!({ "command": "view", "path": "/" }).to_string();
+    json!([
+        {"steps": [
+            {"type": "text", "chunks": ["Looking."]},
+            {"type": "tool_call", "id": "v1", "name": "fs", "fragments": [view]}
+        ]},
+        {"steps": [
+            {"type": "delay", "ms": 4000},
+            {"type": "tool_call", "id": "v2", "name": "fs", "fragments": [view]}
+        ]},
+        {"steps": [{"type": "text", "chunks": ["Short, then."]}]},
+        {"steps": [{"type": "text", "chunks": ["Nothing else."]}]}
+    ])
+}
+
+/// A prompt to a chat whose turn runs is queued (answered at once), taken
+/// by the run at a step boundary — after a tool's end, before the next
+/// model turn — once, and the chat goes on after.
+fn check_steered(seen: &Value) {
+    assert_eq!(seen["queued"]["is_error"], false, "{seen}");
+    assert_eq!(seen["queued"]["structured"]["status"], "queued", "{seen}");
+    assert_eq!(seen["queued"]["structured"]["chat_id"], "steered", "{seen}");
+    assert_eq!(seen["first"]["text"], "Short, then.", "{seen}");
+    assert_eq!(seen["first"]["structured"]["chat_id"], "steered", "{seen}");
+    let progress: Vec<&str> = seen["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap_or_default())
+        .collect();
+    let taken: Vec<usize> = progress
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| **p == "message taken: Keep it short.")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(taken.len(), 1, "{progress:?}");
+    let at = taken[0];
+    assert_eq!(progress[at - 1], "tool fs finished", "{progress:?}");
+    assert!(progress[at + 1].starts_with("model turn "), "{progress:?}");
+    assert_eq!(seen["after"]["text"], "Nothing else.", "{seen}");
+}
+
+#[test]
+fn over_stdio_a_prompt_to_a_busy_chat_joins_its_run_at_the_next_step() {
+    let Some(python) = python() else { return };
+    for (mode, _) in MODES {
+        let setup = Setup::new(steerable());
+        let seen = setup.stdio(&python, mode, "steer", &["--approve", "all"]);
+        check_steered(&seen);
+    }
+}
+
+#[test]
+fn over_http_a_prompt_to_a_busy_chat_joins_its_run_at_the_next_step() {
+    let Some(python) = python() else { return };
+    for (mode, _) in MODES {
+        let setup = Setup::new(steerable());
+        let (_server, url) = setup.http(&["--approve", "all"], "tok");
+        let seen = setup.client(
+            &python,
+            mode,
+            &["http", &url, "steer"],
+            &[("MCP_BEARER", "tok")],
+        );
+        check_steered(&seen);
     }
 }

@@ -1,6 +1,7 @@
 //! The audit log: who did what, when, from which address. Every change
 //! made over the API is recorded once it succeeded (see
-//! `http::audit`, which names each route's action), and so are the
+//! `http::audit`, which names each route's action, and
+//! `http::protocol_audit` for what A2A and MCP calls do), and so are the
 //! operator's account changes (`agentloop users`). A request that starts
 //! an agent run has its entry written with the run ([`StartEntry`]). An
 //! entry holds ids, the action, the client address and a small detail:

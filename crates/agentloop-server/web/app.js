@@ -5,11 +5,16 @@
 // output cannot inject markup or script. Links from markdown keep only
 // http(s) targets.
 
+import { messageBox } from "./steer.js";
+import { memoriesView } from "./memories.js";
+import { auditView } from "./audit.js";
+
 const main = document.getElementById("main");
 const toastBox = document.getElementById("toast");
 const offlineNotice = document.getElementById("offline");
 const who = document.getElementById("who");
 const signOutButton = document.getElementById("sign-out");
+const auditLink = document.getElementById("audit-link");
 
 let session = null; // {user, csrf}
 let socket = null;
@@ -38,6 +43,16 @@ function append(el, children) {
     if (child === undefined || child === null || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
+}
+
+// Each route() is a new view; a view whose requests answer after the
+// person went elsewhere must not show (nor start listening): `here()`,
+// taken when the view starts, says whether it is still the current one.
+let routeGeneration = 0;
+
+function here() {
+  const mine = routeGeneration;
+  return () => mine === routeGeneration;
 }
 
 function show(...children) {
@@ -293,6 +308,7 @@ async function loadSession() {
   }
   who.textContent = session ? session.user.name : "";
   signOutButton.hidden = !session;
+  auditLink.hidden = !session;
   if (session) connectSocket();
 }
 
@@ -300,6 +316,7 @@ function signIn(message) {
   leaveView();
   who.textContent = "";
   signOutButton.hidden = true;
+  auditLink.hidden = true;
   const input = h("input", { type: "password", name: "token", id: "token", autocomplete: "current-password", required: true });
   const signInForm = form("panel", async () => {
     try {
@@ -327,6 +344,7 @@ signOutButton.addEventListener("click", async () => {
 // ---------- Views ----------
 
 async function projectsView() {
+  const stillHere = here();
   const projects = await api("GET", "/api/projects");
   const name = h("input", { id: "project-name", name: "name", required: true });
   const folder = h("input", { id: "project-folder", name: "repoFolder", required: true, placeholder: "my-project" });
@@ -337,6 +355,7 @@ async function projectsView() {
   h("label", { for: "project-name" }, "Name", name),
   h("label", { for: "project-folder" }, "Folder", folder),
   h("button", { type: "submit" }, "Create project"));
+  if (!stillHere()) return;
   show(
     h("h1", {}, "Projects"),
     projects.length
@@ -349,6 +368,7 @@ async function projectsView() {
 }
 
 async function projectView(id) {
+  const stillHere = here();
   const [project, tasks] = await Promise.all([
     api("GET", `/api/projects/${id}`),
     api("GET", `/api/projects/${id}/tasks`),
@@ -358,10 +378,14 @@ async function projectView(id) {
     const task = await api("POST", `/api/projects/${id}/tasks`, { title: title.value });
     location.hash = `#/tasks/${task.id}`;
   }, h("label", { for: "task-title" }, "Title", title), h("button", { type: "submit" }, "Create task"));
+  if (!stillHere()) return;
   show(
     h("p", {}, h("a", { href: "#/" }, "← Projects")),
     h("h1", {}, project.name),
     h("p", { class: "muted" }, `Folder: ${project.repo_folder || "—"}`),
+    h("p", { class: "actions" },
+      h("a", { href: `#/projects/${id}/memories`, id: "project-memories" }, "Memories"),
+      h("a", { href: `#/projects/${id}/audit`, id: "project-audit" }, "Audit log")),
     approvalsPanel(project),
     h("h2", {}, "Tasks"),
     tasks.length
@@ -474,6 +498,7 @@ const AGENTS = [
 ];
 
 async function taskView(id) {
+  const stillHere = here();
   let task = await api("GET", `/api/tasks/${id}`);
   remember("tasks", id, `#/projects/${task.project_id}`);
   const doc = await api("GET", `/api/tasks/${id}/document`);
@@ -535,6 +560,7 @@ async function taskView(id) {
     }
   });
 
+  if (!stillHere()) return;
   const listener = (notice) => {
     if (notice.taskId === id) refreshRuns().catch(() => {});
   };
@@ -617,8 +643,15 @@ function runsTable(runs, refresh) {
 // ---------- Run view ----------
 
 async function runView(id) {
+  const stillHere = here();
   let run = await api("GET", `/api/agent-runs/${id}`);
   remember("runs", id, `#/tasks/${run.task_id}`);
+  const project = await api("GET", `/api/tasks/${run.task_id}`)
+    .then((task) => api("GET", `/api/projects/${task.project_id}`))
+    .catch(() => null);
+  const active = () => run.status === "running" || run.status === "waiting";
+  const steering = messageBox(id, project && project.steer_strategy, active,
+    (other) => { location.hash = `#/runs/${other}`; });
   const header = h("div", {});
   const conversation = h("div", { id: "conversation", "aria-live": "polite" });
   const totals = h("p", { class: "totals" });
@@ -630,6 +663,7 @@ async function runView(id) {
     refresh();
   };
   const view = new Conversation(conversation, totals, id, showEnding);
+  view.onUserMessage = (messageId) => steering.delivered(messageId);
   function renderHeader() {
     const active = run.status === "running" || run.status === "waiting";
     header.replaceChildren();
@@ -647,6 +681,7 @@ async function runView(id) {
       }, "Cancel run")) : null,
     ]);
     if (run.status !== "waiting") view.resumed();
+    steering.refresh();
   }
   async function refresh() {
     try {
@@ -656,7 +691,8 @@ async function runView(id) {
     } catch { /* the next notice tries again */ }
   }
   renderHeader();
-  show(header, conversation, totals);
+  if (!stillHere()) return;
+  show(header, conversation, totals, steering.el);
   // The run's log, streamed; events seen already are skipped, so a stream
   // opened again replays nothing twice.
   let events = null;
@@ -735,6 +771,7 @@ class Conversation {
     this.tokens = { input: 0, output: 0, cost: 0 };
     this.streams = new Map(); // path key -> {el, blocks}
     this.tools = new Map(); // tool_use_id -> card
+    this.onUserMessage = () => {}; // a person's message joined the transcript
   }
 
   container(path) {
@@ -854,6 +891,7 @@ class Conversation {
       if (card) card.result(result.content, result.is_error);
     }
     const texts = message.content.filter((b) => b.type === "text");
+    if (message.role === "user" && key === "") this.onUserMessage(message.id);
     if (texts.length && message.role === "user") {
       into.append(h("div", { class: "msg user", "data-message": message.id }, h("div", { class: "role" }, "user"),
         markdown(texts.map((t) => t.text).join("\n\n"))));
@@ -1093,6 +1131,8 @@ function gone(kind, id) {
 }
 
 async function route() {
+  routeGeneration += 1;
+  const current = here();
   leaveView();
   leaveView = () => {};
   reconnectView = () => {};
@@ -1102,9 +1142,13 @@ async function route() {
   const views = { projects: projectView, tasks: taskView, runs: runView };
   try {
     if (parts.length === 0) await projectsView();
+    else if (parts[0] === "audit" && parts.length === 1) await auditView(null);
+    else if (parts[0] === "projects" && parts[2] === "audit" && parts.length === 3) await auditView(parts[1]);
+    else if (parts[0] === "projects" && parts[2] === "memories" && parts.length === 3) await memoriesView(parts[1]);
     else if (Object.hasOwn(views, parts[0]) && parts[1]) await views[parts[0]](parts[1]);
     else gone(parts[0], parts[1]);
   } catch (error) {
+    if (!current()) return;
     if (error.unreachable) {
       show(h("h1", {}, "The server cannot be reached"),
         h("p", { class: "muted" }, "This page shows once the server answers again, by itself."));
@@ -1127,6 +1171,10 @@ function focusView() {
   if (heading) heading.setAttribute("tabindex", "-1");
   target.focus({ preventScroll: true });
 }
+
+// What the views in their own files (steer.js, memories.js, audit.js)
+// share with this one.
+export { h, api, show, here, toast, when, form, errorLine, deleteControl, remember, session };
 
 window.addEventListener("hashchange", route);
 loadSession().then(route);

@@ -17,7 +17,12 @@
 //!   checkbox by its label, the runs table keeping words whole beside a
 //!   long failure, no focus frame on a view after a reload;
 //! - `restart`: the server killed mid-run and started again: the page
-//!   says it cannot reach it, reconnects, shows the run's answer once.
+//!   says it cannot reach it, reconnects, shows the run's answer once;
+//! - `steer`: a message sent while the run works, queued then delivered
+//!   into the transcript; a message to an ended run starts the next one;
+//!   a picked strategy refusing it or restarting the run;
+//! - `memories`: a project's memories listed (linked to their run),
+//!   edited and deleted; the audit log, the project's and one's own.
 //!
 //! Needs `chromium` and `chromedriver` (`.ci/run` installs Debian's
 //! `chromium` and `chromium-driver`). Without them each test says so loudly
@@ -32,6 +37,8 @@ mod site;
 mod decisions;
 mod layout;
 mod manage;
+mod memories;
 mod restart;
 mod run_view;
+mod steer;
 mod workflow;

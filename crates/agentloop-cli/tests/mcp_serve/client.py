@@ -6,6 +6,9 @@ Usage: client.py TRANSPORT TARGET SCENARIO
              sent as the bearer token)
   SCENARIO   ask       list the tools, ask, go on with the chat
              cancel    ask, cancel at the first progress, ask again
+             steer     ask in a chat of its own id; at the first progress,
+                       ask the same chat again (queued for the running
+                       turn); then go on with the chat
              approve   ask with elicitation: approve every form
              answer    ask with elicitation: answer every form "blue"
              decline   ask with elicitation: decline every form
@@ -82,6 +85,32 @@ async def cancel(session, seen):
     seen["after"] = tool_result(after)
 
 
+async def steer(session, seen):
+    progressed = anyio.Event()
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append(message)
+        progressed.set()
+
+    async with anyio.create_task_group() as group:
+
+        async def call():
+            first = await session.call_tool(
+                "ask", {"prompt": "Look around.", "chat_id": "steered"}, progress_callback=on_progress
+            )
+            seen["first"] = tool_result(first)
+
+        group.start_soon(call)
+        with anyio.fail_after(30):
+            await progressed.wait()
+        queued = await session.call_tool("ask", {"prompt": "Keep it short.", "chat_id": "steered"})
+        seen["queued"] = tool_result(queued)
+    seen["progress"] = progress
+    after = await session.call_tool("ask", {"prompt": "Anything else?", "chat_id": "steered"})
+    seen["after"] = tool_result(after)
+
+
 FORMS = []
 
 
@@ -139,6 +168,7 @@ SCENARIOS = {
     "projects": projects,
     "ask": ask,
     "cancel": cancel,
+    "steer": steer,
     "approve": approve,
     "answer": approve,
     "decline": approve,

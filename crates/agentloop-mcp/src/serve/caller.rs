@@ -143,15 +143,21 @@ impl Caller {
     /// client asked for progress and the event is worth one. A client that
     /// is gone is not an error: the run goes on (or is cancelled).
     pub async fn event(&self, event: &LoopEvent) {
+        if let Some(message) = progress_message(event) {
+            self.note(message).await;
+        }
+    }
+
+    /// Tells the client `message` as progress, when it asked for progress
+    /// (a moment the host knows of that no event names alone, such as a
+    /// queued prompt the run took).
+    pub async fn note(&self, message: String) {
         let Some(Leg {
             peer,
             progress_token: Some(token),
             ..
         }) = self.current_leg()
         else {
-            return;
-        };
-        let Some(message) = progress_message(event) else {
             return;
         };
         let progress = self.progress.fetch_add(1, Ordering::Relaxed) + 1;

@@ -46,7 +46,7 @@ impl AgentServer {
                 "prompt": {"type": "string", "description": "The message to the agent."},
                 "chat_id": {
                     "type": "string",
-                    "description": "The conversation to continue (from an earlier answer's chat_id); leave out to start one."
+                    "description": "The conversation to continue (from an earlier answer's chat_id, or an id of your own for a new one); leave out to start one. While a call on this chat still runs, the prompt is queued for it: the agent reads it at its next step, and this call answers at once with status `queued`."
                 }
             },
             "required": ["prompt"],

@@ -46,10 +46,9 @@ use super::a2a_task::{
 use super::error::ApiError;
 use super::events::Follow;
 use super::extract::{AuthUser, from_body};
+use super::protocol_audit::{Caller, ClientAddress};
 use super::requests::{Decisions, NewTask};
-use super::service::{
-    self, Submitted, Target, last_seq, owned_project, owned_run, owned_task, submit,
-};
+use super::service::{self, Submitted, Target, last_seq, owned_project, owned_run, owned_task};
 use crate::runner::TaskContext;
 use crate::state::AppState;
 use crate::users::User;
@@ -123,6 +122,7 @@ pub(super) async fn card(headers: HeaderMap) -> Response {
 pub(super) async fn rpc_endpoint(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
+    ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
@@ -161,6 +161,7 @@ pub(super) async fn rpc_endpoint(
     let call = Call {
         state,
         user,
+        caller: Caller::new("a2a", &request.method, address),
         id: request.id.clone(),
         dialect,
     };
@@ -290,6 +291,7 @@ fn rpc_error(err: ApiError, missing: ErrorCode) -> RpcError {
 struct Call {
     state: AppState,
     user: User,
+    caller: Caller,
     id: RequestId,
     dialect: Dialect,
 }
@@ -408,7 +410,9 @@ impl Call {
             )),
             client_tools: Vec::new(),
         };
-        let run = submit(&self.state, &self.user, Target::Task(&ctx), start)
+        let run = self
+            .caller
+            .submit(&self.state, &self.user, Target::Task(&ctx), start)
             .await
             .and_then(Submitted::into_run)
             .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
@@ -437,7 +441,8 @@ impl Call {
             title: Some(title),
             description: Some(text.to_owned()),
         };
-        service::create_task(&self.state, &self.user, &project.id, task)
+        self.caller
+            .create_task(&self.state, &self.user, &project.id, task)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))
     }
@@ -515,7 +520,9 @@ impl Call {
         let decide = RunInput::Decide {
             decisions: decisions.into_iter().collect(),
         };
-        let submitted = submit(&self.state, &self.user, Target::Run(&run, &ctx), decide)
+        let submitted = self
+            .caller
+            .submit(&self.state, &self.user, Target::Run(&run, &ctx), decide)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::TaskNotFound))?;
         let resumed = matches!(submitted, Submitted::Decided { resumed: true, .. });
@@ -547,7 +554,9 @@ impl Call {
             &message.message_id,
             text,
         ));
-        let submitted = submit(&self.state, &self.user, Target::Run(&run, &ctx), input)
+        let submitted = self
+            .caller
+            .submit(&self.state, &self.user, Target::Run(&run, &ctx), input)
             .await
             .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
         match submitted {
@@ -586,21 +595,23 @@ impl Call {
     async fn cancel(&self, request: &Request) -> Result<Response, RpcError> {
         let params: TaskIdRequest = request.params()?;
         let (run, ctx) = self.owned(&params.id).await?;
-        let run = submit(
-            &self.state,
-            &self.user,
-            Target::Run(&run, &ctx),
-            RunInput::Cancel {},
-        )
-        .await
-        .and_then(Submitted::into_run)
-        .map_err(|e| match e.status {
-            StatusCode::CONFLICT => RpcError::new(
-                ErrorCode::TaskNotCancelable,
-                format!("task {} has already ended", params.id),
-            ),
-            _ => rpc_error(e, ErrorCode::TaskNotFound),
-        })?;
+        let run = self
+            .caller
+            .submit(
+                &self.state,
+                &self.user,
+                Target::Run(&run, &ctx),
+                RunInput::Cancel {},
+            )
+            .await
+            .and_then(Submitted::into_run)
+            .map_err(|e| match e.status {
+                StatusCode::CONFLICT => RpcError::new(
+                    ErrorCode::TaskNotCancelable,
+                    format!("task {} has already ended", params.id),
+                ),
+                _ => rpc_error(e, ErrorCode::TaskNotFound),
+            })?;
         let task = task_of(&self.state, &run, &ids_of(&run, &ctx)).await?;
         Ok(self.task_answer(task))
     }

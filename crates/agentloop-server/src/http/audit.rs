@@ -5,12 +5,12 @@
 //! before the route runs, so it still names its project). A request that
 //! starts an agent run has its entry written with the run, in the start's
 //! one write ([`crate::audit::StartEntry`]). Nothing of the body, the
-//! query or the headers is kept. `GET /api/audit` reads it.
-
-use std::net::SocketAddr;
+//! query or the headers is kept. What a protocol request (`/a2a`, `/mcp`)
+//! did is recorded by [`super::protocol_audit`]. `GET /api/audit` reads
+//! it.
 
 use axum::Json;
-use axum::extract::{ConnectInfo, MatchedPath, Query, Request, State};
+use axum::extract::{MatchedPath, Query, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
@@ -153,16 +153,7 @@ pub(super) async fn record_changes(
     };
     let known = parts.extensions.get::<KnownToken>().cloned();
     let token = presented_token(&parts).map(|t| t.trim().to_owned());
-    let address = parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|info| {
-            state
-                .config
-                .trusted_proxies
-                .client_address(info.0.ip(), &parts.headers)
-                .to_string()
-        });
+    let address = super::protocol_audit::client_address(&state, &parts);
     // The user is who the token names as the request comes in: a sign-out
     // revokes it on the way.
     let user_id = match (known, &token) {

@@ -4,7 +4,8 @@
 //! HTTP route ([`super::service`]), as the user the request
 //! authenticated, answering the same shapes, so the same ownership rules
 //! hold: another user's project, task or run is "not
-//! found".
+//! found". A call that acts (`create_task`, `start_agent_run`) is
+//! recorded in the audit log as its REST route is.
 
 use std::sync::Arc;
 
@@ -30,6 +31,7 @@ use agentloop_storage::model::AgentType;
 
 use super::error::ApiError;
 use super::extract::{AuthUser, check_id};
+use super::protocol_audit::{Caller, client_address};
 use super::requests::{AgentName, NewTask};
 use super::responses::{AgentRunView, ProjectShape, TaskShape};
 use super::service::{self, Target};
@@ -177,7 +179,9 @@ fn tools() -> Vec<Tool> {
 }
 
 impl ProjectsServer {
-    async fn call(&self, user: User, call: ToolCall) -> Result<Value, ApiError> {
+    /// Runs `call` for `user`; a call that acts is recorded in the audit
+    /// log as `caller` made it.
+    async fn call(&self, user: User, caller: Caller, call: ToolCall) -> Result<Value, ApiError> {
         let state = &self.state;
         Ok(match call {
             ToolCall::ListProjects(NoArguments {}) => {
@@ -202,7 +206,7 @@ impl ProjectsServer {
                     title: Some(title),
                     description,
                 };
-                let ctx = service::create_task(state, &user, &project_id, task).await?;
+                let ctx = caller.create_task(state, &user, &project_id, task).await?;
                 to_json(&TaskShape::from(&ctx.task))
             }
             ToolCall::StartAgentRun(StartArguments {
@@ -216,7 +220,8 @@ impl ProjectsServer {
                     message: None,
                     client_tools: Vec::new(),
                 };
-                let run = service::submit(state, &user, Target::Task(&ctx), start)
+                let run = caller
+                    .submit(state, &user, Target::Task(&ctx), start)
                     .await?
                     .into_run()?;
                 to_json(&AgentRunShape::of(&run))
@@ -273,17 +278,18 @@ impl ServerHandler for ProjectsServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // The middleware put the user on the HTTP request this call came in.
-        let Some(user) = context
-            .extensions
-            .get::<Parts>()
+        let parts = context.extensions.get::<Parts>();
+        let Some(user) = parts
             .and_then(|parts| parts.extensions.get::<User>())
             .cloned()
         else {
             return Err(ErrorData::invalid_request("not authenticated", None));
         };
+        let address = parts.and_then(|parts| client_address(&self.state, parts));
+        let caller = Caller::new("mcp", &request.name, address);
         let arguments = request.arguments.unwrap_or_default();
         let called = match tool_call(&request.name, arguments) {
-            Ok(call) => self.call(user, call).await,
+            Ok(call) => self.call(user, caller, call).await,
             Err(error) => Err(error),
         };
         let result = match called {

@@ -29,6 +29,7 @@ pub mod memories;
 mod meta;
 pub mod openapi;
 pub mod projects;
+mod protocol_audit;
 mod rate_limit;
 pub mod requests;
 pub mod responses;

@@ -1,4 +1,5 @@
-//! The web page: one document, one script and one stylesheet, embedded in
+//! The web page: one document, its script modules (`app.js`, which loads
+//! the views kept in files of their own) and one stylesheet, embedded in
 //! the binary (no Node at run time, nothing fetched from elsewhere) and
 //! served with a strict Content-Security-Policy: no inline script or
 //! style, every resource from this origin.
@@ -13,6 +14,12 @@ use crate::state::AppState;
 const INDEX: &str = include_str!("../../web/index.html");
 const APP_JS: &str = include_str!("../../web/app.js");
 const APP_CSS: &str = include_str!("../../web/app.css");
+/// The script modules `app.js` imports, by name under `/assets/`.
+const MODULES: &[(&str, &str)] = &[
+    ("/assets/steer.js", include_str!("../../web/steer.js")),
+    ("/assets/memories.js", include_str!("../../web/memories.js")),
+    ("/assets/audit.js", include_str!("../../web/audit.js")),
+];
 
 /// The policy every page response carries.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
@@ -21,7 +28,14 @@ base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// The page's routes.
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new()
+    let mut router = Router::new();
+    for (path, body) in MODULES {
+        router = router.route(
+            path,
+            get(move || async move { page("text/javascript; charset=utf-8", body) }),
+        );
+    }
+    router
         .route(
             "/",
             get(|| async { page("text/html; charset=utf-8", INDEX) }),
