@@ -4,6 +4,7 @@
 mod chats;
 mod memories;
 mod other;
+mod schedules;
 mod users;
 
 use std::collections::{BTreeMap, HashMap};
@@ -58,6 +59,8 @@ struct State {
     folders: BTreeMap<String, String>,
     /// Every scope's memories by path.
     memories: BTreeMap<(MemoryScope, String), MemoryRecord>,
+    /// Schedules by id.
+    schedules: BTreeMap<String, crate::schedules::Schedule>,
 }
 
 impl MemoryStore {
@@ -132,6 +135,7 @@ impl State {
 
     fn remove_task(&mut self, id: &str) {
         self.tasks.remove(id);
+        self.schedules.retain(|_, s| s.task_id != id);
         // An agent run's record and event log share its id.
         let runs: Vec<String> = self
             .agent_runs
