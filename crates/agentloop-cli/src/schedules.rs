@@ -134,8 +134,17 @@ fn line(s: &Schedule) -> String {
     let last = s.last_outcome.as_ref().map_or_else(
         || "-".to_owned(),
         |o| {
-            let what = o.agent_run_id.as_deref().or(o.reason.as_deref()).unwrap_or("");
-            format!("{} {} {}", rfc3339(o.tick_at), o.kind.as_str(), sanitize(what))
+            let what = o
+                .agent_run_id
+                .as_deref()
+                .or(o.reason.as_deref())
+                .unwrap_or("");
+            format!(
+                "{} {} {}",
+                rfc3339(o.tick_at),
+                o.kind.as_str(),
+                sanitize(what)
+            )
         },
     );
     format!(
@@ -158,7 +167,11 @@ async fn set_paused(args: ScheduleArgs, paused: bool) -> Outcome {
         .map_err(|e| Failure::usage(e.to_string()))?;
     schedule.updated_at = now;
     store.update_schedule(&schedule).await.map_err(failed)?;
-    let action = if paused { "schedule.pause" } else { "schedule.resume" };
+    let action = if paused {
+        "schedule.pause"
+    } else {
+        "schedule.resume"
+    };
     audit(&*store, action, &schedule).await?;
     Stdout::new().line(line(&schedule))?;
     Ok(ExitCode::SUCCESS)
@@ -184,12 +197,15 @@ pub async fn schedules(command: SchedulesCommand) -> Outcome {
 
 async fn create(args: CreateArgs) -> Outcome {
     let store = db::open_for_write(args.db.db.as_deref()).await?;
-    let task = store.get_task(args.task.trim()).await.map_err(|e| match e {
-        StorageError::NotFound { .. } => {
-            Failure::usage(format!("no task {:?}", sanitize(args.task.trim())))
-        }
-        other => failed(other),
-    })?;
+    let task = store
+        .get_task(args.task.trim())
+        .await
+        .map_err(|e| match e {
+            StorageError::NotFound { .. } => {
+                Failure::usage(format!("no task {:?}", sanitize(args.task.trim())))
+            }
+            other => failed(other),
+        })?;
     let project = store.get_project(&task.project_id).await.map_err(failed)?;
     let owner = project_owner(&project)
         .ok_or_else(|| {

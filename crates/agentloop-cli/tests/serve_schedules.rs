@@ -118,15 +118,24 @@ fn schedules_run_tasks_on_time(db: &str, dir: &Path) {
 
     // Bad input: a clear 400, and nothing created.
     for (body, says) in [
-        (json!({ "task_id": task_id, "cron": "61 * * * *" }), "invalid cron expression"),
+        (
+            json!({ "task_id": task_id, "cron": "61 * * * *" }),
+            "invalid cron expression",
+        ),
         (json!({ "task_id": task_id, "cron": "* * *" }), "3 fields"),
         (
             json!({ "task_id": task_id, "cron": "* * * * *", "time_zone": "Mars/Olympus" }),
             "unknown time zone \"Mars/Olympus\"",
         ),
-        (json!({ "task_id": task_id, "cron": "0 0 30 2 *" }), "never fires"),
+        (
+            json!({ "task_id": task_id, "cron": "0 0 30 2 *" }),
+            "never fires",
+        ),
         (json!({ "task_id": task_id }), "cron"),
-        (json!({ "task_id": task_id, "cron": "* * * * *", "every": 1 }), "every"),
+        (
+            json!({ "task_id": task_id, "cron": "* * * * *", "every": 1 }),
+            "every",
+        ),
     ] {
         let (status, refused) = http(address, &ada, "POST", &path, Some(body.clone()));
         assert_eq!(status, 400, "{body}: {refused}");
@@ -164,7 +173,11 @@ fn schedules_run_tasks_on_time(db: &str, dir: &Path) {
     // Another user's schedules are not found.
     for (method, at, body) in [
         ("GET", format!("/api/schedules/{id}"), None),
-        ("PATCH", format!("/api/schedules/{id}"), Some(json!({ "paused": true }))),
+        (
+            "PATCH",
+            format!("/api/schedules/{id}"),
+            Some(json!({ "paused": true })),
+        ),
         ("DELETE", format!("/api/schedules/{id}"), None),
         ("GET", path.clone(), None),
         (
@@ -250,7 +263,13 @@ fn schedules_run_tasks_on_time(db: &str, dir: &Path) {
     });
 
     // Deleted: gone, and no more ticks.
-    let (status, _) = http(address, &ada, "DELETE", &format!("/api/schedules/{id}"), None);
+    let (status, _) = http(
+        address,
+        &ada,
+        "DELETE",
+        &format!("/api/schedules/{id}"),
+        None,
+    );
     assert_eq!(status, 204);
     let (status, _) = http(address, &ada, "GET", &format!("/api/schedules/{id}"), None);
     assert_eq!(status, 404);
@@ -316,7 +335,14 @@ fn schedules_run_tasks_on_time(db: &str, dir: &Path) {
     cli(db, &["delete", &made]);
     assert!(!cli(db, &["list"]).contains(&made));
     let output = agentloop()
-        .args(["schedules", "create", "--task", &task_id, "--cron", "* * * * *"])
+        .args([
+            "schedules",
+            "create",
+            "--task",
+            &task_id,
+            "--cron",
+            "* * * * *",
+        ])
         .args(["--tz", "Mars/Olympus", "--db", db])
         .output()
         .unwrap();
@@ -446,6 +472,16 @@ fn each_tick_fires_once_across_instances(db: &str, dir: &Path) {
         .filter(|e| e["detail"]["outcome"] == "started")
         .count();
     assert_eq!(started, runs, "one run per started tick");
+    let by_one = fires
+        .iter()
+        .filter(|e| e["detail"]["instance"] == "one")
+        .count();
+    println!(
+        "{} ticks claimed: {by_one} by instance one, {} by instance two; {started} runs \
+         started, {passed_over} ticks passed over",
+        fires.len(),
+        fires.len() - by_one
+    );
     assert!(runs >= TICKS);
 }
 
@@ -461,4 +497,157 @@ async fn each_tick_fires_once_across_two_instances_on_postgres() {
         .await
         .unwrap();
     database.remove().await;
+}
+
+/// Writes schedule `id` as if the servers had been down since its tick
+/// `next_fire_at` fell: resumed, due then.
+fn due_since(db: &str, id: &str, next_fire_at: i64) {
+    use agentloop_storage::{SchedulesStore, SqliteStore};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = SqliteStore::open(db).await.unwrap();
+        let mut schedule = store.get_schedule(id).await.unwrap();
+        schedule.paused = false;
+        schedule.next_fire_at = next_fire_at;
+        store.update_schedule(&schedule).await.unwrap();
+        store.close().await;
+    });
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// The missed-tick policy after downtime: of the ticks that fell while no
+/// server ran, the latest fires once when it is at most 15 minutes old
+/// (the older ones counted as passed over); a latest tick older than that
+/// fires no run and says `missed`. Either way the schedule goes on from
+/// its first tick after now.
+#[test]
+fn after_downtime_the_latest_missed_tick_fires_once_within_the_grace_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = script(dir.path());
+    let ada = create_user(&db, "ada");
+    let server = serve(&db, &script, "before");
+    let address = server.address.clone();
+    let project_id = project(&address, &ada, &dir.path().join("repo"), json!({}));
+    let mut tasks = Vec::new();
+    for title in ["every minute", "daily"] {
+        let (status, task) = http(
+            &address,
+            &ada,
+            "POST",
+            &format!("/api/projects/{project_id}/tasks"),
+            Some(json!({ "title": title })),
+        );
+        assert_eq!(status, 201, "{task}");
+        tasks.push(task["id"].as_str().unwrap().to_owned());
+    }
+    // A tick of the daily schedule half an hour ago, at its minute in
+    // Kolkata (UTC+05:30).
+    let half_hour_ago = now_ms() / 1000 - 1800;
+    let local = half_hour_ago + 19_800;
+    let daily_tick = (half_hour_ago - half_hour_ago % 60) * 1000;
+    let daily_cron = format!("0 {} {} * * *", (local / 60) % 60, (local / 3600) % 24);
+    let mut ids = Vec::new();
+    for (task_id, cron, zone) in [
+        (&tasks[0], "* * * * *", "UTC"),
+        (&tasks[1], daily_cron.as_str(), "Asia/Kolkata"),
+    ] {
+        let (status, created) = http(
+            &address,
+            &ada,
+            "POST",
+            &format!("/api/projects/{project_id}/schedules"),
+            Some(json!({ "task_id": task_id, "cron": cron, "time_zone": zone,
+                         "agent": "planification", "paused": true })),
+        );
+        assert_eq!(status, 201, "{created}");
+        ids.push(created["id"].as_str().unwrap().to_owned());
+    }
+    drop(server);
+
+    // Down for five minutes of the every-minute schedule, and since
+    // before the daily one's tick.
+    let now = now_ms();
+    let minute = now - now % 60_000;
+    due_since(&db, &ids[0], minute - 5 * 60_000);
+    due_since(&db, &ids[1], daily_tick);
+    let server = serve(&db, &script, "after");
+    let address = server.address.as_str();
+
+    let fires = |id: &str| -> Vec<Value> {
+        let (status, audit) = http(
+            address,
+            &ada,
+            "GET",
+            &format!("/api/audit?project_id={project_id}&limit=1000"),
+            None,
+        );
+        assert_eq!(status, 200, "{audit}");
+        audit["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["action"] == "schedule.fire" && e["target"] == id)
+            .cloned()
+            .collect()
+    };
+    let first = until("the every-minute schedule fired", || {
+        fires(&ids[0]).first().cloned()
+    });
+    assert_eq!(first["detail"]["outcome"], "started", "{first}");
+    let missed = first["detail"]["missed"].as_i64().unwrap();
+    assert!((5..=6).contains(&missed), "{first}");
+    let tick = first["detail"]["tick_at"].as_i64().unwrap();
+    assert_eq!(tick % 60_000, 0, "{first}");
+    assert!(tick >= minute, "the latest tick fired: {first}");
+    // One run for the ticks missed (a later minute may have started
+    // another since).
+    let runs = runs_of(address, &ada, &tasks[0]);
+    assert_eq!(runs[0]["id"], first["detail"]["agent_run_id"], "{runs:?}");
+    assert!(fires(&ids[0]).len() <= 2);
+
+    let late = until("the daily schedule's tick was handled", || {
+        fires(&ids[1]).first().cloned()
+    });
+    assert_eq!(late["detail"]["outcome"], "missed", "{late}");
+    assert_eq!(late["detail"]["tick_at"], daily_tick, "{late}");
+    assert!(runs_of(address, &ada, &tasks[1]).is_empty());
+    let shown = schedule(address, &ada, &ids[1]);
+    assert_eq!(shown["last_outcome"]["outcome"], "missed", "{shown}");
+    assert!(
+        shown["last_outcome"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("grace window"),
+        "{shown}"
+    );
+    assert!(shown["next_fire_at"].is_string(), "{shown}");
+    next_tick_is_a_day_later(&db, &ids[1], daily_tick);
+}
+
+/// The daily schedule's next tick is the same minute a day later.
+fn next_tick_is_a_day_later(db: &str, id: &str, tick: i64) {
+    use agentloop_storage::{SchedulesStore, SqliteStore};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = SqliteStore::open(db).await.unwrap();
+        let schedule = store.get_schedule(id).await.unwrap();
+        assert_eq!(schedule.next_fire_at, tick + 86_400_000);
+        store.close().await;
+    });
 }

@@ -110,7 +110,9 @@ async fn handle_due(
     let (next, latest) = match &recurrence {
         Ok(r) => (
             r.next_after(now).unwrap_or(i64::MAX),
-            r.latest_at_or_before(now).filter(|t| *t >= due).unwrap_or(due),
+            r.latest_at_or_before(now)
+                .filter(|t| *t >= due)
+                .unwrap_or(due),
         ),
         Err(_) => (i64::MAX, due),
     };
@@ -163,6 +165,7 @@ async fn handle_due(
             "outcome": outcome.kind.as_str(),
             "agent_run_id": outcome.agent_run_id,
             "missed": outcome.missed,
+            "instance": state.config.instance_id,
         }),
     };
     if let Err(error) = record(&*state.store, entry).await {

@@ -73,7 +73,8 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
         "DELETE",
         "/api/projects/{project_id}/memories/{memory_id}",
         "memory.delete",
-    ),    (
+    ),
+    (
         "POST",
         "/api/projects/{project_id}/schedules",
         "schedule.create",

@@ -36,7 +36,10 @@ pub async fn schedules_claim_each_tick_once(store: Arc<dyn Store>) {
     store.create_schedule(&a).await.unwrap();
     assert!(matches!(
         store.create_schedule(&a).await,
-        Err(StorageError::AlreadyExists { kind: "schedule", .. })
+        Err(StorageError::AlreadyExists {
+            kind: "schedule",
+            ..
+        })
     ));
     assert!(matches!(
         store.create_schedule(&schedule("s9", "nope", 1, 1)).await,
@@ -49,7 +52,10 @@ pub async fn schedules_claim_each_tick_once(store: Arc<dyn Store>) {
     assert_eq!(store.get_schedule("s1").await.unwrap(), a);
     assert!(matches!(
         store.get_schedule("s9").await,
-        Err(StorageError::NotFound { kind: "schedule", .. })
+        Err(StorageError::NotFound {
+            kind: "schedule",
+            ..
+        })
     ));
     let ids: Vec<String> = store
         .list_schedules("p")

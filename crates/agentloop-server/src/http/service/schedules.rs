@@ -19,7 +19,8 @@ use crate::users::User;
 /// The first tick of `cron` in `zone` after `now`: a 400 naming what is
 /// wrong with either.
 fn first_tick(cron: &str, zone: &str, now: i64) -> Result<i64, ApiError> {
-    crate::schedule_time::first_tick(cron, zone, now).map_err(|e| ApiError::bad_request(e.to_string()))
+    crate::schedule_time::first_tick(cron, zone, now)
+        .map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 /// Creates a schedule of one of the user's project's tasks.
@@ -49,7 +50,9 @@ pub async fn create_schedule(
         task_id: ctx.task.id,
         cron,
         time_zone: zone,
-        agent: body.agent.map_or(AgentType::Implementation, AgentType::from),
+        agent: body
+            .agent
+            .map_or(AgentType::Implementation, AgentType::from),
         prompt: body.prompt.filter(|p| !p.trim().is_empty()),
         paused: body.paused,
         next_fire_at,
@@ -80,7 +83,9 @@ pub async fn schedule(state: &AppState, user: &User, id: &str) -> Result<Schedul
     check_id(id, "schedule")?;
     let found = match state.store.get_schedule(id).await {
         Ok(found) => found,
-        Err(StorageError::NotFound { .. }) => return Err(ApiError::not_found("Schedule not found")),
+        Err(StorageError::NotFound { .. }) => {
+            return Err(ApiError::not_found("Schedule not found"));
+        }
         Err(e) => return Err(e.into()),
     };
     match owned_project(state, user, &found.project_id).await {
