@@ -4,8 +4,8 @@
 //! schedules not paused (woken at once when this instance changes a
 //! schedule, and at least every [`POLL`], to see other instances'
 //! changes), then takes each due schedule in turn and claims its due tick
-//! in the store ([`SchedulesStore::claim_schedule_tick`]): of the
-//! instances racing one tick, one wins, and only the winner starts a run.
+//! in the store ([`claim_schedule_tick`]): of the instances racing one
+//! tick, one wins, and only the winner starts a run.
 //!
 //! A tick starts its run through the same way in as a person's start
 //! ([`submit`] with a [`RunInput::Start`]), as the schedule's creator, so
@@ -22,6 +22,8 @@
 //! and the older ones are passed over, counted in the outcome's `missed`;
 //! a latest tick older than that does not fire either (outcome `missed`).
 //! Either way the schedule moves on to its first tick after now.
+//!
+//! [`claim_schedule_tick`]: agentloop_storage::SchedulesStore::claim_schedule_tick
 
 use std::time::Duration;
 
