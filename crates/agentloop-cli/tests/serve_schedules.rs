@@ -476,11 +476,18 @@ fn each_tick_fires_once_across_instances(db: &str, dir: &Path) {
         .iter()
         .filter(|e| e["detail"]["instance"] == "one")
         .count();
+    // How late each tick's run was started and recorded.
+    let late: Vec<i64> = fires
+        .iter()
+        .map(|e| e["at_ms"].as_i64().unwrap() - e["detail"]["tick_at"].as_i64().unwrap())
+        .collect();
     println!(
         "{} ticks claimed: {by_one} by instance one, {} by instance two; {started} runs \
-         started, {passed_over} ticks passed over",
+         started, {passed_over} ticks passed over; recorded {} to {} ms after the tick",
         fires.len(),
-        fires.len() - by_one
+        fires.len() - by_one,
+        late.iter().min().unwrap(),
+        late.iter().max().unwrap()
     );
     assert!(runs >= TICKS);
 }
