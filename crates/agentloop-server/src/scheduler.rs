@@ -47,6 +47,9 @@ pub const MISSED_TICK_GRACE: Duration = Duration::from_secs(15 * 60);
 /// The longest the loop sleeps without looking at the store again.
 pub const POLL: Duration = Duration::from_secs(5);
 
+/// How long the loop waits before it tries a tick that failed again.
+const RETRY: Duration = Duration::from_secs(1);
+
 /// Due schedules taken in one pass.
 const BATCH: u32 = 64;
 
@@ -59,10 +62,14 @@ pub async fn schedule_loop(state: AppState) {
         if state.shutdown.is_cancelled() {
             return;
         }
-        if let Err(error) = fire_due(&state).await {
-            tracing::warn!(%error, "schedules could not be read");
-        }
-        let wait = match state.store.next_schedule_tick().await {
+        let handled = match fire_due(&state).await {
+            Ok(handled) => handled,
+            Err(error) => {
+                tracing::warn!(%error, "schedules could not be read");
+                false
+            }
+        };
+        let next = match state.store.next_schedule_tick().await {
             Ok(Some(next)) => {
                 let ms = next.saturating_sub(now_millis()).max(0);
                 Duration::from_millis(u64::try_from(ms).unwrap_or(0)).min(POLL)
@@ -73,6 +80,8 @@ pub async fn schedule_loop(state: AppState) {
                 POLL
             }
         };
+        // A tick that could not be handled is tried again, not at once.
+        let wait = if handled { next } else { next.max(RETRY) };
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
             () = state.schedules.notified() => {}
@@ -81,22 +90,26 @@ pub async fn schedule_loop(state: AppState) {
     }
 }
 
-/// Claims and fires every tick due now.
-async fn fire_due(state: &AppState) -> Result<(), agentloop_storage::StorageError> {
+/// Claims and fires every tick due now; whether each was handled.
+async fn fire_due(state: &AppState) -> Result<bool, agentloop_storage::StorageError> {
     loop {
         let now = now_millis();
         let due = state.store.due_schedules(now, BATCH).await?;
         let full = due.len() == BATCH as usize;
+        let mut failed = false;
         for schedule in due {
             if state.shutdown.is_cancelled() {
-                return Ok(());
+                return Ok(true);
             }
             if let Err(error) = handle_due(state, &schedule).await {
+                failed = true;
                 tracing::warn!(%error, schedule = %schedule.id, "a schedule's tick failed");
             }
         }
-        if !full {
-            return Ok(());
+        // A full batch may have more behind it; one that failed waits for
+        // the next wake rather than reading the same schedules again.
+        if !full || failed {
+            return Ok(!failed);
         }
     }
 }
