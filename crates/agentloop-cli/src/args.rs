@@ -77,6 +77,11 @@ pub enum Command {
     #[cfg(feature = "server")]
     #[command(subcommand)]
     Users(crate::users::UsersCommand),
+    /// Manage the server's schedules: cron expressions that start agent
+    /// runs on tasks.
+    #[cfg(feature = "server")]
+    #[command(subcommand)]
+    Schedules(crate::schedules::SchedulesCommand),
     /// Mark a task's workflow complete, which stops its agent chain.
     #[cfg(feature = "server")]
     CompleteWorkflow(crate::serve::CompleteWorkflowArgs),

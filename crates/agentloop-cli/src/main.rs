@@ -50,6 +50,8 @@ mod replay;
 mod run;
 mod run_args;
 #[cfg(feature = "server")]
+mod schedules;
+#[cfg(feature = "server")]
 mod scripted_runs;
 #[cfg(feature = "server")]
 mod serve;
@@ -183,6 +185,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::check(&args).and_then(|()| serve::serve(args)),
         #[cfg(feature = "server")]
         Command::Users(command) => runtime.block_on(users::users(command)),
+        #[cfg(feature = "server")]
+        Command::Schedules(command) => runtime.block_on(schedules::schedules(command)),
         #[cfg(feature = "server")]
         Command::CompleteWorkflow(args) => runtime.block_on(serve::complete_workflow(args)),
         Command::Chat(mut args) => config::load().and_then(|config| {

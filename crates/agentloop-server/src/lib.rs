@@ -92,6 +92,8 @@ pub mod recovery;
 pub mod run_log;
 pub mod run_tools;
 pub mod runner;
+pub mod schedule_time;
+pub mod scheduler;
 pub mod server;
 pub mod shapes;
 pub mod state;

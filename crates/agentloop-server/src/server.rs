@@ -39,6 +39,7 @@ impl Server {
         let state = self.state;
         let claimer = tokio::spawn(crate::recovery::claim_loop(state.clone()));
         crate::webhooks::spawn_dispatcher(state.clone());
+        tokio::spawn(crate::scheduler::schedule_loop(state.clone()));
         tokio::spawn(crate::follow::watch_appends(
             state.store.clone(),
             state.appends.clone(),

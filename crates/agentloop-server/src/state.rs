@@ -47,6 +47,9 @@ pub struct AppState {
     /// WebSockets it opened end at once (see
     /// [`crate::users::until_invalid`]).
     pub revocations: Arc<tokio::sync::Notify>,
+    /// Notified when this instance changes a schedule, so its scheduler
+    /// reads the next tick again at once (see [`crate::scheduler`]).
+    pub schedules: Arc<tokio::sync::Notify>,
 }
 
 impl AppState {
@@ -67,6 +70,7 @@ impl AppState {
             rates,
             readiness: Arc::default(),
             revocations: Arc::default(),
+            schedules: Arc::default(),
         }
     }
 

@@ -56,6 +56,7 @@ mod message_cache;
 pub mod model;
 mod open;
 pub mod postgres;
+pub mod schedules;
 mod sql;
 pub mod sqlite;
 pub mod store;
@@ -70,6 +71,7 @@ pub use memories::{MemoryRecall, StoredMemories};
 pub use memory::MemoryStore;
 pub use open::open_store;
 pub use postgres::PostgresStore;
+pub use schedules::SchedulesStore;
 pub use sqlite::SqliteStore;
 pub use store::{
     AppendWatch, AttachmentStore, AuditStore, ChatStore, FileStore, InboxStore, MemoriesStore,

@@ -16,9 +16,11 @@
 //! A third, narrow trait stands beside them: [`MemoriesStore`], the
 //! memories runs keep from one run to the next (per user, project or
 //! agent), which the memory tool reads and writes through
-//! [`StoredMemories`](crate::memories::StoredMemories).
+//! [`StoredMemories`](crate::memories::StoredMemories). Another,
+//! [`SchedulesStore`], keeps the server's schedules, whose ticks it lets
+//! exactly one instance claim.
 //!
-//! [`Store`] is the sum of all three, what the backends, the server and the
+//! [`Store`] is the sum of all four, what the backends, the server and the
 //! CLI hold.
 
 use agentloop_types::{LoopEvent, Message, TokenTotals};
@@ -32,6 +34,7 @@ use crate::model::{
     LeaseRenewal, MemoryRecord, MemoryScope, Project, RunRecord, RunStatus, StoredMessage, Task,
     User, UserToken, WebhookDelivery,
 };
+use crate::schedules::SchedulesStore;
 
 /// Projects. Deleting a project deletes everything it owns.
 #[async_trait]
@@ -498,11 +501,11 @@ impl<T> ProductStore for T where
 {
 }
 
-/// Everything a backend stores: the runtime's part, the product and the
-/// memories.
-pub trait Store: RuntimeStore + ProductStore + MemoriesStore {}
+/// Everything a backend stores: the runtime's part, the product, the
+/// memories and the schedules.
+pub trait Store: RuntimeStore + ProductStore + MemoriesStore + SchedulesStore {}
 
-impl<T> Store for T where T: RuntimeStore + ProductStore + MemoriesStore + ?Sized {}
+impl<T> Store for T where T: RuntimeStore + ProductStore + MemoriesStore + SchedulesStore + ?Sized {}
 
 /// Serialises a JSON value for a text column.
 pub(crate) fn json_text<T: serde::Serialize>(value: &T) -> StorageResult<String> {

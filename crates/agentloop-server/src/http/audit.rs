@@ -76,6 +76,13 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
         "/api/projects/{project_id}/memories/{memory_id}",
         "memory.delete",
     ),
+    (
+        "POST",
+        "/api/projects/{project_id}/schedules",
+        "schedule.create",
+    ),
+    ("PATCH", "/api/schedules/{schedule_id}", "schedule.change"),
+    ("DELETE", "/api/schedules/{schedule_id}", "schedule.delete"),
 ];
 
 /// The action of a request to `route` with `method`, if it is audited.
@@ -103,6 +110,9 @@ async fn project_of(state: &AppState, ids: &[(String, String)]) -> Option<String
     let id = |name: &str| ids.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
     if let Some(project) = id("project_id") {
         return Some(project);
+    }
+    if let Some(schedule) = id("schedule_id") {
+        return Some(state.store.get_schedule(&schedule).await.ok()?.project_id);
     }
     let task_id = match (id("task_id"), id("run_id")) {
         (Some(task), _) => task,

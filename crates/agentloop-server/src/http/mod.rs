@@ -35,6 +35,8 @@ pub mod requests;
 pub mod responses;
 pub mod route;
 pub mod routes;
+pub mod schedule_shapes;
+pub mod schedules;
 pub mod service;
 pub mod session;
 mod streams;

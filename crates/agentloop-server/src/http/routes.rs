@@ -26,8 +26,10 @@ use super::responses::{
     SessionShape, StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
 };
 use super::route::Route;
+use super::schedule_shapes::{NewSchedule, ScheduleChange, ScheduleShape, SchedulesShape};
 use super::{
-    a2a, ag_ui, agent_runs, ai_sdk, audit, events, memories, projects, session, tasks, webhooks, ws,
+    a2a, ag_ui, agent_runs, ai_sdk, audit, events, memories, projects, schedules, session, tasks,
+    webhooks, ws,
 };
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
@@ -216,6 +218,26 @@ pub fn routes() -> Vec<Route> {
             .answers::<MemoryShape>("200", "The memory"),
         Route::new(Method::DELETE, "/api/projects/{projectId}/memories/{memoryId}", memories::remove)
             .summary("Forget a memory")
+            .answers_without_json("204", "Deleted"),
+        Route::new(Method::GET, "/api/projects/{projectId}/schedules", schedules::list)
+            .summary("The project's schedules, oldest first, each with its next tick and what its last tick did")
+            .answers::<SchedulesShape>("200", "The schedules"),
+        Route::new(Method::POST, "/api/projects/{projectId}/schedules", schedules::create)
+            .summary("Create a schedule: a cron expression (five fields, or six with seconds first) read in an IANA time zone (`UTC` by default) that starts an agent run on one of the project's tasks, as the caller, through the same start as `POST /api/tasks/{taskId}/agent-runs` (chaining, limits and the audit log apply). Each tick fires once, whichever server instances share the store. A tick while the task has a running or waiting agent run starts none (`skipped`). After downtime, the latest missed tick fires once if it is at most 15 minutes old, older ones are passed over (`missed`).")
+            .body::<NewSchedule>()
+            .answers::<ScheduleShape>("201", "The schedule")
+            .or::<ErrorShape>("400", "An invalid cron expression or time zone (the message says what is wrong), or one that never fires")
+            .or::<ErrorShape>("404", "The project, or the task in it, is not found"),
+        Route::new(Method::GET, "/api/schedules/{scheduleId}", schedules::show)
+            .summary("A schedule")
+            .answers::<ScheduleShape>("200", "The schedule"),
+        Route::new(Method::PATCH, "/api/schedules/{scheduleId}", schedules::edit)
+            .summary("Change a schedule: its `cron`, `time_zone`, `agent` or `prompt`; `paused: true` pauses it, `paused: false` resumes it from now (ticks that fell while it was paused do not fire). Its next tick is the first after now.")
+            .body::<ScheduleChange>()
+            .answers::<ScheduleShape>("200", "The schedule")
+            .or::<ErrorShape>("400", "An invalid cron expression or time zone"),
+        Route::new(Method::DELETE, "/api/schedules/{scheduleId}", schedules::remove)
+            .summary("Delete a schedule (runs it started go on)")
             .answers_without_json("204", "Deleted"),
         Route::new(Method::GET, "/api/ws", ws::upgrade)
             .summary("WebSocket of the caller's notices (`streaming-started`, `streaming-ended`, `agent-run-status`, and `agent-run-waiting` with `taskId`, `agentRunId`, `agentType` and `pending` when a run starts waiting for a person) as JSON text messages; a socket that falls more than 1,024 notices behind gets `notices-missed` in place of those it missed, and should read its runs again")

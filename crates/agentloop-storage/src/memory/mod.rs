@@ -5,6 +5,7 @@ mod chats;
 mod files;
 mod memories;
 mod runs;
+mod schedules;
 mod tasks;
 mod users;
 mod webhooks;
@@ -61,6 +62,8 @@ struct State {
     folders: BTreeMap<String, String>,
     /// Every scope's memories by path.
     memories: BTreeMap<(MemoryScope, String), MemoryRecord>,
+    /// Schedules by id.
+    schedules: BTreeMap<String, crate::schedules::Schedule>,
 }
 
 impl MemoryStore {
@@ -135,6 +138,7 @@ impl State {
 
     fn remove_task(&mut self, id: &str) {
         self.tasks.remove(id);
+        self.schedules.retain(|_, s| s.task_id != id);
         // An agent run's record and event log share its id.
         let runs: Vec<String> = self
             .agent_runs
