@@ -162,6 +162,7 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
     let mut session = Session::new(store, chosen.provider, tools, chat.id, settings, args.json);
     session.hooks = hooks;
     session.handoffs = handoffs;
+    session.keep_steps = crate::runs::step_retention()?;
     // A run cut short (its process was killed) goes on first, from its
     // last checkpoint, before any new message.
     let continued = if interrupted {

@@ -50,6 +50,7 @@ mod replay;
 mod run;
 mod run_args;
 #[cfg(feature = "server")]
+mod runs;
 mod scripted_runs;
 #[cfg(feature = "server")]
 mod serve;
@@ -227,6 +228,7 @@ fn main() -> ExitCode {
             runtime.block_on(acp::serve(args, approvals, hooks))
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
+        Command::Runs(command) => runtime.block_on(runs::runs(command)),
         Command::Memory(command) => runtime.block_on(memories::memory(command)),
         Command::Skills(command) => skills::list(command),
         Command::Export(args) => runtime.block_on(export::export(args)),

@@ -128,6 +128,8 @@ pub struct Session {
     pub hooks: Hooks,
     /// The agents runs hand off between (from the configuration's agents).
     pub handoffs: Option<Handoffs>,
+    /// How many steps each run keeps.
+    pub keep_steps: agentloop_storage::StepRetention,
     json: bool,
     /// Stdout is not a terminal: it gets each turn's answer alone, the
     /// view goes to stderr.
@@ -188,6 +190,7 @@ impl Session {
             settings,
             hooks: Hooks::default(),
             handoffs: None,
+            keep_steps: agentloop_storage::StepRetention::default(),
             json,
             answer_only,
             view: render::View::new(if answer_only {
@@ -274,6 +277,7 @@ impl Session {
     /// The runtime a turn runs on: the session's tools, hooks and agents.
     fn runtime(&self) -> ChatRuntime {
         let runtime = ChatRuntime::new(self.store.clone(), self.provider.clone())
+            .with_step_retention(self.keep_steps)
             .with_tools(self.tools.clone())
             .with_hooks(self.hooks.clone());
         match &self.handoffs {

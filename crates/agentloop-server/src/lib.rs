@@ -72,6 +72,7 @@ pub mod durable;
 pub mod ending;
 pub mod error;
 pub mod folders;
+pub mod fork;
 pub mod follow;
 pub mod heartbeat;
 pub mod holder;

@@ -58,6 +58,7 @@ mod open;
 pub mod postgres;
 mod sql;
 pub mod sqlite;
+pub mod steps;
 pub mod store;
 pub mod time;
 
@@ -71,6 +72,7 @@ pub use memory::MemoryStore;
 pub use open::open_store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+pub use steps::{RunStep, StepRetention, StepStore};
 pub use store::{
     AppendWatch, AttachmentStore, AuditStore, ChatStore, FileStore, InboxStore, MemoriesStore,
     ProductStore, ProjectSettingsStore, ProjectStore, RunStore, RuntimeStore, Store, TaskStore,

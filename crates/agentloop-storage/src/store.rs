@@ -3,11 +3,11 @@
 //!
 //! - [`RuntimeStore`], what the runtime runs chats over: chats with their
 //!   messages and checkpoints ([`ChatStore`]), runs with their leases and
-//!   event logs ([`RunStore`]), the attachments messages point at
-//!   ([`AttachmentStore`]) and the settings chats inherit from their
-//!   project ([`ProjectSettingsStore`]). It knows nothing of tasks, agent
-//!   runs, users or webhooks: a backend that only serves chats implements
-//!   these four and nothing else.
+//!   event logs ([`RunStore`]), the steps kept of runs ([`StepStore`]),
+//!   the attachments messages point at ([`AttachmentStore`]) and the
+//!   settings chats inherit from their project ([`ProjectSettingsStore`]).
+//!   It knows nothing of tasks, agent runs, users or webhooks: a backend
+//!   that only serves chats implements these and nothing else.
 //! - [`ProductStore`], the server's product: projects ([`ProjectStore`]),
 //!   their files ([`FileStore`]), tasks and agent runs ([`TaskStore`]),
 //!   users ([`UserStore`]), webhook deliveries ([`WebhookStore`]) and the
@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::error::StorageResult;
+use crate::steps::StepStore;
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta,
     AuditEntry, AuditFilter, ChainEnd, Chat, Checkpoint, Conversation, EndReason, FileRecord,
@@ -476,16 +477,22 @@ pub trait InboxStore: Send + Sync {
 }
 
 /// What the runtime runs chats over: chats, messages and checkpoints,
-/// messages waiting for a run, runs with their leases and event logs,
-/// attachments, and projects' settings. Nothing of the server's product
+/// messages waiting for a run, runs with their leases, event logs and
+/// kept steps, attachments, and projects' settings. Nothing of the server's product
 /// ([`ProductStore`]).
 pub trait RuntimeStore:
-    ChatStore + InboxStore + RunStore + AttachmentStore + ProjectSettingsStore
+    ChatStore + InboxStore + RunStore + StepStore + AttachmentStore + ProjectSettingsStore
 {
 }
 
 impl<T> RuntimeStore for T where
-    T: ChatStore + InboxStore + RunStore + AttachmentStore + ProjectSettingsStore + ?Sized
+    T: ChatStore
+        + InboxStore
+        + RunStore
+        + StepStore
+        + AttachmentStore
+        + ProjectSettingsStore
+        + ?Sized
 {
 }
 

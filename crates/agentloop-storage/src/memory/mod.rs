@@ -4,6 +4,7 @@
 mod chats;
 mod memories;
 mod other;
+mod steps;
 mod users;
 
 use std::collections::{BTreeMap, HashMap};
@@ -43,6 +44,8 @@ struct State {
     files: BTreeMap<(String, String), FileRecord>,
     runs: BTreeMap<String, RunRecord>,
     events: HashMap<String, BTreeMap<u64, LoopEvent>>,
+    /// Run id → its kept steps by seq.
+    steps: HashMap<String, BTreeMap<u64, crate::steps::RunStep>>,
     tasks: BTreeMap<String, Task>,
     agent_runs: BTreeMap<String, AgentRun>,
     /// Agent run id → its recorded decisions, oldest first.
@@ -122,6 +125,7 @@ impl State {
         for run in runs {
             self.runs.remove(&run);
             self.events.remove(&run);
+            self.steps.remove(&run);
         }
         for conversation in self.conversations.values_mut() {
             if conversation.chat_id.as_deref() == Some(id) {
@@ -142,6 +146,7 @@ impl State {
         for run in &runs {
             self.runs.remove(run);
             self.events.remove(run);
+            self.steps.remove(run);
         }
         self.agent_runs.retain(|_, r| r.task_id != id);
         let runs = &self.agent_runs;

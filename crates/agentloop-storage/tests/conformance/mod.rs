@@ -10,6 +10,7 @@ mod handles;
 mod inbox;
 mod memories;
 mod runs;
+mod steps;
 mod users;
 mod webhooks;
 
@@ -30,6 +31,7 @@ pub use handles::*;
 pub use inbox::*;
 pub use memories::*;
 pub use runs::*;
+pub use steps::*;
 pub use users::*;
 pub use webhooks::*;
 
@@ -69,7 +71,7 @@ macro_rules! conformance_suite {
             a_start_dropped_unanswered_is_whole_or_absent, concurrent_agent_run_starts,
             concurrent_starts_are_stored_or_refused_each_alone,
             memories_by_scope_and_path, memories_as_files, memories_recalled_by_relevance,
-            inbox_keeps_messages_until_delivered,
+            inbox_keeps_messages_until_delivered, run_steps_kept_and_retained,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(
