@@ -162,7 +162,7 @@ fn a_run_forked_at_a_middle_step_has_the_prefix_and_goes_on_alone() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|s| s["seq"].as_u64().unwrap() > at),
+            .all(|s| s["seq"].as_u64().unwrap() >= at),
         "{fork_steps}"
     );
 

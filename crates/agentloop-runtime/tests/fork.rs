@@ -27,8 +27,8 @@ fn counting(turns: usize, answer: &str) -> Arc<ScriptedProvider> {
     let mut script: Vec<ScriptedTurn> = (0..turns)
         .map(|i| {
             ScriptedTurn::new()
-                .text(format!("step {i}"))
-                .tool_call(format!("c{i}"), "count", json!({}))
+                .text(&format!("step {i}"))
+                .tool_call(&format!("c{i}"), "count", json!({}))
                 .usage(10, 1)
         })
         .collect();
@@ -136,15 +136,14 @@ async fn a_run_forked_at_a_middle_step_keeps_its_prefix_and_goes_its_own_way() {
         let runs = store.list_runs(&forked.chat_id).await.unwrap();
         assert_eq!(runs.len(), 1, "{name}: the fork ran in its own record");
         assert_eq!(runs[0].status, RunStatus::Completed, "{name}");
-        assert!(
-            runtime
-                .steps(&forked.run_id)
-                .await
-                .unwrap()
-                .iter()
-                .all(|s| s.seq > middle.seq),
-            "{name}"
-        );
+        // The fork's steps: from where it started (its first state is the
+        // step's), then its own.
+        let fork_steps = runtime.steps(&forked.run_id).await.unwrap();
+        assert!(fork_steps.iter().all(|s| s.seq >= middle.seq), "{name}");
+        assert!(fork_steps.iter().any(|s| s.seq > middle.seq), "{name}");
+        if let Some(first) = fork_steps.iter().find(|s| s.seq == middle.seq) {
+            assert_eq!(first.message_count, middle.message_count, "{name}");
+        }
 
         // The original is untouched.
         assert_eq!(messages(&*store, &chat_id).await, original_messages, "{name}");
@@ -253,7 +252,7 @@ async fn child_entry() {
     let mut script: Vec<ScriptedTurn> = (0..4)
         .map(|i| {
             ScriptedTurn::new()
-                .tool_call(format!("c{i}"), "count", json!({}))
+                .tool_call(&format!("c{i}"), "count", json!({}))
                 .usage(10, 1)
         })
         .collect();
