@@ -176,7 +176,6 @@ fn next_of(phase: &RunPhase) -> &'static str {
         RunPhase::CallModel => "model",
         RunPhase::RunTools { .. } => "tools",
         RunPhase::Finished => "end",
-        _ => "other",
     }
 }
 

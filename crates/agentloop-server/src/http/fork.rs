@@ -66,7 +66,7 @@ impl StepShape {
             next: match step.state.phase {
                 RunPhase::CallModel => "model",
                 RunPhase::RunTools { .. } => "tools",
-                _ => "end",
+                RunPhase::Finished => "end",
             },
         }
     }
