@@ -197,10 +197,7 @@ async fn show(args: ShowArgs) -> Outcome {
     let store = existing(args.db.as_deref()).await?;
     let run = existing_run(&*store, &args.id, args.db.as_deref()).await?;
     let steps = if args.steps {
-        store
-            .list_steps(&run.id)
-            .await
-            .map_err(|e| e.to_string())?
+        store.list_steps(&run.id).await.map_err(|e| e.to_string())?
     } else {
         Vec::new()
     };
@@ -238,10 +235,16 @@ async fn show(args: ShowArgs) -> Outcome {
         let (input, output, calls) = match before {
             Some(b) => (
                 tokens.input_tokens.saturating_sub(b.tokens().input_tokens),
-                tokens.output_tokens.saturating_sub(b.tokens().output_tokens),
+                tokens
+                    .output_tokens
+                    .saturating_sub(b.tokens().output_tokens),
                 step.state.tool_calls.saturating_sub(b.state.tool_calls),
             ),
-            None => (tokens.input_tokens, tokens.output_tokens, step.state.tool_calls),
+            None => (
+                tokens.input_tokens,
+                tokens.output_tokens,
+                step.state.tool_calls,
+            ),
         };
         out.line(format!(
             "{}\t{}\t+{input}/+{output} ({}/{})\t+{calls} ({})\t{}",

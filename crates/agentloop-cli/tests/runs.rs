@@ -63,7 +63,10 @@ fn script(prefix: &str, calls: usize, answer: &str) -> String {
 
 /// A chat's messages as stored, without their seqs.
 fn messages(db: &str, chat: &str) -> Vec<Value> {
-    json_of(&agentloop(&["chats", "show", chat, "--db", db, "--json"], ""))["messages"]
+    json_of(&agentloop(
+        &["chats", "show", chat, "--db", db, "--json"],
+        "",
+    ))["messages"]
         .as_array()
         .unwrap()
         .iter()
@@ -84,15 +87,27 @@ fn a_run_forked_at_a_middle_step_has_the_prefix_and_goes_on_alone() {
         std::fs::write(&path, script_text).unwrap();
         let provider = format!("scripted:{}", path.display());
         let args = [
-            "chat", "--db", &db, "--chat", chat, "--provider", &provider, "--tools", "fs",
-            "--root", &root,
+            "chat",
+            "--db",
+            &db,
+            "--chat",
+            chat,
+            "--provider",
+            &provider,
+            "--tools",
+            "fs",
+            "--root",
+            &root,
         ];
         String::from_utf8_lossy(&agentloop(&args, stdin).stdout).into_owned()
     };
     let said = chat("c1", script("a", 10, "Looked ten times."), "look around\n");
     assert!(said.contains("Looked ten times."), "{said}");
 
-    let runs = json_of(&agentloop(&["runs", "list", "--chat", "c1", "--db", &db, "--json"], ""));
+    let runs = json_of(&agentloop(
+        &["runs", "list", "--chat", "c1", "--db", &db, "--json"],
+        "",
+    ));
     let runs = runs.as_array().unwrap();
     assert_eq!(runs.len(), 1, "{runs:?}");
     let run_id = runs[0]["id"].as_str().unwrap().to_owned();
@@ -102,7 +117,10 @@ fn a_run_forked_at_a_middle_step_has_the_prefix_and_goes_on_alone() {
     ));
     let steps = shown["steps"].as_array().unwrap().clone();
     assert!(steps.len() >= 10, "every step kept: {shown}");
-    assert!(steps.iter().all(|s| s["tokens"]["input_tokens"].is_u64()), "{shown}");
+    assert!(
+        steps.iter().all(|s| s["tokens"]["input_tokens"].is_u64()),
+        "{shown}"
+    );
     let text = String::from_utf8_lossy(
         &agentloop(&["runs", "show", &run_id, "--steps", "--db", &db], "").stdout,
     )
@@ -121,7 +139,15 @@ fn a_run_forked_at_a_middle_step_has_the_prefix_and_goes_on_alone() {
     let seqs: Vec<u64> = steps.iter().map(|s| s["seq"].as_u64().unwrap()).collect();
     let gap = (seqs[0]..).find(|s| !seqs.contains(s)).unwrap();
     let refused = agentloop_status(
-        &["runs", "fork", &run_id, "--at", &gap.to_string(), "--db", &db],
+        &[
+            "runs",
+            "fork",
+            &run_id,
+            "--at",
+            &gap.to_string(),
+            "--db",
+            &db,
+        ],
         "",
     );
     assert_eq!(refused.status.code(), Some(2));
@@ -132,7 +158,16 @@ fn a_run_forked_at_a_middle_step_has_the_prefix_and_goes_on_alone() {
     );
 
     let forked = json_of(&agentloop(
-        &["runs", "fork", &run_id, "--at", &at.to_string(), "--db", &db, "--json"],
+        &[
+            "runs",
+            "fork",
+            &run_id,
+            "--at",
+            &at.to_string(),
+            "--db",
+            &db,
+            "--json",
+        ],
         "",
     ));
     let fork_chat = forked["chat_id"].as_str().unwrap().to_owned();
@@ -150,7 +185,11 @@ fn a_run_forked_at_a_middle_step_has_the_prefix_and_goes_on_alone() {
         "",
     ));
     let fork_runs = fork_runs.as_array().unwrap();
-    assert_eq!(fork_runs.len(), 1, "the fork ran in its own record: {fork_runs:?}");
+    assert_eq!(
+        fork_runs.len(),
+        1,
+        "the fork ran in its own record: {fork_runs:?}"
+    );
     assert_eq!(fork_runs[0]["id"], fork_run.as_str());
     assert_eq!(fork_runs[0]["status"], "completed");
     let fork_steps = json_of(&agentloop(

@@ -75,11 +75,23 @@ fn an_agent_run_forks_at_a_middle_step(db: &str, dir: &Path) {
     assert!(prefix > 2 && prefix < original.len(), "{middle}");
 
     let fork_path = format!("/api/agent-runs/{run_id}/fork");
-    let (status, refused) = http(&address, &other, "POST", &fork_path, Some(json!({ "at": at })));
+    let (status, refused) = http(
+        &address,
+        &other,
+        "POST",
+        &fork_path,
+        Some(json!({ "at": at })),
+    );
     assert_eq!(status, 404, "another user's run: {refused}");
     let seqs: Vec<u64> = steps.iter().map(|s| s["seq"].as_u64().unwrap()).collect();
     let gap = (seqs[0]..).find(|s| !seqs.contains(s)).unwrap();
-    let (status, refused) = http(&address, &token, "POST", &fork_path, Some(json!({ "at": gap })));
+    let (status, refused) = http(
+        &address,
+        &token,
+        "POST",
+        &fork_path,
+        Some(json!({ "at": gap })),
+    );
     assert_eq!(status, 400, "{refused}");
     let said = refused["error"].as_str().unwrap_or_default();
     assert!(
@@ -87,7 +99,13 @@ fn an_agent_run_forks_at_a_middle_step(db: &str, dir: &Path) {
         "{refused}"
     );
 
-    let (status, fork) = http(&address, &token, "POST", &fork_path, Some(json!({ "at": at })));
+    let (status, fork) = http(
+        &address,
+        &token,
+        "POST",
+        &fork_path,
+        Some(json!({ "at": at })),
+    );
     assert_eq!(status, 201, "{fork}");
     let fork_id = fork["id"].as_str().unwrap().to_owned();
     assert_ne!(fork_id, run_id);
@@ -107,16 +125,32 @@ fn an_agent_run_forks_at_a_middle_step(db: &str, dir: &Path) {
         .iter()
         .map(|r| r["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, [run_id.as_str(), fork_id.as_str()], "the fork joined the task");
+    assert_eq!(
+        ids,
+        [run_id.as_str(), fork_id.as_str()],
+        "the fork joined the task"
+    );
 
     let forked = messages(&address, &token, &fork_id);
-    assert_eq!(forked[..prefix], original[..prefix], "the fork's history starts as the run's");
+    assert_eq!(
+        forked[..prefix],
+        original[..prefix],
+        "the fork's history starts as the run's"
+    );
     assert_eq!(forked.len(), prefix + 2 * 2 + 1, "{forked:?}");
     assert!(
-        forked.last().unwrap().to_string().contains("Planned again."),
+        forked
+            .last()
+            .unwrap()
+            .to_string()
+            .contains("Planned again."),
         "{forked:?}"
     );
-    assert_eq!(messages(&address, &token, &run_id), original, "the run is untouched");
+    assert_eq!(
+        messages(&address, &token, &run_id),
+        original,
+        "the run is untouched"
+    );
 }
 
 #[test]

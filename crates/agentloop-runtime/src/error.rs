@@ -116,13 +116,7 @@ pub enum RuntimeError {
 }
 
 /// The message of [`RuntimeError::NotAStep`].
-fn not_a_step(
-    run_id: &str,
-    at: u64,
-    kept: usize,
-    first: Option<u64>,
-    last: Option<u64>,
-) -> String {
+fn not_a_step(run_id: &str, at: u64, kept: usize, first: Option<u64>, last: Option<u64>) -> String {
     match (first, last) {
         (Some(first), Some(last)) => format!(
             "seq {at} is not a step of run {run_id}: its {kept} kept steps are at seqs from {first} to {last} (`agentloop runs show {run_id} --steps` lists them)"

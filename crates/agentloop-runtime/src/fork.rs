@@ -15,32 +15,16 @@
 use agentloop_storage::model::{Chat, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{RunStep, RuntimeStore, StorageError};
 use agentloop_types::{LoopEvent, Message, RunPhase, RunState};
-use serde::{Deserialize, Serialize};
 
 use crate::chat_run::ChatRun;
 use crate::error::{RuntimeError, RuntimeResult};
+use crate::forked::FORKED;
+pub use crate::forked::{Forked, is_unstarted_fork};
 use crate::ids::new_id;
 use crate::runtime::ChatRuntime;
 
 /// Events read from the original's log a page.
 const PAGE: u32 = 500;
-
-/// What a fork's record says of its origin until it starts (its
-/// `result`), and what [`ChatRuntime::fork`] returns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Forked {
-    /// The fork's run.
-    pub run_id: String,
-    /// The chat it runs in.
-    pub chat_id: String,
-    /// The run it was forked from.
-    pub from: String,
-    /// The seq of the original's step it starts from.
-    pub at: u64,
-}
-
-/// The marker a fork's record holds as its `result` until it starts.
-const FORKED: &str = "forked";
 
 /// Everything a fork of run `from` at step `at` is made of.
 #[derive(Debug, Clone)]
@@ -160,17 +144,6 @@ impl ForkPlan {
     }
 }
 
-/// Whether `record` is a fork that has not started.
-pub fn is_unstarted_fork(record: &RunRecord) -> bool {
-    record.status == RunStatus::Pending
-        && record.lease_owner.is_none()
-        && record.state.is_some()
-        && record
-            .result
-            .as_ref()
-            .is_some_and(|r| r["status"] == FORKED)
-}
-
 /// Forks run `from` (a run of a chat) at its step `at` into a new chat in
 /// the same project, with the same settings, holding the step's messages
 /// (and `prompt`, when given, as a person's message after them). Nothing
@@ -205,7 +178,9 @@ pub async fn fork_chat_run(
     store.create_chat(&chat).await?;
     plan.save_messages(store, &chat.id, 0).await?;
     let run_id = new_id("run");
-    store.create_run(&plan.record(&run_id, &chat.id, now)?).await?;
+    store
+        .create_run(&plan.record(&run_id, &chat.id, now)?)
+        .await?;
     plan.copy_log(store, &run_id).await?;
     Ok(Forked {
         run_id,

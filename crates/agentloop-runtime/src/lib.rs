@@ -58,6 +58,7 @@ mod chat_run;
 pub mod ending;
 pub mod error;
 pub mod fork;
+mod forked;
 mod gate;
 pub mod heartbeat;
 mod host;

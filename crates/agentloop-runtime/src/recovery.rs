@@ -239,7 +239,7 @@ impl ChatRuntime {
     /// A fork that has not started counts as one (see [`crate::fork`]).
     pub async fn has_interrupted_run(&self, chat_id: &str) -> RuntimeResult<bool> {
         if let Some(last) = self.store.last_run(chat_id).await?
-            && crate::fork::is_unstarted_fork(&last)
+            && crate::forked::is_unstarted_fork(&last)
         {
             return Ok(true);
         }

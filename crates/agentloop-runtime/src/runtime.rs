@@ -324,7 +324,7 @@ impl ChatRuntime {
         // Boxed: these steps' futures would otherwise stay inline in this
         // one for as long as the run goes on.
         if let Some(last) = self.store.last_run(chat_id).await?
-            && crate::fork::is_unstarted_fork(&last)
+            && crate::forked::is_unstarted_fork(&last)
         {
             return Box::pin(self.run_fork(&last.id)).await.map(Some);
         }

@@ -54,20 +54,26 @@ async fn log(store: &dyn Store, run_id: &str) -> Vec<LoopEvent> {
 async fn a_run_forked_at_a_middle_step_keeps_its_prefix_and_goes_its_own_way() {
     for (name, store, _guard) in common::stores().await {
         let tools: Vec<Arc<dyn Tool>> = vec![Counter::new("count")];
-        let runtime = ChatRuntime::new(store.clone(), counting(CALLS, "Counted."))
-            .with_tools(tools.clone());
-        let chat_id =
-            common::chat(&*store, &runtime, Default::default(), Default::default()).await;
+        let runtime =
+            ChatRuntime::new(store.clone(), counting(CALLS, "Counted.")).with_tools(tools.clone());
+        let chat_id = common::chat(&*store, &runtime, Default::default(), Default::default()).await;
         let outcome = runtime
             .send(&chat_id, Message::user_text("u1", "count"))
             .finish()
             .await
             .unwrap();
-        assert!(matches!(outcome.result.status, LoopStatus::Complete { .. }), "{name}");
+        assert!(
+            matches!(outcome.result.status, LoopStatus::Complete { .. }),
+            "{name}"
+        );
         let run_id = store.last_run(&chat_id).await.unwrap().unwrap().id;
 
         let steps = runtime.steps(&run_id).await.unwrap();
-        assert!(steps.len() >= CALLS, "{name}: every step kept: {}", steps.len());
+        assert!(
+            steps.len() >= CALLS,
+            "{name}: every step kept: {}",
+            steps.len()
+        );
         let seqs: Vec<u64> = steps.iter().map(|s| s.seq).collect();
         assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{name}: {seqs:?}");
         let original_messages = messages(&*store, &chat_id).await;
@@ -88,7 +94,10 @@ async fn a_run_forked_at_a_middle_step_keeps_its_prefix_and_goes_its_own_way() {
         // A seq that is no step is refused, naming the steps' range.
         let between = (seqs[0]..).find(|s| !seqs.contains(s)).unwrap();
         let refused = runtime.fork(&run_id, between, None).await.unwrap_err();
-        assert!(matches!(refused, RuntimeError::NotAStep { .. }), "{name}: {refused:?}");
+        assert!(
+            matches!(refused, RuntimeError::NotAStep { .. }),
+            "{name}: {refused:?}"
+        );
         let said = refused.to_string();
         assert!(
             said.contains(&format!("from {} to {}", seqs[0], seqs[seqs.len() - 1])),
@@ -122,9 +131,16 @@ async fn a_run_forked_at_a_middle_step_keeps_its_prefix_and_goes_its_own_way() {
             .outcome()
             .await
             .unwrap();
-        assert!(matches!(outcome.result.status, LoopStatus::Complete { .. }), "{name}");
+        assert!(
+            matches!(outcome.result.status, LoopStatus::Complete { .. }),
+            "{name}"
+        );
         let fork_messages = messages(&*store, &forked.chat_id).await;
-        assert_eq!(fork_messages[..prefix], original_messages[..prefix], "{name}");
+        assert_eq!(
+            fork_messages[..prefix],
+            original_messages[..prefix],
+            "{name}"
+        );
         assert_eq!(fork_messages.len(), prefix + 2 * 2 + 1, "{name}");
         assert_eq!(fork_messages.last().unwrap().text(), "Forked and done.");
         let fork_log = log(&*store, &forked.run_id).await;
@@ -146,10 +162,22 @@ async fn a_run_forked_at_a_middle_step_keeps_its_prefix_and_goes_its_own_way() {
         }
 
         // The original is untouched.
-        assert_eq!(messages(&*store, &chat_id).await, original_messages, "{name}");
+        assert_eq!(
+            messages(&*store, &chat_id).await,
+            original_messages,
+            "{name}"
+        );
         assert_eq!(log(&*store, &run_id).await, original_log, "{name}");
-        assert_eq!(runtime.steps(&run_id).await.unwrap(), original_steps, "{name}");
-        assert_eq!(store.get_run(&run_id).await.unwrap(), original_record, "{name}");
+        assert_eq!(
+            runtime.steps(&run_id).await.unwrap(),
+            original_steps,
+            "{name}"
+        );
+        assert_eq!(
+            store.get_run(&run_id).await.unwrap(),
+            original_record,
+            "{name}"
+        );
 
         // With a prompt: the person's message follows the step's history.
         let prompted = runtime
@@ -168,7 +196,10 @@ async fn a_run_forked_at_a_middle_step_keeps_its_prefix_and_goes_its_own_way() {
             .outcome()
             .await
             .unwrap();
-        assert!(matches!(outcome.result.status, LoopStatus::Complete { .. }), "{name}");
+        assert!(
+            matches!(outcome.result.status, LoopStatus::Complete { .. }),
+            "{name}"
+        );
         assert!(
             runtime.run_fork(&prompted.run_id).await.is_err(),
             "{name}: a fork starts once"
@@ -208,7 +239,13 @@ async fn retention_keeps_the_latest_steps_or_none() {
                 .unwrap();
             let steps = runtime.steps(&run_id).await.unwrap();
             assert_eq!(Some(steps.len()), kept, "{name} {retention}");
-            let latest: Vec<u64> = every.iter().rev().take(steps.len()).rev().map(|s| s.seq).collect();
+            let latest: Vec<u64> = every
+                .iter()
+                .rev()
+                .take(steps.len())
+                .rev()
+                .map(|s| s.seq)
+                .collect();
             let seqs: Vec<u64> = steps.iter().map(|s| s.seq).collect();
             assert_eq!(seqs, latest, "{name} {retention}: the latest are kept");
         }

@@ -34,9 +34,12 @@ async fn run(retention: StepRetention, dir: &std::path::Path) -> (u64, usize, i6
         })
         .collect();
     script.push(ScriptedTurn::new().text("Counted.").usage(1_000, 5));
-    let runtime = ChatRuntime::new(store.clone() as Arc<dyn Store>, ScriptedProvider::new(script))
-        .with_tools([Counter::new("count") as Arc<dyn Tool>])
-        .with_step_retention(retention);
+    let runtime = ChatRuntime::new(
+        store.clone() as Arc<dyn Store>,
+        ScriptedProvider::new(script),
+    )
+    .with_tools([Counter::new("count") as Arc<dyn Tool>])
+    .with_step_retention(retention);
     let chat_id = common::chat(&*store, &runtime, Default::default(), Default::default()).await;
     runtime
         .send(&chat_id, Message::user_text("u1", "count fifty times"))
@@ -55,7 +58,11 @@ async fn run(retention: StepRetention, dir: &std::path::Path) -> (u64, usize, i6
         .collect();
     let whole: usize = steps
         .iter()
-        .map(|s| serde_json::to_string(&s.state_over(&history).unwrap()).unwrap().len())
+        .map(|s| {
+            serde_json::to_string(&s.state_over(&history).unwrap())
+                .unwrap()
+                .len()
+        })
         .sum();
     let columns: Option<i64> = sqlx::query_scalar(
         "SELECT SUM(LENGTH(run_id) + 8 + 8 + 8 + LENGTH(COALESCE(last_message_id, '')) \

@@ -110,8 +110,8 @@ pub async fn fork_agent_run(
     // Under this instance's lease (when it executes runs itself), so no
     // other instance takes the fork up before it is whole.
     let leased = state.config.dispatch.is_none();
-    let hosted = crate::hosting::runtime(state, Vec::new(), None)
-        .hosted_record(&run_id, &chat.id, leased);
+    let hosted =
+        crate::hosting::runtime(state, Vec::new(), None).hosted_record(&run_id, &chat.id, leased);
     let mut record = plan.record(&run_id, &chat.id, now)?;
     record.status = RunStatus::Running;
     record.result = None;

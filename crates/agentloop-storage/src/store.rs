@@ -26,13 +26,13 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::error::StorageResult;
-use crate::steps::StepStore;
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta,
     AuditEntry, AuditFilter, ChainEnd, Chat, Checkpoint, Conversation, EndReason, FileRecord,
     LeaseRenewal, MemoryRecord, MemoryScope, Project, RunRecord, RunStatus, StoredMessage, Task,
     User, UserToken, WebhookDelivery,
 };
+use crate::steps::StepStore;
 
 /// Projects. Deleting a project deletes everything it owns.
 #[async_trait]

@@ -14,6 +14,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::Method;
 
+use super::fork::{ForkRequest, StepShape};
 use super::meta::{health, me};
 use super::openapi;
 use super::requests::{
@@ -26,7 +27,6 @@ use super::responses::{
     SessionShape, StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
 };
 use super::route::Route;
-use super::fork::{ForkRequest, StepShape};
 use super::{
     a2a, ag_ui, agent_runs, ai_sdk, audit, events, fork, memories, projects, session, tasks,
     webhooks, ws,
