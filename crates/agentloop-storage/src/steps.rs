@@ -42,8 +42,8 @@ pub struct RunStep {
 }
 
 impl RunStep {
-    /// The step of run `state.run_id`'s state at `seq`, taken at `now`:
-    /// the state is kept without its messages.
+    /// The step of run `run_id` whose state is `state`, at `seq`, taken
+    /// at `now`: the state is kept without its messages.
     pub fn of_state(run_id: &str, seq: u64, state: &RunState, now: i64) -> Self {
         let mut kept = state.clone();
         kept.messages = Vec::<Message>::new().into();
