@@ -358,3 +358,119 @@ async fn a_run_keeping_its_latest_steps_resumes_after_a_crash() {
     let continued = store.last_run(&chat_id).await.unwrap().unwrap().id;
     assert!(store.list_steps(&continued).await.unwrap().len() <= 2);
 }
+
+fn strategy_call(id: &str, name: &str, input: serde_json::Value) -> ScriptedTurn {
+    ScriptedTurn::new().tool_call(id, name, input).usage(10, 2)
+}
+
+/// A react run (three rounds of counting) or a plan-and-execute run (a
+/// plan of three counting steps), with answers to spare.
+fn strategy_script(name: &str, prefix: &str) -> Vec<ScriptedTurn> {
+    let mut turns = Vec::new();
+    for round in 0..3 {
+        let id = |what: &str| format!("{prefix}{what}{round}");
+        match name {
+            "react" => {
+                turns.push(strategy_call(
+                    &id("r"),
+                    "agent_decide_next",
+                    json!({"message": "Count."}),
+                ));
+                turns.push(strategy_call(&id("c"), "count", json!({})));
+                turns.push(strategy_call(
+                    &id("o"),
+                    "agent_observe_decide",
+                    json!({"message": "Counted.", "should_continue": round < 2}),
+                ));
+            }
+            _ => {
+                if round == 0 {
+                    turns.push(strategy_call(
+                        &id("p"),
+                        "agent_plan",
+                        json!({"steps": ["Count", "Count again", "Count once more"]}),
+                    ));
+                }
+                turns.push(strategy_call(&id("c"), "count", json!({})));
+                turns.push(ScriptedTurn::new().text("Counted.").usage(10, 2));
+            }
+        }
+    }
+    turns.extend((0..4).map(|_| ScriptedTurn::new().text("All counted.").usage(10, 2)));
+    turns
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_of_other_strategies_fork_in_their_strategy() {
+    use agentloop_engine::LoopStrategy;
+    use agentloop_engine::strategy::{PlanExecuteStrategy, ReactStrategy};
+    for name in ["react", "plan_execute"] {
+        let strategy = || -> Arc<dyn LoopStrategy> {
+            match name {
+                "react" => Arc::new(ReactStrategy::default()),
+                _ => Arc::new(PlanExecuteStrategy::default()),
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::connect(path.to_str().unwrap()).await.unwrap());
+        let tools: Vec<Arc<dyn Tool>> = vec![Counter::new("count")];
+        let runtime = ChatRuntime::new(
+            store.clone(),
+            ScriptedProvider::new(strategy_script(name, "a")),
+        )
+        .with_tools(tools.clone())
+        .with_strategy(strategy());
+        let chat_id = common::chat(&*store, &runtime, Default::default(), Default::default()).await;
+        let outcome = runtime
+            .send(&chat_id, Message::user_text("u1", "count three times"))
+            .finish()
+            .await
+            .unwrap();
+        assert!(
+            matches!(outcome.result.status, LoopStatus::Complete { .. }),
+            "{name}: {:?}",
+            outcome.result.status
+        );
+        let run_id = store.last_run(&chat_id).await.unwrap().unwrap().id;
+        let steps = runtime.steps(&run_id).await.unwrap();
+        assert!(steps.len() >= 4, "{name}: {}", steps.len());
+        let middle = steps[steps.len() / 2].clone();
+        let original = messages(&*store, &chat_id).await;
+        let forked = runtime.fork(&run_id, middle.seq, None).await.unwrap();
+        let prefix = usize::try_from(middle.message_count).unwrap();
+        assert_eq!(
+            messages(&*store, &forked.chat_id).await,
+            original[..prefix],
+            "{name}"
+        );
+        let record = store.get_run(&forked.run_id).await.unwrap();
+        assert_eq!(
+            record.state.as_ref().unwrap().strategy,
+            middle.state.strategy,
+            "{name}: the fork goes on in the step's strategy and phase"
+        );
+        let outcome = ChatRuntime::new(
+            store.clone(),
+            ScriptedProvider::new(strategy_script(name, "b")),
+        )
+        .with_tools(tools.clone())
+        .with_strategy(strategy())
+        .run_fork(&forked.run_id)
+        .await
+        .unwrap()
+        .outcome()
+        .await
+        .unwrap();
+        assert!(
+            matches!(outcome.result.status, LoopStatus::Complete { .. }),
+            "{name}: {:?}",
+            outcome.result.status
+        );
+        let after = messages(&*store, &forked.chat_id).await;
+        assert_eq!(after[..prefix], original[..prefix], "{name}");
+        assert!(after.len() > prefix, "{name}");
+        assert_eq!(messages(&*store, &chat_id).await, original, "{name}");
+    }
+}
