@@ -46,6 +46,8 @@ fn an_agent_run_forks_at_a_middle_step(db: &str, dir: &Path) {
     turns.push(text("Planned."));
     // What the fork asks for next (one script, shared in order).
     turns.extend([view("b0"), view("b1"), text("Planned again.")]);
+    // What a fork with a prompt asks for.
+    turns.push(text("Short plan."));
     let script = dir.join("script.json");
     write_script(&script, Value::Array(turns));
     let repo = dir.join("repo");
@@ -150,6 +152,38 @@ fn an_agent_run_forks_at_a_middle_step(db: &str, dir: &Path) {
         messages(&address, &token, &run_id),
         original,
         "the run is untouched"
+    );
+
+    // A prompt only where the run calls the model next.
+    let tools_step = steps.iter().find(|s| s["next"] == "tools").unwrap();
+    let (status, refused) = http(
+        &address,
+        &token,
+        "POST",
+        &fork_path,
+        Some(json!({ "at": tools_step["seq"], "prompt": "shorter" })),
+    );
+    assert_eq!(status, 400, "{refused}");
+    let (status, prompted) = http(
+        &address,
+        &token,
+        "POST",
+        &fork_path,
+        Some(json!({ "at": at, "prompt": "Make it shorter." })),
+    );
+    assert_eq!(status, 201, "{prompted}");
+    let prompted_id = prompted["id"].as_str().unwrap().to_owned();
+    until_status(&address, &token, &prompted_id, "completed");
+    let with_prompt = messages(&address, &token, &prompted_id);
+    assert_eq!(with_prompt[..prefix], original[..prefix]);
+    assert_eq!(with_prompt[prefix]["role"], "user", "{with_prompt:?}");
+    assert!(with_prompt[prefix].to_string().contains("Make it shorter."));
+    assert!(
+        with_prompt
+            .last()
+            .unwrap()
+            .to_string()
+            .contains("Short plan.")
     );
 }
 
