@@ -92,6 +92,10 @@ pub enum Command {
     /// List, show or delete stored chats.
     #[command(subcommand)]
     Chats(crate::chats::ChatsCommand),
+    /// List or show stored runs with the steps they keep, or fork a run at
+    /// one of its steps.
+    #[command(subcommand)]
+    Runs(crate::runs::RunsCommand),
     /// List the Agent Skills a run here reads, and the folders refused.
     #[command(subcommand)]
     Skills(crate::skills::SkillsCommand),

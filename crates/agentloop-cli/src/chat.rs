@@ -165,6 +165,7 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
     session.hooks = hooks;
     session.handoffs = handoffs;
     session.recall = recall;
+    session.keep_steps = crate::runs::step_retention()?;
     // A run cut short (its process was killed) goes on first, from its
     // last checkpoint, before any new message.
     let continued = if interrupted {

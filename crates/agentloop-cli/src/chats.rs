@@ -135,7 +135,7 @@ async fn list(args: DbArgs) -> Outcome {
 }
 
 /// Unix milliseconds as `2025-01-15 10:30 UTC`.
-fn when(millis: i64) -> String {
+pub(crate) fn when(millis: i64) -> String {
     let stamp = agentloop_storage::time::rfc3339(millis);
     format!(
         "{} UTC",

@@ -49,6 +49,7 @@ mod repl;
 mod replay;
 mod run;
 mod run_args;
+mod runs;
 #[cfg(feature = "server")]
 mod schedules;
 #[cfg(feature = "server")]
@@ -231,6 +232,7 @@ fn main() -> ExitCode {
             runtime.block_on(acp::serve(args, approvals, hooks))
         }),
         Command::Chats(command) => runtime.block_on(chats::chats(command)),
+        Command::Runs(command) => runtime.block_on(runs::runs(command)),
         Command::Memory(command) => runtime.block_on(memories::memory(command)),
         Command::Skills(command) => skills::list(command),
         Command::Export(args) => runtime.block_on(export::export(args)),

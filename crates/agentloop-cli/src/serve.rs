@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// Lease length in milliseconds (at least 1).
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub lease_ms: u64,
+    /// How many steps each agent run keeps, to list and fork it at: `all`,
+    /// `none` (only its latest state) or a number of latest steps.
+    #[arg(long, value_name = "all|none|N", default_value = "all")]
+    pub keep_steps: agentloop_storage::StepRetention,
     /// Lease renewal period in milliseconds, shorter than the lease.
     #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_ms: u64,
@@ -364,6 +368,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
             TrustedProxies::new(args.trust_proxy.iter().copied())
         };
         config.lease_ttl = Duration::from_millis(args.lease_ms.max(1));
+        config.keep_steps = args.keep_steps;
         config.heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
         config.claim_interval = Duration::from_millis(args.claim_interval_ms.max(1));
         if let Some(id) = args.instance_id {

@@ -12,8 +12,8 @@ use agentloop_runtime::{ChatRuntime, ChatSettings};
 use agentloop_storage::model::{Chat, Project, now_millis};
 use agentloop_storage::{StorageError, Store};
 use agentloop_types::{
-    CancellationToken, Decisions, Hooks, LoopStatus, Message, ModelProvider, PendingCall, RunInput,
-    Retriever, TokenTotals, Tool,
+    CancellationToken, Decisions, Hooks, LoopStatus, Message, ModelProvider, PendingCall,
+    Retriever, RunInput, TokenTotals, Tool,
 };
 use futures::StreamExt;
 
@@ -132,6 +132,8 @@ pub struct Session {
     /// What recalls the stored memories a turn's message is about, as the
     /// turn starts.
     pub recall: Option<Arc<dyn Retriever>>,
+    /// How many steps each run keeps.
+    pub keep_steps: agentloop_storage::StepRetention,
     json: bool,
     /// Stdout is not a terminal: it gets each turn's answer alone, the
     /// view goes to stderr.
@@ -193,6 +195,7 @@ impl Session {
             hooks: Hooks::default(),
             handoffs: None,
             recall: None,
+            keep_steps: agentloop_storage::StepRetention::default(),
             json,
             answer_only,
             view: render::View::new(if answer_only {
@@ -279,6 +282,7 @@ impl Session {
     /// The runtime a turn runs on: the session's tools, hooks and agents.
     fn runtime(&self) -> ChatRuntime {
         let runtime = ChatRuntime::new(self.store.clone(), self.provider.clone())
+            .with_step_retention(self.keep_steps)
             .with_tools(self.tools.clone())
             .with_hooks(self.hooks.clone())
             .with_strategy(strategy(self.recall.clone()));

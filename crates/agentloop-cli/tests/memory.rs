@@ -373,7 +373,15 @@ async fn each_chat_turn_starts_with_the_memories_its_message_is_about() {
         ]),
     );
     succeeds(
-        &["chat", "--db", &db, "--provider", &teach, "--tools", "memory"],
+        &[
+            "chat",
+            "--db",
+            &db,
+            "--provider",
+            &teach,
+            "--tools",
+            "memory",
+        ],
         "Remember how Ada takes her tea.\n",
     );
 

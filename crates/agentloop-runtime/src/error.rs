@@ -74,6 +74,37 @@ pub enum RuntimeError {
         /// What was asked.
         what: &'static str,
     },
+    /// A fork was asked at a seq where the run keeps no step.
+    #[error("{}", not_a_step(run_id, *at, *kept, *first, *last))]
+    NotAStep {
+        /// The run.
+        run_id: String,
+        /// The seq asked for.
+        at: u64,
+        /// How many steps the run keeps.
+        kept: usize,
+        /// The seq of its first kept step.
+        first: Option<u64>,
+        /// The seq of its last kept step.
+        last: Option<u64>,
+    },
+    /// A fork was given a prompt at a step where the run runs tool calls
+    /// next (a person's message may only follow their results).
+    #[error(
+        "step {at} of run {run_id} runs tool calls next: a prompt can only be added at a step where the run calls the model"
+    )]
+    ForkPrompt {
+        /// The run.
+        run_id: String,
+        /// The step's seq.
+        at: u64,
+    },
+    /// A run started as a fork is not one, or has started already.
+    #[error("run {run_id} is not a fork waiting to start")]
+    NotAFork {
+        /// The run.
+        run_id: String,
+    },
     /// A stored run record could not be read back.
     #[error("run {run_id} is corrupt: {message}")]
     CorruptRun {
@@ -82,6 +113,16 @@ pub enum RuntimeError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// The message of [`RuntimeError::NotAStep`].
+fn not_a_step(run_id: &str, at: u64, kept: usize, first: Option<u64>, last: Option<u64>) -> String {
+    match (first, last) {
+        (Some(first), Some(last)) => format!(
+            "seq {at} is not a step of run {run_id}: its {kept} kept steps are at seqs from {first} to {last} (`agentloop runs show {run_id} --steps` lists them)"
+        ),
+        _ => format!("seq {at} is not a step of run {run_id}: it keeps no steps"),
+    }
 }
 
 /// Result of a runtime operation.

@@ -57,6 +57,8 @@
 mod chat_run;
 pub mod ending;
 pub mod error;
+pub mod fork;
+mod forked;
 mod gate;
 pub mod heartbeat;
 mod host;
@@ -74,6 +76,7 @@ mod submit;
 pub use chat_run::{ChatRun, RunOutcome};
 pub use ending::{Decided, RunEnding};
 pub use error::{RuntimeError, RuntimeResult};
+pub use fork::{ForkPlan, Forked};
 pub use heartbeat::{Heartbeat, LeaseWatcher, Watched};
 pub use host::{Hosted, HostedRun, Written};
 pub use log::RunLog;

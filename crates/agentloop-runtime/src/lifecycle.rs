@@ -24,7 +24,9 @@
 //!     appended, the record written, the host commits, the lease released;
 //!   - anything else waits in the batch until it is full.
 //! - a checkpoint (the run's state between two steps) → the batch is
-//!   appended, then the state stored with the record.
+//!   appended, then the state stored with the record, then kept as the
+//!   run's step at the seq of its last event (unless the run keeps no
+//!   steps; see [`agentloop_storage::StepRetention`]).
 //! - every append renews the lease once half of it is spent.
 //!
 //! So: the terminal event is durable before any record says the run
@@ -33,6 +35,7 @@
 
 use std::collections::VecDeque;
 
+use agentloop_storage::RunStep;
 use agentloop_storage::model::{EndReason, RunRecord, RunStatus};
 use agentloop_types::{
     EventKind, FinishedEvent, LoopError, LoopEvent, LoopResult, LoopStatus, Message,
@@ -82,6 +85,14 @@ pub(crate) enum Effect {
     },
     /// Write the run's record as it stands.
     StoreRecord(Box<RunRecord>),
+    /// Keep the run's step (its state between two steps), dropping the
+    /// oldest beyond `keep` (`None`: all are kept).
+    KeepStep {
+        /// The step.
+        step: Box<RunStep>,
+        /// How many of the run's steps are kept.
+        keep: Option<u32>,
+    },
     /// Release tool call `0`: its start is in the log.
     OpenGate(String),
     /// Tell the host the run waits on `pending` (`fresh`: its loop has
@@ -124,6 +135,8 @@ pub(crate) struct Lifecycle {
     batch_size: usize,
     /// Whether the run writes checkpoints.
     checkpointed: bool,
+    /// How many steps the run keeps (`None`: all, `Some(0)`: none).
+    keep_steps: Option<u32>,
     last_assistant: Option<Message>,
     totals: TokenTotals,
     deciding: Option<Deciding>,
@@ -149,6 +162,7 @@ impl Lifecycle {
             batch: Vec::new(),
             batch_size: LOG_BATCH,
             checkpointed: false,
+            keep_steps: None,
             last_assistant: None,
             totals: TokenTotals::default(),
             deciding: None,
@@ -162,6 +176,12 @@ impl Lifecycle {
     /// Numbers events from `next_seq`, continuing the run's log.
     pub(crate) fn continuing_at(&mut self, next_seq: u64) {
         self.next_seq = next_seq;
+    }
+
+    /// Keeps the run's latest `keep` steps (`None`: all, `Some(0)`: none;
+    /// all by default).
+    pub(crate) fn keeping_steps(&mut self, keep: Option<u32>) {
+        self.keep_steps = keep;
     }
 
     /// A host takes part in the run's end. Its followers (other instances
@@ -288,9 +308,19 @@ impl Lifecycle {
         }
         self.checkpointed = true;
         self.append(now);
+        let step = (self.keep_steps != Some(0)).then(|| {
+            let seq = self.next_seq.saturating_sub(1);
+            RunStep::of_state(&self.run.id, seq, &state, now)
+        });
         self.run.state = Some(state);
         self.run.updated_at = now;
         self.store_record();
+        if let Some(step) = step {
+            self.effects.push_back(Effect::KeepStep {
+                step: Box::new(step),
+                keep: self.keep_steps,
+            });
+        }
     }
 
     /// Appends what is batched, and renews the lease once half spent.
@@ -611,6 +641,7 @@ mod tests {
                 Effect::SaveMessage { .. } => "save message".into(),
                 Effect::AddTotals { .. } => "add totals".into(),
                 Effect::StoreRecord(record) => format!("store {:?}", record.status),
+                Effect::KeepStep { step, .. } => format!("keep step {}", step.seq),
                 Effect::OpenGate(id) => format!("open {id}"),
                 Effect::HostWaits { .. } => "host waits".into(),
                 Effect::HostDecides(_) => "host decides".into(),
@@ -637,6 +668,33 @@ mod tests {
             ["take lease", "append 0", "save message"]
         );
         assert_eq!(machine.poll_stored().map(|e| e.seq), Some(0));
+    }
+
+    #[test]
+    fn a_checkpoint_is_kept_as_a_step_at_its_last_events_seq_after_the_record() {
+        let message = |id: &str| {
+            event(EventKind::MessageCreated(MessageCreatedEvent {
+                message: Message::user_text(id, "hi"),
+            }))
+        };
+        let mut machine = Lifecycle::new(record(), "w1".into(), LEASE, 0);
+        machine.continuing_at(4);
+        machine.event(message("m1"), 10);
+        drain(&mut machine);
+        let state = RunState::new("r1".to_owned(), vec![Message::user_text("m1", "hi")]);
+        machine.checkpoint(state.clone(), 11);
+        let effects = drain(&mut machine);
+        assert_eq!(names(&effects), ["store Running", "keep step 4"]);
+        let Some(Effect::KeepStep { step, keep: None }) = effects.last() else {
+            panic!("{effects:?}");
+        };
+        assert_eq!(step.message_count, 1);
+        assert!(step.state.messages.is_empty(), "messages are not copied");
+
+        let mut machine = Lifecycle::new(record(), "w1".into(), LEASE, 0);
+        machine.keeping_steps(Some(0));
+        machine.checkpoint(state, 11);
+        assert_eq!(names(&drain(&mut machine)), ["take lease", "store Running"]);
     }
 
     #[test]

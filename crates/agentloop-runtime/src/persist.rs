@@ -66,6 +66,13 @@ impl Persister {
         self
     }
 
+    /// Keeps the run's latest `keep` steps (`None`: all, `Some(0)`:
+    /// none).
+    pub(crate) fn keeping_steps(mut self: Box<Self>, keep: Option<u32>) -> Box<Self> {
+        self.lifecycle.keeping_steps(keep);
+        self
+    }
+
     /// Lets a host take part in the run's end (see
     /// [`Lifecycle::hosted`]).
     pub(crate) fn with_ending(
@@ -233,6 +240,7 @@ impl Persister {
                 }
             }
             Effect::StoreRecord(record) => self.store.update_run(&record).await?,
+            Effect::KeepStep { step, keep } => self.store.keep_step(&step, keep).await?,
             Effect::OpenGate(tool_use_id) => self.gate.open(&tool_use_id),
             Effect::HostWaits { pending, fresh } => {
                 if let Some(ending) = &self.ending {

@@ -236,7 +236,13 @@ impl ChatRuntime {
     /// Whether the chat's last run was interrupted and is waiting for
     /// [`continue_chat`](Self::continue_chat) (a new message would
     /// supersede it instead).
+    /// A fork that has not started counts as one (see [`crate::fork`]).
     pub async fn has_interrupted_run(&self, chat_id: &str) -> RuntimeResult<bool> {
+        if let Some(last) = self.store.last_run(chat_id).await?
+            && crate::forked::is_unstarted_fork(&last)
+        {
+            return Ok(true);
+        }
         Ok(self.resumable_run(chat_id).await?.is_some())
     }
 

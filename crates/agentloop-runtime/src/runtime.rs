@@ -5,7 +5,7 @@ use std::sync::Arc;
 use agentloop_engine::strategy::NativeStrategy;
 use agentloop_engine::{CheckpointedRun, Handoffs, Interrupt, LoopStrategy, RunDeps, RunStream};
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
-use agentloop_storage::{RuntimeStore, StorageError, StoreAttachmentLoader};
+use agentloop_storage::{RuntimeStore, StepRetention, StorageError, StoreAttachmentLoader};
 use agentloop_types::{
     CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message, ModelProvider,
     PendingCall, Role, RunState, Tool,
@@ -40,6 +40,8 @@ pub struct ChatRuntime {
     hooks: Hooks,
     /// Interrupts the step in flight of this runtime's runs.
     interrupt: Option<Interrupt>,
+    /// How many steps each run keeps.
+    step_retention: StepRetention,
 }
 
 impl ChatRuntime {
@@ -59,7 +61,16 @@ impl ChatRuntime {
             handoffs: None,
             hooks: Hooks::default(),
             interrupt: None,
+            step_retention: StepRetention::default(),
         }
+    }
+
+    /// How many steps each run keeps (all by default; see
+    /// [`StepRetention`]): a step is a run's state between two steps,
+    /// stored without its messages, which a run can be forked at.
+    pub fn with_step_retention(mut self, retention: StepRetention) -> Self {
+        self.step_retention = retention;
+        self
     }
 
     /// Lifecycle hooks every run asks (see [`agentloop_types::hook`]);
@@ -312,6 +323,11 @@ impl ChatRuntime {
     pub async fn continue_chat(&self, chat_id: &str) -> RuntimeResult<Option<ChatRun>> {
         // Boxed: these steps' futures would otherwise stay inline in this
         // one for as long as the run goes on.
+        if let Some(last) = self.store.last_run(chat_id).await?
+            && crate::forked::is_unstarted_fork(&last)
+        {
+            return Box::pin(self.run_fork(&last.id)).await.map(Some);
+        }
         Box::pin(self.ensure_idle(chat_id)).await?;
         if let Some(state) = Box::pin(self.resumable_run(chat_id)).await? {
             return Box::pin(self.run_state(chat_id, state)).await.map(Some);
@@ -576,6 +592,7 @@ impl ChatRuntime {
             self.lease_ms,
             context_len,
         ))
+        .keeping_steps(self.step_retention.keep())
     }
 
     /// Takes the run's lease and hands its stream to a [`ChatRun`], which

@@ -18,7 +18,7 @@ use agentloop_storage::model::{
 };
 use agentloop_storage::{
     AttachmentStore, ChatStore, InboxStore, MemoryStore, ProjectSettingsStore, ProjectStore,
-    RunStore, RuntimeStore, StorageResult,
+    RunStep, RunStore, RuntimeStore, StepStore, StorageResult,
 };
 use agentloop_types::{
     Decision, LoopEvent, LoopStatus, Message, Role, TokenTotals, Tool, ToolContext, ToolResult,
@@ -142,6 +142,19 @@ impl ChatStore for ChatsOnly {
     }
     async fn rollback_to_checkpoint(&self, chat_id: &str, name: &str) -> StorageResult<Checkpoint> {
         self.inner.rollback_to_checkpoint(chat_id, name).await
+    }
+}
+
+#[async_trait]
+impl StepStore for ChatsOnly {
+    async fn keep_step(&self, step: &RunStep, keep: Option<u32>) -> StorageResult<()> {
+        self.inner.keep_step(step, keep).await
+    }
+    async fn list_steps(&self, run_id: &str) -> StorageResult<Vec<RunStep>> {
+        self.inner.list_steps(run_id).await
+    }
+    async fn get_step(&self, run_id: &str, seq: u64) -> StorageResult<RunStep> {
+        self.inner.get_step(run_id, seq).await
     }
 }
 

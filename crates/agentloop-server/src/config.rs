@@ -100,6 +100,9 @@ pub struct ServerConfig {
     pub instance_id: String,
     /// How long a lease lasts without a heartbeat.
     pub lease_ttl: Duration,
+    /// How many steps each agent run keeps (all by default), which a run
+    /// can be forked at.
+    pub keep_steps: agentloop_storage::StepRetention,
     /// How often leases are renewed and run statuses checked.
     pub heartbeat: Duration,
     /// How often the instance looks for runs to take over.
@@ -197,6 +200,7 @@ impl ServerConfig {
                 crate::holder::this_process().unwrap_or_default()
             ),
             lease_ttl: Duration::from_secs(30),
+            keep_steps: agentloop_storage::StepRetention::default(),
             heartbeat: Duration::from_secs(5),
             claim_interval: Duration::from_secs(5),
             max_body_bytes: 1 << 20,

@@ -165,7 +165,7 @@ pub async fn cancel_in_engine(state: &AppState, run_id: &str) {
 /// Executes a run in the background here (the runtime takes its lease; a
 /// run whose lease another instance holds is left to it). With a durable
 /// engine, the run is handed to it instead.
-async fn execute(state: &AppState, run_id: &str) {
+pub(crate) async fn execute(state: &AppState, run_id: &str) {
     if let Some(dispatch) = &state.config.dispatch {
         if let Err(error) = dispatch.dispatch(run_id).await {
             // Handed again by the claim loop once its lease is claimable.

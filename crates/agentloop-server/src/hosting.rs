@@ -58,6 +58,7 @@ pub fn runtime(
 ) -> ChatRuntime {
     let runtime = ChatRuntime::new(state.store.clone(), state.config.provider.clone())
         .with_tools(tools)
+        .with_step_retention(state.config.keep_steps)
         .with_lease(state.config.instance_id.clone(), state.lease_ttl_ms());
     match local {
         Some(local) => runtime

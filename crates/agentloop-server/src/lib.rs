@@ -73,6 +73,7 @@ pub mod ending;
 pub mod error;
 pub mod folders;
 pub mod follow;
+pub mod fork;
 pub mod heartbeat;
 pub mod holder;
 pub mod hosting;

@@ -59,6 +59,7 @@ pub mod postgres;
 pub mod schedules;
 mod sql;
 pub mod sqlite;
+pub mod steps;
 pub mod store;
 pub mod time;
 
@@ -73,6 +74,7 @@ pub use open::open_store;
 pub use postgres::PostgresStore;
 pub use schedules::SchedulesStore;
 pub use sqlite::SqliteStore;
+pub use steps::{RunStep, StepRetention, StepStore};
 pub use store::{
     AppendWatch, AttachmentStore, AuditStore, ChatStore, FileStore, InboxStore, MemoriesStore,
     ProductStore, ProjectSettingsStore, ProjectStore, RunStore, RuntimeStore, Store, TaskStore,

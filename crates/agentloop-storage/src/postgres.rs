@@ -107,6 +107,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0010_chains_tokens_audit.sql"),
             include_str!("../migrations/postgres/0011_inbox.sql"),
             include_str!("../migrations/postgres/0012_schedules.sql"),
+            include_str!("../migrations/postgres/0014_run_steps.sql"),
         ])
         .run(&pool)
         .await
@@ -182,3 +183,4 @@ include!("sql/webhooks.rs");
 include!("sql/memories.rs");
 include!("sql/audit.rs");
 include!("sql/schedules.rs");
+include!("sql/steps.rs");

@@ -3,11 +3,11 @@
 //!
 //! - [`RuntimeStore`], what the runtime runs chats over: chats with their
 //!   messages and checkpoints ([`ChatStore`]), runs with their leases and
-//!   event logs ([`RunStore`]), the attachments messages point at
-//!   ([`AttachmentStore`]) and the settings chats inherit from their
-//!   project ([`ProjectSettingsStore`]). It knows nothing of tasks, agent
-//!   runs, users or webhooks: a backend that only serves chats implements
-//!   these four and nothing else.
+//!   event logs ([`RunStore`]), the steps kept of runs ([`StepStore`]),
+//!   the attachments messages point at ([`AttachmentStore`]) and the
+//!   settings chats inherit from their project ([`ProjectSettingsStore`]).
+//!   It knows nothing of tasks, agent runs, users or webhooks: a backend
+//!   that only serves chats implements these and nothing else.
 //! - [`ProductStore`], the server's product: projects ([`ProjectStore`]),
 //!   their files ([`FileStore`]), tasks and agent runs ([`TaskStore`]),
 //!   users ([`UserStore`]), webhook deliveries ([`WebhookStore`]) and the
@@ -35,6 +35,7 @@ use crate::model::{
     User, UserToken, WebhookDelivery,
 };
 use crate::schedules::SchedulesStore;
+use crate::steps::StepStore;
 
 /// Projects. Deleting a project deletes everything it owns.
 #[async_trait]
@@ -476,16 +477,22 @@ pub trait InboxStore: Send + Sync {
 }
 
 /// What the runtime runs chats over: chats, messages and checkpoints,
-/// messages waiting for a run, runs with their leases and event logs,
-/// attachments, and projects' settings. Nothing of the server's product
+/// messages waiting for a run, runs with their leases, event logs and
+/// kept steps, attachments, and projects' settings. Nothing of the server's product
 /// ([`ProductStore`]).
 pub trait RuntimeStore:
-    ChatStore + InboxStore + RunStore + AttachmentStore + ProjectSettingsStore
+    ChatStore + InboxStore + RunStore + StepStore + AttachmentStore + ProjectSettingsStore
 {
 }
 
 impl<T> RuntimeStore for T where
-    T: ChatStore + InboxStore + RunStore + AttachmentStore + ProjectSettingsStore + ?Sized
+    T: ChatStore
+        + InboxStore
+        + RunStore
+        + StepStore
+        + AttachmentStore
+        + ProjectSettingsStore
+        + ?Sized
 {
 }
 

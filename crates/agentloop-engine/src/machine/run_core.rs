@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use agentloop_types::{
     AgentCompletionEvent, AgentErrorEvent, ContextEdit, ContextEditedEvent, FinishedEvent,
-    MessageCreatedEvent,
-    PendingToolResultEvent, TokensConsumedEvent,
+    MessageCreatedEvent, PendingToolResultEvent, TokensConsumedEvent,
 };
 use agentloop_types::{
     BreakLoop, ContentBlock, EventKind, HandoffHistory, History, HistoryCheck, LimitKind,

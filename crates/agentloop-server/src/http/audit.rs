@@ -56,6 +56,7 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("POST", "/api/agent-runs/{run_id}/inputs", "run.message"),
     ("POST", "/api/agent-runs/{run_id}/decisions", "run.decide"),
     ("POST", "/api/agent-runs/{run_id}/cancel", "run.cancel"),
+    ("POST", "/api/agent-runs/{run_id}/fork", "run.fork"),
     (
         "PUT",
         "/api/projects/{project_id}/webhooks",

@@ -24,6 +24,7 @@ mod audit;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod fork;
 pub mod mcp;
 pub mod memories;
 mod meta;

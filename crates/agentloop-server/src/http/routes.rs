@@ -14,6 +14,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::Method;
 
+use super::fork::{ForkRequest, StepShape};
 use super::meta::{health, me};
 use super::openapi;
 use super::requests::{
@@ -28,8 +29,8 @@ use super::responses::{
 use super::route::Route;
 use super::schedule_shapes::{NewSchedule, ScheduleChange, ScheduleShape, SchedulesShape};
 use super::{
-    a2a, ag_ui, agent_runs, ai_sdk, audit, events, memories, projects, schedules, session, tasks,
-    webhooks, ws,
+    a2a, ag_ui, agent_runs, ai_sdk, audit, events, fork, memories, projects, schedules, session,
+    tasks, webhooks, ws,
 };
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
@@ -178,6 +179,15 @@ pub fn routes() -> Vec<Route> {
             .summary("Cancel a running or waiting agent run: its model request and tools stop at once (a waiting run's pending calls are each answered as cancelled), it ends `cancelled`, and the chain stops.")
             .answers::<AgentRunShape>("200", "The agent run, now cancelled")
             .or::<RunConflict>("409", "The run already ended"),
+        Route::new(Method::GET, "/api/agent-runs/{runId}/steps", fork::steps)
+            .summary("The steps the run keeps, oldest first: each its state between two steps, addressed by the seq of the last event logged before it (how many a run keeps is the server's `--keep-steps`: all by default)")
+            .answers::<Vec<StepShape>>("200", "Steps"),
+        Route::new(Method::POST, "/api/agent-runs/{runId}/fork", fork::fork)
+            .summary("Fork the run at one of its steps (`at`, a seq of `GET /api/agent-runs/{runId}/steps`): a new agent run of the same task and agent, with its own id, conversation and event log, whose history is the run's up to that step (its log starts with the run's events up to `at`); `prompt`, when given, is a message the fork takes before it goes on (only at a step where the run calls the model next). The run itself is not changed. The fork executes at once, as the task's active run.")
+            .body::<ForkRequest>()
+            .answers::<AgentRunShape>("201", "The fork")
+            .or::<ErrorShape>("400", "`at` is not a step of the run (the message names the seqs its steps lie between), or a prompt at a step that runs tools next")
+            .or::<StartConflict>("409", "An agent of the task is running or waiting (`runningAgent` names it), or the task is marked done"),
         Route::new(Method::POST, "/api/tasks/{taskId}/inputs", agent_runs::task_input)
             .summary("Submit a `RunInput` (the typed input every host of the server submits; schema `docs/inputs.schema.json`) to the task: `start` begins an agent run (`agent`: planification, implementation — the default — or review; `message`'s text is its request; `client_tools` are tools the client answers, as AG-UI's front-end tools), `decide` decides the calls its waiting run waits on, `message` starts the default agent with it when no agent run is going (a 409 while one is), `cancel` cancels its going or waiting run, `stop` marks it done")
             .body::<RunInput>()

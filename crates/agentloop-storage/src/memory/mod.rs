@@ -6,6 +6,7 @@ mod files;
 mod memories;
 mod runs;
 mod schedules;
+mod steps;
 mod tasks;
 mod users;
 mod webhooks;
@@ -47,6 +48,8 @@ struct State {
     files: BTreeMap<(String, String), FileRecord>,
     runs: BTreeMap<String, RunRecord>,
     events: HashMap<String, BTreeMap<u64, LoopEvent>>,
+    /// Run id → its kept steps by seq.
+    steps: HashMap<String, BTreeMap<u64, crate::steps::RunStep>>,
     tasks: BTreeMap<String, Task>,
     agent_runs: BTreeMap<String, AgentRun>,
     /// Agent run id → its recorded decisions, oldest first.
@@ -128,6 +131,7 @@ impl State {
         for run in runs {
             self.runs.remove(&run);
             self.events.remove(&run);
+            self.steps.remove(&run);
         }
         for conversation in self.conversations.values_mut() {
             if conversation.chat_id.as_deref() == Some(id) {
@@ -149,6 +153,7 @@ impl State {
         for run in &runs {
             self.runs.remove(run);
             self.events.remove(run);
+            self.steps.remove(run);
         }
         self.agent_runs.retain(|_, r| r.task_id != id);
         let runs = &self.agent_runs;

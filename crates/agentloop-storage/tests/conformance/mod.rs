@@ -14,6 +14,7 @@ mod inbox;
 mod memories;
 mod runs;
 mod schedules;
+mod steps;
 mod users;
 mod webhooks;
 
@@ -38,6 +39,7 @@ pub use inbox::*;
 pub use memories::*;
 pub use runs::*;
 pub use schedules::*;
+pub use steps::*;
 pub use users::*;
 pub use webhooks::*;
 
@@ -78,6 +80,7 @@ macro_rules! conformance_suite {
             concurrent_starts_are_stored_or_refused_each_alone,
             memories_by_scope_and_path, memories_as_files, memories_recalled_by_relevance,
             inbox_keeps_messages_until_delivered, schedules_claim_each_tick_once,
+            run_steps_kept_and_retained,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(

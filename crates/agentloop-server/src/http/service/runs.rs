@@ -30,7 +30,7 @@ pub(super) async fn start_run(
 
 /// A run that could not start: a 409 naming the task's active run, or the
 /// store's error.
-fn start_error(err: StartError) -> ApiError {
+pub(crate) fn start_error(err: StartError) -> ApiError {
     match err {
         StartError::Conflict(active) => ApiError {
             status: StatusCode::CONFLICT,

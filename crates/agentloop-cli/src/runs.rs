@@ -1,0 +1,285 @@
+//! `agentloop runs list|show|fork`: the runs of a database's chats, the
+//! steps each keeps, and forks of a run at one of its steps.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agentloop_runtime::RuntimeError;
+use agentloop_runtime::fork::fork_chat_run;
+use agentloop_storage::model::{Chat, RunRecord};
+use agentloop_storage::{RunStep, StepRetention, StorageError, Store};
+use agentloop_types::RunPhase;
+use clap::{Args, Subcommand};
+
+use crate::chats::when;
+use crate::db::{self, Access};
+use crate::out::{Failure, Outcome, Stdout};
+
+/// The environment variable setting how many steps each run of a chat
+/// keeps: `all` (the default), `none` or a number of latest steps.
+pub const KEEP_STEPS_ENV: &str = "AGENTLOOP_KEEP_STEPS";
+
+#[derive(Subcommand)]
+pub enum RunsCommand {
+    /// List a chat's runs (or every chat's), oldest first: id, chat,
+    /// status, start time and steps kept.
+    List(ListArgs),
+    /// Show a run: its chat, status and times; with --steps, each step it
+    /// keeps (seq, time, tokens and tool calls).
+    Show(ShowArgs),
+    /// Fork a run at one of its steps: a new run in a new chat whose
+    /// history is the run's up to that step (the run itself is left as it
+    /// is). Continue it with `agentloop chat --chat CHAT`.
+    Fork(ForkArgs),
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// Only this chat's runs.
+    #[arg(long)]
+    pub chat: Option<String>,
+    /// Database (default: agentloop.db in the platform data folder).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// The run.
+    pub id: String,
+    /// List the steps the run keeps.
+    #[arg(long)]
+    pub steps: bool,
+    /// Database (default: agentloop.db in the platform data folder).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ForkArgs {
+    /// The run to fork.
+    pub id: String,
+    /// The seq of the step to fork at (`runs show RUN --steps` lists
+    /// them).
+    #[arg(long, value_name = "SEQ")]
+    pub at: u64,
+    /// A message of yours the fork takes before it goes on.
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// Database (default: agentloop.db in the platform data folder).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How many steps runs keep, from [`KEEP_STEPS_ENV`].
+pub fn step_retention() -> Result<StepRetention, Failure> {
+    match std::env::var(KEEP_STEPS_ENV) {
+        Ok(text) => text
+            .parse()
+            .map_err(|e| Failure::usage(format!("{KEEP_STEPS_ENV}: {e}"))),
+        Err(_) => Ok(StepRetention::default()),
+    }
+}
+
+pub async fn runs(command: RunsCommand) -> Outcome {
+    match command {
+        RunsCommand::List(args) => list(args).await,
+        RunsCommand::Show(args) => show(args).await,
+        RunsCommand::Fork(args) => fork(args).await,
+    }
+}
+
+/// The database `db`, or one line saying it holds nothing.
+async fn existing(db: Option<&str>) -> Result<Arc<dyn Store>, Failure> {
+    db::open(db, Access::Read).await?.ok_or_else(|| {
+        Failure::Runtime(format!("no runs in {} (no database yet)", db::describe(db)))
+    })
+}
+
+/// Run `id` of `store`, or one line saying it is not there.
+async fn existing_run(store: &dyn Store, id: &str, db: Option<&str>) -> Result<RunRecord, Failure> {
+    match store.get_run(id).await {
+        Ok(run) => Ok(run),
+        Err(StorageError::NotFound { .. }) => Err(Failure::Runtime(format!(
+            "no run {id} in {} (see `agentloop runs list`)",
+            db::describe(db)
+        ))),
+        Err(e) => Err(Failure::Runtime(e.to_string())),
+    }
+}
+
+async fn list(args: ListArgs) -> Outcome {
+    let mut out = Stdout::new();
+    let store = existing(args.db.as_deref()).await?;
+    let chats: Vec<Chat> = match &args.chat {
+        Some(id) => vec![store.get_chat(id).await.map_err(|e| e.to_string())?],
+        None => {
+            let mut chats = Vec::new();
+            for project in store.list_projects().await.map_err(|e| e.to_string())? {
+                chats.extend(
+                    store
+                        .list_chats(&project.id)
+                        .await
+                        .map_err(|e| e.to_string())?,
+                );
+            }
+            chats
+        }
+    };
+    let mut rows = Vec::new();
+    for chat in chats {
+        for run in store.list_runs(&chat.id).await.map_err(|e| e.to_string())? {
+            let steps = store.list_steps(&run.id).await.map_err(|e| e.to_string())?;
+            rows.push((run, steps.len()));
+        }
+    }
+    rows.sort_by(|(a, _), (b, _)| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    if args.json {
+        let value: Vec<_> = rows
+            .iter()
+            .map(|(run, steps)| {
+                serde_json::json!({
+                    "id": run.id, "chat_id": run.chat_id, "status": run.status,
+                    "created_at": run.created_at, "updated_at": run.updated_at,
+                    "steps": steps,
+                })
+            })
+            .collect();
+        out.line(serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (run, steps) in rows {
+        out.line(format!(
+            "{}\t{}\t{}\t{}\t{}",
+            run.id,
+            run.chat_id.as_deref().unwrap_or("-"),
+            run.status.as_str(),
+            when(run.created_at),
+            crate::out::counted(steps as u64, "step", "steps"),
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What comes after a step, in a word.
+fn next_of(phase: &RunPhase) -> &'static str {
+    match phase {
+        RunPhase::CallModel => "model",
+        RunPhase::RunTools { .. } => "tools",
+        RunPhase::Finished => "end",
+    }
+}
+
+/// A step as a JSON row.
+fn step_json(step: &RunStep) -> serde_json::Value {
+    serde_json::json!({
+        "seq": step.seq,
+        "at": step.created_at,
+        "messages": step.message_count,
+        "tokens": step.tokens(),
+        "tool_calls": step.state.tool_calls,
+        "model_turns": step.state.iteration,
+        "next": next_of(&step.state.phase),
+    })
+}
+
+async fn show(args: ShowArgs) -> Outcome {
+    let mut out = Stdout::new();
+    let store = existing(args.db.as_deref()).await?;
+    let run = existing_run(&*store, &args.id, args.db.as_deref()).await?;
+    let steps = if args.steps {
+        store.list_steps(&run.id).await.map_err(|e| e.to_string())?
+    } else {
+        Vec::new()
+    };
+    if args.json {
+        let mut value = serde_json::json!({
+            "id": run.id, "chat_id": run.chat_id, "status": run.status,
+            "created_at": run.created_at, "updated_at": run.updated_at,
+            "end_reason": run.end_reason,
+        });
+        if args.steps {
+            value["steps"] = steps.iter().map(step_json).collect();
+        }
+        out.line(serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    out.line(format!(
+        "run {} in chat {} ({}, started {}, last written {})",
+        run.id,
+        run.chat_id.as_deref().unwrap_or("-"),
+        run.status.as_str(),
+        when(run.created_at),
+        when(run.updated_at),
+    ))?;
+    if !args.steps {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if steps.is_empty() {
+        out.line("no steps kept")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    out.line("seq\ttime\ttokens in/out\ttool calls\tnext")?;
+    let mut before: Option<&RunStep> = None;
+    for step in &steps {
+        let tokens = step.tokens();
+        let (input, output, calls) = match before {
+            Some(b) => (
+                tokens.input_tokens.saturating_sub(b.tokens().input_tokens),
+                tokens
+                    .output_tokens
+                    .saturating_sub(b.tokens().output_tokens),
+                step.state.tool_calls.saturating_sub(b.state.tool_calls),
+            ),
+            None => (
+                tokens.input_tokens,
+                tokens.output_tokens,
+                step.state.tool_calls,
+            ),
+        };
+        out.line(format!(
+            "{}\t{}\t+{input}/+{output} ({}/{})\t+{calls} ({})\t{}",
+            step.seq,
+            agentloop_storage::time::rfc3339(step.created_at),
+            tokens.input_tokens,
+            tokens.output_tokens,
+            step.state.tool_calls,
+            next_of(&step.state.phase),
+        ))?;
+        before = Some(step);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn fork(args: ForkArgs) -> Outcome {
+    let store = db::open_for_write(args.db.as_deref()).await?;
+    existing_run(&*store, &args.id, args.db.as_deref()).await?;
+    // Forking reads and writes the store only: no model is called.
+    let forked = match fork_chat_run(&*store, &args.id, args.at, args.prompt.as_deref()).await {
+        Ok(forked) => forked,
+        Err(e @ (RuntimeError::NotAStep { .. } | RuntimeError::ForkPrompt { .. })) => {
+            return Err(Failure::usage(e.to_string()));
+        }
+        Err(e) => return Err(Failure::Runtime(e.to_string())),
+    };
+    let mut out = Stdout::new();
+    if args.json {
+        out.line(serde_json::to_string_pretty(&forked).map_err(|e| e.to_string())?)?;
+    } else {
+        out.line(format!("{}\t{}", forked.run_id, forked.chat_id))?;
+        crate::out::note(format!(
+            "forked run {} at seq {} as run {} in chat {}; continue it with `agentloop chat --chat {}`",
+            forked.from, forked.at, forked.run_id, forked.chat_id, forked.chat_id
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}

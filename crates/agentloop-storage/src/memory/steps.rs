@@ -1,0 +1,46 @@
+//! Runs' kept steps in the in-memory backend.
+
+use async_trait::async_trait;
+
+use super::MemoryStore;
+use crate::error::{StorageError, StorageResult};
+use crate::steps::{RunStep, StepStore};
+
+#[async_trait]
+impl StepStore for MemoryStore {
+    async fn keep_step(&self, step: &RunStep, keep: Option<u32>) -> StorageResult<()> {
+        let mut state = self.lock();
+        if !state.runs.contains_key(&step.run_id) {
+            return Err(StorageError::not_found("run", &step.run_id));
+        }
+        let steps = state.steps.entry(step.run_id.clone()).or_default();
+        if keep != Some(0) {
+            steps.insert(step.seq, step.clone());
+        }
+        if let Some(keep) = keep {
+            let keep = usize::try_from(keep).unwrap_or(usize::MAX);
+            while steps.len() > keep {
+                steps.pop_first();
+            }
+        }
+        Ok(())
+    }
+
+    async fn list_steps(&self, run_id: &str) -> StorageResult<Vec<RunStep>> {
+        Ok(self
+            .lock()
+            .steps
+            .get(run_id)
+            .map(|steps| steps.values().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn get_step(&self, run_id: &str, seq: u64) -> StorageResult<RunStep> {
+        self.lock()
+            .steps
+            .get(run_id)
+            .and_then(|steps| steps.get(&seq))
+            .cloned()
+            .ok_or_else(|| StorageError::not_found("step", format!("{run_id}@{seq}")))
+    }
+}
