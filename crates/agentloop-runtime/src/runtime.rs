@@ -7,7 +7,7 @@ use agentloop_engine::{CheckpointedRun, Handoffs, Interrupt, LoopStrategy, RunDe
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{RuntimeStore, StorageError, StoreAttachmentLoader};
 use agentloop_types::{
-    CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message, ModelProvider,
+    Budget, CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message, ModelProvider,
     PendingCall, Role, RunState, Tool,
 };
 
@@ -40,6 +40,8 @@ pub struct ChatRuntime {
     hooks: Hooks,
     /// Interrupts the step in flight of this runtime's runs.
     interrupt: Option<Interrupt>,
+    /// Reserves each model call's spend of this runtime's runs.
+    budget: Option<Arc<dyn Budget>>,
 }
 
 impl ChatRuntime {
@@ -59,7 +61,16 @@ impl ChatRuntime {
             handoffs: None,
             hooks: Hooks::default(),
             interrupt: None,
+            budget: None,
         }
+    }
+
+    /// Reserves each model call of this runtime's runs with `budget`
+    /// before it goes out, and settles it after (see [`Budget`]): a
+    /// refusal ends the run `limit_exceeded` (limit `budget`).
+    pub fn with_budget(mut self, budget: Arc<dyn Budget>) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Lifecycle hooks every run asks (see [`agentloop_types::hook`]);
@@ -552,6 +563,7 @@ impl ChatRuntime {
                 .map(|h| Arc::new(h.map_tools(|tools| GatedTool::wrap_all(tools, gate)))),
             hooks: self.hooks.clone(),
             interrupt: self.interrupt.clone(),
+            budget: self.budget.clone(),
             ..deps
         }
     }

@@ -106,6 +106,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0009_one_run_status.sql"),
             include_str!("../migrations/postgres/0010_chains_tokens_audit.sql"),
             include_str!("../migrations/postgres/0011_inbox.sql"),
+            include_str!("../migrations/postgres/0013_budgets.sql"),
         ])
         .run(&pool)
         .await
@@ -178,3 +179,4 @@ include!("sql/users.rs");
 include!("sql/webhooks.rs");
 include!("sql/memories.rs");
 include!("sql/audit.rs");
+include!("sql/budgets.rs");

@@ -200,6 +200,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0009_one_run_status.sql"),
             include_str!("../migrations/sqlite/0010_chains_tokens_audit.sql"),
             include_str!("../migrations/sqlite/0011_inbox.sql"),
+            include_str!("../migrations/sqlite/0013_budgets.sql"),
         ])
         .run(&pool)
         .await
@@ -335,3 +336,4 @@ include!("sql/users.rs");
 include!("sql/webhooks.rs");
 include!("sql/memories.rs");
 include!("sql/audit.rs");
+include!("sql/budgets.rs");

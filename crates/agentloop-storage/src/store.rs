@@ -501,11 +501,14 @@ impl<T> ProductStore for T where
 {
 }
 
-/// Everything a backend stores: the runtime's part, the product and the
-/// memories.
-pub trait Store: RuntimeStore + ProductStore + MemoriesStore {}
+/// Everything a backend stores: the runtime's part, the product, the
+/// memories and the budgets.
+pub trait Store: RuntimeStore + ProductStore + MemoriesStore + crate::BudgetsStore {}
 
-impl<T> Store for T where T: RuntimeStore + ProductStore + MemoriesStore + ?Sized {}
+impl<T> Store for T where
+    T: RuntimeStore + ProductStore + MemoriesStore + crate::BudgetsStore + ?Sized
+{
+}
 
 /// Serialises a JSON value for a text column.
 pub(crate) fn json_text<T: serde::Serialize>(value: &T) -> StorageResult<String> {

@@ -1,6 +1,7 @@
 //! The in-memory backend: everything in maps behind one lock. For tests and
 //! single-process use; nothing survives the process.
 
+mod budgets;
 mod chats;
 mod memories;
 mod other;
@@ -21,6 +22,7 @@ use crate::model::{
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     state: Mutex<State>,
+    budgets: Mutex<budgets::Budgets>,
 }
 
 #[derive(Debug)]

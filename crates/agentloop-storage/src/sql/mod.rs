@@ -83,7 +83,7 @@ const SCHEMA_VERSION: i64 = 20_261_122_000_001;
 
 /// The descriptions of the schema scripts, in version order: the scripts
 /// of both backends (`migrations/<backend>/000N_*.sql`) follow this list.
-const SCRIPT_DESCRIPTIONS: [&str; 11] = [
+const SCRIPT_DESCRIPTIONS: [&str; 12] = [
     "agentloop storage schema",
     "agentloop storage users",
     "agentloop storage folders and end reasons",
@@ -95,6 +95,7 @@ const SCRIPT_DESCRIPTIONS: [&str; 11] = [
     "agentloop storage one run status",
     "agentloop storage chains, token expiry and audit log",
     "agentloop storage inbox",
+    "agentloop storage budgets",
 ];
 
 /// The embedded schema scripts of one backend, in version order.

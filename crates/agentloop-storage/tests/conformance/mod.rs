@@ -2,6 +2,7 @@
 //! takes a fresh, empty store.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+mod budgets;
 mod cases;
 mod concurrency;
 mod content;
@@ -22,6 +23,7 @@ use agentloop_storage::model::{
 };
 use agentloop_types::{ContentBlock, Message, Role, TokenTotals, ToolResultBlock, ToolUseBlock};
 
+pub use budgets::*;
 pub use cases::*;
 pub use concurrency::*;
 pub use content::*;
@@ -70,6 +72,7 @@ macro_rules! conformance_suite {
             concurrent_starts_are_stored_or_refused_each_alone,
             memories_by_scope_and_path, memories_as_files, memories_recalled_by_relevance,
             inbox_keeps_messages_until_delivered,
+            budgets_reserve_settle_and_roll_over, concurrent_reservations_never_overspend,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(
