@@ -67,6 +67,9 @@ impl BudgetScope {
     }
 }
 
+/// Nano-dollars in one US dollar: the unit cost is counted in.
+const NANOS_PER_USD: f64 = 1e9;
+
 /// What a budget counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -95,12 +98,31 @@ impl BudgetMetric {
         }
     }
 
-    /// The part of `spend` this metric counts.
-    pub fn of(self, spend: Spend) -> f64 {
+    /// The part of `spend` this metric counts, in stored units.
+    pub fn of(self, spend: Spend) -> i64 {
         match self {
-            Self::Cost => spend.cost,
-            // Exact below 2^53 tokens.
-            Self::Tokens => spend.tokens as f64,
+            Self::Cost => self.units(spend.cost),
+            Self::Tokens => i64::try_from(spend.tokens).unwrap_or(i64::MAX),
+        }
+    }
+
+    /// An amount (US dollars or tokens) in the units it is stored and
+    /// summed in: whole nano-dollars, or tokens. Sums of units are exact,
+    /// where sums of fractions of dollars are not; an amount too large
+    /// for them is the largest (`as` saturates), a negative one none.
+    pub fn units(self, amount: f64) -> i64 {
+        let scaled = match self {
+            Self::Cost => amount * NANOS_PER_USD,
+            Self::Tokens => amount,
+        };
+        (scaled.round() as i64).max(0)
+    }
+
+    /// Stored units as an amount (US dollars or tokens).
+    pub fn amount(self, units: i64) -> f64 {
+        match self {
+            Self::Cost => units as f64 / NANOS_PER_USD,
+            Self::Tokens => units as f64,
         }
     }
 }
@@ -274,6 +296,17 @@ pub trait BudgetsStore: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn costs_sum_exactly_in_units() {
+        let cost = BudgetMetric::Cost;
+        let tenth = cost.units(0.1);
+        assert_eq!(tenth, 100_000_000);
+        assert_eq!(cost.amount(3 * tenth), 0.3);
+        assert_eq!(cost.units(0.1 + 0.2), cost.units(0.3));
+        assert_eq!(cost.units(-1.0), 0);
+        assert_eq!(BudgetMetric::Tokens.of(Spend { tokens: 7, cost: 1.0 }), 7);
+    }
 
     #[test]
     fn periods_have_utc_keys() {

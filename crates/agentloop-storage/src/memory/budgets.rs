@@ -19,8 +19,8 @@ type SpendKey = (BudgetScope, BudgetMetric, BudgetPeriod, String);
 /// Spent and reserved of one budget in one period.
 #[derive(Debug, Default, Clone, Copy)]
 struct Counted {
-    spent: f64,
-    reserved: f64,
+    spent: i64,
+    reserved: i64,
 }
 
 /// Every scope's budgets and spend.
@@ -29,7 +29,7 @@ pub(super) struct Budgets {
     limits: BTreeMap<BudgetScope, Vec<BudgetLimit>>,
     spend: BTreeMap<SpendKey, Counted>,
     /// Hold id → what it reserved, and where.
-    holds: BTreeMap<String, Vec<(SpendKey, f64)>>,
+    holds: BTreeMap<String, Vec<(SpendKey, i64)>>,
 }
 
 impl MemoryStore {
@@ -73,8 +73,8 @@ impl BudgetsStore for MemoryStore {
                     scope: scope.clone(),
                     limit: *limit,
                     period_key,
-                    spent: counted.spent,
-                    reserved: counted.reserved,
+                    spent: limit.metric.amount(counted.spent),
+                    reserved: limit.metric.amount(counted.reserved),
                 }
             })
             .collect())
@@ -99,7 +99,12 @@ impl BudgetsStore for MemoryStore {
                     limit.period.key(now),
                 );
                 let counted = budgets.spend.get(&key).copied().unwrap_or_default();
-                if counted.spent + counted.reserved + amount > limit.limit {
+                let within = counted
+                    .spent
+                    .saturating_add(counted.reserved)
+                    .saturating_add(amount)
+                    <= limit.metric.units(limit.limit);
+                if !within {
                     return Ok(Reservation::Refused {
                         scope: scope.clone(),
                         limit: *limit,
@@ -112,7 +117,8 @@ impl BudgetsStore for MemoryStore {
             return Ok(Reservation::NoBudget);
         }
         for (key, amount) in &taken {
-            budgets.spend.entry(key.clone()).or_default().reserved += amount;
+            let counted = budgets.spend.entry(key.clone()).or_default();
+            counted.reserved = counted.reserved.saturating_add(*amount);
         }
         budgets
             .holds
@@ -130,8 +136,8 @@ impl BudgetsStore for MemoryStore {
         for (key, amount) in taken {
             let metric = key.1;
             let counted = budgets.spend.entry(key).or_default();
-            counted.reserved = (counted.reserved - amount).max(0.0);
-            counted.spent += metric.of(actual);
+            counted.reserved = (counted.reserved - amount).max(0);
+            counted.spent = counted.spent.saturating_add(metric.of(actual));
         }
         Ok(())
     }

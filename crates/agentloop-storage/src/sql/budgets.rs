@@ -27,12 +27,19 @@ mod sql_budgets {
             kind: BudgetScopeKind::parse(&kind).ok_or_else(|| bad_value("scope_kind", &kind))?,
             id: row.try_get("scope_id").map_err(db_err)?,
         };
+        let metric = BudgetMetric::parse(&metric).ok_or_else(|| bad_value("metric", &metric))?;
+        let units: i64 = row.try_get("limit_value").map_err(db_err)?;
         let limit = BudgetLimit {
-            metric: BudgetMetric::parse(&metric).ok_or_else(|| bad_value("metric", &metric))?,
+            metric,
             period: BudgetPeriod::parse(&period).ok_or_else(|| bad_value("period", &period))?,
-            limit: row.try_get("limit_value").map_err(db_err)?,
+            limit: metric.amount(units),
         };
         Ok((scope, limit))
+    }
+
+    /// The order budgets' spend rows are locked in.
+    fn lock_order(kind: &str, id: &str, metric: &str, period: &str) -> String {
+        format!("{kind}\u{0}{id}\u{0}{metric}\u{0}{period}")
     }
 
     /// `(scope_kind = $1 AND scope_id = $2) OR …` for `count` scopes.
@@ -70,7 +77,7 @@ mod sql_budgets {
                 .bind(&scope.id)
                 .bind(limit.metric.as_str())
                 .bind(limit.period.as_str())
-                .bind(limit.limit)
+                .bind(limit.metric.units(limit.limit))
                 .bind(now)
                 .execute(&mut *tx)
                 .await
@@ -110,8 +117,10 @@ mod sql_budgets {
                         period_key: limit.period.key(now),
                         scope,
                         limit,
-                        spent: row.try_get("spent").map_err(db_err)?,
-                        reserved: row.try_get("reserved").map_err(db_err)?,
+                        spent: limit.metric.amount(row.try_get("spent").map_err(db_err)?),
+                        reserved: limit
+                            .metric
+                            .amount(row.try_get("reserved").map_err(db_err)?),
                     })
                 })
                 .collect::<StorageResult<_>>()?;
@@ -131,11 +140,12 @@ mod sql_budgets {
             }
             // Read first, outside any write: a run whose scopes have no
             // budget writes nothing.
-            let mut query = sqlx::query(&format!(
+            let text = format!(
                 "SELECT scope_kind, scope_id, metric, period, limit_value FROM budgets \
                  WHERE {}",
                 any_scope(scopes.len())
-            ));
+            );
+            let mut query = sqlx::query(&text);
             for scope in scopes {
                 query = query.bind(scope.kind.as_str()).bind(&scope.id);
             }
@@ -144,10 +154,15 @@ mod sql_budgets {
             if budgets.is_empty() {
                 return Ok(Reservation::NoBudget);
             }
-            // One order for every reservation: none waits on another
-            // that waits on it.
-            budgets.sort_by(|a, b| {
-                (&a.0, a.1.metric, a.1.period).cmp(&(&b.0, b.1.metric, b.1.period))
+            // One order for every reservation and settlement (of the
+            // stored names): none waits on another that waits on it.
+            budgets.sort_by_key(|(scope, limit)| {
+                lock_order(
+                    scope.kind.as_str(),
+                    &scope.id,
+                    limit.metric.as_str(),
+                    limit.period.as_str(),
+                )
             });
             let mut turn = self.write_turn().await;
             let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
@@ -240,10 +255,12 @@ mod sql_budgets {
                     metric,
                     row.try_get::<String, _>("period").map_err(db_err)?,
                     row.try_get::<String, _>("period_key").map_err(db_err)?,
-                    row.try_get::<f64, _>("amount").map_err(db_err)?,
+                    row.try_get::<i64, _>("amount").map_err(db_err)?,
                 ));
             }
-            held.sort_by(|a, b| (&a.0, &a.1, a.2, &a.3).cmp(&(&b.0, &b.1, b.2, &b.3)));
+            held.sort_by_key(|(kind, id, metric, period, _, _)| {
+                lock_order(kind, id, metric.as_str(), period)
+            });
             for (kind, id, metric, period, key, amount) in held {
                 sqlx::query(
                     "UPDATE budget_spend SET \
