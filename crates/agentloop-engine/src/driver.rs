@@ -634,7 +634,7 @@ async fn drive(mut run: Box<Driven>) {
                     largest = Some(largest.map_or(spent, |l| l.max(spent)));
                 }
                 if let (Some(budget), Some(hold)) = (&deps.budget, hold) {
-                    settle(budget.as_ref(), hold, spent.unwrap_or_default()).await;
+                    settle_hold(budget.as_ref(), hold, spent.unwrap_or_default()).await;
                 }
                 input
             }
@@ -827,7 +827,7 @@ fn turn_spend(input: &Input) -> Option<Spend> {
 
 /// Settles a model call's hold with what it spent. Not cancelled with
 /// the run: a reservation left open would hold the budget until cleared.
-async fn settle(budget: &dyn Budget, hold: BudgetHold, spent: Spend) {
+async fn settle_hold(budget: &dyn Budget, hold: BudgetHold, spent: Spend) {
     budget.settle(hold, spent).await;
 }
 
