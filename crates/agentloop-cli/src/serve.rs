@@ -595,6 +595,8 @@ pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Outcome {
 fn non_negative_usd(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(usd) if usd.is_finite() && usd >= 0.0 => Ok(usd),
-        _ => Err(format!("{text:?} is not an amount of US dollars of at least 0")),
+        _ => Err(format!(
+            "{text:?} is not an amount of US dollars of at least 0"
+        )),
     }
 }

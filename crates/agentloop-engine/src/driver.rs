@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use agentloop_types::{
-    AttachmentLoader, Budget, BudgetCall, BudgetHold, CancellationToken, DecisionError, Decisions, EventKind, Guardrail, Hook,
-    Hooks, Inbox, LoopOptions, Message, ModelProvider, ModelRequest, OutputGuardrail, Retriever,
-    RunState, Spend, Tool, ToolGuardrail, output_guardrail_hook, tool_guardrail_hook,
+    AttachmentLoader, Budget, BudgetCall, BudgetHold, CancellationToken, DecisionError, Decisions,
+    EventKind, Guardrail, Hook, Hooks, Inbox, LoopOptions, Message, ModelProvider, ModelRequest,
+    OutputGuardrail, Retriever, RunState, Spend, Tool, ToolGuardrail, output_guardrail_hook,
+    tool_guardrail_hook,
 };
 
 use crate::cancel::or_cancelled;

@@ -65,7 +65,9 @@ async fn a_refused_call_is_not_made_and_the_run_ends_naming_the_budget() {
         .with_tools([echo()])
         .with_run_id("run")
         .with_budget(budget.clone());
-    let events: Vec<_> = run(LoopOptions::default(), user("go"), deps).collect().await;
+    let events: Vec<_> = run(LoopOptions::default(), user("go"), deps)
+        .collect()
+        .await;
     let result = check_invariants(&events);
     assert_eq!(
         result.status,
@@ -91,7 +93,10 @@ async fn a_refused_call_is_not_made_and_the_run_ends_naming_the_budget() {
     );
     // The two calls made were settled with their usage.
     let settled = budget.settled.lock().unwrap();
-    let settled: Vec<(&str, u64)> = settled.iter().map(|(id, s)| (id.as_str(), s.tokens)).collect();
+    let settled: Vec<(&str, u64)> = settled
+        .iter()
+        .map(|(id, s)| (id.as_str(), s.tokens))
+        .collect();
     assert_eq!(settled, [("hold-1", 120), ("hold-2", 340)]);
     // The history is whole: every call has its result.
     assert_eq!(result.tokens.total_tokens(), 460);
@@ -107,8 +112,14 @@ async fn a_run_within_its_budget_is_not_touched() {
     let deps = RunDeps::new(provider)
         .with_run_id("run")
         .with_budget(budget.clone());
-    let events: Vec<_> = run(LoopOptions::default(), user("hi"), deps).collect().await;
+    let events: Vec<_> = run(LoopOptions::default(), user("hi"), deps)
+        .collect()
+        .await;
     let result = check_invariants(&events);
-    assert!(matches!(result.status, LoopStatus::Complete { .. }), "{:?}", result.status);
+    assert!(
+        matches!(result.status, LoopStatus::Complete { .. }),
+        "{:?}",
+        result.status
+    );
     assert_eq!(budget.settled.lock().unwrap().len(), 1);
 }

@@ -7,8 +7,8 @@ use agentloop_engine::{CheckpointedRun, Handoffs, Interrupt, LoopStrategy, RunDe
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{RuntimeStore, StorageError, StoreAttachmentLoader};
 use agentloop_types::{
-    Budget, CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message, ModelProvider,
-    PendingCall, Role, RunState, Tool,
+    Budget, CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message,
+    ModelProvider, PendingCall, Role, RunState, Tool,
 };
 
 use crate::chat_run::ChatRun;

@@ -7,6 +7,8 @@
 //! so instances on one PostgreSQL database never let a budget be spent
 //! past its limit by more than what calls spent beyond their estimates.
 //!
+//! Settling runs on a task of its own, so a run never waits for it.
+//!
 //! A call's estimate is the largest of the run's earlier calls in this
 //! execution, and never less than [`ServerConfig::budget_estimate`]
 //! (for the first call, that floor alone).
@@ -146,8 +148,16 @@ impl Budget for RunBudget {
         if hold.id.is_empty() {
             return;
         }
-        if let Err(error) = self.store.settle_budgets(&hold.id, actual).await {
-            tracing::warn!(run_id = %self.run_id, %error, "a model call's spend could not be settled");
-        }
+        // Settled on a task of its own: the run goes on at once. (A
+        // SQLite store's writes take turns, and the turn may be held by a
+        // write that waits for this run's next event.) Until it commits,
+        // the call's estimate stays reserved.
+        let store = self.store.clone();
+        let run_id = self.run_id.clone();
+        tokio::spawn(async move {
+            if let Err(error) = store.settle_budgets(&hold.id, actual).await {
+                tracing::warn!(%run_id, %error, "a model call's spend could not be settled");
+            }
+        });
     }
 }

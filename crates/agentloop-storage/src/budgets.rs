@@ -305,7 +305,13 @@ mod tests {
         assert_eq!(cost.amount(3 * tenth), 0.3);
         assert_eq!(cost.units(0.1 + 0.2), cost.units(0.3));
         assert_eq!(cost.units(-1.0), 0);
-        assert_eq!(BudgetMetric::Tokens.of(Spend { tokens: 7, cost: 1.0 }), 7);
+        assert_eq!(
+            BudgetMetric::Tokens.of(Spend {
+                tokens: 7,
+                cost: 1.0
+            }),
+            7
+        );
     }
 
     #[test]

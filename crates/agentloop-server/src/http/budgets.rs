@@ -164,8 +164,7 @@ pub(super) async fn set_project(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<BudgetsChange>,
 ) -> Result<Json<BudgetsShape>, ApiError> {
-    let (scope, usage) =
-        service::project_budgets(&state, &user, &id, Some(&limits(&body))).await?;
+    let (scope, usage) = service::project_budgets(&state, &user, &id, Some(&limits(&body))).await?;
     Ok(Json(BudgetsShape::new(scope.kind, scope.id, &usage)))
 }
 

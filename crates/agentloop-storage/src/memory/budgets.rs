@@ -67,7 +67,12 @@ impl BudgetsStore for MemoryStore {
             .flatten()
             .map(|limit| {
                 let period_key = limit.period.key(now);
-                let key = (scope.clone(), limit.metric, limit.period, period_key.clone());
+                let key = (
+                    scope.clone(),
+                    limit.metric,
+                    limit.period,
+                    period_key.clone(),
+                );
                 let counted = budgets.spend.get(&key).copied().unwrap_or_default();
                 BudgetUsage {
                     scope: scope.clone(),

@@ -52,7 +52,10 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
         ],
     ] {
         let refused = store.set_budgets(&project, &bad, NOW).await;
-        assert!(matches!(refused, Err(StorageError::Invalid(_))), "{refused:?}");
+        assert!(
+            matches!(refused, Err(StorageError::Invalid(_))),
+            "{refused:?}"
+        );
     }
     assert!(store.budgets(&project, NOW).await.unwrap().is_empty());
 
@@ -141,7 +144,10 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
         .reserve_budgets("h4", &scopes[1..], spend(1, 0.1), NOW)
         .await
         .unwrap();
-    assert!(matches!(refused, Reservation::Refused { .. }), "{refused:?}");
+    assert!(
+        matches!(refused, Reservation::Refused { .. }),
+        "{refused:?}"
+    );
     let refused = store
         .reserve_budgets("h5", &scopes[1..], spend(1, 0.1), next_day)
         .await
@@ -154,7 +160,10 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
         }
     );
     let listed = store.budgets(&project, next_day).await.unwrap();
-    assert_eq!((listed[0].period_key.as_str(), listed[0].spent), ("2026-11-30", 0.0));
+    assert_eq!(
+        (listed[0].period_key.as_str(), listed[0].spent),
+        ("2026-11-30", 0.0)
+    );
     assert_eq!(listed[1].spent, 1000.0);
     let refused = store
         .reserve_budgets("h6", &[user.clone()], spend(0, 0.6), next_day)
@@ -204,7 +213,11 @@ pub async fn concurrent_reservations_never_overspend(store: Arc<dyn Store>) {
     store
         .set_budgets(
             &user,
-            &[limit(BudgetMetric::Tokens, BudgetPeriod::Month, 1_000_000.0)],
+            &[limit(
+                BudgetMetric::Tokens,
+                BudgetPeriod::Month,
+                1_000_000.0,
+            )],
             NOW,
         )
         .await
@@ -222,10 +235,7 @@ pub async fn concurrent_reservations_never_overspend(store: Arc<dyn Store>) {
                 .unwrap();
             if reserved == Reservation::Reserved {
                 // Each call spends a little more than its estimate.
-                store
-                    .settle_budgets(&hold, spend(110, 0.11))
-                    .await
-                    .unwrap();
+                store.settle_budgets(&hold, spend(110, 0.11)).await.unwrap();
                 true
             } else {
                 false
