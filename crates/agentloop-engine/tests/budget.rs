@@ -3,6 +3,8 @@
 //! refusal stops the run before the call, ending it `limit_exceeded`
 //! (limit `budget`) with the budget named.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::sync::{Arc, Mutex};

@@ -166,7 +166,7 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
     );
     assert_eq!(listed[1].spent, 1000.0);
     let refused = store
-        .reserve_budgets("h6", &[user.clone()], spend(0, 0.6), next_day)
+        .reserve_budgets("h6", std::slice::from_ref(&user), spend(0, 0.6), next_day)
         .await
         .unwrap();
     assert!(matches!(refused, Reservation::Refused { scope, .. } if scope == user));
