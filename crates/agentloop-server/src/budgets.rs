@@ -25,8 +25,6 @@ use agentloop_types::{Budget, BudgetCall, BudgetHold, BudgetRefusal, Spend, asyn
 use tokio::sync::OnceCell;
 
 use crate::metrics::{Metrics, OwnerLabels};
-use crate::runner::project_owner;
-use crate::state::AppState;
 
 /// Whom a run spends for.
 #[derive(Debug, Clone, Default)]
@@ -59,13 +57,19 @@ pub struct RunBudget {
     owners: OnceCell<Owners>,
 }
 
-/// The budget port of agent run `run_id`, executed by `state`.
-pub fn for_run(state: &AppState, run_id: &str) -> Arc<dyn Budget> {
+/// The budget port of agent run `run_id`, its budgets in `store`, its
+/// cost counted in `metrics`, each call reserving at least `floor`.
+pub fn for_run(
+    store: Arc<dyn Store>,
+    metrics: Arc<Metrics>,
+    floor: Spend,
+    run_id: &str,
+) -> Arc<dyn Budget> {
     Arc::new(RunBudget {
-        store: state.store.clone(),
-        metrics: state.metrics.clone(),
+        store,
+        metrics,
         run_id: run_id.to_owned(),
-        floor: state.config.budget_estimate,
+        floor,
         owners: OnceCell::new(),
     })
 }
@@ -93,7 +97,12 @@ impl RunBudget {
                 let task = self.store.get_task(&run.task_id).await?;
                 let project = self.store.get_project(&task.project_id).await?;
                 Ok(Owners {
-                    user: project_owner(&project).map(str::to_owned),
+                    // The project's owner (`runner::project_owner`).
+                    user: project
+                        .settings
+                        .get("owner")
+                        .and_then(|owner| owner.as_str())
+                        .map(str::to_owned),
                     project: Some(project.id),
                     task: Some(task.id),
                 })

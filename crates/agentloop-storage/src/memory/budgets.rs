@@ -1,36 +1,14 @@
 //! Budgets of the in-memory backend: one lock makes each reservation
 //! atomic.
 
-use std::collections::BTreeMap;
-
 use agentloop_types::Spend;
 use async_trait::async_trait;
 
-use super::MemoryStore;
+use super::{Budgets, MemoryStore};
 use crate::budgets::{
-    BudgetLimit, BudgetMetric, BudgetPeriod, BudgetScope, BudgetUsage, BudgetsStore, Reservation,
-    check_limits,
+    BudgetLimit, BudgetScope, BudgetUsage, BudgetsStore, Reservation, check_limits,
 };
 use crate::error::StorageResult;
-
-/// One budget's spend in one period: scope, metric, period, period key.
-type SpendKey = (BudgetScope, BudgetMetric, BudgetPeriod, String);
-
-/// Spent and reserved of one budget in one period.
-#[derive(Debug, Default, Clone, Copy)]
-struct Counted {
-    spent: i64,
-    reserved: i64,
-}
-
-/// Every scope's budgets and spend.
-#[derive(Debug, Default)]
-pub(super) struct Budgets {
-    limits: BTreeMap<BudgetScope, Vec<BudgetLimit>>,
-    spend: BTreeMap<SpendKey, Counted>,
-    /// Hold id → what it reserved, and where.
-    holds: BTreeMap<String, Vec<(SpendKey, i64)>>,
-}
 
 impl MemoryStore {
     fn budgets_lock(&self) -> std::sync::MutexGuard<'_, Budgets> {

@@ -12,6 +12,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use agentloop_types::{LoopEvent, Message};
 
+use crate::budgets::{BudgetLimit, BudgetMetric, BudgetPeriod, BudgetScope};
+
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AuditEntry, Chat, Checkpoint,
     Conversation, FileRecord, MemoryRecord, MemoryScope, Project, RunRecord, Task, User, UserToken,
@@ -22,7 +24,7 @@ use crate::model::{
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     state: Mutex<State>,
-    budgets: Mutex<budgets::Budgets>,
+    budgets: Mutex<Budgets>,
 }
 
 #[derive(Debug)]
@@ -178,6 +180,25 @@ impl State {
             self.remove_task(&task);
         }
     }
+}
+
+/// One budget's spend in one period: scope, metric, period, period key.
+type SpendKey = (BudgetScope, BudgetMetric, BudgetPeriod, String);
+
+/// Spent and reserved of one budget in one period.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counted {
+    spent: i64,
+    reserved: i64,
+}
+
+/// Every scope's budgets and spend (see `budgets.rs`).
+#[derive(Debug, Default)]
+struct Budgets {
+    limits: BTreeMap<BudgetScope, Vec<BudgetLimit>>,
+    spend: BTreeMap<SpendKey, Counted>,
+    /// Hold id → what it reserved, and where.
+    holds: BTreeMap<String, Vec<(SpendKey, i64)>>,
 }
 
 /// Sorts records oldest first, ties by id.
