@@ -1,8 +1,8 @@
 //! Budgets of agent runs: the [`Budget`] port over the store's
 //! [`BudgetsStore`](agentloop_storage::BudgetsStore), given to every run
-//! this server executes. Each model call of a run reserves its estimate against the budgets of the run's
-//! user (the project's owner), project and task before it goes out, and
-//! settles what it spent after; a refusal ends the run `limit_exceeded`
+//! this server executes. Each model call of a run reserves its estimate
+//! against the budgets of the run's user (the project's owner), project
+//! and task before it goes out, and settles what it spent after; a refusal ends the run `limit_exceeded`
 //! naming the budget. The reservation is one write in the shared store,
 //! so instances on one PostgreSQL database never let a budget be spent
 //! past its limit by more than what calls spent beyond their estimates.
