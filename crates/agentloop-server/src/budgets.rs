@@ -3,9 +3,10 @@
 //! this server executes. Each model call of a run reserves its estimate
 //! against the budgets of the run's user (the project's owner), project
 //! and task before it goes out, and settles what it spent after; a
-//! refusal ends the run `limit_exceeded` naming the budget. The reservation is one write in the shared store,
-//! so instances on one PostgreSQL database never let a budget be spent
-//! past its limit by more than what calls spent beyond their estimates.
+//! refusal ends the run `limit_exceeded` naming the budget. The
+//! reservation is one write in the shared store, so instances on one
+//! PostgreSQL database never let a budget be spent past its limit by more
+//! than what calls spent beyond their estimates.
 //!
 //! Settling runs on a task of its own, so a run never waits for it.
 //!
