@@ -91,7 +91,7 @@ pub fn status_of(ids: &TaskIds, result: &LoopResult) -> TaskStatus {
             TaskState::Failed,
             say("failed", "the run reached its turn limit".to_owned()),
         ),
-        LoopStatus::LimitExceeded { limit } => ids.status(
+        LoopStatus::LimitExceeded { limit, .. } => ids.status(
             TaskState::Failed,
             say(
                 "failed",

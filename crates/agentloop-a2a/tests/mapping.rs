@@ -86,6 +86,7 @@ fn failed_cancelled_and_limited_runs_say_why() {
     let cancelled = result(LoopStatus::Cancelled);
     let limited = result(LoopStatus::LimitExceeded {
         limit: LimitKind::Requests,
+        budget: None,
     });
     insta::assert_json_snapshot!(json!([
         task_json(&failed),

@@ -392,7 +392,7 @@ impl Encoder {
                 message: "the run reached its limit of model turns".to_owned(),
                 code: "max_iterations".to_owned(),
             },
-            LoopStatus::LimitExceeded { limit } => AgUiEvent::RunError {
+            LoopStatus::LimitExceeded { limit, .. } => AgUiEvent::RunError {
                 message: format!("the run exceeded its {} limit", limit_name(limit)),
                 code: "limit_exceeded".to_owned(),
             },
@@ -416,6 +416,7 @@ fn limit_name(limit: &LimitKind) -> &'static str {
         LimitKind::Cost => "cost",
         LimitKind::Timeout => "time",
         LimitKind::Handoffs => "handoff",
+        LimitKind::Budget => "budget",
     }
 }
 

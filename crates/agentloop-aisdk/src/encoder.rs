@@ -352,7 +352,7 @@ impl Encoder {
                 });
                 out.push(self.finish(FinishReason::Error, status));
             }
-            LoopStatus::LimitExceeded { limit } => {
+            LoopStatus::LimitExceeded { limit, .. } => {
                 out.push(UiChunk::Error {
                     error_text: format!("the run exceeded its {} limit", limit.name()),
                 });

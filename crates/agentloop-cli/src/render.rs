@@ -467,7 +467,7 @@ impl View {
             }
             | LoopStatus::MaxIterations
             | LoopStatus::Cancelled => {}
-            LoopStatus::LimitExceeded { limit } => {
+            LoopStatus::LimitExceeded { limit, .. } => {
                 writeln!(out, "limit reached: {}", limit.name())?
             }
         }

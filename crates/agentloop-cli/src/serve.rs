@@ -103,6 +103,17 @@ pub struct ServeArgs {
     /// reaches it).
     #[arg(long)]
     pub metrics_bind: Option<String>,
+    /// Tokens each model call reserves at least against the budgets of
+    /// its run's user, project and task before it is made (later calls
+    /// of a run reserve as much as its largest call spent, if more).
+    #[arg(long, default_value_t = 8_000)]
+    pub budget_estimate_tokens: u64,
+    /// US dollars each model call reserves at least against those
+    /// budgets: set it near what one call of your model costs, so
+    /// instances racing one budget overspend it by no more than calls
+    /// spend beyond it.
+    #[arg(long, default_value_t = 0.05, value_parser = non_negative_usd)]
+    pub budget_estimate_usd: f64,
     /// Let webhook deliveries reach loopback and private addresses (off by
     /// default, so a project's webhook cannot reach into this host's
     /// network).
@@ -329,6 +340,10 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
         config.prompts = prompts(args.prompts.as_ref())?;
         config.max_iterations = args.max_iterations;
         config.chain_max_runs = args.chain_max_runs;
+        config.budget_estimate = agentloop_types::Spend {
+            tokens: args.budget_estimate_tokens,
+            cost: args.budget_estimate_usd,
+        };
         let projects_root = match args.projects_root.clone() {
             Some(root) => root,
             None => db::data_dir()?.join("projects"),
@@ -579,4 +594,14 @@ pub async fn complete_workflow(args: CompleteWorkflowArgs) -> Outcome {
         )
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Parses an amount of US dollars: a finite number of at least 0.
+fn non_negative_usd(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd >= 0.0 => Ok(usd),
+        _ => Err(format!(
+            "{text:?} is not an amount of US dollars of at least 0"
+        )),
+    }
 }

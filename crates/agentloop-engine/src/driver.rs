@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use agentloop_types::{
-    AttachmentLoader, CancellationToken, DecisionError, Decisions, EventKind, Guardrail, Hook,
-    Hooks, Inbox, LoopOptions, Message, ModelProvider, ModelRequest, OutputGuardrail, Retriever,
-    RunState, Tool, ToolGuardrail, output_guardrail_hook, tool_guardrail_hook,
+    AttachmentLoader, Budget, BudgetCall, BudgetHold, CancellationToken, DecisionError, Decisions,
+    EventKind, Guardrail, Hook, Hooks, Inbox, LoopOptions, Message, ModelProvider, ModelRequest,
+    OutputGuardrail, Retriever, RunState, Spend, Tool, ToolGuardrail, output_guardrail_hook,
+    tool_guardrail_hook,
 };
 
 use crate::cancel::or_cancelled;
@@ -57,6 +58,9 @@ pub struct RunDeps {
     /// Stops the model call or tool step in flight without ending the run
     /// (see [`Interrupt`]); none by default.
     pub interrupt: Option<Interrupt>,
+    /// Spend above the run, reserved before each model call and settled
+    /// after it (see [`Budget`]); none by default.
+    pub budget: Option<Arc<dyn Budget>>,
 }
 
 impl RunDeps {
@@ -75,7 +79,15 @@ impl RunDeps {
             handoffs: None,
             inbox: None,
             interrupt: None,
+            budget: None,
         }
+    }
+
+    /// Reserves each model call's spend with `budget` first: a refusal
+    /// ends the run `limit_exceeded` (limit `budget`).
+    pub fn with_budget(mut self, budget: Arc<dyn Budget>) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Lets `interrupt` stop the step in flight (see [`Interrupt`]).
@@ -464,6 +476,9 @@ async fn drive(mut run: Box<Driven>) {
     // Interrupt requests the run has answered: those before it started,
     // and those before it last took its inbox's messages.
     let mut seen = deps.interrupt.as_ref().map_or(0, Interrupt::mark);
+    // The largest spend of one model call so far: the next call's
+    // estimate for the run's budget.
+    let mut largest: Option<Spend> = None;
     loop {
         let output = match machine.step(deadline.report(input)) {
             Ok(output) => output,
@@ -520,6 +535,33 @@ async fn drive(mut run: Box<Driven>) {
                 response_format,
                 guard_input,
             } => {
+                let hold = match &deps.budget {
+                    None => None,
+                    Some(budget) => {
+                        let call = BudgetCall {
+                            run_id: machine.run_id().to_owned(),
+                            iteration,
+                            largest_earlier: largest,
+                            max_output_tokens: Some(machine.options().request.max_tokens)
+                                .filter(|max| *max > 0),
+                        };
+                        match or_cancelled(&deps.cancel, budget.reserve(&call)).await {
+                            None => {
+                                deps.cancel = run_cancel;
+                                input = cancelled();
+                                continue;
+                            }
+                            Some(Err(refusal)) => {
+                                deps.cancel = run_cancel;
+                                input = Input::BudgetRefused {
+                                    budget: refusal.budget,
+                                };
+                                continue;
+                            }
+                            Some(Ok(hold)) => hold,
+                        }
+                    }
+                };
                 let span = tracing::info_span!(
                     "agentloop.model_turn",
                     iteration,
@@ -587,6 +629,13 @@ async fn drive(mut run: Box<Driven>) {
                 };
                 if capture && let Input::ModelTurn { content, .. } = &input {
                     span.record("gen_ai.output.messages", json_text(content).as_str());
+                }
+                let spent = turn_spend(&input);
+                if let Some(spent) = spent {
+                    largest = Some(largest.map_or(spent, |l| l.max(spent)));
+                }
+                if let (Some(budget), Some(hold)) = (&deps.budget, hold) {
+                    settle_hold(budget.as_ref(), hold, spent.unwrap_or_default()).await;
                 }
                 input
             }
@@ -758,6 +807,29 @@ async fn guarded_turn(
         },
         None => input,
     }
+}
+
+/// What a model call's answer says it spent: its usage, when it came
+/// (a failed turn's too, when its usage arrived before the failure).
+fn turn_spend(input: &Input) -> Option<Spend> {
+    match input {
+        Input::ModelTurn { usage, .. } => Some(Spend::of(usage)),
+        Input::GuardrailTripped { usage, .. } => usage.as_ref().map(Spend::of),
+        Input::ModelFailed {
+            error: agentloop_types::LoopError::Provider { error },
+        } => error
+            .partial
+            .as_ref()
+            .and_then(|p| p.usage.as_ref())
+            .map(Spend::of),
+        _ => None,
+    }
+}
+
+/// Settles a model call's hold with what it spent. Not cancelled with
+/// the run: a reservation left open would hold the budget until cleared.
+async fn settle_hold(budget: &dyn Budget, hold: BudgetHold, spent: Spend) {
+    budget.settle(hold, spent).await;
 }
 
 /// Content as JSON text for a span attribute.

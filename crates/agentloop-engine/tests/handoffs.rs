@@ -292,7 +292,8 @@ async fn a_cycle_ends_at_the_handoff_limit() {
     assert_eq!(
         result.status,
         LoopStatus::LimitExceeded {
-            limit: LimitKind::Handoffs
+            limit: LimitKind::Handoffs,
+            budget: None,
         }
     );
     assert_eq!(provider.requests().len(), 3);

@@ -21,6 +21,7 @@ fn with_timeout(ms: u64) -> LoopOptions {
 
 const TIMED_OUT: LoopStatus = LoopStatus::LimitExceeded {
     limit: LimitKind::Timeout,
+    budget: None,
 };
 
 #[tokio::test(start_paused = true)]

@@ -7,8 +7,8 @@ use agentloop_engine::{CheckpointedRun, Handoffs, Interrupt, LoopStrategy, RunDe
 use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
 use agentloop_storage::{RuntimeStore, StepRetention, StorageError, StoreAttachmentLoader};
 use agentloop_types::{
-    CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message, ModelProvider,
-    PendingCall, Role, RunState, Tool,
+    Budget, CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message,
+    ModelProvider, PendingCall, Role, RunState, Tool,
 };
 
 use crate::chat_run::ChatRun;
@@ -42,6 +42,8 @@ pub struct ChatRuntime {
     interrupt: Option<Interrupt>,
     /// How many steps each run keeps.
     step_retention: StepRetention,
+    /// Reserves each model call's spend of this runtime's runs.
+    budget: Option<Arc<dyn Budget>>,
 }
 
 impl ChatRuntime {
@@ -62,6 +64,7 @@ impl ChatRuntime {
             hooks: Hooks::default(),
             interrupt: None,
             step_retention: StepRetention::default(),
+            budget: None,
         }
     }
 
@@ -70,6 +73,14 @@ impl ChatRuntime {
     /// stored without its messages, which a run can be forked at.
     pub fn with_step_retention(mut self, retention: StepRetention) -> Self {
         self.step_retention = retention;
+        self
+    }
+
+    /// Reserves each model call of this runtime's runs with `budget`
+    /// before it goes out, and settles it after (see [`Budget`]): a
+    /// refusal ends the run `limit_exceeded` (limit `budget`).
+    pub fn with_budget(mut self, budget: Arc<dyn Budget>) -> Self {
+        self.budget = Some(budget);
         self
     }
 
@@ -568,6 +579,7 @@ impl ChatRuntime {
                 .map(|h| Arc::new(h.map_tools(|tools| GatedTool::wrap_all(tools, gate)))),
             hooks: self.hooks.clone(),
             interrupt: self.interrupt.clone(),
+            budget: self.budget.clone(),
             ..deps
         }
     }

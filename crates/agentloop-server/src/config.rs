@@ -153,6 +153,11 @@ pub struct ServerConfig {
     /// or expired ends within this much (1 s by default). A revocation on
     /// this instance ends them at once.
     pub token_check: Duration,
+    /// The least a model call reserves against the budgets of its run's
+    /// user, project and task (see [`crate::budgets`]): its first call's
+    /// estimate, raised later to the largest call the run made. 8,000
+    /// tokens and 0.05 USD by default.
+    pub budget_estimate: agentloop_types::Spend,
 }
 
 /// How webhook deliveries are made.
@@ -217,6 +222,10 @@ impl ServerConfig {
             dispatch: None,
             chain_max_runs: 20,
             token_check: Duration::from_secs(1),
+            budget_estimate: agentloop_types::Spend {
+                tokens: 8_000,
+                cost: 0.05,
+            },
         }
     }
 }

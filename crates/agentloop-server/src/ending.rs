@@ -295,7 +295,14 @@ pub fn wanted(status: &LoopStatus) -> (AgentRunStatus, Option<EndReason>) {
             "max_iterations",
             "the agent used every model turn it was allowed without finishing".to_owned(),
         ),
-        LoopStatus::LimitExceeded { limit } => failed(
+        LoopStatus::LimitExceeded {
+            budget: Some(budget),
+            ..
+        } => failed(
+            "limit_exceeded",
+            format!("the budget {budget} is spent: the run's next model call was not made"),
+        ),
+        LoopStatus::LimitExceeded { limit, .. } => failed(
             "limit_exceeded",
             format!("the run reached its usage limit ({})", limit.name()),
         ),

@@ -79,7 +79,12 @@ pub async fn execute(
     metrics: &RunMetrics,
     pace: Pace,
 ) -> Outcome {
-    let mut runtime = runtime(state, tools, Some(local));
+    let mut runtime = runtime(state, tools, Some(local)).with_budget(crate::budgets::for_run(
+        state.store.clone(),
+        state.metrics.clone(),
+        state.config.budget_estimate,
+        &hosted.run_id,
+    ));
     if let Some(handoffs) = handoffs {
         // The project's agents: the run goes on with whoever speaks.
         runtime = runtime.with_handoffs(handoffs);

@@ -64,6 +64,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod audit;
+pub mod budgets;
 pub mod chain_bounds;
 pub mod config;
 pub mod dispatch;

@@ -51,6 +51,15 @@ pub struct TokenLabels {
     pub kind: &'static str,
 }
 
+/// Labels naming whom a run spends for.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OwnerLabels {
+    /// The user owning the run's project.
+    pub user: String,
+    /// The run's project.
+    pub project: String,
+}
+
 /// Labels naming a tool.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ToolLabels {
@@ -95,6 +104,9 @@ pub struct Metrics {
     pub tokens: Family<TokenLabels, Counter>,
     /// Cost in US dollars, by model.
     pub cost_usd: Family<ModelLabels, Counter<f64, AtomicU64>>,
+    /// Cost in US dollars of the model calls made here, by user and
+    /// project.
+    pub owner_cost_usd: Family<OwnerLabels, Counter<f64, AtomicU64>>,
     /// Tool call latency.
     pub tool_call_seconds: Family<ToolLabels, Histogram, fn() -> Histogram>,
     /// Tool calls that ended with an error result.
@@ -117,6 +129,7 @@ impl Default for Metrics {
             model_errors: Family::default(),
             tokens: Family::default(),
             cost_usd: Family::default(),
+            owner_cost_usd: Family::default(),
             tool_call_seconds: Family::new_with_constructor(seconds_histogram),
             tool_errors: Family::default(),
             sse_clients: Gauge::default(),
@@ -149,6 +162,11 @@ impl Default for Metrics {
             "cost_usd",
             "Cost in US dollars by model",
             metrics.cost_usd.clone(),
+        );
+        registry.register(
+            "owner_cost_usd",
+            "Cost in US dollars by user and project",
+            metrics.owner_cost_usd.clone(),
         );
         registry.register(
             "tool_call_seconds",

@@ -45,6 +45,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod budgets;
 pub mod codec;
 pub mod error;
 pub mod export;
@@ -63,6 +64,7 @@ pub mod steps;
 pub mod store;
 pub mod time;
 
+pub use budgets::BudgetsStore;
 pub use error::{StorageError, StorageResult};
 pub use export::{
     ChatExport, EXPORT_FORMAT_VERSION, ProjectExport, export_project, import_project,

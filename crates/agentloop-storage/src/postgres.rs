@@ -107,6 +107,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0010_chains_tokens_audit.sql"),
             include_str!("../migrations/postgres/0011_inbox.sql"),
             include_str!("../migrations/postgres/0012_schedules.sql"),
+            include_str!("../migrations/postgres/0013_budgets.sql"),
             include_str!("../migrations/postgres/0014_run_steps.sql"),
         ])
         .run(&pool)
@@ -184,3 +185,4 @@ include!("sql/memories.rs");
 include!("sql/audit.rs");
 include!("sql/schedules.rs");
 include!("sql/steps.rs");
+include!("sql/budgets.rs");

@@ -201,6 +201,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0010_chains_tokens_audit.sql"),
             include_str!("../migrations/sqlite/0011_inbox.sql"),
             include_str!("../migrations/sqlite/0012_schedules.sql"),
+            include_str!("../migrations/sqlite/0013_budgets.sql"),
             include_str!("../migrations/sqlite/0014_run_steps.sql"),
         ])
         .run(&pool)
@@ -341,3 +342,4 @@ include!("sql/memories.rs");
 include!("sql/audit.rs");
 include!("sql/schedules.rs");
 include!("sql/steps.rs");
+include!("sql/budgets.rs");

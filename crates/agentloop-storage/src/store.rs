@@ -509,10 +509,16 @@ impl<T> ProductStore for T where
 }
 
 /// Everything a backend stores: the runtime's part, the product, the
-/// memories and the schedules.
-pub trait Store: RuntimeStore + ProductStore + MemoriesStore + SchedulesStore {}
+/// memories, the schedules and the budgets.
+pub trait Store:
+    RuntimeStore + ProductStore + MemoriesStore + SchedulesStore + crate::BudgetsStore
+{
+}
 
-impl<T> Store for T where T: RuntimeStore + ProductStore + MemoriesStore + SchedulesStore + ?Sized {}
+impl<T> Store for T where
+    T: RuntimeStore + ProductStore + MemoriesStore + SchedulesStore + crate::BudgetsStore + ?Sized
+{
+}
 
 /// Serialises a JSON value for a text column.
 pub(crate) fn json_text<T: serde::Serialize>(value: &T) -> StorageResult<String> {

@@ -29,6 +29,7 @@
 
 pub mod approval;
 pub mod attachment;
+pub mod budget;
 pub mod cancel;
 pub mod context;
 pub mod error;
@@ -64,6 +65,7 @@ pub use approval::{
 /// The attribute a [`Hook`] implementation (an async trait) is written
 /// under.
 pub use async_trait::async_trait;
+pub use budget::{Budget, BudgetCall, BudgetHold, BudgetRefusal, Spend};
 pub use cancel::CancellationToken;
 pub use context::{
     ClearToolResults, ContextEdit, ContextEditedEvent, ContextOptions, READ_TOOL_RESULT_TOOL,

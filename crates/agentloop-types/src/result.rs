@@ -29,6 +29,10 @@ pub enum LimitKind {
     Handoffs,
     /// The run's wall-clock limit (`LoopOptions::timeout_ms`) passed.
     Timeout,
+    /// A budget above the run (a user's, a project's, a task's; see
+    /// [`Budget`](crate::Budget)) would go past its limit with the next
+    /// model call.
+    Budget,
 }
 
 impl LimitKind {
@@ -41,6 +45,7 @@ impl LimitKind {
             Self::Cost => "cost",
             Self::Handoffs => "handoffs",
             Self::Timeout => "timeout",
+            Self::Budget => "budget",
         }
     }
 }
@@ -84,6 +89,10 @@ pub enum LoopStatus {
     LimitExceeded {
         /// Which one.
         limit: LimitKind,
+        /// The budget that refused the run's next model call, said for a
+        /// person (with limit `budget`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget: Option<String>,
     },
 }
 

@@ -356,7 +356,7 @@ fn render_result(result: &LoopResult) -> String {
             })
             .collect(),
         LoopStatus::Error { error } => format!(" error={}", json(&error.to_string())),
-        LoopStatus::LimitExceeded { limit } => format!(" limit={}", json(limit)),
+        LoopStatus::LimitExceeded { limit, .. } => format!(" limit={}", json(limit)),
     };
     format!(
         "{}{detail} messages={} {}",

@@ -47,7 +47,7 @@ fn describe(status: &LoopStatus) -> String {
         LoopStatus::Error { error } => format!("the run failed: {error}"),
         LoopStatus::MaxIterations => "the run reached its max_iterations limit".to_owned(),
         LoopStatus::Cancelled => "the run was cancelled".to_owned(),
-        LoopStatus::LimitExceeded { limit } => {
+        LoopStatus::LimitExceeded { limit, .. } => {
             format!("the run reached a usage limit ({})", limit.name())
         }
     }

@@ -121,6 +121,16 @@ pub enum Input {
         /// Tokens spent by child runs before the deadline.
         child_tokens: TokenTotals,
     },
+    /// In place of the answer to a [`Step::CallModel`]: the run's
+    /// [`Budget`](agentloop_types::Budget) refused the call, which was
+    /// not made. The run ends as a cancel before the call would, except
+    /// that it ends `limit_exceeded` with
+    /// [`LimitKind::Budget`](agentloop_types::LimitKind::Budget) and the
+    /// budget named.
+    BudgetRefused {
+        /// The budget, said for a person.
+        budget: String,
+    },
 }
 
 impl Input {
@@ -138,6 +148,7 @@ impl Input {
             Input::Hooked { .. } => "hooked",
             Input::Steer { .. } => "steer",
             Input::Cancelled { .. } => "cancelled",
+            Input::BudgetRefused { .. } => "budget_refused",
             Input::TimedOut { .. } => "timed_out",
         }
     }

@@ -419,7 +419,10 @@ impl RunCore {
         if let Some(limit) =
             exceeded_limit(&options.limits, self.state.iteration, &self.state.totals)
         {
-            return self.finish(LoopStatus::LimitExceeded { limit });
+            return self.finish(LoopStatus::LimitExceeded {
+                limit,
+                budget: None,
+            });
         }
         if let Err(error) = self
             .history_check
@@ -755,6 +758,7 @@ impl RunCore {
             self.commit_results(id, results);
             return Some(self.finish(LoopStatus::LimitExceeded {
                 limit: LimitKind::ToolCalls,
+                budget: None,
             }));
         }
         self.state.tool_calls += calls.len() as u32;

@@ -225,7 +225,7 @@ impl Machine {
     pub(crate) fn try_step(&mut self, input: Input) -> Result<Output, StepError> {
         // A passed deadline stops the run as a cancel does; only the
         // status it ends with differs.
-        let (input, timed_out) = match input {
+        let (input, limited) = match input {
             Input::TimedOut {
                 partial_turn,
                 finished_tools,
@@ -236,9 +236,19 @@ impl Machine {
                     finished_tools,
                     child_tokens,
                 },
-                true,
+                Some((LimitKind::Timeout, None)),
             ),
-            other => (other, false),
+            // A refused model call was never made: the run stops before
+            // it, as a cancel does.
+            Input::BudgetRefused { budget } => (
+                Input::Cancelled {
+                    partial_turn: None,
+                    finished_tools: Vec::new(),
+                    child_tokens: Default::default(),
+                },
+                Some((LimitKind::Budget, Some(budget))),
+            ),
+            other => (other, None),
         };
         self.check_phase(&input)?;
         // A run its strategy cannot honour ends before its first step, its
@@ -265,8 +275,8 @@ impl Machine {
         };
         self.synced = false;
         let mut events = self.run.core.take_events();
-        if timed_out {
-            mark_timed_out(&mut events);
+        if let Some((limit, budget)) = limited {
+            mark_limited(&mut events, limit, budget);
         }
         // A suspended run's result carries the state it resumes from.
         for event in &mut events {
@@ -360,9 +370,9 @@ impl Machine {
 }
 
 /// Turns the run's `cancelled` end into the `limit_exceeded` end of a
-/// passed deadline. Only the last terminal event is the run's own: nested
-/// runs' ends come before it.
-fn mark_timed_out(events: &mut [EventKind]) {
+/// passed deadline or a refusing budget. Only the last terminal event is
+/// the run's own: nested runs' ends come before it.
+fn mark_limited(events: &mut [EventKind], limit: LimitKind, budget: Option<String>) {
     let last = events.iter_mut().rev().find_map(|event| match event {
         EventKind::Finished(FinishedEvent { result }) => Some(result),
         _ => None,
@@ -370,8 +380,6 @@ fn mark_timed_out(events: &mut [EventKind]) {
     if let Some(result) = last
         && result.status == LoopStatus::Cancelled
     {
-        result.status = LoopStatus::LimitExceeded {
-            limit: LimitKind::Timeout,
-        };
+        result.status = LoopStatus::LimitExceeded { limit, budget };
     }
 }

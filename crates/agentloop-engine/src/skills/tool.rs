@@ -98,6 +98,9 @@ impl SkillTool {
             // Messages to the run go to the parent, not to a skill's run.
             inbox: None,
             interrupt: None,
+            // A skill's calls are not reserved against the parent's
+            // budget: only the run's own model calls are.
+            budget: None,
         }
     }
 }
@@ -202,7 +205,7 @@ fn outcome(skill: &str, result: Option<LoopResult>) -> ToolResult {
             ToolResult::error(format!("Skill {skill} reached its turn limit."))
         }
         LoopStatus::Cancelled => ToolResult::error(format!("Skill {skill} was cancelled.")),
-        LoopStatus::LimitExceeded { limit } => {
+        LoopStatus::LimitExceeded { limit, .. } => {
             ToolResult::error(format!("Skill {skill} reached its {limit:?} limit."))
         }
     }

@@ -67,6 +67,9 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
         "/api/projects/{project_id}/webhooks",
         "webhooks.remove",
     ),
+    ("PUT", "/api/projects/{project_id}/budgets", "budget.change"),
+    ("PUT", "/api/tasks/{task_id}/budgets", "budget.change"),
+    ("PUT", "/api/me/budgets", "budget.change"),
     (
         "PATCH",
         "/api/projects/{project_id}/memories/{memory_id}",

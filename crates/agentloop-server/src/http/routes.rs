@@ -29,8 +29,8 @@ use super::responses::{
 use super::route::Route;
 use super::schedule_shapes::{NewSchedule, ScheduleChange, ScheduleShape, SchedulesShape};
 use super::{
-    a2a, ag_ui, agent_runs, ai_sdk, audit, events, fork, memories, projects, schedules, session,
-    tasks, webhooks, ws,
+    a2a, ag_ui, agent_runs, ai_sdk, audit, budgets, events, fork, memories, projects, schedules,
+    session, tasks, webhooks, ws,
 };
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
@@ -216,6 +216,30 @@ pub fn routes() -> Vec<Route> {
         Route::new(Method::GET, "/api/projects/{projectId}/webhook-deliveries", webhooks::deliveries)
             .summary("The project's last 100 webhook deliveries (made by any instance sharing the store, kept across restarts), oldest first, with every attempt")
             .answers::<DeliveriesShape>("200", "The deliveries"),
+        Route::new(Method::GET, "/api/projects/{projectId}/budgets", budgets::project)
+            .summary("The project's budgets (cost in US dollars or tokens, per day, month or in total, UTC), each with what its runs spent and what model calls in flight hold in the current period")
+            .answers::<budgets::BudgetsShape>("200", "The budgets"),
+        Route::new(Method::PUT, "/api/projects/{projectId}/budgets", budgets::set_project)
+            .summary("Replace the project's budgets (an empty list removes them; spend already counted stays). Every model call of the project's agent runs reserves its estimate against them first; a call that would take one past its limit is not made, and the run ends `limit_exceeded` naming the budget.")
+            .body::<budgets::BudgetsChange>()
+            .answers::<budgets::BudgetsShape>("200", "The budgets")
+            .or::<ErrorShape>("400", "A limit below 0, a metric and period twice, or an unknown field"),
+        Route::new(Method::GET, "/api/tasks/{taskId}/budgets", budgets::task)
+            .summary("The task's budgets, with their spend in the current period")
+            .answers::<budgets::BudgetsShape>("200", "The budgets"),
+        Route::new(Method::PUT, "/api/tasks/{taskId}/budgets", budgets::set_task)
+            .summary("Replace the task's budgets (as a project's)")
+            .body::<budgets::BudgetsChange>()
+            .answers::<budgets::BudgetsShape>("200", "The budgets")
+            .or::<ErrorShape>("400", "A limit below 0, a metric and period twice, or an unknown field"),
+        Route::new(Method::GET, "/api/me/budgets", budgets::mine)
+            .summary("The caller's own budgets, over the agent runs of every project the caller owns, with their spend in the current period")
+            .answers::<budgets::BudgetsShape>("200", "The budgets"),
+        Route::new(Method::PUT, "/api/me/budgets", budgets::set_mine)
+            .summary("Replace the caller's own budgets (as a project's)")
+            .body::<budgets::BudgetsChange>()
+            .answers::<budgets::BudgetsShape>("200", "The budgets")
+            .or::<ErrorShape>("400", "A limit below 0, a metric and period twice, or an unknown field"),
         Route::new(Method::GET, "/api/projects/{projectId}/memories", memories::list)
             .summary("The project's memories: what its runs' `memory` tool keeps (each file under `/memories` is one), by path, each linked to the agent run that last wrote it. Expired ones are left out.")
             .answers::<MemoriesShape>("200", "The memories"),

@@ -1,6 +1,7 @@
 //! The in-memory backend: everything in maps behind one lock. For tests and
 //! single-process use; nothing survives the process.
 
+mod budgets;
 mod chats;
 mod files;
 mod memories;
@@ -16,6 +17,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use agentloop_types::{LoopEvent, Message};
 
+use crate::budgets::{BudgetLimit, BudgetMetric, BudgetPeriod, BudgetScope};
+
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AuditEntry, Chat, Checkpoint,
     Conversation, FileRecord, MemoryRecord, MemoryScope, Project, RunRecord, Task, User, UserToken,
@@ -26,6 +29,7 @@ use crate::model::{
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     state: Mutex<State>,
+    budgets: Mutex<Budgets>,
 }
 
 #[derive(Debug)]
@@ -188,6 +192,25 @@ impl State {
             self.remove_task(&task);
         }
     }
+}
+
+/// One budget's spend in one period: scope, metric, period, period key.
+type SpendKey = (BudgetScope, BudgetMetric, BudgetPeriod, String);
+
+/// Spent and reserved of one budget in one period.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counted {
+    spent: i64,
+    reserved: i64,
+}
+
+/// Every scope's budgets and spend (see `budgets.rs`).
+#[derive(Debug, Default)]
+struct Budgets {
+    limits: BTreeMap<BudgetScope, Vec<BudgetLimit>>,
+    spend: BTreeMap<SpendKey, Counted>,
+    /// Hold id → what it reserved, and where.
+    holds: BTreeMap<String, Vec<(SpendKey, i64)>>,
 }
 
 /// Sorts records oldest first, ties by id.

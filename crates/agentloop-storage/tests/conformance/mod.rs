@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 mod agent_runs;
+mod budgets;
 mod cases;
 mod chains;
 mod concurrency;
@@ -28,6 +29,7 @@ use agentloop_storage::model::{
 use agentloop_types::{ContentBlock, Message, Role, TokenTotals, ToolResultBlock, ToolUseBlock};
 
 pub use agent_runs::*;
+pub use budgets::*;
 pub use cases::*;
 pub use chains::*;
 pub use concurrency::*;
@@ -81,6 +83,7 @@ macro_rules! conformance_suite {
             memories_by_scope_and_path, memories_as_files, memories_recalled_by_relevance,
             inbox_keeps_messages_until_delivered, schedules_claim_each_tick_once,
             run_steps_kept_and_retained,
+            budgets_reserve_settle_and_roll_over, concurrent_reservations_never_overspend,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(

@@ -423,7 +423,7 @@ fn outcome(result: LoopResult) -> ToolResult {
         LoopStatus::MaxIterations => ToolResult::error(format!(
             "Minion stopped at its iteration limit before finishing. Its last text: {text}"
         )),
-        LoopStatus::LimitExceeded { limit } => ToolResult::error(format!(
+        LoopStatus::LimitExceeded { limit, .. } => ToolResult::error(format!(
             "Minion stopped: its {} limit was reached. Its last text: {text}",
             serde_json::to_value(limit)
                 .ok()

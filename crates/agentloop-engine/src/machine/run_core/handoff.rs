@@ -63,6 +63,7 @@ impl RunCore {
         if self.handoffs >= plan.max_handoffs {
             return Some(self.finish(LoopStatus::LimitExceeded {
                 limit: LimitKind::Handoffs,
+                budget: None,
             }));
         }
         let from = self.speaker(env).unwrap_or_default();

@@ -108,6 +108,10 @@ impl Decider for NativeMachine {
                 finished_tools,
                 child_tokens,
             } => core.cancel(partial_turn, finished_tools, child_tokens, Vec::new()),
+            // So is a refused budget (the call was never made).
+            Input::BudgetRefused { .. } => {
+                core.cancel(None, Vec::new(), Default::default(), Vec::new())
+            }
         }
     }
 }

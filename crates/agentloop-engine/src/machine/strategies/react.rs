@@ -180,6 +180,15 @@ impl ReactMachine {
                     }
                 }
             }
+            // The machine hands a refused budget on as a cancel (the
+            // call was never made).
+            Input::BudgetRefused { .. } => {
+                let extra = match &self.phase {
+                    ReactPhase::Acting(acting) => acting.not_run.clone(),
+                    _ => Vec::new(),
+                };
+                core.cancel(None, Vec::new(), Default::default(), extra)
+            }
             // The machine hands a passed deadline on as a cancel; the
             // arm takes both so the match stays exhaustive.
             Input::Cancelled {

@@ -8,6 +8,7 @@
 //! Nothing here calls a handler, and no handler asks the store.
 
 mod audit;
+mod budgets;
 mod memories;
 mod owned;
 mod projects;
@@ -19,6 +20,7 @@ mod tasks;
 mod webhooks;
 
 pub use audit::*;
+pub use budgets::*;
 pub use memories::*;
 pub use owned::*;
 pub use projects::*;

@@ -1,0 +1,127 @@
+//! A run's [`Budget`]: asked before each model call with the largest
+//! earlier call's spend, settled after it with the call's usage; a
+//! refusal stops the run before the call, ending it `limit_exceeded`
+//! (limit `budget`) with the budget named.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+use agentloop_engine::{RunDeps, run};
+use agentloop_types::{
+    Budget, BudgetCall, BudgetHold, BudgetRefusal, LimitKind, LoopOptions, LoopStatus, Spend,
+    async_trait,
+};
+use common::{check_invariants, echo, user};
+use futures::StreamExt;
+use serde_json::json;
+
+/// Lets `allowed` calls through, then refuses; records what it was told.
+#[derive(Default)]
+struct Counting {
+    allowed: u32,
+    asked: Mutex<Vec<BudgetCall>>,
+    settled: Mutex<Vec<(String, Spend)>>,
+}
+
+#[async_trait]
+impl Budget for Counting {
+    async fn reserve(&self, call: &BudgetCall) -> Result<Option<BudgetHold>, BudgetRefusal> {
+        let mut asked = self.asked.lock().unwrap();
+        asked.push(call.clone());
+        if asked.len() as u32 > self.allowed {
+            return Err(BudgetRefusal {
+                budget: "project p1: cost per day 1 USD".to_owned(),
+            });
+        }
+        Ok(Some(BudgetHold {
+            id: format!("hold-{}", call.iteration),
+            estimate: Spend::default(),
+        }))
+    }
+
+    async fn settle(&self, hold: BudgetHold, actual: Spend) {
+        self.settled.lock().unwrap().push((hold.id, actual));
+    }
+}
+
+#[tokio::test]
+async fn a_refused_call_is_not_made_and_the_run_ends_naming_the_budget() {
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new()
+            .tool_call("c1", "echo", json!({ "text": "one" }))
+            .usage(100, 20),
+        ScriptedTurn::new()
+            .tool_call("c2", "echo", json!({ "text": "two" }))
+            .usage(300, 40),
+        ScriptedTurn::new().text("never asked"),
+    ]);
+    let budget = Arc::new(Counting {
+        allowed: 2,
+        ..Counting::default()
+    });
+    let deps = RunDeps::new(provider.clone())
+        .with_tools([echo()])
+        .with_run_id("run")
+        .with_budget(budget.clone());
+    let events: Vec<_> = run(LoopOptions::default(), user("go"), deps)
+        .collect()
+        .await;
+    let result = check_invariants(&events);
+    assert_eq!(
+        result.status,
+        LoopStatus::LimitExceeded {
+            limit: LimitKind::Budget,
+            budget: Some("project p1: cost per day 1 USD".to_owned()),
+        }
+    );
+    // The third call was never made.
+    assert_eq!(provider.remaining(), 1);
+    assert_eq!(provider.requests().len(), 2);
+    // Each call was asked with the largest earlier one's spend.
+    let asked = budget.asked.lock().unwrap();
+    let earlier: Vec<Option<u64>> = asked
+        .iter()
+        .map(|c| c.largest_earlier.map(|s| s.tokens))
+        .collect();
+    assert_eq!(earlier, [None, Some(120), Some(340)]);
+    assert!(asked.iter().all(|c| c.run_id == "run"));
+    assert_eq!(
+        asked.iter().map(|c| c.iteration).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    // The two calls made were settled with their usage.
+    let settled = budget.settled.lock().unwrap();
+    let settled: Vec<(&str, u64)> = settled
+        .iter()
+        .map(|(id, s)| (id.as_str(), s.tokens))
+        .collect();
+    assert_eq!(settled, [("hold-1", 120), ("hold-2", 340)]);
+    // The history is whole: every call has its result.
+    assert_eq!(result.tokens.total_tokens(), 460);
+}
+
+#[tokio::test]
+async fn a_run_within_its_budget_is_not_touched() {
+    let provider = ScriptedProvider::new([ScriptedTurn::new().text("done").usage(10, 5)]);
+    let budget = Arc::new(Counting {
+        allowed: 5,
+        ..Counting::default()
+    });
+    let deps = RunDeps::new(provider)
+        .with_run_id("run")
+        .with_budget(budget.clone());
+    let events: Vec<_> = run(LoopOptions::default(), user("hi"), deps)
+        .collect()
+        .await;
+    let result = check_invariants(&events);
+    assert!(
+        matches!(result.status, LoopStatus::Complete { .. }),
+        "{:?}",
+        result.status
+    );
+    assert_eq!(budget.settled.lock().unwrap().len(), 1);
+}

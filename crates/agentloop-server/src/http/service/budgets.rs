@@ -1,0 +1,69 @@
+//! Budgets of a user, a project or a task: read, or replaced then read.
+
+use agentloop_storage::budgets::{BudgetLimit, BudgetScope, BudgetScopeKind, BudgetUsage};
+use agentloop_storage::model::now_millis;
+
+use super::owned::{owned_project, owned_task};
+use crate::http::error::ApiError;
+use crate::state::AppState;
+use crate::users::User;
+
+/// Replaces the scope's budgets with `change` when given, and reads them.
+async fn budgets_of(
+    state: &AppState,
+    scope: BudgetScope,
+    change: Option<&[BudgetLimit]>,
+) -> Result<(BudgetScope, Vec<BudgetUsage>), ApiError> {
+    let now = now_millis();
+    if let Some(limits) = change {
+        state.store.set_budgets(&scope, limits, now).await?;
+    }
+    let usage = state.store.budgets(&scope, now).await?;
+    Ok((scope, usage))
+}
+
+/// The budgets of the user's project `id` (404 for another user's).
+pub async fn project_budgets(
+    state: &AppState,
+    user: &User,
+    id: &str,
+    change: Option<&[BudgetLimit]>,
+) -> Result<(BudgetScope, Vec<BudgetUsage>), ApiError> {
+    let project = owned_project(state, user, id).await?;
+    budgets_of(
+        state,
+        BudgetScope::new(BudgetScopeKind::Project, project.id),
+        change,
+    )
+    .await
+}
+
+/// The budgets of the user's task `id` (404 for another user's).
+pub async fn task_budgets(
+    state: &AppState,
+    user: &User,
+    id: &str,
+    change: Option<&[BudgetLimit]>,
+) -> Result<(BudgetScope, Vec<BudgetUsage>), ApiError> {
+    let ctx = owned_task(state, user, id).await?;
+    budgets_of(
+        state,
+        BudgetScope::new(BudgetScopeKind::Task, ctx.task.id),
+        change,
+    )
+    .await
+}
+
+/// The user's own budgets, over every project the user owns.
+pub async fn user_budgets(
+    state: &AppState,
+    user: &User,
+    change: Option<&[BudgetLimit]>,
+) -> Result<(BudgetScope, Vec<BudgetUsage>), ApiError> {
+    budgets_of(
+        state,
+        BudgetScope::new(BudgetScopeKind::User, user.id.clone()),
+        change,
+    )
+    .await
+}
