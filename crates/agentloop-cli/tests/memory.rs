@@ -248,6 +248,18 @@ fn a_fact_taught_in_one_chat_is_recalled_in_a_new_one() {
     assert_eq!(nothing.status.code(), Some(2), "{nothing:?}");
 }
 
+/// The system messages of a model request that carry recalled passages.
+fn recalled_passages(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].to_string())
+        .filter(|text| text.contains("Retrieved passages"))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_starts_with_the_memories_its_request_is_about() {
     let model = common::openai::start(None, "No sugar.").await;
@@ -311,14 +323,7 @@ async fn a_run_starts_with_the_memories_its_request_is_about() {
         String::from_utf8_lossy(&output.stderr)
     );
     let request = &model.completions().await[0];
-    let recalled: Vec<String> = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .map(|m| m["content"].to_string())
-        .filter(|text| text.contains("Retrieved passages"))
-        .collect();
+    let recalled = recalled_passages(request);
     assert_eq!(recalled.len(), 1, "{request}");
     assert!(recalled[0].contains(FACT), "{}", recalled[0]);
     assert!(recalled[0].contains("/memories/ada.md"), "{}", recalled[0]);
@@ -410,14 +415,7 @@ async fn each_chat_turn_starts_with_the_memories_its_message_is_about() {
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("recalled: /memories/ada.md"), "{stderr}");
     let request = &model.completions().await[0];
-    let recalled: Vec<String> = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .map(|m| m["content"].to_string())
-        .filter(|text| text.contains("Retrieved passages"))
-        .collect();
+    let recalled = recalled_passages(request);
     assert_eq!(recalled.len(), 1, "{request}");
     assert!(recalled[0].contains(FACT), "{}", recalled[0]);
 }
