@@ -77,7 +77,7 @@ pub struct RunRecord {
     pub pending_tool_call: Option<ToolUseBlock>,
     /// Why it ended, when its host says (a failure's kind, a person's
     /// cancel). A hosted run's record carries it to the host's own record
-    /// in the same write (see [`AgentRunStatus`]).
+    /// in the same write (see [`AgentRunStatus`](super::AgentRunStatus)).
     pub end_reason: Option<EndReason>,
     /// The worker holding the lease.
     pub lease_owner: Option<String>,
