@@ -67,11 +67,15 @@ pub(crate) enum Effect {
     /// Give the lease up.
     ReleaseLease,
     /// Save a message in the chat of `path` (a child path's minion chat).
+    /// Its `message_created` event, `seq`, is stored first, so a store may
+    /// keep the message there alone.
     SaveMessage {
         /// The run path that committed it.
         path: RunPath,
         /// The message.
         message: Message,
+        /// The seq of the event that logged it.
+        seq: u64,
     },
     /// Add tokens to the chat's totals, and to the minion chat of `path`
     /// when it is a child's.
@@ -85,9 +89,12 @@ pub(crate) enum Effect {
     },
     /// Write the run's record as it stands.
     StoreRecord(Box<RunRecord>),
-    /// Keep the run's step (its state between two steps), dropping the
-    /// oldest beyond `keep` (`None`: all are kept).
-    KeepStep {
+    /// Write the run's record as it stands and keep its step (its state
+    /// between two steps) in the same write, dropping the oldest steps
+    /// beyond `keep` (`None`: all are kept).
+    StoreRecordKeeping {
+        /// The record.
+        record: Box<RunRecord>,
         /// The step.
         step: Box<RunStep>,
         /// How many of the run's steps are kept.
@@ -263,6 +270,7 @@ impl Lifecycle {
                 self.effects.push_back(Effect::SaveMessage {
                     path: event.path.clone(),
                     message: message.clone(),
+                    seq: event.seq,
                 });
             }
             EventKind::TokensConsumed(TokensConsumedEvent { tokens }) => {
@@ -314,12 +322,13 @@ impl Lifecycle {
         });
         self.run.state = Some(state);
         self.run.updated_at = now;
-        self.store_record();
-        if let Some(step) = step {
-            self.effects.push_back(Effect::KeepStep {
+        match step {
+            Some(step) => self.effects.push_back(Effect::StoreRecordKeeping {
+                record: Box::new(self.run.clone()),
                 step: Box::new(step),
                 keep: self.keep_steps,
-            });
+            }),
+            None => self.store_record(),
         }
     }
 
@@ -641,7 +650,9 @@ mod tests {
                 Effect::SaveMessage { .. } => "save message".into(),
                 Effect::AddTotals { .. } => "add totals".into(),
                 Effect::StoreRecord(record) => format!("store {:?}", record.status),
-                Effect::KeepStep { step, .. } => format!("keep step {}", step.seq),
+                Effect::StoreRecordKeeping { record, step, .. } => {
+                    format!("store {:?} keeping step {}", record.status, step.seq)
+                }
                 Effect::OpenGate(id) => format!("open {id}"),
                 Effect::HostWaits { .. } => "host waits".into(),
                 Effect::HostDecides(_) => "host decides".into(),
@@ -684,8 +695,11 @@ mod tests {
         let state = RunState::new("r1".to_owned(), vec![Message::user_text("m1", "hi")]);
         machine.checkpoint(state.clone(), 11);
         let effects = drain(&mut machine);
-        assert_eq!(names(&effects), ["store Running", "keep step 4"]);
-        let Some(Effect::KeepStep { step, keep: None }) = effects.last() else {
+        assert_eq!(names(&effects), ["store Running keeping step 4"]);
+        let Some(Effect::StoreRecordKeeping {
+            step, keep: None, ..
+        }) = effects.last()
+        else {
             panic!("{effects:?}");
         };
         assert_eq!(step.message_count, 1);

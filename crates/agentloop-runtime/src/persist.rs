@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentloop_storage::model::{Chat, MinionLink, RunRecord, now_millis};
+use agentloop_storage::store::LoggedEvent;
 use agentloop_storage::{RuntimeStore, StorageError};
 use agentloop_types::{
     EventKind, LoopEvent, LoopResult, MessageCreatedEvent, RunPath, RunState, TokenTotals,
@@ -226,9 +227,15 @@ impl Persister {
             Effect::ReleaseLease => {
                 self.store.release_lease(&run_id, &self.owner).await?;
             }
-            Effect::SaveMessage { path, message } => {
+            Effect::SaveMessage { path, message, seq } => {
                 let chat_id = self.minion_chat(&path).await?;
-                self.store.save_message(&chat_id, &message).await?;
+                let logged = LoggedEvent {
+                    run_id: &run_id,
+                    seq,
+                };
+                self.store
+                    .save_logged_message(&chat_id, &message, logged)
+                    .await?;
             }
             Effect::AddTotals { path, tokens, now } => {
                 self.store
@@ -240,7 +247,11 @@ impl Persister {
                 }
             }
             Effect::StoreRecord(record) => self.store.update_run(&record).await?,
-            Effect::KeepStep { step, keep } => self.store.keep_step(&step, keep).await?,
+            Effect::StoreRecordKeeping { record, step, keep } => {
+                self.store
+                    .update_run_keeping_step(&record, &step, keep)
+                    .await?;
+            }
             Effect::OpenGate(tool_use_id) => self.gate.open(&tool_use_id),
             Effect::HostWaits { pending, fresh } => {
                 if let Some(ending) = &self.ending {

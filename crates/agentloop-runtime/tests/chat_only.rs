@@ -150,6 +150,14 @@ impl StepStore for ChatsOnly {
     async fn keep_step(&self, step: &RunStep, keep: Option<u32>) -> StorageResult<()> {
         self.inner.keep_step(step, keep).await
     }
+    async fn update_run_keeping_step(
+        &self,
+        run: &RunRecord,
+        step: &RunStep,
+        keep: Option<u32>,
+    ) -> StorageResult<()> {
+        self.inner.update_run_keeping_step(run, step, keep).await
+    }
     async fn list_steps(&self, run_id: &str) -> StorageResult<Vec<RunStep>> {
         self.inner.list_steps(run_id).await
     }

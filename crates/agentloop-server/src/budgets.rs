@@ -21,21 +21,34 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentloop_storage::budgets::{BudgetScope, BudgetScopeKind, Reservation, describe};
 use agentloop_storage::model::now_millis;
-use agentloop_storage::{StorageError, StorageResult, Store};
+use agentloop_storage::{StorageError, Store};
 use agentloop_types::{Budget, BudgetCall, BudgetHold, BudgetRefusal, Spend, async_trait};
-use tokio::sync::OnceCell;
 
 use crate::metrics::{Metrics, OwnerLabels};
 
-/// Whom a run spends for.
-#[derive(Debug, Clone, Default)]
-struct Owners {
-    user: Option<String>,
-    project: Option<String>,
-    task: Option<String>,
+/// Whom a run spends for: the user its project belongs to, the project
+/// and the task. The caller knows them, so a call reads nothing to find
+/// them.
+#[derive(Debug, Clone)]
+pub struct Owners {
+    /// The project's owner.
+    pub user: String,
+    /// The project.
+    pub project: String,
+    /// The task.
+    pub task: String,
 }
 
 impl Owners {
+    /// Whom the agent runs of `ctx`'s task spend for.
+    pub fn of(ctx: &crate::runner::TaskContext) -> Self {
+        Self {
+            user: ctx.owner.clone(),
+            project: ctx.project.id.clone(),
+            task: ctx.task.id.clone(),
+        }
+    }
+
     fn scopes(&self) -> Vec<BudgetScope> {
         [
             (BudgetScopeKind::User, &self.user),
@@ -43,7 +56,7 @@ impl Owners {
             (BudgetScopeKind::Task, &self.task),
         ]
         .into_iter()
-        .filter_map(|(kind, id)| id.as_ref().map(|id| BudgetScope::new(kind, id.clone())))
+        .map(|(kind, id)| BudgetScope::new(kind, id.clone()))
         .collect()
     }
 }
@@ -54,24 +67,27 @@ pub struct RunBudget {
     metrics: Arc<Metrics>,
     run_id: String,
     floor: Spend,
-    /// The run's user, project and task, read at its first model call.
-    owners: OnceCell<Owners>,
+    owners: Owners,
+    scopes: Vec<BudgetScope>,
 }
 
-/// The budget port of agent run `run_id`, its budgets in `store`, its
-/// cost counted in `metrics`, each call reserving at least `floor`.
+/// The budget port of agent run `run_id`, spending for `owners`, its
+/// budgets in `store`, its cost counted in `metrics`, each call reserving
+/// at least `floor`.
 pub fn for_run(
     store: Arc<dyn Store>,
     metrics: Arc<Metrics>,
     floor: Spend,
     run_id: &str,
+    owners: Owners,
 ) -> Arc<dyn Budget> {
     Arc::new(RunBudget {
         store,
         metrics,
         run_id: run_id.to_owned(),
         floor,
-        owners: OnceCell::new(),
+        scopes: owners.scopes(),
+        owners,
     })
 }
 
@@ -83,33 +99,6 @@ fn hold_id(run_id: &str, iteration: u32) -> String {
         crate::ids::new_id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-impl RunBudget {
-    async fn owners(&self) -> StorageResult<&Owners> {
-        self.owners
-            .get_or_try_init(|| async {
-                let run = match self.store.get_agent_run(&self.run_id).await {
-                    Ok(run) => run,
-                    // Not an agent run: nothing above it has a budget.
-                    Err(StorageError::NotFound { .. }) => return Ok(Owners::default()),
-                    Err(other) => return Err(other),
-                };
-                let task = self.store.get_task(&run.task_id).await?;
-                let project = self.store.get_project(&task.project_id).await?;
-                Ok(Owners {
-                    // The project's owner (`runner::project_owner`).
-                    user: project
-                        .settings
-                        .get("owner")
-                        .and_then(|owner| owner.as_str())
-                        .map(str::to_owned),
-                    project: Some(project.id),
-                    task: Some(task.id),
-                })
-            })
-            .await
-    }
 }
 
 /// The refusal of a call whose budgets could not be read: no call goes
@@ -124,12 +113,11 @@ fn unreadable(error: &StorageError) -> BudgetRefusal {
 #[async_trait]
 impl Budget for RunBudget {
     async fn reserve(&self, call: &BudgetCall) -> Result<Option<BudgetHold>, BudgetRefusal> {
-        let owners = self.owners().await.map_err(|e| unreadable(&e))?;
         let estimate = call.largest_earlier.unwrap_or_default().max(self.floor);
         let id = hold_id(&call.run_id, call.iteration);
         let reserved = self
             .store
-            .reserve_budgets(&id, &owners.scopes(), estimate, now_millis())
+            .reserve_budgets(&id, &self.scopes, estimate, now_millis())
             .await
             .map_err(|e| unreadable(&e))?;
         match reserved {
@@ -146,15 +134,13 @@ impl Budget for RunBudget {
     }
 
     async fn settle(&self, hold: BudgetHold, actual: Spend) {
-        if let Some(owners) = self.owners.get() {
-            self.metrics
-                .owner_cost_usd
-                .get_or_create(&OwnerLabels {
-                    user: owners.user.clone().unwrap_or_default(),
-                    project: owners.project.clone().unwrap_or_default(),
-                })
-                .inc_by(actual.cost);
-        }
+        self.metrics
+            .owner_cost_usd
+            .get_or_create(&OwnerLabels {
+                user: self.owners.user.clone(),
+                project: self.owners.project.clone(),
+            })
+            .inc_by(actual.cost);
         if hold.id.is_empty() {
             return;
         }

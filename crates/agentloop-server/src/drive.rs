@@ -460,10 +460,13 @@ impl<'a> Execution<'a> {
             written,
             ..self.hosted(decisions, ending.clone())
         };
-        let outcome = hosting::execute(
-            self.state, self.local, hosted, tools, handoffs, &metrics, pace,
-        )
-        .await;
+        let equipment = hosting::Equipment {
+            tools,
+            handoffs,
+            owners: crate::budgets::Owners::of(&self.ctx),
+        };
+        let outcome =
+            hosting::execute(self.state, self.local, hosted, equipment, &metrics, pace).await;
         if let Some(mcp) = mcp {
             Box::pin(mcp.shutdown()).await;
         }

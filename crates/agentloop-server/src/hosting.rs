@@ -68,22 +68,39 @@ pub fn runtime(
     }
 }
 
-/// Executes `hosted` from where its record stands and reads it to its end;
-/// `handoffs` are the project's agents the run hands off between.
+/// What an agent run is executed with, beside its record: the tools it
+/// is offered, the project's agents it hands off between, and whom its
+/// model calls spend for.
+pub struct Equipment {
+    /// The tools offered.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// The project's agents, when it has several.
+    pub handoffs: Option<Handoffs>,
+    /// Whose budgets its model calls reserve.
+    pub owners: crate::budgets::Owners,
+}
+
+/// Executes `hosted` from where its record stands, with `equipment`, and
+/// reads it to its end.
 pub async fn execute(
     state: &AppState,
     local: &Arc<LocalRun>,
     hosted: HostedRun,
-    tools: Vec<Arc<dyn Tool>>,
-    handoffs: Option<Handoffs>,
+    equipment: Equipment,
     metrics: &RunMetrics,
     pace: Pace,
 ) -> Outcome {
+    let Equipment {
+        tools,
+        handoffs,
+        owners,
+    } = equipment;
     let mut runtime = runtime(state, tools, Some(local)).with_budget(crate::budgets::for_run(
         state.store.clone(),
         state.metrics.clone(),
         state.config.budget_estimate,
         &hosted.run_id,
+        owners,
     ));
     if let Some(handoffs) = handoffs {
         // The project's agents: the run goes on with whoever speaks.

@@ -109,6 +109,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0012_schedules.sql"),
             include_str!("../migrations/postgres/0013_budgets.sql"),
             include_str!("../migrations/postgres/0014_run_steps.sql"),
+            include_str!("../migrations/postgres/0019_messages_from_events.sql"),
         ])
         .run(&pool)
         .await
@@ -171,6 +172,14 @@ async fn watch_appends(pool: &sqlx::PgPool) -> StorageResult<Option<crate::store
 /// Whether one query may hold several statements (see
 /// `sql_tasks::START_QUERY`): PostgreSQL takes one statement a query that has arguments.
 const SEVERAL_STATEMENTS_A_QUERY: bool = false;
+
+/// A `messages` row's message as JSON text: its body, or for a message
+/// a run logged, the message of the event it names (see
+/// `migrations/postgres/0019_messages_from_events.sql`). An event that is gone
+/// reads as `null`, which fails to parse: never a message silently missing.
+const MESSAGE_BODY: &str = "CASE WHEN messages.event_run_id IS NULL THEN messages.body \
+     ELSE COALESCE((SELECT (e.body::json -> 'message')::text FROM run_events e \
+     WHERE e.run_id = messages.event_run_id AND e.seq = messages.event_seq), 'null') END";
 
 include!("sql/records.rs");
 include!("sql/chats.rs");

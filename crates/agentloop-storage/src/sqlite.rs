@@ -203,6 +203,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0012_schedules.sql"),
             include_str!("../migrations/sqlite/0013_budgets.sql"),
             include_str!("../migrations/sqlite/0014_run_steps.sql"),
+            include_str!("../migrations/sqlite/0019_messages_from_events.sql"),
         ])
         .run(&pool)
         .await
@@ -328,6 +329,14 @@ async fn watch_appends(
 /// Whether one query may hold several statements (see
 /// `sql_tasks::START_QUERY`): SQLite runs the statements of one query one after the other.
 const SEVERAL_STATEMENTS_A_QUERY: bool = true;
+
+/// A `messages` row's message as JSON text: its body, or for a message
+/// a run logged, the message of the event it names (see
+/// `migrations/sqlite/0019_messages_from_events.sql`). An event that is gone
+/// reads as `null`, which fails to parse: never a message silently missing.
+const MESSAGE_BODY: &str = "CASE WHEN messages.event_run_id IS NULL THEN messages.body \
+     ELSE COALESCE((SELECT json_extract(e.body, '$.message') FROM run_events e \
+     WHERE e.run_id = messages.event_run_id AND e.seq = messages.event_seq), 'null') END";
 
 include!("sql/records.rs");
 include!("sql/chats.rs");

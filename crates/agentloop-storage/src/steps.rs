@@ -22,6 +22,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StorageResult;
+use crate::model::RunRecord;
 
 /// One kept step of a run (see the module docs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -138,6 +139,15 @@ pub trait StepStore: Send + Sync {
     /// drops the run's oldest steps beyond the latest `keep` (`None`: all
     /// are kept). Its run must exist.
     async fn keep_step(&self, step: &RunStep, keep: Option<u32>) -> StorageResult<()>;
+    /// Stores `run`'s record as `RunStore::update_run` does and keeps
+    /// `step` as [`keep_step`](Self::keep_step) does, in one write: a
+    /// checkpoint costs a run one write, not two.
+    async fn update_run_keeping_step(
+        &self,
+        run: &RunRecord,
+        step: &RunStep,
+        keep: Option<u32>,
+    ) -> StorageResult<()>;
     /// A run's kept steps, oldest first (none for an unknown run).
     async fn list_steps(&self, run_id: &str) -> StorageResult<Vec<RunStep>>;
     /// A run's step at `seq` (`NotFound` when none is kept there).

@@ -69,6 +69,16 @@ pub fn folders_overlap(a: &str, b: &str) -> bool {
     inside(a, b) || inside(b, a)
 }
 
+/// The event a run logged a message with: its `message_created`, event
+/// `seq` of run `run_id`'s log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoggedEvent<'a> {
+    /// The run whose log holds the event.
+    pub run_id: &'a str,
+    /// The event's seq in that log.
+    pub seq: u64,
+}
+
 /// Chats (minion chats included), their messages and checkpoints.
 #[async_trait]
 pub trait ChatStore: Send + Sync {
@@ -98,6 +108,18 @@ pub trait ChatStore: Send + Sync {
     /// (a pending tool-result message becoming final) is replaced in place.
     /// Returns the message's seq.
     async fn save_message(&self, chat_id: &str, message: &Message) -> StorageResult<u64>;
+    /// Saves a message a run logged, as [`save_message`](Self::save_message)
+    /// does. `logged` is its `message_created` event, which must be stored
+    /// already: a backend may keep the message only there (the SQL ones
+    /// do), so a run's message is stored once.
+    async fn save_logged_message(
+        &self,
+        chat_id: &str,
+        message: &Message,
+        _logged: LoggedEvent<'_>,
+    ) -> StorageResult<u64> {
+        self.save_message(chat_id, message).await
+    }
     /// A chat's messages in seq order.
     async fn list_messages(&self, chat_id: &str) -> StorageResult<Vec<StoredMessage>>;
     /// One message by id.

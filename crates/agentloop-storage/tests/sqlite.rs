@@ -185,3 +185,41 @@ async fn a_finished_event_stores_no_history_the_chat_holds() {
         bodies[3]
     );
 }
+
+#[tokio::test]
+async fn a_message_a_run_logged_is_stored_once_in_its_event() {
+    use agentloop_storage::store::LoggedEvent;
+    use agentloop_types::{EventKind, LoopEvent, Message, MessageCreatedEvent, RunPath};
+
+    let store = SqliteStore::connect(":memory:").await.unwrap();
+    conformance::project_with_chat(&store).await;
+    store
+        .create_run(&conformance::run_record("r1", Some("c")))
+        .await
+        .unwrap();
+    let answer = Message::assistant_text("a1", "The key says hello.");
+    let created = LoopEvent {
+        seq: 0,
+        path: RunPath::root(),
+        kind: EventKind::MessageCreated(MessageCreatedEvent {
+            message: answer.clone(),
+        }),
+    };
+    store.append_events("r1", &[created]).await.unwrap();
+    let logged = LoggedEvent {
+        run_id: "r1",
+        seq: 0,
+    };
+    store
+        .save_logged_message("c", &answer, logged)
+        .await
+        .unwrap();
+    let (body, event_run_id): (String, Option<String>) =
+        sqlx::query_as("SELECT body, event_run_id FROM messages WHERE id = 'a1'")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(body, "", "the message is in its event, not again in its row");
+    assert_eq!(event_run_id.as_deref(), Some("r1"));
+    assert_eq!(store.list_messages("c").await.unwrap()[0].message, answer);
+}

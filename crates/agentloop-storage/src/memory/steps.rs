@@ -4,7 +4,9 @@ use async_trait::async_trait;
 
 use super::MemoryStore;
 use crate::error::{StorageError, StorageResult};
+use crate::model::RunRecord;
 use crate::steps::{RunStep, StepStore};
+use crate::store::RunStore;
 
 #[async_trait]
 impl StepStore for MemoryStore {
@@ -24,6 +26,18 @@ impl StepStore for MemoryStore {
             }
         }
         Ok(())
+    }
+
+    async fn update_run_keeping_step(
+        &self,
+        run: &RunRecord,
+        step: &RunStep,
+        keep: Option<u32>,
+    ) -> StorageResult<()> {
+        // Nothing here outlives the process, so two writes under two
+        // locks lose nothing a crash would not lose anyway.
+        RunStore::update_run(self, run).await?;
+        self.keep_step(step, keep).await
     }
 
     async fn list_steps(&self, run_id: &str) -> StorageResult<Vec<RunStep>> {

@@ -9,8 +9,7 @@ mod sql_chats {
     use crate::message_cache::{Lookup, MessageCursor};
     use crate::model::{Chat, Checkpoint, StoredMessage};
     use crate::sql::{Query, db_err, found, insert_err};
-    use crate::store::{
-        ChatStore, from_json_text, json_text};
+    use crate::store::{ChatStore, LoggedEvent, from_json_text, json_text};
 
 
     pub(super) const INSERT_CHAT: &str = "INSERT INTO chats (id, project_id, title, settings, \
@@ -193,50 +192,16 @@ mod sql_chats {
         }
 
         async fn save_message(&self, chat_id: &str, message: &Message) -> StorageResult<u64> {
-            let mut turn = self.write_turn().await;
-            let body = json_text(message)?;
-            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
-            // Writing the chat row first takes its lock, so appends to one
-            // chat are serialised on every backend, and numbers the write
-            // for readers that keep a decoded copy.
-            let rev: i64 = sqlx::query_scalar(
-                "UPDATE chats SET message_rev = message_rev + 1 WHERE id = $1 \
-                 RETURNING message_rev",
-            )
-            .bind(chat_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .ok_or_else(|| StorageError::not_found("chat", chat_id))?;
-            let replaced = sqlx::query(
-                "UPDATE messages SET body = $3, rev = $4 WHERE chat_id = $1 AND id = $2 \
-                 RETURNING seq",
-            )
-            .bind(chat_id)
-            .bind(&message.id)
-            .bind(&body)
-            .bind(rev)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            let seq: i64 = match replaced {
-                Some(row) => sqlx::Row::try_get(&row, "seq").map_err(db_err)?,
-                None => {
-                    let row = sqlx::query(
-                        "UPDATE chats SET next_seq = next_seq + 1 WHERE id = $1 \
-                         RETURNING next_seq - 1 AS seq",
-                    )
-                    .bind(chat_id)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                    let seq: i64 = sqlx::Row::try_get(&row, "seq").map_err(db_err)?;
-                    insert_message(&mut *tx, chat_id, seq, &message.id, &body, rev).await?;
-                    seq
-                }
-            };
-            tx.commit().await.map_err(db_err)?;
-            crate::codec::to_u64(seq)
+            self.save(chat_id, message, None).await
+        }
+
+        async fn save_logged_message(
+            &self,
+            chat_id: &str,
+            message: &Message,
+            logged: LoggedEvent<'_>,
+        ) -> StorageResult<u64> {
+            self.save(chat_id, message, Some(logged)).await
         }
 
         async fn list_messages(&self, chat_id: &str) -> StorageResult<Vec<StoredMessage>> {
@@ -262,7 +227,11 @@ mod sql_chats {
             chat_id: &str,
             message_id: &str,
         ) -> StorageResult<StoredMessage> {
-            let row = sqlx::query("SELECT seq, body FROM messages WHERE chat_id = $1 AND id = $2")
+            let sql = format!(
+                "SELECT seq, {} AS body FROM messages WHERE chat_id = $1 AND id = $2",
+                super::MESSAGE_BODY
+            );
+            let row = sqlx::query(&sql)
                 .bind(chat_id)
                 .bind(message_id)
                 .fetch_optional(&self.pool)
@@ -424,6 +393,86 @@ mod sql_chats {
     }
 
     impl SqlStore {
+        /// Saves `message` (see [`ChatStore::save_message`]): with its
+        /// body, or for one a run `logged`, with the event that holds it
+        /// and an empty body.
+        async fn save(
+            &self,
+            chat_id: &str,
+            message: &Message,
+            logged: Option<LoggedEvent<'_>>,
+        ) -> StorageResult<u64> {
+            let mut turn = self.write_turn().await;
+            let body = match logged {
+                Some(_) => String::new(),
+                None => json_text(message)?,
+            };
+            let (event_run, event_seq) = match logged {
+                Some(logged) => (Some(logged.run_id), Some(to_i64(logged.seq)?)),
+                None => (None, None),
+            };
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
+            // Writing the chat row first takes its lock, so appends to one
+            // chat are serialised on every backend, and numbers the write
+            // for readers that keep a decoded copy.
+            let rev: i64 = sqlx::query_scalar(
+                "UPDATE chats SET message_rev = message_rev + 1 WHERE id = $1 \
+                 RETURNING message_rev",
+            )
+            .bind(chat_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .ok_or_else(|| StorageError::not_found("chat", chat_id))?;
+            let replaced = sqlx::query(
+                "UPDATE messages SET body = $3, rev = $4, event_run_id = $5, event_seq = $6 \
+                 WHERE chat_id = $1 AND id = $2 RETURNING seq",
+            )
+            .bind(chat_id)
+            .bind(&message.id)
+            .bind(&body)
+            .bind(rev)
+            .bind(event_run)
+            .bind(event_seq)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let seq: i64 = match replaced {
+                Some(row) => sqlx::Row::try_get(&row, "seq").map_err(db_err)?,
+                None => {
+                    let row = sqlx::query(
+                        "UPDATE chats SET next_seq = next_seq + 1 WHERE id = $1 \
+                         RETURNING next_seq - 1 AS seq",
+                    )
+                    .bind(chat_id)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    let seq: i64 = sqlx::Row::try_get(&row, "seq").map_err(db_err)?;
+                    bind_message(
+                        sqlx::query(
+                            "INSERT INTO messages \
+                             (chat_id, seq, id, body, rev, event_run_id, event_seq) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                        ),
+                        chat_id,
+                        seq,
+                        &message.id,
+                        &body,
+                        rev,
+                    )
+                    .bind(event_run)
+                    .bind(event_seq)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| insert_err(e, "message", &message.id))?;
+                    seq
+                }
+            };
+            tx.commit().await.map_err(db_err)?;
+            crate::codec::to_u64(seq)
+        }
+
         /// Where the chat's messages stand; `NotFound` for an unknown chat.
         async fn message_cursor(&self, chat_id: &str) -> StorageResult<MessageCursor> {
             let (created_at, rev, resets): (i64, i64, i64) = sqlx::query_as(
@@ -446,10 +495,12 @@ mod sql_chats {
         /// of one per message (each row costs a round trip through the
         /// SQLite driver's worker thread) and one parse.
         async fn all_messages(&self, chat_id: &str) -> StorageResult<Vec<StoredMessage>> {
-            let array: String = sqlx::query_scalar(
-                "SELECT '[' || COALESCE(string_agg('[' || seq || ',' || body || ']', ',' \
+            let sql = format!(
+                "SELECT '[' || COALESCE(string_agg('[' || seq || ',' || {} || ']', ',' \
                  ORDER BY seq), '') || ']' FROM messages WHERE chat_id = $1",
-            )
+                super::MESSAGE_BODY
+            );
+            let array: String = sqlx::query_scalar(&sql)
             .bind(chat_id)
             .fetch_one(&self.pool)
             .await
@@ -469,8 +520,11 @@ mod sql_chats {
             condition: &str,
             value: i64,
         ) -> StorageResult<Vec<StoredMessage>> {
-            let sql =
-                format!("SELECT seq, body FROM messages WHERE chat_id = $1 AND {condition} ORDER BY seq");
+            let sql = format!(
+                "SELECT seq, {} AS body FROM messages WHERE chat_id = $1 AND {condition} \
+                 ORDER BY seq",
+                super::MESSAGE_BODY
+            );
             sqlx::query(&sql)
                 .bind(chat_id)
                 .bind(value)

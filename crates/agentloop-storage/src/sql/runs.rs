@@ -187,21 +187,7 @@ mod sql_runs {
 
         async fn update_run(&self, run: &RunRecord) -> StorageResult<()> {
             let _turn = self.write_turn().await;
-            let done = sqlx::query(
-                "UPDATE runs SET status = $2, state = $3, result = $4, pending_tool_call = $5, \
-                 updated_at = $6, end_reason = $7 WHERE id = $1",
-            )
-            .bind(&run.id)
-            .bind(run.status.as_str())
-            .bind(opt_json(run.state.as_ref())?)
-            .bind(opt_json(run.result.as_ref())?)
-            .bind(opt_json(run.pending_tool_call.as_ref())?)
-            .bind(run.updated_at)
-            .bind(opt_json(run.end_reason.as_ref())?)
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
-            found(done.rows_affected(), "run", &run.id)
+            update_run_in(&self.pool, run).await
         }
 
         async fn resume_run(&self, run_id: &str, now: i64) -> StorageResult<bool> {
@@ -315,6 +301,29 @@ mod sql_runs {
             }
             Ok(events)
         }
+    }
+
+    /// Writes `run`'s record as it stands (see [`RunStore::update_run`])
+    /// through `db`: the pool, or a transaction that writes more with it.
+    pub(super) async fn update_run_in<'e>(
+        db: impl sqlx::Executor<'e, Database = super::Db>,
+        run: &RunRecord,
+    ) -> StorageResult<()> {
+        let done = sqlx::query(
+            "UPDATE runs SET status = $2, state = $3, result = $4, pending_tool_call = $5, \
+             updated_at = $6, end_reason = $7 WHERE id = $1",
+        )
+        .bind(&run.id)
+        .bind(run.status.as_str())
+        .bind(opt_json(run.state.as_ref())?)
+        .bind(opt_json(run.result.as_ref())?)
+        .bind(opt_json(run.pending_tool_call.as_ref())?)
+        .bind(run.updated_at)
+        .bind(opt_json(run.end_reason.as_ref())?)
+        .execute(db)
+        .await
+        .map_err(db_err)?;
+        found(done.rows_affected(), "run", &run.id)
     }
 
     /// The key a stored root `finished` event holds in place of its

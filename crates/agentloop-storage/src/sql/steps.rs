@@ -6,55 +6,81 @@ mod sql_steps {
     use super::{DbRow, SqlStore};
     use crate::codec::{to_i64, to_u64};
     use crate::error::{StorageError, StorageResult};
+    use crate::model::RunRecord;
     use crate::sql::db_err;
     use crate::steps::{RunStep, StepStore};
     use crate::store::{from_json_text, json_text};
 
+    /// Keeps `step` and drops its run's steps beyond the latest `keep`,
+    /// inside `tx` (see [`StepStore::keep_step`]).
+    async fn keep_in(
+        tx: &mut sqlx::Transaction<'_, super::Db>,
+        step: &RunStep,
+        keep: Option<u32>,
+    ) -> StorageResult<()> {
+        if keep == Some(0) {
+            sqlx::query("DELETE FROM run_steps WHERE run_id = $1")
+                .bind(&step.run_id)
+                .execute(&mut **tx)
+                .await
+                .map_err(db_err)?;
+            return Ok(());
+        }
+        let seq = to_i64(step.seq)?;
+        sqlx::query(
+            "INSERT INTO run_steps \
+             (run_id, seq, created_at, message_count, last_message_id, state) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (run_id, seq) DO UPDATE SET created_at = excluded.created_at, \
+             message_count = excluded.message_count, \
+             last_message_id = excluded.last_message_id, state = excluded.state",
+        )
+        .bind(&step.run_id)
+        .bind(seq)
+        .bind(step.created_at)
+        .bind(to_i64(step.message_count)?)
+        .bind(step.last_message_id.as_deref())
+        .bind(json_text(&step.state)?)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        if let Some(keep) = keep {
+            // The seq of the oldest step kept; older ones go (none when
+            // the run has no more than `keep`).
+            sqlx::query(
+                "DELETE FROM run_steps WHERE run_id = $1 AND seq < \
+                 (SELECT seq FROM run_steps WHERE run_id = $1 \
+                  ORDER BY seq DESC LIMIT 1 OFFSET $2)",
+            )
+            .bind(&step.run_id)
+            .bind(i64::from(keep.saturating_sub(1)))
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
     #[async_trait]
     impl StepStore for SqlStore {
         async fn keep_step(&self, step: &RunStep, keep: Option<u32>) -> StorageResult<()> {
-            let _turn = self.write_turn().await;
-            if keep == Some(0) {
-                sqlx::query("DELETE FROM run_steps WHERE run_id = $1")
-                    .bind(&step.run_id)
-                    .execute(&self.pool)
-                    .await
-                    .map_err(db_err)?;
-                return Ok(());
-            }
-            let seq = to_i64(step.seq)?;
-            sqlx::query(
-                "INSERT INTO run_steps \
-                 (run_id, seq, created_at, message_count, last_message_id, state) \
-                 VALUES ($1, $2, $3, $4, $5, $6) \
-                 ON CONFLICT (run_id, seq) DO UPDATE SET created_at = excluded.created_at, \
-                 message_count = excluded.message_count, \
-                 last_message_id = excluded.last_message_id, state = excluded.state",
-            )
-            .bind(&step.run_id)
-            .bind(seq)
-            .bind(step.created_at)
-            .bind(to_i64(step.message_count)?)
-            .bind(step.last_message_id.as_deref())
-            .bind(json_text(&step.state)?)
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
-            if let Some(keep) = keep {
-                // The seq of the oldest step kept; older ones go (none
-                // when the run has no more than `keep`).
-                sqlx::query(
-                    "DELETE FROM run_steps WHERE run_id = $1 AND seq < \
-                     (SELECT seq FROM run_steps WHERE run_id = $1 \
-                      ORDER BY seq DESC LIMIT 1 OFFSET $2)",
-                )
-                .bind(&step.run_id)
-                .bind(i64::from(keep.saturating_sub(1)))
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?;
-            }
-            Ok(())
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
+            keep_in(&mut tx, step, keep).await?;
+            tx.commit().await.map_err(db_err)
+        }
+
+        async fn update_run_keeping_step(
+            &self,
+            run: &RunRecord,
+            step: &RunStep,
+            keep: Option<u32>,
+        ) -> StorageResult<()> {
+            let mut turn = self.write_turn().await;
+            let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
+            super::sql_runs::update_run_in(&mut *tx, run).await?;
+            keep_in(&mut tx, step, keep).await?;
+            tx.commit().await.map_err(db_err)
         }
 
         async fn list_steps(&self, run_id: &str) -> StorageResult<Vec<RunStep>> {

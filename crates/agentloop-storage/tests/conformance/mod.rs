@@ -12,6 +12,7 @@ mod export;
 mod folders;
 mod handles;
 mod inbox;
+mod logged_messages;
 mod memories;
 mod runs;
 mod schedules;
@@ -38,6 +39,7 @@ pub use export::*;
 pub use folders::*;
 pub use handles::*;
 pub use inbox::*;
+pub use logged_messages::*;
 pub use memories::*;
 pub use runs::*;
 pub use schedules::*;
@@ -76,7 +78,7 @@ macro_rules! conformance_suite {
             non_ascii_user_names, concurrent_user_creation,
             project_folders_never_overlap, concurrent_folder_claims,
             runs_by_status_and_last, lease_renewals, cascade_delete_task,
-            finished_events_read_back_whole,
+            finished_events_read_back_whole, logged_messages_read_back_from_their_events,
             webhook_deliveries_log, agent_run_starts_whole_or_not_at_all,
             a_start_dropped_unanswered_is_whole_or_absent, concurrent_agent_run_starts,
             concurrent_starts_are_stored_or_refused_each_alone,

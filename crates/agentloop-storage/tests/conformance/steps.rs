@@ -92,11 +92,30 @@ pub async fn run_steps_kept_and_retained(store: Arc<dyn Store>) {
         .await;
     assert!(orphan.is_err(), "a step of no run: {orphan:?}");
 
-    // Retention: the latest two are kept as steps come.
+    // Retention: the latest two are kept as steps come, each written with
+    // its record.
     for seq in 1..=5 {
         let step = RunStep::of_state("kept", seq, &state("kept", 1), 1);
-        store.keep_step(&step, Some(2)).await.unwrap();
+        let mut run = record("kept");
+        run.updated_at = 10 + i64::try_from(seq).unwrap();
+        store
+            .update_run_keeping_step(&run, &step, Some(2))
+            .await
+            .unwrap();
     }
+    assert_eq!(store.get_run("kept").await.unwrap().updated_at, 15);
+    let unknown = store
+        .update_run_keeping_step(
+            &record("nope"),
+            &RunStep::of_state("nope", 1, &state("nope", 1), 1),
+            None,
+        )
+        .await;
+    assert!(
+        matches!(unknown, Err(StorageError::NotFound { .. })),
+        "{unknown:?}"
+    );
+    assert!(store.list_steps("nope").await.unwrap().is_empty());
     let seqs: Vec<u64> = store
         .list_steps("kept")
         .await
