@@ -3,9 +3,10 @@
 //! and PostgreSQL (when `AGENTLOOP_TEST_POSTGRES_URL` is set, on a database
 //! created and dropped here). Prints markdown table rows: the JSON bytes
 //! each table holds for the run (messages, the run's event log, its
-//! record's state and result), then what the database takes on disk
-//! (SQLite: the file after `VACUUM`; PostgreSQL: `pg_total_relation_size`
-//! of the three tables, indexes and TOAST included, after `VACUUM FULL`).
+//! record's state and result, its kept steps' states), then what the
+//! database takes on disk (SQLite: the file after `VACUUM`; PostgreSQL:
+//! `pg_total_relation_size` of the four tables, indexes and TOAST
+//! included, after `VACUUM FULL`).
 //!
 //! `cargo run -p agentloop-runtime --example run_bytes` (the bytes do not
 //! depend on the build profile)
@@ -129,6 +130,12 @@ async fn payload(label: &str, db: &sqlx::PgPool, chat_id: &str, run_id: &str) {
             "SELECT CAST(COALESCE(OCTET_LENGTH(result), 0) AS BIGINT) FROM runs WHERE id = $1",
             run_id,
         ),
+        (
+            "kept steps: states",
+            "SELECT CAST(COALESCE(SUM(OCTET_LENGTH(state)), 0) AS BIGINT) FROM run_steps \
+             WHERE run_id = $1",
+            run_id,
+        ),
     ];
     let mut total = 0;
     for (what, sql, id) in queries {
@@ -193,6 +200,12 @@ async fn main() {
                 "SELECT COALESCE(LENGTH(CAST(result AS BLOB)), 0) FROM runs WHERE id = $1",
                 &run_id,
             ),
+            (
+                "kept steps: states",
+                "SELECT COALESCE(SUM(LENGTH(CAST(state AS BLOB))), 0) FROM run_steps \
+                 WHERE run_id = $1",
+                &run_id,
+            ),
         ] {
             let bytes: i64 = sqlx::query(sql)
                 .bind(id)
@@ -233,7 +246,7 @@ async fn main() {
                 .unwrap();
             let size: i64 = sqlx::query(
                 "SELECT CAST(pg_total_relation_size('messages') + pg_total_relation_size('run_events') \
-                 + pg_total_relation_size('runs') AS BIGINT)",
+                 + pg_total_relation_size('runs') + pg_total_relation_size('run_steps') AS BIGINT)",
             )
             .fetch_one(&pool)
             .await
@@ -241,7 +254,7 @@ async fn main() {
             .get(0);
             row(
                 "postgres",
-                "messages + run_events + runs on disk (VACUUM FULL; indexes, TOAST)",
+                "messages + run_events + runs + run_steps on disk (VACUUM FULL; indexes, TOAST)",
                 size,
             );
             pool.close().await;
