@@ -79,6 +79,7 @@ pub mod heartbeat;
 pub mod holder;
 pub mod hosting;
 pub mod http;
+pub mod inspect;
 pub mod ids;
 pub mod listener;
 pub mod local_run;
