@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use agentloop_runtime::{ChatSettings, ProjectSettings, build_loop_options};
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{AgentRun, Chat};
-use agentloop_types::{Message, RequestOptions, Tool, ToolDefinition};
+use agentloop_types::{Message, RequestOptions, ToolDefinition};
 use axum::Json;
 use axum::extract::{Path, State};
 use schemars::JsonSchema;
@@ -37,7 +37,7 @@ pub(super) async fn inspection(
     let chat = run_chat(&state, &run).await?;
     let history = history(&state, &run, chat.as_ref()).await?;
     let options = request_options(&state, &ctx, chat.as_ref())?;
-    let tools = offered_tools(&state, &ctx, &run, chat.as_ref(), &options)?;
+    let tools = offered_tools(&state, &ctx, &run, chat.as_ref(), &options);
     let stored = Stored {
         steps: &steps,
         history: &history,
@@ -170,24 +170,28 @@ fn request_options(
     })
 }
 
-/// The definitions of the tools the run's model calls are offered.
+/// The definitions of the tools the run's model calls are offered; none
+/// of the server's when they cannot be built now (the project's folder is
+/// gone), which leaves the rest of the inspection readable.
 fn offered_tools(
     state: &AppState,
     ctx: &TaskContext,
     run: &AgentRun,
     chat: Option<&Chat>,
     options: &RunOptions,
-) -> Result<Vec<ToolDefinition>, ApiError> {
-    let mut tools = crate::run_tools::tools(state, ctx, run.agent_type, Arc::new(AtomicBool::new(false)))?;
+) -> Vec<ToolDefinition> {
+    let mut tools =
+        crate::run_tools::tools(state, ctx, run.agent_type, Arc::new(AtomicBool::new(false)))
+            .unwrap_or_default();
     if let Some(chat) = chat {
         let frontend = crate::run_tools::frontend_tools(&chat.settings, &tools);
         tools.extend(frontend);
     }
-    Ok(tools
+    tools
         .iter()
         .map(|tool| tool.definition())
         .filter(|tool| {
             options.enabled_tools.is_empty() || options.enabled_tools.contains(&tool.name)
         })
-        .collect())
+        .collect()
 }

@@ -158,7 +158,7 @@ pub fn inspect(
                 Some(next) => Some(next.created_at - step.created_at),
                 None => stored.ended_at.map(|end| end - step.created_at),
             };
-            let tool_calls = match step.state.phase {
+            let tool_calls = match &step.state.phase {
                 RunPhase::RunTools { calls, .. } => tool_calls(calls, stored.history, before, after),
                 RunPhase::CallModel | RunPhase::Finished => Vec::new(),
             };
