@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use agentloop_runtime::{ChatSettings, ProjectSettings, build_loop_options};
-use agentloop_storage::StorageError;
+use agentloop_storage::{RunStep, StorageError};
 use agentloop_storage::model::{AgentRun, Chat};
 use agentloop_types::{Message, RequestOptions, ToolDefinition};
 use axum::Json;
@@ -35,7 +35,7 @@ pub(super) async fn inspection(
     let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
     let steps = state.store.list_steps(&run.id).await?;
     let chat = run_chat(&state, &run).await?;
-    let history = history(&state, &run, chat.as_ref()).await?;
+    let history = history(&state, &run, chat.as_ref(), &steps).await?;
     let options = request_options(&state, &ctx, chat.as_ref())?;
     let tools = offered_tools(&state, &ctx, &run, chat.as_ref(), &options);
     let stored = Stored {
@@ -66,7 +66,7 @@ pub(super) async fn eval_case(
         Err(e) => return Err(e.into()),
     };
     let chat = run_chat(&state, &run).await?;
-    let history = history(&state, &run, chat.as_ref()).await?;
+    let history = history(&state, &run, chat.as_ref(), std::slice::from_ref(&step)).await?;
     let count = usize::try_from(step.message_count).unwrap_or(usize::MAX);
     let messages = history.get(..count.min(history.len())).unwrap_or_default();
     let options = request_options(&state, &ctx, chat.as_ref())?;
@@ -110,31 +110,43 @@ async fn run_chat(state: &AppState, run: &AgentRun) -> Result<Option<Chat>, ApiE
     }
 }
 
-/// The run's whole history: its record's latest state's, else its chat's.
+/// The run's whole history: its record's latest state's when that holds
+/// every step's messages (an ended run's record may keep none), else its
+/// chat's.
 async fn history(
     state: &AppState,
     run: &AgentRun,
     chat: Option<&Chat>,
+    steps: &[RunStep],
 ) -> Result<Vec<Message>, ApiError> {
-    match state.store.get_run(&run.id).await {
-        Ok(record) => {
-            if let Some(latest) = record.state {
-                return Ok(latest.messages.to_vec());
-            }
-        }
-        Err(StorageError::NotFound { .. }) => {}
+    let needed = steps.iter().map(|s| s.message_count).max().unwrap_or(0);
+    let recorded = match state.store.get_run(&run.id).await {
+        Ok(record) => record.state.map(|latest| latest.messages.to_vec()),
+        Err(StorageError::NotFound { .. }) => None,
         Err(e) => return Err(e.into()),
+    };
+    if let Some(messages) = &recorded
+        && !messages.is_empty()
+        && messages.len() as u64 >= needed
+    {
+        return Ok(recorded.unwrap_or_default());
     }
-    match chat {
-        Some(chat) => Ok(state
+    let chat_messages: Vec<Message> = match chat {
+        Some(chat) => state
             .store
             .list_messages(&chat.id)
             .await?
             .into_iter()
             .map(|m| m.message)
-            .collect()),
-        None => Ok(Vec::new()),
-    }
+            .collect(),
+        None => Vec::new(),
+    };
+    let recorded = recorded.unwrap_or_default();
+    Ok(if chat_messages.len() >= recorded.len() {
+        chat_messages
+    } else {
+        recorded
+    })
 }
 
 /// The request options of the run's model calls and the tools it is
