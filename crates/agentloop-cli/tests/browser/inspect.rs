@@ -148,11 +148,15 @@ async fn a_queued_message_shows_again_after_a_reload() {
         return;
     };
     let said = format!("Mind the staging database {MARKUP}");
+    let view = json!({ "command": "view", "path": "/" }).to_string();
     let site = Site::start(
         json!([
+            // A turn that takes its time, then calls a tool: the run
+            // takes the message at the step after it.
             { "steps": [
                 { "type": "text", "chunks": ["Working on it"] },
-                { "type": "delay", "ms": 15000 }
+                { "type": "delay", "ms": 15000 },
+                { "type": "tool_call", "id": "v1", "name": "fs", "fragments": [view] }
             ] },
             text_turn(&["Staging it is."], 0)
         ]),
