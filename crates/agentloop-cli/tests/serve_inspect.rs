@@ -54,7 +54,10 @@ fn the_inspector_reads_a_run_step_by_step(db: &str, dir: &Path) {
     let task_id = task(&address, &token, &repo);
     let run_id = start_run(&address, &token, &task_id, "planification");
     until_status(&address, &token, &run_id, "completed");
-    assert_eq!(std::fs::read_to_string(repo.join("notes.txt")).unwrap(), "one\nthree\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("notes.txt")).unwrap(),
+        "one\nthree\n"
+    );
 
     let path = format!("/api/agent-runs/{run_id}/inspection");
     let (status, inspection) = http(&address, &token, "GET", &path, None);
@@ -70,10 +73,14 @@ fn the_inspector_reads_a_run_step_by_step(db: &str, dir: &Path) {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert!(tools.contains(&"fs"), "{tools:?}");
-    assert!(inspection["options"]["system_prompt"]
-        .as_str()
-        .unwrap()
-        .contains("planification"), "{}", inspection["options"]);
+    assert!(
+        inspection["options"]["system_prompt"]
+            .as_str()
+            .unwrap()
+            .contains("planification"),
+        "{}",
+        inspection["options"]
+    );
     let messages = inspection["messages"].as_array().unwrap();
     let steps = inspection["steps"].as_array().unwrap();
     let model: Vec<&Value> = steps.iter().filter(|s| s["next"] == "model").collect();
@@ -92,21 +99,52 @@ fn the_inspector_reads_a_run_step_by_step(db: &str, dir: &Path) {
     }
     let last = model[2];
     let answer = &messages[last["messages_before"].as_u64().unwrap() as usize];
-    assert!(answer.to_string().contains("Noted <img src=x onerror=alert(1)>"), "{answer}");
+    assert!(
+        answer
+            .to_string()
+            .contains("Noted <img src=x onerror=alert(1)>"),
+        "{answer}"
+    );
     // Each tool step: its call, its result and the file it changed.
     let created = &tool_steps[0]["files"][0];
     assert_eq!(
-        (&created["path"], &created["action"], &created["diff"], &created["after"]),
-        (&json!("/notes.txt"), &json!("create"), &json!(false), &json!("one\ntwo\n")),
-        "{}", tool_steps[0]
+        (
+            &created["path"],
+            &created["action"],
+            &created["diff"],
+            &created["after"]
+        ),
+        (
+            &json!("/notes.txt"),
+            &json!("create"),
+            &json!(false),
+            &json!("one\ntwo\n")
+        ),
+        "{}",
+        tool_steps[0]
     );
     assert_eq!(tool_steps[0]["tool_calls"][0]["name"], "fs");
-    assert!(tool_steps[0]["tool_calls"][0]["result"].is_string(), "{}", tool_steps[0]);
+    assert!(
+        tool_steps[0]["tool_calls"][0]["result"].is_string(),
+        "{}",
+        tool_steps[0]
+    );
     let edited = &tool_steps[1]["files"][0];
     assert_eq!(
-        (&edited["action"], &edited["diff"], &edited["before"], &edited["after"]),
-        (&json!("str_replace"), &json!(true), &json!("two"), &json!("three")),
-        "{}", tool_steps[1]
+        (
+            &edited["action"],
+            &edited["diff"],
+            &edited["before"],
+            &edited["after"]
+        ),
+        (
+            &json!("str_replace"),
+            &json!(true),
+            &json!("two"),
+            &json!("three")
+        ),
+        "{}",
+        tool_steps[1]
     );
 
     // The last model step as an eval case, run by `agentloop eval`.
@@ -138,9 +176,21 @@ fn the_inspector_reads_a_run_step_by_step(db: &str, dir: &Path) {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(report["cases"][0]["passed"], true, "{report}");
-    let (status, refused) = http(&address, &token, "GET", &format!("/api/agent-runs/{run_id}/steps/abc/eval-case"), None);
+    let (status, refused) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/steps/abc/eval-case"),
+        None,
+    );
     assert_eq!(status, 400, "{refused}");
-    let (status, refused) = http(&address, &token, "GET", &format!("/api/agent-runs/{run_id}/steps/999999/eval-case"), None);
+    let (status, refused) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/steps/999999/eval-case"),
+        None,
+    );
     assert_eq!(status, 404, "{refused}");
 
     // A message to a working run is listed until the run takes it.

@@ -81,7 +81,7 @@ function stepActions(runId, step) {
   const status = h("div", { id: "step-status" });
   const prompt = step.next === "model"
     ? h("input", { id: "fork-prompt", type: "text", "aria-label": "A message the fork takes first (optional)",
-      placeholder: "A message the fork takes first (optional)" })
+      placeholder: "Message for the fork (optional)" })
     : null;
   const caseText = h("pre", { id: "eval-case", class: "args", hidden: true });
   const download = h("a", { id: "eval-download", hidden: true }, "Download the case again");
@@ -162,7 +162,7 @@ export async function inspectorView(runId) {
   const items = inspection.steps.map((step, index) => h("li", {},
     h("button", { type: "button", class: "step", "data-seq": step.seq, onclick: () => choose(index) },
       h("span", { class: "step-kind" }, `${index + 1}. ${NEXT[step.next] || step.next}`),
-      h("span", { class: "muted" }, ` ${seconds(step.duration_ms)} · ${tokenLine(step.tokens)}`))));
+      h("span", { class: "muted" }, `${seconds(step.duration_ms)} · ${tokenLine(step.tokens)}`))));
   function choose(index) {
     items.forEach((item, i) => item.firstChild.setAttribute("aria-current", i === index ? "step" : "false"));
     detail.replaceChildren(...stepDetail(runId, inspection, inspection.steps[index], index));

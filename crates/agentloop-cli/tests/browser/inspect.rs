@@ -55,7 +55,8 @@ async fn the_inspector_shows_each_step_saves_a_case_and_forks() {
 
     // The timeline: model call, tool calls, model call.
     page.click("#inspect-link").await;
-    page.wait_until(&format!("location.hash === '#/runs/{run}/inspect'")).await;
+    page.wait_until(&format!("location.hash === '#/runs/{run}/inspect'"))
+        .await;
     page.wait_for("#timeline button.step").await;
     let steps = timeline(&page).await;
     assert!(steps.len() >= 3, "{steps:?}");
@@ -66,14 +67,20 @@ async fn the_inspector_shows_each_step_saves_a_case_and_forks() {
     // The tool step: its call and the file it created (its new text).
     page.click("#timeline li:nth-child(2) button.step").await;
     let files = page.text_of("#step-files").await;
-    assert!(files.contains("/notes.txt") && files.contains("create"), "{files}");
+    assert!(
+        files.contains("/notes.txt") && files.contains("create"),
+        "{files}"
+    );
     assert!(files.contains("+ one"), "{files}");
 
     // The last model step: its request, its response as text, its tokens.
     page.click("#timeline li:nth-child(3) button.step").await;
     page.wait_for("#step-request").await;
     let tokens = page.text_of("#step-tokens").await;
-    assert!(tokens.contains("50 in") && tokens.contains("10 out"), "{tokens}");
+    assert!(
+        tokens.contains("50 in") && tokens.contains("10 out"),
+        "{tokens}"
+    );
     let shown = page
         .run(
             "for (const d of document.querySelectorAll('#step-detail details')) d.open = true; \
@@ -84,24 +91,37 @@ async fn the_inspector_shows_each_step_saves_a_case_and_forks() {
         )
         .await;
     let request_messages = shown[0].as_str().unwrap();
-    assert!(request_messages.contains("Writing it down"), "{request_messages}");
+    assert!(
+        request_messages.contains("Writing it down"),
+        "{request_messages}"
+    );
     assert!(request_messages.contains("calls fs"), "{request_messages}");
     assert!(shown[1].as_str().unwrap().contains("fs"), "{shown}");
-    assert!(shown[2].as_str().unwrap().contains("system_prompt"), "{shown}");
+    assert!(
+        shown[2].as_str().unwrap().contains("system_prompt"),
+        "{shown}"
+    );
     assert!(shown[3].as_str().unwrap().contains(MARKUP), "{shown}");
-    assert_eq!((&shown[4], &shown[5]), (&json!(0), &json!(true)), "markup stays text");
+    assert_eq!(
+        (&shown[4], &shown[5]),
+        (&json!(0), &json!(true)),
+        "markup stays text"
+    );
     assert!(!page.scrolls_sideways().await, "the inspector at 1280 px");
     page.screenshot("inspector-desktop").await;
 
     page.client.set_window_size(390, 844).await.unwrap();
     page.wait_for("#step-detail").await;
     assert!(!page.scrolls_sideways().await, "the inspector at 390 px");
+    page.run("document.getElementById('step-detail').scrollIntoView(); return true;")
+        .await;
     page.screenshot("inspector-phone").await;
     page.client.set_window_size(1280, 900).await.unwrap();
 
     // Save as eval case: the dataset shown is one `agentloop eval` runs.
     page.click("#save-eval").await;
-    page.wait_until("!document.getElementById('eval-case').hidden").await;
+    page.wait_until("!document.getElementById('eval-case').hidden")
+        .await;
     let case = page.text_of("#eval-case").await;
     let dataset: Value = serde_json::from_str(&case).unwrap();
     assert_eq!(dataset["cases"].as_array().unwrap().len(), 1, "{dataset}");
@@ -109,7 +129,11 @@ async fn the_inspector_shows_each_step_saves_a_case_and_forks() {
     let file = dir.path().join("case.json");
     std::fs::write(&file, &case).unwrap();
     let script = dir.path().join("script.json");
-    std::fs::write(&script, json!([{ "steps": [{ "type": "text", "chunks": ["ok"] }] }]).to_string()).unwrap();
+    std::fs::write(
+        &script,
+        json!([{ "steps": [{ "type": "text", "chunks": ["ok"] }] }]).to_string(),
+    )
+    .unwrap();
     let output = agentloop()
         .arg("eval")
         .arg(&file)
@@ -180,7 +204,9 @@ async fn a_queued_message_shows_again_after_a_reload() {
     let queued = page.text_of("#steer-queued [data-pending]").await;
     assert!(queued.contains(&said), "{queued}");
     assert!(queued.to_lowercase().contains("queued"), "{queued}");
-    let images = page.run("return document.querySelectorAll('#steer-queued img').length;").await;
+    let images = page
+        .run("return document.querySelectorAll('#steer-queued img').length;")
+        .await;
     assert_eq!(images, json!(0));
     page.screenshot("steer-queued-after-reload").await;
 
@@ -193,7 +219,11 @@ async fn a_queued_message_shows_again_after_a_reload() {
     .await;
     page.wait_for_text("Staging it is.").await;
     let (_, queued) = site
-        .api("GET", &format!("/api/agent-runs/{run}/queued-messages"), None)
+        .api(
+            "GET",
+            &format!("/api/agent-runs/{run}/queued-messages"),
+            None,
+        )
         .await;
     assert_eq!(queued["messages"], json!([]), "{queued}");
     page.close().await;

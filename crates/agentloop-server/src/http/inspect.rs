@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use agentloop_runtime::{ChatSettings, ProjectSettings, build_loop_options};
-use agentloop_storage::{RunStep, StorageError};
 use agentloop_storage::model::{AgentRun, Chat};
+use agentloop_storage::{RunStep, StorageError};
 use agentloop_types::{Message, RequestOptions, ToolDefinition};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -44,7 +44,12 @@ pub(super) async fn inspection(
         totals: chat.as_ref().map(|c| c.totals).unwrap_or_default(),
         ended_at: run.completed_at,
     };
-    Ok(Json(inspect(&run.id, &stored, &options.request_options, &tools)))
+    Ok(Json(inspect(
+        &run.id,
+        &stored,
+        &options.request_options,
+        &tools,
+    )))
 }
 
 /// `GET /api/agent-runs/{runId}/steps/{seq}/eval-case`.
@@ -61,7 +66,9 @@ pub(super) async fn eval_case(
     let step = match state.store.get_step(&run.id, seq).await {
         Ok(step) => step,
         Err(StorageError::NotFound { .. }) => {
-            return Err(ApiError::not_found(format!("The run keeps no step at seq {seq}")));
+            return Err(ApiError::not_found(format!(
+                "The run keeps no step at seq {seq}"
+            )));
         }
         Err(e) => return Err(e.into()),
     };

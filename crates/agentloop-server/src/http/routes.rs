@@ -30,8 +30,8 @@ use super::responses::{
 use super::route::Route;
 use super::schedule_shapes::{NewSchedule, ScheduleChange, ScheduleShape, SchedulesShape};
 use super::{
-    a2a, ag_ui, agent_runs, ai_sdk, audit, budgets, events, fork, inspect, memories, projects, schedules,
-    session, tasks, webhooks, ws,
+    a2a, ag_ui, agent_runs, ai_sdk, audit, budgets, events, fork, inspect, memories, projects,
+    schedules, session, tasks, webhooks, ws,
 };
 use crate::inspect::RunInspection;
 use crate::inspect::eval_case::EvalDataset;

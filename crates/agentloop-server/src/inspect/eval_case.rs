@@ -117,7 +117,14 @@ mod tests {
         assert_eq!(case.name, "run-r1-step-7");
         let roles: Vec<_> = case.messages.iter().map(|m| m.role).collect();
         assert_eq!(roles, ["system", "user", "assistant", "user"]);
-        assert!(!case.messages[3].content.contains("sk-"), "{:?}", case.messages[3]);
-        assert_eq!(case_at("r1", 1, &messages[1..2], None).unwrap_err(), NoPersonsMessage);
+        assert!(
+            !case.messages[3].content.contains("sk-"),
+            "{:?}",
+            case.messages[3]
+        );
+        assert_eq!(
+            case_at("r1", 1, &messages[1..2], None).unwrap_err(),
+            NoPersonsMessage
+        );
     }
 }

@@ -86,13 +86,29 @@ mod tests {
         )
         .unwrap();
         assert!(replaced.diff);
-        assert_eq!((replaced.before.as_deref(), replaced.after.as_deref()), (Some("x"), Some("y")));
-        let created = change_of("fs", &json!({"command": "create", "path": "b", "file_text": "hi"}), false)
-            .unwrap();
+        assert_eq!(
+            (replaced.before.as_deref(), replaced.after.as_deref()),
+            (Some("x"), Some("y"))
+        );
+        let created = change_of(
+            "fs",
+            &json!({"command": "create", "path": "b", "file_text": "hi"}),
+            false,
+        )
+        .unwrap();
         assert!(!created.diff);
         assert_eq!(created.after.as_deref(), Some("hi"));
-        assert_eq!(change_of("fs", &json!({"command": "view", "path": "b"}), false), None);
-        assert_eq!(change_of("fs", &json!({"command": "delete", "path": "b"}), true), None);
-        assert_eq!(change_of("memory", &json!({"command": "create", "path": "b"}), false), None);
+        assert_eq!(
+            change_of("fs", &json!({"command": "view", "path": "b"}), false),
+            None
+        );
+        assert_eq!(
+            change_of("fs", &json!({"command": "delete", "path": "b"}), true),
+            None
+        );
+        assert_eq!(
+            change_of("memory", &json!({"command": "create", "path": "b"}), false),
+            None
+        );
     }
 }

@@ -159,7 +159,9 @@ pub fn inspect(
                 None => stored.ended_at.map(|end| end - step.created_at),
             };
             let tool_calls = match &step.state.phase {
-                RunPhase::RunTools { calls, .. } => tool_calls(calls, stored.history, before, after),
+                RunPhase::RunTools { calls, .. } => {
+                    tool_calls(calls, stored.history, before, after)
+                }
                 RunPhase::CallModel | RunPhase::Finished => Vec::new(),
             };
             let files = tool_calls
@@ -213,7 +215,12 @@ fn shown(message: &Message) -> Message {
 
 /// The calls a tool step runs, with their results among the run's
 /// messages from `before` up to `after`.
-fn tool_calls(calls: &[ToolUseBlock], history: &[Message], before: u64, after: u64) -> Vec<ToolCall> {
+fn tool_calls(
+    calls: &[ToolUseBlock],
+    history: &[Message],
+    before: u64,
+    after: u64,
+) -> Vec<ToolCall> {
     let (Ok(before), Ok(after)) = (usize::try_from(before), usize::try_from(after)) else {
         return Vec::new();
     };
@@ -246,12 +253,18 @@ fn spent(after: &TokenTotals, before: &TokenTotals) -> TokenTotals {
     TokenTotals {
         input_tokens: after.input_tokens.saturating_sub(before.input_tokens),
         output_tokens: after.output_tokens.saturating_sub(before.output_tokens),
-        reasoning_tokens: after.reasoning_tokens.saturating_sub(before.reasoning_tokens),
+        reasoning_tokens: after
+            .reasoning_tokens
+            .saturating_sub(before.reasoning_tokens),
         cache_creation_tokens: after
             .cache_creation_tokens
             .saturating_sub(before.cache_creation_tokens),
-        cache_read_tokens: after.cache_read_tokens.saturating_sub(before.cache_read_tokens),
-        web_search_count: after.web_search_count.saturating_sub(before.web_search_count),
+        cache_read_tokens: after
+            .cache_read_tokens
+            .saturating_sub(before.cache_read_tokens),
+        web_search_count: after
+            .web_search_count
+            .saturating_sub(before.web_search_count),
         cost: (after.cost - before.cost).max(0.0),
         cost_unreliable: after.cost_unreliable,
     }

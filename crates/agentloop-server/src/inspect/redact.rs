@@ -29,9 +29,17 @@ static SECRET: LazyLock<Option<Regex>> = LazyLock::new(|| {
 /// Whether a JSON field named `name` holds a secret.
 fn secret_field(name: &str) -> bool {
     let name = name.to_ascii_lowercase().replace(['-', '_'], "");
-    ["apikey", "secret", "password", "passwd", "authorization", "accesstoken", "authtoken"]
-        .iter()
-        .any(|s| name.contains(s))
+    [
+        "apikey",
+        "secret",
+        "password",
+        "passwd",
+        "authorization",
+        "accesstoken",
+        "authtoken",
+    ]
+    .iter()
+    .any(|s| name.contains(s))
         || name == "token"
         || (name.ends_with("token") && !name.ends_with("maxtoken"))
 }
@@ -86,9 +94,15 @@ mod tests {
         for secret in ["sk-ant", "ghp_", "abc.def", "ZXhhbXBs"] {
             assert!(!shown.contains(secret), "{shown}");
         }
-        assert!(shown.starts_with("use [redacted] and [redacted]"), "{shown}");
+        assert!(
+            shown.starts_with("use [redacted] and [redacted]"),
+            "{shown}"
+        );
         assert!(shown.ends_with("please"), "{shown}");
-        assert_eq!(redact_text("max_tokens: 4096, a plain sentence"), "max_tokens: 4096, a plain sentence");
+        assert_eq!(
+            redact_text("max_tokens: 4096, a plain sentence"),
+            "max_tokens: 4096, a plain sentence"
+        );
     }
 
     #[test]
@@ -96,7 +110,10 @@ mod tests {
         let mut value = json!({"headers": {"Authorization": "x"}, "api_key": "short",
             "input_tokens": 5, "max_tokens": 10, "note": "token-free"});
         redact_value(&mut value);
-        assert_eq!(value, json!({"headers": {"Authorization": REDACTED}, "api_key": REDACTED,
-            "input_tokens": 5, "max_tokens": 10, "note": "token-free"}));
+        assert_eq!(
+            value,
+            json!({"headers": {"Authorization": REDACTED}, "api_key": REDACTED,
+            "input_tokens": 5, "max_tokens": 10, "note": "token-free"})
+        );
     }
 }
