@@ -80,6 +80,7 @@ pub mod holder;
 pub mod hosting;
 pub mod http;
 pub mod ids;
+pub mod inspect;
 pub mod listener;
 pub mod local_run;
 pub mod metrics;

@@ -8,6 +8,7 @@
 import { messageBox } from "./steer.js";
 import { memoriesView } from "./memories.js";
 import { auditView } from "./audit.js";
+import { inspectorView } from "./inspector.js";
 
 const main = document.getElementById("main");
 const toastBox = document.getElementById("toast");
@@ -670,6 +671,7 @@ async function runView(id) {
     append(header, [
       h("p", {}, h("a", { href: `#/tasks/${run.task_id}` }, "← Task")),
       h("h1", {}, `${run.agent_type} run `, runBadge(run)),
+      h("p", {}, h("a", { href: `#/runs/${id}/inspect`, id: "inspect-link" }, "Inspect its steps")),
       active ? h("div", { class: "actions" }, h("button", {
         type: "button",
         class: "danger",
@@ -1145,6 +1147,7 @@ async function route() {
     else if (parts[0] === "audit" && parts.length === 1) await auditView(null);
     else if (parts[0] === "projects" && parts[2] === "audit" && parts.length === 3) await auditView(parts[1]);
     else if (parts[0] === "projects" && parts[2] === "memories" && parts.length === 3) await memoriesView(parts[1]);
+    else if (parts[0] === "runs" && parts[2] === "inspect" && parts.length === 3) await inspectorView(parts[1]);
     else if (Object.hasOwn(views, parts[0]) && parts[1]) await views[parts[0]](parts[1]);
     else gone(parts[0], parts[1]);
   } catch (error) {

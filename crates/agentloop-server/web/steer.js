@@ -29,6 +29,7 @@ function messageId() {
 export function messageBox(runId, projectStrategy, isActive, openRun) {
   const queued = h("div", { id: "steer-queued", "aria-live": "polite" });
   const pending = new Map(); // message id -> its queued line
+  const taken = new Set(); // ids of messages the transcript holds
   const text = h("textarea", { id: "message-text", name: "message", rows: 3,
     "aria-label": "Message to the agent" });
   const fallback = projectStrategy ? STRATEGIES.find(([name]) => name === projectStrategy) : null;
@@ -91,7 +92,7 @@ export function messageBox(runId, projectStrategy, isActive, openRun) {
 
   // A message the run has not taken yet, shown as queued.
   function queue(id, said, interrupted) {
-    if (pending.has(id)) return;
+    if (pending.has(id) || taken.has(id)) return;
     const line = h("div", { class: "msg user queued", "data-pending": id },
       h("div", { class: "role" }, interrupted ? "you · interrupting the current step" : "you · queued for the next step"),
       h("div", { class: "body" }, said));
@@ -99,11 +100,21 @@ export function messageBox(runId, projectStrategy, isActive, openRun) {
     queued.append(line);
   }
 
+  // Messages sent before the page was (re)loaded that the run has not
+  // taken yet: the server keeps them, so they show as queued again.
+  api("GET", `/api/agent-runs/${runId}/queued-messages`).then((answer) => {
+    for (const message of answer.messages) {
+      const said = message.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+      queue(message.id, said, false);
+    }
+  }).catch(() => { /* shown again at the next load */ });
+
   showHint();
   return {
     el: h("div", {}, queued, box),
     // The run's transcript now holds message `id`: it is no longer queued.
     delivered(id) {
+      taken.add(id);
       const line = pending.get(id);
       if (!line) return;
       pending.delete(id);

@@ -21,6 +21,10 @@
 //! - `steer`: a message sent while the run works, queued then delivered
 //!   into the transcript; a message to an ended run starts the next one;
 //!   a picked strategy refusing it or restarting the run;
+//! - `inspect`: the run inspector's timeline, a step's request, response
+//!   (as text) and tokens, a tool step's files, a step saved as an eval
+//!   case `agentloop eval` runs, forking from a step; a queued message
+//!   shown again after a reload;
 //! - `memories`: a project's memories listed (linked to their run),
 //!   edited and deleted; the audit log, the project's and one's own.
 //!
@@ -35,6 +39,7 @@ mod driver;
 mod site;
 
 mod decisions;
+mod inspect;
 mod layout;
 mod manage;
 mod memories;

@@ -26,6 +26,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod fork;
+pub mod inspect;
 pub mod mcp;
 pub mod memories;
 mod meta;

@@ -234,9 +234,16 @@ fn describe(
     let mut parameters: Vec<Value> = params
         .iter()
         .map(|name| {
+            // A step's seq is a number (one that fits 64 bits); every
+            // other parameter is an id.
+            let pattern = if *name == "seq" {
+                "^[0-9]{1,18}$"
+            } else {
+                "^[A-Za-z0-9_-]{1,64}$"
+            };
             json!({
                 "name": name, "in": "path", "required": true,
-                "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$" }
+                "schema": { "type": "string", "pattern": pattern }
             })
         })
         .collect();

@@ -15,6 +15,7 @@ use axum::extract::State;
 use axum::http::Method;
 
 use super::fork::{ForkRequest, StepShape};
+use super::inspect::QueuedMessages;
 use super::meta::{health, me};
 use super::openapi;
 use super::requests::{
@@ -29,9 +30,11 @@ use super::responses::{
 use super::route::Route;
 use super::schedule_shapes::{NewSchedule, ScheduleChange, ScheduleShape, SchedulesShape};
 use super::{
-    a2a, ag_ui, agent_runs, ai_sdk, audit, budgets, events, fork, memories, projects, schedules,
-    session, tasks, webhooks, ws,
+    a2a, ag_ui, agent_runs, ai_sdk, audit, budgets, events, fork, inspect, memories, projects,
+    schedules, session, tasks, webhooks, ws,
 };
+use crate::inspect::RunInspection;
+use crate::inspect::eval_case::EvalDataset;
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;
 use agentloop_types::RunInput;
@@ -188,6 +191,17 @@ pub fn routes() -> Vec<Route> {
             .answers::<AgentRunShape>("201", "The fork")
             .or::<ErrorShape>("400", "`at` is not a step of the run (the message names the seqs its steps lie between), or a prompt at a step that runs tools next")
             .or::<StartConflict>("409", "An agent of the task is running or waiting (`runningAgent` names it), or the task is marked done"),
+        Route::new(Method::GET, "/api/agent-runs/{runId}/inspection", inspect::inspection)
+            .summary("The run step by step, read from what is stored of it (its kept steps, history and settings): per step what the run did next (`model`, `tools`, `end`), the messages it was given and added, what it spent, how long it took until the next step, its tool calls with their results and the files those changed (a diff where the call carries both sides). The requests are reconstructed from the step's messages and the agent's tools and options as configured now (`note` says what may differ); secrets are redacted.")
+            .answers::<RunInspection>("200", "The run's inspection"),
+        Route::new(Method::GET, "/api/agent-runs/{runId}/steps/{seq}/eval-case", inspect::eval_case)
+            .summary("A step of the run as an `agentloop eval` dataset of one case (save it as a `.json` file): the run's system prompt and the text of the step's messages up to the last message of a person's, secrets redacted; its expectations are the defaults")
+            .answers::<EvalDataset>("200", "The dataset")
+            .or::<ErrorShape>("400", "`seq` is not a number, or the step's history holds no message of a person's")
+            .or::<ErrorShape>("404", "The run, or a step of it at `seq`, is not found"),
+        Route::new(Method::GET, "/api/agent-runs/{runId}/queued-messages", inspect::queued_messages)
+            .summary("The messages sent to the run that it has not taken yet (kept until its next step boundary), oldest first")
+            .answers::<QueuedMessages>("200", "The queued messages"),
         Route::new(Method::POST, "/api/tasks/{taskId}/inputs", agent_runs::task_input)
             .summary("Submit a `RunInput` (the typed input every host of the server submits; schema `docs/inputs.schema.json`) to the task: `start` begins an agent run (`agent`: planification, implementation — the default — or review; `message`'s text is its request; `client_tools` are tools the client answers, as AG-UI's front-end tools), `decide` decides the calls its waiting run waits on, `message` starts the default agent with it when no agent run is going (a 409 while one is), `cancel` cancels its going or waiting run, `stop` marks it done")
             .body::<RunInput>()

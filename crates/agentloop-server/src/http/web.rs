@@ -19,6 +19,10 @@ const MODULES: &[(&str, &str)] = &[
     ("/assets/steer.js", include_str!("../../web/steer.js")),
     ("/assets/memories.js", include_str!("../../web/memories.js")),
     ("/assets/audit.js", include_str!("../../web/audit.js")),
+    (
+        "/assets/inspector.js",
+        include_str!("../../web/inspector.js"),
+    ),
 ];
 
 /// The policy every page response carries.

@@ -1,0 +1,271 @@
+//! The run inspector's reading of an agent run, assembled from what is
+//! stored — its kept steps, its history and its chat's settings — with no
+//! service of its own: a timeline of steps, each with the messages it was
+//! given and added, what it spent and took, the tool calls it made and
+//! the files those changed.
+//!
+//! A step keeps the run's state without the request the engine built from
+//! it, so the request a model step sent is *reconstructed*: the step's
+//! messages, the tools and options of the run's agent as configured now
+//! (the tools of the project's MCP servers aside). What the engine left
+//! out of a request (context compaction, cleared results) is not applied.
+//! The log carries no times of its own, so durations are those between a
+//! step and the next (a model step's: the model call's latency; a tool
+//! step's: its calls' wall time together).
+
+pub mod eval_case;
+mod files;
+pub mod redact;
+
+use agentloop_storage::RunStep;
+use agentloop_types::{
+    ContentBlock, Message, RequestOptions, RunPhase, TokenTotals, ToolDefinition, ToolUseBlock,
+};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+pub use files::FileChange;
+use redact::{REDACTED, redact_text, redact_value, redacted};
+
+/// An agent run as the inspector shows it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RunInspection {
+    /// The agent run.
+    pub run_id: String,
+    /// How a step's request was obtained: always `reconstructed` (from the
+    /// step's messages and the run's agent configuration; see `note`).
+    pub request_source: &'static str,
+    /// What a reconstructed request may differ in from the one sent.
+    pub note: &'static str,
+    /// The options every model request of the run carries (secrets
+    /// redacted).
+    pub options: RequestOptions,
+    /// The tools every model request of the run offers.
+    pub tools: Vec<OfferedTool>,
+    /// The run's history (secrets redacted): a step's messages are its
+    /// first `messages_before`, and it added those up to `messages_after`.
+    pub messages: Vec<Message>,
+    /// The kept steps, oldest first.
+    pub steps: Vec<InspectedStep>,
+}
+
+/// The note every inspection carries.
+pub const RECONSTRUCTED: &str = "A step keeps the run's messages, not the request built from them: \
+each request is rebuilt from the step's messages and the agent's tools and options as configured now \
+(MCP servers' tools aside). Compaction or cleared tool results the engine applied to a request are not \
+shown. Secrets are redacted. Durations are the time between a step and the next: a model step's is the \
+model call's latency, a tool step's is its calls' wall time together.";
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct OfferedTool {
+    /// Its name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub input_schema: Value,
+}
+
+impl OfferedTool {
+    /// The shape of tool definition `tool`.
+    pub fn of(tool: &ToolDefinition) -> Self {
+        Self {
+            name: tool.name.clone(),
+            description: redact_text(&tool.description),
+            input_schema: (*tool.input_schema).clone(),
+        }
+    }
+}
+
+/// One kept step.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct InspectedStep {
+    /// Its address: the seq of the last event logged before it (what
+    /// `POST /api/agent-runs/{runId}/fork` takes).
+    pub seq: u64,
+    /// When it was taken (Unix ms).
+    pub at: i64,
+    /// What the run did from it: `model` (a model call), `tools` (the
+    /// calls of the previous turn) or `end`.
+    pub next: &'static str,
+    /// How many of the run's messages it was given (the request's, for a
+    /// model step).
+    pub messages_before: u64,
+    /// How many there were once it was done: those between are what it
+    /// added (the response, or the tools' results).
+    pub messages_after: u64,
+    /// Milliseconds from it to the next step (or to the run's end), when
+    /// known.
+    pub duration_ms: Option<i64>,
+    /// What it spent.
+    pub tokens: TokenTotals,
+    /// What the run had spent before it.
+    pub totals_before: TokenTotals,
+    /// The tool calls it ran, with their results.
+    pub tool_calls: Vec<ToolCall>,
+    /// The files those calls changed.
+    pub files: Vec<FileChange>,
+}
+
+/// A tool call of a step, with its result.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ToolCall {
+    /// The call's id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// Its arguments (secrets redacted).
+    pub input: Value,
+    /// What the tool answered, once it has.
+    pub result: Option<String>,
+    /// Whether it failed.
+    pub is_error: bool,
+}
+
+/// What the inspection of a run is read from.
+pub struct Stored<'a> {
+    /// Its kept steps, oldest first.
+    pub steps: &'a [RunStep],
+    /// Its whole history.
+    pub history: &'a [Message],
+    /// What it has spent in all.
+    pub totals: TokenTotals,
+    /// When it ended, if it has.
+    pub ended_at: Option<i64>,
+}
+
+/// The inspection of run `run_id` from what is stored of it, its requests'
+/// `options` and `tools`.
+pub fn inspect(
+    run_id: &str,
+    stored: &Stored<'_>,
+    options: &RequestOptions,
+    tools: &[ToolDefinition],
+) -> RunInspection {
+    let total = stored.history.len() as u64;
+    let steps = stored
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let following = stored.steps.get(i + 1);
+            let before = step.message_count.min(total);
+            let after = following.map_or(total, |next| next.message_count.min(total));
+            let tokens_after = following.map_or(stored.totals, RunStep::tokens);
+            let duration_ms = match following {
+                Some(next) => Some(next.created_at - step.created_at),
+                None => stored.ended_at.map(|end| end - step.created_at),
+            };
+            let tool_calls = match &step.state.phase {
+                RunPhase::RunTools { calls, .. } => {
+                    tool_calls(calls, stored.history, before, after)
+                }
+                RunPhase::CallModel | RunPhase::Finished => Vec::new(),
+            };
+            let files = tool_calls
+                .iter()
+                .filter_map(|call| files::change_of(&call.name, &call.input, call.is_error))
+                .collect();
+            InspectedStep {
+                seq: step.seq,
+                at: step.created_at,
+                next: next_of(&step.state.phase),
+                messages_before: before,
+                messages_after: after.max(before),
+                duration_ms: duration_ms.filter(|ms| *ms >= 0),
+                tokens: spent(&tokens_after, &step.tokens()),
+                totals_before: step.tokens(),
+                tool_calls,
+                files,
+            }
+        })
+        .collect();
+    RunInspection {
+        run_id: run_id.to_owned(),
+        request_source: "reconstructed",
+        note: RECONSTRUCTED,
+        options: redacted(options).unwrap_or_default(),
+        tools: tools.iter().map(OfferedTool::of).collect(),
+        messages: stored.history.iter().map(shown).collect(),
+        steps,
+    }
+}
+
+/// What the run does from a step, by the API's names.
+pub fn next_of(phase: &RunPhase) -> &'static str {
+    match phase {
+        RunPhase::CallModel => "model",
+        RunPhase::RunTools { .. } => "tools",
+        RunPhase::Finished => "end",
+    }
+}
+
+/// `message` with its secrets redacted.
+fn shown(message: &Message) -> Message {
+    redacted(message).unwrap_or_else(|| {
+        Message::new(
+            message.id.clone(),
+            message.role,
+            vec![ContentBlock::text(REDACTED)],
+        )
+    })
+}
+
+/// The calls a tool step runs, with their results among the run's
+/// messages from `before` up to `after`.
+fn tool_calls(
+    calls: &[ToolUseBlock],
+    history: &[Message],
+    before: u64,
+    after: u64,
+) -> Vec<ToolCall> {
+    let (Ok(before), Ok(after)) = (usize::try_from(before), usize::try_from(after)) else {
+        return Vec::new();
+    };
+    let results: Vec<_> = history
+        .get(before..after.max(before))
+        .unwrap_or_default()
+        .iter()
+        .flat_map(Message::tool_results)
+        .collect();
+    calls
+        .iter()
+        .map(|call| {
+            let result = results.iter().find(|r| r.tool_use_id == call.id);
+            let mut input = serde_json::from_str(call.input.as_json())
+                .unwrap_or_else(|_| Value::String(call.input.as_json().to_owned()));
+            redact_value(&mut input);
+            ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input,
+                result: result.map(|r| redact_text(&r.content)),
+                is_error: result.is_some_and(|r| r.is_error),
+            }
+        })
+        .collect()
+}
+
+/// What was spent between `before` and `after`.
+fn spent(after: &TokenTotals, before: &TokenTotals) -> TokenTotals {
+    TokenTotals {
+        input_tokens: after.input_tokens.saturating_sub(before.input_tokens),
+        output_tokens: after.output_tokens.saturating_sub(before.output_tokens),
+        reasoning_tokens: after
+            .reasoning_tokens
+            .saturating_sub(before.reasoning_tokens),
+        cache_creation_tokens: after
+            .cache_creation_tokens
+            .saturating_sub(before.cache_creation_tokens),
+        cache_read_tokens: after
+            .cache_read_tokens
+            .saturating_sub(before.cache_read_tokens),
+        web_search_count: after
+            .web_search_count
+            .saturating_sub(before.web_search_count),
+        cost: (after.cost - before.cost).max(0.0),
+        cost_unreliable: after.cost_unreliable,
+    }
+}
