@@ -211,9 +211,34 @@ impl<S: Send + Sync, T: RequestBody> FromRequest<S> for ApiJson<T> {
 }
 
 /// A JSON object as `T`, or `T`'s 400 naming the field at fault.
-pub fn from_body<T: RequestBody>(value: Value) -> Result<T, ApiError> {
+pub fn from_body<T: RequestBody>(mut value: Value) -> Result<T, ApiError> {
+    whole_numbers_as_integers(&mut value);
     T::check(&value).map_err(T::refused)?;
     serde_path_to_error::deserialize(value).map_err(|e| T::refused(refusal(&e)))
+}
+
+/// Writes each whole number written with a fraction (`3.0`, `-463.0`) as
+/// the integer it is: JSON Schema counts it as an integer, so a field the
+/// document says is an integer takes it, while serde would refuse it for
+/// an integer type.
+fn whole_numbers_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(number) => {
+            let whole = number
+                .as_f64()
+                .filter(|_| number.is_f64())
+                .filter(|n| n.fract() == 0.0 && n.abs() < 9.0e15);
+            if let Some(whole) = whole {
+                // Exact: a whole f64 under 2^53 is an i64.
+                #[allow(clippy::cast_possible_truncation)]
+                let integer = whole as i64;
+                *number = integer.into();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(fields) => fields.values_mut().for_each(whole_numbers_as_integers),
+        Value::Null | Value::Bool(_) | Value::String(_) => {}
+    }
 }
 
 /// 400 unless `id` is a valid id.
@@ -267,5 +292,20 @@ pub fn too_long(field: &str, length: usize, max: usize) -> ApiError {
             "field": field,
             "max_length": max,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::whole_numbers_as_integers;
+
+    #[test]
+    fn a_whole_number_with_a_fraction_is_read_as_an_integer() {
+        let mut body = json!({ "at": -463.0, "cost": 0.25, "list": [3.0, "3.0"], "n": 7 });
+        whole_numbers_as_integers(&mut body);
+        assert_eq!(body, json!({ "at": -463, "cost": 0.25, "list": [3, "3.0"], "n": 7 }));
+        assert!(body["at"].is_i64());
     }
 }

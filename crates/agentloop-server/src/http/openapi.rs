@@ -7,6 +7,8 @@
 //! route 408, a server with a rate limit 429 (with `Retry-After`) on every
 //! route, and every operation has a `default` error for 500.
 
+use std::collections::BTreeSet;
+
 use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
@@ -59,9 +61,18 @@ fn mcp_servers_schema(offered: bool) -> Value {
     }
 }
 
+/// Where shared schemas are.
+const SCHEMAS: &str = "#/components/schemas/";
+
+/// Where the answers' shared schemas are referred to while the document is
+/// built; [`Generators::finish`] gives each its place in [`SCHEMAS`].
+const WRITTEN: &str = "#/components/schemas/@written/";
+
 /// The generators of the document's schemas: request bodies as they are
 /// read, answers as they are written (a field always written is
-/// required), both kept in `components.schemas`.
+/// required), both kept in `components.schemas`. A type read and written
+/// with different schemas (a field the server fills in when it is left
+/// out, but always writes) has both: the written one as `{name}Written`.
 struct Generators {
     requests: SchemaGenerator,
     answers: SchemaGenerator,
@@ -69,14 +80,14 @@ struct Generators {
 
 impl Generators {
     fn new() -> Self {
-        let settings = || {
+        let settings = |path: &str| {
             let mut settings = SchemaSettings::draft2020_12();
-            settings.definitions_path = "#/components/schemas/".into();
+            settings.definitions_path = path.to_owned().into();
             settings
         };
         Self {
-            requests: settings().for_deserialize().into_generator(),
-            answers: settings().for_serialize().into_generator(),
+            requests: settings(SCHEMAS).for_deserialize().into_generator(),
+            answers: settings(WRITTEN).for_serialize().into_generator(),
         }
     }
 
@@ -84,11 +95,64 @@ impl Generators {
         self.answers.subschema_for::<ErrorShape>().to_value()
     }
 
-    /// The shared schemas, by name.
-    fn schemas(mut self) -> Map<String, Value> {
+    /// The shared schemas by name, and `document` with each answer's
+    /// reference pointing at its schema's place among them.
+    fn finish(mut self, document: &mut Value) -> Map<String, Value> {
         let mut schemas = self.requests.take_definitions(true);
-        schemas.extend(self.answers.take_definitions(true));
+        let answers = self.answers.take_definitions(true);
+        // Written apart: an answer's schema that differs from the request
+        // schema of its name, once its own references are placed (so a
+        // type holding one written apart is written apart too).
+        let mut apart = BTreeSet::new();
+        loop {
+            let before = apart.len();
+            for (name, schema) in &answers {
+                let mut placed = schema.clone();
+                place_written(&mut placed, &apart);
+                if schemas.get(name).is_some_and(|read| *read != placed) {
+                    apart.insert(name.clone());
+                }
+            }
+            if apart.len() == before {
+                break;
+            }
+        }
+        for (name, mut schema) in answers {
+            place_written(&mut schema, &apart);
+            schemas.insert(written_name(&name, &apart), schema);
+        }
+        place_written(document, &apart);
         schemas
+    }
+}
+
+/// The name in `components.schemas` of answer schema `name`.
+fn written_name(name: &str, apart: &BTreeSet<String>) -> String {
+    if apart.contains(name) {
+        format!("{name}Written")
+    } else {
+        name.to_owned()
+    }
+}
+
+/// Points every reference to an answer's shared schema in `value` at its
+/// place in [`SCHEMAS`].
+fn place_written(value: &mut Value, apart: &BTreeSet<String>) {
+    match value {
+        Value::Object(fields) => {
+            for (key, field) in fields.iter_mut() {
+                match field {
+                    Value::String(target) if key == "$ref" => {
+                        if let Some(name) = target.strip_prefix(WRITTEN) {
+                            *target = format!("{SCHEMAS}{}", written_name(name, apart));
+                        }
+                    }
+                    _ => place_written(field, apart),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| place_written(item, apart)),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
     }
 }
 
@@ -394,7 +458,7 @@ pub fn document(offers: Offers, routes: &[Route]) -> Value {
     }
     offer(&mut paths, offers);
     let error = generators.error();
-    json!({
+    let mut document = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "agentloop server",
@@ -407,7 +471,7 @@ pub fn document(offers: Offers, routes: &[Route]) -> Value {
                 "queryToken": { "type": "apiKey", "in": "query", "name": "token" },
                 "sessionCookie": { "type": "apiKey", "in": "cookie", "name": "agentloop_session", "description": "From `POST /api/session`. A request that changes anything must also send the session's CSRF token as `x-csrf-token`." }
             },
-            "schemas": generators.schemas(),
+            "schemas": {},
             "responses": { "TooManyRequests": too_many_requests(error) }
         },
         "security": [{ "bearer": [] }, { "sessionCookie": [] }],
@@ -420,17 +484,24 @@ pub fn document(offers: Offers, routes: &[Route]) -> Value {
             "description": "The caller's projects as MCP tools, behind the same authentication as the API (a bearer token, or the session cookie with its CSRF header); each tool answers as its route does, for the caller's own projects, tasks and runs only.",
             "tools": ["list_projects", "list_tasks", "create_task", "start_agent_run", "get_agent_run"]
         }
-    })
+    });
+    let schemas = generators.finish(&mut document);
+    if let Some(components) = document.get_mut("components") {
+        components["schemas"] = Value::Object(schemas);
+    }
+    document
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+    use std::collections::BTreeSet;
+
     use serde_json::Value;
 
     use super::super::routes::routes;
-    use super::{Offers, TOO_MANY_REQUESTS, document};
+    use super::{Offers, TOO_MANY_REQUESTS, document, place_written};
 
     fn operation<'a>(doc: &'a Value, method: &str, path: &str) -> &'a Value {
         ["paths", "x-websockets", "x-a2a"]
@@ -491,7 +562,16 @@ mod tests {
             let success = &described["responses"][route.success.status];
             match route.success.schema {
                 Some(schema) => {
-                    let own = schema(&mut generators.answers).to_value();
+                    let mut own = schema(&mut generators.answers).to_value();
+                    // Placed as the document places its answers' schemas.
+                    let apart: BTreeSet<String> = doc["components"]["schemas"]
+                        .as_object()
+                        .into_iter()
+                        .flat_map(|schemas| schemas.keys())
+                        .filter_map(|name| name.strip_suffix("Written"))
+                        .map(str::to_owned)
+                        .collect();
+                    place_written(&mut own, &apart);
                     let answer = &success["content"]["application/json"]["schema"];
                     assert_eq!(answer, &own, "{method} {}", route.path);
                     let items = if answer["items"].is_object() {
