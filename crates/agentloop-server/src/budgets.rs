@@ -2,8 +2,15 @@
 //! [`BudgetsStore`](agentloop_storage::BudgetsStore), given to every run
 //! this server executes. Each model call of a run reserves its estimate
 //! against the budgets of the run's user (the project's owner), project
-//! and task before it goes out, and settles what it spent after; a
-//! refusal ends the run `limit_exceeded` naming the budget. The
+//! and task, and of the schedule it spends for (a tick started it or its
+//! chain), before it goes out, and settles what it spent after; a
+//! refusal ends the run `limit_exceeded` naming the budget.
+//!
+//! A hold an instance never settled (it stopped mid-call) is released
+//! by the next reservation on its budgets once it is older than
+//! [`ServerConfig::budget_hold_expiry`] (15 minutes by default): a model
+//! call outlasting that bound may let its budget be overspent by its
+//! estimate, and a stopped instance locks a budget no longer than it. The
 //! reservation is one write in the shared store, so instances on one
 //! PostgreSQL database never let a budget be spent past its limit by more
 //! than what calls spent beyond their estimates.
@@ -18,6 +25,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use agentloop_storage::budgets::{BudgetScope, BudgetScopeKind, Reservation, describe};
 use agentloop_storage::model::now_millis;
@@ -33,6 +41,7 @@ struct Owners {
     user: Option<String>,
     project: Option<String>,
     task: Option<String>,
+    schedule: Option<String>,
 }
 
 impl Owners {
@@ -41,6 +50,7 @@ impl Owners {
             (BudgetScopeKind::User, &self.user),
             (BudgetScopeKind::Project, &self.project),
             (BudgetScopeKind::Task, &self.task),
+            (BudgetScopeKind::Schedule, &self.schedule),
         ]
         .into_iter()
         .filter_map(|(kind, id)| id.as_ref().map(|id| BudgetScope::new(kind, id.clone())))
@@ -54,16 +64,20 @@ pub struct RunBudget {
     metrics: Arc<Metrics>,
     run_id: String,
     floor: Spend,
-    /// The run's user, project and task, read at its first model call.
+    hold_expiry: i64,
+    /// The run's user, project, task and schedule, read at its first
+    /// model call.
     owners: OnceCell<Owners>,
 }
 
 /// The budget port of agent run `run_id`, its budgets in `store`, its
-/// cost counted in `metrics`, each call reserving at least `floor`.
+/// cost counted in `metrics`, each call reserving at least `floor`, and
+/// releasing holds older than `hold_expiry` on its budgets.
 pub fn for_run(
     store: Arc<dyn Store>,
     metrics: Arc<Metrics>,
     floor: Spend,
+    hold_expiry: Duration,
     run_id: &str,
 ) -> Arc<dyn Budget> {
     Arc::new(RunBudget {
@@ -71,6 +85,7 @@ pub fn for_run(
         metrics,
         run_id: run_id.to_owned(),
         floor,
+        hold_expiry: i64::try_from(hold_expiry.as_millis()).unwrap_or(i64::MAX),
         owners: OnceCell::new(),
     })
 }
@@ -96,6 +111,7 @@ impl RunBudget {
                     Err(other) => return Err(other),
                 };
                 let task = self.store.get_task(&run.task_id).await?;
+                let schedule = self.store.schedule_of_agent_run(&run.id).await?;
                 let project = self.store.get_project(&task.project_id).await?;
                 Ok(Owners {
                     // The project's owner (`runner::project_owner`).
@@ -106,6 +122,7 @@ impl RunBudget {
                         .map(str::to_owned),
                     project: Some(project.id),
                     task: Some(task.id),
+                    schedule,
                 })
             })
             .await
@@ -127,9 +144,11 @@ impl Budget for RunBudget {
         let owners = self.owners().await.map_err(|e| unreadable(&e))?;
         let estimate = call.largest_earlier.unwrap_or_default().max(self.floor);
         let id = hold_id(&call.run_id, call.iteration);
+        let now = now_millis();
+        let expire_before = now.saturating_sub(self.hold_expiry);
         let reserved = self
             .store
-            .reserve_budgets(&id, &owners.scopes(), estimate, now_millis())
+            .reserve_budgets(&id, &owners.scopes(), estimate, now, expire_before)
             .await
             .map_err(|e| unreadable(&e))?;
         match reserved {
