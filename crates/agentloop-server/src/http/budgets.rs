@@ -1,10 +1,11 @@
-//! Budgets: `GET`/`PUT /api/projects/{id}/budgets`, `/api/tasks/{id}/budgets`
-//! and `/api/me/budgets` (the caller's own, over every project the
-//! caller owns). Each budget caps the cost (US dollars) or the tokens of
+//! Budgets: `GET`/`PUT /api/projects/{id}/budgets`, `/api/tasks/{id}/budgets`,
+//! `/api/schedules/{id}/budgets` (over the runs the schedule's ticks
+//! started, and the runs chained after them) and `/api/me/budgets` (the
+//! caller's own, over every project the caller owns). Each budget caps the cost (US dollars) or the tokens of
 //! the model calls of the scope's agent runs per day, month or in total,
 //! and is shown with what was spent and what calls in flight hold in
 //! the current period (see [`crate::budgets`]). Only the owner reaches a
-//! project's or a task's.
+//! project's, a task's or a schedule's.
 
 use agentloop_storage::budgets::{
     BudgetLimit, BudgetMetric, BudgetPeriod, BudgetScopeKind, BudgetUsage,
@@ -90,7 +91,7 @@ pub struct BudgetShape {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "Budgets")]
 pub struct BudgetsShape {
-    /// `user`, `project` or `task`.
+    /// `user`, `project`, `task` or `schedule`.
     pub scope: String,
     /// The user's, project's or task's id.
     pub scope_id: String,
@@ -184,6 +185,26 @@ pub(super) async fn set_task(
     ApiJson(body): ApiJson<BudgetsChange>,
 ) -> Result<Json<BudgetsShape>, ApiError> {
     let (scope, usage) = service::task_budgets(&state, &user, &id, Some(&limits(&body))).await?;
+    Ok(Json(BudgetsShape::new(scope.kind, scope.id, &usage)))
+}
+
+pub(super) async fn schedule(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+) -> Result<Json<BudgetsShape>, ApiError> {
+    let (scope, usage) = service::schedule_budgets(&state, &user, &id, None).await?;
+    Ok(Json(BudgetsShape::new(scope.kind, scope.id, &usage)))
+}
+
+pub(super) async fn set_schedule(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<BudgetsChange>,
+) -> Result<Json<BudgetsShape>, ApiError> {
+    let change = limits(&body);
+    let (scope, usage) = service::schedule_budgets(&state, &user, &id, Some(&change)).await?;
     Ok(Json(BudgetsShape::new(scope.kind, scope.id, &usage)))
 }
 

@@ -19,6 +19,8 @@ const MODULES: &[(&str, &str)] = &[
     ("/assets/steer.js", include_str!("../../web/steer.js")),
     ("/assets/memories.js", include_str!("../../web/memories.js")),
     ("/assets/audit.js", include_str!("../../web/audit.js")),
+    ("/assets/budgets.js", include_str!("../../web/budgets.js")),
+    ("/assets/schedules.js", include_str!("../../web/schedules.js")),
 ];
 
 /// The policy every page response carries.
