@@ -203,7 +203,7 @@ async fn steer(
     match strategy {
         SteerStrategy::Rollback => {
             cancel_run(state, user, ctx, &active).await?;
-            start(state, ctx, active.agent_type, Some(&message), &[]).await
+            start(state, ctx, active.agent_type, Some(&message), &[], None).await
         }
         SteerStrategy::Interrupt => {
             crate::steer::enqueue(state, &active, &message).await?;
