@@ -43,7 +43,10 @@ fn runs_of(address: &str, token: &str, task_id: &str) -> Vec<Value> {
 
 fn call(address: &str, token: &str, method: &str, path: &str, body: Option<Value>) -> Value {
     let (status, answer) = http(address, token, method, path, body);
-    assert!((200..300).contains(&status), "{method} {path} → {status} {answer}");
+    assert!(
+        (200..300).contains(&status),
+        "{method} {path} → {status} {answer}"
+    );
     answer
 }
 
@@ -64,7 +67,12 @@ fn a_schedule_budget_holds_its_runs(db: &str, dir: &Path) {
         &["--provider", &provider],
         dir,
         "schedule-budgets",
-        &["--budget-estimate-usd", "0.01", "--budget-hold-expiry-secs", "600"],
+        &[
+            "--budget-estimate-usd",
+            "0.01",
+            "--budget-hold-expiry-secs",
+            "600",
+        ],
     );
     let address = server.address.as_str();
     let project_id = project(address, &ada, &dir.join("repo"), json!({}));
@@ -125,7 +133,13 @@ fn a_schedule_budget_holds_its_runs(db: &str, dir: &Path) {
         ] })),
     );
     assert_eq!(shown["budgets"].as_array().unwrap().len(), 2, "{shown}");
-    let on_schedule = call(address, &ada, "GET", &format!("/api/schedules/{schedule_id}"), None);
+    let on_schedule = call(
+        address,
+        &ada,
+        "GET",
+        &format!("/api/schedules/{schedule_id}"),
+        None,
+    );
     assert_eq!(on_schedule["budgets"], shown["budgets"], "{on_schedule}");
     // The change is in the project's audit log.
     let audit = call(
@@ -180,7 +194,10 @@ fn a_schedule_budget_holds_its_runs(db: &str, dir: &Path) {
             .then_some(runs)
     });
     let completed = runs.iter().filter(|r| r["status"] == "completed").count();
-    assert_eq!(completed, 1, "one scheduled run fitted the budget: {runs:?}");
+    assert_eq!(
+        completed, 1,
+        "one scheduled run fitted the budget: {runs:?}"
+    );
     for run in runs.iter().filter(|r| r["status"] == "failed") {
         assert_eq!(run["error"]["kind"], "limit_exceeded", "{run}");
     }

@@ -88,8 +88,8 @@ function scopeSection(scope, title, path, shown, note) {
     },
   }, rows, h("div", { class: "actions" }, add, save), status);
   render(shown.budgets);
-  section.append(h("h2", {}, title), note ? h("p", { class: "muted" }, note) : null, usage,
-    h("details", { class: "budget-edit" }, h("summary", {}, "Edit budgets"), editor));
+  section.append(...[h("h2", {}, title), note ? h("p", { class: "muted" }, note) : null, usage,
+    h("details", { class: "budget-edit" }, h("summary", {}, "Edit budgets"), editor)].filter(Boolean));
   return section;
 }
 

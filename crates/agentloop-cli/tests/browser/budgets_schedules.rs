@@ -22,12 +22,21 @@ fn priced_turn() -> Value {
     })
 }
 
-/// No element the page's data could have injected.
+/// No element the page's data could have injected, and no missing value
+/// shown as `null` or `undefined`.
 async fn no_markup(page: &Page) {
     let injected = page
         .run("return document.querySelectorAll('main b, main img, main script').length;")
         .await;
     assert_eq!(injected, json!(0), "text from the server stays text");
+    let text = page
+        .run("return document.querySelector('main').textContent;")
+        .await;
+    let text = text.as_str().unwrap();
+    assert!(
+        !text.contains("null") && !text.contains("undefined"),
+        "{text}"
+    );
 }
 
 /// At a phone's width the view fits; screenshots at both widths.
@@ -70,7 +79,10 @@ async fn budgets_and_schedules_are_shown_and_edited() {
     page.click(&format!("{section} .budget-save")).await;
     page.wait_for(&format!("{section} p.error")).await;
     let refused = page.text_of(&format!("{section} p.error")).await;
-    assert!(refused.contains("two budgets of cost per month"), "{refused}");
+    assert!(
+        refused.contains("two budgets of cost per month"),
+        "{refused}"
+    );
     let (_, shown) = site
         .api("GET", &format!("/api/projects/{project}/budgets"), None)
         .await;
@@ -174,7 +186,10 @@ async fn budgets_and_schedules_are_shown_and_edited() {
         if let Some(run) = shown["last_outcome"]["agent_run_id"].as_str() {
             break run.to_owned();
         }
-        assert!(std::time::Instant::now() < deadline, "never ticked: {shown}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never ticked: {shown}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
     let (status, _) = site
@@ -207,7 +222,8 @@ async fn budgets_and_schedules_are_shown_and_edited() {
 
     // Deleted after a question.
     page.click(&format!("{item} .schedule-delete")).await;
-    page.click(&format!("{item} .schedule-confirm-delete")).await;
+    page.click(&format!("{item} .schedule-confirm-delete"))
+        .await;
     page.wait_until(&format!("!document.querySelector(\"{item}\")"))
         .await;
     let (status, _) = site.api("GET", &format!("/api/schedules/{id}"), None).await;
@@ -224,13 +240,18 @@ async fn budgets_and_schedules_are_shown_and_edited() {
         if budget["spent"] == 0.01 && budget["reserved"] == 0.0 {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "never settled: {shown}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never settled: {shown}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     page.goto(&site.url(&format!("#/projects/{project}/budgets")))
         .await;
-    page.wait_for(&format!("section[data-scope=schedule][data-scope-id='{ticking}']"))
-        .await;
+    page.wait_for(&format!(
+        "section[data-scope=schedule][data-scope-id='{ticking}']"
+    ))
+    .await;
     page.wait_until(&format!(
         "document.querySelector(\"{section} li[data-budget=cost-month] .budget-spent\")?.textContent.startsWith('0.0100 USD spent of 5.00 USD')"
     ))

@@ -20,7 +20,10 @@ const MODULES: &[(&str, &str)] = &[
     ("/assets/memories.js", include_str!("../../web/memories.js")),
     ("/assets/audit.js", include_str!("../../web/audit.js")),
     ("/assets/budgets.js", include_str!("../../web/budgets.js")),
-    ("/assets/schedules.js", include_str!("../../web/schedules.js")),
+    (
+        "/assets/schedules.js",
+        include_str!("../../web/schedules.js"),
+    ),
 ];
 
 /// The policy every page response carries.

@@ -22,9 +22,9 @@ impl MemoryStore {
 /// all.
 fn release_expired(budgets: &mut Budgets, scopes: &[BudgetScope], expire_before: i64) {
     let Budgets { spend, holds, .. } = budgets;
-    let expired = holds.values_mut().filter(|h| {
-        h.at < expire_before && h.taken.iter().any(|(key, _)| scopes.contains(&key.0))
-    });
+    let expired = holds
+        .values_mut()
+        .filter(|h| h.at < expire_before && h.taken.iter().any(|(key, _)| scopes.contains(&key.0)));
     for hold in expired {
         for (key, amount) in &mut hold.taken {
             let counted = spend.entry(key.clone()).or_default();

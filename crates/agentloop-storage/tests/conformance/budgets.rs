@@ -166,7 +166,13 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
     );
     assert_eq!(listed[1].spent, 1000.0);
     let refused = store
-        .reserve_budgets("h6", std::slice::from_ref(&user), spend(0, 0.6), next_day, 0)
+        .reserve_budgets(
+            "h6",
+            std::slice::from_ref(&user),
+            spend(0, 0.6),
+            next_day,
+            0,
+        )
         .await
         .unwrap();
     assert!(matches!(refused, Reservation::Refused { scope, .. } if scope == user));
@@ -308,7 +314,10 @@ pub async fn stale_holds_are_released_by_age(store: Arc<dyn Store>) {
         Reservation::Reserved
     );
     let s = store.budgets(&schedule, NOW).await.unwrap();
-    assert_eq!((s[0].scope.clone(), s[0].reserved), (schedule.clone(), 10.0));
+    assert_eq!(
+        (s[0].scope.clone(), s[0].reserved),
+        (schedule.clone(), 10.0)
+    );
 
     // The stopped call's hold, on the project and the task.
     assert_eq!(
@@ -337,7 +346,10 @@ pub async fn stale_holds_are_released_by_age(store: Arc<dyn Store>) {
         reserve("after", vec![project.clone()], 0.6, later).await,
         Reservation::Reserved
     );
-    assert_eq!(store.budgets(&project, later).await.unwrap()[0].reserved, 0.6);
+    assert_eq!(
+        store.budgets(&project, later).await.unwrap()[0].reserved,
+        0.6
+    );
     // The task's budget kept only the hold made on the task alone.
     assert_eq!(store.budgets(&task, later).await.unwrap()[0].reserved, 10.0);
     // A reservation on the schedule releases its own stale hold.
@@ -345,17 +357,26 @@ pub async fn stale_holds_are_released_by_age(store: Arc<dyn Store>) {
         reserve("s-next", vec![schedule.clone()], 0.0, later).await,
         Reservation::Reserved
     );
-    assert_eq!(store.budgets(&schedule, later).await.unwrap()[0].reserved, 10.0);
+    assert_eq!(
+        store.budgets(&schedule, later).await.unwrap()[0].reserved,
+        10.0
+    );
 
     // The released call settles after all: its spend counts, and what
     // other calls hold stays.
-    store.settle_budgets("crashed", spend(7, 0.25)).await.unwrap();
+    store
+        .settle_budgets("crashed", spend(7, 0.25))
+        .await
+        .unwrap();
     let p = &store.budgets(&project, later).await.unwrap()[0];
     assert_eq!((p.spent, p.reserved), (0.25, 0.6));
     let t = &store.budgets(&task, later).await.unwrap()[0];
     assert_eq!((t.spent, t.reserved), (7.0, 10.0));
     // Settled once only.
-    store.settle_budgets("crashed", spend(7, 0.25)).await.unwrap();
+    store
+        .settle_budgets("crashed", spend(7, 0.25))
+        .await
+        .unwrap();
     assert_eq!(store.budgets(&project, later).await.unwrap()[0].spent, 0.25);
     // A reservation made inside the bound is never released.
     assert_eq!(
