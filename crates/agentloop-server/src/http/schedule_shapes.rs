@@ -7,7 +7,7 @@ use agentloop_storage::time::rfc3339;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::budgets::BudgetShape;
+use super::budget_shapes::BudgetShape;
 use super::requests::{AgentName, Change, RequestBody};
 
 /// `POST /api/projects/{projectId}/schedules`: a schedule of one of the
