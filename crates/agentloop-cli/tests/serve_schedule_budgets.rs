@@ -1,8 +1,8 @@
 //! A schedule's own budget in `agentloop serve`: set and read at
 //! `/api/schedules/{id}/budgets` and shown on the schedule, it holds the
 //! runs the schedule's ticks start (a run it refuses ends
-//! `limit_exceeded` naming it) and not a person's runs of the same task.
-//! On SQLite and on PostgreSQL.
+//! `limit_exceeded` naming it), and the runs chained after them, and not
+//! a person's runs of the same task. On SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -242,6 +242,114 @@ fn a_schedule_budget_holds_its_runs(db: &str, dir: &Path) {
     assert_eq!(status, 204);
     let (status, gone) = http(address, &ada, "GET", &path, None);
     assert_eq!(status, 404, "{gone}");
+}
+
+/// An implementation run a tick started chains to a review run: the
+/// review spends for the same schedule, so the schedule's budget, with
+/// room for one call, refuses it.
+fn a_chain_a_tick_began_spends_for_the_schedule(db: &str, dir: &Path) {
+    let script = dir.join("script.json");
+    write_script(
+        &script,
+        json!([{
+            "steps": [{ "type": "text", "chunks": ["done"] }],
+            "usage": { "input_tokens": 100, "output_tokens": 50, "cost": CALL_COST }
+        }]),
+    );
+    let ada = create_user(db, "ada");
+    let provider = format!("scripted:{}", script.display());
+    let server = serve_provider(
+        db,
+        &["--provider", &provider],
+        dir,
+        "schedule-chain",
+        &["--budget-estimate-usd", "0.01"],
+    );
+    let address = server.address.as_str();
+    let project_id = project(address, &ada, &dir.join("repo"), json!({}));
+    let task = call(
+        address,
+        &ada,
+        "POST",
+        &format!("/api/projects/{project_id}/tasks"),
+        Some(json!({ "title": "chained" })),
+    );
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    let schedule = call(
+        address,
+        &ada,
+        "POST",
+        &format!("/api/projects/{project_id}/schedules"),
+        Some(json!({
+            "task_id": task_id, "cron": "* * * * * *", "agent": "implementation",
+            "paused": true
+        })),
+    );
+    let schedule_id = schedule["id"].as_str().unwrap().to_owned();
+    call(
+        address,
+        &ada,
+        "PUT",
+        &format!("/api/schedules/{schedule_id}/budgets"),
+        Some(json!({ "budgets": [{ "metric": "cost", "period": "day", "limit": 0.015 }] })),
+    );
+    call(
+        address,
+        &ada,
+        "PATCH",
+        &format!("/api/schedules/{schedule_id}"),
+        Some(json!({ "paused": false })),
+    );
+    let review = until(
+        "the chained review refused by the schedule's budget",
+        || {
+            runs_of(address, &ada, &task_id)
+                .into_iter()
+                .find(|r| r["agent_type"] == "review" && r["status"] == "failed")
+        },
+    );
+    call(
+        address,
+        &ada,
+        "PATCH",
+        &format!("/api/schedules/{schedule_id}"),
+        Some(json!({ "paused": true })),
+    );
+    assert_eq!(review["error"]["kind"], "limit_exceeded", "{review}");
+    let message = review["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("schedule {schedule_id}")),
+        "{review}"
+    );
+    let runs = runs_of(address, &ada, &task_id);
+    assert!(
+        runs.iter()
+            .any(|r| r["agent_type"] == "implementation" && r["status"] == "completed"),
+        "{runs:?}"
+    );
+}
+
+#[test]
+fn a_chain_a_tick_began_spends_for_the_schedule_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    a_chain_a_tick_began_spends_for_the_schedule(&db, dir.path());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_a_tick_began_spends_for_the_schedule_on_postgres() {
+    let Some(admin_url) = postgres_url() else {
+        return;
+    };
+    let name = format!("agentloop_cli_schedule_chain_{}", std::process::id());
+    let database = ScratchDatabase::create(&admin_url, &name).await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = database.url.clone();
+    let path = dir.path().to_owned();
+    tokio::task::spawn_blocking(move || a_chain_a_tick_began_spends_for_the_schedule(&url, &path))
+        .await
+        .unwrap();
+    database.remove().await;
 }
 
 #[test]
