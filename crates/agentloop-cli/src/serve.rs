@@ -114,6 +114,12 @@ pub struct ServeArgs {
     /// spend beyond it.
     #[arg(long, default_value_t = 0.05, value_parser = non_negative_usd)]
     pub budget_estimate_usd: f64,
+    /// Seconds a model call's budget hold may stay unsettled before the
+    /// next reservation on its budgets releases it: an instance that
+    /// stopped mid-call never settles its holds, and locks its budgets no
+    /// longer than this. Keep it above your longest model call.
+    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
+    pub budget_hold_expiry_secs: u64,
     /// Let webhook deliveries reach loopback and private addresses (off by
     /// default, so a project's webhook cannot reach into this host's
     /// network).
@@ -344,6 +350,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
             tokens: args.budget_estimate_tokens,
             cost: args.budget_estimate_usd,
         };
+        config.budget_hold_expiry = Duration::from_secs(args.budget_hold_expiry_secs);
         let projects_root = match args.projects_root.clone() {
             Some(root) => root,
             None => db::data_dir()?.join("projects"),

@@ -2,8 +2,15 @@
 //! [`BudgetsStore`](agentloop_storage::BudgetsStore), given to every run
 //! this server executes. Each model call of a run reserves its estimate
 //! against the budgets of the run's user (the project's owner), project
-//! and task before it goes out, and settles what it spent after; a
-//! refusal ends the run `limit_exceeded` naming the budget. The
+//! and task, and of the schedule it spends for (a tick started it or its
+//! chain), before it goes out, and settles what it spent after; a
+//! refusal ends the run `limit_exceeded` naming the budget.
+//!
+//! A hold an instance never settled (it stopped mid-call) is released
+//! by the next reservation on its budgets once it is older than
+//! [`ServerConfig::budget_hold_expiry`] (15 minutes by default): a model
+//! call outlasting that bound may let its budget be overspent by its
+//! estimate, and a stopped instance locks a budget no longer than it. The
 //! reservation is one write in the shared store, so instances on one
 //! PostgreSQL database never let a budget be spent past its limit by more
 //! than what calls spent beyond their estimates.
@@ -18,17 +25,20 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use agentloop_storage::budgets::{BudgetScope, BudgetScopeKind, Reservation, describe};
 use agentloop_storage::model::now_millis;
-use agentloop_storage::{StorageError, Store};
+use agentloop_storage::{StorageError, StorageResult, Store};
 use agentloop_types::{Budget, BudgetCall, BudgetHold, BudgetRefusal, Spend, async_trait};
+use tokio::sync::OnceCell;
 
 use crate::metrics::{Metrics, OwnerLabels};
 
 /// Whom a run spends for: the user its project belongs to, the project
 /// and the task. The caller knows them, so a call reads nothing to find
-/// them.
+/// them; only the schedule a run spends for is read, once, at its first
+/// model call.
 #[derive(Debug, Clone)]
 pub struct Owners {
     /// The project's owner.
@@ -49,15 +59,19 @@ impl Owners {
         }
     }
 
-    fn scopes(&self) -> Vec<BudgetScope> {
-        [
+    /// The budgets' scopes, with the schedule's when the run spends for
+    /// one.
+    fn scopes(&self, schedule: Option<&str>) -> Vec<BudgetScope> {
+        let mut scopes: Vec<BudgetScope> = [
             (BudgetScopeKind::User, &self.user),
             (BudgetScopeKind::Project, &self.project),
             (BudgetScopeKind::Task, &self.task),
         ]
         .into_iter()
         .map(|(kind, id)| BudgetScope::new(kind, id.clone()))
-        .collect()
+        .collect();
+        scopes.extend(schedule.map(|id| BudgetScope::new(BudgetScopeKind::Schedule, id.to_owned())));
+        scopes
     }
 }
 
@@ -67,17 +81,22 @@ pub struct RunBudget {
     metrics: Arc<Metrics>,
     run_id: String,
     floor: Spend,
+    hold_expiry: i64,
     owners: Owners,
-    scopes: Vec<BudgetScope>,
+    /// The run's budgets' scopes, its schedule's read at its first model
+    /// call.
+    scopes: OnceCell<Vec<BudgetScope>>,
 }
 
 /// The budget port of agent run `run_id`, spending for `owners`, its
 /// budgets in `store`, its cost counted in `metrics`, each call reserving
-/// at least `floor`.
+/// at least `floor`, and releasing holds older than `hold_expiry` on its
+/// budgets.
 pub fn for_run(
     store: Arc<dyn Store>,
     metrics: Arc<Metrics>,
     floor: Spend,
+    hold_expiry: Duration,
     run_id: &str,
     owners: Owners,
 ) -> Arc<dyn Budget> {
@@ -86,8 +105,9 @@ pub fn for_run(
         metrics,
         run_id: run_id.to_owned(),
         floor,
-        scopes: owners.scopes(),
+        hold_expiry: i64::try_from(hold_expiry.as_millis()).unwrap_or(i64::MAX),
         owners,
+        scopes: OnceCell::new(),
     })
 }
 
@@ -99,6 +119,18 @@ fn hold_id(run_id: &str, iteration: u32) -> String {
         crate::ids::new_id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+impl RunBudget {
+    async fn scopes(&self) -> StorageResult<&[BudgetScope]> {
+        self.scopes
+            .get_or_try_init(|| async {
+                let schedule = self.store.schedule_of_agent_run(&self.run_id).await?;
+                Ok(self.owners.scopes(schedule.as_deref()))
+            })
+            .await
+            .map(Vec::as_slice)
+    }
 }
 
 /// The refusal of a call whose budgets could not be read: no call goes
@@ -113,11 +145,14 @@ fn unreadable(error: &StorageError) -> BudgetRefusal {
 #[async_trait]
 impl Budget for RunBudget {
     async fn reserve(&self, call: &BudgetCall) -> Result<Option<BudgetHold>, BudgetRefusal> {
+        let scopes = self.scopes().await.map_err(|e| unreadable(&e))?;
         let estimate = call.largest_earlier.unwrap_or_default().max(self.floor);
         let id = hold_id(&call.run_id, call.iteration);
+        let now = now_millis();
+        let expire_before = now.saturating_sub(self.hold_expiry);
         let reserved = self
             .store
-            .reserve_budgets(&id, &self.scopes, estimate, now_millis())
+            .reserve_budgets(&id, scopes, estimate, now, expire_before)
             .await
             .map_err(|e| unreadable(&e))?;
         match reserved {

@@ -158,6 +158,11 @@ pub struct ServerConfig {
     /// estimate, raised later to the largest call the run made. 8,000
     /// tokens and 0.05 USD by default.
     pub budget_estimate: agentloop_types::Spend,
+    /// How old a budget hold may grow unsettled before a reservation on
+    /// its budgets releases it (an instance that stopped mid-call never
+    /// settles its holds). 15 minutes by default; keep it above the
+    /// longest model call.
+    pub budget_hold_expiry: Duration,
 }
 
 /// How webhook deliveries are made.
@@ -226,6 +231,7 @@ impl ServerConfig {
                 tokens: 8_000,
                 cost: 0.05,
             },
+            budget_hold_expiry: Duration::from_secs(15 * 60),
         }
     }
 }

@@ -717,8 +717,8 @@ async fn try_deliver_left(state: &AppState, run_id: &str) -> StorageResult<()> {
             .collect::<Vec<_>>()
             .join("\n\n");
         let input = StartInput {
-            frontend_tools: &[],
             request: Some(&request),
+            ..StartInput::default()
         };
         match start_agent_run(state, &ctx, run.agent_type, input).await {
             Ok(_) => {}

@@ -128,6 +128,7 @@ pub async fn fork_agent_run(
         first_message,
         conversation,
         record,
+        schedule_id: None,
     };
     match state.store.start_agent_run(&start).await {
         Ok(()) => {

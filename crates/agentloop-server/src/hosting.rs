@@ -99,6 +99,7 @@ pub async fn execute(
         state.store.clone(),
         state.metrics.clone(),
         state.config.budget_estimate,
+        state.config.budget_hold_expiry,
         &hosted.run_id,
         owners,
     ));

@@ -39,6 +39,9 @@ pub struct StartInput<'a> {
     /// AG-UI user message): the run's first message carries it after the
     /// agent's prompt, so the model reads it without opening a file.
     pub request: Option<&'a str>,
+    /// The schedule whose tick starts the run: the run spends against
+    /// the schedule's budgets (and so do the runs chained after it).
+    pub schedule: Option<&'a str>,
 }
 
 /// The owner of a project (`settings.owner`).
@@ -170,6 +173,11 @@ pub async fn create_agent_run(
     let record =
         crate::hosting::runtime(state, Vec::new(), None).hosted_record(&run.id, &chat.id, leased);
     let person = by == StartedBy::Person;
+    // A chain's next link spends for the schedule its chain spends for.
+    let schedule_id = match by {
+        StartedBy::Person => input.schedule.map(str::to_owned),
+        StartedBy::Chain => store.latest_run_schedule(&ctx.task.id).await?,
+    };
     let audit = person
         .then(|| crate::audit::StartEntry::pending(&ctx.project.id, &run.id, now))
         .flatten();
@@ -181,6 +189,7 @@ pub async fn create_agent_run(
         record,
         begins_chain: person && agent != AgentType::Planification,
         audit: audit.as_ref().map(|pending| pending.entry.clone()),
+        schedule_id,
     };
     match store.start_agent_run(&start).await {
         Ok(()) => {

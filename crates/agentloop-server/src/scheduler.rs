@@ -8,8 +8,10 @@
 //! tick, one wins, and only the winner starts a run.
 //!
 //! A tick starts its run through the same way in as a person's start
-//! ([`submit`] with a [`RunInput::Start`]), as the schedule's creator, so
-//! chaining, the audit log and every limit apply. What it did is kept on
+//! ([`start_scheduled`], the start [`submit`](crate::http::service::submit)
+//! makes), so chaining, the audit log and every limit apply; the run,
+//! and the runs chained after it, also spend against the schedule's own
+//! budgets ([`crate::budgets`]). What it did is kept on
 //! the schedule ([`TickOutcome`]) and in the audit log (`schedule.fire`):
 //! `started` with the agent run; `skipped` when the task already has a
 //! running or waiting agent run; `failed` when the start was refused (the
@@ -29,12 +31,12 @@ use std::time::Duration;
 
 use agentloop_storage::model::now_millis;
 use agentloop_storage::schedules::{Schedule, TickOutcome, TickOutcomeKind};
-use agentloop_types::{Message, RunInput};
+use agentloop_types::Message;
 use axum::http::StatusCode;
 use serde_json::json;
 
 use crate::audit::{Action, record};
-use crate::http::service::{Submitted, Target, submit, task_owner};
+use crate::http::service::{start_scheduled, task_owner};
 use crate::ids::new_id;
 use crate::runner::load_task_context;
 use crate::schedule_time::Recurrence;
@@ -239,21 +241,17 @@ async fn fire(state: &AppState, schedule: &Schedule, tick_at: i64, missed: u64) 
         Ok(None) => {}
         Err(error) => return failed(format!("the task's runs could not be read: {error}")),
     }
-    let user = match task_owner(state, &ctx).await {
-        Ok(user) => user,
-        Err(error) => return failed(error.message().to_owned()),
-    };
-    let start = RunInput::Start {
-        agent: Some(schedule.agent.as_str().to_owned()),
-        message: schedule
-            .prompt
-            .as_ref()
-            .map(|prompt| Message::user_text(new_id(), prompt.clone())),
-        client_tools: Vec::new(),
-    };
-    match submit(state, &user, Target::Task(&ctx), start).await {
-        Ok(Submitted::Started(run)) => outcome(TickOutcomeKind::Started, Some(run.id), None),
-        Ok(_) => failed("the start started no agent run".to_owned()),
+    // A task whose owner is gone starts nothing.
+    if let Err(error) = task_owner(state, &ctx).await {
+        return failed(error.message().to_owned());
+    }
+    let message = schedule
+        .prompt
+        .as_ref()
+        .map(|prompt| Message::user_text(new_id(), prompt.clone()));
+    let started = start_scheduled(state, &ctx, schedule.agent, message.as_ref(), &schedule.id);
+    match started.await {
+        Ok(run) => outcome(TickOutcomeKind::Started, Some(run.id), None),
         Err(error) if error.status == StatusCode::CONFLICT => {
             match state.store.active_agent_run(&ctx.task.id).await {
                 Ok(Some(active)) => skipped(&active),

@@ -9,6 +9,8 @@ import { messageBox } from "./steer.js";
 import { memoriesView } from "./memories.js";
 import { auditView } from "./audit.js";
 import { inspectorView } from "./inspector.js";
+import { budgetsView } from "./budgets.js";
+import { schedulesView } from "./schedules.js";
 
 const main = document.getElementById("main");
 const toastBox = document.getElementById("toast");
@@ -386,6 +388,8 @@ async function projectView(id) {
     h("p", { class: "muted" }, `Folder: ${project.repo_folder || "—"}`),
     h("p", { class: "actions" },
       h("a", { href: `#/projects/${id}/memories`, id: "project-memories" }, "Memories"),
+      h("a", { href: `#/projects/${id}/budgets`, id: "project-budgets" }, "Budgets"),
+      h("a", { href: `#/projects/${id}/schedules`, id: "project-schedules" }, "Schedules"),
       h("a", { href: `#/projects/${id}/audit`, id: "project-audit" }, "Audit log")),
     approvalsPanel(project),
     h("h2", {}, "Tasks"),
@@ -1148,6 +1152,8 @@ async function route() {
     else if (parts[0] === "projects" && parts[2] === "audit" && parts.length === 3) await auditView(parts[1]);
     else if (parts[0] === "projects" && parts[2] === "memories" && parts.length === 3) await memoriesView(parts[1]);
     else if (parts[0] === "runs" && parts[2] === "inspect" && parts.length === 3) await inspectorView(parts[1]);
+    else if (parts[0] === "projects" && parts[2] === "budgets" && parts.length === 3) await budgetsView(parts[1]);
+    else if (parts[0] === "projects" && parts[2] === "schedules" && parts.length === 3) await schedulesView(parts[1]);
     else if (Object.hasOwn(views, parts[0]) && parts[1]) await views[parts[0]](parts[1]);
     else gone(parts[0], parts[1]);
   } catch (error) {
@@ -1175,8 +1181,8 @@ function focusView() {
   target.focus({ preventScroll: true });
 }
 
-// What the views in their own files (steer.js, memories.js, audit.js)
-// share with this one.
+// What the views in their own files (steer.js, memories.js, audit.js,
+// budgets.js, schedules.js) share with this one.
 export { h, api, show, here, toast, when, form, errorLine, deleteControl, remember, session };
 
 window.addEventListener("hashchange", route);

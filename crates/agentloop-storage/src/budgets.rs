@@ -1,5 +1,5 @@
-//! Budgets above one run: money (US dollars) and tokens a user, a project
-//! or a task may spend per period (a day, a month, or in total), reserved
+//! Budgets above one run: money (US dollars) and tokens a user, a project,
+//! a task or a schedule may spend per period (a day, a month, or in total), reserved
 //! before each model call and settled after it ([`BudgetsStore`]).
 //!
 //! A reservation takes a call's estimate against every budget of the
@@ -8,6 +8,13 @@
 //! settling replaces the estimate with what the call spent. Spend is
 //! kept per period key (`2026-11-29` for a day, `2026-11` for a month,
 //! `total`, all UTC): a new period starts from nothing.
+//!
+//! A hold carries the time it was reserved. One its process never
+//! settled (the process stopped mid-call) would hold its estimate for
+//! good; a reservation therefore first releases the holds of its budgets
+//! reserved before the bound it is given, so a stopped process locks a
+//! budget for no longer than that bound. A released hold still counts
+//! what its call spent if it is settled after all.
 
 use agentloop_types::Spend;
 use async_trait::async_trait;
@@ -25,6 +32,9 @@ pub enum BudgetScopeKind {
     Project,
     /// A task's: every run of the task.
     Task,
+    /// A schedule's: every run one of its ticks started, and the runs
+    /// its chain started after it.
+    Schedule,
 }
 
 impl BudgetScopeKind {
@@ -34,6 +44,7 @@ impl BudgetScopeKind {
             Self::User => "user",
             Self::Project => "project",
             Self::Task => "task",
+            Self::Schedule => "schedule",
         }
     }
 
@@ -43,6 +54,7 @@ impl BudgetScopeKind {
             "user" => Some(Self::User),
             "project" => Some(Self::Project),
             "task" => Some(Self::Task),
+            "schedule" => Some(Self::Schedule),
             _ => None,
         }
     }
@@ -277,17 +289,21 @@ pub trait BudgetsStore: Send + Sync {
     /// Reserves `estimate` under the new hold id `hold` against every
     /// budget of `scopes`, in the periods `now` falls in, in one atomic
     /// write: all of them take it, or (one would go past its limit)
-    /// none does.
+    /// none does. Holds of those budgets reserved before `expire_before`
+    /// (Unix ms) are released first, in the same write, whatever comes
+    /// of this one.
     async fn reserve_budgets(
         &self,
         hold: &str,
         scopes: &[BudgetScope],
         estimate: Spend,
         now: i64,
+        expire_before: i64,
     ) -> StorageResult<Reservation>;
 
-    /// Settles hold `hold`: what it reserved is released and `actual`
-    /// is counted as spent, in the periods it reserved in. A hold
+    /// Settles hold `hold`: what it still reserves is released and
+    /// `actual` is counted as spent, in the periods it reserved in (a
+    /// hold released by age counts its spend all the same). A hold
     /// unknown (settled already, or that reserved nothing) changes
     /// nothing.
     async fn settle_budgets(&self, hold: &str, actual: Spend) -> StorageResult<()>;

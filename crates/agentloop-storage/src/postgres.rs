@@ -109,6 +109,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0012_schedules.sql"),
             include_str!("../migrations/postgres/0013_budgets.sql"),
             include_str!("../migrations/postgres/0014_run_steps.sql"),
+            include_str!("../migrations/postgres/0015_schedule_budgets.sql"),
             include_str!("../migrations/postgres/0019_messages_from_events.sql"),
         ])
         .run(&pool)

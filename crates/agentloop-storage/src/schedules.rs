@@ -130,4 +130,14 @@ pub trait SchedulesStore: Send + Sync {
     ) -> StorageResult<bool>;
     /// Records what the last claimed tick did; `NotFound`.
     async fn record_tick_outcome(&self, id: &str, outcome: &TickOutcome) -> StorageResult<()>;
+    /// The schedule agent run `agent_run_id` spends for (recorded as it
+    /// started, see [`AgentRunStart::schedule_id`]), while that schedule
+    /// exists; `None` for a run no schedule started.
+    ///
+    /// [`AgentRunStart::schedule_id`]: crate::model::AgentRunStart::schedule_id
+    async fn schedule_of_agent_run(&self, agent_run_id: &str) -> StorageResult<Option<String>>;
+    /// The schedule the task's latest agent run spends for, if any: the
+    /// next link of a chain spends for the schedule its chain's runs
+    /// spend for.
+    async fn latest_run_schedule(&self, task_id: &str) -> StorageResult<Option<String>>;
 }

@@ -203,6 +203,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0012_schedules.sql"),
             include_str!("../migrations/sqlite/0013_budgets.sql"),
             include_str!("../migrations/sqlite/0014_run_steps.sql"),
+            include_str!("../migrations/sqlite/0015_schedule_budgets.sql"),
             include_str!("../migrations/sqlite/0019_messages_from_events.sql"),
         ])
         .run(&pool)

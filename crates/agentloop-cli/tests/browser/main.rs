@@ -26,7 +26,10 @@
 //!   case `agentloop eval` runs, forking from a step; a queued message
 //!   shown again after a reload;
 //! - `memories`: a project's memories listed (linked to their run),
-//!   edited and deleted; the audit log, the project's and one's own.
+//!   edited and deleted; the audit log, the project's and one's own;
+//! - `budgets_schedules`: a project's budgets edited and their spend
+//!   shown; schedules created, paused, resumed and deleted, each with its
+//!   next tick and what its last tick did.
 //!
 //! Needs `chromium` and `chromedriver` (`.ci/run` installs Debian's
 //! `chromium` and `chromium-driver`). Without them each test says so loudly
@@ -38,6 +41,7 @@ mod common;
 mod driver;
 mod site;
 
+mod budgets_schedules;
 mod decisions;
 mod inspect;
 mod layout;

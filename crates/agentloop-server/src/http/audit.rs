@@ -87,6 +87,11 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ),
     ("PATCH", "/api/schedules/{schedule_id}", "schedule.change"),
     ("DELETE", "/api/schedules/{schedule_id}", "schedule.delete"),
+    (
+        "PUT",
+        "/api/schedules/{schedule_id}/budgets",
+        "budget.change",
+    ),
 ];
 
 /// The action of a request to `route` with `method`, if it is audited.

@@ -1,153 +1,21 @@
-//! Budgets: `GET`/`PUT /api/projects/{id}/budgets`, `/api/tasks/{id}/budgets`
-//! and `/api/me/budgets` (the caller's own, over every project the
-//! caller owns). Each budget caps the cost (US dollars) or the tokens of
+//! Budgets: `GET`/`PUT /api/projects/{id}/budgets`, `/api/tasks/{id}/budgets`,
+//! `/api/schedules/{id}/budgets` (over the runs the schedule's ticks
+//! started, and the runs chained after them) and `/api/me/budgets` (the
+//! caller's own, over every project the caller owns). Each budget caps the cost (US dollars) or the tokens of
 //! the model calls of the scope's agent runs per day, month or in total,
 //! and is shown with what was spent and what calls in flight hold in
 //! the current period (see [`crate::budgets`]). Only the owner reaches a
-//! project's or a task's.
+//! project's, a task's or a schedule's.
 
-use agentloop_storage::budgets::{
-    BudgetLimit, BudgetMetric, BudgetPeriod, BudgetScopeKind, BudgetUsage,
-};
 use axum::Json;
 use axum::extract::{Path, State};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
+use super::budget_shapes::limits;
+pub use super::budget_shapes::{BudgetsChange, BudgetsShape};
 use super::error::ApiError;
 use super::extract::{ApiJson, AuthUser};
-use super::requests::RequestBody;
 use super::service;
 use crate::state::AppState;
-
-/// What a budget counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MetricName {
-    /// Cost in US dollars.
-    Cost,
-    /// Input plus output tokens.
-    Tokens,
-}
-
-/// When a budget's spend starts again (UTC).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PeriodName {
-    /// Each day.
-    Day,
-    /// Each calendar month.
-    Month,
-    /// Never.
-    Total,
-}
-
-/// One budget to set.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BudgetInput {
-    /// What it counts.
-    pub metric: MetricName,
-    /// When its spend starts again.
-    pub period: PeriodName,
-    /// The most the scope's runs may spend in one period: US dollars, or
-    /// tokens; at least 0.
-    #[schemars(range(min = 0))]
-    pub limit: f64,
-}
-
-/// `PUT …/budgets`: the scope's budgets, replacing those it had (an
-/// empty list removes them). Spend already counted stays.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BudgetsChange {
-    /// At most one per metric and period.
-    #[schemars(length(max = 6))]
-    pub budgets: Vec<BudgetInput>,
-}
-
-impl RequestBody for BudgetsChange {}
-
-/// A budget with its spend in the current period.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(rename = "Budget")]
-pub struct BudgetShape {
-    /// What it counts.
-    pub metric: MetricName,
-    /// When its spend starts again.
-    pub period: PeriodName,
-    /// The current period: `2026-11-29`, `2026-11` or `total`.
-    pub period_key: String,
-    /// The most that may be spent in one period.
-    pub limit: f64,
-    /// Spent by the model calls settled in this period.
-    pub spent: f64,
-    /// Held by model calls in flight.
-    pub reserved: f64,
-}
-
-/// A scope's budgets.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(rename = "Budgets")]
-pub struct BudgetsShape {
-    /// `user`, `project` or `task`.
-    pub scope: String,
-    /// The user's, project's or task's id.
-    pub scope_id: String,
-    /// Its budgets, by metric and period.
-    pub budgets: Vec<BudgetShape>,
-}
-
-impl BudgetsShape {
-    fn new(kind: BudgetScopeKind, id: String, usage: &[BudgetUsage]) -> Self {
-        Self {
-            scope: kind.as_str().to_owned(),
-            scope_id: id,
-            budgets: usage.iter().map(BudgetShape::from).collect(),
-        }
-    }
-}
-
-impl From<&BudgetUsage> for BudgetShape {
-    fn from(usage: &BudgetUsage) -> Self {
-        Self {
-            metric: match usage.limit.metric {
-                BudgetMetric::Cost => MetricName::Cost,
-                BudgetMetric::Tokens => MetricName::Tokens,
-            },
-            period: match usage.limit.period {
-                BudgetPeriod::Day => PeriodName::Day,
-                BudgetPeriod::Month => PeriodName::Month,
-                BudgetPeriod::Total => PeriodName::Total,
-            },
-            period_key: usage.period_key.clone(),
-            limit: usage.limit.limit,
-            spent: usage.spent,
-            reserved: usage.reserved,
-        }
-    }
-}
-
-impl From<&BudgetInput> for BudgetLimit {
-    fn from(input: &BudgetInput) -> Self {
-        Self {
-            metric: match input.metric {
-                MetricName::Cost => BudgetMetric::Cost,
-                MetricName::Tokens => BudgetMetric::Tokens,
-            },
-            period: match input.period {
-                PeriodName::Day => BudgetPeriod::Day,
-                PeriodName::Month => BudgetPeriod::Month,
-                PeriodName::Total => BudgetPeriod::Total,
-            },
-            limit: input.limit,
-        }
-    }
-}
-
-fn limits(change: &BudgetsChange) -> Vec<BudgetLimit> {
-    change.budgets.iter().map(BudgetLimit::from).collect()
-}
 
 pub(super) async fn project(
     State(state): State<AppState>,
@@ -184,6 +52,26 @@ pub(super) async fn set_task(
     ApiJson(body): ApiJson<BudgetsChange>,
 ) -> Result<Json<BudgetsShape>, ApiError> {
     let (scope, usage) = service::task_budgets(&state, &user, &id, Some(&limits(&body))).await?;
+    Ok(Json(BudgetsShape::new(scope.kind, scope.id, &usage)))
+}
+
+pub(super) async fn schedule(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+) -> Result<Json<BudgetsShape>, ApiError> {
+    let (scope, usage) = service::schedule_budgets(&state, &user, &id, None).await?;
+    Ok(Json(BudgetsShape::new(scope.kind, scope.id, &usage)))
+}
+
+pub(super) async fn set_schedule(
+    State(state): State<AppState>,
+    AuthUser(user): AuthUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<BudgetsChange>,
+) -> Result<Json<BudgetsShape>, ApiError> {
+    let change = limits(&body);
+    let (scope, usage) = service::schedule_budgets(&state, &user, &id, Some(&change)).await?;
     Ok(Json(BudgetsShape::new(scope.kind, scope.id, &usage)))
 }
 

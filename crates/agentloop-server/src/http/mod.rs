@@ -21,6 +21,7 @@ pub mod ag_ui;
 pub mod agent_runs;
 pub mod ai_sdk;
 mod audit;
+pub mod budget_shapes;
 pub mod budgets;
 pub mod error;
 pub mod events;

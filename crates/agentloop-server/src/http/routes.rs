@@ -268,7 +268,7 @@ pub fn routes() -> Vec<Route> {
             .summary("Forget a memory")
             .answers_without_json("204", "Deleted"),
         Route::new(Method::GET, "/api/projects/{projectId}/schedules", schedules::list)
-            .summary("The project's schedules, oldest first, each with its next tick and what its last tick did")
+            .summary("The project's schedules, oldest first, each with its next tick, what its last tick did and its own budgets")
             .answers::<SchedulesShape>("200", "The schedules"),
         Route::new(Method::POST, "/api/projects/{projectId}/schedules", schedules::create)
             .summary("Create a schedule: a cron expression (five fields, or six with seconds first) read in an IANA time zone (`UTC` by default) that starts an agent run on one of the project's tasks, as the caller, through the same start as `POST /api/tasks/{taskId}/agent-runs` (chaining, limits and the audit log apply). Each tick fires once, whichever server instances share the store. A tick while the task has a running or waiting agent run starts none (`skipped`). After downtime, the latest missed tick fires once if it is at most 15 minutes old, older ones are passed over (`missed`).")
@@ -285,8 +285,16 @@ pub fn routes() -> Vec<Route> {
             .answers::<ScheduleShape>("200", "The schedule")
             .or::<ErrorShape>("400", "An invalid cron expression or time zone"),
         Route::new(Method::DELETE, "/api/schedules/{scheduleId}", schedules::remove)
-            .summary("Delete a schedule (runs it started go on)")
+            .summary("Delete a schedule and its budgets (runs it started go on)")
             .answers_without_json("204", "Deleted"),
+        Route::new(Method::GET, "/api/schedules/{scheduleId}/budgets", budgets::schedule)
+            .summary("The schedule's own budgets, over the agent runs its ticks started and the runs chained after them, with their spend in the current period")
+            .answers::<budgets::BudgetsShape>("200", "The budgets"),
+        Route::new(Method::PUT, "/api/schedules/{scheduleId}/budgets", budgets::set_schedule)
+            .summary("Replace the schedule's own budgets (as a project's): a model call of a run the schedule started that would take one past its limit is not made, and the run ends `limit_exceeded` naming the budget")
+            .body::<budgets::BudgetsChange>()
+            .answers::<budgets::BudgetsShape>("200", "The budgets")
+            .or::<ErrorShape>("400", "A limit below 0, a metric and period twice, or an unknown field"),
         Route::new(Method::GET, "/api/ws", ws::upgrade)
             .summary("WebSocket of the caller's notices (`streaming-started`, `streaming-ended`, `agent-run-status`, and `agent-run-waiting` with `taskId`, `agentRunId`, `agentType` and `pending` when a run starts waiting for a person) as JSON text messages; a socket that falls more than 1,024 notices behind gets `notices-missed` in place of those it missed, and should read its runs again")
             .websocket()

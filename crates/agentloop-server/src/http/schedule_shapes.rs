@@ -1,11 +1,13 @@
 //! The bodies and answers of the schedules' routes (`/api/projects/{id}/
 //! schedules`, `/api/schedules/{id}`).
 
+use agentloop_storage::budgets::BudgetUsage;
 use agentloop_storage::schedules::{Schedule, TickOutcome, TickOutcomeKind};
 use agentloop_storage::time::rfc3339;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::budget_shapes::BudgetShape;
 use super::requests::{AgentName, Change, RequestBody};
 
 /// `POST /api/projects/{projectId}/schedules`: a schedule of one of the
@@ -150,10 +152,15 @@ pub struct ScheduleShape {
     pub created_at: String,
     /// Last changed (RFC 3339).
     pub updated_at: String,
+    /// Its own budgets (set at `/api/schedules/{scheduleId}/budgets`),
+    /// over the agent runs its ticks started and the runs chained after
+    /// them, each with its spend in the current period.
+    pub budgets: Vec<BudgetShape>,
 }
 
-impl From<&Schedule> for ScheduleShape {
-    fn from(s: &Schedule) -> Self {
+impl ScheduleShape {
+    /// Schedule `s` with its budgets' `usage`.
+    pub fn new(s: &Schedule, usage: &[BudgetUsage]) -> Self {
         Self {
             id: s.id.clone(),
             project_id: s.project_id.clone(),
@@ -169,6 +176,7 @@ impl From<&Schedule> for ScheduleShape {
             created_by: s.created_by.clone(),
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
+            budgets: usage.iter().map(BudgetShape::from).collect(),
         }
     }
 }

@@ -1,7 +1,10 @@
 //! Schedules: `GET`, `POST /api/projects/{id}/schedules` and `GET`,
-//! `PATCH`, `DELETE /api/schedules/{id}`. Only the project's owner
-//! reaches them; another user's is not found.
+//! `PATCH`, `DELETE /api/schedules/{id}`, each shown with its own
+//! budgets (set at `/api/schedules/{id}/budgets`, see
+//! [`super::budgets`]). Only the project's owner reaches them; another
+//! user's is not found.
 
+use agentloop_storage::schedules::Schedule;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
@@ -13,15 +16,23 @@ use super::schedule_shapes::{NewSchedule, ScheduleChange, ScheduleShape, Schedul
 use super::service;
 use crate::state::AppState;
 
+/// `schedule` with its budgets.
+async fn shape(state: &AppState, schedule: &Schedule) -> Result<ScheduleShape, ApiError> {
+    let usage = service::budgets_of_schedule(state, &schedule.id).await?;
+    Ok(ScheduleShape::new(schedule, &usage))
+}
+
 pub(super) async fn list(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
     Path(project_id): Path<String>,
 ) -> Result<Json<SchedulesShape>, ApiError> {
     let schedules = service::schedules(&state, &user, &project_id).await?;
-    Ok(Json(SchedulesShape {
-        schedules: schedules.iter().map(ScheduleShape::from).collect(),
-    }))
+    let mut shapes = Vec::with_capacity(schedules.len());
+    for schedule in schedules {
+        shapes.push(shape(&state, &schedule).await?);
+    }
+    Ok(Json(SchedulesShape { schedules: shapes }))
 }
 
 pub(super) async fn create(
@@ -34,7 +45,7 @@ pub(super) async fn create(
     Ok((
         StatusCode::CREATED,
         Extension(Created(schedule.id.clone())),
-        Json(ScheduleShape::from(&schedule)),
+        Json(shape(&state, &schedule).await?),
     ))
 }
 
@@ -44,7 +55,7 @@ pub(super) async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<ScheduleShape>, ApiError> {
     let schedule = service::schedule(&state, &user, &id).await?;
-    Ok(Json(ScheduleShape::from(&schedule)))
+    Ok(Json(shape(&state, &schedule).await?))
 }
 
 pub(super) async fn edit(
@@ -54,7 +65,7 @@ pub(super) async fn edit(
     ApiJson(body): ApiJson<ScheduleChange>,
 ) -> Result<Json<ScheduleShape>, ApiError> {
     let schedule = service::edit_schedule(&state, &user, &id, body).await?;
-    Ok(Json(ScheduleShape::from(&schedule)))
+    Ok(Json(shape(&state, &schedule).await?))
 }
 
 pub(super) async fn remove(

@@ -23,6 +23,11 @@ const MODULES: &[(&str, &str)] = &[
         "/assets/inspector.js",
         include_str!("../../web/inspector.js"),
     ),
+    ("/assets/budgets.js", include_str!("../../web/budgets.js")),
+    (
+        "/assets/schedules.js",
+        include_str!("../../web/schedules.js"),
+    ),
 ];
 
 /// The policy every page response carries.

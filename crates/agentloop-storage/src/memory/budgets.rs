@@ -4,7 +4,7 @@
 use agentloop_types::Spend;
 use async_trait::async_trait;
 
-use super::{Budgets, MemoryStore};
+use super::{Budgets, Hold, MemoryStore};
 use crate::budgets::{
     BudgetLimit, BudgetScope, BudgetUsage, BudgetsStore, Reservation, check_limits,
 };
@@ -13,6 +13,24 @@ use crate::error::StorageResult;
 impl MemoryStore {
     fn budgets_lock(&self) -> std::sync::MutexGuard<'_, Budgets> {
         self.budgets.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Releases what the holds on `scopes`' budgets reserved before
+/// `expire_before` still hold (each such hold whole, as the SQL stores
+/// do); the holds stay, to count their spend if they are settled after
+/// all.
+fn release_expired(budgets: &mut Budgets, scopes: &[BudgetScope], expire_before: i64) {
+    let Budgets { spend, holds, .. } = budgets;
+    let expired = holds
+        .values_mut()
+        .filter(|h| h.at < expire_before && h.taken.iter().any(|(key, _)| scopes.contains(&key.0)));
+    for hold in expired {
+        for (key, amount) in &mut hold.taken {
+            let counted = spend.entry(key.clone()).or_default();
+            counted.reserved = (counted.reserved - *amount).max(0);
+            *amount = 0;
+        }
     }
 }
 
@@ -69,8 +87,10 @@ impl BudgetsStore for MemoryStore {
         scopes: &[BudgetScope],
         estimate: Spend,
         now: i64,
+        expire_before: i64,
     ) -> StorageResult<Reservation> {
         let mut budgets = self.budgets_lock();
+        release_expired(&mut budgets, scopes, expire_before);
         let mut taken = Vec::new();
         for scope in scopes {
             for limit in budgets.limits.get(scope).into_iter().flatten() {
@@ -103,20 +123,20 @@ impl BudgetsStore for MemoryStore {
             let counted = budgets.spend.entry(key.clone()).or_default();
             counted.reserved = counted.reserved.saturating_add(*amount);
         }
-        budgets
-            .holds
-            .entry(hold.to_owned())
-            .or_default()
-            .extend(taken);
+        let held = budgets.holds.entry(hold.to_owned()).or_insert(Hold {
+            at: now,
+            taken: Vec::new(),
+        });
+        held.taken.extend(taken);
         Ok(Reservation::Reserved)
     }
 
     async fn settle_budgets(&self, hold: &str, actual: Spend) -> StorageResult<()> {
         let mut budgets = self.budgets_lock();
-        let Some(taken) = budgets.holds.remove(hold) else {
+        let Some(held) = budgets.holds.remove(hold) else {
             return Ok(());
         };
-        for (key, amount) in taken {
+        for (key, amount) in held.taken {
             let metric = key.1;
             let counted = budgets.spend.entry(key).or_default();
             counted.reserved = (counted.reserved - amount).max(0);

@@ -71,6 +71,8 @@ struct State {
     memories: BTreeMap<(MemoryScope, String), MemoryRecord>,
     /// Schedules by id.
     schedules: BTreeMap<String, crate::schedules::Schedule>,
+    /// Agent run id → the schedule it spends for.
+    schedule_runs: BTreeMap<String, String>,
 }
 
 impl MemoryStore {
@@ -209,8 +211,15 @@ struct Counted {
 struct Budgets {
     limits: BTreeMap<BudgetScope, Vec<BudgetLimit>>,
     spend: BTreeMap<SpendKey, Counted>,
-    /// Hold id → what it reserved, and where.
-    holds: BTreeMap<String, Vec<(SpendKey, i64)>>,
+    /// Hold id → what it reserved, where, and when.
+    holds: BTreeMap<String, Hold>,
+}
+
+/// What one hold reserved, and when (Unix ms).
+#[derive(Debug, Default)]
+struct Hold {
+    at: i64,
+    taken: Vec<(SpendKey, i64)>,
 }
 
 /// Sorts records oldest first, ties by id.

@@ -64,11 +64,35 @@ impl SchedulesStore for MemoryStore {
     }
 
     async fn delete_schedule(&self, id: &str) -> StorageResult<()> {
-        self.lock()
+        let mut state = self.lock();
+        state
             .schedules
             .remove(id)
-            .map(drop)
-            .ok_or_else(|| StorageError::not_found("schedule", id))
+            .ok_or_else(|| StorageError::not_found("schedule", id))?;
+        state.schedule_runs.retain(|_, schedule| schedule != id);
+        Ok(())
+    }
+
+    async fn schedule_of_agent_run(&self, agent_run_id: &str) -> StorageResult<Option<String>> {
+        let state = self.lock();
+        Ok(state
+            .schedule_runs
+            .get(agent_run_id)
+            .filter(|schedule| state.schedules.contains_key(*schedule))
+            .cloned())
+    }
+
+    async fn latest_run_schedule(&self, task_id: &str) -> StorageResult<Option<String>> {
+        let state = self.lock();
+        let latest = state
+            .agent_runs
+            .values()
+            .filter(|run| run.task_id == task_id)
+            .max_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(latest
+            .and_then(|run| state.schedule_runs.get(&run.id))
+            .filter(|schedule| state.schedules.contains_key(*schedule))
+            .cloned())
     }
 
     async fn due_schedules(&self, now: i64, limit: u32) -> StorageResult<Vec<Schedule>> {

@@ -128,6 +128,7 @@ impl TaskStore for MemoryStore {
             record,
             begins_chain,
             audit,
+            schedule_id,
         } = start;
         let mut state = self.lock();
         // Everything is checked before anything is written.
@@ -183,6 +184,11 @@ impl TaskStore for MemoryStore {
         }
         if let Some(entry) = audit {
             state.audit.push(entry.clone());
+        }
+        if let Some(schedule) = schedule_id {
+            state
+                .schedule_runs
+                .insert(agent_run.id.clone(), schedule.clone());
         }
         Ok(())
     }

@@ -211,6 +211,11 @@ pub struct AgentRunStart {
     /// The audit log's entry for this start, appended in the same write
     /// (see [`AuditStore`](crate::AuditStore)).
     pub audit: Option<AuditEntry>,
+    /// The schedule the agent run spends for (a tick started it, or a
+    /// run such a tick started chained to it), recorded in the same
+    /// write (see
+    /// [`SchedulesStore::schedule_of_agent_run`](crate::SchedulesStore::schedule_of_agent_run)).
+    pub schedule_id: Option<String>,
 }
 
 /// A person's decision on one call a waiting agent run waits on. Decisions

@@ -5,6 +5,11 @@
 /// again once the other commits, so racing reservations see each other;
 /// budgets are taken in one order, so two reservations never wait on
 /// each other. On SQLite one writer at a time does the same.
+///
+/// A hold its process never settled is released by age, each in a
+/// write of its own taken as a settlement is (its hold rows, then the
+/// spend rows in the one order): its `amount` moves to `released`, and a
+/// late settlement still counts what the call spent.
 mod sql_budgets {
     use agentloop_types::Spend;
     use async_trait::async_trait;
@@ -48,6 +53,108 @@ mod sql_budgets {
             .map(|i| format!("(scope_kind = ${} AND scope_id = ${})", 2 * i + 1, 2 * i + 2))
             .collect::<Vec<_>>()
             .join(" OR ")
+    }
+
+    /// One budget a hold took from: its spend row and the amount.
+    type Held = (String, String, BudgetMetric, String, String, i64);
+
+    /// The rows of a hold: `amount_column` is what it takes back.
+    fn held_rows(rows: &[DbRow], amount_column: &str) -> StorageResult<Vec<Held>> {
+        let mut held = Vec::with_capacity(rows.len());
+        for row in rows {
+            let metric: String = row.try_get("metric").map_err(db_err)?;
+            let metric =
+                BudgetMetric::parse(&metric).ok_or_else(|| bad_value("metric", &metric))?;
+            held.push((
+                row.try_get::<String, _>("scope_kind").map_err(db_err)?,
+                row.try_get::<String, _>("scope_id").map_err(db_err)?,
+                metric,
+                row.try_get::<String, _>("period").map_err(db_err)?,
+                row.try_get::<String, _>("period_key").map_err(db_err)?,
+                row.try_get::<i64, _>(amount_column).map_err(db_err)?,
+            ));
+        }
+        held.sort_by_key(|(kind, id, metric, period, _, _)| {
+            lock_order(kind, id, metric.as_str(), period)
+        });
+        Ok(held)
+    }
+
+    /// Takes each held amount back from what its budget holds and counts
+    /// `actual` as spent, in the one lock order.
+    async fn give_back(
+        tx: &mut sqlx::Transaction<'_, super::Db>,
+        held: Vec<Held>,
+        actual: Spend,
+    ) -> StorageResult<()> {
+        for (kind, id, metric, period, key, amount) in held {
+            sqlx::query(
+                "UPDATE budget_spend SET \
+                 reserved = CASE WHEN reserved - $6 < 0 THEN 0 ELSE reserved - $6 END, \
+                 spent = spent + $7 \
+                 WHERE scope_kind = $1 AND scope_id = $2 AND metric = $3 \
+                 AND period = $4 AND period_key = $5",
+            )
+            .bind(kind)
+            .bind(id)
+            .bind(metric.as_str())
+            .bind(period)
+            .bind(key)
+            .bind(amount)
+            .bind(metric.of(actual))
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    impl SqlStore {
+        /// Releases what the holds on `scopes`' budgets reserved before
+        /// `expire_before` still hold.
+        async fn release_expired_holds(
+            &self,
+            scopes: &[BudgetScope],
+            expire_before: i64,
+        ) -> StorageResult<()> {
+            let text = format!(
+                "SELECT DISTINCT hold_id FROM budget_holds WHERE ({}) \
+                 AND created_at < ${} AND amount > 0",
+                any_scope(scopes.len()),
+                2 * scopes.len() + 1
+            );
+            let mut query = sqlx::query(&text);
+            for scope in scopes {
+                query = query.bind(scope.kind.as_str()).bind(&scope.id);
+            }
+            let expired = query
+                .bind(expire_before)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+            for row in &expired {
+                let hold: String = row.try_get("hold_id").map_err(db_err)?;
+                let mut turn = self.write_turn().await;
+                let mut tx = turn.begin(&self.pool).await.map_err(db_err)?;
+                // The statement reads `amount` before it is set: a hold
+                // settled or released meanwhile yields no row.
+                let rows = sqlx::query(
+                    "UPDATE budget_holds SET released = amount, amount = 0 \
+                     WHERE hold_id = $1 AND created_at < $2 AND amount > 0 \
+                     RETURNING scope_kind, scope_id, metric, period, period_key, \
+                     released AS taken_back",
+                )
+                .bind(&hold)
+                .bind(expire_before)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                let held = held_rows(&rows, "taken_back")?;
+                give_back(&mut tx, held, Spend::default()).await?;
+                tx.commit().await.map_err(db_err)?;
+            }
+            Ok(())
+        }
     }
 
     #[async_trait]
@@ -134,10 +241,12 @@ mod sql_budgets {
             scopes: &[BudgetScope],
             estimate: Spend,
             now: i64,
+            expire_before: i64,
         ) -> StorageResult<Reservation> {
             if scopes.is_empty() {
                 return Ok(Reservation::NoBudget);
             }
+            self.release_expired_holds(scopes, expire_before).await?;
             // Read first, outside any write: a run whose scopes have no
             // budget writes nothing.
             let text = format!(
@@ -244,42 +353,8 @@ mod sql_budgets {
             .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
-            let mut held = Vec::with_capacity(rows.len());
-            for row in &rows {
-                let metric: String = row.try_get("metric").map_err(db_err)?;
-                let metric =
-                    BudgetMetric::parse(&metric).ok_or_else(|| bad_value("metric", &metric))?;
-                held.push((
-                    row.try_get::<String, _>("scope_kind").map_err(db_err)?,
-                    row.try_get::<String, _>("scope_id").map_err(db_err)?,
-                    metric,
-                    row.try_get::<String, _>("period").map_err(db_err)?,
-                    row.try_get::<String, _>("period_key").map_err(db_err)?,
-                    row.try_get::<i64, _>("amount").map_err(db_err)?,
-                ));
-            }
-            held.sort_by_key(|(kind, id, metric, period, _, _)| {
-                lock_order(kind, id, metric.as_str(), period)
-            });
-            for (kind, id, metric, period, key, amount) in held {
-                sqlx::query(
-                    "UPDATE budget_spend SET \
-                     reserved = CASE WHEN reserved - $6 < 0 THEN 0 ELSE reserved - $6 END, \
-                     spent = spent + $7 \
-                     WHERE scope_kind = $1 AND scope_id = $2 AND metric = $3 \
-                     AND period = $4 AND period_key = $5",
-                )
-                .bind(kind)
-                .bind(id)
-                .bind(metric.as_str())
-                .bind(period)
-                .bind(key)
-                .bind(amount)
-                .bind(metric.of(actual))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            }
+            let held = held_rows(&rows, "amount")?;
+            give_back(&mut tx, held, actual).await?;
             tx.commit().await.map_err(db_err)
         }
     }

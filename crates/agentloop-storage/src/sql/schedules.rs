@@ -96,6 +96,37 @@ mod sql_schedules {
             found(done.rows_affected(), "schedule", id)
         }
 
+        async fn schedule_of_agent_run(
+            &self,
+            agent_run_id: &str,
+        ) -> StorageResult<Option<String>> {
+            let row = sqlx::query("SELECT schedule_id FROM schedule_runs WHERE agent_run_id = $1")
+                .bind(agent_run_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+            row.map(|row| row.try_get("schedule_id").map_err(db_err))
+                .transpose()
+        }
+
+        async fn latest_run_schedule(&self, task_id: &str) -> StorageResult<Option<String>> {
+            let row = sqlx::query(
+                "SELECT s.schedule_id FROM agent_runs a \
+                 LEFT JOIN schedule_runs s ON s.agent_run_id = a.id \
+                 WHERE a.task_id = $1 ORDER BY a.created_at DESC, a.id DESC LIMIT 1",
+            )
+            .bind(task_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+            Ok(match row {
+                Some(row) => row
+                    .try_get::<Option<String>, _>("schedule_id")
+                    .map_err(db_err)?,
+                None => None,
+            })
+        }
+
         async fn due_schedules(&self, now: i64, limit: u32) -> StorageResult<Vec<Schedule>> {
             sqlx::query(&format!(
                 "SELECT {COLUMNS} FROM schedules WHERE paused = FALSE AND next_fire_at <= $1 \

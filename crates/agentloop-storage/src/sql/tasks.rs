@@ -78,13 +78,19 @@ mod sql_tasks {
          (id, at, user_id, action, project_id, target, address, detail) \
          SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE $9";
 
+    /// The schedule the start's agent run spends for, when it has one
+    /// (else it selects no row).
+    const INSERT_SCHEDULE_RUN: &str = "INSERT INTO schedule_runs (agent_run_id, schedule_id) \
+         SELECT $1, $2 WHERE $3";
+
     /// The chat (past its first message), first message, conversation,
-    /// record, the chain it may begin, its audit entry and agent run of a
-    /// start, in that order: each row names those before it, and the agent
-    /// run goes last, so that a task with an active run refuses the start
-    /// after everything else was checked. A start is written whole or not
-    /// at all, so a refused one begins no chain and leaves no entry.
-    pub(super) const START_STATEMENTS: [&str; 7] = [
+    /// record, the chain it may begin, its audit entry, agent run and the
+    /// schedule it spends for of a start, in that order: each row names
+    /// those before it, and the agent run goes after everything it needs,
+    /// so that a task with an active run refuses the start after the rest
+    /// was checked. A start is written whole or not at all, so a refused
+    /// one begins no chain and leaves no entry.
+    pub(super) const START_STATEMENTS: [&str; 8] = [
         INSERT_CHAT,
         INSERT_MESSAGE,
         INSERT_CONVERSATION,
@@ -92,6 +98,7 @@ mod sql_tasks {
         BEGIN_CHAIN,
         INSERT_START_AUDIT,
         INSERT_AGENT_RUN,
+        INSERT_SCHEDULE_RUN,
     ];
 
     /// [`START_STATEMENTS`] as one query, so that a start is one exchange
@@ -138,6 +145,7 @@ mod sql_tasks {
             record,
             begins_chain,
             audit,
+            schedule_id,
         } = start;
         let query = bind_chat(query, chat, 1, 1)?;
         let query = bind_message(query, &chat.id, 0, &first_message.id, message_body, 1);
@@ -169,7 +177,10 @@ mod sql_tasks {
                 .bind(None::<&str>)
                 .bind(false),
         };
-        bind_agent_run(query, agent_run)
+        Ok(bind_agent_run(query, agent_run)?
+            .bind(&agent_run.id)
+            .bind(schedule_id.as_deref())
+            .bind(schedule_id.is_some()))
     }
 
     /// Why a unique rule refused `start`, read once nothing of it was

@@ -35,7 +35,7 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
     // No budget: everything is reserved, nothing is written.
     assert_eq!(
         store
-            .reserve_budgets("h0", &scopes, spend(10, 1.0), NOW)
+            .reserve_budgets("h0", &scopes, spend(10, 1.0), NOW, 0)
             .await
             .unwrap(),
         Reservation::NoBudget
@@ -90,7 +90,7 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
     // A hold counts against every budget of every scope.
     assert_eq!(
         store
-            .reserve_budgets("h1", &scopes, spend(400, 0.6), NOW)
+            .reserve_budgets("h1", &scopes, spend(400, 0.6), NOW, 0)
             .await
             .unwrap(),
         Reservation::Reserved
@@ -103,7 +103,7 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
     // One budget over its limit refuses the whole reservation: none holds
     // anything of it.
     let refused = store
-        .reserve_budgets("h2", &scopes, spend(100, 0.5), NOW)
+        .reserve_budgets("h2", &scopes, spend(100, 0.5), NOW, 0)
         .await
         .unwrap();
     assert_eq!(
@@ -131,7 +131,7 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
     // Within the day's cost and the total's tokens.
     assert_eq!(
         store
-            .reserve_budgets("h3", &scopes, spend(700, 0.75), NOW)
+            .reserve_budgets("h3", &scopes, spend(700, 0.75), NOW, 0)
             .await
             .unwrap(),
         Reservation::Reserved
@@ -141,7 +141,7 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
     // tokens are spent for good, and the user's month too.
     let next_day = NOW + DAY_MS;
     let refused = store
-        .reserve_budgets("h4", &scopes[1..], spend(1, 0.1), NOW)
+        .reserve_budgets("h4", &scopes[1..], spend(1, 0.1), NOW, 0)
         .await
         .unwrap();
     assert!(
@@ -149,7 +149,7 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
         "{refused:?}"
     );
     let refused = store
-        .reserve_budgets("h5", &scopes[1..], spend(1, 0.1), next_day)
+        .reserve_budgets("h5", &scopes[1..], spend(1, 0.1), next_day, 0)
         .await
         .unwrap();
     assert_eq!(
@@ -166,7 +166,13 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
     );
     assert_eq!(listed[1].spent, 1000.0);
     let refused = store
-        .reserve_budgets("h6", std::slice::from_ref(&user), spend(0, 0.6), next_day)
+        .reserve_budgets(
+            "h6",
+            std::slice::from_ref(&user),
+            spend(0, 0.6),
+            next_day,
+            0,
+        )
         .await
         .unwrap();
     assert!(matches!(refused, Reservation::Refused { scope, .. } if scope == user));
@@ -188,7 +194,7 @@ pub async fn budgets_reserve_settle_and_roll_over(store: Arc<dyn Store>) {
     assert!(store.budgets(&project, next_day).await.unwrap().is_empty());
     assert_eq!(
         store
-            .reserve_budgets("h7", &[project, task], spend(5000, 9.0), next_day)
+            .reserve_budgets("h7", &[project, task], spend(5000, 9.0), next_day, 0)
             .await
             .unwrap(),
         Reservation::NoBudget
@@ -230,7 +236,7 @@ pub async fn concurrent_reservations_never_overspend(store: Arc<dyn Store>) {
         racers.push(tokio::spawn(async move {
             let hold = format!("race-{i}");
             let reserved = store
-                .reserve_budgets(&hold, &scopes, estimate, NOW)
+                .reserve_budgets(&hold, &scopes, estimate, NOW, 0)
                 .await
                 .unwrap();
             if reserved == Reservation::Reserved {
@@ -257,4 +263,126 @@ pub async fn concurrent_reservations_never_overspend(store: Arc<dyn Store>) {
     assert!((spent - 0.11 * f64::from(reserved as u32)).abs() < 1e-9);
     let user_spent = store.budgets(&user, NOW).await.unwrap()[0].spent;
     assert_eq!(user_spent, 110.0 * reserved as f64);
+}
+
+const MINUTE_MS: i64 = 60_000;
+
+/// A hold never settled (its process stopped mid-call) is released by a
+/// later reservation on its budgets once it is older than the bound that
+/// reservation gives; a late settlement still counts its spend.
+pub async fn stale_holds_are_released_by_age(store: Arc<dyn Store>) {
+    let project = BudgetScope::new(BudgetScopeKind::Project, "p1");
+    let task = BudgetScope::new(BudgetScopeKind::Task, "t1");
+    let schedule = BudgetScope::new(BudgetScopeKind::Schedule, "s1");
+    store
+        .set_budgets(
+            &project,
+            &[limit(BudgetMetric::Cost, BudgetPeriod::Total, 1.0)],
+            NOW,
+        )
+        .await
+        .unwrap();
+    store
+        .set_budgets(
+            &task,
+            &[limit(BudgetMetric::Tokens, BudgetPeriod::Total, 1000.0)],
+            NOW,
+        )
+        .await
+        .unwrap();
+    store
+        .set_budgets(
+            &schedule,
+            &[limit(BudgetMetric::Tokens, BudgetPeriod::Day, 50.0)],
+            NOW,
+        )
+        .await
+        .unwrap();
+    let bound = 15 * MINUTE_MS;
+    let reserve = |hold: &'static str, scopes: Vec<BudgetScope>, cost: f64, at: i64| {
+        let store = store.clone();
+        async move {
+            store
+                .reserve_budgets(hold, &scopes, spend(10, cost), at, at - bound)
+                .await
+                .unwrap()
+        }
+    };
+    // A schedule's budget is one like the others.
+    assert_eq!(
+        reserve("s-big", vec![schedule.clone()], 0.0, NOW).await,
+        Reservation::Reserved
+    );
+    let s = store.budgets(&schedule, NOW).await.unwrap();
+    assert_eq!(
+        (s[0].scope.clone(), s[0].reserved),
+        (schedule.clone(), 10.0)
+    );
+
+    // The stopped call's hold, on the project and the task.
+    assert_eq!(
+        reserve("crashed", vec![project.clone(), task.clone()], 0.6, NOW).await,
+        Reservation::Reserved
+    );
+    // A hold on the task only, as old: the project's reservations leave it.
+    assert_eq!(
+        reserve("task-only", vec![task.clone()], 0.0, NOW).await,
+        Reservation::Reserved
+    );
+    // Younger than the bound: it still holds.
+    assert_eq!(
+        reserve("early", vec![project.clone()], 0.6, NOW + 14 * MINUTE_MS).await,
+        Reservation::Refused {
+            scope: project.clone(),
+            limit: limit(BudgetMetric::Cost, BudgetPeriod::Total, 1.0),
+        }
+    );
+    assert_eq!(store.budgets(&project, NOW).await.unwrap()[0].reserved, 0.6);
+
+    // Past the bound, the next reservation on the project releases it
+    // (whole: on the task too) and takes the room.
+    let later = NOW + 16 * MINUTE_MS;
+    assert_eq!(
+        reserve("after", vec![project.clone()], 0.6, later).await,
+        Reservation::Reserved
+    );
+    assert_eq!(
+        store.budgets(&project, later).await.unwrap()[0].reserved,
+        0.6
+    );
+    // The task's budget kept only the hold made on the task alone.
+    assert_eq!(store.budgets(&task, later).await.unwrap()[0].reserved, 10.0);
+    // A reservation on the schedule releases its own stale hold.
+    assert_eq!(
+        reserve("s-next", vec![schedule.clone()], 0.0, later).await,
+        Reservation::Reserved
+    );
+    assert_eq!(
+        store.budgets(&schedule, later).await.unwrap()[0].reserved,
+        10.0
+    );
+
+    // The released call settles after all: its spend counts, and what
+    // other calls hold stays.
+    store
+        .settle_budgets("crashed", spend(7, 0.25))
+        .await
+        .unwrap();
+    let p = &store.budgets(&project, later).await.unwrap()[0];
+    assert_eq!((p.spent, p.reserved), (0.25, 0.6));
+    let t = &store.budgets(&task, later).await.unwrap()[0];
+    assert_eq!((t.spent, t.reserved), (7.0, 10.0));
+    // Settled once only.
+    store
+        .settle_budgets("crashed", spend(7, 0.25))
+        .await
+        .unwrap();
+    assert_eq!(store.budgets(&project, later).await.unwrap()[0].spent, 0.25);
+    // A reservation made inside the bound is never released.
+    assert_eq!(
+        reserve("again", vec![project.clone()], 0.1, later + MINUTE_MS).await,
+        Reservation::Reserved
+    );
+    let p = &store.budgets(&project, later).await.unwrap()[0];
+    assert!((p.reserved - 0.7).abs() < 1e-9, "{p:?}");
 }

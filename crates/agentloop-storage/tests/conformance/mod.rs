@@ -86,6 +86,7 @@ macro_rules! conformance_suite {
             inbox_keeps_messages_until_delivered, schedules_claim_each_tick_once,
             run_steps_kept_and_retained,
             budgets_reserve_settle_and_roll_over, concurrent_reservations_never_overspend,
+            stale_holds_are_released_by_age, agent_runs_remember_their_schedule,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(
@@ -194,6 +195,7 @@ pub fn agent_run_start(id: &str, task_id: &str, project_id: &str, owner: &str) -
         chat,
         begins_chain: false,
         audit: None,
+        schedule_id: None,
     }
 }
 

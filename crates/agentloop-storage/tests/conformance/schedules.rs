@@ -179,3 +179,53 @@ pub async fn schedules_claim_each_tick_once(store: Arc<dyn Store>) {
     ));
     assert_eq!(store.next_schedule_tick().await.unwrap(), None);
 }
+
+/// The schedule an agent run spends for is written with its start, read
+/// back by run and as the task's latest, and forgotten with the schedule.
+pub async fn agent_runs_remember_their_schedule(store: Arc<dyn Store>) {
+    store.create_project(&project("p", 1)).await.unwrap();
+    store.create_task(&task("t", "p")).await.unwrap();
+    store
+        .create_schedule(&schedule("s1", "t", 5_000, 10))
+        .await
+        .unwrap();
+    assert_eq!(store.latest_run_schedule("t").await.unwrap(), None);
+
+    let mut first = super::agent_run_start("r1", "t", "p", "me");
+    first.agent_run.created_at = 20;
+    first.schedule_id = Some("s1".into());
+    store.start_agent_run(&first).await.unwrap();
+    assert_eq!(
+        store.schedule_of_agent_run("r1").await.unwrap().as_deref(),
+        Some("s1")
+    );
+    assert_eq!(
+        store.latest_run_schedule("t").await.unwrap().as_deref(),
+        Some("s1")
+    );
+    // A refused start records no schedule.
+    let mut refused = super::agent_run_start("r2", "t", "p", "me");
+    refused.schedule_id = Some("s1".into());
+    assert!(store.start_agent_run(&refused).await.is_err());
+    assert_eq!(store.schedule_of_agent_run("r2").await.unwrap(), None);
+
+    let ended = store
+        .finish_agent_run(
+            "r1",
+            agentloop_storage::model::AgentRunStatus::Completed,
+            30,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(ended);
+    // A person's run after it spends for no schedule.
+    let mut person = super::agent_run_start("r3", "t", "p", "me");
+    person.agent_run.created_at = 40;
+    store.start_agent_run(&person).await.unwrap();
+    assert_eq!(store.schedule_of_agent_run("r3").await.unwrap(), None);
+    assert_eq!(store.latest_run_schedule("t").await.unwrap(), None);
+
+    store.delete_schedule("s1").await.unwrap();
+    assert_eq!(store.schedule_of_agent_run("r1").await.unwrap(), None);
+}

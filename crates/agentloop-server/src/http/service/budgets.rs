@@ -1,9 +1,11 @@
-//! Budgets of a user, a project or a task: read, or replaced then read.
+//! Budgets of a user, a project, a task or a schedule: read, or replaced
+//! then read.
 
 use agentloop_storage::budgets::{BudgetLimit, BudgetScope, BudgetScopeKind, BudgetUsage};
 use agentloop_storage::model::now_millis;
 
 use super::owned::{owned_project, owned_task};
+use super::schedules::schedule;
 use crate::http::error::ApiError;
 use crate::state::AppState;
 use crate::users::User;
@@ -66,4 +68,27 @@ pub async fn user_budgets(
         change,
     )
     .await
+}
+
+/// The budgets of the user's schedule `id` (404 for another user's).
+pub async fn schedule_budgets(
+    state: &AppState,
+    user: &User,
+    id: &str,
+    change: Option<&[BudgetLimit]>,
+) -> Result<(BudgetScope, Vec<BudgetUsage>), ApiError> {
+    let found = schedule(state, user, id).await?;
+    budgets_of(
+        state,
+        BudgetScope::new(BudgetScopeKind::Schedule, found.id),
+        change,
+    )
+    .await
+}
+
+/// The budgets of schedule `id`, with their spend now (the caller has
+/// checked the schedule is the user's).
+pub async fn budgets_of_schedule(state: &AppState, id: &str) -> Result<Vec<BudgetUsage>, ApiError> {
+    let scope = BudgetScope::new(BudgetScopeKind::Schedule, id);
+    Ok(state.store.budgets(&scope, now_millis()).await?)
 }

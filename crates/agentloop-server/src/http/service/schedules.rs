@@ -3,6 +3,7 @@
 //! them.
 
 use agentloop_storage::StorageError;
+use agentloop_storage::budgets::{BudgetScope, BudgetScopeKind};
 use agentloop_storage::model::{AgentType, now_millis};
 use agentloop_storage::schedules::Schedule;
 
@@ -132,10 +133,13 @@ pub async fn edit_schedule(
     Ok(state.store.get_schedule(&edited.id).await?)
 }
 
-/// Deletes a schedule; a run it started goes on.
+/// Deletes a schedule and its budgets; a run it started goes on, no
+/// longer held to them.
 pub async fn delete_schedule(state: &AppState, user: &User, id: &str) -> Result<(), ApiError> {
     let gone = schedule(state, user, id).await?;
     state.store.delete_schedule(&gone.id).await?;
+    let scope = BudgetScope::new(BudgetScopeKind::Schedule, gone.id);
+    state.store.set_budgets(&scope, &[], now_millis()).await?;
     state.schedules.notify_one();
     Ok(())
 }

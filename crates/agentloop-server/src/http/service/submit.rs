@@ -124,11 +124,12 @@ pub async fn submit(
                     ))
                 })?,
             };
-            start(state, ctx, agent, message.as_ref(), &client_tools).await
+            start(state, ctx, agent, message.as_ref(), &client_tools, None).await
         }
         RunInput::Message { message, strategy } => {
             let Some(active) = state.store.active_agent_run(&ctx.task.id).await? else {
-                return start(state, ctx, AgentType::Implementation, Some(&message), &[]).await;
+                let agent = AgentType::Implementation;
+                return start(state, ctx, agent, Some(&message), &[], None).await;
             };
             steer(state, user, ctx, active, message, strategy).await
         }
@@ -202,7 +203,7 @@ async fn steer(
     match strategy {
         SteerStrategy::Rollback => {
             cancel_run(state, user, ctx, &active).await?;
-            start(state, ctx, active.agent_type, Some(&message), &[]).await
+            start(state, ctx, active.agent_type, Some(&message), &[], None).await
         }
         SteerStrategy::Interrupt => {
             crate::steer::enqueue(state, &active, &message).await?;
@@ -230,6 +231,7 @@ async fn start(
     agent: AgentType,
     message: Option<&Message>,
     client_tools: &[ToolDefinition],
+    schedule: Option<&str>,
 ) -> Result<Submitted, ApiError> {
     let frontend_tools: Vec<FrontendToolSpec> = client_tools
         .iter()
@@ -245,8 +247,28 @@ async fn start(
     let input = StartInput {
         frontend_tools: &frontend_tools,
         request: request.as_deref(),
+        schedule,
     };
     start_run(state, ctx, agent, input)
         .await
         .map(Submitted::Started)
+}
+
+/// Starts `agent` on the task for a tick of schedule `schedule_id`, with
+/// `message` as its request: a start as [`submit`] makes it, whose run
+/// (and the runs chained after it) spends against the schedule's budgets.
+pub async fn start_scheduled(
+    state: &AppState,
+    ctx: &TaskContext,
+    agent: AgentType,
+    message: Option<&Message>,
+    schedule_id: &str,
+) -> Result<AgentRun, ApiError> {
+    match start(state, ctx, agent, message, &[], Some(schedule_id)).await? {
+        Submitted::Started(run) => Ok(run),
+        _ => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the start started no agent run",
+        )),
+    }
 }
