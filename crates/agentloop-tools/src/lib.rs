@@ -55,6 +55,7 @@
 
 pub mod agent_skills;
 pub mod agents_md;
+pub mod project_skills;
 pub mod ask_user;
 mod editor;
 pub mod fs;
