@@ -382,10 +382,21 @@ mod tests {
     #[tokio::test]
     async fn a_run_asked_about_again_is_not_extracted_twice() {
         use crate::memory::MemoryStore;
-        use crate::model::Chat;
-        use crate::store::ChatStore;
+        use crate::model::{Chat, Project};
+        use crate::store::{ChatStore, ProjectStore};
 
         let store = Arc::new(MemoryStore::new());
+        store
+            .create_project(&Project {
+                id: "p1".to_owned(),
+                name: "p".to_owned(),
+                settings: serde_json::json!({}),
+                approval_mode: None,
+                created_at: 0,
+                updated_at: 0,
+            })
+            .await
+            .unwrap();
         let chat = Chat {
             id: "c1".to_owned(),
             project_id: "p1".to_owned(),
