@@ -448,7 +448,8 @@ fn the_extraction_step_keeps_what_a_chat_turn_proposed() {
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("[hook memory_extraction at run_end: pass — remembered /memories/extracted/"),
+        stderr
+            .contains("[hook memory_extraction at run_end: pass — remembered /memories/extracted/"),
         "{stderr}"
     );
     let listed = json_out(&succeeds(&["memory", "list", "--db", &db, "--json"], ""));
@@ -463,7 +464,11 @@ fn the_extraction_step_keeps_what_a_chat_turn_proposed() {
     );
     // The run it names is the chat's turn.
     let runs = String::from_utf8(
-        succeeds(&["runs", "list", "--chat", "tea", "--db", &db, "--json"], "").stdout,
+        succeeds(
+            &["runs", "list", "--chat", "tea", "--db", &db, "--json"],
+            "",
+        )
+        .stdout,
     )
     .unwrap();
     assert!(runs.contains(run), "{run} in {runs}");

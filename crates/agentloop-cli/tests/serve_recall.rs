@@ -65,7 +65,12 @@ fn start_with(address: &str, token: &str, task_id: &str, request: &str) -> Strin
         token,
         "POST",
         &format!("/api/tasks/{task_id}/inputs"),
-        Some(json!({ "type": "start", "agent": "planification", "message": request })),
+        Some(
+            json!({ "type": "start", "agent": "planification", "message": {
+            "id": "request", "role": "user",
+            "content": [{ "type": "text", "text": request }]
+        } }),
+        ),
     );
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["submitted"], "started", "{answer}");

@@ -72,8 +72,8 @@ pub use export::{
 };
 pub use files::ProjectFiles;
 pub use memories::{MemoryRecall, StoredMemories};
-pub use memory_extraction::MemoryExtraction;
 pub use memory::MemoryStore;
+pub use memory_extraction::MemoryExtraction;
 pub use open::open_store;
 pub use postgres::PostgresStore;
 pub use schedules::SchedulesStore;

@@ -359,8 +359,7 @@ mod tests {
     impl ModelProvider for Answers {
         fn stream(&self, _request: ModelRequest) -> agentloop_types::ModelStream {
             use agentloop_types::{BlockStart, StopReason, StreamDelta};
-            self.asked
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let chunks = vec![
                 Ok(ModelChunk::Delta(StreamDelta::BlockStart {
                     index: 0,
