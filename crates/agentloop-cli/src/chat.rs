@@ -29,6 +29,11 @@ pub struct ChatArgs {
     /// agent:ID (default: project:cli), in the database.
     #[arg(long)]
     pub memory_scope: Option<String>,
+    /// End each turn with the memory extraction step: one more model call
+    /// proposing what of the turn is worth remembering, written to the
+    /// --memory-scope memories with the run it came from (off by default).
+    #[arg(long)]
+    pub extract_memories: bool,
     /// Chat to continue (created with this id if it does not exist).
     #[arg(long, conflicts_with = "continue_last", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub chat: Option<String>,
@@ -93,7 +98,7 @@ pub struct ChatArgs {
     pub local: bool,
 }
 
-pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks) -> Outcome {
+pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, mut hooks: Hooks) -> Outcome {
     let store = db::open_for_write(args.db.as_deref()).await?;
     let crate::conversation_model::ConversationModel {
         chosen,
@@ -115,7 +120,7 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
     let memory = crate::memories::stored(store.clone(), memory_scope.clone());
     // Each turn starts by recalling the stored memories its message is
     // about, as `run` does.
-    let recall = crate::memories::recall(&tool_names, store.clone(), memory_scope);
+    let recall = crate::memories::recall(&tool_names, store.clone(), memory_scope.clone());
     let mut tools = tools::build(&tool_names, args.root.as_deref(), Some(&minion), &memory)?;
     if crate::run::can_ask(args.json, demo || args.local || args.no_ask_user) {
         tools::offer_ask_user(&mut tools);
@@ -143,6 +148,16 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, hooks: Hooks)
     };
     let chat = chat_for(&store, chat_id.as_deref(), &settings).await?;
     let chat = use_approvals(&store, chat, &approvals).await?;
+    if args.extract_memories {
+        hooks.push(crate::memories::extraction(
+            store.clone(),
+            memory_scope,
+            &chat.id,
+            chosen.provider.clone(),
+            &chosen.model,
+            max_tokens,
+        ));
+    }
     // Recovered with the agents and tools the run had, so a run
     // interrupted after a handoff goes on with the agent speaking.
     let mut recovery = ChatRuntime::new(store.clone(), chosen.provider.clone())

@@ -1,6 +1,7 @@
 //! `agentloop eval DATASET`: runs a dataset of cases against the agent
 //! `agentloop run` would build from the same flags ([`crate::agent`]), each
-//! case in a temporary folder of its own (the tools' root), and reports:
+//! case in a temporary folder of its own (the tools' root) with the
+//! `AGENTS.md` instructions of the folder the eval runs in, and reports:
 //! a table (or JSON) on stdout, `--report` JSON, `--junit` XML, and with
 //! `--compare` the regressions against an earlier report. The library does
 //! the work ([`agentloop_eval`]); this module builds its subject and judge
@@ -201,7 +202,11 @@ pub async fn eval(mut args: EvalArgs, approvals: ApprovalPolicies, hooks: Hooks)
             providers::NO_KEY
         )));
     }
-    let agent = agent::build(&run_args, demo).await?;
+    let mut agent = agent::build(&run_args, demo).await?;
+    // The instructions of the project the eval runs in, as `run` reads
+    // them; the cases' own folders hold only their files.
+    agent.options.request.system_prompt =
+        crate::project_instructions::with_system(None, agent.options.request.system_prompt.take())?;
     let provider = source(args.provider.as_deref(), agent.chosen.provider.clone())?;
     let subject = CliSubject {
         agent,

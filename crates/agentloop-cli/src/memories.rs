@@ -1,14 +1,15 @@
 //! The memory tool's store on the command line: where `run`, `chat` and
-//! `eval` keep its files (`--memory-scope`, the database of `--db`), and
-//! `agentloop memory list|show|edit|delete`.
+//! `eval` keep its files (`--memory-scope`, the database of `--db`), the
+//! extraction step of `chat --extract-memories`, and `agentloop memory
+//! list|show|edit|delete`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use agentloop_storage::model::{MemoryRecord, MemoryScope, now_millis};
-use agentloop_storage::{MemoryRecall, StorageError, Store, StoredMemories};
+use agentloop_storage::{MemoryExtraction, MemoryRecall, StorageError, Store, StoredMemories};
 use agentloop_tools::vfs::MemoryVfs;
-use agentloop_types::{Retriever, Vfs, VfsFor};
+use agentloop_types::{Hook, ModelProvider, RequestOptions, Retriever, Vfs, VfsFor};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -67,6 +68,28 @@ pub fn recall(
 ) -> Option<Arc<dyn Retriever>> {
     let offered = tools.iter().any(|name| name.trim() == "memory");
     offered.then(|| Arc::new(MemoryRecall::new(store, scope)) as Arc<dyn Retriever>)
+}
+
+/// The memory extraction step of chat `chat_id`'s turns (see
+/// [`MemoryExtraction`]): a `run_end` hook asking `provider`'s `model`
+/// what to remember, writing to the memories of `scope` in `store`.
+pub fn extraction(
+    store: Arc<dyn Store>,
+    scope: MemoryScope,
+    chat_id: &str,
+    provider: Arc<dyn ModelProvider>,
+    model: &str,
+    max_tokens: Option<u32>,
+) -> Arc<dyn Hook> {
+    let defaults = RequestOptions::default();
+    let request = RequestOptions {
+        model: model.to_owned(),
+        max_tokens: max_tokens.unwrap_or(defaults.max_tokens),
+        ..defaults
+    };
+    Arc::new(MemoryExtraction::new(
+        store, scope, chat_id, provider, request,
+    ))
 }
 
 /// The memories of `scope` in `store` as the memory tool's files.

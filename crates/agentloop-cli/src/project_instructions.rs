@@ -1,4 +1,4 @@
-//! The `AGENTS.md` files of the folder a `run` or `chat` works in, read
+//! The `AGENTS.md` files of the folder a `run`, `chat` or `eval` works in, read
 //! into its system prompt (see [`agentloop_tools::agents_md`]), and what
 //! `agentloop info` says of them.
 

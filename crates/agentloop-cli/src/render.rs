@@ -275,9 +275,12 @@ impl View {
                 };
                 writeln!(out, "{indent}{dim}[{line}]{reset}")?
             }
-            // A hook that let the moment pass says nothing.
+            // A hook that let the moment pass says nothing, unless it
+            // noted what it did.
             EventKind::Hook(hook)
-                if matches!(hook.decision, HookDecision::Pass) && hook.error.is_none() => {}
+                if matches!(hook.decision, HookDecision::Pass)
+                    && hook.error.is_none()
+                    && hook.note.is_none() => {}
             EventKind::Hook(hook) => {
                 let HookEvent {
                     hook,
@@ -285,6 +288,7 @@ impl View {
                     decision,
                     ignored,
                     error,
+                    note,
                     ..
                 } = &**hook;
                 self.end_line(sinks)?;
@@ -294,9 +298,13 @@ impl View {
                     Some(error) => format!(" after an error: {}", sanitize(error)),
                     None => String::new(),
                 };
+                let note = match note {
+                    Some(note) => format!(" — {}", sanitize(note)),
+                    None => String::new(),
+                };
                 writeln!(
                     out,
-                    "{indent}{dim}[hook {} at {}: {}{ignored}{error}]{reset}",
+                    "{indent}{dim}[hook {} at {}: {}{ignored}{error}{note}]{reset}",
                     sanitize(hook),
                     point.name(),
                     decision.name()

@@ -20,7 +20,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use agentloop_engine::skills::Skill;
-use agentloop_tools::agent_skills::{self, SkillFolder};
+use agentloop_tools::agent_skills;
+use agentloop_tools::project_skills;
 use agentloop_types::Tool;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
@@ -142,7 +143,7 @@ pub fn for_run(
                     folder.dir.display()
                 ));
             }
-            skills.push(Arc::new(from_folder(folder, tools)));
+            skills.push(Arc::new(project_skills::skill(folder, tools)));
         }
     }
     Ok(skills)
@@ -160,36 +161,12 @@ fn folders(flag: Option<&Path>, root: Option<&Path>) -> Result<Vec<PathBuf>, Str
         .map(Path::to_owned)
         .into_iter()
         .collect();
-    for project in [root.join(".agents/skills"), root.join("skills")] {
-        if project.is_dir() && !dirs.contains(&project) {
+    for project in project_skills::folders(&root) {
+        if !dirs.contains(&project) {
             dirs.push(project);
         }
     }
     Ok(dirs)
-}
-
-/// An Agent Skill as a seed-002 skill: its instructions with where its
-/// files are, the run's tools it may use.
-fn from_folder(folder: &SkillFolder, tools: &[Arc<dyn Tool>]) -> Skill {
-    let prompt = format!(
-        "{}\n\n---\nThis skill's folder is {}. Read its other files there when the \
-         instructions name them; run its scripts only with the shell tool.",
-        folder.instructions,
-        folder.dir.display()
-    );
-    let own_tools: Vec<Arc<dyn Tool>> = tools
-        .iter()
-        .filter(|tool| {
-            folder
-                .allowed_tools
-                .as_ref()
-                .is_none_or(|allowed| allowed.iter().any(|name| name == tool.name()))
-        })
-        .cloned()
-        .collect();
-    Skill::new(&folder.name, prompt)
-        .with_description(&folder.description)
-        .with_tools(own_tools)
 }
 
 /// Reads the skills of the JSON file `path`, resolving sub-skill and tool

@@ -1,7 +1,8 @@
 //! `AGENTS.md` in the folder a run works in: `agentloop run` sends the
 //! root's and the nested files' instructions (root first, the nearest
-//! last, each naming its folder) after its system prompt, `agentloop info`
-//! names the files, and instructions over the cap are cut with a warning.
+//! last, each naming its folder) after its system prompt, as `agentloop
+//! eval` does for each case; `agentloop info` names the files, and
+//! instructions over the cap are cut with a warning.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -131,4 +132,61 @@ async fn instructions_over_the_cap_are_cut_with_a_warning() {
     let info = command(root, home.path(), &["info"]).output().unwrap();
     let text = String::from_utf8(info.stdout).unwrap();
     assert!(text.contains("warning:"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eval_reads_the_agents_md_of_the_folder_it_runs_in() {
+    let server = common::openai::start(None, "ok").await;
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path().to_owned();
+    std::fs::create_dir_all(root.join("api")).unwrap();
+    std::fs::write(root.join("AGENTS.md"), "Answer in lowercase.\n").unwrap();
+    std::fs::write(root.join("api/AGENTS.md"), "Errors are JSON objects.\n").unwrap();
+    let dataset = root.join("cases.yaml");
+    std::fs::write(
+        &dataset,
+        "name: greet\ncases:\n  - name: says-ok\n    prompt: Say ok.\n    expect:\n      contains: ok\n",
+    )
+    .unwrap();
+    let base_url = server.base_url.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        let home = tempfile::tempdir().unwrap();
+        let dataset = dataset.display().to_string();
+        piped(
+            command(
+                &root,
+                home.path(),
+                &[
+                    "eval",
+                    &dataset,
+                    "--base-url",
+                    &base_url,
+                    "--model",
+                    "m",
+                    "--system",
+                    "Be brief.",
+                ],
+            ),
+            "",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let requests = server.completions().await;
+    assert_eq!(requests.len(), 1);
+    let system = system_text(&requests[0]);
+    assert!(system.starts_with("Be brief.\n\n"), "{system}");
+    let root_at = system.find("Answer in lowercase.").expect(&system);
+    let nested_at = system.find("Errors are JSON objects.").expect(&system);
+    assert!(root_at < nested_at, "{system}");
+    assert!(
+        system.contains("api/AGENTS.md (the folder api/)"),
+        "{system}"
+    );
 }

@@ -1,10 +1,10 @@
 //! The memory tool on the command line, on a SQLite database: a fact
 //! taught in one chat is recalled through the tool in a new chat (and by
 //! `agentloop run`), never in another scope, and `agentloop memory
-//! `agentloop run`), never in another scope, and `agentloop memory
 //! list|show|edit|delete` reads and changes what is kept; a run, and each
 //! chat turn, starts with the stored memories its request is about among
-//! its cited passages.
+//! its cited passages; `chat --extract-memories` ends each turn with the
+//! extraction step, whose proposals are kept with the run they came from.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -418,4 +418,68 @@ async fn each_chat_turn_starts_with_the_memories_its_message_is_about() {
     let recalled = recalled_passages(request);
     assert_eq!(recalled.len(), 1, "{request}");
     assert!(recalled[0].contains(FACT), "{}", recalled[0]);
+}
+
+#[test]
+fn the_extraction_step_keeps_what_a_chat_turn_proposed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("extract.db").display().to_string();
+    let turns = script(
+        dir.path(),
+        "extract.json",
+        json!([
+            say("Noted: no sugar for Ada."),
+            // The extraction step's call.
+            say(&format!("[{}]", json!(FACT))),
+        ]),
+    );
+    let output = succeeds(
+        &[
+            "chat",
+            "--db",
+            &db,
+            "--chat",
+            "tea",
+            "--provider",
+            &turns,
+            "--extract-memories",
+        ],
+        "Ada takes her tea without sugar.\n",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr
+            .contains("[hook memory_extraction at run_end: pass — remembered /memories/extracted/"),
+        "{stderr}"
+    );
+    let listed = json_out(&succeeds(&["memory", "list", "--db", &db, "--json"], ""));
+    let memories = listed.as_array().unwrap();
+    assert_eq!(memories.len(), 1, "{listed}");
+    assert_eq!(memories[0]["text"], FACT);
+    assert_eq!(memories[0]["source_step"], "memory_extraction");
+    let run = memories[0]["source_run"].as_str().unwrap();
+    assert_eq!(
+        memories[0]["path"],
+        format!("/memories/extracted/{run}/1.md")
+    );
+    // The run it names is the chat's turn.
+    let runs = String::from_utf8(
+        succeeds(
+            &["runs", "list", "--chat", "tea", "--db", &db, "--json"],
+            "",
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert!(runs.contains(run), "{run} in {runs}");
+
+    // Off by default: a chat without the flag makes no extra call and
+    // keeps nothing.
+    let plain = script(dir.path(), "plain.json", json!([say("Hello.")]));
+    succeeds(
+        &["chat", "--db", &db, "--chat", "plain", "--provider", &plain],
+        "Bob likes coffee.\n",
+    );
+    let listed = json_out(&succeeds(&["memory", "list", "--db", &db, "--json"], ""));
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
 }

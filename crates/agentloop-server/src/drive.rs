@@ -35,7 +35,8 @@ use crate::hosting::{self, Outcome, Pace};
 use crate::local_run::Halt;
 use crate::metrics::{RunMetrics, StatusLabels};
 use crate::run_log::{end_answered, end_stopped, fail};
-use crate::run_tools::{frontend_tools, project_mcp, project_shell, tools};
+use crate::run_memory;
+use crate::run_tools::{Offer, offered, project_mcp, project_shell};
 use crate::runner::{
     CreatedRun, StartError, StartInput, StartedBy, TaskContext, create_agent_run,
     load_task_context, next_agent, prepare, run_model,
@@ -430,22 +431,18 @@ impl<'a> Execution<'a> {
                 .collect(),
         };
         self.notify_streaming("streaming-started");
-        let mut tools = tools(
-            self.state,
-            &self.ctx,
-            self.run.agent_type,
-            workflow_called.clone(),
-        )?;
-        tools.extend(shell);
-        if let Some(mcp) = &mcp {
-            tools.extend(mcp.tools());
-        }
         let chat = match &written {
             Some(written) => written.chat.clone(),
             None => self.state.store.get_chat(&self.chat_id).await?,
         };
-        let frontend = frontend_tools(&chat.settings, &tools);
-        tools.extend(frontend);
+        let offer = Offer {
+            agent: self.run.agent_type,
+            workflow_called: workflow_called.clone(),
+            shell,
+            mcp: mcp.as_ref(),
+            chat: &chat,
+        };
+        let tools = offered(self.state, &self.ctx, offer)?;
         let metrics = RunMetrics::new(
             self.state.metrics.clone(),
             self.state.config.provider.api(),
@@ -460,13 +457,14 @@ impl<'a> Execution<'a> {
             written,
             ..self.hosted(decisions, ending.clone())
         };
-        let equipment = hosting::Equipment {
+        let kit = hosting::RunKit {
             tools,
             handoffs,
+            strategy: run_memory::strategy(run_memory::recall(self.state, &self.ctx)),
+            hooks: run_memory::hooks(self.state, &self.ctx, &self.chat_id),
             owners: crate::budgets::Owners::of(&self.ctx),
         };
-        let outcome =
-            hosting::execute(self.state, self.local, hosted, equipment, &metrics, pace).await;
+        let outcome = hosting::execute(self.state, self.local, hosted, kit, &metrics, pace).await;
         if let Some(mcp) = mcp {
             Box::pin(mcp.shutdown()).await;
         }

@@ -8,9 +8,9 @@
 
 use std::sync::Arc;
 
-use agentloop_engine::Handoffs;
+use agentloop_engine::{Handoffs, LoopStrategy};
 use agentloop_runtime::{ChatRun, ChatRuntime, Hosted, HostedRun, RuntimeError};
-use agentloop_types::{LoopResult, PendingCall, Tool};
+use agentloop_types::{Hooks, LoopResult, PendingCall, Tool};
 use futures::StreamExt;
 
 use crate::local_run::{Halt, LocalRun};
@@ -68,41 +68,51 @@ pub fn runtime(
     }
 }
 
-/// What an agent run is executed with, beside its record: the tools it
-/// is offered, the project's agents it hands off between, and whom its
-/// model calls spend for.
-pub struct Equipment {
-    /// The tools offered.
+/// What a run is given to run with beyond the server's own: its tools,
+/// the project's agents it hands off between, the strategy it starts
+/// (recalling its memories), its hooks, and whom its model calls spend
+/// for.
+pub struct RunKit {
+    /// The tools it is offered.
     pub tools: Vec<Arc<dyn Tool>>,
-    /// The project's agents, when it has several.
+    /// The project's agents, when it has some.
     pub handoffs: Option<Handoffs>,
+    /// The loop a fresh run starts.
+    pub strategy: Arc<dyn LoopStrategy>,
+    /// The hooks it asks.
+    pub hooks: Hooks,
     /// Whose budgets its model calls reserve.
     pub owners: crate::budgets::Owners,
 }
 
-/// Executes `hosted` from where its record stands, with `equipment`, and
-/// reads it to its end.
+/// Executes `hosted` from where its record stands and reads it to its end,
+/// with what `kit` gives it.
 pub async fn execute(
     state: &AppState,
     local: &Arc<LocalRun>,
     hosted: HostedRun,
-    equipment: Equipment,
+    kit: RunKit,
     metrics: &RunMetrics,
     pace: Pace,
 ) -> Outcome {
-    let Equipment {
+    let RunKit {
         tools,
         handoffs,
+        strategy,
+        hooks,
         owners,
-    } = equipment;
-    let mut runtime = runtime(state, tools, Some(local)).with_budget(crate::budgets::for_run(
-        state.store.clone(),
-        state.metrics.clone(),
-        state.config.budget_estimate,
-        state.config.budget_hold_expiry,
-        &hosted.run_id,
-        owners,
-    ));
+    } = kit;
+    let mut runtime = runtime(state, tools, Some(local))
+        .with_strategy(strategy)
+        .with_hooks(hooks)
+        .with_budget(crate::budgets::for_run(
+            state.store.clone(),
+            state.metrics.clone(),
+            state.config.budget_estimate,
+            state.config.budget_hold_expiry,
+            &hosted.run_id,
+            owners,
+        ));
     if let Some(handoffs) = handoffs {
         // The project's agents: the run goes on with whoever speaks.
         runtime = runtime.with_handoffs(handoffs);

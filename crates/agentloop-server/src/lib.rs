@@ -25,7 +25,8 @@
 //!    loop is left to end), [`hosting`] (executing the loop through
 //!    `agentloop-runtime`, which keeps the run's one record, lease and
 //!    event log, and reading its events to live followers), [`run_tools`]
-//!    (the tools it is offered), [`ending`] (how a run ends, decided once
+//!    (the tools it is offered), [`run_memory`] (what it recalls as it
+//!    starts and extracts as it ends), [`ending`] (how a run ends, decided once
 //!    as its terminal event is written), [`heartbeat`] (renewing every
 //!    lease here at once), [`local_run`] (a run executing here: its one
 //!    cancel token and why it was halted), and [`tool`].
@@ -93,6 +94,7 @@ pub mod rate_limit;
 pub mod readiness;
 pub mod recovery;
 pub mod run_log;
+pub mod run_memory;
 pub mod run_tools;
 pub mod runner;
 pub mod schedule_time;

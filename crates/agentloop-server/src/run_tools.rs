@@ -1,23 +1,73 @@
 //! The tools an agent run is offered: the project folder's file system,
 //! the project's memories, `ask_user`, `complete_workflow` (not for
-//! planning), the server's extra tools and the project's MCP servers,
-//! under the project's approval policy.
+//! planning), the server's extra tools, the project's MCP servers and its
+//! Agent Skills, under the project's approval policy.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use agentloop_agui::FrontendTool;
 use agentloop_mcp::{McpConfig, McpServers, ServerConfig as McpServerConfig, ServerOptions};
-use agentloop_storage::model::{AgentType, MemoryScope};
+use agentloop_runtime::{ChatSettings, ProjectSettings, RuntimeResult, build_loop_options};
+use agentloop_storage::model::{AgentType, Chat, MemoryScope};
 use agentloop_storage::{StorageError, StorageResult, StoredMemories};
 use agentloop_tools::vfs::DirJail;
 use agentloop_tools::{AskUserTool, FsTool, MemoryTool};
-use agentloop_types::Tool;
+use agentloop_types::{LoopOptions, Tool};
 use serde_json::json;
 
 use crate::runner::TaskContext;
 use crate::state::AppState;
 use crate::tool::CompleteWorkflowTool;
+
+/// What a run's tools are made of beyond its project: its agent, its
+/// `complete_workflow` flag, the project's shell and MCP servers (started
+/// already) and its chat.
+pub struct Offer<'a> {
+    /// The run's agent.
+    pub agent: AgentType,
+    /// Set when the run calls `complete_workflow`.
+    pub workflow_called: Arc<AtomicBool>,
+    /// The project's `shell` tool, when it enables one.
+    pub shell: Option<Arc<dyn Tool>>,
+    /// The project's MCP servers, when it names some.
+    pub mcp: Option<&'a McpServers>,
+    /// The run's chat (its settings: options and front-end tools).
+    pub chat: &'a Chat,
+}
+
+/// Every tool a run is offered: the server's and the project's
+/// ([`tools`]), its shell and MCP servers' tools, its Agent Skills
+/// ([`project_skills`]) and its client's front-end tools.
+pub fn offered(
+    state: &AppState,
+    ctx: &TaskContext,
+    offer: Offer<'_>,
+) -> RuntimeResult<Vec<Arc<dyn Tool>>> {
+    let Offer {
+        agent,
+        workflow_called,
+        shell,
+        mcp,
+        chat,
+    } = offer;
+    let mut offered = tools(state, ctx, agent, workflow_called)?;
+    offered.extend(shell);
+    if let Some(mcp) = mcp {
+        offered.extend(mcp.tools());
+    }
+    let options = build_loop_options(
+        &ctx.project.id,
+        Some(&chat.id),
+        &ProjectSettings::from_value(&ctx.project.id, &ctx.project.settings)?,
+        &ChatSettings::from_value(&chat.id, &chat.settings)?,
+    );
+    let skills = project_skills(state, ctx, &offered, &options);
+    offered.extend(skills);
+    let frontend = frontend_tools(&chat.settings, &offered);
+    offered.extend(frontend);
+    Ok(offered)
+}
 
 /// The tools an agent run is offered (the project's MCP servers' aside),
 /// under the project's approval policy.
@@ -45,6 +95,38 @@ pub fn tools(
     tools.extend(state.config.extra_tools.iter().cloned());
     let (mode, _) = crate::policy::effective(&state.config, &ctx.project);
     Ok(crate::policy::apply(mode, tools))
+}
+
+/// The Agent Skills of the project's folder (its `.agents/skills/` and
+/// `skills/`), one tool each for a run offered `tools` with `options`: a
+/// call runs the skill's instructions as a child cycle with the run's
+/// tools (its scripts only through the sandboxed `shell` tool, when the
+/// project enables it). A refused skill folder, or a skill named like a
+/// tool of the run, is logged and left out.
+pub fn project_skills(
+    state: &AppState,
+    ctx: &TaskContext,
+    tools: &[Arc<dyn Tool>],
+    options: &LoopOptions,
+) -> Vec<Arc<dyn Tool>> {
+    let found = agentloop_tools::project_skills::find(&ctx.repo, tools);
+    for refused in &found.refused {
+        tracing::warn!(project = %ctx.project.id, folder = %refused.dir.display(),
+                       reason = %refused.reason, "a skill folder of the project is refused");
+    }
+    let skills: Vec<_> = found
+        .skills
+        .into_iter()
+        .filter(|skill| {
+            let taken = tools.iter().any(|tool| tool.name() == skill.name);
+            if taken {
+                tracing::warn!(project = %ctx.project.id, skill = %skill.name,
+                               "a skill has the name of a tool of the run; it is not offered");
+            }
+            !taken
+        })
+        .collect();
+    agentloop_engine::skills::offer(&skills, state.config.provider.clone(), options)
 }
 
 /// The tools the run's client runs itself (its chat's `settings`), left

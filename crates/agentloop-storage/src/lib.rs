@@ -53,6 +53,7 @@ pub mod files;
 mod group_commit;
 pub mod memories;
 pub mod memory;
+pub mod memory_extraction;
 mod message_cache;
 pub mod model;
 mod open;
@@ -72,6 +73,7 @@ pub use export::{
 pub use files::ProjectFiles;
 pub use memories::{MemoryRecall, StoredMemories};
 pub use memory::MemoryStore;
+pub use memory_extraction::MemoryExtraction;
 pub use open::open_store;
 pub use postgres::PostgresStore;
 pub use schedules::SchedulesStore;

@@ -300,18 +300,50 @@ impl<S: MemoriesStore + ?Sized> Vfs for ScopedMemories<S> {
     }
 }
 
-/// The memories of one scope as a [`Retriever`]: the live ones ranked by
-/// BM25 against the query, so a run starts with the memories its request
-/// is about among its cited passages.
+/// The memories of some scopes as a [`Retriever`]: the live ones ranked
+/// together by BM25 against the query, so a run starts with the memories
+/// its request is about among its cited passages. A passage's source is
+/// its memory's path; for a scope after the first, the scope and the path
+/// (`user:ada /memories/tea.md`), so two scopes' paths never read alike.
 pub struct MemoryRecall<S: ?Sized> {
     store: Arc<S>,
-    scope: MemoryScope,
+    scopes: Vec<MemoryScope>,
 }
 
 impl<S: MemoriesStore + ?Sized> MemoryRecall<S> {
     /// Recall from the memories of `scope` in `store`.
     pub fn new(store: Arc<S>, scope: MemoryScope) -> Self {
-        Self { store, scope }
+        Self::over(store, vec![scope])
+    }
+
+    /// Recall from the memories of every one of `scopes` in `store`, the
+    /// first one's sources named by their paths alone.
+    pub fn over(store: Arc<S>, scopes: Vec<MemoryScope>) -> Self {
+        Self { store, scopes }
+    }
+
+    /// The live memories of every scope, each with its passage's source.
+    async fn live(&self) -> Result<Vec<(String, MemoryRecord)>, RetrievalError> {
+        let now = now_millis();
+        let mut all = Vec::new();
+        for (n, scope) in self.scopes.iter().enumerate() {
+            let memories = self
+                .store
+                .list_memories(scope, "/", now)
+                .await
+                .map_err(|e| RetrievalError::Store {
+                    message: e.to_string(),
+                })?;
+            all.extend(memories.into_iter().map(|memory| {
+                let source = if n == 0 {
+                    memory.path.clone()
+                } else {
+                    format!("{scope} {}", memory.path)
+                };
+                (source, memory)
+            }));
+        }
+        Ok(all)
     }
 }
 
@@ -336,13 +368,7 @@ impl<S: MemoriesStore + ?Sized> Retriever for MemoryRecall<S> {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<Passage>, RetrievalError>> {
         Box::pin(async move {
-            let memories = self
-                .store
-                .list_memories(&self.scope, "/", now_millis())
-                .await
-                .map_err(|e| RetrievalError::Store {
-                    message: e.to_string(),
-                })?;
+            let memories = self.live().await?;
             if memories.is_empty() || limit == 0 {
                 return Ok(Vec::new());
             }
@@ -350,7 +376,7 @@ impl<S: MemoriesStore + ?Sized> Retriever for MemoryRecall<S> {
             let documents = memories
                 .iter()
                 .enumerate()
-                .map(|(n, m)| bm25::Document::new(n, format!("{}\n{}", m.path, m.text)));
+                .map(|(n, (_, m))| bm25::Document::new(n, format!("{}\n{}", m.path, m.text)));
             let engine =
                 bm25::SearchEngineBuilder::<usize, u32, Words>::with_tokenizer_and_documents(
                     Words, documents,
@@ -361,10 +387,10 @@ impl<S: MemoriesStore + ?Sized> Retriever for MemoryRecall<S> {
                 .into_iter()
                 .filter(|found| found.score > 0.0)
                 .filter_map(|found| {
-                    let memory = memories.get(found.document.id)?;
+                    let (source, memory) = memories.get(found.document.id)?;
                     Some(Passage {
                         id: memory.id.clone(),
-                        source: memory.path.clone(),
+                        source: source.clone(),
                         text: memory.text.clone(),
                         score: f64::from(found.score),
                     })

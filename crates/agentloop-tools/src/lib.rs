@@ -64,6 +64,7 @@ pub mod js;
 pub mod memory;
 pub mod minion;
 pub mod options;
+pub mod project_skills;
 pub mod return_tool;
 pub mod schema;
 #[cfg(all(feature = "shell", target_os = "linux"))]

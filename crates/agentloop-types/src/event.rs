@@ -412,6 +412,10 @@ pub struct HookEvent {
     /// The hook is a guardrail (an output or tool guardrail).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub guardrail: bool,
+    /// What the hook says it did (a memory extraction: the memories it
+    /// wrote).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The agent speaking handed the conversation to another: the next model

@@ -380,6 +380,10 @@ pub struct HookAnswer {
     /// It is a guardrail.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub guardrail: bool,
+    /// What the hook says it did, for people reading the run (see
+    /// [`Hook::call_noted`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A lifecycle hook. Implement [`call`](Hook::call); say which moments it
@@ -423,6 +427,18 @@ pub trait Hook: Send + Sync {
 
     /// Its decision.
     async fn call(&self, input: &HookInput) -> Result<HookDecision, HookError>;
+
+    /// Its decision and a note on what it did, recorded with the decision
+    /// in the run's `hook` event (a hook that works beside the run — one
+    /// that writes memories — says what it wrote). [`call`](Hook::call)
+    /// with no note by default; a hook that overrides this is asked only
+    /// through it.
+    async fn call_noted(
+        &self,
+        input: &HookInput,
+    ) -> Result<(HookDecision, Option<String>), HookError> {
+        self.call(input).await.map(|decision| (decision, None))
+    }
 
     /// The decision taken when [`call`](Hook::call) fails: pass by default.
     fn on_error(&self) -> HookDecision {
@@ -549,9 +565,9 @@ impl Hooks {
             .iter()
             .filter(|h| h.points().contains(&point) && h.matches(input))
             .map(|hook| async move {
-                let (decision, error) = match hook.call(input).await {
-                    Ok(decision) => (decision, None),
-                    Err(error) => (hook.on_error(), Some(error.message)),
+                let (decision, note, error) = match hook.call_noted(input).await {
+                    Ok((decision, note)) => (decision, note, None),
+                    Err(error) => (hook.on_error(), None, Some(error.message)),
                 };
                 HookAnswer {
                     hook: hook.name().to_owned(),
@@ -560,6 +576,7 @@ impl Hooks {
                     decision,
                     error,
                     guardrail: hook.is_guardrail(),
+                    note,
                 }
             });
         futures::future::join_all(asked).await

@@ -172,6 +172,7 @@ fn render_kind(kind: &EventKind) -> String {
                 ignored,
                 error,
                 guardrail,
+                note,
             } = &**event;
             let mut out = if *guardrail {
                 format!("guardrail {hook} {}", point.name())
@@ -187,6 +188,9 @@ fn render_kind(kind: &EventKind) -> String {
             }
             if let Some(error) = error {
                 out.push_str(&format!(" error={}", json(error)));
+            }
+            if let Some(note) = note {
+                out.push_str(&format!(" note={}", json(note)));
             }
             out
         }

@@ -111,3 +111,84 @@ impl OpenAiServer {
         }
     }
 }
+
+/// One streamed answer of a chat completion: text, or one call of a tool.
+pub enum Turn {
+    /// The model says this.
+    Text(&'static str),
+    /// The model calls `name` with these arguments (`id` the call's id).
+    Call {
+        id: &'static str,
+        name: &'static str,
+        arguments: Value,
+    },
+}
+
+/// A streamed chat completion body saying `turn`.
+fn completion(turn: &Turn) -> String {
+    let chunk = |delta: Value, finish: Value| {
+        let chunk = serde_json::json!({
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        });
+        format!("data: {chunk}\n\n")
+    };
+    let (delta, finish) = match turn {
+        Turn::Text(text) => (
+            serde_json::json!({"role": "assistant", "content": text}),
+            "stop",
+        ),
+        Turn::Call {
+            id,
+            name,
+            arguments,
+        } => (
+            serde_json::json!({"role": "assistant", "tool_calls": [{
+                "index": 0, "id": id, "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}
+            }]}),
+            "tool_calls",
+        ),
+    };
+    [
+        chunk(delta, Value::Null),
+        chunk(serde_json::json!({}), Value::from(finish)),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat()
+}
+
+/// Answers the completions in the order they come: the `n`th with the
+/// `n`th turn, every one past the last with the last.
+struct InOrder {
+    bodies: Vec<String>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl wiremock::Respond for InOrder {
+    fn respond(&self, _request: &wiremock::Request) -> ResponseTemplate {
+        let n = self
+            .next
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            .min(self.bodies.len().saturating_sub(1));
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(self.bodies.get(n).cloned().unwrap_or_default())
+    }
+}
+
+/// Starts a server answering its completions with `turns`, in order.
+pub async fn start_turns(turns: &[Turn]) -> OpenAiServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(InOrder {
+            bodies: turns.iter().map(completion).collect(),
+            next: Default::default(),
+        })
+        .mount(&server)
+        .await;
+    let base_url = format!("{}/v1", server.uri());
+    OpenAiServer { server, base_url }
+}

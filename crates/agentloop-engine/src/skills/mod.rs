@@ -22,7 +22,7 @@ mod tool;
 
 use std::sync::Arc;
 
-use agentloop_types::{LoopOptions, Message, Role, Tool};
+use agentloop_types::{LoopOptions, Message, ModelProvider, Role, Tool};
 
 pub use args::{HistoryRole, SkillCallArgs, SkillError, SkillHistoryMessage};
 pub use sanitize::sanitize_prompt;
@@ -109,6 +109,33 @@ pub fn prepare(
         context,
         deps,
     }
+}
+
+/// The tools offering `skills` to a run a host keeps itself (a stored
+/// chat's run, resumed from its stored history and options): one tool per
+/// skill, its name and description all the model sees of it until it
+/// calls it, and no skill list added to the history. Each call runs a
+/// child cycle with `provider`, the run's `options` made a child's
+/// ([`LoopOptions::for_child`], without the system prompt) and the run's
+/// system prompt as its agent prompt.
+pub fn offer(
+    skills: &[Arc<Skill>],
+    provider: Arc<dyn ModelProvider>,
+    options: &LoopOptions,
+) -> Vec<Arc<dyn Tool>> {
+    let mut child = options.for_child();
+    let agent_prompt = child.request.system_prompt.take();
+    let env = Arc::new(tool::SkillEnv {
+        provider,
+        attachments: None,
+        clock: Arc::new(crate::SystemClock),
+        options: child,
+        agent_prompt,
+    });
+    skills
+        .iter()
+        .map(|s| Arc::new(SkillTool::new(s.clone(), env.clone())) as Arc<dyn Tool>)
+        .collect()
 }
 
 /// Runs the loop with `skills` offered to the model (see [`prepare`]).

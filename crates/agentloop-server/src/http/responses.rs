@@ -98,6 +98,8 @@ pub struct ProjectShape {
     /// What a run still going does with a message that names no strategy:
     /// `enqueue` (the default), `interrupt`, `rollback` or `reject`.
     pub steer_strategy: &'static str,
+    /// Whether its completed runs end with the memory extraction step.
+    pub memory_extraction: bool,
     /// When it was made (RFC 3339).
     pub created_at: String,
     /// When it last changed (RFC 3339).
@@ -125,6 +127,7 @@ impl ProjectShape {
                 project,
             )),
             steer_strategy: crate::steer::project_strategy(project).as_str(),
+            memory_extraction: crate::run_memory::extraction_enabled(project),
             created_at: rfc3339(project.created_at),
             updated_at: rfc3339(project.updated_at),
         }

@@ -344,4 +344,35 @@ pub async fn memories_recalled_by_relevance(store: Arc<dyn Store>) {
     assert!(found[0].score > found[1].score);
     assert_eq!(recall.retrieve("tea", 1).await.unwrap().len(), 1);
     assert!(recall.retrieve("kubernetes", 5).await.unwrap().is_empty());
+
+    // Over a project's and a user's memories: ranked together, the user's
+    // named with their scope; a third scope stays out.
+    store
+        .save_memory(&memory(
+            "r6",
+            &MemoryScope::user("ada"),
+            "/memories/drinks.md",
+            "Ada drinks tea, sugar never.",
+            1,
+        ))
+        .await
+        .unwrap();
+    let both = MemoryRecall::over(
+        store.clone(),
+        vec![MemoryScope::project("p"), MemoryScope::user("ada")],
+    );
+    let found = both
+        .retrieve("Does Ada take sugar in her tea?", 5)
+        .await
+        .unwrap();
+    let mut sources: Vec<&str> = found.iter().map(|p| p.source.as_str()).collect();
+    sources.sort_unstable();
+    assert_eq!(
+        sources,
+        [
+            "/memories/drinks.md",
+            "/memories/tea-shop.md",
+            "user:ada /memories/drinks.md"
+        ]
+    );
 }

@@ -328,6 +328,7 @@ impl RunCore {
                 ignored: !applies,
                 error: answer.error.clone(),
                 guardrail: answer.guardrail,
+                note: answer.note.clone(),
             })));
             if applies {
                 let by = if answer.guardrail {

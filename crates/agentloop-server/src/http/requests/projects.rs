@@ -199,6 +199,10 @@ pub struct NewProject {
     pub shell_quota: Option<ShellQuota>,
     /// Its own bounds on its tasks' chains of agent runs.
     pub chain_limits: Option<ChainLimits>,
+    /// Whether each of its completed runs ends with the memory extraction
+    /// step: a model call proposing what of the run to remember, written
+    /// to the project's memories (off by default).
+    pub memory_extraction: Option<bool>,
     /// Its agents and their handoffs.
     #[serde(default)]
     #[schemars(with = "Agents")]
@@ -237,6 +241,10 @@ pub struct ProjectChange {
     /// (null: `enqueue`).
     #[serde(default)]
     pub steer_strategy: Change<agentloop_types::SteerStrategy>,
+    /// Whether completed runs end with the memory extraction step (null:
+    /// off).
+    #[serde(default)]
+    pub memory_extraction: Change<bool>,
 }
 
 impl RequestBody for ProjectChange {}

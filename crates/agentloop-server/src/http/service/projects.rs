@@ -108,6 +108,9 @@ pub async fn create_project(
     if let Some(agents) = agents {
         settings["agents"] = agents;
     }
+    if input.memory_extraction == Some(true) {
+        settings[crate::run_memory::EXTRACTION_SETTING] = json!(true);
+    }
     let now = now_millis();
     let project = Project {
         id: new_id(),
@@ -229,6 +232,17 @@ pub async fn update_project(
                 Some(json!(strategy.as_str())),
             );
         }
+    }
+    match change.memory_extraction {
+        Change::Keep => {}
+        Change::Clear | Change::Set(false) => {
+            set_setting(&mut project, crate::run_memory::EXTRACTION_SETTING, None);
+        }
+        Change::Set(true) => set_setting(
+            &mut project,
+            crate::run_memory::EXTRACTION_SETTING,
+            Some(json!(true)),
+        ),
     }
     project.updated_at = now_millis();
     state.store.update_project(&project).await?;
