@@ -109,6 +109,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0012_schedules.sql"),
             include_str!("../migrations/postgres/0013_budgets.sql"),
             include_str!("../migrations/postgres/0014_run_steps.sql"),
+            include_str!("../migrations/postgres/0016_project_members.sql"),
         ])
         .run(&pool)
         .await
@@ -186,3 +187,4 @@ include!("sql/audit.rs");
 include!("sql/schedules.rs");
 include!("sql/steps.rs");
 include!("sql/budgets.rs");
+include!("sql/members.rs");

@@ -203,6 +203,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0012_schedules.sql"),
             include_str!("../migrations/sqlite/0013_budgets.sql"),
             include_str!("../migrations/sqlite/0014_run_steps.sql"),
+            include_str!("../migrations/sqlite/0016_project_members.sql"),
         ])
         .run(&pool)
         .await
@@ -343,3 +344,4 @@ include!("sql/audit.rs");
 include!("sql/schedules.rs");
 include!("sql/steps.rs");
 include!("sql/budgets.rs");
+include!("sql/members.rs");

@@ -27,6 +27,8 @@ pub mod events;
 pub mod extract;
 pub mod fork;
 pub mod mcp;
+pub mod member_shapes;
+pub mod members;
 pub mod memories;
 mod meta;
 pub mod openapi;

@@ -2,6 +2,7 @@
 //! `PATCH`, `DELETE /api/schedules/{id}`. Only the project's owner
 //! reaches them; another user's is not found.
 
+use agentloop_storage::ProjectRole;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
@@ -43,7 +44,7 @@ pub(super) async fn show(
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
 ) -> Result<Json<ScheduleShape>, ApiError> {
-    let schedule = service::schedule(&state, &user, &id).await?;
+    let schedule = service::schedule(&state, &user, &id, ProjectRole::Viewer).await?;
     Ok(Json(ScheduleShape::from(&schedule)))
 }
 

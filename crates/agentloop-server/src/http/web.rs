@@ -19,6 +19,7 @@ const MODULES: &[(&str, &str)] = &[
     ("/assets/steer.js", include_str!("../../web/steer.js")),
     ("/assets/memories.js", include_str!("../../web/memories.js")),
     ("/assets/audit.js", include_str!("../../web/audit.js")),
+    ("/assets/roles.js", include_str!("../../web/roles.js")),
 ];
 
 /// The policy every page response carries.

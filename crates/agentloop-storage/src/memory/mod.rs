@@ -4,6 +4,7 @@
 mod budgets;
 mod chats;
 mod files;
+mod members;
 mod memories;
 mod runs;
 mod schedules;
@@ -71,6 +72,8 @@ struct State {
     memories: BTreeMap<(MemoryScope, String), MemoryRecord>,
     /// Schedules by id.
     schedules: BTreeMap<String, crate::schedules::Schedule>,
+    /// Invited project members by project and user id.
+    members: BTreeMap<(String, String), crate::members::ProjectMember>,
 }
 
 impl MemoryStore {
@@ -168,6 +171,7 @@ impl State {
     fn remove_project(&mut self, id: &str) {
         self.projects.remove(id);
         self.folders.remove(id);
+        self.members.retain(|(project, _), _| project != id);
         let chats: Vec<String> = self
             .chats
             .values()

@@ -83,7 +83,7 @@ const SCHEMA_VERSION: i64 = 20_261_122_000_001;
 
 /// The descriptions of the schema scripts, in version order: the scripts
 /// of both backends (`migrations/<backend>/000N_*.sql`) follow this list.
-const SCRIPT_DESCRIPTIONS: [&str; 14] = [
+const SCRIPT_DESCRIPTIONS: [&str; 15] = [
     "agentloop storage schema",
     "agentloop storage users",
     "agentloop storage folders and end reasons",
@@ -98,6 +98,7 @@ const SCRIPT_DESCRIPTIONS: [&str; 14] = [
     "agentloop storage schedules",
     "agentloop storage budgets",
     "agentloop storage run steps",
+    "agentloop storage project members",
 ];
 
 /// The embedded schema scripts of one backend, in version order.

@@ -12,6 +12,7 @@ mod export;
 mod folders;
 mod handles;
 mod inbox;
+mod members;
 mod memories;
 mod runs;
 mod schedules;
@@ -38,6 +39,7 @@ pub use export::*;
 pub use folders::*;
 pub use handles::*;
 pub use inbox::*;
+pub use members::*;
 pub use memories::*;
 pub use runs::*;
 pub use schedules::*;
@@ -84,6 +86,7 @@ macro_rules! conformance_suite {
             inbox_keeps_messages_until_delivered, schedules_claim_each_tick_once,
             run_steps_kept_and_retained,
             budgets_reserve_settle_and_roll_over, concurrent_reservations_never_overspend,
+            project_members_and_roles,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(

@@ -1,5 +1,6 @@
 //! Budgets of a user, a project or a task: read, or replaced then read.
 
+use agentloop_storage::ProjectRole;
 use agentloop_storage::budgets::{BudgetLimit, BudgetScope, BudgetScopeKind, BudgetUsage};
 use agentloop_storage::model::now_millis;
 
@@ -7,6 +8,16 @@ use super::owned::{owned_project, owned_task};
 use crate::http::error::ApiError;
 use crate::state::AppState;
 use crate::users::User;
+
+/// What reading (a viewer) or replacing (an owner) a project's or task's
+/// budgets needs.
+fn needed(change: Option<&[BudgetLimit]>) -> ProjectRole {
+    if change.is_some() {
+        ProjectRole::Owner
+    } else {
+        ProjectRole::Viewer
+    }
+}
 
 /// Replaces the scope's budgets with `change` when given, and reads them.
 async fn budgets_of(
@@ -29,7 +40,7 @@ pub async fn project_budgets(
     id: &str,
     change: Option<&[BudgetLimit]>,
 ) -> Result<(BudgetScope, Vec<BudgetUsage>), ApiError> {
-    let project = owned_project(state, user, id).await?;
+    let project = owned_project(state, user, id, needed(change)).await?;
     budgets_of(
         state,
         BudgetScope::new(BudgetScopeKind::Project, project.id),
@@ -45,7 +56,7 @@ pub async fn task_budgets(
     id: &str,
     change: Option<&[BudgetLimit]>,
 ) -> Result<(BudgetScope, Vec<BudgetUsage>), ApiError> {
-    let ctx = owned_task(state, user, id).await?;
+    let ctx = owned_task(state, user, id, needed(change)).await?;
     budgets_of(
         state,
         BudgetScope::new(BudgetScopeKind::Task, ctx.task.id),
