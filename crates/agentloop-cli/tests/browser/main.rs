@@ -22,7 +22,10 @@
 //!   into the transcript; a message to an ended run starts the next one;
 //!   a picked strategy refusing it or restarting the run;
 //! - `memories`: a project's memories listed (linked to their run),
-//!   edited and deleted; the audit log, the project's and one's own.
+//!   edited and deleted; the audit log, the project's and one's own;
+//! - `roles`: an owner invites a viewer from the page; the viewer's page
+//!   shows the project, its runs and what a run waits for, without the
+//!   controls to start, decide, message, cancel or change.
 //!
 //! Needs `chromium` and `chromedriver` (`.ci/run` installs Debian's
 //! `chromium` and `chromium-driver`). Without them each test says so loudly
@@ -39,6 +42,7 @@ mod layout;
 mod manage;
 mod memories;
 mod restart;
+mod roles;
 mod run_view;
 mod steer;
 mod workflow;

@@ -338,10 +338,9 @@ pub fn routes() -> Vec<Route> {
             .or::<ErrorShape>("404", "The user is no member of the project")
             .or::<ErrorShape>("409", "The user created the project: their role stays `owner`"),
         Route::new(Method::DELETE, "/api/projects/{projectId}/members/{user}", members::remove)
-            .role(ProjectRole::Viewer)
-            .summary("Remove a member (`user`: their name or id): an owner removes anyone but the project's creator; any member may remove themselves (leave)")
+            .role(ProjectRole::Owner)
+            .summary("Remove a member (`user`: their name or id): an owner removes anyone but the project's creator. A member of any role may also remove themselves (leave the project).")
             .answers_without_json("204", "Removed")
-            .or::<ErrorShape>("403", "A member other than an owner removing someone else")
             .or::<ErrorShape>("404", "The user is no member of the project")
             .or::<ErrorShape>("409", "The user created the project and stays its owner"),
         Route::new(Method::GET, "/api/ws", ws::upgrade)

@@ -115,10 +115,11 @@ pub async fn remove_member(
     who: &str,
 ) -> Result<String, ApiError> {
     let (project, role) = project_access(state, user, project_id, ProjectRole::Viewer).await?;
-    let member = invited_member(state, &project, who).await?;
-    if member.id != user.id && !role.allows(ProjectRole::Owner) {
+    let leaving = who == user.id || who == user.name;
+    if !leaving && !role.allows(ProjectRole::Owner) {
         return Err(forbidden(role, ProjectRole::Owner));
     }
+    let member = invited_member(state, &project, who).await?;
     state
         .store
         .remove_project_member(&project.id, &member.id)
