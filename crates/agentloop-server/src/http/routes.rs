@@ -243,7 +243,7 @@ pub fn routes() -> Vec<Route> {
             .answers_without_json("204", "Removed"),
         Route::new(Method::GET, "/api/audit", audit::list)
             .role(ProjectRole::Owner)
-            .summary("The audit log, oldest first: with `?project_id=` (a project you own) every user's changes to it, else your own; also `user_id`, `since` and `until` (Unix milliseconds) and `limit` (the newest 1 to 1000, 100 by default). Each entry: who, when, what, on what, from which address; never a secret.")
+            .summary("The audit log, oldest first: with `?project_id=` (a project you are an owner of) every user's changes to it, else your own; also `user_id`, `since` and `until` (Unix milliseconds) and `limit` (the newest 1 to 1000, 100 by default). Each entry: who, when, what, on what, from which address; never a secret.")
             .answers::<AuditShape>("200", "The entries"),
         Route::new(Method::GET, "/api/projects/{projectId}/webhook-deliveries", webhooks::deliveries)
             .role(ProjectRole::Owner)
@@ -344,7 +344,7 @@ pub fn routes() -> Vec<Route> {
             .or::<ErrorShape>("404", "The user is no member of the project")
             .or::<ErrorShape>("409", "The user created the project and stays its owner"),
         Route::new(Method::GET, "/api/ws", ws::upgrade)
-            .summary("WebSocket of the caller's notices (`streaming-started`, `streaming-ended`, `agent-run-status`, and `agent-run-waiting` with `taskId`, `agentRunId`, `agentType` and `pending` when a run starts waiting for a person) as JSON text messages; a socket that falls more than 1,024 notices behind gets `notices-missed` in place of those it missed, and should read its runs again")
+            .summary("WebSocket of the caller's notices, of the projects they own and of those they were invited to when it opened (`streaming-started`, `streaming-ended`, `agent-run-status`, and `agent-run-waiting` with `taskId`, `agentRunId`, `agentType` and `pending` when a run starts waiting for a person) as JSON text messages; a socket that falls more than 1,024 notices behind gets `notices-missed` in place of those it missed, and should read its runs again")
             .websocket()
             .streaming()
             .answers_without_json("101", "Switching protocols")
