@@ -129,10 +129,6 @@ pub async fn remove_member(
 
 /// The user named (or with the id) `who`; a 404 when none is.
 async fn named_user(state: &AppState, who: &str) -> Result<StoredUser, ApiError> {
-    let who = who.trim();
-    if who.is_empty() {
-        return Err(ApiError::bad_request("user must name a user"));
-    }
     let users = state.store.list_users().await?;
     users
         .iter()
