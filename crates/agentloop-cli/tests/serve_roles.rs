@@ -283,7 +283,11 @@ fn members_and_roles(address: &str, users: &Users, root: &Path) {
     let members_path = format!("/api/projects/{}/members", at.project);
 
     // Each member lists the project with their role; the outsider does not.
-    for (who, role) in [("owner", "owner"), ("editor", "editor"), ("viewer", "viewer")] {
+    for (who, role) in [
+        ("owner", "owner"),
+        ("editor", "editor"),
+        ("viewer", "viewer"),
+    ] {
         let (status, projects) = http(address, users.token(who), "GET", "/api/projects", None);
         assert_eq!(status, 200, "{projects}");
         let listed = projects
@@ -295,10 +299,7 @@ fn members_and_roles(address: &str, users: &Users, root: &Path) {
         assert_eq!(listed["role"], role, "{listed}");
     }
     let (_, projects) = http(address, &users.outsider, "GET", "/api/projects", None);
-    assert!(
-        !projects.to_string().contains(&at.project),
-        "{projects}"
-    );
+    assert!(!projects.to_string().contains(&at.project), "{projects}");
 
     // Everyone in the project sees who is in it: the creator first.
     let (status, listed) = http(address, &users.viewer, "GET", &members_path, None);
@@ -487,11 +488,13 @@ fn a2a_follows_the_role(address: &str, users: &Users, root: &Path) {
             token,
             "POST",
             "/a2a",
-            Some(json!({ "jsonrpc": "2.0", "id": id, "method": "SendMessage", "params": {
+            Some(
+                json!({ "jsonrpc": "2.0", "id": id, "method": "SendMessage", "params": {
                 "configuration": { "returnImmediately": true },
                 "metadata": { "agentType": "planification" },
                 "message": { "messageId": format!("m{id}"), "role": "ROLE_USER",
-                             "contextId": at.task, "parts": [{ "text": "Plan." }] } } })),
+                             "contextId": at.task, "parts": [{ "text": "Plan." }] } } }),
+            ),
         );
         assert_eq!(status, 200, "{answer}");
         answer

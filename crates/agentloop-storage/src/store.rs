@@ -500,13 +500,7 @@ impl<T> RuntimeStore for T where
 /// The server's product: projects with their members and files, tasks with
 /// their agent runs and conversations, users, webhook deliveries, the audit log.
 pub trait ProductStore:
-    ProjectStore
-    + crate::MembersStore
-    + FileStore
-    + TaskStore
-    + UserStore
-    + WebhookStore
-    + AuditStore
+    ProjectStore + crate::MembersStore + FileStore + TaskStore + UserStore + WebhookStore + AuditStore
 {
 }
 

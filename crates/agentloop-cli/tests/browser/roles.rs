@@ -19,7 +19,12 @@ async fn shown(page: &Page, css: &str) -> u64 {
 }
 
 /// The controls of each view that act on the project, its tasks or runs.
-const PROJECT_CONTROLS: &[&str] = &["#task-title", "#delete-project", "#project-approvals", "#invite"];
+const PROJECT_CONTROLS: &[&str] = &[
+    "#task-title",
+    "#delete-project",
+    "#project-approvals",
+    "#invite",
+];
 const TASK_CONTROLS: &[&str] = &[
     "button[data-agent]",
     "#mark-done",
@@ -107,7 +112,8 @@ async fn a_viewer_sees_the_project_and_its_runs_without_the_controls() {
     // vic signs in: the project is listed, with vic's role.
     page.click("#sign-out").await;
     site.sign_in_with(&page, &viewer).await;
-    page.wait_for(&format!("a[href='#/projects/{project}']")).await;
+    page.wait_for(&format!("a[href='#/projects/{project}']"))
+        .await;
     page.goto(&site.url(&format!("#/projects/{project}"))).await;
     page.wait_for("tr[data-member='vic']").await;
     let role = page.text_of("#my-role").await;
@@ -115,7 +121,11 @@ async fn a_viewer_sees_the_project_and_its_runs_without_the_controls() {
     let nothing = |counts: &[(String, u64)]| counts.iter().all(|(_, n)| *n == 0);
     let viewer_project = controls_shown(&page, PROJECT_CONTROLS).await;
     assert!(nothing(&viewer_project), "{viewer_project:?}");
-    assert_eq!(shown(&page, "#members select").await, 0, "no role to change");
+    assert_eq!(
+        shown(&page, "#members select").await,
+        0,
+        "no role to change"
+    );
     page.screenshot("roles-viewer-project").await;
 
     // The task: its runs listed, the document read-only, no controls.
@@ -137,7 +147,8 @@ async fn a_viewer_sees_the_project_and_its_runs_without_the_controls() {
     page.screenshot("roles-viewer-run").await;
 
     // What the page hides the server refuses too.
-    let (status, refused) = reqwest_post(&site, &viewer, &format!("/api/tasks/{task}/agent-runs")).await;
+    let (status, refused) =
+        reqwest_post(&site, &viewer, &format!("/api/tasks/{task}/agent-runs")).await;
     assert_eq!(status, 403, "{refused}");
 }
 

@@ -397,9 +397,14 @@ impl Call {
         let ctx = if message.context_id.is_empty() {
             self.new_task(&params.tenant, &text).await?
         } else {
-            let ctx = owned_task(&self.state, &self.user, &message.context_id, ProjectRole::Editor)
-                .await
-                .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
+            let ctx = owned_task(
+                &self.state,
+                &self.user,
+                &message.context_id,
+                ProjectRole::Editor,
+            )
+            .await
+            .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
             self.add_to_document(&ctx, &text).await?;
             ctx
         };

@@ -228,7 +228,8 @@ impl ProjectsServer {
                 to_json(&AgentRunShape::of(&run))
             }
             ToolCall::GetAgentRun(OfRun { run_id }) => {
-                let (run, _) = service::owned_run(state, &user, &run_id, ProjectRole::Viewer).await?;
+                let (run, _) =
+                    service::owned_run(state, &user, &run_id, ProjectRole::Viewer).await?;
                 let details = service::run_details(state, &run).await?;
                 to_json(&AgentRunView::of(
                     &run,

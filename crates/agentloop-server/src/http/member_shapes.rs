@@ -51,7 +51,12 @@ impl From<ProjectRole> for RoleName {
 #[serde(deny_unknown_fields)]
 pub struct NewMember {
     /// The user's name (as `agentloop users create` made it), or id.
-    #[serde(alias = "name", alias = "user_name", alias = "username", alias = "user_id")]
+    #[serde(
+        alias = "name",
+        alias = "user_name",
+        alias = "username",
+        alias = "user_id"
+    )]
     #[schemars(length(min = 1))]
     pub user: String,
     /// Their role.

@@ -29,8 +29,15 @@ pub(super) async fn add(
     AuthUser(user): AuthUser,
     Path(project_id): Path<String>,
     ApiJson(body): ApiJson<NewMember>,
-) -> Result<(StatusCode, Extension<Created>, Extension<AuditNote>, Json<MemberShape>), ApiError>
-{
+) -> Result<
+    (
+        StatusCode,
+        Extension<Created>,
+        Extension<AuditNote>,
+        Json<MemberShape>,
+    ),
+    ApiError,
+> {
     let member = service::add_member(&state, &user, &project_id, body).await?;
     let note = AuditNote(json!({ "user": member.name, "role": member.role }));
     Ok((

@@ -30,7 +30,8 @@ pub(super) async fn show(
     AuthUser(user): AuthUser,
     Path((project_id, memory_id)): Path<(String, String)>,
 ) -> Result<Json<MemoryShape>, ApiError> {
-    let memory = service::memory(&state, &user, &project_id, &memory_id, ProjectRole::Viewer).await?;
+    let memory =
+        service::memory(&state, &user, &project_id, &memory_id, ProjectRole::Viewer).await?;
     Ok(Json(MemoryShape::from(&memory)))
 }
 

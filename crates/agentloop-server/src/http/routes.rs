@@ -31,8 +31,7 @@ use super::route::Route;
 use super::schedule_shapes::{NewSchedule, ScheduleChange, ScheduleShape, SchedulesShape};
 use super::{
     a2a, ag_ui, agent_runs, ai_sdk, audit, budgets, events, fork, members, memories, projects,
-    schedules,
-    session, tasks, webhooks, ws,
+    schedules, session, tasks, webhooks, ws,
 };
 use crate::shapes::AgentRunShape;
 use crate::state::AppState;

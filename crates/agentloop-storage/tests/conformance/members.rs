@@ -99,9 +99,7 @@ pub async fn project_members_and_roles(store: Arc<dyn Store>) {
         Some(ProjectRole::Editor)
     );
     assert_eq!(
-        store
-            .set_project_role("p2", "vi", ProjectRole::Owner)
-            .await,
+        store.set_project_role("p2", "vi", ProjectRole::Owner).await,
         Err(StorageError::not_found("member", "vi"))
     );
     store.remove_project_member("p1", "vi").await.unwrap();
