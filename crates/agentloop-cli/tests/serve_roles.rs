@@ -7,14 +7,15 @@
 //! that names both roles, a member at or above it an answer that is
 //! neither. Then what the roles mean beyond the table: listing projects
 //! with one's role, inviting by name, changing and removing members, a
-//! member leaving, the creator kept, the audit log, and A2A refusing a
-//! viewer's start. On SQLite and on PostgreSQL.
+//! member leaving, the creator kept, the audit log, A2A refusing a
+//! viewer's start, and a viewer's WebSocket hearing the project's runs. On
+//! SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::create_user;
 use common::served::*;
@@ -521,7 +522,8 @@ fn a2a_follows_the_role(address: &str, users: &Users, root: &Path) {
     assert!(started["error"].is_null(), "{started}");
 }
 
-fn roles(db: &str, dir: &Path) {
+/// The walk and the members' checks; returns the server, still serving.
+fn roles(db: &str, dir: &Path) -> (Served, Users) {
     let script = dir.join("script.json");
     // Every run answers at once; there are more turns than runs.
     let turns: Vec<Value> = (0..400).map(|_| text("Planned.")).collect();
@@ -545,6 +547,59 @@ fn roles(db: &str, dir: &Path) {
     );
     members_and_roles(&address, &users, &root);
     a2a_follows_the_role(&address, &users, &root);
+    (server, users)
+}
+
+/// A viewer's WebSocket hears the statuses of the project's runs, as its
+/// owner's does.
+async fn a_viewer_hears_the_projects_runs(server: Served, users: Users, root: PathBuf) {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    let address = server.address.clone();
+    let users = std::sync::Arc::new(users);
+    let task = {
+        let (address, users) = (address.clone(), users.clone());
+        tokio::task::spawn_blocking(move || fixture(&address, &users, &root, 3000).task)
+            .await
+            .unwrap()
+    };
+    let mut request = format!("ws://{address}/api/ws")
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "authorization",
+        format!("Bearer {}", users.viewer).parse().unwrap(),
+    );
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let run = {
+        let (address, users) = (address.clone(), users.clone());
+        tokio::task::spawn_blocking(move || {
+            start_run(&address, &users.owner, &task, "planification")
+        })
+        .await
+        .unwrap()
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let message = tokio::time::timeout_at(deadline, socket.next())
+            .await
+            .expect("the viewer heard the run end")
+            .unwrap()
+            .unwrap();
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let notice: Value = serde_json::from_str(&text).unwrap();
+        if notice["type"] == "agent-run-status"
+            && notice["agentRunId"] == run.as_str()
+            && notice["status"] == "completed"
+        {
+            break;
+        }
+    }
+    drop(server);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -552,9 +607,10 @@ async fn every_route_answers_each_role_as_it_should_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.sqlite").display().to_string();
     let path = dir.path().to_owned();
-    tokio::task::spawn_blocking(move || roles(&db, &path))
+    let (server, users) = tokio::task::spawn_blocking(move || roles(&db, &path))
         .await
         .unwrap();
+    a_viewer_hears_the_projects_runs(server, users, dir.path().join("projects")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -572,8 +628,9 @@ async fn every_route_answers_each_role_as_it_should_on_postgres() {
     let dir = tempfile::tempdir().unwrap();
     let url = database.url.clone();
     let path = dir.path().to_owned();
-    tokio::task::spawn_blocking(move || roles(&url, &path))
+    let (server, users) = tokio::task::spawn_blocking(move || roles(&url, &path))
         .await
         .unwrap();
+    a_viewer_hears_the_projects_runs(server, users, dir.path().join("projects")).await;
     database.remove().await;
 }
