@@ -611,8 +611,9 @@ impl<'a> Execution<'a> {
 
     /// Tells the owner the run's stream started or ended (`kind`).
     fn notify_streaming(&self, kind: &str) {
-        self.state.notify(
+        self.state.notify_project(
             &self.ctx.owner,
+            &self.ctx.project.id,
             json!({ "type": kind, "taskId": self.ctx.task.id,
                     "agentRunId": self.run.id, "conversationId": self.conversation_id }),
         );

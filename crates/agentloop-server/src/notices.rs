@@ -1,6 +1,8 @@
 //! Owner notifications (`streaming-started`, `agent-run-status` …): each
-//! user's WebSocket clients hear that user's notices only, and the webhook
-//! dispatcher hears the run statuses of projects with webhooks.
+//! user's WebSocket clients hear that user's notices only — the owner's of
+//! a project, and the members it invited through the project's own channel
+//! ([`SocketNotices`]) — and the webhook dispatcher hears the run statuses
+//! of projects with webhooks.
 //!
 //! Each user with a socket open has a channel of their own, so a socket
 //! wakes only for its user's notices, and one that falls behind misses
@@ -53,6 +55,12 @@ impl Notices {
         }
     }
 
+    /// Sends `message` to the sockets of the members project `project_id`
+    /// invited (its owner hears it through [`send`](Self::send)).
+    pub fn send_to_members(&self, project_id: &str, message: &Value) {
+        self.send(&members_key(project_id), message);
+    }
+
     /// Queues `message` for the webhook dispatcher.
     pub fn to_webhooks(&self, message: Value) {
         if let Some(dispatcher) = lock(&self.dispatcher).as_ref() {
@@ -80,6 +88,44 @@ impl Notices {
         let (sender, receiver) = mpsc::unbounded_channel();
         *lock(&self.dispatcher) = Some(sender);
         receiver
+    }
+}
+
+/// The channel of the notices of a project's invited members: a key no
+/// user id takes (ids have no `:`).
+fn members_key(project_id: &str) -> String {
+    format!("members:{project_id}")
+}
+
+/// One socket's notices: its user's, and those of the projects the user
+/// was invited to when it opened.
+pub struct SocketNotices {
+    own: UserNotices,
+    projects: Vec<UserNotices>,
+}
+
+impl SocketNotices {
+    /// The notices of `user_id` and of the projects `invited_to` from now
+    /// on, for one socket.
+    pub fn subscribe(notices: &Notices, user_id: &str, invited_to: &[String]) -> Self {
+        Self {
+            own: notices.subscribe(user_id),
+            projects: invited_to
+                .iter()
+                .map(|project| notices.subscribe(&members_key(project)))
+                .collect(),
+        }
+    }
+
+    /// The next notice of any of them (see [`UserNotices::next`]).
+    pub async fn next(&mut self) -> Option<Arc<str>> {
+        if self.projects.is_empty() {
+            return self.own.next().await;
+        }
+        let all = std::iter::once(&mut self.own)
+            .chain(self.projects.iter_mut())
+            .map(|notices| Box::pin(notices.next()));
+        futures::future::select_all(all).await.0
     }
 }
 

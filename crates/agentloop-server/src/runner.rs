@@ -9,7 +9,7 @@ use agentloop_storage::model::{
     AgentRun, AgentRunStart, AgentRunStatus, AgentType, Chat, Conversation, Project, RunRecord,
     Task, now_millis,
 };
-use agentloop_storage::{StorageError, StorageResult, Store};
+use agentloop_storage::{ProjectRole, StorageError, StorageResult, Store};
 use agentloop_types::Message;
 use serde_json::json;
 
@@ -28,6 +28,11 @@ pub struct TaskContext {
     pub owner: String,
     /// The project's repository folder.
     pub repo: PathBuf,
+    /// The role in the project of the user it was loaded for (see
+    /// `http::service::owned_task`); `None` when the server loaded it for
+    /// itself (a chain's next link, a schedule, recovery), which acts as
+    /// the owner.
+    pub access: Option<ProjectRole>,
 }
 
 /// What the client starting an agent run gives it beyond its agent.
@@ -72,6 +77,7 @@ pub async fn load_task_context(store: &dyn Store, task_id: &str) -> StorageResul
         project,
         owner,
         repo,
+        access: None,
     })
 }
 
@@ -415,6 +421,7 @@ mod tests {
             },
             owner: "u1".to_owned(),
             repo: PathBuf::from("/tmp"),
+            access: None,
         };
         for agent in [
             AgentType::Planification,

@@ -162,6 +162,13 @@ impl AppState {
         self.notices.send(user_id, &message);
     }
 
+    /// Sends a notification about project `project_id` to the WebSocket
+    /// clients of its owner and of the members it invited.
+    pub fn notify_project(&self, owner: &str, project_id: &str, message: Value) {
+        self.notices.send(owner, &message);
+        self.notices.send_to_members(project_id, &message);
+    }
+
     /// Tells the owner's WebSocket clients that an agent run of `project`
     /// now has `status`, and the webhook dispatcher when the project has
     /// webhooks.
@@ -183,6 +190,7 @@ impl AppState {
                               "agentRunId": run.id, "agentType": run.agent_type,
                               "status": status });
         self.notices.send(owner, &message);
+        self.notices.send_to_members(&project.id, &message);
         if Registration::of(&project.settings).is_some() {
             self.notices.to_webhooks(message);
         }
@@ -211,6 +219,7 @@ impl AppState {
                               "tokens": end.tokens,
                               "cost": end.cost_micro_usd as f64 / 1_000_000.0 });
         self.notices.send(owner, &message);
+        self.notices.send_to_members(&project.id, &message);
         if Registration::of(&project.settings).is_some() {
             self.notices.to_webhooks(message);
         }

@@ -261,8 +261,9 @@ pub async fn announce_wait(state: &AppState, ctx: &TaskContext, run: &AgentRun, 
                 Vec::new()
             }
         };
-        state.notify(
+        state.notify_project(
             &ctx.owner,
+            &ctx.project.id,
             json!({
                 "type": "agent-run-waiting",
                 "taskId": run.task_id,

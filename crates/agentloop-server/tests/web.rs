@@ -22,6 +22,7 @@ async fn the_page_is_served_with_a_strict_policy() {
         ("/assets/steer.js", "text/javascript"),
         ("/assets/memories.js", "text/javascript"),
         ("/assets/audit.js", "text/javascript"),
+        ("/assets/roles.js", "text/javascript"),
         ("/assets/app.css", "text/css"),
     ] {
         let response = server.client.get(server.url(path)).send().await.unwrap();

@@ -11,6 +11,7 @@ import { auditView } from "./audit.js";
 import { inspectorView } from "./inspector.js";
 import { budgetsView } from "./budgets.js";
 import { schedulesView } from "./schedules.js";
+import { actAs, allows, membersPanel } from "./roles.js";
 
 const main = document.getElementById("main");
 const toastBox = document.getElementById("toast");
@@ -381,7 +382,17 @@ async function projectView(id) {
     const task = await api("POST", `/api/projects/${id}/tasks`, { title: title.value });
     location.hash = `#/tasks/${task.id}`;
   }, h("label", { for: "task-title" }, "Title", title), h("button", { type: "submit" }, "Create task"));
+  create.dataset.needs = "editor";
+  const removal = deleteControl("project", "Delete project",
+    "Delete this project and all its tasks, runs and conversations? Its folder stays on disk.",
+    async () => {
+      await api("DELETE", `/api/projects/${id}`);
+      toast("Project deleted");
+      location.hash = "#/";
+    });
+  removal.dataset.needs = "owner";
   if (!stillHere()) return;
+  actAs(project.role);
   show(
     h("p", {}, h("a", { href: "#/" }, "← Projects")),
     h("h1", {}, project.name),
@@ -390,7 +401,7 @@ async function projectView(id) {
       h("a", { href: `#/projects/${id}/memories`, id: "project-memories" }, "Memories"),
       h("a", { href: `#/projects/${id}/budgets`, id: "project-budgets" }, "Budgets"),
       h("a", { href: `#/projects/${id}/schedules`, id: "project-schedules" }, "Schedules"),
-      h("a", { href: `#/projects/${id}/audit`, id: "project-audit" }, "Audit log")),
+      h("a", { href: `#/projects/${id}/audit`, id: "project-audit", "data-needs": "owner" }, "Audit log")),
     approvalsPanel(project),
     h("h2", {}, "Tasks"),
     tasks.length
@@ -399,15 +410,10 @@ async function projectView(id) {
         return h("li", {}, h("a", { href: `#/tasks/${t.id}` }, t.title), t.workflow_complete ? h("span", { class: "muted" }, " (done)") : null);
       }))
       : h("p", { class: "muted" }, "No tasks yet."),
-    h("h2", {}, "New task"),
+    h("h2", { "data-needs": "editor" }, "New task"),
     create,
-    deleteControl("project", "Delete project",
-      "Delete this project and all its tasks, runs and conversations? Its folder stays on disk.",
-      async () => {
-        await api("DELETE", `/api/projects/${id}`);
-        toast("Project deleted");
-        location.hash = "#/";
-      }),
+    membersPanel(project),
+    removal,
   );
 }
 
@@ -452,7 +458,7 @@ function approvalsPanel(project) {
   const shell = h("p", { id: "project-shell" }, h("strong", {}, "Shell: "),
     project.shell ? "on: its agents run commands in a sandbox inside the project folder" : "off");
   return h("div", { class: "panel" }, policy, perTool, shell,
-    h("label", { for: "project-approvals" }, "Change the approval policy", choice), status);
+    h("label", { for: "project-approvals", "data-needs": "owner" }, "Change the approval policy", choice), status);
 }
 
 // A delete button that asks first, in the page, and says plainly why a
@@ -506,11 +512,13 @@ async function taskView(id) {
   const stillHere = here();
   let task = await api("GET", `/api/tasks/${id}`);
   remember("tasks", id, `#/projects/${task.project_id}`);
+  const { role } = await api("GET", `/api/projects/${task.project_id}`);
   const doc = await api("GET", `/api/tasks/${id}/document`);
   const runsBox = h("div", {});
   const conflict = h("div", {});
   const editor = h("textarea", { id: "task-doc", name: "content", "aria-label": "Task document" });
   editor.value = doc.content || "";
+  editor.readOnly = !allows(role, "editor");
   const docStatus = h("span", { class: "muted", role: "status" });
   const done = h("input", { type: "checkbox", id: "mark-done", checked: task.workflow_complete });
 
@@ -572,12 +580,19 @@ async function taskView(id) {
   socketListeners.add(listener);
   leaveView = () => socketListeners.delete(listener);
   reconnectView = () => refreshRuns().catch(() => {});
+  const removal = deleteControl("task", "Delete task", "Delete this task, its agent runs and their conversations?", async () => {
+    await api("DELETE", `/api/tasks/${id}`);
+    toast("Task deleted");
+    location.hash = `#/projects/${task.project_id}`;
+  });
+  removal.dataset.needs = "editor";
+  actAs(role);
 
   show(
     h("p", {}, h("a", { href: `#/projects/${task.project_id}` }, "← Project")),
     h("h1", {}, task.title),
-    h("div", { class: "actions" }, buttons),
-    h("div", { class: "panel" }, h("label", { class: "check", for: "mark-done" }, done,
+    h("div", { class: "actions", id: "start-agents", "data-needs": "editor" }, buttons),
+    h("div", { class: "panel", "data-needs": "editor" }, h("label", { class: "check", for: "mark-done" }, done,
       h("span", {}, "Mark Done (stops the chain and any running agent)"))),
     conflict,
     chainBox,
@@ -585,7 +600,7 @@ async function taskView(id) {
     runsBox,
     h("h2", {}, "Task document"),
     editor,
-    h("div", { class: "actions" }, h("button", {
+    h("div", { class: "actions", "data-needs": "editor" }, h("button", {
       type: "button",
       id: "save-doc",
       onclick: async () => {
@@ -597,11 +612,7 @@ async function taskView(id) {
         }
       },
     }, "Save document"), docStatus),
-    deleteControl("task", "Delete task", "Delete this task, its agent runs and their conversations?", async () => {
-      await api("DELETE", `/api/tasks/${id}`);
-      toast("Task deleted");
-      location.hash = `#/projects/${task.project_id}`;
-    }),
+    removal,
   );
   await refreshRuns();
 }
@@ -626,6 +637,7 @@ function runsTable(runs, refresh) {
         ? h("button", {
           type: "button",
           class: "danger",
+          "data-needs": "editor",
           onclick: async () => {
             try { await api("POST", `/api/agent-runs/${run.id}/cancel`); toast("Run cancelled"); } catch (error) { toast(error.message); }
             await refresh();
@@ -676,7 +688,7 @@ async function runView(id) {
       h("p", {}, h("a", { href: `#/tasks/${run.task_id}` }, "← Task")),
       h("h1", {}, `${run.agent_type} run `, runBadge(run)),
       h("p", {}, h("a", { href: `#/runs/${id}/inspect`, id: "inspect-link" }, "Inspect its steps")),
-      active ? h("div", { class: "actions" }, h("button", {
+      active ? h("div", { class: "actions", "data-needs": "editor" }, h("button", {
         type: "button",
         class: "danger",
         id: "cancel-run",
@@ -698,6 +710,8 @@ async function runView(id) {
   }
   renderHeader();
   if (!stillHere()) return;
+  steering.el.dataset.needs = "editor";
+  actAs(project && project.role);
   show(header, conversation, totals, steering.el);
   // The run's log, streamed; events seen already are skipped, so a stream
   // opened again replays nothing twice.
@@ -1031,7 +1045,7 @@ class ToolCard {
     if (item.kind === "question") {
       const { question, choices } = asked(item);
       const picks = choices.length
-        ? h("div", { class: "actions choices", role: "group", "aria-label": "Choices" }, choices.map((choice) =>
+        ? h("div", { class: "actions choices", role: "group", "aria-label": "Choices", "data-needs": "editor" }, choices.map((choice) =>
           h("button", { type: "button", class: "secondary choice", "data-choice": choice,
             onclick: () => send({ decision: "answer", text: choice }) }, choice)))
         : null;
@@ -1048,8 +1062,8 @@ class ToolCard {
       this.controls.replaceChildren(h("div", { class: "pending" },
         h("p", { class: "question" }, h("strong", {}, "Question: "), question),
         picks,
-        h("label", {}, choices.length ? "Or write your own answer" : "Answer", reason),
-        h("div", { class: "actions" },
+        h("label", { "data-needs": "editor" }, choices.length ? "Or write your own answer" : "Answer", reason),
+        h("div", { class: "actions", "data-needs": "editor" },
           button("answer", "", "Answer", answer),
           button("decline", "secondary", "Decline", () => send({ decision: "reject", reason: reason.value }))),
         status));
@@ -1058,7 +1072,7 @@ class ToolCard {
     // Approving with edited arguments: the text must be a JSON object.
     const edited = h("textarea", { class: "edit-args", "aria-label": "Arguments to run the call with (a JSON object)" });
     edited.value = JSON.stringify(item.call.input ?? {}, null, 2);
-    const editor = h("div", { hidden: true },
+    const editor = h("div", { hidden: true, "data-needs": "editor" },
       h("label", {}, "Arguments to run the call with (a JSON object)", edited),
       h("div", { class: "actions" }, button("approve_edited", "", "Approve with these arguments", () => {
         const parsed = jsonObject(edited.value);
@@ -1075,8 +1089,8 @@ class ToolCard {
   showDecisions(item, reason, status, editor, buttons) {
     this.controls.replaceChildren(h("div", { class: "pending" },
       h("p", {}, labelled("Waits for your approval, because: ", item.reason)),
-      h("label", {}, "Reason (sent to the model if you reject)", reason),
-      h("div", { class: "actions" }, buttons), editor, status));
+      h("label", { "data-needs": "editor" }, "Reason (sent to the model if you reject)", reason),
+      h("div", { class: "actions", "data-needs": "editor" }, buttons), editor, status));
   }
 }
 
@@ -1142,6 +1156,7 @@ async function route() {
   leaveView();
   leaveView = () => {};
   reconnectView = () => {};
+  actAs(null);
   if (!session) { signIn(); return; }
   const hash = location.hash.replace(/^#/, "") || "/";
   const parts = hash.split("/").filter(Boolean);

@@ -85,7 +85,7 @@ function stepActions(runId, step) {
     : null;
   const caseText = h("pre", { id: "eval-case", class: "args", hidden: true });
   const download = h("a", { id: "eval-download", hidden: true }, "Download the case again");
-  const fork = h("button", { type: "button", id: "fork-here", onclick: async () => {
+  const fork = h("button", { type: "button", id: "fork-here", "data-needs": "editor", onclick: async () => {
     status.replaceChildren();
     const body = { at: step.seq };
     if (prompt && prompt.value.trim()) body.prompt = prompt.value;

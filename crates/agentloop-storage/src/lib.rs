@@ -51,6 +51,7 @@ pub mod error;
 pub mod export;
 pub mod files;
 mod group_commit;
+pub mod members;
 pub mod memories;
 pub mod memory;
 pub mod memory_extraction;
@@ -71,6 +72,7 @@ pub use export::{
     ChatExport, EXPORT_FORMAT_VERSION, ProjectExport, export_project, import_project,
 };
 pub use files::ProjectFiles;
+pub use members::{MembersStore, ProjectMember, ProjectRole};
 pub use memories::{MemoryRecall, StoredMemories};
 pub use memory::MemoryStore;
 pub use memory_extraction::MemoryExtraction;

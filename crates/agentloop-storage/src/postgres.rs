@@ -110,6 +110,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0013_budgets.sql"),
             include_str!("../migrations/postgres/0014_run_steps.sql"),
             include_str!("../migrations/postgres/0015_schedule_budgets.sql"),
+            include_str!("../migrations/postgres/0016_project_members.sql"),
             include_str!("../migrations/postgres/0019_messages_from_events.sql"),
         ])
         .run(&pool)
@@ -196,3 +197,4 @@ include!("sql/audit.rs");
 include!("sql/schedules.rs");
 include!("sql/steps.rs");
 include!("sql/budgets.rs");
+include!("sql/members.rs");

@@ -204,6 +204,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0013_budgets.sql"),
             include_str!("../migrations/sqlite/0014_run_steps.sql"),
             include_str!("../migrations/sqlite/0015_schedule_budgets.sql"),
+            include_str!("../migrations/sqlite/0016_project_members.sql"),
             include_str!("../migrations/sqlite/0019_messages_from_events.sql"),
         ])
         .run(&pool)
@@ -353,3 +354,4 @@ include!("sql/audit.rs");
 include!("sql/schedules.rs");
 include!("sql/steps.rs");
 include!("sql/budgets.rs");
+include!("sql/members.rs");

@@ -8,7 +8,8 @@
 //!   settings chats inherit from their project ([`ProjectSettingsStore`]).
 //!   It knows nothing of tasks, agent runs, users or webhooks: a backend
 //!   that only serves chats implements these and nothing else.
-//! - [`ProductStore`], the server's product: projects ([`ProjectStore`]),
+//! - [`ProductStore`], the server's product: projects ([`ProjectStore`])
+//!   and their members ([`MembersStore`](crate::MembersStore)),
 //!   their files ([`FileStore`]), tasks and agent runs ([`TaskStore`]),
 //!   users ([`UserStore`]), webhook deliveries ([`WebhookStore`]) and the
 //!   audit log ([`AuditStore`]).
@@ -518,15 +519,22 @@ impl<T> RuntimeStore for T where
 {
 }
 
-/// The server's product: projects and their files, tasks with their agent
-/// runs and conversations, users, webhook deliveries, the audit log.
+/// The server's product: projects with their members and files, tasks with
+/// their agent runs and conversations, users, webhook deliveries, the audit log.
 pub trait ProductStore:
-    ProjectStore + FileStore + TaskStore + UserStore + WebhookStore + AuditStore
+    ProjectStore + crate::MembersStore + FileStore + TaskStore + UserStore + WebhookStore + AuditStore
 {
 }
 
 impl<T> ProductStore for T where
-    T: ProjectStore + FileStore + TaskStore + UserStore + WebhookStore + AuditStore + ?Sized
+    T: ProjectStore
+        + crate::MembersStore
+        + FileStore
+        + TaskStore
+        + UserStore
+        + WebhookStore
+        + AuditStore
+        + ?Sized
 {
 }
 

@@ -30,6 +30,9 @@
 //! - `budgets_schedules`: a project's budgets edited and their spend
 //!   shown; schedules created, paused, resumed and deleted, each with its
 //!   next tick and what its last tick did.
+//! - `roles`: an owner invites a viewer from the page; the viewer's page
+//!   shows the project, its runs and what a run waits for, without the
+//!   controls to start, decide, message, cancel or change.
 //!
 //! Needs `chromium` and `chromedriver` (`.ci/run` installs Debian's
 //! `chromium` and `chromium-driver`). Without them each test says so loudly
@@ -48,6 +51,7 @@ mod layout;
 mod manage;
 mod memories;
 mod restart;
+mod roles;
 mod run_view;
 mod steer;
 mod workflow;

@@ -80,10 +80,22 @@ impl Site {
         format!("{}/{hash}", self.base)
     }
 
+    /// Creates another user of the server (`agentloop users create`);
+    /// returns their token.
+    pub fn add_user(&self, name: &str) -> String {
+        let db = self._dir.path().join("agentloop.db").display().to_string();
+        create_user(&db, name)
+    }
+
     /// Signs `page` in with the user's token; the projects list shows.
     pub async fn sign_in(&self, page: &Page) {
+        self.sign_in_with(page, &self.token).await;
+    }
+
+    /// Signs `page` in with `token`; the projects list shows.
+    pub async fn sign_in_with(&self, page: &Page, token: &str) {
         page.goto(&self.url("#/")).await;
-        page.fill("#token", &self.token).await;
+        page.fill("#token", token).await;
         page.click("form button[type=submit]").await;
         page.wait_until("document.querySelector('h1')?.textContent === 'Projects'")
             .await;

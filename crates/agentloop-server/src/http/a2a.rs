@@ -22,6 +22,7 @@
 //! "task not found", as an unknown id is. See [`agentloop_a2a::mapping`]
 //! for how a run's events and result read as A2A.
 
+use agentloop_storage::ProjectRole;
 use std::convert::Infallible;
 
 use agentloop_a2a::mapping::{self, Reply, TaskIds};
@@ -396,9 +397,14 @@ impl Call {
         let ctx = if message.context_id.is_empty() {
             self.new_task(&params.tenant, &text).await?
         } else {
-            let ctx = owned_task(&self.state, &self.user, &message.context_id)
-                .await
-                .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
+            let ctx = owned_task(
+                &self.state,
+                &self.user,
+                &message.context_id,
+                ProjectRole::Editor,
+            )
+            .await
+            .map_err(|e| rpc_error(e, ErrorCode::InvalidParams))?;
             self.add_to_document(&ctx, &text).await?;
             ctx
         };
@@ -426,9 +432,12 @@ impl Call {
                 "a message without contextId starts a new task: set tenant to the id of one of your projects",
             ));
         }
-        let project = owned_project(&self.state, &self.user, tenant)
+        let project = owned_project(&self.state, &self.user, tenant, ProjectRole::Editor)
             .await
-            .map_err(|_| RpcError::invalid_params("tenant names no project of yours"))?;
+            .map_err(|e| match e.status {
+                StatusCode::FORBIDDEN => rpc_error(e, ErrorCode::InvalidParams),
+                _ => RpcError::invalid_params("tenant names no project of yours"),
+            })?;
         let title: String = text
             .lines()
             .map(str::trim)
@@ -568,10 +577,11 @@ impl Call {
 
     /// The caller's run with that id, or "task not found".
     async fn owned(&self, task_id: &str) -> Result<(AgentRun, TaskContext), RpcError> {
-        owned_run(&self.state, &self.user, task_id)
+        owned_run(&self.state, &self.user, task_id, ProjectRole::Viewer)
             .await
             .map_err(|e| match e.status {
                 StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST => RpcError::task_not_found(),
+                StatusCode::FORBIDDEN => rpc_error(e, ErrorCode::InvalidParams),
                 _ => rpc_error(e, ErrorCode::InternalError),
             })
     }

@@ -5,6 +5,7 @@
 
 use agentloop_a2a::rpc::{ErrorCode, RpcError};
 use agentloop_a2a::wire::{ListTasksRequest, ListTasksResponse, Task};
+use agentloop_storage::ProjectRole;
 use agentloop_storage::model::AgentRun;
 
 use super::a2a_task::{ids_of, task_of};
@@ -106,7 +107,7 @@ async fn runs_in_scope(
             list_projects(state, user).await.map_err(failed)?
         } else {
             vec![
-                super::service::owned_project(state, user, &request.tenant)
+                super::service::owned_project(state, user, &request.tenant, ProjectRole::Viewer)
                     .await
                     .map_err(not_found)?,
             ]
@@ -120,7 +121,9 @@ async fn runs_in_scope(
     };
     let mut runs = Vec::new();
     for id in task_ids {
-        let ctx = owned_task(state, user, &id).await.map_err(not_found)?;
+        let ctx = owned_task(state, user, &id, ProjectRole::Viewer)
+            .await
+            .map_err(not_found)?;
         for run in list_runs(state, &ctx).await.map_err(failed)? {
             runs.push((run, ctx.clone()));
         }

@@ -11,6 +11,7 @@
 //! Either way the AG-UI run ends when the agent run ends or waits for a
 //! person again (`RUN_FINISHED` with outcome `interrupt`).
 
+use agentloop_storage::ProjectRole;
 use std::convert::Infallible;
 
 use agentloop_agui::{AgUiEvent, Encoder, FrontendToolSpec, RunAgentInput};
@@ -44,7 +45,7 @@ pub(super) async fn run(
         .map(|entry| Ok((entry.interrupt_id.clone(), entry.decision()?)))
         .collect::<Result<Vec<(String, Decision)>, agentloop_agui::ResumeError>>()
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Editor).await?;
     let waiting = service::waiting_run(&state, &ctx).await?;
     let answers = match &waiting {
         Some(waiting) => frontend_answers(&state, waiting, &input).await?,

@@ -1,6 +1,7 @@
 //! Agent runs: start one (seed 004's POST), list, read, cancel; what a
 //! waiting run waits for and the decisions that resume it.
 
+use agentloop_storage::ProjectRole;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
@@ -23,7 +24,7 @@ pub(super) async fn create(
     ApiJson(body): ApiJson<NewAgentRun>,
 ) -> Result<(StatusCode, Extension<Created>, Json<AgentRunShape>), ApiError> {
     check_id(&task_id, "task")?;
-    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Editor).await?;
     let agent = AgentType::from(body.agent_type).as_str().to_owned();
     let start = RunInput::Start {
         agent: Some(agent),
@@ -45,7 +46,7 @@ pub(super) async fn list(
     AuthUser(user): AuthUser,
     Path(task_id): Path<String>,
 ) -> Result<Json<Vec<AgentRunView>>, ApiError> {
-    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Viewer).await?;
     let runs = service::list_runs(&state, &ctx).await?;
     let mut listed = Vec::with_capacity(runs.len());
     for run in &runs {
@@ -64,7 +65,7 @@ pub(super) async fn pending(
     AuthUser(user): AuthUser,
     Path(run_id): Path<String>,
 ) -> Result<Json<PendingAnswer>, ApiError> {
-    let (run, _) = service::owned_run(&state, &user, &run_id).await?;
+    let (run, _) = service::owned_run(&state, &user, &run_id, ProjectRole::Viewer).await?;
     let pending = service::pending(&state, &run).await?;
     Ok(Json(PendingAnswer {
         agent_run: AgentRunShape::of(&run),
@@ -80,7 +81,7 @@ pub(super) async fn decisions(
     Path(run_id): Path<String>,
     ApiJson(body): ApiJson<Decisions>,
 ) -> Result<Json<DecisionsAnswer>, ApiError> {
-    let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
+    let (run, ctx) = service::owned_run(&state, &user, &run_id, ProjectRole::Editor).await?;
     let decisions = body.parse()?.into_iter().collect();
     let submitted = service::submit(
         &state,
@@ -104,7 +105,7 @@ pub(super) async fn get_one(
     AuthUser(user): AuthUser,
     Path(run_id): Path<String>,
 ) -> Result<Json<AgentRunView>, ApiError> {
-    let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
+    let (run, ctx) = service::owned_run(&state, &user, &run_id, ProjectRole::Viewer).await?;
     let details = service::run_details(&state, &run).await?;
     Ok(Json(
         AgentRunView::of(&run, details.tokens, details.pending.as_deref()).in_task(&ctx.task),
@@ -116,7 +117,7 @@ pub(super) async fn messages(
     AuthUser(user): AuthUser,
     Path(run_id): Path<String>,
 ) -> Result<Json<Vec<agentloop_storage::model::StoredMessage>>, ApiError> {
-    let (run, _) = service::owned_run(&state, &user, &run_id).await?;
+    let (run, _) = service::owned_run(&state, &user, &run_id, ProjectRole::Viewer).await?;
     Ok(Json(service::run_messages(&state, &run).await?))
 }
 
@@ -125,7 +126,7 @@ pub(super) async fn cancel(
     AuthUser(user): AuthUser,
     Path(run_id): Path<String>,
 ) -> Result<Json<AgentRunShape>, ApiError> {
-    let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
+    let (run, ctx) = service::owned_run(&state, &user, &run_id, ProjectRole::Editor).await?;
     let run = service::submit(&state, &user, Target::Run(&run, &ctx), RunInput::Cancel {})
         .await?
         .into_run()?;
@@ -139,7 +140,7 @@ pub(super) async fn task_input(
     Path(task_id): Path<String>,
     ApiJson(input): ApiJson<RunInput>,
 ) -> Result<Json<InputAnswer>, ApiError> {
-    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Editor).await?;
     let submitted = service::submit(&state, &user, Target::Task(&ctx), input).await?;
     input_answer(&state, submitted).await
 }
@@ -151,7 +152,7 @@ pub(super) async fn run_input(
     Path(run_id): Path<String>,
     ApiJson(input): ApiJson<RunInput>,
 ) -> Result<Json<InputAnswer>, ApiError> {
-    let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
+    let (run, ctx) = service::owned_run(&state, &user, &run_id, ProjectRole::Editor).await?;
     let submitted = service::submit(&state, &user, Target::Run(&run, &ctx), input).await?;
     input_answer(&state, submitted).await
 }

@@ -20,6 +20,7 @@
 //! is checked but not read. It replays the running agent run's message
 //! from its start.
 
+use agentloop_storage::ProjectRole;
 use std::convert::Infallible;
 
 use agentloop_aisdk::{ChatRequest, DONE, Encoder, STREAM_HEADER, UiChunk};
@@ -104,7 +105,7 @@ pub(super) async fn chat(
     ApiJson(AiSdkChat(request)): ApiJson<AiSdkChat>,
 ) -> Result<Response, ApiError> {
     let agent = agent_of(&request)?;
-    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Editor).await?;
     let responses = request.tool_responses();
     let (run, after, denied) = match service::waiting_run(&state, &ctx).await? {
         Some(waiting) => {
@@ -145,7 +146,7 @@ pub(super) async fn reattach(
     Path((task_id, chat_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     check_id(&chat_id, "chat")?;
-    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Viewer).await?;
     let running = service::list_runs(&state, &ctx)
         .await?
         .into_iter()

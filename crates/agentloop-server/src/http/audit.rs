@@ -31,9 +31,15 @@ use crate::users::user_for_token;
 pub(crate) struct SignedIn(pub String);
 
 /// What a creation created (its id), put on its answer by the route: the
-/// entry's target, and its project when it is one.
+/// entry's target, and its project when it is one. A route whose path
+/// names its target otherwise (a member by name) puts the id here too.
 #[derive(Debug, Clone)]
 pub(crate) struct Created(pub String);
+
+/// More detail for the entry, put on its answer by the route (a JSON
+/// object, never a secret): merged into the entry's detail.
+#[derive(Debug, Clone)]
+pub(crate) struct AuditNote(pub serde_json::Value);
 
 /// Each audited route (method and template) and its action.
 pub const ACTIONS: &[(&str, &str, &str)] = &[
@@ -86,6 +92,17 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
         "schedule.create",
     ),
     ("PATCH", "/api/schedules/{schedule_id}", "schedule.change"),
+    ("POST", "/api/projects/{project_id}/members", "member.add"),
+    (
+        "PATCH",
+        "/api/projects/{project_id}/members/{user}",
+        "member.role",
+    ),
+    (
+        "DELETE",
+        "/api/projects/{project_id}/members/{user}",
+        "member.remove",
+    ),
     ("DELETE", "/api/schedules/{schedule_id}", "schedule.delete"),
     (
         "PUT",
@@ -215,6 +232,11 @@ pub(super) async fn record_changes(
             entry.project_id = Some(id.clone());
         }
         entry.target = Some(id.clone());
+    }
+    if let Some(AuditNote(note)) = response.extensions().get::<AuditNote>()
+        && let (Some(detail), Some(note)) = (entry.detail.as_object_mut(), note.as_object())
+    {
+        detail.extend(note.clone());
     }
     if let Err(error) = record(&*state.store, entry).await {
         tracing::error!(%error, action, "the audit log could not be written");

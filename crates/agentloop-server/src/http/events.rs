@@ -11,6 +11,7 @@
 //! it resumes, its log continues after it (seqs go on), so a client that
 //! reconnects with `Last-Event-ID` sees the resumed part.
 
+use agentloop_storage::ProjectRole;
 use agentloop_types::FinishedEvent;
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -201,7 +202,7 @@ pub(super) async fn stream(
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let (run, _) = owned_run(&state, &user, &run_id).await?;
+    let (run, _) = owned_run(&state, &user, &run_id, ProjectRole::Viewer).await?;
     let after = match headers.get("last-event-id") {
         None => None,
         Some(value) => Some(

@@ -1,6 +1,7 @@
 //! An agent run's kept steps, and forks of it at one of them
 //! (`POST /api/agent-runs/{runId}/fork`; see [`crate::fork`]).
 
+use agentloop_storage::ProjectRole;
 use agentloop_storage::RunStep;
 use agentloop_types::{RunPhase, TokenTotals};
 use axum::extract::{Path, State};
@@ -79,8 +80,7 @@ pub(super) async fn steps(
     AuthUser(user): AuthUser,
     Path(run_id): Path<String>,
 ) -> Result<Json<Vec<StepShape>>, ApiError> {
-    let (run, _) = service::owned_run(&state, &user, &run_id).await?;
-    let steps = state.store.list_steps(&run.id).await?;
+    let steps = service::run_steps(&state, &user, &run_id).await?;
     Ok(Json(steps.iter().map(StepShape::of).collect()))
 }
 
@@ -93,7 +93,7 @@ pub(super) async fn fork(
     ApiJson(body): ApiJson<ForkRequest>,
 ) -> Result<(StatusCode, Extension<Created>, Json<AgentRunShape>), ApiError> {
     check_id(&run_id, "agent run")?;
-    let (run, ctx) = service::owned_run(&state, &user, &run_id).await?;
+    let (run, ctx) = service::owned_run(&state, &user, &run_id, ProjectRole::Editor).await?;
     let forked = fork_agent_run(&state, &ctx, &run, body.at, body.prompt.as_deref())
         .await
         .map_err(|error| match error {

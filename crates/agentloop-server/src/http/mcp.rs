@@ -7,6 +7,7 @@
 //! found". A call that acts (`create_task`, `start_agent_run`) is
 //! recorded in the audit log as its REST route is.
 
+use agentloop_storage::ProjectRole;
 use std::sync::Arc;
 
 use axum::Router;
@@ -185,10 +186,10 @@ impl ProjectsServer {
         let state = &self.state;
         Ok(match call {
             ToolCall::ListProjects(NoArguments {}) => {
-                let projects = service::list_projects(state, &user).await?;
+                let projects = service::member_projects(state, &user).await?;
                 let projects: Vec<ProjectShape> = projects
                     .iter()
-                    .map(|p| ProjectShape::of(state, p))
+                    .map(|(p, role)| ProjectShape::of(state, p, *role))
                     .collect();
                 json!({ "projects": projects })
             }
@@ -214,7 +215,7 @@ impl ProjectsServer {
                 agent_type,
             }) => {
                 check_id(&task_id, "task")?;
-                let ctx = service::owned_task(state, &user, &task_id).await?;
+                let ctx = service::owned_task(state, &user, &task_id, ProjectRole::Editor).await?;
                 let start = RunInput::Start {
                     agent: Some(AgentType::from(agent_type).as_str().to_owned()),
                     message: None,
@@ -227,7 +228,8 @@ impl ProjectsServer {
                 to_json(&AgentRunShape::of(&run))
             }
             ToolCall::GetAgentRun(OfRun { run_id }) => {
-                let (run, _) = service::owned_run(state, &user, &run_id).await?;
+                let (run, _) =
+                    service::owned_run(state, &user, &run_id, ProjectRole::Viewer).await?;
                 let details = service::run_details(state, &run).await?;
                 to_json(&AgentRunView::of(
                     &run,

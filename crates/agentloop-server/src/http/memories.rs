@@ -2,6 +2,7 @@
 //! `PATCH`, `DELETE /api/projects/{id}/memories/{memoryId}`. Only the
 //! project's owner reaches them.
 
+use agentloop_storage::ProjectRole;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -29,7 +30,8 @@ pub(super) async fn show(
     AuthUser(user): AuthUser,
     Path((project_id, memory_id)): Path<(String, String)>,
 ) -> Result<Json<MemoryShape>, ApiError> {
-    let memory = service::memory(&state, &user, &project_id, &memory_id).await?;
+    let memory =
+        service::memory(&state, &user, &project_id, &memory_id, ProjectRole::Viewer).await?;
     Ok(Json(MemoryShape::from(&memory)))
 }
 

@@ -29,6 +29,8 @@ pub mod extract;
 pub mod fork;
 pub mod inspect;
 pub mod mcp;
+pub mod member_shapes;
+pub mod members;
 pub mod memories;
 mod meta;
 pub mod openapi;

@@ -276,6 +276,12 @@ fn describe(
     if route.access != Access::Public {
         error("401", "Missing or invalid bearer token");
     }
+    if route.role.is_some() {
+        error(
+            "403",
+            "The caller is a member of the project with a role below the one this needs (`x-role`); the error says which",
+        );
+    }
     if route.time_limited {
         error("408", "The request took too long");
     }
@@ -354,6 +360,9 @@ fn describe(
             "requestBody".into(),
             json!({ "required": true, "content": { "application/json": { "schema": schema } } }),
         );
+    }
+    if let Some(role) = route.role {
+        out.insert("x-role".into(), json!(role.as_str()));
     }
     out.insert("responses".into(), Value::Object(responses));
     Value::Object(out)

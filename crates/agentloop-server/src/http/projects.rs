@@ -1,5 +1,6 @@
 //! Projects: each belongs to a user and has a repository folder.
 
+use agentloop_storage::ProjectRole;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
@@ -16,11 +17,11 @@ pub(super) async fn list(
     State(state): State<AppState>,
     AuthUser(user): AuthUser,
 ) -> Result<Json<Vec<ProjectShape>>, ApiError> {
-    let projects = service::list_projects(&state, &user).await?;
+    let projects = service::member_projects(&state, &user).await?;
     Ok(Json(
         projects
             .iter()
-            .map(|p| ProjectShape::of(&state, p))
+            .map(|(p, role)| ProjectShape::of(&state, p, *role))
             .collect(),
     ))
 }
@@ -34,7 +35,7 @@ pub(super) async fn create(
     Ok((
         StatusCode::CREATED,
         Extension(Created(project.id.clone())),
-        Json(ProjectShape::of(&state, &project)),
+        Json(ProjectShape::of(&state, &project, ProjectRole::Owner)),
     ))
 }
 
@@ -43,8 +44,8 @@ pub(super) async fn get_one(
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
 ) -> Result<Json<ProjectShape>, ApiError> {
-    let project = service::owned_project(&state, &user, &id).await?;
-    Ok(Json(ProjectShape::of(&state, &project)))
+    let (project, role) = service::project_access(&state, &user, &id, ProjectRole::Viewer).await?;
+    Ok(Json(ProjectShape::of(&state, &project, role)))
 }
 
 /// `PATCH /api/projects/{id}`: changes the approval policy, the per-tool
@@ -56,7 +57,7 @@ pub(super) async fn update(
     ApiJson(body): ApiJson<ProjectChange>,
 ) -> Result<Json<ProjectShape>, ApiError> {
     let project = service::update_project(&state, &user, &id, body).await?;
-    Ok(Json(ProjectShape::of(&state, &project)))
+    Ok(Json(ProjectShape::of(&state, &project, ProjectRole::Owner)))
 }
 
 pub(super) async fn delete(

@@ -104,11 +104,13 @@ pub struct ProjectShape {
     pub created_at: String,
     /// When it last changed (RFC 3339).
     pub updated_at: String,
+    /// The caller's role in it.
+    pub role: super::member_shapes::RoleName,
 }
 
 impl ProjectShape {
-    /// The shape of `project` on this server.
-    pub fn of(state: &AppState, project: &Project) -> Self {
+    /// The shape of `project` on this server, for a caller of `role`.
+    pub fn of(state: &AppState, project: &Project, role: agentloop_storage::ProjectRole) -> Self {
         let (mode, source) = crate::policy::effective(&state.config, project);
         let setting = |key: &str| project.settings.get(key).cloned();
         Self {
@@ -130,6 +132,7 @@ impl ProjectShape {
             memory_extraction: crate::run_memory::extraction_enabled(project),
             created_at: rfc3339(project.created_at),
             updated_at: rfc3339(project.updated_at),
+            role: role.into(),
         }
     }
 }

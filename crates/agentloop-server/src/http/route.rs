@@ -2,6 +2,7 @@
 //! path, handler, who may call it, its limits, and the types of its body
 //! and answers, from which the document takes their schemas.
 
+use agentloop_storage::ProjectRole;
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{MethodFilter, MethodRouter, on};
@@ -68,6 +69,10 @@ pub struct Route {
     pub success: Answer,
     /// The answers particular to it.
     pub extra: Vec<Answer>,
+    /// The least role in the project its ids name (or its `project_id`
+    /// query names) that a caller needs; `None` for a route outside any
+    /// one project.
+    pub role: Option<ProjectRole>,
     /// Its handler.
     pub handler: MethodRouter<AppState>,
 }
@@ -103,12 +108,20 @@ impl Route {
                 schema: None,
             },
             extra: Vec::new(),
+            role: None,
             handler,
         }
     }
 
     pub(super) fn summary(mut self, summary: &'static str) -> Self {
         self.summary = summary;
+        self
+    }
+
+    /// Needs the caller to be a member of the project with at least
+    /// `role` (the use case checks it; the document says it).
+    pub(super) fn role(mut self, role: ProjectRole) -> Self {
+        self.role = Some(role);
         self
     }
 

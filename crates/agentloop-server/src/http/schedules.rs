@@ -5,6 +5,7 @@
 //! user's is not found.
 
 use agentloop_storage::schedules::Schedule;
+use agentloop_storage::ProjectRole;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
@@ -54,7 +55,7 @@ pub(super) async fn show(
     AuthUser(user): AuthUser,
     Path(id): Path<String>,
 ) -> Result<Json<ScheduleShape>, ApiError> {
-    let schedule = service::schedule(&state, &user, &id).await?;
+    let schedule = service::schedule(&state, &user, &id, ProjectRole::Viewer).await?;
     Ok(Json(shape(&state, &schedule).await?))
 }
 

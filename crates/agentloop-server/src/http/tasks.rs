@@ -1,6 +1,7 @@
 //! Tasks: each belongs to a project and has its document at
 //! `.agentloop/tasks/task-<id>.md` in the project folder.
 
+use agentloop_storage::ProjectRole;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
@@ -43,7 +44,7 @@ pub(super) async fn get_one(
     AuthUser(user): AuthUser,
     Path(task_id): Path<String>,
 ) -> Result<Json<TaskShape>, ApiError> {
-    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Viewer).await?;
     Ok(Json(TaskShape::from(&ctx.task)))
 }
 
@@ -62,7 +63,7 @@ pub(super) async fn get_document(
     AuthUser(user): AuthUser,
     Path(task_id): Path<String>,
 ) -> Result<Json<DocumentShape>, ApiError> {
-    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Viewer).await?;
     let (path, content) = service::read_document(&ctx).await?;
     Ok(Json(DocumentShape { path, content }))
 }
@@ -73,7 +74,7 @@ pub(super) async fn put_document(
     Path(task_id): Path<String>,
     ApiJson(body): ApiJson<TaskDocumentContent>,
 ) -> Result<Json<DocumentShape>, ApiError> {
-    let ctx = service::owned_task(&state, &user, &task_id).await?;
+    let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Editor).await?;
     service::write_document(&ctx, &body.content).await?;
     Ok(Json(DocumentShape {
         path: task_doc_path(&ctx.task.id),
@@ -89,7 +90,7 @@ pub(super) async fn workflow_complete(
 ) -> Result<Json<WorkflowCompleted>, ApiError> {
     check_id(&task_id, "task")?;
     if body.complete {
-        let ctx = service::owned_task(&state, &user, &task_id).await?;
+        let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Editor).await?;
         service::submit(&state, &user, Target::Task(&ctx), RunInput::Stop {}).await?;
     } else {
         service::mark_done(&state, &user, &task_id, false).await?;

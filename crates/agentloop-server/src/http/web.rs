@@ -28,6 +28,7 @@ const MODULES: &[(&str, &str)] = &[
         "/assets/schedules.js",
         include_str!("../../web/schedules.js"),
     ),
+    ("/assets/roles.js", include_str!("../../web/roles.js")),
 ];
 
 /// The policy every page response carries.

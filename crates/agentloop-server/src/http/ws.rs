@@ -1,8 +1,9 @@
 //! `GET /api/ws`: a WebSocket that receives the caller's notifications —
 //! `streaming-started`, `streaming-ended`, `agent-run-status`,
 //! `agent-run-waiting`, `chain-ended` — as JSON text messages, and
-//! `notices-missed` in place of those it fell too far behind to receive.
-//! The socket closes (code 1008) once the token that opened it is revoked
+//! `notices-missed` in place of those it fell too far behind to receive:
+//! those of the projects the caller owns, and of those they were invited
+//! to when the socket opened. The socket closes (code 1008) once the token that opened it is revoked
 //! or expires.
 
 use axum::extract::State;
@@ -10,7 +11,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_
 use axum::response::Response;
 
 use super::extract::WsUser;
-use crate::notices::UserNotices;
+use crate::notices::SocketNotices;
 use crate::state::AppState;
 use crate::users::until_invalid;
 
@@ -19,7 +20,17 @@ pub(super) async fn upgrade(
     WsUser(user, token): WsUser,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let notices = state.notices.subscribe(&user.id);
+    // The projects the user was invited to as the socket opens: their
+    // notices too (a socket opened before an invitation hears the
+    // project's once it opens again).
+    let invited_to: Vec<String> = match super::service::invited_to(&state, &user).await {
+        Ok(projects) => projects,
+        Err(error) => {
+            tracing::warn!(?error, "the user's memberships could not be read");
+            Vec::new()
+        }
+    };
+    let notices = SocketNotices::subscribe(&state.notices, &user.id, &invited_to);
     ws.on_upgrade(move |socket| async move {
         let shutdown = state.shutdown.clone();
         let revoked = until_invalid(
@@ -40,7 +51,7 @@ pub(super) async fn upgrade(
 /// policy violation).
 async fn forward(
     mut socket: WebSocket,
-    mut notices: UserNotices,
+    mut notices: SocketNotices,
     revoked: impl std::future::Future<Output = ()>,
 ) {
     tokio::pin!(revoked);

@@ -4,6 +4,7 @@
 mod budgets;
 mod chats;
 mod files;
+mod members;
 mod memories;
 mod runs;
 mod schedules;
@@ -73,6 +74,8 @@ struct State {
     schedules: BTreeMap<String, crate::schedules::Schedule>,
     /// Agent run id → the schedule it spends for.
     schedule_runs: BTreeMap<String, String>,
+    /// Invited project members by project and user id.
+    members: BTreeMap<(String, String), crate::members::ProjectMember>,
 }
 
 impl MemoryStore {
@@ -170,6 +173,7 @@ impl State {
     fn remove_project(&mut self, id: &str) {
         self.projects.remove(id);
         self.folders.remove(id);
+        self.members.retain(|(project, _), _| project != id);
         let chats: Vec<String> = self
             .chats
             .values()

@@ -100,6 +100,7 @@ impl UserStore for MemoryStore {
             .remove(id)
             .ok_or_else(|| StorageError::not_found("user", id))?;
         state.tokens.retain(|_, t| t.user_id != id);
+        state.members.retain(|(_, user), _| user != id);
         Ok(())
     }
 }

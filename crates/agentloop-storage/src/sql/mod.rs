@@ -83,7 +83,7 @@ const SCHEMA_VERSION: i64 = 20_261_122_000_001;
 
 /// The descriptions of the schema scripts, in version order: the scripts
 /// of both backends (`migrations/<backend>/000N_*.sql`) follow this list.
-const SCRIPT_DESCRIPTIONS: [&str; 16] = [
+const SCRIPT_DESCRIPTIONS: [&str; 17] = [
     "agentloop storage schema",
     "agentloop storage users",
     "agentloop storage folders and end reasons",
@@ -99,6 +99,7 @@ const SCRIPT_DESCRIPTIONS: [&str; 16] = [
     "agentloop storage budgets",
     "agentloop storage run steps",
     "agentloop storage schedule budgets and hold expiry",
+    "agentloop storage project members",
     "agentloop storage messages from events",
 ];
 

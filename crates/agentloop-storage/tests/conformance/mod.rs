@@ -13,6 +13,7 @@ mod folders;
 mod handles;
 mod inbox;
 mod logged_messages;
+mod members;
 mod memories;
 mod runs;
 mod schedules;
@@ -40,6 +41,7 @@ pub use folders::*;
 pub use handles::*;
 pub use inbox::*;
 pub use logged_messages::*;
+pub use members::*;
 pub use memories::*;
 pub use runs::*;
 pub use schedules::*;
@@ -87,6 +89,7 @@ macro_rules! conformance_suite {
             run_steps_kept_and_retained,
             budgets_reserve_settle_and_roll_over, concurrent_reservations_never_overspend,
             stale_holds_are_released_by_age, agent_runs_remember_their_schedule,
+            project_members_and_roles,
         );
     };
     (@cases $open:expr; $($case:ident),* $(,)?) => {$(

@@ -235,7 +235,8 @@ pub const UNDO_ONE_RUN_STATUS_POSTGRES: &str = "DROP TRIGGER agent_run_follows_i
      DROP FUNCTION agent_run_follows_its_record(); ALTER TABLE runs DROP COLUMN end_reason;";
 
 pub const DROP_USER_TABLES: &str = "ALTER TABLE messages DROP COLUMN event_run_id; \
-     ALTER TABLE messages DROP COLUMN event_seq; DROP TABLE schedule_runs; DROP TABLE budget_holds; DROP TABLE budget_spend; DROP TABLE budgets; \
+     ALTER TABLE messages DROP COLUMN event_seq; DROP TABLE project_members; DROP TABLE schedule_runs; \
+     DROP TABLE budget_holds; DROP TABLE budget_spend; DROP TABLE budgets; \
      DROP TABLE run_steps; DROP TABLE schedules; DROP TABLE inbox_messages; DROP TABLE audit_log; ALTER TABLE tasks DROP COLUMN chain_end; \
      ALTER TABLE tasks DROP COLUMN chain_started_at; \
      DROP TABLE memories; DROP TABLE webhook_deliveries; \

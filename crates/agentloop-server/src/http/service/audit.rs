@@ -1,5 +1,6 @@
 //! Reading the audit log.
 
+use agentloop_storage::ProjectRole;
 use agentloop_storage::model::{AuditEntry, AuditFilter};
 
 use crate::http::error::ApiError;
@@ -28,7 +29,7 @@ pub async fn audit_log(
         )));
     }
     let project_id = match &query.project_id {
-        Some(id) => Some(owned_project(state, user, id).await?.id),
+        Some(id) => Some(owned_project(state, user, id, ProjectRole::Owner).await?.id),
         None => None,
     };
     let user_id = match (&project_id, query.user_id) {

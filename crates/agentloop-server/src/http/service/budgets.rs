@@ -1,6 +1,7 @@
 //! Budgets of a user, a project, a task or a schedule: read, or replaced
 //! then read.
 
+use agentloop_storage::ProjectRole;
 use agentloop_storage::budgets::{BudgetLimit, BudgetScope, BudgetScopeKind, BudgetUsage};
 use agentloop_storage::model::now_millis;
 
@@ -9,6 +10,16 @@ use super::schedules::schedule;
 use crate::http::error::ApiError;
 use crate::state::AppState;
 use crate::users::User;
+
+/// What reading (a viewer) or replacing (an owner) a project's or task's
+/// budgets needs.
+fn needed(change: Option<&[BudgetLimit]>) -> ProjectRole {
+    if change.is_some() {
+        ProjectRole::Owner
+    } else {
+        ProjectRole::Viewer
+    }
+}
 
 /// Replaces the scope's budgets with `change` when given, and reads them.
 async fn budgets_of(
@@ -31,7 +42,7 @@ pub async fn project_budgets(
     id: &str,
     change: Option<&[BudgetLimit]>,
 ) -> Result<(BudgetScope, Vec<BudgetUsage>), ApiError> {
-    let project = owned_project(state, user, id).await?;
+    let project = owned_project(state, user, id, needed(change)).await?;
     budgets_of(
         state,
         BudgetScope::new(BudgetScopeKind::Project, project.id),
@@ -47,7 +58,7 @@ pub async fn task_budgets(
     id: &str,
     change: Option<&[BudgetLimit]>,
 ) -> Result<(BudgetScope, Vec<BudgetUsage>), ApiError> {
-    let ctx = owned_task(state, user, id).await?;
+    let ctx = owned_task(state, user, id, needed(change)).await?;
     budgets_of(
         state,
         BudgetScope::new(BudgetScopeKind::Task, ctx.task.id),
@@ -77,7 +88,7 @@ pub async fn schedule_budgets(
     id: &str,
     change: Option<&[BudgetLimit]>,
 ) -> Result<(BudgetScope, Vec<BudgetUsage>), ApiError> {
-    let found = schedule(state, user, id).await?;
+    let found = schedule(state, user, id, needed(change)).await?;
     budgets_of(
         state,
         BudgetScope::new(BudgetScopeKind::Schedule, found.id),

@@ -1,6 +1,7 @@
 //! A project's memories: what its runs' memory tool wrote, listed, edited
 //! and deleted by the project's owner.
 
+use agentloop_storage::ProjectRole;
 use agentloop_storage::model::{MemoryRecord, MemoryScope, now_millis};
 
 use super::owned::owned_project;
@@ -16,7 +17,7 @@ pub async fn memories(
     user: &User,
     project_id: &str,
 ) -> Result<Vec<MemoryRecord>, ApiError> {
-    let project = owned_project(state, user, project_id).await?;
+    let project = owned_project(state, user, project_id, ProjectRole::Viewer).await?;
     Ok(state
         .store
         .list_memories(&MemoryScope::project(&project.id), "/", now_millis())
@@ -30,8 +31,9 @@ pub async fn memory(
     user: &User,
     project_id: &str,
     memory_id: &str,
+    needed: ProjectRole,
 ) -> Result<MemoryRecord, ApiError> {
-    let project = owned_project(state, user, project_id).await?;
+    let project = owned_project(state, user, project_id, needed).await?;
     check_id(memory_id, "memory")?;
     let found = state.store.get_memory(memory_id).await?;
     if found.scope == MemoryScope::project(&project.id) {
@@ -49,7 +51,7 @@ pub async fn edit_memory(
     memory_id: &str,
     change: MemoryChange,
 ) -> Result<MemoryRecord, ApiError> {
-    let mut edited = memory(state, user, project_id, memory_id).await?;
+    let mut edited = memory(state, user, project_id, memory_id, ProjectRole::Editor).await?;
     if let Some(text) = change.text {
         edited.text = text;
     }
@@ -69,6 +71,6 @@ pub async fn delete_memory(
     project_id: &str,
     memory_id: &str,
 ) -> Result<(), ApiError> {
-    let gone = memory(state, user, project_id, memory_id).await?;
+    let gone = memory(state, user, project_id, memory_id, ProjectRole::Editor).await?;
     Ok(state.store.delete_memory(&gone.id).await?)
 }

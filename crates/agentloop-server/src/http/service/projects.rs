@@ -1,5 +1,6 @@
 //! Projects: their folders, settings, agents and shell.
 
+use agentloop_storage::ProjectRole;
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{Project, now_millis};
 use agentloop_tools::vfs::DirJail;
@@ -19,12 +20,39 @@ use crate::runner::project_owner;
 use crate::state::AppState;
 use crate::users::User;
 
-/// The user's projects.
-pub async fn list_projects(state: &AppState, user: &User) -> Result<Vec<Project>, ApiError> {
-    let projects = state.store.list_projects().await?;
-    Ok(projects
+/// The projects the user is a member of, each with the user's role in
+/// it, oldest first.
+pub async fn member_projects(
+    state: &AppState,
+    user: &User,
+) -> Result<Vec<(Project, ProjectRole)>, ApiError> {
+    let mut projects: Vec<(Project, ProjectRole)> = state
+        .store
+        .list_projects()
+        .await?
         .into_iter()
         .filter(|p| project_owner(p) == Some(user.id.as_str()))
+        .map(|p| (p, ProjectRole::Owner))
+        .collect();
+    for member in state.store.list_memberships(&user.id).await? {
+        match state.store.get_project(&member.project_id).await {
+            Ok(project) if !projects.iter().any(|(p, _)| p.id == project.id) => {
+                projects.push((project, member.role));
+            }
+            Ok(_) | Err(StorageError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    projects.sort_by(|(a, _), (b, _)| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    Ok(projects)
+}
+
+/// The projects the user is a member of, oldest first.
+pub async fn list_projects(state: &AppState, user: &User) -> Result<Vec<Project>, ApiError> {
+    Ok(member_projects(state, user)
+        .await?
+        .into_iter()
+        .map(|(project, _)| project)
         .collect())
 }
 
@@ -201,7 +229,7 @@ pub async fn update_project(
             return Err(ApiError::bad_request(Approvals::MODE_ONLY));
         }
     };
-    let mut project = owned_project(state, user, id).await?;
+    let mut project = owned_project(state, user, id, ProjectRole::Owner).await?;
     if let Some(mode) = mode {
         project.approval_mode = mode;
     }
@@ -251,7 +279,7 @@ pub async fn update_project(
 
 /// Deletes a project; refused (409) while one of its runs is active.
 pub async fn delete_project(state: &AppState, user: &User, id: &str) -> Result<(), ApiError> {
-    let project = owned_project(state, user, id).await?;
+    let project = owned_project(state, user, id, ProjectRole::Owner).await?;
     for task in state.store.list_tasks(&project.id).await? {
         if let Some(run) = state.store.active_agent_run(&task.id).await? {
             return Err(ApiError::new(

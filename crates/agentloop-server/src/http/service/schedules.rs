@@ -2,6 +2,7 @@
 //! their project's owner. The scheduler ([`crate::scheduler`]) fires
 //! them.
 
+use agentloop_storage::ProjectRole;
 use agentloop_storage::StorageError;
 use agentloop_storage::budgets::{BudgetScope, BudgetScopeKind};
 use agentloop_storage::model::{AgentType, now_millis};
@@ -31,8 +32,8 @@ pub async fn create_schedule(
     project_id: &str,
     body: NewSchedule,
 ) -> Result<Schedule, ApiError> {
-    let project = owned_project(state, user, project_id).await?;
-    let ctx = owned_task(state, user, &body.task_id).await?;
+    let project = owned_project(state, user, project_id, ProjectRole::Editor).await?;
+    let ctx = owned_task(state, user, &body.task_id, ProjectRole::Editor).await?;
     if ctx.project.id != project.id {
         return Err(ApiError::not_found("Task not found"));
     }
@@ -74,13 +75,18 @@ pub async fn schedules(
     user: &User,
     project_id: &str,
 ) -> Result<Vec<Schedule>, ApiError> {
-    let project = owned_project(state, user, project_id).await?;
+    let project = owned_project(state, user, project_id, ProjectRole::Viewer).await?;
     Ok(state.store.list_schedules(&project.id).await?)
 }
 
 /// One of the user's schedules (400 for a malformed id, 404 for an
 /// unknown one or another user's).
-pub async fn schedule(state: &AppState, user: &User, id: &str) -> Result<Schedule, ApiError> {
+pub async fn schedule(
+    state: &AppState,
+    user: &User,
+    id: &str,
+    needed: ProjectRole,
+) -> Result<Schedule, ApiError> {
     check_id(id, "schedule")?;
     let found = match state.store.get_schedule(id).await {
         Ok(found) => found,
@@ -89,7 +95,7 @@ pub async fn schedule(state: &AppState, user: &User, id: &str) -> Result<Schedul
         }
         Err(e) => return Err(e.into()),
     };
-    match owned_project(state, user, &found.project_id).await {
+    match owned_project(state, user, &found.project_id, needed).await {
         Ok(_) => Ok(found),
         Err(e) if e.status == axum::http::StatusCode::NOT_FOUND => {
             Err(ApiError::not_found("Schedule not found"))
@@ -107,7 +113,7 @@ pub async fn edit_schedule(
     id: &str,
     change: ScheduleChange,
 ) -> Result<Schedule, ApiError> {
-    let mut edited = schedule(state, user, id).await?;
+    let mut edited = schedule(state, user, id, ProjectRole::Editor).await?;
     if let Some(cron) = change.cron {
         edited.cron = cron.trim().to_owned();
     }
@@ -136,7 +142,7 @@ pub async fn edit_schedule(
 /// Deletes a schedule and its budgets; a run it started goes on, no
 /// longer held to them.
 pub async fn delete_schedule(state: &AppState, user: &User, id: &str) -> Result<(), ApiError> {
-    let gone = schedule(state, user, id).await?;
+    let gone = schedule(state, user, id, ProjectRole::Editor).await?;
     state.store.delete_schedule(&gone.id).await?;
     let scope = BudgetScope::new(BudgetScopeKind::Schedule, gone.id);
     state.store.set_budgets(&scope, &[], now_millis()).await?;

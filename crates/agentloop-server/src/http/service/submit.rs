@@ -21,10 +21,12 @@
 //! - `stop`: Mark Done of the run's task.
 
 use agentloop_agui::{FrontendToolSpec, validate_frontend_tools};
+use agentloop_storage::ProjectRole;
 use agentloop_storage::model::{AgentRun, AgentType};
 use agentloop_types::{Message, RunInput, SteerStrategy, ToolDefinition};
 use axum::http::StatusCode;
 
+use super::owned::require;
 use super::runs::{cancel_run, decide, start_run, waiting_run};
 use super::tasks::mark_task_done;
 use crate::http::error::ApiError;
@@ -105,6 +107,8 @@ pub async fn submit(
     input: RunInput,
 ) -> Result<Submitted, ApiError> {
     let ctx = target.ctx();
+    // Every input acts on the task's runs: an editor's at least.
+    require(ctx, ProjectRole::Editor)?;
     match input {
         RunInput::Start {
             agent,

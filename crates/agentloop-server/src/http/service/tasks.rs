@@ -1,12 +1,13 @@
 //! Tasks, their documents and Mark Done.
 
+use agentloop_storage::ProjectRole;
 use agentloop_storage::StorageError;
 use agentloop_storage::model::{AgentRun, Task, now_millis};
 use agentloop_tools::vfs::DirJail;
 use agentloop_types::vfs::{Vfs, VfsError};
 use axum::http::StatusCode;
 
-use super::owned::{owned_project, owned_task};
+use super::owned::{owned_project, owned_task, project_access};
 use crate::config::task_doc_path;
 use crate::drive::{self};
 use crate::http::error::ApiError;
@@ -24,7 +25,7 @@ pub async fn list_tasks(
     user: &User,
     project_id: &str,
 ) -> Result<Vec<Task>, ApiError> {
-    let project = owned_project(state, user, project_id).await?;
+    let project = owned_project(state, user, project_id, ProjectRole::Viewer).await?;
     Ok(state.store.list_tasks(&project.id).await?)
 }
 
@@ -36,7 +37,7 @@ pub async fn create_task(
     project_id: &str,
     input: NewTask,
 ) -> Result<TaskContext, ApiError> {
-    let project = owned_project(state, user, project_id).await?;
+    let (project, role) = project_access(state, user, project_id, ProjectRole::Editor).await?;
     let title = required_text(input.title.as_deref(), "title", MAX_TITLE_CHARS)?;
     let description = input.description.as_deref().unwrap_or_default();
     let now = now_millis();
@@ -50,7 +51,8 @@ pub async fn create_task(
         updated_at: now,
     };
     state.store.create_task(&task).await?;
-    let ctx = load_task_context(&*state.store, &task.id).await?;
+    let mut ctx = load_task_context(&*state.store, &task.id).await?;
+    ctx.access = Some(role);
     write_document(&ctx, &format!("# {title}\n\n{description}\n")).await?;
     Ok(ctx)
 }
@@ -59,7 +61,7 @@ pub async fn create_task(
 /// event logs; refused (409, naming the run) while one of them runs or
 /// waits. The task document stays in the project folder.
 pub async fn delete_task(state: &AppState, user: &User, task_id: &str) -> Result<(), ApiError> {
-    let ctx = owned_task(state, user, task_id).await?;
+    let ctx = owned_task(state, user, task_id, ProjectRole::Editor).await?;
     let busy = |run: &AgentRun| {
         ApiError::new(
             StatusCode::CONFLICT,
@@ -135,7 +137,7 @@ pub async fn mark_done(
     task_id: &str,
     complete: bool,
 ) -> Result<(), ApiError> {
-    let ctx = owned_task(state, user, task_id).await?;
+    let ctx = owned_task(state, user, task_id, ProjectRole::Editor).await?;
     mark_task_done(state, &ctx, complete).await
 }
 

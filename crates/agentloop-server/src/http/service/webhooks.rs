@@ -1,5 +1,6 @@
 //! A project's webhooks and their deliveries.
 
+use agentloop_storage::ProjectRole;
 use agentloop_storage::WEBHOOK_DELIVERIES_KEPT;
 use agentloop_storage::model::{WebhookDelivery, now_millis};
 use serde_json::Value;
@@ -14,7 +15,7 @@ use crate::webhooks::registry::{self, Registration};
 
 /// The project's webhooks, or 404 when it has none.
 pub async fn webhooks(state: &AppState, user: &User, id: &str) -> Result<Registration, ApiError> {
-    let project = owned_project(state, user, id).await?;
+    let project = owned_project(state, user, id, ProjectRole::Owner).await?;
     Registration::of(&project.settings)
         .ok_or_else(|| ApiError::not_found("this project has no webhooks"))
 }
@@ -32,7 +33,7 @@ pub async fn set_webhooks(
         .ok_or_else(|| ApiError::bad_request("urls: required, an array of URLs"))?;
     let rotate = change.rotate_secret.unwrap_or(false);
     let events = registry::check(&urls, change.events.as_deref()).map_err(ApiError::bad_request)?;
-    let mut project = owned_project(state, user, id).await?;
+    let mut project = owned_project(state, user, id, ProjectRole::Owner).await?;
     let secret = match Registration::of(&project.settings) {
         Some(old) if !rotate => old.secret,
         _ => format!("whsec_{}", new_token().trim_start_matches("al_")),
@@ -56,7 +57,7 @@ pub async fn set_webhooks(
 
 /// Removes the project's webhooks.
 pub async fn remove_webhooks(state: &AppState, user: &User, id: &str) -> Result<(), ApiError> {
-    let mut project = owned_project(state, user, id).await?;
+    let mut project = owned_project(state, user, id, ProjectRole::Owner).await?;
     if let Value::Object(settings) = &mut project.settings
         && settings.remove("webhooks").is_some()
     {
@@ -73,7 +74,7 @@ pub async fn webhook_deliveries(
     user: &User,
     id: &str,
 ) -> Result<Vec<WebhookDelivery>, ApiError> {
-    let project = owned_project(state, user, id).await?;
+    let project = owned_project(state, user, id, ProjectRole::Owner).await?;
     Ok(state
         .store
         .list_webhook_deliveries(&project.id, WEBHOOK_DELIVERIES_KEPT)
