@@ -50,15 +50,6 @@ pub struct Owners {
 }
 
 impl Owners {
-    /// Whom the agent runs of `ctx`'s task spend for.
-    pub fn of(ctx: &crate::runner::TaskContext) -> Self {
-        Self {
-            user: ctx.owner.clone(),
-            project: ctx.project.id.clone(),
-            task: ctx.task.id.clone(),
-        }
-    }
-
     /// The budgets' scopes, with the schedule's when the run spends for
     /// one.
     fn scopes(&self, schedule: Option<&str>) -> Vec<BudgetScope> {
@@ -70,7 +61,8 @@ impl Owners {
         .into_iter()
         .map(|(kind, id)| BudgetScope::new(kind, id.clone()))
         .collect();
-        scopes.extend(schedule.map(|id| BudgetScope::new(BudgetScopeKind::Schedule, id.to_owned())));
+        scopes
+            .extend(schedule.map(|id| BudgetScope::new(BudgetScopeKind::Schedule, id.to_owned())));
         scopes
     }
 }

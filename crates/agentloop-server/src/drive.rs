@@ -462,7 +462,11 @@ impl<'a> Execution<'a> {
             handoffs,
             strategy: run_memory::strategy(run_memory::recall(self.state, &self.ctx)),
             hooks: run_memory::hooks(self.state, &self.ctx, &self.chat_id),
-            owners: crate::budgets::Owners::of(&self.ctx),
+            owners: crate::budgets::Owners {
+                user: self.ctx.owner.clone(),
+                project: self.ctx.project.id.clone(),
+                task: self.ctx.task.id.clone(),
+            },
         };
         let outcome = hosting::execute(self.state, self.local, hosted, kit, &metrics, pace).await;
         if let Some(mcp) = mcp {

@@ -111,7 +111,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0014_run_steps.sql"),
             include_str!("../migrations/postgres/0015_schedule_budgets.sql"),
             include_str!("../migrations/postgres/0016_project_members.sql"),
-            include_str!("../migrations/postgres/0019_messages_from_events.sql"),
+            include_str!("../migrations/postgres/0017_messages_from_events.sql"),
         ])
         .run(&pool)
         .await
@@ -177,7 +177,7 @@ const SEVERAL_STATEMENTS_A_QUERY: bool = false;
 
 /// A `messages` row's message as JSON text: its body, or for a message
 /// a run logged, the message of the event it names (see
-/// `migrations/postgres/0019_messages_from_events.sql`). An event that is gone
+/// `migrations/postgres/0017_messages_from_events.sql`). An event that is gone
 /// reads as `null`, which fails to parse: never a message silently missing.
 const MESSAGE_BODY: &str = "CASE WHEN messages.event_run_id IS NULL THEN messages.body \
      ELSE COALESCE((SELECT (e.body::json -> 'message')::text FROM run_events e \

@@ -205,7 +205,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0014_run_steps.sql"),
             include_str!("../migrations/sqlite/0015_schedule_budgets.sql"),
             include_str!("../migrations/sqlite/0016_project_members.sql"),
-            include_str!("../migrations/sqlite/0019_messages_from_events.sql"),
+            include_str!("../migrations/sqlite/0017_messages_from_events.sql"),
         ])
         .run(&pool)
         .await
@@ -334,7 +334,7 @@ const SEVERAL_STATEMENTS_A_QUERY: bool = true;
 
 /// A `messages` row's message as JSON text: its body, or for a message
 /// a run logged, the message of the event it names (see
-/// `migrations/sqlite/0019_messages_from_events.sql`). An event that is gone
+/// `migrations/sqlite/0017_messages_from_events.sql`). An event that is gone
 /// reads as `null`, which fails to parse: never a message silently missing.
 const MESSAGE_BODY: &str = "CASE WHEN messages.event_run_id IS NULL THEN messages.body \
      ELSE COALESCE((SELECT json_extract(e.body, '$.message') FROM run_events e \

@@ -219,7 +219,10 @@ async fn a_message_a_run_logged_is_stored_once_in_its_event() {
             .fetch_one(store.pool())
             .await
             .unwrap();
-    assert_eq!(body, "", "the message is in its event, not again in its row");
+    assert_eq!(
+        body, "",
+        "the message is in its event, not again in its row"
+    );
     assert_eq!(event_run_id.as_deref(), Some("r1"));
     assert_eq!(store.list_messages("c").await.unwrap()[0].message, answer);
 }

@@ -305,7 +305,10 @@ mod tests {
     fn a_whole_number_with_a_fraction_is_read_as_an_integer() {
         let mut body = json!({ "at": -463.0, "cost": 0.25, "list": [3.0, "3.0"], "n": 7 });
         whole_numbers_as_integers(&mut body);
-        assert_eq!(body, json!({ "at": -463, "cost": 0.25, "list": [3, "3.0"], "n": 7 }));
+        assert_eq!(
+            body,
+            json!({ "at": -463, "cost": 0.25, "list": [3, "3.0"], "n": 7 })
+        );
         assert!(body["at"].is_i64());
     }
 }

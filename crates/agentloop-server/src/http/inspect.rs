@@ -47,5 +47,7 @@ pub(super) async fn queued_messages(
     Path(run_id): Path<String>,
 ) -> Result<Json<QueuedMessages>, ApiError> {
     check_id(&run_id, "agent run")?;
-    Ok(Json(service::queued_messages(&state, &user, &run_id).await?))
+    Ok(Json(
+        service::queued_messages(&state, &user, &run_id).await?,
+    ))
 }

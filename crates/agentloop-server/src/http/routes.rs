@@ -32,8 +32,7 @@ use super::route::Route;
 use super::schedule_shapes::{NewSchedule, ScheduleChange, ScheduleShape, SchedulesShape};
 use super::{
     a2a, ag_ui, agent_runs, ai_sdk, audit, budgets, events, fork, inspect, members, memories,
-    projects,
-    schedules, session, tasks, webhooks, ws,
+    projects, schedules, session, tasks, webhooks, ws,
 };
 use crate::inspect::RunInspection;
 use crate::inspect::eval_case::EvalDataset;

@@ -4,8 +4,8 @@
 //! [`super::budgets`]). Only the project's owner reaches them; another
 //! user's is not found.
 
-use agentloop_storage::schedules::Schedule;
 use agentloop_storage::ProjectRole;
+use agentloop_storage::schedules::Schedule;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};

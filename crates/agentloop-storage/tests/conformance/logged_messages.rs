@@ -32,7 +32,10 @@ async fn log(store: &dyn Store, seq: u64, message: &Message) -> u64 {
         .await
         .unwrap();
     let logged = LoggedEvent { run_id: "r1", seq };
-    store.save_logged_message("c", message, logged).await.unwrap()
+    store
+        .save_logged_message("c", message, logged)
+        .await
+        .unwrap()
 }
 
 pub async fn logged_messages_read_back_from_their_events(store: Arc<dyn Store>) {
@@ -76,7 +79,10 @@ pub async fn logged_messages_read_back_from_their_events(store: Arc<dyn Store>) 
     );
 
     // Truncating the chat leaves the log whole.
-    store.truncate_messages("c", Some(answer_seq)).await.unwrap();
+    store
+        .truncate_messages("c", Some(answer_seq))
+        .await
+        .unwrap();
     assert_eq!(
         messages(&store.list_messages("c").await.unwrap()),
         [prompt, relogged]

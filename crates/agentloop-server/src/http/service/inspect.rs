@@ -12,7 +12,7 @@ use agentloop_types::{Message, RequestOptions, ToolDefinition};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::owned_run;
+use super::owned::owned_run;
 use crate::http::error::ApiError;
 use crate::inspect::eval_case::{EvalDataset, case_at};
 use crate::inspect::{RunInspection, Stored, inspect};
