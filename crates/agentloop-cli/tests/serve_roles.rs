@@ -124,6 +124,7 @@ fn fill(path: &str, at: &Fixture, who: &str) -> String {
         .replace("{runId}", &at.run)
         .replace("{scheduleId}", &at.schedule)
         .replace("{memoryId}", "no-such-memory")
+        .replace("{seq}", "0")
         .replace("{chatId}", &at.task)
         .replace("{user}", member)
 }
@@ -157,7 +158,12 @@ fn body(method: &str, path: &str, at: &Fixture) -> Option<Value> {
         ("put", "/api/projects/{projectId}/webhooks") => {
             json!({ "urls": ["http://127.0.0.1:9/hook"] })
         }
-        ("put", "/api/projects/{projectId}/budgets" | "/api/tasks/{taskId}/budgets") => {
+        (
+            "put",
+            "/api/projects/{projectId}/budgets"
+            | "/api/tasks/{taskId}/budgets"
+            | "/api/schedules/{scheduleId}/budgets",
+        ) => {
             json!({ "budgets": [] })
         }
         ("patch", "/api/projects/{projectId}/memories/{memoryId}") => json!({ "text": "x" }),

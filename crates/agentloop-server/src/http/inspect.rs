@@ -34,10 +34,9 @@ pub(super) async fn eval_case(
     Path((run_id, seq)): Path<(String, String)>,
 ) -> Result<Json<EvalDataset>, ApiError> {
     check_id(&run_id, "agent run")?;
-    let seq: u64 = seq
-        .parse()
-        .map_err(|_| ApiError::bad_request("The step's seq is not a whole number"))?;
-    Ok(Json(service::eval_case(&state, &user, &run_id, seq).await?))
+    Ok(Json(
+        service::eval_case(&state, &user, &run_id, &seq).await?,
+    ))
 }
 
 /// `GET /api/agent-runs/{runId}/queued-messages`.

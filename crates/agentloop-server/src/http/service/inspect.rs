@@ -51,15 +51,19 @@ pub async fn inspect_run(
     Ok(inspect(&run.id, &stored, &options.request_options, &tools))
 }
 
-/// The step of agent run `run_id` at `seq` as an `agentloop eval`
-/// dataset of one case, for a user who may read the run.
+/// The step of agent run `run_id` at `seq` (as the path has it) as an
+/// `agentloop eval` dataset of one case, for a user who may read the run
+/// (whose access is checked before the seq is read).
 pub async fn eval_case(
     state: &AppState,
     user: &User,
     run_id: &str,
-    seq: u64,
+    seq: &str,
 ) -> Result<EvalDataset, ApiError> {
     let (run, ctx) = owned_run(state, user, run_id, ProjectRole::Viewer).await?;
+    let seq: u64 = seq
+        .parse()
+        .map_err(|_| ApiError::bad_request("The step's seq is not a whole number"))?;
     let step = match state.store.get_step(&run.id, seq).await {
         Ok(step) => step,
         Err(StorageError::NotFound { .. }) => {
