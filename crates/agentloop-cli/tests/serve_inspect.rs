@@ -247,21 +247,8 @@ fn the_inspector_reads_a_run_step_by_step_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_inspector_reads_a_run_step_by_step_on_postgres() {
-    let Ok(admin_url) = std::env::var("AGENTLOOP_TEST_POSTGRES_URL") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI needs AGENTLOOP_TEST_POSTGRES_URL"
-        );
-        println!("skipping: AGENTLOOP_TEST_POSTGRES_URL is not set");
-        return;
-    };
-    let name = format!("agentloop_cli_inspect_{}", std::process::id());
-    let database = ScratchDatabase::create(&admin_url, &name).await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = database.url.clone();
-    let path = dir.path().to_owned();
-    tokio::task::spawn_blocking(move || the_inspector_reads_a_run_step_by_step(&url, &path))
-        .await
-        .unwrap();
-    database.remove().await;
+    on_scratch_postgres("agentloop_cli_inspect", |url, path| {
+        the_inspector_reads_a_run_step_by_step(url, path)
+    })
+    .await;
 }

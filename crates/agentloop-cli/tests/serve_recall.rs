@@ -333,21 +333,8 @@ fn the_extraction_step_keeps_a_runs_proposals_on_sqlite() {
 
 #[tokio::test]
 async fn the_extraction_step_keeps_a_runs_proposals_on_postgres() {
-    let Ok(admin_url) = std::env::var("AGENTLOOP_TEST_POSTGRES_URL") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI needs AGENTLOOP_TEST_POSTGRES_URL"
-        );
-        println!("skipping: AGENTLOOP_TEST_POSTGRES_URL is not set");
-        return;
-    };
-    let name = format!("agentloop_cli_extract_{}", std::process::id());
-    let database = ScratchDatabase::create(&admin_url, &name).await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = database.url.clone();
-    let path = dir.path().to_owned();
-    tokio::task::spawn_blocking(move || extracted_as_the_projects_memories(&url, &path))
-        .await
-        .unwrap();
-    database.remove().await;
+    on_scratch_postgres("agentloop_cli_extract", |url, path| {
+        extracted_as_the_projects_memories(url, path)
+    })
+    .await;
 }

@@ -337,3 +337,27 @@ impl ScratchDatabase {
 async fn pg_exec(admin: &mut sqlx::PgConnection, sql: &str) {
     sqlx::raw_sql(sql).execute(admin).await.unwrap();
 }
+
+/// Runs `test` (blocking: it drives the binary) with the URL of a scratch
+/// PostgreSQL database named after `name` and the process, and a
+/// temporary folder, when `AGENTLOOP_TEST_POSTGRES_URL` names a server.
+/// Without it the test says it skipped, and fails under CI.
+pub async fn on_scratch_postgres(name: &str, test: impl FnOnce(&str, &Path) + Send + 'static) {
+    let Ok(admin_url) = std::env::var("AGENTLOOP_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI needs AGENTLOOP_TEST_POSTGRES_URL"
+        );
+        println!("skipping: AGENTLOOP_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    let name = format!("{name}_{}", std::process::id());
+    let database = ScratchDatabase::create(&admin_url, &name).await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = database.url.clone();
+    let path = dir.path().to_owned();
+    tokio::task::spawn_blocking(move || test(&url, &path))
+        .await
+        .unwrap();
+    database.remove().await;
+}
