@@ -22,6 +22,7 @@
 //! (for the first call, that floor alone).
 //!
 //! [`ServerConfig::budget_estimate`]: crate::config::ServerConfig::budget_estimate
+//! [`ServerConfig::budget_hold_expiry`]: crate::config::ServerConfig::budget_hold_expiry
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
