@@ -299,12 +299,13 @@ fn a_chain_completes_on_restate() {
         None,
     );
     assert_eq!(task["workflow_complete"], true, "{task}");
-    // Each run is its workflow in Restate, each model turn and tool step
-    // a journaled step: turn (a call), tools, turn (the answer).
+    // Each run is its workflow in Restate, each step a journaled step:
+    // the recall of the project's memories a fresh run starts with, turn
+    // (a call), tools, turn (the answer).
     for run in &runs {
         assert_eq!(
             journaled_steps(&restate, run["id"].as_str().unwrap()),
-            3,
+            4,
             "{run}"
         );
     }
@@ -630,11 +631,12 @@ fn a_cancel_of_a_waiting_run_ends_its_workflow_in_restate_and_the_call_never_run
     );
     assert_eq!(status, 200, "{body}");
     // Restate's cancellation ends the parked workflow through its stop
-    // step; nothing is retried after.
+    // step; nothing is retried after. (Before it: the recall a fresh run
+    // starts with, and its first turn.)
     until_invocation(&restate, &run_id, "completed");
     assert_eq!(
-        journaled_runs_when(&restate, &run_id, 3),
-        ["step", "step", "stop"]
+        journaled_runs_when(&restate, &run_id, 4),
+        ["step", "step", "step", "stop"]
     );
     let events = whole_stream(&address, &token, &run_id);
     let statuses: Vec<&Value> = terminal_events(&events)
