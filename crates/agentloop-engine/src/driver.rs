@@ -2,6 +2,7 @@
 //! turns, tool calls, retrieval — and turns it into events. It holds no
 //! decisions of its own: every strategy runs on it.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -609,7 +610,7 @@ async fn drive(mut run: Box<Driven>) {
                         .instrument(span.clone())
                         .await
                 } else {
-                    let turn = turn.run(&deps.cancel, emitter).instrument(span.clone());
+                    let turn = Box::pin(turn.run(&deps.cancel, emitter).instrument(span.clone()));
                     let (input, interrupted) =
                         interruptible(turn, &step_cancel, deps.interrupt.as_ref(), seen).await;
                     match input {
@@ -652,7 +653,7 @@ async fn drive(mut run: Box<Driven>) {
                     cancel: &deps.cancel,
                 };
                 let (input, interrupted) = interruptible(
-                    run.run(calls, emitter),
+                    Box::pin(run.run(calls, emitter)),
                     &step_cancel,
                     deps.interrupt.as_ref(),
                     seen,
@@ -703,9 +704,13 @@ async fn drive(mut run: Box<Driven>) {
 
 /// Runs a step's `work` until it ends; when `interrupt` asks (after
 /// `seen`) first, cancels the step's token and waits for the work to
-/// report its cancel. Says whether it was interrupted.
+/// report its cancel. Says whether it was interrupted. The work comes
+/// boxed: an async fn holds a future it is given by value up to three
+/// times in its own (the argument, the pinned binding, the awaited one),
+/// and the drive future that awaits this one is held by every run for its
+/// whole life.
 async fn interruptible<F: Future<Output = Input>>(
-    work: F,
+    mut work: Pin<Box<F>>,
     step: &CancellationToken,
     interrupt: Option<&Interrupt>,
     seen: u64,
@@ -713,9 +718,8 @@ async fn interruptible<F: Future<Output = Input>>(
     let Some(interrupt) = interrupt else {
         return (work.await, false);
     };
-    let work = std::pin::pin!(work);
     let asked = std::pin::pin!(interrupt.after(seen));
-    match futures::future::select(work, asked).await {
+    match futures::future::select(work.as_mut(), asked).await {
         futures::future::Either::Left((input, _)) => (input, false),
         futures::future::Either::Right(((), work)) => {
             step.cancel();

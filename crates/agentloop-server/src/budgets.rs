@@ -36,10 +36,10 @@ use tokio::sync::OnceCell;
 
 use crate::metrics::{Metrics, OwnerLabels};
 
-/// Whom a run spends for: the user its project belongs to, the project
-/// and the task. The caller knows them, so a call reads nothing to find
-/// them; only the schedule a run spends for is read, once, at its first
-/// model call.
+/// Whom a run spends for: the user its project belongs to, the project,
+/// the task and the schedule. The caller knows them, so a call reads
+/// nothing to find them; only the schedule of a run this instance did not
+/// just create is read, once, at its first model call.
 #[derive(Debug, Clone)]
 pub struct Owners {
     /// The project's owner.
@@ -48,6 +48,17 @@ pub struct Owners {
     pub project: String,
     /// The task.
     pub task: String,
+    /// The schedule the run spends for.
+    pub schedule: RunSchedule,
+}
+
+/// The schedule a run spends for, as its host knows it.
+#[derive(Debug, Clone)]
+pub enum RunSchedule {
+    /// Known: the run was created here a moment ago, with or without one.
+    Known(Option<String>),
+    /// Read from the store (a run loaded to be executed again).
+    Unread,
 }
 
 impl Owners {
@@ -99,8 +110,13 @@ pub fn for_run(
         run_id: run_id.to_owned(),
         floor,
         hold_expiry: i64::try_from(hold_expiry.as_millis()).unwrap_or(i64::MAX),
+        scopes: match &owners.schedule {
+            RunSchedule::Known(schedule) => {
+                OnceCell::new_with(Some(owners.scopes(schedule.as_deref())))
+            }
+            RunSchedule::Unread => OnceCell::new(),
+        },
         owners,
-        scopes: OnceCell::new(),
     })
 }
 

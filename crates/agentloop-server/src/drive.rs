@@ -30,6 +30,7 @@ use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, now_millis};
 use agentloop_types::{Decision, Decisions, LoopStatus, Message};
 use serde_json::json;
 
+use crate::budgets::RunSchedule;
 use crate::ending::{AgentRunEnding, Settled};
 use crate::hosting::{self, Outcome, Pace};
 use crate::local_run::Halt;
@@ -300,6 +301,8 @@ struct Execution<'a> {
     /// What this instance wrote as it created the run a moment ago (see
     /// [`Written`]): the first execution reads none of it back.
     written: Option<Box<Written>>,
+    /// The schedule it spends for, known when it was created here.
+    schedule: RunSchedule,
 }
 
 /// What the close of an ended run reads.
@@ -340,6 +343,7 @@ impl<'a> Execution<'a> {
             conversation_id,
             chat_id,
             written: None,
+            schedule: RunSchedule::Unread,
         })
     }
 
@@ -382,6 +386,7 @@ impl<'a> Execution<'a> {
             chat,
             first_message,
             record,
+            schedule_id,
             ..
         } = *created;
         let written = Written {
@@ -398,6 +403,7 @@ impl<'a> Execution<'a> {
             run,
             ctx,
             written: Some(Box::new(written)),
+            schedule: RunSchedule::Known(schedule_id),
         }
     }
 
@@ -466,9 +472,14 @@ impl<'a> Execution<'a> {
                 user: self.ctx.owner.clone(),
                 project: self.ctx.project.id.clone(),
                 task: self.ctx.task.id.clone(),
+                schedule: std::mem::replace(&mut self.schedule, RunSchedule::Unread),
             },
         };
-        let outcome = hosting::execute(self.state, self.local, hosted, kit, &metrics, pace).await;
+        // Built here, so that the chat, the kit and the run are not held
+        // by this future while the run goes on.
+        let hosting = hosting::host(self.state, self.local, hosted, kit);
+        drop(chat);
+        let outcome = hosting::execute(self.state, self.local, hosting, &metrics, pace).await;
         if let Some(mcp) = mcp {
             Box::pin(mcp.shutdown()).await;
         }

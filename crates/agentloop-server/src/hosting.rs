@@ -9,9 +9,10 @@
 use std::sync::Arc;
 
 use agentloop_engine::{Handoffs, LoopStrategy};
-use agentloop_runtime::{ChatRun, ChatRuntime, Hosted, HostedRun, RuntimeError};
+use agentloop_runtime::{ChatRun, ChatRuntime, Hosted, HostedRun, RuntimeError, RuntimeResult};
 use agentloop_types::{Hooks, LoopResult, PendingCall, Tool};
 use futures::StreamExt;
+use futures::future::BoxFuture;
 
 use crate::local_run::{Halt, LocalRun};
 use crate::metrics::RunMetrics;
@@ -85,16 +86,16 @@ pub struct RunKit {
     pub owners: crate::budgets::Owners,
 }
 
-/// Executes `hosted` from where its record stands and reads it to its end,
-/// with what `kit` gives it.
-pub async fn execute(
+/// The hosting of a run: a runtime with the run's kit takes it over
+/// (see [`ChatRuntime::host`]). Boxed, and built before it is awaited, so
+/// that neither the run nor its kit stays in the future that then reads
+/// the run for as long as it goes on.
+pub fn host(
     state: &AppState,
     local: &Arc<LocalRun>,
     hosted: HostedRun,
     kit: RunKit,
-    metrics: &RunMetrics,
-    pace: Pace,
-) -> Outcome {
+) -> BoxFuture<'static, RuntimeResult<Hosted>> {
     let RunKit {
         tools,
         handoffs,
@@ -117,7 +118,19 @@ pub async fn execute(
         // The project's agents: the run goes on with whoever speaks.
         runtime = runtime.with_handoffs(handoffs);
     }
-    match Box::pin(runtime.host(hosted)).await {
+    Box::pin(async move { runtime.host(hosted).await })
+}
+
+/// Executes a run: its `hosting` (see [`host`]) awaited, then, when it
+/// runs, read to its end (see [`relay`]).
+pub async fn execute(
+    state: &AppState,
+    local: &Arc<LocalRun>,
+    hosting: BoxFuture<'static, RuntimeResult<Hosted>>,
+    metrics: &RunMetrics,
+    pace: Pace,
+) -> Outcome {
+    match hosting.await {
         Ok(Hosted::Running(run)) => {
             let run = match pace {
                 Pace::Whole => run,

@@ -118,6 +118,8 @@ pub struct CreatedRun {
     pub record: RunRecord,
     /// Whether its record was created under this instance's lease.
     pub leased: bool,
+    /// The schedule it spends for, if any.
+    pub schedule_id: Option<String>,
 }
 
 /// Who starts an agent run.
@@ -214,6 +216,7 @@ pub async fn create_agent_run(
         chat,
         first_message,
         record,
+        schedule_id,
         ..
     } = start;
     state.notify_run_status(&ctx.owner, &ctx.project, &agent_run, agent_run.status);
@@ -224,6 +227,7 @@ pub async fn create_agent_run(
         first_message,
         record,
         leased,
+        schedule_id,
     })
 }
 

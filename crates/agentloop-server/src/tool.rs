@@ -1,10 +1,10 @@
 //! The `complete_workflow` tool: how an agent ends the implementation ↔
 //! review chain of its task.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 
-use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
+use agentloop_types::{Tool, ToolContext, ToolDefinition, ToolResult, ToolStream, single_result};
 use serde_json::{Value, json};
 
 /// The tool's name.
@@ -36,12 +36,15 @@ will be started after this run. Call it only when the whole task is done."
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "summary": { "type": "string", "description": "What was done." }
-            }
-        })
+        Value::clone(&schema())
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: COMPLETE_WORKFLOW.to_owned(),
+            description: self.description().to_owned(),
+            input_schema: schema(),
+        }
     }
 
     fn execute(self: Arc<Self>, _input: Value, _context: ToolContext) -> ToolStream {
@@ -50,4 +53,18 @@ will be started after this run. Call it only when the whole task is done."
             ToolResult::ok("The workflow is marked complete; no further agent will be started.")
         })
     }
+}
+
+/// The input schema, built once: every implementation and review run is
+/// offered the tool.
+fn schema() -> Arc<Value> {
+    static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
+        Arc::new(json!({
+            "type": "object",
+            "properties": {
+                "summary": { "type": "string", "description": "What was done." }
+            }
+        }))
+    });
+    Arc::clone(&SCHEMA)
 }

@@ -324,26 +324,24 @@ impl<S: MemoriesStore + ?Sized> MemoryRecall<S> {
 
     /// The live memories of every scope, each with its passage's source.
     async fn live(&self) -> Result<Vec<(String, MemoryRecord)>, RetrievalError> {
-        let now = now_millis();
-        let mut all = Vec::new();
-        for (n, scope) in self.scopes.iter().enumerate() {
-            let memories = self
-                .store
-                .list_memories(scope, "/", now)
-                .await
-                .map_err(|e| RetrievalError::Store {
-                    message: e.to_string(),
-                })?;
-            all.extend(memories.into_iter().map(|memory| {
-                let source = if n == 0 {
+        let memories = self
+            .store
+            .recall_memories(&self.scopes, now_millis())
+            .await
+            .map_err(|e| RetrievalError::Store {
+                message: e.to_string(),
+            })?;
+        Ok(memories
+            .into_iter()
+            .map(|memory| {
+                let source = if self.scopes.first() == Some(&memory.scope) {
                     memory.path.clone()
                 } else {
-                    format!("{scope} {}", memory.path)
+                    format!("{} {}", memory.scope, memory.path)
                 };
                 (source, memory)
-            }));
-        }
-        Ok(all)
+            })
+            .collect())
     }
 }
 

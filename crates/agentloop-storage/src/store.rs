@@ -453,6 +453,19 @@ pub trait MemoriesStore: Send + Sync {
         under: &str,
         now: i64,
     ) -> StorageResult<Vec<MemoryRecord>>;
+    /// The live memories of every one of `scopes`, those of the first
+    /// scope first, each scope's sorted by path: what a recall ranks.
+    async fn recall_memories(
+        &self,
+        scopes: &[MemoryScope],
+        now: i64,
+    ) -> StorageResult<Vec<MemoryRecord>> {
+        let mut all = Vec::new();
+        for scope in scopes {
+            all.extend(self.list_memories(scope, "/", now).await?);
+        }
+        Ok(all)
+    }
     /// Deletes a memory by id; `NotFound` (kind `memory`).
     async fn delete_memory(&self, id: &str) -> StorageResult<()>;
     /// Deletes the memory at `path` of `scope` and every memory below it;

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
+use agentloop_types::{Tool, ToolContext, ToolDefinition, ToolResult, ToolStream, single_result};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::schema::{input_schema, parse};
+use crate::schema::{definition_of, parse, shared_input_schema};
 
 /// Input of the ask_user tool.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -58,7 +58,11 @@ impl Tool for AskUserTool {
     }
 
     fn input_schema(&self) -> Value {
-        input_schema::<AskUserInput>()
+        Value::clone(&shared_input_schema::<AskUserInput>())
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        definition_of::<AskUserInput>(self)
     }
 
     fn runs_alone(&self) -> bool {

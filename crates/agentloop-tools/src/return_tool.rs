@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream, single_result};
+use agentloop_types::{Tool, ToolContext, ToolDefinition, ToolResult, ToolStream, single_result};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::schema::{input_schema, parse};
+use crate::schema::{definition_of, parse, shared_input_schema};
 
 /// Input of the return tool.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -42,7 +42,11 @@ impl Tool for ReturnTool {
     }
 
     fn input_schema(&self) -> Value {
-        input_schema::<ReturnInput>()
+        Value::clone(&shared_input_schema::<ReturnInput>())
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        definition_of::<ReturnInput>(self)
     }
 
     fn execute(self: Arc<Self>, input: Value, _context: ToolContext) -> ToolStream {

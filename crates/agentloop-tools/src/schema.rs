@@ -1,6 +1,10 @@
 //! Input schemas generated from Rust input types, and input parsing.
 
-use agentloop_types::ToolResult;
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+
+use agentloop_types::{Tool, ToolDefinition, ToolResult};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
@@ -21,6 +25,42 @@ pub fn input_schema<T: JsonSchema>() -> Value {
     }
     simplify_enums(&mut value);
     value
+}
+
+/// `T`'s input schema, generated once per process and shared: a server
+/// offers its tools to every run anew, and a schema generated per run
+/// would cost each run its own tree of JSON (kilobytes for a tool with
+/// several commands).
+pub fn shared_input_schema<T: JsonSchema + 'static>() -> Arc<Value> {
+    static SCHEMAS: OnceLock<RwLock<HashMap<TypeId, Arc<Value>>>> = OnceLock::new();
+    let schemas = SCHEMAS.get_or_init(Default::default);
+    let id = TypeId::of::<T>();
+    // A panic while the lock was held cannot leave the map half-written
+    // (an insert either happened or not), so a poisoned lock is still read.
+    if let Some(schema) = schemas
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&id)
+    {
+        return schema.clone();
+    }
+    let schema = Arc::new(input_schema::<T>());
+    schemas
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(id)
+        .or_insert(schema)
+        .clone()
+}
+
+/// The definition of `tool`, whose input is `T`, with `T`'s shared schema
+/// (see [`shared_input_schema`]).
+pub fn definition_of<T: JsonSchema + 'static>(tool: &(impl Tool + ?Sized)) -> ToolDefinition {
+    ToolDefinition {
+        name: tool.name().to_owned(),
+        description: tool.description().to_owned(),
+        input_schema: shared_input_schema::<T>(),
+    }
 }
 
 /// Rewrites `oneOf` lists of string constants (what a documented Rust enum

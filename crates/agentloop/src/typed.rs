@@ -5,10 +5,8 @@
 //! output is serialised for the model. Invalid arguments never reach `call`:
 //! the model gets an error result naming the problem and can try again.
 
-use std::any::TypeId;
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::Arc;
 
 use agentloop_types::{Tool, ToolContext, ToolDefinition, ToolResult, ToolStream, single_result};
 use schemars::JsonSchema;
@@ -107,14 +105,14 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
 
     fn input_schema(&self) -> Value {
-        agentloop_tools::schema::input_schema::<T::Args>()
+        Value::clone(&agentloop_tools::schema::shared_input_schema::<T::Args>())
     }
 
     fn definition(&self) -> ToolDefinition {
         ToolDefinition {
             name: T::NAME.to_owned(),
             description: T::DESCRIPTION.to_owned(),
-            input_schema: shared_schema::<T>(),
+            input_schema: agentloop_tools::schema::shared_input_schema::<T::Args>(),
         }
     }
 
@@ -140,31 +138,6 @@ impl<T: TypedTool> Tool for Typed<T> {
             }
         })
     }
-}
-
-/// The input schema of `T`, generated once per process: every run offers
-/// its tools anew, and a schema generated per run would cost each run its
-/// own tree of JSON.
-fn shared_schema<T: TypedTool>() -> Arc<Value> {
-    static SCHEMAS: OnceLock<RwLock<HashMap<TypeId, Arc<Value>>>> = OnceLock::new();
-    let schemas = SCHEMAS.get_or_init(Default::default);
-    let id = TypeId::of::<T>();
-    // A panic while the lock was held cannot leave the map half-written
-    // (an insert either happened or not), so a poisoned lock is still read.
-    if let Some(schema) = schemas
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&id)
-    {
-        return schema.clone();
-    }
-    let schema = Arc::new(agentloop_tools::schema::input_schema::<T::Args>());
-    schemas
-        .write()
-        .unwrap_or_else(PoisonError::into_inner)
-        .entry(id)
-        .or_insert(schema)
-        .clone()
 }
 
 fn output_result<T: TypedTool>(output: &T::Output) -> ToolResult {

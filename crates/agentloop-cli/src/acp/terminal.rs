@@ -14,11 +14,12 @@ use agent_client_protocol::v1::schema::{
     TerminalOutputRequest, TerminalOutputResponse, ToolCallContent, ToolCallUpdate,
     ToolCallUpdateFields, WaitForTerminalExitRequest,
 };
-use agentloop_tools::schema::input_schema;
+use agentloop_tools::schema::{definition_of, shared_input_schema};
 use agentloop_tools::shell::{ShellInput, ShellLimits};
 use agentloop_tools::vfs::DirJail;
 use agentloop_types::{
-    ApprovalPolicy, Tool, ToolContext, ToolResult, ToolStream, parse_input, single_result,
+    ApprovalPolicy, Tool, ToolContext, ToolDefinition, ToolResult, ToolStream, parse_input,
+    single_result,
 };
 use serde_json::Value;
 
@@ -47,7 +48,11 @@ impl Tool for EditorShell {
     }
 
     fn input_schema(&self) -> Value {
-        input_schema::<ShellInput>()
+        Value::clone(&shared_input_schema::<ShellInput>())
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        definition_of::<ShellInput>(self)
     }
 
     /// A command can do anything the person's account can: every call is

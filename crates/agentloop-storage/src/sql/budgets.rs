@@ -246,9 +246,8 @@ mod sql_budgets {
             if scopes.is_empty() {
                 return Ok(Reservation::NoBudget);
             }
-            self.release_expired_holds(scopes, expire_before).await?;
             // Read first, outside any write: a run whose scopes have no
-            // budget writes nothing.
+            // budget writes nothing, and reads nothing more.
             let text = format!(
                 "SELECT scope_kind, scope_id, metric, period, limit_value FROM budgets \
                  WHERE {}",
@@ -263,6 +262,7 @@ mod sql_budgets {
             if budgets.is_empty() {
                 return Ok(Reservation::NoBudget);
             }
+            self.release_expired_holds(scopes, expire_before).await?;
             // One order for every reservation and settlement (of the
             // stored names): none waits on another that waits on it.
             budgets.sort_by_key(|(scope, limit)| {

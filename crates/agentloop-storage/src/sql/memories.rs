@@ -102,6 +102,39 @@ mod sql_memories {
             .collect()
         }
 
+        // One read for every scope: a server recalls at each run's start.
+        async fn recall_memories(
+            &self,
+            scopes: &[MemoryScope],
+            now: i64,
+        ) -> StorageResult<Vec<MemoryRecord>> {
+            if scopes.is_empty() {
+                return Ok(Vec::new());
+            }
+            let any_scope = (0..scopes.len())
+                .map(|i| format!("(scope_kind = ${} AND scope_id = ${})", 2 * i + 2, 2 * i + 3))
+                .collect::<Vec<_>>()
+                .join(" OR ");
+            let text = format!(
+                "SELECT {COLUMNS} FROM memories WHERE path > '/' AND path < '0' \
+                 AND (expires_at IS NULL OR expires_at > $1) AND ({any_scope}) ORDER BY path"
+            );
+            let mut query = sqlx::query(&text).bind(now);
+            for scope in scopes {
+                query = query.bind(scope.kind.as_str()).bind(&scope.id);
+            }
+            let mut memories = query
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(record)
+                .collect::<StorageResult<Vec<_>>>()?;
+            // Stable: each scope's stay sorted by path.
+            memories.sort_by_key(|memory| scopes.iter().position(|s| *s == memory.scope));
+            Ok(memories)
+        }
+
         async fn delete_memory(&self, id: &str) -> StorageResult<()> {
             let _turn = self.write_turn().await;
             let done = sqlx::query("DELETE FROM memories WHERE id = $1")

@@ -375,4 +375,13 @@ pub async fn memories_recalled_by_relevance(store: Arc<dyn Store>) {
             "user:ada /memories/drinks.md"
         ]
     );
+    // What a recall reads, in one read: the first scope's memories first,
+    // each scope's by path, nothing expired.
+    let read = store
+        .recall_memories(&[MemoryScope::user("ada"), MemoryScope::project("p")], 3)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = read.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["r6", "r2", "r1", "r3"]);
+    assert!(store.recall_memories(&[], 3).await.unwrap().is_empty());
 }

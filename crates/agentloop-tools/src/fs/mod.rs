@@ -14,7 +14,7 @@ use agentloop_types::{
 use serde_json::{Map, Value};
 
 use crate::options::{bool_option, boolean_option, resolve_options};
-use crate::schema::{input_schema, parse};
+use crate::schema::{definition_of, parse, shared_input_schema};
 
 pub use glob::{GlobError, glob_to_regex};
 pub use input::{FsCommand, FsInput, FsLimits};
@@ -90,15 +90,6 @@ impl FsTool {
     }
 }
 
-/// The input schema, generated once: a server offers the tool to every run,
-/// and each copy of this schema is several kilobytes.
-fn shared_schema() -> Arc<Value> {
-    static SCHEMA: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
-    SCHEMA
-        .get_or_init(|| Arc::new(input_schema::<FsInput>()))
-        .clone()
-}
-
 impl Tool for FsTool {
     fn name(&self) -> &str {
         "fs"
@@ -109,15 +100,11 @@ impl Tool for FsTool {
     }
 
     fn input_schema(&self) -> Value {
-        Value::clone(&shared_schema())
+        Value::clone(&shared_input_schema::<FsInput>())
     }
 
     fn definition(&self) -> ToolDefinition {
-        ToolDefinition {
-            name: self.name().to_owned(),
-            description: DESCRIPTION.to_owned(),
-            input_schema: shared_schema(),
-        }
+        definition_of::<FsInput>(self)
     }
 
     fn options(&self) -> Vec<ToolOptionSpec> {

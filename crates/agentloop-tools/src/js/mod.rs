@@ -15,8 +15,8 @@ mod watchdog;
 use std::sync::Arc;
 
 use agentloop_types::{
-    ApprovalPolicy, CancellationToken, EntryKind, Tool, ToolContext, ToolOptionSpec, ToolResult,
-    ToolStream, Vfs, single_result,
+    ApprovalPolicy, CancellationToken, EntryKind, Tool, ToolContext, ToolDefinition,
+    ToolOptionSpec, ToolResult, ToolStream, Vfs, single_result,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -27,7 +27,7 @@ pub use sandbox::{JsLimits, Library, MAX_STACK, Sandbox};
 pub use session::MAX_SESSIONS;
 
 use crate::options::{bool_option, boolean_option, resolve_options};
-use crate::schema::{input_schema, parse};
+use crate::schema::{definition_of, parse, shared_input_schema};
 
 /// Option key: keep one context per chat, so globals survive between calls.
 pub const KEEP_STATE: &str = "keep_state";
@@ -216,7 +216,11 @@ impl Tool for JsTool {
     }
 
     fn input_schema(&self) -> Value {
-        input_schema::<JsInput>()
+        Value::clone(&shared_input_schema::<JsInput>())
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        definition_of::<JsInput>(self)
     }
 
     /// Code can do anything the sandbox allows: every call is asked.

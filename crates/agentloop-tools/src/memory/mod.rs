@@ -9,11 +9,12 @@ mod input;
 use std::sync::Arc;
 
 use agentloop_types::{
-    Tool, ToolContext, ToolResult, ToolStream, Vfs, VfsFor, WriteOrigin, single_result,
+    Tool, ToolContext, ToolDefinition, ToolResult, ToolStream, Vfs, VfsFor, WriteOrigin,
+    single_result,
 };
 use serde_json::Value;
 
-use crate::schema::{input_schema, parse};
+use crate::schema::{definition_of, parse, shared_input_schema};
 
 pub use input::{MEMORY_ROOT, MemoryCommand, MemoryInput};
 
@@ -73,7 +74,11 @@ impl Tool for MemoryTool {
     }
 
     fn input_schema(&self) -> Value {
-        input_schema::<MemoryInput>()
+        Value::clone(&shared_input_schema::<MemoryInput>())
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        definition_of::<MemoryInput>(self)
     }
 
     fn runs_alone(&self) -> bool {

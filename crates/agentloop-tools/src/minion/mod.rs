@@ -45,7 +45,8 @@ use agentloop_engine::{RunDeps, RunStream, decide, run};
 use agentloop_types::{
     ChildResume, ChildSuspension, ContentBlock, EventKind, LoopEvent, LoopOptions, LoopResult,
     LoopStatus, Message, ModelProvider, RenderingBlockGroup, Role, RunPath, Tool, ToolContext,
-    ToolOptionSpec, ToolOutput, ToolResult, ToolResultBlock, ToolStream, ToolStreamEvent,
+    ToolDefinition, ToolOptionSpec, ToolOutput, ToolResult, ToolResultBlock, ToolStream,
+    ToolStreamEvent,
 };
 use futures::StreamExt;
 use schemars::JsonSchema;
@@ -55,7 +56,7 @@ use serde_json::Value;
 pub use chats::{MemoryMinionChats, MinionChatError, MinionChats};
 
 use crate::options::{longtext_option, model_option};
-use crate::schema::{input_schema, parse};
+use crate::schema::{definition_of, parse, shared_input_schema};
 use groups::{ChildGroups, info_group};
 
 /// Default for [`MinionTool::with_max_depth`].
@@ -447,7 +448,11 @@ impl Tool for MinionTool {
     }
 
     fn input_schema(&self) -> Value {
-        input_schema::<MinionInput>()
+        Value::clone(&shared_input_schema::<MinionInput>())
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        definition_of::<MinionInput>(self)
     }
 
     fn runs_subagent(&self) -> bool {

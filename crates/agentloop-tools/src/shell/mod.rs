@@ -86,7 +86,8 @@ use std::time::{Duration, Instant};
 
 use agentloop_types::{
     ApprovalPolicy, BlockCategory, CancellationToken, RenderingBlockGroup, RenderingContentBlock,
-    Tool, ToolContext, ToolOutput, ToolResult, ToolStream, ToolStreamEvent, parse_input,
+    Tool, ToolContext, ToolDefinition, ToolOutput, ToolResult, ToolStream, ToolStreamEvent,
+    parse_input,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -94,7 +95,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use crate::schema::input_schema;
+use crate::schema::{definition_of, shared_input_schema};
 use kept::Kept;
 
 pub use config::{Launcher, ShellConfig, ShellConfigError, ShellLimits};
@@ -150,7 +151,11 @@ impl Tool for ShellTool {
     }
 
     fn input_schema(&self) -> Value {
-        input_schema::<ShellInput>()
+        Value::clone(&shared_input_schema::<ShellInput>())
+    }
+
+    fn definition(&self) -> ToolDefinition {
+        definition_of::<ShellInput>(self)
     }
 
     /// A command can do anything the sandbox allows: every call is asked.
