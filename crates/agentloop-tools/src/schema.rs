@@ -118,3 +118,19 @@ pub fn parse<T: DeserializeOwned>(input: Value) -> Result<T, ToolResult> {
     }
     agentloop_types::parse_input(input)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AskUserTool;
+
+    #[test]
+    fn each_definition_of_a_tool_shares_one_schema() {
+        let first = AskUserTool.definition();
+        let second = AskUserTool.definition();
+        assert!(Arc::ptr_eq(&first.input_schema, &second.input_schema));
+        assert_eq!(*first.input_schema, AskUserTool.input_schema());
+        assert_eq!(first.name, "ask_user");
+        assert_eq!(first.description, AskUserTool.description());
+    }
+}

@@ -109,11 +109,7 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
 
     fn definition(&self) -> ToolDefinition {
-        ToolDefinition {
-            name: T::NAME.to_owned(),
-            description: T::DESCRIPTION.to_owned(),
-            input_schema: agentloop_tools::schema::shared_input_schema::<T::Args>(),
-        }
+        agentloop_tools::schema::definition_of::<T::Args>(self)
     }
 
     fn runs_alone(&self) -> bool {

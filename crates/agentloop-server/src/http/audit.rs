@@ -177,7 +177,7 @@ pub(super) async fn record_changes(
     else {
         return next.run(request).await;
     };
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let ids = path_ids(&route, parts.uri.path());
     // What a deletion names is gone once the route ran: its project is
     // read before. Others are read after, and only when no start wrote
@@ -194,11 +194,20 @@ pub(super) async fn record_changes(
     // revokes it on the way.
     let user_id = match (known, &token) {
         (Some(known), Some(token)) if known.token == *token => known.user.map(|u| u.id),
-        (_, Some(token)) => user_for_token(&*state.store, token)
-            .await
-            .ok()
-            .flatten()
-            .map(|u| u.id),
+        (_, Some(token)) => match user_for_token(&*state.store, token).await {
+            Ok(user) => {
+                // Kept on the request, as the rate limiter keeps it: the
+                // route's own authentication does not ask the store again.
+                let id = user.as_ref().map(|u| u.id.clone());
+                parts.extensions.insert(KnownToken {
+                    token: token.clone(),
+                    user,
+                });
+                id
+            }
+            // The route's own lookup meets the same store and answers.
+            Err(_) => None,
+        },
         (_, None) => None,
     };
     let pending = Pending::new(Action {

@@ -140,9 +140,9 @@ pub(crate) fn presented_token(parts: &Parts) -> Option<String> {
         .or_else(|| query_token(parts))
 }
 
-/// A token already looked up for this request (by the rate limit, which
-/// must know the user before any route runs), so the extractors do not
-/// ask the store again.
+/// A token already looked up for this request (by the rate limit or the
+/// audit log, which must know the user before any route runs), so the
+/// extractors do not ask the store again.
 #[derive(Debug, Clone)]
 pub(crate) struct KnownToken {
     /// The token, trimmed as it was looked up.
