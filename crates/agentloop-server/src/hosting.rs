@@ -122,7 +122,7 @@ pub fn host(
 }
 
 /// Executes a run: its `hosting` (see [`host`]) awaited, then, when it
-/// runs, read to its end (see [`relay`]).
+/// runs, read to its end.
 pub async fn execute(
     state: &AppState,
     local: &Arc<LocalRun>,
