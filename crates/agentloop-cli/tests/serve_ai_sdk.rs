@@ -419,6 +419,37 @@ fn an_ai_sdk_chat_streams_text_tool_calls_and_approval_rounds() {
     );
     assert_eq!(answered.text(), "Blue it is.");
     assert_eq!(answered.chunk("finish")["finishReason"], "stop");
+
+    // The audit log names what each chat request did: five starts, and
+    // three decisions (approve, refuse, answer) on runs those started;
+    // the request refused with a 409 is not there.
+    let (status, log) = http(&address, &token, "GET", "/api/audit", None);
+    assert_eq!(status, 200, "{log}");
+    let chats: Vec<&Value> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["detail"]["route"] == "/api/tasks/{task_id}/ai-sdk")
+        .collect();
+    let of = |action: &str| -> Vec<&str> {
+        chats
+            .iter()
+            .filter(|e| e["action"] == action)
+            .map(|e| e["target"].as_str().unwrap())
+            .collect()
+    };
+    let (starts, decisions) = (of("run.start"), of("run.decide"));
+    assert_eq!(
+        (starts.len(), decisions.len(), chats.len()),
+        (5, 3, 8),
+        "{log:#}"
+    );
+    assert!(decisions.iter().all(|run| starts.contains(run)), "{log:#}");
+    assert!(decisions.contains(&run_id.as_str()), "the refusal: {log:#}");
+    for entry in chats {
+        assert!(entry["project_id"].is_string(), "{entry}");
+        assert_eq!(entry["detail"]["method"], "POST", "{entry}");
+    }
 }
 
 #[test]

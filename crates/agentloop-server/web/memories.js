@@ -1,9 +1,11 @@
 // A project's memories: what its runs' `memory` tool keeps, one file
 // under `/memories` each. Each is shown with the run that last wrote it,
 // and can be edited (text, expiry) or forgotten. What a memory says was
-// written by a model: it is shown and edited as text only.
+// written by a model: it is shown and edited as text only. A viewer reads
+// them: the text is read-only and the controls are hidden.
 
 import { h, api, show, here, toast, when, errorLine, remember } from "./app.js";
+import { actAs, allows } from "./roles.js";
 
 // `ms` (Unix milliseconds) as a `datetime-local` field's value, in local time.
 function localInput(ms) {
@@ -20,6 +22,7 @@ export async function memoriesView(projectId) {
     api("GET", `/api/projects/${projectId}/memories`),
   ]);
   remember("projects", projectId, "#/");
+  const edits = allows(project.role, "editor");
   const list = h("div", { id: "memories" });
   function render(memories) {
     list.replaceChildren(memories.length
@@ -34,7 +37,9 @@ export async function memoriesView(projectId) {
     const li = h("li", { class: "memory", "data-memory": memory.id });
     const text = h("textarea", { class: "memory-text", "aria-label": `Text of ${memory.path}` });
     text.value = memory.text;
+    text.readOnly = !edits;
     const expires = h("input", { type: "datetime-local", class: "memory-expires", value: localInput(memory.expires_at) });
+    expires.readOnly = !edits;
     const status = h("div", {});
     const source = memory.source_run
       ? h("a", { href: `#/runs/${memory.source_run}`, class: "memory-source" }, "the run that wrote it")
@@ -79,7 +84,7 @@ export async function memoriesView(projectId) {
         }
       },
     }, "Forget it");
-    const confirm = h("div", { class: "actions", hidden: true }, h("span", {}, "Forget this memory?"), forget, keep);
+    const confirm = h("div", { class: "actions", hidden: true, "data-needs": "editor" }, h("span", {}, "Forget this memory?"), forget, keep);
     const remove = h("button", { type: "button", class: "secondary danger memory-delete", onclick: () => ask(true) }, "Delete…");
     function ask(shown) {
       confirm.hidden = !shown;
@@ -92,7 +97,7 @@ export async function memoriesView(projectId) {
       h("p", { class: "muted" }, updated, " · ", source),
       text,
       h("label", {}, "Forgotten after (empty: never)", expires),
-      h("div", { class: "actions" }, save, remove),
+      h("div", { class: "actions", "data-needs": "editor" }, save, remove),
       confirm,
       status,
     );
@@ -101,6 +106,7 @@ export async function memoriesView(projectId) {
 
   render(listed.memories);
   if (!stillHere()) return;
+  actAs(project.role);
   show(
     h("p", {}, h("a", { href: `#/projects/${projectId}` }, "← Project")),
     h("h1", {}, `Memories of ${project.name}`),

@@ -1,7 +1,8 @@
 //! A project's memories on the page: listed with the run that wrote each
 //! (a link to it), edited, and deleted after a question; the audit log
 //! shows those changes, the project's and the user's own, filtered by
-//! time. Both pages fit a phone's width.
+//! time. A viewer reads them without the controls. Both pages fit a
+//! phone's width.
 
 use serde_json::json;
 
@@ -82,6 +83,41 @@ async fn memories_are_listed_edited_and_deleted_and_the_audit_log_shows_it() {
     assert!(!page.scrolls_sideways().await, "memories at 390 px");
     page.screenshot("phone-memories").await;
     page.client.set_window_size(1280, 900).await.unwrap();
+
+    // A viewer of the project reads the memory: its text is read-only and
+    // neither Save nor Delete… shows (the server refuses them anyway).
+    let viewer = site.add_user("vic");
+    let (status, added) = site
+        .api(
+            "POST",
+            &format!("/api/projects/{project}/members"),
+            Some(json!({ "name": "vic", "role": "viewer" })),
+        )
+        .await;
+    assert_eq!(status, 201, "{added}");
+    page.click("#sign-out").await;
+    site.sign_in_with(&page, &viewer).await;
+    page.goto(&site.url(&format!("#/projects/{project}/memories")))
+        .await;
+    page.wait_for("li[data-memory]").await;
+    let viewed = page
+        .run(
+            "const li = document.querySelector('li[data-memory]'); \
+             const shown = (css) => [...li.querySelectorAll(css)].filter((e) => e.getClientRects().length > 0).length; \
+             return [li.querySelector('.memory-text').readOnly, li.querySelector('.memory-expires').readOnly, \
+                     shown('.memory-save'), shown('.memory-delete'), li.querySelector('.memory-text').value];",
+        )
+        .await;
+    assert_eq!(
+        viewed,
+        json!([true, true, 0, 0, "Staging listens on 7000."]),
+        "a viewer's memories"
+    );
+    page.click("#sign-out").await;
+    site.sign_in(&page).await;
+    page.goto(&site.url(&format!("#/projects/{project}/memories")))
+        .await;
+    page.wait_for("li[data-memory] .memory-save").await;
 
     // Deleted after a question: gone from the page and the API.
     page.click("li[data-memory] .memory-delete").await;

@@ -23,6 +23,7 @@ Prints one JSON object of what it saw on stdout.
 """
 
 import json
+import logging
 import os
 import sys
 
@@ -178,6 +179,9 @@ ELICIT = {"approve": approve_every_form, "answer": answer_every_form, "decline":
 
 
 async def main():
+    # The SDK's warnings and errors (a failed POST, say) go to stderr,
+    # which the test shows when the client fails.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     transport, target, scenario = sys.argv[1:4]
     mode = os.environ.get("MCP_MODE", "auto")
     seen = {}

@@ -13,7 +13,9 @@
 //! Otherwise it starts an agent run of the task (`agentType`,
 //! `implementation` by default), as `POST …/agent-runs` does, the text of
 //! the person's last message being its request. Either way the message
-//! finishes when the agent run ends or waits for the person again.
+//! finishes when the agent run ends or waits for the person again. The
+//! audit log records either: `run.start` with the run started, or
+//! `run.decide` on the run decided.
 //!
 //! The resume route follows the SDK's convention (`{api}/{chatId}/stream`,
 //! a 204 when nothing is streaming): the task is the chat, so the chat id
@@ -34,6 +36,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::json;
 
+use super::audit::AuditAction;
 use super::error::ApiError;
 use super::events::Follow;
 use super::extract::{ApiJson, AuthUser, check_id};
@@ -107,11 +110,11 @@ pub(super) async fn chat(
     let agent = agent_of(&request)?;
     let ctx = service::owned_task(&state, &user, &task_id, ProjectRole::Editor).await?;
     let responses = request.tool_responses();
-    let (run, after, denied) = match service::waiting_run(&state, &ctx).await? {
+    let (run, after, denied, decided) = match service::waiting_run(&state, &ctx).await? {
         Some(waiting) => {
             let (decisions, denied) = decisions(&state, &waiting, &request).await?;
             let after = resume(&state, &user, &ctx, &waiting, decisions).await?;
-            (waiting, after, denied)
+            (waiting, after, denied, true)
         }
         None if !responses.is_empty() => {
             return Err(ApiError::new(
@@ -130,11 +133,19 @@ pub(super) async fn chat(
             let run = service::submit(&state, &user, Target::Task(&ctx), start)
                 .await?
                 .into_run()?;
-            (run, None, Vec::new())
+            (run, None, Vec::new(), false)
         }
     };
     let encoder = encoder(&run, &ctx).with_denied(denied);
-    Ok(respond(state, run, after, encoder))
+    let audited = decided.then(|| AuditAction {
+        action: "run.decide",
+        target: run.id.clone(),
+    });
+    let mut response = respond(state, run, after, encoder);
+    if let Some(audited) = audited {
+        response.extensions_mut().insert(audited);
+    }
+    Ok(response)
 }
 
 /// `GET /api/tasks/{taskId}/ai-sdk/{chatId}/stream`: the running agent

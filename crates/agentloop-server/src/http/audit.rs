@@ -41,6 +41,16 @@ pub(crate) struct Created(pub String);
 #[derive(Debug, Clone)]
 pub(crate) struct AuditNote(pub serde_json::Value);
 
+/// What a request did when its route's action depends on its body (the
+/// AI SDK chat route starts a run or decides a waiting run's calls), put
+/// on its answer by the route: the entry's action and target, in place of
+/// the route's.
+#[derive(Debug, Clone)]
+pub(crate) struct AuditAction {
+    pub action: &'static str,
+    pub target: String,
+}
+
 /// Each audited route (method and template) and its action.
 pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("POST", "/api/session", "session.sign_in"),
@@ -58,6 +68,8 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ),
     ("POST", "/api/tasks/{task_id}/agent-runs", "run.start"),
     ("POST", "/api/tasks/{task_id}/ag-ui", "run.start"),
+    // Or `run.decide` on a waiting run (see `AuditAction`).
+    ("POST", "/api/tasks/{task_id}/ai-sdk", "run.start"),
     ("POST", "/api/tasks/{task_id}/inputs", "run.message"),
     ("POST", "/api/agent-runs/{run_id}/inputs", "run.message"),
     ("POST", "/api/agent-runs/{run_id}/decisions", "run.decide"),
@@ -241,6 +253,10 @@ pub(super) async fn record_changes(
             entry.project_id = Some(id.clone());
         }
         entry.target = Some(id.clone());
+    }
+    if let Some(did) = response.extensions().get::<AuditAction>() {
+        entry.action = did.action.to_owned();
+        entry.target = Some(did.target.clone());
     }
     if let Some(AuditNote(note)) = response.extensions().get::<AuditNote>()
         && let (Some(detail), Some(note)) = (entry.detail.as_object_mut(), note.as_object())
