@@ -341,6 +341,7 @@ pub async fn call(args: ToolCallArgs) -> Outcome {
         options,
         cancel: CancellationToken::new(),
         resume: None,
+        budget: None,
     };
     let mut stream = tool.execute(input, context);
     let mut out = Stdout::new();

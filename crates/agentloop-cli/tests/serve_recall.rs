@@ -221,15 +221,24 @@ async fn a_projects_memories_are_recalled_in_its_other_tasks_on_postgres() {
     database.remove().await;
 }
 
+/// `turn`, spending 100 input and 50 output tokens.
+fn spending(mut turn: Value) -> Value {
+    turn["usage"] = json!({ "input_tokens": 100, "output_tokens": 50 });
+    turn
+}
+
 fn extracted_as_the_projects_memories(db: &str, dir: &Path) {
     let ada = create_user(db, "ada");
     let script = dir.join("script.json");
     write_script(
         &script,
         json!([
-            // The run of the project with the step, then the step's call.
-            text("Deploys go out on Tuesdays, after the standup."),
-            text("Sure: [\"Deploys go out on Tuesdays.\", \"The standup comes first.\"]"),
+            // The run of the project with the step, then the step's call,
+            // each spending 150 tokens.
+            spending(text("Deploys go out on Tuesdays, after the standup.")),
+            spending(text(
+                "Sure: [\"Deploys go out on Tuesdays.\", \"The standup comes first.\"]"
+            )),
             // The run of the project without it.
             text("Done."),
         ]),
@@ -251,8 +260,31 @@ fn extracted_as_the_projects_memories(db: &str, dir: &Path) {
         None,
     );
     assert_eq!(shown["memory_extraction"], true, "{shown}");
+    let budgets = format!("/api/projects/{project}/budgets");
+    let (status, set) = http(
+        &address,
+        &ada,
+        "PUT",
+        &budgets,
+        Some(json!({ "budgets": [{ "metric": "tokens", "period": "total", "limit": 100000 }] })),
+    );
+    assert_eq!(status, 200, "{set}");
     let run = start_with(&address, &ada, &with_step, "When do deploys go out?");
     until_status(&address, &ada, &run, "completed");
+    // The step's model call spent against the project's budget too.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, shown) = http(&address, &ada, "GET", &budgets, None);
+        let budget = &shown["budgets"][0];
+        if budget["reserved"] == 0.0 && budget["spent"] == 300.0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run's call and the step's, 150 tokens each: {shown}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 
     let (status, listed) = http(
         &address,

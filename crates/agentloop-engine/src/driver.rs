@@ -651,6 +651,7 @@ async fn drive(mut run: Box<Driven>) {
                     options: machine.options(),
                     run_id: machine.run_id(),
                     cancel: &deps.cancel,
+                    budget: deps.budget.as_ref(),
                 };
                 let (input, interrupted) = interruptible(
                     Box::pin(run.run(calls, emitter)),

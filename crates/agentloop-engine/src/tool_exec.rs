@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_types::{
-    CancellationToken, EventKind, LoopEvent, LoopOptions, RunPath, TokenTotals, Tool, ToolContext,
-    ToolStreamEvent,
+    Budget, CancellationToken, EventKind, LoopEvent, LoopOptions, RunPath, TokenTotals, Tool,
+    ToolContext, ToolStreamEvent,
 };
 use futures::StreamExt;
 use futures::future::Either;
@@ -34,6 +34,8 @@ pub(crate) struct ToolRun<'a> {
     pub(crate) options: &'a LoopOptions,
     pub(crate) run_id: &'a str,
     pub(crate) cancel: &'a CancellationToken,
+    /// The run's budget, handed to each call (see [`ToolContext::budget`]).
+    pub(crate) budget: Option<&'a Arc<dyn Budget>>,
 }
 
 impl ToolRun<'_> {
@@ -96,6 +98,7 @@ impl ToolRun<'_> {
                 options: Default::default(),
                 cancel: self.cancel.child_token(),
                 resume: planned.resume.clone(),
+                budget: self.budget.cloned(),
             };
             CallStream::start(planned, self.find(&call.name), context, timeout)
                 .map(move |item| (index, item))

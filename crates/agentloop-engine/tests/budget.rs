@@ -125,3 +125,92 @@ async fn a_run_within_its_budget_is_not_touched() {
     );
     assert_eq!(budget.settled.lock().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_skills_model_calls_spend_against_the_runs_budget() {
+    use agentloop_engine::skills::{Skill, run_with_skills};
+    let skill = Arc::new(Skill::new("research", "Find facts."));
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new()
+            .tool_call("s1", "research", json!({ "task": "Find the capital" }))
+            .usage(10, 5),
+        ScriptedTurn::new().text("Paris").usage(200, 30),
+        ScriptedTurn::new().text("It is Paris.").usage(20, 4),
+    ]);
+    let budget = Arc::new(Counting {
+        allowed: 5,
+        ..Counting::default()
+    });
+    let deps = RunDeps::new(provider)
+        .with_run_id("run")
+        .with_budget(budget.clone());
+    let events: Vec<_> = run_with_skills(LoopOptions::default(), user("capital?"), deps, &[skill])
+        .collect()
+        .await;
+    let result = check_invariants(&events);
+    assert!(matches!(result.status, LoopStatus::Complete { .. }));
+    // The skill's child run asked too, under its own run id.
+    let asked: Vec<String> = budget
+        .asked
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|c| c.run_id.clone())
+        .collect();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert_eq!(
+        asked.iter().filter(|run| *run == "run").count(),
+        2,
+        "{asked:?}"
+    );
+    let settled: Vec<u64> = budget
+        .settled
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, spend)| spend.tokens)
+        .collect();
+    assert!(
+        settled.contains(&230),
+        "the skill's call settled: {settled:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_budget_that_refuses_a_skills_call_stops_the_skill_not_the_run() {
+    use agentloop_engine::skills::{Skill, run_with_skills};
+    let skill = Arc::new(Skill::new("research", "Find facts."));
+    let provider = ScriptedProvider::new([
+        ScriptedTurn::new().tool_call("s1", "research", json!({ "task": "Find the capital" })),
+        ScriptedTurn::new().text("I could not look it up."),
+    ]);
+    // The run's first call passes; the skill's is refused.
+    let budget = Arc::new(Counting {
+        allowed: 1,
+        ..Counting::default()
+    });
+    let deps = RunDeps::new(provider.clone())
+        .with_run_id("run")
+        .with_budget(budget.clone());
+    let events: Vec<_> = run_with_skills(LoopOptions::default(), user("capital?"), deps, &[skill])
+        .collect()
+        .await;
+    let result = check_invariants(&events);
+    // The run's own next call is refused as well: the budget is spent.
+    assert_eq!(
+        result.status,
+        LoopStatus::LimitExceeded {
+            limit: LimitKind::Budget,
+            budget: Some("project p1: cost per day 1 USD".to_owned()),
+        }
+    );
+    let results: Vec<_> = result
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_results())
+        .collect();
+    assert_eq!(results.len(), 1, "the skill's call has its result");
+    assert!(results[0].is_error, "{}", results[0].content);
+    // Only the run's first call went out.
+    assert_eq!(provider.requests().len(), 1);
+}

@@ -21,12 +21,15 @@
 //! execution, and never less than [`ServerConfig::budget_estimate`]
 //! (for the first call, that floor alone).
 //!
+//! A run's sub-agents and skills reserve their model calls with the
+//! run's port, and so does its memory extraction step: all spend for the
+//! same owners.
+//!
 //! [`ServerConfig::budget_estimate`]: crate::config::ServerConfig::budget_estimate
 //! [`ServerConfig::budget_hold_expiry`]: crate::config::ServerConfig::budget_hold_expiry
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use agentloop_storage::budgets::{BudgetScope, BudgetScopeKind, Reservation, describe};
 use agentloop_storage::model::now_millis;
@@ -35,6 +38,7 @@ use agentloop_types::{Budget, BudgetCall, BudgetHold, BudgetRefusal, Spend, asyn
 use tokio::sync::OnceCell;
 
 use crate::metrics::{Metrics, OwnerLabels};
+use crate::state::AppState;
 
 /// Whom a run spends for: the user its project belongs to, the project,
 /// the task and the schedule. The caller knows them, so a call reads
@@ -92,23 +96,19 @@ pub struct RunBudget {
     scopes: OnceCell<Vec<BudgetScope>>,
 }
 
-/// The budget port of agent run `run_id`, spending for `owners`, its
-/// budgets in `store`, its cost counted in `metrics`, each call reserving
-/// at least `floor`, and releasing holds older than `hold_expiry` on its
+/// The budget port of agent run `run_id`, spending for `owners`: its
+/// budgets in the server's store, its cost counted in its metrics, each
+/// call reserving at least the configured estimate
+/// ([`crate::config::ServerConfig::budget_estimate`]) and releasing holds
+/// older than [`crate::config::ServerConfig::budget_hold_expiry`] on its
 /// budgets.
-pub fn for_run(
-    store: Arc<dyn Store>,
-    metrics: Arc<Metrics>,
-    floor: Spend,
-    hold_expiry: Duration,
-    run_id: &str,
-    owners: Owners,
-) -> Arc<dyn Budget> {
+pub fn for_run(state: &AppState, run_id: &str, owners: Owners) -> Arc<dyn Budget> {
+    let hold_expiry = state.config.budget_hold_expiry;
     Arc::new(RunBudget {
-        store,
-        metrics,
+        store: state.store.clone(),
+        metrics: state.metrics.clone(),
         run_id: run_id.to_owned(),
-        floor,
+        floor: state.config.budget_estimate,
         hold_expiry: i64::try_from(hold_expiry.as_millis()).unwrap_or(i64::MAX),
         scopes: match &owners.schedule {
             RunSchedule::Known(schedule) => {

@@ -463,17 +463,22 @@ impl<'a> Execution<'a> {
             written,
             ..self.hosted(decisions, ending.clone())
         };
-        let kit = hosting::RunKit {
-            tools,
-            handoffs,
-            strategy: run_memory::strategy(run_memory::recall(self.state, &self.ctx)),
-            hooks: run_memory::hooks(self.state, &self.ctx, &self.chat_id),
-            owners: crate::budgets::Owners {
+        let budget = crate::budgets::for_run(
+            self.state,
+            &hosted.run_id,
+            crate::budgets::Owners {
                 user: self.ctx.owner.clone(),
                 project: self.ctx.project.id.clone(),
                 task: self.ctx.task.id.clone(),
                 schedule: std::mem::replace(&mut self.schedule, RunSchedule::Unread),
             },
+        );
+        let kit = hosting::RunKit {
+            tools,
+            handoffs,
+            strategy: run_memory::strategy(run_memory::recall(self.state, &self.ctx)),
+            hooks: run_memory::hooks(self.state, &self.ctx, &self.chat_id, &budget),
+            budget,
         };
         // Built here, so that the chat, the kit and the run are not held
         // by this future while the run goes on.

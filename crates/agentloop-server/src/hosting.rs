@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use agentloop_engine::{Handoffs, LoopStrategy};
 use agentloop_runtime::{ChatRun, ChatRuntime, Hosted, HostedRun, RuntimeError, RuntimeResult};
-use agentloop_types::{Hooks, LoopResult, PendingCall, Tool};
+use agentloop_types::{Budget, Hooks, LoopResult, PendingCall, Tool};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 
@@ -71,8 +71,8 @@ pub fn runtime(
 
 /// What a run is given to run with beyond the server's own: its tools,
 /// the project's agents it hands off between, the strategy it starts
-/// (recalling its memories), its hooks, and whom its model calls spend
-/// for.
+/// (recalling its memories), its hooks, and the budget its model calls
+/// (its sub-agents', skills' and hooks' too) are reserved with.
 pub struct RunKit {
     /// The tools it is offered.
     pub tools: Vec<Arc<dyn Tool>>,
@@ -82,8 +82,8 @@ pub struct RunKit {
     pub strategy: Arc<dyn LoopStrategy>,
     /// The hooks it asks.
     pub hooks: Hooks,
-    /// Whose budgets its model calls reserve.
-    pub owners: crate::budgets::Owners,
+    /// What its model calls are reserved with ([`crate::budgets::for_run`]).
+    pub budget: Arc<dyn Budget>,
 }
 
 /// The hosting of a run: a runtime with the run's kit takes it over
@@ -101,19 +101,12 @@ pub fn host(
         handoffs,
         strategy,
         hooks,
-        owners,
+        budget,
     } = kit;
     let mut runtime = runtime(state, tools, Some(local))
         .with_strategy(strategy)
         .with_hooks(hooks)
-        .with_budget(crate::budgets::for_run(
-            state.store.clone(),
-            state.metrics.clone(),
-            state.config.budget_estimate,
-            state.config.budget_hold_expiry,
-            &hosted.run_id,
-            owners,
-        ));
+        .with_budget(budget);
     if let Some(handoffs) = handoffs {
         // The project's agents: the run goes on with whoever speaks.
         runtime = runtime.with_handoffs(handoffs);

@@ -18,7 +18,7 @@ use agentloop_engine::LoopStrategy;
 use agentloop_engine::strategy::NativeStrategy;
 use agentloop_storage::model::{MemoryScope, Project};
 use agentloop_storage::{MemoryExtraction, MemoryRecall};
-use agentloop_types::{Hooks, RequestOptions, Retriever};
+use agentloop_types::{Budget, Hooks, RequestOptions, Retriever};
 
 use crate::runner::TaskContext;
 use crate::state::AppState;
@@ -57,8 +57,14 @@ pub fn extraction_enabled(project: &Project) -> bool {
 }
 
 /// The hooks of a run of chat `chat_id`: the extraction step, when its
-/// project turned it on, writing to the project's memories.
-pub fn hooks(state: &AppState, ctx: &TaskContext, chat_id: &str) -> Hooks {
+/// project turned it on, writing to the project's memories, its model
+/// call reserved with the run's `budget`.
+pub fn hooks(
+    state: &AppState,
+    ctx: &TaskContext,
+    chat_id: &str,
+    budget: &Arc<dyn Budget>,
+) -> Hooks {
     let mut hooks = Hooks::default();
     if extraction_enabled(&ctx.project) {
         let request = RequestOptions {
@@ -66,13 +72,16 @@ pub fn hooks(state: &AppState, ctx: &TaskContext, chat_id: &str) -> Hooks {
             max_tokens: state.config.max_tokens,
             ..RequestOptions::default()
         };
-        hooks.push(Arc::new(MemoryExtraction::new(
-            state.store.clone(),
-            MemoryScope::project(&ctx.project.id),
-            chat_id,
-            state.config.provider.clone(),
-            request,
-        )));
+        hooks.push(Arc::new(
+            MemoryExtraction::new(
+                state.store.clone(),
+                MemoryScope::project(&ctx.project.id),
+                chat_id,
+                state.config.provider.clone(),
+                request,
+            )
+            .with_budget(Arc::clone(budget)),
+        ));
     }
     hooks
 }

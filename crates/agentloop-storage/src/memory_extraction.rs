@@ -8,13 +8,15 @@
 //! under `/memories/extracted/R/`; a hook asked again about a run whose
 //! folder holds memories (the process stopped after it wrote them, before
 //! its answer was stored) writes nothing and makes no model call, so a
-//! run's memories are never extracted twice.
+//! run's memories are never extracted twice. Given the run's budget
+//! ([`MemoryExtraction::with_budget`]), its model call is reserved and
+//! settled like the run's own; a refusal extracts nothing.
 
 use std::sync::Arc;
 
 use agentloop_types::{
-    ContentBlock, Hook, HookDecision, HookError, HookInput, HookPoint, Message, ModelChunk,
-    ModelProvider, ModelRequest, RequestOptions, Role, StreamAssembler,
+    Budget, BudgetCall, ContentBlock, Hook, HookDecision, HookError, HookInput, HookPoint, Message,
+    ModelChunk, ModelProvider, ModelRequest, RequestOptions, Role, Spend, StreamAssembler,
 };
 use futures::StreamExt;
 
@@ -52,6 +54,7 @@ pub struct MemoryExtraction<S: ?Sized> {
     chat_id: String,
     provider: Arc<dyn ModelProvider>,
     request: RequestOptions,
+    budget: Option<Arc<dyn Budget>>,
 }
 
 impl<S: MemoriesStore + RuntimeStore + ?Sized> MemoryExtraction<S> {
@@ -71,7 +74,15 @@ impl<S: MemoriesStore + RuntimeStore + ?Sized> MemoryExtraction<S> {
             chat_id: chat_id.into(),
             provider,
             request,
+            budget: None,
         }
+    }
+
+    /// Reserves the step's model call with `budget` (the run's) and
+    /// settles it with what the call spent.
+    pub fn with_budget(mut self, budget: Arc<dyn Budget>) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Extracts the memories of run `run_id`, which answered `answer`;
@@ -102,7 +113,7 @@ impl<S: MemoriesStore + RuntimeStore + ?Sized> MemoryExtraction<S> {
             .await
             .map_err(store_error)?;
         let prompt = prompt(&transcript(run_messages(&messages, run_id), answer), &known);
-        let proposed = parse_memories(&self.ask(prompt).await?);
+        let proposed = parse_memories(&self.ask(run_id, prompt).await?);
         if proposed.is_empty() {
             return Ok("nothing to remember".to_owned());
         }
@@ -132,8 +143,33 @@ impl<S: MemoriesStore + RuntimeStore + ?Sized> MemoryExtraction<S> {
         ))
     }
 
-    /// The model's answer to `prompt`, as text.
-    async fn ask(&self, prompt: String) -> Result<String, HookError> {
+    /// The model's answer to `prompt`, as text, the call reserved with
+    /// the budget of run `run_id` when there is one.
+    async fn ask(&self, run_id: &str, prompt: String) -> Result<String, HookError> {
+        let Some(budget) = &self.budget else {
+            return self.answer(prompt).await.0;
+        };
+        let call = BudgetCall {
+            run_id: run_id.to_owned(),
+            // Not one of the run's turns: it comes after them.
+            iteration: 0,
+            largest_earlier: None,
+            max_output_tokens: Some(self.request.max_tokens),
+        };
+        let hold = budget
+            .reserve(&call)
+            .await
+            .map_err(|refusal| HookError::new(format!("nothing extracted: {refusal}")))?;
+        let (answer, spent) = self.answer(prompt).await;
+        if let Some(hold) = hold {
+            budget.settle(hold, spent).await;
+        }
+        answer
+    }
+
+    /// The model's answer to `prompt`, and what the call spent (what
+    /// its usage said, nothing when none came).
+    async fn answer(&self, prompt: String) -> (Result<String, HookError>, Spend) {
         let options = RequestOptions {
             system_prompt: Some(INSTRUCTIONS.to_owned()),
             prefill_response: None,
@@ -152,23 +188,33 @@ impl<S: MemoriesStore + RuntimeStore + ?Sized> MemoryExtraction<S> {
         let mut assembler = StreamAssembler::new();
         while let Some(chunk) = stream.next().await {
             match chunk {
-                Ok(ModelChunk::Delta(delta)) => assembler
-                    .apply(&delta)
-                    .map_err(|e| HookError::new(format!("the model's answer: {e}")))?,
-                Ok(ModelChunk::Finish { .. }) => {
-                    return Ok(assembler
+                Ok(ModelChunk::Delta(delta)) => {
+                    if let Err(e) = assembler.apply(&delta) {
+                        let error = HookError::new(format!("the model's answer: {e}"));
+                        return (Err(error), Spend::default());
+                    }
+                }
+                Ok(ModelChunk::Finish { usage, .. }) => {
+                    let text = assembler
                         .finish()
                         .iter()
                         .filter_map(|block| match block {
                             ContentBlock::Text { text, .. } => Some(text.as_str()),
                             _ => None,
                         })
-                        .collect());
+                        .collect();
+                    return (Ok(text), Spend::of(&usage));
                 }
-                Err(e) => return Err(HookError::new(format!("the model call failed: {e}"))),
+                Err(e) => {
+                    let spent = e.partial.as_ref().and_then(|p| p.usage.as_ref());
+                    let spent = spent.map(Spend::of).unwrap_or_default();
+                    let error = HookError::new(format!("the model call failed: {e}"));
+                    return (Err(error), spent);
+                }
             }
         }
-        Err(HookError::new("the model's answer ended early"))
+        let error = HookError::new("the model's answer ended early");
+        (Err(error), Spend::default())
     }
 }
 
@@ -378,13 +424,12 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_run_asked_about_again_is_not_extracted_twice() {
-        use crate::memory::MemoryStore;
+    /// A store holding project `p1` and its chat `c1`, one message in it.
+    async fn store_with_chat() -> Arc<crate::memory::MemoryStore> {
         use crate::model::{Chat, Project};
         use crate::store::{ChatStore, ProjectStore};
 
-        let store = Arc::new(MemoryStore::new());
+        let store = Arc::new(crate::memory::MemoryStore::new());
         store
             .create_project(&Project {
                 id: "p1".to_owned(),
@@ -411,6 +456,21 @@ mod tests {
             .save_message("c1", &Message::user_text("u1", "The staging port is 6543."))
             .await
             .unwrap();
+        store
+    }
+
+    fn run_end() -> HookInput {
+        HookInput::RunEnd {
+            run_id: "run-1".to_owned(),
+            answer: "Noted.".to_owned(),
+            output: None,
+            continued: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_asked_about_again_is_not_extracted_twice() {
+        let store = store_with_chat().await;
         let model = Arc::new(Answers {
             answer: "[\"Staging listens on port 6543.\"]".to_owned(),
             asked: Default::default(),
@@ -423,12 +483,7 @@ mod tests {
             model.clone(),
             RequestOptions::default(),
         );
-        let end = HookInput::RunEnd {
-            run_id: "run-1".to_owned(),
-            answer: "Noted.".to_owned(),
-            output: None,
-            continued: 0,
-        };
+        let end = run_end();
         let first = hook.call_noted(&end).await;
         assert_eq!(
             first,
@@ -453,6 +508,86 @@ mod tests {
         assert_eq!(kept[0].text, "Staging listens on port 6543.");
         assert_eq!(kept[0].source_run.as_deref(), Some("run-1"));
         assert_eq!(kept[0].source_step.as_deref(), Some(EXTRACTION_STEP));
+    }
+
+    /// A budget that takes `allowed` calls, then refuses; counts what it
+    /// settled.
+    struct Allowance {
+        allowed: bool,
+        settled: std::sync::Mutex<Vec<agentloop_types::BudgetHold>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Budget for Allowance {
+        async fn reserve(
+            &self,
+            call: &BudgetCall,
+        ) -> Result<Option<agentloop_types::BudgetHold>, agentloop_types::BudgetRefusal> {
+            if !self.allowed {
+                return Err(agentloop_types::BudgetRefusal {
+                    budget: "task t1: 1000 tokens in total".to_owned(),
+                });
+            }
+            Ok(Some(agentloop_types::BudgetHold {
+                id: call.run_id.clone(),
+                estimate: Spend::default(),
+            }))
+        }
+
+        async fn settle(&self, hold: agentloop_types::BudgetHold, _actual: Spend) {
+            self.settled.lock().unwrap().push(hold);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_steps_model_call_is_reserved_with_the_runs_budget() {
+        for allowed in [true, false] {
+            let store = store_with_chat().await;
+            let model = Arc::new(Answers {
+                answer: "[\"Staging listens on port 6543.\"]".to_owned(),
+                asked: Default::default(),
+            });
+            let budget = Arc::new(Allowance {
+                allowed,
+                settled: Default::default(),
+            });
+            let scope = MemoryScope::project("p1");
+            let hook = MemoryExtraction::new(
+                store.clone(),
+                scope.clone(),
+                "c1",
+                model.clone(),
+                RequestOptions::default(),
+            )
+            .with_budget(budget.clone());
+            let answered = hook.call_noted(&run_end()).await;
+            let asked = model.asked.load(std::sync::atomic::Ordering::SeqCst);
+            let settled: Vec<String> = budget
+                .settled
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|hold| hold.id.clone())
+                .collect();
+            let kept = store.list_memories(&scope, "/", 1).await.unwrap().len();
+            if allowed {
+                assert!(answered.is_ok(), "{answered:?}");
+                assert_eq!((asked, settled, kept), (1, vec!["run-1".to_owned()], 1));
+            } else {
+                let error = answered.unwrap_err().to_string();
+                assert!(
+                    error.contains(
+                        "nothing extracted: the budget task t1: 1000 tokens in total is spent"
+                    ),
+                    "{error}"
+                );
+                assert_eq!(
+                    (asked, settled.len(), kept),
+                    (0, 0, 0),
+                    "no call, nothing kept"
+                );
+            }
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ fn context(keep_state: bool) -> ToolContext {
         options,
         cancel: CancellationToken::new(),
         resume: None,
+        budget: None,
     }
 }
 

@@ -35,6 +35,7 @@ fn context(options: Value, chat: &str) -> ToolContext {
         options: options.as_object().cloned().unwrap_or_default(),
         cancel: CancellationToken::new(),
         resume: None,
+        budget: None,
     }
 }
 

@@ -368,6 +368,7 @@ async fn runs_through_the_tool_port() {
         options: Default::default(),
         cancel: Default::default(),
         resume: None,
+        budget: None,
     };
     let out: Vec<_> = tool
         .execute(json!({"command": "view", "path": "/memories"}), ctx)

@@ -15,10 +15,11 @@ use agentloop_tools::minion::{MemoryMinionChats, MinionTool};
 use agentloop_tools::{AskUserTool, ReturnTool};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
-    ApiKind, BlockCategory, CancellationToken, ContentBlock, Decision, EventKind, LoopEvent,
-    LoopOptions, LoopResult, LoopStatus, Message, ModelProvider, ModelRequest, ModelStream,
-    OutputSchema, RenderingContentBlock, RunPath, TokenTotals, Tool, ToolContext, ToolOutput,
-    ToolResult, ToolResultBlock, ToolStream, ToolStreamEvent, Wait, single_result,
+    ApiKind, BlockCategory, Budget, BudgetCall, BudgetHold, BudgetRefusal, CancellationToken,
+    ContentBlock, Decision, EventKind, LoopEvent, LoopOptions, LoopResult, LoopStatus, Message,
+    ModelProvider, ModelRequest, ModelStream, OutputSchema, RenderingContentBlock, RunPath, Spend,
+    TokenTotals, Tool, ToolContext, ToolOutput, ToolResult, ToolResultBlock, ToolStream,
+    ToolStreamEvent, Wait, single_result,
 };
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -489,6 +490,7 @@ fn context(options: Map<String, Value>) -> ToolContext {
         options,
         cancel: CancellationToken::new(),
         resume: None,
+        budget: None,
     }
 }
 
@@ -735,4 +737,94 @@ async fn long_streams_update_the_block_a_few_times_not_per_chunk() {
     assert_eq!(sizes.last().copied(), Some(200 * 50));
     let block = minion_result(&result_of(&events));
     assert_eq!(&block.rendering_groups, *updates.last().unwrap());
+}
+
+/// A budget that records each reservation's run and settlement, and
+/// refuses the calls of runs other than `run` when `parent_only`.
+#[derive(Default)]
+struct Ledger {
+    parent_only: bool,
+    reserved: Mutex<Vec<String>>,
+    settled: Mutex<Vec<Spend>>,
+}
+
+#[agentloop_types::async_trait]
+impl Budget for Ledger {
+    async fn reserve(&self, call: &BudgetCall) -> Result<Option<BudgetHold>, BudgetRefusal> {
+        self.reserved.lock().unwrap().push(call.run_id.clone());
+        if self.parent_only && call.run_id != "run" {
+            return Err(BudgetRefusal {
+                budget: "the project's daily budget of $1.00".to_owned(),
+            });
+        }
+        Ok(Some(BudgetHold {
+            id: call.run_id.clone(),
+            estimate: Spend::default(),
+        }))
+    }
+
+    async fn settle(&self, _hold: BudgetHold, actual: Spend) {
+        self.settled.lock().unwrap().push(actual);
+    }
+}
+
+async fn run_with_budget(ledger: Arc<Ledger>) -> Vec<LoopEvent> {
+    let child = ScriptedProvider::new([ScriptedTurn::new()
+        .tool_call("c1", "return", json!({"result": "x"}))
+        .usage(100, 50)]);
+    let minion = MinionTool::new(child, vec![Arc::new(ReturnTool)]);
+    let deps = RunDeps::new(parent_calling(json!({"task": "t"})))
+        .with_tools([Arc::new(minion) as Arc<dyn Tool>])
+        .with_run_id("run")
+        .with_budget(ledger);
+    run(
+        LoopOptions::default(),
+        vec![Message::user_text("u1", "Go")],
+        deps,
+    )
+    .collect()
+    .await
+}
+
+#[tokio::test]
+async fn a_childs_model_calls_spend_against_the_parents_budget() {
+    let ledger = Arc::new(Ledger::default());
+    let events = run_with_budget(ledger.clone()).await;
+    assert!(matches!(
+        result_of(&events).status,
+        LoopStatus::Complete { .. }
+    ));
+    let reserved = ledger.reserved.lock().unwrap().clone();
+    let children: Vec<&String> = reserved.iter().filter(|run| *run != "run").collect();
+    assert_eq!(
+        (reserved.len(), children.len()),
+        (3, 1),
+        "the parent's two calls and the child's one: {reserved:?}"
+    );
+    let settled = ledger.settled.lock().unwrap();
+    assert_eq!(settled.len(), 3, "each call settled: {settled:?}");
+    assert!(
+        settled.iter().any(|spend| spend.tokens == 150),
+        "the child's spend among them: {settled:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_budget_that_refuses_the_child_stops_the_minion_not_the_parent() {
+    let ledger = Arc::new(Ledger {
+        parent_only: true,
+        ..Ledger::default()
+    });
+    let events = run_with_budget(ledger.clone()).await;
+    let result = result_of(&events);
+    assert!(matches!(result.status, LoopStatus::Complete { .. }));
+    let block = minion_result(&result);
+    assert!(block.is_error);
+    assert!(
+        block
+            .content
+            .contains("budget limit was reached (the project's daily budget of $1.00)"),
+        "{}",
+        block.content
+    );
 }

@@ -29,6 +29,7 @@ fn context(cancel: CancellationToken) -> ToolContext {
         options: Default::default(),
         cancel,
         resume: None,
+        budget: None,
     }
 }
 

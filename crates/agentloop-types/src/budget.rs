@@ -89,3 +89,10 @@ pub trait Budget: Send + Sync {
     /// Replaces the hold's reservation with what the call spent.
     async fn settle(&self, hold: BudgetHold, actual: Spend);
 }
+
+/// A budget shows only that it is one (a tool's context is printed).
+impl std::fmt::Debug for dyn Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Budget")
+    }
+}

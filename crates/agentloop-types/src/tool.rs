@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::approval::{ApprovalPolicy, ChildResume, ChildSuspension};
+use crate::budget::Budget;
 use crate::cancel::CancellationToken;
 use crate::event::LoopEvent;
 use crate::render_blocks::RenderingBlockGroup;
@@ -185,6 +186,10 @@ pub struct ToolContext {
     /// Set when the call runs again to resume the child run it reported
     /// suspended ([`BreakLoop::Suspend`]'s `child`).
     pub resume: Option<ChildResume>,
+    /// The run's budget, when it has one: a tool that makes model calls
+    /// of its own (a sub-agent, a skill) reserves each with it, so they
+    /// spend against the same budgets as the run's own.
+    pub budget: Option<Arc<dyn Budget>>,
 }
 
 /// A tool the model can call.

@@ -98,9 +98,8 @@ impl SkillTool {
             // Messages to the run go to the parent, not to a skill's run.
             inbox: None,
             interrupt: None,
-            // A skill's calls are not reserved against the parent's
-            // budget: only the run's own model calls are.
-            budget: None,
+            // A skill's model calls spend against the run's budgets.
+            budget: context.budget.clone(),
         }
     }
 }
@@ -205,8 +204,14 @@ fn outcome(skill: &str, result: Option<LoopResult>) -> ToolResult {
             ToolResult::error(format!("Skill {skill} reached its turn limit."))
         }
         LoopStatus::Cancelled => ToolResult::error(format!("Skill {skill} was cancelled.")),
-        LoopStatus::LimitExceeded { limit, .. } => {
-            ToolResult::error(format!("Skill {skill} reached its {limit:?} limit."))
+        LoopStatus::LimitExceeded { limit, budget } => {
+            let which = budget
+                .as_deref()
+                .map_or_else(String::new, |budget| format!(" ({budget})"));
+            ToolResult::error(format!(
+                "Skill {skill} reached its {} limit{which}.",
+                limit.name()
+            ))
         }
     }
 }

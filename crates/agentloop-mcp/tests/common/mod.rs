@@ -53,6 +53,7 @@ pub fn context(cancel: CancellationToken) -> ToolContext {
         options: Default::default(),
         cancel,
         resume: None,
+        budget: None,
     }
 }
 

@@ -19,7 +19,10 @@
 //! a person (an approval, a question) suspends the parent with the child's
 //! pending calls and state; once they are decided the call runs again with
 //! `ToolContext::resume` and the child goes on in place. A child that
-//! fails, hits a limit or is cancelled gives an `is_error` result.
+//! fails, hits a limit or is cancelled gives an `is_error` result. The
+//! child's model calls are reserved with the parent run's budget
+//! ([`ToolContext::budget`]), so a budget above the run bounds its
+//! minions too.
 //!
 //! Chat ids: a new minion chat is `minion_<tool_use_id>`. Passing `chat_id`
 //! continues that chat: its history is loaded through the [`MinionChats`]
@@ -127,6 +130,25 @@ impl MinionTool {
     pub fn with_max_depth(mut self, max_depth: usize) -> Self {
         self.max_depth = max_depth;
         self
+    }
+
+    /// What child run `run_id` runs with: this minion's model, `tools`,
+    /// the call's cancellation, and the parent run's budget, so the
+    /// child's model calls spend against the same budgets.
+    fn child_deps(
+        &self,
+        tools: Vec<Arc<dyn Tool>>,
+        context: &ToolContext,
+        run_id: String,
+    ) -> RunDeps {
+        let deps = RunDeps::new(Arc::clone(&self.provider))
+            .with_tools(tools)
+            .with_cancel(context.cancel.child_token())
+            .with_run_id(run_id);
+        match &context.budget {
+            Some(budget) => deps.with_budget(Arc::clone(budget)),
+            None => deps,
+        }
     }
 
     fn nested(&self) -> Self {
@@ -237,10 +259,7 @@ impl MinionTool {
         let options = self.child_options(&context, &chat_id);
         let mut messages = history;
         messages.push(task_message.clone());
-        let deps = RunDeps::new(Arc::clone(&self.provider))
-            .with_tools(tools)
-            .with_cancel(context.cancel.child_token())
-            .with_run_id(run_id);
+        let deps = self.child_deps(tools, &context, run_id);
         let info = info_group(&input.task, &chat_id);
         let mut queue = VecDeque::new();
         queue.push_back(ToolOutput::Event(ToolStreamEvent::ChildEvent(Box::new(
@@ -280,10 +299,7 @@ impl MinionTool {
             .clone()
             .unwrap_or_else(|| format!("minion_{}", context.tool_use_id));
         let options = self.child_options(context, &chat_id);
-        let deps = RunDeps::new(Arc::clone(&self.provider))
-            .with_tools(tools)
-            .with_cancel(context.cancel.child_token())
-            .with_run_id(resume.state.run_id.clone());
+        let deps = self.child_deps(tools, context, resume.state.run_id.clone());
         let groups = ChildGroups::resumed(&resume.state.messages);
         let child = decide(options, resume.state, resume.decisions, deps)
             .map_err(|e| ToolResult::error(format!("Minion cannot resume: {e}")))?;
@@ -424,13 +440,13 @@ fn outcome(result: LoopResult) -> ToolResult {
         LoopStatus::MaxIterations => ToolResult::error(format!(
             "Minion stopped at its iteration limit before finishing. Its last text: {text}"
         )),
-        LoopStatus::LimitExceeded { limit, .. } => ToolResult::error(format!(
-            "Minion stopped: its {} limit was reached. Its last text: {text}",
-            serde_json::to_value(limit)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        )),
+        LoopStatus::LimitExceeded { limit, budget } => {
+            let which = budget.map_or_else(String::new, |budget| format!(" ({budget})"));
+            ToolResult::error(format!(
+                "Minion stopped: its {} limit was reached{which}. Its last text: {text}",
+                limit.name()
+            ))
+        }
         LoopStatus::Cancelled => ToolResult::error("Minion cancelled"),
     }
 }
