@@ -311,6 +311,67 @@ fn a_chain_completes_on_restate() {
     }
 }
 
+/// A budget holds for a run Restate hosts as for a local one: its model
+/// calls reserve against the task's budget, a settled call counts, and
+/// the call that would pass the limit is not made; the run ends
+/// `limit_exceeded` naming the budget, its one terminal event in its log.
+#[test]
+fn a_restate_run_stops_at_its_tasks_budget() {
+    let Some(restate) = RestateServer::start("serve-budget") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").display().to_string();
+    let script = dir.path().join("script.json");
+    let mut first = fs_create("b1", "spent.md", "one call");
+    first["usage"] = json!({ "input_tokens": 100, "output_tokens": 50 });
+    write_script(&script, json!([first, text("never asked")]));
+    let token = create_user(&db, "ada");
+    let server = worker_with(
+        &db,
+        &script,
+        &restate,
+        free_port(),
+        "worker-1",
+        &["--budget-estimate-tokens", "150"],
+    );
+    let address = server.address.clone();
+    let repo = dir.path().join("repo");
+    let task_id = task(&address, &token, &repo);
+    let budgets = format!("/api/tasks/{task_id}/budgets");
+    let (status, set) = http(
+        &address,
+        &token,
+        "PUT",
+        &budgets,
+        Some(json!({ "budgets": [{ "metric": "tokens", "period": "total", "limit": 200 }] })),
+    );
+    assert_eq!(status, 200, "{set}");
+    let run = start_run(&address, &token, &task_id, "implementation");
+    let ended = until_status(&address, &token, &run, "failed");
+    assert_eq!(ended["error"]["kind"], "limit_exceeded", "{ended}");
+    let message = ended["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("task {task_id}")) && message.contains("tokens"),
+        "{ended}"
+    );
+    // The first call ran its tool; the second was never made.
+    assert_eq!(
+        std::fs::read_to_string(repo.join("spent.md")).unwrap(),
+        "one call"
+    );
+    let events = whole_stream(&address, &token, &run);
+    let turns = events
+        .iter()
+        .filter(|(name, _)| name == "streaming_start")
+        .count();
+    assert_eq!(turns, 1, "one model call: {events:?}");
+    assert_eq!(terminal_events(&events).len(), 1, "{events:?}");
+    let (_, shown) = http(&address, &token, "GET", &budgets, None);
+    assert_eq!(shown["budgets"][0]["spent"], 150.0, "{shown}");
+    assert_eq!(shown["budgets"][0]["reserved"], 0.0, "{shown}");
+}
+
 #[test]
 fn a_worker_killed_mid_run_is_restarted_and_the_run_completes_with_its_tool_run_once() {
     let Some(restate) = RestateServer::start("serve-kill") else {
