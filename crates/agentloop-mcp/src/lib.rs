@@ -11,6 +11,8 @@
 //!   `notifications/cancelled` when the run is cancelled, and turns a crash or
 //!   a hang (past [`ServerOptions::call_timeout`]) into an error result; the
 //!   server is restarted for the next call.
+//! - A server that declares resources also gets `<server>__list_resources`
+//!   and `<server>__read_resource`: the model lists and reads them.
 //! - Child processes are killed when their [`McpServer`] and its tools are
 //!   dropped.
 //!
@@ -27,6 +29,7 @@
 mod command_line;
 mod config;
 mod connection;
+mod resources;
 mod result;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]

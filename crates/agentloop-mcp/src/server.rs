@@ -4,13 +4,15 @@
 //! the `tool` module.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use agentloop_types::{CancellationToken, ToolResult};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientNotification, JsonObject, ProgressNotificationParam, RequestId, ServerResult,
+    ClientNotification, JsonObject, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResult, RequestId, Resource, ResourceTemplate, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestHandle, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -78,6 +80,8 @@ struct Inner {
     /// The live session, if any; replaced when it dies or hangs.
     session: tokio::sync::Mutex<Option<Arc<Connection>>>,
     tools: watch::Sender<Vec<ListedTool>>,
+    /// Whether the live session's server declared resources.
+    offers_resources: AtomicBool,
     tools_changed: mpsc::UnboundedSender<()>,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
@@ -108,6 +112,7 @@ impl McpServer {
                 options,
                 session: tokio::sync::Mutex::new(None),
                 tools: watch::Sender::new(Vec::new()),
+                offers_resources: AtomicBool::new(false),
                 tools_changed,
                 stderr: Arc::default(),
             }),
@@ -125,6 +130,12 @@ impl McpServer {
     /// The tools the server offers now.
     pub fn listed_tools(&self) -> Vec<ListedTool> {
         self.inner.tools.borrow().clone()
+    }
+
+    /// Whether the server offers resources (it declared them when its
+    /// session opened).
+    pub fn offers_resources(&self) -> bool {
+        self.inner.offers_resources.load(Ordering::Acquire)
     }
 
     /// Watches the tool list; it changes when the server announces
@@ -206,6 +217,14 @@ impl McpServer {
                 }));
             }
         };
+        let resources = connection
+            .service
+            .peer()
+            .peer_info()
+            .is_some_and(|info| info.capabilities.resources.is_some());
+        self.inner
+            .offers_resources
+            .store(resources, Ordering::Release);
         let connection = Arc::new(connection);
         self.inner.tools.send_replace(tools);
         *slot = Some(connection.clone());
@@ -329,6 +348,73 @@ impl McpServer {
                 pending.cancel("cancelled by the client").await;
                 ToolResult::error(CANCELLED)
             }
+        }
+    }
+}
+
+impl McpServer {
+    /// Every resource and resource template the server lists.
+    pub(crate) async fn list_resources(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<Resource>, Vec<ResourceTemplate>), String> {
+        self.request("resources/list", cancel, |peer| async move {
+            let resources = peer.list_all_resources().await?;
+            // A server without templates may not answer their list.
+            let templates = peer.list_all_resource_templates().await.unwrap_or_default();
+            Ok((resources, templates))
+        })
+        .await
+    }
+
+    /// The contents of the resource at `uri`.
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<ReadResourceResult, String> {
+        let params = ReadResourceRequestParams::new(uri);
+        self.request("resources/read", cancel, |peer| async move {
+            peer.read_resource(params).await
+        })
+        .await
+    }
+
+    /// Runs `request` on the live session within the call timeout, or
+    /// until `cancel`: what the server refused says why; a session that
+    /// failed is dropped, so the next request starts a new one.
+    async fn request<T, F, Fut>(
+        &self,
+        what: &str,
+        cancel: &CancellationToken,
+        request: F,
+    ) -> Result<T, String>
+    where
+        F: FnOnce(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let connection = self.session().await.map_err(|e| e.to_string())?;
+        let name = &self.inner.name;
+        let timeout = self.inner.options.call_timeout;
+        tokio::select! {
+            answered = request(connection.service.peer().clone()) => match answered {
+                Ok(answer) => Ok(answer),
+                Err(ServiceError::McpError(error)) => {
+                    Err(format!("MCP server `{name}` refused {what}: {}", error.message))
+                }
+                Err(e) => {
+                    self.discard(&connection).await;
+                    Err(format!("MCP server `{name}` failed during {what} ({e}); it will be restarted for the next call."))
+                }
+            },
+            () = tokio::time::sleep(timeout) => {
+                self.discard(&connection).await;
+                Err(format!(
+                    "MCP server `{name}` did not answer {what} within {} s and was stopped; it will be restarted for the next call.",
+                    timeout.as_secs_f64()
+                ))
+            }
+            () = cancel.cancelled() => Err(format!("Cancelled: {what} was cancelled.")),
         }
     }
 }

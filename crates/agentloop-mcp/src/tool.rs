@@ -22,7 +22,8 @@ pub struct McpTool {
 }
 
 impl McpServer {
-    /// The tools the server offers now, as agentloop tools.
+    /// The tools the server offers now, as agentloop tools, and the two
+    /// that list and read its resources when it has some.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         self.listed_tools()
             .into_iter()
@@ -32,6 +33,7 @@ impl McpServer {
                     listed,
                 }) as Arc<dyn Tool>
             })
+            .chain(crate::resources::resource_tools(self))
             .collect()
     }
 }

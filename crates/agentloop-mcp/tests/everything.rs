@@ -6,7 +6,9 @@ mod common;
 use std::time::Duration;
 
 use agentloop_mcp::{McpServer, ServerConfig, ServerOptions, StdioConfig};
-use agentloop_types::{AttachmentSource, CancellationToken, RenderingContentBlock, ToolOutput};
+use agentloop_types::{
+    ApprovalPolicy, AttachmentSource, CancellationToken, RenderingContentBlock, ToolOutput,
+};
 use common::{context, find, installed_server, run};
 use futures::StreamExt;
 use serde_json::json;
@@ -189,4 +191,94 @@ async fn tools_registered_after_start_are_picked_up() {
     .await
     .unwrap()
     .unwrap();
+}
+
+/// The server declares resources: two tools list and read them. Its
+/// static documents are listed with their URIs and types, its URI
+/// templates too; a document reads as its text, a filled-in template
+/// reads, a blob is named by type and size, and an unknown URI is the
+/// server's refusal as an error result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_are_listed_and_read() {
+    let Some(server) = start_everything().await else {
+        return;
+    };
+    assert!(server.offers_resources());
+    let tools = server.tools();
+    let list = find(&tools, "everything__list_resources");
+    let read = find(&tools, "everything__read_resource");
+    assert_eq!(list.approval(), ApprovalPolicy::Never);
+    assert_eq!(read.approval(), ApprovalPolicy::Never);
+    assert_eq!(read.input_schema()["required"], json!(["uri"]));
+
+    let (_, listed) = run(list, json!({})).await;
+    assert!(!listed.is_error, "{}", listed.content);
+    assert!(
+        listed.content.contains(
+            "- demo://resource/static/document/features.md (features.md, text/markdown): \
+             Static document file exposed from /docs: features.md"
+        ),
+        "{}",
+        listed.content
+    );
+    assert!(
+        listed
+            .content
+            .contains("- demo://resource/dynamic/text/{resourceId} ("),
+        "{}",
+        listed.content
+    );
+
+    let (_, document) = run(
+        read.clone(),
+        json!({ "uri": "demo://resource/static/document/features.md" }),
+    )
+    .await;
+    assert!(!document.is_error, "{}", document.content);
+    assert!(
+        document
+            .content
+            .starts_with("# Everything Server - Features"),
+        "{}",
+        document.content
+    );
+    let (_, text) = run(
+        read.clone(),
+        json!({ "uri": "demo://resource/dynamic/text/7" }),
+    )
+    .await;
+    assert!(
+        text.content
+            .starts_with("Resource 7: This is a plaintext resource"),
+        "{}",
+        text.content
+    );
+    let (_, blob) = run(
+        read.clone(),
+        json!({ "uri": "demo://resource/dynamic/blob/7" }),
+    )
+    .await;
+    assert!(
+        blob.content
+            .starts_with("[demo://resource/dynamic/blob/7: binary, text/plain, "),
+        "{}",
+        blob.content
+    );
+    let (_, missing) = run(read.clone(), json!({ "uri": "demo://nothing/here" })).await;
+    assert!(missing.is_error, "{}", missing.content);
+    assert!(
+        missing
+            .content
+            .starts_with("MCP server `everything` refused resources/read:"),
+        "{}",
+        missing.content
+    );
+    let (_, malformed) = run(read, json!({ "path": "x" })).await;
+    assert!(malformed.is_error);
+    assert!(
+        malformed.content.starts_with("Invalid input:"),
+        "{}",
+        malformed.content
+    );
+    server.shutdown().await;
 }
