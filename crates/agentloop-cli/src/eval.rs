@@ -162,6 +162,8 @@ impl EvalArgs {
             skills: None,
             mcp: Vec::new(),
             mcp_stdio: Vec::new(),
+            mcp_prompt: None,
+            mcp_args: Vec::new(),
             a2a: Vec::new(),
             mcp_timeout: 300,
             approve: self.approve.clone(),

@@ -36,6 +36,7 @@ mod keys;
 mod local_model;
 mod logging;
 mod markdown;
+mod mcp_prompts;
 mod mcp_serve;
 mod memories;
 mod model_list;
@@ -179,6 +180,8 @@ fn main() -> ExitCode {
             let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
             runtime.block_on(mcp_serve::serve(args, approvals, config.mcp()?, hooks))
         }),
+        Command::Mcp(mcp_serve::McpCommand::Prompts(args)) => config::load()
+            .and_then(|config| runtime.block_on(mcp_prompts::list(args, config.mcp()?))),
         Command::ReplayStream(args) => replay::replay(args),
         Command::Tool(ToolCommand::List) => tools::list(),
         Command::Tool(ToolCommand::Call(args)) => runtime.block_on(tools::call(args)),

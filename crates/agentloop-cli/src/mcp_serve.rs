@@ -40,6 +40,9 @@ pub enum McpCommand {
     /// and an optional chat id. Over stdio (the default) or streamable
     /// HTTP (--http).
     Serve(McpServeArgs),
+    /// List the prompts of MCP servers (`SERVER:PROMPT`, its arguments, a
+    /// `*` on each required one), as `run --mcp-prompt` takes them.
+    Prompts(crate::mcp_prompts::McpPromptsArgs),
 }
 
 #[derive(Args)]
@@ -171,6 +174,8 @@ impl McpServeArgs {
             skills: self.skills.clone(),
             mcp: self.mcp.clone(),
             mcp_stdio: self.mcp_stdio.clone(),
+            mcp_prompt: None,
+            mcp_args: Vec::new(),
             a2a: Vec::new(),
             mcp_timeout: self.mcp_timeout,
             approve: self.approve.clone(),

@@ -8,6 +8,7 @@
 //! ([`crate::prompt`]). Ctrl-C cancels the run; the exit code follows its
 //! status ([`exit_code`]).
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -71,6 +72,8 @@ pub async fn run(
     let prompt = match prompt {
         Some(prompt) => prompt,
         None if demo => demo::PROMPT.to_owned(),
+        // The MCP prompt is the whole of the person's message.
+        None if args.mcp_prompt.is_some() => String::new(),
         None => {
             return Err(Failure::usage(
                 "no prompt: give it as an argument (agentloop run \"question\"), pipe it in, \
@@ -122,7 +125,16 @@ pub async fn run(
     if let Some(handoffs) = handoffs {
         deps = deps.with_handoffs(handoffs);
     }
-    let context = vec![Message::user_text("user-1", prompt)];
+    let mut context = match &args.mcp_prompt {
+        Some(name) => mcp
+            .prompt(name, &prompt_arguments(&args.mcp_args)?)
+            .await
+            .map_err(|e| Failure::Runtime(format!("--mcp-prompt {name}: {e}")))?,
+        None => Vec::new(),
+    };
+    if !prompt.is_empty() || context.is_empty() {
+        context.push(Message::user_text("user-1", prompt));
+    }
     let mut options = options;
     let value_only = args.json && options.output_schema.is_some();
     options.approvals = approvals;
@@ -356,6 +368,21 @@ impl Show {
         self.spinner.stop();
         Ok(result)
     }
+}
+
+/// The `--mcp-arg NAME=VALUE` arguments of an MCP prompt.
+fn prompt_arguments(given: &[String]) -> Result<BTreeMap<String, String>, Failure> {
+    given
+        .iter()
+        .map(|pair| match pair.split_once('=') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_owned(), value.to_owned()))
+            }
+            _ => Err(Failure::usage(format!(
+                "--mcp-arg {pair:?}: write it as NAME=VALUE"
+            ))),
+        })
+        .collect()
 }
 
 /// Starts the MCP servers of the configuration file, `--mcp` files and

@@ -143,6 +143,14 @@ pub struct RunArgs {
     /// `everything`). Repeatable.
     #[arg(long = "mcp-stdio", value_name = "COMMAND")]
     pub mcp_stdio: Vec<String>,
+    /// Start from a prompt of an MCP server, `SERVER:PROMPT` (`agentloop
+    /// mcp prompts` lists them): its messages open the run, and the
+    /// prompt given as the argument, if any, follows them.
+    #[arg(long = "mcp-prompt", value_name = "SERVER:PROMPT")]
+    pub mcp_prompt: Option<String>,
+    /// An argument of --mcp-prompt, `NAME=VALUE`. Repeatable.
+    #[arg(long = "mcp-arg", value_name = "NAME=VALUE", requires = "mcp_prompt")]
+    pub mcp_args: Vec<String>,
     /// A remote A2A agent to delegate to: `NAME=URL` (its base URL, the
     /// card at `/.well-known/agent-card.json`), offered as the tool
     /// `a2a_NAME`. Repeatable; tokens and tenants go in the

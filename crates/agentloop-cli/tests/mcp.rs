@@ -380,3 +380,110 @@ fn mcp_servers_of_the_configuration_file_are_started_for_run() {
     assert_eq!(tool_end(&events, "call-echo")["is_error"], false);
     assert!(result_text(&events, "call-echo").contains("Echo: configured"));
 }
+
+/// A server's prompts are the person's: `agentloop mcp prompts` lists
+/// them as `run --mcp-prompt` takes them, and a run started from one
+/// opens with its messages, filled in with `--mcp-arg`s, the argument
+/// prompt after them. A malformed name or argument says what is wrong.
+#[test]
+fn mcp_prompts_are_listed_and_a_run_starts_from_one() {
+    let Some(everything) = server_everything() else {
+        return;
+    };
+    let server = format!("node {} stdio", everything.display());
+    let listed = agentloop(&["mcp", "prompts", "--mcp-stdio", &server]);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let lines = String::from_utf8(listed.stdout).unwrap();
+    assert!(
+        lines.lines().any(|line| line
+            == "everything:args-prompt (city*, state)  A prompt with two arguments, one required and one optional"),
+        "{lines}"
+    );
+    assert!(
+        lines
+            .lines()
+            .any(|line| line == "everything:simple-prompt  A prompt with no arguments"),
+        "{lines}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let provider = script(
+        dir.path(),
+        json!([{"steps": [{"type": "text", "chunks": ["Sunny."]}]}]),
+    );
+    let output = agentloop(&[
+        "run",
+        "And tomorrow?",
+        "--provider",
+        &provider,
+        "--mcp-stdio",
+        &server,
+        "--mcp-prompt",
+        "everything:args-prompt",
+        "--mcp-arg",
+        "city=Paris",
+        "--mcp-arg",
+        "state=Texas",
+        "--json",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = events(&output);
+    let result = &events.last().unwrap()["result"];
+    assert_eq!(result["status"], "complete", "{result}");
+    let opening: Vec<(String, String)> = result["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = m["content"][0]["text"].as_str().unwrap_or_default();
+            (m["role"].as_str().unwrap().to_owned(), text.to_owned())
+        })
+        .collect();
+    assert_eq!(
+        opening[..3],
+        [
+            (
+                "user".to_owned(),
+                "What's weather in Paris, Texas?".to_owned()
+            ),
+            ("user".to_owned(), "And tomorrow?".to_owned()),
+            ("assistant".to_owned(), "Sunny.".to_owned()),
+        ],
+        "{result}"
+    );
+
+    for (args, said) in [
+        (
+            vec!["--mcp-prompt", "args-prompt"],
+            "does not name a prompt: write it as SERVER:PROMPT",
+        ),
+        (
+            vec!["--mcp-prompt", "nowhere:args-prompt"],
+            "no MCP server `nowhere`",
+        ),
+        (
+            vec![
+                "--mcp-prompt",
+                "everything:args-prompt",
+                "--mcp-arg",
+                "city",
+            ],
+            "--mcp-arg \"city\": write it as NAME=VALUE",
+        ),
+    ] {
+        let mut command = vec!["run", "hi", "--provider", &provider, "--mcp-stdio", &server];
+        command.extend(args);
+        let refused = agentloop(&command);
+        assert!(!refused.status.success());
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains(said), "{stderr}");
+    }
+}

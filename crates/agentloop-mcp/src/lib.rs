@@ -13,6 +13,8 @@
 //!   server is restarted for the next call.
 //! - A server that declares resources also gets `<server>__list_resources`
 //!   and `<server>__read_resource`: the model lists and reads them.
+//! - A server's prompts are the person's to pick: [`McpServers::prompts`]
+//!   lists them, [`McpServers::prompt`] gives one's messages, filled in.
 //! - Child processes are killed when their [`McpServer`] and its tools are
 //!   dropped.
 //!
@@ -29,6 +31,7 @@
 mod command_line;
 mod config;
 mod connection;
+mod prompts;
 mod resources;
 mod result;
 #[cfg(feature = "server")]
@@ -42,6 +45,7 @@ use std::time::Duration;
 
 pub use command_line::parse_stdio_command;
 pub use config::{HttpConfig, McpConfig, ServerConfig, StdioConfig};
+pub use prompts::ListedPrompt;
 pub use result::to_tool_result;
 pub use server::{ListedTool, McpServer, ServerOptions, namespaced};
 pub use servers::McpServers;

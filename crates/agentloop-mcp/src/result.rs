@@ -3,7 +3,7 @@
 use agentloop_types::{
     AttachmentSource, BlockCategory, RenderingBlockGroup, RenderingContentBlock, ToolResult,
 };
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 /// Converts a call result. Text blocks become the result text; images and
@@ -19,45 +19,21 @@ pub fn to_tool_result(result: &CallToolResult) -> ToolResult {
         // Working on the wire form keeps this independent of how the SDK
         // models each block kind.
         let value = serde_json::to_value(block).unwrap_or(Value::Null);
-        let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
-        match kind {
+        match value.get("type").and_then(Value::as_str).unwrap_or("") {
             "text" => {
-                let text = str_field(&value, "text");
-                if let Ok(json) = serde_json::from_str::<Value>(&text) {
+                if let Ok(json) = serde_json::from_str::<Value>(&str_field(&value, "text")) {
                     texts_as_json.push(json);
                 }
-                parts.push(text);
             }
-            "image" | "audio" => {
-                let media_type = str_field(&value, "mimeType");
-                parts.push(format!("[{kind}: {media_type}]"));
-                attachments.push(RenderingContentBlock::Attachment {
-                    source: AttachmentSource::Base64 {
-                        media_type,
-                        data: str_field(&value, "data"),
-                    },
-                });
-            }
-            "resource" => {
-                let resource = value.get("resource").cloned().unwrap_or(Value::Null);
-                match resource.get("text").and_then(Value::as_str) {
-                    Some(text) => parts.push(text.to_owned()),
-                    None => parts.push(format!(
-                        "[resource: {} ({})]",
-                        str_field(&resource, "uri"),
-                        str_field(&resource, "mimeType")
-                    )),
-                }
-            }
-            "resource_link" => {
-                parts.push(format!(
-                    "[resource link: {} {}]",
-                    str_field(&value, "uri"),
-                    str_field(&value, "name")
-                ));
-            }
-            _ => parts.push(value.to_string()),
+            "image" | "audio" => attachments.push(RenderingContentBlock::Attachment {
+                source: AttachmentSource::Base64 {
+                    media_type: str_field(&value, "mimeType"),
+                    data: str_field(&value, "data"),
+                },
+            }),
+            _ => {}
         }
+        parts.push(wire_text(&value));
     }
     if let Some(structured) = &result.structured_content
         && !texts_as_json.contains(structured)
@@ -82,6 +58,39 @@ pub fn to_tool_result(result: &CallToolResult) -> ToolResult {
         });
     }
     tool_result
+}
+
+/// What the model reads of one content block: a text as it is, an image
+/// or audio as `[image: type]`, an embedded resource's text (or a
+/// placeholder naming it), a resource link's URI and name.
+pub(crate) fn content_text(block: &ContentBlock) -> String {
+    wire_text(&serde_json::to_value(block).unwrap_or(Value::Null))
+}
+
+/// [`content_text`] of a block in its wire form.
+fn wire_text(value: &Value) -> String {
+    let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "text" => str_field(value, "text"),
+        "image" | "audio" => format!("[{kind}: {}]", str_field(value, "mimeType")),
+        "resource" => {
+            let resource = value.get("resource").cloned().unwrap_or(Value::Null);
+            match resource.get("text").and_then(Value::as_str) {
+                Some(text) => text.to_owned(),
+                None => format!(
+                    "[resource: {} ({})]",
+                    str_field(&resource, "uri"),
+                    str_field(&resource, "mimeType")
+                ),
+            }
+        }
+        "resource_link" => format!(
+            "[resource link: {} {}]",
+            str_field(value, "uri"),
+            str_field(value, "name")
+        ),
+        _ => value.to_string(),
+    }
 }
 
 fn str_field(value: &Value, key: &str) -> String {

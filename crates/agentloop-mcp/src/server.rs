@@ -82,6 +82,8 @@ struct Inner {
     tools: watch::Sender<Vec<ListedTool>>,
     /// Whether the live session's server declared resources.
     offers_resources: AtomicBool,
+    /// Whether it declared prompts.
+    offers_prompts: AtomicBool,
     tools_changed: mpsc::UnboundedSender<()>,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
@@ -113,6 +115,7 @@ impl McpServer {
                 session: tokio::sync::Mutex::new(None),
                 tools: watch::Sender::new(Vec::new()),
                 offers_resources: AtomicBool::new(false),
+                offers_prompts: AtomicBool::new(false),
                 tools_changed,
                 stderr: Arc::default(),
             }),
@@ -136,6 +139,12 @@ impl McpServer {
     /// session opened).
     pub fn offers_resources(&self) -> bool {
         self.inner.offers_resources.load(Ordering::Acquire)
+    }
+
+    /// Whether the server offers prompts (it declared them when its
+    /// session opened).
+    pub fn offers_prompts(&self) -> bool {
+        self.inner.offers_prompts.load(Ordering::Acquire)
     }
 
     /// Watches the tool list; it changes when the server announces
@@ -217,14 +226,16 @@ impl McpServer {
                 }));
             }
         };
-        let resources = connection
-            .service
-            .peer()
-            .peer_info()
-            .is_some_and(|info| info.capabilities.resources.is_some());
-        self.inner
-            .offers_resources
-            .store(resources, Ordering::Release);
+        let declared = connection.service.peer().peer_info();
+        let capabilities = declared.as_ref().map(|info| &info.capabilities);
+        self.inner.offers_resources.store(
+            capabilities.is_some_and(|c| c.resources.is_some()),
+            Ordering::Release,
+        );
+        self.inner.offers_prompts.store(
+            capabilities.is_some_and(|c| c.prompts.is_some()),
+            Ordering::Release,
+        );
         let connection = Arc::new(connection);
         self.inner.tools.send_replace(tools);
         *slot = Some(connection.clone());
@@ -383,7 +394,7 @@ impl McpServer {
     /// Runs `request` on the live session within the call timeout, or
     /// until `cancel`: what the server refused says why; a session that
     /// failed is dropped, so the next request starts a new one.
-    async fn request<T, F, Fut>(
+    pub(crate) async fn request<T, F, Fut>(
         &self,
         what: &str,
         cancel: &CancellationToken,
