@@ -54,6 +54,9 @@ model is told no person could approve them; --approve lets them run).
 With stdout not a terminal, `run` and `chat` write only the answers there
 (and a chat's `? question` lines); the view goes to stderr.";
 
+// Parsed once per process and matched at once: boxing the large
+// variants would save nothing worth the indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum Command {
     /// Run one prompt through the agent loop, streaming to the terminal.

@@ -31,6 +31,7 @@ mod demo_model;
 mod discover;
 mod eval;
 mod export;
+mod forms;
 mod hooks;
 mod keys;
 mod local_model;

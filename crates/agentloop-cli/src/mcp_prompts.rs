@@ -28,7 +28,14 @@ pub struct McpPromptsArgs {
 
 /// Lists the prompts; no server configured is a usage error.
 pub async fn list(args: McpPromptsArgs, configured: McpConfig) -> Outcome {
-    let servers = run::start_mcp(configured, &args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
+    let servers = run::start_mcp(
+        configured,
+        &args.mcp,
+        &args.mcp_stdio,
+        args.mcp_timeout,
+        None,
+    )
+    .await?;
     if servers.servers().is_empty() {
         return Err(Failure::usage(
             "no MCP server: configure mcp_servers, or give --mcp or --mcp-stdio",

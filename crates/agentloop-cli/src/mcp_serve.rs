@@ -34,6 +34,8 @@ use crate::run_args::CompactionArg;
 use crate::{out, run, skills, tools};
 
 /// `agentloop mcp ...`.
+// Parsed once per process (see `args::Command`).
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum McpCommand {
     /// Offer the agent as an MCP server: one tool, `ask`, taking a prompt
@@ -226,7 +228,14 @@ pub async fn serve(
     };
     let mut agent_tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion), &memory)?;
     // Kept while serving: dropping the servers stops their processes.
-    let mcp = run::start_mcp(configured_mcp, &args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
+    let mcp = run::start_mcp(
+        configured_mcp,
+        &args.mcp,
+        &args.mcp_stdio,
+        args.mcp_timeout,
+        None,
+    )
+    .await?;
     agent_tools.extend(mcp.tools());
     let skills = skills::for_run(args.skills.as_deref(), args.root.as_deref(), &agent_tools)
         .map_err(Failure::Usage)?;

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -97,8 +98,19 @@ pub async fn run(
         options,
         ..
     } = agent;
+    // A person at the terminal fills in the forms MCP servers ask for.
+    let (forms, forms_open) = crate::forms::TerminalForms::new();
+    let elicitor = can_ask(args.json, demo || args.local)
+        .then(|| Arc::new(forms) as Arc<dyn agentloop_mcp::Elicitor>);
     // Kept until the run ends: dropping the servers stops their processes.
-    let mcp = start_mcp(configured_mcp, &args.mcp, &args.mcp_stdio, args.mcp_timeout).await?;
+    let mcp = start_mcp(
+        configured_mcp,
+        &args.mcp,
+        &args.mcp_stdio,
+        args.mcp_timeout,
+        elicitor,
+    )
+    .await?;
     let mcp_tool_names: Vec<String> = mcp.tools().iter().map(|t| t.name().to_owned()).collect();
     tools.extend(mcp.tools());
     let (a2a_tools, a2a_calls) = crate::a2a_agents::tools(remote_agents).await?;
@@ -156,7 +168,7 @@ pub async fn run(
         value_only,
         mcp_tool_names,
         view: render::View::new(Style::stderr()),
-        spinner: Spinner::new(out::stderr_is_live()),
+        spinner: Spinner::new(out::stderr_is_live(), forms_open),
         answer_live: std::io::stdout().is_terminal(),
     };
     // Pending calls are settled here (asked, or rejected with a note), not
@@ -386,13 +398,15 @@ fn prompt_arguments(given: &[String]) -> Result<BTreeMap<String, String>, Failur
 }
 
 /// Starts the MCP servers of the configuration file, `--mcp` files and
-/// `--mcp-stdio` lines; a file or line that says no server is a usage
-/// error, a server that fails to start a runtime one.
+/// `--mcp-stdio` lines, their forms answered by `elicitor` (none: the
+/// client offers no elicitation); a file or line that says no server is a
+/// usage error, a server that fails to start a runtime one.
 pub async fn start_mcp(
     mut config: McpConfig,
     files: &[std::path::PathBuf],
     stdio: &[String],
     timeout_secs: u64,
+    elicitor: Option<Arc<dyn agentloop_mcp::Elicitor>>,
 ) -> Result<McpServers, Failure> {
     for path in files {
         config.merge(McpConfig::load(path).map_err(|e| Failure::usage(e.to_string()))?);
@@ -407,6 +421,7 @@ pub async fn start_mcp(
     }
     let options = ServerOptions {
         call_timeout: Duration::from_secs(timeout_secs),
+        elicitor,
         ..ServerOptions::default()
     };
     McpServers::start(&config, options)
@@ -415,23 +430,26 @@ pub async fn start_mcp(
 }
 
 /// A spinner with the elapsed seconds on stderr while waiting for the
-/// first token; only when stderr is a live terminal.
+/// first token; only when stderr is a live terminal, and never over a
+/// form a server asks the person to fill in.
 struct Spinner {
     live: bool,
     active: bool,
     frame: usize,
     since: Instant,
+    forms: crate::forms::FormsOpen,
 }
 
 impl Spinner {
     const FRAMES: [&'static str; 4] = ["⠋", "⠙", "⠸", "⠴"];
 
-    fn new(live: bool) -> Self {
+    fn new(live: bool, forms: crate::forms::FormsOpen) -> Self {
         Self {
             live,
             active: false,
             frame: 0,
             since: Instant::now(),
+            forms,
         }
     }
 
@@ -442,6 +460,9 @@ impl Spinner {
     }
 
     fn tick(&mut self) {
+        if self.forms.is_open() {
+            return;
+        }
         let frame = Self::FRAMES[self.frame % Self::FRAMES.len()];
         self.frame += 1;
         let seconds = self.since.elapsed().as_secs_f32();

@@ -487,3 +487,144 @@ fn mcp_prompts_are_listed_and_a_run_starts_from_one() {
         assert!(stderr.contains(said), "{stderr}");
     }
 }
+
+/// An Anthropic stream of one assistant turn: `block` (its
+/// `content_block_start`), then `delta` if any, ending for `stop`.
+fn anthropic_turn(block: Value, delta: Option<Value>, stop: &str) -> String {
+    let mut events = vec![
+        json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+               "model": "claude-sonnet-4-5", "content": [], "stop_reason": null,
+               "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": block}),
+    ];
+    events.extend(
+        delta.map(|delta| json!({"type": "content_block_delta", "index": 0, "delta": delta})),
+    );
+    events.push(json!({"type": "content_block_stop", "index": 0}));
+    events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 2}}));
+    events.push(json!({"type": "message_stop"}));
+    events
+        .iter()
+        .map(|event| {
+            format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// On a terminal the person fills in the form a server asks for while
+/// its tool runs (MCP elicitation): each field asked with its choices and
+/// default, a wrong answer asked again with the reason, the required one
+/// insisted on; the server gets the typed answers and its tool goes on,
+/// its result (what the server read of the answers) reaching the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_the_person_fills_in_a_servers_form() {
+    use rexpect::session::spawn_command;
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let Some(everything) = server_everything() else {
+        return;
+    };
+    let model = MockServer::start().await;
+    let sse = |body: String| {
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(body)
+    };
+    let call = json!({"type": "tool_use", "id": "toolu_form",
+                      "name": "everything__trigger-elicitation-request", "input": {}});
+    let arguments = json!({"type": "input_json_delta", "partial_json": "{}"});
+    Mock::given(method("POST"))
+        .respond_with(sse(anthropic_turn(call, Some(arguments), "tool_use")))
+        .up_to_n_times(1)
+        .mount(&model)
+        .await;
+    let text = json!({"type": "text", "text": ""});
+    let thanks = json!({"type": "text_delta", "text": "Thanks."});
+    Mock::given(method("POST"))
+        .respond_with(sse(anthropic_turn(text, Some(thanks), "end_turn")))
+        .mount(&model)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().to_owned();
+    let base = model.uri();
+    let server = format!("node {} stdio", everything.display());
+    tokio::task::spawn_blocking(move || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+        command
+            .args(["run", "fill it in", "--approve", "all", "--mcp-stdio", &server])
+            .args(["--provider", "anthropic", "--base-url", &base])
+            .env("ANTHROPIC_API_KEY", "sk-test")
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("TERM", "xterm")
+            .env("NO_COLOR", "1")
+            .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY");
+        // Generous: a slow CI machine, not a performance bound.
+        let mut p = spawn_command(command, Some(30_000)).unwrap();
+        p.exp_string("? everything asks: Please provide inputs for the following fields:")
+            .unwrap();
+        // The fields come in the order of their names.
+        let answers: &[(&str, &[&str])] = &[
+            ("Your date of birth: ", &[""]),
+            ("Agree to the terms and conditions [y/n]: ", &["maybe", "y"]),
+            ("Your email address", &[""]),
+            ("[It was a dark and stormy night.]: ", &[""]),
+            ("Portfolio / personal website: ", &[""]),
+            ("[42]: ", &["500", "7"]),
+            ("(1 Cats, 2 Dogs, 3 Birds, 4 Fish, 5 Reptiles) [pet-1]: ", &["2"]),
+            ("Your full, legal name*: ", &["", "Ada Lovelace"]),
+            ("[3.14]: ", &[""]),
+            ("(1 Tuna, 2 Salmon, 3 Trout; several, comma-separated) [fish-1]: ", &["tuna, 3"]),
+            ("(1 Superman, 2 Green Lantern, 3 Wonder Woman) [hero-1]: ", &["wonder woman"]),
+            ("(1 Guitar, 2 Piano, 3 Violin, 4 Drums, 5 Bass; several, comma-separated) [Guitar]: ", &[""]),
+            ("(1 Monica, 2 Rachel, 3 Joey, 4 Chandler, 5 Ross, 6 Phoebe) [Monica]: ", &["Joey"]),
+        ];
+        for (prompt, typed) in answers {
+            p.exp_string(prompt)
+                .unwrap_or_else(|e| panic!("no prompt {prompt:?}: {e}"));
+            for (n, line) in typed.iter().enumerate() {
+                if n > 0 {
+                    // The answer before was refused, with the reason.
+                    p.exp_string(prompt).unwrap();
+                }
+                p.send_line(line).unwrap();
+            }
+        }
+        p.exp_string("Send these answers? [Y/n]: ").unwrap();
+        p.send_line("").unwrap();
+        p.exp_string("User provided the requested information!").unwrap();
+        p.exp_string("Thanks.").unwrap();
+        p.exp_eof().unwrap();
+    })
+    .await
+    .unwrap();
+
+    let requests = model.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|block| block["type"] == "tool_result")
+        .expect("the second request carries the call's result")["content"]
+        .to_string();
+    for said in [
+        "- Name: Ada Lovelace",
+        "- Agreed to terms: true",
+        "- Favorite Integer: 7",
+        "- Favorite Number: 3.14",
+        r#"\"legacyTitledEnum\": \"pet-2\""#,
+        r#"\"titledSingleSelectEnum\": \"hero-3\""#,
+        r#"\"untitledSingleSelectEnum\": \"Joey\""#,
+        r#"\"firstLine\": \"It was a dark and stormy night.\""#,
+    ] {
+        assert!(result.contains(said), "{said} in {result}");
+    }
+}

@@ -6,11 +6,15 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::ErrorData;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, JsonRpcMessage, ProgressNotificationParam,
-    ProgressToken, ServerNotification,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, FormElicitationCapability, Implementation, JsonRpcMessage,
+    ProgressNotificationParam, ProgressToken, ServerNotification,
 };
-use rmcp::service::{NotificationContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{
+    NotificationContext, RequestContext, RunningService, RxJsonRpcMessage, TxJsonRpcMessage,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -19,6 +23,7 @@ use tokio::process::ChildStderr;
 use tokio::sync::mpsc;
 
 use crate::McpError;
+use crate::asks::{Asking, FormAnswer, FormRequest};
 use crate::config::{HttpConfig, ServerConfig, StdioConfig};
 
 /// Lines of a child's stderr kept for error messages.
@@ -107,6 +112,8 @@ impl Drop for ProgressRoute {
 pub(crate) struct Handler {
     /// Told when the server says its tool list changed.
     tools_changed: mpsc::UnboundedSender<()>,
+    /// Who answers the server's forms, when the host has someone.
+    asking: Option<Asking>,
 }
 
 impl ClientHandler for Handler {
@@ -114,9 +121,45 @@ impl ClientHandler for Handler {
         let _ = self.tools_changed.send(());
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(asking) = &self.asking else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            // A page to open for the server: not this client's to do.
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let form = FormRequest {
+            server: asking.server.clone(),
+            message,
+            schema: serde_json::to_value(&requested_schema).unwrap_or_default(),
+        };
+        Ok(match asking.elicitor.answer(form).await {
+            FormAnswer::Accept(content) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(content.into())
+            }
+            FormAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            FormAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.asking.is_some() {
+            capabilities.elicitation =
+                Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("agentloop", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -138,9 +181,13 @@ impl Connection {
         config: &ServerConfig,
         tools_changed: mpsc::UnboundedSender<()>,
         stderr: Arc<Mutex<VecDeque<String>>>,
+        asking: Option<Asking>,
     ) -> Result<Self, McpError> {
         let progress = Arc::new(Mutex::new(ProgressRoutes::default()));
-        let handler = Handler { tools_changed };
+        let handler = Handler {
+            tools_changed,
+            asking,
+        };
         let service = match config {
             ServerConfig::Stdio(stdio) => {
                 let transport = ProgressTap {

@@ -15,6 +15,9 @@
 //!   and `<server>__read_resource`: the model lists and reads them.
 //! - A server's prompts are the person's to pick: [`McpServers::prompts`]
 //!   lists them, [`McpServers::prompt`] gives one's messages, filled in.
+//! - Given an [`Elicitor`] ([`ServerOptions::elicitor`]), the forms a
+//!   server asks the person to fill in while its tool runs are handed to
+//!   it.
 //! - Child processes are killed when their [`McpServer`] and its tools are
 //!   dropped.
 //!
@@ -28,6 +31,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod asks;
 mod command_line;
 mod config;
 mod connection;
@@ -43,6 +47,7 @@ mod tool;
 
 use std::time::Duration;
 
+pub use asks::{Elicitor, FormAnswer, FormRequest};
 pub use command_line::parse_stdio_command;
 pub use config::{HttpConfig, McpConfig, ServerConfig, StdioConfig};
 pub use prompts::ListedPrompt;

@@ -20,6 +20,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 use crate::McpError;
+use crate::asks::{Asking, Elicitor};
 use crate::config::ServerConfig;
 use crate::connection::Connection;
 use crate::result::to_tool_result;
@@ -30,14 +31,18 @@ const NOTICE_GRACE: Duration = Duration::from_secs(2);
 /// Longest tool name providers accept.
 const MAX_TOOL_NAME: usize = 64;
 
-/// Limits for one server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Limits for one server, and who answers its forms.
+#[derive(Debug, Clone)]
 pub struct ServerOptions {
     /// How long one `tools/call` may take before the server counts as hung:
     /// the call gets an error result and the server is restarted.
     pub call_timeout: Duration,
     /// How long starting a server and listing its tools may take.
     pub connect_timeout: Duration,
+    /// Who answers the forms the server asks the person to fill in (see
+    /// [`crate::Elicitor`]); `None`: the client does not offer
+    /// elicitation.
+    pub elicitor: Option<Arc<dyn Elicitor>>,
 }
 
 impl Default for ServerOptions {
@@ -45,6 +50,7 @@ impl Default for ServerOptions {
         Self {
             call_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(60),
+            elicitor: None,
         }
     }
 }
@@ -206,10 +212,15 @@ impl McpServer {
             .clear();
         let timeout = self.inner.options.connect_timeout;
         let opened = tokio::time::timeout(timeout, async {
+            let asking = self.inner.options.elicitor.clone().map(|elicitor| Asking {
+                server: self.inner.name.clone(),
+                elicitor,
+            });
             let connection = Connection::open(
                 &self.inner.config,
                 self.inner.tools_changed.clone(),
                 self.inner.stderr.clone(),
+                asking,
             )
             .await?;
             let tools = list_tools(&self.inner.name, connection.service.peer()).await?;

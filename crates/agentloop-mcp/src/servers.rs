@@ -21,7 +21,7 @@ impl McpServers {
         let starts = config
             .servers
             .iter()
-            .map(|(name, server)| McpServer::start(name.clone(), server.clone(), options));
+            .map(|(name, server)| McpServer::start(name.clone(), server.clone(), options.clone()));
         let servers = futures::future::join_all(starts)
             .await
             .into_iter()
