@@ -176,7 +176,8 @@ pub(crate) struct Connection {
 impl Connection {
     /// Starts (stdio) or opens (HTTP) a session and runs the MCP handshake.
     /// `tools_changed` hears the server's `tools/list_changed`; `stderr`
-    /// collects the child's last stderr lines.
+    /// collects the child's last stderr lines; `asking` answers the
+    /// server's forms (none: elicitation is not offered).
     pub(crate) async fn open(
         config: &ServerConfig,
         tools_changed: mpsc::UnboundedSender<()>,

@@ -10,8 +10,10 @@
 
 use std::sync::Arc;
 
-use agentloop_types::{Tool, ToolContext, ToolResult, ToolStream};
-use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
+use agentloop_types::{CancellationToken, Tool, ToolContext, ToolResult, ToolStream};
+use rmcp::model::{
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -60,6 +62,35 @@ pub(crate) fn resource_tools(server: &McpServer) -> Vec<Arc<dyn Tool>> {
         }) as Arc<dyn Tool>
     })
     .collect()
+}
+
+impl McpServer {
+    /// Every resource and resource template the server lists.
+    pub(crate) async fn list_resources(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<Resource>, Vec<ResourceTemplate>), String> {
+        self.request("resources/list", cancel, |peer| async move {
+            let resources = peer.list_all_resources().await?;
+            // A server without templates may not answer their list.
+            let templates = peer.list_all_resource_templates().await.unwrap_or_default();
+            Ok((resources, templates))
+        })
+        .await
+    }
+
+    /// The contents of the resource at `uri`.
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<ReadResourceResult, String> {
+        let params = ReadResourceRequestParams::new(uri);
+        self.request("resources/read", cancel, |peer| async move {
+            peer.read_resource(params).await
+        })
+        .await
+    }
 }
 
 impl Tool for ResourceTool {

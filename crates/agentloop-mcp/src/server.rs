@@ -11,8 +11,7 @@ use std::time::Duration;
 use agentloop_types::{CancellationToken, ToolResult};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientNotification, JsonObject, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResult, RequestId, Resource, ResourceTemplate, ServerResult,
+    ClientNotification, JsonObject, ProgressNotificationParam, RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestHandle, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -371,35 +370,6 @@ impl McpServer {
                 ToolResult::error(CANCELLED)
             }
         }
-    }
-}
-
-impl McpServer {
-    /// Every resource and resource template the server lists.
-    pub(crate) async fn list_resources(
-        &self,
-        cancel: &CancellationToken,
-    ) -> Result<(Vec<Resource>, Vec<ResourceTemplate>), String> {
-        self.request("resources/list", cancel, |peer| async move {
-            let resources = peer.list_all_resources().await?;
-            // A server without templates may not answer their list.
-            let templates = peer.list_all_resource_templates().await.unwrap_or_default();
-            Ok((resources, templates))
-        })
-        .await
-    }
-
-    /// The contents of the resource at `uri`.
-    pub(crate) async fn read_resource(
-        &self,
-        uri: &str,
-        cancel: &CancellationToken,
-    ) -> Result<ReadResourceResult, String> {
-        let params = ReadResourceRequestParams::new(uri);
-        self.request("resources/read", cancel, |peer| async move {
-            peer.read_resource(params).await
-        })
-        .await
     }
 
     /// Runs `request` on the live session within the call timeout, or

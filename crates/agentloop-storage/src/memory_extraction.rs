@@ -459,6 +459,28 @@ mod tests {
         store
     }
 
+    /// The step over [`store_with_chat`], writing to project `p1`'s
+    /// memories, its model proposing one memory.
+    async fn extraction() -> (
+        Arc<crate::memory::MemoryStore>,
+        Arc<Answers>,
+        MemoryExtraction<crate::memory::MemoryStore>,
+    ) {
+        let store = store_with_chat().await;
+        let model = Arc::new(Answers {
+            answer: "[\"Staging listens on port 6543.\"]".to_owned(),
+            asked: Default::default(),
+        });
+        let hook = MemoryExtraction::new(
+            store.clone(),
+            MemoryScope::project("p1"),
+            "c1",
+            model.clone(),
+            RequestOptions::default(),
+        );
+        (store, model, hook)
+    }
+
     fn run_end() -> HookInput {
         HookInput::RunEnd {
             run_id: "run-1".to_owned(),
@@ -470,19 +492,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_run_asked_about_again_is_not_extracted_twice() {
-        let store = store_with_chat().await;
-        let model = Arc::new(Answers {
-            answer: "[\"Staging listens on port 6543.\"]".to_owned(),
-            asked: Default::default(),
-        });
+        let (store, model, hook) = extraction().await;
         let scope = MemoryScope::project("p1");
-        let hook = MemoryExtraction::new(
-            store.clone(),
-            scope.clone(),
-            "c1",
-            model.clone(),
-            RequestOptions::default(),
-        );
         let end = run_end();
         let first = hook.call_noted(&end).await;
         assert_eq!(
@@ -542,24 +553,13 @@ mod tests {
     #[tokio::test]
     async fn the_steps_model_call_is_reserved_with_the_runs_budget() {
         for allowed in [true, false] {
-            let store = store_with_chat().await;
-            let model = Arc::new(Answers {
-                answer: "[\"Staging listens on port 6543.\"]".to_owned(),
-                asked: Default::default(),
-            });
+            let (store, model, hook) = extraction().await;
             let budget = Arc::new(Allowance {
                 allowed,
                 settled: Default::default(),
             });
             let scope = MemoryScope::project("p1");
-            let hook = MemoryExtraction::new(
-                store.clone(),
-                scope.clone(),
-                "c1",
-                model.clone(),
-                RequestOptions::default(),
-            )
-            .with_budget(budget.clone());
+            let hook = hook.with_budget(budget.clone());
             let answered = hook.call_noted(&run_end()).await;
             let asked = model.asked.load(std::sync::atomic::Ordering::SeqCst);
             let settled: Vec<String> = budget
