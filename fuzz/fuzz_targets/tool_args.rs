@@ -100,6 +100,7 @@ fn context() -> ToolContext {
         options: Default::default(),
         cancel: CancellationToken::new(),
         resume: None,
+        budget: None,
     }
 }
 
