@@ -120,6 +120,13 @@ pub struct ServeArgs {
     /// longer than this. Keep it above your longest model call.
     #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
     pub budget_hold_expiry_secs: u64,
+    /// Seconds between the looks an open event stream or WebSocket takes
+    /// at its token, to end once it is revoked or expires. On PostgreSQL
+    /// a revocation is also announced to every instance, which ends the
+    /// streams at once; on SQLite a revocation by another process (such
+    /// as `agentloop users`) is seen at the next look.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub token_check_secs: u64,
     /// Let webhook deliveries reach loopback and private addresses (off by
     /// default, so a project's webhook cannot reach into this host's
     /// network).
@@ -351,6 +358,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
             cost: args.budget_estimate_usd,
         };
         config.budget_hold_expiry = Duration::from_secs(args.budget_hold_expiry_secs);
+        config.token_check = Duration::from_secs(args.token_check_secs);
         let projects_root = match args.projects_root.clone() {
             Some(root) => root,
             None => db::data_dir()?.join("projects"),

@@ -112,12 +112,13 @@ fn stream_ends(mut reader: BufReader<TcpStream>) {
     }
 }
 
-async fn accounts(db: &str, dir: &Path) {
+/// The accounts scenario on `db`, the server started with `flags`.
+async fn accounts(db: &str, dir: &Path, flags: &[&str]) {
     let script = dir.join("script.json");
     // The run the stream follows never ends on its own.
     write_script(&script, json!([{ "steps": [{ "type": "hang" }] }]));
     let old = create_user(db, "alice");
-    let server = serve_with(db, &script, "accounts", &[]);
+    let server = serve_with(db, &script, "accounts", flags);
     let address = server.address.clone();
     assert_eq!(status_for(&address, &old), 200);
 
@@ -241,7 +242,9 @@ async fn accounts(db: &str, dir: &Path) {
 async fn tokens_are_reset_revoked_expired_and_deleted_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.sqlite").display().to_string();
-    accounts(&db, dir.path()).await;
+    // Streams look at their token every second: `agentloop users`, another
+    // process, announces nothing on SQLite.
+    accounts(&db, dir.path(), &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -257,6 +260,9 @@ async fn tokens_are_reset_revoked_expired_and_deleted_on_postgres() {
     let name = format!("agentloop_cli_accounts_{}", std::process::id());
     let database = ScratchDatabase::create(&admin_url, &name).await;
     let dir = tempfile::tempdir().unwrap();
-    accounts(&database.url, dir.path()).await;
+    // Streams look at their token only once an hour here: they end within
+    // `CLOSES_WITHIN` of each `agentloop users` change because PostgreSQL
+    // announces the revocation to the server at once.
+    accounts(&database.url, dir.path(), &["--token-check-secs", "3600"]).await;
     database.remove().await;
 }

@@ -45,6 +45,11 @@ impl Server {
             state.appends.clone(),
             state.shutdown.clone(),
         ));
+        tokio::spawn(crate::users::watch_revocations(
+            state.store.clone(),
+            state.revocations.clone(),
+            state.shutdown.clone(),
+        ));
         let stop = state.shutdown.clone();
         tokio::spawn(async move {
             shutdown.await;

@@ -9,10 +9,13 @@
 //! or WebSocket a token opened ends once the token stops authenticating
 //! ([`until_invalid`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentloop_storage::model::{UserToken, now_millis};
 use agentloop_storage::{StorageError, StorageResult, Store};
+use agentloop_types::CancellationToken;
+use futures::StreamExt;
 use tokio::sync::Notify;
 
 use crate::ids::{new_id, new_token, token_hash};
@@ -155,7 +158,8 @@ pub async fn live_token(
 /// Resolves once `token` no longer authenticates anyone (revoked, expired,
 /// or its user deleted, by any instance or the CLI): looked up every
 /// `every`, and at once whenever `revoked` is notified (a revocation on
-/// this instance). A lookup the store fails is tried again.
+/// this instance, or one the store announced: [`watch_revocations`]). A
+/// lookup the store fails is tried again.
 pub async fn until_invalid(store: &dyn Store, token: &str, every: Duration, revoked: &Notify) {
     loop {
         let notified = revoked.notified();
@@ -179,6 +183,54 @@ pub async fn until_invalid(store: &dyn Store, token: &str, every: Duration, revo
                 tracing::warn!(%error, "a session's token could not be looked up");
                 tokio::time::sleep(every).await;
             }
+        }
+    }
+}
+
+/// How long to wait before listening again after the store's
+/// announcements failed.
+const RELISTEN: Duration = Duration::from_secs(1);
+
+/// Listens to the store's announcements of revocations (from any
+/// instance, or `agentloop users`) until `shutdown`, notifying `revoked`
+/// for each, so every stream's [`until_invalid`] looks its token up at
+/// once. Returns at once when the store makes none (streams then look
+/// every `token_check`).
+pub async fn watch_revocations(
+    store: Arc<dyn Store>,
+    revoked: Arc<Notify>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let announced = tokio::select! {
+            () = shutdown.cancelled() => return,
+            announced = store.watch_revocations() => announced,
+        };
+        match announced {
+            Ok(None) => return,
+            Ok(Some(mut revocations)) => loop {
+                let next = tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    next = revocations.next() => next,
+                };
+                match next {
+                    Some(Ok(())) => revoked.notify_waiters(),
+                    Some(Err(error)) => {
+                        tracing::warn!(%error, "revocation announcements failed; streams look their token up every token_check");
+                        break;
+                    }
+                    None => break,
+                }
+            },
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for revocations; streams look their token up every token_check");
+            }
+        }
+        // Announcements may have been missed meanwhile.
+        revoked.notify_waiters();
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(RELISTEN) => {}
         }
     }
 }

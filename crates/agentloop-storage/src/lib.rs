@@ -83,8 +83,8 @@ pub use sqlite::SqliteStore;
 pub use steps::{RunStep, StepRetention, StepStore};
 pub use store::{
     AppendWatch, AttachmentStore, AuditStore, ChatStore, FileStore, InboxStore, MemoriesStore,
-    ProductStore, ProjectSettingsStore, ProjectStore, RunStore, RuntimeStore, Store, TaskStore,
-    UserStore, WEBHOOK_DELIVERIES_KEPT, WebhookStore, folders_overlap,
+    ProductStore, ProjectSettingsStore, ProjectStore, RevocationWatch, RunStore, RuntimeStore,
+    Store, TaskStore, UserStore, WEBHOOK_DELIVERIES_KEPT, WebhookStore, folders_overlap,
 };
 
 use agentloop_types::{AttachmentError, AttachmentLoader, LoadedAttachment};

@@ -171,6 +171,35 @@ async fn watch_appends(pool: &sqlx::PgPool) -> StorageResult<Option<crate::store
     Ok(Some(runs.boxed()))
 }
 
+/// The channel on which revocations of tokens are announced (`NOTIFY`),
+/// so open streams on every instance end at once.
+pub const REVOCATIONS_CHANNEL: &str = "agentloop_token_revocations";
+
+/// Announces that tokens were revoked. A lost announcement only delays
+/// the end of a stream to its next look-up, so a failure is not the
+/// revocation's.
+async fn announce_revocation(pool: &sqlx::PgPool) {
+    let _ = sqlx::query("SELECT pg_notify($1, '')")
+        .bind(REVOCATIONS_CHANNEL)
+        .execute(pool)
+        .await;
+}
+
+/// Listens on [`REVOCATIONS_CHANNEL`] with a connection of its own.
+async fn watch_revocations(
+    pool: &sqlx::PgPool,
+) -> StorageResult<Option<crate::store::RevocationWatch>> {
+    use futures::StreamExt;
+    let mut listener = sqlx::postgres::PgListener::connect_with(pool)
+        .await
+        .map_err(db_err)?;
+    listener.listen(REVOCATIONS_CHANNEL).await.map_err(db_err)?;
+    let revoked = listener
+        .into_stream()
+        .map(|notification| notification.map(|_| ()).map_err(db_err));
+    Ok(Some(revoked.boxed()))
+}
+
 /// Whether one query may hold several statements (see
 /// `sql_tasks::START_QUERY`): PostgreSQL takes one statement a query that has arguments.
 const SEVERAL_STATEMENTS_A_QUERY: bool = false;

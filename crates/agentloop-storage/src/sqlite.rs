@@ -328,6 +328,17 @@ async fn watch_appends(
     Ok(None)
 }
 
+/// SQLite announces nothing: holders of a token look it up again now and
+/// then (see [`watch_revocations`]).
+async fn announce_revocation(_pool: &sqlx::SqlitePool) {}
+
+/// No announcements across processes on SQLite.
+async fn watch_revocations(
+    _pool: &sqlx::SqlitePool,
+) -> StorageResult<Option<crate::store::RevocationWatch>> {
+    Ok(None)
+}
+
 /// Whether one query may hold several statements (see
 /// `sql_tasks::START_QUERY`): SQLite runs the statements of one query one after the other.
 const SEVERAL_STATEMENTS_A_QUERY: bool = true;

@@ -186,6 +186,12 @@ pub trait FileStore: Send + Sync {
 /// be lost (a reconnect), so a reader still reads the log now and then.
 pub type AppendWatch = futures::stream::BoxStream<'static, StorageResult<String>>;
 
+/// One item per revocation announced (see
+/// [`UserStore::watch_revocations`]); which tokens is not said, so a
+/// holder looks its own up again. Announcements may be lost (a
+/// reconnect): holders still look now and then.
+pub type RevocationWatch = futures::stream::BoxStream<'static, StorageResult<()>>;
+
 /// Loop runs with their lease, and each run's append-only event log.
 #[async_trait]
 pub trait RunStore: Send + Sync {
@@ -388,6 +394,14 @@ pub trait UserStore: Send + Sync {
     /// Deletes a user with its tokens; `NotFound` (kind `user`) if there is
     /// none.
     async fn delete_user(&self, id: &str) -> StorageResult<()>;
+    /// Announcements that tokens were revoked (or their user deleted), by
+    /// any process sharing the database, each after the revocation
+    /// committed ([`RevocationWatch`]); `None` when the backend cannot
+    /// make them and holders of a token must look it up again now and
+    /// then.
+    async fn watch_revocations(&self) -> StorageResult<Option<RevocationWatch>> {
+        Ok(None)
+    }
 }
 
 /// The webhook delivery log of each project: its last

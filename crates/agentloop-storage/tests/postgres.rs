@@ -203,6 +203,51 @@ async fn appends_are_announced_to_other_stores_on_the_database() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocations_are_announced_to_other_stores_on_the_database() {
+    use agentloop_storage::UserStore;
+    use futures::StreamExt;
+    let Some(database) = open_database().await else {
+        eprintln!("skipped: {URL_VAR} is not set");
+        return;
+    };
+    let writer = &database.store;
+    let url = database_url(&database.admin_url, &database.name);
+    let reader = PostgresStore::connect(&url).await.unwrap();
+    let mut announced = reader.watch_revocations().await.unwrap().unwrap();
+    writer
+        .create_user(&conformance::user("u1", "one", 1))
+        .await
+        .unwrap();
+    for hash in ["h1", "h2", "h3"] {
+        writer
+            .add_token(&conformance::token(hash, "u1"))
+            .await
+            .unwrap();
+    }
+    // A revocation of nothing announces nothing.
+    assert!(writer.revoke_token("unknown").await.is_err());
+    writer.revoke_token("h1").await.unwrap();
+    assert_eq!(writer.revoke_user_tokens("u1").await.unwrap(), 2);
+    assert_eq!(writer.revoke_user_tokens("u1").await.unwrap(), 0);
+    writer.delete_user("u1").await.unwrap();
+    for _ in 0..3 {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), announced.next())
+            .await
+            .expect("an announcement within 10 s");
+        next.unwrap().unwrap();
+    }
+    // Exactly three: the refused revocation and the empty one said nothing.
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(200), announced.next())
+            .await
+            .is_err(),
+        "no fourth announcement"
+    );
+    drop(announced);
+    reader.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_the_server_ended_while_idle_are_replaced() {
     let Some(database) = open_database().await else {
         eprintln!("skipped connections_the_server_ended_while_idle_are_replaced");

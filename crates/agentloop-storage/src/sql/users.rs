@@ -80,10 +80,10 @@ mod sql_users {
                 .map_err(db_err)?
                 .rows_affected();
             if affected == 0 {
-                Err(StorageError::not_found("token", token_hash))
-            } else {
-                Ok(())
+                return Err(StorageError::not_found("token", token_hash));
             }
+            super::announce_revocation(&self.pool).await;
+            Ok(())
         }
     
         async fn find_token(&self, token_hash: &str) -> StorageResult<(User, UserToken)> {
@@ -116,12 +116,16 @@ mod sql_users {
 
         async fn revoke_user_tokens(&self, user_id: &str) -> StorageResult<u64> {
             let _turn = self.write_turn().await;
-            Ok(sqlx::query("DELETE FROM user_tokens WHERE user_id = $1")
+            let revoked = sqlx::query("DELETE FROM user_tokens WHERE user_id = $1")
                 .bind(user_id)
                 .execute(&self.pool)
                 .await
                 .map_err(db_err)?
-                .rows_affected())
+                .rows_affected();
+            if revoked > 0 {
+                super::announce_revocation(&self.pool).await;
+            }
+            Ok(revoked)
         }
 
         async fn delete_user(&self, id: &str) -> StorageResult<()> {
@@ -133,7 +137,13 @@ mod sql_users {
                 .await
                 .map_err(db_err)?
                 .rows_affected();
-            found(affected, "user", id)
+            found(affected, "user", id)?;
+            super::announce_revocation(&self.pool).await;
+            Ok(())
+        }
+
+        async fn watch_revocations(&self) -> StorageResult<Option<crate::store::RevocationWatch>> {
+            super::watch_revocations(&self.pool).await
         }
     }
 }
