@@ -96,9 +96,25 @@ pub struct ChatArgs {
     /// --system, 128 tokens a turn).
     #[arg(long, conflicts_with_all = ["demo", "provider", "base_url"])]
     pub local: bool,
+    /// MCP servers whose tools to offer, as for `run`: a JSON file
+    /// `{"mcpServers": {...}}`. Repeatable. Their prompts are the REPL's
+    /// `/prompts` and `/prompt`.
+    #[arg(long = "mcp", value_name = "CONFIG")]
+    pub mcp: Vec<PathBuf>,
+    /// A stdio MCP server to start: `'[name=]command args'`. Repeatable.
+    #[arg(long = "mcp-stdio", value_name = "COMMAND")]
+    pub mcp_stdio: Vec<String>,
+    /// Seconds one MCP tool call may take before its server counts as hung.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    pub mcp_timeout: u64,
 }
 
-pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, mut hooks: Hooks) -> Outcome {
+pub async fn chat(
+    mut args: ChatArgs,
+    approvals: ApprovalPolicies,
+    mut hooks: Hooks,
+    configured_mcp: agentloop_mcp::McpConfig,
+) -> Outcome {
     let store = db::open_for_write(args.db.as_deref()).await?;
     let crate::conversation_model::ConversationModel {
         chosen,
@@ -125,6 +141,20 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, mut hooks: Ho
     if crate::run::can_ask(args.json, demo || args.local || args.no_ask_user) {
         tools::offer_ask_user(&mut tools);
     }
+    // A person at the terminal fills in the forms MCP servers ask for.
+    let elicitor = crate::run::can_ask(args.json, demo || args.local).then(|| {
+        let (forms, _) = crate::forms::TerminalForms::new();
+        std::sync::Arc::new(forms) as std::sync::Arc<dyn agentloop_mcp::Elicitor>
+    });
+    let mcp = crate::run::start_mcp(
+        configured_mcp,
+        &args.mcp,
+        &args.mcp_stdio,
+        args.mcp_timeout,
+        elicitor,
+    )
+    .await?;
+    tools.extend(mcp.tools());
     let handoffs = match &args.starting {
         Some(starting) => starting.handoffs(args.root.as_deref(), &minion, &memory)?,
         None => None,
@@ -181,6 +211,7 @@ pub async fn chat(mut args: ChatArgs, approvals: ApprovalPolicies, mut hooks: Ho
     session.handoffs = handoffs;
     session.recall = recall;
     session.keep_steps = crate::runs::step_retention()?;
+    session.mcp = mcp;
     // A run cut short (its process was killed) goes on first, from its
     // last checkpoint, before any new message.
     let continued = if interrupted {

@@ -219,7 +219,7 @@ fn main() -> ExitCode {
             }
             let approvals = approve::policies(args.approve.as_deref(), &config)?;
             let hooks = hooks::from_config(&config.hooks, &config::folder()?)?;
-            runtime.block_on(chat::chat(args, approvals, hooks))
+            runtime.block_on(chat::chat(args, approvals, hooks, config.mcp()?))
         }),
         #[cfg(feature = "acp")]
         Command::Acp(mut args) => config::load().and_then(|config| {

@@ -54,7 +54,8 @@ pub async fn list(args: McpPromptsArgs, configured: McpConfig) -> Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
-fn line(prompt: &ListedPrompt) -> String {
+/// One prompt as a line: `SERVER:PROMPT (arg*, arg)  description`.
+pub fn line(prompt: &ListedPrompt) -> String {
     let mut line = sanitize(&prompt.qualified()).into_owned();
     if !prompt.arguments.is_empty() {
         let arguments: Vec<String> = prompt

@@ -35,6 +35,9 @@ const HELP: &str = "\
 /help          this list
 /model [NAME]  show the chat's model, or use NAME from the next turn on
 /tools         the tools the model may call
+/prompts       the prompts of the chat's MCP servers
+/prompt SERVER:PROMPT [NAME=VALUE ...]
+               send one of them, filled in, as your message
 /cost          tokens and cost of this chat so far
 /clear         start a new chat (the old one stays stored)
 /exit          leave (also Ctrl-D)
@@ -47,6 +50,8 @@ enum Input<'a> {
     Help,
     Model(Option<&'a str>),
     Tools,
+    Prompts,
+    Prompt(&'a str),
     Cost,
     Clear,
     Exit,
@@ -65,6 +70,8 @@ fn parse(line: &str) -> Input<'_> {
         "help" | "?" => Input::Help,
         "model" => Input::Model(Some(rest).filter(|r| !r.is_empty())),
         "tools" => Input::Tools,
+        "prompts" => Input::Prompts,
+        "prompt" => Input::Prompt(rest),
         "cost" => Input::Cost,
         "clear" | "new" => Input::Clear,
         "exit" | "quit" => Input::Exit,
@@ -89,7 +96,22 @@ pub async fn run(session: &mut Session) -> Outcome {
         return Ok(left_waiting(session, &mut editor, history.as_deref()));
     }
     while let Some(text) = read_message(&mut editor)? {
-        match parse(&text) {
+        let prompted;
+        let message = match parse(&text) {
+            Input::Prompt(named) => match mcp_prompt(session, named).await {
+                Ok(filled) => {
+                    let _ = editor.add_history_entry(&text);
+                    prompted = filled;
+                    Input::Message(&prompted)
+                }
+                Err(problem) => {
+                    out.line(problem)?;
+                    continue;
+                }
+            },
+            other => other,
+        };
+        match message {
             Input::Message("") => {}
             Input::Message(message) => {
                 let _ = editor.add_history_entry(message);
@@ -126,6 +148,19 @@ pub async fn run(session: &mut Session) -> Outcome {
                     out.line(format!("{:<10} {first}", tool.name()))?;
                 }
             }
+            Input::Prompts => match session.mcp.prompts().await {
+                Ok(prompts) if prompts.is_empty() => {
+                    out.line("no MCP prompts (start with --mcp or --mcp-stdio)")?;
+                }
+                Ok(prompts) => {
+                    for prompt in &prompts {
+                        out.line(crate::mcp_prompts::line(prompt))?;
+                    }
+                }
+                Err(problem) => out.line(problem)?,
+            },
+            // Filled in and sent above.
+            Input::Prompt(_) => {}
             Input::Cost => {
                 let totals = session.totals().await?;
                 out.line(format!(
@@ -152,6 +187,30 @@ pub async fn run(session: &mut Session) -> Outcome {
         session.chat_id
     ));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `/prompt SERVER:PROMPT NAME=VALUE ...`: the prompt filled in, as the
+/// text of one message (an assistant turn it holds is marked as such).
+async fn mcp_prompt(session: &Session, named: &str) -> Result<String, String> {
+    let mut words = named.split_whitespace();
+    let Some(name) = words.next() else {
+        return Err("/prompt needs a prompt: /prompt SERVER:PROMPT [NAME=VALUE ...]".to_owned());
+    };
+    let arguments = words
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+            _ => Err(format!("{pair:?}: write each argument as NAME=VALUE")),
+        })
+        .collect::<Result<std::collections::BTreeMap<_, _>, _>>()?;
+    let messages = session.mcp.prompt(name, &arguments).await?;
+    Ok(messages
+        .iter()
+        .map(|message| match message.role {
+            agentloop_types::Role::Assistant => format!("(assistant) {}", message.text()),
+            _ => message.text(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n"))
 }
 
 /// How settling a waiting turn ended.
@@ -232,6 +291,11 @@ mod tests {
         assert_eq!(parse("/model"), Input::Model(None));
         assert_eq!(parse("/model gpt-4.1"), Input::Model(Some("gpt-4.1")));
         assert_eq!(parse("/cost"), Input::Cost);
+        assert_eq!(parse("/prompts"), Input::Prompts);
+        assert_eq!(
+            parse("/prompt  everything:args-prompt city=Paris"),
+            Input::Prompt("everything:args-prompt city=Paris")
+        );
         assert_eq!(parse("/nope x"), Input::Unknown("nope"));
     }
 }

@@ -142,6 +142,9 @@ pub struct Session {
     /// Installed at the first need: the line editor sets up its own
     /// signal handling when it starts, and must not replace this one.
     interrupts: Option<Interrupts>,
+    /// The MCP servers whose tools are offered (their prompts are the
+    /// REPL's); kept for the session, which stops them when it ends.
+    pub mcp: agentloop_mcp::McpServers,
 }
 
 /// What one turn does.
@@ -204,6 +207,7 @@ impl Session {
                 Style::stdout()
             }),
             interrupts: None,
+            mcp: agentloop_mcp::McpServers::default(),
         }
     }
 

@@ -628,3 +628,66 @@ async fn on_a_terminal_the_person_fills_in_a_servers_form() {
         assert!(result.contains(said), "{said} in {result}");
     }
 }
+
+/// `agentloop chat` starts MCP servers as `run` does: the model calls
+/// their tools, and on the REPL `/prompts` lists their prompts and
+/// `/prompt` sends one, filled in, as the person's message; a prompt
+/// argument without a value says how to write it.
+#[test]
+fn a_chat_offers_mcp_tools_and_sends_a_prompt_from_the_repl() {
+    use rexpect::session::spawn_command;
+
+    let Some(everything) = server_everything() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let provider = script(
+        dir.path(),
+        json!([
+            {"steps": [{"type": "text", "chunks": ["Sunny in Paris."]}]},
+            {"steps": [tool_call("call-echo", "everything__echo", json!({"message": "from the chat"}))]},
+            {"steps": [{"type": "text", "chunks": ["Echoed."]}]}
+        ]),
+    );
+    let db = dir.path().join("chat.db").display().to_string();
+    let server = format!("node {} stdio", everything.display());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    command
+        .args(["chat", "--approve", "all", "--provider", &provider])
+        .args(["--mcp-stdio", &server, "--db", &db])
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1")
+        .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY");
+    // Generous: a slow CI machine, not a performance bound.
+    let mut p = spawn_command(command, Some(30_000)).unwrap();
+    p.exp_string("Type a message").unwrap();
+    p.send_line("/prompts").unwrap();
+    p.exp_string("everything:args-prompt (city*, state)  A prompt with two arguments")
+        .unwrap();
+    p.send_line("/prompt everything:args-prompt city").unwrap();
+    p.exp_string("\"city\": write each argument as NAME=VALUE")
+        .unwrap();
+    p.send_line("/prompt everything:args-prompt city=Paris")
+        .unwrap();
+    p.exp_string("Sunny in Paris.").unwrap();
+    p.send_line("Echo something").unwrap();
+    p.exp_string("Echo: from the chat").unwrap();
+    p.exp_string("Echoed.").unwrap();
+    p.send_line("/exit").unwrap();
+    p.exp_eof().unwrap();
+
+    let listed = agentloop(&["chats", "list", "--db", &db, "--json"]);
+    let chats: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let chat = chats[0]["id"].as_str().unwrap().to_owned();
+    let shown = agentloop(&["chats", "show", &chat, "--db", &db, "--json"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let first = &shown["messages"][0]["message"];
+    assert_eq!(first["role"], "user", "{shown}");
+    assert_eq!(
+        first["content"][0]["text"], "What's weather in Paris?",
+        "{shown}"
+    );
+}
