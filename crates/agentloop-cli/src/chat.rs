@@ -96,17 +96,10 @@ pub struct ChatArgs {
     /// --system, 128 tokens a turn).
     #[arg(long, conflicts_with_all = ["demo", "provider", "base_url"])]
     pub local: bool,
-    /// MCP servers whose tools to offer, as for `run`: a JSON file
-    /// `{"mcpServers": {...}}`. Repeatable. Their prompts are the REPL's
+    /// MCP servers to start, as for `run`; their prompts are the REPL's
     /// `/prompts` and `/prompt`.
-    #[arg(long = "mcp", value_name = "CONFIG")]
-    pub mcp: Vec<PathBuf>,
-    /// A stdio MCP server to start: `'[name=]command args'`. Repeatable.
-    #[arg(long = "mcp-stdio", value_name = "COMMAND")]
-    pub mcp_stdio: Vec<String>,
-    /// Seconds one MCP tool call may take before its server counts as hung.
-    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
-    pub mcp_timeout: u64,
+    #[command(flatten)]
+    pub mcp: crate::mcp_flags::McpFlags,
 }
 
 pub async fn chat(
@@ -141,19 +134,13 @@ pub async fn chat(
     if crate::run::can_ask(args.json, demo || args.local || args.no_ask_user) {
         tools::offer_ask_user(&mut tools);
     }
-    // A person at the terminal fills in the forms MCP servers ask for.
-    let elicitor = crate::run::can_ask(args.json, demo || args.local).then(|| {
-        let (forms, _) = crate::forms::TerminalForms::new();
-        std::sync::Arc::new(forms) as std::sync::Arc<dyn agentloop_mcp::Elicitor>
-    });
-    let mcp = crate::run::start_mcp(
-        configured_mcp,
-        &args.mcp,
-        &args.mcp_stdio,
-        args.mcp_timeout,
-        elicitor,
-    )
-    .await?;
+    let (mcp, _) = args
+        .mcp
+        .start(
+            configured_mcp,
+            crate::run::forms(args.json, demo || args.local),
+        )
+        .await?;
     tools.extend(mcp.tools());
     let handoffs = match &args.starting {
         Some(starting) => starting.handoffs(args.root.as_deref(), &minion, &memory)?,

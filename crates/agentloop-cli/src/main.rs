@@ -37,6 +37,7 @@ mod keys;
 mod local_model;
 mod logging;
 mod markdown;
+mod mcp_flags;
 mod mcp_prompts;
 mod mcp_serve;
 mod memories;

@@ -4,38 +4,24 @@
 //! required one) and its description, as `agentloop run --mcp-prompt`
 //! takes them. What a server says is shown with its escapes made visible.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agentloop_mcp::{ListedPrompt, McpConfig};
 use clap::Args;
 
+use crate::mcp_flags::{Forms, McpFlags};
 use crate::out::{Failure, Outcome, Stdout, sanitize};
-use crate::run;
 
 #[derive(Args)]
 pub struct McpPromptsArgs {
-    /// MCP servers as a JSON file `{"mcpServers": {...}}`. Repeatable.
-    #[arg(long = "mcp", value_name = "CONFIG")]
-    pub mcp: Vec<PathBuf>,
-    /// A stdio MCP server to start: `'[name=]command args'`. Repeatable.
-    #[arg(long = "mcp-stdio", value_name = "COMMAND")]
-    pub mcp_stdio: Vec<String>,
-    /// Seconds the servers have to answer.
-    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
-    pub mcp_timeout: u64,
+    /// The MCP servers to ask, besides the configuration's.
+    #[command(flatten)]
+    pub mcp: McpFlags,
 }
 
 /// Lists the prompts; no server configured is a usage error.
 pub async fn list(args: McpPromptsArgs, configured: McpConfig) -> Outcome {
-    let servers = run::start_mcp(
-        configured,
-        &args.mcp,
-        &args.mcp_stdio,
-        args.mcp_timeout,
-        None,
-    )
-    .await?;
+    let (servers, _) = args.mcp.start(configured, Forms::Unoffered).await?;
     if servers.servers().is_empty() {
         return Err(Failure::usage(
             "no MCP server: configure mcp_servers, or give --mcp or --mcp-stdio",

@@ -31,7 +31,7 @@ use futures::StreamExt;
 
 use crate::out::{Failure, Outcome};
 use crate::run_args::CompactionArg;
-use crate::{out, run, skills, tools};
+use crate::{out, skills, tools};
 
 /// `agentloop mcp ...`.
 // Parsed once per process (see `args::Command`).
@@ -129,14 +129,8 @@ pub struct McpServeArgs {
     #[arg(long)]
     pub skills: Option<PathBuf>,
     /// MCP servers whose tools the agent may use (as for `agentloop run`).
-    #[arg(long = "mcp", value_name = "CONFIG")]
-    pub mcp: Vec<PathBuf>,
-    /// A stdio MCP server whose tools the agent may use. Repeatable.
-    #[arg(long = "mcp-stdio", value_name = "COMMAND")]
-    pub mcp_stdio: Vec<String>,
-    /// Seconds one MCP tool call of the agent may take (at least 1).
-    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
-    pub mcp_timeout: u64,
+    #[command(flatten)]
+    pub mcp: crate::mcp_flags::McpFlags,
     /// Which tool calls run without asking: all, none or tool names. The
     /// others are asked through the client (MCP elicitation), or refused
     /// when the client cannot ask.
@@ -175,11 +169,9 @@ impl McpServeArgs {
             config: self.config.clone(),
             skills: self.skills.clone(),
             mcp: self.mcp.clone(),
-            mcp_stdio: self.mcp_stdio.clone(),
             mcp_prompt: None,
             mcp_args: Vec::new(),
             a2a: Vec::new(),
-            mcp_timeout: self.mcp_timeout,
             approve: self.approve.clone(),
             output_schema: self.output_schema.clone(),
             model_flag: self.model.is_some(),
@@ -228,14 +220,12 @@ pub async fn serve(
     };
     let mut agent_tools = tools::build(&args.tools, args.root.as_deref(), Some(&minion), &memory)?;
     // Kept while serving: dropping the servers stops their processes.
-    let mcp = run::start_mcp(
-        configured_mcp,
-        &args.mcp,
-        &args.mcp_stdio,
-        args.mcp_timeout,
-        None,
-    )
-    .await?;
+    // Its client's person answers the agent's own questions; the MCP
+    // servers' forms have no one to ask.
+    let (mcp, _) = args
+        .mcp
+        .start(configured_mcp, crate::mcp_flags::Forms::Unoffered)
+        .await?;
     agent_tools.extend(mcp.tools());
     let skills = skills::for_run(args.skills.as_deref(), args.root.as_deref(), &agent_tools)
         .map_err(Failure::Usage)?;

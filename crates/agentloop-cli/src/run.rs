@@ -11,13 +11,12 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
 
 use agentloop_engine::RunDeps;
 use agentloop_engine::skills::prepare;
-use agentloop_mcp::{McpConfig, McpServers, ServerConfig, ServerOptions, parse_stdio_command};
+use agentloop_mcp::McpConfig;
 use agentloop_types::{
     ApprovalPolicies, CancellationToken, EventKind, Hooks, LoopStatus, Message,
     MessageCreatedEvent, StreamingEndEvent, StreamingStartEvent, ToolBlockUpdateEvent,
@@ -98,19 +97,11 @@ pub async fn run(
         options,
         ..
     } = agent;
-    // A person at the terminal fills in the forms MCP servers ask for.
-    let (forms, forms_open) = crate::forms::TerminalForms::new();
-    let elicitor = can_ask(args.json, demo || args.local)
-        .then(|| Arc::new(forms) as Arc<dyn agentloop_mcp::Elicitor>);
     // Kept until the run ends: dropping the servers stops their processes.
-    let mcp = start_mcp(
-        configured_mcp,
-        &args.mcp,
-        &args.mcp_stdio,
-        args.mcp_timeout,
-        elicitor,
-    )
-    .await?;
+    let (mcp, forms_open) = args
+        .mcp
+        .start(configured_mcp, forms(args.json, demo || args.local))
+        .await?;
     let mcp_tool_names: Vec<String> = mcp.tools().iter().map(|t| t.name().to_owned()).collect();
     tools.extend(mcp.tools());
     let (a2a_tools, a2a_calls) = crate::a2a_agents::tools(remote_agents).await?;
@@ -245,6 +236,16 @@ pub async fn run(
         }
         Some(status) => exit_code(status),
     })
+}
+
+/// Who answers MCP servers' forms: the person at the terminal where one
+/// can answer (see [`can_ask`]), else no one.
+pub fn forms(json: bool, unless: bool) -> crate::mcp_flags::Forms {
+    if can_ask(json, unless) {
+        crate::mcp_flags::Forms::Asked
+    } else {
+        crate::mcp_flags::Forms::Unoffered
+    }
 }
 
 /// Whether a person can answer the model's questions: stdin and stdout
@@ -395,38 +396,6 @@ fn prompt_arguments(given: &[String]) -> Result<BTreeMap<String, String>, Failur
             ))),
         })
         .collect()
-}
-
-/// Starts the MCP servers of the configuration file, `--mcp` files and
-/// `--mcp-stdio` lines, their forms answered by `elicitor` (none: the
-/// client offers no elicitation); a file or line that says no server is a
-/// usage error, a server that fails to start a runtime one.
-pub async fn start_mcp(
-    mut config: McpConfig,
-    files: &[std::path::PathBuf],
-    stdio: &[String],
-    timeout_secs: u64,
-    elicitor: Option<Arc<dyn agentloop_mcp::Elicitor>>,
-) -> Result<McpServers, Failure> {
-    for path in files {
-        config.merge(McpConfig::load(path).map_err(|e| Failure::usage(e.to_string()))?);
-    }
-    for line in stdio {
-        let (name, server) = parse_stdio_command(line)
-            .map_err(|e| Failure::usage(format!("--mcp-stdio {line:?}: {e}")))?;
-        config.add(&name, ServerConfig::Stdio(server));
-    }
-    if config.servers.is_empty() {
-        return Ok(McpServers::default());
-    }
-    let options = ServerOptions {
-        call_timeout: Duration::from_secs(timeout_secs),
-        elicitor,
-        ..ServerOptions::default()
-    };
-    McpServers::start(&config, options)
-        .await
-        .map_err(|e| Failure::Runtime(e.to_string()))
 }
 
 /// A spinner with the elapsed seconds on stderr while waiting for the

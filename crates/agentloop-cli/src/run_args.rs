@@ -133,16 +133,9 @@ pub struct RunArgs {
     /// `{name, description, prompt, allowed_skills, tools}`.
     #[arg(long)]
     pub skills: Option<PathBuf>,
-    /// MCP servers whose tools to offer: a JSON file
-    /// `{"mcpServers": {"name": {"command", "args", "env"} | {"url", "headers"}}}`.
-    /// Tools are named `<name>__<tool>`. Repeatable.
-    #[arg(long = "mcp", value_name = "CONFIG")]
-    pub mcp: Vec<PathBuf>,
-    /// A stdio MCP server to start: `'[name=]command args'`, e.g.
-    /// `'npx -y @modelcontextprotocol/server-everything'` (named
-    /// `everything`). Repeatable.
-    #[arg(long = "mcp-stdio", value_name = "COMMAND")]
-    pub mcp_stdio: Vec<String>,
+    /// MCP servers to start.
+    #[command(flatten)]
+    pub mcp: crate::mcp_flags::McpFlags,
     /// Start from a prompt of an MCP server, `SERVER:PROMPT` (`agentloop
     /// mcp prompts` lists them): its messages open the run, and the
     /// prompt given as the argument, if any, follows them.
@@ -157,10 +150,6 @@ pub struct RunArgs {
     /// configuration's `[a2a_agents.NAME]`.
     #[arg(long = "a2a", value_name = "NAME=URL")]
     pub a2a: Vec<String>,
-    /// Seconds one MCP tool call may take before its server counts as hung
-    /// (the call fails and the server is restarted; at least 1).
-    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
-    pub mcp_timeout: u64,
     /// Which tool calls run without asking: all, none (ask as the tools'
     /// policies say: fs writes and javascript calls) or tool names,
     /// comma-separated (default: the configuration's `approve`, else none).
