@@ -20,6 +20,23 @@ fn agentloop(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `agentloop ARGS` on a pty, in a home of its own under `home`, with
+/// `env` set besides.
+fn on_a_terminal(home: &Path, args: &[&str], env: &[(&str, &str)]) -> rexpect::session::PtySession {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
+    command
+        .args(args)
+        .envs(env.iter().copied())
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1")
+        .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY");
+    // Generous: a slow CI machine, not a performance bound.
+    rexpect::session::spawn_command(command, Some(30_000)).unwrap()
+}
+
 /// The installed server-everything entry script, or `None` after a loud
 /// notice (a failure under CI).
 fn server_everything() -> Option<PathBuf> {
@@ -521,7 +538,6 @@ fn anthropic_turn(block: Value, delta: Option<Value>, stop: &str) -> String {
 /// its result (what the server read of the answers) reaching the model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_terminal_the_person_fills_in_a_servers_form() {
-    use rexpect::session::spawn_command;
     use wiremock::matchers::method;
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -553,19 +569,14 @@ async fn on_a_terminal_the_person_fills_in_a_servers_form() {
     let base = model.uri();
     let server = format!("node {} stdio", everything.display());
     tokio::task::spawn_blocking(move || {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
-        command
-            .args(["run", "fill it in", "--approve", "all", "--mcp-stdio", &server])
-            .args(["--provider", "anthropic", "--base-url", &base])
-            .env("ANTHROPIC_API_KEY", "sk-test")
-            .env("HOME", &home)
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("TERM", "xterm")
-            .env("NO_COLOR", "1")
-            .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY");
-        // Generous: a slow CI machine, not a performance bound.
-        let mut p = spawn_command(command, Some(30_000)).unwrap();
+        let mut p = on_a_terminal(
+            &home,
+            &[
+                "run", "fill it in", "--approve", "all", "--mcp-stdio", &server, "--provider",
+                "anthropic", "--base-url", &base,
+            ],
+            &[("ANTHROPIC_API_KEY", "sk-test")],
+        );
         p.exp_string("? everything asks: Please provide inputs for the following fields:")
             .unwrap();
         // The fields come in the order of their names.
@@ -635,8 +646,6 @@ async fn on_a_terminal_the_person_fills_in_a_servers_form() {
 /// argument without a value says how to write it.
 #[test]
 fn a_chat_offers_mcp_tools_and_sends_a_prompt_from_the_repl() {
-    use rexpect::session::spawn_command;
-
     let Some(everything) = server_everything() else {
         return;
     };
@@ -651,18 +660,21 @@ fn a_chat_offers_mcp_tools_and_sends_a_prompt_from_the_repl() {
     );
     let db = dir.path().join("chat.db").display().to_string();
     let server = format!("node {} stdio", everything.display());
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agentloop"));
-    command
-        .args(["chat", "--approve", "all", "--provider", &provider])
-        .args(["--mcp-stdio", &server, "--db", &db])
-        .env("HOME", dir.path())
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("TERM", "xterm")
-        .env("NO_COLOR", "1")
-        .env_remove("AGENTLOOP_AGENT_LOOP_STRATEGY");
-    // Generous: a slow CI machine, not a performance bound.
-    let mut p = spawn_command(command, Some(30_000)).unwrap();
+    let mut p = on_a_terminal(
+        dir.path(),
+        &[
+            "chat",
+            "--approve",
+            "all",
+            "--provider",
+            &provider,
+            "--mcp-stdio",
+            &server,
+            "--db",
+            &db,
+        ],
+        &[],
+    );
     p.exp_string("Type a message").unwrap();
     p.send_line("/prompts").unwrap();
     p.exp_string("everything:args-prompt (city*, state)  A prompt with two arguments")
