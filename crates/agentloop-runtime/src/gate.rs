@@ -108,6 +108,9 @@ impl Tool for GatedTool {
     fn runs_subagent(&self) -> bool {
         self.inner.runs_subagent()
     }
+    fn may_write(&self, input: &Value) -> bool {
+        self.inner.may_write(input)
+    }
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {
         let gate = self.gate.clone();
         let inner = Arc::clone(&self.inner);

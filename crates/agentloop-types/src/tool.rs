@@ -224,6 +224,13 @@ pub trait Tool: Send + Sync {
     fn runs_subagent(&self) -> bool {
         false
     }
+    /// True when this call may change files of the project folder (an fs
+    /// write, a shell command, JavaScript with file access): a run that
+    /// checkpoints its folder takes a checkpoint before such a call runs.
+    fn may_write(&self, input: &Value) -> bool {
+        let _ = input;
+        false
+    }
     /// Starts a call. The stream yields progress and ends with
     /// [`ToolOutput::Done`]; dropping it abandons the call.
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream;

@@ -61,6 +61,10 @@ impl Tool for EditorShell {
         ApprovalPolicy::Always
     }
 
+    fn may_write(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {
         single_result(async move {
             let input: ShellInput = match parse_input(input) {

@@ -11,6 +11,7 @@ use agentloop_types::{
     ApprovalPolicy, ArgumentMatch, Tool, ToolContext, ToolDefinition, ToolOptionSpec, ToolResult,
     ToolStream, Vfs, single_result,
 };
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::options::{bool_option, boolean_option, resolve_options};
@@ -117,6 +118,14 @@ impl Tool for FsTool {
 
     fn runs_alone(&self) -> bool {
         true
+    }
+
+    fn may_write(&self, input: &Value) -> bool {
+        // A call whose command cannot be read is refused before it writes.
+        input
+            .get("command")
+            .and_then(|command| FsCommand::deserialize(command).ok())
+            .is_some_and(FsCommand::writes)
     }
 
     /// Reads run at once; whatever changes files waits for approval.

@@ -228,6 +228,11 @@ impl Tool for JsTool {
         ApprovalPolicy::Always
     }
 
+    /// Its `fs` object writes to the project folder.
+    fn may_write(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn options(&self) -> Vec<ToolOptionSpec> {
         vec![
             boolean_option(

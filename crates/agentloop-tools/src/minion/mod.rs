@@ -475,6 +475,12 @@ impl Tool for MinionTool {
         true
     }
 
+    /// Its child may call any of its tools with any input, which is not
+    /// known before it runs.
+    fn may_write(&self, _input: &Value) -> bool {
+        !self.tools.is_empty()
+    }
+
     fn options(&self) -> Vec<ToolOptionSpec> {
         vec![
             model_option(

@@ -163,6 +163,10 @@ impl Tool for ShellTool {
         ApprovalPolicy::Always
     }
 
+    fn may_write(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn execute(self: Arc<Self>, input: Value, context: ToolContext) -> ToolStream {
         let started = match start(&self.config, input, context.cancel) {
             Ok(running) => running,

@@ -1,0 +1,249 @@
+//! The store folder: each content once (`objects/ab/cdef…`), each tree
+//! (`trees/ID.json`), and each folder's last tree (`roots/HASH`), the
+//! baseline its next checkpoint is scanned against.
+//!
+//! Everything is written to `tmp/` and renamed into place, so a store
+//! interrupted mid-write (a killed process) holds whole files only, and
+//! runs checkpointing the same folder at once share what they wrote.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use super::diff::{self, FileChange, Side};
+use super::error::CheckpointError;
+use super::restore::{self, Restored};
+use super::tree::{self, CheckpointId, Tree, hex, is_hash};
+
+/// What taking a checkpoint did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The checkpoint.
+    pub id: CheckpointId,
+    /// Paths it holds.
+    pub entries: usize,
+    /// Files read because they changed since the folder's last checkpoint
+    /// (every file, the first time).
+    pub read: usize,
+    /// Paths left out: names that are not UTF-8, and what is neither a
+    /// file, a folder nor a link.
+    pub skipped: Vec<PathBuf>,
+}
+
+/// A store of file checkpoints (see the [module](super) docs).
+#[derive(Debug)]
+pub struct FileCheckpoints {
+    dir: PathBuf,
+    /// Each folder's last tree, kept so a checkpoint does not read it back.
+    last: Mutex<HashMap<PathBuf, Arc<Tree>>>,
+}
+
+/// Names temporary files apart within one process.
+static TEMPORARY: AtomicU64 = AtomicU64::new(0);
+
+impl FileCheckpoints {
+    /// The store in folder `dir`, created when missing.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, CheckpointError> {
+        let dir = dir.into();
+        for part in ["objects", "trees", "roots", "tmp"] {
+            let path = dir.join(part);
+            std::fs::create_dir_all(&path).map_err(CheckpointError::io("cannot create", &path))?;
+        }
+        let dir = dir
+            .canonicalize()
+            .map_err(CheckpointError::io("cannot resolve", &dir))?;
+        Ok(Self {
+            dir,
+            last: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The store's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Takes a checkpoint of folder `root`: stores the contents that
+    /// changed since its last one, and the tree.
+    pub fn take(&self, root: &Path) -> Result<Checkpoint, CheckpointError> {
+        let root = root
+            .canonicalize()
+            .map_err(CheckpointError::io("cannot resolve", root))?;
+        let baseline = self.last_tree(&root);
+        let scan = tree::scan(&root, Some(&self.dir), baseline.as_deref(), |path| {
+            self.put_file(path)
+        })?;
+        let id = scan.tree.id();
+        let unchanged = baseline.as_deref() == Some(&scan.tree);
+        if !unchanged {
+            let json = serde_json::to_vec(&scan.tree).map_err(|e| CheckpointError::Damaged {
+                id: id.to_string(),
+                message: e.to_string(),
+            })?;
+            self.write_whole(&self.tree_path(&id), &json)?;
+            self.write_whole(&self.root_path(&root), id.as_str().as_bytes())?;
+        }
+        let checkpoint = Checkpoint {
+            id,
+            entries: scan.tree.entries.len(),
+            read: scan.read,
+            skipped: scan.skipped,
+        };
+        if let Ok(mut last) = self.last.lock() {
+            last.insert(root, Arc::new(scan.tree));
+        }
+        Ok(checkpoint)
+    }
+
+    /// The tree of checkpoint `id`.
+    pub fn tree(&self, id: &CheckpointId) -> Result<Tree, CheckpointError> {
+        let path = self.tree_path(id);
+        let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => CheckpointError::Unknown {
+                id: id.to_string(),
+                store: self.dir.clone(),
+            },
+            _ => CheckpointError::io("cannot read", &path)(e),
+        })?;
+        let tree: Tree = serde_json::from_slice(&bytes).map_err(|e| CheckpointError::Damaged {
+            id: id.to_string(),
+            message: e.to_string(),
+        })?;
+        tree.check(id.as_str())?;
+        Ok(tree)
+    }
+
+    /// Puts folder `into` (the checkpoint's own folder when `None`) back
+    /// as checkpoint `id` has it: every file's content and permissions,
+    /// every link and folder, and what the checkpoint does not hold
+    /// removed. What `.gitignore` files ignore is left alone.
+    pub fn restore(
+        &self,
+        id: &CheckpointId,
+        into: Option<&Path>,
+    ) -> Result<Restored, CheckpointError> {
+        let tree = self.tree(id)?;
+        let into = into.unwrap_or(&tree.root);
+        let into = into
+            .canonicalize()
+            .map_err(CheckpointError::io("cannot resolve", into))?;
+        restore::restore(self, &tree, &into)
+    }
+
+    /// What changed from checkpoint `from` to checkpoint `to`, or to the
+    /// folder as it is now when `to` is `None`.
+    pub fn diff(
+        &self,
+        from: &CheckpointId,
+        to: Option<&CheckpointId>,
+    ) -> Result<Vec<FileChange>, CheckpointError> {
+        let before = self.tree(from)?;
+        let after = match to {
+            Some(to) => Side::Stored(self.tree(to)?),
+            None => {
+                let root = before.root.clone();
+                let scan = tree::scan(&root, Some(&self.dir), Some(&before), |path| {
+                    tree::hash_file(path, |_| Ok(()))
+                })?;
+                Side::Folder(scan.tree)
+            }
+        };
+        diff::diff(self, &before, &after)
+    }
+
+    /// The content stored under `hash`.
+    pub(crate) fn content(&self, hash: &str) -> Result<Vec<u8>, CheckpointError> {
+        let path = self.object_path(hash)?;
+        std::fs::read(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => CheckpointError::Damaged {
+                id: hash.to_owned(),
+                message: "its content is missing from the store".to_owned(),
+            },
+            _ => CheckpointError::io("cannot read", &path)(e),
+        })
+    }
+
+    /// Where the content stored under `hash` lies.
+    pub(crate) fn object_path(&self, hash: &str) -> Result<PathBuf, CheckpointError> {
+        match (is_hash(hash), hash.get(..2), hash.get(2..)) {
+            (true, Some(fan), Some(rest)) => Ok(self.dir.join("objects").join(fan).join(rest)),
+            _ => Err(CheckpointError::BadId(hash.to_owned())),
+        }
+    }
+
+    /// Stores the file at `path` (copied while it is hashed, so the content
+    /// kept is the content hashed) and returns its hash.
+    fn put_file(&self, path: &Path) -> Result<String, CheckpointError> {
+        let temporary = self.temporary();
+        let mut copy = std::fs::File::create_new(&temporary)
+            .map_err(CheckpointError::io("cannot create", &temporary))?;
+        let hashed = tree::hash_file(path, |chunk| copy.write_all(chunk));
+        drop(copy);
+        let stored = hashed.and_then(|hash| {
+            let object = self.object_path(&hash)?;
+            if object.exists() {
+                return Ok(hash);
+            }
+            if let Some(fan) = object.parent() {
+                std::fs::create_dir_all(fan).map_err(CheckpointError::io("cannot create", fan))?;
+            }
+            std::fs::rename(&temporary, &object)
+                .map_err(CheckpointError::io("cannot store", &object))?;
+            Ok(hash)
+        });
+        // Gone already when it was renamed into place.
+        let _ = std::fs::remove_file(&temporary);
+        stored
+    }
+
+    /// The last tree of folder `root`: kept in memory, else the one the
+    /// store names for it.
+    fn last_tree(&self, root: &Path) -> Option<Arc<Tree>> {
+        if let Some(tree) = self.last.lock().ok()?.get(root) {
+            return Some(tree.clone());
+        }
+        let id: CheckpointId = std::fs::read_to_string(self.root_path(root))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        // A damaged baseline only costs reading every file again.
+        self.tree(&id).ok().filter(|t| t.root == root).map(Arc::new)
+    }
+
+    fn tree_path(&self, id: &CheckpointId) -> PathBuf {
+        self.dir.join("trees").join(format!("{id}.json"))
+    }
+
+    fn root_path(&self, root: &Path) -> PathBuf {
+        let name = hex(&Sha256::digest(root.as_os_str().as_encoded_bytes()));
+        self.dir.join("roots").join(name)
+    }
+
+    fn temporary(&self) -> PathBuf {
+        let n = TEMPORARY.fetch_add(1, Ordering::Relaxed);
+        // The time tells this process from a killed one of the same pid
+        // whose files were left behind.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        self.dir
+            .join("tmp")
+            .join(format!("{}-{nanos}-{n}", std::process::id()))
+    }
+
+    /// Writes `bytes` at `path` whole (through a temporary file).
+    fn write_whole(&self, path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+        let temporary = self.temporary();
+        std::fs::write(&temporary, bytes).map_err(CheckpointError::io("cannot write", &temporary))?;
+        std::fs::rename(&temporary, path).map_err(|e| {
+            let _ = std::fs::remove_file(&temporary);
+            CheckpointError::io("cannot write", path)(e)
+        })
+    }
+}
