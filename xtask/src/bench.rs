@@ -72,6 +72,11 @@ const BENCHMARKS: &[Benchmark] = &[
         needs_binary: false,
     },
     Benchmark {
+        package: "agentloop-tools",
+        example: "checkpoint_bench",
+        needs_binary: false,
+    },
+    Benchmark {
         package: "agentloop-runtime",
         example: "storage_bench",
         needs_binary: false,

@@ -6,6 +6,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 
+use ignore::Match;
+use ignore::gitignore::Gitignore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -240,58 +242,32 @@ pub(crate) fn scan(
     let known: HashMap<&str, &Entry> = baseline
         .map(|tree| tree.entries.iter().map(|e| (e.path.as_str(), e)).collect())
         .unwrap_or_default();
-    let skip = skip.map(Path::to_owned);
-    let walk = ignore::WalkBuilder::new(root)
-        .standard_filters(false)
-        .git_ignore(true)
-        .require_git(false)
-        .follow_links(false)
-        .filter_entry(move |entry| {
-            entry.file_name() != ".git" && skip.as_deref() != Some(entry.path())
-        })
-        .build();
-    let mut entries = Vec::new();
+    let mut walk = Walk {
+        skip,
+        ignores: Vec::new(),
+        found: Vec::new(),
+        skipped: Vec::new(),
+    };
+    walk.visit(root, "")?;
+    let mut entries = Vec::with_capacity(walk.found.len());
     let mut read = 0;
-    let mut skipped = Vec::new();
-    for item in walk {
-        let item = item.map_err(|e| CheckpointError::Walk {
-            root: root.to_owned(),
-            message: e.to_string(),
-        })?;
-        if item.depth() == 0 {
-            continue;
-        }
-        let path = item.path();
-        let Some(relative) = path
-            .strip_prefix(root)
-            .ok()
-            .and_then(Path::to_str)
-            .map(str::to_owned)
-        else {
-            skipped.push(path.to_owned());
-            continue;
-        };
-        let metadata = std::fs::symlink_metadata(path)
-            .map_err(CheckpointError::io("cannot read the metadata of", path))?;
-        let kind = metadata.file_type();
+    for found in walk.found {
+        let path = root.join(&found.relative);
+        let kind = found.metadata.file_type();
         let (node, stamp) = if kind.is_dir() {
             (Node::Dir, None)
         } else if kind.is_symlink() {
-            let target = std::fs::read_link(path)
-                .map_err(CheckpointError::io("cannot read the link", path))?;
+            let target = std::fs::read_link(&path)
+                .map_err(CheckpointError::io("cannot read the link", &path))?;
             let Some(target) = target.to_str() else {
-                skipped.push(path.to_owned());
+                walk.skipped.push(path);
                 continue;
             };
-            (
-                Node::Symlink {
-                    target: target.to_owned(),
-                },
-                None,
-            )
+            let target = target.to_owned();
+            (Node::Symlink { target }, None)
         } else if kind.is_file() {
-            let stamp = Stamp::of(&metadata);
-            let seen = known.get(relative.as_str()).and_then(|e| match &e.node {
+            let stamp = Stamp::of(&found.metadata);
+            let seen = known.get(found.relative.as_str()).and_then(|e| match &e.node {
                 Node::File { hash, .. } if e.stamp == Some(stamp) => Some(hash.clone()),
                 _ => None,
             });
@@ -299,21 +275,21 @@ pub(crate) fn scan(
                 Some(hash) => hash,
                 None => {
                     read += 1;
-                    content(path)?
+                    content(&path)?
                 }
             };
             let node = Node::File {
                 hash,
-                mode: metadata.permissions().mode() & 0o7777,
-                size: metadata.len(),
+                mode: found.metadata.permissions().mode() & 0o7777,
+                size: found.metadata.len(),
             };
             (node, Some(stamp))
         } else {
-            skipped.push(path.to_owned());
+            walk.skipped.push(path);
             continue;
         };
         entries.push(Entry {
-            path: relative,
+            path: found.relative,
             node,
             stamp,
         });
@@ -325,8 +301,92 @@ pub(crate) fn scan(
             entries,
         },
         read,
-        skipped,
+        skipped: walk.skipped,
     })
+}
+
+/// A path found by a [`Walk`], with its metadata (links not followed).
+struct Found {
+    relative: String,
+    metadata: std::fs::Metadata,
+}
+
+/// A walk of a folder by hand over `read_dir` rather than `ignore`'s
+/// walker: each entry's metadata comes from its folder's handle (one
+/// `fstatat`, not a lookup of the whole path), which halves what a
+/// checkpoint of an unchanged folder costs. The `.gitignore` rules are
+/// still `ignore`'s.
+struct Walk<'a> {
+    skip: Option<&'a Path>,
+    /// The `.gitignore` of each folder on the way down that has one.
+    ignores: Vec<Gitignore>,
+    found: Vec<Found>,
+    skipped: Vec<PathBuf>,
+}
+
+impl Walk<'_> {
+    fn visit(&mut self, dir: &Path, prefix: &str) -> Result<(), CheckpointError> {
+        let listing = std::fs::read_dir(dir).map_err(CheckpointError::io("cannot list", dir))?;
+        let mut children = Vec::new();
+        for child in listing {
+            let child = child.map_err(CheckpointError::io("cannot list", dir))?;
+            let metadata = child
+                .metadata()
+                .map_err(CheckpointError::io("cannot read the metadata of", child.path()))?;
+            children.push((child.file_name(), metadata));
+        }
+        let gitignore = children
+            .iter()
+            .any(|(name, m)| name == ".gitignore" && m.is_file());
+        if gitignore {
+            // A line git could not read is left out, as git leaves it.
+            let (rules, _unreadable) = Gitignore::new(dir.join(".gitignore"));
+            self.ignores.push(rules);
+        }
+        for (name, metadata) in children {
+            if name == ".git" {
+                continue;
+            }
+            let path = dir.join(&name);
+            if self.skip == Some(path.as_path()) || self.ignored(&path, metadata.is_dir()) {
+                continue;
+            }
+            let Some(name) = name.to_str() else {
+                self.skipped.push(path);
+                continue;
+            };
+            let relative = if prefix.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let is_dir = metadata.is_dir();
+            self.found.push(Found {
+                relative: relative.clone(),
+                metadata,
+            });
+            if is_dir {
+                self.visit(&path, &relative)?;
+            }
+        }
+        if gitignore {
+            self.ignores.pop();
+        }
+        Ok(())
+    }
+
+    /// Whether the nearest `.gitignore` rule that speaks of `path` ignores
+    /// it (a `!` rule re-includes it).
+    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+        for rules in self.ignores.iter().rev() {
+            match rules.matched(path, is_dir) {
+                Match::Ignore(_) => return true,
+                Match::Whitelist(_) => return false,
+                Match::None => {}
+            }
+        }
+        false
+    }
 }
 
 /// The SHA-256 of the file at `path`, read through; each chunk read is
