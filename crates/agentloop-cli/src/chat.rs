@@ -79,6 +79,13 @@ pub struct ChatArgs {
     /// Folder the fs and js tools work in (default: the current folder).
     #[arg(long)]
     pub root: Option<PathBuf>,
+    /// Take no file checkpoints. By default, before each step that may
+    /// write (fs writes, shell, javascript, minion), the folder's changed
+    /// files are kept beside the database, so `agentloop runs rewind` and
+    /// `runs fork --restore-files` can put the folder back as it was at a
+    /// step, and `runs diff` can show what a step changed.
+    #[arg(long)]
+    pub no_file_checkpoints: bool,
     /// Print every event as a JSON line instead of the terminal view.
     #[arg(long)]
     pub json: bool,
@@ -174,6 +181,13 @@ pub async fn chat(
             &chosen.model,
             max_tokens,
         ));
+    }
+    #[cfg(unix)]
+    if !args.no_file_checkpoints
+        && let Some(hook) =
+            crate::file_checkpoints::hook(args.db.as_deref(), args.root.as_deref(), &tools)?
+    {
+        hooks.push(hook);
     }
     // Recovered with the agents and tools the run had, so a run
     // interrupted after a handoff goes on with the agent speaking.

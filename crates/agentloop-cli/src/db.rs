@@ -100,6 +100,19 @@ fn classify(target: &str) -> Result<Target<'_>, Failure> {
     Ok(Target::Sqlite(Path::new(target)))
 }
 
+/// The SQLite file `db` names (the default database when `None`), or
+/// `None` for PostgreSQL and memory.
+pub fn sqlite_path(db: Option<&str>) -> Result<Option<PathBuf>, Failure> {
+    let target = match db {
+        Some(db) => db.to_owned(),
+        None => default_db()?,
+    };
+    Ok(match classify(&target)? {
+        Target::Sqlite(path) => Some(path.to_owned()),
+        Target::Memory | Target::Postgres { .. } => None,
+    })
+}
+
 /// Opens the database `db` names (or the default one). With
 /// [`Access::Read`] and no SQLite file there, `Ok(None)`.
 pub async fn open(db: Option<&str>, access: Access) -> Result<Option<Arc<dyn Store>>, Failure> {

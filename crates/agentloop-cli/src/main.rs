@@ -31,6 +31,8 @@ mod demo_model;
 mod discover;
 mod eval;
 mod export;
+#[cfg(unix)]
+mod file_checkpoints;
 mod forms;
 mod hooks;
 mod keys;

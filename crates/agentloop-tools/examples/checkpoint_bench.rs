@@ -20,7 +20,10 @@ fn make_project(root: &Path) -> std::io::Result<()> {
         for file in 0..FILES {
             let line = format!("fn item_{folder}_{file}() -> u32 {{ {file} }}\n");
             let size = 1024 + (folder * FILES + file) % 3072;
-            std::fs::write(dir.join(format!("f{file:03}.rs")), line.repeat(size / line.len()))?;
+            std::fs::write(
+                dir.join(format!("f{file:03}.rs")),
+                line.repeat(size / line.len()),
+            )?;
         }
     }
     Ok(())
@@ -61,8 +64,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert_eq!((again.read, &again.id), (0, &first.id));
     }
     unchanged.sort();
-    let median = unchanged.get(UNCHANGED_SAMPLES / 2).copied().unwrap_or_default();
-    let p90 = unchanged.get(UNCHANGED_SAMPLES * 9 / 10).copied().unwrap_or_default();
+    let median = unchanged
+        .get(UNCHANGED_SAMPLES / 2)
+        .copied()
+        .unwrap_or_default();
+    let p90 = unchanged
+        .get(UNCHANGED_SAMPLES * 9 / 10)
+        .copied()
+        .unwrap_or_default();
 
     change(&root, 10, 1)?;
     let start = Instant::now();
@@ -82,11 +91,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(restored.written.len(), 1000);
 
     let files = FOLDERS * FILES;
-    println!("| checkpoints, {files} files | first checkpoint (all read and stored) | {} |", ms(first_took));
-    println!("| checkpoints, {files} files | nothing changed, median of {UNCHANGED_SAMPLES} | {} |", ms(median));
-    println!("| checkpoints, {files} files | nothing changed, p90 | {} |", ms(p90));
-    println!("| checkpoints, {files} files | 10 files changed | {} |", ms(ten_took));
-    println!("| checkpoints, {files} files | 1,000 files changed | {} |", ms(thousand_took));
-    println!("| checkpoints, {files} files | restore of 1,000 files | {} |", ms(restore_took));
+    println!(
+        "| checkpoints, {files} files | first checkpoint (all read and stored) | {} |",
+        ms(first_took)
+    );
+    println!(
+        "| checkpoints, {files} files | nothing changed, median of {UNCHANGED_SAMPLES} | {} |",
+        ms(median)
+    );
+    println!(
+        "| checkpoints, {files} files | nothing changed, p90 | {} |",
+        ms(p90)
+    );
+    println!(
+        "| checkpoints, {files} files | 10 files changed | {} |",
+        ms(ten_took)
+    );
+    println!(
+        "| checkpoints, {files} files | 1,000 files changed | {} |",
+        ms(thousand_took)
+    );
+    println!(
+        "| checkpoints, {files} files | restore of 1,000 files | {} |",
+        ms(restore_took)
+    );
     Ok(())
 }

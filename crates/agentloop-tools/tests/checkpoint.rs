@@ -18,10 +18,17 @@ fn listing(root: &Path) -> BTreeMap<String, String> {
         for entry in std::fs::read_dir(at).unwrap() {
             let entry = entry.unwrap();
             let path = entry.path();
-            let name = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let name = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             let meta = std::fs::symlink_metadata(&path).unwrap();
             if meta.file_type().is_symlink() {
-                out.insert(name, format!("link {}", std::fs::read_link(&path).unwrap().display()));
+                out.insert(
+                    name,
+                    format!("link {}", std::fs::read_link(&path).unwrap().display()),
+                );
             } else if meta.is_dir() {
                 out.insert(name, "folder".to_owned());
                 walk(root, &path, out);
@@ -78,8 +85,14 @@ fn a_folder_changed_every_way_comes_back_byte_for_byte() {
 
     let restored = store.restore(&checkpoint.id, None).unwrap();
     assert_eq!(listing(&root), before);
-    assert!(restored.removed.contains(&"new.txt".to_owned()), "{restored:?}");
-    assert!(restored.removed.contains(&"made".to_owned()), "{restored:?}");
+    assert!(
+        restored.removed.contains(&"new.txt".to_owned()),
+        "{restored:?}"
+    );
+    assert!(
+        restored.removed.contains(&"made".to_owned()),
+        "{restored:?}"
+    );
     assert!(
         !restored.removed.iter().any(|p| p.starts_with("made/")),
         "a removed folder counts once: {restored:?}"
@@ -132,15 +145,32 @@ fn ignored_files_are_left_alone_and_links_are_not_written_through() {
     std::os::unix::fs::symlink(&outside, root.join("src")).unwrap();
 
     store.restore(&checkpoint.id, None).unwrap();
-    assert_eq!(std::fs::read_to_string(root.join("target/big.o")).unwrap(), "rebuilt");
-    assert_eq!(std::fs::read_to_string(root.join("build.log")).unwrap(), "log");
+    assert_eq!(
+        std::fs::read_to_string(root.join("target/big.o")).unwrap(),
+        "rebuilt"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("build.log")).unwrap(),
+        "log"
+    );
     assert_eq!(
         std::fs::read_to_string(root.join(".git/HEAD")).unwrap(),
         "ref: refs/heads/other\n"
     );
-    assert!(std::fs::symlink_metadata(root.join("src")).unwrap().is_dir());
-    assert_eq!(std::fs::read_to_string(root.join("src/main.rs")).unwrap(), "fn main() {}\n");
-    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing written through the link");
+    assert!(
+        std::fs::symlink_metadata(root.join("src"))
+            .unwrap()
+            .is_dir()
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/main.rs")).unwrap(),
+        "fn main() {}\n"
+    );
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
 }
 
 #[test]
@@ -155,7 +185,10 @@ fn a_step_diff_reads_as_a_patch() {
     let now = store.diff(&before.id, None).unwrap();
     let after = store.take(&root).unwrap();
     let stored = store.diff(&before.id, Some(&after.id)).unwrap();
-    assert_eq!(now, stored, "the folder now and its checkpoint read the same");
+    assert_eq!(
+        now, stored,
+        "the folder now and its checkpoint read the same"
+    );
 
     let shown: Vec<String> = stored
         .iter()
@@ -171,7 +204,12 @@ fn a_step_diff_reads_as_a_patch() {
     insta::assert_snapshot!(shown.join("\n"));
     assert_eq!(
         stored.iter().map(|c| c.change).collect::<Vec<_>>(),
-        [Change::Modified, Change::Added, Change::Modified, Change::Removed]
+        [
+            Change::Modified,
+            Change::Added,
+            Change::Modified,
+            Change::Removed
+        ]
     );
 }
 
@@ -179,10 +217,18 @@ fn a_step_diff_reads_as_a_patch() {
 fn ids_and_damaged_trees_are_refused_with_what_is_wrong() {
     let (_dir, root, store) = project();
     let error = "../../etc/passwd".parse::<agentloop_tools::checkpoint::CheckpointId>();
-    assert!(error.unwrap_err().to_string().contains("is not a file checkpoint id"));
+    assert!(
+        error
+            .unwrap_err()
+            .to_string()
+            .contains("is not a file checkpoint id")
+    );
 
     let checkpoint = store.take(&root).unwrap();
-    let path = store.dir().join("trees").join(format!("{}.json", checkpoint.id));
+    let path = store
+        .dir()
+        .join("trees")
+        .join(format!("{}.json", checkpoint.id));
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("\"README.md\"", "\"../README.md\"")).unwrap();
     let error = store.restore(&checkpoint.id, None).unwrap_err().to_string();

@@ -71,7 +71,10 @@ pub(crate) fn diff(
         .collect();
     let mut changes = Vec::new();
     for path in paths {
-        let old = before.get(path).map(|e| &e.node).filter(|n| **n != Node::Dir);
+        let old = before
+            .get(path)
+            .map(|e| &e.node)
+            .filter(|n| **n != Node::Dir);
         let new = after_tree
             .get(path)
             .map(|e| &e.node)
@@ -172,7 +175,10 @@ fn describe(
             .to_string();
         return (Some(diff), None);
     }
-    (None, Some(format!("{} → {}", node_summary(old), node_summary(new))))
+    (
+        None,
+        Some(format!("{} → {}", node_summary(old), node_summary(new))),
+    )
 }
 
 fn mode_change(old: Option<&Node>, new: Option<&Node>) -> String {

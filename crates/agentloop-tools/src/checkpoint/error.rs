@@ -46,7 +46,10 @@ pub enum CheckpointError {
 }
 
 impl CheckpointError {
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| Self::Io {
             action,

@@ -10,9 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentloop_types::{
-    HookDecision, HookError, HookEvent, HookInput, HookPoint, Tool, hook::Hook,
-};
+use agentloop_types::{HookDecision, HookError, HookEvent, HookInput, HookPoint, Tool, hook::Hook};
 
 use super::store::FileCheckpoints;
 use super::tree::CheckpointId;

@@ -240,7 +240,8 @@ impl FileCheckpoints {
     /// Writes `bytes` at `path` whole (through a temporary file).
     fn write_whole(&self, path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
         let temporary = self.temporary();
-        std::fs::write(&temporary, bytes).map_err(CheckpointError::io("cannot write", &temporary))?;
+        std::fs::write(&temporary, bytes)
+            .map_err(CheckpointError::io("cannot write", &temporary))?;
         std::fs::rename(&temporary, path).map_err(|e| {
             let _ = std::fs::remove_file(&temporary);
             CheckpointError::io("cannot write", path)(e)

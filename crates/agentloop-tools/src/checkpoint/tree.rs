@@ -188,7 +188,10 @@ impl Tree {
         }
         for entry in &self.entries {
             if !is_plain(&entry.path) {
-                return Err(damaged(format!("the path {:?} leaves the folder", entry.path)));
+                return Err(damaged(format!(
+                    "the path {:?} leaves the folder",
+                    entry.path
+                )));
             }
             if let Node::File { hash, .. } = &entry.node
                 && !is_hash(hash)
@@ -213,10 +216,12 @@ fn is_plain(path: &str) -> bool {
 /// Lowercase hexadecimal of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 /// A scan of a folder.
@@ -267,10 +272,12 @@ pub(crate) fn scan(
             (Node::Symlink { target }, None)
         } else if kind.is_file() {
             let stamp = Stamp::of(&found.metadata);
-            let seen = known.get(found.relative.as_str()).and_then(|e| match &e.node {
-                Node::File { hash, .. } if e.stamp == Some(stamp) => Some(hash.clone()),
-                _ => None,
-            });
+            let seen = known
+                .get(found.relative.as_str())
+                .and_then(|e| match &e.node {
+                    Node::File { hash, .. } if e.stamp == Some(stamp) => Some(hash.clone()),
+                    _ => None,
+                });
             let hash = match seen {
                 Some(hash) => hash,
                 None => {
@@ -330,9 +337,10 @@ impl Walk<'_> {
         let mut children = Vec::new();
         for child in listing {
             let child = child.map_err(CheckpointError::io("cannot list", dir))?;
-            let metadata = child
-                .metadata()
-                .map_err(CheckpointError::io("cannot read the metadata of", child.path()))?;
+            let metadata = child.metadata().map_err(CheckpointError::io(
+                "cannot read the metadata of",
+                child.path(),
+            ))?;
             children.push((child.file_name(), metadata));
         }
         let gitignore = children
@@ -396,8 +404,7 @@ pub(crate) fn hash_file(
     mut each: impl FnMut(&[u8]) -> std::io::Result<()>,
 ) -> Result<String, CheckpointError> {
     use std::io::Read;
-    let mut file =
-        std::fs::File::open(path).map_err(CheckpointError::io("cannot read", path))?;
+    let mut file = std::fs::File::open(path).map_err(CheckpointError::io("cannot read", path))?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0; 64 * 1024];
     loop {

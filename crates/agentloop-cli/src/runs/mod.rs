@@ -1,11 +1,14 @@
-//! `agentloop runs list|show|fork`: the runs of a database's chats, the
-//! steps each keeps, and forks of a run at one of its steps.
+//! `agentloop runs list|show|fork|rewind|diff`: the runs of a database's
+//! chats, the steps each keeps, forks of a run at one of its steps, and
+//! the project folder as it was at a step (see [`crate::file_checkpoints`]).
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use agentloop_runtime::RuntimeError;
 use agentloop_runtime::fork::fork_chat_run;
+use std::path::PathBuf;
+
 use agentloop_storage::model::{Chat, RunRecord};
 use agentloop_storage::{RunStep, StepRetention, StorageError, Store};
 use agentloop_types::RunPhase;
@@ -13,6 +16,9 @@ use clap::{Args, Subcommand};
 
 use crate::chats::when;
 use crate::db::{self, Access};
+
+#[cfg(unix)]
+mod files;
 use crate::out::{Failure, Outcome, Stdout};
 
 /// The environment variable setting how many steps each run of a chat
@@ -31,6 +37,18 @@ pub enum RunsCommand {
     /// history is the run's up to that step (the run itself is left as it
     /// is). Continue it with `agentloop chat --chat CHAT`.
     Fork(ForkArgs),
+    #[cfg(unix)]
+    /// Put the project folder back as it was at one of a run's steps, from
+    /// the file checkpoints `chat` took: files the run (its fs, shell and
+    /// javascript calls alike) created are removed, and what it changed or
+    /// deleted comes back. What .gitignore ignores, and .git, are left
+    /// alone. The conversation is left as it is: `runs fork --at SEQ
+    /// --restore-files` goes on from the step with its files.
+    Rewind(RewindArgs),
+    #[cfg(unix)]
+    /// Show what a run changed in the project folder from one of its steps
+    /// to another (or to the folder as it is now), as a patch.
+    Diff(DiffArgs),
 }
 
 #[derive(Args)]
@@ -72,6 +90,56 @@ pub struct ForkArgs {
     /// A message of yours the fork takes before it goes on.
     #[arg(long, value_name = "TEXT")]
     pub prompt: Option<String>,
+    /// Also put the project folder back as it was at the step (as `runs
+    /// rewind` does).
+    #[cfg(unix)]
+    #[arg(long)]
+    pub restore_files: bool,
+    /// With --restore-files: the folder to restore into (default: the
+    /// folder the run worked in).
+    #[cfg(unix)]
+    #[arg(long, requires = "restore_files")]
+    pub root: Option<PathBuf>,
+    /// Database (default: agentloop.db in the platform data folder).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(unix)]
+#[derive(Args)]
+pub struct RewindArgs {
+    /// The run.
+    pub id: String,
+    /// The seq of the step whose folder to restore (`runs show RUN
+    /// --steps` lists them).
+    #[arg(long, value_name = "SEQ")]
+    pub to: u64,
+    /// The folder to restore into (default: the folder the run worked in).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Database (default: agentloop.db in the platform data folder).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(unix)]
+#[derive(Args)]
+pub struct DiffArgs {
+    /// The run.
+    pub id: String,
+    /// The seq of the step to compare from.
+    #[arg(long, value_name = "SEQ")]
+    pub at: u64,
+    /// The seq of the step to compare to (default: the folder as it is
+    /// now).
+    #[arg(long, value_name = "SEQ")]
+    pub to: Option<u64>,
     /// Database (default: agentloop.db in the platform data folder).
     #[arg(long)]
     pub db: Option<String>,
@@ -95,6 +163,10 @@ pub async fn runs(command: RunsCommand) -> Outcome {
         RunsCommand::List(args) => list(args).await,
         RunsCommand::Show(args) => show(args).await,
         RunsCommand::Fork(args) => fork(args).await,
+        #[cfg(unix)]
+        RunsCommand::Rewind(args) => files::rewind(args).await,
+        #[cfg(unix)]
+        RunsCommand::Diff(args) => files::diff(args).await,
     }
 }
 
@@ -280,6 +352,20 @@ async fn fork(args: ForkArgs) -> Outcome {
             "forked run {} at seq {} as run {} in chat {}; continue it with `agentloop chat --chat {}`",
             forked.from, forked.at, forked.run_id, forked.chat_id, forked.chat_id
         ));
+    }
+    #[cfg(unix)]
+    if args.restore_files {
+        let restored = files::restore_at(
+            &*store,
+            &args.id,
+            args.at,
+            args.root.as_deref(),
+            args.db.as_deref(),
+        )
+        .await?;
+        if !args.json {
+            files::tell_restored(&mut out, &args.id, args.at, restored.as_ref())?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
