@@ -182,7 +182,6 @@ pub async fn chat(
             max_tokens,
         ));
     }
-    #[cfg(unix)]
     if !args.no_file_checkpoints
         && let Some(hook) =
             crate::file_checkpoints::hook(args.db.as_deref(), args.root.as_deref(), &tools)?

@@ -1,19 +1,17 @@
 //! File checkpoints of a chat's project folder (see
 //! [`agentloop_tools::checkpoint`]): where they are kept, the hook `chat`
-//! takes them through, and which of a run's checkpoints holds the folder
-//! as it was at one of its steps.
+//! takes them through, and the checkpoints a stored run took.
 //!
 //! They are kept beside the database (`agentloop.db` → the folder
 //! `agentloop.db.checkpoints`), or in the data folder for a PostgreSQL
 //! database, so that a run's log and the files it names travel together.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentloop_storage::Store;
-use agentloop_tools::checkpoint::{CheckpointHook, CheckpointId, FileCheckpoints, checkpoint_of};
-use agentloop_types::{EventKind, Hook, Tool};
+use agentloop_tools::checkpoint::{CheckpointHook, FileCheckpoints, Taken, TakenReader};
+use agentloop_types::{Hook, Tool};
 
 use crate::db;
 use crate::out::Failure;
@@ -39,8 +37,12 @@ pub fn store_dir(db: Option<&str>) -> Result<PathBuf, Failure> {
 /// The store of database `db`'s file checkpoints, opened (created when
 /// missing).
 pub fn open(db: Option<&str>) -> Result<FileCheckpoints, Failure> {
-    let dir = store_dir(db)?;
-    FileCheckpoints::open(&dir).map_err(|e| Failure::Runtime(e.to_string()))
+    open_dir(&store_dir(db)?)
+}
+
+/// The store in folder `dir`, opened (created when missing).
+pub fn open_dir(dir: &Path) -> Result<FileCheckpoints, Failure> {
+    FileCheckpoints::open(dir).map_err(|e| Failure::Runtime(e.to_string()))
 }
 
 /// The hook that checkpoints `root` (the current folder when `None`)
@@ -66,22 +68,10 @@ pub fn hook(
     ))))
 }
 
-/// A checkpoint a run took: the folder just before the call that started
-/// at seq `started`.
-#[derive(Debug, Clone)]
-pub struct Taken {
-    /// The seq of the call's `tool_start` event.
-    pub started: u64,
-    /// The checkpoint.
-    pub id: CheckpointId,
-}
-
 /// Every checkpoint run `run_id` took for a call that then started, in
-/// order. (A call refused before it started changed nothing: its
-/// checkpoint is left out.)
+/// order.
 pub async fn taken(store: &dyn Store, run_id: &str) -> Result<Vec<Taken>, Failure> {
-    let mut pending: HashMap<String, CheckpointId> = HashMap::new();
-    let mut taken = Vec::new();
+    let mut reader = TakenReader::default();
     let mut after = None;
     loop {
         let page = store
@@ -90,31 +80,7 @@ pub async fn taken(store: &dyn Store, run_id: &str) -> Result<Vec<Taken>, Failur
             .map_err(|e| e.to_string())?;
         let Some(last) = page.last() else { break };
         after = Some(last.seq);
-        for event in page.iter().filter(|e| e.path.is_root()) {
-            match &event.kind {
-                EventKind::Hook(hook) => {
-                    if let (Some(id), Some(call)) = (checkpoint_of(hook), &hook.tool_use_id) {
-                        pending.entry(call.clone()).or_insert(id);
-                    }
-                }
-                EventKind::ToolStart(start) => {
-                    if let Some(id) = pending.remove(&start.tool_use_id) {
-                        taken.push(Taken {
-                            started: event.seq,
-                            id,
-                        });
-                    }
-                }
-                _ => {}
-            }
-        }
+        reader.read(&page);
     }
-    Ok(taken)
-}
-
-/// The checkpoint holding the folder as it was at step `seq`: the first
-/// taken after it. `None`: no call that may write started after it, so
-/// the run left the folder as it was then.
-pub fn at(taken: &[Taken], seq: u64) -> Option<&Taken> {
-    taken.iter().find(|t| t.started > seq)
+    Ok(reader.finish())
 }

@@ -31,7 +31,6 @@ mod demo_model;
 mod discover;
 mod eval;
 mod export;
-#[cfg(unix)]
 mod file_checkpoints;
 mod forms;
 mod hooks;

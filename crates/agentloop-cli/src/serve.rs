@@ -67,6 +67,17 @@ pub struct ServeArgs {
     /// `none` (only its latest state) or a number of latest steps.
     #[arg(long, value_name = "all|none|N", default_value = "all")]
     pub keep_steps: agentloop_storage::StepRetention,
+    /// Take no file checkpoints. By default, before each step that may
+    /// write (fs writes, shell, javascript), a run's project folder is
+    /// checkpointed beside the database, so a run can be rewound, or
+    /// forked, with its files (`POST /api/agent-runs/{id}/rewind`).
+    #[arg(long)]
+    pub no_file_checkpoints: bool,
+    /// Where file checkpoints are kept (default: beside the database,
+    /// `FILE.checkpoints`, or `checkpoints` in the data folder for
+    /// PostgreSQL). Keep it outside every project folder.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_file_checkpoints")]
+    pub file_checkpoints: Option<PathBuf>,
     /// Lease renewal period in milliseconds, shorter than the lease.
     #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_ms: u64,
@@ -399,6 +410,15 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, Failure> {
         };
         config.lease_ttl = Duration::from_millis(args.lease_ms.max(1));
         config.keep_steps = args.keep_steps;
+        if !args.no_file_checkpoints {
+            let dir = match &args.file_checkpoints {
+                Some(dir) => dir.clone(),
+                None => crate::file_checkpoints::store_dir(args.db.as_deref())?,
+            };
+            config.file_checkpoints = Some(std::sync::Arc::new(crate::file_checkpoints::open_dir(
+                &dir,
+            )?));
+        }
         config.heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
         config.claim_interval = Duration::from_millis(args.claim_interval_ms.max(1));
         if let Some(id) = args.instance_id {

@@ -103,6 +103,11 @@ pub struct ServerConfig {
     /// How many steps each agent run keeps (all by default), which a run
     /// can be forked at.
     pub keep_steps: agentloop_storage::StepRetention,
+    /// Where runs keep the checkpoints of their project's folder, taken
+    /// before each step that may write (see
+    /// [`agentloop_tools::checkpoint`]), which a run is rewound or forked
+    /// with its files from; `None` (the default): runs take none.
+    pub file_checkpoints: Option<Arc<agentloop_tools::checkpoint::FileCheckpoints>>,
     /// How often leases are renewed and run statuses checked.
     pub heartbeat: Duration,
     /// How often the instance looks for runs to take over.
@@ -211,6 +216,7 @@ impl ServerConfig {
             ),
             lease_ttl: Duration::from_secs(30),
             keep_steps: agentloop_storage::StepRetention::default(),
+            file_checkpoints: None,
             heartbeat: Duration::from_secs(5),
             claim_interval: Duration::from_secs(5),
             max_body_bytes: 1 << 20,

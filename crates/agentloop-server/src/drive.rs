@@ -473,11 +473,15 @@ impl<'a> Execution<'a> {
                 schedule: std::mem::replace(&mut self.schedule, RunSchedule::Unread),
             },
         );
+        let mut hooks = run_memory::hooks(self.state, &self.ctx, &self.chat_id, &budget);
+        if let Some(checkpoints) = crate::run_files::hook(self.state, &self.ctx, &tools) {
+            hooks.push(checkpoints);
+        }
         let kit = hosting::RunKit {
             tools,
             handoffs,
             strategy: run_memory::strategy(run_memory::recall(self.state, &self.ctx)),
-            hooks: run_memory::hooks(self.state, &self.ctx, &self.chat_id, &budget),
+            hooks,
             budget,
         };
         // Built here, so that the chat, the kit and the run are not held

@@ -34,6 +34,9 @@ pub enum ForkError {
     /// The run's records could not be read or written.
     #[error(transparent)]
     Runtime(RuntimeError),
+    /// The project's folder could not be put back as it was at the step.
+    #[error(transparent)]
+    Files(#[from] crate::run_files::RunFilesError),
 }
 
 impl From<StorageError> for ForkError {
@@ -52,19 +55,30 @@ impl From<RuntimeError> for ForkError {
 }
 
 /// Forks agent run `original` of the task of `ctx` at its step `at`,
-/// with `prompt` added when given, and starts executing the fork.
+/// with `prompt` added when given, and starts executing the fork; with
+/// `restore_files`, the project's folder is first put back as it was at
+/// the step.
 pub async fn fork_agent_run(
     state: &AppState,
     ctx: &TaskContext,
     original: &AgentRun,
     at: u64,
     prompt: Option<&str>,
+    restore_files: bool,
 ) -> Result<AgentRun, ForkError> {
     if ctx.task.workflow_complete {
         return Err(StartError::Done.into());
     }
     let store: &dyn RuntimeStore = &*state.store;
     let plan = ForkPlan::read(store, &original.id, at, prompt).await?;
+    if restore_files {
+        // Not under a run of the task. (One started between this check and
+        // the fork's start refuses the fork, the folder restored.)
+        if let Some(active) = state.store.active_agent_run(&ctx.task.id).await? {
+            return Err(StartError::Conflict(Some(Box::new(active))).into());
+        }
+        crate::run_files::restore(state, ctx, &original.id, at).await?;
+    }
     let source = store.get_run(&original.id).await?;
     let corrupt = |message: &str| {
         ForkError::Runtime(RuntimeError::CorruptRun {

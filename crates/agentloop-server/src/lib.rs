@@ -93,6 +93,7 @@ pub mod proxies;
 pub mod rate_limit;
 pub mod readiness;
 pub mod recovery;
+pub mod run_files;
 pub mod run_log;
 pub mod run_memory;
 pub mod run_tools;

@@ -97,6 +97,9 @@ impl Tool for Unattended {
     fn runs_subagent(&self) -> bool {
         self.0.runs_subagent()
     }
+    fn may_write(&self, input: &Value) -> bool {
+        self.0.may_write(input)
+    }
     fn definition(&self) -> ToolDefinition {
         self.0.definition()
     }

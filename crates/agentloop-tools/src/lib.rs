@@ -19,7 +19,7 @@
 //!   generated from the Rust input types.
 //! - [`agent_skills`]: Agent Skills folders (`SKILL.md`), read and
 //!   checked, each refusal with its reason.
-//! - [`checkpoint`] (Unix): file checkpoints of the project folder, taken
+//! - [`checkpoint`]: file checkpoints of the project folder, taken
 //!   before each step that may write, to rewind or fork a run with its
 //!   files.
 //! - [`agents_md`]: a project folder's `AGENTS.md` files as a run's
@@ -59,7 +59,6 @@
 pub mod agent_skills;
 pub mod agents_md;
 pub mod ask_user;
-#[cfg(unix)]
 pub mod checkpoint;
 mod editor;
 pub mod fs;

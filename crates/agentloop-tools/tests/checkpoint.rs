@@ -182,9 +182,9 @@ fn a_step_diff_reads_as_a_patch() {
     std::fs::remove_file(root.join("src/deep/data.bin")).unwrap();
     std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o700)).unwrap();
 
-    let now = store.diff(&before.id, None).unwrap();
+    let now = store.diff(&before.id, None, None).unwrap();
     let after = store.take(&root).unwrap();
-    let stored = store.diff(&before.id, Some(&after.id)).unwrap();
+    let stored = store.diff(&before.id, Some(&after.id), None).unwrap();
     assert_eq!(
         now, stored,
         "the folder now and its checkpoint read the same"

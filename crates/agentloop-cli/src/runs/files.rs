@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use agentloop_storage::Store;
 use agentloop_storage::model::RunStatus;
-use agentloop_tools::checkpoint::{Change, CheckpointError, Restored};
+use agentloop_tools::checkpoint::{self, Change, CheckpointError, Restored};
 
 use super::{DiffArgs, RewindArgs, existing, existing_run};
 use crate::file_checkpoints;
@@ -23,7 +23,7 @@ pub(super) async fn restore_at(
     db: Option<&str>,
 ) -> Result<Option<(Restored, PathBuf)>, Failure> {
     let taken = file_checkpoints::taken(store, run_id).await?;
-    let Some(checkpoint) = file_checkpoints::at(&taken, seq) else {
+    let Some(checkpoint) = checkpoint::at(&taken, seq) else {
         return Ok(None);
     };
     let checkpoints = file_checkpoints::open(db)?;
@@ -110,7 +110,7 @@ pub(super) async fn diff(args: DiffArgs) -> Outcome {
     let run = existing_run(&*store, &args.id, args.db.as_deref()).await?;
     let taken = file_checkpoints::taken(&*store, &run.id).await?;
     let mut out = Stdout::new();
-    let Some(from) = file_checkpoints::at(&taken, args.at) else {
+    let Some(from) = checkpoint::at(&taken, args.at) else {
         if args.json {
             out.line("[]")?;
         }
@@ -123,11 +123,11 @@ pub(super) async fn diff(args: DiffArgs) -> Outcome {
     };
     let to = args
         .to
-        .and_then(|seq| file_checkpoints::at(&taken, seq))
+        .and_then(|seq| checkpoint::at(&taken, seq))
         .map(|t| &t.id);
     let checkpoints = file_checkpoints::open(args.db.as_deref())?;
     let changes = checkpoints
-        .diff(&from.id, to)
+        .diff(&from.id, to, None)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     if args.json {
         out.line(serde_json::to_string_pretty(&changes).map_err(|e| e.to_string())?)?;

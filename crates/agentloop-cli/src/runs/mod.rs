@@ -17,7 +17,6 @@ use clap::{Args, Subcommand};
 use crate::chats::when;
 use crate::db::{self, Access};
 
-#[cfg(unix)]
 mod files;
 use crate::out::{Failure, Outcome, Stdout};
 
@@ -37,7 +36,6 @@ pub enum RunsCommand {
     /// history is the run's up to that step (the run itself is left as it
     /// is). Continue it with `agentloop chat --chat CHAT`.
     Fork(ForkArgs),
-    #[cfg(unix)]
     /// Put the project folder back as it was at one of a run's steps, from
     /// the file checkpoints `chat` took: files the run (its fs, shell and
     /// javascript calls alike) created are removed, and what it changed or
@@ -45,7 +43,6 @@ pub enum RunsCommand {
     /// alone. The conversation is left as it is: `runs fork --at SEQ
     /// --restore-files` goes on from the step with its files.
     Rewind(RewindArgs),
-    #[cfg(unix)]
     /// Show what a run changed in the project folder from one of its steps
     /// to another (or to the folder as it is now), as a patch.
     Diff(DiffArgs),
@@ -92,12 +89,10 @@ pub struct ForkArgs {
     pub prompt: Option<String>,
     /// Also put the project folder back as it was at the step (as `runs
     /// rewind` does).
-    #[cfg(unix)]
     #[arg(long)]
     pub restore_files: bool,
     /// With --restore-files: the folder to restore into (default: the
     /// folder the run worked in).
-    #[cfg(unix)]
     #[arg(long, requires = "restore_files")]
     pub root: Option<PathBuf>,
     /// Database (default: agentloop.db in the platform data folder).
@@ -108,7 +103,6 @@ pub struct ForkArgs {
     pub json: bool,
 }
 
-#[cfg(unix)]
 #[derive(Args)]
 pub struct RewindArgs {
     /// The run.
@@ -128,7 +122,6 @@ pub struct RewindArgs {
     pub json: bool,
 }
 
-#[cfg(unix)]
 #[derive(Args)]
 pub struct DiffArgs {
     /// The run.
@@ -163,9 +156,7 @@ pub async fn runs(command: RunsCommand) -> Outcome {
         RunsCommand::List(args) => list(args).await,
         RunsCommand::Show(args) => show(args).await,
         RunsCommand::Fork(args) => fork(args).await,
-        #[cfg(unix)]
         RunsCommand::Rewind(args) => files::rewind(args).await,
-        #[cfg(unix)]
         RunsCommand::Diff(args) => files::diff(args).await,
     }
 }
@@ -353,7 +344,6 @@ async fn fork(args: ForkArgs) -> Outcome {
             forked.from, forked.at, forked.run_id, forked.chat_id, forked.chat_id
         ));
     }
-    #[cfg(unix)]
     if args.restore_files {
         let restored = files::restore_at(
             &*store,

@@ -75,6 +75,7 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("POST", "/api/agent-runs/{run_id}/decisions", "run.decide"),
     ("POST", "/api/agent-runs/{run_id}/cancel", "run.cancel"),
     ("POST", "/api/agent-runs/{run_id}/fork", "run.fork"),
+    ("POST", "/api/agent-runs/{run_id}/rewind", "run.rewind"),
     (
         "PUT",
         "/api/projects/{project_id}/webhooks",

@@ -30,6 +30,10 @@ pub struct ForkRequest {
     /// at a step where the run calls the model next).
     #[serde(default)]
     pub prompt: Option<String>,
+    /// Also put the project's folder back as it was at the step (as `POST
+    /// /api/agent-runs/{runId}/rewind` does) before the fork runs.
+    #[serde(default, rename = "restoreFiles")]
+    pub restore_files: bool,
 }
 
 impl RequestBody for ForkRequest {}
@@ -94,13 +98,21 @@ pub(super) async fn fork(
 ) -> Result<(StatusCode, Extension<Created>, Json<AgentRunShape>), ApiError> {
     check_id(&run_id, "agent run")?;
     let (run, ctx) = service::owned_run(&state, &user, &run_id, ProjectRole::Editor).await?;
-    let forked = fork_agent_run(&state, &ctx, &run, body.at, body.prompt.as_deref())
-        .await
-        .map_err(|error| match error {
-            ForkError::Step(e) => ApiError::bad_request(e.to_string()),
-            ForkError::Start(e) => service::start_error(e),
-            ForkError::Runtime(e) => e.into(),
-        })?;
+    let forked = fork_agent_run(
+        &state,
+        &ctx,
+        &run,
+        body.at,
+        body.prompt.as_deref(),
+        body.restore_files,
+    )
+    .await
+    .map_err(|error| match error {
+        ForkError::Step(e) => ApiError::bad_request(e.to_string()),
+        ForkError::Start(e) => service::start_error(e),
+        ForkError::Runtime(e) => e.into(),
+        ForkError::Files(e) => e.into(),
+    })?;
     Ok((
         StatusCode::CREATED,
         Extension(Created(forked.id.clone())),

@@ -41,6 +41,7 @@ pub mod requests;
 pub mod responses;
 pub mod route;
 pub mod routes;
+pub mod run_files;
 pub mod schedule_shapes;
 pub mod schedules;
 pub mod service;

@@ -29,10 +29,11 @@ use super::responses::{
     SessionShape, StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
 };
 use super::route::Route;
+use super::run_files::{FileChanges, FilesRestored, RewindRequest};
 use super::schedule_shapes::{NewSchedule, ScheduleChange, ScheduleShape, SchedulesShape};
 use super::{
     a2a, ag_ui, agent_runs, ai_sdk, audit, budgets, events, fork, inspect, members, memories,
-    projects, schedules, session, tasks, webhooks, ws,
+    projects, run_files, schedules, session, tasks, webhooks, ws,
 };
 use crate::inspect::RunInspection;
 use crate::inspect::eval_case::EvalDataset;
@@ -211,11 +212,23 @@ pub fn routes() -> Vec<Route> {
             .answers::<Vec<StepShape>>("200", "Steps"),
         Route::new(Method::POST, "/api/agent-runs/{runId}/fork", fork::fork)
             .role(ProjectRole::Editor)
-            .summary("Fork the run at one of its steps (`at`, a seq of `GET /api/agent-runs/{runId}/steps`): a new agent run of the same task and agent, with its own id, conversation and event log, whose history is the run's up to that step (its log starts with the run's events up to `at`); `prompt`, when given, is a message the fork takes before it goes on (only at a step where the run calls the model next). The run itself is not changed. The fork executes at once, as the task's active run.")
+            .summary("Fork the run at one of its steps (`at`, a seq of `GET /api/agent-runs/{runId}/steps`): a new agent run of the same task and agent, with its own id, conversation and event log, whose history is the run's up to that step (its log starts with the run's events up to `at`); `prompt`, when given, is a message the fork takes before it goes on (only at a step where the run calls the model next). With `restoreFiles`, the project's folder is first put back as it was at the step (as `POST /api/agent-runs/{runId}/rewind` does). The run itself is not changed. The fork executes at once, as the task's active run.")
             .body::<ForkRequest>()
             .answers::<AgentRunShape>("201", "The fork")
             .or::<ErrorShape>("400", "`at` is not a step of the run (the message names the seqs its steps lie between), or a prompt at a step that runs tools next")
             .or::<StartConflict>("409", "An agent of the task is running or waiting (`runningAgent` names it), or the task is marked done"),
+        Route::new(Method::POST, "/api/agent-runs/{runId}/rewind", run_files::rewind)
+            .role(ProjectRole::Editor)
+            .summary("Put the project's folder back as it was at one of the run's steps (`to`, a seq of `GET /api/agent-runs/{runId}/steps`), from the file checkpoints the run took before each step that may write: what its fs, shell and JavaScript calls created is removed, what they changed or deleted comes back, byte for byte with its permissions. What `.gitignore` files ignore, and `.git`, are left alone. The conversation is not changed (fork the run with `restoreFiles` to go on from the step with its files). `restored` is false when no call that may write started after the step.")
+            .body::<RewindRequest>()
+            .answers::<FilesRestored>("200", "What the rewind wrote and removed")
+            .or::<ErrorShape>("400", "This server keeps no file checkpoints")
+            .or::<RunConflict>("409", "An agent run of the task is running or waiting (`agentRun`): the folder is not rewound under it"),
+        Route::new(Method::GET, "/api/agent-runs/{runId}/file-changes", run_files::file_changes)
+            .role(ProjectRole::Viewer)
+            .summary("What the run changed in the project's folder from one of its steps (`?at=SEQ`) to a later one (`&to=SEQ`), or to the folder as it is now: each path added, modified or removed, with a unified diff for text (read from the file checkpoints the run took before each step that may write, so shell and JavaScript changes show too). No change when no call that may write started after `at`.")
+            .answers::<FileChanges>("200", "The changes")
+            .or::<ErrorShape>("400", "`at` is missing or not a number, `to` is not after it, or this server keeps no file checkpoints"),
         Route::new(Method::GET, "/api/agent-runs/{runId}/inspection", inspect::inspection)
             .role(ProjectRole::Viewer)
             .summary("The run step by step, read from what is stored of it (its kept steps, history and settings): per step what the run did next (`model`, `tools`, `end`), the messages it was given and added, what it spent, how long it took until the next step, its tool calls with their results and the files those changed (a diff where the call carries both sides). The requests are reconstructed from the step's messages and the agent's tools and options as configured now (`note` says what may differ); secrets are redacted.")

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::error::CheckpointError;
@@ -13,7 +14,7 @@ use super::tree::{Node, Tree};
 const MAX_TEXT: usize = 1024 * 1024;
 
 /// How a path changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Change {
     /// It was not there.
@@ -25,7 +26,7 @@ pub enum Change {
 }
 
 /// One path that changed (files and links; folders show through them).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FileChange {
     /// The path under the folder.
     pub path: String,

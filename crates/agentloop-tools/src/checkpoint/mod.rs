@@ -4,7 +4,8 @@
 //! the fs tool did.
 //!
 //! A checkpoint is a [`Tree`]: every directory, file and symbolic link
-//! under the folder that its `.gitignore` files leave in (never `.git`),
+//! under the folder that its `.gitignore` files leave in (never `.git`, nor
+//! `.agentloop`, where the server keeps task documents),
 //! each file named by the SHA-256 of its content. Contents are kept once
 //! per content in a store folder, so a checkpoint costs only what changed
 //! since the folder's last one, and a file whose size, times and inode are
@@ -22,11 +23,14 @@
 //! - [`restore`]: puts a folder back as a tree has it;
 //! - [`diff`]: what changed between two trees, or a tree and the folder;
 //! - [`hook`]: [`CheckpointHook`], the `before_tool_call` hook a run takes
-//!   its checkpoints through; each is noted in the run's log.
+//!   its checkpoints through; each is noted in the run's log;
+//! - [`log`]: which checkpoint a run's log names for each of its steps.
 
 mod diff;
 mod error;
 mod hook;
+mod log;
+mod platform;
 mod restore;
 mod store;
 mod tree;
@@ -34,6 +38,7 @@ mod tree;
 pub use diff::{Change, FileChange};
 pub use error::CheckpointError;
 pub use hook::{CheckpointHook, checkpoint_of};
+pub use log::{Taken, TakenReader, at};
 pub use restore::Restored;
 pub use store::{Checkpoint, FileCheckpoints};
 pub use tree::{CheckpointId, Entry, Node, Tree};

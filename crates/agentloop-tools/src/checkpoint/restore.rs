@@ -8,10 +8,10 @@
 //! through a link: each folder on the way is checked to be a real one.
 
 use std::collections::HashSet;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::error::CheckpointError;
+use super::platform;
 use super::store::FileCheckpoints;
 use super::tree::{self, Node, Tree};
 
@@ -97,7 +97,7 @@ pub(crate) fn restore(
             (Node::Symlink { target: to }, _) => {
                 parent_folder(into, &wanted.path)?;
                 remove(&target)?;
-                std::os::unix::fs::symlink(to, &target)
+                platform::symlink(to, &target)
                     .map_err(CheckpointError::io("cannot make the link", &target))?;
                 true
             }
@@ -158,7 +158,10 @@ fn parent_folder(root: &Path, relative: &str) -> Result<PathBuf, CheckpointError
 }
 
 fn set_mode(path: &Path, mode: u32) -> Result<(), CheckpointError> {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    let current = std::fs::symlink_metadata(path)
+        .map_err(CheckpointError::io("cannot read the metadata of", path))?
+        .permissions();
+    std::fs::set_permissions(path, platform::permissions(current, mode))
         .map_err(CheckpointError::io("cannot set the permissions of", path))
 }
 
@@ -187,7 +190,8 @@ fn write_file(
         .and_then(|mut out| {
             let mut content = std::fs::File::open(&object)?;
             std::io::copy(&mut content, &mut out)?;
-            out.set_permissions(std::fs::Permissions::from_mode(mode))
+            let current = out.metadata()?.permissions();
+            out.set_permissions(platform::permissions(current, mode))
         })
         .and_then(|()| std::fs::rename(&temporary, &target));
     copied.map_err(|e| {

@@ -134,18 +134,23 @@ impl FileCheckpoints {
         restore::restore(self, &tree, &into)
     }
 
-    /// What changed from checkpoint `from` to checkpoint `to`, or to the
-    /// folder as it is now when `to` is `None`.
+    /// What changed from checkpoint `from` to checkpoint `to`, or, when
+    /// `to` is `None`, to folder `now` as it is (the checkpoint's own
+    /// folder when `None`).
     pub fn diff(
         &self,
         from: &CheckpointId,
         to: Option<&CheckpointId>,
+        now: Option<&Path>,
     ) -> Result<Vec<FileChange>, CheckpointError> {
         let before = self.tree(from)?;
         let after = match to {
             Some(to) => Side::Stored(self.tree(to)?),
             None => {
-                let root = before.root.clone();
+                let root = now.unwrap_or(&before.root);
+                let root = root
+                    .canonicalize()
+                    .map_err(CheckpointError::io("cannot resolve", root))?;
                 let scan = tree::scan(&root, Some(&self.dir), Some(&before), |path| {
                     tree::hash_file(path, |_| Ok(()))
                 })?;

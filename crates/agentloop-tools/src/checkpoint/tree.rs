@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 
@@ -12,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::error::CheckpointError;
+use super::platform;
 
 /// A checkpoint's id: the SHA-256 of its tree, in hexadecimal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -97,22 +97,15 @@ impl Node {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
     size: u64,
-    mtime: i64,
-    mtime_ns: i64,
-    ctime: i64,
-    ctime_ns: i64,
-    ino: u64,
+    /// Modification and change times (seconds, nanoseconds) and inode.
+    times: [i64; 5],
 }
 
 impl Stamp {
     fn of(metadata: &std::fs::Metadata) -> Self {
         Self {
-            size: metadata.size(),
-            mtime: metadata.mtime(),
-            mtime_ns: metadata.mtime_nsec(),
-            ctime: metadata.ctime(),
-            ctime_ns: metadata.ctime_nsec(),
-            ino: metadata.ino(),
+            size: metadata.len(),
+            times: platform::stamp(metadata),
         }
     }
 }
@@ -234,7 +227,7 @@ pub(crate) struct Scan {
     pub(crate) skipped: Vec<PathBuf>,
 }
 
-/// Scans `root` (canonical), leaving out `.git`, what `.gitignore` files
+/// Scans `root` (canonical), leaving out `.git`, `.agentloop`, what `.gitignore` files
 /// ignore, and `skip` (the store, when it lies inside). A file whose stamp
 /// is the one `baseline` saw keeps the baseline's hash; any other is
 /// passed to `content`, which returns its hash.
@@ -287,7 +280,7 @@ pub(crate) fn scan(
             };
             let node = Node::File {
                 hash,
-                mode: found.metadata.permissions().mode() & 0o7777,
+                mode: platform::mode(&found.metadata),
                 size: found.metadata.len(),
             };
             (node, Some(stamp))
@@ -311,6 +304,11 @@ pub(crate) fn scan(
         skipped: walk.skipped,
     })
 }
+
+/// Folders no checkpoint holds, wherever they are: git's own, and the one
+/// agentloop keeps a project's task documents and owner in (a rewind must
+/// not undo a person's edit of a task).
+const LEFT_OUT: [&str; 2] = [".git", ".agentloop"];
 
 /// A path found by a [`Walk`], with its metadata (links not followed).
 struct Found {
@@ -352,7 +350,7 @@ impl Walk<'_> {
             self.ignores.push(rules);
         }
         for (name, metadata) in children {
-            if name == ".git" {
+            if LEFT_OUT.iter().any(|left_out| name == *left_out) {
                 continue;
             }
             let path = dir.join(&name);
