@@ -87,6 +87,8 @@ fn a_run_is_rewound_with_its_files(db: &str, dir: &Path) {
     write_script(
         &script,
         json!([
+            // The run that waits for a person, in a project that asks.
+            fs_create("w1", "waiting.txt", "not yet"),
             call(
                 "s1",
                 "shell",
@@ -119,6 +121,33 @@ fn a_run_is_rewound_with_its_files(db: &str, dir: &Path) {
         &["--allow-shell", "--file-checkpoints", &checkpoints],
     );
     let address = served.address.clone();
+    // A run waiting for a person: its folder is not rewound under it.
+    let asking = task_with(
+        &address,
+        &token,
+        &dir.join("asking"),
+        json!({ "approvals": "ask" }),
+    );
+    let waiting = start_run(&address, &token, &asking, "implementation");
+    until_status(&address, &token, &waiting, "waiting");
+    let (status, refused) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{waiting}/rewind"),
+        Some(json!({ "to": 0 })),
+    );
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["agentRun"]["id"], waiting.as_str(), "{refused}");
+    let (status, cancelled) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/agent-runs/{waiting}/cancel"),
+        None,
+    );
+    assert_eq!(status, 200, "{cancelled}");
+
     let task_id = task_with(&address, &token, &repo, json!({ "shell": true }));
     let run_id = start_run(&address, &token, &task_id, "implementation");
     until_status(&address, &token, &run_id, "completed");
