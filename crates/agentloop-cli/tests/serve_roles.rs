@@ -151,6 +151,7 @@ fn body(method: &str, path: &str, at: &Fixture) -> Option<Value> {
             "messages": [{ "id": "m1", "role": "user", "parts": [{ "type": "text", "text": "go" }] }]
         }),
         ("post", "/api/agent-runs/{runId}/fork") => json!({ "at": 0 }),
+        ("post", "/api/agent-runs/{runId}/rewind") => json!({ "to": 0 }),
         ("post", "/api/tasks/{taskId}/inputs") => {
             json!({ "type": "start", "agent": "planification" })
         }
@@ -226,6 +227,9 @@ fn walk_every_route(address: &str, users: &Users, root: &Path) -> usize {
                 let mut target = fill(path, &at, who);
                 if path == "/api/audit" {
                     target.push_str(&format!("?project_id={}", at.project));
+                }
+                if path.ends_with("/file-changes") {
+                    target.push_str("?at=0");
                 }
                 let sent = body(method, path, &at);
                 assert_eq!(

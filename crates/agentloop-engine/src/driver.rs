@@ -498,7 +498,13 @@ async fn drive(mut run: Box<Driven>) {
             }
             return;
         }
-        emitter.checkpoint(|| machine.state().clone()).await;
+        // Before hooks that may be asked again (or none at all), no step is
+        // stored: a run resumed there asks them again.
+        let hooks_only = matches!(&output.next,
+            Step::Hook { requests } if !deps.hooks.store_before_asking(requests));
+        if !hooks_only {
+            emitter.checkpoint(|| machine.state().clone()).await;
+        }
         if deps.cancel.is_cancelled() {
             input = cancelled();
             continue;

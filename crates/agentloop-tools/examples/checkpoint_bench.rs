@@ -1,10 +1,14 @@
 //! Benchmark of file checkpoints on a 10,000-file project (100 folders of
 //! 100 files of 1–4 KiB): the first checkpoint (every file read and
 //! stored), a checkpoint when nothing changed, and one after 10 and after
-//! 1,000 files changed; then a restore of 1,000 files. Prints one markdown
-//! table row per figure; `cargo xtask bench` runs it in release mode.
+//! 1,000 files changed; then a restore of 1,000 files. The floor beside
+//! it: `git status` on the same folder (its index as fresh as it gets),
+//! the same walk with its stat cache, measured in the same run. Prints one
+//! markdown table row per figure; `cargo xtask bench` runs it in release
+//! mode.
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentloop_tools::checkpoint::FileCheckpoints;
@@ -41,6 +45,36 @@ fn change(root: &Path, count: usize, round: usize) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Runs git with `args` in `root`; `None` when git is not there or fails.
+fn git(root: &Path, args: &[&str]) -> Option<()> {
+    Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@localhost")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@localhost")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()
+        .filter(|s| s.success())
+        .map(|_| ())
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+fn p90(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples
+        .get(samples.len() * 9 / 10)
+        .copied()
+        .unwrap_or_default()
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
@@ -56,22 +90,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let first_took = start.elapsed();
     assert_eq!(first.entries, FOLDERS * FILES + FOLDERS);
 
+    // `git status` beside each sample, so both see the same load.
+    let has_git = git(&root, &["init", "-q"])
+        .and_then(|()| git(&root, &["add", "-A"]))
+        .and_then(|()| git(&root, &["commit", "-q", "-m", "bench"]))
+        .and_then(|()| git(&root, &["status", "--porcelain"]))
+        .is_some();
     let mut unchanged = Vec::with_capacity(UNCHANGED_SAMPLES);
+    let mut status = Vec::with_capacity(UNCHANGED_SAMPLES);
     for _ in 0..UNCHANGED_SAMPLES {
         let start = Instant::now();
         let again = store.take(&root)?;
         unchanged.push(start.elapsed());
         assert_eq!((again.read, &again.id), (0, &first.id));
+        if has_git {
+            let start = Instant::now();
+            git(&root, &["status", "--porcelain"]).ok_or("git status failed")?;
+            status.push(start.elapsed());
+        }
     }
-    unchanged.sort();
-    let median = unchanged
-        .get(UNCHANGED_SAMPLES / 2)
-        .copied()
-        .unwrap_or_default();
-    let p90 = unchanged
-        .get(UNCHANGED_SAMPLES * 9 / 10)
-        .copied()
-        .unwrap_or_default();
+    let unchanged_p90 = p90(unchanged.clone());
+    let unchanged = median(unchanged);
 
     change(&root, 10, 1)?;
     let start = Instant::now();
@@ -97,12 +136,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!(
         "| checkpoints, {files} files | nothing changed, median of {UNCHANGED_SAMPLES} | {} |",
-        ms(median)
+        ms(unchanged)
     );
     println!(
         "| checkpoints, {files} files | nothing changed, p90 | {} |",
-        ms(p90)
+        ms(unchanged_p90)
     );
+    if has_git {
+        let status = median(status);
+        println!(
+            "| checkpoints, {files} files | floor: `git status`, median of {UNCHANGED_SAMPLES} | {} |",
+            ms(status)
+        );
+        println!(
+            "| checkpoints, {files} files | nothing changed ÷ `git status` | {:.2} |",
+            unchanged.as_secs_f64() / status.as_secs_f64()
+        );
+    } else {
+        println!("| checkpoints, {files} files | floor: `git status` | git not found |");
+    }
     println!(
         "| checkpoints, {files} files | 10 files changed | {} |",
         ms(ten_took)

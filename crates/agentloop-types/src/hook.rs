@@ -445,6 +445,15 @@ pub trait Hook: Send + Sync {
         HookDecision::Pass
     }
 
+    /// Whether asking it again about a moment it already answered is
+    /// harmless (it decides the same, and what it does may be done twice).
+    /// A run stores its state before asking a hook that is not, so that a
+    /// run resumed there never asks it again; before asking only hooks
+    /// that are, it stores nothing. False by default.
+    fn asked_again_safely(&self) -> bool {
+        false
+    }
+
     /// Whether it is a guardrail (see [`guardrail`](crate::guardrail)):
     /// its blocks then name a guardrail, not a hook.
     fn is_guardrail(&self) -> bool {
@@ -553,6 +562,19 @@ impl Hooks {
         points.sort();
         points.dedup();
         points
+    }
+
+    /// Whether a run stores its state before asking about `inputs`: some
+    /// hook is asked about one of them (one registered at its point that
+    /// [matches](Hook::matches) it) that must not be asked twice
+    /// ([`Hook::asked_again_safely`]).
+    pub fn store_before_asking(&self, inputs: &[HookInput]) -> bool {
+        inputs.iter().any(|input| {
+            let point = input.point();
+            self.hooks
+                .iter()
+                .any(|h| !h.asked_again_safely() && h.points().contains(&point) && h.matches(input))
+        })
     }
 
     /// Every matching hook's answer about `input`, in registration order.

@@ -70,6 +70,11 @@ impl Hook for CheckpointHook {
         vec![HookPoint::BeforeToolCall]
     }
 
+    /// A second checkpoint of the same folder is the same checkpoint.
+    fn asked_again_safely(&self) -> bool {
+        true
+    }
+
     fn matches(&self, input: &HookInput) -> bool {
         match input {
             HookInput::BeforeToolCall {

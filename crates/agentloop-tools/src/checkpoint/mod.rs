@@ -17,6 +17,7 @@
 //! file, save and load a tree), no packing, history or refs, and it must
 //! record what git cannot (empty folders, the tree's own folder).
 //!
+//! - [`walk`]: every path of a folder, listed by a few threads;
 //! - [`tree`]: a folder's scan, against the last tree of the folder;
 //! - [`store`]: [`FileCheckpoints`], the store folder (contents, trees,
 //!   each folder's last tree), taking checkpoints;
@@ -34,6 +35,7 @@ mod platform;
 mod restore;
 mod store;
 mod tree;
+mod walk;
 
 pub use diff::{Change, FileChange};
 pub use error::CheckpointError;

@@ -5,13 +5,12 @@ use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 
-use ignore::Match;
-use ignore::gitignore::Gitignore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::error::CheckpointError;
 use super::platform;
+use super::walk;
 
 /// A checkpoint's id: the SHA-256 of its tree, in hexadecimal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -240,13 +239,7 @@ pub(crate) fn scan(
     let known: HashMap<&str, &Entry> = baseline
         .map(|tree| tree.entries.iter().map(|e| (e.path.as_str(), e)).collect())
         .unwrap_or_default();
-    let mut walk = Walk {
-        skip,
-        ignores: Vec::new(),
-        found: Vec::new(),
-        skipped: Vec::new(),
-    };
-    walk.visit(root, "")?;
+    let mut walk = walk::walk(root, skip)?;
     let mut entries = Vec::with_capacity(walk.found.len());
     let mut read = 0;
     for found in walk.found {
@@ -303,96 +296,6 @@ pub(crate) fn scan(
         read,
         skipped: walk.skipped,
     })
-}
-
-/// Folders no checkpoint holds, wherever they are: git's own, and the one
-/// agentloop keeps a project's task documents and owner in (a rewind must
-/// not undo a person's edit of a task).
-const LEFT_OUT: [&str; 2] = [".git", ".agentloop"];
-
-/// A path found by a [`Walk`], with its metadata (links not followed).
-struct Found {
-    relative: String,
-    metadata: std::fs::Metadata,
-}
-
-/// A walk of a folder by hand over `read_dir` rather than `ignore`'s
-/// walker: each entry's metadata comes from its folder's handle (one
-/// `fstatat`, not a lookup of the whole path), which halves what a
-/// checkpoint of an unchanged folder costs. The `.gitignore` rules are
-/// still `ignore`'s.
-struct Walk<'a> {
-    skip: Option<&'a Path>,
-    /// The `.gitignore` of each folder on the way down that has one.
-    ignores: Vec<Gitignore>,
-    found: Vec<Found>,
-    skipped: Vec<PathBuf>,
-}
-
-impl Walk<'_> {
-    fn visit(&mut self, dir: &Path, prefix: &str) -> Result<(), CheckpointError> {
-        let listing = std::fs::read_dir(dir).map_err(CheckpointError::io("cannot list", dir))?;
-        let mut children = Vec::new();
-        for child in listing {
-            let child = child.map_err(CheckpointError::io("cannot list", dir))?;
-            let metadata = child.metadata().map_err(CheckpointError::io(
-                "cannot read the metadata of",
-                child.path(),
-            ))?;
-            children.push((child.file_name(), metadata));
-        }
-        let gitignore = children
-            .iter()
-            .any(|(name, m)| name == ".gitignore" && m.is_file());
-        if gitignore {
-            // A line git could not read is left out, as git leaves it.
-            let (rules, _unreadable) = Gitignore::new(dir.join(".gitignore"));
-            self.ignores.push(rules);
-        }
-        for (name, metadata) in children {
-            if LEFT_OUT.iter().any(|left_out| name == *left_out) {
-                continue;
-            }
-            let path = dir.join(&name);
-            if self.skip == Some(path.as_path()) || self.ignored(&path, metadata.is_dir()) {
-                continue;
-            }
-            let Some(name) = name.to_str() else {
-                self.skipped.push(path);
-                continue;
-            };
-            let relative = if prefix.is_empty() {
-                name.to_owned()
-            } else {
-                format!("{prefix}/{name}")
-            };
-            let is_dir = metadata.is_dir();
-            self.found.push(Found {
-                relative: relative.clone(),
-                metadata,
-            });
-            if is_dir {
-                self.visit(&path, &relative)?;
-            }
-        }
-        if gitignore {
-            self.ignores.pop();
-        }
-        Ok(())
-    }
-
-    /// Whether the nearest `.gitignore` rule that speaks of `path` ignores
-    /// it (a `!` rule re-includes it).
-    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
-        for rules in self.ignores.iter().rev() {
-            match rules.matched(path, is_dir) {
-                Match::Ignore(_) => return true,
-                Match::Whitelist(_) => return false,
-                Match::None => {}
-            }
-        }
-        false
-    }
 }
 
 /// The SHA-256 of the file at `path`, read through; each chunk read is
