@@ -146,6 +146,39 @@ fn the_inspector_reads_a_run_step_by_step(db: &str, dir: &Path) {
         "{}",
         tool_steps[1]
     );
+    // The same changes as the folder's checkpoints saw them: the first
+    // step's to the second's checkpoint, the second's to the folder now.
+    let folder = |step: &Value| -> (Value, Vec<(String, String, String)>) {
+        let changes = &step["folder_changes"];
+        let listed = changes["changes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("folder changes: {step}"))
+            .iter()
+            .map(|c| {
+                (
+                    c["path"].as_str().unwrap().to_owned(),
+                    c["change"].as_str().unwrap().to_owned(),
+                    c["diff"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        (changes["until"].clone(), listed)
+    };
+    let (until, first) = folder(tool_steps[0]);
+    assert_eq!(until, tool_steps[1]["seq"], "{}", tool_steps[0]);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(
+        (first[0].0.as_str(), first[0].1.as_str()),
+        ("notes.txt", "added")
+    );
+    assert!(first[0].2.contains("+one\n+two\n"), "{first:?}");
+    let (until, second) = folder(tool_steps[1]);
+    assert_eq!(until, Value::Null, "to the folder now");
+    assert_eq!(
+        (second[0].0.as_str(), second[0].1.as_str()),
+        ("notes.txt", "modified")
+    );
+    assert!(second[0].2.contains("-two\n+three\n"), "{second:?}");
 
     // The last model step as an eval case, run by `agentloop eval`.
     let seq = last["seq"].as_u64().unwrap();

@@ -174,6 +174,41 @@ fn a_run_is_rewound_with_its_files(db: &str, dir: &Path) {
         .collect();
     assert_eq!(tool_steps.len(), 3, "{steps:?}");
 
+    // The inspector shows what the first shell command changed.
+    let (status, inspection) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/inspection"),
+        None,
+    );
+    assert_eq!(status, 200, "{inspection}");
+    let first = inspection["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["seq"].as_u64() == Some(tool_steps[0]))
+        .unwrap();
+    let shown: Vec<(&str, &str)> = first["folder_changes"]["changes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{first}"))
+        .iter()
+        .map(|c| (c["path"].as_str().unwrap(), c["change"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("made.txt", "added"),
+            ("out/inner/x.txt", "added"),
+            ("sub/deep.txt", "removed")
+        ],
+        "{first}"
+    );
+    assert_eq!(
+        first["folder_changes"]["until"].as_u64(),
+        Some(tool_steps[1])
+    );
+
     // The second and third steps' changes, as patches.
     let changes_path = format!("/api/agent-runs/{run_id}/file-changes?at={}", tool_steps[1]);
     let (status, changes) = http(&address, &token, "GET", &changes_path, None);

@@ -104,6 +104,66 @@ pub async fn changes(
         .map(Some)
 }
 
+/// What each step of run `run_id` that took a file checkpoint changed in
+/// the project folder of `ctx`: from its checkpoint to the next step's
+/// that took one, or, for the last, to the folder as it is now (`None`
+/// as the second of the pair). `steps` are the seqs of the run's kept
+/// steps, in order; a checkpoint belongs to the last of them before its
+/// call started. Empty when the server keeps no checkpoints.
+pub async fn step_changes(
+    state: &AppState,
+    ctx: &TaskContext,
+    run_id: &str,
+    steps: &[u64],
+) -> Result<Vec<StepChanges>, RunFilesError> {
+    let Some(checkpoints) = state.config.file_checkpoints.clone() else {
+        return Ok(Vec::new());
+    };
+    let taken = taken(state, run_id).await?;
+    // The first checkpoint each step took (its calls' others are of the
+    // same folder).
+    let mut firsts: Vec<(u64, Taken)> = Vec::new();
+    for checkpoint in taken {
+        let Some(step) = steps
+            .iter()
+            .copied()
+            .take_while(|seq| *seq < checkpoint.started)
+            .last()
+        else {
+            continue;
+        };
+        if firsts.last().is_none_or(|(last, _)| *last != step) {
+            firsts.push((step, checkpoint));
+        }
+    }
+    let folder = ctx.repo.clone();
+    blocking(move || {
+        let mut changes = Vec::with_capacity(firsts.len());
+        for (i, (seq, checkpoint)) in firsts.iter().enumerate() {
+            let next = firsts.get(i + 1).map(|(seq, t)| (*seq, &t.id));
+            let diff = checkpoints.diff(&checkpoint.id, next.map(|(_, id)| id), Some(&folder))?;
+            changes.push(StepChanges {
+                seq: *seq,
+                until: next.map(|(seq, _)| seq),
+                changes: diff,
+            });
+        }
+        Ok(changes)
+    })
+    .await
+}
+
+/// What one step changed in the folder (see [`step_changes`]).
+#[derive(Debug, Clone)]
+pub struct StepChanges {
+    /// The step.
+    pub seq: u64,
+    /// The step the changes run to: `None` for the folder as it is now.
+    pub until: Option<u64>,
+    /// The changes.
+    pub changes: Vec<FileChange>,
+}
+
 fn store(state: &AppState) -> Result<Arc<FileCheckpoints>, RunFilesError> {
     state
         .config

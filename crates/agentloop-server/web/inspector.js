@@ -68,6 +68,20 @@ function fileChange(change) {
     lines.length ? h("pre", { class: "diff" }, lines) : null);
 }
 
+// What a step changed in the project's folder, read from the file
+// checkpoints the run took (shell and JavaScript changes too): a unified
+// diff for text, else what changed.
+function folderChange(change) {
+  const kind = (line) => line.startsWith("+") && !line.startsWith("+++") ? "add"
+    : line.startsWith("-") && !line.startsWith("---") ? "del" : null;
+  const lines = (change.diff || "").split("\n").filter((line) => line.length)
+    .map((line) => h("div", { class: kind(line) }, line));
+  return h("li", { class: "file", "data-path": change.path },
+    h("div", {}, h("code", {}, change.path), ` · ${change.change}`),
+    change.summary ? h("div", { class: "muted" }, change.summary) : null,
+    lines.length ? h("pre", { class: "diff" }, lines) : null);
+}
+
 function toolCall(call) {
   return h("div", { class: "panel tool-call", "data-call": call.id },
     h("div", {}, h("strong", {}, call.name), call.is_error ? " · failed" : ""),
@@ -146,6 +160,15 @@ function stepDetail(runId, inspection, step, index) {
     parts.push(section("step-files", `Files changed (${step.files.length})`, true,
       step.files.length ? h("ul", { class: "files" }, step.files.map(fileChange))
         : h("p", { class: "muted" }, "No fs call of this step changed a file.")));
+  }
+  const folder = step.folder_changes;
+  if (folder) {
+    parts.push(section("step-folder", `Folder changes (${folder.changes.length})`, true,
+      h("p", { class: "muted" }, folder.until === null
+        ? "From the checkpoint before this step to the folder as it is now."
+        : `From the checkpoint before this step to the one before step seq ${folder.until}.`),
+      folder.changes.length ? h("ul", { class: "files" }, folder.changes.map(folderChange))
+        : h("p", { class: "muted" }, "The step changed no file of the folder.")));
   }
   return parts;
 }

@@ -99,6 +99,7 @@ pub fn serve_starting(
             &root.display().to_string(),
         ])
         .args(extra)
+        .args(checkpoints_flag(root, extra))
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -123,6 +124,18 @@ pub fn serve_starting(
         address,
         log,
     }
+}
+
+/// Where the server keeps file checkpoints: in the test's own folder
+/// (beside the projects), unless `extra` says otherwise.
+fn checkpoints_flag(root: &Path, extra: &[&str]) -> Vec<String> {
+    if extra.iter().any(|flag| flag.contains("file-checkpoints")) {
+        return Vec::new();
+    }
+    vec![
+        "--file-checkpoints".to_owned(),
+        root.join(".checkpoints").display().to_string(),
+    ]
 }
 
 /// One HTTP/1.1 request with `Connection: close`; returns status and JSON.

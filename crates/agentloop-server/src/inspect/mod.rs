@@ -105,8 +105,27 @@ pub struct InspectedStep {
     pub totals_before: TokenTotals,
     /// The tool calls it ran, with their results.
     pub tool_calls: Vec<ToolCall>,
-    /// The files those calls changed.
+    /// The files those calls changed, as their arguments tell it.
     pub files: Vec<FileChange>,
+    /// What the step changed in the project's folder, read from the file
+    /// checkpoints the run took (the changes of `shell` and JavaScript
+    /// calls too): from the checkpoint before the step to the one before
+    /// the next step that took one, or to the folder as it is now. Absent
+    /// for a step that took no checkpoint (or on a server that keeps
+    /// none). Secrets are redacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folder_changes: Option<FolderChanges>,
+}
+
+/// What a step changed in the project's folder (see
+/// [`InspectedStep::folder_changes`]).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FolderChanges {
+    /// The step the changes run to: `null` for the folder as it is now.
+    pub until: Option<u64>,
+    /// Each path added, modified or removed, with a unified diff for
+    /// text.
+    pub changes: Vec<agentloop_tools::checkpoint::FileChange>,
 }
 
 /// A tool call of a step, with its result.
@@ -179,6 +198,7 @@ pub fn inspect(
                 totals_before: step.tokens(),
                 tool_calls,
                 files,
+                folder_changes: None,
             }
         })
         .collect();

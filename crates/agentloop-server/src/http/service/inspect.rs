@@ -15,7 +15,8 @@ use serde::Serialize;
 use super::owned::owned_run;
 use crate::http::error::ApiError;
 use crate::inspect::eval_case::{EvalDataset, case_at};
-use crate::inspect::{RunInspection, Stored, inspect};
+use crate::inspect::redact::redact_text;
+use crate::inspect::{FolderChanges, RunInspection, Stored, inspect};
 use crate::runner::TaskContext;
 use crate::state::AppState;
 
@@ -48,7 +49,31 @@ pub async fn inspect_run(
         totals: chat.as_ref().map(|c| c.totals).unwrap_or_default(),
         ended_at: run.completed_at,
     };
-    Ok(inspect(&run.id, &stored, &options.request_options, &tools))
+    let mut inspection = inspect(&run.id, &stored, &options.request_options, &tools);
+    let seqs: Vec<u64> = steps.iter().map(|s| s.seq).collect();
+    let changed = crate::run_files::step_changes(state, &ctx, &run.id, &seqs).await?;
+    for step_changes in changed {
+        let Some(step) = inspection
+            .steps
+            .iter_mut()
+            .find(|s| s.seq == step_changes.seq)
+        else {
+            continue;
+        };
+        step.folder_changes = Some(FolderChanges {
+            until: step_changes.until,
+            changes: step_changes
+                .changes
+                .into_iter()
+                .map(|mut change| {
+                    change.diff = change.diff.as_deref().map(redact_text);
+                    change.summary = change.summary.as_deref().map(redact_text);
+                    change
+                })
+                .collect(),
+        });
+    }
+    Ok(inspection)
 }
 
 /// The step of agent run `run_id` at `seq` (as the path has it) as an
