@@ -1,7 +1,7 @@
 //! The run inspector (`#/runs/ID/inspect`): a finished run's timeline of
 //! steps; a model step's request (messages, tools, options), its response
 //! as text (markup in it is never an element) and its tokens; a tool
-//! step's files; "save as eval case" gives a dataset `agentloop eval`
+//! step's files, from its call and from the folder's checkpoints; "save as eval case" gives a dataset `agentloop eval`
 //! runs; "fork from here" makes a new run whose page opens. At a desktop's
 //! width and at 390 px nothing scrolls sideways. On the run's page, a
 //! message the run has not taken yet shows as queued again after a reload.
@@ -72,6 +72,12 @@ async fn the_inspector_shows_each_step_saves_a_case_and_forks() {
         "{files}"
     );
     assert!(files.contains("+ one"), "{files}");
+    // The same change as the folder's checkpoint saw it.
+    let folder = page.text_of("#step-folder").await;
+    assert!(
+        folder.contains("notes.txt") && folder.contains("added") && folder.contains("+one"),
+        "{folder}"
+    );
 
     // The last model step: its request, its response as text, its tokens.
     page.click("#timeline li:nth-child(3) button.step").await;
