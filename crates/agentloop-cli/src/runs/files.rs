@@ -8,10 +8,49 @@ use std::process::ExitCode;
 use agentloop_storage::Store;
 use agentloop_storage::model::RunStatus;
 use agentloop_tools::checkpoint::{self, Change, CheckpointError, Restored};
+use clap::Args;
 
-use super::{DiffArgs, RewindArgs, existing, existing_run};
+use super::stored::{existing, existing_run};
 use crate::file_checkpoints;
 use crate::out::{Failure, Outcome, Stdout};
+
+#[derive(Args)]
+pub struct RewindArgs {
+    /// The run.
+    pub id: String,
+    /// The seq of the step whose folder to restore (`runs show RUN
+    /// --steps` lists them).
+    #[arg(long, value_name = "SEQ")]
+    pub to: u64,
+    /// The folder to restore into (default: the folder the run worked in).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Database (default: agentloop.db in the platform data folder).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct DiffArgs {
+    /// The run.
+    pub id: String,
+    /// The seq of the step to compare from.
+    #[arg(long, value_name = "SEQ")]
+    pub at: u64,
+    /// The seq of the step to compare to (default: the folder as it is
+    /// now).
+    #[arg(long, value_name = "SEQ")]
+    pub to: Option<u64>,
+    /// Database (default: agentloop.db in the platform data folder).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// The folder restored as it was at step `seq` of run `run_id`: `None`
 /// when no call that may write started after the step.

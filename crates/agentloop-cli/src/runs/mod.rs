@@ -2,23 +2,23 @@
 //! chats, the steps each keeps, forks of a run at one of its steps, and
 //! the project folder as it was at a step (see [`crate::file_checkpoints`]).
 
+mod files;
+mod stored;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use agentloop_runtime::RuntimeError;
 use agentloop_runtime::fork::fork_chat_run;
-use std::path::PathBuf;
-
-use agentloop_storage::model::{Chat, RunRecord};
-use agentloop_storage::{RunStep, StepRetention, StorageError, Store};
+use agentloop_storage::model::Chat;
+use agentloop_storage::{RunStep, StepRetention};
 use agentloop_types::RunPhase;
 use clap::{Args, Subcommand};
 
 use crate::chats::when;
-use crate::db::{self, Access};
-
-mod files;
+use crate::db;
 use crate::out::{Failure, Outcome, Stdout};
+use stored::{existing, existing_run};
 
 /// The environment variable setting how many steps each run of a chat
 /// keeps: `all` (the default), `none` or a number of latest steps.
@@ -42,10 +42,10 @@ pub enum RunsCommand {
     /// deleted comes back. What .gitignore ignores, and .git, are left
     /// alone. The conversation is left as it is: `runs fork --at SEQ
     /// --restore-files` goes on from the step with its files.
-    Rewind(RewindArgs),
+    Rewind(files::RewindArgs),
     /// Show what a run changed in the project folder from one of its steps
     /// to another (or to the folder as it is now), as a patch.
-    Diff(DiffArgs),
+    Diff(files::DiffArgs),
 }
 
 #[derive(Args)]
@@ -103,44 +103,6 @@ pub struct ForkArgs {
     pub json: bool,
 }
 
-#[derive(Args)]
-pub struct RewindArgs {
-    /// The run.
-    pub id: String,
-    /// The seq of the step whose folder to restore (`runs show RUN
-    /// --steps` lists them).
-    #[arg(long, value_name = "SEQ")]
-    pub to: u64,
-    /// The folder to restore into (default: the folder the run worked in).
-    #[arg(long)]
-    pub root: Option<PathBuf>,
-    /// Database (default: agentloop.db in the platform data folder).
-    #[arg(long)]
-    pub db: Option<String>,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Args)]
-pub struct DiffArgs {
-    /// The run.
-    pub id: String,
-    /// The seq of the step to compare from.
-    #[arg(long, value_name = "SEQ")]
-    pub at: u64,
-    /// The seq of the step to compare to (default: the folder as it is
-    /// now).
-    #[arg(long, value_name = "SEQ")]
-    pub to: Option<u64>,
-    /// Database (default: agentloop.db in the platform data folder).
-    #[arg(long)]
-    pub db: Option<String>,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
 /// How many steps runs keep, from [`KEEP_STEPS_ENV`].
 pub fn step_retention() -> Result<StepRetention, Failure> {
     match std::env::var(KEEP_STEPS_ENV) {
@@ -158,25 +120,6 @@ pub async fn runs(command: RunsCommand) -> Outcome {
         RunsCommand::Fork(args) => fork(args).await,
         RunsCommand::Rewind(args) => files::rewind(args).await,
         RunsCommand::Diff(args) => files::diff(args).await,
-    }
-}
-
-/// The database `db`, or one line saying it holds nothing.
-async fn existing(db: Option<&str>) -> Result<Arc<dyn Store>, Failure> {
-    db::open(db, Access::Read).await?.ok_or_else(|| {
-        Failure::Runtime(format!("no runs in {} (no database yet)", db::describe(db)))
-    })
-}
-
-/// Run `id` of `store`, or one line saying it is not there.
-async fn existing_run(store: &dyn Store, id: &str, db: Option<&str>) -> Result<RunRecord, Failure> {
-    match store.get_run(id).await {
-        Ok(run) => Ok(run),
-        Err(StorageError::NotFound { .. }) => Err(Failure::Runtime(format!(
-            "no run {id} in {} (see `agentloop runs list`)",
-            db::describe(db)
-        ))),
-        Err(e) => Err(Failure::Runtime(e.to_string())),
     }
 }
 

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::error::CheckpointError;
-use super::store::FileCheckpoints;
+use super::objects::Objects;
 use super::tree::{Node, Tree};
 
 /// Contents past this size are not compared line by line.
@@ -58,7 +58,7 @@ impl Side {
 }
 
 pub(crate) fn diff(
-    store: &FileCheckpoints,
+    objects: &Objects,
     before: &Tree,
     after: &Side,
 ) -> Result<Vec<FileChange>, CheckpointError> {
@@ -87,12 +87,12 @@ pub(crate) fn diff(
             _ => Change::Modified,
         };
         let old_text = match old {
-            Some(node) => text(node, |hash| store.content(hash))?,
+            Some(node) => text(node, |hash| objects.read(hash))?,
             None => Text::Absent,
         };
         let new_text = match new {
             Some(node) => text(node, |hash| match after {
-                Side::Stored(_) => store.content(hash),
+                Side::Stored(_) => objects.read(hash),
                 Side::Folder(tree) => {
                     let file = tree.root.join(path);
                     std::fs::read(&file).map_err(CheckpointError::io("cannot read", &file))

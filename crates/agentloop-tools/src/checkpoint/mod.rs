@@ -17,20 +17,22 @@
 //! file, save and load a tree), no packing, history or refs, and it must
 //! record what git cannot (empty folders, the tree's own folder).
 //!
-//! - [`walk`]: every path of a folder, listed by a few threads;
-//! - [`tree`]: a folder's scan, against the last tree of the folder;
-//! - [`store`]: [`FileCheckpoints`], the store folder (contents, trees,
+//! - `walk`: every path of a folder, listed by a few threads;
+//! - `tree`: a folder's scan, against the last tree of the folder;
+//! - `objects`: the contents a store keeps, once each;
+//! - `store`: [`FileCheckpoints`], the store folder (contents, trees,
 //!   each folder's last tree), taking checkpoints;
-//! - [`restore`]: puts a folder back as a tree has it;
-//! - [`diff`]: what changed between two trees, or a tree and the folder;
-//! - [`hook`]: [`CheckpointHook`], the `before_tool_call` hook a run takes
+//! - `restore`: puts a folder back as a tree has it;
+//! - `diff`: what changed between two trees, or a tree and the folder;
+//! - `hook`: [`CheckpointHook`], the `before_tool_call` hook a run takes
 //!   its checkpoints through; each is noted in the run's log;
-//! - [`log`]: which checkpoint a run's log names for each of its steps.
+//! - `log`: which checkpoint a run's log names for each of its steps.
 
 mod diff;
 mod error;
 mod hook;
 mod log;
+mod objects;
 mod platform;
 mod restore;
 mod store;

@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::error::CheckpointError;
+use super::objects::Objects;
 use super::platform;
-use super::store::FileCheckpoints;
 use super::tree::{self, Node, Tree};
 
 /// What a restore changed.
@@ -32,11 +32,11 @@ impl Restored {
 }
 
 pub(crate) fn restore(
-    store: &FileCheckpoints,
+    objects: &Objects,
     tree: &Tree,
     into: &Path,
 ) -> Result<Restored, CheckpointError> {
-    let current = tree::scan(into, Some(store.dir()), Some(tree), |path| {
+    let current = tree::scan(into, Some(objects.dir()), Some(tree), |path| {
         tree::hash_file(path, |_| Ok(()))
     })?
     .tree;
@@ -88,7 +88,7 @@ pub(crate) fn restore(
                 mode != had_mode
             }
             (Node::File { hash, mode, .. }, _) => {
-                write_file(store, into, &wanted.path, hash, *mode)?;
+                write_file(objects, into, &wanted.path, hash, *mode)?;
                 true
             }
             (Node::Symlink { target: to }, Some(Node::Symlink { target: had })) if to == had => {
@@ -168,7 +168,7 @@ fn set_mode(path: &Path, mode: u32) -> Result<(), CheckpointError> {
 /// Writes the content stored under `hash` at `relative`, through a
 /// temporary file beside it renamed over whatever is there.
 fn write_file(
-    store: &FileCheckpoints,
+    objects: &Objects,
     root: &Path,
     relative: &str,
     hash: &str,
@@ -185,7 +185,7 @@ fn write_file(
         .unwrap_or_default();
     let temporary = folder.join(format!(".{name}.agentloop-restore"));
     let _ = std::fs::remove_file(&temporary);
-    let object = store.object_path(hash)?;
+    let object = objects.path(hash)?;
     let copied = std::fs::File::create_new(&temporary)
         .and_then(|mut out| {
             let mut content = std::fs::File::open(&object)?;

@@ -1,23 +1,20 @@
-//! The store folder: each content once (`objects/ab/cdef…`), each tree
+//! The store folder: each content once ([`Objects`]), each tree
 //! (`trees/ID.json`), and each folder's last tree (`roots/HASH`), the
-//! baseline its next checkpoint is scanned against.
-//!
-//! Everything is written to `tmp/` and renamed into place, so a store
-//! interrupted mid-write (a killed process) holds whole files only, and
-//! runs checkpointing the same folder at once share what they wrote.
+//! baseline its next checkpoint is scanned against. Everything is written
+//! whole, so runs checkpointing the same folder at once share what they
+//! wrote.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
 use super::diff::{self, FileChange, Side};
 use super::error::CheckpointError;
+use super::objects::Objects;
 use super::restore::{self, Restored};
-use super::tree::{self, CheckpointId, Tree, hex, is_hash};
+use super::tree::{self, CheckpointId, Tree, hex};
 
 /// What taking a checkpoint did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,12 +35,10 @@ pub struct Checkpoint {
 #[derive(Debug)]
 pub struct FileCheckpoints {
     dir: PathBuf,
+    objects: Objects,
     /// Each folder's last tree, kept so a checkpoint does not read it back.
     last: Mutex<HashMap<PathBuf, Arc<Tree>>>,
 }
-
-/// Names temporary files apart within one process.
-static TEMPORARY: AtomicU64 = AtomicU64::new(0);
 
 impl FileCheckpoints {
     /// The store in folder `dir`, created when missing.
@@ -57,6 +52,7 @@ impl FileCheckpoints {
             .canonicalize()
             .map_err(CheckpointError::io("cannot resolve", &dir))?;
         Ok(Self {
+            objects: Objects::new(dir.clone()),
             dir,
             last: Mutex::new(HashMap::new()),
         })
@@ -75,7 +71,7 @@ impl FileCheckpoints {
             .map_err(CheckpointError::io("cannot resolve", root))?;
         let baseline = self.last_tree(&root);
         let scan = tree::scan(&root, Some(&self.dir), baseline.as_deref(), |path| {
-            self.put_file(path)
+            self.objects.put_file(path)
         })?;
         let id = scan.tree.id();
         let unchanged = baseline.as_deref() == Some(&scan.tree);
@@ -84,8 +80,9 @@ impl FileCheckpoints {
                 id: id.to_string(),
                 message: e.to_string(),
             })?;
-            self.write_whole(&self.tree_path(&id), &json)?;
-            self.write_whole(&self.root_path(&root), id.as_str().as_bytes())?;
+            self.objects.write_whole(&self.tree_path(&id), &json)?;
+            self.objects
+                .write_whole(&self.root_path(&root), id.as_str().as_bytes())?;
         }
         let checkpoint = Checkpoint {
             id,
@@ -131,7 +128,7 @@ impl FileCheckpoints {
         let into = into
             .canonicalize()
             .map_err(CheckpointError::io("cannot resolve", into))?;
-        restore::restore(self, &tree, &into)
+        restore::restore(&self.objects, &tree, &into)
     }
 
     /// What changed from checkpoint `from` to checkpoint `to`, or, when
@@ -157,52 +154,7 @@ impl FileCheckpoints {
                 Side::Folder(scan.tree)
             }
         };
-        diff::diff(self, &before, &after)
-    }
-
-    /// The content stored under `hash`.
-    pub(crate) fn content(&self, hash: &str) -> Result<Vec<u8>, CheckpointError> {
-        let path = self.object_path(hash)?;
-        std::fs::read(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => CheckpointError::Damaged {
-                id: hash.to_owned(),
-                message: "its content is missing from the store".to_owned(),
-            },
-            _ => CheckpointError::io("cannot read", &path)(e),
-        })
-    }
-
-    /// Where the content stored under `hash` lies.
-    pub(crate) fn object_path(&self, hash: &str) -> Result<PathBuf, CheckpointError> {
-        match (is_hash(hash), hash.get(..2), hash.get(2..)) {
-            (true, Some(fan), Some(rest)) => Ok(self.dir.join("objects").join(fan).join(rest)),
-            _ => Err(CheckpointError::BadId(hash.to_owned())),
-        }
-    }
-
-    /// Stores the file at `path` (copied while it is hashed, so the content
-    /// kept is the content hashed) and returns its hash.
-    fn put_file(&self, path: &Path) -> Result<String, CheckpointError> {
-        let temporary = self.temporary();
-        let mut copy = std::fs::File::create_new(&temporary)
-            .map_err(CheckpointError::io("cannot create", &temporary))?;
-        let hashed = tree::hash_file(path, |chunk| copy.write_all(chunk));
-        drop(copy);
-        let stored = hashed.and_then(|hash| {
-            let object = self.object_path(&hash)?;
-            if object.exists() {
-                return Ok(hash);
-            }
-            if let Some(fan) = object.parent() {
-                std::fs::create_dir_all(fan).map_err(CheckpointError::io("cannot create", fan))?;
-            }
-            std::fs::rename(&temporary, &object)
-                .map_err(CheckpointError::io("cannot store", &object))?;
-            Ok(hash)
-        });
-        // Gone already when it was renamed into place.
-        let _ = std::fs::remove_file(&temporary);
-        stored
+        diff::diff(&self.objects, &before, &after)
     }
 
     /// The last tree of folder `root`: kept in memory, else the one the
@@ -227,29 +179,5 @@ impl FileCheckpoints {
     fn root_path(&self, root: &Path) -> PathBuf {
         let name = hex(&Sha256::digest(root.as_os_str().as_encoded_bytes()));
         self.dir.join("roots").join(name)
-    }
-
-    fn temporary(&self) -> PathBuf {
-        let n = TEMPORARY.fetch_add(1, Ordering::Relaxed);
-        // The time tells this process from a killed one of the same pid
-        // whose files were left behind.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        self.dir
-            .join("tmp")
-            .join(format!("{}-{nanos}-{n}", std::process::id()))
-    }
-
-    /// Writes `bytes` at `path` whole (through a temporary file).
-    fn write_whole(&self, path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
-        let temporary = self.temporary();
-        std::fs::write(&temporary, bytes)
-            .map_err(CheckpointError::io("cannot write", &temporary))?;
-        std::fs::rename(&temporary, path).map_err(|e| {
-            let _ = std::fs::remove_file(&temporary);
-            CheckpointError::io("cannot write", path)(e)
-        })
     }
 }
