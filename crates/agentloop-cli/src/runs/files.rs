@@ -41,7 +41,7 @@ pub struct DiffArgs {
     #[arg(long, value_name = "SEQ")]
     pub at: u64,
     /// The seq of the step to compare to (default: the folder as it is
-    /// now).
+    /// now); an earlier one shows what going back would change.
     #[arg(long, value_name = "SEQ")]
     pub to: Option<u64>,
     /// Database (default: agentloop.db in the platform data folder).
@@ -142,9 +142,6 @@ pub(super) async fn rewind(args: RewindArgs) -> Outcome {
 }
 
 pub(super) async fn diff(args: DiffArgs) -> Outcome {
-    if args.to.is_some_and(|to| to <= args.at) {
-        return Err(Failure::usage("--to must be a later seq than --at"));
-    }
     let store = existing(args.db.as_deref()).await?;
     let run = existing_run(&*store, &args.id, args.db.as_deref()).await?;
     let taken = file_checkpoints::taken(&*store, &run.id).await?;

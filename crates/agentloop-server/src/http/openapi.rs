@@ -317,6 +317,11 @@ fn describe(
             })
         })
         .collect();
+    if let Some(query) = route.query {
+        parameters.extend(query_parameters(
+            &query(&mut generators.requests).to_value(),
+        ));
+    }
     if route.access == Access::WebSocket {
         for (name, value) in [
             ("Connection", "Upgrade"),
@@ -499,6 +504,50 @@ pub fn document(offers: Offers, routes: &[Route]) -> Value {
         components["schemas"] = Value::Object(schemas);
     }
     document
+}
+
+/// The query parameters a query type's schema (an object) describes: one
+/// a property, required as the type says. An optional one is left out of
+/// the query, never sent empty, so its schema drops `null` (as a type and
+/// as a default).
+fn query_parameters(schema: &Value) -> Vec<Value> {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema["properties"].as_object() else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .map(|(name, property)| {
+            let mut property = property.clone();
+            if let Some(types) = property["type"].as_array() {
+                let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                property["type"] = match kept.as_slice() {
+                    [one] => one.clone(),
+                    _ => Value::Array(kept),
+                };
+            }
+            if property["default"].is_null()
+                && let Some(fields) = property.as_object_mut()
+            {
+                fields.remove("default");
+            }
+            let description = property
+                .as_object_mut()
+                .and_then(|p| p.remove("description"));
+            let mut parameter = json!({
+                "name": name, "in": "query",
+                "required": required.contains(&name.as_str()),
+                "schema": property,
+            });
+            if let Some(description) = description {
+                parameter["description"] = description;
+            }
+            parameter
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -65,6 +65,9 @@ pub struct Route {
     pub rate_limited: bool,
     /// Its JSON body's schema, if it takes one.
     pub body: Option<SchemaFn>,
+    /// Its query's schema (an object: each property a parameter), if it
+    /// reads one.
+    pub query: Option<SchemaFn>,
     /// Its success answer.
     pub success: Answer,
     /// The answers particular to it.
@@ -102,6 +105,7 @@ impl Route {
             time_limited: true,
             rate_limited: true,
             body: None,
+            query: None,
             success: Answer {
                 status: "200",
                 description: "",
@@ -153,6 +157,11 @@ impl Route {
 
     pub(super) fn body<T: JsonSchema>(mut self) -> Self {
         self.body = Some(inline::<T>);
+        self
+    }
+
+    pub(super) fn query<T: JsonSchema>(mut self) -> Self {
+        self.query = Some(inline::<T>);
         self
     }
 

@@ -29,7 +29,7 @@ use super::responses::{
     SessionShape, StartConflict, TaskShape, UserShape, WebhooksShape, WorkflowCompleted,
 };
 use super::route::Route;
-use super::run_files::{FileChanges, FilesRestored, RewindRequest};
+use super::run_files::{FileChanges, FileChangesQuery, FilesRestored, RewindRequest};
 use super::schedule_shapes::{NewSchedule, ScheduleChange, ScheduleShape, SchedulesShape};
 use super::{
     a2a, ag_ui, agent_runs, ai_sdk, audit, budgets, events, fork, inspect, members, memories,
@@ -226,9 +226,10 @@ pub fn routes() -> Vec<Route> {
             .or::<RunConflict>("409", "An agent run of the task is running or waiting (`agentRun`): the folder is not rewound under it"),
         Route::new(Method::GET, "/api/agent-runs/{runId}/file-changes", run_files::file_changes)
             .role(ProjectRole::Viewer)
-            .summary("What the run changed in the project's folder from one of its steps (`?at=SEQ`) to a later one (`&to=SEQ`), or to the folder as it is now: each path added, modified or removed, with a unified diff for text (read from the file checkpoints the run took before each step that may write, so shell and JavaScript changes show too). No change when no call that may write started after `at`.")
+            .summary("What changed in the project's folder from the run's step `at` to its step `to` (an earlier `to` shows what going back would change), or to the folder as it is now: each path added, modified or removed, with a unified diff for text (read from the file checkpoints the run took before each step that may write, so shell and JavaScript changes show too). No change when no call that may write started after `at`.")
+            .query::<FileChangesQuery>()
             .answers::<FileChanges>("200", "The changes")
-            .or::<ErrorShape>("400", "`at` is missing or not a number, `to` is not after it, or this server keeps no file checkpoints"),
+            .or::<ErrorShape>("400", "`at` is missing or not a number, or this server keeps no file checkpoints"),
         Route::new(Method::GET, "/api/agent-runs/{runId}/inspection", inspect::inspection)
             .role(ProjectRole::Viewer)
             .summary("The run step by step, read from what is stored of it (its kept steps, history and settings): per step what the run did next (`model`, `tools`, `end`), the messages it was given and added, what it spent, how long it took until the next step, its tool calls with their results and the files those changed (a diff where the call carries both sides). The requests are reconstructed from the step's messages and the agent's tools and options as configured now (`note` says what may differ); secrets are redacted.")

@@ -1,7 +1,7 @@
 //! A run's project folder at its steps, over HTTP (see
 //! [`crate::run_files`]): `POST /api/agent-runs/{runId}/rewind` puts the
-//! folder back as it was at a step, `GET …/file-changes` shows what the
-//! run changed from one step to another (or to the folder now).
+//! folder back as it was at a step, `GET …/file-changes` shows what
+//! changed from one step to another (or to the folder now).
 
 use agentloop_storage::ProjectRole;
 use agentloop_tools::checkpoint::FileChange;
@@ -37,8 +37,8 @@ impl RequestBody for RewindRequest {}
 pub struct FileChangesQuery {
     /// The seq of the step to compare from.
     pub at: u64,
-    /// The seq of a later step to compare to (default: the folder as it
-    /// is now).
+    /// The seq of the step to compare to (default: the folder as it is
+    /// now); an earlier one shows what going back would change.
     #[serde(default)]
     pub to: Option<u64>,
 }
@@ -124,9 +124,6 @@ pub(super) async fn file_changes(
     check_id(&run_id, "agent run")?;
     let (run, ctx) = service::owned_run(&state, &user, &run_id, ProjectRole::Viewer).await?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    if query.to.is_some_and(|to| to <= query.at) {
-        return Err(ApiError::bad_request("`to` must be a later seq than `at`"));
-    }
     let changes = run_files::changes(&state, &ctx, &run.id, query.at, query.to).await?;
     Ok(Json(FileChanges {
         to: query.to,
