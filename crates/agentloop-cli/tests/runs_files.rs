@@ -5,12 +5,13 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use common::folders::{call, listing};
 use serde_json::{Value, json};
 
 fn agentloop_status(args: &[&str], stdin: &str) -> Output {
@@ -47,35 +48,6 @@ fn agentloop_with(args: &[&str], stdin: &str) -> Output {
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// Every path under `root` with what it is: folder, link, or permission
-/// bits and content.
-fn listing(root: &Path) -> BTreeMap<String, String> {
-    fn walk(root: &Path, at: &Path, out: &mut BTreeMap<String, String>) {
-        for entry in std::fs::read_dir(at).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.strip_prefix(root).unwrap().display().to_string();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            if meta.is_dir() {
-                out.insert(name, "folder".to_owned());
-                walk(root, &path, out);
-            } else {
-                let mode = meta.permissions().mode() & 0o7777;
-                let content = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
-                out.insert(name, format!("{mode:o} {content:?}"));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
-}
-
-fn call(id: &str, tool: &str, input: Value) -> Value {
-    json!({ "steps": [
-        { "type": "tool_call", "id": id, "name": tool, "fragments": [input.to_string()] }
-    ], "usage": { "input_tokens": 10, "output_tokens": 5 } })
 }
 
 #[test]

@@ -15,41 +15,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use common::create_user;
+use common::folders::{call, listing};
 use common::served::*;
 use serde_json::{Value, json};
-
-fn call(id: &str, tool: &str, input: Value) -> Value {
-    json!({ "steps": [
-        { "type": "tool_call", "id": id, "name": tool, "fragments": [input.to_string()] }
-    ] })
-}
-
-/// Every path under `root` with what it is: folder, or permission bits
-/// and content.
-fn listing(root: &Path) -> BTreeMap<String, String> {
-    fn walk(root: &Path, at: &Path, out: &mut BTreeMap<String, String>) {
-        for entry in std::fs::read_dir(at).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.strip_prefix(root).unwrap().display().to_string();
-            if name == ".agentloop" {
-                // The server's task documents: no checkpoint holds them.
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            if meta.is_dir() {
-                out.insert(name, "folder".to_owned());
-                walk(root, &path, out);
-            } else {
-                let mode = meta.permissions().mode() & 0o7777;
-                let content = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
-                out.insert(name, format!("{mode:o} {content:?}"));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
-}
 
 /// Waits (bounded) until the task has `runs` agent runs, none going.
 fn until_chain_ends(address: &str, token: &str, task_id: &str, runs: usize) {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agentloop_storage::Store;
-use agentloop_storage::model::RunStatus;
+use agentloop_storage::model::{RunRecord, RunStatus};
 use agentloop_tools::checkpoint::{self, Change, CheckpointError, Restored};
 use clap::Args;
 
@@ -50,6 +50,17 @@ pub struct DiffArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Refuses to restore the folder of run `run` while it runs.
+pub(super) fn not_running(run: &RunRecord) -> Result<(), Failure> {
+    if run.status == RunStatus::Running {
+        return Err(Failure::Runtime(format!(
+            "run {} is running: its folder is not rewound under it (cancel it, or let it end, first)",
+            run.id
+        )));
+    }
+    Ok(())
 }
 
 /// The folder restored as it was at step `seq` of run `run_id`: `None`
@@ -109,12 +120,7 @@ pub(super) fn tell_restored(
 pub(super) async fn rewind(args: RewindArgs) -> Outcome {
     let store = existing(args.db.as_deref()).await?;
     let run = existing_run(&*store, &args.id, args.db.as_deref()).await?;
-    if run.status == RunStatus::Running {
-        return Err(Failure::Runtime(format!(
-            "run {} is running: its folder is not rewound under it (cancel it, or let it end, first)",
-            run.id
-        )));
-    }
+    not_running(&run)?;
     let restored = restore_at(
         &*store,
         &run.id,

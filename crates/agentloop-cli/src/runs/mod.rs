@@ -268,7 +268,10 @@ async fn show(args: ShowArgs) -> Outcome {
 
 async fn fork(args: ForkArgs) -> Outcome {
     let store = db::open_for_write(args.db.as_deref()).await?;
-    existing_run(&*store, &args.id, args.db.as_deref()).await?;
+    let run = existing_run(&*store, &args.id, args.db.as_deref()).await?;
+    if args.restore_files {
+        files::not_running(&run)?;
+    }
     // Forking reads and writes the store only: no model is called.
     let forked = match fork_chat_run(&*store, &args.id, args.at, args.prompt.as_deref()).await {
         Ok(forked) => forked,

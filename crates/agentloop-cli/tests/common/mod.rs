@@ -5,6 +5,8 @@
 //! finds the Python test tools.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(unix)]
+pub mod folders;
 pub mod openai;
 pub mod python;
 pub mod served;

@@ -36,9 +36,14 @@ pub struct Checkpoint {
 pub struct FileCheckpoints {
     dir: PathBuf,
     objects: Objects,
-    /// Each folder's last tree, kept so a checkpoint does not read it back.
+    /// Each folder's last tree, kept so a checkpoint does not read it back
+    /// (at most [`KEPT_TREES`] folders': a server's many projects).
     last: Mutex<HashMap<PathBuf, Arc<Tree>>>,
 }
+
+/// Folders whose last tree is kept in memory, at most; past that the
+/// memory starts over, which only costs reading a baseline back once.
+const KEPT_TREES: usize = 32;
 
 impl FileCheckpoints {
     /// The store in folder `dir`, created when missing.
@@ -91,6 +96,9 @@ impl FileCheckpoints {
             skipped: scan.skipped,
         };
         if let Ok(mut last) = self.last.lock() {
+            if last.len() >= KEPT_TREES && !last.contains_key(&root) {
+                last.clear();
+            }
             last.insert(root, Arc::new(scan.tree));
         }
         Ok(checkpoint)
