@@ -13,6 +13,8 @@ use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
+mod parameters;
+
 use super::responses::ErrorShape;
 use super::route::{Access, Route};
 
@@ -301,49 +303,7 @@ fn describe(
         "operationId".into(),
         json!(operation_id(&method, route.path)),
     );
-    let mut parameters: Vec<Value> = params
-        .iter()
-        .map(|name| {
-            // A step's seq is a number (one that fits 64 bits); every
-            // other parameter is an id.
-            let pattern = if *name == "seq" {
-                "^[0-9]{1,18}$"
-            } else {
-                "^[A-Za-z0-9_-]{1,64}$"
-            };
-            json!({
-                "name": name, "in": "path", "required": true,
-                "schema": { "type": "string", "pattern": pattern }
-            })
-        })
-        .collect();
-    if let Some(query) = route.query {
-        parameters.extend(query_parameters(
-            &query(&mut generators.requests).to_value(),
-        ));
-    }
-    if route.access == Access::WebSocket {
-        for (name, value) in [
-            ("Connection", "Upgrade"),
-            ("Upgrade", "websocket"),
-            ("Sec-WebSocket-Version", "13"),
-        ] {
-            parameters.push(json!({
-                "name": name, "in": "header", "required": true,
-                "schema": { "type": "string", "enum": [value] }
-            }));
-        }
-        parameters.push(json!({
-            "name": "Sec-WebSocket-Key", "in": "header", "required": true,
-            "schema": { "type": "string", "pattern": "^[A-Za-z0-9+/]{22}==$" }
-        }));
-    }
-    if route.path.ends_with("/events") {
-        parameters.push(json!({
-            "name": "Last-Event-ID", "in": "header", "required": false,
-            "schema": { "type": "string", "pattern": "^[0-9]+$" }
-        }));
-    }
+    let parameters = parameters::of(route, &params, &mut generators.requests);
     if !parameters.is_empty() {
         out.insert("parameters".into(), Value::Array(parameters));
     }
@@ -504,50 +464,6 @@ pub fn document(offers: Offers, routes: &[Route]) -> Value {
         components["schemas"] = Value::Object(schemas);
     }
     document
-}
-
-/// The query parameters a query type's schema (an object) describes: one
-/// a property, required as the type says. An optional one is left out of
-/// the query, never sent empty, so its schema drops `null` (as a type and
-/// as a default).
-fn query_parameters(schema: &Value) -> Vec<Value> {
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let Some(properties) = schema["properties"].as_object() else {
-        return Vec::new();
-    };
-    properties
-        .iter()
-        .map(|(name, property)| {
-            let mut property = property.clone();
-            if let Some(types) = property["type"].as_array() {
-                let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
-                property["type"] = match kept.as_slice() {
-                    [one] => one.clone(),
-                    _ => Value::Array(kept),
-                };
-            }
-            if property["default"].is_null()
-                && let Some(fields) = property.as_object_mut()
-            {
-                fields.remove("default");
-            }
-            let description = property
-                .as_object_mut()
-                .and_then(|p| p.remove("description"));
-            let mut parameter = json!({
-                "name": name, "in": "query",
-                "required": required.contains(&name.as_str()),
-                "schema": property,
-            });
-            if let Some(description) = description {
-                parameter["description"] = description;
-            }
-            parameter
-        })
-        .collect()
 }
 
 #[cfg(test)]
