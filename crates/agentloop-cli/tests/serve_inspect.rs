@@ -1,9 +1,10 @@
 //! `agentloop serve` as a process: the run inspector's routes. A run that
 //! creates a file, edits it and answers is shown step by step (`GET
-//! /api/agent-runs/{id}/inspection`): each model step's request rebuilt
-//! from its messages with the agent's tools and options, its response and
-//! tokens, each tool step's calls and the files they changed (a diff for
-//! an edit, the new text for a creation), secrets redacted. A step saved
+//! /api/agent-runs/{id}/inspection`): each model step's request as the
+//! run's log recorded it (its messages, tools and options), its response
+//! and tokens, each tool step's calls with their durations and the files
+//! they changed (a diff for an edit, the new text for a creation), secrets
+//! redacted. A step saved
 //! as an eval case (`GET …/steps/{seq}/eval-case`) is a dataset
 //! `agentloop eval` runs. A message sent to a working run is listed by
 //! `GET …/queued-messages` until the run takes it. Another user's run is
@@ -65,7 +66,7 @@ fn the_inspector_reads_a_run_step_by_step(db: &str, dir: &Path) {
     let body = inspection.to_string();
     assert!(!body.contains(SECRET), "the key is redacted: {body}");
     assert!(body.contains("[redacted]"), "{body}");
-    assert_eq!(inspection["request_source"], "reconstructed");
+    assert_eq!(inspection["request_source"], "recorded");
     let tools: Vec<&str> = inspection["tools"]
         .as_array()
         .unwrap()
@@ -92,6 +93,40 @@ fn the_inspector_reads_a_run_step_by_step(db: &str, dir: &Path) {
         let before = step["messages_before"].as_u64().unwrap() as usize;
         let after = step["messages_after"].as_u64().unwrap() as usize;
         assert!(before >= 1 && after == before + 1, "{step}");
+        // The request as recorded: the history it was given, sent as
+        // stored (nothing was compacted), the agent's options and tools.
+        let request = &step["request"];
+        let sent: Vec<&Value> = request["messages"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a recorded request: {step}"))
+            .iter()
+            .flat_map(|part| {
+                let range = &part["history"];
+                let (from, to) = (range["from"].as_u64(), range["to"].as_u64());
+                let (from, to) = (from.unwrap() as usize, to.unwrap() as usize);
+                messages[from..to].iter()
+            })
+            .collect();
+        assert_eq!(
+            sent,
+            messages[..before].iter().collect::<Vec<_>>(),
+            "{step}"
+        );
+        assert!(
+            request["options"]["system_prompt"]
+                .as_str()
+                .unwrap()
+                .contains("planification"),
+            "{request}"
+        );
+        let offered: Vec<&str> = request["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|name| name.as_str().unwrap())
+            .collect();
+        assert!(offered.contains(&"fs"), "{request}");
+        assert!(offered.iter().all(|name| tools.contains(name)), "{request}");
         assert_eq!(messages[before]["role"], "assistant", "{step}");
         assert_eq!(step["tokens"]["input_tokens"], input, "{step}");
         assert_eq!(step["tokens"]["output_tokens"], output, "{step}");
@@ -124,6 +159,10 @@ fn the_inspector_reads_a_run_step_by_step(db: &str, dir: &Path) {
         tool_steps[0]
     );
     assert_eq!(tool_steps[0]["tool_calls"][0]["name"], "fs");
+    for step in &tool_steps {
+        let call = &step["tool_calls"][0];
+        assert!(call["duration_ms"].is_u64(), "each call's duration: {call}");
+    }
     assert!(
         tool_steps[0]["tool_calls"][0]["result"].is_string(),
         "{}",
@@ -245,7 +284,10 @@ fn the_inspector_reads_a_run_step_by_step(db: &str, dir: &Path) {
         assert_eq!(answer["submitted"], "queued", "{answer}");
         let (status, queued) = http(&address, &token, "GET", &queued_path, None);
         assert_eq!(status, 200, "{queued}");
-        assert_eq!(queued["messages"][0]["id"], "steer-1", "{queued}");
+        let waiting = &queued["messages"][0];
+        assert_eq!(waiting["message"]["id"], "steer-1", "{queued}");
+        assert_eq!(waiting["strategy"], "enqueue", "{queued}");
+        assert!(waiting["queued_at"].as_i64().unwrap() > 0, "{queued}");
     });
     until_status(&address, &token, &working, "completed");
     // Taken by the run, or, when it arrived during the run's last turn, by

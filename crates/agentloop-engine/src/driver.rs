@@ -23,6 +23,7 @@ use crate::machine::{
 };
 use crate::model_turn::{ModelTurn, summary_request, summary_turn};
 use crate::run_stream::{Emitter, RunStream};
+use crate::sent_request::SentRequests;
 use crate::tool_exec::ToolRun;
 use tracing::Instrument;
 
@@ -480,6 +481,7 @@ async fn drive(mut run: Box<Driven>) {
     // The largest spend of one model call so far: the next call's
     // estimate for the run's budget.
     let mut largest: Option<Spend> = None;
+    let mut sent = SentRequests::default();
     loop {
         let output = match machine.step(deadline.report(input)) {
             Ok(output) => output,
@@ -598,6 +600,7 @@ async fn drive(mut run: Box<Driven>) {
                         tools,
                         attachments: deps.attachments.clone(),
                     };
+                    let record = sent.record(&request, machine.history());
                     if capture {
                         span.record(
                             "gen_ai.input.messages",
@@ -606,7 +609,9 @@ async fn drive(mut run: Box<Driven>) {
                     }
                     // In the turn's span: a provider's own spans nest
                     // under it.
-                    span.in_scope(|| ModelTurn::start(provider, request, iteration, speaker))
+                    span.in_scope(|| {
+                        ModelTurn::start(provider, request, iteration, speaker, record)
+                    })
                 };
                 // The rare futures (a guarded turn, a summary) are boxed:
                 // inline, they would enlarge the drive future, which every
@@ -658,6 +663,7 @@ async fn drive(mut run: Box<Driven>) {
                     run_id: machine.run_id(),
                     cancel: &deps.cancel,
                     budget: deps.budget.as_ref(),
+                    clock: deps.clock.as_ref(),
                 };
                 let (input, interrupted) = interruptible(
                     Box::pin(run.run(calls, emitter)),

@@ -54,6 +54,7 @@ mod model_turn;
 pub mod retrieval;
 mod run_stream;
 pub mod scripted;
+mod sent_request;
 mod session;
 pub mod skills;
 pub mod strategy;

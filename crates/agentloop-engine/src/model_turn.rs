@@ -9,7 +9,7 @@ use std::sync::Arc;
 use agentloop_types::{
     BlockStart, CancellationToken, ContentBlock, EventKind, LoopError, LoopOptions, Message,
     ModelChunk, ModelProvider, ModelRequest, ModelStream, ProviderError, ProviderErrorKind,
-    RequestOptions, StreamAssembler, StreamDelta,
+    RequestOptions, SentRequest, StreamAssembler, StreamDelta,
 };
 use futures::StreamExt;
 
@@ -24,6 +24,7 @@ pub(crate) struct ModelTurn {
     prefill: Vec<StreamDelta>,
     iteration: u32,
     agent: Option<String>,
+    record: Box<SentRequest>,
 }
 
 impl ModelTurn {
@@ -34,6 +35,7 @@ impl ModelTurn {
         request: ModelRequest,
         iteration: u32,
         agent: Option<String>,
+        record: Box<SentRequest>,
     ) -> Self {
         let prefill = prefill_deltas(request.options.prefill_response.as_deref());
         Self {
@@ -41,6 +43,7 @@ impl ModelTurn {
             prefill,
             iteration,
             agent,
+            record,
         }
     }
 
@@ -51,11 +54,13 @@ impl ModelTurn {
             prefill,
             iteration,
             agent,
+            record,
         } = self;
         emitter
             .emit(EventKind::StreamingStart(StreamingStartEvent {
                 iteration,
                 agent,
+                request: Some(record),
             }))
             .await;
         let mut stream = AssertUnwindSafe(stream).catch_unwind();

@@ -23,6 +23,7 @@ use futures::future::Either;
 use futures::stream;
 
 use crate::cancel::or_cancelled;
+use crate::clock::Clock;
 use crate::machine::{Input, ToolCall, ToolOutcome, running_block};
 use crate::run_stream::Emitter;
 use crate::tool_call::{CallItem, CallStream};
@@ -36,6 +37,8 @@ pub(crate) struct ToolRun<'a> {
     pub(crate) cancel: &'a CancellationToken,
     /// The run's budget, handed to each call (see [`ToolContext::budget`]).
     pub(crate) budget: Option<&'a Arc<dyn Budget>>,
+    /// The run's clock: each call's `tool_end` says how long it took.
+    pub(crate) clock: &'a dyn Clock,
 }
 
 impl ToolRun<'_> {
@@ -118,6 +121,8 @@ impl ToolRun<'_> {
                 )
             }
         };
+        // When each call started, by its place in the batch.
+        let mut started = vec![Duration::ZERO; batch.len()];
         loop {
             let Some(next) = or_cancelled(self.cancel, merged.next()).await else {
                 return false;
@@ -130,6 +135,7 @@ impl ToolRun<'_> {
             let call = &mut planned.call;
             match item {
                 CallItem::Started => {
+                    started[index] = self.clock.since_epoch();
                     emitter
                         .emit(EventKind::ToolStart(ToolStartEvent {
                             tool_use_id: call.id.clone(),
@@ -158,6 +164,7 @@ impl ToolRun<'_> {
                     emitter.emit_at(path, deepen(kind)).await
                 }
                 CallItem::Done(outcome) => {
+                    let took = self.clock.since_epoch().saturating_sub(started[index]);
                     emitter
                         .emit(EventKind::ToolEnd(ToolEndEvent {
                             tool_use_id: call.id.clone(),
@@ -165,6 +172,7 @@ impl ToolRun<'_> {
                             is_error: outcome.is_error(),
                             is_skill,
                             depth: 1,
+                            duration_ms: Some(u32::try_from(took.as_millis()).unwrap_or(u32::MAX)),
                         }))
                         .await;
                     finished.push((std::mem::take(&mut call.id), outcome));
@@ -197,12 +205,14 @@ fn deepen(kind: EventKind) -> EventKind {
             is_error,
             is_skill,
             depth,
+            duration_ms,
         }) => EventKind::ToolEnd(ToolEndEvent {
             tool_use_id,
             name,
             is_error,
             is_skill,
             depth: depth + 1,
+            duration_ms,
         }),
         kind @ (EventKind::StreamingStart(StreamingStartEvent { .. })
         | EventKind::FirstChunk

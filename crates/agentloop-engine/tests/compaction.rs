@@ -17,12 +17,13 @@ use agentloop_types::transcript::render_events;
 use agentloop_types::{
     ApiKind, CompactionOptions, CompactionStrategy, ContentBlock, EventKind, History, LoopEvent,
     LoopOptions, LoopResult, Message, ModelProvider, ModelRequest, ModelStream, ProviderError,
-    ProviderErrorKind, RequestOptions, Role, RunState, TokenTotals, validate_history,
+    ProviderErrorKind, RequestOptions, Role, RunState, SentMessages, SentRequest, TokenTotals,
+    validate_history,
 };
 use futures::StreamExt;
 use serde_json::json;
 
-use common::{check_invariants, echo};
+use common::{check_invariants, check_recorded_requests, echo};
 
 /// Plays summarising requests from one script and the run's own from
 /// another, recording every request in the order it came.
@@ -233,6 +234,12 @@ fn check_run(events: &[LoopEvent], requests: &[ModelRequest]) -> LoopResult {
             .all(|m| !m.id.ends_with("-compaction")),
         "no compaction item is stored"
     );
+    let own: Vec<ModelRequest> = requests
+        .iter()
+        .filter(|r| !is_summary(r))
+        .cloned()
+        .collect();
+    check_recorded_requests(events, &own, &result.messages);
     for request in requests.iter().filter(|r| !is_summary(r)) {
         validate_history(&request.messages, false).expect("what is sent validates");
         assert_eq!(
@@ -317,6 +324,27 @@ async fn none_sends_the_whole_history() {
     assert!(compactions(&events).is_empty());
     let last = requests.last().unwrap();
     assert_eq!(last.messages, result.messages[..result.messages.len() - 1]);
+    // Each request is recorded in a few bytes: its history as one range,
+    // and its options and tools only the first time.
+    let records: Vec<SentRequest> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::StreamingStart(StreamingStartEvent { request, .. }) => {
+                request.as_deref().cloned()
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(records[0].options.is_some() && records[0].tools.is_some());
+    for (record, request) in records.iter().zip(&requests).skip(1) {
+        assert_eq!(
+            (&record.options, &record.tools),
+            (&None, &None),
+            "options and tools as before"
+        );
+        let to = request.messages.len() as u64;
+        assert_eq!(record.messages, [SentMessages::History { from: 0, to }]);
+    }
 }
 
 #[tokio::test]

@@ -17,7 +17,7 @@ use agentloop_types::{
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use common::{check_invariants, user};
+use common::{check_invariants, check_recorded_requests, user};
 
 /// A tool as an MCP server lists it: a name, a description, a schema
 /// with a few described properties. It answers with `size` characters.
@@ -117,6 +117,7 @@ async fn three_hundred_tools_go_out_as_an_index_and_found_tools_are_appended() {
     assert!(matches!(result.status, LoopStatus::Complete { .. }));
     let requests = provider.requests();
     assert_eq!(requests.len(), 4);
+    check_recorded_requests(&events, &requests, &result.messages);
     assert_eq!(names(&requests[0]), ["tool_search"]);
     let index = &requests[0].tools[0].description;
     assert_eq!(index.lines().filter(|l| l.starts_with("- ")).count(), 300);
@@ -246,6 +247,7 @@ async fn results_over_budget_are_sent_short_and_kept_whole() {
     .await;
     let result = check_invariants(&events);
     let requests = provider.requests();
+    check_recorded_requests(&events, &requests, &result.messages);
     assert_eq!(names(&requests[0]), ["server0_action0", "read_tool_result"]);
     // Every stored result is whole; every sent one is its budget (1,000
     // characters) and a note.
@@ -299,6 +301,7 @@ async fn older_results_are_cleared_before_compaction_is_needed() {
         })
         .collect();
     assert!(!cleared.is_empty(), "results were cleared");
+    check_recorded_requests(&events, &provider.requests(), &result.messages);
     for (_, before, after) in &cleared {
         assert!(before > &8_000 && after < before);
     }

@@ -111,6 +111,7 @@ async fn a_chain_of_handoffs_speaks_with_each_agents_instructions_model_and_tool
     assert_eq!(result.final_text().as_deref(), Some("Reinstall the app."));
 
     let requests = provider.requests();
+    check_recorded_requests(&events, &requests, &result.messages);
     let seen: Vec<(Option<&str>, &str, Vec<String>)> = requests
         .iter()
         .map(|r| {
@@ -173,12 +174,15 @@ async fn a_target_sees_the_history_its_filter_lets_through() {
         (HandoffHistory::Full, vec!["u1", "run-1", "run-2"]),
     ] {
         let provider = ScriptedProvider::new(chain());
-        let result = collect(run(
+        let events: Vec<LoopEvent> = run(
             options(),
             user("My invoice is wrong"),
             deps(&provider, agents(history)),
-        ))
+        )
+        .collect()
         .await;
+        let result = check_invariants(&events);
+        check_recorded_requests(&events, &provider.requests(), &result.messages);
         assert_eq!(result.status.name(), "complete");
         let ids = |n: usize| -> Vec<String> {
             provider.requests()[n]

@@ -124,6 +124,8 @@ async fn native_invalid_then_valid_sends_the_errors_back() {
     );
     let requests = provider.requests();
     assert_eq!(requests.len(), 2);
+    let history = common::check_invariants(&events).messages;
+    common::check_recorded_requests(&events, &requests, &history);
     let feedback = requests[1].messages.last().unwrap();
     assert_eq!(feedback.role, Role::User);
     let text = feedback.text();

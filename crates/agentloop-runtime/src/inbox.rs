@@ -18,10 +18,12 @@ pub(crate) struct StoreInbox {
 impl Inbox for StoreInbox {
     fn queued(&self) -> BoxFuture<'_, Result<Vec<Message>, String>> {
         Box::pin(async move {
-            self.store
+            let queued = self
+                .store
                 .queued_messages(&self.chat_id)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            Ok(queued.into_iter().map(|q| q.message).collect())
         })
     }
 }

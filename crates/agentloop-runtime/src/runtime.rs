@@ -4,11 +4,13 @@ use std::sync::Arc;
 
 use agentloop_engine::strategy::NativeStrategy;
 use agentloop_engine::{CheckpointedRun, Handoffs, Interrupt, LoopStrategy, RunDeps, RunStream};
-use agentloop_storage::model::{Chat, Checkpoint, Project, RunRecord, RunStatus, now_millis};
+use agentloop_storage::model::{
+    Chat, Checkpoint, Project, QueuedMessage, RunRecord, RunStatus, now_millis,
+};
 use agentloop_storage::{RuntimeStore, StepRetention, StorageError, StoreAttachmentLoader};
 use agentloop_types::{
     Budget, CancellationToken, DecisionError, Decisions, Hooks, LoopOptions, Message,
-    ModelProvider, PendingCall, Role, RunState, Tool,
+    ModelProvider, PendingCall, Role, RunState, SteerStrategy, Tool,
 };
 
 use crate::chat_run::ChatRun;
@@ -186,13 +188,13 @@ impl ChatRuntime {
         }
         self.store.get_chat(chat_id).await?;
         self.store
-            .enqueue_message(chat_id, &message, now_millis())
+            .enqueue_message(chat_id, &message, SteerStrategy::Enqueue, now_millis())
             .await?;
         Ok(())
     }
 
     /// The messages of the chat's inbox no run took yet, oldest first.
-    pub async fn queued(&self, chat_id: &str) -> RuntimeResult<Vec<Message>> {
+    pub async fn queued(&self, chat_id: &str) -> RuntimeResult<Vec<QueuedMessage>> {
         Ok(self.store.queued_messages(chat_id).await?)
     }
 

@@ -61,11 +61,17 @@ impl InboxStore for ChatsOnly {
         &self,
         chat_id: &str,
         message: &Message,
+        strategy: agentloop_types::SteerStrategy,
         now: i64,
     ) -> StorageResult<()> {
-        self.inner.enqueue_message(chat_id, message, now).await
+        self.inner
+            .enqueue_message(chat_id, message, strategy, now)
+            .await
     }
-    async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<Message>> {
+    async fn queued_messages(
+        &self,
+        chat_id: &str,
+    ) -> StorageResult<Vec<agentloop_storage::model::QueuedMessage>> {
         self.inner.queued_messages(chat_id).await
     }
     async fn mark_delivered(&self, chat_id: &str, ids: &[String], now: i64) -> StorageResult<u64> {

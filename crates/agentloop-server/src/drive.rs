@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use agentloop_runtime::{HostedRun, RuntimeError, RuntimeResult, Written};
 use agentloop_storage::StorageResult;
 use agentloop_storage::model::{AgentRun, AgentRunStatus, AgentType, now_millis};
-use agentloop_types::{Decision, Decisions, LoopStatus, Message};
+use agentloop_types::{Decision, Decisions, LoopStatus, Message, SteerStrategy};
 use serde_json::json;
 
 use crate::budgets::RunSchedule;
@@ -728,10 +728,13 @@ async fn try_deliver_left(state: &AppState, run_id: &str) -> StorageResult<()> {
     if ctx.task.workflow_complete {
         return Ok(());
     }
+    let left: Vec<Message> = left.into_iter().map(|q| q.message).collect();
     let ids: Vec<String> = left.iter().map(|m| m.id.clone()).collect();
+    // Moved to another run, a message waits for its next step: whatever
+    // it interrupted was this run's.
     if let Some(active) = state.store.active_agent_run(&run.task_id).await? {
         for message in &left {
-            crate::steer::enqueue(state, &active, message).await?;
+            crate::steer::enqueue(state, &active, message, SteerStrategy::Enqueue).await?;
         }
     } else {
         let request = left
@@ -748,7 +751,7 @@ async fn try_deliver_left(state: &AppState, run_id: &str) -> StorageResult<()> {
             // Started meanwhile: the messages go to that run.
             Err(StartError::Conflict(Some(active))) => {
                 for message in &left {
-                    crate::steer::enqueue(state, &active, message).await?;
+                    crate::steer::enqueue(state, &active, message, SteerStrategy::Enqueue).await?;
                 }
             }
             Err(StartError::Conflict(None) | StartError::Done) => return Ok(()),

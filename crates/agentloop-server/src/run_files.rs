@@ -18,7 +18,7 @@ use agentloop_tools::checkpoint::{
     self, CheckpointError, CheckpointHook, FileChange, FileCheckpoints, Restored, Taken,
     TakenReader,
 };
-use agentloop_types::{Hook, Tool};
+use agentloop_types::{Hook, LoopEvent, Tool};
 
 use crate::runner::TaskContext;
 use crate::state::AppState;
@@ -53,14 +53,26 @@ pub fn hook(state: &AppState, ctx: &TaskContext, tools: &[Arc<dyn Tool>]) -> Opt
 /// Every checkpoint run `run_id` took for a call that then started.
 pub async fn taken(state: &AppState, run_id: &str) -> Result<Vec<Taken>, RunFilesError> {
     let mut reader = TakenReader::default();
+    read_log(state, run_id, |page| reader.read(page)).await?;
+    Ok(reader.finish())
+}
+
+/// Reads run `run_id`'s log page after page, oldest first, handing each
+/// page to `each`.
+pub async fn read_log(
+    state: &AppState,
+    run_id: &str,
+    mut each: impl FnMut(&[LoopEvent]),
+) -> Result<(), StorageError> {
     let mut after = None;
     loop {
         let page = state.store.list_events(run_id, after, PAGE).await?;
-        let Some(last) = page.last() else { break };
+        let Some(last) = page.last() else {
+            return Ok(());
+        };
         after = Some(last.seq);
-        reader.read(&page);
+        each(&page);
     }
-    Ok(reader.finish())
 }
 
 /// Puts the project folder of `ctx` back as it was at step `seq` of run
@@ -104,22 +116,22 @@ pub async fn changes(
         .map(Some)
 }
 
-/// What each step of run `run_id` that took a file checkpoint changed in
-/// the project folder of `ctx`: from its checkpoint to the next step's
-/// that took one, or, for the last, to the folder as it is now (`None`
-/// as the second of the pair). `steps` are the seqs of the run's kept
-/// steps, in order; a checkpoint belongs to the last of them before its
-/// call started. Empty when the server keeps no checkpoints.
+/// What each step of a run that took a file checkpoint changed in the
+/// project folder of `ctx`: from its checkpoint to the next step's that
+/// took one, or, for the last, to the folder as it is now (`None` as the
+/// second of the pair). `taken` are the checkpoints the run's log names
+/// ([`TakenReader`]); `steps` are the seqs of the run's kept steps, in
+/// order; a checkpoint belongs to the last of them before its call
+/// started. Empty when the server keeps no checkpoints.
 pub async fn step_changes(
     state: &AppState,
     ctx: &TaskContext,
-    run_id: &str,
+    taken: Vec<Taken>,
     steps: &[u64],
 ) -> Result<Vec<StepChanges>, RunFilesError> {
     let Some(checkpoints) = state.config.file_checkpoints.clone() else {
         return Ok(Vec::new());
     };
-    let taken = taken(state, run_id).await?;
     // The first checkpoint each step took (its calls' others are of the
     // same folder).
     let mut firsts: Vec<(u64, Taken)> = Vec::new();

@@ -29,20 +29,32 @@ pub fn is_persons(message: &Message) -> bool {
         && message.tool_results().next().is_none()
 }
 
-/// Keeps `message` in the inbox of `run`'s chat; stored before this
-/// returns. A message id the inbox holds already is not kept twice.
-pub async fn enqueue(state: &AppState, run: &AgentRun, message: &Message) -> StorageResult<()> {
+/// Keeps `message`, sent with `strategy`, in the inbox of `run`'s chat;
+/// stored before this returns. A message id the inbox holds already is
+/// not kept twice.
+pub async fn enqueue(
+    state: &AppState,
+    run: &AgentRun,
+    message: &Message,
+    strategy: SteerStrategy,
+) -> StorageResult<()> {
     let chat_id = crate::run_log::run_chat(state, run)
         .await?
         .ok_or_else(|| StorageError::not_found("conversation of agent run", &run.id))?;
     match state
         .store
-        .enqueue_message(&chat_id, message, now_millis())
+        .enqueue_message(&chat_id, message, strategy, now_millis())
         .await
     {
         Ok(()) | Err(StorageError::AlreadyExists { .. }) => Ok(()),
         Err(error) => Err(error),
     }
+}
+
+/// Whether `run` executes here, where a step it has in flight can be
+/// interrupted.
+pub fn executes_here(state: &AppState, run: &AgentRun) -> bool {
+    state.local_run(&run.id).is_some()
 }
 
 /// Interrupts the step `run` has in flight when it executes here; a run

@@ -229,6 +229,60 @@ async fn an_interrupt_stops_the_turn_and_the_run_goes_on_with_the_message() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_to_a_waiting_run_is_kept_for_its_next_step_and_listed_so() {
+    let (_dir, store) = common::sqlite().await;
+    let provider = ScriptedProvider::new([
+        create("w1", "notes.md", "hello"),
+        ScriptedTurn::new().text("Written, and noted."),
+    ]);
+    let server = common::start(store.clone(), provider.clone()).await;
+    let (_, task_id) = server
+        .project_and_task_with(json!({ "approvals": "ask" }))
+        .await;
+    let run_id = start(&server, &task_id, "Write a note.").await;
+    until_status(&server, &run_id, "waiting").await;
+
+    // Nothing runs to interrupt: the message waits for the next step.
+    let (status, answer) = server
+        .send(
+            "POST",
+            &format!("/api/agent-runs/{run_id}/inputs"),
+            json!({ "type": "message", "strategy": "interrupt",
+                    "message": message("i2", "Also note the date.") }),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["submitted"], "queued", "{answer}");
+    let (status, queued) = server
+        .get(&format!("/api/agent-runs/{run_id}/queued-messages"))
+        .await;
+    assert_eq!(status, 200, "{queued}");
+    let waiting = &queued["messages"][0];
+    assert_eq!(waiting["message"]["id"], "i2", "{queued}");
+    assert_eq!(waiting["strategy"], "enqueue", "{queued}");
+
+    let (status, decided) = common::approvals::decide(
+        &server,
+        &run_id,
+        json!([{ "call_id": "w1", "decision": "approve" }]),
+    )
+    .await;
+    assert_eq!(status, 200, "{decided}");
+    until_status(&server, &run_id, "completed").await;
+    let requests = provider.requests();
+    assert_eq!(
+        sent(&requests[1]).last().unwrap(),
+        &(Role::User, "Also note the date.".to_owned()),
+        "taken at the step after the approved call"
+    );
+    let (_, queued) = server
+        .get(&format!("/api/agent-runs/{run_id}/queued-messages"))
+        .await;
+    assert_eq!(queued["messages"], json!([]), "{queued}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rollback_ends_the_run_and_starts_its_agent_again_with_the_message() {
     let (_dir, store) = common::sqlite().await;
     let provider = ScriptedProvider::new([

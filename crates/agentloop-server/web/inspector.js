@@ -1,9 +1,10 @@
 // The run inspector (`#/runs/ID/inspect`): an agent run step by step,
 // read from what the server stores of it. A step shows the request the
-// model was given (its messages, tools and options; rebuilt by the
-// server, which says so), what the step added (the response, or the
-// tools' results), what it spent and took, its tool calls and the files
-// they changed. From a step a person can fork the run, or save the step
+// model was given (its messages, tools and options, as the run's log
+// recorded them; rebuilt by the server for a log that recorded none,
+// which it says), what the step added (the response, or the tools'
+// results), what it spent and took, its tool calls with their durations
+// and the files they changed. From a step a person can fork the run, or save the step
 // as an `agentloop eval` case.
 //
 // Everything the model or a tool wrote is put into the page as text
@@ -83,8 +84,9 @@ function folderChange(change) {
 }
 
 function toolCall(call) {
+  const took = call.duration_ms === null || call.duration_ms === undefined ? "" : ` · took ${seconds(call.duration_ms)}`;
   return h("div", { class: "panel tool-call", "data-call": call.id },
-    h("div", {}, h("strong", {}, call.name), call.is_error ? " · failed" : ""),
+    h("div", {}, h("strong", {}, call.name), call.is_error ? " · failed" : "", h("span", { class: "muted call-took" }, took)),
     json(call.input),
     h("pre", { class: "said" }, call.result === null ? "(no result)" : call.result));
 }
@@ -131,6 +133,35 @@ function stepActions(runId, step) {
   return h("div", {}, h("div", { class: "actions" }, prompt, fork, save), status, download, caseText);
 }
 
+// The messages of a recorded request: ranges of the run's history sent as
+// stored, and messages only this request carried (marked as such).
+function sentMessages(inspection, request) {
+  return request.messages.flatMap((part) => {
+    if (part.history) return inspection.messages.slice(part.history.from, part.history.to).map(message);
+    const shown = message(part.message);
+    shown.classList.add("sent-only");
+    shown.querySelector(".role").append(" · sent in this request only");
+    return [shown];
+  });
+}
+
+// The request a model step sent: as recorded, or rebuilt from the step's
+// messages and the agent as configured now.
+function requestSection(inspection, step, given) {
+  const request = step.request;
+  const messages = request ? sentMessages(inspection, request) : given.map(message);
+  const tools = request
+    ? request.tools.map((name) => inspection.tools.find((t) => t.name === name) || { name, description: "", input_schema: null })
+    : inspection.tools;
+  return section("step-request", `Request (${request ? "recorded" : "reconstructed"})`, true,
+    section("request-messages", `Messages (${messages.length})`, false, messages),
+    section("request-tools", `Tools (${tools.length})`, false,
+      tools.map((t) => h("div", { class: "tool-def" }, h("strong", {}, t.name),
+        h("div", { class: "muted" }, t.description), json(t.input_schema)))),
+    section("request-options", "Options", false, json(request ? request.options : inspection.options)),
+    request && request.response_format ? section("request-format", "Answer schema", false, json(request.response_format)) : null);
+}
+
 function stepDetail(runId, inspection, step, index) {
   const messages = inspection.messages;
   const given = messages.slice(0, step.messages_before);
@@ -144,12 +175,7 @@ function stepDetail(runId, inspection, step, index) {
     stepActions(runId, step),
   ];
   if (step.next === "model") {
-    parts.push(section("step-request", `Request (${inspection.request_source})`, true,
-      section("request-messages", `Messages (${given.length})`, false, given.map(message)),
-      section("request-tools", `Tools (${inspection.tools.length})`, false,
-        inspection.tools.map((t) => h("div", { class: "tool-def" }, h("strong", {}, t.name),
-          h("div", { class: "muted" }, t.description), json(t.input_schema)))),
-      section("request-options", "Options", false, json(inspection.options))));
+    parts.push(requestSection(inspection, step, given));
     parts.push(section("step-response", "Response", true,
       added.length ? added.map(message) : h("p", { class: "muted" }, "No response is stored yet.")));
   }

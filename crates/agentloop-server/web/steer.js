@@ -103,9 +103,9 @@ export function messageBox(runId, projectStrategy, isActive, openRun) {
   // Messages sent before the page was (re)loaded that the run has not
   // taken yet: the server keeps them, so they show as queued again.
   api("GET", `/api/agent-runs/${runId}/queued-messages`).then((answer) => {
-    for (const message of answer.messages) {
+    for (const { message, strategy } of answer.messages) {
       const said = message.content.filter((b) => b.type === "text").map((b) => b.text).join("");
-      queue(message.id, said, false);
+      queue(message.id, said, strategy === "interrupt");
     }
   }).catch(() => { /* shown again at the next load */ });
 

@@ -112,6 +112,7 @@ impl PostgresStore {
             include_str!("../migrations/postgres/0015_schedule_budgets.sql"),
             include_str!("../migrations/postgres/0016_project_members.sql"),
             include_str!("../migrations/postgres/0017_messages_from_events.sql"),
+            include_str!("../migrations/postgres/0018_inbox_strategy.sql"),
         ])
         .run(&pool)
         .await

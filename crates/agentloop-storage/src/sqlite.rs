@@ -206,6 +206,7 @@ impl SqliteStore {
             include_str!("../migrations/sqlite/0015_schedule_budgets.sql"),
             include_str!("../migrations/sqlite/0016_project_members.sql"),
             include_str!("../migrations/sqlite/0017_messages_from_events.sql"),
+            include_str!("../migrations/sqlite/0018_inbox_strategy.sql"),
         ])
         .run(&pool)
         .await

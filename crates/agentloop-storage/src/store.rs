@@ -24,7 +24,7 @@
 //! [`Store`] is the sum of all four, what the backends, the server and the
 //! CLI hold.
 
-use agentloop_types::{LoopEvent, Message, TokenTotals};
+use agentloop_types::{LoopEvent, Message, SteerStrategy, TokenTotals};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -32,8 +32,8 @@ use crate::error::StorageResult;
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStart, AgentRunStatus, Attachment, AttachmentMeta,
     AuditEntry, AuditFilter, ChainEnd, Chat, Checkpoint, Conversation, EndReason, FileRecord,
-    LeaseRenewal, MemoryRecord, MemoryScope, Project, RunRecord, RunStatus, StoredMessage, Task,
-    User, UserToken, WebhookDelivery,
+    LeaseRenewal, MemoryRecord, MemoryScope, Project, QueuedMessage, RunRecord, RunStatus,
+    StoredMessage, Task, User, UserToken, WebhookDelivery,
 };
 use crate::schedules::SchedulesStore;
 use crate::steps::StepStore;
@@ -511,16 +511,18 @@ pub trait ProjectSettingsStore: Send + Sync {
 /// [`agentloop_types::Inbox`]).
 #[async_trait]
 pub trait InboxStore: Send + Sync {
-    /// Keeps `message` for the chat's run, after those waiting. An id the
-    /// chat's inbox already holds is refused (`AlreadyExists`).
+    /// Keeps `message`, sent with `strategy`, for the chat's run, after
+    /// those waiting. An id the chat's inbox already holds is refused
+    /// (`AlreadyExists`).
     async fn enqueue_message(
         &self,
         chat_id: &str,
         message: &Message,
+        strategy: SteerStrategy,
         now: i64,
     ) -> StorageResult<()>;
     /// The chat's messages not yet delivered, oldest first.
-    async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<Message>>;
+    async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<QueuedMessage>>;
     /// Marks those of `ids` still waiting in the chat's inbox delivered;
     /// returns how many were.
     async fn mark_delivered(&self, chat_id: &str, ids: &[String], now: i64) -> StorageResult<u64>;

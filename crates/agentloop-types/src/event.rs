@@ -15,6 +15,7 @@ use crate::message::Message;
 use crate::options::CompactionStrategy;
 use crate::render_blocks::ToolResultRenderBlock;
 use crate::result::LoopResult;
+use crate::sent::SentRequest;
 use crate::stream::{StopReason, StreamDelta};
 use crate::tokens::TokenTotals;
 use crate::tool_input::ToolInput;
@@ -169,6 +170,12 @@ pub struct StreamingStartEvent {
     /// (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// What the request carried, recorded by difference with the run's
+    /// history and previous request (see [`SentRequest`]). Absent from
+    /// logs written before requests were recorded. Boxed: most consumers
+    /// never read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Box<SentRequest>>,
 }
 
 /// Content arrived: a delta, never the whole message again.
@@ -256,6 +263,12 @@ pub struct ToolEndEvent {
     pub is_skill: bool,
     /// Depth of the call.
     pub depth: u32,
+    /// How long the call took, from its start to its end, in milliseconds
+    /// of the run's clock (at most `u32::MAX`, some 49 days: 32 bits keep
+    /// every event small). Absent from logs written before calls were
+    /// timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u32>,
 }
 
 /// A strategy run starts (seed 001).

@@ -47,6 +47,7 @@ pub mod render_blocks;
 pub mod result;
 pub mod retrieval;
 pub mod run_path;
+pub mod sent;
 pub mod shared_history;
 pub mod state;
 pub mod stop;
@@ -109,6 +110,7 @@ pub use render::{
 };
 pub use result::{LimitKind, LoopResult, LoopStatus, RunStop};
 pub use retrieval::{Passage, RetrievalError, Retriever};
+pub use sent::{NotInHistory, SentMessages, SentRequest};
 pub use shared_history::History;
 pub use state::{RUN_STATE_SCHEMA_VERSION, RunPhase, RunState};
 pub use stop::{PartialTurn, RefusalDetails, StopReason};

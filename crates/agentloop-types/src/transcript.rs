@@ -51,7 +51,13 @@ pub fn render_event(event: &LoopEvent) -> String {
 
 fn render_kind(kind: &EventKind) -> String {
     match kind {
-        EventKind::StreamingStart(StreamingStartEvent { iteration, agent }) => match agent {
+        // The recorded request is left out: it repeats the messages the
+        // transcript shows, and its own tests read it.
+        EventKind::StreamingStart(StreamingStartEvent {
+            iteration,
+            agent,
+            request: _,
+        }) => match agent {
             Some(agent) => format!("iteration={iteration} agent={agent}"),
             None => format!("iteration={iteration}"),
         },
@@ -87,6 +93,8 @@ fn render_kind(kind: &EventKind) -> String {
             is_error,
             is_skill,
             depth,
+            // A duration varies from run to run; the transcript is compared.
+            duration_ms: _,
         }) => format!(
             "{tool_use_id} {name}{}{} depth={depth}",
             if *is_error { " error" } else { " ok" },

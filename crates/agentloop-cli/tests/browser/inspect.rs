@@ -72,6 +72,9 @@ async fn the_inspector_shows_each_step_saves_a_case_and_forks() {
         "{files}"
     );
     assert!(files.contains("+ one"), "{files}");
+    // The call's own duration, from its `tool_end` event.
+    let call = page.text_of("#step-tools .tool-call").await;
+    assert!(call.contains("took ") && call.contains(" s"), "{call}");
     // The same change as the folder's checkpoint saw it.
     let folder = page.text_of("#step-folder").await;
     assert!(
@@ -82,6 +85,8 @@ async fn the_inspector_shows_each_step_saves_a_case_and_forks() {
     // The last model step: its request, its response as text, its tokens.
     page.click("#timeline li:nth-child(3) button.step").await;
     page.wait_for("#step-request").await;
+    let request = page.text_of("#step-request summary").await;
+    assert!(request.contains("Request (recorded)"), "{request}");
     let tokens = page.text_of("#step-tokens").await;
     assert!(
         tokens.contains("50 in") && tokens.contains("10 out"),

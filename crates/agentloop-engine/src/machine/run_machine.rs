@@ -2,8 +2,9 @@
 //! the driver one [`Input`] at a time (see the [module docs](super)).
 
 use agentloop_types::{
-    ApiKind, DecisionError, Decisions, EventKind, FinishedEvent, HookPoint, LimitKind, LoopError,
-    LoopOptions, LoopStatus, PendingCall, RUN_STATE_SCHEMA_VERSION, RunState, check_decisions,
+    ApiKind, DecisionError, Decisions, EventKind, FinishedEvent, History, HookPoint, LimitKind,
+    LoopError, LoopOptions, LoopStatus, PendingCall, RUN_STATE_SCHEMA_VERSION, RunState,
+    check_decisions,
 };
 
 use super::handoffs::HandoffPlan;
@@ -152,6 +153,11 @@ impl Machine {
             self.synced = true;
         }
         &self.run.core.state
+    }
+
+    /// The run's history as it stands (what its stored state holds).
+    pub fn history(&self) -> &History {
+        &self.run.core.state.messages
     }
 
     /// The options the run was given.

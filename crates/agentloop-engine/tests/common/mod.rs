@@ -383,3 +383,51 @@ pub fn hook_events(events: &[LoopEvent]) -> Vec<agentloop_types::HookEvent> {
         })
         .collect()
 }
+
+/// Checks that the requests recorded in a run's root `streaming_start`
+/// events, read against its final `history`, are exactly `requests`, the
+/// ones its provider received (in order; summarising calls left out):
+/// messages, options, tools and answer schema, with the options and tools
+/// a record leaves out carried from the request before.
+pub fn check_recorded_requests(
+    events: &[LoopEvent],
+    requests: &[agentloop_types::ModelRequest],
+    history: &[Message],
+) {
+    use agentloop_types::{EventKind, SentMessages, StreamingStartEvent};
+    let records: Vec<_> = events
+        .iter()
+        .filter(|e| e.path.is_root())
+        .filter_map(|e| match &e.kind {
+            EventKind::StreamingStart(StreamingStartEvent { request, .. }) => request.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(records.len(), requests.len(), "one record per request");
+    let (mut options, mut tools) = (None, None);
+    for (i, (record, request)) in records.iter().zip(requests).enumerate() {
+        if let Some(recorded) = &record.options {
+            options = Some(recorded.clone());
+        }
+        if let Some(recorded) = &record.tools {
+            tools = Some(recorded.clone());
+        }
+        let messages = SentMessages::resolve(&record.messages, history).expect("in the history");
+        assert_eq!(messages, request.messages[..], "request {i}'s messages");
+        assert_eq!(
+            options.as_ref(),
+            Some(&request.options),
+            "request {i}'s options"
+        );
+        assert_eq!(
+            tools.as_deref(),
+            Some(&request.tools[..]),
+            "request {i}'s tools"
+        );
+        assert_eq!(
+            record.response_format.as_ref(),
+            request.response_format.as_deref(),
+            "request {i}'s answer schema"
+        );
+    }
+}

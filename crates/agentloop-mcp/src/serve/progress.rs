@@ -14,7 +14,9 @@ use agentloop_types::{
 /// Nested runs (a minion's, a skill's) are marked with their depth.
 pub fn progress_message(event: &LoopEvent) -> Option<String> {
     let message = match &event.kind {
-        EventKind::StreamingStart(StreamingStartEvent { iteration, agent }) => match agent {
+        EventKind::StreamingStart(StreamingStartEvent {
+            iteration, agent, ..
+        }) => match agent {
             Some(agent) => format!("model turn {iteration} ({agent})"),
             None => format!("model turn {iteration}"),
         },
@@ -92,11 +94,13 @@ mod tests {
         let turn = event(EventKind::StreamingStart(StreamingStartEvent {
             iteration: 1,
             agent: None,
+            request: None,
         }));
         assert_eq!(progress_message(&turn).as_deref(), Some("model turn 1"));
         let handed = event(EventKind::StreamingStart(StreamingStartEvent {
             iteration: 2,
             agent: Some("billing".to_owned()),
+            request: None,
         }));
         assert_eq!(
             progress_message(&handed).as_deref(),

@@ -1,31 +1,32 @@
 //! The run inspector's reading of an agent run, assembled from what is
-//! stored — its kept steps, its history and its chat's settings — with no
-//! service of its own: a timeline of steps, each with the messages it was
-//! given and added, what it spent and took, the tool calls it made and
-//! the files those changed.
+//! stored — its kept steps, its history, its log and its chat's settings —
+//! with no service of its own: a timeline of steps, each with the request
+//! it sent, the messages it added, what it spent and took, the tool calls
+//! it made (each with its duration) and the files those changed.
 //!
-//! A step keeps the run's state without the request the engine built from
-//! it, so the request a model step sent is *reconstructed*: the step's
-//! messages, the tools and options of the run's agent as configured now
-//! (the tools of the project's MCP servers aside). What the engine left
-//! out of a request (context compaction, cleared results) is not applied.
-//! The log carries no times of its own, so durations are those between a
-//! step and the next (a model step's: the model call's latency; a tool
-//! step's: its calls' wall time together).
+//! A model step's request is the one its run's log recorded (see
+//! [`agentloop_types::sent`]): its messages as sent — compaction, trimmed
+//! thinking and cleared results included —, its tools and its options.
+//! A log written before requests were recorded has none; such a step's
+//! request is *reconstructed* from its messages and the run's agent as
+//! configured now, and the inspection says so.
 
 pub mod eval_case;
 mod files;
+pub mod logged;
 pub mod redact;
 
 use agentloop_storage::RunStep;
 use agentloop_types::{
-    ContentBlock, Message, RequestOptions, RunPhase, TokenTotals, ToolDefinition, ToolUseBlock,
+    ContentBlock, Message, RequestOptions, ResponseFormat, RunPhase, SentMessages, TokenTotals,
+    ToolDefinition, ToolUseBlock,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
 pub use files::FileChange;
+use logged::{Logged, LoggedRequest};
 use redact::{REDACTED, redact_text, redact_value, redacted};
 
 /// An agent run as the inspector shows it.
@@ -33,15 +34,19 @@ use redact::{REDACTED, redact_text, redact_value, redacted};
 pub struct RunInspection {
     /// The agent run.
     pub run_id: String,
-    /// How a step's request was obtained: always `reconstructed` (from the
-    /// step's messages and the run's agent configuration; see `note`).
+    /// How its model steps' requests are shown: `recorded` (each from the
+    /// run's log, as sent: see a step's `request`) or `reconstructed` (a
+    /// log that recorded none: rebuilt from each step's messages and the
+    /// agent as configured now; see `note`).
     pub request_source: &'static str,
-    /// What a reconstructed request may differ in from the one sent.
+    /// How the requests and durations shown were obtained.
     pub note: &'static str,
-    /// The options every model request of the run carries (secrets
-    /// redacted).
+    /// The options the run's agent is configured with now (secrets
+    /// redacted): what a reconstructed request carries.
     pub options: RequestOptions,
-    /// The tools every model request of the run offers.
+    /// The tools offered: those the recorded requests offered, by name
+    /// (the latest definition of each), or, when none was recorded, the
+    /// agent's tools as configured now.
     pub tools: Vec<OfferedTool>,
     /// The run's history (secrets redacted): a step's messages are its
     /// first `messages_before`, and it added those up to `messages_after`.
@@ -50,12 +55,59 @@ pub struct RunInspection {
     pub steps: Vec<InspectedStep>,
 }
 
-/// The note every inspection carries.
-pub const RECONSTRUCTED: &str = "A step keeps the run's messages, not the request built from them: \
-each request is rebuilt from the step's messages and the agent's tools and options as configured now \
-(MCP servers' tools aside). Compaction or cleared tool results the engine applied to a request are not \
-shown. Secrets are redacted. Durations are the time between a step and the next: a model step's is the \
-model call's latency, a tool step's is its calls' wall time together.";
+/// The note of an inspection whose requests were recorded.
+pub const RECORDED: &str = "Each model step shows the request its run's log recorded, as it was sent: \
+its messages (compacted, trimmed or cleared as the engine sent them), tools and options. Secrets are \
+redacted. A step's duration is the time from it to the next step (a model step's: the model call's \
+latency); each tool call's is its own, by the run's clock.";
+
+/// The note of an inspection whose log recorded no request.
+pub const RECONSTRUCTED: &str = "This run's log records no request, so each request is rebuilt \
+from the step's messages and the agent's tools and options as configured now (MCP servers' tools \
+aside). Compaction or cleared tool results the engine applied to a request are not shown. Secrets \
+are redacted. A step's duration is the time from it to the next step: a model step's is the model \
+call's latency, a tool step's is its calls' wall time together.";
+
+/// The request a model step sent, as its run's log recorded it (secrets
+/// redacted).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StepRequest {
+    /// The seq of the request's `streaming_start` event.
+    pub seq: u64,
+    /// Its options.
+    pub options: RequestOptions,
+    /// The names of the tools it offered, in the order sent; their
+    /// definitions are the inspection's `tools`.
+    pub tools: Vec<String>,
+    /// The schema its answer was held to, when one was sent natively.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat>,
+    /// Its messages in the order sent: ranges of the inspection's
+    /// `messages` sent as stored (`{"history": {"from", "to"}}`, `to`
+    /// excluded), and messages this request alone carried
+    /// (`{"message": …}`: a compaction's summary, a message with its
+    /// thinking trimmed or results cleared, a prompt of this call's own).
+    pub messages: Vec<SentMessages>,
+}
+
+impl StepRequest {
+    fn of(request: &LoggedRequest) -> Self {
+        Self {
+            seq: request.seq,
+            options: redacted(&*request.options).unwrap_or_default(),
+            tools: request.tools.iter().map(|t| t.name.clone()).collect(),
+            response_format: request.response_format.clone(),
+            messages: request
+                .messages
+                .iter()
+                .map(|part| match part {
+                    SentMessages::Message(message) => SentMessages::Message(shown(message)),
+                    range @ SentMessages::History { .. } => range.clone(),
+                })
+                .collect(),
+        }
+    }
+}
 
 /// A tool offered to the model.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -99,6 +151,11 @@ pub struct InspectedStep {
     /// Milliseconds from it to the next step (or to the run's end), when
     /// known.
     pub duration_ms: Option<i64>,
+    /// The request it sent, as recorded: a model step's whose log recorded
+    /// it (absent otherwise; the request is then reconstructed from
+    /// `messages_before` and the inspection's `options` and `tools`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<StepRequest>,
     /// What it spent.
     pub tokens: TokenTotals,
     /// What the run had spent before it.
@@ -141,6 +198,8 @@ pub struct ToolCall {
     pub result: Option<String>,
     /// Whether it failed.
     pub is_error: bool,
+    /// How long it took (milliseconds), when its `tool_end` event says.
+    pub duration_ms: Option<u32>,
 }
 
 /// What the inspection of a run is read from.
@@ -153,6 +212,8 @@ pub struct Stored<'a> {
     pub totals: TokenTotals,
     /// When it ended, if it has.
     pub ended_at: Option<i64>,
+    /// What its log says of its requests and tool calls.
+    pub logged: &'a Logged,
 }
 
 /// The inspection of run `run_id` from what is stored of it, its requests'
@@ -177,11 +238,18 @@ pub fn inspect(
                 Some(next) => Some(next.created_at - step.created_at),
                 None => stored.ended_at.map(|end| end - step.created_at),
             };
-            let tool_calls = match &step.state.phase {
-                RunPhase::RunTools { calls, .. } => {
-                    tool_calls(calls, stored.history, before, after)
+            let (tool_calls, request) = match &step.state.phase {
+                RunPhase::RunTools { calls, .. } => (
+                    tool_calls(calls, stored.history, before, after, stored.logged),
+                    None,
+                ),
+                RunPhase::CallModel => {
+                    let sent = stored
+                        .logged
+                        .request_between(step.seq, following.map(|next| next.seq));
+                    (Vec::new(), sent.map(StepRequest::of))
                 }
-                RunPhase::CallModel | RunPhase::Finished => Vec::new(),
+                RunPhase::Finished => (Vec::new(), None),
             };
             let files = tool_calls
                 .iter()
@@ -194,6 +262,7 @@ pub fn inspect(
                 messages_before: before,
                 messages_after: after.max(before),
                 duration_ms: duration_ms.filter(|ms| *ms >= 0),
+                request,
                 tokens: spent(&tokens_after, &step.tokens()),
                 totals_before: step.tokens(),
                 tool_calls,
@@ -202,15 +271,47 @@ pub fn inspect(
             }
         })
         .collect();
+    let recorded = !stored.logged.requests.is_empty();
+    let tools = if recorded {
+        recorded_tools(&stored.logged.requests)
+    } else {
+        tools.iter().map(OfferedTool::of).collect()
+    };
     RunInspection {
         run_id: run_id.to_owned(),
-        request_source: "reconstructed",
-        note: RECONSTRUCTED,
+        request_source: if recorded {
+            "recorded"
+        } else {
+            "reconstructed"
+        },
+        note: if recorded { RECORDED } else { RECONSTRUCTED },
         options: redacted(options).unwrap_or_default(),
-        tools: tools.iter().map(OfferedTool::of).collect(),
+        tools,
         messages: stored.history.iter().map(shown).collect(),
         steps,
     }
+}
+
+/// Every tool the recorded requests offered, in the order first
+/// offered, each with its latest definition.
+fn recorded_tools(requests: &[LoggedRequest]) -> Vec<OfferedTool> {
+    let mut tools: Vec<OfferedTool> = Vec::new();
+    let mut previous: Option<&std::sync::Arc<[ToolDefinition]>> = None;
+    for request in requests {
+        // Requests that offered the same tools share one list.
+        if previous.is_some_and(|p| std::sync::Arc::ptr_eq(p, &request.tools)) {
+            continue;
+        }
+        previous = Some(&request.tools);
+        for tool in request.tools.iter() {
+            let shown = OfferedTool::of(tool);
+            match tools.iter_mut().find(|t| t.name == tool.name) {
+                Some(known) => *known = shown,
+                None => tools.push(shown),
+            }
+        }
+    }
+    tools
 }
 
 /// What the run does from a step, by the API's names.
@@ -240,6 +341,7 @@ fn tool_calls(
     history: &[Message],
     before: u64,
     after: u64,
+    logged: &Logged,
 ) -> Vec<ToolCall> {
     let (Ok(before), Ok(after)) = (usize::try_from(before), usize::try_from(after)) else {
         return Vec::new();
@@ -263,6 +365,7 @@ fn tool_calls(
                 input,
                 result: result.map(|r| redact_text(&r.content)),
                 is_error: result.is_some_and(|r| r.is_error),
+                duration_ms: logged.durations.get(&call.id).copied(),
             }
         })
         .collect()

@@ -2,12 +2,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use agentloop_types::{Message, TokenTotals};
+use agentloop_types::{Message, SteerStrategy, TokenTotals};
 use async_trait::async_trait;
 
 use super::{ChatRow, MemoryStore, sort_by_created};
 use crate::error::{StorageError, StorageResult};
-use crate::model::{Chat, Checkpoint, Project, StoredMessage};
+use crate::model::{Chat, Checkpoint, Project, QueuedMessage, StoredMessage};
 use crate::store::{ChatStore, InboxStore, ProjectSettingsStore, ProjectStore, folders_overlap};
 
 #[async_trait]
@@ -16,21 +16,27 @@ impl InboxStore for MemoryStore {
         &self,
         chat_id: &str,
         message: &Message,
-        _now: i64,
+        strategy: SteerStrategy,
+        now: i64,
     ) -> StorageResult<()> {
         let mut state = self.lock();
         let row = state
             .chats
             .get_mut(chat_id)
             .ok_or_else(|| StorageError::not_found("chat", chat_id))?;
-        if row.inbox.iter().any(|(m, _)| m.id == message.id) {
+        if row.inbox.iter().any(|(q, _)| q.message.id == message.id) {
             return Err(StorageError::exists("inbox message", &message.id));
         }
-        row.inbox.push((message.clone(), None));
+        let queued = QueuedMessage {
+            message: message.clone(),
+            strategy,
+            queued_at: now,
+        };
+        row.inbox.push((queued, None));
         Ok(())
     }
 
-    async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<Message>> {
+    async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<QueuedMessage>> {
         let state = self.lock();
         Ok(state
             .chats
@@ -39,7 +45,7 @@ impl InboxStore for MemoryStore {
                 row.inbox
                     .iter()
                     .filter(|(_, delivered)| delivered.is_none())
-                    .map(|(m, _)| m.clone())
+                    .map(|(q, _)| q.clone())
                     .collect()
             })
             .unwrap_or_default())
@@ -51,8 +57,8 @@ impl InboxStore for MemoryStore {
             return Ok(0);
         };
         let mut marked = 0;
-        for (message, delivered) in &mut row.inbox {
-            if delivered.is_none() && ids.contains(&message.id) {
+        for (queued, delivered) in &mut row.inbox {
+            if delivered.is_none() && ids.contains(&queued.message.id) {
                 *delivered = Some(now);
                 marked += 1;
             }

@@ -22,8 +22,8 @@ use crate::budgets::{BudgetLimit, BudgetMetric, BudgetPeriod, BudgetScope};
 
 use crate::model::{
     AgentRun, AgentRunDecision, AgentRunStatus, Attachment, AuditEntry, Chat, Checkpoint,
-    Conversation, FileRecord, MemoryRecord, MemoryScope, Project, RunRecord, Task, User, UserToken,
-    WebhookDelivery,
+    Conversation, FileRecord, MemoryRecord, MemoryScope, Project, QueuedMessage, RunRecord, Task,
+    User, UserToken, WebhookDelivery,
 };
 
 /// The in-memory store.
@@ -42,7 +42,7 @@ struct ChatRow {
     checkpoints: Vec<Checkpoint>,
     /// Messages sent to the chat's run, oldest first, with when each was
     /// delivered.
-    inbox: Vec<(Message, Option<i64>)>,
+    inbox: Vec<(QueuedMessage, Option<i64>)>,
 }
 
 #[derive(Debug, Default)]

@@ -1,6 +1,6 @@
 //! Chats, their messages and the points they roll back to.
 
-use agentloop_types::{Message, TokenTotals};
+use agentloop_types::{Message, SteerStrategy, TokenTotals};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -59,4 +59,17 @@ pub struct Checkpoint {
     pub totals: TokenTotals,
     /// Creation time (Unix ms).
     pub created_at: i64,
+}
+
+/// A message sent to a chat's run while it goes on, waiting in the chat's
+/// inbox for the run to take it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuedMessage {
+    /// The message.
+    pub message: Message,
+    /// How it was sent: `enqueue` (for the run's next step) or `interrupt`
+    /// (the step then in flight was asked to stop for it).
+    pub strategy: SteerStrategy,
+    /// When it arrived (Unix ms).
+    pub queued_at: i64,
 }

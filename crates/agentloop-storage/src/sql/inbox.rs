@@ -1,16 +1,13 @@
 /// Messages kept for a run going on (steering) for this driver.
 mod sql_inbox {
-    use agentloop_types::Message;
+    use agentloop_types::{Message, SteerStrategy};
     use async_trait::async_trait;
 
     use super::SqlStore;
-    
-    use crate::error::StorageResult;
-    
-    
+    use crate::error::{StorageError, StorageResult};
+    use crate::model::QueuedMessage;
     use crate::sql::{db_err, insert_err};
-    use crate::store::{
-        InboxStore, from_json_text, json_text};
+    use crate::store::{InboxStore, from_json_text, json_text};
 
     #[async_trait]
     impl InboxStore for SqlStore {
@@ -18,17 +15,19 @@ mod sql_inbox {
             &self,
             chat_id: &str,
             message: &Message,
+            strategy: SteerStrategy,
             now: i64,
         ) -> StorageResult<()> {
             let body = json_text(message)?;
             let _turn = self.write_turn().await;
             sqlx::query(
-                "INSERT INTO inbox_messages (chat_id, id, body, created_at) \
-                 VALUES ($1, $2, $3, $4)",
+                "INSERT INTO inbox_messages (chat_id, id, body, strategy, created_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
             )
             .bind(chat_id)
             .bind(&message.id)
             .bind(&body)
+            .bind(strategy.as_str())
             .bind(now)
             .execute(&self.pool)
             .await
@@ -36,16 +35,28 @@ mod sql_inbox {
             Ok(())
         }
 
-        async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<Message>> {
-            let bodies: Vec<String> = sqlx::query_scalar(
-                "SELECT body FROM inbox_messages WHERE chat_id = $1 AND delivered_at IS NULL \
-                 ORDER BY seq",
+        async fn queued_messages(&self, chat_id: &str) -> StorageResult<Vec<QueuedMessage>> {
+            let rows: Vec<(String, String, i64)> = sqlx::query_as(
+                "SELECT body, strategy, created_at FROM inbox_messages \
+                 WHERE chat_id = $1 AND delivered_at IS NULL ORDER BY seq",
             )
             .bind(chat_id)
             .fetch_all(&self.pool)
             .await
             .map_err(db_err)?;
-            bodies.iter().map(|body| from_json_text(body)).collect()
+            rows.into_iter()
+                .map(|(body, strategy, queued_at)| {
+                    Ok(QueuedMessage {
+                        message: from_json_text(&body)?,
+                        strategy: SteerStrategy::parse(&strategy).ok_or_else(|| {
+                            StorageError::Serialization(format!(
+                                "inbox message of chat {chat_id} has unknown strategy {strategy:?}"
+                            ))
+                        })?,
+                        queued_at,
+                    })
+                })
+                .collect()
         }
 
         async fn mark_delivered(

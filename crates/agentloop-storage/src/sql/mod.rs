@@ -83,7 +83,7 @@ const SCHEMA_VERSION: i64 = 20_261_122_000_001;
 
 /// The descriptions of the schema scripts, in version order: the scripts
 /// of both backends (`migrations/<backend>/000N_*.sql`) follow this list.
-const SCRIPT_DESCRIPTIONS: [&str; 17] = [
+const SCRIPT_DESCRIPTIONS: [&str; 18] = [
     "agentloop storage schema",
     "agentloop storage users",
     "agentloop storage folders and end reasons",
@@ -101,6 +101,7 @@ const SCRIPT_DESCRIPTIONS: [&str; 17] = [
     "agentloop storage schedule budgets and hold expiry",
     "agentloop storage project members",
     "agentloop storage messages from events",
+    "agentloop storage inbox strategies",
 ];
 
 /// The embedded schema scripts of one backend, in version order.

@@ -1,10 +1,10 @@
-//! A chat's inbox: messages kept in arrival order until marked delivered,
-//! an id kept once, gone with its chat.
+//! A chat's inbox: messages kept in arrival order with how and when each
+//! was sent until marked delivered, an id kept once, gone with its chat.
 
 use std::sync::Arc;
 
 use agentloop_storage::{StorageError, Store};
-use agentloop_types::Message;
+use agentloop_types::{Message, SteerStrategy};
 
 use super::{chat, project_with_chat};
 
@@ -13,32 +13,51 @@ pub async fn inbox_keeps_messages_until_delivered(store: Arc<dyn Store>) {
     let other = chat("other", "p", 2);
     store.create_chat(&other).await.unwrap();
     assert!(store.queued_messages("c").await.unwrap().is_empty());
-    for (id, text) in [("b", "second"), ("a", "first"), ("c", "third")] {
+    let sent = [
+        ("b", "second", SteerStrategy::Enqueue, 10),
+        ("a", "first", SteerStrategy::Interrupt, 11),
+        ("c", "third", SteerStrategy::Enqueue, 12),
+    ];
+    for (id, text, strategy, at) in sent {
         store
-            .enqueue_message(&c.id, &Message::user_text(id, text), 10)
+            .enqueue_message(&c.id, &Message::user_text(id, text), strategy, at)
             .await
             .unwrap();
     }
     store
-        .enqueue_message("other", &Message::user_text("a", "elsewhere"), 10)
+        .enqueue_message(
+            "other",
+            &Message::user_text("a", "elsewhere"),
+            SteerStrategy::Enqueue,
+            10,
+        )
         .await
         .unwrap();
     let again = store
-        .enqueue_message(&c.id, &Message::user_text("a", "again"), 11)
+        .enqueue_message(
+            &c.id,
+            &Message::user_text("a", "again"),
+            SteerStrategy::Enqueue,
+            13,
+        )
         .await;
     assert!(
         matches!(again, Err(StorageError::AlreadyExists { .. })),
         "{again:?}"
     );
-    // Arrival order, not id order.
-    let queued: Vec<String> = store
+    // Arrival order, not id order, each with its strategy and arrival.
+    let queued: Vec<(String, SteerStrategy, i64)> = store
         .queued_messages(&c.id)
         .await
         .unwrap()
         .iter()
-        .map(Message::text)
+        .map(|q| (q.message.text(), q.strategy, q.queued_at))
         .collect();
-    assert_eq!(queued, ["second", "first", "third"]);
+    let expected: Vec<(String, SteerStrategy, i64)> = sent
+        .iter()
+        .map(|(_, text, strategy, at)| ((*text).to_owned(), *strategy, *at))
+        .collect();
+    assert_eq!(queued, expected);
 
     let marked = store
         .mark_delivered(&c.id, &["a".to_owned(), "zz".to_owned()], 20)
@@ -55,7 +74,7 @@ pub async fn inbox_keeps_messages_until_delivered(store: Arc<dyn Store>) {
         .await
         .unwrap()
         .into_iter()
-        .map(|m| m.id)
+        .map(|q| q.message.id)
         .collect();
     assert_eq!(ids, ["b", "c"]);
     assert_eq!(store.queued_messages("other").await.unwrap().len(), 1);

@@ -188,6 +188,7 @@ mod tests {
         groups.observe(&event(EventKind::StreamingStart(StreamingStartEvent {
             iteration: 1,
             agent: None,
+            request: None,
         })));
         groups.observe(&chunk(StreamDelta::BlockStart {
             index: 0,

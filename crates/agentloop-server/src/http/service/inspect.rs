@@ -8,13 +8,15 @@ use std::sync::atomic::AtomicBool;
 use agentloop_runtime::{ChatSettings, ProjectSettings, build_loop_options};
 use agentloop_storage::model::{AgentRun, Chat, User};
 use agentloop_storage::{ProjectRole, RunStep, StorageError};
-use agentloop_types::{Message, RequestOptions, ToolDefinition};
+use agentloop_tools::checkpoint::TakenReader;
+use agentloop_types::{Message, RequestOptions, SteerStrategy, ToolDefinition};
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::owned::owned_run;
 use crate::http::error::ApiError;
 use crate::inspect::eval_case::{EvalDataset, case_at};
+use crate::inspect::logged::LogReader;
 use crate::inspect::redact::redact_text;
 use crate::inspect::{FolderChanges, RunInspection, Stored, inspect};
 use crate::runner::TaskContext;
@@ -43,15 +45,26 @@ pub async fn inspect_run(
     let history = history(state, &run, chat.as_ref(), &steps).await?;
     let options = request_options(state, &ctx, chat.as_ref())?;
     let tools = offered_tools(state, &ctx, &run, chat.as_ref(), &options);
+    // The log is read once, for the requests and durations it records
+    // and the file checkpoints it names.
+    let mut requests = LogReader::default();
+    let mut checkpoints = TakenReader::default();
+    crate::run_files::read_log(state, &run.id, |page| {
+        requests.read(page);
+        checkpoints.read(page);
+    })
+    .await?;
+    let logged = requests.finish();
     let stored = Stored {
         steps: &steps,
         history: &history,
         totals: chat.as_ref().map(|c| c.totals).unwrap_or_default(),
         ended_at: run.completed_at,
+        logged: &logged,
     };
     let mut inspection = inspect(&run.id, &stored, &options.request_options, &tools);
     let seqs: Vec<u64> = steps.iter().map(|s| s.seq).collect();
-    let changed = crate::run_files::step_changes(state, &ctx, &run.id, &seqs).await?;
+    let changed = crate::run_files::step_changes(state, &ctx, checkpoints.finish(), &seqs).await?;
     for step_changes in changed {
         let Some(step) = inspection
             .steps
@@ -116,8 +129,20 @@ pub async fn eval_case(
 /// run that it has not taken yet, oldest first.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct QueuedMessages {
-    /// The messages, as sent.
-    pub messages: Vec<Message>,
+    /// The messages, oldest first.
+    pub messages: Vec<Queued>,
+}
+
+/// A message sent to a run that it has not taken yet.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Queued {
+    /// The message, as sent.
+    pub message: Message,
+    /// How it was sent: `enqueue` (for the run's next step) or
+    /// `interrupt` (the step then in flight was asked to stop for it).
+    pub strategy: SteerStrategy,
+    /// When it arrived (Unix ms).
+    pub queued_at: i64,
 }
 
 /// The messages sent to agent run `run_id` that it has not taken yet, for
@@ -128,10 +153,18 @@ pub async fn queued_messages(
     run_id: &str,
 ) -> Result<QueuedMessages, ApiError> {
     let (run, _) = owned_run(state, user, run_id, ProjectRole::Viewer).await?;
-    let messages = match crate::run_log::run_chat(state, &run).await? {
+    let queued = match crate::run_log::run_chat(state, &run).await? {
         Some(chat_id) => state.store.queued_messages(&chat_id).await?,
         None => Vec::new(),
     };
+    let messages = queued
+        .into_iter()
+        .map(|q| Queued {
+            message: q.message,
+            strategy: q.strategy,
+            queued_at: q.queued_at,
+        })
+        .collect();
     Ok(QueuedMessages { messages })
 }
 

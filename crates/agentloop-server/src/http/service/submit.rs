@@ -210,7 +210,15 @@ async fn steer(
             start(state, ctx, active.agent_type, Some(&message), &[], None).await
         }
         SteerStrategy::Interrupt => {
-            crate::steer::enqueue(state, &active, &message).await?;
+            // Kept as an interrupt only where the run's step can be
+            // stopped; elsewhere it waits for the next step like any
+            // message, and is shown so.
+            let kept = if crate::steer::executes_here(state, &active) {
+                SteerStrategy::Interrupt
+            } else {
+                SteerStrategy::Enqueue
+            };
+            crate::steer::enqueue(state, &active, &message, kept).await?;
             let interrupted = crate::steer::interrupt(state, &active);
             Ok(Submitted::Queued {
                 run: active,
@@ -218,7 +226,7 @@ async fn steer(
             })
         }
         SteerStrategy::Enqueue | SteerStrategy::Reject => {
-            crate::steer::enqueue(state, &active, &message).await?;
+            crate::steer::enqueue(state, &active, &message, SteerStrategy::Enqueue).await?;
             Ok(Submitted::Queued {
                 run: active,
                 interrupted: false,
