@@ -41,8 +41,11 @@ fn the_implementation_agent_hands_off_to_a_project_specialist() {
     write_script(
         &script,
         json!([
-            { "steps": [{ "type": "tool_call", "id": "h1", "name": "transfer_to_security",
-                          "fragments": ["{\"reason\": \"needs an audit\"}"] }] },
+            { "steps": [
+                { "type": "text", "chunks": ["Handing over."] },
+                { "type": "tool_call", "id": "h1", "name": "transfer_to_security",
+                  "fragments": ["{\"reason\": \"needs an audit\"}"] }
+            ] },
             { "steps": [
                 { "type": "delay", "ms": 300 },
                 { "type": "tool_call", "id": "a1", "name": "fs",
@@ -113,6 +116,59 @@ fn the_implementation_agent_hands_off_to_a_project_specialist() {
     assert_eq!(
         std::fs::read_to_string(repo.join("audit.md")).unwrap(),
         "no findings"
+    );
+
+    // The inspector shows each request as recorded: the specialist's
+    // with its own instructions, model and tools, and the history as its
+    // `text_only` filter sent it — the handoff turn as its text alone, a
+    // message only that request carried.
+    let (status, inspection) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/agent-runs/{run_id}/inspection"),
+        None,
+    );
+    assert_eq!(status, 200, "{inspection}");
+    assert_eq!(inspection["request_source"], "recorded");
+    let requests: Vec<&Value> = inspection["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["next"] == "model")
+        .map(|s| &s["request"])
+        .collect();
+    assert_eq!(requests.len(), 3, "{inspection}");
+    assert!(
+        requests[0]["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("transfer_to_security"))
+    );
+    let specialist = requests[1];
+    assert_eq!(
+        specialist["options"]["system_prompt"], "You are a security specialist.",
+        "{specialist}"
+    );
+    assert_eq!(specialist["options"]["model"], "security-model");
+    assert!(
+        specialist["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("transfer_to_implementation"))
+    );
+    let only_sent: Vec<&Value> = specialist["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|part| part.get("message"))
+        .collect();
+    assert_eq!(only_sent.len(), 1, "{specialist}");
+    assert_eq!(only_sent[0]["role"], "assistant");
+    assert_eq!(
+        only_sent[0]["content"],
+        json!([{ "type": "text", "text": "Handing over." }]),
+        "{specialist}"
     );
     server.child.kill().unwrap();
     server.child.wait().unwrap();

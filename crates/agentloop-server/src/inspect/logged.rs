@@ -37,12 +37,14 @@ pub struct Logged {
 }
 
 impl Logged {
-    /// The request recorded between seqs `after` and `before` (excluded),
-    /// if any: the request a model step sent.
-    pub fn request_between(&self, after: u64, before: Option<u64>) -> Option<&LoggedRequest> {
-        self.requests
-            .iter()
-            .find(|r| r.seq > after && before.is_none_or(|before| r.seq < before))
+    /// The request a model step at `step` sent: the first recorded after
+    /// it and before the next step (`next`), if any. A step's seq is that
+    /// of the last event logged before it, or 0 when none was: a request
+    /// whose event is the log's first (seq 0) follows a step at 0.
+    pub fn request_of(&self, step: u64, next: Option<u64>) -> Option<&LoggedRequest> {
+        self.requests.iter().find(|r| {
+            (r.seq > step || (r.seq == 0 && step == 0)) && next.is_none_or(|next| r.seq <= next)
+        })
     }
 }
 
@@ -97,5 +99,53 @@ impl LogReader {
     /// What the log said.
     pub fn finish(self) -> Logged {
         self.logged
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentloop_types::SentRequest;
+
+    fn start(seq: u64, options: bool) -> LoopEvent {
+        LoopEvent {
+            seq,
+            path: Default::default(),
+            kind: EventKind::StreamingStart(StreamingStartEvent {
+                iteration: 1,
+                agent: None,
+                request: Some(Box::new(SentRequest {
+                    options: options.then(RequestOptions::default),
+                    tools: options.then(Vec::new),
+                    response_format: None,
+                    messages: vec![SentMessages::History { from: 0, to: 1 }],
+                })),
+            }),
+        }
+    }
+
+    #[test]
+    fn each_model_step_finds_the_request_logged_after_it() {
+        let mut reader = LogReader::default();
+        reader.read(&[start(0, true), start(7, false)]);
+        let logged = reader.finish();
+        // The first step, taken on an empty log, and the request logged
+        // first; then a step after event 5 and its request at 7.
+        assert_eq!(logged.request_of(0, Some(5)).map(|r| r.seq), Some(0));
+        assert_eq!(logged.request_of(5, Some(9)).map(|r| r.seq), Some(7));
+        // A step whose next one came before any request sent none.
+        assert_eq!(logged.request_of(5, Some(5)).map(|r| r.seq), None);
+        // Options and tools a record leaves out are the request before's.
+        assert!(Arc::ptr_eq(
+            &logged.requests[0].tools,
+            &logged.requests[1].tools
+        ));
+    }
+
+    #[test]
+    fn a_record_with_nothing_to_carry_from_is_not_shown_as_sent() {
+        let mut reader = LogReader::default();
+        reader.read(&[start(3, false)]);
+        assert!(reader.finish().requests.is_empty());
     }
 }

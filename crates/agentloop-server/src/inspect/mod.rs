@@ -246,7 +246,7 @@ pub fn inspect(
                 RunPhase::CallModel => {
                     let sent = stored
                         .logged
-                        .request_between(step.seq, following.map(|next| next.seq));
+                        .request_of(step.seq, following.map(|next| next.seq));
                     (Vec::new(), sent.map(StepRequest::of))
                 }
                 RunPhase::Finished => (Vec::new(), None),
