@@ -36,9 +36,17 @@ pub struct Checkpoint {
 pub struct FileCheckpoints {
     dir: PathBuf,
     objects: Objects,
-    /// Each folder's last tree, kept so a checkpoint does not read it back
-    /// (at most [`KEPT_TREES`] folders': a server's many projects).
-    last: Mutex<HashMap<PathBuf, Arc<Tree>>>,
+    /// Each folder's last tree with its id, kept so a checkpoint does not
+    /// read it back (at most [`KEPT_TREES`] folders': a server's many
+    /// projects).
+    last: Mutex<HashMap<PathBuf, Arc<Last>>>,
+}
+
+/// A folder's last tree, and its id.
+#[derive(Debug)]
+struct Last {
+    tree: Tree,
+    id: CheckpointId,
 }
 
 /// Folders whose last tree is kept in memory, at most; past that the
@@ -75,22 +83,31 @@ impl FileCheckpoints {
             .canonicalize()
             .map_err(CheckpointError::io("cannot resolve", root))?;
         let baseline = self.last_tree(&root);
-        let scan = tree::scan(&root, Some(&self.dir), baseline.as_deref(), |path| {
-            self.objects.put_file(path)
-        })?;
-        let id = scan.tree.id();
-        let unchanged = baseline.as_deref() == Some(&scan.tree);
-        if !unchanged {
-            let json = serde_json::to_vec(&scan.tree).map_err(|e| CheckpointError::Damaged {
-                id: id.to_string(),
-                message: e.to_string(),
-            })?;
-            self.objects.write_whole(&self.tree_path(&id), &json)?;
-            self.objects
-                .write_whole(&self.root_path(&root), id.as_str().as_bytes())?;
-        }
+        let scan = tree::scan(
+            &root,
+            Some(&self.dir),
+            baseline.as_ref().map(|b| &b.tree),
+            |path| self.objects.put_file(path),
+        )?;
+        // An unchanged folder (the common step) is its last checkpoint:
+        // nothing to hash or write.
+        let id = match &baseline {
+            Some(last) if last.tree == scan.tree => last.id.clone(),
+            _ => {
+                let id = scan.tree.id();
+                let json =
+                    serde_json::to_vec(&scan.tree).map_err(|e| CheckpointError::Damaged {
+                        id: id.to_string(),
+                        message: e.to_string(),
+                    })?;
+                self.objects.write_whole(&self.tree_path(&id), &json)?;
+                self.objects
+                    .write_whole(&self.root_path(&root), id.as_str().as_bytes())?;
+                id
+            }
+        };
         let checkpoint = Checkpoint {
-            id,
+            id: id.clone(),
             entries: scan.tree.entries.len(),
             read: scan.read,
             skipped: scan.skipped,
@@ -99,7 +116,13 @@ impl FileCheckpoints {
             if last.len() >= KEPT_TREES && !last.contains_key(&root) {
                 last.clear();
             }
-            last.insert(root, Arc::new(scan.tree));
+            last.insert(
+                root,
+                Arc::new(Last {
+                    tree: scan.tree,
+                    id,
+                }),
+            );
         }
         Ok(checkpoint)
     }
@@ -167,9 +190,9 @@ impl FileCheckpoints {
 
     /// The last tree of folder `root`: kept in memory, else the one the
     /// store names for it.
-    fn last_tree(&self, root: &Path) -> Option<Arc<Tree>> {
-        if let Some(tree) = self.last.lock().ok()?.get(root) {
-            return Some(tree.clone());
+    fn last_tree(&self, root: &Path) -> Option<Arc<Last>> {
+        if let Some(last) = self.last.lock().ok()?.get(root) {
+            return Some(last.clone());
         }
         let id: CheckpointId = std::fs::read_to_string(self.root_path(root))
             .ok()?
@@ -177,7 +200,8 @@ impl FileCheckpoints {
             .parse()
             .ok()?;
         // A damaged baseline only costs reading every file again.
-        self.tree(&id).ok().filter(|t| t.root == root).map(Arc::new)
+        let tree = self.tree(&id).ok().filter(|t| t.root == root)?;
+        Some(Arc::new(Last { tree, id }))
     }
 
     fn tree_path(&self, id: &CheckpointId) -> PathBuf {

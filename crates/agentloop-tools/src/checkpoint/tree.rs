@@ -1,6 +1,5 @@
 //! A folder's tree: what a checkpoint holds, and the scan that makes it.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
@@ -9,8 +8,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::error::CheckpointError;
-use super::platform;
-use super::walk;
+use super::walk::{self, Found, Kind};
 
 /// A checkpoint's id: the SHA-256 of its tree, in hexadecimal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -101,10 +99,10 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    fn of(metadata: &std::fs::Metadata) -> Self {
+    fn of(found: &Found) -> Self {
         Self {
-            size: metadata.len(),
-            times: platform::stamp(metadata),
+            size: found.size,
+            times: found.times,
         }
     }
 }
@@ -136,15 +134,20 @@ impl Tree {
     /// Its id: the hash of the folder's path and of each entry's path and
     /// node (stamps left out: touching a file changes no checkpoint).
     pub fn id(&self) -> CheckpointId {
+        use std::fmt::Write;
         let mut hasher = Sha256::new();
         hasher.update(self.root.as_os_str().as_encoded_bytes());
         hasher.update(b"\n");
+        let mut mode_text = String::new();
         for entry in &self.entries {
             hasher.update(entry.path.as_bytes());
             match &entry.node {
                 Node::Dir => hasher.update(b"\0dir"),
                 Node::File { hash, mode, .. } => {
-                    hasher.update(format!("\0file\0{mode:o}\0{hash}"));
+                    mode_text.clear();
+                    let _ = write!(mode_text, "\0file\0{mode:o}\0");
+                    hasher.update(mode_text.as_bytes());
+                    hasher.update(hash.as_bytes());
                 }
                 Node::Symlink { target } => {
                     hasher.update(b"\0link\0");
@@ -236,50 +239,59 @@ pub(crate) fn scan(
     baseline: Option<&Tree>,
     mut content: impl FnMut(&Path) -> Result<String, CheckpointError>,
 ) -> Result<Scan, CheckpointError> {
-    let known: HashMap<&str, &Entry> = baseline
-        .map(|tree| tree.entries.iter().map(|e| (e.path.as_str(), e)).collect())
-        .unwrap_or_default();
     let mut walk = walk::walk(root, skip)?;
+    // Sorted, the paths found are matched with the baseline's (sorted
+    // too) in one pass, and make the tree in its order.
+    walk.found
+        .sort_unstable_by(|a, b| a.relative.cmp(&b.relative));
+    let mut known = baseline
+        .map_or(&[][..], |tree| tree.entries.as_slice())
+        .iter()
+        .peekable();
     let mut entries = Vec::with_capacity(walk.found.len());
     let mut read = 0;
     for found in walk.found {
-        let path = root.join(&found.relative);
-        let kind = found.metadata.file_type();
-        let (node, stamp) = if kind.is_dir() {
-            (Node::Dir, None)
-        } else if kind.is_symlink() {
-            let target = std::fs::read_link(&path)
-                .map_err(CheckpointError::io("cannot read the link", &path))?;
-            let Some(target) = target.to_str() else {
-                walk.skipped.push(path);
+        let (node, stamp) = match found.kind {
+            Kind::Dir => (Node::Dir, None),
+            Kind::Symlink => {
+                let path = root.join(&found.relative);
+                let target = std::fs::read_link(&path)
+                    .map_err(CheckpointError::io("cannot read the link", &path))?;
+                let Some(target) = target.to_str() else {
+                    walk.skipped.push(path);
+                    continue;
+                };
+                let target = target.to_owned();
+                (Node::Symlink { target }, None)
+            }
+            Kind::File => {
+                let stamp = Stamp::of(&found);
+                while known.next_if(|e| e.path < found.relative).is_some() {}
+                let seen =
+                    known
+                        .next_if(|e| e.path == found.relative)
+                        .and_then(|e| match &e.node {
+                            Node::File { hash, .. } if e.stamp == Some(stamp) => Some(hash.clone()),
+                            _ => None,
+                        });
+                let hash = match seen {
+                    Some(hash) => hash,
+                    None => {
+                        read += 1;
+                        content(&root.join(&found.relative))?
+                    }
+                };
+                let node = Node::File {
+                    hash,
+                    mode: found.mode,
+                    size: found.size,
+                };
+                (node, Some(stamp))
+            }
+            Kind::Other => {
+                walk.skipped.push(root.join(&found.relative));
                 continue;
-            };
-            let target = target.to_owned();
-            (Node::Symlink { target }, None)
-        } else if kind.is_file() {
-            let stamp = Stamp::of(&found.metadata);
-            let seen = known
-                .get(found.relative.as_str())
-                .and_then(|e| match &e.node {
-                    Node::File { hash, .. } if e.stamp == Some(stamp) => Some(hash.clone()),
-                    _ => None,
-                });
-            let hash = match seen {
-                Some(hash) => hash,
-                None => {
-                    read += 1;
-                    content(&path)?
-                }
-            };
-            let node = Node::File {
-                hash,
-                mode: platform::mode(&found.metadata),
-                size: found.metadata.len(),
-            };
-            (node, Some(stamp))
-        } else {
-            walk.skipped.push(path);
-            continue;
+            }
         };
         entries.push(Entry {
             path: found.relative,
@@ -287,7 +299,6 @@ pub(crate) fn scan(
             stamp,
         });
     }
-    entries.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Scan {
         tree: Tree {
             root: root.to_owned(),

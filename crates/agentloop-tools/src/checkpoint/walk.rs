@@ -18,6 +18,7 @@ use ignore::Match;
 use ignore::gitignore::Gitignore;
 
 use super::error::CheckpointError;
+use super::platform;
 
 /// Folders no checkpoint holds, wherever they are: git's own, and the one
 /// agentloop keeps a project's task documents and owner in (a rewind must
@@ -27,11 +28,49 @@ const LEFT_OUT: [&str; 2] = [".git", ".agentloop"];
 /// Threads listing folders at once, at most.
 const MAX_THREADS: usize = 4;
 
-/// A path found, with its metadata.
+/// What a path found is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Dir,
+    File,
+    Symlink,
+    /// Neither (a socket, a device …): left out of checkpoints.
+    Other,
+}
+
+/// A path found, with what a checkpoint reads of its metadata (kept
+/// small: a walk sorts ten thousand of them).
 pub(crate) struct Found {
     /// Under the root, `/`-separated.
     pub(crate) relative: String,
-    pub(crate) metadata: Metadata,
+    pub(crate) kind: Kind,
+    pub(crate) size: u64,
+    /// Permission bits.
+    pub(crate) mode: u32,
+    /// Modification and change times and inode ([`platform::stamp`]).
+    pub(crate) times: [i64; 5],
+}
+
+impl Found {
+    fn new(relative: String, metadata: &Metadata) -> Self {
+        let kind = metadata.file_type();
+        let kind = if kind.is_dir() {
+            Kind::Dir
+        } else if kind.is_symlink() {
+            Kind::Symlink
+        } else if kind.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        Self {
+            relative,
+            kind,
+            size: metadata.len(),
+            mode: platform::mode(metadata),
+            times: platform::stamp(metadata),
+        }
+    }
 }
 
 /// What a walk found.
@@ -162,33 +201,42 @@ fn list(
         let (rules, _unreadable) = Gitignore::new(dir.join(".gitignore"));
         ignores.push(Arc::new(rules));
     }
+    // The store can only lie in a folder directly: its path is compared
+    // in its parent alone.
+    let skip_here = skip.filter(|skip| skip.parent() == Some(dir.as_path()));
     let mut subfolders = Vec::new();
     for (name, metadata) in children {
         if LEFT_OUT.iter().any(|left_out| name == *left_out) {
             continue;
         }
-        let path = dir.join(&name);
         let is_dir = metadata.is_dir();
-        if skip == Some(path.as_path()) || ignored(&ignores, &path, is_dir) {
-            continue;
+        // Most entries need no path of their own: only a folder (listed
+        // next), one checked against the rules or the store, or one
+        // skipped.
+        if skip_here.is_some() || !ignores.is_empty() {
+            let path = dir.join(&name);
+            if skip_here == Some(path.as_path()) || ignored(&ignores, &path, is_dir) {
+                continue;
+            }
         }
-        let Some(name) = name.to_str() else {
-            walked.skipped.push(path);
+        let Some(text) = name.to_str() else {
+            walked.skipped.push(dir.join(&name));
             continue;
         };
-        let relative = if folder.relative.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{}/{name}", folder.relative)
-        };
+        let mut relative = String::with_capacity(folder.relative.len() + 1 + text.len());
+        if !folder.relative.is_empty() {
+            relative.push_str(&folder.relative);
+            relative.push('/');
+        }
+        relative.push_str(text);
         if is_dir {
             subfolders.push(Folder {
-                path,
+                path: dir.join(&name),
                 relative: relative.clone(),
                 ignores: ignores.clone(),
             });
         }
-        walked.found.push(Found { relative, metadata });
+        walked.found.push(Found::new(relative, &metadata));
     }
     Ok(subfolders)
 }
