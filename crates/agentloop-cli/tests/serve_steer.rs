@@ -151,10 +151,15 @@ async fn an_a2a_message_to_a_working_task_joins_its_run_at_the_next_step() {
     let started = send(json!({ "messageId": "a1", "role": "ROLE_USER",
                                 "parts": [{ "text": "Look around." }] }));
     let task_id = started["result"]["task"]["id"].as_str().unwrap().to_owned();
-    let steered = send(
-        json!({ "messageId": "a2", "role": "ROLE_USER", "taskId": task_id,
-                                "parts": [{ "text": "Be brief." }] }),
-    );
+    // Sent once the first turn streams (the task is the agent run): the
+    // run takes it at the step after that turn's call.
+    let mut steered = serde_json::Value::Null;
+    read_sse_acting(&address, &token, &task_id, "first_chunk", || {
+        steered = send(
+            json!({ "messageId": "a2", "role": "ROLE_USER", "taskId": task_id,
+                                    "parts": [{ "text": "Be brief." }] }),
+        );
+    });
     assert!(steered["error"].is_null(), "{steered}");
     assert_eq!(
         steered["result"]["task"]["id"],

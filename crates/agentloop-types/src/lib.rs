@@ -54,6 +54,7 @@ pub mod stop;
 pub mod stream;
 pub mod tokens;
 pub mod tool;
+pub mod tool_definition;
 pub mod tool_input;
 pub mod transcript;
 pub mod vfs;

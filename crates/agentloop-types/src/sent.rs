@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use crate::message::Message;
 use crate::options::{RequestOptions, ResponseFormat};
 use crate::shared_history::History;
-use crate::tool::ToolDefinition;
+use crate::tool_definition::ToolDefinition;
 
 /// What one model request carried.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -12,6 +12,7 @@ use crate::cancel::CancellationToken;
 use crate::event::LoopEvent;
 use crate::render_blocks::RenderingBlockGroup;
 use crate::run_path::RunPath;
+pub use crate::tool_definition::ToolDefinition;
 
 /// How a tool result ends the loop, if it does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,19 +152,6 @@ pub struct ToolOptionSpec {
     pub default: Value,
     /// What it does.
     pub description: String,
-}
-
-/// A tool as offered to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct ToolDefinition {
-    /// Name the model calls it by.
-    pub name: String,
-    /// What it does, for the model.
-    pub description: String,
-    /// JSON schema of its input object, shared: every run that offers the
-    /// tool holds the same one.
-    pub input_schema: Arc<Value>,
 }
 
 /// What a tool call is given besides its input.
