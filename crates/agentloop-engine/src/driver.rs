@@ -544,31 +544,12 @@ async fn drive(mut run: Box<Driven>) {
                 response_format,
                 guard_input,
             } => {
-                let hold = match &deps.budget {
-                    None => None,
-                    Some(budget) => {
-                        let call = BudgetCall {
-                            run_id: machine.run_id().to_owned(),
-                            iteration,
-                            largest_earlier: largest,
-                            max_output_tokens: Some(machine.options().request.max_tokens)
-                                .filter(|max| *max > 0),
-                        };
-                        match or_cancelled(&deps.cancel, budget.reserve(&call)).await {
-                            None => {
-                                deps.cancel = run_cancel;
-                                input = cancelled();
-                                continue;
-                            }
-                            Some(Err(refusal)) => {
-                                deps.cancel = run_cancel;
-                                input = Input::BudgetRefused {
-                                    budget: refusal.budget,
-                                };
-                                continue;
-                            }
-                            Some(Ok(hold)) => hold,
-                        }
+                let hold = match reserve(machine, deps, iteration, largest).await {
+                    Ok(hold) => hold,
+                    Err(refused) => {
+                        deps.cancel = run_cancel;
+                        input = refused;
+                        continue;
                     }
                 };
                 let span = tracing::info_span!(
@@ -652,8 +633,31 @@ async fn drive(mut run: Box<Driven>) {
                 input
             }
             Step::Summarise { messages } => {
+                // A summary is a model call the run pays for: reserved
+                // like the call it makes room for.
+                let iteration = machine.state().iteration + 1;
+                let hold = match reserve(machine, deps, iteration, largest).await {
+                    Ok(hold) => hold,
+                    Err(refused) => {
+                        deps.cancel = run_cancel;
+                        input = refused;
+                        continue;
+                    }
+                };
                 let request = summary_request(machine.options(), messages);
-                Box::pin(summary_turn(deps.provider.as_ref(), request, &deps.cancel)).await
+                let input =
+                    Box::pin(summary_turn(deps.provider.as_ref(), request, &deps.cancel)).await;
+                let spent = match &input {
+                    Input::Summary { usage, .. } => Some(Spend::of(usage)),
+                    _ => None,
+                };
+                if let Some(spent) = spent {
+                    largest = Some(largest.map_or(spent, |l| l.max(spent)));
+                }
+                if let (Some(budget), Some(hold)) = (&deps.budget, hold) {
+                    settle_hold(budget.as_ref(), hold, spent.unwrap_or_default()).await;
+                }
+                input
             }
             Step::RunTools { calls } => {
                 let ids: Vec<String> = calls.iter().map(|c: &ToolCall| c.call.id.clone()).collect();
@@ -840,6 +844,34 @@ fn turn_spend(input: &Input) -> Option<Spend> {
             .and_then(|p| p.usage.as_ref())
             .map(Spend::of),
         _ => None,
+    }
+}
+
+/// Reserves the run's next model call (its turn `iteration`) with the
+/// run's budget, if it has one: the hold to settle once the call is made,
+/// or the input to go on with instead (the budget refused, or the run was
+/// cancelled while it asked).
+async fn reserve(
+    machine: &Machine,
+    deps: &RunDeps,
+    iteration: u32,
+    largest: Option<Spend>,
+) -> Result<Option<BudgetHold>, Input> {
+    let Some(budget) = &deps.budget else {
+        return Ok(None);
+    };
+    let call = BudgetCall {
+        run_id: machine.run_id().to_owned(),
+        iteration,
+        largest_earlier: largest,
+        max_output_tokens: Some(machine.options().request.max_tokens).filter(|max| *max > 0),
+    };
+    match or_cancelled(&deps.cancel, budget.reserve(&call)).await {
+        None => Err(cancelled()),
+        Some(Err(refusal)) => Err(Input::BudgetRefused {
+            budget: refusal.budget,
+        }),
+        Some(Ok(hold)) => Ok(hold),
     }
 }
 

@@ -1,7 +1,8 @@
-//! A run's [`Budget`]: asked before each model call with the largest
-//! earlier call's spend, settled after it with the call's usage; a
-//! refusal stops the run before the call, ending it `limit_exceeded`
-//! (limit `budget`) with the budget named.
+//! A run's [`Budget`]: asked before each model call (a compaction's
+//! summarising call too) with the largest earlier call's spend, settled
+//! after it with the call's usage; a refusal stops the run before the
+//! call, ending it `limit_exceeded` (limit `budget`) with the budget
+//! named.
 
 #![allow(clippy::unwrap_used)]
 
@@ -12,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
 use agentloop_engine::{RunDeps, run};
 use agentloop_types::{
-    Budget, BudgetCall, BudgetHold, BudgetRefusal, LimitKind, LoopOptions, LoopStatus, Spend,
-    async_trait,
+    Budget, BudgetCall, BudgetHold, BudgetRefusal, CompactionOptions, CompactionStrategy,
+    LimitKind, LoopOptions, LoopStatus, Spend, async_trait,
 };
+use common::routed::{Routed, is_summary};
 use common::{check_invariants, echo, user};
 use futures::StreamExt;
 use serde_json::json;
@@ -213,4 +215,117 @@ async fn a_budget_that_refuses_a_skills_call_stops_the_skill_not_the_run() {
     assert!(results[0].is_error, "{}", results[0].content);
     // Only the run's first call went out.
     assert_eq!(provider.requests().len(), 1);
+}
+
+/// A run that summarises its older turns once its requests pass half of
+/// a 2,000-token window: echo turns of some 170 tokens each.
+fn summarising(provider: Arc<Routed>, budget: Arc<Counting>) -> (LoopOptions, RunDeps) {
+    let options = LoopOptions {
+        context_window: Some(2_000),
+        compaction: CompactionOptions {
+            strategy: CompactionStrategy::Summarise,
+            threshold: 0.5,
+            keep_last_turns: 2,
+        },
+        ..LoopOptions::default()
+    };
+    let deps = RunDeps::new(provider)
+        .with_tools([echo()])
+        .with_run_id("run")
+        .with_budget(budget);
+    (options, deps)
+}
+
+fn echo_turns(n: usize) -> Vec<ScriptedTurn> {
+    let mut turns: Vec<ScriptedTurn> = (1..=n)
+        .map(|k| {
+            let note = format!("note {k}: {}", "lorem ipsum ".repeat(27));
+            ScriptedTurn::new()
+                .tool_call(&format!("t{k}"), "echo", json!({ "text": note }))
+                .usage(100, 10)
+        })
+        .collect();
+    turns.push(ScriptedTurn::new().text("All echoed.").usage(100, 5));
+    turns
+}
+
+fn summaries() -> Vec<ScriptedTurn> {
+    (0..4)
+        .map(|_| {
+            ScriptedTurn::new()
+                .text("Summary: notes echoed.")
+                .usage(40, 12)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_summarising_call_is_reserved_and_settled_like_any_model_call() {
+    let provider = Routed::new(echo_turns(8), summaries());
+    let budget = Arc::new(Counting {
+        allowed: 100,
+        ..Counting::default()
+    });
+    let (options, deps) = summarising(provider.clone(), budget.clone());
+    let events: Vec<_> = run(options, user("Echo my notes."), deps).collect().await;
+    let result = check_invariants(&events);
+    assert!(matches!(result.status, LoopStatus::Complete { .. }));
+    let requests = provider.requests();
+    let summarised = requests.iter().filter(|r| is_summary(r)).count();
+    assert!(summarised >= 1, "the run summarised");
+    // Every call made, summaries included, was asked for and settled,
+    // each with its own usage.
+    assert_eq!(budget.asked.lock().unwrap().len(), requests.len());
+    let settled: Vec<u64> = budget
+        .settled
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, s)| s.tokens)
+        .collect();
+    assert_eq!(settled.len(), requests.len());
+    let kinds: Vec<u64> = requests
+        .iter()
+        .zip(&settled)
+        .map(|(r, tokens)| if is_summary(r) { 52 } else { *tokens })
+        .collect();
+    assert_eq!(settled, kinds, "a summary settles its 52 tokens");
+}
+
+#[tokio::test]
+async fn a_refused_summary_is_not_made_and_the_run_ends_naming_the_budget() {
+    // Where the first summary comes, found from a run that may spend.
+    let provider = Routed::new(echo_turns(8), summaries());
+    let (options, deps) = summarising(
+        provider.clone(),
+        Arc::new(Counting {
+            allowed: 100,
+            ..Counting::default()
+        }),
+    );
+    let _: Vec<_> = run(options, user("Echo my notes."), deps).collect().await;
+    let first = provider
+        .requests()
+        .iter()
+        .position(is_summary)
+        .expect("the run summarised");
+
+    let provider = Routed::new(echo_turns(8), summaries());
+    let budget = Arc::new(Counting {
+        allowed: first as u32,
+        ..Counting::default()
+    });
+    let (options, deps) = summarising(provider.clone(), budget.clone());
+    let events: Vec<_> = run(options, user("Echo my notes."), deps).collect().await;
+    let result = check_invariants(&events);
+    assert_eq!(
+        result.status,
+        LoopStatus::LimitExceeded {
+            limit: LimitKind::Budget,
+            budget: Some("project p1: cost per day 1 USD".to_owned()),
+        }
+    );
+    let requests = provider.requests();
+    assert_eq!(requests.len(), first, "the summary was never asked for");
+    assert!(!requests.iter().any(is_summary));
 }

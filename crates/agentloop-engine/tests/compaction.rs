@@ -8,66 +8,22 @@ mod common;
 use agentloop_types::{
     AgentErrorEvent, ContextCompactedEvent, StreamingChunkEvent, StreamingStartEvent,
 };
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use agentloop_engine::scripted::{ScriptedProvider, ScriptedTurn};
+use agentloop_engine::scripted::ScriptedTurn;
 use agentloop_engine::strategy::{PlanExecuteStrategy, ReactStrategy};
 use agentloop_engine::{LoopStrategy, RunDeps, RunItem, resume, run};
 use agentloop_types::transcript::render_events;
 use agentloop_types::{
     ApiKind, CompactionOptions, CompactionStrategy, ContentBlock, EventKind, History, LoopEvent,
-    LoopOptions, LoopResult, Message, ModelProvider, ModelRequest, ModelStream, ProviderError,
-    ProviderErrorKind, RequestOptions, Role, RunState, SentMessages, SentRequest, TokenTotals,
-    validate_history,
+    LoopOptions, LoopResult, Message, ModelRequest, ProviderError, ProviderErrorKind,
+    RequestOptions, Role, RunState, SentMessages, SentRequest, TokenTotals, validate_history,
 };
 use futures::StreamExt;
 use serde_json::json;
 
+use common::routed::{Routed, is_summary};
 use common::{check_invariants, check_recorded_requests, echo};
-
-/// Plays summarising requests from one script and the run's own from
-/// another, recording every request in the order it came.
-struct Routed {
-    main: Arc<ScriptedProvider>,
-    summaries: Arc<ScriptedProvider>,
-    log: Mutex<Vec<ModelRequest>>,
-}
-
-impl Routed {
-    fn new(main: Vec<ScriptedTurn>, summaries: Vec<ScriptedTurn>) -> Arc<Self> {
-        Arc::new(Self {
-            main: ScriptedProvider::new(main),
-            summaries: ScriptedProvider::new(summaries),
-            log: Mutex::new(Vec::new()),
-        })
-    }
-
-    fn requests(&self) -> Vec<ModelRequest> {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn remaining(&self) -> usize {
-        self.main.remaining() + self.summaries.remaining()
-    }
-}
-
-fn is_summary(request: &ModelRequest) -> bool {
-    request
-        .messages
-        .first()
-        .is_some_and(|m| m.id.ends_with("-summary-instruction"))
-}
-
-impl ModelProvider for Routed {
-    fn stream(&self, request: ModelRequest) -> ModelStream {
-        self.log.lock().unwrap().push(request.clone());
-        if is_summary(&request) {
-            self.summaries.stream(request)
-        } else {
-            self.main.stream(request)
-        }
-    }
-}
 
 /// Context window 2,000 tokens; compaction above half of it.
 fn options(strategy: CompactionStrategy) -> LoopOptions {

@@ -1,6 +1,7 @@
 //! Tools and helpers shared by the engine's integration tests.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod routed;
 pub mod spans;
 
 use agentloop_types::{FinishedEvent, MessageCreatedEvent, TokensConsumedEvent};
