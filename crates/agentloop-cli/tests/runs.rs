@@ -121,11 +121,21 @@ fn a_run_forked_at_a_middle_step_has_the_prefix_and_goes_on_alone() {
         steps.iter().all(|s| s["tokens"]["input_tokens"].is_u64()),
         "{shown}"
     );
+    // The run has ended: each step says how long it took, the last to
+    // the run's end.
+    assert!(steps.iter().all(|s| s["duration_ms"].is_i64()), "{shown}");
     let text = String::from_utf8_lossy(
         &agentloop(&["runs", "show", &run_id, "--steps", "--db", &db], "").stdout,
     )
     .into_owned();
     assert!(text.contains("tool calls"), "{text}");
+    assert!(text.lines().nth(1).unwrap().contains("\ttook\t"), "{text}");
+    assert!(
+        text.lines()
+            .skip(2)
+            .all(|line| line.split('\t').nth(2).unwrap().ends_with(" s")),
+        "{text}"
+    );
     assert_eq!(text.lines().count(), steps.len() + 2, "{text}");
 
     let original = messages(&db, "c1");

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use agentloop_runtime::RuntimeError;
 use agentloop_runtime::fork::fork_chat_run;
-use agentloop_storage::model::Chat;
+use agentloop_storage::model::{Chat, RunRecord, RunStatus};
 use agentloop_storage::{RunStep, StepRetention};
 use agentloop_types::RunPhase;
 use clap::{Args, Subcommand};
@@ -185,17 +185,40 @@ fn next_of(phase: &RunPhase) -> &'static str {
     }
 }
 
-/// A step as a JSON row.
-fn step_json(step: &RunStep) -> serde_json::Value {
+/// A step as a JSON row; `took` is its duration (see [`durations`]).
+fn step_json(step: &RunStep, took: Option<i64>) -> serde_json::Value {
     serde_json::json!({
         "seq": step.seq,
         "at": step.created_at,
+        "duration_ms": took,
         "messages": step.message_count,
         "tokens": step.tokens(),
         "tool_calls": step.state.tool_calls,
         "model_turns": step.state.iteration,
         "next": next_of(&step.state.phase),
     })
+}
+
+/// How long each of `run`'s kept `steps` took: the time to the next step,
+/// or for the last, to the run's last write once it has ended (`None`
+/// while it goes on). A model step's is its call's latency; a tool step's,
+/// its calls' wall time together.
+fn durations(run: &RunRecord, steps: &[RunStep]) -> Vec<Option<i64>> {
+    let ended = !matches!(
+        run.status,
+        RunStatus::Pending | RunStatus::Running | RunStatus::Suspended
+    );
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let end = match steps.get(i + 1) {
+                Some(next) => Some(next.created_at),
+                None => ended.then_some(run.updated_at),
+            };
+            end.map(|end| end - step.created_at).filter(|ms| *ms >= 0)
+        })
+        .collect()
 }
 
 async fn show(args: ShowArgs) -> Outcome {
@@ -214,7 +237,12 @@ async fn show(args: ShowArgs) -> Outcome {
             "end_reason": run.end_reason,
         });
         if args.steps {
-            value["steps"] = steps.iter().map(step_json).collect();
+            let took = durations(&run, &steps);
+            value["steps"] = steps
+                .iter()
+                .zip(took)
+                .map(|(step, took)| step_json(step, took))
+                .collect();
         }
         out.line(serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?)?;
         return Ok(ExitCode::SUCCESS);
@@ -234,9 +262,9 @@ async fn show(args: ShowArgs) -> Outcome {
         out.line("no steps kept")?;
         return Ok(ExitCode::SUCCESS);
     }
-    out.line("seq\ttime\ttokens in/out\ttool calls\tnext")?;
+    out.line("seq\ttime\ttook\ttokens in/out\ttool calls\tnext")?;
     let mut before: Option<&RunStep> = None;
-    for step in &steps {
+    for (step, took) in steps.iter().zip(durations(&run, &steps)) {
         let tokens = step.tokens();
         let (input, output, calls) = match before {
             Some(b) => (
@@ -252,8 +280,9 @@ async fn show(args: ShowArgs) -> Outcome {
                 step.state.tool_calls,
             ),
         };
+        let took = took.map_or_else(|| "-".to_owned(), |ms| format!("{:.2} s", ms as f64 / 1e3));
         out.line(format!(
-            "{}\t{}\t+{input}/+{output} ({}/{})\t+{calls} ({})\t{}",
+            "{}\t{}\t{took}\t+{input}/+{output} ({}/{})\t+{calls} ({})\t{}",
             step.seq,
             agentloop_storage::time::rfc3339(step.created_at),
             tokens.input_tokens,
