@@ -623,13 +623,7 @@ async fn drive(mut run: Box<Driven>) {
                 if capture && let Input::ModelTurn { content, .. } = &input {
                     span.record("gen_ai.output.messages", json_text(content).as_str());
                 }
-                let spent = turn_spend(&input);
-                if let Some(spent) = spent {
-                    largest = Some(largest.map_or(spent, |l| l.max(spent)));
-                }
-                if let (Some(budget), Some(hold)) = (&deps.budget, hold) {
-                    settle_hold(budget.as_ref(), hold, spent.unwrap_or_default()).await;
-                }
+                account(deps, hold, turn_spend(&input), &mut largest).await;
                 input
             }
             Step::Summarise { messages } => {
@@ -647,16 +641,7 @@ async fn drive(mut run: Box<Driven>) {
                 let request = summary_request(machine.options(), messages);
                 let input =
                     Box::pin(summary_turn(deps.provider.as_ref(), request, &deps.cancel)).await;
-                let spent = match &input {
-                    Input::Summary { usage, .. } => Some(Spend::of(usage)),
-                    _ => None,
-                };
-                if let Some(spent) = spent {
-                    largest = Some(largest.map_or(spent, |l| l.max(spent)));
-                }
-                if let (Some(budget), Some(hold)) = (&deps.budget, hold) {
-                    settle_hold(budget.as_ref(), hold, spent.unwrap_or_default()).await;
-                }
+                account(deps, hold, turn_spend(&input), &mut largest).await;
                 input
             }
             Step::RunTools { calls } => {
@@ -834,7 +819,7 @@ async fn guarded_turn(
 /// (a failed turn's too, when its usage arrived before the failure).
 fn turn_spend(input: &Input) -> Option<Spend> {
     match input {
-        Input::ModelTurn { usage, .. } => Some(Spend::of(usage)),
+        Input::ModelTurn { usage, .. } | Input::Summary { usage, .. } => Some(Spend::of(usage)),
         Input::GuardrailTripped { usage, .. } => usage.as_ref().map(Spend::of),
         Input::ModelFailed {
             error: agentloop_types::LoopError::Provider { error },
@@ -875,10 +860,22 @@ async fn reserve(
     }
 }
 
-/// Settles a model call's hold with what it spent. Not cancelled with
-/// the run: a reservation left open would hold the budget until cleared.
-async fn settle_hold(budget: &dyn Budget, hold: BudgetHold, spent: Spend) {
-    budget.settle(hold, spent).await;
+/// Accounts for a model call made: what it spent (when known) becomes
+/// the run's `largest` if it is, and its hold is settled with it. Not
+/// cancelled with the run: a reservation left open would hold the budget
+/// until cleared.
+async fn account(
+    deps: &RunDeps,
+    hold: Option<BudgetHold>,
+    spent: Option<Spend>,
+    largest: &mut Option<Spend>,
+) {
+    if let Some(spent) = spent {
+        *largest = Some(largest.map_or(spent, |l| l.max(spent)));
+    }
+    if let (Some(budget), Some(hold)) = (&deps.budget, hold) {
+        budget.settle(hold, spent.unwrap_or_default()).await;
+    }
 }
 
 /// Content as JSON text for a span attribute.
