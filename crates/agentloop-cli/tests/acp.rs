@@ -23,25 +23,11 @@ use serde_json::{Value, json};
 /// The installed client's `node_modules`, or `None` (said loudly) when it
 /// is not installed; under CI that is a failure.
 fn client_modules() -> Option<PathBuf> {
-    let modules =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/acp-client/node_modules");
-    if modules
-        .join("@agentclientprotocol/sdk/package.json")
-        .is_file()
-    {
-        return Some(modules);
-    }
-    let message = format!(
-        "SKIPPED: @agentclientprotocol/sdk is not installed at {}; run \
-         scripts/install-acp-client.sh",
-        modules.display()
-    );
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{message} (CI is set, so this is a failure)"
-    );
-    eprintln!("\n{0}\n{message}\n{0}\n", "*".repeat(72));
-    None
+    common::node::modules(
+        "acp-client",
+        "@agentclientprotocol/sdk",
+        "install-acp-client.sh",
+    )
 }
 
 /// A folder with the database, an empty configuration home and `files`,

@@ -16,24 +16,10 @@ use common::create_user;
 use common::served::*;
 use serde_json::{Value, json};
 
-/// The installed SDK's `node_modules`, or `None` (said loudly) when it is
-/// not installed; under CI that is a failure.
+/// The installed client's `node_modules`, or `None` (said loudly) when it
+/// is not installed; under CI that is a failure.
 fn client_modules() -> Option<PathBuf> {
-    let modules =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/a2a-js-client/node_modules");
-    if modules.join("@a2a-js/sdk/package.json").is_file() {
-        return Some(modules);
-    }
-    let message = format!(
-        "SKIPPED: @a2a-js/sdk is not installed at {}; run scripts/install-a2a-js-client.sh",
-        modules.display()
-    );
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{message} (CI is set, so this is a failure)"
-    );
-    eprintln!("\n{0}\n{message}\n{0}\n", "*".repeat(72));
-    None
+    common::node::modules("a2a-js-client", "@a2a-js/sdk", "install-a2a-js-client.sh")
 }
 
 #[test]

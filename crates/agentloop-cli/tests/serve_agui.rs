@@ -18,21 +18,7 @@ use serde_json::{Value, json};
 /// The installed client's `node_modules`, or `None` (said loudly) when it
 /// is not installed; under CI that is a failure.
 fn client_modules() -> Option<PathBuf> {
-    let modules =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/agui-client/node_modules");
-    if modules.join("@ag-ui/client/package.json").is_file() {
-        return Some(modules);
-    }
-    let message = format!(
-        "SKIPPED: @ag-ui/client is not installed at {}; run scripts/install-agui-client.sh",
-        modules.display()
-    );
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{message} (CI is set, so this is a failure)"
-    );
-    eprintln!("\n{0}\n{message}\n{0}\n", "*".repeat(72));
-    None
+    common::node::modules("agui-client", "@ag-ui/client", "install-agui-client.sh")
 }
 
 /// One AG-UI run of the task through `HttpAgent`: its events, and the

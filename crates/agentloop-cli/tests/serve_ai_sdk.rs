@@ -19,24 +19,10 @@ use common::create_user;
 use common::served::*;
 use serde_json::{Value, json};
 
-/// The installed `ai` package's `node_modules`, or `None` (said loudly)
-/// when it is not installed; under CI that is a failure.
+/// The installed client's `node_modules`, or `None` (said loudly) when it
+/// is not installed; under CI that is a failure.
 fn client_modules() -> Option<PathBuf> {
-    let modules =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ai-sdk-client/node_modules");
-    if modules.join("ai/package.json").is_file() {
-        return Some(modules);
-    }
-    let message = format!(
-        "SKIPPED: the ai package is not installed at {}; run scripts/install-ai-sdk-client.sh",
-        modules.display()
-    );
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{message} (CI is set, so this is a failure)"
-    );
-    eprintln!("\n{0}\n{message}\n{0}\n", "*".repeat(72));
-    None
+    common::node::modules("ai-sdk-client", "ai", "install-ai-sdk-client.sh")
 }
 
 /// What the chat client saw in one action: the chunks it parsed, the chat's

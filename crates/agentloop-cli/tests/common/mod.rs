@@ -2,11 +2,12 @@
 //! provider keys from the environment, and a served process that is killed
 //! when dropped; `served` drives a served process over raw HTTP,
 //! `openai` stands in for an OpenAI-compatible model server, and `python`
-//! finds the Python test tools.
+//! and `node` find the Python test tools and the reference npm clients.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 #[cfg(unix)]
 pub mod folders;
+pub mod node;
 pub mod openai;
 pub mod python;
 pub mod served;
